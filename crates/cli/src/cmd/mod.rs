@@ -1,0 +1,11 @@
+//! One module per subcommand: its clap arguments beside its code.
+pub mod doctor;
+pub mod emu;
+pub mod gather;
+pub mod lab;
+pub mod lanes;
+pub mod net;
+pub mod relay;
+pub mod run;
+pub mod trace;
+pub mod traffic;

@@ -1,0 +1,102 @@
+//! Exit codes, owned by `main` (ripgrep's habit): every subcommand returns an
+//! `anyhow::Result<Verdict>` and main maps it to a documented code.
+//!
+//! | code | meaning |
+//! |---|---|
+//! | 0 | ok |
+//! | 1 | completed, negative verdict (e.g. a check failed, a target missed) |
+//! | 2 | usage or configuration error (bad value, unknown name, bad file) |
+//! | 3 | missing privilege (needs root / CAP_NET_ADMIN) |
+//! | 4 | missing kernel feature (module, sysctl, qdisc, MPTCP path manager) |
+//! | 5 | runtime failure (I/O, network, peer) |
+//! | 130 | interrupted by SIGINT |
+
+use std::process::ExitCode;
+
+/// What a subcommand concluded when it did not fail.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Verdict {
+    Ok,
+    Negative,
+}
+
+/// Errors that carry their own exit code; attach them with `anyhow::Error::from`.
+#[derive(Debug)]
+pub enum Fail {
+    Usage(String),
+    Privilege(String),
+    Feature(String),
+    Interrupted,
+}
+
+impl std::fmt::Display for Fail {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Fail::Usage(m) => write!(f, "{m}"),
+            Fail::Privilege(m) => {
+                write!(f, "{m} (run as root, or with CAP_NET_ADMIN, CAP_NET_RAW and CAP_SYS_ADMIN)")
+            }
+            Fail::Feature(m) => write!(f, "{m}"),
+            Fail::Interrupted => write!(f, "interrupted"),
+        }
+    }
+}
+
+pub fn usage(msg: impl Into<String>) -> anyhow::Error {
+    anyhow::Error::new(Fail::Usage(msg.into()))
+}
+
+/// Maps a result to the exit code table above, printing the error chain on stderr.
+pub fn code(result: anyhow::Result<Verdict>) -> ExitCode {
+    match result {
+        Ok(Verdict::Ok) => ExitCode::SUCCESS,
+        Ok(Verdict::Negative) => ExitCode::from(1),
+        Err(e) => {
+            eprintln!("tcpaccel: error: {e:#}");
+            ExitCode::from(classify(&e))
+        }
+    }
+}
+
+fn classify(e: &anyhow::Error) -> u8 {
+    for cause in e.chain() {
+        if let Some(f) = cause.downcast_ref::<Fail>() {
+            return match f {
+                Fail::Usage(_) => 2,
+                Fail::Privilege(_) => 3,
+                Fail::Feature(_) => 4,
+                Fail::Interrupted => 130,
+            };
+        }
+        if cause.downcast_ref::<tcpaccel_core::units::ParseError>().is_some() {
+            return 2;
+        }
+        if let Some(s) = cause.downcast_ref::<tcpaccel_sys::Error>() {
+            match s {
+                tcpaccel_sys::Error::Privilege { .. } => return 3,
+                tcpaccel_sys::Error::Unsupported { .. } => return 4,
+                tcpaccel_sys::Error::NoInterface { .. } | tcpaccel_sys::Error::NoNamespace { .. } => {
+                    return 2
+                }
+                _ => {}
+            }
+        }
+        if let Some(io) = cause.downcast_ref::<std::io::Error>() {
+            if io.kind() == std::io::ErrorKind::PermissionDenied {
+                return 3;
+            }
+        }
+    }
+    5
+}
+
+/// Fails with exit code 3 unless running as root; `what` says what needs it.
+pub fn require_root(what: &str) -> anyhow::Result<()> {
+    if tcpaccel_sys::privilege::is_root() {
+        Ok(())
+    } else {
+        Err(anyhow::Error::new(Fail::Privilege(format!("{what} needs root"))))
+    }
+}
+
+impl std::error::Error for Fail {}

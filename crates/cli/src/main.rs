@@ -1,0 +1,78 @@
+//! `tcpaccel`: one binary, one subcommand per tool. `main` only parses flags,
+//! sets up logging, and maps results to exit codes (see [`exit`]).
+
+use clap::{Parser, Subcommand};
+use std::process::ExitCode;
+
+mod cmd;
+mod exit;
+
+#[derive(Parser)]
+#[command(
+    name = "tcpaccel",
+    version,
+    about = "Make TCP fast on long fat networks and multipath datacenters, and prove it in a built-in network lab."
+)]
+struct Cli {
+    /// Log filter for diagnostics on stderr (e.g. info, debug, tcpaccel_emu=trace); also RUST_LOG.
+    #[arg(long, global = true, default_value = "warn")]
+    log: String,
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Userspace link emulator: an L2 wire between two interfaces with rate, delay, buffer and loss.
+    Emu(cmd::emu::Args),
+    /// Build, use and tear down namespace topologies from a TOML file.
+    Net(cmd::net::Args),
+    /// Traffic receiver (server) for `tcpaccel send`.
+    Recv(cmd::traffic::RecvArgs),
+    /// Traffic sender with per-interval TCP_INFO reports.
+    Send(cmd::traffic::SendArgs),
+    /// The network lab: scenarios, reports, the demo, cleanup.
+    Lab(cmd::lab::Args),
+    /// Split-TCP relay: SOCKS5 (chainable) or fixed forwarding; `relay plan` places relays.
+    Relay(cmd::relay::Args),
+    /// Diagnose (and fix) host TCP tuning for a path: buffers vs BDP, idle, RTO, offloads.
+    Doctor(cmd::doctor::Args),
+    /// Sample TCP_INFO of matching sockets through sock_diag at 100 Hz or more.
+    Trace(cmd::trace::Args),
+    /// Run an unmodified program with pacing / congestion control / buffers applied to its TCP sockets.
+    Run(cmd::run::Args),
+    /// Gathering server with priority QoS, and its client.
+    Gather(cmd::gather::Args),
+    /// Datacenter lanes daemon on Linux MPTCP (userspace path manager).
+    Lanes(cmd::lanes::Args),
+}
+
+fn main() -> ExitCode {
+    let cli = match Cli::try_parse() {
+        Ok(c) => c,
+        Err(e) => {
+            let code = if e.use_stderr() { 2 } else { 0 };
+            let _ = e.print();
+            return ExitCode::from(code);
+        }
+    };
+    let filter = std::env::var("RUST_LOG").unwrap_or_else(|_| cli.log.clone());
+    tracing_subscriber::fmt()
+        .with_env_filter(tracing_subscriber::EnvFilter::try_new(&filter).unwrap_or_else(|_| "warn".into()))
+        .with_writer(std::io::stderr)
+        .init();
+    let result = match cli.command {
+        Command::Emu(a) => cmd::emu::run(a),
+        Command::Net(a) => cmd::net::run(a),
+        Command::Recv(a) => cmd::traffic::recv(a),
+        Command::Send(a) => cmd::traffic::send(a),
+        Command::Lab(a) => cmd::lab::run(a),
+        Command::Relay(a) => cmd::relay::run(a),
+        Command::Doctor(a) => cmd::doctor::run(a),
+        Command::Trace(a) => cmd::trace::run(a),
+        Command::Run(a) => cmd::run::run(a),
+        Command::Gather(a) => cmd::gather::run(a),
+        Command::Lanes(a) => cmd::lanes::run(a),
+    };
+    exit::code(result)
+}

@@ -1,0 +1,387 @@
+//! Unit types parsed once at the edge: [`Rate`] (bit/s), [`Bytes`], durations,
+//! and a queue limit in bytes or packets.
+//!
+//! Conventions, chosen so that a number means one thing everywhere in tcpaccel:
+//! - Rates count **bits per second**. `500mbit`, `500Mbit/s`, `500mbps` and
+//!   `500M` are all 500 000 000 bit/s (unlike `tc`, where `bps` means bytes).
+//!   Bytes per second are written with a capital `B`: `60MB/s`.
+//! - Sizes use decimal prefixes for `K/KB/M/MB/G/GB` (1 MB = 1 000 000 bytes,
+//!   as in the seed papers' "1 MB buffer") and binary ones for `KiB/MiB/GiB`.
+//! - Durations take `ns`, `us`/`µs`, `ms`, `s`, `m`, `h`; a bare number is refused
+//!   because nobody agrees on its unit.
+//!
+//! Parsing never panics; errors name the value and the accepted forms.
+
+use serde::{Deserialize, Serialize};
+use std::fmt;
+use std::time::Duration;
+
+/// A value that could not be parsed, with the accepted forms.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("cannot parse {what} {value:?}: {reason}; accepted forms: {forms}")]
+pub struct ParseError {
+    pub what: &'static str,
+    pub value: String,
+    pub reason: String,
+    pub forms: &'static str,
+}
+
+const RATE_FORMS: &str =
+    "NUMBER[k|M|G|T][bit|bit/s|bps] for bits per second (e.g. 500mbit, 1Gbit/s, 20M), or NUMBER[k|M|G]B/s for bytes per second (e.g. 60MB/s)";
+const SIZE_FORMS: &str =
+    "NUMBER[B|K|KB|M|MB|G|GB] (decimal) or NUMBER[KiB|MiB|GiB] (binary), e.g. 1MB, 12.5MB, 64KiB, 1500";
+const DUR_FORMS: &str = "NUMBER(ns|us|ms|s|m|h), e.g. 100ms, 1.5s, 500us";
+const LIMIT_FORMS: &str = "a size (e.g. 1MB, 128KB) or a packet count (e.g. 100p, 100pkt)";
+
+fn err(what: &'static str, value: &str, reason: impl Into<String>, forms: &'static str) -> ParseError {
+    ParseError { what, value: value.to_string(), reason: reason.into(), forms }
+}
+
+/// Splits "12.5MB/s" into (12.5, "MB/s"). The number must be finite and not negative.
+fn split_number<'a>(
+    s: &'a str,
+    what: &'static str,
+    forms: &'static str,
+) -> Result<(f64, &'a str), ParseError> {
+    let t = s.trim();
+    let end = t
+        .char_indices()
+        .find(|(_, c)| !(c.is_ascii_digit() || *c == '.' || *c == '-' || *c == '+'))
+        .map(|(i, _)| i)
+        .unwrap_or(t.len());
+    let (num, unit) = t.split_at(end);
+    if num.is_empty() {
+        return Err(err(what, s, "no number", forms));
+    }
+    let v: f64 = num.parse().map_err(|_| err(what, s, format!("{num:?} is not a number"), forms))?;
+    if !v.is_finite() {
+        return Err(err(what, s, "not a finite number", forms));
+    }
+    if v < 0.0 {
+        return Err(err(what, s, "negative", forms));
+    }
+    Ok((v, unit.trim()))
+}
+
+/// A rate in bits per second.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub struct Rate(pub u64);
+
+impl Rate {
+    pub const fn bps(b: u64) -> Self {
+        Rate(b)
+    }
+    pub const fn kbps(k: u64) -> Self {
+        Rate(k * 1_000)
+    }
+    pub const fn mbps(m: u64) -> Self {
+        Rate(m * 1_000_000)
+    }
+    pub const fn gbps(g: u64) -> Self {
+        Rate(g * 1_000_000_000)
+    }
+    pub fn bits_per_sec(self) -> u64 {
+        self.0
+    }
+    pub fn bytes_per_sec(self) -> u64 {
+        self.0 / 8
+    }
+    pub fn as_mbps(self) -> f64 {
+        self.0 as f64 / 1e6
+    }
+    /// Rate from bytes moved over an interval; zero interval gives zero.
+    pub fn from_bytes_over(bytes: u64, dur: Duration) -> Rate {
+        let ns = dur.as_nanos();
+        if ns == 0 {
+            return Rate(0);
+        }
+        Rate(((bytes as u128 * 8 * 1_000_000_000) / ns) as u64)
+    }
+    /// Time to serialize `bytes` at this rate, rounded up to the nanosecond.
+    /// A zero rate means "unlimited" and takes no time.
+    pub fn time_for(self, bytes: u64) -> Duration {
+        if self.0 == 0 {
+            return Duration::ZERO;
+        }
+        let bits = bytes as u128 * 8 * 1_000_000_000;
+        Duration::from_nanos(bits.div_ceil(self.0 as u128) as u64)
+    }
+
+    /// Parses the forms in the module docs. Zero is refused here; callers that
+    /// accept "unlimited" say so with their own keyword.
+    pub fn parse(s: &str) -> Result<Rate, ParseError> {
+        let (v, unit) = split_number(s, "rate", RATE_FORMS)?;
+        let (mult, rest) = prefix(unit);
+        let per_bit = match rest {
+            "" | "bit" | "bit/s" | "bits" | "bits/s" | "bps" | "b/s" | "b" => 1.0,
+            "B/s" | "Bps" | "byte/s" | "bytes/s" => 8.0,
+            _ => return Err(err("rate", s, format!("unknown unit {unit:?}"), RATE_FORMS)),
+        };
+        let bits = v * mult * per_bit;
+        if bits < 1.0 {
+            return Err(err("rate", s, "must be at least 1 bit/s", RATE_FORMS));
+        }
+        if bits > u64::MAX as f64 / 2.0 {
+            return Err(err("rate", s, "too large", RATE_FORMS));
+        }
+        Ok(Rate(bits.round() as u64))
+    }
+}
+
+/// Splits an SI/IEC prefix off a unit, case-insensitive for k/m/g/t.
+/// "Mbit" -> (1e6, "bit"); "MiB" -> (2^20, "B"); "MB/s" -> (1e6, "B/s").
+fn prefix(unit: &str) -> (f64, &str) {
+    let mut chars = unit.chars();
+    let Some(c) = chars.next() else { return (1.0, unit) };
+    let base = match c.to_ascii_lowercase() {
+        'k' => 1e3,
+        'm' => 1e6,
+        'g' => 1e9,
+        't' => 1e12,
+        _ => return (1.0, unit),
+    };
+    let rest = &unit[1..];
+    if let Some(r) = rest.strip_prefix('i') {
+        let bin = match c.to_ascii_lowercase() {
+            'k' => 1024.0,
+            'm' => 1048576.0,
+            'g' => 1073741824.0,
+            _ => 1099511627776.0,
+        };
+        return (bin, r);
+    }
+    (base, rest)
+}
+
+impl fmt::Display for Rate {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let b = self.0 as f64;
+        if b >= 1e9 {
+            write!(f, "{}Gbit/s", trim_float(b / 1e9))
+        } else if b >= 1e6 {
+            write!(f, "{}Mbit/s", trim_float(b / 1e6))
+        } else if b >= 1e3 {
+            write!(f, "{}kbit/s", trim_float(b / 1e3))
+        } else {
+            write!(f, "{}bit/s", self.0)
+        }
+    }
+}
+
+impl std::str::FromStr for Rate {
+    type Err = ParseError;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        Rate::parse(s)
+    }
+}
+
+fn trim_float(v: f64) -> String {
+    let s = format!("{v:.3}");
+    let s = s.trim_end_matches('0').trim_end_matches('.');
+    s.to_string()
+}
+
+/// A size in bytes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize, Default)]
+pub struct Bytes(pub u64);
+
+impl Bytes {
+    pub fn get(self) -> u64 {
+        self.0
+    }
+    pub fn parse(s: &str) -> Result<Bytes, ParseError> {
+        let (v, unit) = split_number(s, "size", SIZE_FORMS)?;
+        let (mult, rest) = prefix(unit);
+        match rest {
+            "" | "B" | "b" | "byte" | "bytes" => {}
+            _ => return Err(err("size", s, format!("unknown unit {unit:?}"), SIZE_FORMS)),
+        }
+        let n = v * mult;
+        if n > u64::MAX as f64 / 2.0 {
+            return Err(err("size", s, "too large", SIZE_FORMS));
+        }
+        if n.fract() != 0.0 && mult == 1.0 {
+            return Err(err("size", s, "a byte count must be whole", SIZE_FORMS));
+        }
+        Ok(Bytes(n.round() as u64))
+    }
+}
+
+impl fmt::Display for Bytes {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let b = self.0 as f64;
+        if b >= 1e9 {
+            write!(f, "{}GB", trim_float(b / 1e9))
+        } else if b >= 1e6 {
+            write!(f, "{}MB", trim_float(b / 1e6))
+        } else if b >= 1e3 {
+            write!(f, "{}KB", trim_float(b / 1e3))
+        } else {
+            write!(f, "{}B", self.0)
+        }
+    }
+}
+
+impl std::str::FromStr for Bytes {
+    type Err = ParseError;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        Bytes::parse(s)
+    }
+}
+
+/// Parses a duration such as `100ms`, `1.5s`, `500us`.
+pub fn parse_duration(s: &str) -> Result<Duration, ParseError> {
+    let (v, unit) = split_number(s, "duration", DUR_FORMS)?;
+    let ns_per = match unit {
+        "ns" => 1.0,
+        "us" | "µs" => 1e3,
+        "ms" => 1e6,
+        "s" | "sec" => 1e9,
+        "m" | "min" => 60e9,
+        "h" => 3600e9,
+        "" => return Err(err("duration", s, "missing unit", DUR_FORMS)),
+        _ => return Err(err("duration", s, format!("unknown unit {unit:?}"), DUR_FORMS)),
+    };
+    let ns = v * ns_per;
+    if ns > u64::MAX as f64 / 2.0 {
+        return Err(err("duration", s, "too large", DUR_FORMS));
+    }
+    Ok(Duration::from_nanos(ns.round() as u64))
+}
+
+/// Formats a duration compactly (`1.5s`, `100ms`, `250us`), parseable by [`parse_duration`].
+pub fn format_duration(d: Duration) -> String {
+    let ns = d.as_nanos() as f64;
+    if ns >= 1e9 {
+        format!("{}s", trim_float(ns / 1e9))
+    } else if ns >= 1e6 {
+        format!("{}ms", trim_float(ns / 1e6))
+    } else if ns >= 1e3 {
+        format!("{}us", trim_float(ns / 1e3))
+    } else {
+        format!("{}ns", d.as_nanos())
+    }
+}
+
+/// A drop-tail queue limit: in bytes (a router buffer) or in packets (a NIC ring).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum QueueLimit {
+    Bytes(u64),
+    Packets(u64),
+}
+
+impl QueueLimit {
+    pub fn parse(s: &str) -> Result<QueueLimit, ParseError> {
+        let t = s.trim();
+        for suf in ["pkts", "pkt", "packets", "p"] {
+            if let Some(n) = t.strip_suffix(suf) {
+                let n: u64 = n
+                    .trim()
+                    .parse()
+                    .map_err(|_| err("queue limit", s, "packet count is not a whole number", LIMIT_FORMS))?;
+                return Ok(QueueLimit::Packets(n));
+            }
+        }
+        Bytes::parse(t)
+            .map(|b| QueueLimit::Bytes(b.0))
+            .map_err(|e| err("queue limit", s, e.reason, LIMIT_FORMS))
+    }
+}
+
+impl fmt::Display for QueueLimit {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            QueueLimit::Bytes(b) => write!(f, "{}", Bytes(*b)),
+            QueueLimit::Packets(p) => write!(f, "{p}pkt"),
+        }
+    }
+}
+
+impl std::str::FromStr for QueueLimit {
+    type Err = ParseError;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        QueueLimit::parse(s)
+    }
+}
+
+/// Bandwidth-delay product in bytes.
+pub fn bdp_bytes(rate: Rate, rtt: Duration) -> u64 {
+    ((rate.0 as u128 * rtt.as_nanos()) / 8 / 1_000_000_000) as u64
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rates_in_bits() {
+        assert_eq!(Rate::parse("500mbit").unwrap(), Rate(500_000_000));
+        assert_eq!(Rate::parse("500Mbit/s").unwrap(), Rate(500_000_000));
+        assert_eq!(Rate::parse("1gbit").unwrap(), Rate(1_000_000_000));
+        assert_eq!(Rate::parse("1Gbps").unwrap(), Rate(1_000_000_000));
+        assert_eq!(Rate::parse("20M").unwrap(), Rate(20_000_000));
+        assert_eq!(Rate::parse("2.5kbit").unwrap(), Rate(2_500));
+        assert_eq!(Rate::parse("60MB/s").unwrap(), Rate(480_000_000));
+        assert_eq!(Rate::parse("1000").unwrap(), Rate(1000));
+    }
+
+    #[test]
+    fn bad_rates_name_value_and_forms() {
+        for bad in ["", "fast", "0", "-5mbit", "10 furlongs", "0.1bit", "nanmbit"] {
+            let e = Rate::parse(bad).unwrap_err();
+            let msg = e.to_string();
+            assert!(msg.contains(&format!("{bad:?}")), "{msg}");
+            assert!(msg.contains("accepted forms"), "{msg}");
+        }
+    }
+
+    #[test]
+    fn sizes() {
+        assert_eq!(Bytes::parse("1MB").unwrap(), Bytes(1_000_000));
+        assert_eq!(Bytes::parse("12.5MB").unwrap(), Bytes(12_500_000));
+        assert_eq!(Bytes::parse("64KiB").unwrap(), Bytes(65_536));
+        assert_eq!(Bytes::parse("1500").unwrap(), Bytes(1500));
+        assert_eq!(Bytes::parse("128K").unwrap(), Bytes(128_000));
+        assert!(Bytes::parse("1.5").is_err());
+        assert!(Bytes::parse("3 parsecs").is_err());
+    }
+
+    #[test]
+    fn durations() {
+        assert_eq!(parse_duration("100ms").unwrap(), Duration::from_millis(100));
+        assert_eq!(parse_duration("1.5s").unwrap(), Duration::from_millis(1500));
+        assert_eq!(parse_duration("500us").unwrap(), Duration::from_micros(500));
+        assert_eq!(parse_duration("2m").unwrap(), Duration::from_secs(120));
+        assert!(parse_duration("100").unwrap_err().to_string().contains("missing unit"));
+        assert_eq!(format_duration(Duration::from_millis(1500)), "1.5s");
+        assert_eq!(
+            parse_duration(&format_duration(Duration::from_micros(250))).unwrap(),
+            Duration::from_micros(250)
+        );
+    }
+
+    #[test]
+    fn queue_limits() {
+        assert_eq!(QueueLimit::parse("1MB").unwrap(), QueueLimit::Bytes(1_000_000));
+        assert_eq!(QueueLimit::parse("100p").unwrap(), QueueLimit::Packets(100));
+        assert_eq!(QueueLimit::parse("40pkt").unwrap(), QueueLimit::Packets(40));
+        assert!(QueueLimit::parse("xp").is_err());
+    }
+
+    #[test]
+    fn serialization_time_is_exact() {
+        // 1538 bytes on the wire at 100 Mbit/s = 123.04 us.
+        assert_eq!(Rate::mbps(100).time_for(1538), Duration::from_nanos(123_040));
+        assert_eq!(Rate(0).time_for(1538), Duration::ZERO);
+        assert_eq!(Rate::from_bytes_over(1_250_000, Duration::from_millis(100)), Rate::mbps(100));
+        assert_eq!(bdp_bytes(Rate::mbps(500), Duration::from_millis(100)), 6_250_000);
+    }
+
+    #[test]
+    fn display_round_trips() {
+        for r in [Rate::mbps(500), Rate::gbps(1), Rate::kbps(64)] {
+            assert_eq!(Rate::parse(&r.to_string()).unwrap(), r);
+        }
+    }
+}

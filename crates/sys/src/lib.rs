@@ -1,0 +1,24 @@
+//! tcpaccel-sys: the only crate of tcpaccel with `unsafe` code and raw syscalls.
+//!
+//! Each module wraps one kernel interface behind a safe API with errors that
+//! name the interface, namespace or socket involved. Every `unsafe` block has
+//! a `// SAFETY:` comment. Nothing here decides policy; it only acts.
+
+pub mod error;
+pub use error::{Error, Result};
+
+/// Privilege checks (root / CAP_NET_ADMIN).
+pub mod privilege;
+
+/// sock_diag / inet_diag netlink dumps of TCP sockets with their tcp_info.
+pub mod diag;
+/// ethtool ioctl: switch TSO/GSO/GRO/tx-checksum offloads off.
+pub mod ethtool;
+/// Network namespaces: enter by name (setns), run a closure inside one.
+pub mod netns;
+/// AF_PACKET raw sockets bound to an interface (batched receive, send).
+pub mod packet;
+/// setsockopt/getsockopt helpers: SO_MAX_PACING_RATE, TCP_CONGESTION, buffers, TCP_WINDOW_CLAMP, ...
+pub mod sockopt;
+/// `struct tcp_info`, parsed by length so older and newer kernels work.
+pub mod tcpinfo;

@@ -1,0 +1,2 @@
+//! tcpaccel-traffic: the traffic tool (send/recv) with TCP_INFO reports.
+#![forbid(unsafe_code)]
