@@ -22,3 +22,7 @@ pub mod packet;
 pub mod sockopt;
 /// `struct tcp_info`, parsed by length so older and newer kernels work.
 pub mod tcpinfo;
+/// splice(2) and pipes for zero-copy relaying; SO_LINGER helpers live in sockopt.
+pub mod splice;
+/// MPTCP generic netlink (`mptcp_pm`): path-manager commands and events.
+pub mod mptcp;
