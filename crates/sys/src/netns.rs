@@ -1,1 +1,200 @@
-//! (to be written)
+//! Network namespaces by name, as `ip netns` creates them (a bind mount under
+//! `/run/netns/NAME`).
+//!
+//! `setns(2)` with `CLONE_NEWNET` changes the namespace of the *calling
+//! thread* only. Sockets keep the namespace they were created in, so the usual
+//! pattern is: enter a namespace on a dedicated thread, open the sockets there,
+//! and use them from any thread. [`run_in`] does exactly that on a fresh thread
+//! so the caller's own thread is never moved.
+//!
+//! This module does not create or delete namespaces (that is `ip netns`, driven
+//! by the topology builder); it only enters existing ones.
+
+use std::fs::File;
+use std::os::fd::AsRawFd;
+use std::path::PathBuf;
+
+use crate::{Error, Result};
+
+/// Where `ip netns add` puts its bind mounts.
+pub const NETNS_RUN_DIR: &str = "/run/netns";
+
+fn path_of(name: &str) -> Result<PathBuf> {
+    // A name is one path component; anything else could escape /run/netns.
+    if name.is_empty() || name == "." || name == ".." || name.contains('/') || name.contains('\0') {
+        return Err(Error::Other {
+            op: "netns".into(),
+            msg: format!("invalid namespace name {name:?} (one path component, as `ip netns` accepts)"),
+        });
+    }
+    Ok(PathBuf::from(NETNS_RUN_DIR).join(name))
+}
+
+/// True when `/run/netns/NAME` exists.
+pub fn exists(name: &str) -> bool {
+    path_of(name).map(|p| p.exists()).unwrap_or(false)
+}
+
+fn open_ns(name: &str) -> Result<File> {
+    let path = path_of(name)?;
+    File::open(&path).map_err(|e| match e.kind() {
+        std::io::ErrorKind::NotFound => Error::NoNamespace { name: name.to_string() },
+        _ => Error::os(format!("open {}", path.display()), e),
+    })
+}
+
+fn setns_file(file: &File, what: &str) -> Result<()> {
+    // SAFETY: `file` is an open descriptor of a namespace file that outlives the
+    // call; setns only reads it and changes this thread's network namespace.
+    let rc = unsafe { libc::setns(file.as_raw_fd(), libc::CLONE_NEWNET) };
+    if rc != 0 {
+        return Err(Error::last(format!("setns(CLONE_NEWNET) into {what}")));
+    }
+    Ok(())
+}
+
+/// Moves the calling thread into network namespace `name`.
+///
+/// Only this thread moves; other threads and already open sockets keep their
+/// namespace. Fails with [`Error::NoNamespace`] if `/run/netns/NAME` is missing
+/// and [`Error::Privilege`] without CAP_SYS_ADMIN.
+pub fn enter(name: &str) -> Result<()> {
+    let file = open_ns(name)?;
+    setns_file(&file, &format!("namespace {name:?}"))
+}
+
+/// Runs `f` on a new thread that first enters namespace `name`, and returns its
+/// result. The caller's thread stays where it is. A panic in `f` is resumed in
+/// the caller.
+pub fn run_in<R: Send + 'static>(name: &str, f: impl FnOnce() -> R + Send + 'static) -> Result<R> {
+    // Open the namespace here so a missing one is reported before spawning.
+    let file = open_ns(name)?;
+    let what = format!("namespace {name:?}");
+    let handle = std::thread::Builder::new()
+        .name(format!("netns-{name}"))
+        .spawn(move || -> Result<R> {
+            setns_file(&file, &what)?;
+            drop(file);
+            Ok(f())
+        })
+        .map_err(|e| Error::os("spawn thread for netns::run_in", e))?;
+    match handle.join() {
+        Ok(r) => r,
+        Err(panic) => std::panic::resume_unwind(panic),
+    }
+}
+
+/// The calling thread's current network namespace, kept open so the thread can
+/// return to it later (see [`enter_scoped`]).
+pub struct Saved {
+    file: File,
+}
+
+impl Saved {
+    /// Remembers the calling thread's current network namespace.
+    pub fn current() -> Result<Saved> {
+        // /proc/thread-self is the thread, not the process: after setns in one
+        // thread, /proc/self/ns/net may still name the main thread's namespace.
+        let file = File::open("/proc/thread-self/ns/net")
+            .map_err(|e| Error::os("open /proc/thread-self/ns/net", e))?;
+        Ok(Saved { file })
+    }
+
+    /// Moves the calling thread back into the saved namespace.
+    pub fn restore(&self) -> Result<()> {
+        setns_file(&self.file, "the saved namespace")
+    }
+}
+
+/// Guard returned by [`enter_scoped`]: moves the thread back on drop.
+pub struct Scoped {
+    saved: Saved,
+    // Keep the guard on its thread: restoring from another thread would move
+    // that other thread instead. A raw pointer makes the type `!Send`.
+    _not_send: std::marker::PhantomData<*const ()>,
+}
+
+impl Drop for Scoped {
+    fn drop(&mut self) {
+        // Going back into a namespace we were in cannot fail for lack of
+        // privilege; if it does anyway, there is nothing better to do here.
+        let _ = self.saved.restore();
+    }
+}
+
+/// Enters namespace `name` on the calling thread and returns a guard that moves
+/// the thread back to where it was when dropped. Must be dropped on the same
+/// thread (the guard is `!Send`).
+pub fn enter_scoped(name: &str) -> Result<Scoped> {
+    let saved = Saved::current()?;
+    enter(name)?;
+    Ok(Scoped { saved, _not_send: std::marker::PhantomData })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rejects_names_that_are_not_one_component() {
+        for bad in ["", ".", "..", "a/b", "../x"] {
+            assert!(!exists(bad));
+            assert!(matches!(enter(bad), Err(Error::Other { .. })), "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn missing_namespace_is_named() {
+        let name = "tcpaccel-definitely-missing-ns";
+        match enter(name) {
+            Err(Error::NoNamespace { name: n }) => assert_eq!(n, name),
+            other => panic!("expected NoNamespace, got {other:?}"),
+        }
+        match run_in(name, || 1) {
+            Err(Error::NoNamespace { .. }) => {}
+            other => panic!("expected NoNamespace, got {other:?}"),
+        }
+    }
+
+    /// Root only: builds a namespace with a veth pair, switches offloads off
+    /// inside it through `run_in`, and reads them back.
+    #[test]
+    fn root_enter_and_disable_offloads() {
+        if !crate::privilege::is_root() {
+            eprintln!("skipping: needs root");
+            return;
+        }
+        struct Ns(String);
+        impl Drop for Ns {
+            fn drop(&mut self) {
+                let _ = std::process::Command::new("ip").args(["netns", "del", &self.0]).status();
+            }
+        }
+        let ip = |args: &[&str]| {
+            let st = std::process::Command::new("ip").args(args).status().expect("run ip");
+            assert!(st.success(), "ip {args:?}");
+        };
+        let ns = Ns(format!("tcpaccel-systest-{}", std::process::id()));
+        ip(&["netns", "add", &ns.0]);
+        assert!(exists(&ns.0));
+        ip(&["-n", &ns.0, "link", "add", "tst0", "type", "veth", "peer", "name", "tst1"]);
+        // The interface lives only in the namespace.
+        assert!(matches!(crate::ethtool::offloads("tst0"), Err(Error::NoInterface { .. })));
+        let r = run_in(&ns.0, || {
+            let before = crate::ethtool::offloads("tst0")?;
+            crate::ethtool::disable_offloads("tst0")?;
+            let after = crate::ethtool::offloads("tst0")?;
+            Ok::<_, Error>((before, after))
+        })
+        .expect("run_in")
+        .expect("offloads");
+        assert!(!r.0.all_off(), "veth starts with offloads on: {:?}", r.0);
+        assert!(r.1.all_off(), "{:?}", r.1);
+        // enter_scoped moves this thread and back.
+        {
+            let _g = enter_scoped(&ns.0).expect("enter");
+            assert!(crate::ethtool::offloads("tst1").is_ok());
+        }
+        assert!(matches!(crate::ethtool::offloads("tst1"), Err(Error::NoInterface { .. })));
+    }
+}
