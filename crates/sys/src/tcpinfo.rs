@@ -1,1 +1,414 @@
-//! (to be written)
+//! `struct tcp_info`, parsed by length.
+//!
+//! What it is: a decoder for the kernel's `struct tcp_info`
+//! (include/uapi/linux/tcp.h) that reads fields by their byte offsets and
+//! accepts any length from the 104-byte base structure upwards. Fields
+//! added after the base structure are `Option`s, `Some` only when the
+//! buffer the kernel returned reaches them; bytes beyond the last field
+//! known here are ignored, so newer kernels keep working. The same parser
+//! serves `getsockopt(TCP_INFO)` ([`tcp_info`]) and the `INET_DIAG_INFO`
+//! attribute of sock_diag dumps.
+//!
+//! What it is not: no interpretation (no "is this flow cwnd-limited"), no
+//! unit conversion beyond naming the kernel's units in the docs: times are
+//! microseconds unless noted, rates are bytes per second.
+
+use std::os::fd::AsFd;
+
+use serde::Serialize;
+
+use crate::error::{Error, Result};
+
+/// Size of the oldest `struct tcp_info` (up to `tcpi_total_retrans`).
+pub const BASE_LEN: usize = 104;
+/// Size of the structure as far as this parser knows it (up to
+/// `tcpi_total_rto_time`, Linux 6.7+).
+pub const KNOWN_LEN: usize = 248;
+/// Buffer offered to the kernel: comfortably above [`KNOWN_LEN`] so that a
+/// newer kernel's longer structure is returned whole (and then ignored).
+const QUERY_LEN: usize = 512;
+/// `TCP_INFO` (linux/tcp.h).
+const TCP_INFO: libc::c_int = 11;
+
+/// The buffer is shorter than the base structure.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("tcp_info: {len} bytes is shorter than the {BASE_LEN}-byte base structure")]
+pub struct ShortTcpInfo {
+    pub len: usize,
+}
+
+/// One snapshot of a TCP socket's state as the kernel reports it.
+///
+/// Times are in microseconds (`rto`, `ato`, `rtt`, `rttvar`, `rcv_rtt`,
+/// `min_rtt`, `busy_time`, `rwnd_limited`, `sndbuf_limited`) except the
+/// `last_*` fields and `total_rto_time`, which are milliseconds. Rates are
+/// bytes per second. `snd_cwnd` and `snd_ssthresh` count segments.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct TcpInfo {
+    /// How many bytes the kernel returned (not a kernel field).
+    pub len: usize,
+    pub state: u8,
+    pub ca_state: u8,
+    pub retransmits: u8,
+    pub probes: u8,
+    pub backoff: u8,
+    pub options: u8,
+    pub snd_wscale: u8,
+    pub rcv_wscale: u8,
+    pub delivery_rate_app_limited: bool,
+    pub fastopen_client_fail: u8,
+    pub rto: u32,
+    pub ato: u32,
+    pub snd_mss: u32,
+    pub rcv_mss: u32,
+    pub unacked: u32,
+    pub sacked: u32,
+    pub lost: u32,
+    pub retrans: u32,
+    pub fackets: u32,
+    pub last_data_sent: u32,
+    pub last_ack_sent: u32,
+    pub last_data_recv: u32,
+    pub last_ack_recv: u32,
+    pub pmtu: u32,
+    pub rcv_ssthresh: u32,
+    pub rtt: u32,
+    pub rttvar: u32,
+    pub snd_ssthresh: u32,
+    pub snd_cwnd: u32,
+    pub advmss: u32,
+    pub reordering: u32,
+    pub rcv_rtt: u32,
+    pub rcv_space: u32,
+    pub total_retrans: u32,
+    // ---- beyond the base structure, present by length ----
+    pub pacing_rate: Option<u64>,
+    pub max_pacing_rate: Option<u64>,
+    pub bytes_acked: Option<u64>,
+    pub bytes_received: Option<u64>,
+    pub segs_out: Option<u32>,
+    pub segs_in: Option<u32>,
+    pub notsent_bytes: Option<u32>,
+    pub min_rtt: Option<u32>,
+    pub data_segs_in: Option<u32>,
+    pub data_segs_out: Option<u32>,
+    pub delivery_rate: Option<u64>,
+    pub busy_time: Option<u64>,
+    pub rwnd_limited: Option<u64>,
+    pub sndbuf_limited: Option<u64>,
+    pub delivered: Option<u32>,
+    pub delivered_ce: Option<u32>,
+    pub bytes_sent: Option<u64>,
+    pub bytes_retrans: Option<u64>,
+    pub dsack_dups: Option<u32>,
+    pub reord_seen: Option<u32>,
+    pub rcv_ooopack: Option<u32>,
+    pub snd_wnd: Option<u32>,
+    pub rcv_wnd: Option<u32>,
+    pub rehash: Option<u32>,
+    pub total_rto: Option<u16>,
+    pub total_rto_recoveries: Option<u16>,
+    pub total_rto_time: Option<u32>,
+}
+
+/// Reads native-endian integers at fixed offsets of a kernel buffer.
+struct Fields<'a>(&'a [u8]);
+
+impl Fields<'_> {
+    fn bytes<const N: usize>(&self, off: usize) -> Option<[u8; N]> {
+        self.0.get(off..off + N)?.try_into().ok()
+    }
+    fn u8(&self, off: usize) -> u8 {
+        self.0.get(off).copied().unwrap_or(0)
+    }
+    fn u16(&self, off: usize) -> Option<u16> {
+        self.bytes(off).map(u16::from_ne_bytes)
+    }
+    fn u32(&self, off: usize) -> Option<u32> {
+        self.bytes(off).map(u32::from_ne_bytes)
+    }
+    fn u64(&self, off: usize) -> Option<u64> {
+        self.bytes(off).map(u64::from_ne_bytes)
+    }
+    /// A base-structure field: the length was checked up front.
+    fn base32(&self, off: usize) -> u32 {
+        self.u32(off).unwrap_or(0)
+    }
+}
+
+impl TcpInfo {
+    /// Parses a `struct tcp_info` of any length ≥ [`BASE_LEN`]. Offsets follow
+    /// include/uapi/linux/tcp.h; integers are in host byte order.
+    pub fn parse(buf: &[u8]) -> std::result::Result<TcpInfo, ShortTcpInfo> {
+        if buf.len() < BASE_LEN {
+            return Err(ShortTcpInfo { len: buf.len() });
+        }
+        let f = Fields(buf);
+        // Byte 6 holds two 4-bit fields and byte 7 two flags. With the
+        // little-endian bitfield layout (x86, arm64) the first declared field
+        // takes the low bits; big-endian ABIs allocate from the high bits.
+        let (wscale, flags) = (f.u8(6), f.u8(7));
+        let (snd_wscale, rcv_wscale, app_limited, fo_fail) = if cfg!(target_endian = "little") {
+            (wscale & 0x0f, wscale >> 4, flags & 0x01 != 0, (flags >> 1) & 0x03)
+        } else {
+            (wscale >> 4, wscale & 0x0f, flags & 0x80 != 0, (flags >> 5) & 0x03)
+        };
+        Ok(TcpInfo {
+            len: buf.len(),
+            state: f.u8(0),
+            ca_state: f.u8(1),
+            retransmits: f.u8(2),
+            probes: f.u8(3),
+            backoff: f.u8(4),
+            options: f.u8(5),
+            snd_wscale,
+            rcv_wscale,
+            delivery_rate_app_limited: app_limited,
+            fastopen_client_fail: fo_fail,
+            rto: f.base32(8),
+            ato: f.base32(12),
+            snd_mss: f.base32(16),
+            rcv_mss: f.base32(20),
+            unacked: f.base32(24),
+            sacked: f.base32(28),
+            lost: f.base32(32),
+            retrans: f.base32(36),
+            fackets: f.base32(40),
+            last_data_sent: f.base32(44),
+            last_ack_sent: f.base32(48),
+            last_data_recv: f.base32(52),
+            last_ack_recv: f.base32(56),
+            pmtu: f.base32(60),
+            rcv_ssthresh: f.base32(64),
+            rtt: f.base32(68),
+            rttvar: f.base32(72),
+            snd_ssthresh: f.base32(76),
+            snd_cwnd: f.base32(80),
+            advmss: f.base32(84),
+            reordering: f.base32(88),
+            rcv_rtt: f.base32(92),
+            rcv_space: f.base32(96),
+            total_retrans: f.base32(100),
+            pacing_rate: f.u64(104),
+            max_pacing_rate: f.u64(112),
+            bytes_acked: f.u64(120),
+            bytes_received: f.u64(128),
+            segs_out: f.u32(136),
+            segs_in: f.u32(140),
+            notsent_bytes: f.u32(144),
+            min_rtt: f.u32(148),
+            data_segs_in: f.u32(152),
+            data_segs_out: f.u32(156),
+            delivery_rate: f.u64(160),
+            busy_time: f.u64(168),
+            rwnd_limited: f.u64(176),
+            sndbuf_limited: f.u64(184),
+            delivered: f.u32(192),
+            delivered_ce: f.u32(196),
+            bytes_sent: f.u64(200),
+            bytes_retrans: f.u64(208),
+            dsack_dups: f.u32(216),
+            reord_seen: f.u32(220),
+            rcv_ooopack: f.u32(224),
+            snd_wnd: f.u32(228),
+            rcv_wnd: f.u32(232),
+            rehash: f.u32(236),
+            total_rto: f.u16(240),
+            total_rto_recoveries: f.u16(242),
+            total_rto_time: f.u32(244),
+        })
+    }
+
+    /// Smoothed RTT.
+    pub fn srtt(&self) -> std::time::Duration {
+        std::time::Duration::from_micros(u64::from(self.rtt))
+    }
+
+    /// The TCP state's name (include/net/tcp_states.h).
+    pub fn state_name(&self) -> &'static str {
+        match self.state {
+            1 => "ESTABLISHED",
+            2 => "SYN_SENT",
+            3 => "SYN_RECV",
+            4 => "FIN_WAIT1",
+            5 => "FIN_WAIT2",
+            6 => "TIME_WAIT",
+            7 => "CLOSE",
+            8 => "CLOSE_WAIT",
+            9 => "LAST_ACK",
+            10 => "LISTEN",
+            11 => "CLOSING",
+            12 => "NEW_SYN_RECV",
+            _ => "UNKNOWN",
+        }
+    }
+
+    /// The congestion-avoidance state's name (`enum tcp_ca_state`).
+    pub fn ca_state_name(&self) -> &'static str {
+        match self.ca_state {
+            0 => "Open",
+            1 => "Disorder",
+            2 => "CWR",
+            3 => "Recovery",
+            4 => "Loss",
+            _ => "Unknown",
+        }
+    }
+}
+
+/// Reads `TCP_INFO` from a TCP socket. On an MPTCP socket the kernel answers
+/// with one subflow's view at best; per-subflow state comes from sock_diag.
+pub fn tcp_info(fd: &impl AsFd) -> Result<TcpInfo> {
+    use std::os::fd::AsRawFd;
+    let op = "getsockopt(TCP_INFO)";
+    let mut buf = [0u8; QUERY_LEN];
+    let mut len = buf.len() as libc::socklen_t;
+    // SAFETY: `buf` is a writable region of `len` bytes; the kernel writes at
+    // most `len` bytes and stores the written length back into `len`.
+    let rc = unsafe {
+        libc::getsockopt(
+            fd.as_fd().as_raw_fd(),
+            libc::IPPROTO_TCP,
+            TCP_INFO,
+            buf.as_mut_ptr().cast::<libc::c_void>(),
+            &mut len,
+        )
+    };
+    if rc != 0 {
+        return Err(Error::last(op));
+    }
+    let n = (len as usize).min(buf.len());
+    TcpInfo::parse(&buf[..n]).map_err(|e| Error::Other { op: op.into(), msg: e.to_string() })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A synthetic buffer of `len` bytes in which every 4-byte word from
+    /// offset 8 holds its own offset, so a field read at the wrong place
+    /// shows the wrong number.
+    fn synthetic(len: usize) -> Vec<u8> {
+        let mut b = vec![0u8; len];
+        b[..8].copy_from_slice(&[1, 3, 2, 4, 5, 7, 0x7a, 0x05]);
+        let mut off = 8;
+        while off + 4 <= len {
+            b[off..off + 4].copy_from_slice(&(off as u32).to_ne_bytes());
+            off += 4;
+        }
+        b
+    }
+
+    fn put_u64(b: &mut [u8], off: usize, v: u64) {
+        b[off..off + 8].copy_from_slice(&v.to_ne_bytes());
+    }
+
+    #[test]
+    fn short_buffer_is_an_error() {
+        assert_eq!(TcpInfo::parse(&[0u8; 103]), Err(ShortTcpInfo { len: 103 }));
+        assert!(TcpInfo::parse(&[]).is_err());
+    }
+
+    #[test]
+    fn base_104_has_base_fields_and_no_extensions() {
+        let t = TcpInfo::parse(&synthetic(104)).unwrap();
+        assert_eq!(t.len, 104);
+        assert_eq!((t.state, t.ca_state, t.retransmits, t.probes, t.backoff, t.options), (1, 3, 2, 4, 5, 7));
+        if cfg!(target_endian = "little") {
+            assert_eq!((t.snd_wscale, t.rcv_wscale), (0xa, 0x7));
+            assert!(t.delivery_rate_app_limited);
+            assert_eq!(t.fastopen_client_fail, 2);
+        }
+        assert_eq!(t.rto, 8);
+        assert_eq!(t.snd_mss, 16);
+        assert_eq!(t.fackets, 40);
+        assert_eq!(t.last_data_sent, 44);
+        assert_eq!(t.pmtu, 60);
+        assert_eq!(t.rtt, 68);
+        assert_eq!(t.rttvar, 72);
+        assert_eq!(t.snd_ssthresh, 76);
+        assert_eq!(t.snd_cwnd, 80);
+        assert_eq!(t.rcv_space, 96);
+        assert_eq!(t.total_retrans, 100);
+        assert_eq!(t.pacing_rate, None);
+        assert_eq!(t.snd_wnd, None);
+        assert_eq!(t.srtt(), std::time::Duration::from_micros(68));
+    }
+
+    #[test]
+    fn partial_field_is_none() {
+        // 108 bytes reach half of tcpi_pacing_rate: it must stay None.
+        let t = TcpInfo::parse(&synthetic(108)).unwrap();
+        assert_eq!(t.pacing_rate, None);
+        assert_eq!(t.total_retrans, 100);
+    }
+
+    #[test]
+    fn v232_reaches_snd_wnd() {
+        let mut b = synthetic(232);
+        put_u64(&mut b, 104, 12_500_000);
+        put_u64(&mut b, 112, u64::MAX);
+        put_u64(&mut b, 160, 1 << 40);
+        put_u64(&mut b, 200, 0x0102_0304_0506_0708);
+        let t = TcpInfo::parse(&b).unwrap();
+        assert_eq!(t.pacing_rate, Some(12_500_000));
+        assert_eq!(t.max_pacing_rate, Some(u64::MAX));
+        assert_eq!(t.segs_out, Some(136));
+        assert_eq!(t.segs_in, Some(140));
+        assert_eq!(t.notsent_bytes, Some(144));
+        assert_eq!(t.min_rtt, Some(148));
+        assert_eq!(t.data_segs_out, Some(156));
+        assert_eq!(t.delivery_rate, Some(1 << 40));
+        assert_eq!(t.delivered, Some(192));
+        assert_eq!(t.delivered_ce, Some(196));
+        assert_eq!(t.bytes_sent, Some(0x0102_0304_0506_0708));
+        assert_eq!(t.dsack_dups, Some(216));
+        assert_eq!(t.reord_seen, Some(220));
+        assert_eq!(t.rcv_ooopack, Some(224));
+        assert_eq!(t.snd_wnd, Some(228));
+        assert_eq!(t.rcv_wnd, None);
+        assert_eq!(t.total_rto_time, None);
+    }
+
+    #[test]
+    fn v248_reaches_rto_stats() {
+        let mut b = synthetic(248);
+        b[240..242].copy_from_slice(&7u16.to_ne_bytes());
+        b[242..244].copy_from_slice(&3u16.to_ne_bytes());
+        let t = TcpInfo::parse(&b).unwrap();
+        assert_eq!(t.rcv_wnd, Some(232));
+        assert_eq!(t.rehash, Some(236));
+        assert_eq!(t.total_rto, Some(7));
+        assert_eq!(t.total_rto_recoveries, Some(3));
+        assert_eq!(t.total_rto_time, Some(244));
+    }
+
+    #[test]
+    fn longer_unknown_tail_is_ignored() {
+        let mut b = synthetic(300);
+        b[248..].fill(0xff);
+        let t = TcpInfo::parse(&b).unwrap();
+        assert_eq!(t.len, 300);
+        assert_eq!(t.total_rto_time, Some(244));
+        assert_eq!(t.snd_cwnd, 80);
+        // Same known fields as the exact-length structure.
+        let mut exact = TcpInfo::parse(&synthetic(248)).unwrap();
+        exact.len = 300;
+        assert_eq!(t, exact);
+    }
+
+    #[test]
+    fn live_socket_reports_established() {
+        use std::io::Write;
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let mut c = std::net::TcpStream::connect(l.local_addr().unwrap()).unwrap();
+        let (_s, _) = l.accept().unwrap();
+        c.write_all(&[0u8; 10_000]).unwrap();
+        let t = tcp_info(&c).unwrap();
+        assert!(t.len >= 232, "kernel returned only {} bytes", t.len);
+        assert_eq!(t.state_name(), "ESTABLISHED");
+        assert!(t.snd_cwnd >= 1);
+        assert!(t.snd_mss > 0);
+        assert!(t.bytes_sent.is_some_and(|b| b >= 10_000) || t.bytes_acked.is_some_and(|b| b > 0));
+    }
+}
