@@ -1,1 +1,575 @@
-//! (to be written)
+//! Pacing arithmetic: what rate to pace at, and how that rate looks on the wire.
+//!
+//! - [`Framing`] converts a rate between layers (TCP payload, IP, the L2 frame a
+//!   qdisc sees, and the Ethernet wire with preamble, FCS and inter-frame gap).
+//!   A 500 Mbit/s bottleneck counted on the wire carries 500 × 1448/1538 ≈ 470.7
+//!   Mbit/s of goodput with TCP timestamps; PSPacer counted L2 frames, so its
+//!   "500 Mbit" target gave ~478 Mbit/s of payload.
+//! - [`gap_plan`] sizes PSPacer's gap packets (seed 000 §2.3, eq. 2–5), and
+//!   [`ideal_gap_ns`] gives the ideal spacing of frames at a rate, which the
+//!   emulator uses to judge pacing precision.
+//! - [`DynamicPacer`] is the dynamic rule of seed 000 eq. (1),
+//!   `rate = cwnd · mss / RTT`, fed with TCP_INFO-like samples, with the RTT
+//!   corrected for the sender's own queueing as PSPacer's estimator did.
+//! - [`resume_after_idle`] is seed 004's "pace when sending resumes" rule.
+//!
+//! This module does not touch sockets, timers or clocks: shells read TCP_INFO,
+//! pass `now` and set `SO_MAX_PACING_RATE` (bytes per second) themselves.
+
+use crate::time::Instant;
+use crate::units::Rate;
+use serde::Serialize;
+use std::time::Duration;
+
+/// Ethernet II header (dst, src, ethertype), counted in what a qdisc sees.
+pub const ETH_HEADER: u32 = 14;
+/// Frame check sequence, added by the NIC.
+pub const ETH_FCS: u32 = 4;
+/// Preamble and start-of-frame delimiter.
+pub const ETH_PREAMBLE: u32 = 8;
+/// Minimum inter-frame gap.
+pub const ETH_IFG: u32 = 12;
+/// Per-frame wire time that carries no frame bytes: IFG + preamble + FCS
+/// (seed 000 §2.3, "hw_gap", 24 bytes on Ethernet).
+pub const HW_GAP: u32 = ETH_IFG + ETH_PREAMBLE + ETH_FCS;
+
+/// Bad pacing input.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum PacingError {
+    #[error("pacing rate must be above zero")]
+    ZeroRate,
+    #[error("target rate {target} is above the link's maximum rate {max}")]
+    TargetAboveMax { target: Rate, max: Rate },
+    #[error("packet size and MTU must be above zero (packet {pkt_size} B, MTU {mtu} B)")]
+    ZeroSize { pkt_size: u32, mtu: u32 },
+}
+
+/// Where a rate is counted.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Layer {
+    /// TCP payload (goodput): MSS bytes per full packet.
+    Payload,
+    /// IP packets: MTU bytes per full packet.
+    Ip,
+    /// L2 frames as a Linux qdisc counts them (`skb->len`): MTU + Ethernet header.
+    L2,
+    /// Wire occupancy: L2 + FCS + preamble + IFG (what a link of that speed carries).
+    Wire,
+}
+
+/// Header sizes of a full-size TCP/IPv4 packet over Ethernet.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct Framing {
+    pub mtu: u32,
+    pub ip_header: u32,
+    /// TCP header including options (20, or 32 with timestamps).
+    pub tcp_header: u32,
+}
+
+impl Framing {
+    /// IPv4 over Ethernet; `timestamps` adds the 12-byte TCP timestamp option
+    /// that Linux negotiates by default.
+    pub const fn ethernet(mtu: u32, timestamps: bool) -> Framing {
+        Framing { mtu, ip_header: 20, tcp_header: if timestamps { 32 } else { 20 } }
+    }
+
+    /// The default Linux path: 1500-byte MTU, timestamps on (MSS 1448).
+    pub const fn default_linux() -> Framing {
+        Framing::ethernet(1500, true)
+    }
+
+    /// Payload bytes per full packet.
+    pub fn mss(&self) -> u32 {
+        self.mtu.saturating_sub(self.ip_header + self.tcp_header)
+    }
+
+    /// Bytes one full-size packet counts for at `layer`.
+    pub fn bytes(&self, layer: Layer) -> u32 {
+        match layer {
+            Layer::Payload => self.mss(),
+            Layer::Ip => self.mtu,
+            Layer::L2 => self.mtu + ETH_HEADER,
+            Layer::Wire => self.mtu + ETH_HEADER + HW_GAP,
+        }
+    }
+
+    /// Converts a rate of full-size packets from one layer to another, rounded
+    /// to the nearest bit/s. Smaller packets carry relatively more overhead, so
+    /// for them the payload share is lower than this.
+    pub fn convert(&self, rate: Rate, from: Layer, to: Layer) -> Rate {
+        let num = self.bytes(to) as u128;
+        let den = self.bytes(from) as u128;
+        if den == 0 {
+            return Rate(0);
+        }
+        Rate(((rate.0 as u128 * num + den / 2) / den) as u64)
+    }
+
+    /// Goodput carried by a link of `wire` rate (e.g. 500 Mbit/s → 470.7 Mbit/s).
+    pub fn goodput_of_wire(&self, wire: Rate) -> Rate {
+        self.convert(wire, Layer::Wire, Layer::Payload)
+    }
+
+    /// Wire rate needed for `goodput` of payload.
+    pub fn wire_of_goodput(&self, goodput: Rate) -> Rate {
+        self.convert(goodput, Layer::Payload, Layer::Wire)
+    }
+}
+
+/// Ideal spacing between the starts of consecutive frames of `wire_bytes`
+/// (frame + FCS + preamble + IFG) at `rate`, in nanoseconds (not rounded).
+/// Zero rate means unlimited and gives zero.
+pub fn ideal_gap_ns(wire_bytes: u64, rate: Rate) -> f64 {
+    if rate.0 == 0 {
+        return 0.0;
+    }
+    wire_bytes as f64 * 8.0 * 1e9 / rate.0 as f64
+}
+
+/// PSPacer's gap sizing for one real packet (seed 000 §2.3).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct GapPlan {
+    /// Inter-packet gap in byte times at `max_rate` (eq. 3).
+    pub ipg: u64,
+    /// Total bytes of gap frames to send after the real packet (eq. 4).
+    pub gap_bytes: u64,
+    /// Real packet plus gap frames (eq. 5); `n_pkts - 1` gap frames of at most MTU.
+    pub n_pkts: u32,
+}
+
+/// Sizes the gap frames that make one real packet of `pkt_size` bytes leave at
+/// `target` on a link of `max_rate` (seed 000 §2.3).
+///
+/// `pkt_size` is the frame as the qdisc counts it (no FCS, preamble or IFG);
+/// each frame, real or gap, also costs [`HW_GAP`] bytes of wire time.
+/// Eq. (4) and (5) define `gappkt_size` and `#pkts` through each other; the
+/// plan takes the smallest `n_pkts` that satisfies both, so every gap frame
+/// fits in one MTU. A target so close to `max_rate` that the gap is shorter
+/// than the hardware gap gives no gap frame (the link cannot go slower by
+/// less than one hw_gap per packet; PSPacer's byte clock carries the
+/// remainder to later packets, which the caller may do with `ipg`).
+pub fn gap_plan(pkt_size: u32, target: Rate, max_rate: Rate, mtu: u32) -> Result<GapPlan, PacingError> {
+    if target.0 == 0 || max_rate.0 == 0 {
+        return Err(PacingError::ZeroRate);
+    }
+    if target > max_rate {
+        return Err(PacingError::TargetAboveMax { target, max: max_rate });
+    }
+    if pkt_size == 0 || mtu == 0 {
+        return Err(PacingError::ZeroSize { pkt_size, mtu });
+    }
+    // seed 000 eq. (3): ipg = (max_rate / target_rate - 1) * pkt_size,
+    // computed as pkt_size * (max - target) / target, rounded to a byte.
+    let diff = (max_rate.0 - target.0) as u128;
+    let t = target.0 as u128;
+    let ipg = ((pkt_size as u128 * diff + t / 2) / t) as u64;
+    // seed 000 eq. (4): gappkt_size = ipg - hw_gap * #pkts
+    let gap_for = |n: u64| ipg.saturating_sub(HW_GAP as u64 * n);
+    // seed 000 eq. (5): #pkts = ceil(gappkt_size / MTU) + 1
+    let pkts_for = |gap: u64| gap.div_ceil(mtu as u64) + 1;
+    // pkts_for(gap_for(n)) does not grow with n, so the first n where it is
+    // at most n is the fixed point (or the first n past a jump).
+    let mut n: u64 = 1;
+    while pkts_for(gap_for(n)) > n {
+        n += 1;
+    }
+    let gap_bytes = gap_for(n);
+    let n_pkts = if gap_bytes == 0 { 1 } else { n };
+    Ok(GapPlan { ipg, gap_bytes, n_pkts: n_pkts.min(u32::MAX as u64) as u32 })
+}
+
+/// What a pacing controller is told per connection, in TCP_INFO terms.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct TcpSample {
+    /// Congestion window in packets (`tcpi_snd_cwnd`).
+    pub cwnd: u32,
+    /// Sender MSS in bytes (`tcpi_snd_mss`).
+    pub mss: u32,
+    /// Smoothed RTT (`tcpi_rtt`).
+    pub srtt: Duration,
+    /// Minimum RTT seen (`tcpi_min_rtt`); zero if unknown.
+    pub min_rtt: Duration,
+    /// Instantaneous queueing delay inside the sender (e.g. qdisc backlog ÷
+    /// rate, or unsent bytes ÷ pacing rate); zero if not measured.
+    pub local_queue: Duration,
+}
+
+/// Tuning of [`DynamicPacer`].
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct DynamicConfig {
+    /// Multiplier on eq. (1). 1.0 is PSPacer's rule; the kernel's own pacing
+    /// uses 2.0 in slow start and 1.2 after it.
+    pub gain: f64,
+    /// Never pace below this (bytes/s), so a tiny early cwnd cannot stall a flow.
+    pub floor: u64,
+    /// Never pace above this (bytes/s): the static cap, if any.
+    pub ceiling: Option<u64>,
+    /// Weight of a new local-queueing sample in the EWMA, as a power of two:
+    /// 4 means 1/16, PSPacer's weight.
+    pub queue_weight_shift: u32,
+}
+
+impl Default for DynamicConfig {
+    fn default() -> Self {
+        DynamicConfig { gain: 1.0, floor: 12_500, ceiling: None, queue_weight_shift: 4 }
+    }
+}
+
+/// Which bound set the rate.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum PaceLimit {
+    /// seed 000 eq. (1) itself.
+    Window,
+    Floor,
+    Ceiling,
+    /// No usable RTT yet: the ceiling (or no limit) applies.
+    NoRtt,
+}
+
+/// One output of [`DynamicPacer::on_sample`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct PaceDecision {
+    /// Rate to set in bytes per second; `None` means "do not limit".
+    pub rate: Option<u64>,
+    /// RTT used in eq. (1): srtt minus the smoothed local queueing, not below min_rtt.
+    pub rtt_used: Duration,
+    /// Smoothed local queueing delay.
+    pub queue_estimate: Duration,
+    pub limit: PaceLimit,
+}
+
+/// seed 000 eq. (1) as a controller: `target_rate = cwnd × pkt_size / RTT`.
+///
+/// The RTT seen by TCP includes the time packets wait in the sender's own
+/// queue, which pacing itself creates; using it as is would make the rate
+/// shrink as the pacer queues. PSPacer subtracted its smoothed local queueing
+/// time (weight 1/16) from srtt; this does the same, and never lets the
+/// corrected RTT fall below the path's minimum RTT.
+#[derive(Debug, Clone)]
+pub struct DynamicPacer {
+    cfg: DynamicConfig,
+    /// Smoothed local queueing delay in ns (None until the first sample).
+    queue_ns: Option<u64>,
+    last_sample: Option<Instant>,
+}
+
+impl DynamicPacer {
+    pub fn new(cfg: DynamicConfig) -> Self {
+        DynamicPacer { cfg, queue_ns: None, last_sample: None }
+    }
+
+    pub fn config(&self) -> &DynamicConfig {
+        &self.cfg
+    }
+
+    /// When the last sample arrived (for idle detection by the shell).
+    pub fn last_sample(&self) -> Option<Instant> {
+        self.last_sample
+    }
+
+    /// Feeds one sample taken at `now` and returns the rate to set.
+    pub fn on_sample(&mut self, now: Instant, s: &TcpSample) -> PaceDecision {
+        self.last_sample = Some(now);
+        let sample = s.local_queue.as_nanos().min(u64::MAX as u128) as u64;
+        let q = match self.queue_ns {
+            None => sample,
+            Some(old) => {
+                // EWMA with weight 2^-shift, in signed arithmetic so it can fall.
+                let shift = self.cfg.queue_weight_shift.min(32);
+                let delta = sample as i128 - old as i128;
+                (old as i128 + (delta >> shift)).max(0) as u64
+            }
+        };
+        self.queue_ns = Some(q);
+        let queue_estimate = Duration::from_nanos(q);
+        let rtt_used = s.srtt.saturating_sub(queue_estimate).max(s.min_rtt);
+        if rtt_used.is_zero() || s.cwnd == 0 || s.mss == 0 {
+            let rate = self.cfg.ceiling;
+            return PaceDecision { rate, rtt_used, queue_estimate, limit: PaceLimit::NoRtt };
+        }
+        let rate = window_rate(s.cwnd, s.mss, rtt_used, self.cfg.gain);
+        let (rate, limit) = self.clamp(rate);
+        PaceDecision { rate: Some(rate), rtt_used, queue_estimate, limit }
+    }
+
+    fn clamp(&self, rate: u64) -> (u64, PaceLimit) {
+        if let Some(c) = self.cfg.ceiling {
+            if rate > c {
+                return (c, PaceLimit::Ceiling);
+            }
+        }
+        if rate < self.cfg.floor {
+            // A ceiling below the floor is the user's explicit cap: it wins.
+            let floor = self.cfg.ceiling.map_or(self.cfg.floor, |c| self.cfg.floor.min(c));
+            return (floor, PaceLimit::Floor);
+        }
+        (rate, PaceLimit::Window)
+    }
+}
+
+/// `gain · cwnd · mss / rtt` in bytes per second, rounded down (seed 000 eq. (1)).
+pub fn window_rate(cwnd: u32, mss: u32, rtt: Duration, gain: f64) -> u64 {
+    let ns = rtt.as_nanos();
+    if ns == 0 {
+        return u64::MAX;
+    }
+    let base = cwnd as u128 * mss as u128 * 1_000_000_000 / ns;
+    let base = base.min(u64::MAX as u128) as u64;
+    if gain == 1.0 {
+        base
+    } else {
+        (base as f64 * gain.max(0.0)).min(u64::MAX as f64) as u64
+    }
+}
+
+/// State of a connection that is about to send again after a pause.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct IdleState {
+    /// Time since the connection last sent.
+    pub idle: Duration,
+    /// Its retransmission timeout; Linux restarts slow start only after an
+    /// idle period longer than this (RFC 2861 as applied by Linux).
+    pub rto: Duration,
+    pub srtt: Duration,
+    /// Window kept across the idle period (tcp_slow_start_after_idle=0), packets.
+    pub cwnd: u32,
+    pub mss: u32,
+    /// Delivery rate measured before the pause (`tcpi_delivery_rate`), bytes/s; 0 if unknown.
+    pub last_delivery_rate: u64,
+}
+
+/// How to pace a resumed burst.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct ResumePlan {
+    /// Rate to set while the burst starts, bytes/s.
+    pub rate: u64,
+    /// How long to hold it: the time to send one window at `rate`. After that
+    /// every packet in flight was paced and returning ACKs clock the rest.
+    pub hold: Duration,
+}
+
+/// Seed 004 ("通信再開時ペーシング"): when a connection resumes after an idle
+/// period with its old window kept, send that window at the last measured
+/// delivery rate instead of as one burst (no ACK clock is running to spread
+/// it). Falls back to `cwnd · mss / srtt` (seed 000 eq. (1)) when no delivery
+/// rate is known. Returns `None` when the pause was shorter than the RTO
+/// (ACKs still clock the sender) or there is nothing to compute with.
+pub fn resume_after_idle(s: &IdleState, ceiling: Option<u64>) -> Option<ResumePlan> {
+    if s.idle <= s.rto || s.cwnd == 0 || s.mss == 0 {
+        return None;
+    }
+    let mut rate = if s.last_delivery_rate > 0 {
+        s.last_delivery_rate
+    } else if !s.srtt.is_zero() {
+        window_rate(s.cwnd, s.mss, s.srtt, 1.0)
+    } else {
+        return None;
+    };
+    if let Some(c) = ceiling {
+        rate = rate.min(c);
+    }
+    if rate == 0 {
+        return None;
+    }
+    let window = s.cwnd as u128 * s.mss as u128;
+    let hold_ns = (window * 1_000_000_000).div_ceil(rate as u128);
+    Some(ResumePlan { rate, hold: Duration::from_nanos(hold_ns.min(u64::MAX as u128) as u64) })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    #[test]
+    fn layers_of_a_default_linux_packet() {
+        let f = Framing::default_linux();
+        assert_eq!(f.mss(), 1448);
+        assert_eq!(f.bytes(Layer::Ip), 1500);
+        assert_eq!(f.bytes(Layer::L2), 1514);
+        assert_eq!(f.bytes(Layer::Wire), 1538);
+        assert_eq!(Framing::ethernet(9000, false).mss(), 8960);
+    }
+
+    #[test]
+    fn wire_to_goodput_is_exact() {
+        let f = Framing::default_linux();
+        // 500e6 * 1448 / 1538 = 470 741 222.37
+        assert_eq!(f.goodput_of_wire(Rate::mbps(500)), Rate(470_741_222));
+        // PSPacer counted L2 frames: 500e6 * 1448 / 1514 = 478 203 434.6
+        assert_eq!(f.convert(Rate::mbps(500), Layer::L2, Layer::Payload), Rate(478_203_435));
+        // Round trip within one bit/s.
+        let back = f.wire_of_goodput(f.goodput_of_wire(Rate::mbps(500)));
+        assert!(back.0.abs_diff(500_000_000) <= 1, "{back:?}");
+        assert_eq!(f.convert(Rate::mbps(20), Layer::Ip, Layer::Ip), Rate::mbps(20));
+    }
+
+    #[test]
+    fn ideal_gap_of_full_frames() {
+        // 1538 wire bytes at 500 Mbit/s = 24.608 us; at 100 Mbit/s = 123.04 us.
+        assert!((ideal_gap_ns(1538, Rate::mbps(500)) - 24_608.0).abs() < 1e-6);
+        assert!((ideal_gap_ns(1538, Rate::mbps(100)) - 123_040.0).abs() < 1e-6);
+        assert_eq!(ideal_gap_ns(1538, Rate(0)), 0.0);
+    }
+
+    #[test]
+    fn gap_plan_half_rate() {
+        // 1 Gbit/s link, 500 Mbit/s target, 1514-byte frames: ipg equals the
+        // packet; one gap frame of 1514 - 2*24 bytes.
+        let p = gap_plan(1514, Rate::mbps(500), Rate::gbps(1), 1500).unwrap();
+        assert_eq!(p, GapPlan { ipg: 1514, gap_bytes: 1466, n_pkts: 2 });
+    }
+
+    #[test]
+    fn gap_plan_tenth_rate_needs_several_gap_frames() {
+        // ipg = 9 * 1514 = 13626; n=10 gives 13626-240 = 13386 bytes in 9 frames
+        // (<= 1500 each), and n=9 would need 10 frames.
+        let p = gap_plan(1514, Rate::mbps(100), Rate::gbps(1), 1500).unwrap();
+        assert_eq!(p, GapPlan { ipg: 13_626, gap_bytes: 13_386, n_pkts: 10 });
+        // Wire time per period equals the packet's time at the target rate.
+        let wire = 1514 + p.gap_bytes + HW_GAP as u64 * p.n_pkts as u64;
+        assert_eq!(wire * 100, 1514 * 1000);
+    }
+
+    #[test]
+    fn gap_plan_edges() {
+        let p = gap_plan(1514, Rate::gbps(1), Rate::gbps(1), 1500).unwrap();
+        assert_eq!(p, GapPlan { ipg: 0, gap_bytes: 0, n_pkts: 1 });
+        // Gap smaller than the hardware gap: no gap frame.
+        let p = gap_plan(1514, Rate(990_000_000), Rate::gbps(1), 1500).unwrap();
+        assert_eq!((p.ipg, p.gap_bytes, p.n_pkts), (15, 0, 1));
+        assert_eq!(
+            gap_plan(1514, Rate::gbps(2), Rate::gbps(1), 1500),
+            Err(PacingError::TargetAboveMax { target: Rate::gbps(2), max: Rate::gbps(1) })
+        );
+        assert_eq!(gap_plan(1514, Rate(0), Rate::gbps(1), 1500), Err(PacingError::ZeroRate));
+        assert!(gap_plan(0, Rate::mbps(1), Rate::gbps(1), 1500).is_err());
+    }
+
+    fn sample(cwnd: u32, srtt_ms: u64, q_ms: u64) -> TcpSample {
+        TcpSample {
+            cwnd,
+            mss: 1448,
+            srtt: Duration::from_millis(srtt_ms),
+            min_rtt: Duration::from_millis(50),
+            local_queue: Duration::from_millis(q_ms),
+        }
+    }
+
+    #[test]
+    fn dynamic_rule_eq1_exact() {
+        let mut p = DynamicPacer::new(DynamicConfig::default());
+        let d = p.on_sample(Instant::ZERO, &sample(100, 100, 0));
+        // 100 * 1448 B / 0.1 s
+        assert_eq!(d.rate, Some(1_448_000));
+        assert_eq!(d.limit, PaceLimit::Window);
+        assert_eq!(d.rtt_used, Duration::from_millis(100));
+    }
+
+    #[test]
+    fn local_queueing_is_subtracted_and_smoothed_by_sixteenths() {
+        let mut p = DynamicPacer::new(DynamicConfig::default());
+        // First sample initialises the estimate: 16 ms -> RTT 84 ms.
+        let d = p.on_sample(Instant::ZERO, &sample(100, 100, 16));
+        assert_eq!(d.queue_estimate, Duration::from_millis(16));
+        assert_eq!(d.rate, Some(144_800 * 1000 / 84)); // 1 723 809
+                                                       // Queue empties: estimate moves 1/16 of the way, 16 -> 15 ms.
+        let d = p.on_sample(Instant::from_millis(10), &sample(100, 100, 0));
+        assert_eq!(d.queue_estimate, Duration::from_millis(15));
+        assert_eq!(d.rtt_used, Duration::from_millis(85));
+        assert_eq!(d.rate, Some(144_800 * 1000 / 85)); // 1 703 529
+        assert_eq!(p.last_sample(), Some(Instant::from_millis(10)));
+    }
+
+    #[test]
+    fn corrected_rtt_never_below_min_rtt() {
+        let mut p = DynamicPacer::new(DynamicConfig::default());
+        let d = p.on_sample(Instant::ZERO, &sample(10, 60, 40));
+        assert_eq!(d.rtt_used, Duration::from_millis(50));
+        assert_eq!(d.rate, Some(289_600));
+    }
+
+    #[test]
+    fn clamps_and_missing_rtt() {
+        let cfg = DynamicConfig { ceiling: Some(1_000_000), floor: 50_000, ..DynamicConfig::default() };
+        let mut p = DynamicPacer::new(cfg);
+        let d = p.on_sample(Instant::ZERO, &sample(100, 100, 0));
+        assert_eq!((d.rate, d.limit), (Some(1_000_000), PaceLimit::Ceiling));
+        let d = p.on_sample(Instant::ZERO, &sample(1, 100, 0));
+        assert_eq!((d.rate, d.limit), (Some(50_000), PaceLimit::Floor));
+        let mut none = DynamicPacer::new(DynamicConfig::default());
+        let s = TcpSample { srtt: Duration::ZERO, min_rtt: Duration::ZERO, ..sample(10, 0, 0) };
+        let d = none.on_sample(Instant::ZERO, &s);
+        assert_eq!((d.rate, d.limit), (None, PaceLimit::NoRtt));
+        // A cap below the floor is respected.
+        let cfg = DynamicConfig { ceiling: Some(10_000), floor: 50_000, ..DynamicConfig::default() };
+        let d = DynamicPacer::new(cfg).on_sample(Instant::ZERO, &sample(1, 100, 0));
+        assert_eq!(d.rate, Some(10_000));
+    }
+
+    #[test]
+    fn gain_scales_like_the_kernel_ratios() {
+        assert_eq!(window_rate(100, 1448, Duration::from_millis(100), 2.0), 2_896_000);
+        assert_eq!(window_rate(100, 1448, Duration::from_millis(100), 1.2), 1_737_600);
+    }
+
+    #[test]
+    fn resume_paces_the_kept_window_at_the_delivery_rate() {
+        // Seed 004: 500 Mbit/s, 100 ms RTT, 2 s pauses.
+        let s = IdleState {
+            idle: Duration::from_millis(1840),
+            rto: Duration::from_millis(300),
+            srtt: Duration::from_millis(100),
+            cwnd: 1000,
+            mss: 1000,
+            last_delivery_rate: 10_000_000,
+        };
+        let plan = resume_after_idle(&s, None).unwrap();
+        assert_eq!(plan, ResumePlan { rate: 10_000_000, hold: Duration::from_millis(100) });
+        // Capped by the static ceiling: the window takes longer.
+        let plan = resume_after_idle(&s, Some(5_000_000)).unwrap();
+        assert_eq!(plan.hold, Duration::from_millis(200));
+        // No delivery rate: cwnd * mss / srtt.
+        let plan = resume_after_idle(&IdleState { last_delivery_rate: 0, ..s }, None).unwrap();
+        assert_eq!(plan.rate, 10_000_000);
+        // Short pause: the ACK clock still runs, nothing to do.
+        assert_eq!(resume_after_idle(&IdleState { idle: Duration::from_millis(200), ..s }, None), None);
+    }
+
+    proptest! {
+        #[test]
+        fn gap_plan_invariants(pkt in 64u32..9000, target_kbps in 1u64..10_000_000, mtu in 576u32..9000) {
+            let max = Rate::gbps(10);
+            let target = Rate::kbps(target_kbps);
+            let p = gap_plan(pkt, target, max, mtu).unwrap();
+            // Every gap frame fits in an MTU.
+            prop_assert!(p.gap_bytes <= (p.n_pkts as u64 - 1) * mtu as u64);
+            // Wire time per period never undercuts the target spacing by more
+            // than rounding, and is exact when a gap frame is sent.
+            if p.gap_bytes > 0 {
+                prop_assert_eq!(p.gap_bytes + HW_GAP as u64 * p.n_pkts as u64, p.ipg);
+            }
+            // The fixed point is the smallest one.
+            if p.n_pkts > 1 {
+                let n = p.n_pkts as u64 - 1;
+                let g = p.ipg.saturating_sub(HW_GAP as u64 * n);
+                prop_assert!(g.div_ceil(mtu as u64) + 1 > n);
+            }
+        }
+
+        #[test]
+        fn dynamic_rate_respects_clamps(cwnd in 1u32..100_000, srtt_us in 1u64..2_000_000, q_us in 0u64..2_000_000,
+                                        floor in 0u64..1_000_000, ceil in 1_000_000u64..10_000_000_000) {
+            let cfg = DynamicConfig { floor, ceiling: Some(ceil), ..DynamicConfig::default() };
+            let mut p = DynamicPacer::new(cfg);
+            let s = TcpSample { cwnd, mss: 1448, srtt: Duration::from_micros(srtt_us),
+                min_rtt: Duration::from_micros(srtt_us / 2), local_queue: Duration::from_micros(q_us) };
+            let d = p.on_sample(Instant::ZERO, &s);
+            let r = d.rate.unwrap();
+            prop_assert!(r >= floor && r <= ceil);
+            prop_assert!(d.rtt_used >= s.min_rtt);
+        }
+    }
+}
