@@ -1,0 +1,289 @@
+//! Versioned JSON Lines records of a lab run, and reading them back.
+//!
+//! A run directory holds `records.jsonl` (one [`Record`] per line, each with a
+//! `type` tag) plus optional side files it names (e.g. 500 µs meter CSVs).
+//! Reports are rendered from these records alone, so a copied directory
+//! renders the same tables anywhere.
+//!
+//! Every record is flushed as soon as it is written: a run stopped by Ctrl-C
+//! keeps everything up to that moment, and its missing `end` record (or one
+//! with `complete: false`) marks it incomplete.
+
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::fs::File;
+use std::io::{BufRead, BufReader, Write};
+use std::path::{Path, PathBuf};
+
+/// Bumped when a field changes meaning; readers refuse newer major versions.
+pub const RECORDS_VERSION: u32 = 1;
+pub const RECORDS_FILE: &str = "records.jsonl";
+
+/// A published reference figure shown beside a measured one.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Published {
+    pub variant: String,
+    pub metric: String,
+    pub value: f64,
+    /// Where it comes from, e.g. "seed 000, table 1".
+    pub source: String,
+}
+
+/// How a metric is shown in tables (unit and which direction is better).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct MetricSpec {
+    pub name: String,
+    pub unit: String,
+    pub higher_is_better: bool,
+    pub description: String,
+}
+
+/// The header of a run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RunHeader {
+    pub version: u32,
+    pub scenario: String,
+    pub title: String,
+    pub description: String,
+    pub params: BTreeMap<String, String>,
+    pub variants: Vec<String>,
+    pub repeats: u32,
+    pub quick: bool,
+    pub seed: u64,
+    pub kernel: String,
+    pub cpus: usize,
+    pub tool_version: String,
+    /// Unix time in seconds (float).
+    pub started: f64,
+    pub metrics: Vec<MetricSpec>,
+    pub published: Vec<Published>,
+    /// Free text shown in the report (e.g. what was scaled and why).
+    #[serde(default)]
+    pub notes: Vec<String>,
+}
+
+/// One time-series sample of one repeat of one variant.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Sample {
+    pub variant: String,
+    pub repeat: u32,
+    /// Series name, e.g. "goodput_mbps", "cwnd", "emu_mbps_500us".
+    pub series: String,
+    /// Seconds since the start of this repeat.
+    pub t: f64,
+    pub value: f64,
+}
+
+/// One flow's record (for CDFs of completion times).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct FlowRecord {
+    pub variant: String,
+    pub repeat: u32,
+    pub id: u64,
+    pub class: String,
+    pub bytes: u64,
+    pub start: f64,
+    pub fct_ms: f64,
+    #[serde(default)]
+    pub completed: bool,
+}
+
+/// Summary figures of one repeat of one variant.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Summary {
+    pub variant: String,
+    pub repeat: u32,
+    pub metrics: BTreeMap<String, f64>,
+    /// Unix start/end of this repeat.
+    pub started: f64,
+    pub ended: f64,
+}
+
+/// A side file (e.g. meter CSV) relative to the run directory.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Attachment {
+    pub variant: String,
+    pub repeat: u32,
+    pub kind: String,
+    pub path: String,
+}
+
+/// Closing record: whether all planned repeats finished.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct End {
+    pub complete: bool,
+    pub ended: f64,
+    pub reason: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum Record {
+    Run(RunHeader),
+    Sample(Sample),
+    Flow(FlowRecord),
+    Summary(Summary),
+    Attachment(Attachment),
+    /// A free-form note of the run (e.g. the doctor's findings, a warning).
+    Note {
+        variant: Option<String>,
+        text: String,
+    },
+    End(End),
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum RecordsError {
+    #[error("{path}: {source}")]
+    Io { path: PathBuf, source: std::io::Error },
+    #[error("{path}:{line}: not a record: {msg}")]
+    Parse { path: PathBuf, line: usize, msg: String },
+    #[error("{path}: no run header (is this a tcpaccel lab run directory?)")]
+    NoHeader { path: PathBuf },
+    #[error("{path}: records version {found} is newer than this tcpaccel understands ({RECORDS_VERSION})")]
+    Version { path: PathBuf, found: u32 },
+}
+
+/// Appends records to `DIR/records.jsonl`, flushing each line.
+pub struct RecordWriter {
+    file: File,
+    path: PathBuf,
+}
+
+impl RecordWriter {
+    pub fn create(dir: &Path) -> Result<RecordWriter, RecordsError> {
+        std::fs::create_dir_all(dir)
+            .map_err(|source| RecordsError::Io { path: dir.to_path_buf(), source })?;
+        let path = dir.join(RECORDS_FILE);
+        let file = File::create(&path).map_err(|source| RecordsError::Io { path: path.clone(), source })?;
+        Ok(RecordWriter { file, path })
+    }
+
+    pub fn write(&mut self, r: &Record) -> Result<(), RecordsError> {
+        let mut line = serde_json::to_string(r)
+            .map_err(|e| RecordsError::Io { path: self.path.clone(), source: std::io::Error::other(e) })?;
+        line.push('\n');
+        self.file
+            .write_all(line.as_bytes())
+            .and_then(|_| self.file.flush())
+            .map_err(|source| RecordsError::Io { path: self.path.clone(), source })
+    }
+}
+
+/// All records of a run directory, grouped.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct RunData {
+    pub header: Option<RunHeader>,
+    pub samples: Vec<Sample>,
+    pub flows: Vec<FlowRecord>,
+    pub summaries: Vec<Summary>,
+    pub attachments: Vec<Attachment>,
+    pub notes: Vec<(Option<String>, String)>,
+    pub end: Option<End>,
+}
+
+impl RunData {
+    pub fn header(&self) -> &RunHeader {
+        // Constructed only by `read_run`, which refuses data without a header.
+        self.header.as_ref().expect("read_run guarantees a header")
+    }
+
+    pub fn complete(&self) -> bool {
+        self.end.as_ref().is_some_and(|e| e.complete)
+    }
+
+    pub fn push(&mut self, r: Record) {
+        match r {
+            Record::Run(h) => self.header = Some(h),
+            Record::Sample(s) => self.samples.push(s),
+            Record::Flow(f) => self.flows.push(f),
+            Record::Summary(s) => self.summaries.push(s),
+            Record::Attachment(a) => self.attachments.push(a),
+            Record::Note { variant, text } => self.notes.push((variant, text)),
+            Record::End(e) => self.end = Some(e),
+        }
+    }
+}
+
+/// Reads `DIR/records.jsonl`. A truncated last line (a run killed mid-write) is ignored.
+pub fn read_run(dir: &Path) -> Result<RunData, RecordsError> {
+    let path = dir.join(RECORDS_FILE);
+    let f = File::open(&path).map_err(|source| RecordsError::Io { path: path.clone(), source })?;
+    let lines: Vec<String> = BufReader::new(f)
+        .lines()
+        .collect::<Result<_, _>>()
+        .map_err(|source| RecordsError::Io { path: path.clone(), source })?;
+    let mut data = RunData::default();
+    let n = lines.len();
+    for (i, line) in lines.iter().enumerate() {
+        if line.trim().is_empty() {
+            continue;
+        }
+        match serde_json::from_str::<Record>(line) {
+            Ok(r) => data.push(r),
+            Err(_) if i + 1 == n => {} // torn final line
+            Err(e) => return Err(RecordsError::Parse { path, line: i + 1, msg: e.to_string() }),
+        }
+    }
+    match &data.header {
+        None => Err(RecordsError::NoHeader { path }),
+        Some(h) if h.version > RECORDS_VERSION => Err(RecordsError::Version { path, found: h.version }),
+        Some(_) => Ok(data),
+    }
+}
+
+/// Seconds since the Unix epoch, for record timestamps (wall clock is right here:
+/// these are labels for humans, not inputs to any algorithm).
+pub fn unix_now() -> f64 {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_secs_f64()).unwrap_or(0.0)
+}
+
+/// Kernel release (`uname -r`) read from /proc.
+pub fn kernel_release() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/osrelease").map(|s| s.trim().to_string()).unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn round_trip_and_torn_line() {
+        let dir = std::env::temp_dir().join(format!("tcpaccel-rec-{}", std::process::id()));
+        let mut w = RecordWriter::create(&dir).unwrap();
+        let h = crate::testdata::header();
+        w.write(&Record::Run(h.clone())).unwrap();
+        w.write(&Record::Sample(Sample {
+            variant: "a".into(),
+            repeat: 0,
+            series: "goodput_mbps".into(),
+            t: 0.1,
+            value: 5.0,
+        }))
+        .unwrap();
+        drop(w);
+        // Simulate a kill mid-write.
+        let mut f = std::fs::OpenOptions::new().append(true).open(dir.join(RECORDS_FILE)).unwrap();
+        f.write_all(b"{\"type\":\"summ").unwrap();
+        let d = read_run(&dir).unwrap();
+        assert_eq!(d.header.as_ref(), Some(&h));
+        assert_eq!(d.samples.len(), 1);
+        assert!(!d.complete());
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn refuses_no_header_and_newer_version() {
+        let dir = std::env::temp_dir().join(format!("tcpaccel-rec2-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(dir.join(RECORDS_FILE), "{\"type\":\"note\",\"variant\":null,\"text\":\"x\"}\n")
+            .unwrap();
+        assert!(matches!(read_run(&dir), Err(RecordsError::NoHeader { .. })));
+        let mut h = crate::testdata::header();
+        h.version = RECORDS_VERSION + 1;
+        std::fs::write(dir.join(RECORDS_FILE), serde_json::to_string(&Record::Run(h)).unwrap() + "\n")
+            .unwrap();
+        assert!(matches!(read_run(&dir), Err(RecordsError::Version { .. })));
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}

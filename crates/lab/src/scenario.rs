@@ -1,0 +1,413 @@
+//! The scenario model and the runner that executes it.
+//!
+//! A [`Scenario`] declares its parameters (with defaults and `--quick`
+//! overrides), variants, metrics and published reference figures, and knows
+//! how to [`prepare`](Scenario::prepare) a testbed. The runner validates
+//! `--set key=value` against the declared keys, then runs the variants
+//! interleaved (A B C A B C …) so machine drift hits all alike, writing every
+//! record as it goes, and renders the report at the end.
+
+use crate::progress::Progress;
+use crate::records::*;
+use anyhow::{bail, Context, Result};
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+use tcpaccel_core::units::{parse_duration, Bytes, Rate};
+
+/// Set by signal handlers; the runner stops between (and scenarios inside) runs.
+pub static INTERRUPTED: AtomicBool = AtomicBool::new(false);
+
+pub fn interrupted() -> bool {
+    INTERRUPTED.load(Ordering::Relaxed)
+}
+
+/// A declared parameter.
+#[derive(Debug, Clone)]
+pub struct ParamSpec {
+    pub key: &'static str,
+    pub default: String,
+    pub doc: &'static str,
+}
+
+impl ParamSpec {
+    pub fn new(key: &'static str, default: impl Into<String>, doc: &'static str) -> Self {
+        ParamSpec { key, default: default.into(), doc }
+    }
+}
+
+/// Validated parameter values with typed getters whose errors name the key and value.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Params(pub BTreeMap<String, String>);
+
+impl Params {
+    pub fn str(&self, key: &str) -> Result<&str> {
+        self.0
+            .get(key)
+            .map(|s| s.as_str())
+            .with_context(|| format!("scenario parameter {key:?} is not declared"))
+    }
+    pub fn rate(&self, key: &str) -> Result<Rate> {
+        let v = self.str(key)?;
+        Rate::parse(v).with_context(|| format!("parameter {key}"))
+    }
+    pub fn bytes(&self, key: &str) -> Result<Bytes> {
+        let v = self.str(key)?;
+        Bytes::parse(v).with_context(|| format!("parameter {key}"))
+    }
+    pub fn duration(&self, key: &str) -> Result<Duration> {
+        let v = self.str(key)?;
+        parse_duration(v).with_context(|| format!("parameter {key}"))
+    }
+    pub fn u64(&self, key: &str) -> Result<u64> {
+        let v = self.str(key)?;
+        v.trim().parse().with_context(|| format!("parameter {key}={v:?} is not a whole number"))
+    }
+    pub fn f64(&self, key: &str) -> Result<f64> {
+        let v = self.str(key)?;
+        v.trim().parse().with_context(|| format!("parameter {key}={v:?} is not a number"))
+    }
+    pub fn bool(&self, key: &str) -> Result<bool> {
+        match self.str(key)?.trim() {
+            "1" | "true" | "yes" | "on" => Ok(true),
+            "0" | "false" | "no" | "off" => Ok(false),
+            v => bail!("parameter {key}={v:?} is not a boolean (true/false)"),
+        }
+    }
+    /// A comma-separated list.
+    pub fn list(&self, key: &str) -> Result<Vec<String>> {
+        Ok(self.str(key)?.split(',').map(|s| s.trim().to_string()).filter(|s| !s.is_empty()).collect())
+    }
+}
+
+/// A reproducible experiment.
+pub trait Scenario: Send + Sync {
+    fn name(&self) -> &'static str;
+    fn title(&self) -> &'static str;
+    fn description(&self) -> &'static str;
+    fn params(&self) -> Vec<ParamSpec>;
+    /// Values that replace defaults under `--quick` (short runs for tests and CI).
+    fn quick(&self) -> Vec<(&'static str, &'static str)> {
+        Vec::new()
+    }
+    fn variants(&self, params: &Params) -> Result<Vec<String>>;
+    fn metrics(&self) -> Vec<MetricSpec>;
+    fn published(&self) -> Vec<Published> {
+        Vec::new()
+    }
+    fn notes(&self, _params: &Params) -> Vec<String> {
+        Vec::new()
+    }
+    fn default_repeats(&self) -> u32 {
+        3
+    }
+    /// Rough wall time of one run of one variant, for the progress bar.
+    fn estimate(&self, params: &Params) -> Duration;
+    /// Builds the testbed; dropping the result tears it down.
+    fn prepare(&self, params: &Params, dir: &Path) -> Result<Box<dyn Testbed>>;
+}
+
+/// A prepared testbed that runs one variant once.
+pub trait Testbed {
+    fn run_one(&mut self, ctx: &mut RunCtx<'_>) -> Result<()>;
+}
+
+/// What a run of one variant writes through.
+pub struct RunCtx<'a> {
+    pub variant: String,
+    pub repeat: u32,
+    /// Seed of this run: the scenario seed mixed with the repeat (same for every variant of a repeat).
+    pub seed: u64,
+    pub params: &'a Params,
+    pub dir: &'a Path,
+    writer: &'a mut RecordWriter,
+    started: f64,
+    summary: BTreeMap<String, f64>,
+}
+
+impl RunCtx<'_> {
+    pub fn sample(&mut self, series: &str, t: f64, value: f64) -> Result<()> {
+        let r = Record::Sample(Sample {
+            variant: self.variant.clone(),
+            repeat: self.repeat,
+            series: series.into(),
+            t,
+            value,
+        });
+        Ok(self.writer.write(&r)?)
+    }
+    pub fn flow(
+        &mut self,
+        id: u64,
+        class: &str,
+        bytes: u64,
+        start: f64,
+        fct_ms: f64,
+        completed: bool,
+    ) -> Result<()> {
+        let r = Record::Flow(FlowRecord {
+            variant: self.variant.clone(),
+            repeat: self.repeat,
+            id,
+            class: class.into(),
+            bytes,
+            start,
+            fct_ms,
+            completed,
+        });
+        Ok(self.writer.write(&r)?)
+    }
+    /// Sets a summary metric of this run (written when the run ends).
+    pub fn metric(&mut self, name: &str, value: f64) {
+        self.summary.insert(name.into(), value);
+    }
+    pub fn note(&mut self, text: impl Into<String>) -> Result<()> {
+        Ok(self.writer.write(&Record::Note { variant: Some(self.variant.clone()), text: text.into() })?)
+    }
+    /// Records a side file already written into the run directory.
+    pub fn attach(&mut self, kind: &str, rel_path: &str) -> Result<()> {
+        let r = Record::Attachment(Attachment {
+            variant: self.variant.clone(),
+            repeat: self.repeat,
+            kind: kind.into(),
+            path: rel_path.into(),
+        });
+        Ok(self.writer.write(&r)?)
+    }
+}
+
+/// How to run a scenario.
+#[derive(Debug, Clone)]
+pub struct RunOptions {
+    pub quick: bool,
+    pub repeats: Option<u32>,
+    pub out: PathBuf,
+    pub sets: Vec<(String, String)>,
+    pub seed: u64,
+    /// Machine output: no progress bar.
+    pub json: bool,
+}
+
+/// Resolves defaults, `--quick` overrides and `--set` values; unknown keys are refused listing the valid ones.
+pub fn resolve_params(s: &dyn Scenario, quick: bool, sets: &[(String, String)]) -> Result<Params> {
+    let specs = s.params();
+    let mut p: BTreeMap<String, String> =
+        specs.iter().map(|x| (x.key.to_string(), x.default.clone())).collect();
+    if quick {
+        for (k, v) in s.quick() {
+            p.insert(k.into(), v.into());
+        }
+    }
+    for (k, v) in sets {
+        if !p.contains_key(k) {
+            let valid: Vec<String> =
+                specs.iter().map(|x| format!("{} (default {}): {}", x.key, x.default, x.doc)).collect();
+            bail!("unknown parameter {k:?} for scenario {}; valid keys:\n  {}", s.name(), valid.join("\n  "));
+        }
+        p.insert(k.clone(), v.clone());
+    }
+    Ok(Params(p))
+}
+
+/// Parses `key=value`.
+pub fn parse_set(s: &str) -> Result<(String, String)> {
+    match s.split_once('=') {
+        Some((k, v)) if !k.trim().is_empty() => Ok((k.trim().to_string(), v.trim().to_string())),
+        _ => bail!("--set {s:?}: expected key=value"),
+    }
+}
+
+/// Runs a scenario: header, interleaved repeats, end record, report. Returns the records.
+pub fn run(s: &dyn Scenario, opts: &RunOptions) -> Result<RunData> {
+    let params = resolve_params(s, opts.quick, &opts.sets)?;
+    let variants = s.variants(&params)?;
+    if variants.is_empty() {
+        bail!("scenario {} has no variants with these parameters", s.name());
+    }
+    let repeats = opts.repeats.unwrap_or(if opts.quick { 1 } else { s.default_repeats() });
+    if repeats == 0 {
+        bail!("--repeat must be at least 1");
+    }
+    let mut writer =
+        RecordWriter::create(&opts.out).with_context(|| format!("creating {}", opts.out.display()))?;
+    let header = RunHeader {
+        version: RECORDS_VERSION,
+        scenario: s.name().into(),
+        title: s.title().into(),
+        description: s.description().into(),
+        params: params.0.clone(),
+        variants: variants.clone(),
+        repeats,
+        quick: opts.quick,
+        seed: opts.seed,
+        kernel: kernel_release(),
+        cpus: std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1),
+        tool_version: env!("CARGO_PKG_VERSION").into(),
+        started: unix_now(),
+        metrics: s.metrics(),
+        published: s.published(),
+        notes: s.notes(&params),
+    };
+    writer.write(&Record::Run(header))?;
+    let total = repeats as usize * variants.len();
+    let mut progress = Progress::new(total, s.estimate(&params), !opts.json);
+    let mut end = End { complete: true, ended: 0.0, reason: "all repeats done".into() };
+    let mut failures = 0usize;
+    match s.prepare(&params, &opts.out) {
+        Err(e) => {
+            end = End { complete: false, ended: unix_now(), reason: format!("setup failed: {e:#}") };
+            writer.write(&Record::End(end))?;
+            return Err(e.context(format!("preparing scenario {}", s.name())));
+        }
+        Ok(mut bed) => {
+            'outer: for repeat in 0..repeats {
+                for v in &variants {
+                    if interrupted() {
+                        end = End { complete: false, ended: 0.0, reason: "interrupted".into() };
+                        break 'outer;
+                    }
+                    progress.start(v, repeat);
+                    let started = unix_now();
+                    let mut ctx = RunCtx {
+                        variant: v.clone(),
+                        repeat,
+                        seed: opts.seed ^ (repeat as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15),
+                        params: &params,
+                        dir: &opts.out,
+                        writer: &mut writer,
+                        started,
+                        summary: BTreeMap::new(),
+                    };
+                    let result = bed.run_one(&mut ctx);
+                    let summary = std::mem::take(&mut ctx.summary);
+                    let started = ctx.started;
+                    match result {
+                        Ok(()) => writer.write(&Record::Summary(Summary {
+                            variant: v.clone(),
+                            repeat,
+                            metrics: summary,
+                            started,
+                            ended: unix_now(),
+                        }))?,
+                        Err(e) => {
+                            failures += 1;
+                            tracing::warn!("{} / {v} / repeat {repeat}: {e:#}", s.name());
+                            progress.message(&format!("{v} repeat {repeat} failed: {e:#}"));
+                            writer.write(&Record::Note {
+                                variant: Some(v.clone()),
+                                text: format!("repeat {repeat} failed: {e:#}"),
+                            })?;
+                            end = End {
+                                complete: false,
+                                ended: 0.0,
+                                reason: format!("{failures} run(s) failed"),
+                            };
+                        }
+                    }
+                    progress.done();
+                }
+            }
+        }
+    }
+    progress.finish();
+    end.ended = unix_now();
+    writer.write(&Record::End(end))?;
+    let data = read_run(&opts.out)?;
+    crate::report::write_report(&data, &opts.out)
+        .with_context(|| format!("writing report into {}", opts.out.display()))?;
+    Ok(data)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    struct Toy;
+    struct ToyBed(u32);
+    impl Testbed for ToyBed {
+        fn run_one(&mut self, ctx: &mut RunCtx<'_>) -> Result<()> {
+            self.0 += 1;
+            let x = ctx.params.f64("x")?;
+            if ctx.variant == "bad" && ctx.repeat == 1 {
+                bail!("boom");
+            }
+            ctx.sample("order", 0.0, self.0 as f64)?;
+            ctx.metric("x", x + ctx.repeat as f64);
+            Ok(())
+        }
+    }
+    impl Scenario for Toy {
+        fn name(&self) -> &'static str {
+            "toy"
+        }
+        fn title(&self) -> &'static str {
+            "Toy"
+        }
+        fn description(&self) -> &'static str {
+            "a toy"
+        }
+        fn params(&self) -> Vec<ParamSpec> {
+            vec![ParamSpec::new("x", "1", "a number"), ParamSpec::new("variants", "a,b", "which")]
+        }
+        fn quick(&self) -> Vec<(&'static str, &'static str)> {
+            vec![("x", "10")]
+        }
+        fn variants(&self, p: &Params) -> Result<Vec<String>> {
+            p.list("variants")
+        }
+        fn metrics(&self) -> Vec<MetricSpec> {
+            vec![]
+        }
+        fn estimate(&self, _: &Params) -> Duration {
+            Duration::from_millis(1)
+        }
+        fn prepare(&self, _: &Params, _: &Path) -> Result<Box<dyn Testbed>> {
+            Ok(Box::new(ToyBed(0)))
+        }
+    }
+
+    fn tmp(name: &str) -> PathBuf {
+        std::env::temp_dir().join(format!("tcpaccel-lab-{name}-{}", std::process::id()))
+    }
+
+    #[test]
+    fn unknown_set_key_lists_valid_ones() {
+        let e = resolve_params(&Toy, false, &[("y".into(), "1".into())]).unwrap_err().to_string();
+        assert!(
+            e.contains("unknown parameter \"y\"") && e.contains("x (default 1)") && e.contains("variants"),
+            "{e}"
+        );
+        let p = resolve_params(&Toy, true, &[]).unwrap();
+        assert_eq!(p.str("x").unwrap(), "10");
+        assert!(parse_set("novalue").is_err());
+    }
+
+    #[test]
+    fn variants_interleave_and_failures_mark_incomplete() {
+        let out = tmp("interleave");
+        let opts = RunOptions {
+            quick: false,
+            repeats: Some(2),
+            out: out.clone(),
+            sets: vec![("variants".into(), "a,bad".into())],
+            seed: 1,
+            json: true,
+        };
+        let d = run(&Toy, &opts).unwrap();
+        let order: Vec<(String, u32)> = d.samples.iter().map(|s| (s.variant.clone(), s.repeat)).collect();
+        assert_eq!(order, vec![("a".into(), 0), ("bad".into(), 0), ("a".into(), 1)]);
+        assert_eq!(d.summaries.len(), 3);
+        assert!(!d.complete());
+        assert!(d.notes.iter().any(|n| n.1.contains("boom")));
+        assert!(out.join("index.html").exists() && out.join("summary.md").exists());
+        // Rendering depends on records only: a copy renders the same tables.
+        let copy = tmp("interleave-copy");
+        std::fs::create_dir_all(&copy).unwrap();
+        std::fs::copy(out.join(RECORDS_FILE), copy.join(RECORDS_FILE)).unwrap();
+        let d2 = read_run(&copy).unwrap();
+        assert_eq!(crate::report::markdown(&d), crate::report::markdown(&d2));
+        std::fs::remove_dir_all(&out).unwrap();
+        std::fs::remove_dir_all(&copy).unwrap();
+    }
+}

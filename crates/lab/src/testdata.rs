@@ -1,0 +1,100 @@
+//! A small fixed record set for the report's golden tests.
+
+use crate::records::*;
+use std::collections::BTreeMap;
+
+pub fn header() -> RunHeader {
+    RunHeader {
+        version: RECORDS_VERSION,
+        scenario: "fixture".into(),
+        title: "Fixture run".into(),
+        description: "A fixed record set.".into(),
+        params: BTreeMap::from([("rate".into(), "500mbit".into()), ("rtt".into(), "100ms".into())]),
+        variants: vec!["none".into(), "static".into()],
+        repeats: 3,
+        quick: false,
+        seed: 42,
+        kernel: "6.18.0".into(),
+        cpus: 2,
+        tool_version: "0.1.0".into(),
+        started: 1_700_000_000.0,
+        metrics: vec![
+            MetricSpec {
+                name: "goodput".into(),
+                unit: "Mbit/s".into(),
+                higher_is_better: true,
+                description: "receiver goodput".into(),
+            },
+            MetricSpec {
+                name: "drops".into(),
+                unit: "pkts".into(),
+                higher_is_better: false,
+                description: String::new(),
+            },
+        ],
+        published: vec![
+            Published {
+                variant: "none".into(),
+                metric: "goodput".into(),
+                value: 200.0,
+                source: "seed 000, table 1".into(),
+            },
+            Published {
+                variant: "static".into(),
+                metric: "goodput".into(),
+                value: 433.0,
+                source: "seed 000, table 1".into(),
+            },
+        ],
+        notes: vec!["Scaled nothing.".into()],
+    }
+}
+
+pub fn run() -> RunData {
+    let mut d = RunData::default();
+    d.push(Record::Run(header()));
+    let vals = [
+        ("none", [230.0, 190.0, 200.0], [1400.0, 1500.0, 1455.0]),
+        ("static", [455.0, 450.0, 460.0], [0.0, 0.0, 2.0]),
+    ];
+    for r in 0..3u32 {
+        for (v, g, dr) in &vals {
+            d.push(Record::Summary(Summary {
+                variant: v.to_string(),
+                repeat: r,
+                metrics: BTreeMap::from([
+                    ("goodput".into(), g[r as usize]),
+                    ("drops".into(), dr[r as usize]),
+                ]),
+                started: 0.0,
+                ended: 1.0,
+            }));
+        }
+    }
+    for i in 0..10 {
+        for (v, _, _) in &vals {
+            d.push(Record::Sample(Sample {
+                variant: v.to_string(),
+                repeat: 0,
+                series: "goodput_mbps".into(),
+                t: i as f64 * 0.1,
+                value: i as f64 * 40.0,
+            }));
+        }
+    }
+    for i in 0..5u64 {
+        d.push(Record::Flow(FlowRecord {
+            variant: "none".into(),
+            repeat: 0,
+            id: i,
+            class: "short".into(),
+            bytes: 65536,
+            start: i as f64,
+            fct_ms: 1.0 + i as f64,
+            completed: true,
+        }));
+    }
+    d.push(Record::Note { variant: Some("none".into()), text: "first loss at 1.2 s".into() });
+    d.push(Record::End(End { complete: true, ended: 1_700_000_100.0, reason: "all repeats done".into() }));
+    d
+}
