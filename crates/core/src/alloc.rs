@@ -146,7 +146,7 @@ pub fn allocate(demands: &[Demand], pool: u64) -> Result<Plan, AllocError> {
         let total_target: u64 = demands.iter().map(|d| d.target.0).sum();
         let bytes = if total_target == 0 {
             let n = demands.len() as u64;
-            need.iter().map(|&w| w + if n == 0 { 0 } else { surplus / n }).collect()
+            need.iter().map(|&w| w + surplus.checked_div(n).unwrap_or(0)).collect()
         } else {
             demands.iter().zip(&need).map(|(d, &w)| w + portion(surplus, d.target.0, total_target)).collect()
         };
