@@ -9,6 +9,7 @@ pub mod progress;
 pub mod records;
 pub mod report;
 pub mod scenario;
+pub mod scenarios;
 
 #[cfg(test)]
 mod testdata;

@@ -1,8 +1,151 @@
-use crate::exit::Verdict;
+//! `tcpaccel lab`: list, run and report scenarios; the demo; cleanup of leftovers.
+
+use crate::exit::{self, Verdict};
+use anyhow::Context;
+use clap::Subcommand;
+use std::path::PathBuf;
+use tcpaccel_lab::records::read_run;
+use tcpaccel_lab::scenario::{self, RunOptions};
+use tcpaccel_lab::{report, scenarios};
 
 #[derive(clap::Args)]
-pub struct Args {}
+pub struct Args {
+    #[command(subcommand)]
+    cmd: LabCmd,
+}
 
-pub fn run(_args: Args) -> anyhow::Result<Verdict> {
-    anyhow::bail!("not built yet")
+#[derive(Subcommand)]
+enum LabCmd {
+    /// List the scenarios with their parameters and defaults.
+    List {
+        /// Machine output (JSON Lines).
+        #[arg(long)]
+        json: bool,
+    },
+    /// Run a scenario: variants interleaved, repeats, records and a report in --out.
+    Run {
+        /// Scenario name (see `lab list`).
+        name: String,
+        /// Short durations for a quick look (and tests).
+        #[arg(long)]
+        quick: bool,
+        /// Repeats per variant (default: the scenario's; 1 with --quick).
+        #[arg(long = "repeat")]
+        repeat: Option<u32>,
+        /// Output directory (default: ./lab-results/NAME-UNIXTIME).
+        #[arg(long)]
+        out: Option<PathBuf>,
+        /// Override a parameter: --set key=value (repeatable).
+        #[arg(long = "set", value_parser = scenario::parse_set)]
+        sets: Vec<(String, String)>,
+        /// Seed of the run's randomness (recorded; same seed replays the workload).
+        #[arg(long, default_value_t = 1)]
+        seed: u64,
+        /// Print the summary as JSON instead of Markdown; no progress bar.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Re-render a run directory's report from its records alone.
+    Report {
+        dir: PathBuf,
+        #[arg(long)]
+        json: bool,
+    },
+    /// The tour of tcpaccel on an emulated long fat path (about two minutes); writes ./tcpaccel-report/.
+    Demo {
+        /// Output directory.
+        #[arg(long, default_value = "tcpaccel-report")]
+        out: PathBuf,
+        /// A shorter tour (for tests).
+        #[arg(long)]
+        quick: bool,
+    },
+    /// Remove leftover tcpaccel namespaces and emulators from interrupted runs.
+    Clean,
+}
+
+pub fn run(args: Args) -> anyhow::Result<Verdict> {
+    match args.cmd {
+        LabCmd::List { json } => {
+            for s in scenarios::all() {
+                if json {
+                    let params: Vec<serde_json::Value> = s
+                        .params()
+                        .iter()
+                        .map(|p| serde_json::json!({"key": p.key, "default": p.default, "doc": p.doc}))
+                        .collect();
+                    let v = serde_json::json!({"type": "scenario", "name": s.name(), "title": s.title(), "description": s.description(), "params": params});
+                    println!("{v}");
+                } else {
+                    println!("{:<18} {}", s.name(), s.title());
+                    for p in s.params() {
+                        println!("    {:<22} {:<12} {}", p.key, p.default, p.doc);
+                    }
+                }
+            }
+            Ok(Verdict::Ok)
+        }
+        LabCmd::Run { name, quick, repeat, out, sets, seed, json } => {
+            let s = scenarios::find(&name).map_err(|e| exit::usage(e.to_string()))?;
+            scenario::resolve_params(s.as_ref(), quick, &sets).map_err(|e| exit::usage(format!("{e:#}")))?;
+            exit::require_root(&format!("lab run {name} (network namespaces)"))?;
+            install_interrupt();
+            let out = out.unwrap_or_else(|| {
+                PathBuf::from(format!("lab-results/{name}-{}", tcpaccel_lab::records::unix_now() as u64))
+            });
+            let opts = RunOptions { quick, repeats: repeat, out: out.clone(), sets, seed, json };
+            let data = scenario::run(s.as_ref(), &opts)?;
+            print_summary(&data, json)?;
+            if !json {
+                println!("\nrecords and report: {}/ (index.html, summary.md)", out.display());
+            }
+            Ok(if data.complete() { Verdict::Ok } else { Verdict::Negative })
+        }
+        LabCmd::Report { dir, json } => {
+            let data = read_run(&dir).map_err(|e| exit::usage(e.to_string()))?;
+            report::write_report(&data, &dir)
+                .with_context(|| format!("writing report into {}", dir.display()))?;
+            print_summary(&data, json)?;
+            Ok(Verdict::Ok)
+        }
+        LabCmd::Demo { out, quick } => {
+            exit::require_root("lab demo (network namespaces)")?;
+            install_interrupt();
+            let s = scenarios::find("demo")?;
+            let opts =
+                RunOptions { quick, repeats: Some(1), out: out.clone(), sets: vec![], seed: 1, json: false };
+            let data = scenario::run(s.as_ref(), &opts)?;
+            print_summary(&data, false)?;
+            println!("\nreport: {}/index.html", out.display());
+            Ok(if data.complete() { Verdict::Ok } else { Verdict::Negative })
+        }
+        LabCmd::Clean => {
+            exit::require_root("lab clean")?;
+            let removed: Vec<String> = anyhow::bail!("lab clean: waiting for the topology crate");
+            if removed.is_empty() {
+                println!("nothing to clean");
+            }
+            for r in removed {
+                println!("removed {r}");
+            }
+            Ok(Verdict::Ok)
+        }
+    }
+}
+
+fn print_summary(data: &tcpaccel_lab::records::RunData, json: bool) -> anyhow::Result<()> {
+    if json {
+        for t in report::tables(data) {
+            let v = serde_json::json!({"type": "table", "complete": data.complete(), "table": t});
+            println!("{v}");
+        }
+    } else {
+        print!("{}", report::markdown(data));
+    }
+    Ok(())
+}
+
+/// Ctrl-C / SIGTERM: let the runner stop between runs and keep its records.
+fn install_interrupt() {
+    // Wired to the topology crate's signal registry once it exists.
 }

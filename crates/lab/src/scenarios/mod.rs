@@ -1,0 +1,18 @@
+//! The registry of lab scenarios. Each mechanism adds its scenario here.
+
+use crate::scenario::Scenario;
+
+/// Every scenario, in the order `lab list` shows them.
+pub fn all() -> Vec<Box<dyn Scenario>> {
+    vec![]
+}
+
+/// Looks a scenario up by name; the error lists the valid names.
+pub fn find(name: &str) -> anyhow::Result<Box<dyn Scenario>> {
+    let all = all();
+    let names: Vec<&str> = all.iter().map(|s| s.name()).collect();
+    let list = names.join(", ");
+    all.into_iter()
+        .find(|s| s.name() == name)
+        .ok_or_else(|| anyhow::anyhow!("unknown scenario {name:?}; valid scenarios: {list}"))
+}
