@@ -296,7 +296,8 @@ impl Histogram {
         for (i, &c) in self.counts.iter().enumerate() {
             seen += c;
             if seen >= rank {
-                let mid = Histogram::lower(i) / 2 + Histogram::upper(i).min(self.max) / 2;
+                let (lo, hi) = (Histogram::lower(i), Histogram::upper(i).min(self.max));
+                let mid = lo + hi.saturating_sub(lo) / 2;
                 return Some(mid.clamp(self.min, self.max));
             }
         }
