@@ -284,14 +284,21 @@ impl Histogram {
         (self.n > 0).then(|| self.sum as f64 / self.n as f64)
     }
 
-    /// The value at percentile `p` in [0, 100]: the midpoint of the bucket
-    /// holding that rank, clamped to the observed min and max (so exact for
-    /// values below 32 and within 1/32 above).
+    /// The value at percentile `p` in [0, 100] (nearest rank): the midpoint of
+    /// the bucket holding that rank, clamped to the observed min and max (so
+    /// exact for values below 32, within 1/32 above, and exact at 0 and 100).
     pub fn percentile(&self, p: f64) -> Option<u64> {
         if self.n == 0 || !(0.0..=100.0).contains(&p) {
             return None;
         }
         let rank = ((p / 100.0) * self.n as f64).ceil().max(1.0) as u64;
+        // The extreme ranks are known exactly.
+        if rank >= self.n {
+            return Some(self.max);
+        }
+        if rank == 1 {
+            return Some(self.min);
+        }
         let mut seen = 0;
         for (i, &c) in self.counts.iter().enumerate() {
             seen += c;
