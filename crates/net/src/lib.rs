@@ -1,2 +1,27 @@
-//! tcpaccel-net: topology builder (namespaces, veth, emulated links) and cleanup.
+//! tcpaccel-net: the topology builder of the lab. A TOML file describes hosts,
+//! routers and links ([`spec`]); [`Network::up`] builds it out of network
+//! namespaces, veth pairs, tbf/fifo qdiscs, routes, sysctls and userspace
+//! emulators, and dropping the [`Network`] removes all of it, also on panic
+//! and on SIGINT/SIGTERM ([`signals`]). [`clean_leftovers`] removes what a
+//! crashed run left behind; [`state`] lets other processes find a live run.
+//!
+//! It does not generate traffic or measure anything: the traffic tool and the
+//! emulator's meter do that inside the namespaces this crate builds.
 #![forbid(unsafe_code)]
+
+pub mod addr;
+pub mod clean;
+mod emulator;
+pub mod error;
+pub mod network;
+mod shell;
+pub mod signals;
+pub mod spec;
+pub mod state;
+
+pub use addr::Cidr;
+pub use clean::clean_leftovers;
+pub use emulator::{EmuHandle, EmuSummary};
+pub use error::{Error, Result};
+pub use network::{Network, Teardown};
+pub use spec::{Direction, End, Link, LinkKind, Node, Role, Route, Shaping, SpecError, Topology};

@@ -1,0 +1,125 @@
+//! Deleting namespaces (and the processes still inside them), and finding and
+//! removing whatever an earlier run left behind (`tcpaccel lab clean`).
+//!
+//! Deleting a namespace with `ip netns del` only removes its name; the kernel
+//! frees it (and the veth ends in it) once no process or socket holds it, so
+//! the processes started inside it are killed first. Our own threads that
+//! entered it are not processes and are left alone.
+
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use crate::error::{Error, Result};
+use crate::shell;
+use crate::state;
+
+/// Prefix of every namespace tcpaccel creates.
+pub const NS_PREFIX: &str = "tcpaccel-";
+
+/// Names under `/run/netns` that start with `prefix`, sorted.
+pub fn namespaces_with_prefix(prefix: &str) -> Result<Vec<String>> {
+    let dir = Path::new(tcpaccel_sys::netns::NETNS_RUN_DIR);
+    let entries = match std::fs::read_dir(dir) {
+        Ok(e) => e,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(e) => return Err(Error::io(format!("list {}", dir.display()), e)),
+    };
+    let mut out: Vec<String> = entries
+        .filter_map(|e| e.ok())
+        .filter_map(|e| e.file_name().into_string().ok())
+        .filter(|n| n.starts_with(prefix))
+        .collect();
+    out.sort();
+    Ok(out)
+}
+
+/// Pids of the processes whose network namespace is `ns` (`ip netns pids`).
+pub fn pids_in(ns: &str) -> Result<Vec<u32>> {
+    let out = shell::ip(&["netns", "pids", ns])?;
+    Ok(out.split_whitespace().filter_map(|p| p.parse().ok()).collect())
+}
+
+/// Sends `signal` (e.g. "TERM", "KILL") to a process with kill(1); the library
+/// has no unsafe code, and this is rare enough that a fork does not matter.
+pub(crate) fn signal(pid: u32, signal: &str) -> Result<()> {
+    shell::run("kill", &[&format!("-{signal}"), &pid.to_string()]).map(|_| ())
+}
+
+/// True while `/proc/PID` exists (the process or a zombie of it).
+pub(crate) fn alive(pid: u32) -> bool {
+    Path::new(&format!("/proc/{pid}")).exists()
+}
+
+/// Kills every process inside `ns` (never this process), then deletes the
+/// namespace name. A namespace already gone is not an error.
+pub fn delete_namespace(ns: &str) -> Result<()> {
+    if !tcpaccel_sys::netns::exists(ns) {
+        return Ok(());
+    }
+    let me = std::process::id();
+    match pids_in(ns) {
+        Ok(pids) => {
+            for pid in pids.into_iter().filter(|&p| p != me) {
+                tracing::debug!(ns, pid, "killing process left in namespace");
+                if let Err(e) = signal(pid, "KILL") {
+                    tracing::warn!(ns, pid, "cannot kill process in namespace: {e}");
+                }
+            }
+        }
+        Err(e) => tracing::warn!(ns, "cannot list processes in namespace: {e}"),
+    }
+    match shell::ip(&["netns", "del", ns]) {
+        Ok(_) => Ok(()),
+        Err(_) if !tcpaccel_sys::netns::exists(ns) => Ok(()),
+        Err(e) => Err(e),
+    }
+}
+
+/// Removes every namespace named `tcpaccel-*`, stops the `tcpaccel net up`
+/// processes that own a recorded run, and removes their state files. Returns
+/// one line per thing removed. Other tcpaccel runs on this machine (tests,
+/// another terminal) lose their networks too: this is the "clean up
+/// everything" button.
+pub fn clean_leftovers() -> Result<Vec<String>> {
+    clean_prefix(NS_PREFIX)
+}
+
+/// [`clean_leftovers`] restricted to namespaces starting with `prefix` (which
+/// must itself start with `tcpaccel-`) and the runs whose namespaces all do.
+pub fn clean_prefix(prefix: &str) -> Result<Vec<String>> {
+    if !prefix.starts_with(NS_PREFIX) {
+        return Err(Error::State(format!("refusing to clean namespaces {prefix:?}*: not tcpaccel's")));
+    }
+    let mut removed = Vec::new();
+    let me = std::process::id();
+    let mut waiting = Vec::new();
+    for run in state::list()? {
+        let ours = !run.namespaces().is_empty() && run.namespaces().iter().all(|n| n.starts_with(prefix));
+        if !ours {
+            continue;
+        }
+        if run.pid != me && run.owner_alive() {
+            match signal(run.pid, "TERM") {
+                Ok(()) => {
+                    removed.push(format!("process {} (owner of run {})", run.pid, run.run_id));
+                    waiting.push(run.pid);
+                }
+                Err(e) => tracing::warn!(pid = run.pid, "cannot signal the owner of run {}: {e}", run.run_id),
+            }
+        }
+        if let Some(path) = state::remove(&run.run_id)? {
+            removed.push(format!("state file {}", path.display()));
+        }
+    }
+    // Give owners a moment to tear down their own networks (and print their
+    // summaries); whatever remains is deleted below anyway.
+    let deadline = Instant::now() + Duration::from_secs(3);
+    while waiting.iter().any(|&p| alive(p)) && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    for ns in namespaces_with_prefix(prefix)? {
+        delete_namespace(&ns)?;
+        removed.push(format!("namespace {ns}"));
+    }
+    Ok(removed)
+}

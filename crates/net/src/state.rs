@@ -1,0 +1,158 @@
+//! Run state files (`/run/tcpaccel/RUNID.json`): what a live network is called
+//! on this machine, so `tcpaccel net exec/down/list` in another terminal can
+//! find the namespaces and the owning process. Written by
+//! [`crate::Network::persist`], removed at teardown. This module only reads
+//! and writes the files; it does not build or delete anything.
+
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use crate::error::{Error, Result};
+
+/// Where state files live (tmpfs: gone after a reboot, like the namespaces).
+pub const STATE_DIR: &str = "/run/tcpaccel";
+
+/// One interface of a node.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct IfaceState {
+    pub link: String,
+    pub ifname: String,
+    pub addr: Option<String>,
+    pub addr6: Option<String>,
+}
+
+/// One host or router.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct NodeState {
+    pub name: String,
+    pub role: String,
+    pub ns: String,
+    pub interfaces: Vec<IfaceState>,
+}
+
+/// The emulator of one emulated link.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct EmuState {
+    pub link: String,
+    pub ns: String,
+}
+
+/// What a state file holds.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RunState {
+    pub run_id: String,
+    /// The process that owns the network (tears it down on SIGTERM).
+    pub pid: u32,
+    /// Seconds since the Unix epoch when the network came up.
+    pub started_unix: u64,
+    /// The topology file it was built from, if any.
+    pub source: Option<String>,
+    pub nodes: Vec<NodeState>,
+    pub emulators: Vec<EmuState>,
+}
+
+impl RunState {
+    /// Every namespace of the run (nodes, then emulators).
+    pub fn namespaces(&self) -> Vec<String> {
+        self.nodes.iter().map(|n| n.ns.clone()).chain(self.emulators.iter().map(|e| e.ns.clone())).collect()
+    }
+
+    /// The namespace of node `name`.
+    pub fn ns_of(&self, name: &str) -> Option<&str> {
+        self.nodes.iter().find(|n| n.name == name).map(|n| n.ns.as_str())
+    }
+
+    /// True while the owning process exists.
+    pub fn owner_alive(&self) -> bool {
+        crate::clean::alive(self.pid)
+    }
+
+    /// True when the owner is alive and every namespace still exists.
+    pub fn is_live(&self) -> bool {
+        self.owner_alive() && self.namespaces().iter().all(|n| tcpaccel_sys::netns::exists(n))
+    }
+}
+
+/// Path of the state file of `run_id`.
+pub fn path_of(run_id: &str) -> PathBuf {
+    Path::new(STATE_DIR).join(format!("{run_id}.json"))
+}
+
+/// Writes `state` atomically (temporary file, then rename).
+pub fn save(state: &RunState) -> Result<PathBuf> {
+    std::fs::create_dir_all(STATE_DIR).map_err(|e| Error::io(format!("create {STATE_DIR}"), e))?;
+    let path = path_of(&state.run_id);
+    let tmp = path.with_extension("json.tmp");
+    let text = serde_json::to_string_pretty(state)
+        .map_err(|e| Error::State(format!("cannot encode the state of run {}: {e}", state.run_id)))?;
+    std::fs::write(&tmp, text).map_err(|e| Error::io(format!("write {}", tmp.display()), e))?;
+    std::fs::rename(&tmp, &path).map_err(|e| Error::io(format!("rename to {}", path.display()), e))?;
+    Ok(path)
+}
+
+/// Reads the state file of `run_id`.
+pub fn load(run_id: &str) -> Result<RunState> {
+    let path = path_of(run_id);
+    let text = std::fs::read_to_string(&path).map_err(|e| {
+        if e.kind() == std::io::ErrorKind::NotFound {
+            Error::State(format!("no run {run_id:?} (no {})", path.display()))
+        } else {
+            Error::io(format!("read {}", path.display()), e)
+        }
+    })?;
+    serde_json::from_str(&text)
+        .map_err(|e| Error::State(format!("{} is not a run state file: {e}", path.display())))
+}
+
+/// Every readable state file, oldest first. Unreadable ones are skipped with a warning.
+pub fn list() -> Result<Vec<RunState>> {
+    let entries = match std::fs::read_dir(STATE_DIR) {
+        Ok(e) => e,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(e) => return Err(Error::io(format!("list {STATE_DIR}"), e)),
+    };
+    let mut out = Vec::new();
+    for entry in entries.filter_map(|e| e.ok()) {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        let Some(run_id) = name.strip_suffix(".json") else { continue };
+        match load(run_id) {
+            Ok(s) => out.push(s),
+            Err(e) => tracing::warn!("skipping {name}: {e}"),
+        }
+    }
+    out.sort_by(|a, b| (a.started_unix, &a.run_id).cmp(&(b.started_unix, &b.run_id)));
+    Ok(out)
+}
+
+/// Removes the state file of `run_id`; returns its path if there was one.
+pub fn remove(run_id: &str) -> Result<Option<PathBuf>> {
+    let path = path_of(run_id);
+    match std::fs::remove_file(&path) {
+        Ok(()) => Ok(Some(path)),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(Error::io(format!("remove {}", path.display()), e)),
+    }
+}
+
+/// Picks one run: the given id, or the only recorded one. Errors say which
+/// runs exist when the choice is ambiguous.
+pub fn select(run_id: Option<&str>) -> Result<RunState> {
+    if let Some(id) = run_id {
+        return load(id);
+    }
+    let runs = list()?;
+    match runs.len() {
+        0 => {
+            Err(Error::State("no tcpaccel network is up (start one with `tcpaccel net up FILE.toml`)".into()))
+        }
+        1 => Ok(runs.into_iter().next().ok_or_else(|| Error::State("no run".into()))?),
+        _ => {
+            let ids: Vec<_> = runs.iter().map(|r| r.run_id.as_str()).collect();
+            Err(Error::State(format!(
+                "several networks are up ({}); choose one with --run ID",
+                ids.join(", ")
+            )))
+        }
+    }
+}
