@@ -222,6 +222,11 @@ impl DiagSocket {
     pub fn tcp_info_raw(&self) -> Option<&[u8]> {
         self.attr(attr::INFO)
     }
+    /// The decoded `tcp_info` (by length, see [`crate::tcpinfo`]); `None` when
+    /// the attribute is missing or shorter than the base structure.
+    pub fn tcp_info(&self) -> Option<crate::tcpinfo::TcpInfo> {
+        self.tcp_info_raw().and_then(|b| crate::tcpinfo::TcpInfo::parse(b).ok())
+    }
     /// Congestion control name (`INET_DIAG_CONG`).
     pub fn congestion(&self) -> Option<String> {
         self.attr(attr::CONG).map(c_string)
@@ -783,6 +788,7 @@ mod tests {
             assert!(mine.iter().all(|s| s.state == state::ESTABLISHED));
             assert!(mine.iter().all(|s| s.tcp_info_raw().map(|b| b.len() >= 104).unwrap_or(false)));
             assert!(mine.iter().any(|s| s.src == c.local_addr().unwrap()));
+            assert!(mine.iter().all(|s| s.tcp_info().map(|t| t.snd_cwnd > 0).unwrap_or(false)));
             if req.port.is_some() {
                 assert_eq!(socks.len(), 2, "bytecode filter leaves only this connection");
             }
