@@ -1,0 +1,593 @@
+//! The relay service: listeners, SOCKS5 negotiation with clients, the upstream
+//! connection (direct or through a chain of SOCKS5 hops, each terminating
+//! TCP), per-hop socket tuning, and the hand-over to the data path.
+//!
+//! A success reply is sent only after the whole upstream path is connected.
+//! Failures are answered with the matching RFC 1928 code and counted. This
+//! module does not parse bytes itself (see `socks`) nor move payload (see
+//! `pump`).
+
+use std::future::Future;
+use std::io;
+use std::net::SocketAddr;
+use std::sync::atomic::Ordering::Relaxed;
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpSocket, TcpStream};
+use tokio::sync::Semaphore;
+
+use crate::config::{Config, Hop, Mode, Tuning};
+use crate::pump::{self, Outcome, PumpOptions, Side};
+use crate::socks::{self, Parse, Reply, Target, WireError};
+use crate::stats::{ErrorKind, Snapshot, Stats};
+
+/// Errors starting the relay.
+#[derive(Debug, thiserror::Error)]
+pub enum RelayError {
+    #[error("bind {addr}: {source}")]
+    Bind { addr: SocketAddr, source: io::Error },
+    #[error("tokio runtime: {0}")]
+    Runtime(io::Error),
+}
+
+/// A bound relay, ready to serve.
+pub struct Relay {
+    listeners: Vec<(TcpListener, Mode)>,
+    shared: Arc<Shared>,
+}
+
+struct Shared {
+    cfg: Config,
+    stats: Arc<Stats>,
+    limit: Arc<Semaphore>,
+}
+
+impl Relay {
+    /// Binds every listener of `cfg`.
+    pub async fn bind(cfg: Config) -> Result<Relay, RelayError> {
+        let mut listeners = Vec::new();
+        for l in &cfg.listeners {
+            let tl = TcpListener::bind(l.addr)
+                .await
+                .map_err(|source| RelayError::Bind { addr: l.addr, source })?;
+            tracing::info!(addr = %tl.local_addr().map(|a| a.to_string()).unwrap_or_default(), mode = ?l.mode, "listening");
+            listeners.push((tl, l.mode.clone()));
+        }
+        let limit = Arc::new(Semaphore::new(cfg.max_conns));
+        Ok(Relay { listeners, shared: Arc::new(Shared { cfg, stats: Arc::new(Stats::default()), limit }) })
+    }
+
+    /// The bound addresses, in the order of `Config::listeners`.
+    pub fn local_addrs(&self) -> Vec<SocketAddr> {
+        self.listeners.iter().filter_map(|(l, _)| l.local_addr().ok()).collect()
+    }
+
+    pub fn stats(&self) -> Arc<Stats> {
+        self.shared.stats.clone()
+    }
+
+    /// Serves until `shutdown` completes; returns the final counters.
+    /// Connections still open at that moment are dropped with the runtime's
+    /// tasks only if the caller drops the runtime; here they are left running.
+    pub async fn run(self, shutdown: impl Future<Output = ()>) -> Snapshot {
+        let mut tasks = tokio::task::JoinSet::new();
+        for (l, mode) in self.listeners {
+            tasks.spawn(accept_loop(l, mode, self.shared.clone()));
+        }
+        shutdown.await;
+        tasks.abort_all();
+        self.shared.stats.snapshot()
+    }
+}
+
+fn is_fd_exhaustion(e: &io::Error) -> bool {
+    matches!(
+        e.raw_os_error(),
+        Some(libc::EMFILE) | Some(libc::ENFILE) | Some(libc::ENOBUFS) | Some(libc::ENOMEM)
+    )
+}
+
+async fn accept_loop(listener: TcpListener, mode: Mode, shared: Arc<Shared>) {
+    let mut backoff = Duration::from_millis(10);
+    loop {
+        // Waiting for a permit before accepting leaves extra clients in the
+        // kernel's backlog instead of accepting and dropping them.
+        let Ok(permit) = shared.limit.clone().acquire_owned().await else { return };
+        match listener.accept().await {
+            Ok((stream, peer)) => {
+                backoff = Duration::from_millis(10);
+                let shared = shared.clone();
+                let mode = mode.clone();
+                tokio::spawn(async move {
+                    handle(stream, peer, mode, &shared).await;
+                    drop(permit);
+                });
+            }
+            Err(e) if is_fd_exhaustion(&e) => {
+                // The pending connection stays in the backlog and the listener
+                // stays readable: sleep instead of spinning on it.
+                shared.stats.error(ErrorKind::AcceptExhausted);
+                tracing::warn!("accept: {e}; backing off {backoff:?}");
+                tokio::time::sleep(backoff).await;
+                backoff = (backoff * 2).min(Duration::from_secs(1));
+            }
+            Err(e) => {
+                tracing::debug!("accept: {e}");
+            }
+        }
+    }
+}
+
+/// Why a connection ended before the data path, and what to answer.
+#[derive(Debug)]
+struct Refusal {
+    kind: ErrorKind,
+    reply: Option<Reply>,
+    msg: String,
+}
+
+fn refuse(kind: ErrorKind, reply: Option<Reply>, msg: impl Into<String>) -> Refusal {
+    Refusal { kind, reply, msg: msg.into() }
+}
+
+struct ConnGuard<'a>(&'a Stats);
+
+impl Drop for ConnGuard<'_> {
+    fn drop(&mut self) {
+        self.0.connections_active.fetch_sub(1, Relaxed);
+    }
+}
+
+async fn handle(mut client: TcpStream, peer: SocketAddr, mode: Mode, shared: &Shared) {
+    let stats = &shared.stats;
+    stats.connections_total.fetch_add(1, Relaxed);
+    stats.connections_active.fetch_add(1, Relaxed);
+    let _guard = ConnGuard(stats);
+    let started = std::time::Instant::now();
+    let cfg = &shared.cfg;
+    let negotiated = match &mode {
+        Mode::Forward(t) => Ok((t.clone(), Vec::new())),
+        Mode::Socks => match tokio::time::timeout(cfg.handshake_timeout, negotiate(&mut client, cfg)).await {
+            Ok(r) => r,
+            Err(_) => Err(refuse(ErrorKind::HandshakeTimeout, None, "handshake timeout")),
+        },
+    };
+    let socks = mode == Mode::Socks;
+    let (target, early) = match negotiated {
+        Ok(x) => x,
+        Err(r) => return finish_refused(&mut client, peer, None, r, socks, shared).await,
+    };
+    let upstream = match tokio::time::timeout(cfg.connect_timeout, open_upstream(&target, cfg)).await {
+        Ok(Ok(s)) => s,
+        Ok(Err(r)) => return finish_refused(&mut client, peer, Some(&target), r, socks, shared).await,
+        Err(_) => {
+            let r = refuse(ErrorKind::ConnectFailed, Some(Reply::TtlExpired), "upstream connect timeout");
+            return finish_refused(&mut client, peer, Some(&target), r, socks, shared).await;
+        }
+    };
+    if socks {
+        let reply = socks::encode_reply(Reply::Succeeded, upstream.local_addr().ok());
+        if let Err(e) = client.write_all(&reply).await {
+            stats.error(ErrorKind::Io);
+            tracing::debug!(%peer, "writing success reply: {e}");
+            return;
+        }
+    }
+    let mut upstream = upstream;
+    if !early.is_empty() {
+        if let Err(e) = upstream.write_all(&early).await {
+            stats.error(ErrorKind::Io);
+            tracing::debug!(%peer, "forwarding early data: {e}");
+            return;
+        }
+        stats.bytes_up.fetch_add(early.len() as u64, Relaxed);
+    }
+    let opts = PumpOptions {
+        splice: cfg.splice,
+        pipe_size: cfg.pipe_size,
+        buffer_size: cfg.buffer_size,
+        idle_timeout: cfg.idle_timeout,
+    };
+    if cfg.splice {
+        stats.spliced.fetch_add(1, Relaxed);
+    } else {
+        stats.copied.fetch_add(1, Relaxed);
+    }
+    let (outcome, moved) = pump::relay(&client, &upstream, opts, stats).await;
+    let outcome_name = match &outcome {
+        Outcome::Closed => "closed".to_string(),
+        Outcome::Idle => {
+            stats.error(ErrorKind::IdleTimeout);
+            "idle_timeout".to_string()
+        }
+        Outcome::Failed(side, e) => {
+            stats.error(if is_reset(e) { ErrorKind::Reset } else { ErrorKind::Io });
+            // Propagate the failure as a reset to the other side.
+            let other = match side.other() {
+                Side::Client => &client,
+                Side::Upstream => &upstream,
+            };
+            if let Err(le) = tcpaccel_sys::sockopt::set_linger_zero(other) {
+                tracing::debug!("SO_LINGER 0: {le}");
+            }
+            format!("{side:?} failed: {e}").to_lowercase()
+        }
+    };
+    tracing::info!(%peer, target = %target, up = moved.up + early.len() as u64, down = moved.down, outcome = %outcome_name, "connection done");
+    if cfg.json_logs {
+        log_json(peer, Some(&target), &outcome_name, moved.up + early.len() as u64, moved.down, started);
+    }
+}
+
+fn is_reset(e: &io::Error) -> bool {
+    matches!(
+        e.kind(),
+        io::ErrorKind::ConnectionReset | io::ErrorKind::BrokenPipe | io::ErrorKind::ConnectionAborted
+    )
+}
+
+fn log_json(
+    peer: SocketAddr,
+    target: Option<&Target>,
+    outcome: &str,
+    up: u64,
+    down: u64,
+    started: std::time::Instant,
+) {
+    let line = serde_json::json!({
+        "type": "relay_connection",
+        "peer": peer.to_string(),
+        "target": target.map(|t| t.to_string()),
+        "outcome": outcome,
+        "bytes_up": up,
+        "bytes_down": down,
+        "duration_ms": started.elapsed().as_millis() as u64,
+    });
+    eprintln!("{line}");
+}
+
+async fn finish_refused(
+    client: &mut TcpStream,
+    peer: SocketAddr,
+    target: Option<&Target>,
+    r: Refusal,
+    socks: bool,
+    shared: &Shared,
+) {
+    shared.stats.error(r.kind);
+    tracing::info!(%peer, target = ?target.map(|t| t.to_string()), reply = ?r.reply, "refused: {}", r.msg);
+    if shared.cfg.json_logs {
+        log_json(peer, target, &format!("refused: {}", r.msg), 0, 0, std::time::Instant::now());
+    }
+    if let (true, Some(reply)) = (socks, r.reply) {
+        let _ = client.write_all(&socks::encode_reply(reply, None)).await;
+    }
+    let _ = client.shutdown().await;
+}
+
+/// Largest handshake we buffer: greeting (257) + auth (513) + request (262).
+const MAX_HANDSHAKE: usize = 1100;
+
+/// Reads more bytes into `buf`; a closed or overlong handshake is a refusal.
+async fn read_more(s: &mut TcpStream, buf: &mut Vec<u8>) -> Result<(), Refusal> {
+    let mut tmp = [0u8; 512];
+    let room = MAX_HANDSHAKE.saturating_sub(buf.len()).min(tmp.len());
+    if room == 0 {
+        return Err(refuse(ErrorKind::BadRequest, None, "handshake too long"));
+    }
+    match s.read(&mut tmp[..room]).await {
+        Ok(0) => Err(refuse(ErrorKind::BadRequest, None, "client closed during handshake")),
+        Ok(n) => {
+            buf.extend_from_slice(&tmp[..n]);
+            Ok(())
+        }
+        Err(e) => Err(refuse(ErrorKind::Io, None, format!("read during handshake: {e}"))),
+    }
+}
+
+/// Reads until `parse` completes, removing the parsed bytes from `buf`.
+async fn read_msg<T>(
+    s: &mut TcpStream,
+    buf: &mut Vec<u8>,
+    parse: impl Fn(&[u8]) -> Result<Parse<T>, WireError>,
+) -> Result<Result<T, WireError>, Refusal> {
+    loop {
+        match parse(buf) {
+            Ok(Parse::Done(v, n)) => {
+                buf.drain(..n);
+                return Ok(Ok(v));
+            }
+            Ok(Parse::Incomplete) => read_more(s, buf).await?,
+            Err(e) => return Ok(Err(e)),
+        }
+    }
+}
+
+/// Constant-time comparison, so a wrong password's timing says nothing.
+fn ct_eq(a: &[u8], b: &[u8]) -> bool {
+    if a.len() != b.len() {
+        return false;
+    }
+    a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+}
+
+/// SOCKS5 negotiation with a client: returns the requested target and any
+/// bytes the client already sent after its request.
+async fn negotiate(s: &mut TcpStream, cfg: &Config) -> Result<(Target, Vec<u8>), Refusal> {
+    let io_err = |e: io::Error| refuse(ErrorKind::Io, None, format!("write during handshake: {e}"));
+    let mut buf = Vec::with_capacity(64);
+    let methods = match read_msg(s, &mut buf, socks::parse_greeting).await? {
+        Ok(m) => m,
+        Err(e) => {
+            let _ = s.write_all(&[socks::VERSION, socks::METHOD_UNACCEPTABLE]).await;
+            return Err(refuse(ErrorKind::BadRequest, None, format!("greeting: {e}")));
+        }
+    };
+    let want = if cfg.users.is_empty() { socks::METHOD_NONE } else { socks::METHOD_USERPASS };
+    if !methods.contains(&want) {
+        s.write_all(&[socks::VERSION, socks::METHOD_UNACCEPTABLE]).await.map_err(io_err)?;
+        let kind = if want == socks::METHOD_USERPASS { ErrorKind::AuthFailed } else { ErrorKind::BadRequest };
+        return Err(refuse(kind, None, format!("no acceptable method in {methods:?}")));
+    }
+    s.write_all(&[socks::VERSION, want]).await.map_err(io_err)?;
+    if want == socks::METHOD_USERPASS {
+        let ok = match read_msg(s, &mut buf, socks::parse_userpass).await? {
+            Ok((u, p)) => {
+                cfg.users.iter().any(|(cu, cp)| ct_eq(cu.as_bytes(), &u) & ct_eq(cp.as_bytes(), &p))
+            }
+            Err(_) => false,
+        };
+        s.write_all(&[socks::AUTH_VERSION, if ok { 0 } else { 1 }]).await.map_err(io_err)?;
+        if !ok {
+            return Err(refuse(ErrorKind::AuthFailed, None, "authentication failed"));
+        }
+    }
+    let req = match read_msg(s, &mut buf, socks::parse_request).await? {
+        Ok(r) => r,
+        Err(e) => return Err(refuse(ErrorKind::BadRequest, Some(e.reply()), format!("request: {e}"))),
+    };
+    if req.command != socks::CMD_CONNECT {
+        return Err(refuse(
+            ErrorKind::UnsupportedCommand,
+            Some(Reply::CommandNotSupported),
+            format!("command {} not supported (only CONNECT)", req.command),
+        ));
+    }
+    Ok((req.target, buf))
+}
+
+/// A name that must not be looked up: not a syntactically valid host name, or
+/// in the `.invalid` domain, which RFC 6761 §6.4 reserves as never resolving.
+fn never_resolves(name: &str) -> bool {
+    let n = name.trim_end_matches('.').to_ascii_lowercase();
+    let valid_label = |l: &str| {
+        !l.is_empty()
+            && l.len() <= 63
+            && l.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
+    };
+    n.is_empty()
+        || n.len() > 253
+        || !n.split('.').all(valid_label)
+        || n == "invalid"
+        || n.ends_with(".invalid")
+}
+
+async fn resolve(target: &Target) -> Result<Vec<SocketAddr>, Refusal> {
+    match target {
+        Target::Ip(a) => Ok(vec![*a]),
+        Target::Domain(name, port) => {
+            if never_resolves(name) {
+                return Err(refuse(
+                    ErrorKind::ResolveFailed,
+                    Some(Reply::HostUnreachable),
+                    format!("{name:?} does not resolve"),
+                ));
+            }
+            let addrs: Vec<SocketAddr> = tokio::net::lookup_host((name.as_str(), *port))
+                .await
+                .map_err(|e| {
+                    refuse(
+                        ErrorKind::ResolveFailed,
+                        Some(Reply::HostUnreachable),
+                        format!("resolve {name}: {e}"),
+                    )
+                })?
+                .collect();
+            if addrs.is_empty() {
+                return Err(refuse(
+                    ErrorKind::ResolveFailed,
+                    Some(Reply::HostUnreachable),
+                    format!("{name}: no address"),
+                ));
+            }
+            Ok(addrs)
+        }
+    }
+}
+
+fn tune(sock: &TcpSocket, t: &Tuning) -> io::Result<()> {
+    use tcpaccel_sys::sockopt;
+    let e = |e: tcpaccel_sys::Error| io::Error::other(e.to_string());
+    if let Some(b) = t.sndbuf {
+        sockopt::set_send_buffer(sock, b).map_err(e)?;
+    }
+    if let Some(b) = t.rcvbuf {
+        sockopt::set_recv_buffer(sock, b).map_err(e)?;
+    }
+    if let Some(cc) = &t.cc {
+        sockopt::set_congestion(sock, cc).map_err(e)?;
+    }
+    if let Some(r) = t.pace {
+        sockopt::set_max_pacing_rate(sock, r.bytes_per_sec()).map_err(e)?;
+    }
+    if let Some(b) = t.notsent_lowat {
+        sockopt::set_notsent_lowat(sock, b).map_err(e)?;
+    }
+    Ok(())
+}
+
+/// Connects a tuned socket to the first address of `addrs` that answers.
+async fn connect_tuned(addrs: &[SocketAddr], t: &Tuning, what: &str) -> Result<TcpStream, Refusal> {
+    let mut last = None;
+    for a in addrs {
+        let sock = match if a.is_ipv4() { TcpSocket::new_v4() } else { TcpSocket::new_v6() } {
+            Ok(s) => s,
+            Err(e) => {
+                last = Some(e);
+                continue;
+            }
+        };
+        // Buffers must be set before connect to influence the window scale.
+        if let Err(e) = tune(&sock, t) {
+            return Err(refuse(
+                ErrorKind::Io,
+                Some(Reply::GeneralFailure),
+                format!("tuning socket to {a}: {e}"),
+            ));
+        }
+        match sock.connect(*a).await {
+            Ok(s) => return Ok(s),
+            Err(e) => {
+                tracing::debug!("connect {what} {a}: {e}");
+                last = Some(e);
+            }
+        }
+    }
+    let e = last.unwrap_or_else(|| io::Error::from(io::ErrorKind::AddrNotAvailable));
+    Err(refuse(ErrorKind::ConnectFailed, Some(Reply::from_io(&e)), format!("connect {what}: {e}")))
+}
+
+/// Opens the upstream side: checks access rules, then connects directly or
+/// through the configured chain.
+async fn open_upstream(target: &Target, cfg: &Config) -> Result<TcpStream, Refusal> {
+    // Domain targets are resolved here when we connect directly, or when access
+    // rules must see an address; through a chain the name travels on unresolved.
+    let direct = cfg.next.is_empty();
+    let resolved = if direct || !cfg.acl.rules.is_empty() {
+        let addrs = resolve(target).await?;
+        let allowed: Vec<SocketAddr> =
+            addrs.into_iter().filter(|a| cfg.acl.permits(a.ip(), a.port())).collect();
+        if allowed.is_empty() {
+            return Err(refuse(
+                ErrorKind::NotAllowed,
+                Some(Reply::NotAllowed),
+                format!("{target} denied by access rules"),
+            ));
+        }
+        allowed
+    } else {
+        Vec::new()
+    };
+    if direct {
+        return connect_tuned(&resolved, &cfg.tuning, "target").await;
+    }
+    let first = &cfg.next[0];
+    let addrs = resolve(&first.addr).await.map_err(|r| {
+        refuse(ErrorKind::ChainFailed, Some(Reply::HostUnreachable), format!("first hop: {}", r.msg))
+    })?;
+    let mut s = connect_tuned(&addrs, &cfg.tuning, "first hop").await.map_err(|mut r| {
+        r.kind = ErrorKind::ChainFailed;
+        r.msg = format!("{} ({})", r.msg, first.addr);
+        r
+    })?;
+    // Ask each hop in turn to connect to the next one, the last to the target.
+    let via_ip = resolved.first().copied().filter(|_| matches!(target, Target::Ip(_)));
+    for (i, hop) in cfg.next.iter().enumerate() {
+        let dest = match cfg.next.get(i + 1) {
+            Some(n) => n.addr.clone(),
+            None => via_ip.map(Target::Ip).unwrap_or_else(|| target.clone()),
+        };
+        match hop_connect(&mut s, hop, &dest).await {
+            Ok(()) => {}
+            Err(HopError::Refused(reply)) => {
+                return Err(refuse(
+                    ErrorKind::ChainFailed,
+                    Some(reply),
+                    format!("hop {} refused {dest}: {reply:?}", hop.addr),
+                ))
+            }
+            Err(HopError::Other(msg)) => {
+                return Err(refuse(
+                    ErrorKind::ChainFailed,
+                    Some(Reply::GeneralFailure),
+                    format!("hop {}: {msg}", hop.addr),
+                ))
+            }
+        }
+    }
+    Ok(s)
+}
+
+enum HopError {
+    Refused(Reply),
+    Other(String),
+}
+
+/// SOCKS5 client side toward one hop over an established stream. Reads
+/// exactly the hop's reply, never payload that follows it.
+async fn hop_connect(s: &mut TcpStream, hop: &Hop, dest: &Target) -> Result<(), HopError> {
+    let other = |e: io::Error| HopError::Other(e.to_string());
+    let method = if hop.auth.is_some() { socks::METHOD_USERPASS } else { socks::METHOD_NONE };
+    s.write_all(&[socks::VERSION, 1, method]).await.map_err(other)?;
+    let mut two = [0u8; 2];
+    s.read_exact(&mut two).await.map_err(other)?;
+    match socks::parse_pair(&two, socks::VERSION) {
+        Ok(Parse::Done(m, _)) if m == method => {}
+        Ok(_) => return Err(HopError::Other(format!("hop chose method {:#04x}", two[1]))),
+        Err(e) => return Err(HopError::Other(e.to_string())),
+    }
+    if let Some((u, p)) = &hop.auth {
+        let msg = socks::encode_userpass(u.as_bytes(), p.as_bytes())
+            .ok_or_else(|| HopError::Other("credentials too long".into()))?;
+        s.write_all(&msg).await.map_err(other)?;
+        s.read_exact(&mut two).await.map_err(other)?;
+        if two != [socks::AUTH_VERSION, 0] {
+            return Err(HopError::Other("hop rejected our credentials".into()));
+        }
+    }
+    let req = socks::encode_connect(dest).map_err(|e| HopError::Other(e.to_string()))?;
+    s.write_all(&req).await.map_err(other)?;
+    // VER REP RSV ATYP and the first address byte tell the reply's length.
+    let mut head = vec![0u8; 5];
+    s.read_exact(&mut head).await.map_err(other)?;
+    let rest = match head[3] {
+        1 => 4 + 2 - 1,
+        4 => 16 + 2 - 1,
+        3 => head[4] as usize + 2,
+        t => return Err(HopError::Other(format!("reply address type {t:#04x}"))),
+    };
+    let mut tail = vec![0u8; rest];
+    s.read_exact(&mut tail).await.map_err(other)?;
+    head.extend_from_slice(&tail);
+    match socks::parse_reply(&head) {
+        Ok(Parse::Done((Reply::Succeeded, _), _)) => Ok(()),
+        Ok(Parse::Done((r, _), _)) => Err(HopError::Refused(r)),
+        Ok(Parse::Incomplete) => Err(HopError::Other("truncated reply".into())),
+        Err(e) => Err(HopError::Other(e.to_string())),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_that_never_resolve() {
+        assert!(never_resolves("nothing.invalid"));
+        assert!(never_resolves("INVALID."));
+        assert!(never_resolves("bad name"));
+        assert!(never_resolves("a..b"));
+        assert!(never_resolves(""));
+        assert!(!never_resolves("localhost"));
+        assert!(!never_resolves("my-host.example.com."));
+    }
+
+    #[test]
+    fn constant_time_compare() {
+        assert!(ct_eq(b"abc", b"abc"));
+        assert!(!ct_eq(b"abc", b"abd"));
+        assert!(!ct_eq(b"abc", b"ab"));
+    }
+}

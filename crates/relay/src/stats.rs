@@ -1,0 +1,131 @@
+//! Relay counters: connections, bytes each direction, errors by kind. Shared
+//! by all connection tasks as relaxed atomics and read as a JSON snapshot
+//! (on SIGUSR1 and at exit). Counters only; no I/O here.
+
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+
+/// Kinds of failures counted separately.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ErrorKind {
+    HandshakeTimeout,
+    BadRequest,
+    UnsupportedCommand,
+    AuthFailed,
+    NotAllowed,
+    ResolveFailed,
+    ConnectFailed,
+    ChainFailed,
+    Reset,
+    IdleTimeout,
+    AcceptExhausted,
+    Io,
+}
+
+const KINDS: usize = 12;
+
+impl ErrorKind {
+    fn index(self) -> usize {
+        self as usize
+    }
+    pub fn name(self) -> &'static str {
+        match self {
+            ErrorKind::HandshakeTimeout => "handshake_timeout",
+            ErrorKind::BadRequest => "bad_request",
+            ErrorKind::UnsupportedCommand => "unsupported_command",
+            ErrorKind::AuthFailed => "auth_failed",
+            ErrorKind::NotAllowed => "not_allowed",
+            ErrorKind::ResolveFailed => "resolve_failed",
+            ErrorKind::ConnectFailed => "connect_failed",
+            ErrorKind::ChainFailed => "chain_failed",
+            ErrorKind::Reset => "reset",
+            ErrorKind::IdleTimeout => "idle_timeout",
+            ErrorKind::AcceptExhausted => "accept_fd_exhausted",
+            ErrorKind::Io => "io",
+        }
+    }
+    const ALL: [ErrorKind; KINDS] = [
+        ErrorKind::HandshakeTimeout,
+        ErrorKind::BadRequest,
+        ErrorKind::UnsupportedCommand,
+        ErrorKind::AuthFailed,
+        ErrorKind::NotAllowed,
+        ErrorKind::ResolveFailed,
+        ErrorKind::ConnectFailed,
+        ErrorKind::ChainFailed,
+        ErrorKind::Reset,
+        ErrorKind::IdleTimeout,
+        ErrorKind::AcceptExhausted,
+        ErrorKind::Io,
+    ];
+}
+
+#[derive(Debug, Default)]
+pub struct Stats {
+    pub connections_total: AtomicU64,
+    pub connections_active: AtomicU64,
+    /// Client → upstream payload bytes.
+    pub bytes_up: AtomicU64,
+    /// Upstream → client payload bytes.
+    pub bytes_down: AtomicU64,
+    /// Connections relayed with splice and with the copy fallback.
+    pub spliced: AtomicU64,
+    pub copied: AtomicU64,
+    errors: [AtomicU64; KINDS],
+}
+
+/// A point-in-time copy of [`Stats`], serialised as the counters JSON.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct Snapshot {
+    #[serde(rename = "type")]
+    pub kind: &'static str,
+    pub connections_total: u64,
+    pub connections_active: u64,
+    pub bytes_up: u64,
+    pub bytes_down: u64,
+    pub spliced: u64,
+    pub copied: u64,
+    pub errors: std::collections::BTreeMap<&'static str, u64>,
+}
+
+impl Stats {
+    pub fn error(&self, kind: ErrorKind) {
+        self.errors[kind.index()].fetch_add(1, Relaxed);
+    }
+
+    pub fn errors_of(&self, kind: ErrorKind) -> u64 {
+        self.errors[kind.index()].load(Relaxed)
+    }
+
+    pub fn snapshot(&self) -> Snapshot {
+        Snapshot {
+            kind: "relay_counters",
+            connections_total: self.connections_total.load(Relaxed),
+            connections_active: self.connections_active.load(Relaxed),
+            bytes_up: self.bytes_up.load(Relaxed),
+            bytes_down: self.bytes_down.load(Relaxed),
+            spliced: self.spliced.load(Relaxed),
+            copied: self.copied.load(Relaxed),
+            errors: ErrorKind::ALL.iter().map(|k| (k.name(), self.errors_of(*k))).collect(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn snapshot_counts_errors_by_name() {
+        let s = Stats::default();
+        s.error(ErrorKind::AuthFailed);
+        s.error(ErrorKind::AuthFailed);
+        s.connections_total.fetch_add(3, Relaxed);
+        let snap = s.snapshot();
+        assert_eq!(snap.errors["auth_failed"], 2);
+        assert_eq!(snap.errors["reset"], 0);
+        assert_eq!(snap.errors.len(), KINDS);
+        let j = serde_json::to_value(&snap).unwrap();
+        assert_eq!(j["type"], "relay_counters");
+        assert_eq!(j["connections_total"], 3);
+    }
+}
