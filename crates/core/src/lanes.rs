@@ -1,1 +1,525 @@
-//! (to be written)
+//! When to move a connection from the Short-flow Lane to a Long-flow Lane
+//! (seed 001 ch. 5): the deadline rule and the link-cost rule of eq. (5.7).
+//!
+//! Every connection starts on SL. The deadline policy switches once the
+//! connection's age reaches `t_deadline` while it still transfers. The
+//! link-cost policy keeps, per lane the connection has a subflow on, a cost
+//! smoothed on every RTT sample (`cost ← 3/4·cost + 1/4·measured`, Algorithm 1
+//! line 9) and switches when the cheapest lane is a Long-flow Lane:
+//!
+//! ```text
+//! cost_SL = t0·(1 + α·ν^β) + sgn(t − t_deadline)·γ·|t − t_deadline|^δ   (5.7)
+//! cost_LL = t0·(1 + α·ν^β)
+//! ν = RTT − RTT_min                                                      (5.4)
+//! ```
+//!
+//! Units: ν and `t − t_deadline` are in **milliseconds**, as plain numbers.
+//! The thesis states t_deadline = 300 [ms], plots switching times in ms, and
+//! its kernel code computed both terms from millisecond-granular kernel
+//! timestamps; t0 = 1 then weighs as one millisecond of queueing. With the
+//! default α = β = γ = δ = t0 = 1 the comparison is unit-free (ν_LL < ν_SL +
+//! t − t_deadline), but other exponents are not, so the unit is fixed here.
+//!
+//! The original prints the deadline term as `sgn(t − t_d)·γ(t − t_d)^δ`; the
+//! absolute value (as in the seed digest) is what makes it real-valued for any
+//! δ and matches Table 5.1 (concave before the deadline, convex after it).
+//! `RTT_min` is by default the smallest RTT seen on any subflow of the
+//! connection (Algorithm 1 line 10 keeps one `base_RTT`); [`BaseRtt::PerLane`]
+//! keeps one per lane instead. A lane's first sample sets its cost (the
+//! algorithm leaves the initial value open).
+//!
+//! This module decides only; the lanes daemon reads RTTs (sock_diag), passes
+//! `now`, and applies a switch with MPTCP path-manager commands.
+
+use crate::time::Instant;
+use serde::{Deserialize, Serialize};
+use std::time::Duration;
+
+/// The two kinds of lane (seed 001 §5.2.1).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum LaneKind {
+    /// Short-flow Lane, kept uncongested; every connection starts here.
+    Short,
+    /// Long-flow Lane.
+    Long,
+}
+
+/// One lane: its kind and its index among the lanes of that kind.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct LaneId {
+    pub kind: LaneKind,
+    pub index: u16,
+}
+
+impl LaneId {
+    pub const fn short(index: u16) -> Self {
+        LaneId { kind: LaneKind::Short, index }
+    }
+    pub const fn long(index: u16) -> Self {
+        LaneId { kind: LaneKind::Long, index }
+    }
+}
+
+/// Switching policy.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Policy {
+    /// Switch when the connection's age reaches `t_deadline`.
+    Deadline,
+    /// Switch when a Long-flow Lane has the lowest smoothed cost (eq. (5.7)).
+    LinkCost,
+}
+
+/// Which minimum RTT ν is measured from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum BaseRtt {
+    /// The smallest RTT on any lane of the connection (the thesis).
+    Connection,
+    /// Each lane's own smallest RTT.
+    PerLane,
+}
+
+/// Parameters of eq. (5.7) and the policy (thesis defaults: 1, 1, 1, 1, t0 = 1, 300 ms).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct SwitchConfig {
+    pub policy: Policy,
+    pub alpha: f64,
+    pub beta: f64,
+    pub gamma: f64,
+    pub delta: f64,
+    pub t0: f64,
+    pub t_deadline: Duration,
+    pub base: BaseRtt,
+}
+
+impl Default for SwitchConfig {
+    fn default() -> Self {
+        SwitchConfig {
+            policy: Policy::LinkCost,
+            alpha: 1.0,
+            beta: 1.0,
+            gamma: 1.0,
+            delta: 1.0,
+            t0: 1.0,
+            t_deadline: Duration::from_millis(300),
+            base: BaseRtt::Connection,
+        }
+    }
+}
+
+fn ms(d: Duration) -> f64 {
+    d.as_nanos() as f64 / 1e6
+}
+
+/// seed 001 eq. (5.4): relative queueing delay ν = RTT − RTT_min, in ms (not below 0).
+pub fn relative_delay_ms(rtt: Duration, base: Duration) -> f64 {
+    ms(rtt.saturating_sub(base))
+}
+
+/// seed 001 eq. (5.7), Long-flow Lane: `t0·(1 + α·ν^β)`, ν in ms.
+pub fn cost_ll(cfg: &SwitchConfig, nu_ms: f64) -> f64 {
+    cfg.t0 * (1.0 + cfg.alpha * nu_ms.max(0.0).powf(cfg.beta))
+}
+
+/// seed 001 eq. (5.7), deadline term: `sgn(t − t_d)·γ·|t − t_d|^δ`, in ms,
+/// where t is the connection's age.
+pub fn deadline_term(cfg: &SwitchConfig, age: Duration) -> f64 {
+    let x = ms(age) - ms(cfg.t_deadline);
+    if x == 0.0 {
+        return 0.0;
+    }
+    x.signum() * cfg.gamma * x.abs().powf(cfg.delta)
+}
+
+/// seed 001 eq. (5.7), Short-flow Lane: link term plus deadline term.
+pub fn cost_sl(cfg: &SwitchConfig, nu_ms: f64, age: Duration) -> f64 {
+    cost_ll(cfg, nu_ms) + deadline_term(cfg, age)
+}
+
+/// seed 001 Algorithm 1 line 9: `cost ← 3/4·cost + 1/4·measured`.
+pub fn smooth(old: f64, measured: f64) -> f64 {
+    0.75 * old + 0.25 * measured
+}
+
+/// Why a connection moved.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Reason {
+    Deadline,
+    LinkCost,
+}
+
+/// The smoothed costs at a decision.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Costs {
+    /// Cheapest Short-flow Lane cost.
+    pub sl: f64,
+    /// Cheapest Long-flow Lane cost.
+    pub ll: f64,
+}
+
+/// What to do with the connection.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "action", rename_all = "snake_case")]
+pub enum Decision {
+    Stay,
+    /// Move the traffic to `lane` (the cheapest LL if known). Reported once.
+    SwitchToLong {
+        reason: Reason,
+        lane: Option<LaneId>,
+        age_ms: f64,
+        costs: Option<Costs>,
+    },
+}
+
+#[derive(Debug, Clone, Copy)]
+struct LaneState {
+    id: LaneId,
+    min_rtt: Option<Duration>,
+    cost: Option<f64>,
+}
+
+/// Per-connection switching state machine (seed 001 Algorithm 1).
+#[derive(Debug, Clone)]
+pub struct LaneSwitcher {
+    cfg: SwitchConfig,
+    start: Instant,
+    lanes: Vec<LaneState>,
+    conn_min_rtt: Option<Duration>,
+    switched: Option<(Instant, Option<LaneId>)>,
+}
+
+impl LaneSwitcher {
+    /// A connection that started (on SL) at `start`.
+    pub fn new(cfg: SwitchConfig, start: Instant) -> Self {
+        LaneSwitcher { cfg, start, lanes: Vec::new(), conn_min_rtt: None, switched: None }
+    }
+
+    pub fn config(&self) -> &SwitchConfig {
+        &self.cfg
+    }
+
+    pub fn age(&self, now: Instant) -> Duration {
+        now.saturating_since(self.start)
+    }
+
+    /// When the connection switched, and to which lane.
+    pub fn switched(&self) -> Option<(Instant, Option<LaneId>)> {
+        self.switched
+    }
+
+    /// The next time a tick can change the decision (the deadline), if any.
+    pub fn next_deadline(&self) -> Option<Instant> {
+        match (self.switched, self.cfg.policy) {
+            (None, Policy::Deadline) => Some(self.start + self.cfg.t_deadline),
+            _ => None,
+        }
+    }
+
+    /// Smoothed cost of a lane, if it has had a sample.
+    pub fn cost(&self, lane: LaneId) -> Option<f64> {
+        self.lanes.iter().find(|l| l.id == lane).and_then(|l| l.cost)
+    }
+
+    fn lane_mut(&mut self, id: LaneId) -> &mut LaneState {
+        let pos = match self.lanes.iter().position(|l| l.id == id) {
+            Some(p) => p,
+            None => {
+                self.lanes.push(LaneState { id, min_rtt: None, cost: None });
+                self.lanes.len() - 1
+            }
+        };
+        &mut self.lanes[pos]
+    }
+
+    /// Lowers the minimum RTT known for a lane (and the connection) without
+    /// a cost sample, e.g. from an idle probe or other connections' history.
+    pub fn observe_base_rtt(&mut self, lane: LaneId, rtt: Duration) {
+        if rtt.is_zero() {
+            return;
+        }
+        let l = self.lane_mut(lane);
+        l.min_rtt = Some(l.min_rtt.map_or(rtt, |m| m.min(rtt)));
+        self.conn_min_rtt = Some(self.conn_min_rtt.map_or(rtt, |m| m.min(rtt)));
+    }
+
+    /// An RTT sample of this connection's subflow on `lane`, taken at `now`
+    /// while the connection transfers (Algorithm 1, "Receiving ACK packet").
+    pub fn on_sample(&mut self, now: Instant, lane: LaneId, rtt: Duration) -> Decision {
+        if self.switched.is_some() {
+            return Decision::Stay;
+        }
+        if rtt.is_zero() {
+            return self.on_tick(now, true);
+        }
+        self.observe_base_rtt(lane, rtt);
+        let cfg = self.cfg;
+        let conn_min = self.conn_min_rtt.unwrap_or(rtt);
+        let age = self.age(now);
+        let l = self.lane_mut(lane);
+        let base = match cfg.base {
+            BaseRtt::Connection => conn_min,
+            BaseRtt::PerLane => l.min_rtt.unwrap_or(rtt),
+        };
+        let nu = relative_delay_ms(rtt, base);
+        let measured = match lane.kind {
+            LaneKind::Short => cost_sl(&cfg, nu, age),
+            LaneKind::Long => cost_ll(&cfg, nu),
+        };
+        l.cost = Some(match l.cost {
+            None => measured,
+            Some(old) => smooth(old, measured),
+        });
+        match cfg.policy {
+            Policy::Deadline => self.on_tick(now, true),
+            Policy::LinkCost => self.judge(now),
+        }
+    }
+
+    /// A time check without an RTT sample. Under the deadline policy, switches
+    /// once the age reaches `t_deadline` while `transferring`.
+    pub fn on_tick(&mut self, now: Instant, transferring: bool) -> Decision {
+        if self.switched.is_some() || self.cfg.policy != Policy::Deadline || !transferring {
+            return Decision::Stay;
+        }
+        let age = self.age(now);
+        if age < self.cfg.t_deadline {
+            return Decision::Stay;
+        }
+        let (lane, costs) = match self.cheapest() {
+            Some((ll, costs)) => (Some(ll), costs),
+            None => (self.first_long(), None),
+        };
+        self.switched = Some((now, lane));
+        Decision::SwitchToLong { reason: Reason::Deadline, lane, age_ms: ms(age), costs }
+    }
+
+    fn first_long(&self) -> Option<LaneId> {
+        self.lanes.iter().filter(|l| l.id.kind == LaneKind::Long).map(|l| l.id).min_by_key(|id| id.index)
+    }
+
+    /// The cheapest LL lane and both costs, when both kinds have a cost.
+    fn cheapest(&self) -> Option<(LaneId, Option<Costs>)> {
+        let best = |kind: LaneKind| {
+            self.lanes
+                .iter()
+                .filter(|l| l.id.kind == kind)
+                .filter_map(|l| l.cost.map(|c| (l.id, c)))
+                .min_by(|a, b| a.1.total_cmp(&b.1))
+        };
+        let (ll_id, ll) = best(LaneKind::Long)?;
+        let costs = best(LaneKind::Short).map(|(_, sl)| Costs { sl, ll });
+        Some((ll_id, costs))
+    }
+
+    /// Judging phase: switch when the minimum-cost lane is a Long-flow Lane.
+    fn judge(&mut self, now: Instant) -> Decision {
+        let Some((ll_id, Some(costs))) = self.cheapest() else { return Decision::Stay };
+        if costs.ll < costs.sl {
+            self.switched = Some((now, Some(ll_id)));
+            return Decision::SwitchToLong {
+                reason: Reason::LinkCost,
+                lane: Some(ll_id),
+                age_ms: ms(self.age(now)),
+                costs: Some(costs),
+            };
+        }
+        Decision::Stay
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    const SL: LaneId = LaneId::short(0);
+    const LL: LaneId = LaneId::long(0);
+
+    fn at(ms: u64) -> Instant {
+        Instant::from_millis(ms)
+    }
+    fn d_ms(ms: u64) -> Duration {
+        Duration::from_millis(ms)
+    }
+    fn d_us(us: u64) -> Duration {
+        Duration::from_micros(us)
+    }
+
+    #[test]
+    fn sign_term_around_the_deadline() {
+        let cfg = SwitchConfig::default();
+        assert_eq!(deadline_term(&cfg, d_ms(299)), -1.0);
+        assert_eq!(deadline_term(&cfg, d_ms(300)), 0.0);
+        assert_eq!(deadline_term(&cfg, d_ms(301)), 1.0);
+        assert_eq!(deadline_term(&cfg, d_ms(0)), -300.0);
+        let cfg = SwitchConfig { gamma: 0.5, delta: 2.0, ..SwitchConfig::default() };
+        assert_eq!(deadline_term(&cfg, d_ms(290)), -50.0);
+        assert_eq!(deadline_term(&cfg, d_ms(310)), 50.0);
+        // Concave before, convex after (Table 5.1) for δ > 1.
+        let f = |t| deadline_term(&cfg, d_ms(t));
+        assert!(f(280) - 2.0 * f(290) + f(300) < 0.0);
+        assert!(f(300) - 2.0 * f(310) + f(320) > 0.0);
+    }
+
+    #[test]
+    fn eq_5_7_costs() {
+        let cfg = SwitchConfig::default();
+        assert_eq!(relative_delay_ms(d_us(1500), d_us(500)), 1.0);
+        assert_eq!(relative_delay_ms(d_us(400), d_us(500)), 0.0);
+        assert_eq!(cost_ll(&cfg, 2.5), 3.5);
+        assert_eq!(cost_sl(&cfg, 2.5, d_ms(100)), 3.5 - 200.0);
+        let cfg = SwitchConfig { alpha: 2.0, beta: 2.0, t0: 0.5, ..SwitchConfig::default() };
+        assert_eq!(cost_ll(&cfg, 3.0), 0.5 * (1.0 + 2.0 * 9.0));
+    }
+
+    #[test]
+    fn smoothing_is_three_quarters_old() {
+        assert_eq!(smooth(8.0, 4.0), 7.0);
+        let mut s = LaneSwitcher::new(SwitchConfig::default(), at(0));
+        s.observe_base_rtt(LL, d_ms(1));
+        s.on_sample(at(1), LL, d_ms(9)); // ν 8 -> measured 9 (first sets)
+        assert_eq!(s.cost(LL), Some(9.0));
+        s.on_sample(at(2), LL, d_ms(1)); // measured 1 -> 0.75*9 + 0.25*1
+        assert_eq!(s.cost(LL), Some(7.0));
+        s.on_sample(at(3), LL, d_ms(5)); // measured 5 -> 0.75*7 + 0.25*5
+        assert_eq!(s.cost(LL), Some(6.5));
+    }
+
+    #[test]
+    fn short_flow_never_switches() {
+        // 50 ms of samples every ms; SL has a little queueing, LL none.
+        let mut s = LaneSwitcher::new(SwitchConfig::default(), at(0));
+        for t in 0..50 {
+            assert_eq!(s.on_sample(at(t), SL, d_us(600)), Decision::Stay);
+            assert_eq!(s.on_sample(at(t), LL, d_us(100)), Decision::Stay);
+        }
+        assert!(s.switched().is_none());
+    }
+
+    #[test]
+    fn switches_when_ll_delay_falls_below_sl() {
+        let mut s = LaneSwitcher::new(SwitchConfig::default(), at(0));
+        s.observe_base_rtt(SL, d_ms(1));
+        // Past the deadline, LL is badly congested (ν 200 ms) and SL mildly (5 ms).
+        for t in 300..400 {
+            assert_eq!(s.on_sample(at(t), SL, d_ms(6)), Decision::Stay, "t={t}");
+            assert_eq!(s.on_sample(at(t), LL, d_ms(201)), Decision::Stay, "t={t}");
+        }
+        // SL cost about 1 + 5 + 100 = 106 < LL 201: stays. LL's queue drains.
+        let mut switched = None;
+        for t in 400..420 {
+            s.on_sample(at(t), SL, d_ms(6));
+            if let d @ Decision::SwitchToLong { .. } = s.on_sample(at(t), LL, d_ms(2)) {
+                switched = Some((t, d));
+                break;
+            }
+        }
+        let (t, d) = switched.expect("no switch");
+        let Decision::SwitchToLong { reason, lane, costs: Some(costs), .. } = d else { panic!("{d:?}") };
+        assert_eq!((reason, lane), (Reason::LinkCost, Some(LL)));
+        assert!(costs.ll < costs.sl);
+        // 201 decays by 3/4 per sample towards 2: below ~108 after 3 samples.
+        assert_eq!(t, 402);
+        // Reported once.
+        assert_eq!(s.on_sample(at(t + 1), LL, d_ms(2)), Decision::Stay);
+    }
+
+    #[test]
+    fn heavy_sl_congestion_switches_before_the_deadline() {
+        // Fig. 7.1: the more SL queues, the earlier the switch.
+        let mut s = LaneSwitcher::new(SwitchConfig::default(), at(0));
+        s.observe_base_rtt(SL, d_ms(1));
+        s.on_sample(at(10), LL, d_ms(1));
+        let d = s.on_sample(at(50), SL, d_ms(401)); // 1 + 400 - 250 = 151 > 1
+        assert!(matches!(d, Decision::SwitchToLong { reason: Reason::LinkCost, .. }), "{d:?}");
+    }
+
+    #[test]
+    fn no_ll_sample_means_no_link_cost_switch() {
+        let mut s = LaneSwitcher::new(SwitchConfig::default(), at(0));
+        for t in 0..1000 {
+            assert_eq!(s.on_sample(at(t), SL, d_ms(50)), Decision::Stay);
+        }
+    }
+
+    #[test]
+    fn deadline_policy() {
+        let cfg = SwitchConfig { policy: Policy::Deadline, ..SwitchConfig::default() };
+        let mut s = LaneSwitcher::new(cfg, at(1000));
+        assert_eq!(s.next_deadline(), Some(at(1300)));
+        assert_eq!(s.on_tick(at(1299), true), Decision::Stay);
+        // A connection that stopped transferring is left alone.
+        assert_eq!(s.on_tick(at(1300), false), Decision::Stay);
+        s.on_sample(at(1100), LaneId::long(1), d_ms(1));
+        let d = s.on_tick(at(1300), true);
+        assert_eq!(
+            d,
+            Decision::SwitchToLong {
+                reason: Reason::Deadline,
+                lane: Some(LaneId::long(1)),
+                age_ms: 300.0,
+                costs: None
+            }
+        );
+        assert_eq!(s.next_deadline(), None);
+        assert_eq!(s.on_tick(at(1400), true), Decision::Stay);
+    }
+
+    #[test]
+    fn base_rtt_modes() {
+        // LL's path is 2 ms longer than SL's. Connection-wide base counts that
+        // as queueing; per-lane does not.
+        let conn = SwitchConfig::default();
+        let mut s = LaneSwitcher::new(conn, at(0));
+        s.on_sample(at(0), SL, d_ms(1));
+        s.on_sample(at(0), LL, d_ms(3));
+        assert_eq!(s.cost(LL), Some(3.0));
+        let per = SwitchConfig { base: BaseRtt::PerLane, ..conn };
+        let mut s = LaneSwitcher::new(per, at(0));
+        s.on_sample(at(0), SL, d_ms(1));
+        s.on_sample(at(0), LL, d_ms(3));
+        assert_eq!(s.cost(LL), Some(1.0));
+    }
+
+    #[test]
+    fn decisions_serialize_as_json_lines() {
+        let d = Decision::SwitchToLong {
+            reason: Reason::LinkCost,
+            lane: Some(LL),
+            age_ms: 301.5,
+            costs: Some(Costs { sl: 3.0, ll: 2.0 }),
+        };
+        let j = serde_json::to_string(&d).unwrap();
+        assert_eq!(
+            j,
+            r#"{"action":"switch_to_long","reason":"link_cost","lane":{"kind":"long","index":0},"age_ms":301.5,"costs":{"sl":3.0,"ll":2.0}}"#
+        );
+        assert_eq!(serde_json::to_string(&Decision::Stay).unwrap(), r#"{"action":"stay"}"#);
+        let cfg: SwitchConfig =
+            serde_json::from_str(&serde_json::to_string(&SwitchConfig::default()).unwrap()).unwrap();
+        assert_eq!(cfg, SwitchConfig::default());
+    }
+
+    proptest! {
+        #[test]
+        fn equal_lanes_switch_shortly_after_the_deadline(rtt_us in 100u64..5_000, step_ms in 1u64..20) {
+            // Identical lanes with default parameters: SL is cheaper before the
+            // deadline, never switches before it, and switches soon after.
+            let mut s = LaneSwitcher::new(SwitchConfig::default(), at(0));
+            let mut t = 0;
+            let when = loop {
+                s.on_sample(at(t), LL, d_us(rtt_us));
+                if let Decision::SwitchToLong { .. } = s.on_sample(at(t), SL, d_us(rtt_us)) {
+                    break t;
+                }
+                t += step_ms;
+                prop_assert!(t < 2_000);
+            };
+            prop_assert!(when > 300);
+            prop_assert!(when <= 300 + 8 * step_ms);
+        }
+    }
+}
