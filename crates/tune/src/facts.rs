@@ -143,6 +143,11 @@ pub struct Facts {
     pub netns: Option<String>,
     /// Raw sysctl values (whitespace collapsed), by dotted name.
     pub sysctls: BTreeMap<String, Fact<String>>,
+    /// Sysctls that are readable but not writable here (in a non-initial
+    /// namespace `net.core.rmem_max`/`wmem_max` are read-only mirrors of the
+    /// host's global values).
+    #[serde(default)]
+    pub readonly: Vec<String>,
     pub interfaces: Option<Fact<Vec<Interface>>>,
     pub routes: Option<Fact<Vec<Route>>>,
     pub path: PathSpec,

@@ -72,7 +72,9 @@ impl Fix {
             },
             Fix::Advice { command } => match netns {
                 Some(ns) if command.starts_with("ip ") => format!("ip -n {ns} {}", &command[3..]),
-                Some(ns) if command.starts_with("sysctl ") => format!("ip netns exec {ns} {command}"),
+                Some(ns) if command.starts_with("sysctl ") && !command.contains("host-global") => {
+                    format!("ip netns exec {ns} {command}")
+                }
                 _ => command.clone(),
             },
         }
@@ -185,6 +187,25 @@ pub fn describe_path(facts: &Facts) -> String {
 
 /// Judges every fact. Pure: same facts, same findings, in a fixed order.
 pub fn judge(facts: &Facts) -> Vec<Finding> {
+    let mut out = checks(facts);
+    // A setting that is read-only here (a host-global value seen from a
+    // namespace) cannot be applied here: it becomes advice for the host.
+    for f in &mut out {
+        for fix in &mut f.fixes {
+            if let Fix::Sysctl { key, value } = fix {
+                if facts.readonly.iter().any(|k| k == key) {
+                    let v = if value.contains(' ') { format!("\"{value}\"") } else { value.clone() };
+                    *fix = Fix::Advice {
+                        command: format!("sysctl -w {key}={v}  # host-global: run in the initial namespace"),
+                    };
+                }
+            }
+        }
+    }
+    out
+}
+
+fn checks(facts: &Facts) -> Vec<Finding> {
     let mut out = Vec::new();
     if let Some(Fact::Unknown(why)) = &facts.target {
         out.push(
@@ -1024,6 +1045,24 @@ mod tests {
             assert_eq!(got.severity, *sev, "{key}={value}: {}", got.summary);
             assert_eq!(sysctl_fix(got).map(|(_, v)| v), *fix, "{key}={value}");
         }
+    }
+
+    #[test]
+    fn read_only_sysctls_become_host_advice() {
+        let mut f = defaults();
+        f.path = path(Rate::gbps(1), 100.0);
+        f.readonly = vec!["net.core.rmem_max".into()];
+        let fs = judge(&f);
+        let r = find(&fs, "rmem_max");
+        assert_eq!(sysctl_fix(r), None);
+        assert!(
+            matches!(&r.fixes[0], Fix::Advice { command } if command.starts_with("sysctl -w net.core.rmem_max=25165824"))
+        );
+        assert!(
+            r.fixes[0].command(Some("ns")).starts_with("sysctl -w"),
+            "host-global advice is not wrapped in the namespace"
+        );
+        assert!(sysctl_fix(find(&fs, "tcp_rmem")).is_some());
     }
 
     #[test]

@@ -10,5 +10,7 @@
 //! netlink encoding and `unsafe` (`tcpaccel-sys`).
 #![forbid(unsafe_code)]
 
+pub mod apply;
 pub mod facts;
+pub mod gather;
 pub mod judge;

@@ -1,0 +1,115 @@
+//! Root test: `apply` then `revert` inside a throwaway namespace restores
+//! every value exactly and never touches the host's settings.
+//!
+//! Needs root (CI runs as root); fails loudly if the namespace cannot be
+//! set up. The namespace is deleted by a Drop guard, also on panic.
+
+use std::process::Command;
+use std::time::Duration;
+
+use tcpaccel_core::units::Rate;
+use tcpaccel_tune::apply::{apply, plan, revert};
+use tcpaccel_tune::facts::{Fact, PathSpec, SYSCTLS};
+use tcpaccel_tune::gather::{gather, read_sysctl, Probe};
+use tcpaccel_tune::judge::{judge, Severity};
+
+struct Ns(String);
+
+impl Ns {
+    fn new() -> Ns {
+        let nanos =
+            std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().subsec_nanos();
+        let name = format!("tcpaccel-doctortest-{}-{nanos:x}", std::process::id());
+        run(&["ip", "netns", "add", &name]);
+        let ns = Ns(name);
+        // A veth pair with a real qdisc, so txqueuelen matters and gets fixed.
+        run(&["ip", "-n", &ns.0, "link", "add", "tqa", "type", "veth", "peer", "name", "tqb"]);
+        run(&["ip", "-n", &ns.0, "link", "set", "tqa", "up"]);
+        run(&["ip", "-n", &ns.0, "link", "set", "tqb", "up"]);
+        run(&["tc", "-n", &ns.0, "qdisc", "add", "dev", "tqa", "root", "pfifo"]);
+        ns
+    }
+}
+
+impl Drop for Ns {
+    fn drop(&mut self) {
+        let _ = Command::new("ip").args(["netns", "del", &self.0]).status();
+    }
+}
+
+fn run(args: &[&str]) {
+    let out = Command::new(args[0]).args(&args[1..]).output().expect("spawn");
+    assert!(out.status.success(), "{args:?} failed: {}", String::from_utf8_lossy(&out.stderr));
+}
+
+fn in_ns(ns: &str, f: impl FnOnce() -> Vec<Fact<String>> + Send + 'static) -> Vec<Fact<String>> {
+    tcpaccel_sys::netns::run_in(ns, f).expect("enter test namespace")
+}
+
+fn snapshot() -> Vec<Fact<String>> {
+    let mut v: Vec<_> = SYSCTLS.iter().map(|k| read_sysctl(k)).collect();
+    let out = Command::new("ip").args(["-j", "link", "show", "dev", "tqa"]).output().expect("ip");
+    v.push(Fact::Known(String::from_utf8_lossy(&out.stdout).into_owned()));
+    v
+}
+
+#[test]
+fn apply_then_revert_restores_every_value_in_a_namespace() {
+    assert!(tcpaccel_sys::privilege::is_root(), "this test needs root (CI runs as root)");
+    let ns = Ns::new();
+    let host_before: Vec<_> = SYSCTLS.iter().map(|k| read_sysctl(k)).collect();
+    // Make the namespace clearly untuned.
+    let name = ns.0.clone();
+    in_ns(&name, || {
+        tcpaccel_tune::apply::write_sysctl("net.ipv4.tcp_rmem", "4096 131072 1000000").unwrap();
+        tcpaccel_tune::apply::write_sysctl("net.ipv4.tcp_slow_start_after_idle", "1").unwrap();
+        tcpaccel_tune::apply::write_sysctl("net.ipv4.tcp_no_metrics_save", "0").unwrap();
+        Vec::new()
+    });
+    let before = in_ns(&name, snapshot);
+
+    let path = PathSpec {
+        rate: Some(Rate::gbps(1)),
+        rtt: Some(Duration::from_millis(100)),
+        rtt_source: Some("given".into()),
+        egress_dev: Some("tqa".into()),
+    };
+    let facts = gather(Some(&name), path.clone(), &Probe::default()).expect("gather in namespace");
+    assert!(facts.readonly.iter().any(|k| k == "net.core.rmem_max"), "rmem_max is read-only in a namespace");
+    let findings = judge(&facts);
+    let p = plan(&findings);
+    let keys: Vec<&str> = p.sysctls.iter().map(|(k, _)| k.as_str()).collect();
+    for k in [
+        "net.ipv4.tcp_rmem",
+        "net.ipv4.tcp_wmem",
+        "net.ipv4.tcp_slow_start_after_idle",
+        "net.ipv4.tcp_no_metrics_save",
+    ] {
+        assert!(keys.contains(&k), "plan lacks {k}: {p:?}");
+    }
+    assert!(!keys.contains(&"net.core.rmem_max"), "read-only sysctls are not planned");
+    // BDP 12.5 MB in 1500-byte packets.
+    assert_eq!(p.txqueuelen, vec![("tqa".to_string(), 8333)]);
+
+    let saved = apply(Some(&name), &p).expect("apply");
+    assert_eq!(saved.netns.as_deref(), Some(name.as_str()));
+    let after = gather(Some(&name), path, &Probe::default()).expect("gather after");
+    assert_eq!(after.sysctl("net.ipv4.tcp_rmem"), Fact::Known("4096 131072 25165824".into()));
+    let judged = judge(&after);
+    for id in ["tcp_rmem", "tcp_wmem", "tcp_slow_start_after_idle", "txqueuelen:tqa"] {
+        let f = judged.iter().find(|f| f.id == id).expect(id);
+        assert_eq!(f.severity, Severity::Ok, "{id} after apply: {}", f.summary);
+    }
+    let host_mid: Vec<_> = SYSCTLS.iter().map(|k| read_sysctl(k)).collect();
+    assert_eq!(host_mid, host_before, "apply in a namespace must not touch the host");
+
+    // The saved state goes through its JSON file form, as the CLI uses it.
+    let json = serde_json::to_string(&saved).unwrap();
+    let back = serde_json::from_str(&json).unwrap();
+    let restored = revert(&back).expect("revert");
+    assert_eq!(restored.len(), p.sysctls.len() + p.txqueuelen.len());
+    let reverted = in_ns(&name, snapshot);
+    assert_eq!(reverted, before, "revert restores every value exactly");
+    let host_after: Vec<_> = SYSCTLS.iter().map(|k| read_sysctl(k)).collect();
+    assert_eq!(host_after, host_before);
+}
