@@ -1000,12 +1000,15 @@ mod tests {
         assert_eq!(find(&fs, "rto_min").severity, Severity::Info);
     }
 
+    /// (sysctl, value, path, finding id, expected severity, expected fix value)
+    type Case<'a> = (&'a str, &'a str, &'a PathSpec, &'a str, Severity, Option<&'a str>);
+
     #[test]
     fn table_of_single_settings() {
         // (sysctl, value, path, finding id, expected severity, expected fix value)
         let g1 = path(Rate::gbps(1), 100.0);
         let dc = path(Rate::gbps(10), 0.1);
-        let cases: &[(&str, &str, &PathSpec, &str, Severity, Option<&str>)] = &[
+        let cases: &[Case] = &[
             ("net.ipv4.tcp_window_scaling", "0", &g1, "tcp_window_scaling", Severity::Critical, Some("1")),
             ("net.ipv4.tcp_window_scaling", "1", &g1, "tcp_window_scaling", Severity::Ok, None),
             ("net.ipv4.tcp_sack", "0", &g1, "tcp_sack", Severity::Warn, Some("1")),
