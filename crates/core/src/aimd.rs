@@ -124,6 +124,7 @@ enum Phase {
     Stopped {
         met: bool,
         throughput: f64,
+        at_bound: bool,
     },
 }
 
@@ -182,9 +183,16 @@ impl StreamTuner {
     }
 
     /// Sets this client's share of a global stream budget. Lowering it below
-    /// the current count reduces the count at once.
+    /// the current count reduces the count at once; raising it resumes a search
+    /// that had stopped at the bound.
     pub fn set_limit(&mut self, limit: u32) -> u32 {
+        let old_cap = self.cap();
         self.limit = limit;
+        if let Phase::Stopped { at_bound: true, .. } = self.phase {
+            if self.cap() > old_cap {
+                self.restart();
+            }
+        }
         self.n = self.n.min(self.cap());
         self.n
     }
@@ -212,7 +220,7 @@ impl StreamTuner {
 
     fn stop(&mut self, n: u32, met: bool, throughput: f64, step: Step) -> Decision {
         self.n = n.clamp(self.floor(), self.cap());
-        self.phase = Phase::Stopped { met, throughput };
+        self.phase = Phase::Stopped { met, throughput, at_bound: step == Step::Bound };
         self.decision(step)
     }
 
@@ -236,7 +244,7 @@ impl StreamTuner {
         }
         let t_n = goodput.0 as f64;
         let t_t = self.target.0 as f64;
-        if let Phase::Stopped { met, throughput } = self.phase {
+        if let Phase::Stopped { met, throughput, .. } = self.phase {
             let moved = (t_n - throughput).abs() > throughput * self.cfg.restart_tolerance;
             let missed = t_n < t_t * (1.0 - self.cfg.tolerance);
             let again = if met { missed } else { moved && t_n < t_t };
@@ -509,6 +517,14 @@ mod tests {
         let (path, d) = run(&mut t, 100, linear_cap(0.3 * MBIT, 100.0 * MBIT));
         assert!(path.iter().all(|&n| n <= 3), "{path:?}");
         assert_eq!((d.streams, d.step), (3, Step::Bound));
+        // The same limit again changes nothing; a larger one resumes the search.
+        let later = Instant::from_millis(1_000_000);
+        t.set_limit(3);
+        let d = t.on_interval(later, Rate::kbps(900), Duration::from_millis(100));
+        assert_eq!((d.step, d.done), (Step::Hold, true));
+        t.set_limit(6);
+        let d = t.on_interval(later, Rate::kbps(900), Duration::from_millis(100));
+        assert_eq!((d.streams, d.step, d.done), (6, Step::Increase, false));
         assert_eq!(t.set_limit(2), 2);
     }
 
