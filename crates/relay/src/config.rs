@@ -361,6 +361,16 @@ mod tests {
     }
 
     #[test]
+    fn the_shipped_example_is_valid() {
+        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../examples/relay/relay.toml");
+        let raw = RawConfig::from_toml_file(path).unwrap();
+        let c = Config::from_raw(&raw).unwrap();
+        assert!(!c.listeners[0].addr.ip().is_loopback());
+        assert!(c.acl.has_allow());
+        assert_eq!(c.next.len(), 1);
+    }
+
+    #[test]
     fn overlay_replaces_given_fields() {
         let a =
             RawConfig { listen: Some("127.0.0.1:1".into()), next: vec!["a:1".into()], ..Default::default() };

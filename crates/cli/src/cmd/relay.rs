@@ -1,8 +1,365 @@
-use crate::exit::Verdict;
+//! `tcpaccel relay`: the split-TCP relay daemon (SOCKS5, chainable, or fixed
+//! forwarding), and `tcpaccel relay plan`, which places relays on a path
+//! (seed 002). Flags and the TOML file become one validated config here; the
+//! relay itself lives in `tcpaccel-relay`, the planner in `tcpaccel_core::split`.
+
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use anyhow::Context;
+use tcpaccel_core::split::{self, PathModel, PlanParams};
+use tcpaccel_core::units::{format_duration, parse_duration, Rate};
+use tcpaccel_relay::{Config, RawConfig};
+
+use crate::exit::{self, Verdict};
 
 #[derive(clap::Args)]
-pub struct Args {}
+#[command(args_conflicts_with_subcommands = true)]
+pub struct Args {
+    #[command(subcommand)]
+    command: Option<Sub>,
+    #[command(flatten)]
+    serve: ServeArgs,
+}
 
-pub fn run(_args: Args) -> anyhow::Result<Verdict> {
-    anyhow::bail!("not built yet")
+#[derive(clap::Subcommand)]
+enum Sub {
+    /// Choose relays and their order to equalise segment RTTs, and predict throughput (seed 002 eq. 2-6).
+    Plan(PlanArgs),
+}
+
+/// Serve SOCKS5 (RFC 1928/1929) and/or fixed forwards. Counters are printed as
+/// JSON on stdout on SIGUSR1 and at exit (SIGINT/SIGTERM).
+#[derive(clap::Args)]
+struct ServeArgs {
+    /// SOCKS5 listen address [default: 127.0.0.1:1080, unless only --forward is given].
+    #[arg(long, value_name = "ADDR:PORT")]
+    listen: Option<String>,
+    /// Next SOCKS5 hop, repeatable for a chain negotiated from here: socks5://[user:pass@]HOST:PORT.
+    #[arg(long, value_name = "URL")]
+    next: Vec<String>,
+    /// Fixed forward without SOCKS, repeatable (goes through --next hops if any).
+    #[arg(long, value_name = "LISTEN=TARGET")]
+    forward: Vec<String>,
+    /// Require RFC 1929 username/password; repeatable.
+    #[arg(long, value_name = "USER:PASS")]
+    auth: Vec<String>,
+    /// File of USER:PASS lines.
+    #[arg(long, value_name = "FILE")]
+    auth_file: Option<String>,
+    /// Allow destinations CIDR[:PORT[-PORT]]; rules apply in command-line order; any allow makes the default deny.
+    #[arg(long, value_name = "CIDR[:PORTS]")]
+    allow: Vec<String>,
+    /// Deny destinations CIDR[:PORT[-PORT]].
+    #[arg(long, value_name = "CIDR[:PORTS]")]
+    deny: Vec<String>,
+    /// Congestion control for upstream sockets (e.g. cubic, bbr).
+    #[arg(long)]
+    cc: Option<String>,
+    /// Pacing cap for upstream sockets (SO_MAX_PACING_RATE), e.g. 500mbit.
+    #[arg(long, value_name = "RATE")]
+    pace: Option<String>,
+    /// SO_SNDBUF for upstream sockets (disables send autotuning).
+    #[arg(long, value_name = "BYTES")]
+    sndbuf: Option<String>,
+    /// SO_RCVBUF for upstream sockets, set before connect (disables receive autotuning).
+    #[arg(long, value_name = "BYTES")]
+    rcvbuf: Option<String>,
+    /// TCP_NOTSENT_LOWAT for upstream sockets.
+    #[arg(long, value_name = "BYTES")]
+    notsent_lowat: Option<String>,
+    /// Close a connection after this long without traffic in either direction [default: 5m].
+    #[arg(long, value_name = "DURATION")]
+    idle_timeout: Option<String>,
+    /// Limit for the client's SOCKS negotiation [default: 10s].
+    #[arg(long, value_name = "DURATION")]
+    handshake_timeout: Option<String>,
+    /// Limit for connecting upstream, through the whole chain [default: 10s].
+    #[arg(long, value_name = "DURATION")]
+    connect_timeout: Option<String>,
+    /// Concurrent connections; more wait in the listen backlog [default: 1024].
+    #[arg(long, value_name = "N")]
+    max_conns: Option<usize>,
+    /// Copy through user space instead of splice(2).
+    #[arg(long)]
+    copy: bool,
+    /// Pipe capacity per direction for splice [default: 256KiB].
+    #[arg(long, value_name = "BYTES")]
+    pipe_size: Option<String>,
+    /// TOML file with the same settings (flags given here override it).
+    #[arg(long, value_name = "FILE.toml")]
+    config: Option<String>,
+    /// One JSON line per connection on stderr.
+    #[arg(long)]
+    json_logs: bool,
+}
+
+#[derive(clap::Args)]
+struct PlanArgs {
+    /// RTT of the direct client-server path.
+    #[arg(long, value_name = "DURATION")]
+    rtt_total: String,
+    /// Candidate relays on the path with their RTT from the client: "p1=12ms,p2=25ms".
+    #[arg(long, value_name = "NAME=RTT,...")]
+    candidates: Option<String>,
+    /// Measure a candidate's RTT by TCP handshake time (median): [NAME=]HOST:PORT, repeatable.
+    #[arg(long, value_name = "[NAME=]HOST:PORT")]
+    probe: Vec<String>,
+    /// Handshakes per probe.
+    #[arg(long, default_value_t = 5)]
+    samples: usize,
+    /// At most this many relays.
+    #[arg(long, default_value_t = 4)]
+    max_relays: usize,
+    /// Per-relay cost as a fraction of the direct throughput (seed 002 fitted 0.3 for Dante).
+    #[arg(long, default_value_t = 0.3)]
+    overhead: f64,
+    /// Direct-path throughput, to print absolute predictions (e.g. 83mbit).
+    #[arg(long, value_name = "RATE")]
+    direct_rate: Option<String>,
+    /// SOCKS port assumed for candidates named without one.
+    #[arg(long, default_value_t = 1080)]
+    port: u16,
+    /// Machine-readable output (one JSON object).
+    #[arg(long)]
+    json: bool,
+}
+
+pub fn run(args: Args) -> anyhow::Result<Verdict> {
+    match args.command {
+        Some(Sub::Plan(p)) => plan(p),
+        None => serve(args.serve),
+    }
+}
+
+/// Interleaves `--allow`/`--deny` values in the order they appear in `argv`.
+/// Falls back to all denies before all allows if the scan disagrees with
+/// what clap parsed (e.g. values given in an unusual spelling).
+fn ordered_rules(allow: &[String], deny: &[String], argv: &[String]) -> Vec<String> {
+    let mut seen = Vec::new();
+    let mut it = argv.iter();
+    while let Some(a) = it.next() {
+        if a == "--" {
+            break;
+        }
+        let verb = if a == "--allow" || a.starts_with("--allow=") { "allow" } else { "deny" };
+        if a == "--allow" || a == "--deny" {
+            if let Some(v) = it.next() {
+                seen.push((verb, v.clone()));
+            }
+        } else if let Some((_, v)) = a.split_once('=').filter(|(f, _)| *f == "--allow" || *f == "--deny") {
+            seen.push((verb, v.to_string()));
+        }
+    }
+    let pick =
+        |verb: &str| seen.iter().filter(|(v, _)| *v == verb).map(|(_, x)| x.clone()).collect::<Vec<_>>();
+    if pick("allow") == allow && pick("deny") == deny {
+        seen.into_iter().map(|(v, x)| format!("{v} {x}")).collect()
+    } else {
+        deny.iter().map(|d| format!("deny {d}")).chain(allow.iter().map(|a| format!("allow {a}"))).collect()
+    }
+}
+
+fn raw_from_flags(a: &ServeArgs, argv: &[String]) -> RawConfig {
+    RawConfig {
+        listen: a.listen.clone(),
+        next: a.next.clone(),
+        forward: a.forward.clone(),
+        auth: a.auth.clone(),
+        auth_file: a.auth_file.clone(),
+        rules: ordered_rules(&a.allow, &a.deny, argv),
+        cc: a.cc.clone(),
+        pace: a.pace.clone(),
+        sndbuf: a.sndbuf.clone(),
+        rcvbuf: a.rcvbuf.clone(),
+        notsent_lowat: a.notsent_lowat.clone(),
+        idle_timeout: a.idle_timeout.clone(),
+        handshake_timeout: a.handshake_timeout.clone(),
+        connect_timeout: a.connect_timeout.clone(),
+        max_conns: a.max_conns,
+        copy: a.copy.then_some(true),
+        pipe_size: a.pipe_size.clone(),
+        buffer_size: None,
+        json_logs: a.json_logs.then_some(true),
+    }
+}
+
+fn serve(a: ServeArgs) -> anyhow::Result<Verdict> {
+    let argv: Vec<String> = std::env::args().collect();
+    let flags = raw_from_flags(&a, &argv);
+    let raw = match &a.config {
+        Some(path) => RawConfig::from_toml_file(path).map_err(|e| exit::usage(e.to_string()))?.overlay(flags),
+        None => flags,
+    };
+    let cfg = Config::from_raw(&raw).map_err(|e| exit::usage(e.to_string()))?;
+    for l in &cfg.listeners {
+        tracing::info!(addr = %l.addr, mode = ?l.mode, "relay listener");
+    }
+    tcpaccel_relay::serve_blocking(cfg, |snap| match serde_json::to_string(snap) {
+        Ok(line) => println!("{line}"),
+        Err(e) => tracing::warn!("counters: {e}"),
+    })
+    .context("relay")?;
+    Ok(Verdict::Ok)
+}
+
+/// Parses `"p1=12ms,p2=25ms"`.
+fn parse_candidates(s: &str) -> anyhow::Result<Vec<(String, Duration)>> {
+    let mut out = Vec::new();
+    for item in s.split(',').map(str::trim).filter(|i| !i.is_empty()) {
+        let (name, rtt) = item
+            .rsplit_once('=')
+            .ok_or_else(|| exit::usage(format!("--candidates: {item:?} is not NAME=RTT (e.g. p1=12ms)")))?;
+        let rtt = parse_duration(rtt).with_context(|| format!("--candidates: RTT of {name}"))?;
+        out.push((name.trim().to_string(), rtt));
+    }
+    Ok(out)
+}
+
+fn probe_candidate(spec: &str, samples: usize) -> anyhow::Result<(String, Duration)> {
+    let (name, addr) = match spec.split_once('=') {
+        Some((n, a)) => (n.to_string(), a),
+        None => (spec.to_string(), spec),
+    };
+    let addr: SocketAddr = addr
+        .parse()
+        .map_err(|_| exit::usage(format!("--probe: {addr:?} must be IP:PORT (loopback or lab)")))?;
+    let rtts = tcpaccel_relay::probe::handshake_rtts(addr, samples.max(1), Duration::from_secs(3))?;
+    let secs: Vec<f64> = rtts.iter().map(|d| d.as_secs_f64()).collect();
+    let med = tcpaccel_core::stats::median(&secs).unwrap_or(0.0);
+    tracing::info!(%addr, samples = rtts.len(), median_ms = med * 1e3, "probed");
+    Ok((name, Duration::from_secs_f64(med).max(Duration::from_nanos(1))))
+}
+
+fn socks_url(name: &str, port: u16) -> String {
+    if name.parse::<SocketAddr>().is_ok()
+        || name.rsplit_once(':').is_some_and(|(_, p)| p.parse::<u16>().is_ok())
+    {
+        format!("socks5://{name}")
+    } else {
+        format!("socks5://{name}:{port}")
+    }
+}
+
+fn ms(d: Duration) -> f64 {
+    d.as_secs_f64() * 1e3
+}
+
+fn plan(a: PlanArgs) -> anyhow::Result<Verdict> {
+    let total = parse_duration(&a.rtt_total).context("--rtt-total")?;
+    let mut cands = match &a.candidates {
+        Some(s) => parse_candidates(s)?,
+        None => Vec::new(),
+    };
+    for p in &a.probe {
+        cands.push(probe_candidate(p, a.samples)?);
+    }
+    let direct_rate = a.direct_rate.as_deref().map(Rate::parse).transpose().context("--direct-rate")?;
+    let model = PathModel::on_path(total, &cands).map_err(|e| exit::usage(e.to_string()))?;
+    let p = split::plan(&model, PlanParams { max_relays: a.max_relays, overhead: a.overhead })
+        .map_err(|e| exit::usage(e.to_string()))?;
+    let urls: Vec<String> = p.best.names.iter().map(|n| socks_url(n, a.port)).collect();
+    // Each relay points at the next one (Dante `route` style); the last connects to the server.
+    let commands: Vec<String> = (0..urls.len())
+        .map(|i| match urls.get(i + 1) {
+            Some(n) => {
+                format!("on {}: tcpaccel relay --listen 0.0.0.0:PORT --allow ... --next {n}", p.best.names[i])
+            }
+            None => format!("on {}: tcpaccel relay --listen 0.0.0.0:PORT --allow ...", p.best.names[i]),
+        })
+        .collect();
+    let client =
+        urls.first().map(|u| format!("client: curl --socks5-hostname {}", u.trim_start_matches("socks5://")));
+    let chain_json = |c: &split::Chain| {
+        serde_json::json!({
+            "relays": c.names,
+            "segments_ms": c.segments.iter().map(|d| ms(*d)).collect::<Vec<_>>(),
+            "ratio": c.ratio,
+            "ideal_ratio": c.ideal_ratio,
+            "predicted_rate_bps": direct_rate.map(|r| (r.bits_per_sec() as f64 * c.ratio.max(0.0)) as u64),
+        })
+    };
+    if a.json {
+        let j = serde_json::json!({
+            "type": "relay_plan",
+            "direct_rtt_ms": ms(p.direct_rtt),
+            "overhead": p.overhead,
+            "candidates": cands.iter().map(|(n, r)| serde_json::json!({"name": n, "rtt_ms": ms(*r)})).collect::<Vec<_>>(),
+            "best": chain_json(&p.best),
+            "by_count": p.by_count.iter().map(chain_json).collect::<Vec<_>>(),
+            "next_flags": urls.iter().map(|u| format!("--next {u}")).collect::<Vec<_>>(),
+            "commands": commands,
+        });
+        println!("{j}");
+        return Ok(Verdict::Ok);
+    }
+    let fmt_chain = |c: &split::Chain| {
+        let segs: Vec<String> = c.segments.iter().map(|d| format_duration(*d)).collect();
+        let abs =
+            direct_rate.map(|r| format!(" = {}", Rate((r.bits_per_sec() as f64 * c.ratio.max(0.0)) as u64)));
+        format!(
+            "{} [{}] {:.2}x{} (ideal {} equal segments: {:.2}x)",
+            if c.names.is_empty() { "direct".to_string() } else { c.names.join(" -> ") },
+            segs.join(" / "),
+            c.ratio,
+            abs.unwrap_or_default(),
+            c.segments.len(),
+            c.ideal_ratio
+        )
+    };
+    println!(
+        "direct path {}, per-relay overhead {:.2} x T (seed 002 eq. 2-6)",
+        format_duration(total),
+        a.overhead
+    );
+    println!("best:  {}", fmt_chain(&p.best));
+    for c in &p.by_count {
+        println!("  {} relay(s): {}", c.relays.len(), fmt_chain(c));
+    }
+    if !urls.is_empty() {
+        println!(
+            "chain as --next flags of one relay: {}",
+            urls.iter().map(|u| format!("--next {u}")).collect::<Vec<_>>().join(" ")
+        );
+        for c in &commands {
+            println!("{c}");
+        }
+        if let Some(c) = client {
+            println!("{c}");
+        }
+    } else {
+        println!("no relay is worth its overhead here: connect directly");
+    }
+    Ok(Verdict::Ok)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn v(s: &[&str]) -> Vec<String> {
+        s.iter().map(|x| x.to_string()).collect()
+    }
+
+    #[test]
+    fn rules_keep_command_line_order() {
+        let argv =
+            v(&["tcpaccel", "relay", "--allow", "10.0.0.0/8", "--deny=10.1.0.0/16", "--allow", "any:443"]);
+        let r = ordered_rules(&v(&["10.0.0.0/8", "any:443"]), &v(&["10.1.0.0/16"]), &argv);
+        assert_eq!(r, v(&["allow 10.0.0.0/8", "deny 10.1.0.0/16", "allow any:443"]));
+        // Disagreement with clap: denies first.
+        let r = ordered_rules(&v(&["a"]), &v(&["b"]), &v(&["tcpaccel"]));
+        assert_eq!(r, v(&["deny b", "allow a"]));
+    }
+
+    #[test]
+    fn candidates_parse() {
+        let c = parse_candidates("p1=12ms, 127.0.0.1:1081=25ms,").unwrap();
+        assert_eq!(c[0], ("p1".to_string(), Duration::from_millis(12)));
+        assert_eq!(c[1].0, "127.0.0.1:1081");
+        assert!(parse_candidates("p1").is_err());
+        assert!(parse_candidates("p1=fast").is_err());
+        assert_eq!(socks_url("p1", 1080), "socks5://p1:1080");
+        assert_eq!(socks_url("127.0.0.1:1081", 1080), "socks5://127.0.0.1:1081");
+    }
 }
