@@ -223,6 +223,12 @@ impl LaneSwitcher {
         self.lanes.iter().find(|l| l.id == lane).and_then(|l| l.cost)
     }
 
+    /// The cheapest smoothed SL and LL costs now, once both have a sample
+    /// (for the daemon's decision lines while the connection stays).
+    pub fn current_costs(&self) -> Option<Costs> {
+        self.cheapest().and_then(|(_, c)| c)
+    }
+
     fn lane_mut(&mut self, id: LaneId) -> &mut LaneState {
         let pos = match self.lanes.iter().position(|l| l.id == id) {
             Some(p) => p,
@@ -423,6 +429,8 @@ mod tests {
         assert!(costs.ll < costs.sl);
         // 201 decays by 3/4 per sample towards 2: below ~108 after 3 samples.
         assert_eq!(t, 402);
+        let now = s.current_costs().unwrap();
+        assert!(now.ll < 90.0 && now.sl > 100.0, "{now:?}");
         // Reported once.
         assert_eq!(s.on_sample(at(t + 1), LL, d_ms(2)), Decision::Stay);
     }
@@ -443,6 +451,7 @@ mod tests {
         for t in 0..1000 {
             assert_eq!(s.on_sample(at(t), SL, d_ms(50)), Decision::Stay);
         }
+        assert_eq!(s.current_costs(), None);
     }
 
     #[test]
