@@ -1,0 +1,294 @@
+//! The lanes daemon's loop: the I/O shell around [`crate::tracker::Tracker`].
+//!
+//! What it is: it opens the path-manager event listener and command socket
+//! and a sock_diag socket in the calling thread's network namespace, then
+//! repeats: wait for events (at most until the next reading), feed them to
+//! the tracker, read sock_diag every `probe.sample_interval`, start the
+//! probes the tracker asks for, run the path-manager commands it returns
+//! and print its records.
+//!
+//! What it is not: it never closes, resets or reconfigures a connection on
+//! exit. Stopping the daemon (signal, `stop` flag, `--duration`) leaves
+//! every connection and subflow as it is: a switched connection stays on LL,
+//! an unswitched one stays on SL with its backup LL subflows.
+
+use std::io::Write;
+use std::net::IpAddr;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use tcpaccel_core::lanes::Policy;
+use tcpaccel_core::Instant;
+use tcpaccel_sys::diag::{self, DiagSocketConn, DumpRequest};
+use tcpaccel_sys::mptcp::{EventListener, Incoming, PmClient, PmError};
+
+use crate::config::Config;
+use crate::env::{self, EnvError};
+use crate::probe::Prober;
+use crate::record::{Ready, Record, Warning};
+use crate::tracker::{Action, PmCommand, Reading, Tracker};
+
+/// Output format.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Format {
+    /// JSON Lines, one [`Record`] per line.
+    Json,
+    /// One line of text per record.
+    Text,
+}
+
+/// How to run.
+#[derive(Debug, Clone)]
+pub struct Options {
+    /// Name of the namespace the caller entered (for messages only).
+    pub netns: Option<String>,
+    pub format: Format,
+    /// Stop by itself after this long.
+    pub duration: Option<Duration>,
+}
+
+/// Why the daemon could not start or stopped early.
+#[derive(Debug, thiserror::Error)]
+pub enum DaemonError {
+    #[error(transparent)]
+    Env(#[from] EnvError),
+    #[error("opening {what}: {source}")]
+    Open { what: &'static str, source: PmError },
+    #[error("receiving MPTCP path-manager events: {0}")]
+    Events(PmError),
+    #[error("opening sock_diag: {0}")]
+    Diag(tcpaccel_sys::Error),
+    #[error("writing output: {0}")]
+    Output(std::io::Error),
+    #[error("starting the probe thread: {0}")]
+    Spawn(std::io::Error),
+}
+
+impl DaemonError {
+    /// True when the kernel lacks something (exit code 4).
+    pub fn is_missing_feature(&self) -> bool {
+        match self {
+            DaemonError::Env(e) => e.is_missing_feature(),
+            DaemonError::Open { source, .. } => source.is_unsupported(),
+            _ => false,
+        }
+    }
+    /// True when the configuration does not fit the namespace (exit code 2).
+    pub fn is_config(&self) -> bool {
+        matches!(self, DaemonError::Env(e) if !e.is_missing_feature())
+    }
+}
+
+/// Counts of what happened during a run.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Summary {
+    pub connections: u64,
+    pub switches: u64,
+    pub failed_commands: u64,
+}
+
+struct Out<'a> {
+    w: &'a mut dyn Write,
+    format: Format,
+}
+
+impl Out<'_> {
+    fn emit(&mut self, r: &Record) -> Result<(), DaemonError> {
+        let line = match self.format {
+            Format::Json => serde_json::to_string(r).map_err(|e| DaemonError::Output(e.into()))?,
+            Format::Text => r.to_text(),
+        };
+        writeln!(self.w, "{line}").and_then(|_| self.w.flush()).map_err(DaemonError::Output)
+    }
+}
+
+/// Checks the namespace (see [`crate::env`]) and runs until `stop` is set
+/// or `opts.duration` passes. Must be called on a thread that is already in
+/// the daemon's network namespace.
+pub fn run(
+    cfg: Config,
+    opts: &Options,
+    out: &mut dyn Write,
+    stop: &AtomicBool,
+) -> Result<Summary, DaemonError> {
+    let ns_label = opts.netns.clone().map(|n| format!("namespace {n:?}")).unwrap_or("this namespace".into());
+    env::check(&cfg, &ns_label)?;
+    let mut events = EventListener::open()
+        .map_err(|source| DaemonError::Open { what: "the mptcp_pm events group", source })?;
+    let mut pm =
+        PmClient::open().map_err(|source| DaemonError::Open { what: "the mptcp_pm family", source })?;
+    let mut diag_conn = DiagSocketConn::open().map_err(DaemonError::Diag)?;
+    let prober = Prober::spawn(cfg.probe.port, cfg.probe.timeout).map_err(DaemonError::Spawn)?;
+    let families = {
+        let mut f = Vec::new();
+        if cfg.local_addresses().any(|a| a.is_ipv4()) {
+            f.push(diag::Family::V4);
+        }
+        if cfg.local_addresses().any(|a| a.is_ipv6()) {
+            f.push(diag::Family::V6);
+        }
+        f
+    };
+    let dump = DumpRequest { families, ..DumpRequest::default() };
+    let locals: Vec<IpAddr> = cfg.local_addresses().collect();
+    let sample_every = cfg.probe.sample_interval;
+
+    let mut out = Out { w: out, format: opts.format };
+    let s = &cfg.switch;
+    out.emit(&Record::Ready(Ready {
+        netns: opts.netns.clone(),
+        policy: match s.policy {
+            Policy::Deadline => "deadline".into(),
+            Policy::LinkCost => "link-cost".into(),
+        },
+        t_deadline_ms: s.t_deadline.as_secs_f64() * 1e3,
+        alpha: s.alpha,
+        beta: s.beta,
+        gamma: s.gamma,
+        delta: s.delta,
+        t0: s.t0,
+        sl_lanes: cfg.sl_lanes.iter().map(|a| a.to_string()).collect(),
+        ll_lanes: cfg.ll_lanes.iter().map(|a| a.to_string()).collect(),
+        peers: cfg.peers.len(),
+    }))?;
+    tracing::info!("lanes daemon ready in {ns_label}");
+
+    let clock = std::time::Instant::now();
+    let now = || Instant::from_nanos(clock.elapsed().as_nanos().min(u64::MAX as u128) as u64);
+    let mut tracker = Tracker::new(cfg.clone(), now());
+    let mut summary = Summary::default();
+    let mut next_sample = now() + sample_every;
+    let mut sockets = Vec::new();
+    let mut diag_failing = false;
+
+    loop {
+        if stop.load(Ordering::Relaxed) {
+            break;
+        }
+        let t = now();
+        if opts.duration.is_some_and(|d| t.saturating_since(Instant::from_nanos(0)) >= d) {
+            break;
+        }
+        let wait = next_sample.saturating_since(t).min(Duration::from_millis(100));
+        let items = events.recv(Some(wait)).map_err(DaemonError::Events)?;
+        for item in items {
+            let t = now();
+            match item {
+                Incoming::Event(ev) => {
+                    let was = ev.token.is_some_and(|tok| tracker.is_managed(tok));
+                    let actions = tracker.on_event(t, &ev);
+                    if !was && ev.token.is_some_and(|tok| tracker.is_managed(tok)) {
+                        summary.connections += 1;
+                    }
+                    execute(actions, &mut pm, &mut out, &mut summary)?;
+                }
+                Incoming::Malformed(e) => {
+                    tracing::warn!("skipped a malformed mptcp_pm event: {e}");
+                    out.emit(&Record::Warning(Warning {
+                        t: secs(t),
+                        message: format!("skipped a malformed event: {e}"),
+                    }))?;
+                }
+                Incoming::Overrun => {
+                    tracing::warn!("mptcp_pm events were lost (socket buffer overrun)");
+                    out.emit(&Record::Warning(Warning {
+                        t: secs(t),
+                        message: "events were lost (netlink buffer overrun); some connections may be missed"
+                            .into(),
+                    }))?;
+                }
+            }
+        }
+        for (pair, rtt) in prober.results() {
+            let actions = tracker.on_probe(now(), pair, rtt);
+            execute(actions, &mut pm, &mut out, &mut summary)?;
+        }
+        let t = now();
+        if t >= next_sample {
+            next_sample = t + sample_every;
+            match diag_conn.dump_into(&dump, &mut sockets) {
+                Ok(_) => {
+                    diag_failing = false;
+                    let readings = to_readings(&sockets, &locals);
+                    let actions = tracker.on_readings(t, &readings);
+                    execute(actions, &mut pm, &mut out, &mut summary)?;
+                }
+                Err(e) => {
+                    // Keep running: the next reading may work; say it once.
+                    if !diag_failing {
+                        tracing::warn!("sock_diag reading failed: {e}");
+                        out.emit(&Record::Warning(Warning {
+                            t: secs(t),
+                            message: format!("sock_diag reading failed: {e}"),
+                        }))?;
+                    }
+                    diag_failing = true;
+                }
+            }
+            for pair in tracker.probes_due(t) {
+                prober.request(pair);
+            }
+        }
+    }
+    Ok(summary)
+}
+
+fn secs(t: Instant) -> f64 {
+    t.as_secs_f64()
+}
+
+/// TCP sockets on the daemon's local addresses, with what the tracker needs.
+fn to_readings(sockets: &[diag::DiagSocket], locals: &[IpAddr]) -> Vec<Reading> {
+    sockets
+        .iter()
+        .filter(|s| s.state == diag::state::ESTABLISHED && locals.contains(&s.src.ip()))
+        .filter_map(|s| {
+            let info = s.tcp_info()?;
+            Some(Reading {
+                cookie: s.cookie,
+                local: s.src,
+                remote: s.dst,
+                rtt: Duration::from_micros(info.rtt as u64),
+                bytes_acked: info.bytes_acked.unwrap_or(0),
+                unacked: info.unacked,
+            })
+        })
+        .collect()
+}
+
+fn execute(
+    actions: Vec<Action>,
+    pm: &mut PmClient,
+    out: &mut Out<'_>,
+    summary: &mut Summary,
+) -> Result<(), DaemonError> {
+    for a in actions {
+        match a {
+            Action::Emit(r) => out.emit(&r)?,
+            Action::Apply { commands, mut record } => {
+                for c in &commands {
+                    let r = match c {
+                        PmCommand::SubflowCreate { token, local, remote } => pm
+                            .subflow_create(*token, local, remote)
+                            .map_err(|e| (format!("{local} -> {remote}"), e)),
+                        PmCommand::SetFlags { token, local, remote } => pm
+                            .set_flags(Some(*token), local, Some(remote))
+                            .map_err(|e| (format!("{local} -> {remote}"), e)),
+                    };
+                    if let Err((what, e)) = r {
+                        tracing::warn!("token {:#x}: {e} ({what})", record.token);
+                        record.ok = false;
+                        record.error = Some(format!("{e} ({what})"));
+                        summary.failed_commands += 1;
+                        break;
+                    }
+                }
+                if record.ok && record.action == crate::record::DecisionAction::Switch {
+                    summary.switches += 1;
+                }
+                out.emit(&Record::Decision(record))?;
+            }
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,123 @@
+//! Checks of the network namespace the daemon runs in, before it starts:
+//! MPTCP present and enabled, the userspace path manager selected, and every
+//! configured local address present.
+//!
+//! What it is: reads of per-namespace sysctls under `/proc/sys/net/mptcp`
+//! and a bind test per address, all from the calling thread (which must
+//! already be inside the namespace). What it is not: it changes nothing; the
+//! operator (or the lab) sets `net.mptcp.path_manager=userspace`.
+
+use std::io::ErrorKind;
+use std::net::{IpAddr, SocketAddr, UdpSocket};
+
+use crate::config::Config;
+
+/// Why the namespace cannot run the daemon.
+#[derive(Debug, thiserror::Error)]
+pub enum EnvError {
+    #[error("MPTCP is not available in this kernel or namespace (no /proc/sys/net/mptcp)")]
+    NoMptcp,
+    #[error(
+        "MPTCP is disabled in {ns} (net.mptcp.enabled = 0); enable it with `sysctl -w net.mptcp.enabled=1`"
+    )]
+    MptcpDisabled { ns: String },
+    #[error(
+        "{ns} uses the {found:?} MPTCP path manager; the lanes daemon needs the userspace one: \
+         `sysctl -w net.mptcp.path_manager=userspace` (or net.mptcp.pm_type=1 on kernels before 6.15)"
+    )]
+    NotUserspace { ns: String, found: String },
+    #[error("configured local address {addr} ({lane}) does not exist in {ns}")]
+    NoAddress { addr: IpAddr, lane: String, ns: String },
+    #[error("cannot read {path}: {source}")]
+    Read { path: String, source: std::io::Error },
+}
+
+impl EnvError {
+    /// True for a missing kernel feature (exit code 4), false for a
+    /// configuration that does not match the namespace (exit code 2).
+    pub fn is_missing_feature(&self) -> bool {
+        matches!(self, EnvError::NoMptcp | EnvError::MptcpDisabled { .. } | EnvError::NotUserspace { .. })
+    }
+}
+
+const MPTCP_SYSCTL: &str = "/proc/sys/net/mptcp";
+
+fn read_sysctl(name: &str) -> Result<Option<String>, EnvError> {
+    let path = format!("{MPTCP_SYSCTL}/{name}");
+    match std::fs::read_to_string(&path) {
+        Ok(s) => Ok(Some(s.trim().to_string())),
+        Err(e) if e.kind() == ErrorKind::NotFound => Ok(None),
+        Err(source) => Err(EnvError::Read { path, source }),
+    }
+}
+
+/// The path manager this namespace selects: "kernel", "userspace", or what
+/// the kernel reports.
+pub fn path_manager() -> Result<String, EnvError> {
+    // Linux 6.15 added the string sysctl; before it, pm_type 0 / 1.
+    if let Some(pm) = read_sysctl("path_manager")? {
+        return Ok(pm);
+    }
+    match read_sysctl("pm_type")?.as_deref() {
+        Some("0") => Ok("kernel".into()),
+        Some("1") => Ok("userspace".into()),
+        Some(other) => Ok(format!("pm_type {other}")),
+        None => Err(EnvError::NoMptcp),
+    }
+}
+
+/// True when `addr` is assigned to an interface of the calling thread's
+/// namespace (binding to a foreign address fails with EADDRNOTAVAIL).
+pub fn address_exists(addr: IpAddr) -> bool {
+    UdpSocket::bind(SocketAddr::new(addr, 0)).is_ok()
+}
+
+/// Runs every check; `ns` names the namespace in messages.
+pub fn check(cfg: &Config, ns: &str) -> Result<(), EnvError> {
+    if !std::path::Path::new(MPTCP_SYSCTL).exists() {
+        return Err(EnvError::NoMptcp);
+    }
+    if read_sysctl("enabled")?.as_deref() == Some("0") {
+        return Err(EnvError::MptcpDisabled { ns: ns.into() });
+    }
+    let pm = path_manager()?;
+    if pm != "userspace" {
+        return Err(EnvError::NotUserspace { ns: ns.into(), found: pm });
+    }
+    for (i, a) in cfg.sl_lanes.iter().enumerate() {
+        if !address_exists(*a) {
+            return Err(EnvError::NoAddress { addr: *a, lane: format!("SL lane sl{i}"), ns: ns.into() });
+        }
+    }
+    for (i, a) in cfg.ll_lanes.iter().enumerate() {
+        if !address_exists(*a) {
+            return Err(EnvError::NoAddress { addr: *a, lane: format!("LL lane ll{i}"), ns: ns.into() });
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn loopback_exists_and_a_documentation_address_does_not() {
+        assert!(address_exists("127.0.0.1".parse().unwrap()));
+        // 192.0.2.0/24 (TEST-NET-1) is never assigned on a test host.
+        assert!(!address_exists("192.0.2.77".parse().unwrap()));
+    }
+
+    #[test]
+    fn feature_errors_are_told_apart_from_config_errors() {
+        assert!(EnvError::NotUserspace { ns: "x".into(), found: "kernel".into() }.is_missing_feature());
+        assert!(!EnvError::NoAddress {
+            addr: "10.0.0.1".parse().unwrap(),
+            lane: "SL".into(),
+            ns: "x".into()
+        }
+        .is_missing_feature());
+        let msg = EnvError::NotUserspace { ns: "ns a".into(), found: "kernel".into() }.to_string();
+        assert!(msg.contains("path_manager=userspace"), "{msg}");
+    }
+}

@@ -1,0 +1,189 @@
+//! The daemon's output: one JSON object per line, each with a `type` field
+//! (`ready`, `event`, `decision`, `warning`), or the same as plain text.
+//!
+//! What it is: the record types (serde), so the CLI tests and the lab decode
+//! exactly what the daemon writes. What it is not: logging (diagnostics go
+//! to `tracing` on stderr; results are never parsed back from logs).
+
+use serde::{Deserialize, Serialize};
+
+/// One output line.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum Record {
+    /// Written once, when the daemon listens for events.
+    Ready(Ready),
+    /// A path-manager event of a connection the daemon saw.
+    Event(EventRecord),
+    /// Something the daemon decided and did (or tried to do).
+    Decision(DecisionRecord),
+    /// Something odd that did not stop the daemon (lost events, ...).
+    Warning(Warning),
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Ready {
+    pub netns: Option<String>,
+    /// "deadline" or "link-cost".
+    pub policy: String,
+    pub t_deadline_ms: f64,
+    pub alpha: f64,
+    pub beta: f64,
+    pub gamma: f64,
+    pub delta: f64,
+    pub t0: f64,
+    pub sl_lanes: Vec<String>,
+    pub ll_lanes: Vec<String>,
+    pub peers: usize,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct EventRecord {
+    /// Seconds since the daemon started.
+    pub t: f64,
+    /// created, established, closed, sub_established, sub_closed, sub_priority, ...
+    pub event: String,
+    pub token: u32,
+    /// Whether the connection starts on a configured SL pair (the daemon
+    /// manages it) or not (only reported).
+    pub managed: bool,
+    pub age_ms: Option<f64>,
+    pub local: Option<String>,
+    pub remote: Option<String>,
+    pub backup: Option<bool>,
+    /// The subflow's socket error on sub_closed.
+    pub error: Option<u8>,
+}
+
+/// What a decision did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum DecisionAction {
+    /// Opened one LL subflow of a lane pair as backup (SUBFLOW_CREATE).
+    OpenBackup,
+    /// Switched: LL subflows active, SL backup (SET_FLAGS).
+    Switch,
+    /// The policy chose to switch but no LL subflow is established yet; the
+    /// switch is applied when one is.
+    SwitchPending,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct DecisionRecord {
+    pub t: f64,
+    pub token: u32,
+    /// Connection age when decided.
+    pub age_ms: f64,
+    /// "deadline" or "link-cost".
+    pub policy: String,
+    pub action: DecisionAction,
+    /// Why a switch happened: "deadline" or "link_cost".
+    pub reason: Option<String>,
+    /// The LL lane concerned ("ll0", ...).
+    pub lane: Option<String>,
+    /// Smoothed costs (eq. 5.7) when the policy had them.
+    pub cost_sl: Option<f64>,
+    pub cost_ll: Option<f64>,
+    /// The subflows the commands addressed (local -> remote).
+    pub subflows: Vec<String>,
+    /// Whether every path-manager command succeeded.
+    pub ok: bool,
+    /// The failed command and the kernel's reason.
+    pub error: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Warning {
+    pub t: f64,
+    pub message: String,
+}
+
+impl Record {
+    /// One line of plain text for people.
+    pub fn to_text(&self) -> String {
+        match self {
+            Record::Ready(r) => format!(
+                "ready: policy {} (t_deadline {} ms), SL {:?}, LL {:?}, {} peer(s){}",
+                r.policy,
+                r.t_deadline_ms,
+                r.sl_lanes,
+                r.ll_lanes,
+                r.peers,
+                r.netns.as_deref().map(|n| format!(", netns {n}")).unwrap_or_default()
+            ),
+            Record::Event(e) => {
+                let mut s = format!("{:9.3}s event {} token {:#010x}", e.t, e.event, e.token);
+                if let (Some(l), Some(r)) = (&e.local, &e.remote) {
+                    s.push_str(&format!(" {l} -> {r}"));
+                }
+                if let Some(b) = e.backup {
+                    s.push_str(if b { " backup" } else { " active" });
+                }
+                if let Some(a) = e.age_ms {
+                    s.push_str(&format!(" age {a:.0} ms"));
+                }
+                if !e.managed {
+                    s.push_str(" (not on a configured SL pair)");
+                }
+                s
+            }
+            Record::Decision(d) => {
+                let action = match d.action {
+                    DecisionAction::OpenBackup => "open-backup",
+                    DecisionAction::Switch => "switch",
+                    DecisionAction::SwitchPending => "switch-pending",
+                };
+                let mut s =
+                    format!("{:9.3}s decision {action} token {:#010x} age {:.0} ms", d.t, d.token, d.age_ms);
+                if let Some(r) = &d.reason {
+                    s.push_str(&format!(" reason {r}"));
+                }
+                if let Some(l) = &d.lane {
+                    s.push_str(&format!(" lane {l}"));
+                }
+                if let (Some(a), Some(b)) = (d.cost_sl, d.cost_ll) {
+                    s.push_str(&format!(" cost SL {a:.2} LL {b:.2}"));
+                }
+                if !d.subflows.is_empty() {
+                    s.push_str(&format!(" [{}]", d.subflows.join(", ")));
+                }
+                match &d.error {
+                    None => s.push_str(" ok"),
+                    Some(e) => s.push_str(&format!(" FAILED: {e}")),
+                }
+                s
+            }
+            Record::Warning(w) => format!("{:9.3}s warning: {}", w.t, w.message),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn decision_lines_round_trip_with_a_type_field() {
+        let d = Record::Decision(DecisionRecord {
+            t: 1.5,
+            token: 0xabcd,
+            age_ms: 301.0,
+            policy: "deadline".into(),
+            action: DecisionAction::Switch,
+            reason: Some("deadline".into()),
+            lane: Some("ll0".into()),
+            cost_sl: None,
+            cost_ll: None,
+            subflows: vec!["10.2.0.1:4000 -> 10.2.0.2:5201".into()],
+            ok: true,
+            error: None,
+        });
+        let line = serde_json::to_string(&d).unwrap();
+        let v: serde_json::Value = serde_json::from_str(&line).unwrap();
+        assert_eq!(v["type"], "decision");
+        assert_eq!(v["action"], "switch");
+        assert_eq!(v["token"], 0xabcd);
+        assert_eq!(serde_json::from_str::<Record>(&line).unwrap(), d);
+        assert!(d.to_text().contains("switch token 0x0000abcd age 301 ms"), "{}", d.to_text());
+    }
+}

@@ -1,0 +1,760 @@
+//! The daemon's bookkeeping and decisions, without I/O: path-manager events,
+//! sock_diag readings and probe results go in with `now`; path-manager
+//! commands to run and records to print come out.
+//!
+//! What it is: per connection, the SL pair it started on, its LL subflows
+//! (one per LL lane pair of its peer, opened as backup once the connection
+//! is established), and a [`LaneSwitcher`] from `tcpaccel_core::lanes` that
+//! holds the seed 001 policy (deadline, or eq. 5.7 link costs smoothed 3/4–1/4).
+//! A switch is two kinds of SET_FLAGS: LL subflows non-backup first, then the
+//! SL subflow backup (with its source port), the order checked on this
+//! project's kernel (anchors.md, MPTCP).
+//!
+//! Measurements (seed 001 §5.2, eq. 5.4: ν = RTT − RTT_min, computed by the
+//! core from raw RTTs): a subflow's smoothed RTT from sock_diag counts as a
+//! sample only when its `bytes_acked` grew since the last reading, i.e. ACKs
+//! arrived and the kernel's RTT estimate moved. An idle backup LL subflow
+//! has no such samples, so the shell times TCP handshakes from the LL local
+//! address to the peer (see [`Tracker::probes_due`]).
+//!
+//! What upstream MPTCP cannot do that the thesis did, and what is done
+//! instead:
+//! - The thesis set the SL subflow's cwnd to exactly 0 after a switch. The
+//!   upstream kernel has no per-subflow cwnd control from user space; the SL
+//!   subflow is marked backup (MP_PRIO), so the default scheduler gives it no
+//!   new data while an LL subflow is active. Data already queued on SL still
+//!   drains there, and SL would carry data again if every LL subflow failed
+//!   (which the thesis's cwnd 0 would not allow).
+//! - The thesis held a new LL subflow at cwnd 1 so that its ACKs kept
+//!   measuring LL's RTT. Here the LL subflow is opened as backup and carries
+//!   no data; LL's RTT comes from other traffic on that lane pair (sock_diag)
+//!   or from TCP handshake probes at `probe.interval`. A handshake is one
+//!   small packet each way, like the thesis's cwnd-1 probe, but it crosses
+//!   the path outside the connection and so only samples the queue.
+//! - The thesis recomputed costs on every ACK in the kernel; here costs are
+//!   updated at each sock_diag reading (`probe.sample_interval`, 20 ms by
+//!   default) from the kernel's smoothed RTT, so the 3/4–1/4 smoothing runs
+//!   over readings rather than ACKs.
+
+use std::collections::{BTreeMap, HashMap};
+use std::net::{IpAddr, SocketAddr};
+use std::time::Duration;
+
+use tcpaccel_core::lanes::{Decision, LaneId, LaneKind, LaneSwitcher, Policy, Reason};
+use tcpaccel_core::Instant;
+use tcpaccel_sys::mptcp::{flags, Event, EventKind, PmAddr};
+
+use crate::config::{Config, LanePair, SwitchTo};
+use crate::record::{DecisionAction, DecisionRecord, EventRecord, Record};
+
+/// One TCP socket (subflow or plain) as sock_diag saw it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Reading {
+    /// Kernel socket cookie: identity across readings.
+    pub cookie: u64,
+    pub local: SocketAddr,
+    pub remote: SocketAddr,
+    /// The kernel's smoothed RTT (`tcpi_rtt`).
+    pub rtt: Duration,
+    /// `tcpi_bytes_acked`.
+    pub bytes_acked: u64,
+    /// `tcpi_unacked` (segments in flight).
+    pub unacked: u32,
+}
+
+/// A path-manager command to run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PmCommand {
+    SubflowCreate { token: u32, local: PmAddr, remote: PmAddr },
+    SetFlags { token: u32, local: PmAddr, remote: PmAddr },
+}
+
+/// What the shell must do.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Action {
+    /// Run `commands` in order, stopping at the first failure, then print
+    /// `record` with `ok`/`error` filled in.
+    Apply { commands: Vec<PmCommand>, record: DecisionRecord },
+    /// Print a record.
+    Emit(Record),
+}
+
+#[derive(Debug, Clone)]
+struct LlSubflow {
+    pair: LanePair,
+    /// The subflow's endpoints once SUB_ESTABLISHED reported it.
+    established: Option<(SocketAddr, SocketAddr)>,
+}
+
+#[derive(Debug, Clone)]
+enum SwitchState {
+    No,
+    /// Decided while no LL subflow was up: (reason, lane, costs, age).
+    Pending(Decision),
+    Done,
+}
+
+#[derive(Debug, Clone)]
+struct Conn {
+    peer: usize,
+    local: SocketAddr,
+    remote: SocketAddr,
+    sl_lane: LaneId,
+    created: Instant,
+    established: bool,
+    ll: Vec<LlSubflow>,
+    switcher: LaneSwitcher,
+    switch: SwitchState,
+}
+
+#[derive(Debug, Clone, Copy, Default)]
+struct ProbeState {
+    last_sent: Option<Instant>,
+    in_flight: bool,
+    /// Last time traffic on the pair gave a sock_diag sample.
+    last_fresh: Option<Instant>,
+}
+
+/// The tracker. `start` is the daemon's time zero (records print `t`
+/// relative to it).
+pub struct Tracker {
+    cfg: Config,
+    start: Instant,
+    conns: BTreeMap<u32, Conn>,
+    acked: HashMap<u64, u64>,
+    probes: BTreeMap<(IpAddr, IpAddr), ProbeState>,
+}
+
+fn secs(d: Duration) -> f64 {
+    d.as_secs_f64()
+}
+fn ms(d: Duration) -> f64 {
+    d.as_secs_f64() * 1e3
+}
+
+fn lane_name(l: LaneId) -> String {
+    match l.kind {
+        LaneKind::Short => format!("sl{}", l.index),
+        LaneKind::Long => format!("ll{}", l.index),
+    }
+}
+
+fn sock_text(a: SocketAddr) -> String {
+    a.to_string()
+}
+
+impl Tracker {
+    pub fn new(cfg: Config, start: Instant) -> Tracker {
+        Tracker { cfg, start, conns: BTreeMap::new(), acked: HashMap::new(), probes: BTreeMap::new() }
+    }
+
+    pub fn config(&self) -> &Config {
+        &self.cfg
+    }
+
+    /// Whether the connection with this token is managed.
+    pub fn is_managed(&self, token: u32) -> bool {
+        self.conns.contains_key(&token)
+    }
+
+    /// Tokens of the connections being managed.
+    pub fn managed(&self) -> Vec<u32> {
+        self.conns.keys().copied().collect()
+    }
+
+    fn t(&self, now: Instant) -> f64 {
+        secs(now.saturating_since(self.start))
+    }
+
+    fn policy_name(&self) -> String {
+        match self.cfg.switch.policy {
+            Policy::Deadline => "deadline".into(),
+            Policy::LinkCost => "link-cost".into(),
+        }
+    }
+
+    fn event_record(&self, now: Instant, ev: &Event, token: u32, managed: Option<&Conn>) -> Record {
+        Record::Event(EventRecord {
+            t: self.t(now),
+            event: ev.kind.name().into(),
+            token,
+            managed: managed.is_some(),
+            age_ms: managed.map(|c| ms(now.saturating_since(c.created))),
+            local: ev.local().map(sock_text).or_else(|| ev.saddr.map(|a| a.to_string())),
+            remote: ev.remote().map(sock_text).or_else(|| ev.daddr.map(|a| a.to_string())),
+            backup: ev.backup,
+            error: ev.error,
+        })
+    }
+
+    /// Handles one path-manager event.
+    pub fn on_event(&mut self, now: Instant, ev: &Event) -> Vec<Action> {
+        let mut out = Vec::new();
+        let Some(token) = ev.token else {
+            return out; // listener events carry no token
+        };
+        match ev.kind {
+            EventKind::Created | EventKind::Established => {
+                let new = !self.conns.contains_key(&token);
+                if new {
+                    // ESTABLISHED without CREATED: a connection from before
+                    // the daemon started; it carries the same addresses.
+                    if let Some(c) = self.admit(now, ev) {
+                        self.conns.insert(token, c);
+                    }
+                }
+                let rec = self.event_record(now, ev, token, self.conns.get(&token));
+                if new || ev.kind == EventKind::Established {
+                    out.push(Action::Emit(rec));
+                }
+                if ev.kind == EventKind::Established {
+                    out.extend(self.open_backups(now, token));
+                }
+            }
+            EventKind::SubEstablished => {
+                let rec = self.event_record(now, ev, token, self.conns.get(&token));
+                out.push(Action::Emit(rec));
+                if let (Some(c), Some(l), Some(r)) = (self.conns.get_mut(&token), ev.local(), ev.remote()) {
+                    if let Some(s) = c.ll.iter_mut().find(|s| {
+                        s.pair.local == l.ip() && s.pair.remote == r.ip() && s.established.is_none()
+                    }) {
+                        s.established = Some((l, r));
+                    }
+                    if let SwitchState::Pending(d) = c.switch.clone() {
+                        out.extend(self.apply_switch(now, token, d));
+                    }
+                }
+            }
+            EventKind::SubClosed => {
+                let rec = self.event_record(now, ev, token, self.conns.get(&token));
+                out.push(Action::Emit(rec));
+                if let (Some(c), Some(l)) = (self.conns.get_mut(&token), ev.local()) {
+                    for s in c.ll.iter_mut() {
+                        if s.established.map(|(sl, _)| sl) == Some(l) {
+                            s.established = None;
+                        }
+                    }
+                }
+            }
+            EventKind::SubPriority => {
+                let rec = self.event_record(now, ev, token, self.conns.get(&token));
+                out.push(Action::Emit(rec));
+            }
+            EventKind::Closed => {
+                let rec = self.event_record(now, ev, token, self.conns.get(&token));
+                out.push(Action::Emit(rec));
+                self.conns.remove(&token);
+            }
+            _ => {}
+        }
+        out
+    }
+
+    /// A connection is managed when it is ours (not server side) and starts
+    /// on a configured SL pair.
+    fn admit(&self, now: Instant, ev: &Event) -> Option<Conn> {
+        if ev.server_side == Some(true) {
+            return None;
+        }
+        let (local, remote) = (ev.local()?, ev.remote()?);
+        let (peer, pair) = self.cfg.sl_pair(local.ip(), remote.ip())?;
+        let ll = self.cfg.peers[peer].ll.iter().map(|p| LlSubflow { pair: *p, established: None }).collect();
+        Some(Conn {
+            peer,
+            local,
+            remote,
+            sl_lane: pair.lane,
+            created: now,
+            established: false,
+            ll,
+            switcher: LaneSwitcher::new(self.cfg.switch, now),
+            switch: SwitchState::No,
+        })
+    }
+
+    /// One SUBFLOW_CREATE with the BACKUP flag per LL lane pair.
+    fn open_backups(&mut self, now: Instant, token: u32) -> Vec<Action> {
+        let t = self.t(now);
+        let policy = self.policy_name();
+        let Some(c) = self.conns.get_mut(&token) else { return Vec::new() };
+        if c.established {
+            return Vec::new(); // already done
+        }
+        c.established = true;
+        let age_ms = ms(now.saturating_since(c.created));
+        let mut out = Vec::new();
+        for s in &c.ll {
+            let local =
+                PmAddr::ip(s.pair.local).with_id(self.cfg.address_id(s.pair.lane)).with_flags(flags::BACKUP);
+            let remote = PmAddr::ip(s.pair.remote).with_port(c.remote.port());
+            out.push(Action::Apply {
+                commands: vec![PmCommand::SubflowCreate { token, local, remote }],
+                record: DecisionRecord {
+                    t,
+                    token,
+                    age_ms,
+                    policy: policy.clone(),
+                    action: DecisionAction::OpenBackup,
+                    reason: None,
+                    lane: Some(lane_name(s.pair.lane)),
+                    cost_sl: None,
+                    cost_ll: None,
+                    subflows: vec![format!(
+                        "{} -> {}",
+                        s.pair.local,
+                        SocketAddr::new(s.pair.remote, c.remote.port())
+                    )],
+                    ok: true,
+                    error: None,
+                },
+            });
+        }
+        out
+    }
+
+    fn switch_record(
+        &self,
+        now: Instant,
+        token: u32,
+        d: &Decision,
+        action: DecisionAction,
+    ) -> DecisionRecord {
+        let (reason, lane, age_ms, costs) = match d {
+            Decision::SwitchToLong { reason, lane, age_ms, costs } => (Some(*reason), *lane, *age_ms, *costs),
+            Decision::Stay => (None, None, 0.0, None),
+        };
+        DecisionRecord {
+            t: self.t(now),
+            token,
+            age_ms,
+            policy: self.policy_name(),
+            action,
+            reason: reason.map(|r| match r {
+                Reason::Deadline => "deadline".to_string(),
+                Reason::LinkCost => "link_cost".to_string(),
+            }),
+            lane: lane.map(lane_name),
+            cost_sl: costs.map(|c| c.sl),
+            cost_ll: costs.map(|c| c.ll),
+            subflows: Vec::new(),
+            ok: true,
+            error: None,
+        }
+    }
+
+    /// Applies a switch decision, or records it as pending while no LL
+    /// subflow is up.
+    fn apply_switch(&mut self, now: Instant, token: u32, d: Decision) -> Vec<Action> {
+        let Some(c) = self.conns.get(&token) else { return Vec::new() };
+        let chosen = match d {
+            Decision::SwitchToLong { lane, .. } => lane,
+            Decision::Stay => return Vec::new(),
+        };
+        let up: Vec<&LlSubflow> = c.ll.iter().filter(|s| s.established.is_some()).collect();
+        let active: Vec<&LlSubflow> = match (self.cfg.switch_to, chosen) {
+            (SwitchTo::Cheapest, Some(l)) if up.iter().any(|s| s.pair.lane == l) => {
+                up.into_iter().filter(|s| s.pair.lane == l).collect()
+            }
+            _ => up,
+        };
+        if active.is_empty() {
+            let first = !matches!(c.switch, SwitchState::Pending(_));
+            let rec = self.switch_record(now, token, &d, DecisionAction::SwitchPending);
+            if let Some(c) = self.conns.get_mut(&token) {
+                c.switch = SwitchState::Pending(d);
+            }
+            return if first { vec![Action::Emit(Record::Decision(rec))] } else { Vec::new() };
+        }
+        let mut commands = Vec::new();
+        let mut subflows = Vec::new();
+        for s in &active {
+            if let Some((l, r)) = s.established {
+                commands.push(PmCommand::SetFlags {
+                    token,
+                    local: PmAddr::sock(l).with_flags(0),
+                    remote: PmAddr::sock(r),
+                });
+                subflows.push(format!("{l} -> {r} active"));
+            }
+        }
+        commands.push(PmCommand::SetFlags {
+            token,
+            local: PmAddr::sock(c.local).with_flags(flags::BACKUP),
+            remote: PmAddr::sock(c.remote),
+        });
+        subflows.push(format!("{} -> {} backup", c.local, c.remote));
+        let mut record = self.switch_record(now, token, &d, DecisionAction::Switch);
+        record.subflows = subflows;
+        if let Some(c) = self.conns.get_mut(&token) {
+            c.switch = SwitchState::Done;
+        }
+        vec![Action::Apply { commands, record }]
+    }
+
+    /// Handles one sock_diag reading of every TCP socket on the configured
+    /// local addresses: updates costs and runs the policy.
+    pub fn on_readings(&mut self, now: Instant, readings: &[Reading]) -> Vec<Action> {
+        // Which sockets moved data since the last reading.
+        let mut acked = HashMap::with_capacity(readings.len());
+        let mut fresh: Vec<(Reading, bool)> = Vec::with_capacity(readings.len());
+        for r in readings {
+            let moved = match self.acked.get(&r.cookie) {
+                Some(prev) => r.bytes_acked > *prev,
+                None => r.bytes_acked > 0,
+            };
+            acked.insert(r.cookie, r.bytes_acked);
+            fresh.push((*r, moved));
+        }
+        self.acked = acked;
+        // Lane-pair samples from any fresh socket on an LL pair.
+        let mut pair_rtt: BTreeMap<(IpAddr, IpAddr), Duration> = BTreeMap::new();
+        for (r, moved) in &fresh {
+            if *moved && !r.rtt.is_zero() {
+                pair_rtt.insert((r.local.ip(), r.remote.ip()), r.rtt);
+            }
+        }
+        for k in pair_rtt.keys() {
+            self.probes.entry(*k).or_default().last_fresh = Some(now);
+        }
+        let mut out = Vec::new();
+        let tokens: Vec<u32> = self.conns.keys().copied().collect();
+        for token in tokens {
+            let decision = {
+                let Some(c) = self.conns.get_mut(&token) else { continue };
+                if !c.established || !matches!(c.switch, SwitchState::No) {
+                    continue;
+                }
+                let sl = fresh.iter().find(|(r, _)| r.local == c.local && r.remote == c.remote);
+                let transferring = sl.is_some_and(|(r, moved)| *moved || r.unacked > 0);
+                match self.cfg.switch.policy {
+                    Policy::Deadline => c.switcher.on_tick(now, transferring),
+                    Policy::LinkCost => {
+                        let mut d = Decision::Stay;
+                        if let Some((r, true)) = sl {
+                            if !r.rtt.is_zero() {
+                                d = c.switcher.on_sample(now, c.sl_lane, r.rtt);
+                            }
+                        }
+                        if matches!(d, Decision::Stay) {
+                            for s in &c.ll {
+                                if let Some(rtt) = pair_rtt.get(&(s.pair.local, s.pair.remote)) {
+                                    d = c.switcher.on_sample(now, s.pair.lane, *rtt);
+                                    if !matches!(d, Decision::Stay) {
+                                        break;
+                                    }
+                                }
+                            }
+                        }
+                        d
+                    }
+                }
+            };
+            if !matches!(decision, Decision::Stay) {
+                out.extend(self.apply_switch(now, token, decision));
+            }
+        }
+        out
+    }
+
+    /// LL lane pairs that need an active probe now (link-cost policy only):
+    /// pairs of unswitched connections with no traffic sample and no probe
+    /// within `probe.interval`. Marks them in flight.
+    pub fn probes_due(&mut self, now: Instant) -> Vec<(IpAddr, IpAddr)> {
+        if self.cfg.switch.policy != Policy::LinkCost || !self.cfg.probe.enabled {
+            return Vec::new();
+        }
+        let every = self.cfg.probe.interval;
+        let mut due = Vec::new();
+        for c in self.conns.values() {
+            if !c.established || !matches!(c.switch, SwitchState::No) {
+                continue;
+            }
+            for s in &c.ll {
+                let key = (s.pair.local, s.pair.remote);
+                let st = self.probes.entry(key).or_default();
+                let recent = |t: Option<Instant>| t.is_some_and(|t| now.saturating_since(t) < every);
+                if st.in_flight || recent(st.last_sent) || recent(st.last_fresh) {
+                    continue;
+                }
+                st.in_flight = true;
+                st.last_sent = Some(now);
+                due.push(key);
+            }
+        }
+        due
+    }
+
+    /// A probe's result: the handshake time, or `None` when it failed or
+    /// timed out.
+    pub fn on_probe(&mut self, now: Instant, pair: (IpAddr, IpAddr), rtt: Option<Duration>) -> Vec<Action> {
+        if let Some(st) = self.probes.get_mut(&pair) {
+            st.in_flight = false;
+        }
+        let Some(rtt) = rtt.filter(|r| !r.is_zero()) else { return Vec::new() };
+        let mut out = Vec::new();
+        let tokens: Vec<u32> = self.conns.keys().copied().collect();
+        for token in tokens {
+            let decision = {
+                let Some(c) = self.conns.get_mut(&token) else { continue };
+                if !c.established || !matches!(c.switch, SwitchState::No) {
+                    continue;
+                }
+                let Some(s) = c.ll.iter().find(|s| (s.pair.local, s.pair.remote) == pair) else { continue };
+                let lane = s.pair.lane;
+                c.switcher.on_sample(now, lane, rtt)
+            };
+            if !matches!(decision, Decision::Stay) {
+                out.extend(self.apply_switch(now, token, decision));
+            }
+        }
+        out
+    }
+
+    /// The peer index a managed connection belongs to (for tests and logs).
+    pub fn peer_of(&self, token: u32) -> Option<usize> {
+        self.conns.get(&token).map(|c| c.peer)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::Config;
+
+    const CFG: &str = r#"
+        [policy]
+        kind = "deadline"
+        [[peer]]
+        sl = [{ local = "10.1.0.1", remote = "10.1.0.2" }]
+        ll = [{ local = "10.2.0.1", remote = "10.2.0.2" }, { local = "10.3.0.1", remote = "10.3.0.2" }]
+    "#;
+
+    fn cfg(kind: &str) -> Config {
+        Config::parse(&CFG.replace("deadline", kind), "t").unwrap()
+    }
+
+    fn ev(kind: EventKind, token: u32, l: &str, r: &str) -> Event {
+        let l: SocketAddr = l.parse().unwrap();
+        let r: SocketAddr = r.parse().unwrap();
+        Event {
+            kind,
+            token: Some(token),
+            family: Some(2),
+            loc_id: None,
+            rem_id: None,
+            saddr: Some(l.ip()),
+            daddr: Some(r.ip()),
+            sport: Some(l.port()),
+            dport: Some(r.port()),
+            backup: Some(false),
+            error: None,
+            flags: None,
+            timeout: None,
+            if_index: None,
+            reset_reason: None,
+            reset_flags: None,
+            server_side: None,
+        }
+    }
+
+    fn at(ms: u64) -> Instant {
+        Instant::from_millis(ms)
+    }
+
+    fn commands(actions: &[Action]) -> Vec<PmCommand> {
+        actions
+            .iter()
+            .flat_map(|a| match a {
+                Action::Apply { commands, .. } => commands.clone(),
+                Action::Emit(_) => Vec::new(),
+            })
+            .collect()
+    }
+
+    fn decisions(actions: &[Action]) -> Vec<DecisionRecord> {
+        actions
+            .iter()
+            .filter_map(|a| match a {
+                Action::Apply { record, .. } => Some(record.clone()),
+                Action::Emit(Record::Decision(d)) => Some(d.clone()),
+                _ => None,
+            })
+            .collect()
+    }
+
+    fn reading(cookie: u64, l: &str, r: &str, rtt_ms: u64, acked: u64) -> Reading {
+        Reading {
+            cookie,
+            local: l.parse().unwrap(),
+            remote: r.parse().unwrap(),
+            rtt: Duration::from_millis(rtt_ms),
+            bytes_acked: acked,
+            unacked: 0,
+        }
+    }
+
+    /// A connection on SL, established, with both LL subflows up.
+    fn established(tr: &mut Tracker, token: u32) -> Vec<Action> {
+        let sl = ("10.1.0.1:40000", "10.1.0.2:5201");
+        assert!(tr.on_event(at(0), &ev(EventKind::Created, token, sl.0, sl.1)).len() == 1);
+        let a = tr.on_event(at(5), &ev(EventKind::Established, token, sl.0, sl.1));
+        tr.on_event(at(8), &ev(EventKind::SubEstablished, token, "10.2.0.1:40001", "10.2.0.2:5201"));
+        tr.on_event(at(8), &ev(EventKind::SubEstablished, token, "10.3.0.1:40002", "10.3.0.2:5201"));
+        a
+    }
+
+    #[test]
+    fn opens_one_backup_subflow_per_ll_pair_with_fixed_ids() {
+        let mut tr = Tracker::new(cfg("deadline"), at(0));
+        let a = established(&mut tr, 7);
+        let cmds = commands(&a);
+        assert_eq!(cmds.len(), 2, "one per LL pair, no mesh: {cmds:?}");
+        for (i, c) in cmds.iter().enumerate() {
+            let PmCommand::SubflowCreate { token, local, remote } = c else { panic!("{c:?}") };
+            assert_eq!(*token, 7);
+            assert_eq!(local.id, Some(i as u8 + 1));
+            assert_eq!(local.flags, Some(flags::BACKUP));
+            assert_eq!(local.port, None);
+            assert_eq!(remote.port, Some(5201), "joins the connection's server port");
+        }
+        assert_eq!(decisions(&a)[0].action, DecisionAction::OpenBackup);
+        // A second ESTABLISHED does not open more.
+        let again = tr.on_event(at(9), &ev(EventKind::Established, 7, "10.1.0.1:40000", "10.1.0.2:5201"));
+        assert!(commands(&again).is_empty());
+    }
+
+    #[test]
+    fn connections_off_the_sl_pairs_or_server_side_are_not_managed() {
+        let mut tr = Tracker::new(cfg("deadline"), at(0));
+        let a = tr.on_event(at(0), &ev(EventKind::Established, 1, "10.2.0.1:1000", "10.2.0.2:80"));
+        assert!(commands(&a).is_empty());
+        let mut e = ev(EventKind::Established, 2, "10.1.0.1:1000", "10.1.0.2:80");
+        e.server_side = Some(true);
+        assert!(commands(&tr.on_event(at(0), &e)).is_empty());
+        assert!(tr.managed().is_empty());
+        let mut no_token = e.clone();
+        no_token.token = None;
+        assert!(tr.on_event(at(0), &no_token).is_empty());
+    }
+
+    #[test]
+    fn deadline_switches_a_transferring_flow_ll_active_then_sl_backup() {
+        let mut tr = Tracker::new(cfg("deadline"), at(0));
+        established(&mut tr, 9);
+        let mut acked = 0;
+        let mut switched = None;
+        for step in 1..=40u64 {
+            acked += 100_000;
+            let r = [reading(1, "10.1.0.1:40000", "10.1.0.2:5201", 5, acked)];
+            let a = tr.on_readings(at(step * 20), &r);
+            if !a.is_empty() {
+                switched = Some((step * 20, a));
+                break;
+            }
+        }
+        let (t, a) = switched.expect("switches");
+        assert_eq!(t, 300, "at t_deadline");
+        let cmds = commands(&a);
+        assert_eq!(cmds.len(), 3);
+        let PmCommand::SetFlags { local, .. } = cmds[0] else { panic!() };
+        assert_eq!((local.ip, local.port, local.flags), ("10.2.0.1".parse().unwrap(), Some(40001), Some(0)));
+        let PmCommand::SetFlags { local, remote, .. } = cmds[2] else { panic!() };
+        assert_eq!(local, PmAddr::sock("10.1.0.1:40000".parse().unwrap()).with_flags(flags::BACKUP));
+        assert_eq!(remote.port, Some(5201));
+        let d = &decisions(&a)[0];
+        assert_eq!((d.action, d.reason.as_deref()), (DecisionAction::Switch, Some("deadline")));
+        assert!((d.age_ms - 300.0).abs() < 1e-6);
+        // Once switched, nothing more.
+        acked += 1;
+        assert!(tr
+            .on_readings(at(900), &[reading(1, "10.1.0.1:40000", "10.1.0.2:5201", 5, acked)])
+            .is_empty());
+    }
+
+    #[test]
+    fn an_idle_or_finished_flow_is_never_switched() {
+        let mut tr = Tracker::new(cfg("deadline"), at(0));
+        established(&mut tr, 3);
+        // 64 KB acked at once, then nothing moves.
+        let r = [reading(1, "10.1.0.1:40000", "10.1.0.2:5201", 5, 65536)];
+        for step in 1..=50u64 {
+            assert!(tr.on_readings(at(step * 20), &r).is_empty(), "step {step}");
+        }
+        let closed = tr.on_event(at(1000), &ev(EventKind::Closed, 3, "10.1.0.1:40000", "10.1.0.2:5201"));
+        assert!(commands(&closed).is_empty());
+        assert!(tr.managed().is_empty());
+    }
+
+    #[test]
+    fn switch_waits_for_an_ll_subflow() {
+        let mut tr = Tracker::new(cfg("deadline"), at(0));
+        let sl = ("10.1.0.1:40000", "10.1.0.2:5201");
+        tr.on_event(at(0), &ev(EventKind::Created, 4, sl.0, sl.1));
+        tr.on_event(at(1), &ev(EventKind::Established, 4, sl.0, sl.1));
+        let r = |a| [reading(1, sl.0, sl.1, 5, a)];
+        tr.on_readings(at(100), &r(10));
+        let a = tr.on_readings(at(320), &r(20));
+        let d = decisions(&a);
+        assert_eq!(d.len(), 1);
+        assert_eq!(d[0].action, DecisionAction::SwitchPending);
+        assert!(commands(&a).is_empty());
+        assert!(tr.on_readings(at(340), &r(30)).is_empty(), "pending is reported once");
+        let a = tr.on_event(at(350), &ev(EventKind::SubEstablished, 4, "10.3.0.1:40002", "10.3.0.2:5201"));
+        let cmds = commands(&a);
+        assert_eq!(cmds.len(), 2, "{cmds:?}");
+        assert_eq!(decisions(&a)[0].action, DecisionAction::Switch);
+    }
+
+    #[test]
+    fn link_cost_switches_early_when_sl_queues_and_uses_probes_for_ll() {
+        let mut tr = Tracker::new(cfg("link-cost"), at(0));
+        established(&mut tr, 5);
+        // LL idle: probes are due for both pairs, then not again at once.
+        let due = tr.probes_due(at(10));
+        assert_eq!(due.len(), 2);
+        assert!(tr.probes_due(at(20)).is_empty());
+        tr.on_probe(at(21), due[0], Some(Duration::from_millis(2)));
+        tr.on_probe(at(21), due[1], None);
+        // SL queue grows: RTT climbs far above the base, so eq. 5.7 prefers
+        // LL well before the 300 ms deadline.
+        let mut acked = 0;
+        let mut when = None;
+        for step in 1..=14u64 {
+            acked += 50_000;
+            let rtt = 2 + step * 40;
+            let a = tr.on_readings(
+                at(20 + step * 20),
+                &[reading(1, "10.1.0.1:40000", "10.1.0.2:5201", rtt, acked)],
+            );
+            if !a.is_empty() {
+                when = Some((20 + step * 20, a));
+                break;
+            }
+            for p in tr.probes_due(at(20 + step * 20)) {
+                tr.on_probe(at(21 + step * 20), p, Some(Duration::from_millis(2)));
+            }
+        }
+        let (t, a) = when.expect("link cost switches");
+        assert!(t < 300, "switched at {t} ms");
+        let d = &decisions(&a)[0];
+        assert_eq!(d.reason.as_deref(), Some("link_cost"));
+        assert!(d.cost_ll.unwrap() < d.cost_sl.unwrap(), "{d:?}");
+        assert!(tr.probes_due(at(1000)).is_empty(), "no probes after the switch");
+    }
+
+    #[test]
+    fn link_cost_keeps_a_flow_on_sl_while_queues_are_equal() {
+        let mut tr = Tracker::new(cfg("link-cost"), at(0));
+        established(&mut tr, 6);
+        let mut acked = 0;
+        for step in 1..=12u64 {
+            acked += 10_000;
+            let now = at(step * 20);
+            for p in tr.probes_due(now) {
+                assert!(tr.on_probe(now, p, Some(Duration::from_millis(3))).is_empty());
+            }
+            let a = tr.on_readings(now, &[reading(1, "10.1.0.1:40000", "10.1.0.2:5201", 3, acked)]);
+            assert!(a.is_empty(), "switched at {} ms before the deadline with equal delays", step * 20);
+        }
+    }
+}
