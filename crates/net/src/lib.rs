@@ -21,7 +21,7 @@ pub mod state;
 
 pub use addr::Cidr;
 pub use clean::clean_leftovers;
-pub use emulator::{EmuHandle, EmuSummary};
+pub use emulator::{EmuHandle, EmuSummary, MeterOptions};
 pub use error::{Error, Result};
 pub use network::{Network, Teardown};
 pub use spec::{Direction, End, Link, LinkKind, Node, Role, Route, Shaping, SpecError, Topology};

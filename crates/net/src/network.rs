@@ -25,7 +25,7 @@ use tcpaccel_core::units::QueueLimit;
 use tcpaccel_sys::netns;
 
 use crate::clean::{self, NS_PREFIX};
-use crate::emulator::{self, EmuHandle, EmuSummary};
+use crate::emulator::{self, EmuHandle, EmuSummary, MeterOptions};
 use crate::error::{Error, Result};
 use crate::shell::{ip, tc};
 use crate::signals::{self, lock, Live, LiveRef};
@@ -90,6 +90,7 @@ pub struct Network {
     emus: Vec<EmuLink>,
     started_unix: u64,
     source: Option<String>,
+    meter: MeterOptions,
     done: bool,
 }
 
@@ -107,7 +108,17 @@ impl Network {
     /// far is removed before the error is returned. Installs the SIGINT/SIGTERM
     /// handler of [`crate::signals`].
     pub fn up(topo: &Topology) -> Result<Network> {
+        Network::up_with(topo, &MeterOptions::default())
+    }
+
+    /// [`Network::up`] with the emulators metering as `meter` says (e.g. one
+    /// CSV file per emulated link).
+    pub fn up_with(topo: &Topology, meter: &MeterOptions) -> Result<Network> {
         signals::install()?;
+        if let Some(dir) = &meter.dir {
+            std::fs::create_dir_all(dir)
+                .map_err(|e| Error::io(format!("create meter directory {}", dir.display()), e))?;
+        }
         let live: LiveRef = Arc::new(Mutex::new(Live::default()));
         let key = signals::register(live.clone());
         let mut net = Network {
@@ -121,6 +132,7 @@ impl Network {
                 .map(|d| d.as_secs())
                 .unwrap_or(0),
             source: None,
+            meter: meter.clone(),
             done: false,
         };
         tracing::info!(run_id = %net.run_id, "building network");
@@ -208,7 +220,8 @@ impl Network {
                     set_link_opts(&ns_e, ifname, link)?;
                     ip(&["-n", &ns_e, "link", "set", ifname, "up"])?;
                 }
-                let handle = emulator::start(&ns_e, &link.name, EMU_IF_A, EMU_IF_B, a_to_b, b_to_a)?;
+                let cfg = emulator::config(link, EMU_IF_A, EMU_IF_B, a_to_b, b_to_a, &self.meter);
+                let handle = emulator::start(&ns_e, &link.name, cfg)?;
                 self.emus.push(EmuLink { link: link.name.clone(), ns: ns_e, handle: Some(handle) });
             }
         }
@@ -289,6 +302,11 @@ impl Network {
     /// Every running emulator with its link name.
     pub fn emulators(&self) -> impl Iterator<Item = (&str, &EmuHandle)> {
         self.emus.iter().filter_map(|e| e.handle.as_ref().map(|h| (e.link.as_str(), h)))
+    }
+
+    /// The meter file of emulated link `link`, if the network meters to files.
+    pub fn meter_file(&self, link: &str) -> Option<PathBuf> {
+        self.emulator_ns(link).and(self.meter.path_for(link))
     }
 
     /// The namespace of the emulator of `link`.
@@ -442,6 +460,21 @@ pub(crate) fn write_sysctl(ns: &str, key: &str, value: &str) -> Result<()> {
     r.map_err(|e| {
         let why = if e.kind() == std::io::ErrorKind::NotFound {
             std::io::Error::new(e.kind(), format!("no such sysctl ({path})"))
+        } else if e.kind() == std::io::ErrorKind::PermissionDenied && key == "net.ipv4.tcp_congestion_control"
+        {
+            // net/ipv4/tcp_cong.c: outside the initial namespace only
+            // "non-restricted" algorithms may become the default.
+            let allowed = std::fs::read_to_string("/proc/sys/net/ipv4/tcp_allowed_congestion_control")
+                .unwrap_or_default();
+            std::io::Error::new(
+                e.kind(),
+                format!(
+                    "{e}: outside the initial namespace the default can only be one of \
+                     net.ipv4.tcp_allowed_congestion_control ({}); add it there, or set it per socket \
+                     (TCP_CONGESTION, allowed for root)",
+                    allowed.trim()
+                ),
+            )
         } else {
             e
         };
