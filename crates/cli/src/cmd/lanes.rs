@@ -1,8 +1,88 @@
-use crate::exit::Verdict;
+//! `tcpaccel lanes`: the datacenter lanes daemon (seed 001) for a namespace
+//! with `net.mptcp.path_manager=userspace`. Flags become a validated config
+//! here; the daemon itself is `tcpaccel_lanes`.
+//!
+//! Exit codes: 2 for a bad configuration (file, values, overlapping lanes,
+//! addresses missing from the namespace, unknown namespace), 3 without root,
+//! 4 when the namespace lacks MPTCP or the userspace path manager, 5 for a
+//! runtime failure. Killing the daemon leaves every connection as it is.
+
+use std::path::PathBuf;
+use std::sync::atomic::AtomicBool;
+
+use anyhow::Context;
+
+use crate::exit::{self, Fail, Verdict};
 
 #[derive(clap::Args)]
-pub struct Args {}
+pub struct Args {
+    /// Lane configuration (TOML): peers with their SL and LL address pairs, policy, probes.
+    #[arg(long, short = 'c')]
+    config: PathBuf,
+    /// Run inside this network namespace (a name from `ip netns`).
+    #[arg(long)]
+    netns: Option<String>,
+    /// JSON Lines on stdout, one object per line with a `type` (ready, event, decision, warning).
+    #[arg(long)]
+    json: bool,
+    /// Stop by itself after this long (e.g. 30s); by default run until killed.
+    #[arg(long)]
+    duration: Option<String>,
+    /// Only check the configuration and the namespace, then exit.
+    #[arg(long)]
+    check: bool,
+}
 
-pub fn run(_args: Args) -> anyhow::Result<Verdict> {
-    anyhow::bail!("not built yet")
+pub fn run(args: Args) -> anyhow::Result<Verdict> {
+    let cfg = tcpaccel_lanes::Config::load(&args.config).map_err(|e| exit::usage(e.to_string()))?;
+    let duration = args
+        .duration
+        .as_deref()
+        .map(tcpaccel_core::units::parse_duration)
+        .transpose()
+        .map_err(|e| exit::usage(format!("--duration: {e}")))?;
+    exit::require_root("tcpaccel lanes (MPTCP path-manager netlink)")?;
+    if let Some(ns) = &args.netns {
+        // A single-threaded daemon: move this thread; the probe thread it
+        // spawns inherits the namespace.
+        tcpaccel_sys::netns::enter(ns).with_context(|| format!("entering network namespace {ns:?}"))?;
+    }
+    let label = args.netns.as_ref().map(|n| format!("namespace {n:?}")).unwrap_or("this namespace".into());
+    if args.check {
+        tcpaccel_lanes::env::check(&cfg, &label).map_err(classify_env)?;
+        tcpaccel_sys::mptcp::EventListener::open()
+            .map_err(|e| anyhow::Error::new(Fail::Feature(format!("mptcp_pm events: {e}"))))?;
+        println!("lanes configuration {} is usable in {label}", args.config.display());
+        return Ok(Verdict::Ok);
+    }
+    let opts = tcpaccel_lanes::Options {
+        netns: args.netns.clone(),
+        format: if args.json { tcpaccel_lanes::Format::Json } else { tcpaccel_lanes::Format::Text },
+        duration,
+    };
+    let stop = AtomicBool::new(false);
+    let stdout = std::io::stdout();
+    let mut lock = stdout.lock();
+    match tcpaccel_lanes::run(cfg, &opts, &mut lock, &stop) {
+        Ok(summary) => {
+            tracing::info!(
+                "lanes: {} connections, {} switches, {} failed commands",
+                summary.connections,
+                summary.switches,
+                summary.failed_commands
+            );
+            Ok(Verdict::Ok)
+        }
+        Err(e) if e.is_missing_feature() => Err(anyhow::Error::new(Fail::Feature(e.to_string()))),
+        Err(e) if e.is_config() => Err(exit::usage(e.to_string())),
+        Err(e) => Err(anyhow::Error::new(e).context("lanes daemon")),
+    }
+}
+
+fn classify_env(e: tcpaccel_lanes::env::EnvError) -> anyhow::Error {
+    if e.is_missing_feature() {
+        anyhow::Error::new(Fail::Feature(e.to_string()))
+    } else {
+        exit::usage(e.to_string())
+    }
 }
