@@ -1,0 +1,550 @@
+//! The sender (`tcpaccel send`): parallel streams to a `recv`, per-interval
+//! TCP_INFO reports, a summary whose completion time ends when the receiver
+//! has every byte.
+//!
+//! What it is: a blocking function, [`run_send`], that creates all its
+//! sockets on the calling thread (so a lab thread that entered a network
+//! namespace sends from inside it) and then moves them to one plain thread
+//! per stream; the calling thread samples TCP_INFO and calls `on_report`.
+//! What it is not: no async runtime, no retries, no pacing policy beyond
+//! what [`PaceControl`](crate::pace::PaceControl) returns.
+
+use std::net::{Shutdown, SocketAddr, TcpStream};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{mpsc, Arc};
+use std::time::{Duration, Instant};
+
+use serde::Serialize;
+use sha2::{Digest, Sha256};
+use tcpaccel_sys::sockopt::{self, Family};
+use tcpaccel_sys::tcpinfo::{self, TcpInfo};
+use tracing::{debug, warn};
+
+use crate::pace::{Framing, Pace, PaceControl};
+use crate::proto::{Amount, Header, Mode, Receipt, HEADER_LEN, RECEIPT_LEN};
+use crate::pump::{self, Until};
+use crate::report::{secs, IntervalReport, Report, StreamSample};
+use crate::{Error, Result};
+
+/// How much a `send` run transfers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Volume {
+    /// Send for this long (each stream).
+    Duration(#[serde(serialize_with = "secs")] Duration),
+    /// Send this many bytes in total, split evenly over the streams.
+    Bytes(u64),
+}
+
+/// Everything `run_send` needs; build with [`SendConfig::new`] and adjust.
+#[derive(Debug, Clone, Serialize)]
+pub struct SendConfig {
+    pub to: SocketAddr,
+    pub volume: Volume,
+    pub parallel: u16,
+    /// Congestion control for our sockets (and the server's in reverse mode).
+    pub cc: Option<String>,
+    /// `SO_SNDBUF` / `SO_RCVBUF` requests in bytes, set before connecting.
+    pub sndbuf: Option<u64>,
+    pub rcvbuf: Option<u64>,
+    pub mptcp: bool,
+    /// Local address to bind (port 0 for any port).
+    pub bind: Option<SocketAddr>,
+    pub pace: Pace,
+    /// Framing for the on-wire rate conversion; `None`: from each socket's
+    /// path MTU and MSS after connecting.
+    pub framing: Option<Framing>,
+    /// Reporting interval; `None`: no interval reports.
+    #[serde(serialize_with = "crate::report::opt_secs")]
+    pub interval: Option<Duration>,
+    /// The server sends, we receive.
+    pub reverse: bool,
+    /// Hash the data on both ends and compare.
+    pub checksum: bool,
+    #[serde(serialize_with = "secs")]
+    pub connect_timeout: Duration,
+    /// How long to wait for the receiver's receipt (or data in reverse mode).
+    #[serde(serialize_with = "secs")]
+    pub receipt_timeout: Duration,
+    /// Seed of the payload pattern.
+    pub seed: u64,
+}
+
+impl SendConfig {
+    /// One stream, 10 s, no options, reports every second.
+    pub fn new(to: SocketAddr) -> SendConfig {
+        SendConfig {
+            to,
+            volume: Volume::Duration(Duration::from_secs(10)),
+            parallel: 1,
+            cc: None,
+            sndbuf: None,
+            rcvbuf: None,
+            mptcp: false,
+            bind: None,
+            pace: Pace::None,
+            framing: None,
+            interval: Some(Duration::from_secs(1)),
+            reverse: false,
+            checksum: false,
+            connect_timeout: Duration::from_secs(10),
+            receipt_timeout: Duration::from_secs(30),
+            seed: 1,
+        }
+    }
+}
+
+/// One stream's outcome.
+#[derive(Debug, Clone, Serialize)]
+pub struct StreamSummary {
+    pub stream: u16,
+    pub local: Option<SocketAddr>,
+    /// Bytes that crossed the connection: the receiver's count in upload
+    /// mode, ours in reverse mode.
+    pub bytes: u64,
+    /// Bytes our application wrote (upload) or read (reverse).
+    pub app_bytes: u64,
+    /// From the start of the run to the receipt (upload) or the last byte (reverse).
+    pub duration_s: f64,
+    pub goodput_bps: u64,
+    pub retransmits: Option<u32>,
+    pub cc: Option<String>,
+    /// `SO_MAX_PACING_RATE` set on this socket, bytes/s of payload.
+    pub pacing_cap_bytes_per_sec: Option<u64>,
+    pub framing: Framing,
+    pub sha256: Option<String>,
+    pub peer_sha256: Option<String>,
+}
+
+/// The whole run's outcome; serialized with `"type": "summary"`.
+#[derive(Debug, Clone, Serialize)]
+pub struct SendSummary {
+    #[serde(rename = "type")]
+    pub kind: &'static str,
+    pub to: SocketAddr,
+    pub mode: Mode,
+    pub pace: Pace,
+    pub session: u64,
+    pub seed: u64,
+    pub bytes: u64,
+    pub duration_s: f64,
+    pub goodput_bps: u64,
+    pub retransmits: Option<u64>,
+    /// `Some(true)` when every stream's checksums matched on both ends.
+    pub checksum_ok: Option<bool>,
+    pub streams: Vec<StreamSummary>,
+}
+
+struct Stream {
+    idx: u16,
+    sock: Arc<TcpStream>,
+    header: Header,
+    until_bytes: Option<u64>,
+    framing: Framing,
+    pacer: Option<Box<dyn PaceControl>>,
+    pacing_cap: Option<u64>,
+    counter: Arc<AtomicU64>,
+}
+
+struct Outcome {
+    bytes: u64,
+    app_bytes: u64,
+    end: Instant,
+    sha256: Option<[u8; 32]>,
+    peer_sha256: Option<[u8; 32]>,
+}
+
+fn session_id(seed: u64) -> u64 {
+    static COUNTER: AtomicU64 = AtomicU64::new(0);
+    let t =
+        std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_nanos()).unwrap_or(0);
+    let mut rng = tcpaccel_core::rng::Rng::fork(
+        seed ^ (t as u64) ^ u64::from(std::process::id()).rotate_left(32),
+        COUNTER.fetch_add(1, Ordering::Relaxed),
+    );
+    rng.next_u64()
+}
+
+fn connect(cfg: &SendConfig) -> Result<TcpStream> {
+    let family = Family::of(&cfg.to);
+    let fd = if cfg.mptcp { sockopt::mptcp_socket(family)? } else { sockopt::tcp_socket(family)? };
+    if let Some(b) = cfg.sndbuf {
+        sockopt::set_send_buffer(&fd, b)?;
+    }
+    if let Some(b) = cfg.rcvbuf {
+        sockopt::set_recv_buffer(&fd, b)?;
+    }
+    if let Some(cc) = &cfg.cc {
+        sockopt::set_congestion(&fd, cc)?;
+    }
+    if let Some(b) = &cfg.bind {
+        sockopt::bind(&fd, b)?;
+    }
+    let s = TcpStream::from(fd);
+    // SO_SNDTIMEO bounds a blocking connect on Linux.
+    s.set_write_timeout(Some(cfg.connect_timeout))
+        .map_err(|e| Error::io("set connect timeout", cfg.to, e))?;
+    sockopt::connect(&s, &cfg.to)?;
+    Ok(s)
+}
+
+/// Runs a transfer; blocks until it is complete. `on_report` is called on
+/// the calling thread for each interval. Sockets are created here, on the
+/// calling thread.
+pub fn run_send(cfg: SendConfig, mut on_report: impl FnMut(&Report)) -> Result<SendSummary> {
+    if cfg.parallel == 0 {
+        return Err(Error::Config("--parallel must be at least 1".into()));
+    }
+    if let Volume::Duration(d) = cfg.volume {
+        if d.is_zero() {
+            return Err(Error::Config("--duration must be above zero".into()));
+        }
+    }
+    if cfg.interval.is_some_and(|i| i < Duration::from_millis(10)) {
+        return Err(Error::Config("--interval must be at least 10ms".into()));
+    }
+    if cfg.reverse && cfg.checksum && matches!(cfg.volume, Volume::Duration(_)) {
+        return Err(Error::Config(
+            "--checksum with --reverse needs --bytes (a timed download has no trailer)".into(),
+        ));
+    }
+    let session = session_id(cfg.seed);
+    let mode = if cfg.reverse { Mode::Reverse } else { Mode::Upload };
+    let n = u64::from(cfg.parallel);
+    let mut streams = Vec::with_capacity(cfg.parallel.into());
+    for idx in 0..cfg.parallel {
+        let sock = connect(&cfg)?;
+        let info = tcpinfo::tcp_info(&sock).ok();
+        let framing = cfg.framing.unwrap_or_else(|| match &info {
+            Some(i) => Framing::from_tcp_info(i),
+            None => Framing::ETHERNET_1500_TS,
+        });
+        let mut pacer = cfg.pace.controller(cfg.parallel);
+        let pacing_cap = pacer.as_mut().and_then(|p| p.initial(framing));
+        if let (Some(rate), false) = (pacing_cap, cfg.reverse) {
+            sockopt::set_max_pacing_rate(&sock, rate)?;
+        }
+        let (amount, until_bytes) = match cfg.volume {
+            Volume::Bytes(total) => {
+                let share = total / n + u64::from(u64::from(idx) < total % n);
+                (Amount::Bytes(share), Some(share))
+            }
+            Volume::Duration(d) => (Amount::Millis(d.as_millis().min(u128::from(u64::MAX)) as u64), None),
+        };
+        let header = Header {
+            mode,
+            amount,
+            checksum: cfg.checksum,
+            stream: idx,
+            streams: cfg.parallel,
+            session,
+            pace_bytes_per_sec: if cfg.reverse { pacing_cap.unwrap_or(0) } else { 0 },
+            cc: if cfg.reverse { cfg.cc.clone() } else { None },
+        };
+        debug!(stream = idx, local = ?sock.local_addr().ok(), ?framing, ?pacing_cap, "connected");
+        streams.push(Stream {
+            idx,
+            sock: Arc::new(sock),
+            header,
+            until_bytes,
+            framing,
+            pacer,
+            pacing_cap,
+            counter: Arc::new(AtomicU64::new(0)),
+        });
+    }
+
+    let abort = Arc::new(AtomicBool::new(false));
+    let t0 = Instant::now();
+    let deadline = match cfg.volume {
+        Volume::Duration(d) => Some(t0 + d),
+        Volume::Bytes(_) => None,
+    };
+    let (done_tx, done_rx) = mpsc::channel::<(u16, Result<Outcome>)>();
+    let mut handles = Vec::new();
+    for st in &streams {
+        let sock = Arc::clone(&st.sock);
+        let counter = Arc::clone(&st.counter);
+        let abort = Arc::clone(&abort);
+        let header = st.header.clone();
+        let until = match (st.until_bytes, deadline) {
+            (Some(b), _) => Until::Bytes(b),
+            (None, Some(d)) => Until::Deadline(d),
+            (None, None) => Until::Bytes(0),
+        };
+        let (seed, idx, to, cfg_c) = (cfg.seed, st.idx, cfg.to, (cfg.receipt_timeout, cfg.checksum));
+        let tx = done_tx.clone();
+        let h = std::thread::Builder::new()
+            .name(format!("send-{idx}"))
+            .spawn(move || {
+                let r = if header.mode == Mode::Upload {
+                    upload(&sock, &header, until, seed, &counter, &abort, cfg_c.0)
+                } else {
+                    download(&sock, &header, cfg_c.0, cfg_c.1, &counter, &abort)
+                }
+                .map_err(|e| match e {
+                    Error::Io { op, source, .. } => {
+                        Error::Io { op: format!("stream {idx}: {op}"), addr: to, source }
+                    }
+                    other => other,
+                });
+                if r.is_err() {
+                    abort.store(true, Ordering::Relaxed);
+                }
+                let _ = tx.send((idx, r));
+            })
+            .map_err(|e| Error::io("spawn sender thread", cfg.to, e))?;
+        handles.push(h);
+    }
+    drop(done_tx);
+
+    // Sampling loop on the calling thread.
+    let mut outcomes: Vec<Option<Result<Outcome>>> = (0..cfg.parallel).map(|_| None).collect();
+    let mut remaining = streams.len();
+    let mut prev: Vec<Prev> = streams.iter().map(|_| Prev::default()).collect();
+    let mut last_tick = t0;
+    let tick = {
+        let ctl = streams.iter().filter_map(|s| s.pacer.as_ref().and_then(|p| p.period())).min();
+        match (cfg.interval, ctl) {
+            (Some(i), Some(c)) => Some(i.min(c)),
+            (i, c) => i.or(c),
+        }
+    };
+    let mut next_tick = tick.map(|t| t0 + t);
+    let mut next_report = cfg.interval.map(|i| t0 + i);
+    while remaining > 0 {
+        let wait = next_tick
+            .map(|t| t.saturating_duration_since(Instant::now()))
+            .unwrap_or(Duration::from_secs(3600));
+        match done_rx.recv_timeout(wait) {
+            Ok((idx, r)) => {
+                outcomes[usize::from(idx)] = Some(r);
+                remaining -= 1;
+                continue;
+            }
+            Err(mpsc::RecvTimeoutError::Timeout) => {}
+            Err(mpsc::RecvTimeoutError::Disconnected) => break,
+        }
+        let now = Instant::now();
+        if let Some(t) = tick {
+            next_tick = Some(now.max(next_tick.unwrap_or(now)) + t);
+        }
+        let infos: Vec<Option<TcpInfo>> = streams.iter().map(|s| tcpinfo::tcp_info(&*s.sock).ok()).collect();
+        let core_now = tcpaccel_core::Instant::from_nanos(now.duration_since(t0).as_nanos() as u64);
+        for (st, info) in streams.iter_mut().zip(&infos) {
+            if let (Some(p), Some(i), false) = (st.pacer.as_mut(), info, cfg.reverse) {
+                if let Some(rate) = p.on_sample(core_now, i, st.framing) {
+                    if let Err(e) = sockopt::set_max_pacing_rate(&*st.sock, rate) {
+                        warn!(stream = st.idx, "pacing update failed: {e}");
+                    } else {
+                        st.pacing_cap = Some(rate);
+                    }
+                }
+            }
+        }
+        if next_report.is_some_and(|r| now + Duration::from_millis(1) >= r) {
+            let rep = interval_report(&streams, &infos, &mut prev, t0, last_tick, now, cfg.reverse);
+            on_report(&Report::Interval(rep));
+            last_tick = now;
+            next_report = cfg.interval.map(|i| now + i);
+        }
+    }
+    for h in handles {
+        let _ = h.join();
+    }
+    // A last, partial interval so the reports add up to the whole run.
+    let end = Instant::now();
+    let infos: Vec<Option<TcpInfo>> = streams.iter().map(|s| tcpinfo::tcp_info(&*s.sock).ok()).collect();
+    if cfg.interval.is_some() && end.duration_since(last_tick) >= Duration::from_millis(5) {
+        let rep = interval_report(&streams, &infos, &mut prev, t0, last_tick, end, cfg.reverse);
+        on_report(&Report::Interval(rep));
+    }
+
+    let mut summaries = Vec::with_capacity(streams.len());
+    let mut checksum_ok = cfg.checksum.then_some(true);
+    for (st, (out, info)) in streams.iter().zip(outcomes.into_iter().zip(&infos)) {
+        let out = match out {
+            Some(Ok(o)) => o,
+            Some(Err(e)) => return Err(e),
+            None => return Err(Error::Protocol { peer: cfg.to, msg: format!("stream {} vanished", st.idx) }),
+        };
+        if cfg.checksum && (out.sha256.is_none() || out.sha256 != out.peer_sha256) {
+            checksum_ok = Some(false);
+        }
+        let dur = out.end.duration_since(t0);
+        summaries.push(StreamSummary {
+            stream: st.idx,
+            local: st.sock.local_addr().ok(),
+            bytes: out.bytes,
+            app_bytes: out.app_bytes,
+            duration_s: dur.as_secs_f64(),
+            goodput_bps: tcpaccel_core::units::Rate::from_bytes_over(out.bytes, dur).bits_per_sec(),
+            retransmits: info.as_ref().map(|i| i.total_retrans),
+            cc: sockopt::get_congestion(&*st.sock).ok(),
+            pacing_cap_bytes_per_sec: st.pacing_cap,
+            framing: st.framing,
+            sha256: out.sha256.as_ref().map(pump::hex32),
+            peer_sha256: out.peer_sha256.as_ref().map(pump::hex32),
+        });
+    }
+    let bytes = summaries.iter().map(|s| s.bytes).sum();
+    let dur = summaries.iter().map(|s| s.duration_s).fold(0.0, f64::max);
+    let retransmits = if cfg.reverse {
+        None
+    } else {
+        summaries.iter().map(|s| s.retransmits.map(u64::from)).sum::<Option<u64>>()
+    };
+    Ok(SendSummary {
+        kind: "summary",
+        to: cfg.to,
+        mode,
+        pace: cfg.pace,
+        session,
+        seed: cfg.seed,
+        bytes,
+        duration_s: dur,
+        goodput_bps: if dur > 0.0 { (bytes as f64 * 8.0 / dur) as u64 } else { 0 },
+        retransmits,
+        checksum_ok,
+        streams: summaries,
+    })
+}
+
+#[derive(Default)]
+struct Prev {
+    app: u64,
+    acked: Option<u64>,
+    retrans: Option<u32>,
+    reported: u64,
+}
+
+fn interval_report(
+    streams: &[Stream],
+    infos: &[Option<TcpInfo>],
+    prev: &mut [Prev],
+    t0: Instant,
+    from: Instant,
+    to: Instant,
+    reverse: bool,
+) -> IntervalReport {
+    let dt = to.duration_since(from);
+    let mut samples = Vec::with_capacity(streams.len());
+    for ((st, info), p) in streams.iter().zip(infos).zip(prev.iter_mut()) {
+        let app = st.counter.load(Ordering::Relaxed);
+        let acked = info.as_ref().and_then(|i| i.bytes_acked);
+        // Upload: bytes the receiver acknowledged (what left our buffer is
+        // not yet goodput). Reverse: what our application read.
+        let bytes = match (reverse, acked, p.acked) {
+            (false, Some(a), Some(pa)) => a.saturating_sub(pa),
+            // The SYN and our header are acknowledged too; they are not data.
+            (false, Some(a), None) => a.saturating_sub(1 + HEADER_LEN as u64),
+            _ => app - p.app,
+        };
+        // The FIN is acknowledged like a byte: never report more than was written.
+        let bytes = bytes.min(app.saturating_sub(p.reported));
+        let retrans = info.as_ref().map(|i| i.total_retrans);
+        let d_retrans = match (retrans, p.retrans) {
+            (Some(r), Some(pr)) => Some(r.saturating_sub(pr)),
+            (Some(r), None) => Some(r),
+            _ => None,
+        };
+        *p = Prev {
+            app,
+            acked: acked.or(p.acked),
+            retrans: retrans.or(p.retrans),
+            reported: p.reported + bytes,
+        };
+        samples.push(StreamSample::new(st.idx, bytes, dt, d_retrans, info.as_ref()));
+    }
+    IntervalReport::new(from.duration_since(t0), to.duration_since(t0), samples)
+}
+
+fn upload(
+    sock: &TcpStream,
+    header: &Header,
+    until: Until,
+    seed: u64,
+    counter: &AtomicU64,
+    abort: &AtomicBool,
+    receipt_timeout: Duration,
+) -> Result<Outcome> {
+    let peer = sock.peer_addr().map_err(|e| Error::Sys(tcpaccel_sys::Error::os("getpeername", e)))?;
+    let io = |op: &'static str| move |e| Error::io(op, peer, e);
+    pump::write_msg(sock, &header.encode(), receipt_timeout).map_err(io("send header"))?;
+    let buf = pump::pattern(seed, u64::from(header.stream));
+    let mut hasher = header.checksum.then(Sha256::new);
+    let written = pump::write_data(sock, &buf, until, counter, hasher.as_mut(), abort);
+    let receipt = |e| -> Error {
+        // A refused header closes the connection: explain with the receipt.
+        match pump::read_msg::<RECEIPT_LEN>(sock, Duration::from_secs(1), abort) {
+            Ok(Some(b)) => match Receipt::decode(&b) {
+                Ok(Receipt { status: Err(why), .. }) => Error::Rejected { peer, why },
+                _ => Error::io("send data", peer, e),
+            },
+            _ => Error::io("send data", peer, e),
+        }
+    };
+    let written = written.map_err(receipt)?;
+    sock.shutdown(Shutdown::Write).map_err(io("shutdown(write)"))?;
+    let msg = pump::read_msg::<RECEIPT_LEN>(sock, receipt_timeout, abort)
+        .map_err(io("wait for receipt"))?
+        .ok_or_else(|| Error::Protocol { peer, msg: "receiver closed without a receipt".into() })?;
+    let end = Instant::now();
+    let r = Receipt::decode(&msg).map_err(|e| Error::Protocol { peer, msg: e.to_string() })?;
+    if let Err(why) = r.status {
+        return Err(Error::Rejected { peer, why });
+    }
+    if r.bytes != written {
+        warn!(%peer, stream = header.stream, written, received = r.bytes, "receiver counted a different byte total");
+    }
+    Ok(Outcome {
+        bytes: r.bytes,
+        app_bytes: written,
+        end,
+        sha256: hasher.map(|h| h.finalize().into()),
+        peer_sha256: r.sha256,
+    })
+}
+
+fn download(
+    sock: &TcpStream,
+    header: &Header,
+    timeout: Duration,
+    checksum: bool,
+    counter: &AtomicU64,
+    abort: &AtomicBool,
+) -> Result<Outcome> {
+    let peer = sock.peer_addr().map_err(|e| Error::Sys(tcpaccel_sys::Error::os("getpeername", e)))?;
+    let io = |op: &'static str| move |e| Error::io(op, peer, e);
+    let header_bytes: [u8; HEADER_LEN] = header.encode();
+    pump::write_msg(sock, &header_bytes, timeout).map_err(io("send header"))?;
+    let verdict = pump::read_msg::<RECEIPT_LEN>(sock, timeout, abort)
+        .map_err(io("wait for the server's answer"))?
+        .ok_or_else(|| Error::Protocol { peer, msg: "server closed without answering".into() })?;
+    let v = Receipt::decode(&verdict).map_err(|e| Error::Protocol { peer, msg: e.to_string() })?;
+    if let Err(why) = v.status {
+        return Err(Error::Rejected { peer, why });
+    }
+    let mut hasher = checksum.then(Sha256::new);
+    let limit = match header.amount {
+        Amount::Bytes(n) => Some(n),
+        Amount::Millis(_) => None,
+    };
+    let (got, _) =
+        pump::read_data(sock, limit, counter, hasher.as_mut(), timeout, abort).map_err(io("receive data"))?;
+    let end = Instant::now();
+    let mut peer_sha256 = None;
+    if let Some(n) = limit {
+        if got != n {
+            return Err(Error::Protocol { peer, msg: format!("server sent {got} of {n} bytes") });
+        }
+        let msg = pump::read_msg::<RECEIPT_LEN>(sock, timeout, abort)
+            .map_err(io("wait for trailing receipt"))?
+            .ok_or_else(|| Error::Protocol { peer, msg: "no trailing receipt".into() })?;
+        let r = Receipt::decode(&msg).map_err(|e| Error::Protocol { peer, msg: e.to_string() })?;
+        peer_sha256 = r.sha256;
+    }
+    // Our FIN tells the server we have everything.
+    let _ = sock.shutdown(Shutdown::Write);
+    Ok(Outcome { bytes: got, app_bytes: got, end, sha256: hasher.map(|h| h.finalize().into()), peer_sha256 })
+}
