@@ -166,14 +166,13 @@ pub fn gap_plan(pkt_size: u32, target: Rate, max_rate: Rate, mtu: u32) -> Result
     let ipg = ((pkt_size as u128 * diff + t / 2) / t) as u64;
     // seed 000 eq. (4): gappkt_size = ipg - hw_gap * #pkts
     let gap_for = |n: u64| ipg.saturating_sub(HW_GAP as u64 * n);
-    // seed 000 eq. (5): #pkts = ceil(gappkt_size / MTU) + 1
-    let pkts_for = |gap: u64| gap.div_ceil(mtu as u64) + 1;
-    // pkts_for(gap_for(n)) does not grow with n, so the first n where it is
-    // at most n is the fixed point (or the first n past a jump).
-    let mut n: u64 = 1;
-    while pkts_for(gap_for(n)) > n {
-        n += 1;
-    }
+    // seed 000 eq. (5): #pkts = ceil(gappkt_size / MTU) + 1. The smallest n
+    // with ceil(gap_for(n) / MTU) + 1 <= n is, in closed form, the smaller of
+    // the n where the gap vanishes (ipg <= hw_gap * n) and the n where it
+    // fits in n - 1 frames (ipg + MTU <= n * (MTU + hw_gap)); a loop would
+    // take ipg / MTU steps at very low targets.
+    let (hw, m) = (HW_GAP as u64, mtu as u64);
+    let n = ipg.div_ceil(hw).min((ipg + m).div_ceil(m + hw)).max(1);
     let gap_bytes = gap_for(n);
     let n_pkts = if gap_bytes == 0 { 1 } else { n };
     Ok(GapPlan { ipg, gap_bytes, n_pkts: n_pkts.min(u32::MAX as u64) as u32 })
@@ -445,6 +444,11 @@ mod tests {
             Err(PacingError::TargetAboveMax { target: Rate::gbps(2), max: Rate::gbps(1) })
         );
         assert_eq!(gap_plan(1514, Rate(0), Rate::gbps(1), 1500), Err(PacingError::ZeroRate));
+        // 1 kbit/s on a 10 Gbit/s link: ~10 million gap frames, computed at once.
+        let p = gap_plan(1514, Rate::kbps(1), Rate::gbps(10), 1500).unwrap();
+        assert_eq!(p.ipg, 15_139_998_486);
+        assert_eq!(p.gap_bytes + HW_GAP as u64 * p.n_pkts as u64, p.ipg);
+        assert!(p.gap_bytes <= (p.n_pkts as u64 - 1) * 1500);
         assert!(gap_plan(0, Rate::mbps(1), Rate::gbps(1), 1500).is_err());
     }
 
