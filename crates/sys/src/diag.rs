@@ -33,6 +33,12 @@ const NLM_F_DUMP: u16 = 0x100 | 0x200; // NLM_F_ROOT | NLM_F_MATCH
 
 // include/uapi/linux/sock_diag.h
 const SOCK_DIAG_BY_FAMILY: u16 = 20;
+// include/uapi/linux/inet_diag.h: the older request type, still served by
+// `inet_diag_rcv_msg_compat`; it dumps with AF_UNSPEC, i.e. both families
+// in one walk of the established hash table.
+const TCPDIAG_GETSOCK: u16 = 18;
+/// `sizeof(struct inet_diag_req)` (the compat request).
+const REQ_COMPAT_LEN: usize = 4 + SOCKID_LEN + 8;
 
 /// `sizeof(struct inet_diag_sockid)`.
 const SOCKID_LEN: usize = 48;
@@ -142,6 +148,10 @@ pub mod state {
 pub enum Family {
     V4,
     V6,
+    /// Both families in one dump (the compat `TCPDIAG_GETSOCK` request):
+    /// the kernel walks its socket hash once instead of once per family,
+    /// which is most of a dump's cost on a host with a large hash.
+    Any,
 }
 
 impl Family {
@@ -149,6 +159,7 @@ impl Family {
         match self {
             Family::V4 => libc::AF_INET as u8,
             Family::V6 => libc::AF_INET6 as u8,
+            Family::Any => libc::AF_UNSPEC as u8,
         }
     }
 }
@@ -168,14 +179,14 @@ pub struct DumpRequest {
 }
 
 impl Default for DumpRequest {
-    /// Connected TCP sockets of both families, with `tcp_info` and the
-    /// congestion control name.
+    /// Connected TCP sockets of both families (one dump), with `tcp_info`
+    /// and the congestion control name.
     fn default() -> Self {
         DumpRequest {
             states: state::CONNECTED,
             ext: ext::INFO | ext::CONG,
             port: None,
-            families: vec![Family::V4, Family::V6],
+            families: vec![Family::Any],
         }
     }
 }
@@ -444,7 +455,7 @@ pub fn parse_datagram(
                 }
                 return Err(ParseError::Kernel { errno: -e });
             }
-            SOCK_DIAG_BY_FAMILY => out.push(parse_diag_msg(payload)?),
+            SOCK_DIAG_BY_FAMILY | TCPDIAG_GETSOCK => out.push(parse_diag_msg(payload)?),
             other => return Err(ParseError::UnexpectedType { kind: other }),
         }
     }
@@ -472,23 +483,38 @@ fn port_bytecode(port: u16) -> Vec<u8> {
     bc
 }
 
-/// Encodes one `SOCK_DIAG_BY_FAMILY` dump request for TCP.
+/// Encodes one dump request for TCP: `SOCK_DIAG_BY_FAMILY` with
+/// `inet_diag_req_v2` for one family, or `TCPDIAG_GETSOCK` with the compat
+/// `inet_diag_req` for [`Family::Any`].
 pub fn encode_request(family: Family, req: &DumpRequest, seq: u32) -> Vec<u8> {
     let bc = req.port.map(port_bytecode);
     let attr_len = bc.as_ref().map(|b| align4(4 + b.len())).unwrap_or(0);
-    let total = NLMSG_HDRLEN + REQ_V2_LEN + attr_len;
+    let (kind, body) = if family == Family::Any {
+        (TCPDIAG_GETSOCK, REQ_COMPAT_LEN)
+    } else {
+        (SOCK_DIAG_BY_FAMILY, REQ_V2_LEN)
+    };
+    let total = NLMSG_HDRLEN + body + attr_len;
     let mut m = Vec::with_capacity(total);
     m.extend_from_slice(&(total as u32).to_ne_bytes());
-    m.extend_from_slice(&SOCK_DIAG_BY_FAMILY.to_ne_bytes());
+    m.extend_from_slice(&kind.to_ne_bytes());
     m.extend_from_slice(&(NLM_F_REQUEST | NLM_F_DUMP).to_ne_bytes());
     m.extend_from_slice(&seq.to_ne_bytes());
     m.extend_from_slice(&0u32.to_ne_bytes()); // pid: kernel fills in
-    m.push(family.raw());
-    m.push(libc::IPPROTO_TCP as u8);
-    m.push(req.ext);
-    m.push(0);
-    m.extend_from_slice(&req.states.to_ne_bytes());
-    m.extend_from_slice(&[0u8; SOCKID_LEN]); // wildcard id
+    if family == Family::Any {
+        // inet_diag_req: family, src_len, dst_len, ext, id, states, dbs.
+        m.extend_from_slice(&[family.raw(), 0, 0, req.ext]);
+        m.extend_from_slice(&[0u8; SOCKID_LEN]);
+        m.extend_from_slice(&req.states.to_ne_bytes());
+        m.extend_from_slice(&0u32.to_ne_bytes());
+    } else {
+        m.push(family.raw());
+        m.push(libc::IPPROTO_TCP as u8);
+        m.push(req.ext);
+        m.push(0);
+        m.extend_from_slice(&req.states.to_ne_bytes());
+        m.extend_from_slice(&[0u8; SOCKID_LEN]); // wildcard id
+    }
     if let Some(bc) = bc {
         m.extend_from_slice(&((4 + bc.len()) as u16).to_ne_bytes());
         m.extend_from_slice(&INET_DIAG_REQ_BYTECODE.to_ne_bytes());
@@ -677,7 +703,8 @@ mod tests {
 
     #[test]
     fn request_layout() {
-        let r = encode_request(Family::V4, &DumpRequest::default(), 9);
+        let r =
+            encode_request(Family::V4, &DumpRequest { families: vec![Family::V4], ..Default::default() }, 9);
         assert_eq!(r.len(), NLMSG_HDRLEN + REQ_V2_LEN);
         assert_eq!(u32_ne(&r, 0), Some(r.len() as u32));
         assert_eq!(u16_ne(&r, 4), Some(SOCK_DIAG_BY_FAMILY));
@@ -689,6 +716,11 @@ mod tests {
             encode_request(Family::V6, &DumpRequest { port: Some(5201), ..Default::default() }, 1);
         assert_eq!(with_port.len(), NLMSG_HDRLEN + REQ_V2_LEN + 4 + 20);
         assert_eq!(u16_ne(&with_port, NLMSG_HDRLEN + REQ_V2_LEN + 2), Some(INET_DIAG_REQ_BYTECODE));
+        let any = encode_request(Family::Any, &DumpRequest::default(), 2);
+        assert_eq!(any.len(), NLMSG_HDRLEN + 60);
+        assert_eq!(u16_ne(&any, 4), Some(TCPDIAG_GETSOCK));
+        assert_eq!((any[16], any[19]), (libc::AF_UNSPEC as u8, ext::INFO | ext::CONG));
+        assert_eq!(u32_ne(&any, 16 + 52), Some(state::CONNECTED));
     }
 
     #[test]
@@ -780,7 +812,13 @@ mod tests {
         let c = std::net::TcpStream::connect(("127.0.0.1", port)).expect("connect loopback");
         let (_s, _) = l.accept().expect("accept");
         let mut d = DiagSocketConn::open().expect("open sock_diag");
-        for req in [DumpRequest::default(), DumpRequest { port: Some(port), ..Default::default() }] {
+        let v4v6 = vec![Family::V4, Family::V6];
+        for req in [
+            DumpRequest::default(),
+            DumpRequest { port: Some(port), ..Default::default() },
+            DumpRequest { families: v4v6.clone(), ..Default::default() },
+            DumpRequest { port: Some(port), families: v4v6, ..Default::default() },
+        ] {
             let socks = d.dump(&req).unwrap_or_else(|e| panic!("dump {req:?}: {e}"));
             let mine: Vec<_> =
                 socks.iter().filter(|s| s.src.port() == port || s.dst.port() == port).collect();

@@ -14,3 +14,4 @@ pub mod apply;
 pub mod facts;
 pub mod gather;
 pub mod judge;
+pub mod trace;
