@@ -391,8 +391,7 @@ pub fn run(
     let mut rows = Vec::new();
     let mut seen = HashSet::new();
     let mut sum = Summary::default();
-    loop {
-        let Some((tick, deadline)) = sched.next_tick(start.elapsed()) else { break };
+    while let Some((tick, deadline)) = sched.next_tick(start.elapsed()) {
         if stop.load(std::sync::atomic::Ordering::Relaxed) {
             break;
         }
