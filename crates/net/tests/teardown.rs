@@ -1,0 +1,169 @@
+//! Root tests: nothing is left behind when a test panics with a network up
+//! (unwinding runs the Drop guard), or when the process gets SIGTERM/SIGINT
+//! (the signal thread tears down and exits 143/130). The signal cases run
+//! this same test binary as a child that builds a network and waits.
+
+use std::io::{BufRead, BufReader};
+use std::process::{Command, Stdio};
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use tcpaccel_net::{clean, state, Network, Topology};
+
+/// An emulated link without delay: quick to build, and it starts emulator threads.
+const PAIR: &str = r#"
+[[host]]
+name = "p1"
+[[host]]
+name = "p2"
+[[link]]
+name = "pw"
+kind = "emulated"
+a = { node = "p1", addr = "10.77.0.1/24" }
+b = { node = "p2", addr = "10.77.0.2/24" }
+rate = "10mbit"
+"#;
+
+const CHILD_ENV: &str = "TCPACCEL_NET_TEARDOWN_CHILD";
+
+/// The tests below watch this process's threads; run them one at a time.
+static SERIAL: Mutex<()> = Mutex::new(());
+
+fn require_root() {
+    assert!(
+        tcpaccel_sys::privilege::is_root(),
+        "this test builds network namespaces and must run as root (CI runs as root)"
+    );
+}
+
+fn emulator_threads() -> Vec<String> {
+    let mut out = Vec::new();
+    if let Ok(dir) = std::fs::read_dir("/proc/self/task") {
+        for t in dir.flatten() {
+            if let Ok(c) = std::fs::read_to_string(t.path().join("comm")) {
+                let c = c.trim();
+                if c.starts_with("emu-") || c.starts_with("netns-") {
+                    out.push(c.to_string());
+                }
+            }
+        }
+    }
+    out
+}
+
+#[test]
+fn panic_with_network_up_leaves_nothing() {
+    require_root();
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let topo = Topology::from_toml_str(PAIR).unwrap();
+    let run_id = Mutex::new(String::new());
+    let result = std::panic::catch_unwind(|| {
+        let mut net = Network::up(&topo).expect("network up");
+        net.persist(Some("teardown-test")).expect("state file");
+        *run_id.lock().unwrap() = net.run_id().to_string();
+        assert!(!emulator_threads().is_empty(), "the emulator should be running");
+        panic!("deliberate panic with the network up");
+    });
+    assert!(result.is_err(), "the closure should have panicked");
+    let id = run_id.into_inner().unwrap();
+    assert_eq!(id.len(), 6);
+    assert!(clean::namespaces_with_prefix(&format!("tcpaccel-{id}-")).unwrap().is_empty());
+    assert!(!state::path_of(&id).exists(), "state file left behind");
+    let left = emulator_threads();
+    assert!(left.is_empty(), "threads left: {left:?}");
+}
+
+/// Runs this binary as a child that builds PAIR and waits; returns the child
+/// and its run id once the network is up.
+fn spawn_child() -> (std::process::Child, String) {
+    let exe = std::env::current_exe().expect("current exe");
+    let mut child = Command::new(exe)
+        .args(["--exact", "child_holds_a_network", "--nocapture", "--test-threads", "1"])
+        .env(CHILD_ENV, "1")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .expect("spawn child test process");
+    let stdout = child.stdout.take().expect("child stdout");
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+            // libtest prints "test NAME ... " without a newline before the body runs.
+            if let Some((_, id)) = line.split_once("RUN ") {
+                let _ = tx.send(id.trim().to_string());
+            }
+        }
+    });
+    match rx.recv_timeout(Duration::from_secs(60)) {
+        Ok(id) => (child, id),
+        Err(_) => {
+            // SIGTERM, not kill(): the child must get the chance to clean up.
+            let _ = Command::new("kill").args(["-TERM", &child.id().to_string()]).status();
+            let _ = child.wait();
+            panic!("the child did not bring its network up within 60 s");
+        }
+    }
+}
+
+fn signal_child_and_check(sig: &str, expect_code: i32) {
+    require_root();
+    let (mut child, id) = spawn_child();
+    let prefix = format!("tcpaccel-{id}-");
+    assert_eq!(clean::namespaces_with_prefix(&prefix).unwrap().len(), 3, "p1, p2, pw while up");
+    assert!(state::path_of(&id).exists(), "the child records its run");
+    let st = Command::new("kill").args([&format!("-{sig}"), &child.id().to_string()]).status().unwrap();
+    assert!(st.success());
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let status = loop {
+        if let Some(s) = child.try_wait().expect("wait for child") {
+            break s;
+        }
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            let _ = clean::clean_prefix(&prefix);
+            panic!("child did not exit within 30 s of SIG{sig}");
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    assert_eq!(status.code(), Some(expect_code), "exit status after SIG{sig}: {status}");
+    assert!(clean::namespaces_with_prefix(&prefix).unwrap().is_empty(), "namespaces left after SIG{sig}");
+    assert!(!state::path_of(&id).exists(), "state file left after SIG{sig}");
+}
+
+#[test]
+fn sigterm_tears_down_and_exits_143() {
+    signal_child_and_check("TERM", 143);
+}
+
+#[test]
+fn sigint_tears_down_and_exits_130() {
+    signal_child_and_check("INT", 130);
+}
+
+/// Not a test on its own: the body of the child process above.
+#[test]
+fn child_holds_a_network() {
+    if std::env::var_os(CHILD_ENV).is_none() {
+        return;
+    }
+    let topo = Topology::from_toml_str(PAIR).unwrap();
+    let mut net = Network::up(&topo).expect("child: network up");
+    net.persist(Some("teardown-test child")).expect("child: state file");
+    println!("RUN {}", net.run_id());
+    std::thread::sleep(Duration::from_secs(120));
+    panic!("child: no signal arrived within 120 s");
+}
+
+#[test]
+fn clean_prefix_removes_leftovers_and_refuses_foreign_names() {
+    require_root();
+    assert!(clean::clean_prefix("netns-of-someone-else").is_err());
+    // A leftover as a crashed run would leave it: a namespace with a veth, no owner.
+    let prefix = format!("tcpaccel-cleantest{}-", std::process::id());
+    let ns = format!("{prefix}x");
+    let ok = Command::new("ip").args(["netns", "add", &ns]).status().unwrap().success();
+    assert!(ok, "ip netns add {ns}");
+    let removed = clean::clean_prefix(&prefix).expect("clean");
+    assert_eq!(removed, vec![format!("namespace {ns}")]);
+    assert!(!tcpaccel_sys::netns::exists(&ns));
+}
