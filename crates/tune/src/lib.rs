@@ -14,4 +14,5 @@ pub mod apply;
 pub mod facts;
 pub mod gather;
 pub mod judge;
+pub mod report;
 pub mod trace;

@@ -1,8 +1,230 @@
-use crate::exit::Verdict;
+//! `tcpaccel doctor`: what limits TCP on this host for a given path, by how
+//! much, and the exact commands that fix it; `--apply` makes the automatic
+//! fixes (saving the old values), `--revert` puts them back.
+//!
+//! The judgement is `tcpaccel_tune::judge` (pure); this file only reads
+//! flags, gathers, prints and maps failures to exit codes. Exit 1 when any
+//! finding is at warn or worse (after `--apply`: judged on the new state).
+
+use std::net::ToSocketAddrs;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use anyhow::Context;
+use tcpaccel_core::units::{parse_duration, Rate};
+use tcpaccel_tune::apply::{self, ApplyError, Saved};
+use tcpaccel_tune::facts::{Fact, Facts, PathSpec};
+use tcpaccel_tune::gather::{self, GatherError, Probe};
+use tcpaccel_tune::judge::{self, Finding};
+use tcpaccel_tune::report;
+
+use crate::exit::{self, Fail, Verdict};
 
 #[derive(clap::Args)]
-pub struct Args {}
+pub struct Args {
+    /// Bottleneck rate of the path, e.g. 1Gbit, 500mbit.
+    #[arg(long)]
+    rate: Option<String>,
+    /// Round-trip time of the path, e.g. 100ms (measured with --target if omitted).
+    #[arg(long)]
+    rtt: Option<String>,
+    /// HOST:PORT: measure the RTT by TCP handshakes (median) and read the
+    /// limit counters of live connections to it.
+    #[arg(long)]
+    target: Option<String>,
+    /// Number of handshakes for the --target RTT.
+    #[arg(long, default_value_t = 5)]
+    handshakes: usize,
+    /// Examine (and fix) this network namespace instead of the current one.
+    #[arg(long)]
+    netns: Option<String>,
+    /// JSON Lines on stdout (records typed facts / finding / summary / applied).
+    #[arg(long)]
+    json: bool,
+    /// Apply the automatic fixes (sysctls, txqueuelen); needs root.
+    #[arg(long)]
+    apply: bool,
+    /// Where --apply saves the old values (default: ./tcpaccel-doctor-saved-<time>.json).
+    #[arg(long, requires = "apply")]
+    save: Option<PathBuf>,
+    /// Restore the values saved by an earlier --apply, exactly; needs root.
+    #[arg(long, conflicts_with_all = ["apply", "rate", "rtt", "target", "netns"])]
+    revert: Option<PathBuf>,
+}
 
-pub fn run(_args: Args) -> anyhow::Result<Verdict> {
-    anyhow::bail!("not built yet")
+fn apply_err(e: ApplyError) -> anyhow::Error {
+    match e {
+        ApplyError::Privilege { .. } => anyhow::Error::new(Fail::Privilege(e.to_string())),
+        ApplyError::NoNamespace(_) | ApplyError::BadSaved(_) => exit::usage(e.to_string()),
+        e => anyhow::Error::new(e),
+    }
+}
+
+fn emit(json: bool, facts: &Facts, findings: &[Finding], phase: &str) {
+    if json {
+        for v in report::json_lines(facts, findings, phase) {
+            println!("{v}");
+        }
+    } else {
+        print!("{}", report::text(facts, findings));
+    }
+}
+
+fn revert(file: &Path, json: bool) -> anyhow::Result<Verdict> {
+    exit::require_root("doctor --revert")?;
+    let text = std::fs::read_to_string(file).with_context(|| format!("reading {}", file.display()))?;
+    let saved: Saved = serde_json::from_str(&text)
+        .map_err(|e| exit::usage(format!("{} is not a doctor saved-state file: {e}", file.display())))?;
+    let restored = apply::revert(&saved).map_err(apply_err)?;
+    if json {
+        println!(
+            "{}",
+            serde_json::json!({ "type": "reverted", "file": file, "netns": saved.netns, "restored": restored })
+        );
+    } else {
+        println!(
+            "restored {} value(s) in namespace {} from {}:",
+            restored.len(),
+            saved.netns.as_deref().unwrap_or("(this one)"),
+            file.display()
+        );
+        for r in restored {
+            println!("  {r}");
+        }
+    }
+    Ok(Verdict::Ok)
+}
+
+fn default_save_path() -> PathBuf {
+    let secs =
+        std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0);
+    PathBuf::from(format!("tcpaccel-doctor-saved-{secs}.json"))
+}
+
+pub fn run(args: Args) -> anyhow::Result<Verdict> {
+    if let Some(file) = &args.revert {
+        return revert(file, args.json);
+    }
+    // Privilege first: --apply must fail before it reads or changes anything.
+    if args.apply {
+        exit::require_root("doctor --apply")?;
+    }
+    let rate = args.rate.as_deref().map(Rate::parse).transpose().context("--rate")?;
+    let rtt = args.rtt.as_deref().map(parse_duration).transpose().context("--rtt")?;
+    if rtt == Some(Duration::ZERO) {
+        return Err(exit::usage("--rtt must be above zero"));
+    }
+    let mut target_problem = None;
+    let target = match args.target.as_deref() {
+        None => None,
+        Some(t) => {
+            if !t.contains(':') {
+                return Err(exit::usage(format!("--target {t:?}: expected HOST:PORT")));
+            }
+            match t.to_socket_addrs().map(|mut a| a.next()) {
+                Ok(Some(a)) => Some(a),
+                Ok(None) => {
+                    target_problem = Some(format!("{t} resolves to no address"));
+                    None
+                }
+                Err(e) => {
+                    target_problem = Some(format!("cannot resolve {t}: {e}"));
+                    None
+                }
+            }
+        }
+    };
+    let path = PathSpec { rate, rtt, rtt_source: rtt.map(|_| "given".to_string()), egress_dev: None };
+    let probe = Probe { target, handshakes: args.handshakes.max(1), timeout: Duration::from_secs(2) };
+    let netns = args.netns.as_deref();
+
+    // Prepare the save file before anything changes, so a bad path fails early.
+    let save_path = args.apply.then(|| args.save.clone().unwrap_or_else(default_save_path));
+    if let Some(p) = &save_path {
+        if p.exists() {
+            return Err(exit::usage(format!("{} exists; refusing to overwrite saved state", p.display())));
+        }
+        std::fs::write(p, b"").with_context(|| format!("creating {}", p.display()))?;
+    }
+    let cleanup = |p: &Option<PathBuf>| {
+        if let Some(p) = p {
+            let _ = std::fs::remove_file(p);
+        }
+    };
+
+    let (mut facts, missing_ns) = match gather::gather(netns, path.clone(), &probe) {
+        Ok(f) => (f, None),
+        Err(GatherError::NoNamespace(ns)) => {
+            let why = format!("network namespace {ns:?} not found");
+            (gather::unreadable(netns, path.clone(), &why), Some(why))
+        }
+        Err(e) => (gather::unreadable(netns, path.clone(), &e.to_string()), None),
+    };
+    if let Some(p) = target_problem {
+        facts.target = Some(Fact::Unknown(p));
+    }
+    let findings = judge::judge(&facts);
+    emit(args.json, &facts, &findings, "before");
+    if let Some(why) = missing_ns {
+        cleanup(&save_path);
+        return Err(exit::usage(why));
+    }
+    if !args.apply {
+        return Ok(if judge::healthy(&findings) { Verdict::Ok } else { Verdict::Negative });
+    }
+
+    let plan = apply::plan(&findings);
+    let save_path = save_path.unwrap_or_else(default_save_path);
+    if plan.is_empty() {
+        cleanup(&Some(save_path));
+        if args.json {
+            println!("{}", serde_json::json!({ "type": "applied", "changes": 0 }));
+        } else {
+            println!("nothing to apply automatically");
+        }
+        return Ok(if judge::healthy(&findings) { Verdict::Ok } else { Verdict::Negative });
+    }
+    let saved = match apply::apply(netns, &plan) {
+        Ok(s) => s,
+        Err(e) => {
+            cleanup(&Some(save_path));
+            return Err(apply_err(e));
+        }
+    };
+    let body = serde_json::to_string_pretty(&saved).context("encoding saved state")?;
+    if let Err(e) = std::fs::write(&save_path, body) {
+        // Without the saved state nobody could revert: undo now.
+        let undo = apply::revert(&saved);
+        return Err(anyhow::Error::new(e).context(format!(
+            "writing {} (changes undone: {})",
+            save_path.display(),
+            undo.is_ok()
+        )));
+    }
+    let changes = saved.sysctls.len() + saved.txqueuelen.len();
+    if args.json {
+        println!(
+            "{}",
+            serde_json::json!({ "type": "applied", "changes": changes, "file": save_path, "saved": saved })
+        );
+    } else {
+        println!("applied {changes} change(s):");
+        for s in &saved.sysctls {
+            println!("  {} = {}   (was {})", s.key, s.new, s.old);
+        }
+        for q in &saved.txqueuelen {
+            println!("  {} txqueuelen {}   (was {})", q.dev, q.new, q.old);
+        }
+        println!(
+            "saved the old values to {}; undo with: tcpaccel doctor --revert {}",
+            save_path.display(),
+            save_path.display()
+        );
+        println!();
+    }
+    let after = gather::gather(netns, facts.path.clone(), &Probe { target: None, ..probe })
+        .map_err(|e| exit::usage(e.to_string()))?;
+    let after_findings = judge::judge(&after);
+    emit(args.json, &after, &after_findings, "after");
+    Ok(if judge::healthy(&after_findings) { Verdict::Ok } else { Verdict::Negative })
 }

@@ -1,8 +1,151 @@
-use crate::exit::Verdict;
+//! `tcpaccel trace`: sample `tcp_info` of matching sockets through sock_diag
+//! (one dump per tick, absolute schedule), write CSV or JSON Lines, and
+//! optionally plot cwnd, ssthresh and RTT over time.
+//!
+//! The sampling, schedule, rows and plot are `tcpaccel_tune::trace`; this
+//! file reads flags, opens outputs and prints the run summary on stderr
+//! (including the CPU the sampler used).
+
+use std::collections::HashSet;
+use std::io::Write;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::Context;
+use tcpaccel_core::units::{format_duration, parse_duration};
+use tcpaccel_tune::trace::{self, Format, Row, RowWriter, Selector, TraceError, Tracer};
+
+use crate::exit::{self, Verdict};
 
 #[derive(clap::Args)]
-pub struct Args {}
+#[command(group(clap::ArgGroup::new("select").args(["port", "dst", "pid"])))]
+pub struct Args {
+    /// Sockets whose local or remote port is P.
+    #[arg(long)]
+    port: Option<u16>,
+    /// Sockets whose remote end is ADDR or ADDR:PORT ([V6]:PORT for IPv6).
+    #[arg(long)]
+    dst: Option<String>,
+    /// Sockets owned by process PID.
+    #[arg(long)]
+    pid: Option<u32>,
+    /// Sampling interval (10ms = 100 Hz).
+    #[arg(long, default_value = "10ms")]
+    interval: String,
+    /// Stop after this long (default: until Ctrl-C).
+    #[arg(long)]
+    duration: Option<String>,
+    /// Output file: .csv, or .jsonl/.json for JSON Lines (default: CSV on stdout).
+    #[arg(long)]
+    out: Option<PathBuf>,
+    /// Also write an SVG of cwnd, ssthresh and RTT over time.
+    #[arg(long)]
+    plot: Option<PathBuf>,
+    /// Sample sockets of this network namespace.
+    #[arg(long)]
+    netns: Option<String>,
+}
 
-pub fn run(_args: Args) -> anyhow::Result<Verdict> {
-    anyhow::bail!("not built yet")
+/// The plot keeps the rows of this many sockets (the first seen), so a long
+/// trace of many sockets does not grow without bound in memory.
+const PLOT_SOCKETS: usize = 8;
+
+fn trace_err(e: TraceError) -> anyhow::Error {
+    match e {
+        TraceError::NoProcess { .. } => exit::usage(e.to_string()),
+        TraceError::Diag(tcpaccel_sys::Error::NoNamespace { name }) => {
+            exit::usage(format!("network namespace {name:?} not found"))
+        }
+        e => anyhow::Error::new(e),
+    }
+}
+
+pub fn run(args: Args) -> anyhow::Result<Verdict> {
+    let interval = parse_duration(&args.interval).context("--interval")?;
+    if interval < Duration::from_millis(1) {
+        return Err(exit::usage("--interval must be at least 1ms"));
+    }
+    let duration = args.duration.as_deref().map(parse_duration).transpose().context("--duration")?;
+    let sel = match (&args.port, &args.dst, &args.pid) {
+        (Some(p), _, _) => Selector::Port(*p),
+        (_, Some(d), _) => Selector::parse_dst(d)
+            .ok_or_else(|| exit::usage(format!("--dst {d:?}: expected ADDR, ADDR:PORT or [V6]:PORT")))?,
+        (_, _, Some(pid)) => Selector::Pid(*pid),
+        _ => Selector::All,
+    };
+    if let Some(ns) = &args.netns {
+        if !tcpaccel_sys::netns::exists(ns) {
+            return Err(exit::usage(format!("network namespace {ns:?} not found (looked in /run/netns)")));
+        }
+    }
+    let mut tracer = Tracer::open(sel.clone(), args.netns.as_deref()).map_err(trace_err)?;
+
+    let (sink, format): (Box<dyn Write>, Format) = match &args.out {
+        Some(p) => (
+            Box::new(std::io::BufWriter::new(
+                std::fs::File::create(p).with_context(|| format!("creating {}", p.display()))?,
+            )),
+            Format::from_path(p),
+        ),
+        None => (Box::new(std::io::BufWriter::new(std::io::stdout().lock())), Format::Csv),
+    };
+    let mut writer = RowWriter::new(sink, format);
+    let stop = Arc::new(AtomicBool::new(false));
+    trace::stop_on_ctrl_c(stop.clone()).context("installing the SIGINT handler")?;
+
+    let mut plot_rows: Vec<Row> = Vec::new();
+    let mut plot_keys: HashSet<(SocketAddr, SocketAddr)> = HashSet::new();
+    let want_plot = args.plot.is_some();
+    tracing::info!(
+        "tracing {sel:?} every {} for {}",
+        format_duration(interval),
+        duration.map(format_duration).unwrap_or_else(|| "ever (Ctrl-C stops)".into())
+    );
+    let summary = trace::run(&mut tracer, interval, duration, &stop, |rows| {
+        writer.write(rows)?;
+        // Flush every tick: an interrupted trace keeps what it sampled.
+        writer.flush()?;
+        if want_plot {
+            for r in rows {
+                let key = (r.src, r.dst);
+                if plot_keys.contains(&key) || plot_keys.len() < PLOT_SOCKETS {
+                    plot_keys.insert(key);
+                    plot_rows.push(r.clone());
+                }
+            }
+        }
+        Ok(())
+    })
+    .map_err(trace_err)?;
+    writer.flush().context("flushing trace output")?;
+
+    if let Some(p) = &args.plot {
+        let title = match &sel {
+            Selector::Port(p) => format!("port {p}"),
+            Selector::Dst(ip, Some(port)) => format!("to {}", SocketAddr::new(*ip, *port)),
+            Selector::Dst(ip, None) => format!("to {ip}"),
+            Selector::Pid(pid) => format!("pid {pid}"),
+            Selector::All => "all TCP sockets".into(),
+        };
+        std::fs::write(p, trace::plot_svg(&plot_rows, &title))
+            .with_context(|| format!("writing {}", p.display()))?;
+    }
+    let cpu = match (summary.cpu_s, summary.cpu_share) {
+        (Some(c), Some(s)) => format!("CPU {:.1} ms = {:.2}% of one core", c * 1000.0, s * 100.0),
+        _ => "CPU unknown".into(),
+    };
+    eprintln!(
+        "trace: {} ticks at {} ({} late, skipped), {} rows, {} sockets (max {} per tick), {:.2} s, {cpu}",
+        summary.ticks,
+        format_duration(interval),
+        summary.missed_ticks,
+        summary.rows,
+        summary.sockets,
+        summary.max_sockets_per_tick,
+        summary.wall_s
+    );
+    Ok(Verdict::Ok)
 }
