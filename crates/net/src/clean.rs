@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 
 use crate::error::{Error, Result};
 use crate::shell;
-use crate::state;
+use crate::state::{self, RunState};
 
 /// Prefix of every namespace tcpaccel creates.
 pub const NS_PREFIX: &str = "tcpaccel-";
@@ -73,6 +73,36 @@ pub fn delete_namespace(ns: &str) -> Result<()> {
         Err(_) if !tcpaccel_sys::netns::exists(ns) => Ok(()),
         Err(e) => Err(e),
     }
+}
+
+/// Stops one recorded run: SIGTERM to its owner, which tears its network
+/// down itself (and prints its summaries); after `wait`, or at once if the
+/// owner is gone, deletes whatever of the run's namespaces remain and its
+/// state file. Returns one line per thing done.
+pub fn stop_run(run: &RunState, wait: Duration) -> Result<Vec<String>> {
+    let mut done = Vec::new();
+    let me = std::process::id();
+    if run.pid != me && run.owner_alive() {
+        signal(run.pid, "TERM")?;
+        done.push(format!("sent SIGTERM to process {} (owner of run {})", run.pid, run.run_id));
+        let deadline = Instant::now() + wait;
+        while alive(run.pid) && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        if alive(run.pid) {
+            done.push(format!("process {} still running after {:?}; deleting its namespaces", run.pid, wait));
+        }
+    }
+    for ns in run.namespaces() {
+        if tcpaccel_sys::netns::exists(&ns) {
+            delete_namespace(&ns)?;
+            done.push(format!("namespace {ns}"));
+        }
+    }
+    if let Some(path) = state::remove(&run.run_id)? {
+        done.push(format!("state file {}", path.display()));
+    }
+    Ok(done)
 }
 
 /// Removes every namespace named `tcpaccel-*`, stops the `tcpaccel net up`
