@@ -475,3 +475,36 @@ fn idle_timeout_counts_both_directions() {
     assert_eq!(got, b"tick".repeat(8), "all ticks arrive although the client never sent a byte");
     assert_eq!(r.stats.errors_of(Err::IdleTimeout), 1);
 }
+
+#[test]
+fn ipv6_targets_and_ipv6_listener() {
+    // Echo on [::1], relay listening on [::1], CONNECT with an IPv6 address.
+    let l = TcpListener::bind("[::1]:0").expect("IPv6 loopback must be available");
+    let echo = l.local_addr().unwrap();
+    std::thread::spawn(move || {
+        let (mut s, _) = l.accept().unwrap();
+        let mut b = [0u8; 4];
+        s.read_exact(&mut b).unwrap();
+        s.write_all(&b).unwrap();
+    });
+    let r = start(RawConfig { listen: Some("[::1]:0".into()), ..Default::default() });
+    assert!(r.addr.is_ipv6());
+    let SocketAddr::V6(a) = echo else { unreachable!() };
+    let mut req = vec![5, 1, 0, 4];
+    req.extend_from_slice(&a.ip().octets());
+    req.extend_from_slice(&a.port().to_be_bytes());
+    let mut s = TcpStream::connect(r.addr).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    s.write_all(&[5, 1, 0]).unwrap();
+    let mut m = [0u8; 2];
+    s.read_exact(&mut m).unwrap();
+    s.write_all(&req).unwrap();
+    // The bound address of an IPv6 upstream is IPv6: 4 + 16 + 2 bytes.
+    let mut rep = [0u8; 22];
+    s.read_exact(&mut rep).unwrap();
+    assert_eq!((rep[1], rep[3]), (0, 4));
+    s.write_all(b"ping").unwrap();
+    let mut b = [0u8; 4];
+    s.read_exact(&mut b).unwrap();
+    assert_eq!(&b, b"ping");
+}
