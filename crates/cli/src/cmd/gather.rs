@@ -1,8 +1,308 @@
-use crate::exit::Verdict;
+//! `tcpaccel gather serve|send|status`: the gathering server with priority
+//! QoS (seed 003), its client and its status view. Parses and validates the
+//! flags into `tcpaccel_gather` types; the work is in that crate.
+use crate::exit::{self, Verdict};
+use anyhow::Context;
+use std::io::Write;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use tcpaccel_core::units::{parse_duration, Bytes, Rate};
+use tcpaccel_gather::{
+    client::ClientError, parse_class, Event, Limit, SendOptions, ServerConfig, SinkSpec, Source,
+};
 
 #[derive(clap::Args)]
-pub struct Args {}
+pub struct Args {
+    #[command(subcommand)]
+    cmd: Cmd,
+}
 
-pub fn run(_args: Args) -> anyhow::Result<Verdict> {
-    anyhow::bail!("not built yet")
+#[derive(clap::Subcommand)]
+enum Cmd {
+    /// Run the gathering server.
+    Serve(ServeArgs),
+    /// Send a file, stdin or a synthetic stream to a gathering server.
+    Send(SendArgs),
+    /// Show a running server's per-client view.
+    Status(StatusArgs),
+}
+
+#[derive(clap::Args)]
+struct ServeArgs {
+    /// Address to listen on (control, data and status share it).
+    #[arg(long, default_value = "127.0.0.1:7070")]
+    listen: String,
+    /// Receive-buffer bytes shared by all data streams (seed 003 §3.1), e.g. 100KB.
+    #[arg(long)]
+    buffer_pool: String,
+    /// A class NAME=TARGET[,PRIORITY] (larger priority is more important; default 1). Repeat.
+    #[arg(long = "class", required = true)]
+    classes: Vec<String>,
+    /// Write each client's data to DIR/<id>.data (else discard).
+    #[arg(long)]
+    out: Option<PathBuf>,
+    /// Measurement, stream tuning and status interval.
+    #[arg(long, default_value = "1s")]
+    status_interval: String,
+    /// JSON Lines on stdout (type = status, allocation, client_join, client_end, connection_error).
+    #[arg(long)]
+    json: bool,
+    #[arg(long, default_value_t = 8)]
+    max_streams_per_client: u32,
+    /// Total data streams over all clients (default: as many as the pool gives a minimum window).
+    #[arg(long)]
+    max_streams: Option<u32>,
+    /// Data chunk size asked of clients.
+    #[arg(long, default_value = "64KiB")]
+    chunk: String,
+    /// Ask clients to CRC-32 every chunk.
+    #[arg(long)]
+    checksum: bool,
+    /// Keep every client at one stream (buffer allocation only).
+    #[arg(long)]
+    no_stream_tuning: bool,
+}
+
+#[derive(clap::Args)]
+struct SendArgs {
+    #[arg(long)]
+    server: String,
+    #[arg(long)]
+    class: String,
+    /// Client id (names its file on the server); default client-<pid>.
+    #[arg(long)]
+    id: Option<String>,
+    /// A lower target than the class's.
+    #[arg(long)]
+    target: Option<String>,
+    /// Send this file ("-" for stdin).
+    #[arg(long, conflicts_with_all = ["rate", "bytes", "duration"])]
+    file: Option<String>,
+    /// Synthetic source at this rate.
+    #[arg(long)]
+    rate: Option<String>,
+    /// Synthetic source: stop after this many bytes.
+    #[arg(long, conflicts_with = "duration")]
+    bytes: Option<String>,
+    /// Synthetic source: stop after this long.
+    #[arg(long)]
+    duration: Option<String>,
+    /// Seed of the synthetic bytes.
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    #[arg(long)]
+    json: bool,
+}
+
+#[derive(clap::Args)]
+struct StatusArgs {
+    #[arg(long)]
+    server: String,
+    #[arg(long)]
+    json: bool,
+}
+
+pub fn run(args: Args) -> anyhow::Result<Verdict> {
+    match args.cmd {
+        Cmd::Serve(a) => serve(a),
+        Cmd::Send(a) => send(a),
+        Cmd::Status(a) => status(a),
+    }
+}
+
+fn addr(s: &str, flag: &str) -> anyhow::Result<SocketAddr> {
+    s.parse().map_err(|_| exit::usage(format!("{flag} {s:?} is not an IP:PORT address")))
+}
+
+fn serve_config(a: &ServeArgs) -> anyhow::Result<ServerConfig> {
+    let pool = Bytes::parse(&a.buffer_pool).context("--buffer-pool")?.get();
+    let interval = parse_duration(&a.status_interval).context("--status-interval")?;
+    if interval.as_millis() < 10 {
+        return Err(exit::usage(format!("--status-interval {} is below 10ms", a.status_interval)));
+    }
+    let classes = a
+        .classes
+        .iter()
+        .map(|c| parse_class(c))
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|e| exit::usage(format!("{e:#}")))?;
+    let chunk = Bytes::parse(&a.chunk).context("--chunk")?.get();
+    let mut cfg = ServerConfig::new(classes, pool, a.max_streams, a.max_streams_per_client, interval)
+        .and_then(|c| c.with_chunk_size(chunk))
+        .map_err(|e| exit::usage(error_chain(&e)))?;
+    cfg.checksum = a.checksum;
+    cfg.tune_streams = !a.no_stream_tuning;
+    Ok(cfg)
+}
+
+fn error_chain(e: &dyn std::error::Error) -> String {
+    let mut s = e.to_string();
+    let mut cur = e.source();
+    while let Some(c) = cur {
+        s.push_str(": ");
+        s.push_str(&c.to_string());
+        cur = c.source();
+    }
+    s
+}
+
+fn serve(a: ServeArgs) -> anyhow::Result<Verdict> {
+    let cfg = serve_config(&a)?;
+    let listen = addr(&a.listen, "--listen")?;
+    let sink = match &a.out {
+        Some(d) => SinkSpec::Dir(d.clone()),
+        None => SinkSpec::Discard,
+    };
+    let json = a.json;
+    let pool = cfg.pool;
+    tcpaccel_gather::blocking::serve(
+        cfg,
+        listen,
+        sink,
+        |bound| eprintln!("gather: listening on {bound} (pool {pool} B)"),
+        |e| {
+            let mut out = std::io::stdout().lock();
+            if json {
+                if let Ok(s) = serde_json::to_string(&e) {
+                    let _ = writeln!(out, "{s}");
+                }
+            } else {
+                let _ = writeln!(out, "{}", human(&e));
+            }
+        },
+    )
+    .with_context(|| format!("gather server on {listen}"))?;
+    Ok(Verdict::Ok)
+}
+
+fn human(e: &Event) -> String {
+    match e {
+        Event::Status(s) => format!(
+            "{:8.1}s {:<16} {:<8} target {:>9.3} Mbit/s  goodput {:>9.3} Mbit/s  streams {}/{}  alloc {} B  clamp {} B  rtt {} us",
+            s.t,
+            s.id,
+            s.class,
+            s.target_bps as f64 / 1e6,
+            s.goodput_bps as f64 / 1e6,
+            s.streams,
+            s.streams_wanted,
+            s.allocation,
+            s.window_clamp,
+            s.rtt_us
+        ),
+        Event::Allocation { t, rule, pool, needed, needed_lowered, clients } => format!(
+            "{t:8.1}s allocation: {clients} clients, pool {pool} B, needed {needed} B (lowered {needed_lowered} B): {rule}"
+        ),
+        Event::ClientJoin { t, id, class, target_bps, peer, .. } => {
+            format!("{t:8.1}s join {id} class {class} target {} bit/s from {peer}", target_bps)
+        }
+        Event::ClientEnd { t, id, bytes, complete, sha256, path, reason, .. } => format!(
+            "{t:8.1}s end {id}: {bytes} B {} sha256 {sha256}{} ({reason})",
+            if *complete { "complete" } else { "INCOMPLETE" },
+            path.as_deref().map(|p| format!(" -> {p}")).unwrap_or_default()
+        ),
+        Event::ConnectionError { t, peer, stage, error } => format!("{t:8.1}s closed {peer} at {stage}: {error}"),
+    }
+}
+
+fn send(a: SendArgs) -> anyhow::Result<Verdict> {
+    let server = addr(&a.server, "--server")?;
+    let target = a.target.as_deref().map(Rate::parse).transpose().context("--target")?;
+    let source = match (&a.file, &a.rate, &a.bytes, &a.duration) {
+        (Some(f), ..) if f == "-" => Source::Stdin,
+        (Some(f), ..) => Source::File(PathBuf::from(f)),
+        (None, rate, bytes, duration) => {
+            let rate = rate.as_deref().map(Rate::parse).transpose().context("--rate")?;
+            let limit = match (bytes, duration) {
+                (Some(b), _) => Limit::Bytes(Bytes::parse(b).context("--bytes")?.get()),
+                (None, Some(d)) => Limit::Duration(parse_duration(d).context("--duration")?),
+                (None, None) => {
+                    return Err(exit::usage("give --file PATH, --file -, or a synthetic source with --bytes N or --duration D (and optionally --rate R)"))
+                }
+            };
+            Source::Synthetic { rate, limit, seed: a.seed }
+        }
+    };
+    let id = a.id.clone().unwrap_or_else(|| format!("client-{}", std::process::id()));
+    let opts = SendOptions { server, id, class: a.class.clone(), target, source };
+    let report = match tcpaccel_gather::blocking::send(opts) {
+        Ok(r) => r,
+        Err(e @ ClientError::Refused { code, .. }) => {
+            use tcpaccel_gather::proto::ErrorCode;
+            // What the user asked for does not fit the server: a usage error.
+            return Err(match code {
+                ErrorCode::UnknownClass | ErrorCode::Duplicate | ErrorCode::Version => {
+                    exit::usage(e.to_string())
+                }
+                _ => anyhow::Error::new(e).context(format!("gather send to {server}")),
+            });
+        }
+        Err(e) => return Err(anyhow::Error::new(e).context(format!("gather send to {server}"))),
+    };
+    if a.json {
+        println!("{}", serde_json::json!({"type": "send", "report": report}));
+    } else {
+        println!(
+            "sent {} B in {:.2} s ({:.3} Mbit/s, up to {} streams, {} changes); sha256 {}; server {}",
+            report.bytes,
+            report.seconds,
+            report.goodput_bps as f64 / 1e6,
+            report.max_streams,
+            report.stream_changes,
+            report.sha256,
+            if report.complete { "confirmed every byte" } else { "did NOT confirm the data" }
+        );
+    }
+    Ok(if report.complete { Verdict::Ok } else { Verdict::Negative })
+}
+
+fn status(a: StatusArgs) -> anyhow::Result<Verdict> {
+    let server = addr(&a.server, "--server")?;
+    let clients =
+        tcpaccel_gather::blocking::status(server).with_context(|| format!("gather status of {server}"))?;
+    let mut out = std::io::stdout().lock();
+    for c in clients {
+        let line = if a.json {
+            serde_json::to_string(&Event::Status(c)).context("encode status")?
+        } else {
+            human(&Event::Status(c))
+        };
+        writeln!(out, "{line}").context("write status")?;
+    }
+    Ok(Verdict::Ok)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    #[derive(clap::Parser)]
+    struct Cli {
+        #[command(flatten)]
+        args: Args,
+    }
+
+    fn code(argv: &[&str]) -> std::process::ExitCode {
+        let cli = Cli::try_parse_from(std::iter::once("gather").chain(argv.iter().copied())).unwrap();
+        exit::code(run(cli.args))
+    }
+
+    #[test]
+    fn bad_input_is_a_usage_error() {
+        let two = std::process::ExitCode::from(2);
+        // Target that does not parse.
+        assert_eq!(code(&["serve", "--buffer-pool", "100KB", "--class", "high=fast,2"]), two);
+        // Pool too small for one stream's minimum window.
+        assert_eq!(code(&["serve", "--buffer-pool", "1KB", "--class", "high=1mbit"]), two);
+        // Pool too small for the stream budget.
+        assert_eq!(
+            code(&["serve", "--buffer-pool", "60KB", "--max-streams", "100", "--class", "a=1mbit"]),
+            two
+        );
+        // Unparseable pool.
+        assert_eq!(code(&["serve", "--buffer-pool", "lots", "--class", "a=1mbit"]), two);
+        // A send with no source.
+        assert_eq!(code(&["send", "--server", "127.0.0.1:1", "--class", "a"]), two);
+    }
 }

@@ -1,0 +1,58 @@
+//! Blocking entry points for callers without an async runtime (the CLI):
+//! each builds a tokio runtime, runs one operation on it and returns.
+//!
+//! What it is not: no logic of its own beyond wiring events to a callback and
+//! stopping the server on SIGINT/SIGTERM.
+
+use crate::client::{self, ClientError, SendOptions, SendReport};
+use crate::config::ServerConfig;
+use crate::server::{Server, ServerError, SinkSpec};
+use crate::status::{ClientStatus, Event};
+use std::net::SocketAddr;
+
+fn runtime() -> std::io::Result<tokio::runtime::Runtime> {
+    tokio::runtime::Builder::new_multi_thread().enable_all().build()
+}
+
+/// Serves until SIGINT or SIGTERM; `on_event` sees every event in order, on
+/// this thread. `on_bound` is told the bound address once listening.
+pub fn serve(
+    cfg: ServerConfig,
+    listen: SocketAddr,
+    sink: SinkSpec,
+    on_bound: impl FnOnce(SocketAddr),
+    mut on_event: impl FnMut(Event),
+) -> Result<(), ServerError> {
+    let rt = runtime()?;
+    rt.block_on(async move {
+        let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+        let server = Server::bind(cfg, listen, sink, Some(tx)).await?;
+        on_bound(server.local_addr()?);
+        let run = tokio::spawn(server.run());
+        let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
+        loop {
+            tokio::select! {
+                e = rx.recv() => match e {
+                    Some(e) => on_event(e),
+                    None => break,
+                },
+                _ = tokio::signal::ctrl_c() => break,
+                _ = term.recv() => break,
+            }
+        }
+        run.abort();
+        Ok(())
+    })
+}
+
+/// Sends one source; see [`client::send`].
+pub fn send(opts: SendOptions) -> Result<SendReport, ClientError> {
+    let rt = runtime().map_err(|source| ClientError::Io { what: "start runtime".into(), source })?;
+    rt.block_on(client::send(opts))
+}
+
+/// Asks a server for its per-client view; see [`client::query_status`].
+pub fn status(server: SocketAddr) -> Result<Vec<ClientStatus>, ClientError> {
+    let rt = runtime().map_err(|source| ClientError::Io { what: "start runtime".into(), source })?;
+    rt.block_on(client::query_status(server))
+}

@@ -1,0 +1,878 @@
+//! The gathering server: accepts control, data and status connections on one
+//! port, reassembles every client's data in order into its sink, applies the
+//! seed 003 §3.1 buffer allocation live with `TCP_WINDOW_CLAMP`, runs the
+//! §3.2 stream-count search per client, and reports status.
+//!
+//! What it is not: the algorithms themselves (they are pure, in
+//! `tcpaccel_core::alloc` / `aimd`), nor a hardened service (sessions are
+//! not authenticated; see `docs/gather-protocol.md`).
+//!
+//! ## Why TCP_WINDOW_CLAMP and not SO_RCVBUF
+//! The window scale is fixed in the SYN/SYN-ACK exchange from the receive
+//! buffer the socket has at that moment, and setting `SO_RCVBUF` locks the
+//! buffer (no autotuning). Shrinking or growing `SO_RCVBUF` on an established
+//! connection therefore cannot re-negotiate the scale: a share that grows past
+//! what the handshake's scale can express is unreachable, and a locked small
+//! buffer cannot be grown by the kernel either. So the listener gets one
+//! large `SO_RCVBUF` before `listen` (accepted sockets inherit it, and the
+//! handshake negotiates a scale big enough for the largest share), and each
+//! connection's share is applied and re-applied live with `TCP_WINDOW_CLAMP`,
+//! which caps the advertised window without touching the scale.
+
+use crate::config::ServerConfig;
+use crate::proto::{self, Control, ErrorCode, FrameHeader, FrameType, Kind, ProtoError};
+use crate::reasm::{Offer, Reassembly};
+use crate::share::{share_pool, ClientNeed};
+use crate::status::{ClientStatus, Event};
+use sha2::{Digest, Sha256};
+use std::collections::HashMap;
+use std::fs::File;
+use std::io::{BufWriter, Write};
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
+use tcpaccel_core::aimd::{divide_streams, AimdConfig, StreamTuner};
+use tcpaccel_core::units::Rate;
+use tcpaccel_core::Instant;
+use tcpaccel_sys::sockopt;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::{mpsc, watch, Notify};
+
+/// How long a peer has to send its preface, hello or attach record.
+const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
+/// How often a data stream re-reads its TCP_INFO for the RTT.
+const RTT_SAMPLE_EVERY: Duration = Duration::from_millis(200);
+/// Bounds of the listener's receive buffer (see the module docs).
+const LISTEN_RCVBUF_MIN: u64 = 256 * 1024;
+const LISTEN_RCVBUF_MAX: u64 = 256 << 20;
+
+/// Errors that stop the server.
+#[derive(Debug, thiserror::Error)]
+pub enum ServerError {
+    #[error("listen on {addr}")]
+    Listen {
+        addr: SocketAddr,
+        #[source]
+        source: tcpaccel_sys::Error,
+    },
+    #[error("{what} {path}")]
+    Sink {
+        what: &'static str,
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("{0}")]
+    Io(#[from] std::io::Error),
+}
+
+/// Where each client's data goes.
+#[derive(Debug, Clone)]
+pub enum SinkSpec {
+    Discard,
+    /// A file per client: `<dir>/<id>.partial` while receiving, renamed to
+    /// `<id>.data` when complete or `<id>.incomplete` when the client vanished.
+    Dir(PathBuf),
+}
+
+/// A bound server, ready to [`run`](Server::run).
+pub struct Server {
+    listener: TcpListener,
+    shared: Arc<Shared>,
+}
+
+struct Shared {
+    cfg: ServerConfig,
+    sink: SinkSpec,
+    epoch: std::time::Instant,
+    events: Option<mpsc::UnboundedSender<Event>>,
+    state: Mutex<State>,
+    /// Join, leave and stream changes ask for a recomputation.
+    realloc: Notify,
+}
+
+#[derive(Default)]
+struct State {
+    clients: HashMap<u64, Arc<Client>>,
+    next_session: u64,
+    last_status: Vec<ClientStatus>,
+    /// (rule, clients) of the last allocation event, to report changes only.
+    last_alloc: Option<(String, usize)>,
+}
+
+struct Client {
+    session: u64,
+    id: String,
+    class: String,
+    priority: u32,
+    target: Rate,
+    ctl: mpsc::UnboundedSender<Control>,
+    inner: Mutex<ClientInner>,
+    /// Woken when the in-order point advances or the client goes away.
+    advanced: Notify,
+    closed: watch::Sender<bool>,
+    sent: AtomicU64,
+    app_limited: AtomicBool,
+}
+
+struct ClientInner {
+    reasm: Reassembly,
+    sink: Option<BufWriter<File>>,
+    path: Option<PathBuf>,
+    hasher: Sha256,
+    finished: bool,
+    streams: HashMap<u16, Arc<StreamSlot>>,
+    tuner: StreamTuner,
+    wanted: u32,
+    last_delivered: u64,
+    last_t: Instant,
+    goodput: Rate,
+    allocation: u64,
+    rtt: Duration,
+}
+
+struct StreamSlot {
+    clamp: watch::Sender<u32>,
+    /// What the kernel reports after the last set.
+    clamp_actual: AtomicU32,
+    rtt_us: AtomicU64,
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    // A panic while holding the lock leaves plain data behind; keep serving.
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+impl Shared {
+    fn now(&self) -> Instant {
+        Instant::from_nanos(self.epoch.elapsed().as_nanos() as u64)
+    }
+
+    fn t(&self) -> f64 {
+        self.epoch.elapsed().as_secs_f64()
+    }
+
+    fn emit(&self, e: Event) {
+        if let Some(tx) = &self.events {
+            let _ = tx.send(e);
+        }
+    }
+
+    fn conn_error(&self, peer: SocketAddr, stage: &str, error: impl std::fmt::Display) {
+        tracing::warn!(%peer, stage, %error, "gather: closing connection");
+        self.emit(Event::ConnectionError {
+            t: self.t(),
+            peer: peer.to_string(),
+            stage: stage.to_string(),
+            error: error.to_string(),
+        });
+    }
+}
+
+impl Server {
+    /// Binds the listener with a large receive buffer before `listen`, so the
+    /// handshake of every accepted connection negotiates a window scale that
+    /// can express the whole pool (module docs).
+    pub async fn bind(
+        cfg: ServerConfig,
+        addr: SocketAddr,
+        sink: SinkSpec,
+        events: Option<mpsc::UnboundedSender<Event>>,
+    ) -> Result<Server, ServerError> {
+        let listen_err = |source| ServerError::Listen { addr, source };
+        let fd = sockopt::tcp_socket(sockopt::Family::of(&addr)).map_err(listen_err)?;
+        sockopt::set_reuseaddr(&fd, true).map_err(listen_err)?;
+        let rcvbuf = cfg.pool.clamp(LISTEN_RCVBUF_MIN, LISTEN_RCVBUF_MAX);
+        // SO_RCVBUFFORCE passes net.core.rmem_max when we may; otherwise the
+        // capped request still negotiates window scaling.
+        if sockopt::force_recv_buffer(&fd, rcvbuf).is_err() {
+            sockopt::set_recv_buffer(&fd, rcvbuf).map_err(listen_err)?;
+        }
+        sockopt::bind(&fd, &addr).map_err(listen_err)?;
+        sockopt::listen(&fd, 4096).map_err(listen_err)?;
+        let std_listener = std::net::TcpListener::from(fd);
+        std_listener.set_nonblocking(true)?;
+        let listener = TcpListener::from_std(std_listener)?;
+        if let SinkSpec::Dir(d) = &sink {
+            std::fs::create_dir_all(d).map_err(|source| ServerError::Sink {
+                what: "create directory",
+                path: d.clone(),
+                source,
+            })?;
+        }
+        let shared = Arc::new(Shared {
+            cfg,
+            sink,
+            epoch: std::time::Instant::now(),
+            events,
+            state: Mutex::new(State { next_session: seed_session(), ..State::default() }),
+            realloc: Notify::new(),
+        });
+        Ok(Server { listener, shared })
+    }
+
+    pub fn local_addr(&self) -> std::io::Result<SocketAddr> {
+        self.listener.local_addr()
+    }
+
+    /// Serves until the task is dropped.
+    pub async fn run(self) -> Result<(), ServerError> {
+        let ticker = tokio::spawn(ticker(self.shared.clone()));
+        let res = loop {
+            match self.listener.accept().await {
+                Ok((stream, peer)) => {
+                    let shared = self.shared.clone();
+                    tokio::spawn(async move { connection(shared, stream, peer).await });
+                }
+                Err(e) => {
+                    // EMFILE and friends: back off instead of spinning.
+                    tracing::warn!(error = %e, "gather: accept failed");
+                    if is_fatal_accept(&e) {
+                        break Err(ServerError::Io(e));
+                    }
+                    tokio::time::sleep(Duration::from_millis(100)).await;
+                }
+            }
+        };
+        ticker.abort();
+        res
+    }
+}
+
+fn is_fatal_accept(e: &std::io::Error) -> bool {
+    // EBADF or EINVAL: the listener itself is gone.
+    matches!(e.raw_os_error(), Some(9) | Some(22))
+}
+
+/// Sessions start at an unpredictable-looking value so a restarted server
+/// does not accept a stale client's data streams by accident.
+fn seed_session() -> u64 {
+    let t =
+        std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_nanos()).unwrap_or(1);
+    let mut r = tcpaccel_core::rng::Rng::seeded(t as u64 ^ u64::from(std::process::id()));
+    r.next_u64() >> 16
+}
+
+async fn connection(shared: Arc<Shared>, mut stream: TcpStream, peer: SocketAddr) {
+    let mut pre = [0u8; proto::PREFACE_LEN];
+    match tokio::time::timeout(HANDSHAKE_TIMEOUT, stream.read_exact(&mut pre)).await {
+        Ok(Ok(_)) => {}
+        Ok(Err(e)) => return shared.conn_error(peer, "preface", e),
+        Err(_) => return shared.conn_error(peer, "preface", "timed out"),
+    }
+    let kind = match proto::decode_preface(&pre) {
+        Ok(k) => k,
+        Err(e) => {
+            if let ProtoError::Version { .. } = e {
+                // Told in the framing every version keeps (docs/gather-protocol.md).
+                let msg = Control::Error {
+                    code: ErrorCode::Version,
+                    message: e.to_string(),
+                    server_version: Some(proto::VERSION),
+                };
+                let _ = stream.write_all(&proto::encode_control(&msg)).await;
+                let _ = stream.shutdown().await;
+            }
+            return shared.conn_error(peer, "preface", e);
+        }
+    };
+    let _ = stream.set_nodelay(true);
+    match kind {
+        Kind::Control => control(shared, stream, peer).await,
+        Kind::Data => data(shared, stream, peer).await,
+        Kind::Status => {
+            let clients = lock(&shared.state).last_status.clone();
+            let _ = stream.write_all(&proto::encode_control(&Control::StatusReply { clients })).await;
+            let _ = stream.shutdown().await;
+        }
+    }
+}
+
+async fn read_control<R: AsyncReadExt + Unpin>(r: &mut R) -> Result<Option<Control>, String> {
+    let mut len = [0u8; 4];
+    match r.read_exact(&mut len).await {
+        Ok(_) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => return Ok(None),
+        Err(e) => return Err(e.to_string()),
+    }
+    let n = proto::control_len(len).map_err(|e| e.to_string())?;
+    let mut body = vec![0u8; n];
+    r.read_exact(&mut body).await.map_err(|e| e.to_string())?;
+    proto::decode_control(&body).map(Some).map_err(|e| e.to_string())
+}
+
+/// Keeps client ids usable as file names.
+fn file_stem(id: &str) -> String {
+    id.chars()
+        .map(|c| if c.is_ascii_alphanumeric() || c == '-' || c == '_' || c == '.' { c } else { '_' })
+        .collect()
+}
+
+async fn refuse(shared: &Shared, stream: &mut TcpStream, peer: SocketAddr, code: ErrorCode, message: String) {
+    let msg = Control::Error { code, message: message.clone(), server_version: None };
+    let _ = stream.write_all(&proto::encode_control(&msg)).await;
+    let _ = stream.shutdown().await;
+    shared.conn_error(peer, "hello", message);
+}
+
+async fn control(shared: Arc<Shared>, mut stream: TcpStream, peer: SocketAddr) {
+    let hello = match tokio::time::timeout(HANDSHAKE_TIMEOUT, read_control(&mut stream)).await {
+        Ok(Ok(Some(h))) => h,
+        Ok(Ok(None)) => return shared.conn_error(peer, "hello", "closed before hello"),
+        Ok(Err(e)) => return refuse(&shared, &mut stream, peer, ErrorCode::Malformed, e).await,
+        Err(_) => return shared.conn_error(peer, "hello", "timed out"),
+    };
+    let Control::Hello { client_id, class, target_bps } = hello else {
+        return refuse(&shared, &mut stream, peer, ErrorCode::Malformed, "expected hello".into()).await;
+    };
+    if client_id.is_empty() || client_id.len() > 200 {
+        let m = format!("client id must be 1..=200 bytes (got {})", client_id.len());
+        return refuse(&shared, &mut stream, peer, ErrorCode::Malformed, m).await;
+    }
+    let cls = match shared.cfg.class(&class) {
+        Ok(c) => c.clone(),
+        Err(e) => return refuse(&shared, &mut stream, peer, ErrorCode::UnknownClass, e.to_string()).await,
+    };
+    let target = match target_bps {
+        Some(0) => {
+            let m = "target 0 bit/s".to_string();
+            return refuse(&shared, &mut stream, peer, ErrorCode::Malformed, m).await;
+        }
+        Some(t) => Rate(t).min(cls.target),
+        None => cls.target,
+    };
+    let (ctl_tx, mut ctl_rx) = mpsc::unbounded_channel();
+    let registered = (|| {
+        let mut st = lock(&shared.state);
+        if st.clients.values().any(|c| c.id == client_id) {
+            return Err((ErrorCode::Duplicate, format!("client id {client_id:?} is already connected")));
+        }
+        if st.clients.len() as u64 >= u64::from(shared.cfg.max_streams) {
+            let m = format!(
+                "{} clients already hold one stream each of the budget of {} (--max-streams)",
+                st.clients.len(),
+                shared.cfg.max_streams
+            );
+            return Err((ErrorCode::Capacity, m));
+        }
+        st.next_session = st.next_session.wrapping_add(1);
+        let session = st.next_session;
+        let (sink, path) = match &shared.sink {
+            SinkSpec::Discard => (None, None),
+            SinkSpec::Dir(d) => {
+                let p = d.join(format!("{}.partial", file_stem(&client_id)));
+                match File::create(&p) {
+                    Ok(f) => (Some(BufWriter::with_capacity(64 * 1024, f)), Some(p)),
+                    Err(e) => {
+                        return Err((ErrorCode::Internal, format!("cannot create {}: {e}", p.display())))
+                    }
+                }
+            }
+        };
+        let aimd = AimdConfig {
+            max_streams: shared.cfg.max_streams_per_client,
+            settle: shared.cfg.interval / 2,
+            ..AimdConfig::default()
+        };
+        let tuner = StreamTuner::new(aimd, target);
+        let wanted = tuner.streams();
+        let now = shared.now();
+        let client = Arc::new(Client {
+            session,
+            id: client_id.clone(),
+            class: cls.name.clone(),
+            priority: cls.priority,
+            target,
+            ctl: ctl_tx,
+            inner: Mutex::new(ClientInner {
+                reasm: Reassembly::new(reorder_limit(
+                    shared.cfg.chunk_size,
+                    shared.cfg.max_streams_per_client,
+                )),
+                sink,
+                path,
+                hasher: Sha256::new(),
+                finished: false,
+                streams: HashMap::new(),
+                tuner,
+                wanted,
+                last_delivered: 0,
+                last_t: now,
+                goodput: Rate(0),
+                allocation: 0,
+                rtt: Duration::ZERO,
+            }),
+            advanced: Notify::new(),
+            closed: watch::channel(false).0,
+            sent: AtomicU64::new(0),
+            app_limited: AtomicBool::new(false),
+        });
+        st.clients.insert(session, client.clone());
+        Ok(client)
+    })();
+    let client = match registered {
+        Ok(c) => c,
+        Err((code, m)) => return refuse(&shared, &mut stream, peer, code, m).await,
+    };
+    let welcome = Control::Welcome {
+        session: client.session,
+        streams: lock(&client.inner).wanted,
+        chunk_size: shared.cfg.chunk_size,
+        checksum: shared.cfg.checksum,
+        interval_ms: shared.cfg.interval.as_millis() as u64,
+        target_bps: target.0,
+        priority: client.priority,
+    };
+    tracing::info!(id = %client.id, session = client.session, class = %client.class, %peer, "gather: client joined");
+    shared.emit(Event::ClientJoin {
+        t: shared.t(),
+        id: client.id.clone(),
+        session: client.session,
+        class: client.class.clone(),
+        target_bps: target.0,
+        peer: peer.to_string(),
+    });
+    shared.realloc.notify_one();
+
+    let (mut rd, mut wr) = stream.into_split();
+    let writer = tokio::spawn(async move {
+        if wr.write_all(&proto::encode_control(&welcome)).await.is_err() {
+            return;
+        }
+        while let Some(m) = ctl_rx.recv().await {
+            let last = matches!(m, Control::Done { .. } | Control::Error { .. });
+            if wr.write_all(&proto::encode_control(&m)).await.is_err() || last {
+                break;
+            }
+        }
+        let _ = wr.shutdown().await;
+    });
+    let reason = loop {
+        match read_control(&mut rd).await {
+            Ok(Some(Control::Progress { sent, app_limited })) => {
+                client.sent.store(sent, Ordering::Relaxed);
+                client.app_limited.store(app_limited, Ordering::Relaxed);
+            }
+            Ok(Some(Control::End { total, .. })) => {
+                let r = lock(&client.inner).reasm.set_end(total);
+                if let Err(e) = r {
+                    shared.conn_error(peer, "end", &e);
+                    break format!("bad end of data: {e}");
+                }
+                finish_if_complete(&shared, &client);
+            }
+            Ok(Some(other)) => {
+                let e = format!("unexpected control message {other:?}");
+                shared.conn_error(peer, "control", &e);
+                let _ = client.ctl.send(Control::Error {
+                    code: ErrorCode::Malformed,
+                    message: e.clone(),
+                    server_version: None,
+                });
+                break e;
+            }
+            Ok(None) => break "control connection closed before the end of data".to_string(),
+            Err(e) => {
+                shared.conn_error(peer, "control", &e);
+                let _ = client.ctl.send(Control::Error {
+                    code: ErrorCode::Malformed,
+                    message: e.clone(),
+                    server_version: None,
+                });
+                break e;
+            }
+        }
+        if lock(&client.inner).finished {
+            // Wait for the client to close after Done.
+            let _ = read_control(&mut rd).await;
+            break String::new();
+        }
+    };
+    abandon(&shared, &client, &reason);
+    // Let the writer flush an error or Done, then stop it.
+    let _ = tokio::time::timeout(Duration::from_secs(2), writer).await;
+}
+
+/// Out-of-order bytes a client may hold: a few chunks per stream.
+fn reorder_limit(chunk: u32, streams: u32) -> u64 {
+    u64::from(chunk) * u64::from(streams.max(1)) * 4
+}
+
+/// Marks a client that left before its end of data incomplete and frees its share.
+fn abandon(shared: &Shared, client: &Arc<Client>, reason: &str) {
+    let (bytes, sha, path) = {
+        let mut g = lock(&client.inner);
+        if g.finished {
+            drop(g);
+            remove(shared, client);
+            return;
+        }
+        g.finished = true;
+        let bytes = g.reasm.delivered();
+        let sha = hex::encode(g.hasher.clone().finalize());
+        let mut path = None;
+        if let Some(mut w) = g.sink.take() {
+            let _ = w.flush();
+        }
+        if let Some(p) = g.path.take() {
+            let dest = p.with_extension("incomplete");
+            match std::fs::rename(&p, &dest) {
+                Ok(()) => path = Some(dest.display().to_string()),
+                Err(e) => tracing::warn!(path = %p.display(), error = %e, "gather: cannot mark incomplete"),
+            }
+        }
+        (bytes, sha, path)
+    };
+    tracing::warn!(id = %client.id, bytes, reason, "gather: client left before its end of data");
+    shared.emit(Event::ClientEnd {
+        t: shared.t(),
+        id: client.id.clone(),
+        session: client.session,
+        bytes,
+        complete: false,
+        sha256: sha,
+        path,
+        reason: reason.to_string(),
+    });
+    remove(shared, client);
+}
+
+fn remove(shared: &Shared, client: &Arc<Client>) {
+    let _ = client.closed.send(true);
+    client.advanced.notify_waiters();
+    lock(&shared.state).clients.remove(&client.session);
+    shared.realloc.notify_one();
+}
+
+/// When everything up to the announced end arrived: flush, rename, tell the client.
+fn finish_if_complete(shared: &Shared, client: &Arc<Client>) {
+    let done = {
+        let mut g = lock(&client.inner);
+        if g.finished || !g.reasm.complete() {
+            return;
+        }
+        g.finished = true;
+        let total = g.reasm.delivered();
+        let sha = hex::encode(g.hasher.clone().finalize());
+        let mut ok = true;
+        if let Some(mut w) = g.sink.take() {
+            if let Err(e) = w.flush() {
+                tracing::error!(id = %client.id, error = %e, "gather: sink flush failed");
+                ok = false;
+            }
+        }
+        let mut path = None;
+        if let Some(p) = g.path.take() {
+            let dest = p.with_extension(if ok { "data" } else { "incomplete" });
+            match std::fs::rename(&p, &dest) {
+                Ok(()) => path = Some(dest.display().to_string()),
+                Err(e) => {
+                    tracing::error!(path = %p.display(), error = %e, "gather: rename failed");
+                    ok = false;
+                }
+            }
+        }
+        (total, sha, ok, path)
+    };
+    let (total, sha, ok, path) = done;
+    tracing::info!(id = %client.id, total, complete = ok, "gather: client data complete");
+    let _ = client.ctl.send(Control::Done { total, sha256: sha.clone(), complete: ok });
+    shared.emit(Event::ClientEnd {
+        t: shared.t(),
+        id: client.id.clone(),
+        session: client.session,
+        bytes: total,
+        complete: ok,
+        sha256: sha,
+        path,
+        reason: "end of data".into(),
+    });
+    remove(shared, client);
+}
+
+async fn data(shared: Arc<Shared>, mut stream: TcpStream, peer: SocketAddr) {
+    let mut att = [0u8; proto::ATTACH_LEN];
+    match tokio::time::timeout(HANDSHAKE_TIMEOUT, stream.read_exact(&mut att)).await {
+        Ok(Ok(_)) => {}
+        Ok(Err(e)) => return shared.conn_error(peer, "attach", e),
+        Err(_) => return shared.conn_error(peer, "attach", "timed out"),
+    }
+    let (session, index) = match proto::decode_attach(&att) {
+        Ok(v) => v,
+        Err(e) => return shared.conn_error(peer, "attach", e),
+    };
+    let Some(client) = lock(&shared.state).clients.get(&session).cloned() else {
+        return shared.conn_error(peer, "attach", format!("unknown session {session}"));
+    };
+    // A refused stream of a live client would lose the chunks its sender
+    // writes before noticing, so the client is told on its control connection.
+    let refuse_stream = |m: String| {
+        let _ = client.ctl.send(Control::Error {
+            code: ErrorCode::Malformed,
+            message: m.clone(),
+            server_version: None,
+        });
+        shared.conn_error(peer, "attach", m);
+    };
+    let (slot, mut clamp_rx) = {
+        let mut g = lock(&client.inner);
+        if g.finished {
+            drop(g);
+            return shared.conn_error(peer, "attach", format!("session {session} has ended"));
+        }
+        if g.streams.contains_key(&index) {
+            drop(g);
+            return refuse_stream(format!("stream {index} of session {session} is already attached"));
+        }
+        // Streams that are closing may overlap their replacements briefly;
+        // twice the bound is never legitimate.
+        let cap = shared.cfg.max_streams_per_client.saturating_mul(2) as usize;
+        if g.streams.len() >= cap {
+            drop(g);
+            return refuse_stream(format!("session {session} already has {cap} streams attached"));
+        }
+        let n = g.streams.len() as u64 + 1;
+        let initial = (g.allocation / n).max(crate::config::MIN_STREAM_WINDOW).min(i32::MAX as u64) as u32;
+        let (tx, rx) = watch::channel(initial);
+        let slot =
+            Arc::new(StreamSlot { clamp: tx, clamp_actual: AtomicU32::new(0), rtt_us: AtomicU64::new(0) });
+        g.streams.insert(index, slot.clone());
+        (slot, rx)
+    };
+    shared.realloc.notify_one();
+    apply_clamp(&stream, &slot, *clamp_rx.borrow_and_update(), peer);
+    sample_rtt(&stream, &slot);
+    let mut closed = client.closed.subscribe();
+    let result = tokio::select! {
+        r = data_loop(&shared, &client, &mut stream, &slot, &mut clamp_rx, session, index) => r,
+        _ = closed.wait_for(|c| *c) => Ok(()),
+    };
+    if let Err(e) = result {
+        shared.conn_error(peer, "data", e);
+    }
+    lock(&client.inner).streams.remove(&index);
+    shared.realloc.notify_one();
+}
+
+fn apply_clamp(stream: &TcpStream, slot: &StreamSlot, bytes: u32, peer: SocketAddr) {
+    if let Err(e) = sockopt::set_window_clamp(stream, bytes) {
+        tracing::warn!(%peer, error = %e, "gather: TCP_WINDOW_CLAMP failed");
+    }
+    if let Ok(v) = sockopt::get_window_clamp(stream) {
+        slot.clamp_actual.store(v, Ordering::Relaxed);
+    }
+}
+
+/// The receiver's RTT estimate: the kernel's receive-side RTT (data only
+/// flows towards us, so `srtt` is the handshake's), else `srtt`.
+fn sample_rtt(stream: &TcpStream, slot: &StreamSlot) {
+    if let Ok(ti) = tcpaccel_sys::tcpinfo::tcp_info(stream) {
+        let us = if ti.rcv_rtt > 0 { ti.rcv_rtt } else { ti.rtt };
+        slot.rtt_us.store(u64::from(us), Ordering::Relaxed);
+    }
+}
+
+async fn data_loop(
+    shared: &Shared,
+    client: &Arc<Client>,
+    stream: &mut TcpStream,
+    slot: &StreamSlot,
+    clamp_rx: &mut watch::Receiver<u32>,
+    session: u64,
+    index: u16,
+) -> Result<(), String> {
+    let peer = stream.peer_addr().map_err(|e| e.to_string())?;
+    let mut last_sample = std::time::Instant::now();
+    loop {
+        let mut hb = [0u8; proto::FRAME_HEADER_LEN];
+        match stream.read_exact(&mut hb).await {
+            Ok(_) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => {
+                return Err("stream closed without an end-of-stream frame".into())
+            }
+            Err(e) => return Err(e.to_string()),
+        }
+        let h = FrameHeader::decode(&hb, session, index, shared.cfg.chunk_size).map_err(|e| e.to_string())?;
+        if h.kind == FrameType::EndOfStream {
+            return Ok(());
+        }
+        let mut data = vec![0u8; h.length as usize];
+        stream.read_exact(&mut data).await.map_err(|e| format!("chunk at {}: {e}", h.offset))?;
+        h.verify(&data).map_err(|e| e.to_string())?;
+        loop {
+            let notified = client.advanced.notified();
+            let res = {
+                let mut g = lock(&client.inner);
+                if g.finished {
+                    return Err("client already finished".into());
+                }
+                let ClientInner { reasm, sink, hasher, .. } = &mut *g;
+                let mut write = |b: &[u8]| {
+                    hasher.update(b);
+                    match sink {
+                        Some(w) => w.write_all(b),
+                        None => Ok(()),
+                    }
+                };
+                reasm.offer(h.offset, data, &mut write)
+            };
+            match res {
+                Ok(Offer::Full(d)) => {
+                    data = d;
+                    notified.await;
+                    if *client.closed.borrow() {
+                        return Ok(());
+                    }
+                }
+                Ok(Offer::Delivered(_)) => {
+                    client.advanced.notify_waiters();
+                    finish_if_complete(shared, client);
+                    break;
+                }
+                Ok(Offer::Buffered) => break,
+                Err(e) => return Err(e.to_string()),
+            }
+        }
+        if clamp_rx.has_changed().unwrap_or(false) {
+            let v = *clamp_rx.borrow_and_update();
+            apply_clamp(stream, slot, v, peer);
+        }
+        if last_sample.elapsed() >= RTT_SAMPLE_EVERY {
+            last_sample = std::time::Instant::now();
+            sample_rtt(stream, slot);
+        }
+    }
+}
+
+/// Every interval: measure goodput, run the stream search, recompute the
+/// allocation, publish status. Join/leave/stream changes recompute the
+/// allocation without measuring.
+async fn ticker(shared: Arc<Shared>) {
+    let mut iv = tokio::time::interval(shared.cfg.interval);
+    iv.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    iv.tick().await;
+    loop {
+        let measure = tokio::select! {
+            _ = iv.tick() => true,
+            _ = shared.realloc.notified() => false,
+        };
+        tick(&shared, measure);
+    }
+}
+
+fn tick(shared: &Shared, measure: bool) {
+    let now = shared.now();
+    let t = shared.t();
+    let mut clients: Vec<Arc<Client>> = lock(&shared.state).clients.values().cloned().collect();
+    clients.sort_by_key(|c| c.session);
+
+    // Global stream budget, highest priorities first (tcpaccel_core::aimd::divide_streams).
+    let requests: Vec<(u64, u32, u32)> =
+        clients.iter().map(|c| (c.session, c.priority, shared.cfg.max_streams_per_client)).collect();
+    let limits = divide_streams(&requests, 1, shared.cfg.max_streams);
+
+    let mut needs = Vec::with_capacity(clients.len());
+    for (c, &(_, limit)) in clients.iter().zip(&limits) {
+        let mut g = lock(&c.inner);
+        let rtt_us = g.streams.values().map(|s| s.rtt_us.load(Ordering::Relaxed)).max().unwrap_or(0);
+        g.rtt = Duration::from_micros(rtt_us);
+        g.tuner.set_limit(limit);
+        if measure {
+            let dt = now.saturating_since(g.last_t);
+            let delivered = g.reasm.delivered();
+            g.goodput = Rate::from_bytes_over(delivered - g.last_delivered, dt);
+            g.last_delivered = delivered;
+            g.last_t = now;
+            let settled = g.streams.len() as u32 == g.wanted;
+            if shared.cfg.tune_streams && settled && !c.app_limited.load(Ordering::Relaxed) && !g.finished {
+                let (goodput, rtt) = (g.goodput, g.rtt);
+                let d = g.tuner.on_interval(now, goodput, rtt);
+                if d.streams != g.wanted {
+                    tracing::debug!(id = %c.id, from = g.wanted, to = d.streams, step = ?d.step, "gather: streams");
+                    g.wanted = d.streams;
+                    let _ = c.ctl.send(Control::SetStreams { streams: d.streams });
+                }
+            }
+        }
+        if g.wanted > limit {
+            g.wanted = limit.max(1);
+            let _ = c.ctl.send(Control::SetStreams { streams: g.wanted });
+        }
+        needs.push(ClientNeed {
+            session: c.session,
+            priority: c.priority,
+            target: c.target,
+            rtt: g.rtt,
+            streams: g.streams.len() as u32,
+        });
+    }
+
+    match share_pool(&needs, shared.cfg.pool) {
+        Ok((plan, shares)) => {
+            for (c, s) in clients.iter().zip(&shares) {
+                let mut g = lock(&c.inner);
+                g.allocation = s.bytes;
+                for slot in g.streams.values() {
+                    slot.clamp.send_if_modified(|v| {
+                        let changed = *v != s.per_stream;
+                        *v = s.per_stream;
+                        changed
+                    });
+                }
+            }
+            let rule = format!("{:?}", plan.rule).to_lowercase();
+            let key = Some((rule.clone(), clients.len()));
+            let changed = {
+                let mut st = lock(&shared.state);
+                let c = st.last_alloc != key;
+                st.last_alloc = key;
+                c
+            };
+            if changed && !clients.is_empty() {
+                shared.emit(Event::Allocation {
+                    t,
+                    rule,
+                    pool: plan.pool,
+                    needed: plan.needed,
+                    needed_lowered: plan.needed_lowered,
+                    clients: clients.len(),
+                });
+            }
+        }
+        Err(e) => tracing::error!(error = %e, "gather: allocation failed"),
+    }
+
+    if measure {
+        let mut all = Vec::with_capacity(clients.len());
+        for c in &clients {
+            let g = lock(&c.inner);
+            all.push(ClientStatus {
+                t,
+                id: c.id.clone(),
+                session: c.session,
+                class: c.class.clone(),
+                priority: c.priority,
+                target_bps: c.target.0,
+                goodput_bps: g.goodput.0,
+                streams: g.streams.len() as u32,
+                streams_wanted: g.wanted,
+                allocation: g.allocation,
+                window_clamp: g
+                    .streams
+                    .values()
+                    .map(|s| u64::from(s.clamp_actual.load(Ordering::Relaxed)))
+                    .sum(),
+                rtt_us: g.rtt.as_micros() as u64,
+                received: g.reasm.delivered(),
+                app_limited: c.app_limited.load(Ordering::Relaxed),
+            });
+        }
+        for s in &all {
+            shared.emit(Event::Status(s.clone()));
+        }
+        lock(&shared.state).last_status = all;
+    }
+}
