@@ -191,15 +191,22 @@ pub fn judge(facts: &Facts) -> Vec<Finding> {
     // A setting that is read-only here (a host-global value seen from a
     // namespace) cannot be applied here: it becomes advice for the host.
     for f in &mut out {
+        let mut host_only = !f.fixes.is_empty();
         for fix in &mut f.fixes {
-            if let Fix::Sysctl { key, value } = fix {
-                if facts.readonly.iter().any(|k| k == key) {
+            match fix {
+                Fix::Sysctl { key, value } if facts.readonly.iter().any(|k| k == key) => {
                     let v = if value.contains(' ') { format!("\"{value}\"") } else { value.clone() };
                     *fix = Fix::Advice {
                         command: format!("sysctl -w {key}={v}  # host-global: run in the initial namespace"),
                     };
                 }
+                _ => host_only = false,
             }
+        }
+        // Nothing in this namespace can change it: inform, do not fail the verdict.
+        if host_only && f.severity > Severity::Info {
+            f.severity = Severity::Info;
+            f.summary.push_str(" (host-global: not settable from this namespace)");
         }
     }
     out
@@ -543,7 +550,10 @@ fn rto_min(facts: &Facts) -> Finding {
             format!("route {} rto_min", route.map(|r| r.dst.as_str()).unwrap_or("?")),
         ),
         (None, Some(us)) => (Duration::from_micros(*us), "net.ipv4.tcp_rto_min_us".to_string()),
-        (None, None) => (KERNEL_RTO_MIN, "kernel default".to_string()),
+        (None, None) if matches!(facts.routes, Some(Fact::Known(_))) => {
+            (KERNEL_RTO_MIN, "kernel default".to_string())
+        }
+        (None, None) => (KERNEL_RTO_MIN, "assumed kernel default: routes and sysctl unreadable".to_string()),
     };
     let ratio = floor.as_secs_f64() / rtt.as_secs_f64().max(1e-6);
     let want = recommended_rto_min(rtt);
@@ -1058,6 +1068,7 @@ mod tests {
         let fs = judge(&f);
         let r = find(&fs, "rmem_max");
         assert_eq!(sysctl_fix(r), None);
+        assert_eq!(r.severity, Severity::Info, "nothing here can fix it");
         assert!(
             matches!(&r.fixes[0], Fix::Advice { command } if command.starts_with("sysctl -w net.core.rmem_max=25165824"))
         );
