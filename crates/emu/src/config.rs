@@ -145,6 +145,20 @@ impl MeterFormat {
     }
 }
 
+/// How the direction threads ask the kernel for CPU time.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Scheduling {
+    /// SCHED_FIFO priority 10 (falling back to nice -10, then to normal):
+    /// busy endpoints on the same CPUs cannot delay the wire.
+    #[default]
+    Realtime,
+    /// Nice -10.
+    Nice,
+    /// Whatever the process has.
+    Normal,
+}
+
 /// The whole emulator: an L2 wire between interfaces `a` and `b`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -169,6 +183,9 @@ pub struct EmuConfig {
     /// Frames per batched receive.
     #[serde(default = "default_batch")]
     pub batch: usize,
+    /// CPU scheduling of the direction threads.
+    #[serde(default)]
+    pub scheduling: Scheduling,
 }
 
 fn default_bin() -> Duration {
@@ -191,6 +208,7 @@ impl EmuConfig {
             meter_out: None,
             meter_format: None,
             batch: default_batch(),
+            scheduling: Scheduling::default(),
         }
     }
 

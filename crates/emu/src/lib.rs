@@ -41,7 +41,7 @@ use tcpaccel_core::link::Link;
 use tcpaccel_core::meter::{Bin, Histogram};
 use tcpaccel_sys::packet::{Options, PacketSocket, RecvBatch};
 
-pub use config::{EmuConfig, LinkConfig, MeterFormat};
+pub use config::{EmuConfig, LinkConfig, MeterFormat, Scheduling};
 pub use summary::{DirectionSummary, Drops, Summary};
 
 /// Errors starting the emulator, naming the interface or file involved.
@@ -159,6 +159,7 @@ impl Emulator {
                 last_send: None,
                 wire_after_first: 0,
                 error: None,
+                scheduling: cfg.scheduling,
             };
             let sh = shared.clone();
             let name = if dir == 0 { "emu-a>b" } else { "emu-b>a" };
@@ -198,7 +199,7 @@ impl std::fmt::Debug for EmuHandle {
     }
 }
 
-fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+pub(crate) fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|p| p.into_inner())
 }
 

@@ -8,7 +8,7 @@ use tcpaccel_core::link::{Counters, DropReason};
 use tcpaccel_core::meter::HistSummary;
 use tcpaccel_core::units::{format_duration, Bytes, Rate};
 
-use crate::config::LinkConfig;
+use crate::config::{LinkConfig, Scheduling};
 
 /// Frames dropped, by reason.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
@@ -83,6 +83,10 @@ pub struct DirectionSummary {
     pub lateness: HistSummary,
     /// Meter bins lost because the writer fell behind.
     pub meter_bins_lost: u64,
+    /// CPU time this direction's thread used, seconds.
+    pub cpu_s: f64,
+    /// The CPU scheduling the thread got.
+    pub scheduling: Scheduling,
     /// Set when this direction's thread stopped on an error.
     pub error: Option<String>,
 }
@@ -105,6 +109,8 @@ impl DirectionSummary {
             mean_bps: 0,
             lateness: tcpaccel_core::meter::Histogram::new().summary(),
             meter_bins_lost: 0,
+            cpu_s: 0.0,
+            scheduling: Scheduling::Normal,
             error: None,
         }
     }
@@ -164,15 +170,19 @@ impl Summary {
                 v.map_or("-".into(), |ns| format_duration(std::time::Duration::from_nanos(ns)))
             };
             s += &format!(
-                "    max queue {} / {} frames, achieved {} on the wire, mean {}, lateness p50 {} p99 {} max {}\n",
+                "    max queue {} / {} frames, achieved {} on the wire, mean {}, lateness p50 {} p99 {} max {}, cpu {:.2} s\n",
                 Bytes(d.max_queue_bytes),
                 d.max_queue_frames,
                 Rate(d.achieved_wire_bps),
                 Rate(d.mean_bps),
                 late(d.lateness.p50_ns),
                 late(d.lateness.p99_ns),
-                late(d.lateness.max_ns)
+                late(d.lateness.max_ns),
+                d.cpu_s
             );
+            if d.scheduling != Scheduling::Realtime {
+                s += &format!("    scheduling: {:?} (no real-time priority)\n", d.scheduling);
+            }
             if let Some(e) = &d.error {
                 s += &format!("    stopped on error: {e}\n");
             }

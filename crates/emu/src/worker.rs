@@ -19,7 +19,7 @@ use tcpaccel_core::meter::{Bin, Histogram};
 use tcpaccel_core::Instant;
 use tcpaccel_sys::packet::{PacketSocket, RecvBatch};
 
-use crate::config::LinkConfig;
+use crate::config::{LinkConfig, Scheduling};
 use crate::frame;
 use crate::ring::FrameRing;
 use crate::summary::{DirectionSummary, Drops};
@@ -64,6 +64,38 @@ pub(crate) struct Worker {
     /// On-wire bytes delivered after the first send (for the achieved rate).
     pub wire_after_first: u64,
     pub error: Option<String>,
+    pub scheduling: Scheduling,
+}
+
+/// Applies `want` to the calling thread as far as privileges allow; returns
+/// what took effect.
+fn apply_scheduling(want: Scheduling) -> Scheduling {
+    use tcpaccel_sys::packet::{set_realtime, set_thread_nice};
+    if want == Scheduling::Realtime {
+        match set_realtime(10) {
+            Ok(()) => return Scheduling::Realtime,
+            Err(e) => tracing::info!("no real-time priority for the emulator ({e}); trying nice -10"),
+        }
+    }
+    if want != Scheduling::Normal {
+        match set_thread_nice(-10) {
+            Ok(()) => return Scheduling::Nice,
+            Err(e) => tracing::info!("emulator thread keeps its priority: {e}"),
+        }
+    }
+    Scheduling::Normal
+}
+
+/// CPU time (user + system) of the calling thread from /proc, in seconds
+/// (USER_HZ ticks, 10 ms resolution).
+fn thread_cpu_seconds() -> Option<f64> {
+    let stat = std::fs::read_to_string("/proc/thread-self/stat").ok()?;
+    // Fields after the parenthesised command name; utime and stime are the
+    // 14th and 15th fields of the whole line (proc(5)).
+    let rest = &stat[stat.rfind(')')? + 2..];
+    let f: Vec<&str> = rest.split_whitespace().collect();
+    let ticks: u64 = f.get(11)?.parse::<u64>().ok()? + f.get(12)?.parse::<u64>().ok()?;
+    Some(ticks as f64 / 100.0)
 }
 
 fn errno(e: &tcpaccel_sys::Error) -> Option<i32> {
@@ -97,6 +129,8 @@ impl Worker {
         if let Err(e) = tcpaccel_sys::packet::set_timer_slack(1) {
             tracing::debug!("timer slack unchanged: {e}");
         }
+        let applied = apply_scheduling(self.scheduling);
+        crate::lock(slots).scheduling = applied;
         let mut next_publish = self.now() + PUBLISH;
         while !self.shared.stop.load(Ordering::Relaxed) {
             if let Err(e) = self.step() {
@@ -191,6 +225,10 @@ impl Worker {
             if k == 0 {
                 return Ok(());
             }
+            // Lateness is taken when the batch is handed to the kernel: the
+            // send itself runs the receiving host's stack (veth delivers in
+            // the sender's softirq), which is the far end's time, not ours.
+            let t = self.now();
             // Frames the ring lacks (never expected) are skipped, not sent wrong.
             let mut sent_frames = 0usize;
             {
@@ -229,7 +267,6 @@ impl Worker {
                     }
                 }
             }
-            let t = self.now();
             for d in &due[..k] {
                 if self.ring.front().is_some_and(|(id, _)| id == d.id) {
                     self.ring.pop();
@@ -281,10 +318,7 @@ impl Worker {
             }
             _ => 0,
         };
-        let mut s = match slot.lock() {
-            Ok(g) => g,
-            Err(p) => p.into_inner(),
-        };
+        let mut s = crate::lock(slot);
         s.arrived_frames = c.arrived_frames;
         s.arrived_bytes = c.arrived_bytes;
         s.delivered_frames = c.delivered_frames;
@@ -298,5 +332,8 @@ impl Worker {
         s.lateness = self.lateness.summary();
         s.meter_bins_lost = self.meter_lost + self.link.meter().overflowed();
         s.error = self.error.clone();
+        if let Some(cpu) = thread_cpu_seconds() {
+            s.cpu_s = cpu;
+        }
     }
 }

@@ -446,6 +446,33 @@ pub fn set_timer_slack(ns: u64) -> Result<()> {
     Ok(())
 }
 
+/// Gives the calling thread real-time FIFO priority `priority` (1..=99), so
+/// that the TCP endpoints sharing the CPUs cannot delay the frames it times.
+/// The kernel's RT throttling (`kernel.sched_rt_runtime_us`, 95% by default)
+/// still leaves the rest of the system some CPU. Needs CAP_SYS_NICE.
+pub fn set_realtime(priority: i32) -> Result<()> {
+    let param = libc::sched_param { sched_priority: priority.clamp(1, 99) };
+    // SAFETY: pid 0 is the calling thread; param is a live sched_param.
+    let rc = unsafe { libc::sched_setscheduler(0, libc::SCHED_FIFO, &param) };
+    if rc != 0 {
+        return Err(Error::last("sched_setscheduler(SCHED_FIFO)"));
+    }
+    Ok(())
+}
+
+/// Sets the nice value of the calling thread only (Linux applies
+/// setpriority to a thread id). Lower is more CPU; below 0 needs CAP_SYS_NICE.
+pub fn set_thread_nice(nice: i32) -> Result<()> {
+    // SAFETY: gettid has no preconditions.
+    let tid = unsafe { libc::gettid() };
+    // SAFETY: plain integer arguments; affects only thread `tid`.
+    let rc = unsafe { libc::setpriority(libc::PRIO_PROCESS, tid as libc::id_t, nice.clamp(-20, 19)) };
+    if rc != 0 {
+        return Err(Error::last("setpriority(thread)"));
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
