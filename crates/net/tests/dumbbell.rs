@@ -70,6 +70,19 @@ fn dumbbell_rtt_goodput_and_clean_teardown() {
     assert_eq!(clean::namespaces_with_prefix(&prefix).unwrap().len(), 3, "h1, h2 and the emulator");
     assert!(net.emulator("wan").is_some_and(|e| e.is_running()));
     assert!(thread_names().iter().any(|n| n.starts_with("emu-")), "{:?}", thread_names());
+    // Offloads off on all four interfaces of the emulated path.
+    let ns_emu = net.emulator_ns("wan").expect("emulator namespace").to_string();
+    for (ns, ifname) in [
+        (net.ns("h1").unwrap(), "eth0"),
+        (net.ns("h2").unwrap(), "eth0"),
+        (ns_emu.clone(), tcpaccel_net::network::EMU_IF_A),
+        (ns_emu, tcpaccel_net::network::EMU_IF_B),
+    ] {
+        let o = tcpaccel_sys::netns::run_in(&ns, move || tcpaccel_sys::ethtool::offloads(ifname))
+            .expect("enter namespace")
+            .expect("read offloads");
+        assert!(o.all_off(), "offloads still on for {ifname} in {ns}: {o:?}");
+    }
 
     // Handshake RTT: SYN and SYN-ACK each cross 20 ms. The first connect also
     // waits for ARP across the link, so take the best of a few.

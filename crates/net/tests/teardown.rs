@@ -73,13 +73,14 @@ fn panic_with_network_up_leaves_nothing() {
     assert!(left.is_empty(), "threads left: {left:?}");
 }
 
-/// Runs this binary as a child that builds PAIR and waits; returns the child
-/// and its run id once the network is up.
-fn spawn_child() -> (std::process::Child, String) {
+/// Runs this binary as a child that builds PAIR and waits (`mode` "exit":
+/// the default handler; "subscribe": it asks for the signal and tears down
+/// itself); returns the child and its run id once the network is up.
+fn spawn_child(mode: &str) -> (std::process::Child, String) {
     let exe = std::env::current_exe().expect("current exe");
     let mut child = Command::new(exe)
         .args(["--exact", "child_holds_a_network", "--nocapture", "--test-threads", "1"])
-        .env(CHILD_ENV, "1")
+        .env(CHILD_ENV, mode)
         .stdout(Stdio::piped())
         .stderr(Stdio::inherit())
         .spawn()
@@ -105,9 +106,9 @@ fn spawn_child() -> (std::process::Child, String) {
     }
 }
 
-fn signal_child_and_check(sig: &str, expect_code: i32) {
+fn signal_child_and_check(mode: &str, sig: &str, expect_code: i32) {
     require_root();
-    let (mut child, id) = spawn_child();
+    let (mut child, id) = spawn_child(mode);
     let prefix = format!("tcpaccel-{id}-");
     assert_eq!(clean::namespaces_with_prefix(&prefix).unwrap().len(), 3, "p1, p2, pw while up");
     assert!(state::path_of(&id).exists(), "the child records its run");
@@ -132,21 +133,37 @@ fn signal_child_and_check(sig: &str, expect_code: i32) {
 
 #[test]
 fn sigterm_tears_down_and_exits_143() {
-    signal_child_and_check("TERM", 143);
+    signal_child_and_check("exit", "TERM", 143);
 }
 
 #[test]
 fn sigint_tears_down_and_exits_130() {
-    signal_child_and_check("INT", 130);
+    signal_child_and_check("exit", "INT", 130);
+}
+
+#[test]
+fn subscriber_gets_the_signal_and_tears_down_itself() {
+    // The child returns normally from its test after a graceful teardown.
+    signal_child_and_check("subscribe", "TERM", 0);
 }
 
 /// Not a test on its own: the body of the child process above.
 #[test]
 fn child_holds_a_network() {
-    if std::env::var_os(CHILD_ENV).is_none() {
+    let Some(mode) = std::env::var_os(CHILD_ENV) else { return };
+    let topo = Topology::from_toml_str(PAIR).unwrap();
+    if mode == "subscribe" {
+        let rx = tcpaccel_net::signals::subscribe().expect("child: subscribe");
+        let mut net = Network::up(&topo).expect("child: network up");
+        net.persist(Some("teardown-test child")).expect("child: state file");
+        println!("RUN {}", net.run_id());
+        let sig = rx.recv_timeout(Duration::from_secs(120)).expect("child: no signal within 120 s");
+        assert_eq!(sig, 15, "SIGTERM expected");
+        let report = net.teardown();
+        assert!(report.errors.is_empty(), "{:?}", report.errors);
+        assert_eq!(report.emulators.len(), 1, "the emulator's summary");
         return;
     }
-    let topo = Topology::from_toml_str(PAIR).unwrap();
     let mut net = Network::up(&topo).expect("child: network up");
     net.persist(Some("teardown-test child")).expect("child: state file");
     println!("RUN {}", net.run_id());
