@@ -1,8 +1,157 @@
-use crate::exit::Verdict;
+//! `tcpaccel run [OPTIONS] -- COMMAND ARGS`: runs an unmodified program with
+//! pacing, congestion control, buffer sizes or MPTCP applied to its TCP
+//! sockets, through the `libtcpaccel_preload.so` shim (crates/preload).
+//!
+//! Rates are on-wire rates, as everywhere in tcpaccel: `static:500mbit` fills
+//! 500 Mbit/s of Ethernet wire, i.e. paces TCP payload at 500 × 1448/1538
+//! (the traffic tool's `Framing::ETHERNET_1500_TS`; the MSS of a program's
+//! socket is not known before it connects).
+
+use crate::exit::{self, Verdict};
+use anyhow::Context;
+use std::ffi::OsString;
+use std::net::IpAddr;
+use std::os::unix::process::CommandExt;
+use std::path::PathBuf;
+use tcpaccel_core::units::{Bytes, Rate};
+use tcpaccel_traffic::pace::Framing;
 
 #[derive(clap::Args)]
-pub struct Args {}
+pub struct Args {
+    /// Pacing: none, static:RATE (on-wire, e.g. static:500mbit), dynamic (cwnd·mss/RTT, seed 000 eq. 1), dynamic:RATE (with a ceiling).
+    #[arg(long, default_value = "none")]
+    pace: String,
+    /// Congestion control for the program's TCP sockets (see net.ipv4.tcp_available_congestion_control).
+    #[arg(long)]
+    cc: Option<String>,
+    /// SO_SNDBUF before connect (e.g. 12.5MB). Disables the kernel's autotuning for that socket.
+    #[arg(long)]
+    sndbuf: Option<Bytes>,
+    /// SO_RCVBUF before connect (sets the window scale the handshake negotiates).
+    #[arg(long)]
+    rcvbuf: Option<Bytes>,
+    /// Make the program's TCP sockets MPTCP (like mptcpize); falls back to TCP if MPTCP is unavailable.
+    #[arg(long)]
+    mptcp: bool,
+    /// Bind outgoing TCP/MPTCP sockets to this source address (e.g. a lane's SL address).
+    #[arg(long)]
+    bind: Option<IpAddr>,
+    /// Append a line per socket touched (what was applied, what failed) to this file.
+    #[arg(long)]
+    shim_log: Option<PathBuf>,
+    /// The shim to preload (default: libtcpaccel_preload.so beside this executable, or $TCPACCEL_PRELOAD_LIB).
+    #[arg(long)]
+    preload: Option<PathBuf>,
+    /// The program and its arguments.
+    #[arg(last = true, required = true)]
+    command: Vec<OsString>,
+}
 
-pub fn run(_args: Args) -> anyhow::Result<Verdict> {
-    anyhow::bail!("not built yet")
+/// The value of TCPACCEL_PACE for the shim.
+pub fn pace_env(pace: &str) -> anyhow::Result<Option<String>> {
+    let bad = |why: String| {
+        exit::usage(format!(
+            "--pace {pace:?}: {why}; accepted forms: none, static:RATE, dynamic, dynamic:RATE (RATE like 500mbit)"
+        ))
+    };
+    let wire = |r: &str| -> anyhow::Result<u64> {
+        let rate = Rate::parse(r).map_err(|e| bad(e.to_string()))?;
+        Ok(Framing::ETHERNET_1500_TS.payload_bytes_per_sec(rate).max(1))
+    };
+    Ok(match pace {
+        "none" => None,
+        "dynamic" => Some("dynamic".into()),
+        p => {
+            if let Some(r) = p.strip_prefix("static:") {
+                Some(format!("static:{}", wire(r)?))
+            } else if let Some(r) = p.strip_prefix("dynamic:") {
+                Some(format!("dynamic:{}", wire(r)?))
+            } else {
+                return Err(bad("unknown pacing mode".into()));
+            }
+        }
+    })
+}
+
+fn available_cc() -> Vec<String> {
+    std::fs::read_to_string("/proc/sys/net/ipv4/tcp_available_congestion_control")
+        .map(|s| s.split_whitespace().map(String::from).collect())
+        .unwrap_or_default()
+}
+
+fn find_shim(explicit: Option<PathBuf>) -> anyhow::Result<PathBuf> {
+    let candidates: Vec<PathBuf> = explicit
+        .into_iter()
+        .chain(std::env::var_os("TCPACCEL_PRELOAD_LIB").map(PathBuf::from))
+        .chain(
+            std::env::current_exe().ok().and_then(|e| e.parent().map(|d| d.join("libtcpaccel_preload.so"))),
+        )
+        .collect();
+    candidates.iter().find(|p| p.is_file()).cloned().ok_or_else(|| {
+        exit::usage(format!(
+            "the preload shim libtcpaccel_preload.so was not found (looked at: {}); build it with `cargo build -p tcpaccel-preload` in the same profile, or pass --preload PATH",
+            candidates.iter().map(|p| p.display().to_string()).collect::<Vec<_>>().join(", ")
+        ))
+    })
+}
+
+pub fn run(a: Args) -> anyhow::Result<Verdict> {
+    let pace = pace_env(&a.pace)?;
+    if let Some(cc) = &a.cc {
+        let avail = available_cc();
+        if !avail.is_empty() && !avail.contains(cc) {
+            return Err(exit::usage(format!(
+                "--cc {cc:?} is not available in this kernel; available: {}",
+                avail.join(", ")
+            )));
+        }
+    }
+    let shim = find_shim(a.preload)?;
+    let mut cmd = std::process::Command::new(&a.command[0]);
+    cmd.args(&a.command[1..]);
+    let preload = match std::env::var_os("LD_PRELOAD") {
+        Some(old) if !old.is_empty() => {
+            let mut s = shim.clone().into_os_string();
+            s.push(":");
+            s.push(old);
+            s
+        }
+        _ => shim.clone().into_os_string(),
+    };
+    cmd.env("LD_PRELOAD", preload);
+    let set = |cmd: &mut std::process::Command, k: &str, v: Option<String>| match v {
+        Some(v) => {
+            cmd.env(k, v);
+        }
+        None => {
+            cmd.env_remove(k);
+        }
+    };
+    set(&mut cmd, "TCPACCEL_PACE", pace);
+    set(&mut cmd, "TCPACCEL_CC", a.cc);
+    set(&mut cmd, "TCPACCEL_SNDBUF", a.sndbuf.map(|b| b.0.to_string()));
+    set(&mut cmd, "TCPACCEL_RCVBUF", a.rcvbuf.map(|b| b.0.to_string()));
+    set(&mut cmd, "TCPACCEL_MPTCP", a.mptcp.then(|| "1".to_string()));
+    set(&mut cmd, "TCPACCEL_BIND", a.bind.map(|b| b.to_string()));
+    set(&mut cmd, "TCPACCEL_LOG", a.shim_log.map(|p| p.display().to_string()));
+    // exec replaces this process: the program keeps our pid, signals and exit code.
+    let err = cmd.exec();
+    Err(err).with_context(|| format!("cannot run {:?}", a.command[0]))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pace_forms() {
+        assert_eq!(pace_env("none").unwrap(), None);
+        assert_eq!(pace_env("dynamic").unwrap().as_deref(), Some("dynamic"));
+        // 20 Mbit/s on the wire = 2.5 MB/s × 1448/1538 of payload.
+        assert_eq!(pace_env("static:20mbit").unwrap().as_deref(), Some("static:2353706"));
+        for bad in ["static:0", "static:fast", "static:-1mbit", "turbo", "static:"] {
+            let e = pace_env(bad).unwrap_err().to_string();
+            assert!(e.contains(bad) && e.contains("accepted forms"), "{e}");
+        }
+    }
 }
