@@ -171,9 +171,11 @@ pub struct DumpRequest {
     pub states: u32,
     /// Bit mask of [`ext`] attributes to include.
     pub ext: u8,
-    /// Kernel-side filter: only sockets whose source or destination port is
-    /// this one. `None` dumps all.
+    /// Kernel-side filter: only sockets with this port (on the side chosen
+    /// by `port_side`). `None` dumps all.
     pub port: Option<u16>,
+    /// Which port `port` is compared with.
+    pub port_side: PortSide,
     /// Which families (one dump each).
     pub families: Vec<Family>,
 }
@@ -186,9 +188,23 @@ impl Default for DumpRequest {
             states: state::CONNECTED,
             ext: ext::INFO | ext::CONG,
             port: None,
+            port_side: PortSide::Either,
             families: vec![Family::Any],
         }
     }
+}
+
+/// Which end's port a [`DumpRequest::port`] filter compares.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum PortSide {
+    /// Local or remote port.
+    #[default]
+    Either,
+    /// Local (source) port only.
+    Local,
+    /// Remote (destination) port only: e.g. the client sockets of a server,
+    /// without the server's accepted sockets on the same host.
+    Remote,
 }
 
 /// One raw netlink attribute of an answer.
@@ -468,18 +484,27 @@ pub fn parse_datagram(
 /// accepts, one op past it rejects. `inet_diag_bc_audit` also insists that
 /// every `no` target lies on the chain of `yes` jumps, hence the JMP op
 /// between the two tests (JMP always takes `no`), as `ss` builds an OR.
-fn port_bytecode(port: u16) -> Vec<u8> {
+fn port_bytecode(port: u16, side: PortSide) -> Vec<u8> {
     let op = |code: u8, yes: u8, no: u16| {
         let mut v = vec![code, yes];
         v.extend_from_slice(&no.to_ne_bytes());
         v
     };
     let mut bc = Vec::with_capacity(20);
-    bc.extend(op(BC_S_EQ, 8, 12)); // @0: sport == P → JMP @8; else → @12
-    bc.extend(op(BC_NOP, 0, port)); // @4: carrier of P
-    bc.extend(op(BC_JMP, 4, 12)); // @8: → @20, the end: accept
-    bc.extend(op(BC_D_EQ, 8, 12)); // @12: dport == P → @20 accept; else → @24 reject
-    bc.extend(op(BC_NOP, 0, port)); // @16: carrier of P
+    match side {
+        PortSide::Either => {
+            bc.extend(op(BC_S_EQ, 8, 12)); // @0: sport == P → JMP @8; else → @12
+            bc.extend(op(BC_NOP, 0, port)); // @4: carrier of P
+            bc.extend(op(BC_JMP, 4, 12)); // @8: → @20, the end: accept
+            bc.extend(op(BC_D_EQ, 8, 12)); // @12: dport == P → @20 accept; else → @24 reject
+            bc.extend(op(BC_NOP, 0, port)); // @16: carrier of P
+        }
+        PortSide::Local | PortSide::Remote => {
+            let code = if side == PortSide::Local { BC_S_EQ } else { BC_D_EQ };
+            bc.extend(op(code, 8, 12)); // @0: match → @8, the end: accept; else → @12 reject
+            bc.extend(op(BC_NOP, 0, port)); // @4: carrier of P
+        }
+    }
     bc
 }
 
@@ -487,7 +512,7 @@ fn port_bytecode(port: u16) -> Vec<u8> {
 /// `inet_diag_req_v2` for one family, or `TCPDIAG_GETSOCK` with the compat
 /// `inet_diag_req` for [`Family::Any`].
 pub fn encode_request(family: Family, req: &DumpRequest, seq: u32) -> Vec<u8> {
-    let bc = req.port.map(port_bytecode);
+    let bc = req.port.map(|p| port_bytecode(p, req.port_side));
     let attr_len = bc.as_ref().map(|b| align4(4 + b.len())).unwrap_or(0);
     let (kind, body) = if family == Family::Any {
         (TCPDIAG_GETSOCK, REQ_COMPAT_LEN)
@@ -830,6 +855,14 @@ mod tests {
             if req.port.is_some() {
                 assert_eq!(socks.len(), 2, "bytecode filter leaves only this connection");
             }
+        }
+        for (side, want) in
+            [(PortSide::Remote, c.local_addr().unwrap()), (PortSide::Local, _s.local_addr().unwrap())]
+        {
+            let req = DumpRequest { port: Some(port), port_side: side, ..Default::default() };
+            let socks = d.dump(&req).expect("dump");
+            assert_eq!(socks.len(), 1, "{side:?}: {socks:?}");
+            assert_eq!(socks[0].src, want, "{side:?}");
         }
     }
 }

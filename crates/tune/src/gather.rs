@@ -203,6 +203,7 @@ pub fn live_connections(target: SocketAddr) -> Result<Vec<LiveConn>, String> {
     let mut d = DiagSocketConn::open().map_err(|e| e.to_string())?;
     let req = DumpRequest {
         port: Some(target.port()),
+        port_side: tcpaccel_sys::diag::PortSide::Remote,
         states: tcpaccel_sys::diag::state::bit(tcpaccel_sys::diag::state::ESTABLISHED),
         ..Default::default()
     };

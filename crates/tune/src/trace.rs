@@ -15,7 +15,7 @@ use std::net::{IpAddr, SocketAddr};
 use std::time::Duration;
 
 use serde::Serialize;
-use tcpaccel_sys::diag::{self, DiagSocket, DiagSocketConn, DumpRequest};
+use tcpaccel_sys::diag::{self, DiagSocket, DiagSocketConn, DumpRequest, PortSide};
 
 /// Which sockets to sample.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -38,11 +38,12 @@ impl Selector {
         }
         s.trim_matches(|c| c == '[' || c == ']').parse::<IpAddr>().ok().map(|ip| Selector::Dst(ip, None))
     }
-    fn kernel_port(&self) -> Option<u16> {
+    /// The in-kernel port filter that trims each dump for this selector.
+    fn kernel_port(&self) -> (Option<u16>, PortSide) {
         match self {
-            Selector::Port(p) => Some(*p),
-            Selector::Dst(_, p) => *p,
-            _ => None,
+            Selector::Port(p) => (Some(*p), PortSide::Either),
+            Selector::Dst(_, p) => (*p, PortSide::Remote),
+            _ => (None, PortSide::Either),
         }
     }
     fn matches(&self, s: &DiagSocket, inodes: &HashSet<u32>) -> bool {
@@ -272,7 +273,8 @@ impl Tracer {
         if let Selector::Pid(pid) = sel {
             pid_socket_inodes(pid)?;
         }
-        let req = DumpRequest { port: sel.kernel_port(), ..Default::default() };
+        let (port, port_side) = sel.kernel_port();
+        let req = DumpRequest { port, port_side, ..Default::default() };
         Ok(Tracer { conn, req, sel, socks: Vec::new(), inodes: HashSet::new(), inodes_at: None })
     }
 
