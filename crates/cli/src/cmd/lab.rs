@@ -121,7 +121,7 @@ pub fn run(args: Args) -> anyhow::Result<Verdict> {
         }
         LabCmd::Clean => {
             exit::require_root("lab clean")?;
-            let removed: Vec<String> = anyhow::bail!("lab clean: waiting for the topology crate");
+            let removed = tcpaccel_net::clean_leftovers()?;
             if removed.is_empty() {
                 println!("nothing to clean");
             }

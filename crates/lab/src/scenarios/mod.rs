@@ -2,9 +2,12 @@
 
 use crate::scenario::Scenario;
 
+pub mod demo;
+pub mod dumbbell;
+
 /// Every scenario, in the order `lab list` shows them.
 pub fn all() -> Vec<Box<dyn Scenario>> {
-    vec![]
+    vec![Box::new(demo::Demo)]
 }
 
 /// Looks a scenario up by name; the error lists the valid names.

@@ -1,0 +1,143 @@
+//! `lab demo`: the tour on an emulated long fat path. Kernel defaults against
+//! buffers sized to the bandwidth-delay product (seed 004's first lesson),
+//! then the same with static pacing at the bottleneck rate (seed 000's PSPS)
+//! and with BBR, side by side in one run.
+
+use super::dumbbell::{bulk, HostSetup, Path2};
+use crate::records::MetricSpec;
+use crate::scenario::{ParamSpec, Params, RunCtx, Scenario, Testbed};
+use anyhow::{bail, Result};
+use std::path::Path;
+use std::time::Duration;
+use tcpaccel_core::units::bdp_bytes;
+use tcpaccel_traffic::Pace;
+
+pub struct Demo;
+
+const VARIANTS: [&str; 4] = ["defaults", "bdp-buffers", "static-pacing", "bbr"];
+
+impl Scenario for Demo {
+    fn name(&self) -> &'static str {
+        "demo"
+    }
+    fn title(&self) -> &'static str {
+        "tcpaccel tour: a long fat path, tuned and paced"
+    }
+    fn description(&self) -> &'static str {
+        "One bulk CUBIC transfer per variant over an emulated bottleneck: kernel default buffers, \
+         buffers sized to 2×BDP (seed 004), plus static pacing at the bottleneck rate (seed 000), \
+         and BBR with the same buffers."
+    }
+    fn params(&self) -> Vec<ParamSpec> {
+        vec![
+            ParamSpec::new("rate", "300mbit", "bottleneck rate (on the wire)"),
+            ParamSpec::new("rtt", "100ms", "round-trip propagation delay"),
+            ParamSpec::new("buffer", "1MB", "drop-tail buffer at the bottleneck"),
+            ParamSpec::new("duration", "25s", "length of each transfer"),
+            ParamSpec::new("variants", VARIANTS.join(","), "which variants to run"),
+        ]
+    }
+    fn quick(&self) -> Vec<(&'static str, &'static str)> {
+        vec![("duration", "6s"), ("rate", "100mbit")]
+    }
+    fn default_repeats(&self) -> u32 {
+        1
+    }
+    fn variants(&self, p: &Params) -> Result<Vec<String>> {
+        let v = p.list("variants")?;
+        for x in &v {
+            if !VARIANTS.contains(&x.as_str()) {
+                bail!("unknown variant {x:?}; valid: {}", VARIANTS.join(", "));
+            }
+        }
+        Ok(v)
+    }
+    fn metrics(&self) -> Vec<MetricSpec> {
+        standard_metrics()
+    }
+    fn notes(&self, p: &Params) -> Vec<String> {
+        let bdp = match (p.rate("rate"), p.duration("rtt")) {
+            (Ok(r), Ok(t)) => bdp_bytes(r, t),
+            _ => 0,
+        };
+        vec![format!(
+            "BDP of this path: {bdp} bytes. 'bdp-buffers' raises tcp_rmem/tcp_wmem maxima to 2×BDP in both \
+             namespaces; the kernel defaults (tcp_wmem max 4 MB, tcp_rmem max 6 MB) cap the window below \
+             the BDP on fat paths. Route metrics caching is off in every variant (tcp_no_metrics_save=1)."
+        )]
+    }
+    fn estimate(&self, p: &Params) -> Duration {
+        p.duration("duration").unwrap_or(Duration::from_secs(20)) + Duration::from_secs(3)
+    }
+    fn prepare(&self, p: &Params, _dir: &Path) -> Result<Box<dyn Testbed>> {
+        Ok(Box::new(DemoBed {
+            path: Path2 { rate: p.rate("rate")?, rtt: p.duration("rtt")?, buffer: p.bytes("buffer")? },
+            duration: p.duration("duration")?,
+        }))
+    }
+}
+
+/// Goodput, drops at the bottleneck, retransmits: the columns of seed 000's table.
+pub fn standard_metrics() -> Vec<MetricSpec> {
+    vec![
+        MetricSpec {
+            name: "goodput_mbps".into(),
+            unit: "Mbit/s".into(),
+            higher_is_better: true,
+            description: "application bytes delivered over the transfer".into(),
+        },
+        MetricSpec {
+            name: "drops".into(),
+            unit: "packets".into(),
+            higher_is_better: false,
+            description: "frames dropped at the emulated bottleneck (queue overflow and loss)".into(),
+        },
+        MetricSpec {
+            name: "retransmits".into(),
+            unit: "segments".into(),
+            higher_is_better: false,
+            description: "sender's TCP retransmissions (TCP_INFO)".into(),
+        },
+    ]
+}
+
+/// tcp_rmem / tcp_wmem with a maximum of 2×BDP (the tutorial's advice), never below the defaults.
+pub fn bdp_sysctls(path: &Path2) -> Vec<(String, String)> {
+    let max = (2 * bdp_bytes(path.rate, path.rtt)).max(6 * 1024 * 1024);
+    vec![
+        ("net.ipv4.tcp_rmem".into(), format!("4096 131072 {max}")),
+        ("net.ipv4.tcp_wmem".into(), format!("4096 16384 {max}")),
+    ]
+}
+
+struct DemoBed {
+    path: Path2,
+    duration: Duration,
+}
+
+impl Testbed for DemoBed {
+    fn run_one(&mut self, ctx: &mut RunCtx<'_>) -> Result<()> {
+        let tuned = bdp_sysctls(&self.path);
+        let setup = match ctx.variant.as_str() {
+            "defaults" => HostSetup::default(),
+            "bdp-buffers" => {
+                HostSetup { sender_sysctls: tuned.clone(), receiver_sysctls: tuned, ..HostSetup::default() }
+            }
+            "static-pacing" => HostSetup {
+                sender_sysctls: tuned.clone(),
+                receiver_sysctls: tuned,
+                pace: Some(Pace::Static(self.path.rate)),
+                ..HostSetup::default()
+            },
+            "bbr" => HostSetup {
+                sender_sysctls: tuned.clone(),
+                receiver_sysctls: tuned,
+                cc: Some("bbr".into()),
+                ..HostSetup::default()
+            },
+            v => bail!("unknown variant {v}"),
+        };
+        bulk(ctx, &self.path, &setup, self.duration)?;
+        Ok(())
+    }
+}

@@ -1,0 +1,203 @@
+//! The testbed most scenarios share: two hosts joined by one emulated
+//! bottleneck (seed 000's GtrcNET-1 setup in software), one bulk transfer per
+//! run, built fresh for every run so no queue, route-metric or socket state
+//! leaks from one variant into the next.
+//!
+//! A run records the sender's TCP_INFO intervals (goodput, cwnd, srtt), the
+//! emulator's drops, and from its 500 µs meter both a 100 ms bandwidth series
+//! and a 500 µs zoom around the first drop (the paper's Fig. 2 and Fig. 3).
+
+use crate::scenario::RunCtx;
+use anyhow::{bail, Context, Result};
+use std::net::SocketAddr;
+use std::path::Path;
+use std::time::Duration;
+use tcpaccel_core::units::{format_duration, Bytes, Rate};
+use tcpaccel_net::{MeterOptions, Network, Topology};
+use tcpaccel_traffic::{run_send, spawn_recv, Pace, RecvConfig, Report, SendConfig, Volume};
+
+pub const DATA_PORT: u16 = 5201;
+
+/// The emulated path.
+#[derive(Debug, Clone)]
+pub struct Path2 {
+    pub rate: Rate,
+    pub rtt: Duration,
+    pub buffer: Bytes,
+}
+
+impl Path2 {
+    /// The topology: h1 (10.9.0.1) == emulator == h2 (10.9.0.2), delay RTT/2 each way.
+    pub fn topology(&self) -> Result<Topology> {
+        let text = format!(
+            "name = \"lab-dumbbell\"\n\
+             [[host]]\nname = \"h1\"\n[[host]]\nname = \"h2\"\n\
+             [[link]]\nname = \"wan\"\nkind = \"emulated\"\n\
+             a = {{ node = \"h1\", addr = \"10.9.0.1/24\" }}\n\
+             b = {{ node = \"h2\", addr = \"10.9.0.2/24\" }}\n\
+             rate = \"{}bit\"\ndelay = \"{}\"\nbuffer = \"{}\"\n",
+            self.rate.bits_per_sec(),
+            format_duration(self.rtt / 2),
+            self.buffer.0
+        );
+        Topology::from_toml_str(&text).context("building the dumbbell topology")
+    }
+}
+
+/// What a variant changes on the end hosts.
+#[derive(Debug, Clone, Default)]
+pub struct HostSetup {
+    /// sysctls in the sender's namespace (key, value).
+    pub sender_sysctls: Vec<(String, String)>,
+    /// sysctls in the receiver's namespace.
+    pub receiver_sysctls: Vec<(String, String)>,
+    pub cc: Option<String>,
+    pub pace: Option<Pace>,
+    pub sndbuf: Option<u64>,
+    pub rcvbuf: Option<u64>,
+}
+
+/// What a bulk run measured.
+#[derive(Debug, Clone)]
+pub struct BulkResult {
+    pub goodput_mbps: f64,
+    pub retransmits: f64,
+    pub drops: u64,
+    pub first_drop_s: Option<f64>,
+    pub meter_rel: String,
+}
+
+/// Sets `key=value` sysctls inside `node`'s namespace.
+pub fn sysctls(net: &Network, node: &str, kv: &[(String, String)]) -> Result<()> {
+    for (k, v) in kv {
+        let out = net
+            .exec(node, &["sysctl", "-qw", &format!("{k}={v}")])?
+            .output()
+            .with_context(|| format!("running sysctl in {node}"))?;
+        if !out.status.success() {
+            bail!("sysctl {k}={v} in {node} failed: {}", String::from_utf8_lossy(&out.stderr).trim());
+        }
+    }
+    Ok(())
+}
+
+/// The reproducibility baseline of seed 000/004: no cached route metrics.
+pub fn baseline_sysctls() -> Vec<(String, String)> {
+    vec![("net.ipv4.tcp_no_metrics_save".into(), "1".into())]
+}
+
+/// Builds the path, runs one transfer of `duration` with `setup`, records samples, tears down.
+pub fn bulk(ctx: &mut RunCtx<'_>, path: &Path2, setup: &HostSetup, duration: Duration) -> Result<BulkResult> {
+    let meter_rel = format!("meter/{}-r{}", ctx.variant, ctx.repeat);
+    let meter_dir = ctx.dir.join(&meter_rel);
+    std::fs::create_dir_all(&meter_dir).with_context(|| format!("creating {}", meter_dir.display()))?;
+    let topo = path.topology()?;
+    let net =
+        Network::up_with(&topo, &MeterOptions { dir: Some(meter_dir.clone()), jsonl: false, bin: None })
+            .context("building the dumbbell")?;
+    let mut s_ctl = baseline_sysctls();
+    s_ctl.extend(setup.sender_sysctls.iter().cloned());
+    let mut r_ctl = baseline_sysctls();
+    r_ctl.extend(setup.receiver_sysctls.iter().cloned());
+    sysctls(&net, "h1", &s_ctl)?;
+    sysctls(&net, "h2", &r_ctl)?;
+
+    let listen = SocketAddr::new(net.addr("h2")?, DATA_PORT);
+    let mut rcfg = RecvConfig::new(listen);
+    rcfg.rcvbuf = setup.rcvbuf;
+    let recv = net.run_in("h2", move || spawn_recv(rcfg))?.context("starting the receiver in h2")?;
+
+    let mut scfg = SendConfig::new(listen);
+    scfg.volume = Volume::Duration(duration);
+    scfg.cc = setup.cc.clone();
+    scfg.sndbuf = setup.sndbuf;
+    scfg.rcvbuf = setup.rcvbuf;
+    if let Some(p) = setup.pace {
+        scfg.pace = p;
+    }
+    scfg.interval = Some(Duration::from_millis(100));
+    scfg.seed = ctx.seed;
+    let (tx, rx) = std::sync::mpsc::channel::<Report>();
+    let summary = net
+        .run_in("h1", move || {
+            run_send(scfg, move |r| {
+                let _ = tx.send(r.clone());
+            })
+        })?
+        .context("sending from h1")?;
+    let _ = recv.stop();
+    for Report::Interval(iv) in rx.try_iter() {
+        ctx.sample("goodput_mbps", iv.end_s, iv.goodput_bps as f64 / 1e6)?;
+        if let Some(s) = iv.streams.first() {
+            if let Some(c) = s.cwnd {
+                ctx.sample("cwnd_pkts", iv.end_s, c as f64)?;
+            }
+            if let Some(r) = s.srtt_us {
+                ctx.sample("srtt_ms", iv.end_s, r as f64 / 1000.0)?;
+            }
+        }
+    }
+    let emu = net.emulator("wan").map(|e| e.snapshot()).context("the dumbbell has no emulator on wan")?;
+    let drops = emu.a_to_b.drops.queue + emu.a_to_b.drops.loss;
+    drop(net.teardown());
+    let meter_file = meter_dir.join("wan.csv");
+    let first_drop_s = meter_series(ctx, &meter_file)?;
+    ctx.attach("meter_csv", &format!("{meter_rel}/wan.csv"))?;
+    let r = BulkResult {
+        goodput_mbps: summary.goodput_bps as f64 / 1e6,
+        retransmits: summary.retransmits.unwrap_or(0) as f64,
+        drops,
+        first_drop_s,
+        meter_rel,
+    };
+    ctx.metric("goodput_mbps", r.goodput_mbps);
+    ctx.metric("drops", r.drops as f64);
+    ctx.metric("retransmits", r.retransmits);
+    Ok(r)
+}
+
+/// From the emulator's meter CSV (h1→h2 direction): bandwidth per 100 ms
+/// (`emu_mbps`), and the 500 µs bins from 0.2 s before to 0.3 s after the first
+/// drop (`zoom500us_mbps`, time relative to the drop). Returns the first drop's time.
+pub fn meter_series(ctx: &mut RunCtx<'_>, file: &Path) -> Result<Option<f64>> {
+    let text = std::fs::read_to_string(file).with_context(|| format!("reading meter {}", file.display()))?;
+    let mut lines = text.lines();
+    let header: Vec<&str> = lines.next().unwrap_or_default().split(',').collect();
+    let col =
+        |name: &str| header.iter().position(|h| *h == name).with_context(|| format!("meter column {name}"));
+    let (c_dir, c_t, c_w, c_dep, c_drop) =
+        (col("dir")?, col("start_s")?, col("width_s")?, col("departed_bytes")?, col("dropped_frames")?);
+    let mut bins: Vec<(f64, f64, f64, f64)> = Vec::new();
+    for l in lines {
+        let f: Vec<&str> = l.split(',').collect();
+        if f.get(c_dir) != Some(&"a_to_b") {
+            continue;
+        }
+        let num = |i: usize| f.get(i).and_then(|v| v.parse::<f64>().ok()).unwrap_or(0.0);
+        bins.push((num(c_t), num(c_w), num(c_dep), num(c_drop)));
+    }
+    if bins.is_empty() {
+        return Ok(None);
+    }
+    let t0 = bins[0].0;
+    let mut acc = 0.0;
+    let mut slot = 0u64;
+    for (t, _w, dep, _) in &bins {
+        let s = ((t - t0) / 0.1).floor() as u64;
+        if s != slot {
+            ctx.sample("emu_mbps", (slot + 1) as f64 * 0.1, acc * 8.0 / 0.1 / 1e6)?;
+            acc = 0.0;
+            slot = s;
+        }
+        acc += dep;
+    }
+    let first = bins.iter().find(|b| b.3 > 0.0).map(|b| b.0 - t0);
+    if let Some(fd) = first {
+        for (t, w, dep, _) in bins.iter().filter(|b| (b.0 - t0) >= fd - 0.2 && (b.0 - t0) <= fd + 0.3) {
+            if *w > 0.0 {
+                ctx.sample("zoom500us_mbps", t - t0 - fd, dep * 8.0 / w / 1e6)?;
+            }
+        }
+    }
+    Ok(first)
+}
