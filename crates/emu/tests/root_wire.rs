@@ -177,15 +177,21 @@ fn root_emulated_wire_rtt_goodput_and_bad_frames() {
     let per_conn = server.join().expect("server thread");
     let summary = emu.stop();
     let marks = per_conn.last().expect("bulk connection");
-    // Goodput over [1 s, end]: past slow start.
-    let at = |t: Duration| marks.iter().take_while(|m| m.0 <= t).last().map_or(0, |m| m.1);
+    // Goodput from the last read before 1 s (past slow start) to the end,
+    // between two actual reads so no partial interval counts.
     let (t_end, n_end) = *marks.last().expect("bytes received");
-    let from = Duration::from_secs(1);
-    let goodput = (n_end - at(from)) as f64 * 8.0 / (t_end - from).as_secs_f64();
+    let (t_from, n_from) = marks
+        .iter()
+        .take_while(|m| m.0 <= Duration::from_secs(1))
+        .last()
+        .copied()
+        .unwrap_or((Duration::ZERO, 0));
+    let goodput = (n_end - n_from) as f64 * 8.0 / (t_end - t_from).as_secs_f64();
     let limit = 50e6 * 1448.0 / 1538.0;
     eprintln!("goodput {:.2} Mbit/s = {:.1}% of {:.2}", goodput / 1e6, 100.0 * goodput / limit, limit / 1e6);
     eprintln!("{}", summary.to_text());
-    assert!(goodput >= 0.8 * limit && goodput <= 1.0 * limit, "goodput {goodput} vs limit {limit}");
+    // 100% plus 0.5% for read-time granularity at the receiver.
+    assert!(goodput >= 0.8 * limit && goodput <= 1.005 * limit, "goodput {goodput} vs limit {limit}");
 
     let ab = &summary.a_to_b;
     assert_eq!(ab.drops.malformed, 2, "{:?}", ab.drops);
