@@ -14,15 +14,15 @@ pub mod privilege;
 pub mod diag;
 /// ethtool ioctl: switch TSO/GSO/GRO/tx-checksum offloads off.
 pub mod ethtool;
+/// MPTCP generic netlink (`mptcp_pm`): path-manager commands and events.
+pub mod mptcp;
 /// Network namespaces: enter by name (setns), run a closure inside one.
 pub mod netns;
 /// AF_PACKET raw sockets bound to an interface (batched receive, send).
 pub mod packet;
 /// setsockopt/getsockopt helpers: SO_MAX_PACING_RATE, TCP_CONGESTION, buffers, TCP_WINDOW_CLAMP, ...
 pub mod sockopt;
-/// `struct tcp_info`, parsed by length so older and newer kernels work.
-pub mod tcpinfo;
 /// splice(2) and pipes for zero-copy relaying; SO_LINGER helpers live in sockopt.
 pub mod splice;
-/// MPTCP generic netlink (`mptcp_pm`): path-manager commands and events.
-pub mod mptcp;
+/// `struct tcp_info`, parsed by length so older and newer kernels work.
+pub mod tcpinfo;
