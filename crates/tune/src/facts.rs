@@ -136,6 +136,14 @@ pub struct LiveConn {
     pub total_retrans: u32,
 }
 
+/// A short bulk transfer to a `tcpaccel recv` at the target.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Measured {
+    pub goodput: Rate,
+    pub duration_s: f64,
+    pub retransmits: Option<u64>,
+}
+
 /// Everything the doctor saw.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Facts {
@@ -153,6 +161,9 @@ pub struct Facts {
     pub path: PathSpec,
     /// Target reachability, when a target was given (`Unknown` = unreachable).
     pub target: Option<Fact<String>>,
+    /// Bandwidth measured against a `tcpaccel recv` at the target, if asked.
+    #[serde(default)]
+    pub measured: Option<Fact<Measured>>,
     pub live: Vec<LiveConn>,
 }
 

@@ -18,7 +18,7 @@ use std::time::{Duration, Instant};
 
 use tcpaccel_sys::diag::{DiagSocketConn, DumpRequest};
 
-use crate::facts::{Fact, Facts, Interface, LiveConn, Offloads, PathSpec, Route, SYSCTLS};
+use crate::facts::{Fact, Facts, Interface, LiveConn, Measured, Offloads, PathSpec, Route, SYSCTLS};
 
 /// Errors that stop gathering altogether.
 #[derive(Debug, thiserror::Error)]
@@ -39,6 +39,9 @@ pub struct Probe {
     pub handshakes: usize,
     /// Per-handshake timeout.
     pub timeout: Duration,
+    /// Also send to a `tcpaccel recv` at the target for this long, and read
+    /// the limit counters of that transfer's connection while it runs.
+    pub bandwidth: Option<Duration>,
 }
 
 /// Path of a sysctl under `/proc/sys`, refusing anything but `[a-z0-9_.-]`
@@ -258,12 +261,56 @@ pub fn gather_here(path: PathSpec, probe: &Probe) -> Facts {
             }
             Err(e) => facts.target = Some(Fact::Unknown(e)),
         }
+        let reachable = matches!(facts.target, Some(Fact::Known(_)));
+        let transfer = match probe.bandwidth {
+            Some(d) if reachable => Some(start_transfer(target, d)),
+            Some(_) => {
+                facts.measured = Some(Fact::Unknown("target unreachable".into()));
+                None
+            }
+            None => None,
+        };
+        if let Some((d, _)) = &transfer {
+            // Read the counters late in the transfer, when they say the most.
+            std::thread::sleep(d.mul_f64(0.8));
+        }
         match live_connections(target) {
             Ok(l) => facts.live = l,
             Err(e) => tracing::warn!("reading live connections to {target}: {e}"),
         }
+        if let Some((_, handle)) = transfer {
+            facts.measured = Some(match handle.join() {
+                Ok(Ok(m)) => Fact::Known(m),
+                Ok(Err(e)) => Fact::Unknown(e),
+                Err(_) => Fact::Unknown("the measuring thread panicked".into()),
+            });
+        }
     }
     facts
+}
+
+type Transfer = (Duration, std::thread::JoinHandle<Result<Measured, String>>);
+
+/// Starts a timed upload to a `tcpaccel recv` at `target` on a thread of
+/// its own (created from this thread, so in the same namespace).
+fn start_transfer(target: SocketAddr, d: Duration) -> Transfer {
+    let handle = std::thread::spawn(move || {
+        let cfg = tcpaccel_traffic::SendConfig {
+            volume: tcpaccel_traffic::Volume::Duration(d),
+            interval: None,
+            connect_timeout: Duration::from_secs(2),
+            receipt_timeout: Duration::from_secs(10),
+            ..tcpaccel_traffic::SendConfig::new(target)
+        };
+        tcpaccel_traffic::run_send(cfg, |_| {})
+            .map(|s| Measured {
+                goodput: tcpaccel_core::units::Rate(s.goodput_bps),
+                duration_s: s.duration_s,
+                retransmits: s.retransmits,
+            })
+            .map_err(|e| format!("no bandwidth measurement (is `tcpaccel recv` listening at {target}?): {e}"))
+    });
+    (d, handle)
 }
 
 /// Gathers in namespace `netns` (or here when `None`).
@@ -350,11 +397,37 @@ mod tests {
         let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
         let addr = l.local_addr().unwrap();
         drop(l);
-        let probe = Probe { target: Some(addr), handshakes: 3, timeout: Duration::from_millis(500) };
+        let probe = Probe {
+            target: Some(addr),
+            handshakes: 3,
+            timeout: Duration::from_millis(500),
+            bandwidth: Some(Duration::from_secs(1)),
+        };
         let f = gather_here(PathSpec::default(), &probe);
         assert!(matches!(&f.target, Some(Fact::Unknown(r)) if r.contains("unreachable")), "{:?}", f.target);
         assert!(f.path.rtt.is_none());
+        assert!(matches!(&f.measured, Some(Fact::Unknown(_))));
         assert!(matches!(f.sysctl("net.ipv4.tcp_sack"), Fact::Known(_)));
+    }
+
+    #[test]
+    fn bandwidth_against_a_tcpaccel_recv_and_its_limits() {
+        let recv =
+            tcpaccel_traffic::spawn_recv(tcpaccel_traffic::RecvConfig::new("127.0.0.1:0".parse().unwrap()))
+                .expect("start a tcpaccel recv");
+        let probe = Probe {
+            target: Some(recv.local_addr()),
+            handshakes: 2,
+            timeout: Duration::from_secs(1),
+            bandwidth: Some(Duration::from_millis(500)),
+        };
+        let f = gather_here(PathSpec::default(), &probe);
+        match &f.measured {
+            Some(Fact::Known(m)) => assert!(m.goodput.0 > 1_000_000, "{m:?}"),
+            other => panic!("measured: {other:?}"),
+        }
+        assert!(f.live.iter().any(|c| c.busy_us.unwrap_or(0) > 0), "{:?}", f.live);
+        recv.stop();
     }
 
     #[test]

@@ -220,6 +220,9 @@ fn checks(facts: &Facts) -> Vec<Finding> {
                 .limits("path measurement"),
         );
     }
+    if let Some(m) = &facts.measured {
+        out.push(measured(m, facts));
+    }
     out.push(window_scaling(facts));
     out.push(buffer("tcp_rmem", "net.ipv4.tcp_rmem", "receive window (autotuning ceiling)", facts));
     out.push(buffer_max("rmem_max", "net.core.rmem_max", "SO_RCVBUF", facts));
@@ -272,6 +275,47 @@ fn checks(facts: &Facts) -> Vec<Finding> {
 /// The overall verdict: true when nothing is at warn or worse.
 pub fn healthy(findings: &[Finding]) -> bool {
     findings.iter().all(|f| f.severity < Severity::Warn)
+}
+
+/// Share of the path rate below which a measured transfer is a warning.
+const GOOD_SHARE: f64 = 0.9;
+
+fn measured(m: &Fact<crate::facts::Measured>, facts: &Facts) -> Finding {
+    match m {
+        Fact::Unknown(why) => {
+            Finding::new("throughput", Severity::Unknown, format!("bandwidth not measured: {why}"))
+        }
+        Fact::Known(m) => {
+            let retr = m.retransmits.map(|r| format!(", {r} retransmissions")).unwrap_or_default();
+            match facts.path.rate {
+                Some(rate) => {
+                    let share = m.goodput.0 as f64 / rate.0.max(1) as f64;
+                    let sev = if share < GOOD_SHARE { Severity::Warn } else { Severity::Ok };
+                    let mut f = Finding::new(
+                        "throughput",
+                        sev,
+                        format!(
+                            "measured {} over {:.1} s{retr}: {} of {rate}",
+                            m.goodput,
+                            m.duration_s,
+                            pct(share)
+                        ),
+                    )
+                    .limits("this path now");
+                    f.share = Some(share);
+                    f
+                }
+                None => Finding::new(
+                    "throughput",
+                    Severity::Info,
+                    format!(
+                        "measured {} over {:.1} s{retr} (give --rate to compare)",
+                        m.goodput, m.duration_s
+                    ),
+                ),
+            }
+        }
+    }
 }
 
 fn unknown(id: &str, key: &str, why: &str, limits: &str) -> Finding {
@@ -985,6 +1029,7 @@ mod tests {
         f.interfaces = Some(Fact::Unknown("ip not found".into()));
         f.routes = Some(Fact::Unknown("ip not found".into()));
         f.target = Some(Fact::Unknown("connect 10.0.0.9:5201: connection refused".into()));
+        f.measured = Some(Fact::Unknown("target unreachable".into()));
         let fs = judge(&f);
         let rmem = find(&fs, "tcp_rmem");
         assert_eq!(rmem.severity, Severity::Unknown);
@@ -995,6 +1040,7 @@ mod tests {
         assert_eq!(find(&fs, "interfaces").severity, Severity::Unknown);
         assert_eq!(find(&fs, "routes").severity, Severity::Unknown);
         assert!(find(&fs, "target").summary.contains("refused"));
+        assert_eq!(find(&fs, "throughput").severity, Severity::Unknown);
         // The rest of the report still judges.
         assert_eq!(find(&fs, "tcp_slow_start_after_idle").severity, Severity::Warn);
         // A completely empty host does not panic either.
@@ -1077,6 +1123,25 @@ mod tests {
             "host-global advice is not wrapped in the namespace"
         );
         assert!(sysctl_fix(find(&fs, "tcp_rmem")).is_some());
+    }
+
+    #[test]
+    fn measured_throughput_against_the_path_rate() {
+        let mut f = defaults();
+        f.path = path(Rate::gbps(1), 100.0);
+        let m = |mbps| {
+            Some(Fact::Known(crate::facts::Measured {
+                goodput: Rate::mbps(mbps),
+                duration_s: 3.0,
+                retransmits: Some(0),
+            }))
+        };
+        f.measured = m(240);
+        let t = find(&judge(&f), "throughput").clone();
+        assert_eq!(t.severity, Severity::Warn);
+        assert!(t.summary.contains("24% of 1Gbit/s"), "{}", t.summary);
+        f.measured = m(940);
+        assert_eq!(find(&judge(&f), "throughput").severity, Severity::Ok);
     }
 
     #[test]

@@ -32,6 +32,10 @@ pub struct Args {
     /// limit counters of live connections to it.
     #[arg(long)]
     target: Option<String>,
+    /// Also measure goodput by sending to a `tcpaccel recv` at --target for
+    /// this long (e.g. 3s), and read that transfer's limit counters.
+    #[arg(long, requires = "target")]
+    bandwidth: Option<String>,
     /// Number of handshakes for the --target RTT.
     #[arg(long, default_value_t = 5)]
     handshakes: usize,
@@ -135,7 +139,9 @@ pub fn run(args: Args) -> anyhow::Result<Verdict> {
         }
     };
     let path = PathSpec { rate, rtt, rtt_source: rtt.map(|_| "given".to_string()), egress_dev: None };
-    let probe = Probe { target, handshakes: args.handshakes.max(1), timeout: Duration::from_secs(2) };
+    let bandwidth = args.bandwidth.as_deref().map(parse_duration).transpose().context("--bandwidth")?;
+    let probe =
+        Probe { target, handshakes: args.handshakes.max(1), timeout: Duration::from_secs(2), bandwidth };
     let netns = args.netns.as_deref();
 
     // Prepare the save file before anything changes, so a bad path fails early.
@@ -222,8 +228,11 @@ pub fn run(args: Args) -> anyhow::Result<Verdict> {
         );
         println!();
     }
-    let after = gather::gather(netns, facts.path.clone(), &Probe { target: None, ..probe })
-        .map_err(|e| exit::usage(e.to_string()))?;
+    // Judged again on the same path; with --bandwidth the transfer is
+    // measured again, so before and after sit side by side.
+    let after_probe = if probe.bandwidth.is_some() { probe.clone() } else { Probe { target: None, ..probe } };
+    let after =
+        gather::gather(netns, facts.path.clone(), &after_probe).map_err(|e| exit::usage(e.to_string()))?;
     let after_findings = judge::judge(&after);
     emit(args.json, &after, &after_findings, "after");
     Ok(if judge::healthy(&after_findings) { Verdict::Ok } else { Verdict::Negative })
