@@ -206,9 +206,12 @@ impl Network {
             LinkKind::Emulated { a_to_b, b_to_a } => {
                 let ns_e = self.emu_ns_of(&link.name);
                 self.add_namespace(&ns_e)?;
-                // Before the veths exist, so that `default` covers them.
-                write_sysctl(&ns_e, "net.ipv6.conf.all.disable_ipv6", "1")?;
-                write_sysctl(&ns_e, "net.ipv6.conf.default.disable_ipv6", "1")?;
+                // Before the veths exist, so that `default` covers them. A
+                // kernel without IPv6 has neither knob and needs neither.
+                if std::path::Path::new("/proc/sys/net/ipv6").exists() {
+                    write_sysctl(&ns_e, "net.ipv6.conf.all.disable_ipv6", "1")?;
+                    write_sysctl(&ns_e, "net.ipv6.conf.default.disable_ipv6", "1")?;
+                }
                 veth(&link.a.ifname, &ns_a, EMU_IF_A, &ns_e)?;
                 veth(EMU_IF_B, &ns_e, &link.b.ifname, &ns_b)?;
                 for (ns, end) in [(&ns_a, &link.a), (&ns_b, &link.b)] {
@@ -273,6 +276,15 @@ impl Network {
             .ends_of(node)
             .find_map(|(_, e)| e.addr.map(|c| c.addr))
             .ok_or_else(|| Error::UnknownNode(format!("{node} (it has no IPv4 address)")))
+    }
+
+    /// The first IPv6 address of `node`, in link order.
+    pub fn addr6(&self, node: &str) -> Result<IpAddr> {
+        self.ns(node)?;
+        self.topo
+            .ends_of(node)
+            .find_map(|(_, e)| e.addr6.map(|c| c.addr))
+            .ok_or_else(|| Error::UnknownNode(format!("{node} (it has no IPv6 address)")))
     }
 
     /// A command that runs `argv` inside `node` (`ip netns exec NS argv..`);

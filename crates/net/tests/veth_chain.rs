@@ -32,6 +32,7 @@ b = { node = "h2", addr = "10.1.2.2/24", addr6 = "fd00:2::2/64" }
 rate = "20mbit"
 buffer = "64KB"
 mtu = 1400
+txqueuelen = 500
 "#;
 
 fn require_root() {
@@ -77,7 +78,8 @@ fn chain_of_veths_routes_shapes_and_tears_down() {
     assert!(q.contains("tbf") && q.contains("20Mbit") && q.contains("bfifo") && q.contains("64000b"), "{q}");
     let q = output(&net, "h2", &["tc", "qdisc", "show", "dev", "eth0"]);
     assert!(q.contains("tbf"), "{q}");
-    assert!(output(&net, "h2", &["ip", "link", "show", "eth0"]).contains("mtu 1400"));
+    let l = output(&net, "h2", &["ip", "link", "show", "eth0"]);
+    assert!(l.contains("mtu 1400") && l.contains("qlen 500"), "{l}");
 
     // Routed reachability, IPv4 and IPv6, across the router.
     reach(&net, "h1", "h2", "[fd00:2::2]:5202".parse().unwrap());
@@ -118,6 +120,7 @@ fn chain_of_veths_routes_shapes_and_tears_down() {
     // The accessors agree with the file.
     assert_eq!(net.end("r1", "right").unwrap().ifname, "right");
     assert_eq!(net.addr("h2").unwrap().to_string(), "10.1.2.2");
+    assert_eq!(net.addr6("h1").unwrap().to_string(), "fd00:1::1");
     assert!(net.ns("nope").is_err());
 
     let report = net.teardown();

@@ -260,11 +260,12 @@ fn list(a: ListArgs) -> anyhow::Result<Verdict> {
         println!("no networks recorded");
         return Ok(Verdict::Ok);
     }
-    println!("{:<8} {:>8} {:<6} {:<30} nodes", "run", "pid", "state", "source");
+    let w = runs.iter().map(|r| r.source.as_deref().unwrap_or("-").len()).max().unwrap_or(0).max(6);
+    println!("{:<8} {:>8} {:<6} {:<w$} nodes", "run", "pid", "state", "source");
     for r in &runs {
         let nodes: Vec<&str> = r.nodes.iter().map(|n| n.name.as_str()).collect();
         println!(
-            "{:<8} {:>8} {:<6} {:<30} {}",
+            "{:<8} {:>8} {:<6} {:<w$} {}",
             r.run_id,
             r.pid,
             if r.is_live() { "up" } else { "stale" },
