@@ -162,6 +162,8 @@ pub fn set_congestion(fd: &impl AsFd, name: &str) -> Result<()> {
     if rc != 0 {
         let e = io::Error::last_os_error();
         if e.raw_os_error() == Some(libc::ENOENT) {
+            let op =
+                format!("{op}: no such congestion control (see net.ipv4.tcp_available_congestion_control)");
             return Err(Error::Unsupported { op, source: e });
         }
         return Err(Error::os(op, e));

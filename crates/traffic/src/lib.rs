@@ -33,7 +33,9 @@ pub enum Error {
     /// A socket option or socket call failed (names the option).
     #[error(transparent)]
     Sys(#[from] tcpaccel_sys::Error),
-    #[error("{op} ({addr}): {source}")]
+    /// Display names the operation and address; the OS error is the
+    /// `source` (printed by `{:#}` chains).
+    #[error("{op} ({addr})")]
     Io { op: String, addr: SocketAddr, source: std::io::Error },
     /// The peer spoke, but not our protocol.
     #[error("{peer}: {msg}")]

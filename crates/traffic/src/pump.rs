@@ -196,6 +196,21 @@ pub fn write_msg(mut s: &TcpStream, msg: &[u8], timeout: Duration) -> io::Result
     Ok(())
 }
 
+/// For timed sends: bounds the data queued in the socket but not yet sent
+/// (`TCP_NOTSENT_LOWAT`), so a run stops close to its duration instead of
+/// draining a send buffer that may hold seconds of paced data. About 50 ms
+/// of the pacing cap (64 KiB .. 1 MiB), 1 MiB when not paced. Failure (e.g.
+/// an MPTCP socket without the option) only costs precision.
+pub fn limit_unsent(s: &TcpStream, pacing_cap: Option<u64>) {
+    let lowat = match pacing_cap {
+        Some(r) => (r / 20).clamp(64 * 1024, 1024 * 1024),
+        None => 1024 * 1024,
+    };
+    if let Err(e) = tcpaccel_sys::sockopt::set_notsent_lowat(s, lowat as u32) {
+        tracing::debug!("TCP_NOTSENT_LOWAT not set: {e}");
+    }
+}
+
 /// Hex of a digest.
 pub fn hex32(h: &[u8; 32]) -> String {
     hex::encode(h)

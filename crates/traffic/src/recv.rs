@@ -414,7 +414,10 @@ fn serve_reverse(sock: &TcpStream, h: &Header, cfg: &RecvConfig, stop: &AtomicBo
     let start = Instant::now();
     let until = match h.amount {
         Amount::Bytes(n) => Until::Bytes(n),
-        Amount::Millis(ms) => Until::Deadline(start + Duration::from_millis(ms)),
+        Amount::Millis(ms) => {
+            pump::limit_unsent(sock, (h.pace_bytes_per_sec > 0).then_some(h.pace_bytes_per_sec));
+            Until::Deadline(start + Duration::from_millis(ms))
+        }
     };
     let counter = AtomicU64::new(0);
     let buf = pump::pattern(cfg.seed ^ h.session, u64::from(h.stream));

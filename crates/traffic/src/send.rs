@@ -224,6 +224,9 @@ pub fn run_send(cfg: SendConfig, mut on_report: impl FnMut(&Report)) -> Result<S
         if let (Some(rate), false) = (pacing_cap, cfg.reverse) {
             sockopt::set_max_pacing_rate(&sock, rate)?;
         }
+        if let (Volume::Duration(_), false) = (cfg.volume, cfg.reverse) {
+            crate::pump::limit_unsent(&sock, pacing_cap);
+        }
         let (amount, until_bytes) = match cfg.volume {
             Volume::Bytes(total) => {
                 let share = total / n + u64::from(u64::from(idx) < total % n);

@@ -1,13 +1,382 @@
-use crate::exit::Verdict;
+//! `tcpaccel send` and `tcpaccel recv`: the traffic tool. Flags become a
+//! validated `tcpaccel_traffic` config here (values parsed only with
+//! `core::units`); the transfer itself is `tcpaccel_traffic`.
+//!
+//! Output: text by default; `--json` prints JSON Lines on stdout, each with a
+//! `type`: `interval` and `summary` for `send`; `listening`, `connection`
+//! and `summary` for `recv`. Diagnostics go to stderr.
+//!
+//! Exit codes: 2 for a bad or missing value (`--to`, rates, sizes,
+//! durations, `--pace dynamic` which is not available yet), 3 without the
+//! privilege an option needs (`--netns`), 4 when the kernel lacks a feature
+//! (an unknown `--cc`, MPTCP off), 5 for a network or peer failure, 1 when a
+//! `--checksum` run completed with differing checksums. `recv` ends on
+//! SIGINT/SIGTERM (or after `--once`) with its summary and exit code 0.
+
+use std::net::{IpAddr, SocketAddr};
+use std::time::Duration;
+
+use anyhow::Context;
+use tcpaccel_core::units::{format_duration, parse_duration, Bytes, Rate};
+use tcpaccel_traffic::{
+    report::human_bytes, run_send, spawn_recv, ConnReport, ConnStatus, Event, Pace, RecvConfig, RecvSummary,
+    Report, SendConfig, SendSummary, Volume,
+};
+
+use crate::exit::{self, Fail, Verdict};
 
 #[derive(clap::Args)]
-pub struct SendArgs {}
-#[derive(clap::Args)]
-pub struct RecvArgs {}
-
-pub fn send(_args: SendArgs) -> anyhow::Result<Verdict> {
-    anyhow::bail!("not built yet")
+pub struct SendArgs {
+    /// Receiver address, IP:PORT (e.g. 10.0.0.2:5201 or [fd00::2]:5201).
+    #[arg(long, required = true)]
+    to: Option<String>,
+    /// Send for this long, per stream (e.g. 10s, 500ms). Default 10s.
+    #[arg(long, conflicts_with = "bytes", allow_hyphen_values = true)]
+    duration: Option<String>,
+    /// Send this many bytes in total, split evenly over the streams (e.g. 100MB, 1GiB);
+    /// the time ends when the receiver has them all.
+    #[arg(long, allow_hyphen_values = true)]
+    bytes: Option<String>,
+    /// Parallel TCP connections.
+    #[arg(long, short = 'P', default_value_t = 1)]
+    parallel: u16,
+    /// Congestion control (e.g. cubic, reno, bbr); also used by the server in --reverse.
+    #[arg(long)]
+    cc: Option<String>,
+    /// SO_SNDBUF request, set before connecting (e.g. 12.5MB; Linux doubles it).
+    #[arg(long)]
+    sndbuf: Option<String>,
+    /// SO_RCVBUF request, set before connecting so the window scale follows it.
+    #[arg(long)]
+    rcvbuf: Option<String>,
+    /// Use MPTCP sockets (IPPROTO_MPTCP).
+    #[arg(long)]
+    mptcp: bool,
+    /// Local address to bind: IP or IP:PORT.
+    #[arg(long)]
+    bind: Option<String>,
+    /// none | static:RATE (RATE on the bottleneck's wire, frames + 24 bytes; split over streams)
+    /// | dynamic (not available yet).
+    #[arg(long, default_value = "none", allow_hyphen_values = true)]
+    pace: String,
+    /// Report interval (e.g. 1s, 100ms), or "off".
+    #[arg(long, default_value = "1s")]
+    interval: String,
+    /// JSON Lines output (types: interval, summary).
+    #[arg(long)]
+    json: bool,
+    /// The receiver sends and we receive.
+    #[arg(long)]
+    reverse: bool,
+    /// SHA-256 of the data on both ends, compared in the summary (exit 1 on mismatch).
+    #[arg(long)]
+    checksum: bool,
+    /// Seed of the payload pattern (recorded in the summary).
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    /// Run inside this network namespace (needs root).
+    #[arg(long)]
+    netns: Option<String>,
 }
-pub fn recv(_args: RecvArgs) -> anyhow::Result<Verdict> {
-    anyhow::bail!("not built yet")
+
+#[derive(clap::Args)]
+pub struct RecvArgs {
+    /// Address to listen on, IP:PORT.
+    #[arg(long, default_value = "0.0.0.0:5201")]
+    listen: String,
+    /// JSON Lines output (types: listening, connection, summary).
+    #[arg(long)]
+    json: bool,
+    /// SHA-256 of every connection's data, even when the sender does not ask.
+    #[arg(long)]
+    checksum: bool,
+    /// Exit after the first complete sender run (all of its parallel streams).
+    #[arg(long)]
+    once: bool,
+    /// Listen with MPTCP (plain TCP clients still connect).
+    #[arg(long)]
+    mptcp: bool,
+    /// SO_SNDBUF / SO_RCVBUF requests for accepted connections (e.g. 12.5MB).
+    #[arg(long)]
+    sndbuf: Option<String>,
+    #[arg(long)]
+    rcvbuf: Option<String>,
+    /// Default congestion control of accepted connections.
+    #[arg(long)]
+    cc: Option<String>,
+    /// Seed of the payload pattern in reverse mode.
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    /// Run inside this network namespace (needs root).
+    #[arg(long)]
+    netns: Option<String>,
+}
+
+fn parse_addr(flag: &str, s: &str) -> anyhow::Result<SocketAddr> {
+    s.parse::<SocketAddr>().map_err(|_| {
+        exit::usage(format!("{flag} {s:?}: expected IP:PORT, e.g. 10.0.0.2:5201 or [fd00::2]:5201"))
+    })
+}
+
+fn parse_bytes(flag: &str, s: &Option<String>) -> anyhow::Result<Option<u64>> {
+    s.as_deref()
+        .map(|v| match Bytes::parse(v) {
+            Ok(b) if b.get() > 0 => Ok(b.get()),
+            Ok(_) => Err(exit::usage(format!("{flag} {v:?}: must be above zero"))),
+            Err(e) => Err(exit::usage(format!("{flag}: {e}"))),
+        })
+        .transpose()
+}
+
+fn enter_netns(ns: &Option<String>, what: &str) -> anyhow::Result<()> {
+    if let Some(ns) = ns {
+        exit::require_root(what)?;
+        tcpaccel_sys::netns::enter(ns).with_context(|| format!("entering network namespace {ns:?}"))?;
+    }
+    Ok(())
+}
+
+/// Library errors to the exit-code table: configuration → 2, the syscall
+/// layer's own classification otherwise (privilege 3, feature 4).
+fn lib_error(e: tcpaccel_traffic::Error, what: &str) -> anyhow::Error {
+    match e {
+        tcpaccel_traffic::Error::Config(m) => exit::usage(m),
+        // The syscall error's text already carries its OS cause; keep the
+        // exit-code class without printing the cause twice.
+        tcpaccel_traffic::Error::Sys(s) => {
+            let msg = format!("{what}: {s}");
+            match s {
+                tcpaccel_sys::Error::Privilege { .. } => anyhow::Error::new(Fail::Privilege(msg)),
+                tcpaccel_sys::Error::Unsupported { .. } => anyhow::Error::new(Fail::Feature(msg)),
+                tcpaccel_sys::Error::NoInterface { .. } | tcpaccel_sys::Error::NoNamespace { .. } => {
+                    exit::usage(msg)
+                }
+                _ => anyhow::anyhow!(msg),
+            }
+        }
+        other => anyhow::Error::new(other).context(what.to_string()),
+    }
+}
+
+fn send_config(args: &SendArgs) -> anyhow::Result<SendConfig> {
+    let to = parse_addr("--to", args.to.as_deref().unwrap_or_default())?;
+    let mut cfg = SendConfig::new(to);
+    cfg.volume = match (&args.duration, parse_bytes("--bytes", &args.bytes)?) {
+        (_, Some(b)) => Volume::Bytes(b),
+        (Some(d), None) => {
+            let d = parse_duration(d).map_err(|e| exit::usage(format!("--duration: {e}")))?;
+            if d.is_zero() {
+                return Err(exit::usage("--duration must be above zero"));
+            }
+            Volume::Duration(d)
+        }
+        (None, None) => Volume::Duration(Duration::from_secs(10)),
+    };
+    if args.parallel == 0 {
+        return Err(exit::usage("--parallel must be at least 1"));
+    }
+    cfg.parallel = args.parallel;
+    cfg.cc = args.cc.clone();
+    cfg.sndbuf = parse_bytes("--sndbuf", &args.sndbuf)?;
+    cfg.rcvbuf = parse_bytes("--rcvbuf", &args.rcvbuf)?;
+    cfg.mptcp = args.mptcp;
+    cfg.bind = match args.bind.as_deref() {
+        None => None,
+        Some(b) => Some(match b.parse::<IpAddr>() {
+            Ok(ip) => SocketAddr::new(ip, 0),
+            Err(_) => parse_addr("--bind", b)?,
+        }),
+    };
+    if let Some(b) = cfg.bind {
+        if b.is_ipv4() != to.is_ipv4() {
+            return Err(exit::usage(format!("--bind {b} and --to {to} are of different address families")));
+        }
+    }
+    cfg.pace = Pace::parse(&args.pace).map_err(|e| exit::usage(e.to_string()))?;
+    cfg.interval = if args.interval.eq_ignore_ascii_case("off") {
+        None
+    } else {
+        let i = parse_duration(&args.interval).map_err(|e| exit::usage(format!("--interval: {e}")))?;
+        if i < Duration::from_millis(10) {
+            return Err(exit::usage(format!("--interval {}: must be at least 10ms (or off)", args.interval)));
+        }
+        Some(i)
+    };
+    cfg.reverse = args.reverse;
+    cfg.checksum = args.checksum;
+    if cfg.reverse && cfg.checksum && matches!(cfg.volume, Volume::Duration(_)) {
+        return Err(exit::usage("--checksum with --reverse needs --bytes"));
+    }
+    cfg.seed = args.seed;
+    Ok(cfg)
+}
+
+pub fn send(args: SendArgs) -> anyhow::Result<Verdict> {
+    let cfg = send_config(&args)?;
+    enter_netns(&args.netns, "tcpaccel send --netns")?;
+    let to = cfg.to;
+    if let (Pace::Static(r), false) = (cfg.pace, args.json) {
+        eprintln!(
+            "pacing: {r} on the wire in all, split over {} stream(s); goodput limit ~{} with 1500-byte Ethernet framing",
+            cfg.parallel,
+            tcpaccel_traffic::Framing::ETHERNET_1500_TS.goodput(r)
+        );
+    }
+    let json = args.json;
+    let summary =
+        run_send(cfg, |r| print_report(r, json)).map_err(|e| lib_error(e, &format!("sending to {to}")))?;
+    if json {
+        println!("{}", serde_json::to_string(&summary)?);
+    } else {
+        print_send_summary(&summary);
+    }
+    Ok(if summary.checksum_ok == Some(false) { Verdict::Negative } else { Verdict::Ok })
+}
+
+fn print_report(r: &Report, json: bool) {
+    if json {
+        match serde_json::to_string(r) {
+            Ok(s) => println!("{s}"),
+            Err(e) => tracing::warn!("cannot encode a report: {e}"),
+        }
+        return;
+    }
+    let Report::Interval(i) = r;
+    for line in i.text_lines() {
+        println!("{line}");
+    }
+}
+
+fn print_send_summary(s: &SendSummary) {
+    println!("---");
+    for st in &s.streams {
+        println!(
+            "[{:>3}] {:>10} in {:.3} s = {:>14}  retr {}  cc {}  pacing cap {}{}",
+            st.stream,
+            human_bytes(st.bytes),
+            st.duration_s,
+            Rate(st.goodput_bps).to_string(),
+            st.retransmits.map(|r| r.to_string()).unwrap_or_else(|| "-".into()),
+            st.cc.as_deref().unwrap_or("-"),
+            st.pacing_cap_bytes_per_sec
+                .map(|b| format!("{} payload", Rate(b * 8)))
+                .unwrap_or_else(|| "none".into()),
+            st.sha256.as_ref().map(|h| format!("  sha256 {}", &h[..16])).unwrap_or_default(),
+        );
+    }
+    println!(
+        "summary: {} {} {} in {:.3} s = {} goodput, retransmits {}, pace {}{}",
+        match s.mode {
+            tcpaccel_traffic::proto::Mode::Upload => "sent to",
+            tcpaccel_traffic::proto::Mode::Reverse => "received from",
+        },
+        s.to,
+        human_bytes(s.bytes),
+        s.duration_s,
+        Rate(s.goodput_bps),
+        s.retransmits.map(|r| r.to_string()).unwrap_or_else(|| "-".into()),
+        s.pace,
+        match s.checksum_ok {
+            Some(true) => ", checksums match",
+            Some(false) => ", CHECKSUM MISMATCH",
+            None => "",
+        }
+    );
+}
+
+fn recv_config(args: &RecvArgs) -> anyhow::Result<RecvConfig> {
+    let mut cfg = RecvConfig::new(parse_addr("--listen", &args.listen)?);
+    cfg.checksum = args.checksum;
+    cfg.once = args.once;
+    cfg.mptcp = args.mptcp;
+    cfg.sndbuf = parse_bytes("--sndbuf", &args.sndbuf)?;
+    cfg.rcvbuf = parse_bytes("--rcvbuf", &args.rcvbuf)?;
+    cfg.cc = args.cc.clone();
+    cfg.seed = args.seed;
+    Ok(cfg)
+}
+
+pub fn recv(args: RecvArgs) -> anyhow::Result<Verdict> {
+    let cfg = recv_config(&args)?;
+    enter_netns(&args.netns, "tcpaccel recv --netns")?;
+    let listen = cfg.listen;
+    // The first SIGINT/SIGTERM comes to us so the summary still prints.
+    let signals = tcpaccel_net::signals::subscribe().context("installing SIGINT/SIGTERM handling")?;
+    let handle = spawn_recv(cfg).map_err(|e| lib_error(e, &format!("listening on {listen}")))?;
+    let local = handle.local_addr();
+    if args.json {
+        println!(r#"{{"type":"listening","listen":{}}}"#, serde_json::to_string(&local.to_string())?);
+    } else {
+        println!("listening on {local}");
+    }
+    let mut printed = 0;
+    loop {
+        match handle.next_event(Duration::from_millis(200)) {
+            Event::Conn(c) => {
+                print_conn(&c, args.json);
+                printed += 1;
+            }
+            Event::Closed => break,
+            Event::Timeout => {
+                if let Ok(sig) = signals.try_recv() {
+                    tracing::info!(sig, "stopping on signal");
+                    break;
+                }
+            }
+        }
+    }
+    let summary = handle.stop();
+    // Connections that ended while stopping (the summary lists all of
+    // them in the order the events came).
+    for c in summary.conns.iter().skip(printed) {
+        print_conn(c, args.json);
+    }
+    if args.json {
+        println!("{}", serde_json::to_string(&summary)?);
+    } else {
+        print_recv_summary(&summary);
+    }
+    Ok(Verdict::Ok)
+}
+
+fn print_conn(c: &ConnReport, json: bool) {
+    if json {
+        match serde_json::to_string(c) {
+            Ok(s) => println!("{s}"),
+            Err(e) => tracing::warn!("cannot encode a connection report: {e}"),
+        }
+        return;
+    }
+    let who = match (c.session, c.stream, c.streams) {
+        (Some(s), Some(i), Some(n)) => format!("session {s:016x} stream {}/{n}", i + 1),
+        _ => "-".into(),
+    };
+    match &c.status {
+        ConnStatus::Ok => println!(
+            "{} {who}: {} {} in {} = {}{}",
+            c.peer,
+            match c.mode {
+                Some(tcpaccel_traffic::proto::Mode::Reverse) => "sent",
+                _ => "received",
+            },
+            human_bytes(c.bytes),
+            format_duration(Duration::from_secs_f64(c.duration_s.max(0.0))),
+            Rate(c.goodput_bps),
+            c.sha256.as_ref().map(|h| format!("  sha256 {h}")).unwrap_or_default()
+        ),
+        ConnStatus::Rejected(why) => println!("{} refused: {why}", c.peer),
+        ConnStatus::Error(e) => println!("{} {who}: error after {}: {e}", c.peer, human_bytes(c.bytes)),
+    }
+}
+
+fn print_recv_summary(s: &RecvSummary) {
+    println!(
+        "summary: {} connections ({} ok, {} refused, {} errors), {} received or sent, {} complete sender run(s)",
+        s.connections,
+        s.ok,
+        s.rejected,
+        s.errors,
+        human_bytes(s.bytes),
+        s.sessions_complete
+    );
 }

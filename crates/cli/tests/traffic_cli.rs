@@ -1,0 +1,128 @@
+//! `tcpaccel send` / `tcpaccel recv` end to end on loopback: JSON Lines that
+//! decode, exact byte counts with matching checksums, and the exit codes
+//! of bad input. No root needed.
+
+use std::io::{BufRead, BufReader};
+use std::process::{Child, Command, Output, Stdio};
+
+use serde_json::Value;
+
+fn bin() -> &'static str {
+    env!("CARGO_BIN_EXE_tcpaccel")
+}
+
+/// Kills the receiver if a test fails before it exits by itself.
+struct Reaper(Child);
+
+impl Drop for Reaper {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+fn json_lines(out: &[u8]) -> Vec<Value> {
+    String::from_utf8_lossy(out)
+        .lines()
+        .filter(|l| !l.trim().is_empty())
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("not JSON: {l:?}: {e}")))
+        .collect()
+}
+
+/// Starts `recv --once --json` on an ephemeral port; returns it and its address.
+fn start_recv(extra: &[&str]) -> (Reaper, BufReader<std::process::ChildStdout>, String) {
+    let mut child = Command::new(bin())
+        .args(["recv", "--listen", "127.0.0.1:0", "--once", "--json"])
+        .args(extra)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .expect("spawn tcpaccel recv");
+    let stdout = child.stdout.take().expect("recv stdout");
+    let mut reader = BufReader::new(stdout);
+    let mut first = String::new();
+    reader.read_line(&mut first).expect("listening line");
+    let v: Value = serde_json::from_str(&first).expect("listening line is JSON");
+    assert_eq!(v["type"], "listening");
+    let addr = v["listen"].as_str().expect("listen address").to_string();
+    (Reaper(child), reader, addr)
+}
+
+fn send(args: &[&str]) -> Output {
+    Command::new(bin()).arg("send").args(args).output().expect("run tcpaccel send")
+}
+
+#[test]
+fn json_transfer_counts_exactly_and_checksums_match() {
+    let (mut recv, mut reader, addr) = start_recv(&[]);
+    let out =
+        send(&["--to", &addr, "--bytes", "3MB", "-P", "2", "--checksum", "--json", "--interval", "50ms"]);
+    assert!(out.status.success(), "send failed: {}", String::from_utf8_lossy(&out.stderr));
+    let lines = json_lines(&out.stdout);
+    let summary = lines.last().expect("a summary line");
+    assert_eq!(summary["type"], "summary");
+    assert_eq!(summary["bytes"], 3_000_000);
+    assert_eq!(summary["checksum_ok"], true);
+    assert_eq!(summary["streams"].as_array().map(Vec::len), Some(2));
+    for l in &lines[..lines.len() - 1] {
+        assert_eq!(l["type"], "interval", "{l}");
+        assert!(l["goodput_bps"].is_u64());
+    }
+    // The receiver exits by itself after the one complete run (--once).
+    let status = recv.0.wait().expect("recv exits");
+    assert!(status.success());
+    let mut rest = String::new();
+    std::io::Read::read_to_string(&mut reader, &mut rest).unwrap();
+    let rlines = json_lines(rest.as_bytes());
+    let conns: Vec<&Value> = rlines.iter().filter(|l| l["type"] == "connection").collect();
+    assert_eq!(conns.len(), 2, "{rest}");
+    assert!(conns.iter().all(|c| c["status"] == "ok" && c["sha256"].is_string()));
+    let rsum = rlines.last().unwrap();
+    assert_eq!(rsum["type"], "summary");
+    assert_eq!(rsum["bytes"], 3_000_000);
+    assert_eq!(rsum["sessions_complete"], 1);
+}
+
+#[test]
+fn text_reverse_run_prints_a_summary() {
+    let (mut recv, _reader, addr) = start_recv(&[]);
+    let out = send(&["--to", &addr, "--bytes", "1MiB", "--reverse", "--checksum", "--interval", "off"]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{text}{}", String::from_utf8_lossy(&out.stderr));
+    assert!(text.contains("received from"), "{text}");
+    assert!(text.contains("checksums match"), "{text}");
+    assert!(recv.0.wait().unwrap().success());
+}
+
+#[test]
+fn bad_input_is_a_usage_error() {
+    for (args, needle) in [
+        (vec![], "--to"),
+        (vec!["--to", "localhost:5201"], "IP:PORT"),
+        (vec!["--to", "127.0.0.1:9", "--pace", "static:0"], "rate"),
+        (vec!["--to", "127.0.0.1:9", "--pace", "static:-20mbit"], "negative"),
+        (vec!["--to", "127.0.0.1:9", "--pace", "static:fast"], "rate"),
+        (vec!["--to", "127.0.0.1:9", "--pace", "dynamic"], "not available yet"),
+        (vec!["--to", "127.0.0.1:9", "--duration", "soon"], "duration"),
+        (vec!["--to", "127.0.0.1:9", "--bytes", "0"], "above zero"),
+        (vec!["--to", "127.0.0.1:9", "-P", "0"], "parallel"),
+        (vec!["--to", "127.0.0.1:9", "--interval", "1ms"], "interval"),
+    ] {
+        let out = send(&args);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert!(err.contains(needle), "{args:?}: {err}");
+    }
+}
+
+#[test]
+fn unreachable_receiver_and_unknown_cc_have_their_codes() {
+    // A port with no listener: a runtime (network) failure.
+    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = l.local_addr().unwrap().to_string();
+    drop(l);
+    let out = send(&["--to", &addr, "--bytes", "1000"]);
+    assert_eq!(out.status.code(), Some(5), "{}", String::from_utf8_lossy(&out.stderr));
+    let out = send(&["--to", &addr, "--cc", "no-such-cc"]);
+    assert_eq!(out.status.code(), Some(4), "{}", String::from_utf8_lossy(&out.stderr));
+}
