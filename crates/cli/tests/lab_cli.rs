@@ -1,0 +1,97 @@
+//! `tcpaccel lab` from the outside: bad input, a quick real run in network
+//! namespaces (root, as in CI), and re-rendering a copied run directory.
+
+use std::process::Command;
+
+fn bin() -> &'static str {
+    env!("CARGO_BIN_EXE_tcpaccel")
+}
+
+fn tmp(name: &str) -> std::path::PathBuf {
+    std::env::temp_dir().join(format!("tcpaccel-labcli-{name}-{}", std::process::id()))
+}
+
+#[test]
+fn list_is_json_lines() {
+    let out = Command::new(bin()).args(["lab", "list", "--json"]).output().unwrap();
+    assert!(out.status.success());
+    let text = String::from_utf8(out.stdout).unwrap();
+    let names: Vec<String> = text
+        .lines()
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
+        .map(|v| {
+            assert_eq!(v["type"], "scenario");
+            v["name"].as_str().unwrap().to_string()
+        })
+        .collect();
+    assert!(names.contains(&"demo".to_string()), "{names:?}");
+}
+
+#[test]
+fn unknown_scenario_and_key_are_usage_errors_listing_valid_ones() {
+    let out = Command::new(bin()).args(["lab", "run", "nosuch"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("nosuch") && err.contains("demo"), "{err}");
+
+    let out = Command::new(bin()).args(["lab", "run", "demo", "--set", "colour=blue"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("colour") && err.contains("rate (default"), "{err}");
+
+    let out = Command::new(bin()).args(["lab", "report", "/nonexistent-tcpaccel-dir"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+}
+
+/// Root: a tiny real run (two variants, 2 s each) through the emulator yields a
+/// complete record set, and its copy renders the same tables.
+#[test]
+fn quick_run_in_namespaces_gives_complete_records() {
+    assert!(tcpaccel_sys::privilege::is_root(), "this test needs root (CI runs as root)");
+    let out_dir = tmp("quick");
+    let _ = std::fs::remove_dir_all(&out_dir);
+    let out = Command::new(bin())
+        .args(["lab", "run", "demo", "--quick", "--json", "--set", "duration=2s", "--set"])
+        .arg("variants=defaults,static-pacing")
+        .arg("--out")
+        .arg(&out_dir)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "lab run failed: {}", String::from_utf8_lossy(&out.stderr));
+    let recs = std::fs::read_to_string(out_dir.join("records.jsonl")).unwrap();
+    let types: Vec<String> = recs
+        .lines()
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap()["type"].as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(types.first().map(String::as_str), Some("run"));
+    assert_eq!(types.last().map(String::as_str), Some("end"));
+    assert_eq!(types.iter().filter(|t| *t == "summary").count(), 2);
+    assert!(types.iter().any(|t| t == "sample"));
+    let end: serde_json::Value = serde_json::from_str(recs.lines().last().unwrap()).unwrap();
+    assert_eq!(end["complete"], true);
+    // Both variants moved data; the paced one cannot have overflowed a 1 MB buffer at 100 Mbit/s.
+    for l in recs.lines() {
+        let v: serde_json::Value = serde_json::from_str(l).unwrap();
+        if v["type"] == "summary" {
+            assert!(v["metrics"]["goodput_mbps"].as_f64().unwrap() > 10.0, "{v}");
+            if v["variant"] == "static-pacing" {
+                assert_eq!(v["metrics"]["drops"].as_f64(), Some(0.0), "{v}");
+            }
+        }
+    }
+    assert!(out_dir.join("index.html").exists());
+    let first = std::fs::read_to_string(out_dir.join("summary.md")).unwrap();
+
+    // Rendering depends on the records alone.
+    let copy = tmp("quick-copy");
+    let _ = std::fs::remove_dir_all(&copy);
+    std::fs::create_dir_all(&copy).unwrap();
+    std::fs::copy(out_dir.join("records.jsonl"), copy.join("records.jsonl")).unwrap();
+    let out = Command::new(bin()).args(["lab", "report"]).arg(&copy).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(std::fs::read_to_string(copy.join("summary.md")).unwrap(), first);
+    let page = std::fs::read_to_string(copy.join("index.html")).unwrap();
+    assert!(page.matches("<svg").count() >= 5, "plots missing from the copied report");
+    let _ = std::fs::remove_dir_all(&out_dir);
+    let _ = std::fs::remove_dir_all(&copy);
+}
