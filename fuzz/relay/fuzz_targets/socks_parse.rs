@@ -2,7 +2,8 @@
 //! must never panic, never claim more bytes than given, and a parsed request
 //! must encode back to bytes that parse to the same request.
 //!
-//! cargo +nightly fuzz run socks_parse -- -runs=200000   (from fuzz/relay)
+//! From the repository root:
+//! cargo +nightly fuzz run --fuzz-dir fuzz/relay socks_parse -- -runs=300000
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
