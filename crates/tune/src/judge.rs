@@ -145,6 +145,8 @@ const TXQUEUE_CEILING: u64 = 10_000;
 const TXQUEUE_DEFAULT: u64 = 1_000;
 /// Segment size assumed when converting windows to packets (1500-byte MTU).
 const MSS: u64 = 1448;
+/// Linux's initial congestion window in segments (RFC 6928, `TCP_INIT_CWND`).
+const INITIAL_WINDOW: u64 = 10;
 
 /// Buffer size the path needs: 2× BDP (seed 004: "socket buffers at least
 /// bandwidth × RTT; 2× BDP recommended"), rounded up to a MiB and kept
@@ -493,9 +495,18 @@ fn slow_start_after_idle(facts: &Facts) -> Finding {
         Fact::Known(_) => {
             let mut s = "after an idle period longer than the RTO, the window restarts from the initial window (seed 004: 10 MB bursts every 2 s never reach the link rate)".to_string();
             if let (Some(bdp), Some(rtt)) = (facts.path.bdp(), facts.path.rtt) {
-                // Slow start doubles per RTT from ~10 segments to the BDP.
-                let w = (bdp / MSS).max(10);
-                let rtts = (w as f64 / 10.0).log2().ceil().max(0.0) as u32;
+                // Slow start doubles per RTT from the initial ~10 segments.
+                let w = bdp / MSS;
+                if w <= INITIAL_WINDOW {
+                    return Finding::new(
+                        id,
+                        Severity::Info,
+                        format!("slow start after idle is on, but this path's BDP ({w} segments) fits the initial window: no cost here"),
+                    )
+                    .limits(limits)
+                    .fix(Fix::Sysctl { key: key.into(), value: "0".into() });
+                }
+                let rtts = (w as f64 / INITIAL_WINDOW as f64).log2().ceil() as u32;
                 s = format!(
                     "{s}; on this path each burst spends ~{rtts} RTTs = {} regrowing to the BDP",
                     format_duration(rtt.saturating_mul(rtts))
@@ -855,7 +866,7 @@ fn live(c: &LiveConn, facts: &Facts) -> Finding {
         Finding::new(
             &id,
             Severity::Warn,
-            format!("{base}; limited by the receiver's window {} of its busy time: raise tcp_rmem on the receiver", pct(fr)),
+            format!("{base}; limited by the receiver's window {} of its busy time: raise the receiver's tcp_rmem (or its SO_RCVBUF, if the application sets one)", pct(fr)),
         )
         .limits("receive window of the peer")
     } else if fs >= 0.1 {
@@ -1064,6 +1075,7 @@ mod tests {
         // (sysctl, value, path, finding id, expected severity, expected fix value)
         let g1 = path(Rate::gbps(1), 100.0);
         let dc = path(Rate::gbps(10), 0.1);
+        let tiny = path(Rate::mbps(10), 1.0); // BDP 1250 B, under one initial window
         let cases: &[Case] = &[
             ("net.ipv4.tcp_window_scaling", "0", &g1, "tcp_window_scaling", Severity::Critical, Some("1")),
             ("net.ipv4.tcp_window_scaling", "1", &g1, "tcp_window_scaling", Severity::Ok, None),
@@ -1073,6 +1085,22 @@ mod tests {
             ("net.ipv4.tcp_no_metrics_save", "1", &g1, "tcp_no_metrics_save", Severity::Ok, None),
             ("net.ipv4.tcp_mtu_probing", "0", &g1, "tcp_mtu_probing", Severity::Info, Some("1")),
             ("net.ipv4.tcp_slow_start_after_idle", "0", &g1, "tcp_slow_start_after_idle", Severity::Ok, None),
+            (
+                "net.ipv4.tcp_slow_start_after_idle",
+                "1",
+                &dc,
+                "tcp_slow_start_after_idle",
+                Severity::Warn,
+                Some("0"),
+            ),
+            (
+                "net.ipv4.tcp_slow_start_after_idle",
+                "1",
+                &tiny,
+                "tcp_slow_start_after_idle",
+                Severity::Info,
+                Some("0"),
+            ),
             (
                 "net.ipv4.tcp_congestion_control",
                 "reno",

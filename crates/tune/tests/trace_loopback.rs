@@ -90,3 +90,20 @@ fn samples_a_hundred_idle_sockets_per_tick() {
     assert_eq!(sum.sockets, 100);
     eprintln!("100 sockets at 100 Hz: {sum:?}");
 }
+
+#[test]
+fn pid_selection_finds_this_process_sockets() {
+    let l = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = l.local_addr().unwrap();
+    let c = TcpStream::connect(addr).unwrap();
+    let (_s, _) = l.accept().unwrap();
+    let mut tracer = Tracer::open(Selector::Pid(std::process::id()), None).unwrap();
+    let mut rows = Vec::new();
+    tracer.sample(0, Duration::ZERO, &mut rows).unwrap();
+    let mine: Vec<_> =
+        rows.iter().filter(|r| r.src.port() == addr.port() || r.dst.port() == addr.port()).collect();
+    assert_eq!(mine.len(), 2, "both ends belong to this process: {rows:?}");
+    assert!(mine.iter().any(|r| r.src == c.local_addr().unwrap()));
+    // A process that does not exist is an error, not an empty trace.
+    assert!(Tracer::open(Selector::Pid(u32::MAX - 1), None).is_err());
+}

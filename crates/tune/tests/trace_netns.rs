@@ -1,0 +1,57 @@
+//! Root test: the tracer opened for a namespace sees that namespace's
+//! sockets and not the host's. The namespace is removed by a Drop guard.
+
+use std::io::Write;
+use std::net::{TcpListener, TcpStream};
+use std::process::Command;
+use std::time::Duration;
+
+use tcpaccel_tune::trace::{Selector, Tracer};
+
+struct Ns(String);
+
+impl Drop for Ns {
+    fn drop(&mut self) {
+        let _ = Command::new("ip").args(["netns", "del", &self.0]).status();
+    }
+}
+
+#[test]
+fn tracer_in_a_namespace_sees_only_its_sockets() {
+    assert!(tcpaccel_sys::privilege::is_root(), "this test needs root (CI runs as root)");
+    let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().subsec_nanos();
+    let ns = Ns(format!("tcpaccel-tracetest-{}-{nanos:x}", std::process::id()));
+    let ok = Command::new("ip").args(["netns", "add", &ns.0]).status().expect("spawn ip");
+    assert!(ok.success(), "ip netns add {} failed", ns.0);
+    let ok = Command::new("ip").args(["-n", &ns.0, "link", "set", "lo", "up"]).status().expect("spawn ip");
+    assert!(ok.success());
+
+    // A connection inside the namespace, made on a thread that entered it.
+    let (port, conns) = tcpaccel_sys::netns::run_in(&ns.0, || {
+        let l = TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = l.local_addr().unwrap().port();
+        let mut c = TcpStream::connect(("127.0.0.1", port)).unwrap();
+        let (s, _) = l.accept().unwrap();
+        c.write_all(&[1u8; 20_000]).unwrap();
+        (port, (l, c, s))
+    })
+    .expect("enter namespace");
+    // The same port on the host, so a wrong namespace would show up.
+    let host = TcpListener::bind(("127.0.0.1", port));
+
+    let mut inside = Tracer::open(Selector::Port(port), Some(&ns.0)).expect("tracer in namespace");
+    let mut rows = Vec::new();
+    inside.sample(0, Duration::ZERO, &mut rows).unwrap();
+    assert_eq!(rows.len(), 2, "{rows:?}");
+    assert!(rows.iter().all(|r| r.cwnd > 0));
+    assert!(rows.iter().any(|r| r.bytes_acked.unwrap_or(0) >= 20_000));
+
+    let mut outside = Tracer::open(Selector::Port(port), None).unwrap();
+    outside.sample(0, Duration::ZERO, &mut rows).unwrap();
+    assert!(
+        rows.iter().all(|r| r.bytes_acked.unwrap_or(0) < 20_000),
+        "host view must not show the namespace's connection"
+    );
+    drop((conns, host));
+    assert!(Tracer::open(Selector::All, Some("tcpaccel-no-such-namespace")).is_err());
+}
