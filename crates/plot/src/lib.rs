@@ -351,10 +351,22 @@ fn draw_axes(svg: &mut String, ax: &Axes, xl: &str, yl: &str, yt: &[f64]) {
 }
 
 fn legend<'a>(svg: &mut String, w: f64, names: impl Iterator<Item = &'a str>) {
+    let names: Vec<&str> = names.collect();
+    // About 7 px per character at font-size 12, plus the swatch: keeps long labels inside the frame.
+    let widest = names.iter().map(|n| n.chars().count()).max().unwrap_or(0) as f64 * 7.0 + 28.0;
+    let x = (w - MARGIN_R - widest).max(MARGIN_L + 4.0);
+    if !names.is_empty() {
+        let _ = write!(
+            svg,
+            r#"<rect x="{}" y="{}" width="{widest}" height="{}" fill="white" fill-opacity="0.8"/>"#,
+            x - 4.0,
+            MARGIN_T + 2.0,
+            names.len() as f64 * 16.0 + 4.0
+        );
+    }
     let mut y = MARGIN_T + 14.0;
-    for (i, n) in names.enumerate() {
+    for (i, n) in names.into_iter().enumerate() {
         let color = PALETTE[i % PALETTE.len()];
-        let x = w - MARGIN_R - 170.0;
         let _ = write!(
             svg,
             r#"<rect x="{x}" y="{}" width="12" height="4" fill="{color}"/><text class="legend" x="{}" y="{y}">{}</text>"#,
