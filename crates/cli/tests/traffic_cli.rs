@@ -126,3 +126,31 @@ fn unreachable_receiver_and_unknown_cc_have_their_codes() {
     let out = send(&["--to", &addr, "--cc", "no-such-cc"]);
     assert_eq!(out.status.code(), Some(4), "{}", String::from_utf8_lossy(&out.stderr));
 }
+
+#[test]
+fn recv_prints_its_summary_on_sigint() {
+    let mut child = Command::new(bin())
+        .args(["recv", "--listen", "127.0.0.1:0", "--json"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn tcpaccel recv");
+    let stdout = child.stdout.take().expect("recv stdout");
+    let mut reader = BufReader::new(stdout);
+    let mut first = String::new();
+    reader.read_line(&mut first).expect("listening line");
+    let addr = serde_json::from_str::<Value>(&first).unwrap()["listen"].as_str().unwrap().to_string();
+    let mut recv = Reaper(child);
+    let out = send(&["--to", &addr, "--bytes", "100000", "--interval", "off"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let kill = Command::new("kill").args(["-INT", &recv.0.id().to_string()]).status().expect("kill(1)");
+    assert!(kill.success());
+    let status = recv.0.wait().expect("recv exits on SIGINT");
+    assert_eq!(status.code(), Some(0));
+    let mut rest = String::new();
+    std::io::Read::read_to_string(&mut reader, &mut rest).unwrap();
+    let lines = json_lines(rest.as_bytes());
+    let summary = lines.last().expect("a summary after SIGINT");
+    assert_eq!(summary["type"], "summary", "{rest}");
+    assert_eq!(summary["bytes"], 100_000);
+}

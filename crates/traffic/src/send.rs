@@ -222,7 +222,17 @@ pub fn run_send(cfg: SendConfig, mut on_report: impl FnMut(&Report)) -> Result<S
         let mut pacer = cfg.pace.controller(cfg.parallel);
         let pacing_cap = pacer.as_mut().and_then(|p| p.initial(framing));
         if let (Some(rate), false) = (pacing_cap, cfg.reverse) {
-            sockopt::set_max_pacing_rate(&sock, rate)?;
+            sockopt::set_max_pacing_rate(&sock, rate).map_err(|e| match e {
+                // Linux takes no SO_MAX_PACING_RATE on the MPTCP socket itself.
+                tcpaccel_sys::Error::Unsupported { source, .. } if cfg.mptcp => {
+                    Error::Sys(tcpaccel_sys::Error::Unsupported {
+                        op: "--pace with --mptcp: SO_MAX_PACING_RATE is not available on MPTCP sockets"
+                            .into(),
+                        source,
+                    })
+                }
+                other => Error::Sys(other),
+            })?;
         }
         if let (Volume::Duration(_), false) = (cfg.volume, cfg.reverse) {
             crate::pump::limit_unsent(&sock, pacing_cap);

@@ -271,3 +271,20 @@ fn bad_settings_are_config_errors() {
     cfg.checksum = true;
     assert!(matches!(run_send(cfg, |_| {}), Err(tcpaccel_traffic::Error::Config(_))));
 }
+
+#[test]
+fn reverse_mode_paces_the_server_socket() {
+    let _serial = serial();
+    let r = recv(false);
+    let mut cfg = SendConfig::new(r.local_addr());
+    // 1 MB at 20 Mbit/s takes ~0.4 s; unpaced loopback takes milliseconds.
+    cfg.volume = Volume::Bytes(1_000_000);
+    cfg.reverse = true;
+    cfg.pace = Pace::Static(Rate::mbps(20));
+    cfg.interval = None;
+    let s = run_send(cfg, |_| {}).expect("reverse paced send");
+    assert_eq!(s.bytes, 1_000_000);
+    assert!(s.duration_s > 0.2, "took only {} s: server did not pace", s.duration_s);
+    assert_eq!(s.streams[0].pacing_cap_bytes_per_sec.map(|c| c > 0), Some(true));
+    r.stop();
+}
