@@ -186,9 +186,10 @@ impl Network {
     }
 
     fn add_namespace(&mut self, ns: &str) -> Result<()> {
-        // Record first: if `ip netns add` half-succeeds, teardown still tries.
-        lock(&self.live).namespaces.push(ns.to_string());
+        // Recorded only once created: a failure because the name exists must
+        // never make teardown delete a namespace that is not ours.
         ip(&["netns", "add", ns])?;
+        lock(&self.live).namespaces.push(ns.to_string());
         Ok(())
     }
 

@@ -6,11 +6,30 @@
 //! This module does not touch the system; [`crate::Network::up`] builds what
 //! a `Topology` describes.
 //!
+//! Fields:
+//! - `[[host]]` / `[[router]]`: `name` (letters, digits, `-`, `_`; at most 32),
+//!   `sysctl` (table of name = string/integer/boolean, written in the node's
+//!   namespace), `route` (list of `{ to = "CIDR" | "default", via = "IP",
+//!   dev = "IFNAME" }`; a gateway must lie in a subnet of the node). Routers
+//!   get IP forwarding (v4, and v6 if they have IPv6 addresses).
+//! - `[[link]]`: `a`, `b` (`{ node, addr = "IPv4/PREFIX", addr6 =
+//!   "IPv6/PREFIX", ifname }`; ifname defaults to `eth0`, `eth1`, ... per
+//!   node), `kind` (`veth` | `emulated`), `name`, `mtu`, `txqueuelen`, and the
+//!   per-direction settings `rate`, `buffer` (both kinds), `delay`, `jitter`,
+//!   `loss` (a probability, or a string as `LossSpec::parse` takes it:
+//!   `"1%"`, `"ge:p=1%,r=25%"`), `seed`, `overhead` (emulated only), given
+//!   for both directions on the link and overridden in `a_to_b` / `b_to_a`.
+//!
+//! Note: outside the initial namespace, `net.ipv4.tcp_congestion_control`
+//! only accepts algorithms listed in the initial namespace's
+//! `net.ipv4.tcp_allowed_congestion_control`; a new namespace starts with the
+//! initial namespace's default.
+//!
 //! ```toml
 //! [[host]]
 //! name = "h1"
 //! route = [{ to = "default", via = "10.0.0.2" }]
-//! sysctl = { "net.ipv4.tcp_congestion_control" = "cubic" }
+//! sysctl = { "net.ipv4.tcp_ecn" = 1 }
 //!
 //! [[router]]
 //! name = "r1"
