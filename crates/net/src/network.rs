@@ -279,6 +279,23 @@ impl Network {
             .ok_or_else(|| Error::UnknownNode(format!("{node} (it has no IPv4 address)")))
     }
 
+    /// Sets sysctl `key` (dotted, e.g. `net.ipv4.tcp_ecn`) to `value` inside
+    /// `node`'s namespace, as the file's `sysctl` table does at build time.
+    pub fn set_sysctl(&self, node: &str, key: &str, value: &str) -> Result<()> {
+        write_sysctl(&self.ns(node)?, key, value)
+    }
+
+    /// Reads sysctl `key` inside `node`'s namespace (trimmed).
+    pub fn sysctl(&self, node: &str, key: &str) -> Result<String> {
+        let ns = self.ns(node)?;
+        let path = format!("/proc/sys/{}", key.replace('.', "/"));
+        let p = path.clone();
+        netns::run_in(&ns, move || std::fs::read_to_string(&p))
+            .map_err(|e| Error::sys(format!("read sysctl {key} in {ns}"), e))?
+            .map(|v| v.trim().to_string())
+            .map_err(|e| Error::io(format!("read sysctl {key} ({path}) in {ns}"), e))
+    }
+
     /// The first IPv6 address of `node`, in link order.
     pub fn addr6(&self, node: &str) -> Result<IpAddr> {
         self.ns(node)?;

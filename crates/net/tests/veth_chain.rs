@@ -73,6 +73,15 @@ fn chain_of_veths_routes_shapes_and_tears_down() {
     assert_eq!(output(&net, "h1", &["cat", "/proc/sys/net/ipv4/tcp_congestion_control"]).trim(), "reno");
     assert_eq!(output(&net, "r1", &["cat", "/proc/sys/net/ipv4/ip_forward"]).trim(), "1");
     assert_eq!(output(&net, "h2", &["cat", "/proc/sys/net/ipv4/ip_forward"]).trim(), "0");
+    assert_eq!(net.sysctl("h1", "net.ipv4.tcp_ecn").unwrap(), "1");
+    net.set_sysctl("h2", "net.ipv4.tcp_ecn", "2").unwrap();
+    assert_eq!(net.sysctl("h2", "net.ipv4.tcp_ecn").unwrap(), "2");
+    assert_eq!(net.sysctl("h1", "net.ipv4.tcp_ecn").unwrap(), "1", "sysctls are per namespace");
+    assert!(net
+        .set_sysctl("h2", "net.ipv4.no_such", "1")
+        .unwrap_err()
+        .to_string()
+        .contains("no such sysctl"));
     // Qdiscs on the shaped hop, in each direction's egress.
     let q = output(&net, "r1", &["tc", "qdisc", "show", "dev", "right"]);
     assert!(q.contains("tbf") && q.contains("20Mbit") && q.contains("bfifo") && q.contains("64000b"), "{q}");
