@@ -16,3 +16,17 @@ pub mod gather;
 pub mod judge;
 pub mod report;
 pub mod trace;
+
+/// Gathers and judges in one call: the facts of `netns` (or the calling
+/// thread's namespace) for `path`, and the findings. The lab's `tuning`
+/// scenario and the CLI use this; `apply::plan(&findings)` and
+/// `apply::apply` then make the automatic fixes.
+pub fn examine(
+    netns: Option<&str>,
+    path: facts::PathSpec,
+    probe: &gather::Probe,
+) -> Result<(facts::Facts, Vec<judge::Finding>), gather::GatherError> {
+    let facts = gather::gather(netns, path, probe)?;
+    let findings = judge::judge(&facts);
+    Ok((facts, findings))
+}

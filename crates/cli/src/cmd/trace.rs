@@ -4,7 +4,7 @@
 //!
 //! The sampling, schedule, rows and plot are `tcpaccel_tune::trace`; this
 //! file reads flags, opens outputs and prints the run summary on stderr
-//! (including the CPU the sampler used).
+//! (including the CPU the sampler used). Exit 1 when no socket matched.
 
 use std::collections::HashSet;
 use std::io::Write;
@@ -147,5 +147,9 @@ pub fn run(args: Args) -> anyhow::Result<Verdict> {
         summary.max_sockets_per_tick,
         summary.wall_s
     );
+    if summary.sockets == 0 {
+        eprintln!("trace: no socket matched {sel:?}");
+        return Ok(Verdict::Negative);
+    }
     Ok(Verdict::Ok)
 }
