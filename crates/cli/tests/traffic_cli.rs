@@ -154,3 +154,42 @@ fn recv_prints_its_summary_on_sigint() {
     assert_eq!(summary["type"], "summary", "{rest}");
     assert_eq!(summary["bytes"], 100_000);
 }
+
+#[test]
+fn send_stops_in_order_on_sigint() {
+    let (_recv, _reader, addr) = start_recv(&[]);
+    let child = Command::new(bin())
+        .args([
+            "send",
+            "--to",
+            &addr,
+            "--duration",
+            "30s",
+            "--pace",
+            "static:50mbit",
+            "--json",
+            "--interval",
+            "100ms",
+        ])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn tcpaccel send");
+    let mut send = Reaper(child);
+    let stdout = send.0.stdout.take().unwrap();
+    let mut reader = BufReader::new(stdout);
+    let mut first = String::new();
+    reader.read_line(&mut first).expect("a first interval");
+    assert_eq!(serde_json::from_str::<Value>(&first).unwrap()["type"], "interval");
+    let t = std::time::Instant::now();
+    assert!(Command::new("kill").args(["-INT", &send.0.id().to_string()]).status().unwrap().success());
+    let status = send.0.wait().expect("send exits");
+    assert!(t.elapsed() < std::time::Duration::from_secs(10), "took {:?}", t.elapsed());
+    assert_eq!(status.code(), Some(130));
+    let mut rest = String::new();
+    std::io::Read::read_to_string(&mut reader, &mut rest).unwrap();
+    let summary = json_lines(rest.as_bytes()).pop().expect("a summary");
+    assert_eq!(summary["type"], "summary");
+    assert_eq!(summary["stopped_early"], true);
+    assert!(summary["bytes"].as_u64().unwrap() > 0);
+}

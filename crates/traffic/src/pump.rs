@@ -41,14 +41,16 @@ fn transient(e: &io::Error) -> bool {
     matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut | ErrorKind::Interrupted)
 }
 
-/// Writes `buf` repeatedly until `until` or `abort`; counts into `counter`
-/// and hashes what was actually written. Returns the bytes written.
+/// Writes `buf` repeatedly until `until`, or until `finish` is set (an
+/// early but orderly end), or fails on `abort`; counts into `counter` and
+/// hashes what was actually written. Returns the bytes written.
 pub fn write_data(
     mut s: &TcpStream,
     buf: &[u8],
     until: Until,
     counter: &AtomicU64,
     mut hasher: Option<&mut Sha256>,
+    finish: Option<&AtomicBool>,
     abort: &AtomicBool,
 ) -> io::Result<u64> {
     s.set_write_timeout(Some(POLL))?;
@@ -56,6 +58,9 @@ pub fn write_data(
     loop {
         if abort.load(Ordering::Relaxed) {
             return Err(io::Error::new(ErrorKind::Interrupted, "aborted"));
+        }
+        if finish.is_some_and(|f| f.load(Ordering::Relaxed)) {
+            break;
         }
         let n = match until {
             Until::Bytes(total) => {

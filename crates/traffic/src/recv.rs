@@ -422,7 +422,7 @@ fn serve_reverse(sock: &TcpStream, h: &Header, cfg: &RecvConfig, stop: &AtomicBo
     let counter = AtomicU64::new(0);
     let buf = pump::pattern(cfg.seed ^ h.session, u64::from(h.stream));
     let mut hasher = (cfg.checksum || h.checksum).then(Sha256::new);
-    let sent = pump::write_data(sock, &buf, until, &counter, hasher.as_mut(), stop)
+    let sent = pump::write_data(sock, &buf, until, &counter, hasher.as_mut(), None, stop)
         .map_err(|e| (counter.load(Ordering::Relaxed), format!("sending: {e}")))?;
     let sha: Option<[u8; 32]> = hasher.map(|h| h.finalize().into());
     if matches!(h.amount, Amount::Bytes(_)) {

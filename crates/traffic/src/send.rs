@@ -68,6 +68,10 @@ pub struct SendConfig {
     pub receipt_timeout: Duration,
     /// Seed of the payload pattern.
     pub seed: u64,
+    /// Set it to end the run early: uploads stop writing and still collect
+    /// their receipts (an orderly, shorter run); a reverse run is aborted.
+    #[serde(skip)]
+    pub stop: Option<Arc<AtomicBool>>,
 }
 
 impl SendConfig {
@@ -90,6 +94,7 @@ impl SendConfig {
             connect_timeout: Duration::from_secs(10),
             receipt_timeout: Duration::from_secs(30),
             seed: 1,
+            stop: None,
         }
     }
 }
@@ -132,6 +137,8 @@ pub struct SendSummary {
     pub retransmits: Option<u64>,
     /// `Some(true)` when every stream's checksums matched on both ends.
     pub checksum_ok: Option<bool>,
+    /// The run was ended early through [`SendConfig::stop`].
+    pub stopped_early: bool,
     pub streams: Vec<StreamSummary>,
 }
 
@@ -268,6 +275,7 @@ pub fn run_send(cfg: SendConfig, mut on_report: impl FnMut(&Report)) -> Result<S
     }
 
     let abort = Arc::new(AtomicBool::new(false));
+    let stop = cfg.stop.clone().unwrap_or_default();
     let t0 = Instant::now();
     let deadline = match cfg.volume {
         Volume::Duration(d) => Some(t0 + d),
@@ -279,6 +287,7 @@ pub fn run_send(cfg: SendConfig, mut on_report: impl FnMut(&Report)) -> Result<S
         let sock = Arc::clone(&st.sock);
         let counter = Arc::clone(&st.counter);
         let abort = Arc::clone(&abort);
+        let stop = Arc::clone(&stop);
         let header = st.header.clone();
         let until = match (st.until_bytes, deadline) {
             (Some(b), _) => Until::Bytes(b),
@@ -291,7 +300,15 @@ pub fn run_send(cfg: SendConfig, mut on_report: impl FnMut(&Report)) -> Result<S
             .name(format!("send-{idx}"))
             .spawn(move || {
                 let r = if header.mode == Mode::Upload {
-                    upload(&sock, &header, until, seed, &counter, &abort, cfg_c.0)
+                    upload(
+                        &sock,
+                        &header,
+                        until,
+                        seed,
+                        &counter,
+                        Flags { stop: &stop, abort: &abort },
+                        cfg_c.0,
+                    )
                 } else {
                     download(&sock, &header, cfg_c.0, cfg_c.1, &counter, &abort)
                 }
@@ -326,9 +343,16 @@ pub fn run_send(cfg: SendConfig, mut on_report: impl FnMut(&Report)) -> Result<S
     let mut next_tick = tick.map(|t| t0 + t);
     let mut next_report = cfg.interval.map(|i| t0 + i);
     while remaining > 0 {
-        let wait = next_tick
+        let mut wait = next_tick
             .map(|t| t.saturating_duration_since(Instant::now()))
             .unwrap_or(Duration::from_secs(3600));
+        if cfg.stop.is_some() {
+            // Notice a stop request promptly; a download can only be cut.
+            wait = wait.min(pump::POLL);
+            if cfg.reverse && stop.load(Ordering::Relaxed) {
+                abort.store(true, Ordering::Relaxed);
+            }
+        }
         match done_rx.recv_timeout(wait) {
             Ok((idx, r)) => {
                 outcomes[usize::from(idx)] = Some(r);
@@ -339,6 +363,9 @@ pub fn run_send(cfg: SendConfig, mut on_report: impl FnMut(&Report)) -> Result<S
             Err(mpsc::RecvTimeoutError::Disconnected) => break,
         }
         let now = Instant::now();
+        if next_tick.is_none_or(|t| now < t) {
+            continue;
+        }
         if let Some(t) = tick {
             next_tick = Some(now.max(next_tick.unwrap_or(now)) + t);
         }
@@ -419,6 +446,7 @@ pub fn run_send(cfg: SendConfig, mut on_report: impl FnMut(&Report)) -> Result<S
         goodput_bps: if dur > 0.0 { (bytes as f64 * 8.0 / dur) as u64 } else { 0 },
         retransmits,
         checksum_ok,
+        stopped_early: stop.load(Ordering::Relaxed),
         streams: summaries,
     })
 }
@@ -472,21 +500,29 @@ fn interval_report(
     IntervalReport::new(from.duration_since(t0), to.duration_since(t0), samples)
 }
 
+/// A stream's two flags: `stop` ends it in order, `abort` cuts it.
+#[derive(Clone, Copy)]
+struct Flags<'a> {
+    stop: &'a AtomicBool,
+    abort: &'a AtomicBool,
+}
+
 fn upload(
     sock: &TcpStream,
     header: &Header,
     until: Until,
     seed: u64,
     counter: &AtomicU64,
-    abort: &AtomicBool,
+    flags: Flags<'_>,
     receipt_timeout: Duration,
 ) -> Result<Outcome> {
+    let Flags { stop, abort } = flags;
     let peer = sock.peer_addr().map_err(|e| Error::Sys(tcpaccel_sys::Error::os("getpeername", e)))?;
     let io = |op: &'static str| move |e| Error::io(op, peer, e);
     pump::write_msg(sock, &header.encode(), receipt_timeout).map_err(io("send header"))?;
     let buf = pump::pattern(seed, u64::from(header.stream));
     let mut hasher = header.checksum.then(Sha256::new);
-    let written = pump::write_data(sock, &buf, until, counter, hasher.as_mut(), abort);
+    let written = pump::write_data(sock, &buf, until, counter, hasher.as_mut(), Some(stop), abort);
     let receipt = |e| -> Error {
         // A refused header closes the connection: explain with the receipt.
         match pump::read_msg::<RECEIPT_LEN>(sock, Duration::from_secs(1), abort) {

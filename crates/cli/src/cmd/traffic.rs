@@ -10,7 +10,8 @@
 //! durations, `--pace dynamic` which is not available yet), 3 without the
 //! privilege an option needs (`--netns`), 4 when the kernel lacks a feature
 //! (an unknown `--cc`, MPTCP off), 5 for a network or peer failure, 1 when a
-//! `--checksum` run completed with differing checksums. `recv` ends on
+//! `--checksum` run completed with differing checksums, 130 when SIGINT or
+//! SIGTERM ended a `send` early (after its summary). `recv` ends on
 //! SIGINT/SIGTERM (or after `--once`) with its summary and exit code 0.
 
 use std::net::{IpAddr, SocketAddr};
@@ -212,8 +213,22 @@ fn send_config(args: &SendArgs) -> anyhow::Result<SendConfig> {
 }
 
 pub fn send(args: SendArgs) -> anyhow::Result<Verdict> {
-    let cfg = send_config(&args)?;
+    let mut cfg = send_config(&args)?;
     enter_netns(&args.netns, "tcpaccel send --netns")?;
+    // The first SIGINT/SIGTERM ends the run early but in order (uploads
+    // still collect their receipts), so the summary prints; exit 130.
+    let signals = tcpaccel_net::signals::subscribe().context("installing SIGINT/SIGTERM handling")?;
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    cfg.stop = Some(std::sync::Arc::clone(&stop));
+    let flag = std::sync::Arc::clone(&stop);
+    std::thread::Builder::new()
+        .name("send-signals".into())
+        .spawn(move || {
+            if signals.recv().is_ok() {
+                flag.store(true, std::sync::atomic::Ordering::Relaxed);
+            }
+        })
+        .context("starting the signal thread")?;
     let to = cfg.to;
     if let (Pace::Static(r), false) = (cfg.pace, args.json) {
         eprintln!(
@@ -229,6 +244,14 @@ pub fn send(args: SendArgs) -> anyhow::Result<Verdict> {
         println!("{}", serde_json::to_string(&summary)?);
     } else {
         print_send_summary(&summary);
+    }
+    if summary.stopped_early {
+        // 130 = interrupted (exit.rs table). exit.rs has no error kind for
+        // it, so leave here, after the summary is out.
+        use std::io::Write;
+        let _ = std::io::stdout().flush();
+        eprintln!("tcpaccel: send interrupted; the summary covers the shortened run");
+        std::process::exit(130);
     }
     Ok(if summary.checksum_ok == Some(false) { Verdict::Negative } else { Verdict::Ok })
 }
