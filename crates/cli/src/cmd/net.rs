@@ -61,7 +61,8 @@ struct DownArgs {
 
 #[derive(clap::Args)]
 struct ExecArgs {
-    /// Host or router name from the topology file.
+    /// Host or router name from the topology file (or an emulated link's
+    /// name, for a shell in its emulator's namespace).
     host: String,
     /// Run id, needed when several networks are up.
     #[arg(long, value_name = "ID")]
@@ -223,13 +224,17 @@ fn down(a: DownArgs) -> anyhow::Result<Verdict> {
 fn exec(a: ExecArgs) -> anyhow::Result<Verdict> {
     exit::require_root("tcpaccel net exec")?;
     let run = state::select(a.run.as_deref()).map_err(|e| net_error(e, "choosing the run"))?;
-    let Some(ns) = run.ns_of(&a.host) else {
+    // A node, or else an emulated link's name for its emulator namespace.
+    let emu_ns = run.emulators.iter().find(|e| e.link == a.host).map(|e| e.ns.as_str());
+    let Some(ns) = run.ns_of(&a.host).or(emu_ns) else {
         let names: Vec<&str> = run.nodes.iter().map(|n| n.name.as_str()).collect();
+        let links: Vec<&str> = run.emulators.iter().map(|e| e.link.as_str()).collect();
         return Err(exit::usage(format!(
-            "run {} has no host {:?}; its hosts and routers: {}",
+            "run {} has no host {:?}; its hosts and routers: {}; its emulated links: {}",
             run.run_id,
             a.host,
-            names.join(", ")
+            names.join(", "),
+            if links.is_empty() { "none".to_string() } else { links.join(", ") }
         )));
     };
     if !tcpaccel_sys::netns::exists(ns) {
