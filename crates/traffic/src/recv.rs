@@ -23,6 +23,7 @@ use tcpaccel_sys::sockopt::{self, Family};
 use tcpaccel_sys::tcpinfo;
 use tracing::{debug, warn};
 
+use crate::pace::{Framing, Pace};
 use crate::proto::{Amount, Header, Mode, Receipt, Reject, HEADER_LEN};
 use crate::pump::{self, Until};
 use crate::{Error, Result};
@@ -41,6 +42,9 @@ pub struct RecvConfig {
     pub cc: Option<String>,
     /// Stop after the first complete session (all its streams finished).
     pub once: bool,
+    /// Pacing when we send (reverse mode) and the sender did not ask for a
+    /// rate itself; the on-wire rate is split over the session's streams.
+    pub pace: Pace,
     /// How long a client may take to send its header.
     #[serde(serialize_with = "crate::report::secs")]
     pub handshake_timeout: Duration,
@@ -61,6 +65,7 @@ impl RecvConfig {
             rcvbuf: None,
             cc: None,
             once: false,
+            pace: Pace::None,
             handshake_timeout: Duration::from_secs(10),
             idle_timeout: Duration::from_secs(60),
             seed: 1,
@@ -406,8 +411,17 @@ fn serve_reverse(sock: &TcpStream, h: &Header, cfg: &RecvConfig, stop: &AtomicBo
             return Err((0, format!("{e}")));
         }
     }
-    if h.pace_bytes_per_sec > 0 {
-        sockopt::set_max_pacing_rate(sock, h.pace_bytes_per_sec).map_err(|e| (0, e.to_string()))?;
+    // The sender's requested cap wins; otherwise our own --pace, converted
+    // with this socket's framing.
+    let cap = if h.pace_bytes_per_sec > 0 {
+        Some(h.pace_bytes_per_sec)
+    } else {
+        let framing =
+            tcpinfo::tcp_info(sock).map(|i| Framing::from_tcp_info(&i)).unwrap_or(Framing::ETHERNET_1500_TS);
+        cfg.pace.controller(h.streams).and_then(|mut c| c.initial(framing))
+    };
+    if let Some(rate) = cap {
+        sockopt::set_max_pacing_rate(sock, rate).map_err(|e| (0, e.to_string()))?;
     }
     pump::write_msg(sock, &Receipt::ok(0, None).encode(), Duration::from_secs(10))
         .map_err(|e| (0, format!("answering: {e}")))?;
@@ -415,7 +429,7 @@ fn serve_reverse(sock: &TcpStream, h: &Header, cfg: &RecvConfig, stop: &AtomicBo
     let until = match h.amount {
         Amount::Bytes(n) => Until::Bytes(n),
         Amount::Millis(ms) => {
-            pump::limit_unsent(sock, (h.pace_bytes_per_sec > 0).then_some(h.pace_bytes_per_sec));
+            pump::limit_unsent(sock, cap);
             Until::Deadline(start + Duration::from_millis(ms))
         }
     };

@@ -288,3 +288,19 @@ fn reverse_mode_paces_the_server_socket() {
     assert_eq!(s.streams[0].pacing_cap_bytes_per_sec.map(|c| c > 0), Some(true));
     r.stop();
 }
+
+#[test]
+fn receiver_paces_reverse_runs_with_its_own_rate() {
+    let _serial = serial();
+    let mut rc = RecvConfig::new("127.0.0.1:0".parse().unwrap());
+    rc.pace = Pace::Static(Rate::mbps(20));
+    let r = spawn_recv(rc).unwrap();
+    let mut cfg = SendConfig::new(r.local_addr());
+    cfg.volume = Volume::Bytes(1_000_000);
+    cfg.reverse = true;
+    cfg.interval = None;
+    let s = run_send(cfg, |_| {}).expect("reverse send");
+    assert_eq!(s.bytes, 1_000_000);
+    assert!(s.duration_s > 0.2, "took only {} s: the receiver did not pace", s.duration_s);
+    r.stop();
+}

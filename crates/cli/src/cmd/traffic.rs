@@ -105,6 +105,10 @@ pub struct RecvArgs {
     /// Default congestion control of accepted connections.
     #[arg(long)]
     cc: Option<String>,
+    /// Pacing when this receiver sends (`send --reverse`) and the sender set none:
+    /// none | static:RATE (on-wire, split over the sender's streams) | dynamic (not available yet).
+    #[arg(long, default_value = "none", allow_hyphen_values = true)]
+    pace: String,
     /// Seed of the payload pattern in reverse mode.
     #[arg(long, default_value_t = 1)]
     seed: u64,
@@ -315,6 +319,7 @@ fn recv_config(args: &RecvArgs) -> anyhow::Result<RecvConfig> {
     cfg.sndbuf = parse_bytes("--sndbuf", &args.sndbuf)?;
     cfg.rcvbuf = parse_bytes("--rcvbuf", &args.rcvbuf)?;
     cfg.cc = args.cc.clone();
+    cfg.pace = Pace::parse(&args.pace).map_err(|e| exit::usage(e.to_string()))?;
     cfg.seed = args.seed;
     Ok(cfg)
 }
