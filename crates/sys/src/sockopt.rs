@@ -391,6 +391,8 @@ pub fn connect(fd: &impl AsFd, addr: &SocketAddr) -> Result<()> {
         let e = io::Error::last_os_error();
         match e.raw_os_error() {
             Some(libc::EINTR) => continue,
+            // A retry after EINTR while the handshake is still under way.
+            Some(libc::EALREADY) => std::thread::sleep(std::time::Duration::from_millis(5)),
             // An interrupted connect keeps going in the background; EISCONN
             // on the retry means it finished.
             Some(libc::EISCONN) => return Ok(()),
