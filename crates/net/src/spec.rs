@@ -588,6 +588,12 @@ impl RawTopology {
             };
             let ab = raw.a_to_b.clone().unwrap_or_default().over(&base);
             let ba = raw.b_to_a.clone().unwrap_or_default().over(&base);
+            // The link's own values first, so an error in them names the link
+            // rather than the direction that inherited it.
+            match raw.kind {
+                RawKind::Veth => parse_shaping(&ctx, &base).map(|_| ())?,
+                RawKind::Emulated => parse_dir(&ctx, &base, 0).map(|_| ())?,
+            }
             let kind = match raw.kind {
                 RawKind::Veth => LinkKind::Veth {
                     a_to_b: parse_shaping(&format!("{ctx} a_to_b"), &ab)?,
@@ -841,7 +847,13 @@ mod tests {
                    a = { node = "h1" }
                    b = { node = "h2" }
                    rate = "100 furlongs""#,
-                &["link \"wan\"", "100 furlongs", "accepted forms"],
+                &["link \"wan\": cannot parse rate", "100 furlongs", "accepted forms"],
+            ),
+            (
+                r#"a = { node = "h1" }
+                   b = { node = "h2" }
+                   b_to_a = { rate = "fast" }"#,
+                &["link \"h1-h2\" b_to_a", "\"fast\""],
             ),
             (
                 r#"kind = "emulated"
