@@ -154,7 +154,10 @@ impl std::fmt::Display for Pace {
 /// [`PaceControl::on_sample`] with each TCP_INFO sample (at least every
 /// reporting interval, and every [`PaceControl::period`] if it asks for
 /// more); a returned value is written to `SO_MAX_PACING_RATE` (bytes/s of
-/// payload). A dynamic controller (issue 4 item 2) plugs in here.
+/// payload). A dynamic controller (issue 4 item 2) plugs in here: add a
+/// `Pace` variant, accept it in [`Pace::parse`] and return the controller
+/// from [`Pace::controller`]. Controllers run on the sender's own sockets
+/// (uploads); in reverse mode only the initial cap reaches the server.
 pub trait PaceControl: Send {
     /// The cap to set at connection start, if any.
     fn initial(&mut self, framing: Framing) -> Option<u64>;

@@ -286,7 +286,7 @@ pub fn run_send(cfg: SendConfig, mut on_report: impl FnMut(&Report)) -> Result<S
     for st in &streams {
         let sock = Arc::clone(&st.sock);
         let counter = Arc::clone(&st.counter);
-        let abort = Arc::clone(&abort);
+        let abort_all = Arc::clone(&abort);
         let stop = Arc::clone(&stop);
         let header = st.header.clone();
         let until = match (st.until_bytes, deadline) {
@@ -294,11 +294,13 @@ pub fn run_send(cfg: SendConfig, mut on_report: impl FnMut(&Report)) -> Result<S
             (None, Some(d)) => Until::Deadline(d),
             (None, None) => Until::Bytes(0),
         };
-        let (seed, idx, to, cfg_c) = (cfg.seed, st.idx, cfg.to, (cfg.receipt_timeout, cfg.checksum));
+        let (seed, idx, to, timeout, checksum) =
+            (cfg.seed, st.idx, cfg.to, cfg.receipt_timeout, cfg.checksum);
         let tx = done_tx.clone();
         let h = std::thread::Builder::new()
             .name(format!("send-{idx}"))
             .spawn(move || {
+                let abort = abort_all;
                 let r = if header.mode == Mode::Upload {
                     upload(
                         &sock,
@@ -307,10 +309,10 @@ pub fn run_send(cfg: SendConfig, mut on_report: impl FnMut(&Report)) -> Result<S
                         seed,
                         &counter,
                         Flags { stop: &stop, abort: &abort },
-                        cfg_c.0,
+                        timeout,
                     )
                 } else {
-                    download(&sock, &header, cfg_c.0, cfg_c.1, &counter, &abort)
+                    download(&sock, &header, timeout, checksum, &counter, &abort)
                 }
                 .map_err(|e| match e {
                     Error::Io { op, source, .. } => {
@@ -323,7 +325,11 @@ pub fn run_send(cfg: SendConfig, mut on_report: impl FnMut(&Report)) -> Result<S
                 }
                 let _ = tx.send((idx, r));
             })
-            .map_err(|e| Error::io("spawn sender thread", cfg.to, e))?;
+            .map_err(|e| {
+                // Stop the streams already running before giving up.
+                abort.store(true, Ordering::Relaxed);
+                Error::io("spawn sender thread", cfg.to, e)
+            })?;
         handles.push(h);
     }
     drop(done_tx);
