@@ -26,6 +26,8 @@ pub enum Fail {
     Usage(String),
     Privilege(String),
     Feature(String),
+    /// Stopped by SIGINT/SIGTERM after cleaning up.
+    Interrupted,
 }
 
 impl std::fmt::Display for Fail {
@@ -36,6 +38,9 @@ impl std::fmt::Display for Fail {
                 write!(f, "{m} (run as root, or with CAP_NET_ADMIN, CAP_NET_RAW and CAP_SYS_ADMIN)")
             }
             Fail::Feature(m) => write!(f, "{m}"),
+            Fail::Interrupted => {
+                write!(f, "interrupted; records so far were kept and the run is marked incomplete")
+            }
         }
     }
 }
@@ -63,6 +68,7 @@ fn classify(e: &anyhow::Error) -> u8 {
                 Fail::Usage(_) => 2,
                 Fail::Privilege(_) => 3,
                 Fail::Feature(_) => 4,
+                Fail::Interrupted => 130,
             };
         }
         if cause.downcast_ref::<tcpaccel_core::units::ParseError>().is_some() {

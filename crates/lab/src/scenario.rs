@@ -13,14 +13,23 @@ use anyhow::{bail, Context, Result};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 use tcpaccel_core::units::{parse_duration, Bytes, Rate};
 
-/// Set by signal handlers; the runner stops between (and scenarios inside) runs.
-pub static INTERRUPTED: AtomicBool = AtomicBool::new(false);
+/// The process-wide stop flag: set on SIGINT/SIGTERM; transfers end early
+/// (the traffic tool's `SendConfig::stop`) and the runner stops between runs.
+pub fn stop_flag() -> Arc<AtomicBool> {
+    static FLAG: OnceLock<Arc<AtomicBool>> = OnceLock::new();
+    FLAG.get_or_init(|| Arc::new(AtomicBool::new(false))).clone()
+}
 
 pub fn interrupted() -> bool {
-    INTERRUPTED.load(Ordering::Relaxed)
+    stop_flag().load(Ordering::Relaxed)
+}
+
+pub fn interrupt() {
+    stop_flag().store(true, Ordering::Relaxed);
 }
 
 /// A declared parameter.
@@ -279,7 +288,10 @@ pub fn run(s: &dyn Scenario, opts: &RunOptions) -> Result<RunData> {
                         started,
                         summary: BTreeMap::new(),
                     };
-                    let result = bed.run_one(&mut ctx);
+                    let mut result = bed.run_one(&mut ctx);
+                    if result.is_ok() && interrupted() {
+                        result = Err(anyhow::anyhow!("stopped early by a signal"));
+                    }
                     let summary = std::mem::take(&mut ctx.summary);
                     let started = ctx.started;
                     match result {

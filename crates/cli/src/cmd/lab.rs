@@ -99,7 +99,7 @@ pub fn run(args: Args) -> anyhow::Result<Verdict> {
             if !json {
                 println!("\nrecords and report: {}/ (index.html, summary.md)", out.display());
             }
-            Ok(if data.complete() { Verdict::Ok } else { Verdict::Negative })
+            verdict(&data)
         }
         LabCmd::Report { dir, json } => {
             let data = read_run(&dir).map_err(|e| exit::usage(e.to_string()))?;
@@ -117,7 +117,7 @@ pub fn run(args: Args) -> anyhow::Result<Verdict> {
             let data = scenario::run(s.as_ref(), &opts)?;
             print_summary(&data, false)?;
             println!("\nreport: {}/index.html", out.display());
-            Ok(if data.complete() { Verdict::Ok } else { Verdict::Negative })
+            verdict(&data)
         }
         LabCmd::Clean => {
             exit::require_root("lab clean")?;
@@ -145,7 +145,26 @@ fn print_summary(data: &tcpaccel_lab::records::RunData, json: bool) -> anyhow::R
     Ok(())
 }
 
-/// Ctrl-C / SIGTERM: let the runner stop between runs and keep its records.
+fn verdict(data: &tcpaccel_lab::records::RunData) -> anyhow::Result<Verdict> {
+    if scenario::interrupted() {
+        return Err(anyhow::Error::new(exit::Fail::Interrupted));
+    }
+    Ok(if data.complete() { Verdict::Ok } else { Verdict::Negative })
+}
+
+/// First Ctrl-C / SIGTERM: the current transfer ends early, the runner writes an
+/// incomplete end record and the report, and the networks' Drop guards tear
+/// down. A second signal makes the topology crate tear down and exit at once.
 fn install_interrupt() {
-    // Wired to the topology crate's signal registry once it exists.
+    let Ok(rx) = tcpaccel_net::signals::subscribe() else {
+        return; // the topology crate's own handler still cleans up and exits
+    };
+    std::thread::spawn(move || {
+        if let Ok(sig) = rx.recv() {
+            eprintln!("\ntcpaccel: signal {sig}: stopping after the current transfer ends early; Ctrl-C again to abort");
+            scenario::interrupt();
+            // Keep the receiver alive so the next signal is the hard exit path.
+            let _ = rx.recv();
+        }
+    });
 }

@@ -117,6 +117,7 @@ pub fn bulk(ctx: &mut RunCtx<'_>, path: &Path2, setup: &HostSetup, duration: Dur
     }
     scfg.interval = Some(Duration::from_millis(100));
     scfg.seed = ctx.seed;
+    scfg.stop = Some(crate::scenario::stop_flag());
     let (tx, rx) = std::sync::mpsc::channel::<Report>();
     let summary = net
         .run_in("h1", move || {
