@@ -28,13 +28,18 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         keep.push((c, s));
     }
     let stop = AtomicBool::new(false);
-    for (name, sel) in [
-        ("--dst (100 client sockets)", Selector::Dst(addr.ip(), Some(addr.port()))),
-        ("--port (both ends, 200 sockets)", Selector::Port(addr.port())),
-        ("--port 1 (no socket matches: the kernel's table walk alone)", Selector::Port(1)),
+    let dst = Selector::Dst(addr.ip(), Some(addr.port()));
+    for (name, sel, hybrid) in [
+        ("dump: --dst (100 client sockets)", dst.clone(), false),
+        ("dump: --port (both ends, 200 sockets)", Selector::Port(addr.port()), false),
+        ("dump: --port 1 (no socket matches: the kernel's table walk alone)", Selector::Port(1), false),
+        ("hybrid (dump every 1 s): --dst (100 client sockets)", dst, true),
     ] {
         let (u0, s0) = user_sys();
         let mut tracer = Tracer::open(sel, None)?;
+        if hybrid {
+            tracer = tracer.hybrid(Duration::from_secs(1));
+        }
         let mut rows = 0usize;
         let sum = run(&mut tracer, Duration::from_millis(10), Some(Duration::from_secs(secs)), &stop, |r| {
             rows += r.len();

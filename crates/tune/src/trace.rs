@@ -258,13 +258,20 @@ pub struct Tracer {
     req: DumpRequest,
     sel: Selector,
     socks: Vec<DiagSocket>,
+    /// Matching sockets found by the last dump (hybrid mode re-queries them).
+    known: Vec<DiagSocket>,
     inodes: HashSet<u32>,
     inodes_at: Option<Duration>,
+    /// `None`: one dump per tick. `Some(d)`: a dump every `d` to find
+    /// sockets, exact queries of the known ones in between.
+    discover: Option<Duration>,
+    discovered_at: Option<Duration>,
 }
 
 impl Tracer {
     /// Opens the diag socket here, or in `netns` (the socket keeps that
-    /// namespace and may then be used from this thread).
+    /// namespace and may then be used from this thread). Samples with one
+    /// dump per tick; see [`Tracer::hybrid`] for the cheaper mode.
     pub fn open(sel: Selector, netns: Option<&str>) -> Result<Tracer, TraceError> {
         let conn = match netns {
             None => DiagSocketConn::open()?,
@@ -275,10 +282,30 @@ impl Tracer {
         }
         let (port, port_side) = sel.kernel_port();
         let req = DumpRequest { port, port_side, ..Default::default() };
-        Ok(Tracer { conn, req, sel, socks: Vec::new(), inodes: HashSet::new(), inodes_at: None })
+        Ok(Tracer {
+            conn,
+            req,
+            sel,
+            socks: Vec::new(),
+            known: Vec::new(),
+            inodes: HashSet::new(),
+            inodes_at: None,
+            discover: None,
+            discovered_at: None,
+        })
     }
 
-    /// One dump; rows of the matching sockets stamped with tick `tick` and
+    /// Hybrid mode: a full dump only every `discover` (new sockets appear
+    /// within that delay), and between dumps one batched exact query per
+    /// tick for the sockets already found. A dump's cost is dominated by
+    /// the kernel walking its whole established hash whatever matches;
+    /// exact queries cost per matching socket only.
+    pub fn hybrid(mut self, discover: Duration) -> Tracer {
+        self.discover = Some(discover);
+        self
+    }
+
+    /// One sample: rows of the matching sockets stamped with tick `tick` and
     /// time `t`.
     pub fn sample(&mut self, tick: u64, t: Duration, rows: &mut Vec<Row>) -> Result<(), TraceError> {
         if let Selector::Pid(pid) = self.sel {
@@ -287,14 +314,28 @@ impl Tracer {
                 self.inodes_at = Some(t);
             }
         }
-        self.conn.dump_into(&self.req, &mut self.socks)?;
+        let dump_now = match (self.discover, self.discovered_at) {
+            (None, _) | (Some(_), None) => true,
+            (Some(d), Some(at)) => t >= at + d || t < at,
+        };
         rows.clear();
-        rows.extend(
-            self.socks
-                .iter()
-                .filter(|s| self.sel.matches(s, &self.inodes))
-                .filter_map(|s| Row::from_socket(tick, t, s)),
-        );
+        if dump_now {
+            self.conn.dump_into(&self.req, &mut self.socks)?;
+            self.discovered_at = Some(t);
+            let (sel, inodes) = (&self.sel, &self.inodes);
+            self.known.clear();
+            self.known.extend(self.socks.iter().filter(|s| sel.matches(s, inodes)).cloned());
+        } else {
+            self.conn.query_into(&self.known, self.req.ext, &mut self.socks)?;
+            // Keep the sockets that still answer with a tcp_info (closed ones
+            // drop out; a dump brings any new ones).
+            let (sel, inodes) = (&self.sel, &self.inodes);
+            self.known.clear();
+            self.known.extend(
+                self.socks.iter().filter(|s| s.tcp_info_raw().is_some() && sel.matches(s, inodes)).cloned(),
+            );
+        }
+        rows.extend(self.known.iter().filter_map(|s| Row::from_socket(tick, t, s)));
         Ok(())
     }
 }

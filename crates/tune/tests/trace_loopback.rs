@@ -107,3 +107,38 @@ fn pid_selection_finds_this_process_sockets() {
     // A process that does not exist is an error, not an empty trace.
     assert!(Tracer::open(Selector::Pid(u32::MAX - 1), None).is_err());
 }
+
+#[test]
+fn hybrid_mode_requeries_known_sockets_and_discovers_new_ones() {
+    let l = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = l.local_addr().unwrap();
+    let mut keep = Vec::new();
+    for _ in 0..10 {
+        let c = TcpStream::connect(addr).unwrap();
+        let (s, _) = l.accept().unwrap();
+        keep.push((c, s));
+    }
+    let sel = Selector::Dst(addr.ip(), Some(addr.port()));
+    let mut tracer = Tracer::open(sel, None).unwrap().hybrid(Duration::from_millis(100));
+    let mut rows = Vec::new();
+    let ms = Duration::from_millis;
+    tracer.sample(0, ms(0), &mut rows).unwrap(); // dump
+    assert_eq!(rows.len(), 10);
+    tracer.sample(1, ms(10), &mut rows).unwrap(); // exact queries
+    assert_eq!(rows.len(), 10);
+    assert!(rows.iter().all(|r| r.cwnd > 0 && r.tick == 1));
+    // One more connection: not seen until the next discovery dump.
+    let c = TcpStream::connect(addr).unwrap();
+    let (s, _) = l.accept().unwrap();
+    keep.push((c, s));
+    // One connection closed: it drops out at once.
+    let (gone, _) = keep.remove(0);
+    let gone_src = gone.local_addr().unwrap();
+    drop(gone);
+    std::thread::sleep(ms(20));
+    tracer.sample(2, ms(20), &mut rows).unwrap();
+    assert_eq!(rows.len(), 9, "closed socket dropped, new one not yet discovered");
+    assert!(rows.iter().all(|r| r.src != gone_src));
+    tracer.sample(10, ms(100), &mut rows).unwrap(); // discovery dump
+    assert_eq!(rows.len(), 10);
+}

@@ -44,6 +44,11 @@ pub struct Args {
     /// Also write an SVG of cwnd, ssthresh and RTT over time.
     #[arg(long)]
     plot: Option<PathBuf>,
+    /// Dump (find sockets) only this often and re-query the known sockets
+    /// exactly in between: cheaper on hosts with many sockets, new sockets
+    /// appear within this delay. Default: one dump per tick.
+    #[arg(long)]
+    discover: Option<String>,
     /// Sample sockets of this network namespace.
     #[arg(long)]
     netns: Option<String>,
@@ -81,7 +86,11 @@ pub fn run(args: Args) -> anyhow::Result<Verdict> {
             return Err(exit::usage(format!("network namespace {ns:?} not found (looked in /run/netns)")));
         }
     }
+    let discover = args.discover.as_deref().map(parse_duration).transpose().context("--discover")?;
     let mut tracer = Tracer::open(sel.clone(), args.netns.as_deref()).map_err(trace_err)?;
+    if let Some(d) = discover {
+        tracer = tracer.hybrid(d);
+    }
 
     let (sink, format): (Box<dyn Write>, Format) = match &args.out {
         Some(p) => (
