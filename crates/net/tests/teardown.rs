@@ -26,9 +26,6 @@ rate = "10mbit"
 
 const CHILD_ENV: &str = "TCPACCEL_NET_TEARDOWN_CHILD";
 
-/// The tests below watch this process's threads; run them one at a time.
-static SERIAL: Mutex<()> = Mutex::new(());
-
 fn require_root() {
     assert!(
         tcpaccel_sys::privilege::is_root(),
@@ -54,7 +51,6 @@ fn emulator_threads() -> Vec<String> {
 #[test]
 fn panic_with_network_up_leaves_nothing() {
     require_root();
-    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let topo = Topology::from_toml_str(PAIR).unwrap();
     let run_id = Mutex::new(String::new());
     let result = std::panic::catch_unwind(|| {
