@@ -411,16 +411,17 @@ impl Network {
                 }
             }
         }
-        let (namespaces, state_file) = {
-            let mut l = lock(&self.live);
-            (std::mem::take(&mut l.namespaces), l.state_file.take())
-        };
+        // Each namespace stays in the registry until it is gone, so a second
+        // signal during this teardown still finds (and deletes) the rest.
         // Reverse order: emulator namespaces before the nodes they connect.
+        let namespaces = lock(&self.live).namespaces.clone();
         for ns in namespaces.iter().rev() {
             if let Err(e) = clean::delete_namespace(ns) {
                 report.errors.push(format!("namespace {ns}: {e}"));
             }
+            lock(&self.live).namespaces.retain(|n| n != ns);
         }
+        let state_file = lock(&self.live).state_file.take();
         if let Some(p) = state_file {
             if let Err(e) = std::fs::remove_file(&p) {
                 if e.kind() != std::io::ErrorKind::NotFound {
