@@ -870,9 +870,11 @@ fn tick(shared: &Shared, measure: bool) {
                 app_limited: c.app_limited.load(Ordering::Relaxed),
             });
         }
-        for s in &all {
-            shared.emit(Event::Status(s.clone()));
+        // Stored before emitting, so a reader of the events never sees an
+        // older view from `gather status` than the one it was just told.
+        lock(&shared.state).last_status = all.clone();
+        for s in all {
+            shared.emit(Event::Status(s));
         }
-        lock(&shared.state).last_status = all;
     }
 }

@@ -242,8 +242,9 @@ async fn killed_client_is_incomplete_and_frees_its_share() {
     assert_eq!(path, dir.0.join("doomed.incomplete"));
     assert_eq!(std::fs::metadata(&path).unwrap().len(), bytes);
     // Its share goes back: the survivor gets the whole pool (less rounding).
-    let Event::Status(after) = wait_for(&mut rx, 10, |e| shares(e, "stay")).await else { unreachable!() };
-    assert!(after.allocation >= pool - 1, "share not freed: {after:?}");
+    // (A tick that began before the leave may still report the old split.)
+    wait_for(&mut rx, 10, |e| shares(e, "stay") && matches!(e, Event::Status(s) if s.allocation >= pool - 1))
+        .await;
     assert!(tcpaccel_gather::query_status(addr).await.unwrap().iter().all(|c| c.id != "doomed"));
     let r = tokio::time::timeout(Duration::from_secs(30), stay).await.unwrap().unwrap().unwrap();
     assert!(r.complete, "{r:?}");
