@@ -48,23 +48,25 @@ impl Framing {
     /// A 1500-byte Ethernet MTU with TCP timestamps: 1448 of 1538 bytes.
     pub const ETHERNET_1500_TS: Framing = Framing { payload: 1448, overhead: 90 };
 
-    /// Framing for a connected socket from its TCP_INFO: payload is the
-    /// current MSS (`snd_mss`, which on loopback the kernel may hold at
-    /// half the peer's window); headers are IP + TCP (`pmtu − advmss`: 40
-    /// for IPv4, 60 for IPv6) plus 12 bytes when timestamps are on.
-    /// Implausible inputs fall back to [`Framing::ETHERNET_1500_TS`].
-    pub fn from_path(pmtu: u32, advmss: u32, snd_mss: u32, timestamps: bool) -> Framing {
-        if snd_mss == 0 || advmss == 0 || advmss >= pmtu || snd_mss >= pmtu {
+    /// Framing of one segment: `payload` bytes (the socket's current MSS,
+    /// `tcpi_snd_mss`, which already excludes TCP options and which on
+    /// loopback the kernel may hold at half the peer's window) behind IP and
+    /// TCP headers (40 bytes for IPv4, 60 for IPv6) and 12 bytes of
+    /// timestamp option when negotiated. (`tcpi_advmss` is no help: the
+    /// active opener subtracts the timestamp option from it, the passive one
+    /// does not.) A zero payload falls back to [`Framing::ETHERNET_1500_TS`].
+    pub fn for_segment(payload: u32, ipv6: bool, timestamps: bool) -> Framing {
+        if payload == 0 {
             return Framing::ETHERNET_1500_TS;
         }
-        let headers = pmtu - advmss + if timestamps { 12 } else { 0 };
-        Framing { payload: snd_mss, overhead: headers + ETHERNET_WIRE_OVERHEAD }
+        let headers = if ipv6 { 60 } else { 40 } + if timestamps { 12 } else { 0 };
+        Framing { payload, overhead: headers + ETHERNET_WIRE_OVERHEAD }
     }
 
-    /// [`Framing::from_path`] with the fields of a TCP_INFO sample.
-    pub fn from_tcp_info(i: &TcpInfo) -> Framing {
+    /// [`Framing::for_segment`] with the fields of a TCP_INFO sample.
+    pub fn from_tcp_info(i: &TcpInfo, ipv6: bool) -> Framing {
         // TCPI_OPT_TIMESTAMPS = 1 (linux/tcp.h)
-        Framing::from_path(i.pmtu, i.advmss, i.snd_mss, i.options & 1 != 0)
+        Framing::for_segment(i.snd_mss, ipv6, i.options & 1 != 0)
     }
 
     /// Payload bytes per second that fill `wire` exactly (the pacing cap).
@@ -199,16 +201,15 @@ mod tests {
     }
 
     #[test]
-    fn framing_from_path() {
-        assert_eq!(Framing::from_path(1500, 1460, 1448, true), Framing::ETHERNET_1500_TS);
+    fn framing_for_segment() {
+        assert_eq!(Framing::for_segment(1448, false, true), Framing::ETHERNET_1500_TS);
         // Without timestamps: 1460 of 1538.
-        assert_eq!(Framing::from_path(1500, 1460, 1460, false), Framing { payload: 1460, overhead: 78 });
-        // IPv6: 60 bytes of IP + TCP headers.
-        assert_eq!(Framing::from_path(1500, 1440, 1428, true), Framing { payload: 1428, overhead: 110 });
-        // Loopback, MSS held at half the window: still ~90 bytes per segment.
-        assert_eq!(Framing::from_path(65536, 65496, 32741, true), Framing { payload: 32741, overhead: 90 });
-        assert_eq!(Framing::from_path(1500, 1460, 0, true), Framing::ETHERNET_1500_TS);
-        assert_eq!(Framing::from_path(1000, 1460, 1448, true), Framing::ETHERNET_1500_TS);
+        assert_eq!(Framing::for_segment(1460, false, false), Framing { payload: 1460, overhead: 78 });
+        // IPv6: 60 bytes of IP + TCP headers; 1428 + 110 = 1538.
+        assert_eq!(Framing::for_segment(1428, true, true), Framing { payload: 1428, overhead: 110 });
+        // Loopback, MSS held at half the window: still 90 bytes per segment.
+        assert_eq!(Framing::for_segment(32741, false, true), Framing { payload: 32741, overhead: 90 });
+        assert_eq!(Framing::for_segment(0, false, true), Framing::ETHERNET_1500_TS);
     }
 
     #[test]

@@ -416,8 +416,10 @@ fn serve_reverse(sock: &TcpStream, h: &Header, cfg: &RecvConfig, stop: &AtomicBo
     let cap = if h.pace_bytes_per_sec > 0 {
         Some(h.pace_bytes_per_sec)
     } else {
-        let framing =
-            tcpinfo::tcp_info(sock).map(|i| Framing::from_tcp_info(&i)).unwrap_or(Framing::ETHERNET_1500_TS);
+        let framing = match (tcpinfo::tcp_info(sock), sock.peer_addr()) {
+            (Ok(i), Ok(peer)) => Framing::from_tcp_info(&i, peer.is_ipv6()),
+            _ => Framing::ETHERNET_1500_TS,
+        };
         cfg.pace.controller(h.streams).and_then(|mut c| c.initial(framing))
     };
     if let Some(rate) = cap {

@@ -223,7 +223,7 @@ pub fn run_send(cfg: SendConfig, mut on_report: impl FnMut(&Report)) -> Result<S
         let sock = connect(&cfg)?;
         let info = tcpinfo::tcp_info(&sock).ok();
         let framing = cfg.framing.unwrap_or_else(|| match &info {
-            Some(i) => Framing::from_tcp_info(i),
+            Some(i) => Framing::from_tcp_info(i, cfg.to.is_ipv6()),
             None => Framing::ETHERNET_1500_TS,
         });
         let mut pacer = cfg.pace.controller(cfg.parallel);
