@@ -377,11 +377,11 @@ impl<W: Write> RowWriter<W> {
             match self.format {
                 Format::Csv => writeln!(self.out, "{}", r.csv())?,
                 Format::Jsonl => {
-                    let mut v = serde_json::to_value(r).map_err(std::io::Error::other)?;
-                    if let Some(o) = v.as_object_mut() {
-                        o.insert("type".into(), "sample".into());
-                    }
-                    writeln!(self.out, "{v}")?;
+                    // The row's own object with the record type put first,
+                    // without building an intermediate JSON value.
+                    let body = serde_json::to_string(r).map_err(std::io::Error::other)?;
+                    let fields = body.strip_prefix('{').unwrap_or(&body);
+                    writeln!(self.out, "{{\"type\":\"sample\",{fields}")?;
                 }
             }
         }
