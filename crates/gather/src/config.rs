@@ -94,6 +94,17 @@ pub struct ServerConfig {
     pub checksum: bool,
     /// Tune stream counts (seed 003 §3.2); off keeps every client at one stream.
     pub tune_streams: bool,
+    /// How the pool is divided.
+    pub policy: Policy,
+}
+
+/// How the server divides its buffer pool.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Policy {
+    /// Seed 003 §3.1: by target and priority, from measured RTTs.
+    Seed003,
+    /// Evenly per client (the paper's "equality" baseline).
+    Equal,
 }
 
 impl ServerConfig {
@@ -146,6 +157,7 @@ impl ServerConfig {
             max_streams,
             checksum: false,
             tune_streams: true,
+            policy: Policy::Seed003,
         })
     }
 

@@ -19,10 +19,11 @@
 //! connection's share is applied and re-applied live with `TCP_WINDOW_CLAMP`,
 //! which caps the advertised window without touching the scale.
 
+use crate::config::Policy;
 use crate::config::ServerConfig;
 use crate::proto::{self, Control, ErrorCode, FrameHeader, FrameType, Kind, ProtoError};
 use crate::reasm::{Offer, Reassembly};
-use crate::share::{share_pool, ClientNeed};
+use crate::share::{equal_split, share_pool, ClientNeed};
 use crate::status::{ClientStatus, Event};
 use sha2::{Digest, Sha256};
 use std::collections::HashMap;
@@ -810,8 +811,16 @@ fn tick(shared: &Shared, measure: bool) {
         });
     }
 
-    match share_pool(&needs, shared.cfg.pool) {
-        Ok((plan, shares)) => {
+    let computed = match shared.cfg.policy {
+        Policy::Seed003 => share_pool(&needs, shared.cfg.pool).map(|(plan, shares)| {
+            // The core's serde name of the rule, e.g. "lowered_targets".
+            let rule = serde_json::to_value(plan.rule).ok().and_then(|v| v.as_str().map(String::from));
+            (rule.unwrap_or_default(), plan.needed, plan.needed_lowered, shares)
+        }),
+        Policy::Equal => Ok(("equal".to_string(), 0, 0, equal_split(&needs, shared.cfg.pool))),
+    };
+    match computed {
+        Ok((rule, needed, needed_lowered, shares)) => {
             for (c, s) in clients.iter().zip(&shares) {
                 let mut g = lock(&c.inner);
                 g.allocation = s.bytes;
@@ -823,7 +832,6 @@ fn tick(shared: &Shared, measure: bool) {
                     });
                 }
             }
-            let rule = format!("{:?}", plan.rule).to_lowercase();
             let key = Some((rule.clone(), clients.len()));
             let changed = {
                 let mut st = lock(&shared.state);
@@ -835,9 +843,9 @@ fn tick(shared: &Shared, measure: bool) {
                 shared.emit(Event::Allocation {
                     t,
                     rule,
-                    pool: plan.pool,
-                    needed: plan.needed,
-                    needed_lowered: plan.needed_lowered,
+                    pool: shared.cfg.pool,
+                    needed,
+                    needed_lowered,
                     clients: clients.len(),
                 });
             }

@@ -55,6 +55,19 @@ pub fn share_pool(clients: &[ClientNeed], pool: u64) -> Result<(Plan, Vec<Client
     Ok((plan, shares))
 }
 
+/// The comparison baseline of seed 003's evaluation ("equality"): the pool
+/// split evenly over clients, ignoring targets and priorities.
+pub fn equal_split(clients: &[ClientNeed], pool: u64) -> Vec<ClientShare> {
+    let each = pool.checked_div(clients.len() as u64).unwrap_or(0);
+    clients
+        .iter()
+        .map(|c| {
+            let per = (each / u64::from(c.streams.max(1))).max(MIN_STREAM_WINDOW);
+            ClientShare { session: c.session, bytes: each, per_stream: per.min(i32::MAX as u64) as u32 }
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -79,6 +92,14 @@ mod tests {
         assert_eq!(s[1].bytes, 12_500);
         assert_eq!(s[1].per_stream, 6_250);
         assert_eq!(s[3].per_stream, 7_500);
+    }
+
+    #[test]
+    fn equal_split_ignores_targets() {
+        let s = equal_split(&[need(1, 2, 1000, 1), need(2, 1, 500, 2)], 60_000);
+        assert_eq!((s[0].bytes, s[0].per_stream), (30_000, 30_000));
+        assert_eq!((s[1].bytes, s[1].per_stream), (30_000, 15_000));
+        assert!(equal_split(&[], 10).is_empty());
     }
 
     #[test]

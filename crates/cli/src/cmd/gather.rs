@@ -8,7 +8,7 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 use tcpaccel_core::units::{parse_duration, Bytes, Rate};
 use tcpaccel_gather::{
-    client::ClientError, parse_class, Event, Limit, SendOptions, ServerConfig, SinkSpec, Source,
+    client::ClientError, parse_class, Event, Limit, Policy, SendOptions, ServerConfig, SinkSpec, Source,
 };
 
 #[derive(clap::Args)]
@@ -61,6 +61,9 @@ struct ServeArgs {
     /// Keep every client at one stream (buffer allocation only).
     #[arg(long)]
     no_stream_tuning: bool,
+    /// How to divide the pool: seed003 (by target and priority) or equal (per client).
+    #[arg(long, default_value = "seed003")]
+    allocation: String,
 }
 
 #[derive(clap::Args)]
@@ -132,6 +135,11 @@ fn serve_config(a: &ServeArgs) -> anyhow::Result<ServerConfig> {
         .map_err(|e| exit::usage(error_chain(&e)))?;
     cfg.checksum = a.checksum;
     cfg.tune_streams = !a.no_stream_tuning;
+    cfg.policy = match a.allocation.as_str() {
+        "seed003" => Policy::Seed003,
+        "equal" => Policy::Equal,
+        other => return Err(exit::usage(format!("--allocation {other:?}: expected seed003 or equal"))),
+    };
     Ok(cfg)
 }
 
@@ -261,6 +269,9 @@ fn status(a: StatusArgs) -> anyhow::Result<Verdict> {
     let clients =
         tcpaccel_gather::blocking::status(server).with_context(|| format!("gather status of {server}"))?;
     let mut out = std::io::stdout().lock();
+    if clients.is_empty() && !a.json {
+        writeln!(out, "no clients").context("write status")?;
+    }
     for c in clients {
         let line = if a.json {
             serde_json::to_string(&Event::Status(c)).context("encode status")?
@@ -302,6 +313,11 @@ mod tests {
         );
         // Unparseable pool.
         assert_eq!(code(&["serve", "--buffer-pool", "lots", "--class", "a=1mbit"]), two);
+        // Unknown allocation policy.
+        assert_eq!(
+            code(&["serve", "--buffer-pool", "1MB", "--class", "a=1mbit", "--allocation", "fair"]),
+            two
+        );
         // A send with no source.
         assert_eq!(code(&["send", "--server", "127.0.0.1:1", "--class", "a"]), two);
     }
