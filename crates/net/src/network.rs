@@ -200,6 +200,9 @@ impl Network {
             LinkKind::Veth { a_to_b, b_to_a } => {
                 veth(&link.a.ifname, &ns_a, &link.b.ifname, &ns_b)?;
                 for (ns, end, shaping) in [(&ns_a, &link.a, a_to_b), (&ns_b, &link.b, b_to_a)] {
+                    if !link.offloads {
+                        disable_offloads(ns, &end.ifname)?;
+                    }
                     configure_end(ns, end, link)?;
                     shape(ns, &end.ifname, shaping, link.mtu.unwrap_or(1500))?;
                 }

@@ -14,7 +14,9 @@
 //!   get IP forwarding (v4, and v6 if they have IPv6 addresses).
 //! - `[[link]]`: `a`, `b` (`{ node, addr = "IPv4/PREFIX", addr6 =
 //!   "IPv6/PREFIX", ifname }`; ifname defaults to `eth0`, `eth1`, ... per
-//!   node), `kind` (`veth` | `emulated`), `name`, `mtu`, `txqueuelen`, and the
+//!   node), `kind` (`veth` | `emulated`), `name`, `mtu`, `txqueuelen`,
+//!   `offloads` (veth only: `false` switches TSO/GSO/GRO/tx-checksum off on
+//!   both ends, for per-packet pacing; emulated links always have them off), and the
 //!   per-direction settings `rate`, `buffer` (both kinds), `delay`, `jitter`,
 //!   `loss` (a probability, or a string as `LossSpec::parse` takes it:
 //!   `"1%"`, `"ge:p=1%,r=25%"`), `seed`, `overhead` (emulated only), given
@@ -189,6 +191,9 @@ pub struct Link {
     pub kind: LinkKind,
     pub mtu: Option<u32>,
     pub txqueuelen: Option<u32>,
+    /// Segmentation/checksum offloads left on (plain veth default); always
+    /// false on emulated links.
+    pub offloads: bool,
 }
 
 impl Link {
@@ -334,6 +339,7 @@ struct RawLink {
     b: RawEnd,
     mtu: Option<u32>,
     txqueuelen: Option<u32>,
+    offloads: Option<bool>,
     rate: Option<String>,
     delay: Option<String>,
     jitter: Option<String>,
@@ -609,7 +615,14 @@ impl RawTopology {
                     }
                 }
             };
-            links.push(Link { name, a, b, kind, mtu: raw.mtu, txqueuelen: raw.txqueuelen });
+            if raw.kind == RawKind::Emulated && raw.offloads == Some(true) {
+                return Err(invalid(
+                    &ctx,
+                    "offloads = true is not possible on an emulated link: the emulator needs wire-sized frames",
+                ));
+            }
+            let offloads = raw.kind == RawKind::Veth && raw.offloads.unwrap_or(true);
+            links.push(Link { name, a, b, kind, mtu: raw.mtu, txqueuelen: raw.txqueuelen, offloads });
         }
 
         // Routes, now that every node's interfaces and subnets are known.
@@ -775,6 +788,7 @@ mod tests {
         assert_eq!(t.links[1].b.ifname, "second");
         assert_eq!(t.ends_of("h1").count(), 2);
         assert!(matches!(t.links[0].kind, LinkKind::Veth { .. }));
+        assert!(t.links[0].offloads);
     }
 
     #[test]
@@ -884,6 +898,13 @@ mod tests {
                 r#"a = { node = "h1" }
                    b = { node = "h1" }"#,
                 &["itself"],
+            ),
+            (
+                r#"kind = "emulated"
+                   a = { node = "h1" }
+                   b = { node = "h2" }
+                   offloads = true"#,
+                &["offloads = true", "emulated"],
             ),
             (
                 r#"kind = "wormhole"

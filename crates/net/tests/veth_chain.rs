@@ -22,6 +22,7 @@ route = [{ to = "10.1.1.0/24", via = "10.1.2.1" }, { to = "fd00:1::/64", via = "
 
 [[link]]
 name = "left"
+offloads = false
 a = { node = "h1", addr = "10.1.1.1/24", addr6 = "fd00:1::1/64" }
 b = { node = "r1", addr = "10.1.1.2/24", addr6 = "fd00:1::2/64", ifname = "left" }
 
@@ -87,6 +88,11 @@ fn chain_of_veths_routes_shapes_and_tears_down() {
     assert!(q.contains("tbf") && q.contains("20Mbit") && q.contains("bfifo") && q.contains("64000b"), "{q}");
     let q = output(&net, "h2", &["tc", "qdisc", "show", "dev", "eth0"]);
     assert!(q.contains("tbf"), "{q}");
+    let off = |node: &str, ifname: &'static str| {
+        net.run_in(node, move || tcpaccel_sys::ethtool::offloads(ifname)).unwrap().expect("offloads")
+    };
+    assert!(off("h1", "eth0").all_off() && off("r1", "left").all_off(), "offloads = false on link left");
+    assert!(!off("r1", "right").all_off(), "link right keeps the veth default offloads");
     let l = output(&net, "h2", &["ip", "link", "show", "eth0"]);
     assert!(l.contains("mtu 1400") && l.contains("qlen 500"), "{l}");
 
