@@ -4,10 +4,11 @@ use crate::scenario::Scenario;
 
 pub mod demo;
 pub mod dumbbell;
+pub mod tuning;
 
 /// Every scenario, in the order `lab list` shows them.
 pub fn all() -> Vec<Box<dyn Scenario>> {
-    vec![Box::new(demo::Demo)]
+    vec![Box::new(demo::Demo), Box::new(tuning::Tuning)]
 }
 
 /// Looks a scenario up by name; the error lists the valid names.
