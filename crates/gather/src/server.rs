@@ -875,6 +875,7 @@ fn tick(shared: &Shared, measure: bool) {
                     .sum(),
                 rtt_us: g.rtt.as_micros() as u64,
                 received: g.reasm.delivered(),
+                sent: c.sent.load(Ordering::Relaxed),
                 app_limited: c.app_limited.load(Ordering::Relaxed),
             });
         }

@@ -30,6 +30,8 @@ pub struct ClientStatus {
     pub rtt_us: u64,
     /// Bytes delivered in order so far.
     pub received: u64,
+    /// Bytes the client last reported handed to its streams (`progress`).
+    pub sent: u64,
     /// The source had idle time in the last interval (no tuning then).
     pub app_limited: bool,
 }
