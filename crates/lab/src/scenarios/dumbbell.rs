@@ -8,7 +8,7 @@
 //! and a 500 µs zoom around the first drop (the paper's Fig. 2 and Fig. 3).
 
 use crate::scenario::RunCtx;
-use anyhow::{bail, Context, Result};
+use anyhow::{Context, Result};
 use std::net::SocketAddr;
 use std::path::Path;
 use std::time::Duration;
@@ -17,6 +17,13 @@ use tcpaccel_net::{MeterOptions, Network, Topology};
 use tcpaccel_traffic::{run_send, spawn_recv, Pace, RecvConfig, Report, SendConfig, Volume};
 
 pub const DATA_PORT: u16 = 5201;
+
+/// The congestion control of every variant that does not name one. Set per
+/// socket: a new namespace inherits the host's default (bbr on this machine),
+/// and outside the initial namespace only `tcp_allowed_congestion_control`
+/// may become a namespace default, so CUBIC can only be had per socket.
+/// CUBIC stands in for the papers' BIC (not in this kernel).
+pub const DEFAULT_CC: &str = "cubic";
 
 /// The emulated path.
 #[derive(Debug, Clone)]
@@ -70,13 +77,7 @@ pub struct BulkResult {
 /// Sets `key=value` sysctls inside `node`'s namespace.
 pub fn sysctls(net: &Network, node: &str, kv: &[(String, String)]) -> Result<()> {
     for (k, v) in kv {
-        let out = net
-            .exec(node, &["sysctl", "-qw", &format!("{k}={v}")])?
-            .output()
-            .with_context(|| format!("running sysctl in {node}"))?;
-        if !out.status.success() {
-            bail!("sysctl {k}={v} in {node} failed: {}", String::from_utf8_lossy(&out.stderr).trim());
-        }
+        net.set_sysctl(node, k, v).with_context(|| format!("sysctl {k}={v} in {node}"))?;
     }
     Ok(())
 }
@@ -109,7 +110,7 @@ pub fn bulk(ctx: &mut RunCtx<'_>, path: &Path2, setup: &HostSetup, duration: Dur
 
     let mut scfg = SendConfig::new(listen);
     scfg.volume = Volume::Duration(duration);
-    scfg.cc = setup.cc.clone();
+    scfg.cc = Some(setup.cc.clone().unwrap_or_else(|| DEFAULT_CC.to_string()));
     scfg.sndbuf = setup.sndbuf;
     scfg.rcvbuf = setup.rcvbuf;
     if let Some(p) = setup.pace {

@@ -4,11 +4,12 @@ use crate::scenario::Scenario;
 
 pub mod demo;
 pub mod dumbbell;
+pub mod rto;
 pub mod tuning;
 
 /// Every scenario, in the order `lab list` shows them.
 pub fn all() -> Vec<Box<dyn Scenario>> {
-    vec![Box::new(demo::Demo), Box::new(tuning::Tuning)]
+    vec![Box::new(demo::Demo), Box::new(tuning::Tuning), Box::new(rto::Rto)]
 }
 
 /// Looks a scenario up by name; the error lists the valid names.

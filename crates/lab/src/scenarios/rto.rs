@@ -1,0 +1,264 @@
+//! `lab run rto`: seed 004's all-to-all case. N hosts hang off one switch
+//! whose egress ports are rate-limited with a small drop-tail buffer (tbf +
+//! bfifo); every iteration each host sends one message of the same size to
+//! every other host at once (MPI_Alltoall's traffic shape), and the iteration
+//! ends when the last message has arrived. When the incast overflows a port
+//! and a message's last segments are lost, only a retransmission timeout
+//! recovers them: at least `rto_min` (200 ms by default) even though the RTT
+//! is well under a millisecond. The `low-rto` variants lower `rto_min` on the
+//! hosts' routes (`ip route change … rto_min`), as the tutorial does.
+//!
+//! Variants are (RTO setting) × (message size); per iteration a flow record
+//! holds its time, so the report shows CDFs; timeouts are the hosts' TcpExt
+//! `TCPTimeouts` counters, summed, before and after.
+
+use crate::records::{MetricSpec, Published};
+use crate::scenario::{interrupted, ParamSpec, Params, RunCtx, Scenario, Testbed};
+use anyhow::{bail, Context, Result};
+use std::io::{Read, Write};
+use std::net::{IpAddr, Ipv4Addr, SocketAddr, TcpListener, TcpStream};
+use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Barrier};
+use std::time::{Duration, Instant};
+use tcpaccel_core::stats::{mean, percentile};
+use tcpaccel_core::units::{format_duration, parse_duration, Bytes, Rate};
+use tcpaccel_net::{Network, Topology};
+
+pub struct Rto;
+
+const PORT: u16 = 6100;
+
+impl Scenario for Rto {
+    fn name(&self) -> &'static str {
+        "rto"
+    }
+    fn title(&self) -> &'static str {
+        "All-to-all exchanges and the minimum RTO (seed 004)"
+    }
+    fn description(&self) -> &'static str {
+        "N hosts around one switch with small rate-limited egress buffers; each iteration every host sends a \
+         message to every other host at once. Time per iteration and retransmission timeouts, with the default \
+         minimum RTO and with rto_min lowered on the routes."
+    }
+    fn params(&self) -> Vec<ParamSpec> {
+        vec![
+            ParamSpec::new("hosts", "8", "number of hosts"),
+            ParamSpec::new("rate", "100mbit", "switch egress rate per port"),
+            ParamSpec::new("buffer", "32KB", "switch egress drop-tail buffer per port"),
+            ParamSpec::new("sizes", "2KB,64KB,1MB", "message sizes (small, medium, large)"),
+            ParamSpec::new("iterations", "40", "all-to-all exchanges per run"),
+            ParamSpec::new("low_rto", "10ms", "rto_min of the low-rto variants"),
+        ]
+    }
+    fn quick(&self) -> Vec<(&'static str, &'static str)> {
+        vec![("iterations", "8"), ("hosts", "4"), ("sizes", "2KB,64KB")]
+    }
+    fn default_repeats(&self) -> u32 {
+        3
+    }
+    fn variants(&self, p: &Params) -> Result<Vec<String>> {
+        let mut v = Vec::new();
+        for s in p.list("sizes")? {
+            Bytes::parse(&s).with_context(|| format!("sizes entry {s:?}"))?;
+            v.push(format!("default-rto/{s}"));
+            v.push(format!("low-rto/{s}"));
+        }
+        Ok(v)
+    }
+    fn metrics(&self) -> Vec<MetricSpec> {
+        vec![
+            MetricSpec {
+                name: "iter_mean_ms".into(),
+                unit: "ms".into(),
+                higher_is_better: false,
+                description: "mean time of one all-to-all iteration".into(),
+            },
+            MetricSpec {
+                name: "iter_p99_ms".into(),
+                unit: "ms".into(),
+                higher_is_better: false,
+                description: "99th percentile iteration time".into(),
+            },
+            MetricSpec {
+                name: "timeouts".into(),
+                unit: "RTOs".into(),
+                higher_is_better: false,
+                description: "TCPTimeouts summed over all hosts during the run".into(),
+            },
+        ]
+    }
+    fn published(&self) -> Vec<Published> {
+        Vec::new()
+    }
+    fn notes(&self, _p: &Params) -> Vec<String> {
+        vec!["The tutorial reports no table for this case, only that a shorter minimum RTO helps medium message \
+              sizes; the qualitative comparison is the point."
+            .into()]
+    }
+    fn estimate(&self, p: &Params) -> Duration {
+        Duration::from_millis(300) * p.u64("iterations").unwrap_or(40) as u32 + Duration::from_secs(4)
+    }
+    fn prepare(&self, p: &Params, _dir: &Path) -> Result<Box<dyn Testbed>> {
+        let hosts = p.u64("hosts")? as usize;
+        if !(2..=64).contains(&hosts) {
+            bail!("hosts={hosts}: must be between 2 and 64");
+        }
+        Ok(Box::new(RtoBed {
+            hosts,
+            rate: p.rate("rate")?,
+            buffer: p.bytes("buffer")?,
+            iterations: p.u64("iterations")? as usize,
+            low_rto: parse_duration(p.str("low_rto")?)?,
+        }))
+    }
+}
+
+struct RtoBed {
+    hosts: usize,
+    rate: Rate,
+    buffer: Bytes,
+    iterations: usize,
+    low_rto: Duration,
+}
+
+fn host_addr(i: usize) -> IpAddr {
+    IpAddr::V4(Ipv4Addr::new(10, 8, i as u8, 2))
+}
+
+/// The star: switch `sw` with one port per host, shaped towards the host only.
+fn topology(hosts: usize, rate: Rate, buffer: Bytes) -> Result<Topology> {
+    let mut t = String::from("name = \"lab-alltoall\"\n[[router]]\nname = \"sw\"\n");
+    for i in 1..=hosts {
+        t += &format!("[[host]]\nname = \"h{i}\"\nroute = [{{ to = \"default\", via = \"10.8.{i}.1\" }}]\n");
+    }
+    for i in 1..=hosts {
+        t += &format!(
+            "[[link]]\nname = \"p{i}\"\na = {{ node = \"sw\", addr = \"10.8.{i}.1/24\", ifname = \"p{i}\" }}\n\
+             b = {{ node = \"h{i}\", addr = \"10.8.{i}.2/24\" }}\n\
+             a_to_b = {{ rate = \"{}bit\", buffer = \"{}\" }}\n",
+            rate.bits_per_sec(),
+            buffer.0
+        );
+    }
+    Topology::from_toml_str(&t).context("building the all-to-all star")
+}
+
+/// TCPTimeouts of one namespace (TcpExt in /proc/net/netstat).
+fn timeouts(net: &Network, host: &str) -> Result<u64> {
+    let out = net.exec(host, &["cat", "/proc/net/netstat"])?.output()?;
+    let text = String::from_utf8_lossy(&out.stdout);
+    let lines: Vec<&str> = text.lines().filter(|l| l.starts_with("TcpExt:")).collect();
+    if lines.len() < 2 {
+        bail!("no TcpExt counters in {host}");
+    }
+    let names: Vec<&str> = lines[0].split_whitespace().collect();
+    let vals: Vec<&str> = lines[1].split_whitespace().collect();
+    let i = names.iter().position(|n| *n == "TCPTimeouts").context("TCPTimeouts counter missing")?;
+    Ok(vals.get(i).and_then(|v| v.parse().ok()).unwrap_or(0))
+}
+
+impl Testbed for RtoBed {
+    fn run_one(&mut self, ctx: &mut RunCtx<'_>) -> Result<()> {
+        let (rto, size) = ctx.variant.split_once('/').context("variant is RTO/SIZE")?;
+        let size = Bytes::parse(size)?.0 as usize;
+        let net = Network::up(&topology(self.hosts, self.rate, self.buffer)?)?;
+        let names: Vec<String> = (1..=self.hosts).map(|i| format!("h{i}")).collect();
+        for (i, h) in names.iter().enumerate() {
+            super::dumbbell::sysctls(&net, h, &super::dumbbell::baseline_sysctls())?;
+            if rto == "low-rto" {
+                let via = format!("10.8.{}.1", i + 1);
+                let rto_min = format_duration(self.low_rto);
+                let out = net
+                    .exec(h, &["ip", "route", "change", "default", "via", &via, "rto_min", &rto_min])?
+                    .output()?;
+                if !out.status.success() {
+                    bail!("setting rto_min in {h}: {}", String::from_utf8_lossy(&out.stderr).trim());
+                }
+            }
+        }
+        let before: u64 = names.iter().map(|h| timeouts(&net, h)).sum::<Result<u64>>()?;
+
+        // One connection per ordered pair (i → j), set up inside the namespaces.
+        let mut listeners = Vec::new();
+        for (j, h) in names.iter().enumerate() {
+            let addr = SocketAddr::new(host_addr(j + 1), PORT);
+            listeners.push(net.run_in(h, move || TcpListener::bind(addr))??);
+        }
+        let mut pairs: Vec<(TcpStream, TcpStream)> = Vec::new();
+        for (i, h) in names.iter().enumerate() {
+            for (j, l) in listeners.iter().enumerate() {
+                if i == j {
+                    continue;
+                }
+                let to = SocketAddr::new(host_addr(j + 1), PORT);
+                let out =
+                    net.run_in(h, move || TcpStream::connect_timeout(&to, Duration::from_secs(5)))??;
+                let (inc, _) = l.accept()?;
+                // CUBIC per socket, as in the dumbbell testbed (the namespace default is the host's).
+                tcpaccel_sys::sockopt::set_congestion(&out, super::dumbbell::DEFAULT_CC)?;
+                for s in [&out, &inc] {
+                    s.set_nodelay(true)?;
+                    s.set_read_timeout(Some(Duration::from_secs(20)))?;
+                }
+                pairs.push((out, inc));
+            }
+        }
+        let n = pairs.len();
+        let start = Arc::new(Barrier::new(n + 1));
+        let done = Arc::new(Barrier::new(n + 1));
+        let failed = Arc::new(AtomicBool::new(false));
+        let iters = self.iterations;
+        let mut threads = Vec::new();
+        for (mut out, mut inc) in pairs {
+            let (s1, f1) = (start.clone(), failed.clone());
+            threads.push(std::thread::spawn(move || {
+                let msg = vec![0x5au8; size];
+                for _ in 0..iters {
+                    s1.wait();
+                    if !f1.load(Ordering::Relaxed) && out.write_all(&msg).is_err() {
+                        f1.store(true, Ordering::Relaxed);
+                    }
+                }
+            }));
+            let (d1, f2) = (done.clone(), failed.clone());
+            threads.push(std::thread::spawn(move || {
+                let mut buf = vec![0u8; size];
+                for _ in 0..iters {
+                    if !f2.load(Ordering::Relaxed) && inc.read_exact(&mut buf).is_err() {
+                        f2.store(true, Ordering::Relaxed);
+                    }
+                    d1.wait();
+                }
+            }));
+        }
+        let mut times = Vec::with_capacity(iters);
+        let class = format!("{size}B");
+        for it in 0..iters {
+            if interrupted() {
+                failed.store(true, Ordering::Relaxed);
+            }
+            start.wait();
+            let t0 = Instant::now();
+            done.wait();
+            let ms = t0.elapsed().as_secs_f64() * 1e3;
+            let ok = !failed.load(Ordering::Relaxed);
+            ctx.flow(it as u64, &class, (size * n) as u64, it as f64, ms, ok)?;
+            if ok {
+                times.push(ms);
+            }
+        }
+        for t in threads {
+            let _ = t.join();
+        }
+        if failed.load(Ordering::Relaxed) {
+            bail!("an exchange failed (a connection broke or timed out)");
+        }
+        let after: u64 = names.iter().map(|h| timeouts(&net, h)).sum::<Result<u64>>()?;
+        drop(net.teardown());
+        ctx.metric("iter_mean_ms", mean(&times).unwrap_or(f64::NAN));
+        ctx.metric("iter_p99_ms", percentile(&times, 99.0).unwrap_or(f64::NAN));
+        ctx.metric("timeouts", after.saturating_sub(before) as f64);
+        Ok(())
+    }
+}
