@@ -1,0 +1,491 @@
+//! Root integration tests of the lanes daemon in namespaces made here.
+//!
+//! Topology (per test, names `tcpaccel-lanestest-<random>-{c,s}`, deleted by
+//! a Drop guard even when the test panics): a client namespace with two
+//! veths to a server namespace, SL 10.31.1.0/24 and LL 10.31.2.0/24, each
+//! client egress shaped by `tbf` at 50 Mbit/s; the client uses the userspace
+//! path manager, the server the in-kernel one with its limits raised.
+//!
+//! The daemon runs as a child process (this test binary re-executed on the
+//! ignored `daemon_child` test) so that it can be killed for real. Bytes per
+//! lane come from the client interfaces' counters. Checks are qualitative
+//! with wide margins (who carries the bytes, before/after), never timings.
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::{channel, Receiver};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use tcpaccel_lanes::record::{DecisionAction, Record};
+use tcpaccel_sys::mptcp::{flags, PmAddr, PmClient};
+use tcpaccel_sys::{netns, sockopt};
+
+const SL_LOCAL: &str = "10.31.1.1";
+const SL_PEER: &str = "10.31.1.2";
+const LL_LOCAL: &str = "10.31.2.1";
+const LL_PEER: &str = "10.31.2.2";
+const PORT: u16 = 5201;
+
+/// The transfer tests share two cores with other builds: one at a time.
+static HEAVY: Mutex<()> = Mutex::new(());
+
+fn heavy() -> std::sync::MutexGuard<'static, ()> {
+    HEAVY.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+fn require_root() {
+    assert!(tcpaccel_sys::privilege::is_root(), "these tests need root (CI runs as root)");
+}
+
+fn run(cmd: &str, args: &[&str]) {
+    let out = Command::new(cmd).args(args).output().unwrap_or_else(|e| panic!("cannot run {cmd}: {e}"));
+    assert!(out.status.success(), "{cmd} {args:?} failed: {}", String::from_utf8_lossy(&out.stderr));
+}
+
+/// Two namespaces, deleted on drop.
+struct Lab {
+    client: String,
+    server: String,
+}
+
+impl Drop for Lab {
+    fn drop(&mut self) {
+        for ns in [&self.client, &self.server] {
+            let _ = Command::new("ip").args(["netns", "del", ns]).status();
+        }
+    }
+}
+
+fn unique() -> String {
+    let nanos =
+        std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_nanos()).unwrap_or(0);
+    format!("{:x}{:06x}", std::process::id(), (nanos as u64 ^ (nanos >> 64) as u64) & 0xff_ffff)
+}
+
+impl Lab {
+    /// Client with SL and LL veths to the server; `userspace_pm` selects
+    /// the client's path manager.
+    fn new(userspace_pm: bool) -> Lab {
+        require_root();
+        let id = unique();
+        let lab = Lab {
+            client: format!("tcpaccel-lanestest-{id}-c"),
+            server: format!("tcpaccel-lanestest-{id}-s"),
+        };
+        let (c, s) = (lab.client.as_str(), lab.server.as_str());
+        run("ip", &["netns", "add", c]);
+        run("ip", &["netns", "add", s]);
+        run("ip", &["-n", c, "link", "add", "csl", "type", "veth", "peer", "name", "ssl", "netns", s]);
+        run("ip", &["-n", c, "link", "add", "cll", "type", "veth", "peer", "name", "sll", "netns", s]);
+        run("ip", &["-n", c, "addr", "add", &format!("{SL_LOCAL}/24"), "dev", "csl"]);
+        run("ip", &["-n", c, "addr", "add", &format!("{LL_LOCAL}/24"), "dev", "cll"]);
+        run("ip", &["-n", s, "addr", "add", &format!("{SL_PEER}/24"), "dev", "ssl"]);
+        run("ip", &["-n", s, "addr", "add", &format!("{LL_PEER}/24"), "dev", "sll"]);
+        for d in ["lo", "csl", "cll"] {
+            run("ip", &["-n", c, "link", "set", d, "up"]);
+        }
+        for d in ["lo", "ssl", "sll"] {
+            run("ip", &["-n", s, "link", "set", d, "up"]);
+        }
+        for d in ["csl", "cll"] {
+            run(
+                "tc",
+                &[
+                    "-n", c, "qdisc", "add", "dev", d, "root", "tbf", "rate", "50mbit", "burst", "32kb",
+                    "latency", "100ms",
+                ],
+            );
+        }
+        if userspace_pm {
+            run("ip", &["netns", "exec", c, "sysctl", "-q", "-w", "net.mptcp.path_manager=userspace"]);
+        }
+        run("ip", &["-n", s, "mptcp", "limits", "set", "subflows", "4", "add_addr_accepted", "4"]);
+        lab
+    }
+
+    fn tx_bytes(&self, dev: &str) -> u64 {
+        let out = Command::new("ip")
+            .args([
+                "netns",
+                "exec",
+                &self.client,
+                "cat",
+                &format!("/sys/class/net/{dev}/statistics/tx_bytes"),
+            ])
+            .output()
+            .expect("read counters");
+        String::from_utf8_lossy(&out.stdout)
+            .trim()
+            .parse()
+            .unwrap_or_else(|_| panic!("counter of {dev}: {out:?}"))
+    }
+
+    /// (SL, LL) bytes sent by the client so far.
+    fn lanes(&self) -> (u64, u64) {
+        (self.tx_bytes("csl"), self.tx_bytes("cll"))
+    }
+}
+
+/// An MPTCP sink in the server namespace: every connection is read to EOF
+/// and its byte count sent on the channel.
+struct Sink {
+    stop: Arc<AtomicBool>,
+    totals: Receiver<u64>,
+}
+
+impl Drop for Sink {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+    }
+}
+
+fn sink(lab: &Lab) -> Sink {
+    let stop = Arc::new(AtomicBool::new(false));
+    let (tx, totals) = channel();
+    let (ready_tx, ready) = channel();
+    let ns = lab.server.clone();
+    let stop2 = stop.clone();
+    std::thread::spawn(move || {
+        netns::enter(&ns).expect("enter server namespace");
+        let fd = sockopt::mptcp_socket(sockopt::Family::V4).expect("mptcp socket");
+        sockopt::set_reuseaddr(&fd, true).expect("reuseaddr");
+        sockopt::bind(&fd, &SocketAddr::from(([0, 0, 0, 0], PORT))).expect("bind");
+        sockopt::listen(&fd, 16).expect("listen");
+        let l = TcpListener::from(fd);
+        l.set_nonblocking(true).expect("nonblocking");
+        ready_tx.send(()).expect("ready");
+        while !stop2.load(Ordering::Relaxed) {
+            match l.accept() {
+                Ok((mut c, _)) => {
+                    let tx = tx.clone();
+                    std::thread::spawn(move || {
+                        let _ = c.set_nonblocking(false);
+                        let mut buf = vec![0u8; 1 << 16];
+                        let mut n = 0u64;
+                        while let Ok(k) = c.read(&mut buf) {
+                            if k == 0 {
+                                break;
+                            }
+                            n += k as u64;
+                        }
+                        let _ = tx.send(n);
+                    });
+                }
+                Err(_) => std::thread::sleep(Duration::from_millis(5)),
+            }
+        }
+    });
+    ready.recv_timeout(Duration::from_secs(5)).expect("sink listening");
+    Sink { stop, totals }
+}
+
+/// An MPTCP connection from the SL address, made in the client namespace.
+fn connect(lab: &Lab) -> TcpStream {
+    let ns = lab.client.clone();
+    std::thread::spawn(move || {
+        netns::enter(&ns).expect("enter client namespace");
+        let fd = sockopt::mptcp_socket(sockopt::Family::V4).expect("mptcp socket");
+        sockopt::bind(&fd, &SocketAddr::new(SL_LOCAL.parse().unwrap(), 0)).expect("bind SL");
+        sockopt::connect(&fd, &SocketAddr::new(SL_PEER.parse().unwrap(), PORT)).expect("connect");
+        TcpStream::from(fd)
+    })
+    .join()
+    .expect("connect thread")
+}
+
+/// Writes for `dur` (or `size` bytes); returns bytes written. Panics on a
+/// write error: the connection must stay alive.
+fn send(mut s: TcpStream, dur: Duration, size: Option<usize>) -> u64 {
+    let buf = vec![0x5au8; 64 * 1024];
+    let mut n = 0u64;
+    if let Some(size) = size {
+        s.write_all(&vec![0x5au8; size]).expect("write");
+        return size as u64;
+    }
+    let t0 = Instant::now();
+    while t0.elapsed() < dur {
+        s.write_all(&buf).expect("write must keep working");
+        n += buf.len() as u64;
+    }
+    n
+}
+
+/// The daemon as a child process, with its records on a channel.
+struct Daemon {
+    child: Child,
+    records: Receiver<Record>,
+}
+
+impl Drop for Daemon {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl Daemon {
+    fn start(lab: &Lab, config: &str) -> Daemon {
+        let exe = std::env::current_exe().expect("test binary");
+        let mut child = Command::new(exe)
+            .args(["daemon_child", "--exact", "--ignored", "--nocapture", "--test-threads=1"])
+            .env("TCPACCEL_LANES_CHILD_CONFIG", config)
+            .env("TCPACCEL_LANES_CHILD_NETNS", &lab.client)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .expect("spawn daemon");
+        let stdout = child.stdout.take().expect("stdout");
+        let (tx, records) = channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+                // libtest may print "test daemon_child ... " before the first record.
+                if let Some(at) = line.find("{\"type\"") {
+                    let r: Record =
+                        serde_json::from_str(&line[at..]).unwrap_or_else(|e| panic!("bad line {line}: {e}"));
+                    if tx.send(r).is_err() {
+                        break;
+                    }
+                }
+            }
+        });
+        let d = Daemon { child, records };
+        match d.records.recv_timeout(Duration::from_secs(20)) {
+            Ok(Record::Ready(_)) => d,
+            other => panic!("daemon did not get ready: {other:?}"),
+        }
+    }
+
+    /// Every record that arrived so far.
+    fn drain(&self) -> Vec<Record> {
+        self.records.try_iter().collect()
+    }
+
+    /// Waits for a decision matching `f`, collecting everything seen.
+    fn wait_for(&self, seen: &mut Vec<Record>, within: Duration, f: impl Fn(&Record) -> bool) -> bool {
+        let end = Instant::now() + within;
+        loop {
+            if seen.iter().any(&f) {
+                return true;
+            }
+            let left = end.saturating_duration_since(Instant::now());
+            match self.records.recv_timeout(left) {
+                Ok(r) => seen.push(r),
+                Err(_) => return false,
+            }
+        }
+    }
+}
+
+/// Not a test of its own: the daemon process of the tests above. Runs
+/// only when re-executed with the environment they set.
+#[test]
+#[ignore = "helper: the lanes daemon as a child process of the root tests"]
+fn daemon_child() {
+    let (Ok(cfg), Ok(ns)) =
+        (std::env::var("TCPACCEL_LANES_CHILD_CONFIG"), std::env::var("TCPACCEL_LANES_CHILD_NETNS"))
+    else {
+        return;
+    };
+    let cfg = tcpaccel_lanes::Config::parse(&cfg, "child").expect("config");
+    netns::enter(&ns).expect("enter namespace");
+    let opts =
+        tcpaccel_lanes::Options { netns: Some(ns), format: tcpaccel_lanes::Format::Json, duration: None };
+    let stop = AtomicBool::new(false);
+    let mut out = std::io::stdout();
+    tcpaccel_lanes::run(cfg, &opts, &mut out, &stop).expect("daemon");
+}
+
+fn config(policy: &str) -> String {
+    format!(
+        r#"
+        [policy]
+        {policy}
+        [probe]
+        # Nothing listens there: the RST times the handshake and the sink
+        # sees no probe connections.
+        port = 9
+        [[peer]]
+        name = "server"
+        sl = [{{ local = "{SL_LOCAL}", remote = "{SL_PEER}" }}]
+        ll = [{{ local = "{LL_LOCAL}", remote = "{LL_PEER}" }}]
+    "#
+    )
+}
+
+/// The token of the managed connection whose SL source port is `port`.
+fn token_of(records: &[Record], local: SocketAddr) -> Option<u32> {
+    records.iter().find_map(|r| match r {
+        Record::Event(e) if e.event == "created" && e.local.as_deref() == Some(&local.to_string()) => {
+            Some(e.token)
+        }
+        _ => None,
+    })
+}
+
+fn switches(records: &[Record], token: u32) -> Vec<&tcpaccel_lanes::record::DecisionRecord> {
+    records
+        .iter()
+        .filter_map(|r| match r {
+            Record::Decision(d) if d.token == token && d.action == DecisionAction::Switch => Some(d),
+            _ => None,
+        })
+        .collect()
+}
+
+#[test]
+fn deadline_moves_a_long_transfer_to_ll_and_leaves_a_short_flow_on_sl() {
+    let _g = heavy();
+    let lab = Lab::new(true);
+    let sink = sink(&lab);
+    let daemon = Daemon::start(&lab, &config("kind = \"deadline\"\nt_deadline = \"300ms\""));
+    let mut seen = Vec::new();
+
+    // A 64 KB flow: finishes long before the deadline and never leaves SL.
+    let (sl0, ll0) = lab.lanes();
+    let s = connect(&lab);
+    let short_local = s.local_addr().expect("local addr");
+    send(s, Duration::ZERO, Some(64 * 1024));
+    assert_eq!(sink.totals.recv_timeout(Duration::from_secs(10)).expect("short flow done"), 64 * 1024);
+    std::thread::sleep(Duration::from_millis(800));
+    let (sl1, ll1) = lab.lanes();
+    seen.extend(daemon.drain());
+    let short = token_of(&seen, short_local).expect("the daemon saw the short connection");
+    assert!(switches(&seen, short).is_empty(), "short flow switched: {seen:?}");
+    assert!(sl1 - sl0 >= 64 * 1024, "short flow bytes on SL: {}", sl1 - sl0);
+    assert!(ll1 - ll0 < 16 * 1024, "short flow put {} bytes on LL", ll1 - ll0);
+
+    // A 3 s transfer: starts on SL, moves to LL after about t_deadline.
+    let s = connect(&lab);
+    let long_local = s.local_addr().expect("local addr");
+    let writer = std::thread::spawn(move || send(s, Duration::from_secs(3), None));
+    std::thread::sleep(Duration::from_millis(250));
+    let (sl2, ll2) = lab.lanes();
+    std::thread::sleep(Duration::from_millis(950));
+    let (sl3, ll3) = lab.lanes();
+    let sent = writer.join().expect("writer");
+    let got = sink.totals.recv_timeout(Duration::from_secs(20)).expect("long flow done");
+    assert_eq!(got, sent, "every byte arrived");
+    let (sl4, ll4) = lab.lanes();
+    seen.extend(daemon.drain());
+    let long = token_of(&seen, long_local).expect("the daemon saw the long connection");
+    let sw = switches(&seen, long);
+    assert_eq!(sw.len(), 1, "one switch: {seen:?}");
+    assert!(sw[0].ok, "{:?}", sw[0]);
+    assert_eq!(sw[0].reason.as_deref(), Some("deadline"));
+    assert!(sw[0].age_ms >= 300.0 && sw[0].age_ms < 1200.0, "switched at {} ms", sw[0].age_ms);
+    eprintln!(
+        "SL/LL bytes: first 250 ms {}/{}, 250-1200 ms {}/{}, after {}/{}",
+        sl2 - sl1,
+        ll2 - ll1,
+        sl3 - sl2,
+        ll3 - ll2,
+        sl4 - sl3,
+        ll4 - ll3
+    );
+    // Before the deadline SL carries the flow; after it, LL does.
+    assert!(sl2 - sl1 > 300_000, "SL carried {} bytes in the first 250 ms", sl2 - sl1);
+    assert!(ll2 - ll1 < 64 * 1024, "LL carried {} bytes before the deadline", ll2 - ll1);
+    let (sl_after, ll_after) = (sl4 - sl3, ll4 - ll3);
+    assert!(ll_after > 2_000_000, "LL carried only {ll_after} bytes after the switch");
+    assert!(ll_after > 4 * sl_after, "after the switch SL {sl_after} vs LL {ll_after}");
+}
+
+#[test]
+fn killing_the_daemon_mid_transfer_leaves_the_connection_alive() {
+    let _g = heavy();
+    let lab = Lab::new(true);
+    let sink = sink(&lab);
+    let mut daemon = Daemon::start(&lab, &config("kind = \"deadline\"\nt_deadline = \"200ms\""));
+    let s = connect(&lab);
+    let local = s.local_addr().expect("local addr");
+    let writer = std::thread::spawn(move || send(s, Duration::from_secs(3), None));
+    let mut seen = Vec::new();
+    assert!(
+        daemon.wait_for(&mut seen, Duration::from_secs(3), |r| matches!(r,
+            Record::Decision(d) if d.action == DecisionAction::Switch)),
+        "no switch: {seen:?}"
+    );
+    assert!(token_of(&seen, local).is_some());
+    daemon.child.kill().expect("kill the daemon");
+    daemon.child.wait().expect("reap the daemon");
+    let (_, ll0) = lab.lanes();
+    std::thread::sleep(Duration::from_millis(700));
+    let (_, ll1) = lab.lanes();
+    assert!(ll1 - ll0 > 1_000_000, "LL carried only {} bytes after the kill", ll1 - ll0);
+    let sent = writer.join().expect("writes kept working after the kill");
+    let got = sink.totals.recv_timeout(Duration::from_secs(20)).expect("transfer completed");
+    assert_eq!(got, sent);
+}
+
+#[test]
+fn link_cost_switches_a_queue_building_flow_before_the_deadline() {
+    let _g = heavy();
+    let lab = Lab::new(true);
+    let sink = sink(&lab);
+    // γ = 0 removes the deadline term of eq. 5.7: only lane delays (ν)
+    // decide. A saturating flow queues on SL (several ms behind the tbf)
+    // while LL is idle, so LL must become cheaper long before 4 s.
+    let daemon = Daemon::start(&lab, &config("kind = \"link-cost\"\nt_deadline = \"4s\"\ngamma = 0.0"));
+    let s = connect(&lab);
+    let local = s.local_addr().expect("local addr");
+    let writer = std::thread::spawn(move || send(s, Duration::from_secs(3), None));
+    let mut seen = Vec::new();
+    let switched = daemon.wait_for(
+        &mut seen,
+        Duration::from_secs(5),
+        |r| matches!(r, Record::Decision(d) if d.action == DecisionAction::Switch),
+    );
+    let sent = writer.join().expect("writer");
+    assert_eq!(sink.totals.recv_timeout(Duration::from_secs(20)).expect("done"), sent);
+    assert!(switched, "no switch: {seen:?}");
+    let token = token_of(&seen, local).expect("connection seen");
+    let sw = switches(&seen, token);
+    eprintln!("link-cost switch: {:?}", sw[0]);
+    assert_eq!(sw[0].reason.as_deref(), Some("link_cost"));
+    assert!(sw[0].age_ms < 4000.0, "switched at {} ms, not before the deadline", sw[0].age_ms);
+    let (sl, ll) = (sw[0].cost_sl.expect("SL cost"), sw[0].cost_ll.expect("LL cost (probes)"));
+    assert!(ll < sl, "LL {ll} must be cheaper than SL {sl}");
+}
+
+#[test]
+fn path_manager_failures_name_the_command() {
+    let lab = Lab::new(true);
+    let ns = lab.client.clone();
+    let err = netns::run_in(&ns, || {
+        let mut pm = PmClient::open().expect("mptcp_pm");
+        let local = PmAddr::ip(LL_LOCAL.parse().unwrap()).with_id(1).with_flags(flags::BACKUP);
+        let remote = PmAddr::ip(LL_PEER.parse().unwrap()).with_port(PORT);
+        pm.subflow_create(0x1234_5678, &local, &remote).expect_err("no connection has this token")
+    })
+    .expect("run in client namespace");
+    let s = err.to_string();
+    assert!(s.contains("SUBFLOW_CREATE") && s.contains("invalid token"), "{s}");
+}
+
+#[test]
+fn namespaces_without_the_userspace_pm_or_the_addresses_are_refused() {
+    let lab = Lab::new(false);
+    let cfg = tcpaccel_lanes::Config::parse(&config("kind = \"deadline\""), "t").expect("config");
+    let ns = lab.client.clone();
+    let c = cfg.clone();
+    let e = netns::run_in(&ns, move || {
+        let stop = AtomicBool::new(false);
+        let opts =
+            tcpaccel_lanes::Options { netns: None, format: tcpaccel_lanes::Format::Json, duration: None };
+        tcpaccel_lanes::run(c, &opts, &mut Vec::new(), &stop).expect_err("kernel PM must be refused")
+    })
+    .expect("run in namespace");
+    assert!(e.is_missing_feature(), "{e}");
+    assert!(e.to_string().contains("userspace"), "{e}");
+    // With the userspace PM on but an address the namespace lacks.
+    run("ip", &["netns", "exec", &ns, "sysctl", "-q", "-w", "net.mptcp.path_manager=userspace"]);
+    let bad = config("kind = \"deadline\"").replace(LL_LOCAL, "10.31.9.1");
+    let cfg = tcpaccel_lanes::Config::parse(&bad, "t").expect("config");
+    let e = netns::run_in(&ns, move || tcpaccel_lanes::env::check(&cfg, "client")).expect("run in namespace");
+    let e = e.expect_err("missing address must be refused");
+    assert!(!e.is_missing_feature());
+    assert!(e.to_string().contains("10.31.9.1"), "{e}");
+}
