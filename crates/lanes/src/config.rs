@@ -456,6 +456,13 @@ mod tests {
         assert_eq!(c.switch_to, SwitchTo::All);
     }
 
+    #[test]
+    fn the_shipped_example_is_valid() {
+        let c = Config::parse(include_str!("../../../examples/lanes/lanes.toml"), "example").unwrap();
+        assert_eq!(c.switch, SwitchConfig::default());
+        assert_eq!((c.sl_lanes.len(), c.ll_lanes.len()), (1, 2));
+    }
+
     fn refused(text: &str) -> String {
         match Config::parse(text, "t") {
             Ok(c) => panic!("accepted: {c:?}"),
