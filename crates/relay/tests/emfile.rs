@@ -1,0 +1,140 @@
+//! Out of file descriptors: the relay must back off instead of spinning on a
+//! listener that stays readable, and serve again once descriptors are free.
+//!
+//! The relay runs in a child process (this test binary re-executed under
+//! `prlimit --nofile`) so the low limit touches nothing else.
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+use tcpaccel_relay::{Config, RawConfig, Relay};
+
+const CHILD_ENV: &str = "TCPACCEL_RELAY_EMFILE_CHILD";
+
+#[test]
+#[ignore = "helper process of accept_backs_off_when_out_of_descriptors"]
+fn relay_child() {
+    assert!(std::env::var_os(CHILD_ENV).is_some(), "run by accept_backs_off_when_out_of_descriptors only");
+    let raw = RawConfig {
+        listen: Some("127.0.0.1:0".into()),
+        handshake_timeout: Some("60s".into()),
+        ..Default::default()
+    };
+    let cfg = Config::from_raw(&raw).expect("config");
+    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("runtime");
+    rt.block_on(async {
+        let relay = Relay::bind(cfg).await.expect("bind");
+        println!("ADDR {}", relay.local_addrs()[0]);
+        let stats = relay.stats();
+        let stdin_closed = tokio::task::spawn_blocking(|| {
+            let mut s = String::new();
+            let _ = std::io::stdin().read_to_string(&mut s);
+        });
+        relay
+            .run(async {
+                let _ = stdin_closed.await;
+            })
+            .await;
+        println!("STATS {}", serde_json::to_string(&stats.snapshot()).expect("json"));
+    });
+}
+
+fn cpu_of(pid: u32) -> Duration {
+    let mut ns = 0u64;
+    for t in std::fs::read_dir(format!("/proc/{pid}/task")).expect("task dir").flatten() {
+        if let Ok(s) = std::fs::read_to_string(t.path().join("schedstat")) {
+            ns += s.split_whitespace().next().and_then(|v| v.parse::<u64>().ok()).unwrap_or(0);
+        }
+    }
+    Duration::from_nanos(ns)
+}
+
+fn echo_server() -> SocketAddr {
+    let l = TcpListener::bind("127.0.0.1:0").expect("bind echo");
+    let addr = l.local_addr().expect("addr");
+    std::thread::spawn(move || {
+        for s in l.incoming() {
+            let Ok(mut s) = s else { continue };
+            std::thread::spawn(move || {
+                let mut b = [0u8; 4096];
+                while let Ok(n) = s.read(&mut b) {
+                    if n == 0 || s.write_all(&b[..n]).is_err() {
+                        break;
+                    }
+                }
+            });
+        }
+    });
+    addr
+}
+
+#[test]
+fn accept_backs_off_when_out_of_descriptors() {
+    let exe = std::env::current_exe().expect("test exe");
+    let mut child = Command::new("prlimit")
+        .arg("--nofile=40:40")
+        .arg(&exe)
+        .args(["--ignored", "--exact", "relay_child", "--nocapture", "--test-threads=1"])
+        .env(CHILD_ENV, "1")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("spawn `prlimit` (util-linux) to run the relay with a low descriptor limit");
+    let pid = child.id();
+    let mut lines = BufReader::new(child.stdout.take().expect("stdout")).lines();
+    let addr: SocketAddr = loop {
+        let line = lines.next().expect("child exited before printing its address").expect("read");
+        // libtest prints "test relay_child ... " on the same line.
+        if let Some((_, a)) = line.split_once("ADDR ") {
+            break a.trim().parse().expect("address");
+        }
+    };
+    // Silent clients each hold a descriptor in the relay (handshake timeout 60 s),
+    // far more than the limit allows: accept starts failing with EMFILE.
+    let hogs: Vec<TcpStream> = (0..60).map(|_| TcpStream::connect(addr).expect("backlog accepts")).collect();
+    std::thread::sleep(Duration::from_millis(300));
+    let c0 = cpu_of(pid);
+    std::thread::sleep(Duration::from_secs(1));
+    let burned = cpu_of(pid) - c0;
+    // A busy accept loop burns about a full second here; backing off burns nearly nothing.
+    assert!(
+        burned < Duration::from_millis(400),
+        "relay used {burned:?} of CPU in 1 s while out of descriptors"
+    );
+    drop(hogs);
+    // Descriptors are free again: a normal SOCKS connection is served.
+    let echo = echo_server();
+    let mut s = TcpStream::connect(addr).expect("connect");
+    s.set_read_timeout(Some(Duration::from_secs(10))).expect("timeout");
+    s.write_all(&[5, 1, 0]).expect("greeting");
+    let mut m = [0u8; 2];
+    s.read_exact(&mut m).expect("served after descriptors were freed");
+    assert_eq!(m, [5, 0]);
+    let SocketAddr::V4(e) = echo else { unreachable!() };
+    let mut req = vec![5, 1, 0, 1];
+    req.extend_from_slice(&e.ip().octets());
+    req.extend_from_slice(&e.port().to_be_bytes());
+    s.write_all(&req).expect("request");
+    let mut rep = [0u8; 10];
+    s.read_exact(&mut rep).expect("reply");
+    assert_eq!(rep[1], 0);
+    s.write_all(b"back").expect("write");
+    let mut b = [0u8; 4];
+    s.read_exact(&mut b).expect("echo");
+    assert_eq!(&b, b"back");
+    drop(s);
+    drop(child.stdin.take());
+    let stats = loop {
+        let line = lines.next().expect("child exited before printing its counters").expect("read");
+        if let Some((_, j)) = line.split_once("STATS ") {
+            break serde_json::from_str::<serde_json::Value>(j).expect("counters json");
+        }
+    };
+    let _ = child.wait();
+    let exhausted = stats["errors"]["accept_fd_exhausted"].as_u64().unwrap_or(0);
+    assert!(exhausted >= 1, "the test never ran the relay out of descriptors: {stats}");
+    // Backoff doubles from 10 ms to 1 s: a handful of failed accepts, not thousands.
+    assert!(exhausted < 100, "accept retried {exhausted} times: {stats}");
+}
