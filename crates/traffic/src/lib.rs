@@ -6,7 +6,7 @@
 //! the calling thread, so a lab thread that entered a network namespace
 //! gets sockets in that namespace. The connection header and receipt are
 //! documented in [`proto`]; what `--pace static:RATE` means is documented
-//! in [`pace`].
+//! in [`pace`]; the burst mode and resume pacing in [`burst`].
 //!
 //! What it is not: no async runtime (plain threads, one per stream or
 //! connection), no topology set-up, no output formatting beyond the report
@@ -15,6 +15,7 @@
 
 use std::net::SocketAddr;
 
+pub mod burst;
 pub mod pace;
 pub mod proto;
 pub mod pump;
@@ -22,7 +23,8 @@ pub mod recv;
 pub mod report;
 pub mod send;
 
-pub use pace::{Framing, Pace, PaceControl, PaceError};
+pub use burst::{run_bursts, BurstRecord, BurstSummary, Bursts};
+pub use pace::{DynamicMode, Framing, Pace, PaceControl, PaceError};
 pub use recv::{spawn_recv, ConnReport, ConnStatus, Event, RecvConfig, RecvHandle, RecvSummary};
 pub use report::{IntervalReport, Report, StreamSample};
 pub use send::{run_send, SendConfig, SendSummary, StreamSummary, Volume};

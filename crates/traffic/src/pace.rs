@@ -1,11 +1,27 @@
 //! Pacing choices of the traffic tool and the honest conversion of an
 //! on-wire rate into the kernel's pacing cap.
 //!
-//! What it is: the `--pace` value (`none`, `static:RATE`; `dynamic` is
-//! reserved and refused until its control loop exists), the framing
-//! arithmetic, and the [`PaceControl`] extension point the sender calls
-//! with TCP_INFO samples. What it is not: no sockets; the sender applies
-//! the rates this module computes.
+//! What it is: the `--pace` value (`none`, `static:RATE`, `dynamic`), the
+//! framing arithmetic, the [`PaceControl`] extension point the sender calls
+//! with TCP_INFO samples, and the two dynamic policies ([`KernelPace`],
+//! [`LoopPace`]). What it is not: no sockets; the sender applies the rates
+//! this module computes, and namespace sysctls are the caller's business.
+//!
+//! ## `dynamic`: the PSPD rule, two ways (seed 000 eq. 1)
+//! - `dynamic=kernel`: the socket is only *marked* as paced
+//!   (`SO_MAX_PACING_RATE` set to the ceiling, or to just below "unlimited"),
+//!   and Linux's internal pacing runs at `mss·max(cwnd, packets_out)/srtt`
+//!   times `tcp_pacing_ss_ratio` / `tcp_pacing_ca_ratio`. Those ratios are
+//!   **per-namespace sysctls** (defaults 200 and 120); only with both at 100
+//!   is this eq. 1. A socket option cannot set them; the tool warns.
+//! - `dynamic=loop`: a control loop reads TCP_INFO every
+//!   [`LOOP_PERIOD`] and sets `SO_MAX_PACING_RATE` to
+//!   `cwnd·mss/(srtt − local queueing)` through
+//!   [`tcpaccel_core::pacing::DynamicPacer`] (PSPacer's estimator). The
+//!   kernel keeps its own (higher, ratio-scaled) rate underneath; the cap
+//!   is what makes the rate eq. 1.
+//!
+//! `dynamic` alone means [`DEFAULT_DYNAMIC`]; see its docs for why.
 //!
 //! ## What RATE means
 //! `static:RATE` is a rate **on the wire of the bottleneck**, counted the
@@ -28,6 +44,7 @@
 use std::time::Duration;
 
 use serde::Serialize;
+use tcpaccel_core::pacing::{DynamicConfig, DynamicPacer, PaceDecision, TcpSample};
 use tcpaccel_core::units::Rate;
 use tcpaccel_core::Instant;
 use tcpaccel_sys::tcpinfo::TcpInfo;
@@ -84,6 +101,27 @@ impl Framing {
     }
 }
 
+/// How `--pace dynamic` computes its rate (module docs).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum DynamicMode {
+    /// Linux's internal pacing; the namespace's pacing ratios must be 100.
+    Kernel,
+    /// Our TCP_INFO control loop with [`tcpaccel_core::pacing::DynamicPacer`].
+    Loop,
+}
+
+/// What `--pace dynamic` means without `=kernel` / `=loop`.
+///
+/// The control loop: in the lab's `pacing` scenario (BENCHMARKS.md,
+/// "Pacing") it had fewer bottleneck drops than the kernel's ratio-100
+/// pacing, and it needs no namespace sysctl, so it also works for a user
+/// who cannot change `tcp_pacing_*_ratio`.
+pub const DEFAULT_DYNAMIC: DynamicMode = DynamicMode::Loop;
+
+/// How often [`LoopPace`] samples TCP_INFO.
+pub const LOOP_PERIOD: Duration = Duration::from_millis(5);
+
 /// The `--pace` option.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "lowercase", tag = "kind", content = "wire_rate_bps")]
@@ -93,40 +131,65 @@ pub enum Pace {
     None,
     /// A fixed on-wire rate for the whole transfer (see the module docs).
     Static(Rate),
+    /// seed 000 eq. (1), `cwnd·mss/RTT`, never above `ceiling` (on-wire).
+    Dynamic { mode: DynamicMode, ceiling: Option<Rate> },
 }
 
 /// `--pace` could not be parsed or is not available.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum PaceError {
-    #[error("--pace {0:?}: expected none, static:RATE (e.g. static:500mbit) or dynamic")]
+    #[error(
+        "--pace {0:?}: expected none, static:RATE (e.g. static:500mbit) or dynamic[=kernel|=loop][:CEILING]"
+    )]
     Form(String),
     #[error("--pace {value:?}: {reason}")]
     Rate { value: String, reason: String },
-    #[error(
-        "--pace dynamic is not available yet: its TCP_INFO control loop \
-         (target = cwnd x mss / RTT, seed 000 eq. 1) is planned work; use static:RATE"
-    )]
-    DynamicNotYet,
 }
 
 impl Pace {
-    /// Parses `none`, `static:RATE`; `dynamic` is refused for now with
-    /// [`PaceError::DynamicNotYet`]. RATE uses `core::units::Rate`, which
-    /// refuses zero, negative and unparseable values.
+    /// Parses `none`, `static:RATE`, `dynamic`, `dynamic:CEILING`,
+    /// `dynamic=kernel`, `dynamic=loop[:CEILING]`. RATE uses
+    /// `core::units::Rate`, which refuses zero, negative and unparseable values.
     pub fn parse(s: &str) -> Result<Pace, PaceError> {
         let s = s.trim();
+        let rate = |r: &str| {
+            Rate::parse(r).map_err(|e| PaceError::Rate { value: s.to_string(), reason: e.to_string() })
+        };
         if s.eq_ignore_ascii_case("none") {
             return Ok(Pace::None);
         }
-        if s.eq_ignore_ascii_case("dynamic") || s.to_ascii_lowercase().starts_with("dynamic:") {
-            return Err(PaceError::DynamicNotYet);
+        if let Some(r) = s.strip_prefix("static:") {
+            return rate(r).map(Pace::Static);
         }
-        let Some(rate) = s.strip_prefix("static:") else {
+        let Some(rest) = s.strip_prefix("dynamic") else {
             return Err(PaceError::Form(s.to_string()));
         };
-        Rate::parse(rate)
-            .map(Pace::Static)
-            .map_err(|e| PaceError::Rate { value: s.to_string(), reason: e.to_string() })
+        let (mode, rest) = if let Some(m) = rest.strip_prefix('=') {
+            let (name, tail) = m.split_once(':').map_or((m, None), |(a, b)| (a, Some(b)));
+            let mode = match name.to_ascii_lowercase().as_str() {
+                "kernel" => DynamicMode::Kernel,
+                "loop" => DynamicMode::Loop,
+                _ => return Err(PaceError::Form(s.to_string())),
+            };
+            (mode, tail)
+        } else if rest.is_empty() {
+            (DEFAULT_DYNAMIC, None)
+        } else if let Some(r) = rest.strip_prefix(':') {
+            (DEFAULT_DYNAMIC, Some(r))
+        } else {
+            return Err(PaceError::Form(s.to_string()));
+        };
+        let ceiling = rest.map(rate).transpose()?;
+        Ok(Pace::Dynamic { mode, ceiling })
+    }
+
+    /// The on-wire rate this pacing never exceeds, if any.
+    pub fn ceiling(self) -> Option<Rate> {
+        match self {
+            Pace::None => None,
+            Pace::Static(r) => Some(r),
+            Pace::Dynamic { ceiling, .. } => ceiling,
+        }
     }
 
     /// A controller for one of `streams` parallel streams, or `None` when
@@ -138,6 +201,13 @@ impl Pace {
                 let share = Rate(wire.bits_per_sec() / u64::from(streams.max(1)));
                 Some(Box::new(StaticPace { wire: share }))
             }
+            Pace::Dynamic { mode, ceiling } => {
+                let share = ceiling.map(|c| Rate(c.bits_per_sec() / u64::from(streams.max(1))));
+                match mode {
+                    DynamicMode::Kernel => Some(Box::new(KernelPace { ceiling: share })),
+                    DynamicMode::Loop => Some(Box::new(LoopPace::new(share))),
+                }
+            }
         }
     }
 }
@@ -147,6 +217,17 @@ impl std::fmt::Display for Pace {
         match self {
             Pace::None => write!(f, "none"),
             Pace::Static(r) => write!(f, "static:{r}"),
+            Pace::Dynamic { mode, ceiling } => {
+                let m = match mode {
+                    DynamicMode::Kernel => "kernel",
+                    DynamicMode::Loop => "loop",
+                };
+                write!(f, "dynamic={m}")?;
+                match ceiling {
+                    Some(c) => write!(f, ":{c}"),
+                    None => Ok(()),
+                }
+            }
         }
     }
 }
@@ -187,6 +268,93 @@ impl PaceControl for StaticPace {
     }
 }
 
+/// A cap just below [`tcpaccel_sys::sockopt::PACING_UNLIMITED`]: any value
+/// but "unlimited" switches the kernel's internal pacing on for the socket,
+/// and this one limits nothing.
+pub const PACING_ON_UNCAPPED: u64 = tcpaccel_sys::sockopt::PACING_UNLIMITED - 1;
+
+/// `dynamic=kernel`: marks the socket as paced once and lets Linux compute
+/// the rate (eq. 1 only when the namespace's pacing ratios are 100).
+#[derive(Debug, Clone, Copy)]
+pub struct KernelPace {
+    /// This stream's share of the on-wire ceiling, if any.
+    pub ceiling: Option<Rate>,
+}
+
+impl PaceControl for KernelPace {
+    fn initial(&mut self, framing: Framing) -> Option<u64> {
+        Some(self.ceiling.map_or(PACING_ON_UNCAPPED, |c| framing.payload_bytes_per_sec(c).max(1)))
+    }
+    fn on_sample(&mut self, _now: Instant, _info: &TcpInfo, _framing: Framing) -> Option<u64> {
+        None
+    }
+}
+
+/// `dynamic=loop`: seed 000 eq. (1) from TCP_INFO every [`LOOP_PERIOD`].
+#[derive(Debug, Clone)]
+pub struct LoopPace {
+    pacer: DynamicPacer,
+    ceiling: Option<Rate>,
+    /// The last cap written, to skip writes that change nothing.
+    last: Option<u64>,
+}
+
+impl LoopPace {
+    pub fn new(ceiling: Option<Rate>) -> LoopPace {
+        LoopPace { pacer: DynamicPacer::new(DynamicConfig::default()), ceiling, last: None }
+    }
+}
+
+/// The controller's input from one TCP_INFO sample.
+///
+/// Local queueing is zero: with internal TCP pacing (no fq) a held-back
+/// segment waits in the socket *before* it is transmitted, and the RTT is
+/// measured from transmission, so srtt contains none of the pacer's own
+/// queueing (PSPacer, a qdisc, had to subtract it). The veth qdisc in front
+/// of the emulator never builds a queue at these rates.
+pub fn loop_sample(info: &TcpInfo) -> TcpSample {
+    TcpSample {
+        cwnd: info.snd_cwnd,
+        mss: info.snd_mss,
+        srtt: info.srtt(),
+        min_rtt: Duration::from_micros(u64::from(info.min_rtt.unwrap_or(0))),
+        local_queue: Duration::ZERO,
+    }
+}
+
+/// Cap of [`LoopPace`] for one decision: the eq. (1) rate, limited by the
+/// payload share of the on-wire ceiling; before any RTT is known the socket
+/// is paced by the ceiling or not capped at all.
+pub fn loop_cap(decision: &PaceDecision, ceiling: Option<Rate>, framing: Framing) -> u64 {
+    let ceiling = ceiling.map(|c| framing.payload_bytes_per_sec(c).max(1));
+    match (decision.rate, ceiling) {
+        (Some(r), Some(c)) => r.min(c),
+        (Some(r), None) => r,
+        (None, Some(c)) => c,
+        (None, None) => PACING_ON_UNCAPPED,
+    }
+}
+
+impl PaceControl for LoopPace {
+    fn initial(&mut self, framing: Framing) -> Option<u64> {
+        let cap = self.ceiling.map_or(PACING_ON_UNCAPPED, |c| framing.payload_bytes_per_sec(c).max(1));
+        self.last = Some(cap);
+        Some(cap)
+    }
+    fn on_sample(&mut self, now: Instant, info: &TcpInfo, framing: Framing) -> Option<u64> {
+        let d = self.pacer.on_sample(now, &loop_sample(info));
+        let cap = loop_cap(&d, self.ceiling, framing);
+        if self.last == Some(cap) {
+            return None;
+        }
+        self.last = Some(cap);
+        Some(cap)
+    }
+    fn period(&self) -> Option<Duration> {
+        Some(LOOP_PERIOD)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -216,12 +384,29 @@ mod tests {
     fn parse_pace() {
         assert_eq!(Pace::parse("none"), Ok(Pace::None));
         assert_eq!(Pace::parse("static:500mbit"), Ok(Pace::Static(Rate::mbps(500))));
-        assert_eq!(Pace::parse("dynamic"), Err(PaceError::DynamicNotYet));
+        assert_eq!(Pace::parse("dynamic"), Ok(Pace::Dynamic { mode: DEFAULT_DYNAMIC, ceiling: None }));
+        assert_eq!(
+            Pace::parse("dynamic:400mbit"),
+            Ok(Pace::Dynamic { mode: DEFAULT_DYNAMIC, ceiling: Some(Rate::mbps(400)) })
+        );
+        assert_eq!(
+            Pace::parse("dynamic=kernel"),
+            Ok(Pace::Dynamic { mode: DynamicMode::Kernel, ceiling: None })
+        );
+        assert_eq!(
+            Pace::parse("dynamic=loop:1gbit"),
+            Ok(Pace::Dynamic { mode: DynamicMode::Loop, ceiling: Some(Rate::mbps(1000)) })
+        );
+        assert!(matches!(Pace::parse("dynamic=fast"), Err(PaceError::Form(_))));
+        assert!(matches!(Pace::parse("dynamicx"), Err(PaceError::Form(_))));
+        assert!(matches!(Pace::parse("dynamic:0"), Err(PaceError::Rate { .. })));
         assert!(matches!(Pace::parse("static:0"), Err(PaceError::Rate { .. })));
         assert!(matches!(Pace::parse("static:-5mbit"), Err(PaceError::Rate { .. })));
         assert!(matches!(Pace::parse("static:fast"), Err(PaceError::Rate { .. })));
         assert!(matches!(Pace::parse("500mbit"), Err(PaceError::Form(_))));
-        assert!(Pace::parse("dynamic").unwrap_err().to_string().contains("not available yet"));
+        for v in ["none", "static:20mbit", "dynamic=kernel", "dynamic=loop:400mbit"] {
+            assert_eq!(Pace::parse(&Pace::parse(v).unwrap().to_string()), Pace::parse(v), "{v}");
+        }
     }
 
     #[test]
@@ -230,5 +415,57 @@ mod tests {
         let per = c.initial(Framing::ETHERNET_1500_TS).unwrap();
         assert_eq!(per, Framing::ETHERNET_1500_TS.payload_bytes_per_sec(Rate::mbps(100)));
         assert!(Pace::None.controller(1).is_none());
+    }
+
+    fn info(cwnd: u32, rtt_us: u32, min_rtt_us: u32) -> TcpInfo {
+        TcpInfo {
+            snd_cwnd: cwnd,
+            snd_mss: 1448,
+            rtt: rtt_us,
+            min_rtt: Some(min_rtt_us),
+            ..TcpInfo::default()
+        }
+    }
+
+    #[test]
+    fn loop_follows_eq1_and_skips_unchanged_caps() {
+        let f = Framing::ETHERNET_1500_TS;
+        let mut c = Pace::parse("dynamic=loop").unwrap().controller(1).unwrap();
+        assert_eq!(c.period(), Some(LOOP_PERIOD));
+        assert_eq!(c.initial(f), Some(PACING_ON_UNCAPPED));
+        // 100 packets × 1448 bytes per 100 ms = 1_448_000 bytes/s (seed 000 eq. 1).
+        let t = Instant::from_nanos(5_000_000);
+        assert_eq!(c.on_sample(t, &info(100, 100_000, 100_000), f), Some(1_448_000));
+        assert_eq!(c.on_sample(t, &info(100, 100_000, 100_000), f), None, "same cap written twice");
+        // The window doubles: so does the rate.
+        assert_eq!(c.on_sample(t, &info(200, 100_000, 100_000), f), Some(2_896_000));
+        // srtt below min_rtt is impossible; min_rtt is the floor of the RTT used.
+        assert_eq!(c.on_sample(t, &info(200, 50_000, 100_000), f), None);
+    }
+
+    #[test]
+    fn loop_cap_respects_the_ceiling_and_unknown_rtt() {
+        let f = Framing::ETHERNET_1500_TS;
+        let mut c = Pace::parse("dynamic=loop:100mbit").unwrap().controller(2).unwrap();
+        let half = f.payload_bytes_per_sec(Rate::mbps(50));
+        assert_eq!(c.initial(f), Some(half));
+        // A huge window is cut to this stream's share of the ceiling.
+        let t = Instant::from_nanos(1);
+        assert_eq!(c.on_sample(t, &info(10_000, 10_000, 10_000), f), None, "already at the ceiling");
+        assert_eq!(c.on_sample(t, &info(10, 100_000, 100_000), f), Some(144_800));
+        // No RTT yet: the ceiling, or pacing on without a cap.
+        let d = DynamicPacer::new(DynamicConfig::default()).on_sample(t, &loop_sample(&info(10, 0, 0)));
+        assert_eq!(loop_cap(&d, Some(Rate::mbps(50)), f), half);
+        assert_eq!(loop_cap(&d, None, f), PACING_ON_UNCAPPED);
+    }
+
+    #[test]
+    fn kernel_mode_only_switches_pacing_on() {
+        let f = Framing::ETHERNET_1500_TS;
+        let mut c = Pace::parse("dynamic=kernel").unwrap().controller(1).unwrap();
+        assert_eq!(c.initial(f), Some(PACING_ON_UNCAPPED));
+        assert_ne!(PACING_ON_UNCAPPED, tcpaccel_sys::sockopt::PACING_UNLIMITED);
+        assert_eq!(c.on_sample(Instant::from_nanos(1), &info(100, 100_000, 100_000), f), None);
+        assert_eq!(c.period(), None);
     }
 }

@@ -161,7 +161,7 @@ struct Outcome {
     peer_sha256: Option<[u8; 32]>,
 }
 
-fn session_id(seed: u64) -> u64 {
+pub(crate) fn session_id(seed: u64) -> u64 {
     static COUNTER: AtomicU64 = AtomicU64::new(0);
     let t =
         std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_nanos()).unwrap_or(0);
@@ -172,7 +172,7 @@ fn session_id(seed: u64) -> u64 {
     rng.next_u64()
 }
 
-fn connect(cfg: &SendConfig) -> Result<TcpStream> {
+pub(crate) fn connect(cfg: &SendConfig) -> Result<TcpStream> {
     let family = Family::of(&cfg.to);
     let fd = if cfg.mptcp { sockopt::mptcp_socket(family)? } else { sockopt::tcp_socket(family)? };
     if let Some(b) = cfg.sndbuf {

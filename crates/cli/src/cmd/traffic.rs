@@ -3,11 +3,12 @@
 //! `core::units`); the transfer itself is `tcpaccel_traffic`.
 //!
 //! Output: text by default; `--json` prints JSON Lines on stdout, each with a
-//! `type`: `interval` and `summary` for `send`; `listening`, `connection`
+//! `type`: `interval` and `summary` for `send` (`burst` and
+//! `burst_summary` with `--burst`); `listening`, `connection`
 //! and `summary` for `recv`. Diagnostics go to stderr.
 //!
 //! Exit codes: 2 for a bad or missing value (`--to`, rates, sizes,
-//! durations, `--pace dynamic` which is not available yet), 3 without the
+//! durations, `--burst` combined with options it does not take), 3 without the
 //! privilege an option needs (`--netns`), 4 when the kernel lacks a feature
 //! (an unknown `--cc`, MPTCP off), 5 for a network or peer failure, 1 when a
 //! `--checksum` run completed with differing checksums, 130 when SIGINT or
@@ -57,9 +58,24 @@ pub struct SendArgs {
     #[arg(long)]
     bind: Option<String>,
     /// none | static:RATE (RATE on the bottleneck's wire, frames + 24 bytes; split over streams)
-    /// | dynamic (not available yet).
+    /// | dynamic[:CEILING] (cwnd x mss / RTT, seed 000 eq. 1, by our TCP_INFO loop)
+    /// | dynamic=loop[:CEILING] | dynamic=kernel[:CEILING] (Linux's own pacing; needs
+    /// tcp_pacing_ss_ratio=100 and tcp_pacing_ca_ratio=100 in the namespace).
     #[arg(long, default_value = "none", allow_hyphen_values = true)]
     pace: String,
+    /// Burst mode: send this many bytes every --every until --duration ends, one
+    /// connection, and report each burst's completion time (e.g. 10MB).
+    #[arg(long, conflicts_with = "bytes")]
+    burst: Option<String>,
+    /// Period between burst starts (with --burst; default 2s).
+    #[arg(long, requires = "burst")]
+    every: Option<String>,
+    /// With --burst: a burst that starts after an idle period longer than the RTO
+    /// is paced at the last measured delivery rate for one window (seed 004).
+    /// Keeping cwnd over idle needs net.ipv4.tcp_slow_start_after_idle=0 in the
+    /// namespace (no per-socket equivalent exists).
+    #[arg(long, requires = "burst")]
+    resume_pacing: bool,
     /// Report interval (e.g. 1s, 100ms), or "off".
     #[arg(long, default_value = "1s")]
     interval: String,
@@ -216,9 +232,109 @@ fn send_config(args: &SendArgs) -> anyhow::Result<SendConfig> {
     Ok(cfg)
 }
 
+/// The burst schedule of `--burst`/`--every`/`--resume-pacing`, if any.
+fn bursts(args: &SendArgs) -> anyhow::Result<Option<tcpaccel_traffic::Bursts>> {
+    let Some(bytes) = parse_bytes("--burst", &args.burst)? else { return Ok(None) };
+    if bytes == 0 {
+        return Err(exit::usage("--burst must be above zero"));
+    }
+    let every = match &args.every {
+        Some(e) => parse_duration(e).map_err(|e| exit::usage(format!("--every: {e}")))?,
+        None => Duration::from_secs(2),
+    };
+    if every.is_zero() {
+        return Err(exit::usage("--every must be above zero"));
+    }
+    if args.parallel != 1 || args.reverse || args.checksum || args.mptcp {
+        return Err(exit::usage(
+            "--burst runs one plain TCP upload: no --parallel, --reverse, --checksum or --mptcp",
+        ));
+    }
+    Ok(Some(tcpaccel_traffic::Bursts { bytes, every, resume_pacing: args.resume_pacing }))
+}
+
+/// Reads a namespace sysctl under /proc/sys (None if unreadable).
+fn sysctl(key: &str) -> Option<String> {
+    let path = format!("/proc/sys/{}", key.replace('.', "/"));
+    std::fs::read_to_string(path).ok().map(|s| s.trim().to_string())
+}
+
+/// Warnings about namespace sysctls the chosen pacing depends on.
+fn sysctl_warnings(cfg: &SendConfig, resume: bool) {
+    if let Pace::Dynamic { mode: tcpaccel_traffic::DynamicMode::Kernel, .. } = cfg.pace {
+        for k in ["net.ipv4.tcp_pacing_ss_ratio", "net.ipv4.tcp_pacing_ca_ratio"] {
+            if let Some(v) = sysctl(k).filter(|v| v != "100") {
+                eprintln!(
+                    "warning: --pace dynamic=kernel paces at {k}={v}% of cwnd x mss / srtt; these ratios are \
+                     per-namespace sysctls (set both to 100 for seed 000's rule; no socket option can)"
+                );
+            }
+        }
+    }
+    if resume && sysctl("net.ipv4.tcp_slow_start_after_idle").as_deref() == Some("1") {
+        eprintln!(
+            "warning: net.ipv4.tcp_slow_start_after_idle=1 in this namespace: the kernel restarts slow start \
+             after each idle period, so --resume-pacing has no window to pace (set it to 0; there is no \
+             per-socket equivalent)"
+        );
+    }
+}
+
+fn send_bursts(mut cfg: SendConfig, b: tcpaccel_traffic::Bursts, json: bool) -> anyhow::Result<Verdict> {
+    let to = cfg.to;
+    if cfg.interval.is_some() && !json {
+        eprintln!("note: --burst reports per burst, not per --interval");
+    }
+    cfg.interval = None;
+    let s = tcpaccel_traffic::run_bursts(&cfg, b, |r| {
+        if json {
+            if let Ok(line) = serde_json::to_string(r) {
+                println!("{line}");
+            }
+        } else {
+            let c = r.completion_ms.map_or("incomplete".to_string(), |c| format!("{c:.1} ms"));
+            let resume = r.resume.map_or(String::new(), |p| {
+                format!(", resumed at {} for {}", Rate(p.rate * 8), format_duration(p.hold))
+            });
+            println!(
+                "burst {:>3} at {:>7.3} s: {} in {c} (cwnd {} after {} ms idle, {} retransmits{resume})",
+                r.index,
+                r.start_s,
+                human_bytes(r.bytes),
+                r.cwnd_at_start,
+                r.idle_ms,
+                r.retransmits
+            );
+        }
+    })
+    .map_err(|e| lib_error(e, &format!("sending bursts to {to}")))?;
+    if json {
+        println!("{}", serde_json::to_string(&s)?);
+    } else {
+        let mut c = s.completions_ms();
+        c.sort_by(f64::total_cmp);
+        let med = c.get(c.len() / 2).map_or("-".into(), |m| format!("{m:.1} ms"));
+        println!(
+            "summary: {} bursts, {} received, median completion {med}, retransmits {}",
+            s.bursts.len(),
+            human_bytes(s.bytes),
+            s.retransmits
+        );
+    }
+    if s.stopped_early {
+        use std::io::Write;
+        let _ = std::io::stdout().flush();
+        eprintln!("tcpaccel: send interrupted; the summary covers the shortened run");
+        std::process::exit(130);
+    }
+    Ok(Verdict::Ok)
+}
+
 pub fn send(args: SendArgs) -> anyhow::Result<Verdict> {
     let mut cfg = send_config(&args)?;
+    let bursts = bursts(&args)?;
     enter_netns(&args.netns, "tcpaccel send --netns")?;
+    sysctl_warnings(&cfg, args.resume_pacing);
     // The first SIGINT/SIGTERM ends the run early but in order (uploads
     // still collect their receipts), so the summary prints; exit 130.
     let signals = tcpaccel_net::signals::subscribe().context("installing SIGINT/SIGTERM handling")?;
@@ -233,6 +349,9 @@ pub fn send(args: SendArgs) -> anyhow::Result<Verdict> {
             }
         })
         .context("starting the signal thread")?;
+    if let Some(b) = bursts {
+        return send_bursts(cfg, b, args.json);
+    }
     let to = cfg.to;
     if let (Pace::Static(r), false) = (cfg.pace, args.json) {
         eprintln!(
