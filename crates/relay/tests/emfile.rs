@@ -16,7 +16,11 @@ const CHILD_ENV: &str = "TCPACCEL_RELAY_EMFILE_CHILD";
 #[test]
 #[ignore = "helper process of accept_backs_off_when_out_of_descriptors"]
 fn relay_child() {
-    assert!(std::env::var_os(CHILD_ENV).is_some(), "run by accept_backs_off_when_out_of_descriptors only");
+    if std::env::var_os(CHILD_ENV).is_none() {
+        // Not a test of its own: only the parent test starts it (with a low limit).
+        eprintln!("relay_child is a helper process; run accept_backs_off_when_out_of_descriptors");
+        return;
+    }
     let raw = RawConfig {
         listen: Some("127.0.0.1:0".into()),
         handshake_timeout: Some("60s".into()),
