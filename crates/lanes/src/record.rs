@@ -50,6 +50,9 @@ pub struct EventRecord {
     pub age_ms: Option<f64>,
     pub local: Option<String>,
     pub remote: Option<String>,
+    /// The kernel's BACKUP attribute of a subflow event: set when the
+    /// *peer* asked for backup (MP_JOIN or MP_PRIO from it). A backup this
+    /// host requested (SUBFLOW_CREATE with BACKUP, SET_FLAGS) shows as false.
     pub backup: Option<bool>,
     /// The subflow's socket error on sub_closed.
     pub error: Option<u8>,
@@ -116,8 +119,8 @@ impl Record {
                 if let (Some(l), Some(r)) = (&e.local, &e.remote) {
                     s.push_str(&format!(" {l} -> {r}"));
                 }
-                if let Some(b) = e.backup {
-                    s.push_str(if b { " backup" } else { " active" });
+                if e.backup == Some(true) {
+                    s.push_str(" peer-backup");
                 }
                 if let Some(a) = e.age_ms {
                     s.push_str(&format!(" age {a:.0} ms"));

@@ -1404,6 +1404,20 @@ mod tests {
         assert!(r.contains(&(addr_attr::PORT, &5201u16.to_ne_bytes()[..])));
         // The container attributes are flagged nested.
         assert_eq!(u16_ne(&m, 20 + 8 + 2).map(|t| t & NLA_F_NESTED), Some(NLA_F_NESTED));
+        // IPv6: family AF_INET6 and the 16 address bytes in ADDR6.
+        let v6 = Request::set_flags(
+            Some(9),
+            &PmAddr::sock("[fd00::1]:4000".parse().unwrap()).with_flags(0),
+            Some(&PmAddr::sock("[fd00::2]:80".parse().unwrap())),
+        )
+        .encode(0x1b, 3);
+        let top: Vec<_> = Attrs::new(&v6[20..]).map(|a| a.unwrap()).collect();
+        assert_eq!(top.len(), 3);
+        let l: Vec<_> = Attrs::new(top[1].1).map(|a| a.unwrap()).collect();
+        assert!(l.contains(&(addr_attr::FAMILY, &(libc::AF_INET6 as u16).to_ne_bytes()[..])));
+        let ip6: std::net::Ipv6Addr = "fd00::1".parse().unwrap();
+        assert!(l.contains(&(addr_attr::ADDR6, &ip6.octets()[..])));
+        assert!(l.contains(&(addr_attr::FLAGS, &0u32.to_ne_bytes()[..])));
         let d = Request::dump_addrs(None).encode(0x1b, 1);
         assert_eq!(u16_ne(&d, 6), Some(NLM_F_REQUEST | NLM_F_DUMP));
     }
