@@ -102,7 +102,11 @@ fn bad_input_is_a_usage_error() {
         (vec!["--to", "127.0.0.1:9", "--pace", "static:0"], "rate"),
         (vec!["--to", "127.0.0.1:9", "--pace", "static:-20mbit"], "negative"),
         (vec!["--to", "127.0.0.1:9", "--pace", "static:fast"], "rate"),
-        (vec!["--to", "127.0.0.1:9", "--pace", "dynamic"], "not available yet"),
+        (vec!["--to", "127.0.0.1:9", "--pace", "dynamic=fast"], "dynamic"),
+        (vec!["--to", "127.0.0.1:9", "--pace", "dynamic:0"], "rate"),
+        (vec!["--to", "127.0.0.1:9", "--burst", "0"], "above zero"),
+        (vec!["--to", "127.0.0.1:9", "--burst", "1MB", "--every", "0s"], "above zero"),
+        (vec!["--to", "127.0.0.1:9", "--burst", "1MB", "-P", "2"], "one plain TCP upload"),
         (vec!["--to", "127.0.0.1:9", "--duration", "soon"], "duration"),
         (vec!["--to", "127.0.0.1:9", "--bytes", "0"], "above zero"),
         (vec!["--to", "127.0.0.1:9", "-P", "0"], "parallel"),
@@ -192,4 +196,36 @@ fn send_stops_in_order_on_sigint() {
     assert_eq!(summary["type"], "summary");
     assert_eq!(summary["stopped_early"], true);
     assert!(summary["bytes"].as_u64().unwrap() > 0);
+}
+
+#[test]
+fn burst_mode_reports_each_burst_and_the_receiver_counts_them_all() {
+    let (mut recv, _reader, addr) = start_recv(&[]);
+    let out = send(&[
+        "--to",
+        &addr,
+        "--burst",
+        "2MB",
+        "--every",
+        "200ms",
+        "--duration",
+        "1s",
+        "--resume-pacing",
+        "--pace",
+        "dynamic",
+        "--json",
+    ]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{text}{}", String::from_utf8_lossy(&out.stderr));
+    let lines: Vec<serde_json::Value> = text.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    let bursts: Vec<&serde_json::Value> = lines.iter().filter(|v| v["type"] == "burst").collect();
+    assert!((4..=5).contains(&bursts.len()), "{text}");
+    for b in &bursts {
+        let c = b["completion_ms"].as_f64().expect("every burst completes on loopback");
+        assert!(c > 0.0 && c < 200.0, "{text}");
+    }
+    let summary = lines.last().unwrap();
+    assert_eq!(summary["type"], "burst_summary");
+    assert_eq!(summary["bytes"].as_u64(), Some(2_000_000 * bursts.len() as u64), "{text}");
+    assert!(recv.0.wait().unwrap().success());
 }
