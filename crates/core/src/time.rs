@@ -47,6 +47,14 @@ impl AddAssign<Duration> for Instant {
     }
 }
 
+/// `t - d`, saturating at zero (an instant never goes below the epoch).
+impl Sub<Duration> for Instant {
+    type Output = Instant;
+    fn sub(self, d: Duration) -> Instant {
+        Instant(self.0.saturating_sub(d.as_nanos() as u64))
+    }
+}
+
 impl Sub for Instant {
     type Output = Duration;
     fn sub(self, rhs: Instant) -> Duration {
@@ -92,5 +100,7 @@ mod tests {
         assert_eq!(c.now() - t0, Duration::from_micros(123));
         assert_eq!(t0 - c.now(), Duration::ZERO);
         assert_eq!(Instant::from_millis(1) + Duration::from_millis(2), Instant::from_millis(3));
+        assert_eq!(Instant::from_millis(3) - Duration::from_millis(2), Instant::from_millis(1));
+        assert_eq!(Instant::from_millis(1) - Duration::from_millis(2), Instant::ZERO);
     }
 }
