@@ -33,7 +33,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         ("dump: --dst (100 client sockets)", dst.clone(), false),
         ("dump: --port (both ends, 200 sockets)", Selector::Port(addr.port()), false),
         ("dump: --port 1 (no socket matches: the kernel's table walk alone)", Selector::Port(1), false),
-        ("hybrid (dump every 1 s): --dst (100 client sockets)", dst, true),
+        ("hybrid (dump every 1 s): --dst (100 client sockets)", dst.clone(), true),
     ] {
         let (u0, s0) = user_sys();
         let mut tracer = Tracer::open(sel, None)?;
@@ -57,6 +57,30 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         );
         let (u1, s1) = user_sys();
         println!("    user {} ms, kernel {} ms (10 ms resolution)", (u1 - u0) * 10, (s1 - s0) * 10);
+    }
+    // The whole `tcpaccel trace --out FILE.csv` path: sampling plus CSV rows
+    // written through a buffered file flushed every tick.
+    for (name, hybrid) in [("dump + CSV file", false), ("hybrid + CSV file", true)] {
+        let path = std::env::temp_dir().join(format!("tcpaccel-trace-cpu-{}.csv", std::process::id()));
+        let file = std::io::BufWriter::new(std::fs::File::create(&path)?);
+        let mut w = tcpaccel_tune::trace::RowWriter::new(file, tcpaccel_tune::trace::Format::Csv);
+        let mut tracer = Tracer::open(dst.clone(), None)?;
+        if hybrid {
+            tracer = tracer.hybrid(Duration::from_secs(1));
+        }
+        let sum = run(&mut tracer, Duration::from_millis(10), Some(Duration::from_secs(secs)), &stop, |r| {
+            w.write(r)?;
+            w.flush()?;
+            Ok(())
+        })?;
+        let _ = std::fs::remove_file(&path);
+        println!(
+            "{name}: {} ticks ({} late), {} rows, {:.2}% of one core",
+            sum.ticks,
+            sum.missed_ticks,
+            sum.rows,
+            sum.cpu_share.unwrap_or(0.0) * 100.0
+        );
     }
     Ok(())
 }

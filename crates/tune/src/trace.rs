@@ -105,8 +105,21 @@ pub struct Row {
 /// CSV column names, in [`Row`] order.
 pub const CSV_HEADER: &str = "tick,t_s,src,dst,state,cc,cwnd,ssthresh,srtt_us,rttvar_us,min_rtt_us,mss,unacked,lost,retrans,total_retrans,delivery_rate_bps,pacing_rate_bps,bytes_acked,bytes_received,busy_us,rwnd_limited_us,sndbuf_limited_us,inode";
 
-fn opt<T: std::fmt::Display>(v: &Option<T>) -> String {
-    v.as_ref().map(|x| x.to_string()).unwrap_or_default()
+/// Displays an optional value as itself or as an empty CSV field, without
+/// allocating.
+struct Opt<'a, T>(&'a Option<T>);
+
+impl<T: std::fmt::Display> std::fmt::Display for Opt<'_, T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self.0 {
+            Some(v) => v.fmt(f),
+            None => Ok(()),
+        }
+    }
+}
+
+fn opt<T>(v: &Option<T>) -> Opt<'_, T> {
+    Opt(v)
 }
 
 impl Row {
@@ -143,7 +156,16 @@ impl Row {
 
     /// One CSV line (no newline), columns as [`CSV_HEADER`].
     pub fn csv(&self) -> String {
-        format!(
+        let mut v = Vec::new();
+        // Writing into a Vec cannot fail.
+        let _ = self.write_csv(&mut v);
+        String::from_utf8_lossy(&v).into_owned()
+    }
+
+    /// Writes one CSV line (no newline) straight to `out`.
+    pub fn write_csv(&self, out: &mut impl Write) -> std::io::Result<()> {
+        write!(
+            out,
             "{},{:.6},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}",
             self.tick,
             self.t_s,
@@ -322,19 +344,14 @@ impl Tracer {
         if dump_now {
             self.conn.dump_into(&self.req, &mut self.socks)?;
             self.discovered_at = Some(t);
-            let (sel, inodes) = (&self.sel, &self.inodes);
-            self.known.clear();
-            self.known.extend(self.socks.iter().filter(|s| sel.matches(s, inodes)).cloned());
         } else {
             self.conn.query_into(&self.known, self.req.ext, &mut self.socks)?;
-            // Keep the sockets that still answer with a tcp_info (closed ones
-            // drop out; a dump brings any new ones).
-            let (sel, inodes) = (&self.sel, &self.inodes);
-            self.known.clear();
-            self.known.extend(
-                self.socks.iter().filter(|s| s.tcp_info_raw().is_some() && sel.matches(s, inodes)).cloned(),
-            );
         }
+        // The fresh answers become the known set (no copies): closed
+        // sockets drop out, a dump brings any new ones.
+        std::mem::swap(&mut self.known, &mut self.socks);
+        let (sel, inodes) = (&self.sel, &self.inodes);
+        self.known.retain(|s| s.tcp_info_raw().is_some() && sel.matches(s, inodes));
         rows.extend(self.known.iter().filter_map(|s| Row::from_socket(tick, t, s)));
         Ok(())
     }
@@ -375,7 +392,10 @@ impl<W: Write> RowWriter<W> {
         }
         for r in rows {
             match self.format {
-                Format::Csv => writeln!(self.out, "{}", r.csv())?,
+                Format::Csv => {
+                    r.write_csv(&mut self.out)?;
+                    self.out.write_all(b"\n")?;
+                }
                 Format::Jsonl => {
                     // The row's own object with the record type put first,
                     // without building an intermediate JSON value.
