@@ -508,3 +508,24 @@ fn ipv6_targets_and_ipv6_listener() {
     s.read_exact(&mut b).unwrap();
     assert_eq!(&b, b"ping");
 }
+
+#[test]
+fn a_hop_failure_is_reported_with_the_hop_reply_code() {
+    let echo = echo_server();
+    // The last hop denies everything on the echo port; the first only chains.
+    let r2 = start(RawConfig { rules: vec![format!("deny any:{}", echo.port())], ..Default::default() });
+    let r1 = start(RawConfig { next: vec![next(&r2)], ..Default::default() });
+    assert_eq!(socks_connect(r1.addr, &connect_req(echo)).1, 2);
+    // Names travel unresolved through the chain; the last hop answers 4.
+    assert_eq!(socks_connect(r1.addr, &domain_req(1, "nothing.invalid", 80)).1, 4);
+    assert_eq!(r1.stats.errors_of(Err::ChainFailed), 2);
+    assert_eq!(r2.stats.errors_of(Err::ResolveFailed), 1);
+    // A dead first hop: refused (5), and the relay keeps serving.
+    let dead = {
+        let l = TcpListener::bind("127.0.0.1:0").unwrap();
+        l.local_addr().unwrap()
+    };
+    let r0 = start(RawConfig { next: vec![format!("socks5://{dead}")], ..Default::default() });
+    assert_eq!(socks_connect(r0.addr, &connect_req(echo)).1, 5);
+    assert_eq!(socks_connect(r0.addr, &connect_req(echo)).1, 5);
+}
