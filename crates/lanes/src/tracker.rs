@@ -105,7 +105,13 @@ struct Conn {
     ll: Vec<LlSubflow>,
     switcher: LaneSwitcher,
     switch: SwitchState,
+    /// Last reading that showed one of its subflows.
+    last_seen: Instant,
 }
+
+/// A connection none of whose subflows sock_diag has shown for this long
+/// is forgotten (its CLOSED event was lost, e.g. in a buffer overrun).
+pub const FORGET_AFTER: Duration = Duration::from_secs(10);
 
 #[derive(Debug, Clone, Copy, Default)]
 struct ProbeState {
@@ -269,6 +275,7 @@ impl Tracker {
             ll,
             switcher: LaneSwitcher::new(self.cfg.switch, now),
             switch: SwitchState::No,
+            last_seen: now,
         })
     }
 
@@ -417,6 +424,28 @@ impl Tracker {
             self.probes.entry(*k).or_default().last_fresh = Some(now);
         }
         let mut out = Vec::new();
+        let mut gone = Vec::new();
+        for (token, c) in self.conns.iter_mut() {
+            let seen = fresh.iter().any(|(r, _)| {
+                (r.local == c.local && r.remote == c.remote)
+                    || c.ll.iter().any(|s| s.established == Some((r.local, r.remote)))
+            });
+            if seen {
+                c.last_seen = now;
+            } else if now.saturating_since(c.last_seen) >= FORGET_AFTER {
+                gone.push(*token);
+            }
+        }
+        for token in gone {
+            self.conns.remove(&token);
+            out.push(Action::Emit(Record::Warning(crate::record::Warning {
+                t: self.t(now),
+                message: format!(
+                    "forgot connection {token:#010x}: no subflow seen for {} s (CLOSED event lost?)",
+                    FORGET_AFTER.as_secs()
+                ),
+            })));
+        }
         let tokens: Vec<u32> = self.conns.keys().copied().collect();
         for token in tokens {
             let decision = {
@@ -680,9 +709,24 @@ mod tests {
         for step in 1..=50u64 {
             assert!(tr.on_readings(at(step * 20), &r).is_empty(), "step {step}");
         }
+        // Still there while its socket shows in the readings.
+        assert!(tr.is_managed(3));
         let closed = tr.on_event(at(1000), &ev(EventKind::Closed, 3, "10.1.0.1:40000", "10.1.0.2:5201"));
         assert!(commands(&closed).is_empty());
         assert!(tr.managed().is_empty());
+    }
+
+    #[test]
+    fn a_connection_whose_sockets_vanished_is_forgotten() {
+        let mut tr = Tracker::new(cfg("deadline"), at(0));
+        established(&mut tr, 8);
+        // Idle (nothing acked, nothing in flight): seen, not switched.
+        let r = [reading(1, "10.1.0.1:40000", "10.1.0.2:5201", 5, 0)];
+        assert!(tr.on_readings(at(5_000), &r).is_empty());
+        assert!(tr.on_readings(at(14_000), &[]).is_empty(), "seen 9 s ago: kept");
+        let a = tr.on_readings(at(15_000), &[]);
+        assert!(matches!(&a[..], [Action::Emit(Record::Warning(_))]), "{a:?}");
+        assert!(!tr.is_managed(8));
     }
 
     #[test]
