@@ -489,3 +489,26 @@ fn namespaces_without_the_userspace_pm_or_the_addresses_are_refused() {
     assert!(!e.is_missing_feature());
     assert!(e.to_string().contains("10.31.9.1"), "{e}");
 }
+
+#[test]
+fn in_kernel_pm_limits_and_endpoints_round_trip() {
+    let lab = Lab::new(true);
+    let ns = lab.server.clone();
+    let (limits, endpoints) = netns::run_in(&ns, || {
+        let mut pm = PmClient::open().expect("mptcp_pm");
+        pm.set_limits(tcpaccel_sys::mptcp::Limits { subflows: 3, add_addr_accepted: 2 }).expect("SET_LIMITS");
+        let ep = PmAddr::ip(LL_PEER.parse().unwrap()).with_id(5).with_flags(flags::SIGNAL);
+        pm.add_addr(&ep).expect("ADD_ADDR");
+        let again = pm.add_addr(&ep).expect_err("the same endpoint twice");
+        assert!(again.to_string().contains("ADD_ADDR"), "{again}");
+        (pm.limits().expect("GET_LIMITS"), pm.addrs(None).expect("GET_ADDR"))
+    })
+    .expect("run in server namespace");
+    assert_eq!((limits.subflows, limits.add_addr_accepted), (3, 2));
+    assert!(
+        endpoints
+            .iter()
+            .any(|e| e.ip == Some(LL_PEER.parse().unwrap()) && e.id == Some(5) && e.flags == flags::SIGNAL),
+        "{endpoints:?}"
+    );
+}

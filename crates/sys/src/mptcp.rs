@@ -1507,6 +1507,11 @@ mod tests {
             .set_flags(Some(0x7fff_0001), &local.with_flags(flags::BACKUP), Some(&remote))
             .expect_err("bad token must fail");
         assert!(err.to_string().contains("SET_FLAGS"), "{err}");
+        // GET answers and dumps decode (read only: this namespace is shared).
+        let limits = pm.limits().expect("GET_LIMITS");
+        assert!(limits.subflows <= 8 && limits.add_addr_accepted <= 8, "{limits:?}");
+        let endpoints = pm.addrs(None).expect("GET_ADDR dump");
+        assert!(endpoints.iter().all(|e| e.ip.is_some()), "{endpoints:?}");
         // The events group can be joined.
         let mut ev = EventListener::open().expect("join mptcp_pm_events");
         let got = ev.recv(Some(Duration::from_millis(10))).expect("recv");
