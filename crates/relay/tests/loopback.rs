@@ -327,6 +327,8 @@ fn authentication_failure_and_success() {
     let mut m = [0u8; 2];
     s.read_exact(&mut m).unwrap();
     assert_eq!(m, [5, 0xff]);
+    let mut rest = Vec::new();
+    assert_eq!(s.read_to_end(&mut rest).unwrap(), 0, "closed after 0xFF");
     // Wrong password: status failure, then close.
     let mut s = TcpStream::connect(r.addr).unwrap();
     s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
@@ -528,4 +530,51 @@ fn a_hop_failure_is_reported_with_the_hop_reply_code() {
     let r0 = start(RawConfig { next: vec![format!("socks5://{dead}")], ..Default::default() });
     assert_eq!(socks_connect(r0.addr, &connect_req(echo)).1, 5);
     assert_eq!(socks_connect(r0.addr, &connect_req(echo)).1, 5);
+}
+
+#[test]
+fn upstream_sockets_get_the_per_hop_tuning() {
+    let echo = echo_server();
+    let r = start(RawConfig {
+        cc: Some("reno".into()),
+        pace: Some("80mbit".into()),
+        notsent_lowat: Some("64KB".into()),
+        ..Default::default()
+    });
+    let (mut s, rep) = socks_connect(r.addr, &connect_req(echo));
+    assert_eq!(rep, 0);
+    s.write_all(b"ping").unwrap();
+    let mut b = [0u8; 4];
+    s.read_exact(&mut b).unwrap();
+    // The relay's upstream socket is the one connected to the echo port.
+    let out = Command::new("ss")
+        .args(["-tinH", "state", "established", &format!("( dport = :{} )", echo.port())])
+        .output()
+        .expect("run ss (iproute2)");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("reno"), "congestion control not applied: {text}");
+    // ss prints "pacing_rate CURRENT/MAX" in bit/s once a cap is set.
+    assert!(text.contains("/80000000bps"), "pacing cap not applied: {text}");
+}
+
+#[test]
+fn chain_hops_can_require_authentication() {
+    let echo = echo_server();
+    let r2 = start(RawConfig { auth: vec!["hop:pw".into()], ..Default::default() });
+    let good = start(RawConfig { next: vec![format!("socks5://hop:pw@{}", r2.addr)], ..Default::default() });
+    let (mut s, rep) = socks_connect(good.addr, &connect_req(echo));
+    assert_eq!(rep, 0);
+    s.write_all(b"auth").unwrap();
+    let mut b = [0u8; 4];
+    s.read_exact(&mut b).unwrap();
+    assert_eq!(&b, b"auth");
+    let bad =
+        start(RawConfig { next: vec![format!("socks5://hop:wrong@{}", r2.addr)], ..Default::default() });
+    assert_eq!(socks_connect(bad.addr, &connect_req(echo)).1, 1);
+    // The hop counts its failure after answering: wait for it.
+    let t0 = std::time::Instant::now();
+    while r2.stats.errors_of(Err::AuthFailed) == 0 && t0.elapsed() < Duration::from_secs(5) {
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    assert_eq!(r2.stats.errors_of(Err::AuthFailed), 1);
 }
