@@ -17,6 +17,7 @@ use std::time::Duration;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpSocket, TcpStream};
 use tokio::sync::Semaphore;
+use tracing::Instrument;
 
 use crate::config::{Config, Hop, Mode, Tuning};
 use crate::pump::{self, Outcome, PumpOptions, Side};
@@ -100,10 +101,14 @@ async fn accept_loop(listener: TcpListener, mode: Mode, shared: Arc<Shared>) {
                 backoff = Duration::from_millis(10);
                 let shared = shared.clone();
                 let mode = mode.clone();
-                tokio::spawn(async move {
-                    handle(stream, peer, mode, &shared).await;
-                    drop(permit);
-                });
+                let span = tracing::info_span!("relay_conn", %peer);
+                tokio::spawn(
+                    async move {
+                        handle(stream, peer, mode, &shared).await;
+                        drop(permit);
+                    }
+                    .instrument(span),
+                );
             }
             Err(e) if is_fd_exhaustion(&e) => {
                 // The pending connection stays in the backlog and the listener
