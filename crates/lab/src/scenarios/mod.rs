@@ -4,13 +4,22 @@ use crate::scenario::Scenario;
 
 pub mod demo;
 pub mod dumbbell;
+pub mod idle;
+pub mod pacing;
 pub mod rto;
 pub mod split;
 pub mod tuning;
 
 /// Every scenario, in the order `lab list` shows them.
 pub fn all() -> Vec<Box<dyn Scenario>> {
-    vec![Box::new(demo::Demo), Box::new(tuning::Tuning), Box::new(rto::Rto), Box::new(split::Split)]
+    vec![
+        Box::new(demo::Demo),
+        Box::new(tuning::Tuning),
+        Box::new(rto::Rto),
+        Box::new(split::Split),
+        Box::new(pacing::Pacing),
+        Box::new(idle::Idle),
+    ]
 }
 
 /// Looks a scenario up by name; the error lists the valid names.

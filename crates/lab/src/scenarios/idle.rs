@@ -1,0 +1,208 @@
+//! `lab idle`: seed 004's intermittent sender — 10 MB every 2 s over
+//! 500 Mbit/s / 100 ms — and what slow start after idle costs each burst.
+//!
+//! Variants: `defaults` (Linux restarts slow start after an idle longer
+//! than the RTO), `no-ssai` (`net.ipv4.tcp_slow_start_after_idle=0` in the
+//! sender's namespace: the window survives the pause, and the whole window
+//! leaves as one burst), `no-ssai-resume` (that plus `--resume-pacing`: the
+//! resumed window is paced at the last delivery rate, seed 004). Each burst
+//! is a flow record (completion time from the receiver's cumulative ACK, see
+//! `tcpaccel_traffic::burst`), so the report draws their CDF.
+//!
+//! What it is not: one connection per run, built fresh per run (no state
+//! leaks between variants); no application think time beyond the schedule.
+
+use super::dumbbell::{baseline_sysctls, sysctls, Path2, DATA_PORT};
+use super::pacing::sockbuf_sysctls;
+use crate::records::{MetricSpec, Published};
+use crate::scenario::{ParamSpec, Params, RunCtx, Scenario, Testbed};
+use anyhow::{bail, Context, Result};
+use std::net::SocketAddr;
+use std::path::Path;
+use std::time::Duration;
+use tcpaccel_core::units::{Bytes, Rate};
+use tcpaccel_net::Network;
+use tcpaccel_traffic::{run_bursts, spawn_recv, BurstRecord, Bursts, RecvConfig, SendConfig, Volume};
+
+pub struct Idle;
+
+const VARIANTS: [&str; 3] = ["defaults", "no-ssai", "no-ssai-resume"];
+
+impl Scenario for Idle {
+    fn name(&self) -> &'static str {
+        "idle"
+    }
+    fn title(&self) -> &'static str {
+        "seed 004: bursts after idle — slow start after idle vs kept window vs resume pacing"
+    }
+    fn description(&self) -> &'static str {
+        "A sender that writes 10 MB every 2 s over a 500 Mbit/s, 100 ms path: per-burst completion \
+         time with Linux defaults, with tcp_slow_start_after_idle=0, and with that plus pacing of \
+         the resumed burst at the last delivery rate."
+    }
+    fn params(&self) -> Vec<ParamSpec> {
+        vec![
+            ParamSpec::new("rate", "500mbit", "bottleneck rate (on the wire)"),
+            ParamSpec::new("rtt", "100ms", "round-trip propagation delay"),
+            ParamSpec::new("buffer", "1MB", "drop-tail buffer at the bottleneck"),
+            ParamSpec::new("sockbuf", "12.5MB", "socket buffer maximum (tcp_rmem/tcp_wmem) on both hosts"),
+            ParamSpec::new("burst", "10MB", "bytes per burst"),
+            ParamSpec::new("every", "2s", "period between burst starts"),
+            ParamSpec::new("duration", "20s", "length of each run"),
+            ParamSpec::new("variants", VARIANTS.join(","), "which variants to run"),
+        ]
+    }
+    fn quick(&self) -> Vec<(&'static str, &'static str)> {
+        // A fifth of the rate, burst, buffers: same burst time and BDP ratios.
+        vec![
+            ("rate", "100mbit"),
+            ("buffer", "200KB"),
+            ("sockbuf", "2.5MB"),
+            ("burst", "2MB"),
+            ("duration", "8s"),
+        ]
+    }
+    fn default_repeats(&self) -> u32 {
+        1
+    }
+    fn variants(&self, p: &Params) -> Result<Vec<String>> {
+        let v = p.list("variants")?;
+        for x in &v {
+            if !VARIANTS.contains(&x.as_str()) {
+                bail!("unknown variant {x:?}; valid: {}", VARIANTS.join(", "));
+            }
+        }
+        Ok(v)
+    }
+    fn metrics(&self) -> Vec<MetricSpec> {
+        let ms = |name: &str, description: &str| MetricSpec {
+            name: name.into(),
+            unit: "ms".into(),
+            higher_is_better: false,
+            description: description.into(),
+        };
+        vec![
+            ms("burst_p50_ms", "median completion time of the bursts after the first (resumed after idle)"),
+            ms("burst_p90_ms", "90th percentile of the same"),
+            ms("first_burst_ms", "completion time of the first burst (a fresh connection's slow start)"),
+            MetricSpec {
+                name: "retransmits".into(),
+                unit: "segments".into(),
+                higher_is_better: false,
+                description: "sender's TCP retransmissions over the run".into(),
+            },
+        ]
+    }
+    fn published(&self) -> Vec<Published> {
+        // The ideal: 10 MB at 500 Mbit/s.
+        VARIANTS
+            .iter()
+            .map(|v| Published {
+                variant: (*v).into(),
+                metric: "burst_p50_ms".into(),
+                value: 160.0,
+                source: "seed 004, ideal (10 MB at 500 Mbit/s)".into(),
+            })
+            .collect()
+    }
+    fn notes(&self, p: &Params) -> Vec<String> {
+        let ideal = match (p.bytes("burst"), p.rate("rate")) {
+            (Ok(b), Ok(r)) if r.bits_per_sec() > 0 => b.0 as f64 * 8.0 / r.bits_per_sec() as f64 * 1e3,
+            _ => 0.0,
+        };
+        vec![
+            format!(
+                "Ideal completion of one burst at this rate: {ideal:.0} ms of transmission (the published \
+                 160 ms is 10 MB at 500 Mbit/s); measured times run from the scheduled start to the ACK of \
+                 the last byte, so they also contain one RTT."
+            ),
+            "tcp_slow_start_after_idle is a per-namespace sysctl; there is no per-socket equivalent.".into(),
+            "Bursts after the first are the ones that resume after idle; the first is a fresh slow start in \
+             every variant and is reported apart (first_burst_ms)."
+                .into(),
+        ]
+    }
+    fn estimate(&self, p: &Params) -> Duration {
+        p.duration("duration").unwrap_or(Duration::from_secs(20)) + Duration::from_secs(4)
+    }
+    fn prepare(&self, p: &Params, _dir: &Path) -> Result<Box<dyn Testbed>> {
+        Ok(Box::new(IdleBed {
+            path: Path2 { rate: p.rate("rate")?, rtt: p.duration("rtt")?, buffer: p.bytes("buffer")? },
+            sockbuf: p.bytes("sockbuf")?,
+            burst: p.bytes("burst")?,
+            every: p.duration("every")?,
+            duration: p.duration("duration")?,
+        }))
+    }
+}
+
+struct IdleBed {
+    path: Path2,
+    sockbuf: Bytes,
+    burst: Bytes,
+    every: Duration,
+    duration: Duration,
+}
+
+impl Testbed for IdleBed {
+    fn run_one(&mut self, ctx: &mut RunCtx<'_>) -> Result<()> {
+        let (ssai, resume) = match ctx.variant.as_str() {
+            "defaults" => ("1", false),
+            "no-ssai" => ("0", false),
+            "no-ssai-resume" => ("0", true),
+            v => bail!("unknown variant {v}"),
+        };
+        let net = Network::up(&self.path.topology()?).context("building the dumbbell")?;
+        let mut s_ctl = baseline_sysctls();
+        s_ctl.extend(sockbuf_sysctls(self.sockbuf));
+        s_ctl.push(("net.ipv4.tcp_slow_start_after_idle".into(), ssai.into()));
+        let mut r_ctl = baseline_sysctls();
+        r_ctl.extend(sockbuf_sysctls(self.sockbuf));
+        sysctls(&net, "h1", &s_ctl)?;
+        sysctls(&net, "h2", &r_ctl)?;
+        let listen = SocketAddr::new(net.addr("h2")?, DATA_PORT);
+        let recv = net
+            .run_in("h2", move || spawn_recv(RecvConfig::new(listen)))?
+            .context("starting the receiver in h2")?;
+        let mut cfg = SendConfig::new(listen);
+        cfg.volume = Volume::Duration(self.duration);
+        cfg.interval = None;
+        cfg.seed = ctx.seed;
+        cfg.stop = Some(crate::scenario::stop_flag());
+        let b = Bursts { bytes: self.burst.0, every: self.every, resume_pacing: resume };
+        let (tx, rx) = std::sync::mpsc::channel::<BurstRecord>();
+        let summary = net
+            .run_in("h1", move || {
+                run_bursts(&cfg, b, |r| {
+                    let _ = tx.send(r.clone());
+                })
+            })?
+            .context("sending bursts from h1")?;
+        let _ = recv.stop();
+        drop(net.teardown());
+        let mut later = Vec::new();
+        for r in rx.try_iter() {
+            // An incomplete burst is recorded as such, with the time it had.
+            let fct = r.completion_ms.unwrap_or((self.duration.as_secs_f64() - r.start_s).max(0.0) * 1e3);
+            ctx.flow(u64::from(r.index), "burst", r.bytes, r.start_s, fct, r.completion_ms.is_some())?;
+            ctx.sample("burst_ms", r.start_s, fct)?;
+            ctx.sample("cwnd_at_start", r.start_s, f64::from(r.cwnd_at_start))?;
+            if let Some(p) = r.resume {
+                ctx.sample("resume_rate_mbps", r.start_s, Rate(p.rate * 8).as_mbps())?;
+            }
+            match (r.index, r.completion_ms) {
+                (0, Some(c)) => ctx.metric("first_burst_ms", c),
+                (_, Some(c)) => later.push(c),
+                _ => {}
+            }
+        }
+        if later.is_empty() {
+            bail!("no burst after the first completed; lengthen duration or shorten every");
+        }
+        later.sort_by(f64::total_cmp);
+        ctx.metric("burst_p50_ms", tcpaccel_core::stats::percentile_sorted(&later, 50.0));
+        ctx.metric("burst_p90_ms", tcpaccel_core::stats::percentile_sorted(&later, 90.0));
+        ctx.metric("retransmits", f64::from(summary.retransmits));
+        Ok(())
+    }
+}

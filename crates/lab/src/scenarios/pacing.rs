@@ -1,0 +1,390 @@
+//! `lab pacing`: seed 000's experiment (PSPacer on a 500 Mbit/s, 100 ms path
+//! with a 1 MB drop-tail buffer) on the emulated dumbbell. One bulk transfer
+//! per variant: unpaced CUBIC, dynamic pacing (seed 000 eq. 1) by our
+//! TCP_INFO loop and by the kernel's own pacing with its ratios at 100%,
+//! static pacing at the bottleneck rate, and BBR.
+//!
+//! Records per run: goodput, bottleneck drops (all and after the first 2 s),
+//! the Fig. 2 series (100 ms bandwidth, cwnd) and the Fig. 3 zoom (500 µs bins
+//! around the first drop) through `dumbbell::bulk`, and the pacing precision:
+//! p50/p99 of how far the bottleneck's arrival gaps deviate from the ideal
+//! gap (on-wire frame size / rate).
+//!
+//! What it is not: the emulator's per-frame gap sample (`GapRecord`) is not
+//! exposed by `tcpaccel_emu::Summary`, so precision is computed from the
+//! 500 µs meter bins: the mean arrival gap of each bin (width / frames)
+//! against the ideal gap of that bin's mean frame, weighted by frames. It sees
+//! bursts at the bin scale and above, not jitter between single frames.
+
+use super::demo::standard_metrics;
+use super::dumbbell::{bulk, HostSetup, Path2};
+use crate::records::{MetricSpec, Published};
+use crate::scenario::{ParamSpec, Params, RunCtx, Scenario, Testbed};
+use anyhow::{bail, Context, Result};
+use std::path::Path;
+use std::time::Duration;
+use tcpaccel_core::units::{bdp_bytes, Bytes, Rate};
+use tcpaccel_traffic::{DynamicMode, Pace};
+
+pub struct Pacing;
+
+const VARIANTS: [&str; 6] = ["none", "dynamic", "dynamic-kernel", "dynamic-loop", "static", "bbr"];
+const DEFAULT_VARIANTS: [&str; 5] = ["none", "dynamic", "dynamic-kernel", "static", "bbr"];
+/// Ethernet preamble + SFD (8), FCS (4), inter-frame gap (12): wire bytes a
+/// frame costs beyond what the meter counts (header + payload).
+const WIRE_EXTRA: f64 = 24.0;
+/// Drops after this time count as "after the first RTTs" (slow start at
+/// 500 Mbit/s and 100 ms ends within ~1 s).
+const LATE_S: f64 = 2.0;
+
+impl Scenario for Pacing {
+    fn name(&self) -> &'static str {
+        "pacing"
+    }
+    fn title(&self) -> &'static str {
+        "seed 000: pacing on a long fat path with a small drop-tail buffer"
+    }
+    fn description(&self) -> &'static str {
+        "One bulk transfer per variant over a 500 Mbit/s, 100 ms bottleneck with a 1 MB drop-tail \
+         buffer and 12.5 MB socket buffers: unpaced CUBIC, dynamic pacing (cwnd·mss/RTT) by TCP_INFO \
+         loop and by kernel pacing at ratio 100, static pacing at the bottleneck rate, BBR."
+    }
+    fn params(&self) -> Vec<ParamSpec> {
+        vec![
+            ParamSpec::new("rate", "500mbit", "bottleneck rate (on the wire)"),
+            ParamSpec::new("rtt", "100ms", "round-trip propagation delay"),
+            ParamSpec::new("buffer", "1MB", "drop-tail buffer at the bottleneck"),
+            ParamSpec::new("sockbuf", "12.5MB", "socket buffer maximum (tcp_rmem/tcp_wmem) on both hosts"),
+            ParamSpec::new("static_rate", "bottleneck", "rate of the static variant (on the wire)"),
+            ParamSpec::new("duration", "60s", "length of each transfer"),
+            ParamSpec::new("variants", DEFAULT_VARIANTS.join(","), "which variants to run"),
+        ]
+    }
+    fn quick(&self) -> Vec<(&'static str, &'static str)> {
+        // A fifth of the rate with buffer and socket buffers scaled alike:
+        // the same BDP-to-buffer ratios as the full run.
+        vec![("duration", "8s"), ("rate", "100mbit"), ("buffer", "200KB"), ("sockbuf", "2.5MB")]
+    }
+    fn default_repeats(&self) -> u32 {
+        1
+    }
+    fn variants(&self, p: &Params) -> Result<Vec<String>> {
+        let v = p.list("variants")?;
+        for x in &v {
+            if !VARIANTS.contains(&x.as_str()) {
+                bail!("unknown variant {x:?}; valid: {}", VARIANTS.join(", "));
+            }
+        }
+        Ok(v)
+    }
+    fn metrics(&self) -> Vec<MetricSpec> {
+        let mut m = standard_metrics();
+        let spec = |name: &str, unit: &str, description: &str| MetricSpec {
+            name: name.into(),
+            unit: unit.into(),
+            higher_is_better: false,
+            description: description.into(),
+        };
+        m.push(spec("drops_after_2s", "packets", "bottleneck drops after the first 2 s (after slow start)"));
+        m.push(spec(
+            "gap_dev_p50_us",
+            "µs",
+            "median |arrival gap − ideal gap| at the bottleneck (500 µs bin means, per frame)",
+        ));
+        m.push(spec("gap_dev_p99_us", "µs", "99th percentile of the same deviation"));
+        m
+    }
+    fn published(&self) -> Vec<Published> {
+        let src = "seed 000, table (GtrcNET-1, 500 Mbit/s, 100 ms, 1 MB)";
+        let row = |variant: &str, metric: &str, value: f64| Published {
+            variant: variant.into(),
+            metric: metric.into(),
+            value,
+            source: src.into(),
+        };
+        vec![
+            row("none", "goodput_mbps", 200.0),
+            row("none", "drops", 1455.0),
+            row("dynamic", "goodput_mbps", 315.0),
+            row("dynamic", "drops", 285.0),
+            row("static", "goodput_mbps", 433.0),
+            row("static", "drops", 0.0),
+        ]
+    }
+    fn notes(&self, p: &Params) -> Vec<String> {
+        let (rate, rtt, buffer) = match (p.rate("rate"), p.duration("rtt"), p.bytes("buffer")) {
+            (Ok(r), Ok(t), Ok(b)) => (r, t, b),
+            _ => return Vec::new(),
+        };
+        let bdp = bdp_bytes(rate, rtt);
+        let mut n = vec![
+            format!(
+                "Path: {rate}, RTT {}, drop-tail {buffer} = {:.2} of the BDP ({bdp} bytes); seed 000 had 1 MB \
+                 = 0.16 BDP at 500 Mbit/s and 100 ms. Scaled runs keep that ratio.",
+                tcpaccel_core::units::format_duration(rtt),
+                buffer.0 as f64 / bdp.max(1) as f64
+            ),
+            "Variants map to the paper's rows: none = noPSP (CUBIC here; BIC is not in this kernel), dynamic \
+             = PSPD (eq. 1, cwnd·mss/RTT; our default is the TCP_INFO loop), static = PSPS."
+                .into(),
+            "dynamic-kernel sets net.ipv4.tcp_pacing_ss_ratio=100 and tcp_pacing_ca_ratio=100 in the \
+             sender's namespace and only marks the socket as paced."
+                .into(),
+            "Pacing precision is computed from the emulator's 500 µs meter bins (mean gap per bin against \
+             the ideal gap of the bin's mean frame at the bottleneck rate), because the emulator's summary \
+             does not expose its per-frame gap sample."
+                .into(),
+            "Route metrics caching is off in every variant (tcp_no_metrics_save=1).".into(),
+        ];
+        if let (Ok(s), true) = (static_rate(p), rate.bits_per_sec() > 0) {
+            if s.bits_per_sec() > rate.bits_per_sec() {
+                n.push(format!(
+                    "WARNING: static_rate {s} is above the bottleneck rate {rate}: static pacing will overrun \
+                     the bottleneck queue (not capped silently)."
+                ));
+            }
+        }
+        n
+    }
+    fn estimate(&self, p: &Params) -> Duration {
+        p.duration("duration").unwrap_or(Duration::from_secs(60)) + Duration::from_secs(4)
+    }
+    fn prepare(&self, p: &Params, _dir: &Path) -> Result<Box<dyn Testbed>> {
+        let rate = p.rate("rate")?;
+        Ok(Box::new(PacingBed {
+            path: Path2 { rate, rtt: p.duration("rtt")?, buffer: p.bytes("buffer")? },
+            sockbuf: p.bytes("sockbuf")?,
+            static_rate: static_rate(p)?,
+            duration: p.duration("duration")?,
+        }))
+    }
+}
+
+fn static_rate(p: &Params) -> Result<Rate> {
+    let s = p.str("static_rate")?;
+    if s == "bottleneck" {
+        return p.rate("rate");
+    }
+    p.rate("static_rate")
+}
+
+/// tcp_rmem / tcp_wmem maxima (and the core limits) at `sockbuf`.
+pub fn sockbuf_sysctls(sockbuf: Bytes) -> Vec<(String, String)> {
+    let b = sockbuf.0;
+    vec![
+        ("net.core.rmem_max".into(), b.to_string()),
+        ("net.core.wmem_max".into(), b.to_string()),
+        ("net.ipv4.tcp_rmem".into(), format!("4096 131072 {b}")),
+        ("net.ipv4.tcp_wmem".into(), format!("4096 16384 {b}")),
+    ]
+}
+
+struct PacingBed {
+    path: Path2,
+    sockbuf: Bytes,
+    static_rate: Rate,
+    duration: Duration,
+}
+
+impl PacingBed {
+    fn setup(&self, variant: &str) -> Result<HostSetup> {
+        let bufs = sockbuf_sysctls(self.sockbuf);
+        let mut s =
+            HostSetup { sender_sysctls: bufs.clone(), receiver_sysctls: bufs, ..HostSetup::default() };
+        match variant {
+            "none" => {}
+            "dynamic" => {
+                s.pace = Some(Pace::parse("dynamic").context("the default dynamic pacing")?);
+                if let Some(Pace::Dynamic { mode: DynamicMode::Kernel, .. }) = s.pace {
+                    s.sender_sysctls.extend(kernel_ratio_sysctls());
+                }
+            }
+            "dynamic-kernel" => {
+                s.pace = Some(Pace::Dynamic { mode: DynamicMode::Kernel, ceiling: None });
+                s.sender_sysctls.extend(kernel_ratio_sysctls());
+            }
+            "dynamic-loop" => s.pace = Some(Pace::Dynamic { mode: DynamicMode::Loop, ceiling: None }),
+            "static" => s.pace = Some(Pace::Static(self.static_rate)),
+            "bbr" => s.cc = Some("bbr".into()),
+            v => bail!("unknown variant {v}"),
+        }
+        Ok(s)
+    }
+}
+
+fn kernel_ratio_sysctls() -> Vec<(String, String)> {
+    vec![
+        ("net.ipv4.tcp_pacing_ss_ratio".into(), "100".into()),
+        ("net.ipv4.tcp_pacing_ca_ratio".into(), "100".into()),
+    ]
+}
+
+impl Testbed for PacingBed {
+    fn run_one(&mut self, ctx: &mut RunCtx<'_>) -> Result<()> {
+        let setup = self.setup(&ctx.variant.clone())?;
+        if ctx.variant == "static" && self.static_rate.bits_per_sec() > self.path.rate.bits_per_sec() {
+            ctx.note(format!(
+                "static rate {} is above the bottleneck rate {}: expect queue overflow at the bottleneck",
+                self.static_rate, self.path.rate
+            ))?;
+        }
+        let r = bulk(ctx, &self.path, &setup, self.duration)?;
+        let file = ctx.dir.join(&r.meter_rel).join("wan.csv");
+        let text = std::fs::read_to_string(&file).with_context(|| format!("reading {}", file.display()))?;
+        let bins = parse_bins(&text)?;
+        let t0 = bins.first().map_or(0.0, |b| b.start_s);
+        let late: u64 = bins.iter().filter(|b| b.start_s - t0 >= LATE_S).map(|b| b.dropped_frames).sum();
+        ctx.metric("drops_after_2s", late as f64);
+        if let Some((p50, p99)) = gap_deviation(&bins, self.path.rate) {
+            ctx.metric("gap_dev_p50_us", p50 / 1e3);
+            ctx.metric("gap_dev_p99_us", p99 / 1e3);
+        }
+        Ok(())
+    }
+}
+
+/// One h1→h2 meter bin (the columns this scenario needs).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct MeterBin {
+    pub start_s: f64,
+    pub width_s: f64,
+    pub arrived_frames: u64,
+    pub arrived_bytes: u64,
+    pub dropped_frames: u64,
+}
+
+/// Parses the a→b rows of the emulator's meter CSV.
+pub fn parse_bins(text: &str) -> Result<Vec<MeterBin>> {
+    let mut lines = text.lines();
+    let header: Vec<&str> = lines.next().unwrap_or_default().split(',').collect();
+    let col =
+        |name: &str| header.iter().position(|h| *h == name).with_context(|| format!("meter column {name}"));
+    let c = [
+        col("dir")?,
+        col("start_s")?,
+        col("width_s")?,
+        col("arrived_frames")?,
+        col("arrived_bytes")?,
+        col("dropped_frames")?,
+    ];
+    let mut out = Vec::new();
+    for l in lines {
+        let f: Vec<&str> = l.split(',').collect();
+        if f.get(c[0]) != Some(&"a_to_b") {
+            continue;
+        }
+        let num = |i: usize| f.get(i).and_then(|v| v.parse::<f64>().ok()).unwrap_or(0.0);
+        out.push(MeterBin {
+            start_s: num(c[1]),
+            width_s: num(c[2]),
+            arrived_frames: num(c[3]) as u64,
+            arrived_bytes: num(c[4]) as u64,
+            dropped_frames: num(c[5]) as u64,
+        });
+    }
+    Ok(out)
+}
+
+/// p50 and p99 (ns) of |mean arrival gap − ideal gap| over the bins that saw
+/// at least two frames, each bin weighted by its frames. The ideal gap is the
+/// on-wire size of the bin's mean frame at `rate` (core `ideal_gap_ns`).
+pub fn gap_deviation(bins: &[MeterBin], rate: Rate) -> Option<(f64, f64)> {
+    let mut devs: Vec<(f64, u64)> = bins
+        .iter()
+        .filter(|b| b.arrived_frames >= 2 && b.width_s > 0.0)
+        .map(|b| {
+            let n = b.arrived_frames as f64;
+            let gap = b.width_s * 1e9 / n;
+            let wire = (b.arrived_bytes as f64 / n + WIRE_EXTRA).round() as u64;
+            let ideal = tcpaccel_core::pacing::ideal_gap_ns(wire, rate);
+            ((gap - ideal).abs(), b.arrived_frames)
+        })
+        .collect();
+    if devs.is_empty() {
+        return None;
+    }
+    devs.sort_by(|a, b| a.0.total_cmp(&b.0));
+    let total: u64 = devs.iter().map(|d| d.1).sum();
+    let at = |q: f64| {
+        let want = (q * total as f64).ceil().max(1.0) as u64;
+        let mut acc = 0;
+        for (d, w) in &devs {
+            acc += w;
+            if acc >= want {
+                return *d;
+            }
+        }
+        devs.last().map_or(0.0, |d| d.0)
+    };
+    Some((at(0.5), at(0.99)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn bin(frames: u64, bytes_per_frame: u64) -> MeterBin {
+        MeterBin {
+            start_s: 0.0,
+            width_s: 0.0005,
+            arrived_frames: frames,
+            arrived_bytes: frames * bytes_per_frame,
+            dropped_frames: 0,
+        }
+    }
+
+    #[test]
+    fn paced_bins_have_no_deviation_and_bursts_do() {
+        // 1514-byte frames + 24 = 1538 wire bytes; at 100 Mbit/s one every
+        // 123.04 µs: a 500 µs bin carries 4.06 of them.
+        let rate = Rate::mbps(100);
+        let ideal = tcpaccel_core::pacing::ideal_gap_ns(1538, rate);
+        let exact = MeterBin { width_s: 4.0 * ideal / 1e9, ..bin(4, 1514) };
+        let (p50, p99) = gap_deviation(&[exact; 10], rate).unwrap();
+        assert!(p50 < 1.0 && p99 < 1.0, "{p50} {p99}");
+        // A burst of 40 frames in one bin: the gap is 12.5 µs, 110 µs too short.
+        let mut bins = vec![exact; 9];
+        bins.push(bin(40, 1514));
+        let (p50, p99) = gap_deviation(&bins, rate).unwrap();
+        assert!(p50 > 100_000.0 && p99 > 100_000.0, "the burst's 40 frames outweigh 36 paced ones: {p50}");
+        bins.extend(vec![exact; 20]);
+        let (p50, p99) = gap_deviation(&bins, rate).unwrap();
+        assert!(p50 < 1.0 && p99 > 100_000.0, "{p50} {p99}");
+        assert_eq!(gap_deviation(&[bin(1, 1514), bin(0, 0)], rate), None);
+    }
+
+    #[test]
+    fn meter_csv_rows_of_the_forward_direction() {
+        let csv = "dir,start_s,width_s,arrived_frames,arrived_bytes,departed_frames,departed_bytes,dropped_frames\n\
+                   a_to_b,0.0,0.0005,3,4542,3,4542,1\nb_to_a,0.0,0.0005,9,600,9,600,0\n";
+        let b = parse_bins(csv).unwrap();
+        assert_eq!(
+            b,
+            vec![MeterBin {
+                start_s: 0.0,
+                width_s: 0.0005,
+                arrived_frames: 3,
+                arrived_bytes: 4542,
+                dropped_frames: 1
+            }]
+        );
+        assert!(parse_bins("dir,start_s\n").is_err());
+    }
+
+    #[test]
+    fn variants_map_to_host_setups() {
+        let bed = PacingBed {
+            path: Path2 { rate: Rate::mbps(500), rtt: Duration::from_millis(100), buffer: Bytes(1_000_000) },
+            sockbuf: Bytes(12_500_000),
+            static_rate: Rate::mbps(500),
+            duration: Duration::from_secs(1),
+        };
+        let k = bed.setup("dynamic-kernel").unwrap();
+        assert!(k.sender_sysctls.iter().any(|(k, v)| k == "net.ipv4.tcp_pacing_ca_ratio" && v == "100"));
+        assert!(!k.receiver_sysctls.iter().any(|(k, _)| k.contains("pacing")));
+        assert_eq!(bed.setup("static").unwrap().pace, Some(Pace::Static(Rate::mbps(500))));
+        assert_eq!(bed.setup("bbr").unwrap().cc.as_deref(), Some("bbr"));
+        assert_eq!(bed.setup("dynamic").unwrap().pace, Some(Pace::parse("dynamic").unwrap()));
+        assert!(bed.setup("psp").is_err());
+    }
+}
