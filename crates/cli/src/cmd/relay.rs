@@ -105,6 +105,10 @@ struct PlanArgs {
     /// Measure a candidate's RTT by TCP handshake time (median): [NAME=]HOST:PORT, repeatable.
     #[arg(long, value_name = "[NAME=]HOST:PORT")]
     probe: Vec<String>,
+    /// A measured RTT between two points, overriding the on-path estimate |a - b|;
+    /// repeatable: A-B=RTT with candidate names, `client` or `server` (e.g. p1-p2=14ms).
+    #[arg(long, value_name = "A-B=RTT")]
+    pair: Vec<String>,
     /// Handshakes per probe.
     #[arg(long, default_value_t = 5)]
     samples: usize,
@@ -216,6 +220,40 @@ fn parse_candidates(s: &str) -> anyhow::Result<Vec<(String, Duration)>> {
     Ok(out)
 }
 
+/// RTT matrix over client, candidates, server: on-path estimates `|a - b|`
+/// (client at 0, server at `total`), overridden symmetrically by `--pair`.
+fn pair_matrix(
+    total: Duration,
+    cands: &[(String, Duration)],
+    pairs: &[String],
+) -> anyhow::Result<Vec<Vec<Duration>>> {
+    let mut pos = vec![Duration::ZERO];
+    pos.extend(cands.iter().map(|c| c.1));
+    pos.push(total);
+    let mut m: Vec<Vec<Duration>> =
+        pos.iter().map(|a| pos.iter().map(|b| if a > b { *a - *b } else { *b - *a }).collect()).collect();
+    let index = |name: &str| -> anyhow::Result<usize> {
+        match name {
+            "client" => Ok(0),
+            "server" => Ok(cands.len() + 1),
+            n => cands.iter().position(|c| c.0 == n).map(|i| i + 1).ok_or_else(|| {
+                exit::usage(format!("--pair: unknown point {n:?} (a candidate, client or server)"))
+            }),
+        }
+    };
+    for p in pairs {
+        let (ends, rtt) =
+            p.rsplit_once('=').ok_or_else(|| exit::usage(format!("--pair: {p:?} is not A-B=RTT")))?;
+        let (x, y) =
+            ends.split_once('-').ok_or_else(|| exit::usage(format!("--pair: {p:?} is not A-B=RTT")))?;
+        let rtt = parse_duration(rtt).with_context(|| format!("--pair {p}"))?;
+        let (i, j) = (index(x.trim())?, index(y.trim())?);
+        m[i][j] = rtt;
+        m[j][i] = rtt;
+    }
+    Ok(m)
+}
+
 fn probe_candidate(spec: &str, samples: usize) -> anyhow::Result<(String, Duration)> {
     let (name, addr) = match spec.split_once('=') {
         Some((n, a)) => (n.to_string(), a),
@@ -255,7 +293,15 @@ fn plan(a: PlanArgs) -> anyhow::Result<Verdict> {
         cands.push(probe_candidate(p, a.samples)?);
     }
     let direct_rate = a.direct_rate.as_deref().map(Rate::parse).transpose().context("--direct-rate")?;
-    let model = PathModel::on_path(total, &cands).map_err(|e| exit::usage(e.to_string()))?;
+    let model = if a.pair.is_empty() {
+        PathModel::on_path(total, &cands)
+    } else {
+        PathModel::from_matrix(
+            cands.iter().map(|c| c.0.clone()).collect(),
+            &pair_matrix(total, &cands, &a.pair)?,
+        )
+    }
+    .map_err(|e| exit::usage(e.to_string()))?;
     let p = split::plan(&model, PlanParams { max_relays: a.max_relays, overhead: a.overhead })
         .map_err(|e| exit::usage(e.to_string()))?;
     let urls: Vec<String> = p.best.names.iter().map(|n| socks_url(n, a.port)).collect();
@@ -350,6 +396,19 @@ mod tests {
         // Disagreement with clap: denies first.
         let r = ordered_rules(&v(&["a"]), &v(&["b"]), &v(&["tcpaccel"]));
         assert_eq!(r, v(&["deny b", "allow a"]));
+    }
+
+    #[test]
+    fn pairs_override_the_on_path_estimate() {
+        let c = parse_candidates("p1=10ms,p2=30ms").unwrap();
+        let m =
+            pair_matrix(Duration::from_millis(50), &c, &v(&["p1-p2=25ms", "server-client=60ms"])).unwrap();
+        assert_eq!(m[1][2], Duration::from_millis(25));
+        assert_eq!(m[2][1], Duration::from_millis(25));
+        assert_eq!(m[0][3], Duration::from_millis(60));
+        assert_eq!(m[2][3], Duration::from_millis(20));
+        assert!(pair_matrix(Duration::from_millis(50), &c, &v(&["p1-p9=1ms"])).is_err());
+        assert!(pair_matrix(Duration::from_millis(50), &c, &v(&["p1p2=1ms"])).is_err());
     }
 
     #[test]
