@@ -18,6 +18,7 @@
 //! caller that wants another namespace opens the socket inside it (for
 //! example within `netns::run_in`) and may then use it from any thread.
 
+use crate::netlink::{align4, c_string, u16_ne, u32_ne, Attrs};
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 
@@ -263,7 +264,7 @@ impl DiagSocket {
     pub fn ulp_name(&self) -> Option<String> {
         let nested = self.attr(attr::ULP_INFO)?;
         let mut name = None;
-        for a in AttrIter::new(nested) {
+        for a in attrs(nested) {
             match a {
                 Ok((1, data)) => {
                     name = Some(c_string(data));
@@ -279,13 +280,8 @@ impl DiagSocket {
     /// = 3 for MPTCP subflows: tokens, ids, flags), for callers that decode it.
     pub fn ulp_info_raw(&self, nested_kind: u16) -> Option<&[u8]> {
         let nested = self.attr(attr::ULP_INFO)?;
-        AttrIter::new(nested).filter_map(|a| a.ok()).find(|(k, _)| *k == nested_kind).map(|(_, d)| d)
+        attrs(nested).filter_map(|a| a.ok()).find(|(k, _)| *k == nested_kind).map(|(_, d)| d)
     }
-}
-
-fn c_string(b: &[u8]) -> String {
-    let end = b.iter().position(|&c| c == 0).unwrap_or(b.len());
-    String::from_utf8_lossy(&b[..end]).into_owned()
 }
 
 /// Why a netlink answer could not be decoded.
@@ -317,58 +313,13 @@ pub enum Progress {
     Done { interrupted: bool },
 }
 
-fn u16_ne(b: &[u8], at: usize) -> Option<u16> {
-    b.get(at..at + 2).map(|s| u16::from_ne_bytes([s[0], s[1]]))
-}
-fn u32_ne(b: &[u8], at: usize) -> Option<u32> {
-    b.get(at..at + 4).map(|s| u32::from_ne_bytes([s[0], s[1], s[2], s[3]]))
-}
 fn u16_be(b: &[u8], at: usize) -> Option<u16> {
     b.get(at..at + 2).map(|s| u16::from_be_bytes([s[0], s[1]]))
 }
 
-const fn align4(n: usize) -> usize {
-    (n + 3) & !3
-}
-
-/// Iterates `struct rtattr`/`nlattr` records (len u16, type u16, payload,
-/// padded to 4); stops with an error on the first malformed one.
-struct AttrIter<'a> {
-    buf: &'a [u8],
-    at: usize,
-    failed: bool,
-}
-
-impl<'a> AttrIter<'a> {
-    fn new(buf: &'a [u8]) -> Self {
-        AttrIter { buf, at: 0, failed: false }
-    }
-}
-
-impl<'a> Iterator for AttrIter<'a> {
-    type Item = std::result::Result<(u16, &'a [u8]), ParseError>;
-    fn next(&mut self) -> Option<Self::Item> {
-        if self.failed || self.at >= self.buf.len() {
-            return None;
-        }
-        let at = self.at;
-        let (len, kind) = match (u16_ne(self.buf, at), u16_ne(self.buf, at + 2)) {
-            (Some(l), Some(k)) => (l as usize, k),
-            _ => {
-                self.failed = true;
-                return Some(Err(ParseError::BadAttr { at }));
-            }
-        };
-        if len < 4 || at + len > self.buf.len() {
-            self.failed = true;
-            return Some(Err(ParseError::BadAttr { at }));
-        }
-        let data = &self.buf[at + 4..at + len];
-        // The last attribute may omit its padding.
-        self.at = (at + align4(len)).min(self.buf.len());
-        // NLA_F_NESTED / NLA_F_NET_BYTEORDER live in the top bits of the type.
-        Some(Ok((kind & 0x3fff, data)))
-    }
+/// The shared attribute walker, with this module's error type.
+fn attrs(buf: &[u8]) -> impl Iterator<Item = std::result::Result<(u16, &[u8]), ParseError>> {
+    Attrs::new(buf).map(|r| r.map_err(|at| ParseError::BadAttr { at }))
 }
 
 fn sockaddr(family: u8, id: &[u8], port_at: usize, addr_at: usize) -> Option<SocketAddr> {
@@ -420,7 +371,7 @@ pub fn parse_diag_msg(p: &[u8]) -> std::result::Result<DiagSocket, ParseError> {
         inode: field(4)?,
         attrs: Vec::new(),
     };
-    for a in AttrIter::new(&p[DIAG_MSG_LEN..]) {
+    for a in attrs(&p[DIAG_MSG_LEN..]) {
         let (kind, data) = a.map_err(|e| match e {
             ParseError::BadAttr { at } => ParseError::BadAttr { at: at + DIAG_MSG_LEN },
             e => e,

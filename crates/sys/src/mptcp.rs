@@ -24,6 +24,7 @@
 //! them inside the namespace (e.g. in `netns::run_in` or after
 //! `netns::enter`) and use them from any thread.
 
+use crate::netlink::{align4, c_string, u16_ne, u32_ne, Attrs};
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, FromRawFd, OwnedFd};
 use std::time::Duration;
@@ -50,7 +51,6 @@ const NLM_F_CAPPED: u16 = 0x100;
 /// In an NLMSG_ERROR: extended-ack TLVs follow.
 const NLM_F_ACK_TLVS: u16 = 0x200;
 const NLA_F_NESTED: u16 = 0x8000;
-const NLA_TYPE_MASK: u16 = 0x3fff;
 // enum nlmsgerr_attrs
 const NLMSGERR_ATTR_MSG: u16 = 1;
 const NLMSGERR_ATTR_OFFS: u16 = 2;
@@ -465,57 +465,14 @@ pub type PmResult<T> = std::result::Result<T, PmError>;
 
 // ------------------------------------------------------------ byte helpers
 
-const fn align4(n: usize) -> usize {
-    (n + 3) & !3
-}
-fn u16_ne(b: &[u8], at: usize) -> Option<u16> {
-    b.get(at..at + 2).map(|s| u16::from_ne_bytes([s[0], s[1]]))
-}
-fn u32_ne(b: &[u8], at: usize) -> Option<u32> {
-    b.get(at..at + 4).map(|s| u32::from_ne_bytes([s[0], s[1], s[2], s[3]]))
-}
-
 /// Fixed-size attribute payloads: `None` when the length is not exactly `N`.
 fn fixed<const N: usize>(d: &[u8]) -> Option<[u8; N]> {
     <[u8; N]>::try_from(d).ok()
 }
 
-/// Iterates netlink attributes (len u16, type u16, payload, padded to 4);
-/// stops with an error at the first malformed one.
-struct Attrs<'a> {
-    buf: &'a [u8],
-    at: usize,
-    failed: bool,
-}
-
-impl<'a> Attrs<'a> {
-    fn new(buf: &'a [u8]) -> Self {
-        Attrs { buf, at: 0, failed: false }
-    }
-}
-
-impl<'a> Iterator for Attrs<'a> {
-    type Item = std::result::Result<(u16, &'a [u8]), ParseError>;
-    fn next(&mut self) -> Option<Self::Item> {
-        if self.failed || self.at >= self.buf.len() {
-            return None;
-        }
-        let at = self.at;
-        let (len, kind) = match (u16_ne(self.buf, at), u16_ne(self.buf, at + 2)) {
-            (Some(l), Some(k)) => (l as usize, k),
-            _ => {
-                self.failed = true;
-                return Some(Err(ParseError::BadAttr { at }));
-            }
-        };
-        if len < 4 || at + len > self.buf.len() {
-            self.failed = true;
-            return Some(Err(ParseError::BadAttr { at }));
-        }
-        let data = &self.buf[at + 4..at + len];
-        self.at = (at + align4(len)).min(self.buf.len());
-        Some(Ok((kind & NLA_TYPE_MASK, data)))
-    }
+/// The shared attribute walker, with this module's error type.
+fn attrs(buf: &[u8]) -> impl Iterator<Item = std::result::Result<(u16, &[u8]), ParseError>> {
+    Attrs::new(buf).map(|r| r.map_err(|at| ParseError::BadAttr { at }))
 }
 
 /// Builds attribute payloads, with nesting.
@@ -711,11 +668,6 @@ struct NlErr {
     missing_attr: Option<u32>,
 }
 
-fn c_string(b: &[u8]) -> String {
-    let end = b.iter().position(|&c| c == 0).unwrap_or(b.len());
-    String::from_utf8_lossy(&b[..end]).into_owned()
-}
-
 /// Decodes `struct nlmsgerr` and the extended-ack TLVs after it.
 fn parse_nlerr(flags: u16, p: &[u8]) -> std::result::Result<NlErr, ParseError> {
     let raw = u32_ne(p, 0).ok_or(ParseError::ShortError { len: p.len() })? as i32;
@@ -732,7 +684,7 @@ fn parse_nlerr(flags: u16, p: &[u8]) -> std::result::Result<NlErr, ParseError> {
     let Some(tlvs) = p.get(tlv_at..) else {
         return Ok(e);
     };
-    for a in Attrs::new(tlvs) {
+    for a in attrs(tlvs) {
         let Ok((kind, d)) = a else { break };
         match kind {
             NLMSGERR_ATTR_MSG => e.message = Some(c_string(d)),
@@ -759,7 +711,7 @@ pub fn parse_event(genl: &[u8]) -> std::result::Result<Event, ParseError> {
         return Err(ParseError::ShortGenl { len: genl.len() });
     }
     let mut ev = Event::empty(EventKind::from_raw(genl[0]));
-    for a in Attrs::new(&genl[GENL_HDRLEN..]) {
+    for a in attrs(&genl[GENL_HDRLEN..]) {
         let (kind, d) = a.map_err(|e| match e {
             ParseError::BadAttr { at } => ParseError::BadAttr { at: at + GENL_HDRLEN },
             e => e,
@@ -825,13 +777,13 @@ pub fn parse_event_datagram(buf: &[u8], family_id: u16) -> Vec<Incoming> {
 
 fn parse_endpoint(genl: &[u8]) -> std::result::Result<Endpoint, ParseError> {
     let body = genl.get(GENL_HDRLEN..).ok_or(ParseError::ShortGenl { len: genl.len() })?;
-    for a in Attrs::new(body) {
+    for a in attrs(body) {
         let (kind, nested) = a?;
         if kind != attr::ADDR {
             continue;
         }
         let mut ep = Endpoint { ip: None, id: None, port: None, flags: 0, if_index: None };
-        for b in Attrs::new(nested) {
+        for b in attrs(nested) {
             let (k, d) = b?;
             match k {
                 addr_attr::ID => ep.id = fixed::<1>(d).map(|x| x[0]),
@@ -851,7 +803,7 @@ fn parse_endpoint(genl: &[u8]) -> std::result::Result<Endpoint, ParseError> {
 fn parse_limits(genl: &[u8]) -> std::result::Result<Limits, ParseError> {
     let body = genl.get(GENL_HDRLEN..).ok_or(ParseError::ShortGenl { len: genl.len() })?;
     let (mut subflows, mut accepted) = (None, None);
-    for a in Attrs::new(body) {
+    for a in attrs(body) {
         let (k, d) = a?;
         match k {
             attr::SUBFLOWS => subflows = fixed::<4>(d).map(u32::from_ne_bytes),
@@ -869,7 +821,7 @@ fn parse_family(genl: &[u8]) -> std::result::Result<FamilyInfo, ParseError> {
     let body = genl.get(GENL_HDRLEN..).ok_or(ParseError::ShortGenl { len: genl.len() })?;
     let mut info = FamilyInfo { name: String::new(), id: 0, version: 0, groups: Vec::new() };
     let mut have_id = false;
-    for a in Attrs::new(body) {
+    for a in attrs(body) {
         let (k, d) = a?;
         match k {
             CTRL_ATTR_FAMILY_ID => {
@@ -882,10 +834,10 @@ fn parse_family(genl: &[u8]) -> std::result::Result<FamilyInfo, ParseError> {
             CTRL_ATTR_VERSION => info.version = fixed::<4>(d).map(u32::from_ne_bytes).unwrap_or(0),
             CTRL_ATTR_MCAST_GROUPS => {
                 // An array: nested entries (index as type), each with a name and an id.
-                for g in Attrs::new(d) {
+                for g in attrs(d) {
                     let (_, entry) = g?;
                     let (mut name, mut id) = (None, None);
-                    for f in Attrs::new(entry) {
+                    for f in attrs(entry) {
                         let (fk, fd) = f?;
                         match fk {
                             CTRL_ATTR_MCAST_GRP_NAME => name = Some(c_string(fd)),
@@ -1389,17 +1341,17 @@ mod tests {
         assert_eq!(u32_ne(&m, 8), Some(42));
         assert_eq!(m[16], Command::SubflowCreate as u8);
         assert_eq!(m[17], FAMILY_VERSION);
-        let attrs: Vec<_> = Attrs::new(&m[20..]).map(|a| a.unwrap()).collect();
-        assert_eq!(attrs.len(), 3);
-        assert_eq!(attrs[0], (attr::TOKEN, &0x0102_0304u32.to_ne_bytes()[..]));
-        assert_eq!(attrs[1].0, attr::ADDR);
-        assert_eq!(attrs[2].0, attr::ADDR_REMOTE);
-        let l: Vec<_> = Attrs::new(attrs[1].1).map(|a| a.unwrap()).collect();
+        let top_attrs: Vec<_> = super::attrs(&m[20..]).map(|a| a.unwrap()).collect();
+        assert_eq!(top_attrs.len(), 3);
+        assert_eq!(top_attrs[0], (attr::TOKEN, &0x0102_0304u32.to_ne_bytes()[..]));
+        assert_eq!(top_attrs[1].0, attr::ADDR);
+        assert_eq!(top_attrs[2].0, attr::ADDR_REMOTE);
+        let l: Vec<_> = super::attrs(top_attrs[1].1).map(|a| a.unwrap()).collect();
         assert!(l.contains(&(addr_attr::FAMILY, &(libc::AF_INET as u16).to_ne_bytes()[..])));
         assert!(l.contains(&(addr_attr::ID, &[5u8][..])));
         assert!(l.contains(&(addr_attr::ADDR4, &[10u8, 2, 0, 1][..])));
         assert!(l.contains(&(addr_attr::FLAGS, &flags::BACKUP.to_ne_bytes()[..])));
-        let r: Vec<_> = Attrs::new(attrs[2].1).map(|a| a.unwrap()).collect();
+        let r: Vec<_> = super::attrs(top_attrs[2].1).map(|a| a.unwrap()).collect();
         // Commands take the port in host order.
         assert!(r.contains(&(addr_attr::PORT, &5201u16.to_ne_bytes()[..])));
         // The container attributes are flagged nested.
@@ -1411,9 +1363,9 @@ mod tests {
             Some(&PmAddr::sock("[fd00::2]:80".parse().unwrap())),
         )
         .encode(0x1b, 3);
-        let top: Vec<_> = Attrs::new(&v6[20..]).map(|a| a.unwrap()).collect();
+        let top: Vec<_> = super::attrs(&v6[20..]).map(|a| a.unwrap()).collect();
         assert_eq!(top.len(), 3);
-        let l: Vec<_> = Attrs::new(top[1].1).map(|a| a.unwrap()).collect();
+        let l: Vec<_> = super::attrs(top[1].1).map(|a| a.unwrap()).collect();
         assert!(l.contains(&(addr_attr::FAMILY, &(libc::AF_INET6 as u16).to_ne_bytes()[..])));
         let ip6: std::net::Ipv6Addr = "fd00::1".parse().unwrap();
         assert!(l.contains(&(addr_attr::ADDR6, &ip6.octets()[..])));
