@@ -351,8 +351,17 @@ impl Link {
     /// The next frame due at or before `now`, oldest first. The shell sends
     /// it and calls again until `None`.
     pub fn poll_deliver(&mut self, now: Instant) -> Option<Delivery> {
+        self.poll_deliver_early(now, Duration::ZERO)
+    }
+
+    /// As [`Link::poll_deliver`], but also hands out a frame due within
+    /// `early` after `now`, for a shell whose timer wakes up coarsely: sending
+    /// a frame a few µs early beats burning a core to wait for it. The model's
+    /// clock still only advances to `now` (so the backlog stays exact); such a
+    /// frame may count as delivered before it counts as departed.
+    pub fn poll_deliver_early(&mut self, now: Instant, early: Duration) -> Option<Delivery> {
         let d = *self.pending.front()?;
-        if d.delivers_at > now {
+        if d.delivers_at > now + early {
             return None;
         }
         self.advance(now);
@@ -371,6 +380,12 @@ impl Link {
     /// Backlog (not yet serialized) as of the last call: (bytes, frames).
     pub fn backlog(&self) -> (u64, u64) {
         (self.queue_bytes, self.queue.len() as u64)
+    }
+
+    /// When the serializer will have finished every accepted frame (a frame
+    /// arriving now cannot depart before it). In the past when idle.
+    pub fn busy_until(&self) -> Instant {
+        self.busy_until
     }
 
     /// Frames accepted but not yet delivered (queued or propagating).
@@ -496,6 +511,18 @@ mod tests {
         assert_eq!((d.id, d.len, d.delivers_at), (0, 1514, del));
         assert_eq!(l.poll_timeout(), None);
         assert_eq!(l.counters().delivered_frames, 1);
+    }
+
+    #[test]
+    fn early_delivery_window() {
+        let mut l = link(100, QueueLimit::Bytes(1_000_000), 1);
+        let (_, dep, del) = queued(l.enqueue(Instant::ZERO, 1514));
+        let before = del - Duration::from_micros(20);
+        assert_eq!(l.poll_deliver_early(before - Duration::from_nanos(1), Duration::from_micros(20)), None);
+        let d = l.poll_deliver_early(before, Duration::from_micros(20)).unwrap();
+        assert_eq!(d.delivers_at, del);
+        assert!(dep < before);
+        assert_eq!(l.in_system(), 0);
     }
 
     #[test]

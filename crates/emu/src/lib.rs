@@ -24,6 +24,7 @@
 //! and drops them as oversize.
 #![forbid(unsafe_code)]
 
+pub mod bench;
 pub mod config;
 pub mod frame;
 pub mod ring;
@@ -39,6 +40,7 @@ use std::thread::JoinHandle;
 
 use tcpaccel_core::link::Link;
 use tcpaccel_core::meter::{Bin, Histogram};
+use tcpaccel_core::Instant;
 use tcpaccel_sys::packet::{Options, PacketSocket, RecvBatch};
 
 pub use config::{EmuConfig, LinkConfig, MeterFormat, Scheduling};
@@ -160,6 +162,9 @@ impl Emulator {
                 wire_after_first: 0,
                 error: None,
                 scheduling: cfg.scheduling,
+                model_now: Instant::ZERO,
+                spun: std::time::Duration::ZERO,
+                spin_window_start: Instant::ZERO,
             };
             let sh = shared.clone();
             let name = if dir == 0 { "emu-a>b" } else { "emu-b>a" };

@@ -25,9 +25,28 @@ use crate::ring::FrameRing;
 use crate::summary::{DirectionSummary, Drops};
 use crate::Shared;
 
-/// The last stretch before a deadline is spun instead of slept: ppoll wakes
-/// up some µs late even with a 1 ns timer slack.
-pub(crate) const SPIN: Duration = Duration::from_micros(20);
+/// Frames due within this window are sent at once instead of sleeping or
+/// spinning for them: a thread that never sleeps is throttled by the
+/// kernel's RT limit (50 ms per second) and burns a core the TCP endpoints
+/// need.
+pub(crate) const EARLY: Duration = Duration::from_micros(20);
+/// ppoll wakes up late on a VM (here p50 25 µs, p99 ~150 µs with RT
+/// priority and 1 ns timer slack), so the sleep ends this much before a
+/// deadline and the rest is spun ...
+const WAKE_MARGIN: Duration = Duration::from_micros(100);
+/// ... as long as spinning took at most this share of the last window; past
+/// it (a busy link) frames go out up to [`EARLY_BUSY`] ahead instead, so a
+/// wake-up sends a few frames at once: arming the ppoll timer costs a VM
+/// exit (half the thread's time at 1 Gbit/s when it woke for every frame).
+const EARLY_BUSY: Duration = Duration::from_micros(60);
+const SPIN_SHARE: f64 = 0.1;
+const SPIN_WINDOW: Duration = Duration::from_millis(10);
+/// Arrivals are read lazily only when they cannot be due for at least this long ...
+const LAZY_RX_MIN_SLACK: Duration = Duration::from_micros(800);
+/// ... and at least this often.
+const LAZY_RX_MAX: Duration = Duration::from_millis(1);
+/// Receive timestamps older than this are not trusted.
+const MAX_STAMP_AGE: Duration = Duration::from_millis(100);
 /// Longest sleep, so a stop request is seen promptly.
 const IDLE: Duration = Duration::from_millis(5);
 /// How often counters and meter bins are published.
@@ -65,6 +84,11 @@ pub(crate) struct Worker {
     pub wire_after_first: u64,
     pub error: Option<String>,
     pub scheduling: Scheduling,
+    /// The latest time handed to the model (its clock never goes back).
+    pub model_now: Instant,
+    /// Time spent spinning since `spin_window_start`.
+    pub spun: Duration,
+    pub spin_window_start: Instant,
 }
 
 /// Applies `want` to the calling thread as far as privileges allow; returns
@@ -147,34 +171,79 @@ impl Worker {
         self.publish(now, slots, true);
     }
 
-    /// One round: send due frames, receive, sleep.
+    /// One round: receive (first, so arrivals keep their kernel timestamps
+    /// ahead of the model's clock), send what is due, then wait for the next
+    /// due frame or an arrival: sleep, and spin the last [`WAKE_MARGIN`]
+    /// while the spin budget lasts.
     fn step(&mut self) -> Result<(), String> {
-        self.deliver()?;
         self.receive()?;
-        self.deliver()?;
         let now = self.now();
-        match self.link.poll_timeout() {
-            Some(t) if t <= now => Ok(()),
-            Some(t) => {
-                let wait = t - now;
-                if wait > SPIN {
-                    self.rx
-                        .wait_readable(Some((wait - SPIN).min(IDLE)))
-                        .map_err(|e| format!("waiting on {}: {e}", self.rx.ifname()))?;
-                } else {
-                    while self.now() < t {
-                        std::hint::spin_loop();
-                    }
+        if now - self.spin_window_start >= SPIN_WINDOW {
+            self.spin_window_start = now;
+            self.spun = Duration::ZERO;
+        }
+        let may_spin = self.spun.as_secs_f64() < SPIN_SHARE * SPIN_WINDOW.as_secs_f64();
+        let early = if may_spin { EARLY } else { EARLY_BUSY };
+        self.deliver(early)?;
+        let now = self.now();
+        let next = self.link.poll_timeout();
+        let mut wait = match next {
+            Some(t) if t <= now + early => return Ok(()),
+            Some(t) if may_spin && t <= now + WAKE_MARGIN => {
+                while self.now() < t {
+                    std::hint::spin_loop();
                 }
-                Ok(())
+                self.spun += self.now() - now;
+                return Ok(());
             }
-            None => {
+            Some(t) if may_spin => (t - now - WAKE_MARGIN).min(IDLE),
+            // Busy: never sleep less than twice the early window, so one
+            // wake-up serves a group of frames (each within ±EARLY_BUSY of its
+            // time) instead of paying a timer re-arm per frame.
+            Some(t) => (t - now - early).clamp(2 * EARLY_BUSY, IDLE),
+            None => IDLE,
+        };
+        // While frames are in flight and delay plus backlog leave room,
+        // arrivals need not wake the thread: their kernel timestamps keep
+        // their times, so they are read in batches at least every `lazy`.
+        // Waking for every arrival costs a timer re-arm (a VM exit) per frame.
+        let lazy = self.lazy_rx(now);
+        match lazy {
+            Some(l) if next.is_some() => {
+                wait = wait.min(l);
+                std::thread::sleep(wait);
+            }
+            _ => {
                 self.rx
-                    .wait_readable(Some(IDLE))
+                    .wait_readable(Some(wait))
                     .map_err(|e| format!("waiting on {}: {e}", self.rx.ifname()))?;
-                Ok(())
             }
         }
+        Ok(())
+    }
+
+    /// How long arrivals may wait unread, if at all: a frame arriving now
+    /// cannot be due before the backlog has drained plus the delay.
+    fn lazy_rx(&self, now: Instant) -> Option<Duration> {
+        let slack = self.cfg.delay + (self.link.busy_until() - now);
+        (slack >= LAZY_RX_MIN_SLACK).then(|| (slack / 4).min(LAZY_RX_MAX))
+    }
+
+    /// Arrival time of a frame on the model's clock: the kernel's receive
+    /// timestamp when there is one (so the time this thread took to wake up
+    /// is not added to the frame's delay), never before the model's clock
+    /// and never after `now`.
+    fn arrival(&self, now: Instant, real_now: Option<Duration>, ts: Option<Duration>) -> Instant {
+        let t = match (real_now, ts) {
+            // A stamp from the future, or older than any wait of ours, is not a
+            // receive time (e.g. a sender's CLOCK_MONOTONIC departure time
+            // kept across the veth): use the read time.
+            (Some(real), Some(ts)) if ts <= real && real - ts <= MAX_STAMP_AGE => {
+                Instant(now.0.saturating_sub((real - ts).as_nanos() as u64))
+            }
+            _ => now,
+        };
+        t.max(self.model_now).min(now)
     }
 
     fn receive(&mut self) -> Result<(), String> {
@@ -185,17 +254,21 @@ impl Worker {
                 break;
             }
             let now = self.now();
-            let Worker { batch, link, ring, .. } = self;
-            for f in batch.frames() {
+            let real_now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).ok();
+            for i in 0..n {
+                let Some(f) = self.batch.frame(i) else { continue };
+                let at = self.arrival(now, real_now, f.timestamp);
+                self.model_now = at;
+                let Worker { batch: _, link, ring, .. } = self;
                 if let Err(reason) = frame::check(f.data, f.len, max_frame) {
-                    link.reject(now, f.len, reason);
+                    link.reject(at, f.len, reason);
                     continue;
                 }
                 if !ring.fits(f.len) {
-                    link.reject(now, f.len, DropReason::Overflow);
+                    link.reject(at, f.len, DropReason::Overflow);
                     continue;
                 }
-                if let Verdict::Queued { id, .. } = link.enqueue(now, f.len) {
+                if let Verdict::Queued { id, .. } = link.enqueue(at, f.len) {
                     let stored = ring.push(id, f.data);
                     debug_assert!(stored, "ring had room for {} bytes", f.len);
                 }
@@ -207,14 +280,15 @@ impl Worker {
         Ok(())
     }
 
-    fn deliver(&mut self) -> Result<(), String> {
+    fn deliver(&mut self, early: Duration) -> Result<(), String> {
         let mut due =
             [Delivery { id: 0, len: 0, departs_at: Instant::ZERO, delivers_at: Instant::ZERO }; TX_BATCH];
         loop {
             let now = self.now();
+            self.model_now = self.model_now.max(now);
             let mut k = 0;
             while k < TX_BATCH {
-                match self.link.poll_deliver(now) {
+                match self.link.poll_deliver_early(now, early) {
                     Some(d) => {
                         due[k] = d;
                         k += 1;
@@ -287,10 +361,17 @@ impl Worker {
     }
 
     fn publish(&mut self, now: Instant, slot: &Mutex<DirectionSummary>, last: bool) {
+        // Read what arrived first: advancing the model's clock past unread
+        // arrivals would push their times later.
+        if let Err(e) = self.receive() {
+            self.error.get_or_insert(e);
+        }
+        let now = now.max(self.now());
         if let Ok((_, drops)) = self.rx.take_stats() {
             self.kernel_drops += drops;
         }
-        self.link.advance(now);
+        self.model_now = self.model_now.max(now);
+        self.link.advance(self.model_now);
         self.link.meter().drain_into(&mut self.bins);
         if last {
             let cur = self.link.meter().current();

@@ -17,6 +17,11 @@ use std::time::Duration;
 
 use crate::{Error, Result};
 
+/// `SO_TIMESTAMPNS` (= `SCM_TIMESTAMPNS`) on the 64-bit architectures we run
+/// on, where the "old" timespec already has a 64-bit `tv_sec`
+/// (include/uapi/asm-generic/socket.h).
+const SO_TIMESTAMPNS: i32 = 35;
+
 /// Frames per `recvmmsg` call by default.
 pub const DEFAULT_BATCH: usize = 64;
 
@@ -33,11 +38,15 @@ pub struct Options {
     /// Send straight to the driver, skipping the qdisc (`PACKET_QDISC_BYPASS`):
     /// the emulator is the queue.
     pub qdisc_bypass: bool,
+    /// Ask for the kernel's receive timestamp of every frame
+    /// (`SO_TIMESTAMPNS`, CLOCK_REALTIME, taken when the frame entered the
+    /// interface's receive path): see [`Frame::timestamp`].
+    pub timestamps: bool,
 }
 
 impl Default for Options {
     fn default() -> Self {
-        Options { rcvbuf: 32 << 20, sndbuf: 8 << 20, promiscuous: true, qdisc_bypass: true }
+        Options { rcvbuf: 32 << 20, sndbuf: 8 << 20, promiscuous: true, qdisc_bypass: true, timestamps: true }
     }
 }
 
@@ -115,6 +124,9 @@ impl PacketSocket {
             // Best effort: older kernels lack it and the emulator works anyway.
             let _ = setsockopt(&fd, libc::SOL_PACKET, libc::PACKET_QDISC_BYPASS, &one, "PACKET_QDISC_BYPASS");
         }
+        if opts.timestamps {
+            setsockopt(&fd, libc::SOL_SOCKET, SO_TIMESTAMPNS, &one, &format!("SO_TIMESTAMPNS on {ifname}"))?;
+        }
         set_buffer(&fd, libc::SO_RCVBUFFORCE, libc::SO_RCVBUF, opts.rcvbuf, ifname)?;
         set_buffer(&fd, libc::SO_SNDBUFFORCE, libc::SO_SNDBUF, opts.sndbuf, ifname)?;
 
@@ -189,6 +201,7 @@ impl PacketSocket {
             };
         }
         batch.n = n as usize;
+        batch.parse_timestamps();
         if !self.ignores_outgoing {
             batch.skip_outgoing = true;
         }
@@ -323,6 +336,9 @@ pub struct Frame<'a> {
     pub len: usize,
     /// `sll_pkttype`: host, broadcast, multicast, other host, outgoing.
     pub pkt_type: u8,
+    /// When the kernel received the frame, as CLOCK_REALTIME since the Unix
+    /// epoch, if the socket asked for timestamps.
+    pub timestamp: Option<Duration>,
 }
 
 impl Frame<'_> {
@@ -340,9 +356,16 @@ pub struct RecvBatch {
     iov: Vec<libc::iovec>,
     addrs: Vec<libc::sockaddr_ll>,
     hdrs: Vec<libc::mmsghdr>,
+    /// Control-message space per slot, as u64 for cmsghdr alignment.
+    ctrl: Vec<u64>,
+    /// Receive timestamps (ns since the epoch; 0 = none) of the last batch.
+    stamps: Vec<u64>,
     n: usize,
     skip_outgoing: bool,
 }
+
+/// u64 words of control space per slot: one cmsghdr (16) + timespec (16), with room.
+const CTRL_WORDS: usize = 8;
 
 // SAFETY: the raw pointers inside `iov` and `hdrs` only ever point into this
 // struct's own heap buffers (re-pointed by `prepare` before every use), so
@@ -370,7 +393,17 @@ impl RecvBatch {
                 vec![std::mem::zeroed::<libc::mmsghdr>(); capacity],
             )
         };
-        RecvBatch { slot, bufs: vec![0; capacity * slot], iov, addrs, hdrs, n: 0, skip_outgoing: false }
+        RecvBatch {
+            slot,
+            bufs: vec![0; capacity * slot],
+            iov,
+            addrs,
+            hdrs,
+            ctrl: vec![0; capacity * CTRL_WORDS],
+            stamps: vec![0; capacity],
+            n: 0,
+            skip_outgoing: false,
+        }
     }
 
     pub fn capacity(&self) -> usize {
@@ -402,12 +435,45 @@ impl RecvBatch {
             h.msg_hdr.msg_namelen = std::mem::size_of::<libc::sockaddr_ll>() as libc::socklen_t;
             h.msg_hdr.msg_iov = &mut self.iov[i];
             h.msg_hdr.msg_iovlen = 1;
-            h.msg_hdr.msg_control = std::ptr::null_mut();
-            h.msg_hdr.msg_controllen = 0;
+            h.msg_hdr.msg_control = self.ctrl[i * CTRL_WORDS..].as_mut_ptr().cast();
+            h.msg_hdr.msg_controllen = CTRL_WORDS * 8;
             h.msg_hdr.msg_flags = 0;
         }
         self.n = 0;
         self.skip_outgoing = false;
+    }
+
+    /// Walks each received frame's control messages (as bytes, no pointer
+    /// arithmetic) for an SCM_TIMESTAMPNS timespec.
+    fn parse_timestamps(&mut self) {
+        const HDR: usize = 16; // struct cmsghdr on LP64: size_t len, int level, int type
+        for i in 0..self.n {
+            self.stamps[i] = 0;
+            #[allow(clippy::unnecessary_cast)] // msg_controllen is u32 on some libcs
+            let len = (self.hdrs[i].msg_hdr.msg_controllen as usize).min(CTRL_WORDS * 8);
+            let words = &self.ctrl[i * CTRL_WORDS..(i + 1) * CTRL_WORDS];
+            let mut bytes = [0u8; CTRL_WORDS * 8];
+            for (k, w) in words.iter().enumerate() {
+                bytes[k * 8..k * 8 + 8].copy_from_slice(&w.to_ne_bytes());
+            }
+            let mut off = 0;
+            while off + HDR <= len {
+                let clen = u64::from_ne_bytes(bytes[off..off + 8].try_into().unwrap_or_default()) as usize;
+                let level = i32::from_ne_bytes(bytes[off + 8..off + 12].try_into().unwrap_or_default());
+                let ty = i32::from_ne_bytes(bytes[off + 12..off + 16].try_into().unwrap_or_default());
+                if clen < HDR || off + clen > len {
+                    break;
+                }
+                if level == libc::SOL_SOCKET && ty == SO_TIMESTAMPNS && clen >= HDR + 16 {
+                    let sec = i64::from_ne_bytes(bytes[off + 16..off + 24].try_into().unwrap_or_default());
+                    let nsec = i64::from_ne_bytes(bytes[off + 24..off + 32].try_into().unwrap_or_default());
+                    if sec > 0 && (0..1_000_000_000).contains(&nsec) {
+                        self.stamps[i] = sec as u64 * 1_000_000_000 + nsec as u64;
+                    }
+                }
+                off += clen.div_ceil(8) * 8;
+            }
+        }
     }
 
     /// Frame `i` of the last receive, or `None` past the end or for a frame
@@ -424,7 +490,8 @@ impl RecvBatch {
         let len = self.hdrs[i].msg_len as usize;
         let start = i * self.slot;
         let data = &self.bufs[start..start + len.min(self.slot)];
-        Some(Frame { data, len, pkt_type })
+        let timestamp = (self.stamps[i] != 0).then(|| Duration::from_nanos(self.stamps[i]));
+        Some(Frame { data, len, pkt_type, timestamp })
     }
 
     /// The frames of the last receive, in order (outgoing ones skipped).
@@ -539,6 +606,9 @@ mod tests {
             while b.recv_batch(&mut batch)? > 0 {
                 for f in batch.frames() {
                     if f.data.len() >= 14 && f.data[12..14] == [0x88, 0xb5] {
+                        let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap();
+                        let ts = f.timestamp.expect("kernel timestamp");
+                        assert!(ts <= now && now - ts < Duration::from_secs(1), "{ts:?} vs {now:?}");
                         got.push((f.len, f.data.len(), f.truncated()));
                     }
                 }
