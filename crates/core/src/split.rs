@@ -439,6 +439,27 @@ mod tests {
         assert!(ideal_positions(ms(50), 1).is_empty());
     }
 
+    proptest::proptest! {
+        #[test]
+        fn the_plan_never_loses_to_the_direct_path_or_to_its_own_alternatives(
+            pos in proptest::collection::vec(1u64..100, 0..6),
+            overhead in 0.0f64..0.99,
+            max_relays in 0usize..5,
+        ) {
+            let list: Vec<(String, Duration)> = pos.iter().enumerate().map(|(i, p)| (format!("c{i}"), ms(*p))).collect();
+            let model = PathModel::on_path(ms(100), &list).unwrap();
+            let p = plan(&model, PlanParams { max_relays, overhead }).unwrap();
+            proptest::prop_assert!(p.best.ratio >= 1.0 - 1e-9);
+            proptest::prop_assert!(p.best.relays.len() <= max_relays);
+            for c in &p.by_count {
+                proptest::prop_assert!(c.ratio <= p.best.ratio + 1e-9);
+                proptest::prop_assert!(c.ratio <= c.ideal_ratio + 1e-9, "no split beats the equal split (eq. 5)");
+                let total: Duration = c.segments.iter().sum();
+                proptest::prop_assert!(total >= ms(100) - Duration::from_micros(1));
+            }
+        }
+    }
+
     #[test]
     fn pruned_search_matches_brute_force() {
         // Compare with a plain enumeration on pseudo-random positions.

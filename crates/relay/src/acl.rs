@@ -194,6 +194,20 @@ mod tests {
         assert!(Acl::default().permits(ip("192.0.2.1"), 1));
     }
 
+    proptest::proptest! {
+        #[test]
+        fn any_rule_text_parses_or_errs_and_matching_never_panics(
+            text in "[0-9a-f:./\\[\\]*-]{0,40}|any(:[0-9-]{0,12})?",
+            v4 in proptest::prelude::any::<u32>(),
+            port in proptest::prelude::any::<u16>(),
+        ) {
+            if let Ok(r) = Rule::parse(Action::Allow, &text) {
+                let _ = r.matches(IpAddr::from(v4.to_be_bytes()), port);
+                let _ = r.matches(IpAddr::from([0u8; 16]), port);
+            }
+        }
+    }
+
     #[test]
     fn odd_prefix_lengths() {
         let r = Rule::parse(Action::Allow, "192.168.0.0/23").unwrap();
