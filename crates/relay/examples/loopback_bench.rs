@@ -5,6 +5,7 @@
 //! so its CPU time is read alone from /proc/PID/task/*/schedstat.
 //!
 //! cargo run --release -p tcpaccel-relay --example loopback_bench -- [GB per run] [streams] [repeats]
+//! Relay alone on one core: BENCH_RELAY_CPU=1 taskset -c 0 target/release/examples/loopback_bench
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
@@ -121,8 +122,17 @@ fn main() {
     let exe = std::env::current_exe().expect("exe");
     let mut results = Vec::new();
     for mode in ["splice", "copy"] {
-        let mut child =
-            Command::new(&exe).args(["child", mode]).stdout(Stdio::piped()).spawn().expect("spawn relay");
+        // BENCH_RELAY_CPU=N pins the relay to CPU N with taskset (run the
+        // bench itself under `taskset -c M` to keep clients off that core).
+        let mut cmd = match std::env::var("BENCH_RELAY_CPU") {
+            Ok(cpu) => {
+                let mut c = Command::new("taskset");
+                c.args(["-c", &cpu]).arg(&exe);
+                c
+            }
+            Err(_) => Command::new(&exe),
+        };
+        let mut child = cmd.args(["child", mode]).stdout(Stdio::piped()).spawn().expect("spawn relay");
         let mut line = String::new();
         BufReader::new(child.stdout.take().expect("stdout")).read_line(&mut line).expect("relay address");
         let relay: SocketAddr = line.trim().parse().expect("address");
