@@ -168,12 +168,12 @@ fn static_rate(p: &Params) -> Result<Rate> {
     p.rate("static_rate")
 }
 
-/// tcp_rmem / tcp_wmem maxima (and the core limits) at `sockbuf`.
+/// tcp_rmem / tcp_wmem maxima at `sockbuf`: the autotuning limits, which
+/// are per-namespace (net.core.*mem_max are global and only bound explicit
+/// SO_SNDBUF/SO_RCVBUF requests, which these runs do not make).
 pub fn sockbuf_sysctls(sockbuf: Bytes) -> Vec<(String, String)> {
     let b = sockbuf.0;
     vec![
-        ("net.core.rmem_max".into(), b.to_string()),
-        ("net.core.wmem_max".into(), b.to_string()),
         ("net.ipv4.tcp_rmem".into(), format!("4096 131072 {b}")),
         ("net.ipv4.tcp_wmem".into(), format!("4096 16384 {b}")),
     ]
@@ -285,19 +285,36 @@ pub fn parse_bins(text: &str) -> Result<Vec<MeterBin>> {
     Ok(out)
 }
 
-/// p50 and p99 (ns) of |mean arrival gap − ideal gap| over the bins that saw
-/// at least two frames, each bin weighted by its frames. The ideal gap is the
-/// on-wire size of the bin's mean frame at `rate` (core `ideal_gap_ns`).
+/// Frames per precision window: a mean over fewer would be dominated by
+/// the ±1 frame a bin boundary cuts (at 100 Mbit/s a 500 µs bin holds ~4).
+const WINDOW_FRAMES: f64 = 20.0;
+
+/// p50 and p99 (ns) of |mean arrival gap − ideal gap| over windows of
+/// whole meter bins spanning at least [`WINDOW_FRAMES`] ideal full-size
+/// (1538-byte) gaps, each window weighted by its frames; windows with fewer
+/// than two frames are left out. The ideal gap is the on-wire size of the
+/// window's mean frame at `rate` (core `ideal_gap_ns`).
 pub fn gap_deviation(bins: &[MeterBin], rate: Rate) -> Option<(f64, f64)> {
-    let mut devs: Vec<(f64, u64)> = bins
-        .iter()
-        .filter(|b| b.arrived_frames >= 2 && b.width_s > 0.0)
-        .map(|b| {
-            let n = b.arrived_frames as f64;
-            let gap = b.width_s * 1e9 / n;
-            let wire = (b.arrived_bytes as f64 / n + WIRE_EXTRA).round() as u64;
+    let bin_s = bins.iter().map(|b| b.width_s).find(|w| *w > 0.0)?;
+    let per = (WINDOW_FRAMES * tcpaccel_core::pacing::ideal_gap_ns(1538, rate) / 1e9 / bin_s).ceil().max(1.0);
+    let window_s = per * bin_s;
+    let t0 = bins.first()?.start_s;
+    let mut windows: std::collections::BTreeMap<u64, (u64, u64)> = std::collections::BTreeMap::new();
+    for b in bins {
+        let w = ((b.start_s - t0) / window_s + 1e-9).floor().max(0.0) as u64;
+        let e = windows.entry(w).or_default();
+        e.0 += b.arrived_frames;
+        e.1 += b.arrived_bytes;
+    }
+    let mut devs: Vec<(f64, u64)> = windows
+        .values()
+        .filter(|(frames, _)| *frames >= 2)
+        .map(|&(frames, bytes)| {
+            let n = frames as f64;
+            let gap = window_s * 1e9 / n;
+            let wire = (bytes as f64 / n + WIRE_EXTRA).round() as u64;
             let ideal = tcpaccel_core::pacing::ideal_gap_ns(wire, rate);
-            ((gap - ideal).abs(), b.arrived_frames)
+            ((gap - ideal).abs(), frames)
         })
         .collect();
     if devs.is_empty() {
@@ -335,22 +352,28 @@ mod tests {
 
     #[test]
     fn paced_bins_have_no_deviation_and_bursts_do() {
-        // 1514-byte frames + 24 = 1538 wire bytes; at 100 Mbit/s one every
-        // 123.04 µs: a 500 µs bin carries 4.06 of them.
-        let rate = Rate::mbps(100);
-        let ideal = tcpaccel_core::pacing::ideal_gap_ns(1538, rate);
-        let exact = MeterBin { width_s: 4.0 * ideal / 1e9, ..bin(4, 1514) };
-        let (p50, p99) = gap_deviation(&[exact; 10], rate).unwrap();
-        assert!(p50 < 1.0 && p99 < 1.0, "{p50} {p99}");
-        // A burst of 40 frames in one bin: the gap is 12.5 µs, 110 µs too short.
-        let mut bins = vec![exact; 9];
-        bins.push(bin(40, 1514));
+        // 1514-byte frames + 24 = 1538 wire bytes; at 500 Mbit/s one every
+        // 24.6 µs, so a window is one 500 µs bin (>= 20 gaps). 20 frames in
+        // it: 25 µs apart, 0.39 µs off the ideal.
+        let rate = Rate::mbps(500);
+        let at = |i: usize, frames: u64| MeterBin { start_s: i as f64 * 0.0005, ..bin(frames, 1514) };
+        let paced: Vec<MeterBin> = (0..10).map(|i| at(i, 20)).collect();
+        let (p50, p99) = gap_deviation(&paced, rate).unwrap();
+        assert!(p50 < 1_000.0 && p99 < 1_000.0, "{p50} {p99}");
+        // A burst of 200 frames in one bin: 2.5 µs apart, 22 µs too close.
+        let mut bins: Vec<MeterBin> = (0..9).map(|i| at(i, 20)).collect();
+        bins.push(at(9, 200));
         let (p50, p99) = gap_deviation(&bins, rate).unwrap();
-        assert!(p50 > 100_000.0 && p99 > 100_000.0, "the burst's 40 frames outweigh 36 paced ones: {p50}");
-        bins.extend(vec![exact; 20]);
+        assert!(p50 > 20_000.0 && p99 > 20_000.0, "the burst's 200 frames outweigh 180 paced ones: {p50}");
+        bins.extend((10..40).map(|i| at(i, 20)));
         let (p50, p99) = gap_deviation(&bins, rate).unwrap();
-        assert!(p50 < 1.0 && p99 > 100_000.0, "{p50} {p99}");
-        assert_eq!(gap_deviation(&[bin(1, 1514), bin(0, 0)], rate), None);
+        assert!(p50 < 1_000.0 && p99 > 20_000.0, "{p50} {p99}");
+        // At 100 Mbit/s a window is five bins: 4, 5, 4, 4, 4 frames are 21
+        // frames in 2.5 ms (119 µs apart), not 4 vs 5 per bin (25 µs apart).
+        let slow: Vec<MeterBin> = [4, 5, 4, 4, 4].iter().enumerate().map(|(i, f)| at(i, *f)).collect();
+        let (p50, _) = gap_deviation(&slow, Rate::mbps(100)).unwrap();
+        assert!(p50 < 5_000.0, "{p50}");
+        assert_eq!(gap_deviation(&[at(0, 1), at(1, 0)], rate), None);
     }
 
     #[test]
