@@ -116,6 +116,11 @@ struct Client {
     advanced: Notify,
     closed: watch::Sender<bool>,
     sent: AtomicU64,
+    /// Chunk bytes read from its data streams (in or out of order), counted
+    /// as they arrive so the goodput is not quantised to whole chunks.
+    arrived: AtomicU64,
+    /// Largest chunk this client may send (chosen for its target).
+    chunk: u32,
     app_limited: AtomicBool,
 }
 
@@ -128,7 +133,7 @@ struct ClientInner {
     streams: HashMap<u16, Arc<StreamSlot>>,
     tuner: StreamTuner,
     wanted: u32,
-    last_delivered: u64,
+    last_arrived: u64,
     last_t: Instant,
     goodput: Rate,
     allocation: u64,
@@ -379,6 +384,7 @@ async fn control(shared: Arc<Shared>, mut stream: TcpStream, peer: SocketAddr) {
             ..AimdConfig::default()
         };
         let tuner = StreamTuner::new(aimd, target);
+        let chunk = chunk_for(target, shared.cfg.interval, shared.cfg.chunk_size);
         let wanted = tuner.streams();
         let now = shared.now();
         let client = Arc::new(Client {
@@ -389,10 +395,7 @@ async fn control(shared: Arc<Shared>, mut stream: TcpStream, peer: SocketAddr) {
             target,
             ctl: ctl_tx,
             inner: Mutex::new(ClientInner {
-                reasm: Reassembly::new(reorder_limit(
-                    shared.cfg.chunk_size,
-                    shared.cfg.max_streams_per_client,
-                )),
+                reasm: Reassembly::new(reorder_limit(chunk, shared.cfg.max_streams_per_client)),
                 sink,
                 path,
                 hasher: Sha256::new(),
@@ -400,7 +403,7 @@ async fn control(shared: Arc<Shared>, mut stream: TcpStream, peer: SocketAddr) {
                 streams: HashMap::new(),
                 tuner,
                 wanted,
-                last_delivered: 0,
+                last_arrived: 0,
                 last_t: now,
                 goodput: Rate(0),
                 allocation: 0,
@@ -409,6 +412,8 @@ async fn control(shared: Arc<Shared>, mut stream: TcpStream, peer: SocketAddr) {
             advanced: Notify::new(),
             closed: watch::channel(false).0,
             sent: AtomicU64::new(0),
+            arrived: AtomicU64::new(0),
+            chunk,
             app_limited: AtomicBool::new(false),
         });
         st.clients.insert(session, client.clone());
@@ -421,7 +426,7 @@ async fn control(shared: Arc<Shared>, mut stream: TcpStream, peer: SocketAddr) {
     let welcome = Control::Welcome {
         session: client.session,
         streams: lock(&client.inner).wanted,
-        chunk_size: shared.cfg.chunk_size,
+        chunk_size: client.chunk,
         checksum: shared.cfg.checksum,
         interval_ms: shared.cfg.interval.as_millis() as u64,
         target_bps: target.0,
@@ -495,6 +500,16 @@ async fn control(shared: Arc<Shared>, mut stream: TcpStream, peer: SocketAddr) {
     abandon(&shared, &client, &reason);
     // Let the writer flush an error or Done, then stop it.
     let _ = tokio::time::timeout(Duration::from_secs(2), writer).await;
+}
+
+/// The chunk size a client is told to use: about an eighth of what its
+/// target moves in one interval, between 4 KiB (or the maximum, if smaller)
+/// and the configured maximum,
+/// so that a slow client delivers several chunks per measurement interval.
+fn chunk_for(target: Rate, interval: Duration, max: u32) -> u32 {
+    let per_interval = Rate::bytes_per_sec(target) as u128 * interval.as_millis() / 1000;
+    let max = u128::from(max.max(1));
+    (per_interval / 8).clamp(4096.min(max), max) as u32
 }
 
 /// Out-of-order bytes a client may hold: a few chunks per stream.
@@ -696,12 +711,20 @@ async fn data_loop(
             }
             Err(e) => return Err(e.to_string()),
         }
-        let h = FrameHeader::decode(&hb, session, index, shared.cfg.chunk_size).map_err(|e| e.to_string())?;
+        let h = FrameHeader::decode(&hb, session, index, client.chunk).map_err(|e| e.to_string())?;
         if h.kind == FrameType::EndOfStream {
             return Ok(());
         }
         let mut data = vec![0u8; h.length as usize];
-        stream.read_exact(&mut data).await.map_err(|e| format!("chunk at {}: {e}", h.offset))?;
+        let mut got = 0;
+        while got < data.len() {
+            let n = stream.read(&mut data[got..]).await.map_err(|e| format!("chunk at {}: {e}", h.offset))?;
+            if n == 0 {
+                return Err(format!("stream closed inside the chunk at {}", h.offset));
+            }
+            got += n;
+            client.arrived.fetch_add(n as u64, Ordering::Relaxed);
+        }
         h.verify(&data).map_err(|e| e.to_string())?;
         loop {
             let notified = client.advanced.notified();
@@ -783,9 +806,9 @@ fn tick(shared: &Shared, measure: bool) {
         g.tuner.set_limit(limit);
         if measure {
             let dt = now.saturating_since(g.last_t);
-            let delivered = g.reasm.delivered();
-            g.goodput = Rate::from_bytes_over(delivered - g.last_delivered, dt);
-            g.last_delivered = delivered;
+            let arrived = c.arrived.load(Ordering::Relaxed);
+            g.goodput = Rate::from_bytes_over(arrived - g.last_arrived, dt);
+            g.last_arrived = arrived;
             g.last_t = now;
             let settled = g.streams.len() as u32 == g.wanted;
             if shared.cfg.tune_streams && settled && !c.app_limited.load(Ordering::Relaxed) && !g.finished {
@@ -885,5 +908,19 @@ fn tick(shared: &Shared, measure: bool) {
         for s in all {
             shared.emit(Event::Status(s));
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn chunk_follows_the_target() {
+        let s = Duration::from_secs(1);
+        assert_eq!(chunk_for(Rate::mbps(1), s, 65_536), 15_625);
+        assert_eq!(chunk_for(Rate::kbps(16), s, 65_536), 4096);
+        assert_eq!(chunk_for(Rate::gbps(10), s, 65_536), 65_536);
+        assert_eq!(chunk_for(Rate::kbps(16), s, 1024), 1024);
     }
 }
