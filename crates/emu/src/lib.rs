@@ -17,7 +17,7 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 //!
-//! Precision (see [`bench`]; the worker module explains the mechanics): the
+//! Precision (see [`mod@bench`]; the worker module explains the mechanics): the
 //! model decides every departure exactly, so the mean rate is exact; a frame
 //! leaves within about ±20 µs of its time on a lightly loaded link and ±60 µs
 //! on a saturated one (frames due within that window go out together), plus
