@@ -62,6 +62,18 @@ enum LabCmd {
     },
     /// Remove leftover tcpaccel namespaces and emulators from interrupted runs.
     Clean,
+    /// Benchmark the emulator: raw veth vs through the emulator, rate accuracy, one-way delay error.
+    EmuBench {
+        /// Length of each measurement.
+        #[arg(long, default_value = "10s", value_parser = tcpaccel_core::units::parse_duration)]
+        duration: std::time::Duration,
+        /// Rates whose accuracy is measured (comma-separated).
+        #[arg(long, default_value = "100mbit,1gbit", value_delimiter = ',')]
+        rates: Vec<tcpaccel_core::units::Rate>,
+        /// One JSON object instead of the table.
+        #[arg(long)]
+        json: bool,
+    },
 }
 
 pub fn run(args: Args) -> anyhow::Result<Verdict> {
@@ -118,6 +130,21 @@ pub fn run(args: Args) -> anyhow::Result<Verdict> {
             print_summary(&data, false)?;
             println!("\nreport: {}/index.html", out.display());
             verdict(&data)
+        }
+        LabCmd::EmuBench { duration, rates, json } => {
+            exit::require_root("lab emu-bench (network namespaces, AF_PACKET)")?;
+            let opts = tcpaccel_emu::bench::BenchOptions {
+                duration,
+                rates,
+                ..tcpaccel_emu::bench::BenchOptions::default()
+            };
+            let report = tcpaccel_emu::bench::run(&opts)?;
+            if json {
+                println!("{}", serde_json::to_string(&report)?);
+            } else {
+                print!("{}", report.to_table());
+            }
+            Ok(Verdict::Ok)
         }
         LabCmd::Clean => {
             exit::require_root("lab clean")?;
