@@ -17,7 +17,9 @@
 //! T_n = T·(a + b·n) over the medians so far and the per-relay overhead as
 //! notes. It does not install its peers: `scripts/install-split-peers.sh`
 //! does, and the scenario refuses to start (naming that script) when a peer
-//! it needs is missing. The raw-TCP (traffic tool) transfer is not part of it.
+//! it needs is missing. With `transport=raw` the file is replaced by a
+//! traffic-tool transfer of the same size through `tcpaccel relay --forward`
+//! chains (tcpaccel and direct only: Dante and Squid have no plain forward).
 
 use crate::records::{MetricSpec, Published};
 use crate::scenario::{ParamSpec, Params, RunCtx, Scenario, Testbed};
@@ -32,12 +34,14 @@ use tcpaccel_core::rng::Rng;
 use tcpaccel_core::stats::{linear_fit, median};
 use tcpaccel_core::units::{format_duration, parse_duration};
 use tcpaccel_net::{Network, Topology};
+use tcpaccel_traffic::{run_send, spawn_recv, RecvConfig, SendConfig, Volume};
 
 pub struct Split;
 
 const SOCKS_PORT: u16 = 1080;
 const SQUID_PORT: u16 = 3128;
 const HTTP_PORT: u16 = 8080;
+const RAW_PORT: u16 = 5201;
 /// The paper's guests ran CentOS 6.4: autotuning on, 4 MB maximum buffers.
 const CENTOS6_RMEM: &str = "4096 87380";
 const CENTOS6_WMEM: &str = "4096 16384";
@@ -345,6 +349,11 @@ impl Scenario for Split {
                 "centos6 (tcp_rmem/tcp_wmem max = buf_max) or kernel (this kernel's defaults)",
             ),
             ParamSpec::new("buf_max", "4MB", "tcp_rmem/tcp_wmem maximum with buffers=centos6"),
+            ParamSpec::new(
+                "transport",
+                "http",
+                "http (nginx + curl) or raw (traffic tool; tcpaccel relays only)",
+            ),
         ]
     }
     fn quick(&self) -> Vec<(&'static str, &'static str)> {
@@ -369,8 +378,16 @@ impl Scenario for Split {
             }
         }
         v.dedup();
+        let raw = match p.str("transport")? {
+            "http" => false,
+            "raw" => true,
+            other => bail!("transport={other:?}: expected http or raw"),
+        };
         for name in &v {
-            Chain::parse(name, total)?;
+            let c = Chain::parse(name, total)?;
+            if raw && matches!(c.kind, Kind::Dante | Kind::Squid) {
+                bail!("transport=raw runs tcpaccel --forward chains only; {name} needs transport=http");
+            }
         }
         Ok(v)
     }
@@ -490,6 +507,7 @@ impl Scenario for Split {
             work,
             results: BTreeMap::new(),
             order: self.variants(p)?,
+            raw: p.str("transport")? == "raw",
         }))
     }
 }
@@ -536,6 +554,8 @@ struct SplitBed {
     /// MB/s per variant, every repeat so far.
     results: BTreeMap<String, Vec<f64>>,
     order: Vec<String>,
+    /// Traffic tool through `--forward` chains instead of HTTP.
+    raw: bool,
 }
 
 /// Waits until `addr` accepts a connection from inside `node`.
@@ -595,6 +615,20 @@ impl SplitBed {
         let me = Chain::right_of_segment(i);
         let (what, argv, port) = match chain.kind {
             Kind::Direct => bail!("direct has no relays"),
+            Kind::Tcpaccel if self.raw => {
+                let next = Chain::right_of_segment(i + 1);
+                let a: Vec<String> = vec![
+                    self.tcpaccel.to_string_lossy().into(),
+                    "relay".into(),
+                    "--forward".into(),
+                    format!("{me}:{RAW_PORT}={next}:{RAW_PORT}"),
+                    "--allow".into(),
+                    "10.50.0.0/16".into(),
+                    "--cc".into(),
+                    "cubic".into(),
+                ];
+                ("tcpaccel relay --forward", a, RAW_PORT)
+            }
             Kind::Tcpaccel => {
                 let mut a: Vec<String> = vec![
                     self.tcpaccel.to_string_lossy().into(),
@@ -643,6 +677,24 @@ impl SplitBed {
         let mut d = self.spawn(net, &node, what, &dir, &argv)?;
         wait_listening(net, &node, SocketAddr::new(IpAddr::V4(me), port), &mut d)?;
         Ok(d)
+    }
+
+    /// The traffic tool from `c` to the server through the forward chain: MB/s.
+    fn raw_transfer(&self, net: &Network, seed: u64) -> Result<f64> {
+        let first = SocketAddr::new(IpAddr::V4(Chain::right_of_segment(1)), RAW_PORT);
+        let mut scfg = SendConfig::new(first);
+        scfg.volume = Volume::Bytes(self.size);
+        scfg.cc = Some("cubic".into());
+        scfg.seed = seed;
+        scfg.stop = Some(crate::scenario::stop_flag());
+        let sum = net.run_in("c", move || run_send(scfg, |_| {}))?.context("sending from c")?;
+        if sum.bytes < self.size || sum.stopped_early {
+            bail!("the transfer moved {} of {} bytes", sum.bytes, self.size);
+        }
+        if sum.checksum_ok == Some(false) {
+            bail!("checksums differ between the ends");
+        }
+        Ok(sum.bytes as f64 / 1e6 / sum.duration_s)
     }
 
     fn download(&self, net: &Network, chain: &Chain) -> Result<f64> {
@@ -733,7 +785,7 @@ impl SplitBed {
             .filter_map(|v| Chain::parse(v, self.total).ok().map(|c| (v, c)))
             .filter(|(_, c)| c.kind == chain.kind && !c.uneven)
             .map(|(v, _)| v.clone())
-            .last();
+            .next_back();
         if last_of_kind.as_deref() != Some(ctx.variant.as_str()) {
             return Ok(());
         }
@@ -771,6 +823,22 @@ impl Testbed for SplitBed {
             super::dumbbell::sysctls(net, &node, &ctl)?;
         }
         let server = Chain::right_of_segment(chain.segments());
+        if self.raw {
+            let mut rcfg = RecvConfig::new(SocketAddr::new(IpAddr::V4(server), RAW_PORT));
+            rcfg.cc = Some("cubic".into());
+            let recv = net.run_in("s", move || spawn_recv(rcfg))?.context("starting the receiver in s")?;
+            for i in (1..chain.segments()).rev() {
+                let d = self.relay(net, &chain, i)?;
+                daemons.push(d);
+            }
+            let r = self.raw_transfer(net, ctx.seed);
+            drop(recv.stop());
+            for d in daemons.iter_mut().rev() {
+                d.stop();
+            }
+            let mbps = r?;
+            return self.record(ctx, &chain, mbps);
+        }
         let sdir = self.dir("nginx")?;
         let conf = sdir.join("nginx.conf");
         std::fs::write(&conf, nginx_conf(server, &self.work.0.join("www"), &sdir))
@@ -802,10 +870,16 @@ impl Testbed for SplitBed {
         for d in daemons.iter_mut().rev() {
             d.stop();
         }
+        self.record(ctx, &chain, mbps)
+    }
+}
+
+impl SplitBed {
+    fn record(&mut self, ctx: &mut RunCtx<'_>, chain: &Chain, mbps: f64) -> Result<()> {
         ctx.metric("throughput_MBps", mbps);
         ctx.metric("seconds", self.size as f64 / 1e6 / mbps);
         self.results.entry(ctx.variant.clone()).or_default().push(mbps);
-        self.plot_line(ctx, &chain)?;
+        self.plot_line(ctx, chain)?;
         if self.order.last() == Some(&ctx.variant) {
             self.fit_notes(ctx)?;
         }
@@ -879,6 +953,18 @@ mod tests {
         for pubd in Split.published() {
             assert!(v.contains(&pubd.variant), "{}", pubd.variant);
         }
+        let raw = [("transport".to_string(), "raw".to_string())];
+        let e = Split.variants(&crate::scenario::resolve_params(&Split, false, &raw).unwrap()).unwrap_err();
+        assert!(e.to_string().contains("tcpaccel --forward chains only"), "{e}");
+        let ok = [
+            ("transport".to_string(), "raw".to_string()),
+            ("relays".to_string(), "tcpaccel".to_string()),
+            ("uneven_relays".to_string(), "tcpaccel".to_string()),
+        ];
+        assert_eq!(
+            Split.variants(&crate::scenario::resolve_params(&Split, false, &ok).unwrap()).unwrap().len(),
+            10
+        );
     }
 
     #[test]
