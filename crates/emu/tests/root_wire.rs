@@ -206,3 +206,72 @@ fn root_emulated_wire_rtt_goodput_and_bad_frames() {
     );
     drop(topo);
 }
+
+/// Root only, long (about 15 s): the dumbbell shape at 500 Mbit/s,
+/// 100 ms RTT and a 1 MB buffer carries a CUBIC transfer; the drops the
+/// emulator counts should be what TCP retransmitted. Run with
+/// `cargo test -p tcpaccel-emu --release --test root_wire -- --ignored --nocapture`.
+#[test]
+#[ignore]
+fn root_cubic_drops_match_retransmits() {
+    if !tcpaccel_sys::privilege::is_root() {
+        eprintln!("skipping: needs root");
+        return;
+    }
+    let topo = build(1500);
+    // Room for 2 x BDP (6.25 MB) of window on both hosts.
+    for ns in [&topo.h1, &topo.h2] {
+        netns::run_in(ns, || {
+            std::fs::write("/proc/sys/net/ipv4/tcp_rmem", "4096 131072 33554432")?;
+            std::fs::write("/proc/sys/net/ipv4/tcp_wmem", "4096 131072 33554432")
+        })
+        .expect("netns")
+        .expect("sysctl");
+    }
+    let emu_ns = topo.emu.clone();
+    let mut l = link(500, 50);
+    l.buffer = QueueLimit::Bytes(1_000_000);
+    let cfg = EmuConfig::symmetric("e1", "e2", l);
+    let emu =
+        netns::run_in(&emu_ns, move || Emulator::start(cfg)).expect("netns emu").expect("start emulator");
+    let listener =
+        netns::run_in(&topo.h2, || TcpListener::bind("10.77.0.2:5002")).expect("netns h2").expect("bind");
+    let server = std::thread::spawn(move || {
+        let (mut c, _) = listener.accept().expect("accept");
+        let _ = c.set_read_timeout(Some(Duration::from_secs(5)));
+        let mut buf = vec![0u8; 1 << 20];
+        let mut n = 0u64;
+        while let Ok(k) = c.read(&mut buf) {
+            if k == 0 {
+                break;
+            }
+            n += k as u64;
+        }
+        n
+    });
+    let to: SocketAddr = "10.77.0.2:5002".parse().unwrap();
+    let mut s = netns::run_in(&topo.h1, move || TcpStream::connect_timeout(&to, Duration::from_secs(5)))
+        .expect("netns h1")
+        .expect("connect");
+    tcpaccel_sys::sockopt::set_congestion(&s, "cubic").expect("cubic");
+    let chunk = vec![0u8; 1 << 20];
+    let t0 = Instant::now();
+    while t0.elapsed() < Duration::from_secs(12) {
+        s.write_all(&chunk).expect("write");
+    }
+    let info = tcpaccel_sys::tcpinfo::tcp_info(&s).expect("tcp_info");
+    drop(s);
+    let received = server.join().expect("server");
+    let summary = emu.stop();
+    eprintln!("{}", summary.to_text());
+    let drops = summary.a_to_b.drops.total();
+    eprintln!(
+        "received {} MB, goodput {:.1} Mbit/s; emulator drops {drops}, TCP total_retrans {}",
+        received / 1_000_000,
+        received as f64 * 8.0 / 12e6,
+        info.total_retrans
+    );
+    let diff = (drops as i64 - info.total_retrans as i64).unsigned_abs();
+    assert!(diff <= 2.max(drops / 20), "drops {drops} vs retransmits {}", info.total_retrans);
+    drop(topo);
+}
