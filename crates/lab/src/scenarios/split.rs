@@ -278,6 +278,26 @@ impl Daemon {
             let _ = self.child.wait();
         }
     }
+    /// CPU seconds (user + system) of the daemon and its direct children
+    /// (Dante's I/O processes) so far, from /proc. Assumes USER_HZ = 100, the
+    /// value every Linux architecture exports to user space.
+    fn cpu_s(&self) -> f64 {
+        let pid = self.child.id();
+        let mut ticks = proc_ticks(pid).map(|(t, _)| t).unwrap_or(0);
+        if let Ok(dir) = std::fs::read_dir("/proc") {
+            for e in dir.flatten() {
+                let Some(other) = e.file_name().to_str().and_then(|n| n.parse::<u32>().ok()) else {
+                    continue;
+                };
+                if let Some((t, ppid)) = proc_ticks(other) {
+                    if ppid == pid {
+                        ticks += t;
+                    }
+                }
+            }
+        }
+        ticks as f64 / 100.0
+    }
     fn log_tail(&self) -> String {
         let text = std::fs::read_to_string(&self.log).unwrap_or_default();
         let lines: Vec<&str> = text.lines().collect();
@@ -296,6 +316,24 @@ impl Drop for Daemon {
     fn drop(&mut self) {
         self.stop();
     }
+}
+
+/// utime + stime (clock ticks) and the parent pid of `pid`, from /proc/PID/stat.
+fn proc_ticks(pid: u32) -> Option<(u64, u32)> {
+    let text = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    parse_stat(&text)
+}
+
+/// Parses /proc/PID/stat: the command name may hold spaces and parentheses,
+/// so fields are counted after the last `)`.
+pub fn parse_stat(text: &str) -> Option<(u64, u32)> {
+    let rest = &text[text.rfind(')')? + 1..];
+    let f: Vec<&str> = rest.split_whitespace().collect();
+    // After the name: state(3) ppid(4) … utime(14) stime(15), here 0-based from field 3.
+    let ppid = f.get(1)?.parse().ok()?;
+    let utime: u64 = f.get(11)?.parse().ok()?;
+    let stime: u64 = f.get(12)?.parse().ok()?;
+    Some((utime + stime, ppid))
 }
 
 fn find_bin(name: &str) -> Option<PathBuf> {
@@ -398,6 +436,12 @@ impl Scenario for Split {
                 unit: "MB/s".into(),
                 higher_is_better: true,
                 description: "file size / curl's total time (MB = 10^6 bytes)".into(),
+            },
+            MetricSpec {
+                name: "relay_cpu_s_per_GB".into(),
+                unit: "s/GB".into(),
+                higher_is_better: false,
+                description: "CPU seconds of all relays together per GB moved (0 for direct)".into(),
             },
             MetricSpec {
                 name: "seconds".into(),
@@ -832,6 +876,8 @@ impl Testbed for SplitBed {
                 daemons.push(d);
             }
             let r = self.raw_transfer(net, ctx.seed);
+            let cpu: f64 = daemons.iter().map(Daemon::cpu_s).sum();
+            ctx.metric("relay_cpu_s_per_GB", cpu / (self.size as f64 / 1e9));
             drop(recv.stop());
             for d in daemons.iter_mut().rev() {
                 d.stop();
@@ -867,6 +913,9 @@ impl Testbed for SplitBed {
                 return Err(e.context(format!("daemon logs: {}", logs.join("; "))));
             }
         };
+        // daemons[0] is nginx, the rest are relays.
+        let cpu: f64 = daemons.iter().skip(1).map(Daemon::cpu_s).sum();
+        ctx.metric("relay_cpu_s_per_GB", cpu / (self.size as f64 / 1e9));
         for d in daemons.iter_mut().rev() {
             d.stop();
         }
@@ -935,6 +984,15 @@ mod tests {
         let (a, b, r2) = fit(&pts).unwrap();
         assert!((a - 0.3).abs() < 1e-9 && (b - 0.7).abs() < 1e-9 && (r2 - 1.0).abs() < 1e-9);
         assert!(fit(&[(2.0, 5.0), (3.0, 6.0)]).is_none(), "no 1-segment point, no T");
+    }
+
+    #[test]
+    fn proc_stat_parses_names_with_spaces() {
+        let line = "4242 (my (odd) name) S 17 4242 4242 0 -1 4194560 300 0 0 0 250 50 0 0 20 0 3 0 100 0 0";
+        assert_eq!(parse_stat(line), Some((300, 17)));
+        assert_eq!(parse_stat("garbage"), None);
+        let own = proc_ticks(std::process::id()).expect("our own /proc/PID/stat");
+        assert!(own.1 > 0);
     }
 
     #[test]
