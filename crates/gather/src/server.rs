@@ -803,6 +803,12 @@ fn tick(shared: &Shared, measure: bool) {
         let mut g = lock(&c.inner);
         let rtt_us = g.streams.values().map(|s| s.rtt_us.load(Ordering::Relaxed)).max().unwrap_or(0);
         g.rtt = Duration::from_micros(rtt_us);
+        // A stream needs a useful window: never ask for more streams than the
+        // client's share gives two minimum windows each. Otherwise the
+        // per-stream floor would let a client grow past its share by adding
+        // streams (seed 003 §3.2 would read that as success).
+        let useful = (g.allocation / (2 * crate::config::MIN_STREAM_WINDOW)).max(1);
+        let limit = limit.min(useful.min(u64::from(u32::MAX)) as u32);
         g.tuner.set_limit(limit);
         if measure {
             let dt = now.saturating_since(g.last_t);
