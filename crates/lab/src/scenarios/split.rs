@@ -441,7 +441,7 @@ impl Scenario for Split {
                 name: "relay_cpu_s_per_GB".into(),
                 unit: "s/GB".into(),
                 higher_is_better: false,
-                description: "CPU seconds of all relays together per GB moved (0 for direct)".into(),
+                description: "CPU seconds of all relays together per GB moved (none for direct)".into(),
             },
             MetricSpec {
                 name: "seconds".into(),
@@ -876,8 +876,10 @@ impl Testbed for SplitBed {
                 daemons.push(d);
             }
             let r = self.raw_transfer(net, ctx.seed);
-            let cpu: f64 = daemons.iter().map(Daemon::cpu_s).sum();
-            ctx.metric("relay_cpu_s_per_GB", cpu / (self.size as f64 / 1e9));
+            if !daemons.is_empty() {
+                let cpu: f64 = daemons.iter().map(Daemon::cpu_s).sum();
+                ctx.metric("relay_cpu_s_per_GB", cpu / (self.size as f64 / 1e9));
+            }
             drop(recv.stop());
             for d in daemons.iter_mut().rev() {
                 d.stop();
@@ -914,8 +916,10 @@ impl Testbed for SplitBed {
             }
         };
         // daemons[0] is nginx, the rest are relays.
-        let cpu: f64 = daemons.iter().skip(1).map(Daemon::cpu_s).sum();
-        ctx.metric("relay_cpu_s_per_GB", cpu / (self.size as f64 / 1e9));
+        if daemons.len() > 1 {
+            let cpu: f64 = daemons.iter().skip(1).map(Daemon::cpu_s).sum();
+            ctx.metric("relay_cpu_s_per_GB", cpu / (self.size as f64 / 1e9));
+        }
         for d in daemons.iter_mut().rev() {
             d.stop();
         }
