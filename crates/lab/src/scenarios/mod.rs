@@ -4,6 +4,7 @@ use crate::scenario::Scenario;
 
 pub mod demo;
 pub mod dumbbell;
+pub mod gather;
 pub mod idle;
 pub mod pacing;
 pub mod rto;
@@ -19,6 +20,7 @@ pub fn all() -> Vec<Box<dyn Scenario>> {
         Box::new(split::Split),
         Box::new(pacing::Pacing),
         Box::new(idle::Idle),
+        Box::new(gather::Gather),
     ]
 }
 

@@ -1,0 +1,600 @@
+//! `lab run gather`: seed 003's gathering server with priority QoS. A star:
+//! the server `srv` sits behind one emulated shared link (rate, RTT, drop-tail
+//! buffer) to the router `hub`; high- and low-priority clients hang off the
+//! hub on plain veth links and send backlogged for the whole run. The server
+//! (`tcpaccel_gather`) runs in-process in `srv`'s namespace and reports each
+//! client's goodput every interval; those reports are the samples.
+//!
+//! Variants: `equal` (the pool split evenly, the paper's baseline), `buffer`
+//! (seed 003 §3.1 allocation only) and `buffer+streams` (§3.1 plus the §3.2
+//! stream-count search). `model=2` adds an interfering bulk TCP transfer from
+//! an extra host `x` to `srv` over the shared link during the middle third of
+//! the run (the paper's Model 2 interferes for 100–500 s).
+//!
+//! What it is not: not ns-2 with TCP Reno and 40-packet router buffers; the
+//! clients use the namespace's default congestion control and the shapes
+//! are scaled to what a 2-core VM sustains.
+
+use crate::records::{MetricSpec, Published};
+use crate::scenario::{interrupted, stop_flag, ParamSpec, Params, RunCtx, Scenario, Testbed};
+use anyhow::{bail, Context, Result};
+use std::collections::{BTreeMap, HashMap};
+use std::net::SocketAddr;
+use std::path::Path;
+use std::time::{Duration, Instant};
+use tcpaccel_core::units::{format_duration, Bytes, Rate};
+use tcpaccel_gather::{
+    parse_class, Event, Limit, Policy, SendOptions, SendReport, Server, ServerConfig, SinkSpec, Source,
+};
+use tcpaccel_net::{Network, Topology};
+use tcpaccel_traffic::{run_send, spawn_recv, RecvConfig, SendConfig, Volume};
+
+pub struct Gather;
+
+const GATHER_PORT: u16 = 7300;
+const BULK_PORT: u16 = 7301;
+/// A client's mean goodput counts as meeting its target within this fraction.
+const MET_MARGIN: f64 = 0.05;
+
+fn metric(name: &str, unit: &str, higher: bool, description: &str) -> MetricSpec {
+    MetricSpec {
+        name: name.into(),
+        unit: unit.into(),
+        higher_is_better: higher,
+        description: description.into(),
+    }
+}
+
+impl Scenario for Gather {
+    fn name(&self) -> &'static str {
+        "gather"
+    }
+    fn title(&self) -> &'static str {
+        "Gathering server QoS: buffer allocation and stream tuning (seed 003)"
+    }
+    fn description(&self) -> &'static str {
+        "High- and low-priority clients send backlogged to one gathering server behind a shared emulated link. \
+         The server splits its receive-buffer pool evenly (equal), by seed 003's allocation (buffer), or by the \
+         allocation plus the parallel-stream search (buffer+streams). Per-client goodput over time against the \
+         class targets; model=2 adds an interfering bulk flow on the shared link for the middle third."
+    }
+    fn params(&self) -> Vec<ParamSpec> {
+        vec![
+            ParamSpec::new("clients", "3", "clients per class (high and low)"),
+            ParamSpec::new("high", "1mbit", "target of the high-priority class"),
+            ParamSpec::new("low", "500kbit", "target of the low-priority class"),
+            ParamSpec::new(
+                "pool",
+                "100KB",
+                "the server's receive-buffer pool (the paper: 100 KB, then 60 KB)",
+            ),
+            ParamSpec::new(
+                "model",
+                "1",
+                "1: clients only; 2: plus interfering bulk traffic in the middle third",
+            ),
+            ParamSpec::new("rate", "10mbit", "shared link rate (server side)"),
+            ParamSpec::new("rtt", "120ms", "round-trip delay of the shared link"),
+            ParamSpec::new("buffer", "60KB", "drop-tail buffer of the shared link (about 40 packets)"),
+            ParamSpec::new("duration", "45s", "how long every client sends"),
+            ParamSpec::new("warmup", "5s", "start of each client's transfer left out of the metrics"),
+            ParamSpec::new("interval", "1s", "the server's measurement and tuning interval"),
+            ParamSpec::new("max_streams", "4", "streams per client at most (buffer+streams)"),
+        ]
+    }
+    fn quick(&self) -> Vec<(&'static str, &'static str)> {
+        vec![("clients", "2"), ("duration", "12s"), ("warmup", "3s"), ("interval", "500ms")]
+    }
+    fn default_repeats(&self) -> u32 {
+        1
+    }
+    fn variants(&self, _p: &Params) -> Result<Vec<String>> {
+        Ok(vec!["equal".into(), "buffer".into(), "buffer+streams".into()])
+    }
+    fn metrics(&self) -> Vec<MetricSpec> {
+        let mut m = Vec::new();
+        for c in ["high", "low"] {
+            m.push(metric(
+                &format!("{c}_mean_mbps"),
+                "Mbit/s",
+                true,
+                &format!("mean goodput of a {c}-priority client after warm-up"),
+            ));
+            m.push(metric(
+                &format!("{c}_min_mbps"),
+                "Mbit/s",
+                true,
+                &format!("mean goodput of the worst {c}-priority client"),
+            ));
+            m.push(metric(
+                &format!("{c}_below_frac"),
+                "fraction",
+                false,
+                &format!("fraction of {c}-priority client intervals below the target"),
+            ));
+            m.push(metric(
+                &format!("{c}_met"),
+                "0/1",
+                true,
+                &format!("1 when every {c}-priority client's mean is within 5% of its target or above"),
+            ));
+            m.push(metric(
+                &format!("{c}_mid_mbps"),
+                "Mbit/s",
+                true,
+                &format!("mean {c}-priority goodput in the middle third (interference with model=2)"),
+            ));
+        }
+        m.push(metric("streams_max", "streams", false, "most streams any client had"));
+        m
+    }
+    fn published(&self) -> Vec<Published> {
+        vec![
+            Published {
+                variant: "*".into(),
+                metric: "high_mbps".into(),
+                value: 1.0,
+                source: "seed 003 §4: high-priority target".into(),
+            },
+            Published {
+                variant: "*".into(),
+                metric: "low_mbps".into(),
+                value: 0.5,
+                source: "seed 003 §4: low-priority target".into(),
+            },
+        ]
+    }
+    fn notes(&self, p: &Params) -> Vec<String> {
+        let mut n = vec![
+            "The paper (ns-2, Reno, 40-packet buffers): equal splitting misses the high-priority target at \
+             times; the proposal meets both targets at 100 KB; at 60 KB it keeps low at 0.5 Mbit/s and high as \
+             close to 1.0 as the pool allows. Reference lines on high_mbps/low_mbps are the targets at their \
+             defaults."
+                .into(),
+        ];
+        if p.str("model").map(|m| m == "2").unwrap_or(false) {
+            n.push(
+                "Model 2: with interference, buffer tuning alone misses the high target in the paper; \
+                 adding stream tuning meets it."
+                    .into(),
+            );
+        }
+        n
+    }
+    fn estimate(&self, p: &Params) -> Duration {
+        p.duration("duration").unwrap_or(Duration::from_secs(45)) + Duration::from_secs(4)
+    }
+    fn prepare(&self, p: &Params, _dir: &Path) -> Result<Box<dyn Testbed>> {
+        let clients = p.u64("clients")? as usize;
+        if !(1..=8).contains(&clients) {
+            bail!("clients={clients}: must be between 1 and 8 per class");
+        }
+        let model = p.u64("model")?;
+        if !(1..=2).contains(&model) {
+            bail!("model={model}: must be 1 or 2");
+        }
+        let duration = p.duration("duration")?;
+        let warmup = p.duration("warmup")?;
+        if warmup + Duration::from_secs(1) >= duration {
+            bail!(
+                "warmup={} leaves nothing of duration={}",
+                format_duration(warmup),
+                format_duration(duration)
+            );
+        }
+        let interval = p.duration("interval")?;
+        if interval < Duration::from_millis(100) {
+            bail!("interval={}: at least 100ms", format_duration(interval));
+        }
+        let max_streams = p.u64("max_streams")?;
+        if !(1..=64).contains(&max_streams) {
+            bail!("max_streams={max_streams}: must be between 1 and 64");
+        }
+        Ok(Box::new(GatherBed {
+            clients,
+            high: p.rate("high")?,
+            low: p.rate("low")?,
+            pool: p.bytes("pool")?,
+            model,
+            rate: p.rate("rate")?,
+            rtt: p.duration("rtt")?,
+            buffer: p.bytes("buffer")?,
+            duration,
+            warmup,
+            interval,
+            max_streams: max_streams as u32,
+        }))
+    }
+}
+
+struct GatherBed {
+    clients: usize,
+    high: Rate,
+    low: Rate,
+    pool: Bytes,
+    model: u64,
+    rate: Rate,
+    rtt: Duration,
+    buffer: Bytes,
+    duration: Duration,
+    warmup: Duration,
+    interval: Duration,
+    max_streams: u32,
+}
+
+/// Client node names and classes: `high1..`, then `low1..`.
+fn client_list(n: usize) -> Vec<(String, &'static str)> {
+    let mut v: Vec<(String, &'static str)> = (1..=n).map(|i| (format!("high{i}"), "high")).collect();
+    v.extend((1..=n).map(|i| (format!("low{i}"), "low")));
+    v
+}
+
+/// The star: `srv` == emulated shared link == `hub`, and every client (and
+/// the interferer `x`) on its own veth to `hub`.
+fn topology(bed: &GatherBed) -> Result<Topology> {
+    let mut t = String::from(
+        "name = \"lab-gather\"\n[[router]]\nname = \"hub\"\n\
+         [[host]]\nname = \"srv\"\nroute = [{ to = \"default\", via = \"10.31.0.2\" }]\n",
+    );
+    let mut nodes: Vec<String> = client_list(bed.clients).into_iter().map(|(n, _)| n).collect();
+    nodes.push("x".into());
+    for (i, n) in nodes.iter().enumerate() {
+        let net = i + 1;
+        t +=
+            &format!("[[host]]\nname = \"{n}\"\nroute = [{{ to = \"default\", via = \"10.31.{net}.1\" }}]\n");
+    }
+    t += &format!(
+        "[[link]]\nname = \"shared\"\nkind = \"emulated\"\n\
+         a = {{ node = \"srv\", addr = \"10.31.0.1/24\" }}\n\
+         b = {{ node = \"hub\", addr = \"10.31.0.2/24\", ifname = \"shared\" }}\n\
+         rate = \"{}bit\"\ndelay = \"{}\"\nbuffer = \"{}\"\n",
+        bed.rate.bits_per_sec(),
+        format_duration(bed.rtt / 2),
+        bed.buffer.0
+    );
+    for (i, n) in nodes.iter().enumerate() {
+        let net = i + 1;
+        t += &format!(
+            "[[link]]\nname = \"a-{n}\"\n\
+             a = {{ node = \"hub\", addr = \"10.31.{net}.1/24\", ifname = \"p{net}\" }}\n\
+             b = {{ node = \"{n}\", addr = \"10.31.{net}.2/24\" }}\n"
+        );
+    }
+    Topology::from_toml_str(&t).context("building the gathering star")
+}
+
+/// One status report of one client, in seconds since the clients started.
+#[derive(Debug, Clone)]
+struct Point {
+    t: f64,
+    mbps: f64,
+    streams: u32,
+}
+
+/// Per-client series and summaries of one run.
+struct Outcome {
+    /// Client id → its points in time order.
+    points: BTreeMap<String, Vec<Point>>,
+    /// Client id → server time of its join (seconds since clients started).
+    joined: HashMap<String, f64>,
+}
+
+fn mean(v: &[f64]) -> f64 {
+    if v.is_empty() {
+        f64::NAN
+    } else {
+        v.iter().sum::<f64>() / v.len() as f64
+    }
+}
+
+impl GatherBed {
+    fn server_config(&self, variant: &str) -> Result<ServerConfig> {
+        let classes = vec![
+            parse_class(&format!("high={}bit,2", self.high.bits_per_sec()))?,
+            parse_class(&format!("low={}bit,1", self.low.bits_per_sec()))?,
+        ];
+        let per_client = if variant == "buffer+streams" { self.max_streams } else { 1 };
+        let mut cfg = ServerConfig::new(classes, self.pool.0, None, per_client, self.interval)
+            .context("gather server configuration")?;
+        match variant {
+            "equal" => {
+                cfg.policy = Policy::Equal;
+                cfg.tune_streams = false;
+            }
+            "buffer" => {
+                cfg.policy = Policy::Seed003;
+                cfg.tune_streams = false;
+            }
+            "buffer+streams" => {
+                cfg.policy = Policy::Seed003;
+                cfg.tune_streams = true;
+            }
+            v => bail!("unknown variant {v:?}"),
+        }
+        Ok(cfg)
+    }
+
+    /// Builds the star, runs server, clients and (model 2) the interferer; returns what the server saw.
+    fn run_network(&self, ctx: &mut RunCtx<'_>) -> Result<Outcome> {
+        let cfg = self.server_config(&ctx.variant)?;
+        let net = Network::up(&topology(self)?)?;
+        let list = client_list(self.clients);
+        for n in list.iter().map(|(n, _)| n.as_str()).chain(["srv", "x"]) {
+            super::dumbbell::sysctls(&net, n, &super::dumbbell::baseline_sysctls())?;
+        }
+        let srv_ip = net.addr("srv")?;
+        let listen = SocketAddr::new(srv_ip, GATHER_PORT);
+
+        // The server: its own thread in srv's namespace, stopped by a oneshot.
+        let (ev_tx, mut ev_rx) = tokio::sync::mpsc::unbounded_channel::<Event>();
+        let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
+        let (bound_tx, bound_rx) = std::sync::mpsc::channel::<Result<SocketAddr, String>>();
+        let srv_ns = net.ns("srv")?;
+        let server = std::thread::spawn(move || -> Result<()> {
+            tcpaccel_sys::netns::enter(&srv_ns).context("entering the server's namespace")?;
+            let rt = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .context("server runtime")?;
+            rt.block_on(async move {
+                let s = match Server::bind(cfg, listen, SinkSpec::Discard, Some(ev_tx)).await {
+                    Ok(s) => s,
+                    Err(e) => {
+                        let _ = bound_tx.send(Err(e.to_string()));
+                        return Err(anyhow::Error::new(e).context("binding the gather server"));
+                    }
+                };
+                let _ = bound_tx.send(s.local_addr().map_err(|e| e.to_string()));
+                tokio::select! {
+                    r = s.run() => r.context("gather server"),
+                    _ = stop_rx => Ok(()),
+                }
+            })
+        });
+        let stop_server = move |server: std::thread::JoinHandle<Result<()>>| -> Result<()> {
+            let _ = stop_tx.send(());
+            match server.join() {
+                Ok(r) => r,
+                Err(_) => bail!("the gather server thread panicked"),
+            }
+        };
+        let addr = match bound_rx.recv_timeout(Duration::from_secs(10)) {
+            Ok(Ok(a)) => a,
+            Ok(Err(e)) => {
+                let _ = stop_server(server);
+                bail!("gather server did not start: {e}");
+            }
+            Err(_) => {
+                let _ = stop_server(server);
+                bail!("gather server did not report its address within 10 s");
+            }
+        };
+        let t_bound = Instant::now();
+
+        // Model 2's interferer: a bulk receiver in srv, the sender starts a third in.
+        let bulk_recv = if self.model == 2 {
+            let rcfg = RecvConfig::new(SocketAddr::new(srv_ip, BULK_PORT));
+            Some(net.run_in("srv", move || spawn_recv(rcfg))?.context("starting the bulk receiver in srv")?)
+        } else {
+            None
+        };
+
+        let t_clients = Instant::now();
+        let clients_offset = t_clients.duration_since(t_bound).as_secs_f64();
+        let mut threads = Vec::new();
+        for (i, (id, class)) in list.iter().enumerate() {
+            let ns = net.ns(id)?;
+            let opts = SendOptions {
+                server: addr,
+                id: id.clone(),
+                class: (*class).to_string(),
+                target: None,
+                source: Source::Synthetic {
+                    rate: None,
+                    limit: Limit::Duration(self.duration),
+                    seed: ctx.seed ^ (i as u64 + 1),
+                },
+            };
+            let id = id.clone();
+            threads.push(std::thread::spawn(move || -> Result<SendReport> {
+                let r = tcpaccel_sys::netns::run_in(&ns, move || tcpaccel_gather::blocking::send(opts))
+                    .with_context(|| format!("entering {id}'s namespace"))?;
+                r.with_context(|| format!("client {id}"))
+            }));
+        }
+        let interferer = if self.model == 2 {
+            let ns = net.ns("x")?;
+            let third = self.duration / 3;
+            let mut scfg = SendConfig::new(SocketAddr::new(srv_ip, BULK_PORT));
+            scfg.volume = Volume::Duration(third);
+            scfg.cc = Some(super::dumbbell::DEFAULT_CC.to_string());
+            scfg.seed = ctx.seed;
+            scfg.stop = Some(stop_flag());
+            Some(std::thread::spawn(move || -> Result<f64> {
+                let deadline = Instant::now() + third;
+                while Instant::now() < deadline {
+                    if interrupted() {
+                        return Ok(0.0);
+                    }
+                    std::thread::sleep(Duration::from_millis(100));
+                }
+                let s = tcpaccel_sys::netns::run_in(&ns, move || run_send(scfg, |_| {}))
+                    .context("entering x's namespace")?
+                    .context("interfering bulk transfer from x")?;
+                Ok(s.goodput_bps as f64 / 1e6)
+            }))
+        } else {
+            None
+        };
+
+        let mut failures = Vec::new();
+        let mut reports = Vec::new();
+        for t in threads {
+            match t.join() {
+                Ok(Ok(r)) => reports.push(r),
+                Ok(Err(e)) => failures.push(format!("{e:#}")),
+                Err(_) => failures.push("a client thread panicked".into()),
+            }
+        }
+        if let Some(h) = interferer {
+            match h.join() {
+                Ok(Ok(mbps)) => {
+                    ctx.note(format!("interfering bulk flow: {mbps:.2} Mbit/s over its third"))?
+                }
+                Ok(Err(e)) => failures.push(format!("{e:#}")),
+                Err(_) => failures.push("the interferer thread panicked".into()),
+            }
+        }
+        if let Some(r) = bulk_recv {
+            let _ = r.stop();
+        }
+        let served = stop_server(server);
+        drop(net.teardown());
+        served?;
+        if !failures.is_empty() {
+            bail!("{}", failures.join("; "));
+        }
+        for r in &reports {
+            if !r.complete {
+                ctx.note(format!("client {} did not complete ({} B)", r.id, r.bytes))?;
+            }
+        }
+
+        let mut points: BTreeMap<String, Vec<Point>> = BTreeMap::new();
+        let mut joined = HashMap::new();
+        while let Ok(e) = ev_rx.try_recv() {
+            match e {
+                Event::Status(s) => points.entry(s.id.clone()).or_default().push(Point {
+                    t: s.t - clients_offset,
+                    mbps: s.goodput_bps as f64 / 1e6,
+                    streams: s.streams,
+                }),
+                Event::ClientJoin { t, id, .. } => {
+                    joined.entry(id).or_insert(t - clients_offset);
+                }
+                _ => {}
+            }
+        }
+        Ok(Outcome { points, joined })
+    }
+}
+
+impl Testbed for GatherBed {
+    fn run_one(&mut self, ctx: &mut RunCtx<'_>) -> Result<()> {
+        let out = self.run_network(ctx)?;
+        let dur = self.duration.as_secs_f64();
+        let warm = self.warmup.as_secs_f64();
+        let (mid0, mid1) = (dur / 3.0, 2.0 * dur / 3.0);
+        let step = self.interval.as_secs_f64();
+        let mut streams_max = 0u32;
+        for (class, target) in [("high", self.high), ("low", self.low)] {
+            let target = target.bits_per_sec() as f64 / 1e6;
+            let ids: Vec<String> =
+                client_list(self.clients).into_iter().filter(|(_, c)| *c == class).map(|(n, _)| n).collect();
+            // Per-interval class mean (bucketed by interval), and per-client samples.
+            let mut buckets: BTreeMap<i64, Vec<f64>> = BTreeMap::new();
+            let mut client_means = Vec::new();
+            let (mut below, mut counted) = (0usize, 0usize);
+            let mut all = Vec::new();
+            let mut mid = Vec::new();
+            for id in &ids {
+                let pts = out.points.get(id).map(Vec::as_slice).unwrap_or(&[]);
+                if pts.is_empty() {
+                    bail!("no status from client {id}: it never reached the server");
+                }
+                let start = out.joined.get(id).copied().unwrap_or(0.0);
+                let mut mine = Vec::new();
+                for p in pts {
+                    ctx.sample(&format!("{id}_mbps"), p.t, p.mbps)?;
+                    buckets.entry((p.t / step).round() as i64).or_default().push(p.mbps);
+                    streams_max = streams_max.max(p.streams);
+                    // Steady part: after warm-up, before the last interval of the transfer.
+                    if p.t >= start + warm && p.t <= start + dur - step {
+                        mine.push(p.mbps);
+                        counted += 1;
+                        if p.mbps < target {
+                            below += 1;
+                        }
+                        if p.t >= mid0 && p.t <= mid1 {
+                            mid.push(p.mbps);
+                        }
+                    }
+                }
+                all.extend_from_slice(&mine);
+                client_means.push(mean(&mine));
+            }
+            for (b, v) in &buckets {
+                ctx.sample(&format!("{class}_mbps"), *b as f64 * step, mean(v))?;
+            }
+            let worst = client_means.iter().copied().fold(f64::INFINITY, f64::min);
+            let met = client_means.iter().all(|m| *m >= target * (1.0 - MET_MARGIN));
+            ctx.metric(&format!("{class}_mean_mbps"), mean(&all));
+            ctx.metric(&format!("{class}_min_mbps"), worst);
+            ctx.metric(
+                &format!("{class}_below_frac"),
+                if counted == 0 { f64::NAN } else { below as f64 / counted as f64 },
+            );
+            ctx.metric(&format!("{class}_met"), if met { 1.0 } else { 0.0 });
+            ctx.metric(&format!("{class}_mid_mbps"), mean(&mid));
+        }
+        ctx.metric("streams_max", f64::from(streams_max));
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::scenario::resolve_params;
+
+    fn bed(quick: bool) -> Box<dyn Testbed> {
+        let p = resolve_params(&Gather, quick, &[]).unwrap();
+        Gather.prepare(&p, Path::new("/nonexistent")).unwrap()
+    }
+
+    #[test]
+    fn topology_is_a_star_with_one_emulated_shared_link() {
+        let p = resolve_params(&Gather, false, &[]).unwrap();
+        let g = GatherBed {
+            clients: 3,
+            high: p.rate("high").unwrap(),
+            low: p.rate("low").unwrap(),
+            pool: p.bytes("pool").unwrap(),
+            model: 1,
+            rate: p.rate("rate").unwrap(),
+            rtt: p.duration("rtt").unwrap(),
+            buffer: p.bytes("buffer").unwrap(),
+            duration: Duration::from_secs(45),
+            warmup: Duration::from_secs(5),
+            interval: Duration::from_secs(1),
+            max_streams: 4,
+        };
+        let t = topology(&g).unwrap();
+        // hub, srv, 6 clients and x.
+        assert_eq!(t.nodes.len(), 9);
+        let cfg = g.server_config("equal").unwrap();
+        assert_eq!(cfg.policy, Policy::Equal);
+        assert!(!cfg.tune_streams);
+        let cfg = g.server_config("buffer+streams").unwrap();
+        assert!(cfg.tune_streams && cfg.max_streams_per_client == 4);
+        assert_eq!(cfg.pool, 100_000);
+        assert!(g.server_config("fast").is_err());
+    }
+
+    #[test]
+    fn parameters_are_checked() {
+        let _ = bed(true);
+        for (k, v) in [("clients", "0"), ("model", "3"), ("warmup", "50s"), ("interval", "10ms")] {
+            let p = resolve_params(&Gather, false, &[(k.into(), v.into())]).unwrap();
+            assert!(Gather.prepare(&p, Path::new("/nonexistent")).is_err(), "{k}={v} accepted");
+        }
+    }
+
+    #[test]
+    fn client_names_fit_and_are_unique() {
+        let l = client_list(8);
+        assert_eq!(l.len(), 16);
+        assert_eq!(l[0], ("high1".to_string(), "high"));
+        assert_eq!(l[8], ("low1".to_string(), "low"));
+    }
+}
