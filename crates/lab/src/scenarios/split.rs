@@ -230,15 +230,17 @@ pub fn nginx_conf(addr: Ipv4Addr, root: &Path, dir: &Path) -> String {
     )
 }
 
-/// curl's `-w` output: bytes downloaded, seconds total.
-pub fn parse_curl(out: &str) -> Result<(u64, f64)> {
+/// curl's `-w` output: bytes downloaded, seconds total, seconds to the first
+/// byte (connection setup through the whole chain and the request).
+pub fn parse_curl(out: &str) -> Result<(u64, f64, f64)> {
     let mut it = out.split_whitespace();
     let size = it.next().and_then(|v| v.parse::<f64>().ok()).context("curl printed no size")?;
     let secs = it.next().and_then(|v| v.parse::<f64>().ok()).context("curl printed no time")?;
-    if secs <= 0.0 || size < 0.0 {
-        bail!("curl printed size {size} in {secs} s");
+    let first = it.next().and_then(|v| v.parse::<f64>().ok()).context("curl printed no first-byte time")?;
+    if secs <= 0.0 || size < 0.0 || !(0.0..=secs).contains(&first) {
+        bail!("curl printed size {size} in {secs} s, first byte at {first} s");
     }
-    Ok((size as u64, secs))
+    Ok((size as u64, secs, first))
 }
 
 /// The fit T_n = T·(a + b·n) of (segments, MB/s) points, T the 1-segment value:
@@ -442,6 +444,12 @@ impl Scenario for Split {
                 unit: "s/GB".into(),
                 higher_is_better: false,
                 description: "CPU seconds of all relays together per GB moved (none for direct)".into(),
+            },
+            MetricSpec {
+                name: "first_byte_s".into(),
+                unit: "s".into(),
+                higher_is_better: false,
+                description: "curl's time to the first byte: setup through the chain (HTTP only)".into(),
             },
             MetricSpec {
                 name: "seconds".into(),
@@ -741,7 +749,8 @@ impl SplitBed {
         Ok(sum.bytes as f64 / 1e6 / sum.duration_s)
     }
 
-    fn download(&self, net: &Network, chain: &Chain) -> Result<f64> {
+    /// MB/s and seconds to the first byte.
+    fn download(&self, net: &Network, chain: &Chain) -> Result<(f64, f64)> {
         let mut argv: Vec<String> = vec![
             self.tcpaccel.to_string_lossy().into(),
             "run".into(),
@@ -756,7 +765,7 @@ impl SplitBed {
             "-o".into(),
             "/dev/null".into(),
             "-w".into(),
-            "%{size_download} %{time_total}".into(),
+            "%{size_download} %{time_total} %{time_starttransfer}".into(),
         ];
         let first = Chain::right_of_segment(1);
         match chain.kind {
@@ -774,11 +783,11 @@ impl SplitBed {
         if !out.status.success() {
             bail!("curl failed ({}): {}", out.status, String::from_utf8_lossy(&out.stderr).trim());
         }
-        let (got, secs) = parse_curl(&String::from_utf8_lossy(&out.stdout))?;
+        let (got, secs, first) = parse_curl(&String::from_utf8_lossy(&out.stdout))?;
         if got != self.size {
             bail!("curl received {got} bytes of {}", self.size);
         }
-        Ok(got as f64 / 1e6 / secs)
+        Ok((got as f64 / 1e6 / secs, first))
     }
 
     /// After the last variant of a repeat: the fit per kind over the medians so far.
@@ -908,7 +917,10 @@ impl Testbed for SplitBed {
         }
         let mbps = self.download(net, &chain);
         let mbps = match mbps {
-            Ok(x) => x,
+            Ok((x, first)) => {
+                ctx.metric("first_byte_s", first);
+                x
+            }
             Err(e) => {
                 let logs: Vec<String> =
                     daemons.iter().map(|d| format!("{}: {}", d.what, d.log_tail())).collect();
@@ -1001,9 +1013,11 @@ mod tests {
 
     #[test]
     fn curl_output_parses_and_rejects_garbage() {
-        assert_eq!(parse_curl("100000000 9.5").unwrap(), (100_000_000, 9.5));
+        assert_eq!(parse_curl("100000000 9.5 0.25").unwrap(), (100_000_000, 9.5, 0.25));
         assert!(parse_curl("").is_err());
-        assert!(parse_curl("12 0").is_err());
+        assert!(parse_curl("100 9.5").is_err(), "no first-byte time");
+        assert!(parse_curl("100 1.0 2.0").is_err(), "first byte after the end");
+        assert!(parse_curl("12 0 0").is_err());
         assert!(parse_curl("abc def").is_err());
     }
 
