@@ -244,8 +244,9 @@ pub fn parse_curl(out: &str) -> Result<(u64, f64, f64)> {
 }
 
 /// The fit T_n = T·(a + b·n) of (segments, MB/s) points, T the 1-segment value:
-/// (a, b, r²). seed 002 §4 (fit of tables 5-7); eq. (6) T_n = n·T − f·(n−1)
-/// makes the per-relay overhead f/T = 1 − b.
+/// (a, b, r²). seed 002 eq. (8) (the paper's fit of table 6, a = 0.3, b = 0.7);
+/// with eq. (6) T_n = n·T − f·(n−1), rewritten as eq. (9)-(10), the per-relay
+/// overhead is f/T = 1 − b.
 pub fn fit(points: &[(f64, f64)]) -> Option<(f64, f64, f64)> {
     let t = points.iter().find(|p| p.0 == 1.0)?.1;
     if t <= 0.0 {
@@ -787,6 +788,7 @@ impl SplitBed {
         if got != self.size {
             bail!("curl received {got} bytes of {}", self.size);
         }
+        // seed 002 eq. (7): T_n = size / s, in MB/s.
         Ok((got as f64 / 1e6 / secs, first))
     }
 
