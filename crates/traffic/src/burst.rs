@@ -69,8 +69,12 @@ pub struct BurstRecord {
     pub bytes: u64,
     /// Start to the ACK of the last byte, ms; `None` if the run ended first.
     pub completion_ms: Option<f64>,
-    /// Congestion window when the burst started (packets).
+    /// Congestion window when the burst started (packets), before the
+    /// kernel's idle check (which runs when the first new segment is queued).
     pub cwnd_at_start: u32,
+    /// Congestion window at the first sample, ~1 ms into the burst: after
+    /// any restart of slow start (`tcp_slow_start_after_idle`).
+    pub cwnd_1ms: Option<u32>,
     /// Time since the previous send when the burst started, ms.
     pub idle_ms: u32,
     /// The resume pacing applied, if any.
@@ -255,6 +259,7 @@ fn drive(
             bytes: b.bytes,
             completion_ms: None,
             cwnd_at_start: i0.snd_cwnd,
+            cwnd_1ms: None,
             idle_ms: i0.last_data_sent,
             resume: plan,
             retransmits: 0,
@@ -263,6 +268,7 @@ fn drive(
             std::thread::sleep(TICK);
             let now = Instant::now();
             let i = info(sock)?;
+            rec.cwnd_1ms.get_or_insert(i.snd_cwnd);
             if hold_until.is_some_and(|h| now >= h) {
                 hold_until = None;
                 sockopt::set_max_pacing_rate(sock, base_cap.unwrap_or(PACING_UNLIMITED))?;

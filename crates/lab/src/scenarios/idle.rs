@@ -187,6 +187,9 @@ impl Testbed for IdleBed {
             ctx.flow(u64::from(r.index), "burst", r.bytes, r.start_s, fct, r.completion_ms.is_some())?;
             ctx.sample("burst_ms", r.start_s, fct)?;
             ctx.sample("cwnd_at_start", r.start_s, f64::from(r.cwnd_at_start))?;
+            if let Some(c) = r.cwnd_1ms {
+                ctx.sample("cwnd_1ms", r.start_s, f64::from(c))?;
+            }
             if let Some(p) = r.resume {
                 ctx.sample("resume_rate_mbps", r.start_s, Rate(p.rate * 8).as_mbps())?;
             }
