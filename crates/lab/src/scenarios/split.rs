@@ -349,6 +349,43 @@ fn find_bin(name: &str) -> Option<PathBuf> {
     found
 }
 
+/// The external programs the variants need (none for raw tcpaccel chains),
+/// found with `lookup`; a missing one names the install script.
+fn find_peers(
+    kinds: &[Kind],
+    raw: bool,
+    lookup: impl Fn(&str) -> Option<PathBuf>,
+) -> Result<BTreeMap<&'static str, PathBuf>> {
+    let mut need = Vec::new();
+    if !raw {
+        need.push(("curl", "the HTTP client"));
+        need.push(("nginx", "the HTTP server"));
+    }
+    if kinds.contains(&Kind::Dante) {
+        need.push(("danted", "relays=dante"));
+    }
+    if kinds.contains(&Kind::Squid) {
+        need.push(("squid", "relays=squid"));
+    }
+    let mut bins = BTreeMap::new();
+    for (b, why) in need {
+        let path = lookup(b).with_context(|| {
+            format!(
+                "{b} not found (needed for {why}); install the peers with scripts/install-split-peers.sh, \
+                 or leave that relay kind out (--set relays=tcpaccel --set uneven_relays=tcpaccel)"
+            )
+        })?;
+        bins.insert(b, path);
+    }
+    Ok(bins)
+}
+
+impl SplitBed {
+    fn bin(&self, name: &str) -> Result<&PathBuf> {
+        self.bins.get(name).with_context(|| format!("{name} was not looked up at setup"))
+    }
+}
+
 fn tcpaccel_bin() -> Result<PathBuf> {
     if let Some(p) = std::env::var_os("TCPACCEL_BIN") {
         return Ok(PathBuf::from(p));
@@ -525,23 +562,8 @@ impl Scenario for Split {
         for v in self.variants(p)? {
             kinds.push(Chain::parse(&v, total)?.kind);
         }
-        let mut need = vec![("curl", "the client"), ("nginx", "the HTTP server")];
-        if kinds.contains(&Kind::Dante) {
-            need.push(("danted", "relays=dante"));
-        }
-        if kinds.contains(&Kind::Squid) {
-            need.push(("squid", "relays=squid"));
-        }
-        let mut bins = BTreeMap::new();
-        for (b, why) in need {
-            let path = find_bin(b).with_context(|| {
-                format!(
-                    "{b} not found (needed for {why}); install the peers with scripts/install-split-peers.sh, \
-                     or leave that relay kind out (--set relays=tcpaccel --set uneven_relays=tcpaccel)"
-                )
-            })?;
-            bins.insert(b, path);
-        }
+        let raw = p.str("transport")? == "raw";
+        let bins = find_peers(&kinds, raw, find_bin)?;
         let tcpaccel = tcpaccel_bin()?;
         let work = std::env::temp_dir().join(format!("tcpaccel-split-{}", std::process::id()));
         let www = work.join("www");
@@ -553,14 +575,11 @@ impl Scenario for Split {
             size: size.0,
             buffers,
             tcpaccel,
-            nginx: bins.remove("nginx").context("nginx path")?,
-            curl: bins.remove("curl").context("curl path")?,
-            danted: bins.remove("danted"),
-            squid: bins.remove("squid"),
+            bins,
             work,
             results: BTreeMap::new(),
             order: self.variants(p)?,
-            raw: p.str("transport")? == "raw",
+            raw,
         }))
     }
 }
@@ -599,10 +618,8 @@ struct SplitBed {
     size: u64,
     buffers: Vec<(String, String)>,
     tcpaccel: PathBuf,
-    nginx: PathBuf,
-    curl: PathBuf,
-    danted: Option<PathBuf>,
-    squid: Option<PathBuf>,
+    /// The peers found at setup, by program name.
+    bins: BTreeMap<&'static str, PathBuf>,
     work: WorkDir,
     /// MB/s per variant, every repeat so far.
     results: BTreeMap<String, Vec<f64>>,
@@ -703,7 +720,7 @@ impl SplitBed {
                 let conf = dir.join("danted.conf");
                 std::fs::write(&conf, dante_conf(i, n))
                     .with_context(|| format!("writing {}", conf.display()))?;
-                let bin = self.danted.as_ref().context("danted was not found at setup")?;
+                let bin = self.bin("danted")?;
                 let a = vec![
                     bin.to_string_lossy().into(),
                     "-f".into(),
@@ -717,7 +734,7 @@ impl SplitBed {
                 let conf = dir.join("squid.conf");
                 std::fs::write(&conf, squid_conf(i, n, &dir))
                     .with_context(|| format!("writing {}", conf.display()))?;
-                let bin = self.squid.as_ref().context("squid was not found at setup")?;
+                let bin = self.bin("squid")?;
                 let a = vec![
                     bin.to_string_lossy().into(),
                     "-N".into(),
@@ -758,7 +775,7 @@ impl SplitBed {
             "--cc".into(),
             "cubic".into(),
             "--".into(),
-            self.curl.to_string_lossy().into(),
+            self.bin("curl")?.to_string_lossy().into(),
             "-sS".into(),
             "--fail".into(),
             "--max-time".into(),
@@ -903,7 +920,7 @@ impl Testbed for SplitBed {
         std::fs::write(&conf, nginx_conf(server, &self.work.0.join("www"), &sdir))
             .with_context(|| format!("writing {}", conf.display()))?;
         let argv = vec![
-            self.nginx.to_string_lossy().into_owned(),
+            self.bin("nginx")?.to_string_lossy().into_owned(),
             "-c".into(),
             conf.to_string_lossy().into_owned(),
             "-p".into(),
@@ -1011,6 +1028,19 @@ mod tests {
         assert_eq!(parse_stat("garbage"), None);
         let own = proc_ticks(std::process::id()).expect("our own /proc/PID/stat");
         assert!(own.1 > 0);
+    }
+
+    #[test]
+    fn missing_peers_name_the_install_script_and_tcpaccel_needs_none_of_them() {
+        let none = |_: &str| None;
+        let e = find_peers(&[Kind::Direct, Kind::Dante], false, none).unwrap_err().to_string();
+        assert!(e.contains("scripts/install-split-peers.sh") && e.contains("curl"), "{e}");
+        let only_http = |b: &str| (b == "curl" || b == "nginx").then(|| PathBuf::from(format!("/x/{b}")));
+        let e = find_peers(&[Kind::Tcpaccel, Kind::Squid], false, only_http).unwrap_err().to_string();
+        assert!(e.contains("squid not found (needed for relays=squid)"), "{e}");
+        let ok = find_peers(&[Kind::Direct, Kind::Tcpaccel], false, only_http).unwrap();
+        assert_eq!(ok.keys().copied().collect::<Vec<_>>(), vec!["curl", "nginx"]);
+        assert!(find_peers(&[Kind::Direct, Kind::Tcpaccel], true, none).unwrap().is_empty());
     }
 
     #[test]
