@@ -83,7 +83,7 @@ impl Scenario for Gather {
         ]
     }
     fn quick(&self) -> Vec<(&'static str, &'static str)> {
-        vec![("clients", "2"), ("duration", "12s"), ("warmup", "3s"), ("interval", "500ms")]
+        vec![("clients", "2"), ("duration", "10s"), ("warmup", "3s"), ("interval", "500ms")]
     }
     fn default_repeats(&self) -> u32 {
         1
@@ -269,6 +269,9 @@ struct Point {
     t: f64,
     mbps: f64,
     streams: u32,
+    alloc_kb: f64,
+    clamp_kb: f64,
+    rtt_ms: f64,
 }
 
 /// Per-client series and summaries of one run.
@@ -468,6 +471,9 @@ impl GatherBed {
                     t: s.t - clients_offset,
                     mbps: s.goodput_bps as f64 / 1e6,
                     streams: s.streams,
+                    alloc_kb: s.allocation as f64 / 1e3,
+                    clamp_kb: s.window_clamp as f64 / 1e3,
+                    rtt_ms: s.rtt_us as f64 / 1e3,
                 }),
                 Event::ClientJoin { t, id, .. } => {
                     joined.entry(id).or_insert(t - clients_offset);
@@ -506,6 +512,10 @@ impl Testbed for GatherBed {
                 let mut mine = Vec::new();
                 for p in pts {
                     ctx.sample(&format!("{id}_mbps"), p.t, p.mbps)?;
+                    ctx.sample(&format!("{id}_alloc_kB"), p.t, p.alloc_kb)?;
+                    ctx.sample(&format!("{id}_clamp_kB"), p.t, p.clamp_kb)?;
+                    ctx.sample(&format!("{id}_rtt_ms"), p.t, p.rtt_ms)?;
+                    ctx.sample(&format!("{id}_streams"), p.t, f64::from(p.streams))?;
                     buckets.entry((p.t / step).round() as i64).or_default().push(p.mbps);
                     streams_max = streams_max.max(p.streams);
                     // Steady part: after warm-up, before the last interval of the transfer.
