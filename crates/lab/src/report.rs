@@ -186,7 +186,7 @@ pub fn plots(data: &RunData) -> Vec<(String, String, String)> {
     }
     let order = variant_order(data);
     for (series, per_variant) in by_series {
-        let mut c = Chart::new(series_title(series), "time [s]", series_unit(series));
+        let mut c = Chart::new(series_title(series), series_x_label(series), series_unit(series));
         for v in &order {
             if let Some(pts) = per_variant.get(v.as_str()) {
                 let mut pts = pts.clone();
@@ -237,12 +237,21 @@ fn slug(s: &str) -> String {
 fn series_unit(series: &str) -> String {
     match series.rsplit('_').next().unwrap_or("") {
         "mbps" => "Mbit/s".into(),
+        "MBps" => "MB/s".into(),
         "ms" => "ms".into(),
         "us" => "µs".into(),
         "pkts" | "segs" => "packets".into(),
         "bytes" => "bytes".into(),
         "kb" => "KB".into(),
         other => other.into(),
+    }
+}
+
+/// Time series by default; `NAME_vs_X_UNIT` plots against X (e.g. `throughput_vs_segments_MBps`).
+fn series_x_label(series: &str) -> String {
+    match series.split_once("_vs_") {
+        Some((_, rest)) => rest.split('_').next().unwrap_or("x").to_string(),
+        None => "time [s]".to_string(),
     }
 }
 
@@ -378,6 +387,14 @@ mod tests {
         let got = markdown(&testdata::run());
         let want = include_str!("../tests/golden/summary.md");
         assert_eq!(got, want, "\n--- got ---\n{got}");
+    }
+
+    #[test]
+    fn series_axes_follow_the_name() {
+        assert_eq!(series_x_label("goodput_mbps"), "time [s]");
+        assert_eq!(series_x_label("throughput_vs_segments_MBps"), "segments");
+        assert_eq!(series_unit("throughput_vs_segments_MBps"), "MB/s");
+        assert_eq!(series_unit("srtt_ms"), "ms");
     }
 
     #[test]
