@@ -88,6 +88,15 @@ impl Params {
     pub fn list(&self, key: &str) -> Result<Vec<String>> {
         Ok(self.str(key)?.split(',').map(|s| s.trim().to_string()).filter(|s| !s.is_empty()).collect())
     }
+
+    /// A comma-separated choice among `valid`; an unknown entry is refused listing the valid ones.
+    pub fn choice(&self, key: &str, valid: &[&str]) -> Result<Vec<String>> {
+        let v = self.list(key)?;
+        if let Some(bad) = v.iter().find(|x| !valid.contains(&x.as_str())) {
+            bail!("{key}: unknown entry {bad:?}; valid: {}", valid.join(", "));
+        }
+        Ok(v)
+    }
 }
 
 /// A reproducible experiment.
@@ -393,6 +402,9 @@ mod tests {
         let p = resolve_params(&Toy, true, &[]).unwrap();
         assert_eq!(p.str("x").unwrap(), "10");
         assert!(parse_set("novalue").is_err());
+        let p = Params([("v".to_string(), "a, c".to_string())].into_iter().collect());
+        assert!(p.choice("v", &["a", "b"]).unwrap_err().to_string().contains("\"c\"; valid: a, b"));
+        assert_eq!(p.choice("v", &["a", "c"]).unwrap(), vec!["a", "c"]);
     }
 
     #[test]
