@@ -108,7 +108,9 @@ fn static_pacing_through_an_emulated_link_is_exact_and_even() {
     dev.sort_by(f64::total_cmp);
     let p50 = dev[dev.len() / 2];
     let p90 = dev[dev.len() * 9 / 10];
-    eprintln!("static 20mbit: goodput {got:.0} of {target:.0} bit/s, rate deviation p50 {p50:.3} p90 {p90:.3}");
+    eprintln!(
+        "static 20mbit: goodput {got:.0} of {target:.0} bit/s, rate deviation p50 {p50:.3} p90 {p90:.3}"
+    );
     assert!(p50 < 0.10 && p90 < 0.30, "arrival rate deviation p50 {p50:.3} p90 {p90:.3}: {rates:?}");
 }
 
