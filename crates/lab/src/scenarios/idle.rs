@@ -66,13 +66,7 @@ impl Scenario for Idle {
         1
     }
     fn variants(&self, p: &Params) -> Result<Vec<String>> {
-        let v = p.list("variants")?;
-        for x in &v {
-            if !VARIANTS.contains(&x.as_str()) {
-                bail!("unknown variant {x:?}; valid: {}", VARIANTS.join(", "));
-            }
-        }
-        Ok(v)
+        p.choice("variants", &VARIANTS)
     }
     fn metrics(&self) -> Vec<MetricSpec> {
         let ms = |name: &str, description: &str| MetricSpec {
