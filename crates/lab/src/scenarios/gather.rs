@@ -354,8 +354,11 @@ impl GatherBed {
                 }
             })
         });
+        let stop_tx = std::cell::Cell::new(Some(stop_tx));
         let stop_server = move |server: std::thread::JoinHandle<Result<()>>| -> Result<()> {
-            let _ = stop_tx.send(());
+            if let Some(tx) = stop_tx.take() {
+                let _ = tx.send(());
+            }
             match server.join() {
                 Ok(r) => r,
                 Err(_) => bail!("the gather server thread panicked"),
@@ -430,7 +433,24 @@ impl GatherBed {
             None
         };
 
+        // A client that never finishes (a lost connection, a namespace gone)
+        // must not hang the lab: past the transfer plus a grace period the
+        // server stops, which closes every connection and ends the clients.
+        let deadline = t_clients + self.duration + Duration::from_secs(30);
+        while threads.iter().any(|t| !t.is_finished()) && Instant::now() < deadline && !interrupted() {
+            std::thread::sleep(Duration::from_millis(200));
+        }
+        let hung = threads.iter().filter(|t| !t.is_finished()).count();
         let mut failures = Vec::new();
+        let mut server = Some(server);
+        let mut served = Ok(());
+        if hung > 0 {
+            failures
+                .push(format!("{hung} client(s) still running 30 s after their transfer; server stopped"));
+            if let Some(s) = server.take() {
+                served = stop_server(s);
+            }
+        }
         let mut reports = Vec::new();
         for t in threads {
             match t.join() {
@@ -451,7 +471,9 @@ impl GatherBed {
         if let Some(r) = bulk_recv {
             let _ = r.stop();
         }
-        let served = stop_server(server);
+        if let Some(s) = server.take() {
+            served = stop_server(s);
+        }
         drop(net.teardown());
         served?;
         if !failures.is_empty() {
