@@ -84,7 +84,16 @@ fn find_shim(explicit: Option<PathBuf>) -> anyhow::Result<PathBuf> {
         .into_iter()
         .chain(std::env::var_os("TCPACCEL_PRELOAD_LIB").map(PathBuf::from))
         .chain(
-            std::env::current_exe().ok().and_then(|e| e.parent().map(|d| d.join("libtcpaccel_preload.so"))),
+            std::env::current_exe()
+                .ok()
+                .and_then(|e| e.parent().map(|d| d.to_path_buf()))
+                .into_iter()
+                .flat_map(
+                    // Beside the binary (cargo build), or in deps/ where cargo test leaves it as a dependency.
+                    |dir| {
+                        [dir.join("libtcpaccel_preload.so"), dir.join("deps").join("libtcpaccel_preload.so")]
+                    },
+                ),
         )
         .collect();
     candidates.iter().find(|p| p.is_file()).cloned().ok_or_else(|| {
