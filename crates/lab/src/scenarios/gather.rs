@@ -629,4 +629,32 @@ mod tests {
         assert_eq!(l[0], ("high1".to_string(), "high"));
         assert_eq!(l[8], ("low1".to_string(), "low"));
     }
+
+    /// Root test: a short run of all three variants (1 + 1 clients, 8 s).
+    /// Seed 003's allocation gives high about twice low's window at 100 KB
+    /// (§3.1, surplus split by target), so high must clearly lead in `buffer`.
+    #[test]
+    fn short_run_orders_classes_by_allocation() {
+        assert!(tcpaccel_sys::privilege::is_root(), "this test needs root (network namespaces)");
+        let out = std::env::temp_dir().join(format!("tcpaccel-lab-gather-test-{}", std::process::id()));
+        let opts = crate::scenario::RunOptions {
+            quick: true,
+            repeats: Some(1),
+            out: out.clone(),
+            sets: vec![
+                ("clients".into(), "1".into()),
+                ("duration".into(), "8s".into()),
+                ("warmup".into(), "2s".into()),
+            ],
+            seed: 1,
+            json: true,
+        };
+        let d = crate::scenario::run(&Gather, &opts).expect("gather run");
+        let _ = std::fs::remove_dir_all(&out);
+        assert!(d.complete(), "every variant must complete: {:?}", d.notes);
+        let buffer = d.summaries.iter().find(|s| s.variant == "buffer").expect("buffer summary");
+        let (high, low) = (buffer.metrics["high_mean_mbps"], buffer.metrics["low_mean_mbps"]);
+        assert!(low > 0.4 && high > 1.3 * low, "buffer: high {high} low {low}");
+        assert!(d.samples.iter().any(|s| s.series == "high_mbps"), "class series recorded");
+    }
 }
