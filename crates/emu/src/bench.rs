@@ -681,9 +681,10 @@ mod tests {
     #[test]
     #[ignore]
     fn emu_bench_short() {
-        if !tcpaccel_sys::privilege::is_root() {
-            return;
-        }
+        assert!(
+            tcpaccel_sys::privilege::is_root(),
+            "this test needs root (CI runs as root); it does not skip"
+        );
         // EMU_BENCH_PARTS=paths,rates,delay picks parts; EMU_BENCH_SECS the
         // length; EMU_BENCH_RATES=1gbit,... the rates.
         let parts = std::env::var("EMU_BENCH_PARTS").unwrap_or_else(|_| "paths,rates,delay".into());
