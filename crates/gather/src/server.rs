@@ -767,6 +767,12 @@ async fn data_loop(
         if last_sample.elapsed() >= RTT_SAMPLE_EVERY {
             last_sample = std::time::Instant::now();
             sample_rtt(stream, slot);
+            // Receive autotuning (tcp_rcv_space_adjust) raises window_clamp
+            // whenever it grows the buffer, silently undoing ours: re-assert it.
+            let want = *clamp_rx.borrow();
+            if sockopt::get_window_clamp(&*stream).map_or(true, |v| v != want) {
+                apply_clamp(stream, slot, want, peer);
+            }
         }
     }
 }
