@@ -434,13 +434,15 @@ mod tests {
     fn handshake_rtt_and_live_connection_on_loopback() {
         let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
         let addr = l.local_addr().unwrap();
-        let _keep = TcpStream::connect(addr).unwrap();
+        let keep = TcpStream::connect(addr).unwrap();
         let (_srv, _) = l.accept().unwrap();
         let rtt = handshake_rtt(addr, 3, Duration::from_secs(1)).unwrap();
         assert!(rtt < Duration::from_millis(500), "{rtt:?}");
         let live = live_connections(addr).unwrap();
-        assert_eq!(live.len(), 1, "{live:?}");
-        assert!(live[0].cwnd > 0);
+        // A probe's socket may still be closing when the dump runs: look for ours.
+        let ours = keep.local_addr().unwrap();
+        let c = live.iter().find(|c| c.src == ours).unwrap_or_else(|| panic!("{ours} not in {live:?}"));
+        assert!(c.cwnd > 0);
     }
 
     #[test]
