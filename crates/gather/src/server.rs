@@ -124,6 +124,18 @@ struct Client {
     app_limited: AtomicBool,
 }
 
+impl Client {
+    /// Tells the client, on its control connection, that what it sent was
+    /// malformed (best effort: the connection may already be gone).
+    fn tell_malformed(&self, message: &str) {
+        let _ = self.ctl.send(Control::Error {
+            code: ErrorCode::Malformed,
+            message: message.to_string(),
+            server_version: None,
+        });
+    }
+}
+
 struct ClientInner {
     reasm: Reassembly,
     sink: Option<BufWriter<File>>,
@@ -473,21 +485,13 @@ async fn control(shared: Arc<Shared>, mut stream: TcpStream, peer: SocketAddr) {
             Ok(Some(other)) => {
                 let e = format!("unexpected control message {other:?}");
                 shared.conn_error(peer, "control", &e);
-                let _ = client.ctl.send(Control::Error {
-                    code: ErrorCode::Malformed,
-                    message: e.clone(),
-                    server_version: None,
-                });
+                client.tell_malformed(&e);
                 break e;
             }
             Ok(None) => break "control connection closed before the end of data".to_string(),
             Err(e) => {
                 shared.conn_error(peer, "control", &e);
-                let _ = client.ctl.send(Control::Error {
-                    code: ErrorCode::Malformed,
-                    message: e.clone(),
-                    server_version: None,
-                });
+                client.tell_malformed(&e);
                 break e;
             }
         }
@@ -626,11 +630,7 @@ async fn data(shared: Arc<Shared>, mut stream: TcpStream, peer: SocketAddr) {
     // A refused stream of a live client would lose the chunks its sender
     // writes before noticing, so the client is told on its control connection.
     let refuse_stream = |m: String| {
-        let _ = client.ctl.send(Control::Error {
-            code: ErrorCode::Malformed,
-            message: m.clone(),
-            server_version: None,
-        });
+        client.tell_malformed(&m);
         shared.conn_error(peer, "attach", m);
     };
     let (slot, mut clamp_rx) = {
