@@ -18,6 +18,7 @@
 pub mod config;
 pub mod daemon;
 pub mod env;
+pub mod flows;
 pub mod probe;
 pub mod record;
 pub mod tracker;
