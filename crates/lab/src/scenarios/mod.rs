@@ -4,8 +4,10 @@ use crate::scenario::Scenario;
 
 pub mod demo;
 pub mod dumbbell;
+pub mod fabric;
 pub mod gather;
 pub mod idle;
+pub mod lanes;
 pub mod pacing;
 pub mod rto;
 pub mod split;
@@ -21,6 +23,11 @@ pub fn all() -> Vec<Box<dyn Scenario>> {
         Box::new(pacing::Pacing),
         Box::new(idle::Idle),
         Box::new(gather::Gather),
+        Box::new(lanes::LanesBasic),
+        Box::new(lanes::LanesBuildup),
+        Box::new(lanes::LanesWebsearch),
+        Box::new(lanes::LanesDatamining),
+        Box::new(lanes::LanesParams),
     ]
 }
 

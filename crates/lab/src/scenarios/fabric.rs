@@ -1,0 +1,409 @@
+//! The datacenter of the lanes scenarios (seed 001 §6): hosts with one
+//! interface per fabric, each fabric a leaf–spine of router namespaces whose
+//! every link direction is a tbf rate limit over a drop-tail bfifo. Fabric 0
+//! carries the Short-flow Lane (SL), fabrics 1.. the Long-flow Lanes (LL).
+//!
+//! What it is: a generator of a [`Topology`] (the same TOML the `net`
+//! commands take, so `tcpaccel net up` can build it by hand too) plus the
+//! routing the TOML cannot express (policy rules by source address) and the
+//! MPTCP settings each variant needs. What it is not: a FatTree. The thesis
+//! used a k = 4 dual-homed FatTree at 1 Gbit/s; here each fabric is a
+//! two-tier leaf–spine (one leaf per `hosts_per_leaf` hosts, `spines` spines,
+//! the spine of a destination chosen by the destination host, a static
+//! stand-in for ECMP), at a rate two cores can forward.
+//!
+//! Addresses: host `h` has `10.(10+f).h.2/24` on fabric `f`, its leaf side
+//! `10.(10+f).h.1`. Leaf `l`–spine `s` of fabric `f` is `10.(100+f).(8l+s).1`
+//! (leaf) / `.2` (spine). Every fabric routes every host address (of every
+//! fabric) through itself, and a host sends
+//! - to an address of fabric `f ≥ 1` out of its fabric-`f` interface (main
+//!   table), and everything else out of fabric 0;
+//! - from its fabric-`f` address out of its fabric-`f` interface (rule
+//!   `from ADDR lookup 100+f`), whatever the destination.
+//!
+//! So a subflow between two SL addresses stays in fabric 0, and any subflow
+//! with an LL address at either end (also the in-kernel path manager's
+//! "LL address → peer's SL address" subflow of the pure-MPTCP baseline)
+//! stays in that LL fabric in both directions: SL and LL never share a
+//! queue. Reverse-path filtering is off, since a host may receive on its LL
+//! interface a packet addressed to its SL address.
+
+use std::fmt::Write as _;
+use std::io::Write as _;
+use std::net::Ipv4Addr;
+use std::process::{Command, Stdio};
+
+use anyhow::{bail, Context, Result};
+use tcpaccel_core::units::{Bytes, Rate};
+use tcpaccel_core::workload::HostId;
+use tcpaccel_lanes::flows::HostAddrs;
+use tcpaccel_net::{Network, Topology};
+
+/// Shape of the datacenter.
+#[derive(Debug, Clone)]
+pub struct FabricSpec {
+    pub hosts: u32,
+    /// Fabrics (lanes): 1 SL + (fabrics − 1) LL; at least 2.
+    pub fabrics: u32,
+    pub hosts_per_leaf: u32,
+    pub spines: u32,
+    /// Every link, both directions.
+    pub rate: Rate,
+    /// Drop-tail queue of every link direction (the thesis: 128 KB).
+    pub buffer: Bytes,
+}
+
+impl FabricSpec {
+    fn check(&self) -> Result<()> {
+        if self.fabrics < 2 || self.fabrics > 4 {
+            bail!("fabrics must be 2..=4 (1 SL + 1..3 LL), got {}", self.fabrics);
+        }
+        if self.hosts < 2 || self.hosts > 64 {
+            bail!("hosts must be 2..=64, got {}", self.hosts);
+        }
+        if self.hosts_per_leaf == 0 || self.spines == 0 || self.spines > 8 {
+            bail!(
+                "hosts_per_leaf must be at least 1 and spines 1..=8 (got {} and {})",
+                self.hosts_per_leaf,
+                self.spines
+            );
+        }
+        if self.leaves() > 31 {
+            bail!("{} leaves per fabric is too many (at most 31)", self.leaves());
+        }
+        if self.rate.bits_per_sec() == 0 {
+            bail!("the fabric needs a link rate above zero");
+        }
+        Ok(())
+    }
+
+    pub fn leaves(&self) -> u32 {
+        self.hosts.div_ceil(self.hosts_per_leaf)
+    }
+
+    fn leaf_of(&self, h: u32) -> u32 {
+        h / self.hosts_per_leaf
+    }
+
+    /// The spine a destination host is reached through (static ECMP stand-in).
+    fn spine_for(&self, h: u32) -> u32 {
+        h % self.spines
+    }
+
+    pub fn host_name(h: u32) -> String {
+        format!("h{h}")
+    }
+
+    /// Host `h`'s address on fabric `f`.
+    pub fn host_addr(h: u32, f: u32) -> Ipv4Addr {
+        Ipv4Addr::new(10, (10 + f) as u8, h as u8, 2)
+    }
+
+    fn host_gw(h: u32, f: u32) -> Ipv4Addr {
+        Ipv4Addr::new(10, (10 + f) as u8, h as u8, 1)
+    }
+
+    fn uplink(f: u32, l: u32, s: u32, spine_side: bool) -> Ipv4Addr {
+        Ipv4Addr::new(10, (100 + f) as u8, (8 * l + s) as u8, if spine_side { 2 } else { 1 })
+    }
+
+    /// Host-leaf and leaf-spine links.
+    pub fn links(&self) -> u32 {
+        self.fabrics * (self.hosts + self.leaves() * self.spines)
+    }
+
+    /// The topology file of this datacenter.
+    pub fn toml(&self) -> Result<String> {
+        self.check()?;
+        let mut t = String::new();
+        let rate = format!("{}bit", self.rate.bits_per_sec());
+        let buffer = format!("{}B", self.buffer.0);
+        let _ = writeln!(t, "name = \"lanes-fabric\"\n");
+        for h in 0..self.hosts {
+            let gw0 = Self::host_gw(h, 0);
+            let _ = writeln!(t, "[[host]]\nname = \"{}\"", Self::host_name(h));
+            let _ = write!(t, "route = [{{ to = \"default\", via = \"{gw0}\" }}");
+            for f in 1..self.fabrics {
+                let _ = write!(t, ", {{ to = \"10.{}.0.0/16\", via = \"{}\" }}", 10 + f, Self::host_gw(h, f));
+            }
+            let _ = writeln!(t, "]");
+            let _ = writeln!(t, "sysctl = {{ \"net.ipv4.conf.all.rp_filter\" = 0, \"net.ipv4.conf.default.rp_filter\" = 0 }}\n");
+        }
+        for f in 0..self.fabrics {
+            for l in 0..self.leaves() {
+                let _ = writeln!(t, "[[router]]\nname = \"f{f}l{l}\"");
+                let mut routes = Vec::new();
+                for h in 0..self.hosts {
+                    for x in 0..self.fabrics {
+                        let to = format!("10.{}.{h}.0/24", 10 + x);
+                        if self.leaf_of(h) == l {
+                            if x != f {
+                                routes.push((to, Self::host_addr(h, f)));
+                            }
+                        } else {
+                            routes.push((to, Self::uplink(f, l, self.spine_for(h), true)));
+                        }
+                    }
+                }
+                write_routes(&mut t, &routes);
+            }
+            for s in 0..self.spines {
+                let _ = writeln!(t, "[[router]]\nname = \"f{f}s{s}\"");
+                let mut routes = Vec::new();
+                for h in 0..self.hosts {
+                    for x in 0..self.fabrics {
+                        routes.push((
+                            format!("10.{}.{h}.0/24", 10 + x),
+                            Self::uplink(f, self.leaf_of(h), s, false),
+                        ));
+                    }
+                }
+                write_routes(&mut t, &routes);
+            }
+        }
+        let shaping = format!("rate = \"{rate}\"\nbuffer = \"{buffer}\"\noffloads = false\n");
+        for f in 0..self.fabrics {
+            for h in 0..self.hosts {
+                let _ = writeln!(
+                    t,
+                    "[[link]]\nname = \"h{h}-f{f}\"\na = {{ node = \"h{h}\", addr = \"{}/24\", ifname = \"f{f}\" }}\n\
+                     b = {{ node = \"f{f}l{}\", addr = \"{}/24\", ifname = \"h{h}\" }}\n{shaping}",
+                    Self::host_addr(h, f),
+                    self.leaf_of(h),
+                    Self::host_gw(h, f),
+                );
+            }
+            for l in 0..self.leaves() {
+                for s in 0..self.spines {
+                    let _ = writeln!(
+                        t,
+                        "[[link]]\nname = \"f{f}l{l}-s{s}\"\na = {{ node = \"f{f}l{l}\", addr = \"{}/24\", ifname = \"s{s}\" }}\n\
+                         b = {{ node = \"f{f}s{s}\", addr = \"{}/24\", ifname = \"l{l}\" }}\n{shaping}",
+                        Self::uplink(f, l, s, false),
+                        Self::uplink(f, l, s, true),
+                    );
+                }
+            }
+        }
+        Ok(t)
+    }
+
+    /// Every host's lanes, for the flow engine and the daemon configs.
+    pub fn host_addrs(&self, net: &Network) -> Result<Vec<HostAddrs>> {
+        (0..self.hosts)
+            .map(|h| {
+                Ok(HostAddrs {
+                    id: h as HostId,
+                    ns: net.ns(&Self::host_name(h))?,
+                    sl: Self::host_addr(h, 0),
+                    ll: (1..self.fabrics).map(|f| Self::host_addr(h, f)).collect(),
+                })
+            })
+            .collect()
+    }
+}
+
+fn write_routes(t: &mut String, routes: &[(String, Ipv4Addr)]) {
+    let _ = write!(t, "route = [");
+    for (i, (to, via)) in routes.iter().enumerate() {
+        let sep = if i == 0 { "" } else { ", " };
+        let _ = write!(t, "{sep}{{ to = \"{to}\", via = \"{via}\" }}");
+    }
+    let _ = writeln!(
+        t,
+        "]\nsysctl = {{ \"net.ipv4.conf.all.rp_filter\" = 0, \"net.ipv4.conf.default.rp_filter\" = 0 }}\n"
+    );
+}
+
+/// Runs `ip -n NS -batch -` with `lines`, naming the namespace on failure.
+pub fn ip_batch(ns: &str, lines: &[String]) -> Result<()> {
+    let mut child = Command::new("ip")
+        .args(["-n", ns, "-batch", "-"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .context("running ip -batch")?;
+    {
+        let mut stdin = child.stdin.take().context("ip -batch stdin")?;
+        for l in lines {
+            writeln!(stdin, "{l}").context("writing to ip -batch")?;
+        }
+    }
+    let out = child.wait_with_output().context("waiting for ip -batch")?;
+    if !out.status.success() {
+        bail!("ip -n {ns} -batch failed on {lines:?}: {}", String::from_utf8_lossy(&out.stderr).trim());
+    }
+    Ok(())
+}
+
+/// The built datacenter; dropping it tears every namespace down.
+pub struct Fabric {
+    pub spec: FabricSpec,
+    pub net: Network,
+    pub hosts: Vec<HostAddrs>,
+}
+
+/// How the hosts' MPTCP is set up for a variant.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MptcpMode {
+    /// In-kernel path manager, one `subflow` endpoint per LL address (the
+    /// pure-MPTCP baseline; full mesh off).
+    Kernel,
+    /// Userspace path manager (a lanes daemon per host opens the LL subflows).
+    Userspace,
+    /// In-kernel path manager without endpoints (single-path TCP baselines).
+    Plain,
+}
+
+impl Fabric {
+    pub fn up(spec: FabricSpec) -> Result<Fabric> {
+        let text = spec.toml()?;
+        let topo = Topology::from_toml_str(&text).context("the generated fabric topology")?;
+        let net = Network::up(&topo).context("building the dual-fabric datacenter")?;
+        for h in 0..spec.hosts {
+            let ns = net.ns(&FabricSpec::host_name(h))?;
+            let mut lines = Vec::new();
+            for f in 1..spec.fabrics {
+                let table = 100 + f;
+                lines.push(format!("rule add from {} lookup {table}", FabricSpec::host_addr(h, f)));
+                lines.push(format!("route add default via {} table {table}", FabricSpec::host_gw(h, f)));
+            }
+            ip_batch(&ns, &lines).with_context(|| format!("source routing on host h{h}"))?;
+        }
+        // rp_filter is max(all, interface): interfaces made before the
+        // default changed keep theirs, so clear every one.
+        for name in net.topology().nodes.iter().map(|n| n.name.clone()).collect::<Vec<_>>() {
+            for (_, end) in net.topology().ends_of(&name) {
+                net.set_sysctl(&name, &format!("net.ipv4.conf.{}.rp_filter", end.ifname), "0")?;
+            }
+        }
+        let hosts = spec.host_addrs(&net)?;
+        Ok(Fabric { spec, net, hosts })
+    }
+
+    /// Sets every host's path manager, limits and endpoints for `mode`.
+    pub fn set_mptcp(&self, mode: MptcpMode) -> Result<()> {
+        let lls = self.spec.fabrics - 1;
+        for h in 0..self.spec.hosts {
+            let name = FabricSpec::host_name(h);
+            let pm = if mode == MptcpMode::Userspace { "userspace" } else { "kernel" };
+            self.net.set_sysctl(&name, "net.mptcp.path_manager", pm).with_context(|| {
+                format!("setting net.mptcp.path_manager={pm} on {name} (does the kernel offer it?)")
+            })?;
+            let ns = self.net.ns(&name)?;
+            let mut lines = vec!["mptcp endpoint flush".to_string()];
+            lines.push(format!("mptcp limits set subflows {} add_addr_accepted {}", lls.max(2), lls.max(2)));
+            if mode == MptcpMode::Kernel {
+                for f in 1..self.spec.fabrics {
+                    lines
+                        .push(format!("mptcp endpoint add {} dev f{f} subflow", FabricSpec::host_addr(h, f)));
+                }
+            }
+            ip_batch(&ns, &lines).with_context(|| format!("MPTCP settings on {name}"))?;
+        }
+        Ok(())
+    }
+
+    /// Bytes sent so far out of every host's interface on each fabric
+    /// (index = fabric), summed over hosts.
+    pub fn tx_bytes_per_fabric(&self) -> Result<Vec<u64>> {
+        let mut per = vec![0u64; self.spec.fabrics as usize];
+        for h in 0..self.spec.hosts {
+            let ns = self.net.ns(&FabricSpec::host_name(h))?;
+            for (f, v) in per.iter_mut().enumerate() {
+                *v += iface_tx_bytes(&ns, &format!("f{f}"))?;
+            }
+        }
+        Ok(per)
+    }
+}
+
+/// tx_bytes of `ifname` in namespace `ns`. Read from
+/// `/proc/thread-self/net/dev` on a thread inside the namespace: /sys shows
+/// the namespace sysfs was mounted in, not the reading thread's.
+pub fn iface_tx_bytes(ns: &str, ifname: &str) -> Result<u64> {
+    let text = tcpaccel_sys::netns::run_in(ns, || std::fs::read_to_string("/proc/thread-self/net/dev"))
+        .with_context(|| format!("entering {ns}"))?
+        .with_context(|| format!("reading /proc/thread-self/net/dev in {ns}"))?;
+    dev_tx_bytes(&text, ifname).with_context(|| format!("no interface {ifname} in {ns}"))
+}
+
+/// The tx byte counter of `ifname` in the text of `/proc/net/dev`.
+pub fn dev_tx_bytes(text: &str, ifname: &str) -> Option<u64> {
+    text.lines().find_map(|l| {
+        let (name, rest) = l.split_once(':')?;
+        if name.trim() != ifname {
+            return None;
+        }
+        // rx: bytes packets errs drop fifo frame compressed multicast, then tx bytes.
+        rest.split_whitespace().nth(8)?.parse().ok()
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn spec(hosts: u32, fabrics: u32) -> FabricSpec {
+        FabricSpec {
+            hosts,
+            fabrics,
+            hosts_per_leaf: 4,
+            spines: 2,
+            rate: Rate(100_000_000),
+            buffer: Bytes(128 * 1024),
+        }
+    }
+
+    #[test]
+    fn generated_topology_parses_with_every_node_and_link() {
+        let s = spec(8, 2);
+        let topo = Topology::from_toml_str(&s.toml().unwrap()).unwrap();
+        // 8 hosts + per fabric 2 leaves and 2 spines.
+        assert_eq!(topo.nodes.len(), 8 + 2 * (2 + 2));
+        assert_eq!(topo.links.len() as u32, s.links());
+        assert_eq!(s.links(), 2 * (8 + 2 * 2));
+        for l in &topo.links {
+            assert!(!l.offloads, "{} keeps offloads", l.name);
+        }
+    }
+
+    #[test]
+    fn every_router_knows_every_host_address_of_every_fabric() {
+        let s = spec(8, 3);
+        let topo = Topology::from_toml_str(&s.toml().unwrap()).unwrap();
+        for n in topo.nodes.iter().filter(|n| n.name.starts_with('f')) {
+            for h in 0..8 {
+                for x in 0..3 {
+                    let a = FabricSpec::host_addr(h, x);
+                    let covered = n.routes.iter().any(|r| r.to.contains(a.into()))
+                        || topo
+                            .ends_of(&n.name)
+                            .any(|(_, e)| e.addr.as_ref().is_some_and(|c| c.contains(a.into())));
+                    assert!(covered, "{} has no route to {a}", n.name);
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn tx_bytes_come_from_the_ninth_counter() {
+        let text = "Inter-|   Receive    |  Transmit\n face |bytes packets errs drop fifo frame compressed multicast|bytes\n\
+                    lo: 10 1 0 0 0 0 0 0 10 1 0 0 0 0 0 0\n    f1: 500 5 0 0 0 0 0 0 7777 9 0 0 0 0 0 0\n";
+        assert_eq!(dev_tx_bytes(text, "f1"), Some(7777));
+        assert_eq!(dev_tx_bytes(text, "lo"), Some(10));
+        assert_eq!(dev_tx_bytes(text, "f2"), None);
+    }
+
+    #[test]
+    fn bad_shapes_are_refused_with_the_number() {
+        let e = spec(8, 1).toml().unwrap_err().to_string();
+        assert!(e.contains("got 1"), "{e}");
+        let e = spec(1, 2).toml().unwrap_err().to_string();
+        assert!(e.contains("got 1"), "{e}");
+        let mut s = spec(8, 2);
+        s.rate = Rate(0);
+        assert!(s.toml().is_err());
+    }
+}

@@ -1,0 +1,983 @@
+//! The datacenter-lanes scenarios (seed 001 §6–7) on the dual-fabric
+//! datacenter of [`super::fabric`]: `lanes-basic`, `lanes-buildup`,
+//! `lanes-websearch`, `lanes-datamining` and `lanes-params`.
+//!
+//! Variants (the same workload, seeded, replayed for each):
+//! - `mptcp`: pure MPTCP, in-kernel path manager, one `subflow` endpoint
+//!   per LL address, default scheduler (the thesis's baseline);
+//! - `single`: plain TCP on one lane per flow, drawn at random (ECMP-like);
+//! - `repflow`: RepFlow — flows under 100 KB sent on SL and LL at once,
+//!   the first copy to finish counts; others as `single`;
+//! - `deadline` / `link-cost`: MPTCP from the SL address with a
+//!   `tcpaccel lanes` daemon (userspace path manager) in every host.
+//!
+//! Flows come from `tcpaccel_core::workload` and run through
+//! `tcpaccel_lanes::flows` (FCT from the scheduled start to the receiver's
+//! answer). What it is not: ns-3 at 1 Gbit/s with NewReno and initial window
+//! 12; the links run at `rate` (default 100 Mbit/s) with 128 KB drop-tail
+//! queues, so a full queue holds 10× more time than in the thesis (the same
+//! bytes and packets), and every run is a few seconds, not 100 repeats.
+
+use std::collections::BTreeMap;
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use anyhow::{bail, Context, Result};
+use tcpaccel_core::stats::percentile_sorted;
+use tcpaccel_core::workload::{self, Flow, FlowClass, Hosts, Mix};
+use tcpaccel_lanes::flows::{run_flows, FlowResult, Received, RunOptions, Sinks, Transport};
+use tcpaccel_lanes::record::{DecisionAction, Record};
+
+use super::fabric::{Fabric, FabricSpec, MptcpMode};
+use crate::records::{MetricSpec, Published};
+use crate::scenario::{stop_flag, ParamSpec, Params, RunCtx, Scenario, Testbed};
+
+const FLOW_PORT: u16 = 7400;
+/// Flows up to this size are the short flows the thesis measures ((0, 100 KB]).
+const SHORT_MAX: u64 = 100 * 1000;
+/// RepFlow replicates flows below this (anchors.md, Workloads).
+const REPFLOW_THRESHOLD: u64 = 100 * 1000;
+/// Time after the last arrival for flows to finish before they are cut.
+const DRAIN: Duration = Duration::from_secs(4);
+
+const POLICIES: [&str; 5] = ["mptcp", "single", "repflow", "deadline", "link-cost"];
+
+fn metric(name: &str, unit: &str, higher: bool, description: &str) -> MetricSpec {
+    MetricSpec {
+        name: name.into(),
+        unit: unit.into(),
+        higher_is_better: higher,
+        description: description.into(),
+    }
+}
+
+/// The parameters every lanes scenario shares.
+fn common_params(fabrics: &str, hosts: &str, rate: &str) -> Vec<ParamSpec> {
+    vec![
+        ParamSpec::new(
+            "variants",
+            POLICIES.join(","),
+            "policies to compare (mptcp, single, repflow, deadline, link-cost)",
+        ),
+        ParamSpec::new("hosts", hosts, "hosts in the datacenter (a quarter are back-end hosts)"),
+        ParamSpec::new("fabrics", fabrics, "fabrics = lanes: 1 SL + the rest LL"),
+        ParamSpec::new("hosts_per_leaf", "4", "hosts under one leaf router"),
+        ParamSpec::new("spines", "2", "spine routers per fabric"),
+        ParamSpec::new("rate", rate, "rate of every link (the thesis: 1 Gbit/s; scaled for 2 cores)"),
+        ParamSpec::new("buffer", "128KB", "drop-tail queue of every link direction (the thesis: 128 KB)"),
+        ParamSpec::new("cc", "reno", "congestion control of every flow (the thesis: NewReno)"),
+        ParamSpec::new("t_deadline", "300ms", "lanes: switch deadline (seed 001: 300 ms)"),
+        ParamSpec::new("alpha", "1", "lanes link-cost: α of eq. 5.7"),
+        ParamSpec::new("gamma", "1", "lanes link-cost: γ of eq. 5.7"),
+    ]
+}
+
+fn fabric_spec(p: &Params) -> Result<FabricSpec> {
+    Ok(FabricSpec {
+        hosts: p.u64("hosts")? as u32,
+        fabrics: p.u64("fabrics")? as u32,
+        hosts_per_leaf: p.u64("hosts_per_leaf")? as u32,
+        spines: p.u64("spines")? as u32,
+        rate: p.rate("rate")?,
+        buffer: p.bytes("buffer")?,
+    })
+}
+
+/// The switching policy a daemon runs.
+#[derive(Debug, Clone)]
+pub struct PolicyParams {
+    pub kind: String,
+    pub t_deadline: Duration,
+    pub alpha: f64,
+    pub gamma: f64,
+}
+
+impl PolicyParams {
+    fn from(p: &Params, kind: &str) -> Result<PolicyParams> {
+        Ok(PolicyParams {
+            kind: kind.into(),
+            t_deadline: p.duration("t_deadline")?,
+            alpha: p.f64("alpha")?,
+            gamma: p.f64("gamma")?,
+        })
+    }
+}
+
+/// The lanes daemon configuration of host `h`: every other host is a peer,
+/// SL pair on fabric 0, one LL pair per other fabric.
+pub fn daemon_config(spec: &FabricSpec, h: u32, policy: &PolicyParams) -> String {
+    let mut t = format!(
+        "[policy]\nkind = \"{}\"\nt_deadline = \"{}us\"\nalpha = {:?}\ngamma = {:?}\n\n[probe]\nport = 9\n\n",
+        policy.kind,
+        policy.t_deadline.as_micros(),
+        policy.alpha,
+        policy.gamma
+    );
+    for peer in (0..spec.hosts).filter(|&p| p != h) {
+        t.push_str(&format!(
+            "[[peer]]\nname = \"h{peer}\"\nsl = [{{ local = \"{}\", remote = \"{}\" }}]\nll = [",
+            FabricSpec::host_addr(h, 0),
+            FabricSpec::host_addr(peer, 0)
+        ));
+        for f in 1..spec.fabrics {
+            let sep = if f == 1 { "" } else { ", " };
+            t.push_str(&format!(
+                "{sep}{{ local = \"{}\", remote = \"{}\" }}",
+                FabricSpec::host_addr(h, f),
+                FabricSpec::host_addr(peer, f)
+            ));
+        }
+        t.push_str("]\n\n");
+    }
+    t
+}
+
+/// Lanes daemons running in every host, each writing JSON Lines to a file.
+struct Daemons {
+    stop: Arc<AtomicBool>,
+    handles: Vec<(String, JoinHandle<Result<tcpaccel_lanes::Summary>>)>,
+    files: Vec<PathBuf>,
+}
+
+impl Daemons {
+    fn start(fab: &Fabric, policy: &PolicyParams, dir: &Path, tag: &str) -> Result<Daemons> {
+        let stop = Arc::new(AtomicBool::new(false));
+        let mut d = Daemons { stop: stop.clone(), handles: Vec::new(), files: Vec::new() };
+        for h in 0..fab.spec.hosts {
+            let text = daemon_config(&fab.spec, h, policy);
+            let cfg = tcpaccel_lanes::Config::parse(&text, &format!("lanes config of h{h}"))
+                .with_context(|| format!("the generated lanes config of h{h}"))?;
+            let ns = fab.hosts[h as usize].ns.clone();
+            let file = dir.join(format!("lanes-{tag}-h{h}.jsonl"));
+            let mut out =
+                std::fs::File::create(&file).with_context(|| format!("creating {}", file.display()))?;
+            let stop = stop.clone();
+            let ns_thread = ns.clone();
+            let handle = std::thread::Builder::new()
+                .name(format!("lanes-h{h}"))
+                .spawn(move || -> Result<tcpaccel_lanes::Summary> {
+                    tcpaccel_sys::netns::enter(&ns_thread)
+                        .with_context(|| format!("entering {ns_thread}"))?;
+                    let opts = tcpaccel_lanes::Options {
+                        netns: Some(ns_thread.clone()),
+                        format: tcpaccel_lanes::Format::Json,
+                        duration: None,
+                    };
+                    Ok(tcpaccel_lanes::run(cfg, &opts, &mut out, &stop)?)
+                })
+                .context("starting a lanes daemon thread")?;
+            d.handles.push((ns, handle));
+            d.files.push(file);
+        }
+        // Each daemon writes its `ready` line once it listens for events.
+        let deadline = Instant::now() + Duration::from_secs(5);
+        for (i, f) in d.files.iter().enumerate() {
+            loop {
+                if std::fs::read_to_string(f).map(|s| s.contains("\"ready\"")).unwrap_or(false) {
+                    break;
+                }
+                if d.handles[i].1.is_finished() || Instant::now() > deadline {
+                    d.stop.store(true, Ordering::SeqCst);
+                    let (ns, h) = d.handles.swap_remove(i);
+                    let why = match h.join() {
+                        Ok(Err(e)) => format!("{e:#}"),
+                        Ok(Ok(_)) => "it stopped at once".into(),
+                        Err(_) => "it panicked".into(),
+                    };
+                    bail!("the lanes daemon in {ns} did not become ready: {why}");
+                }
+                std::thread::sleep(Duration::from_millis(20));
+            }
+        }
+        Ok(d)
+    }
+
+    /// Stops every daemon; returns the switch decisions' connection ages (ms).
+    fn stop(self) -> Result<DaemonReport> {
+        self.stop.store(true, Ordering::SeqCst);
+        let mut rep = DaemonReport::default();
+        for (ns, h) in self.handles {
+            match h.join() {
+                Ok(Ok(s)) => {
+                    rep.connections += s.connections;
+                    rep.failed_commands += s.failed_commands;
+                }
+                Ok(Err(e)) => bail!("the lanes daemon in {ns} failed: {e:#}"),
+                Err(_) => bail!("the lanes daemon in {ns} panicked"),
+            }
+        }
+        for f in &self.files {
+            let file = std::fs::File::open(f).with_context(|| format!("reading {}", f.display()))?;
+            for line in BufReader::new(file).lines() {
+                let line = line?;
+                if let Ok(Record::Decision(d)) = serde_json::from_str::<Record>(&line) {
+                    if d.action == DecisionAction::Switch {
+                        rep.switch_ages_ms.push(d.age_ms);
+                    }
+                }
+            }
+        }
+        Ok(rep)
+    }
+}
+
+#[derive(Debug, Default)]
+struct DaemonReport {
+    connections: u64,
+    failed_commands: u64,
+    switch_ages_ms: Vec<f64>,
+}
+
+/// What one workload under one policy produced.
+struct Outcome {
+    results: Vec<FlowResult>,
+    received: BTreeMap<u64, Received>,
+    daemons: Option<DaemonReport>,
+    /// Bytes the hosts sent per fabric during the run.
+    tx_per_fabric: Vec<u64>,
+    wall: Duration,
+}
+
+/// Options of one workload run.
+struct RunSpec<'a> {
+    variant: &'a str,
+    policy: Option<PolicyParams>,
+    cc: String,
+    seed: u64,
+    limit: Duration,
+    dir: &'a Path,
+    tag: String,
+}
+
+fn mode_of(variant: &str) -> Result<MptcpMode> {
+    Ok(match variant {
+        "mptcp" => MptcpMode::Kernel,
+        "deadline" | "link-cost" => MptcpMode::Userspace,
+        "single" | "repflow" => MptcpMode::Plain,
+        v => bail!("unknown variant {v:?}; valid: {}", POLICIES.join(", ")),
+    })
+}
+
+/// Runs `flows` on the fabric under one policy.
+fn run_policy(fab: &Fabric, flows: &[Flow], run: &RunSpec<'_>) -> Result<Outcome> {
+    let mode = mode_of(run.variant)?;
+    fab.set_mptcp(mode)?;
+    let sinks = Sinks::start(&fab.hosts, FLOW_PORT).context("starting the flow sinks")?;
+    let daemons = match mode {
+        MptcpMode::Userspace => {
+            let policy = run.policy.clone().context("a lanes variant without policy parameters")?;
+            Some(Daemons::start(fab, &policy, run.dir, &run.tag)?)
+        }
+        _ => None,
+    };
+    let transport = match run.variant {
+        "single" => Transport::SinglePath { seed: run.seed },
+        "repflow" => Transport::RepFlow { threshold: REPFLOW_THRESHOLD, seed: run.seed },
+        _ => Transport::Mptcp,
+    };
+    let opts =
+        RunOptions { transport, port: FLOW_PORT, cc: run.cc.clone(), limit: run.limit, max_in_flight: 1024 };
+    let tx0 = fab.tx_bytes_per_fabric()?;
+    let t0 = Instant::now();
+    let results = run_flows(flows, tcpaccel_core::Instant::ZERO, &fab.hosts, &opts, &stop_flag());
+    let wall = t0.elapsed();
+    let tx1 = fab.tx_bytes_per_fabric()?;
+    let daemons = match daemons {
+        Some(d) => Some(d.stop()?),
+        None => None,
+    };
+    let received = sinks.stop();
+    let results = results.context("running the flows")?;
+    let tx_per_fabric = tx1.iter().zip(&tx0).map(|(a, b)| a.saturating_sub(*b)).collect();
+    Ok(Outcome { results, received, daemons, tx_per_fabric, wall })
+}
+
+/// Short-flow FCT statistics of completed flows in (0, 100 KB], in ms.
+#[derive(Debug, Clone, Copy)]
+struct ShortStats {
+    n: usize,
+    incomplete: usize,
+    avg: f64,
+    p95: f64,
+    p99: f64,
+}
+
+fn short_stats(o: &Outcome) -> ShortStats {
+    let short: Vec<&FlowResult> = o.results.iter().filter(|r| r.bytes <= SHORT_MAX).collect();
+    let mut fct: Vec<f64> = short.iter().filter_map(|r| r.fct_s).map(|s| s * 1e3).collect();
+    fct.sort_by(f64::total_cmp);
+    let n = fct.len();
+    let avg = if n == 0 { f64::NAN } else { fct.iter().sum::<f64>() / n as f64 };
+    let pct = |p| if n == 0 { f64::NAN } else { percentile_sorted(&fct, p) };
+    ShortStats { n, incomplete: short.len() - n, avg, p95: pct(95.0), p99: pct(99.0) }
+}
+
+/// Goodput of long-class flows at their receivers: bytes received over the
+/// run's wall time, per back-end host, in Mbit/s.
+fn long_mbps(o: &Outcome, backends: usize) -> f64 {
+    let bytes: u64 = o
+        .results
+        .iter()
+        .filter(|r| r.class == FlowClass::Long)
+        .filter_map(|r| o.received.get(&r.id))
+        .map(|r| r.bytes)
+        .sum();
+    bytes as f64 * 8.0 / o.wall.as_secs_f64().max(1e-9) / 1e6 / backends.max(1) as f64
+}
+
+/// Writes flow records and the common metrics of one outcome.
+fn record_outcome(ctx: &mut RunCtx<'_>, o: &Outcome, suffix: &str, flows_too: bool) -> Result<ShortStats> {
+    if flows_too {
+        for r in &o.results {
+            let class = if r.bytes <= SHORT_MAX {
+                "short (≤100 KB)"
+            } else if r.class == FlowClass::Long {
+                "long"
+            } else {
+                "medium"
+            };
+            let fct_ms = r.fct_s.map(|s| s * 1e3).unwrap_or(f64::NAN);
+            ctx.flow(r.id, class, r.bytes, r.start_s, fct_ms, r.fct_s.is_some())?;
+        }
+    }
+    let s = short_stats(o);
+    ctx.metric(&format!("short_flows{suffix}"), s.n as f64);
+    ctx.metric(&format!("short_avg_ms{suffix}"), s.avg);
+    ctx.metric(&format!("short_p95_ms{suffix}"), s.p95);
+    ctx.metric(&format!("short_p99_ms{suffix}"), s.p99);
+    ctx.metric(&format!("short_incomplete{suffix}"), s.incomplete as f64);
+    let total: u64 = o.tx_per_fabric.iter().sum();
+    if total > 0 {
+        ctx.metric(&format!("sl_share_pct{suffix}"), o.tx_per_fabric[0] as f64 * 100.0 / total as f64);
+    }
+    if let Some(d) = &o.daemons {
+        ctx.metric(&format!("switches{suffix}"), d.switch_ages_ms.len() as f64);
+        ctx.metric(&format!("failed_pm_commands{suffix}"), d.failed_commands as f64);
+    }
+    let errors: Vec<&str> = o.results.iter().filter_map(|r| r.error.as_deref()).collect();
+    if !errors.is_empty() {
+        ctx.note(format!("{} flow(s) failed{suffix}; first: {}", errors.len(), errors[0]))?;
+    }
+    Ok(s)
+}
+
+/// A testbed: the datacenter stays up across variants and repeats.
+struct LanesBed {
+    fab: Fabric,
+    kind: Kind,
+    params: Params,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    Basic,
+    Buildup,
+    Realistic(Mix),
+    Params,
+}
+
+impl LanesBed {
+    fn run_spec<'a>(
+        &self,
+        ctx: &RunCtx<'a>,
+        dir: &'a Path,
+        variant: &'a str,
+        limit: Duration,
+        tag: String,
+    ) -> Result<RunSpec<'a>> {
+        let policy = match variant {
+            "deadline" | "link-cost" => Some(PolicyParams::from(&self.params, variant)?),
+            _ => None,
+        };
+        Ok(RunSpec {
+            variant,
+            policy,
+            cc: self.params.str("cc")?.to_string(),
+            seed: ctx.seed,
+            limit,
+            dir,
+            tag,
+        })
+    }
+}
+
+impl Testbed for LanesBed {
+    fn run_one(&mut self, ctx: &mut RunCtx<'_>) -> Result<()> {
+        match self.kind {
+            Kind::Basic => self.basic(ctx),
+            Kind::Buildup => self.buildup(ctx),
+            Kind::Realistic(mix) => self.realistic(ctx, mix),
+            Kind::Params => self.sweep(ctx),
+        }
+    }
+}
+
+impl LanesBed {
+    /// One long transfer h0 → h1; throughput per lane over time.
+    fn basic(&mut self, ctx: &mut RunCtx<'_>) -> Result<()> {
+        let duration = self.params.duration("duration")?;
+        let flows = vec![Flow {
+            id: 0,
+            start: tcpaccel_core::Instant::ZERO,
+            src: 0,
+            dst: 1,
+            bytes: 1 << 40,
+            class: FlowClass::Long,
+        }];
+        let variant = ctx.variant.clone();
+        let dir = ctx.dir.to_path_buf();
+        let tag = format!("{variant}-r{}", ctx.repeat);
+        let spec = self.run_spec(ctx, &dir, &variant, duration, tag)?;
+        let ns = self.fab.hosts[0].ns.clone();
+        let fabrics = self.fab.spec.fabrics as usize;
+        let sampler = TxSampler::start(&ns, fabrics, Duration::from_millis(100))?;
+        let o = run_policy(&self.fab, &flows, &spec)?;
+        let points = sampler.stop()?;
+        for w in points.windows(2) {
+            let (t0, a) = &w[0];
+            let (t1, b) = &w[1];
+            let dt = t1 - t0;
+            let mut total = 0.0;
+            for f in 0..fabrics {
+                let mbps = b[f].saturating_sub(a[f]) as f64 * 8.0 / dt / 1e6;
+                total += mbps;
+                let lane = if f == 0 { "sl".to_string() } else { format!("ll{f}") };
+                ctx.sample(&format!("{lane}_mbps"), *t1, mbps)?;
+            }
+            ctx.sample("total_mbps", *t1, total)?;
+        }
+        let bytes = o.received.get(&0).map(|r| r.bytes).unwrap_or(0);
+        ctx.metric("goodput_mbps", bytes as f64 * 8.0 / o.wall.as_secs_f64() / 1e6);
+        let total: u64 = o.tx_per_fabric.iter().sum();
+        if total > 0 {
+            ctx.metric("sl_share_pct", o.tx_per_fabric[0] as f64 * 100.0 / total as f64);
+        }
+        if let Some(d) = &o.daemons {
+            if let Some(a) = d.switch_ages_ms.first() {
+                ctx.metric("switch_ms", *a);
+            }
+        }
+        Ok(())
+    }
+
+    /// 64 KB short flows to front-ends while 1..N hosts send long flows to back-ends.
+    fn buildup(&mut self, ctx: &mut RunCtx<'_>) -> Result<()> {
+        let duration = self.params.duration("duration")?;
+        let senders: Vec<u32> = parse_list(&self.params, "senders")?;
+        let hosts = Hosts::quarter_back(self.fab.spec.hosts);
+        let variant = ctx.variant.clone();
+        let dir = ctx.dir.to_path_buf();
+        let origin = tcpaccel_core::Instant::ZERO;
+        let mut p95s = Vec::new();
+        for &n in &senders {
+            let wl = workload::queue_buildup(ctx.seed ^ u64::from(n), origin, &hosts, n, 1 << 40)
+                .context("the queue-buildup workload")?;
+            let flows = wl.until(origin + duration);
+            let spec = self.run_spec(
+                ctx,
+                &dir,
+                &variant,
+                duration + DRAIN,
+                format!("{variant}-s{n}-r{}", ctx.repeat),
+            )?;
+            let o = run_policy(&self.fab, &flows, &spec)?;
+            let last = Some(&n) == senders.last();
+            let s = record_outcome(ctx, &o, &format!("@{n}"), last)?;
+            ctx.sample("short_avg_vs_senders_ms", f64::from(n), s.avg)?;
+            ctx.sample("short_p95_vs_senders_ms", f64::from(n), s.p95)?;
+            p95s.push(s.p95);
+            if crate::scenario::interrupted() {
+                break;
+            }
+        }
+        if let (Some(first), Some(last)) = (p95s.first(), p95s.last()) {
+            ctx.metric("p95_growth_x", last / first);
+        }
+        Ok(())
+    }
+
+    /// Web search / data mining mixes at several loads.
+    fn realistic(&mut self, ctx: &mut RunCtx<'_>, mix: Mix) -> Result<()> {
+        let duration = self.params.duration("duration")?;
+        let loads: Vec<f64> = parse_list(&self.params, "loads")?;
+        let fan_in = self.params.u64("fan_in")? as u32;
+        let hosts = Hosts::quarter_back(self.fab.spec.hosts);
+        let variant = ctx.variant.clone();
+        let dir = ctx.dir.to_path_buf();
+        let origin = tcpaccel_core::Instant::ZERO;
+        let rate = self.fab.spec.rate;
+        let record_flows_at = if loads.contains(&0.5) { 0.5 } else { *loads.last().unwrap_or(&0.5) };
+        for &load in &loads {
+            let wl = workload::realistic(ctx.seed, origin, &hosts, mix, load, rate, fan_in)
+                .context("the realistic workload")?;
+            let flows = wl.until(origin + duration);
+            let tag = format!("{variant}-l{load}-r{}", ctx.repeat);
+            let spec = self.run_spec(ctx, &dir, &variant, duration + DRAIN, tag)?;
+            let o = run_policy(&self.fab, &flows, &spec)?;
+            let s = record_outcome(ctx, &o, &format!("@{load}"), load == record_flows_at)?;
+            let l = long_mbps(&o, hosts.back.len());
+            ctx.metric(&format!("long_mbps@{load}"), l);
+            ctx.sample("short_avg_vs_load_ms", load, s.avg)?;
+            ctx.sample("short_p99_vs_load_ms", load, s.p99)?;
+            ctx.sample("long_vs_load_mbps", load, l)?;
+            if crate::scenario::interrupted() {
+                break;
+            }
+        }
+        Ok(())
+    }
+
+    /// Switch time of a long flow against α (SL congested by a competing
+    /// flow) or γ (idle lanes: the deadline term decides).
+    fn sweep(&mut self, ctx: &mut RunCtx<'_>) -> Result<()> {
+        let (key, values): (&str, Vec<f64>) = match ctx.variant.as_str() {
+            "alpha" => ("alpha", parse_list(&self.params, "alphas")?),
+            "gamma" => ("gamma", parse_list(&self.params, "gammas")?),
+            v => bail!("unknown variant {v:?}; valid: alpha, gamma"),
+        };
+        let congest = key == "alpha";
+        let flows_per = self.params.u64("flows")?;
+        let dir = ctx.dir.to_path_buf();
+        let mut all = Vec::new();
+        for &v in &values {
+            let mut policy = PolicyParams::from(&self.params, "link-cost")?;
+            if key == "alpha" {
+                policy.alpha = v;
+            } else {
+                policy.gamma = v;
+            }
+            // h0 → h1 long flows one after another, each cut after 2 s; with
+            // `congest`, a single-path flow h2 → h1 on SL fills the SL queue
+            // from before the first one starts.
+            let window = Duration::from_secs(2);
+            let bg = if congest {
+                Some(Background::start(&self.fab, 2, 1, window * flows_per as u32 + Duration::from_secs(10))?)
+            } else {
+                None
+            };
+            let flow = Flow {
+                id: 0,
+                start: tcpaccel_core::Instant::ZERO,
+                src: 0,
+                dst: 1,
+                bytes: 1 << 40,
+                class: FlowClass::Long,
+            };
+            let mut ages = Vec::new();
+            for i in 0..flows_per {
+                let spec = RunSpec {
+                    variant: "link-cost",
+                    policy: Some(policy.clone()),
+                    cc: self.params.str("cc")?.to_string(),
+                    seed: ctx.seed,
+                    limit: window,
+                    dir: &dir,
+                    tag: format!("{key}{v}-f{i}-r{}", ctx.repeat),
+                };
+                let o = run_policy(&self.fab, &[flow], &spec)?;
+                ages.extend(o.daemons.map(|d| d.switch_ages_ms).unwrap_or_default());
+            }
+            if let Some(b) = bg {
+                b.stop()?;
+            }
+            if ages.is_empty() {
+                ctx.note(format!("{key}={v}: no switch decision"))?;
+                continue;
+            }
+            let mut a = ages.clone();
+            a.sort_by(f64::total_cmp);
+            let med = percentile_sorted(&a, 50.0);
+            ctx.sample(&format!("switch_vs_{key}_ms"), v, med)?;
+            ctx.metric(&format!("switch_ms@{key}={v}"), med);
+            all.push(med);
+        }
+        if all.is_empty() {
+            bail!("no switch happened at any {key} value");
+        }
+        Ok(())
+    }
+}
+
+/// A single-path TCP bulk transfer on SL from `src` to `dst` (competing traffic).
+struct Background {
+    stop: Arc<AtomicBool>,
+    sender: JoinHandle<Result<()>>,
+    recv: tcpaccel_traffic::RecvHandle,
+}
+
+impl Background {
+    fn start(fab: &Fabric, src: u32, dst: u32, limit: Duration) -> Result<Background> {
+        let dst_addr = std::net::SocketAddr::new(FabricSpec::host_addr(dst, 0).into(), FLOW_PORT + 1);
+        let src_addr = std::net::SocketAddr::new(FabricSpec::host_addr(src, 0).into(), 0);
+        let recv = tcpaccel_sys::netns::run_in(&fab.hosts[dst as usize].ns, move || {
+            tcpaccel_traffic::spawn_recv(tcpaccel_traffic::RecvConfig::new(dst_addr))
+        })?
+        .context("starting the background receiver")?;
+        let stop = Arc::new(AtomicBool::new(false));
+        let mut cfg = tcpaccel_traffic::SendConfig::new(dst_addr);
+        cfg.volume = tcpaccel_traffic::Volume::Duration(limit + Duration::from_secs(1));
+        cfg.interval = None;
+        cfg.bind = Some(src_addr);
+        cfg.cc = Some("reno".into());
+        cfg.stop = Some(stop.clone());
+        let ns = fab.hosts[src as usize].ns.clone();
+        let sender = std::thread::spawn(move || -> Result<()> {
+            tcpaccel_sys::netns::enter(&ns)?;
+            tcpaccel_traffic::run_send(cfg, |_| {}).map(|_| ()).map_err(Into::into)
+        });
+        // Let it fill the queue before the measured flows start.
+        std::thread::sleep(Duration::from_millis(300));
+        Ok(Background { stop, sender, recv })
+    }
+
+    fn stop(self) -> Result<()> {
+        self.stop.store(true, Ordering::SeqCst);
+        let r = self.sender.join();
+        let _ = self.recv.stop();
+        match r {
+            Ok(r) => r.context("the background flow"),
+            Err(_) => bail!("the background sender panicked"),
+        }
+    }
+}
+
+/// Per-fabric tx byte counters read at a time (s since the sampler started).
+type TxPoints = Vec<(f64, Vec<u64>)>;
+
+/// Polls one host's per-fabric tx counters from a thread inside its namespace.
+struct TxSampler {
+    stop: Arc<AtomicBool>,
+    handle: JoinHandle<Result<TxPoints>>,
+}
+
+impl TxSampler {
+    fn start(ns: &str, fabrics: usize, every: Duration) -> Result<TxSampler> {
+        let stop = Arc::new(AtomicBool::new(false));
+        let s = stop.clone();
+        let ns = ns.to_string();
+        let handle = std::thread::spawn(move || -> Result<TxPoints> {
+            tcpaccel_sys::netns::enter(&ns)?;
+            let t0 = Instant::now();
+            let mut out = Vec::new();
+            while !s.load(Ordering::SeqCst) {
+                let text = std::fs::read_to_string("/proc/thread-self/net/dev")?;
+                let v = (0..fabrics)
+                    .map(|f| super::fabric::dev_tx_bytes(&text, &format!("f{f}")).unwrap_or(0))
+                    .collect();
+                out.push((t0.elapsed().as_secs_f64(), v));
+                std::thread::sleep(every);
+            }
+            Ok(out)
+        });
+        Ok(TxSampler { stop, handle })
+    }
+
+    fn stop(self) -> Result<TxPoints> {
+        self.stop.store(true, Ordering::SeqCst);
+        match self.handle.join() {
+            Ok(r) => r,
+            Err(_) => bail!("the counter sampler panicked"),
+        }
+    }
+}
+
+fn parse_list<T: std::str::FromStr>(p: &Params, key: &str) -> Result<Vec<T>> {
+    let items = p.list(key)?;
+    let mut out = Vec::new();
+    for i in &items {
+        out.push(i.parse::<T>().map_err(|_| anyhow::anyhow!("{key}: {i:?} is not a number"))?);
+    }
+    if out.is_empty() {
+        bail!("{key}: give at least one value");
+    }
+    Ok(out)
+}
+
+fn prepare_bed(p: &Params, kind: Kind) -> Result<Box<dyn Testbed>> {
+    let spec = fabric_spec(p)?;
+    for v in p.list("variants")? {
+        if kind != Kind::Params {
+            mode_of(&v)?;
+        }
+    }
+    let fab = Fabric::up(spec)?;
+    Ok(Box::new(LanesBed { fab, kind, params: p.clone() }))
+}
+
+// ---------------------------------------------------------------------------
+// The scenarios.
+
+pub struct LanesBasic;
+pub struct LanesBuildup;
+pub struct LanesWebsearch;
+pub struct LanesDatamining;
+pub struct LanesParams;
+
+impl Scenario for LanesBasic {
+    fn name(&self) -> &'static str {
+        "lanes-basic"
+    }
+    fn title(&self) -> &'static str {
+        "Lanes basic: one long transfer over 1 SL + 2 LL (seed 001 Fig. 6.1–6.3)"
+    }
+    fn description(&self) -> &'static str {
+        "One host pair with three equal paths (a three-fabric datacenter): a long transfer from h0 to h1 under \
+         each policy; per-lane throughput over time from h0's interface counters."
+    }
+    fn params(&self) -> Vec<ParamSpec> {
+        let mut v = common_params("3", "2", "100mbit");
+        v[0] = ParamSpec::new("variants", "mptcp,repflow,deadline,link-cost", "policies to compare");
+        v.push(ParamSpec::new("duration", "3s", "length of the transfer"));
+        v
+    }
+    fn quick(&self) -> Vec<(&'static str, &'static str)> {
+        vec![("duration", "2s"), ("rate", "50mbit")]
+    }
+    fn default_repeats(&self) -> u32 {
+        1
+    }
+    fn variants(&self, p: &Params) -> Result<Vec<String>> {
+        p.choice("variants", &POLICIES)
+    }
+    fn metrics(&self) -> Vec<MetricSpec> {
+        vec![
+            metric("goodput_mbps", "Mbit/s", true, "the transfer's goodput at the receiver"),
+            metric("sl_share_pct", "%", false, "share of h0's sent bytes that went out on SL"),
+            metric("switch_ms", "ms", false, "connection age at the switch to LL"),
+        ]
+    }
+    fn notes(&self, _p: &Params) -> Vec<String> {
+        vec![
+            "The thesis shows pure MPTCP using all three paths, RepFlow one path, and the lane policies moving the \
+             flow from SL to the two LLs after t_deadline (deadline) or once LL is cheaper (link-cost)."
+                .into(),
+        ]
+    }
+    fn estimate(&self, p: &Params) -> Duration {
+        p.duration("duration").unwrap_or(Duration::from_secs(3)) + Duration::from_secs(3)
+    }
+    fn prepare(&self, p: &Params, _dir: &Path) -> Result<Box<dyn Testbed>> {
+        prepare_bed(p, Kind::Basic)
+    }
+}
+
+impl Scenario for LanesBuildup {
+    fn name(&self) -> &'static str {
+        "lanes-buildup"
+    }
+    fn title(&self) -> &'static str {
+        "Lanes queue buildup: 64 KB short flows vs 1..N long senders (seed 001 Fig. 6.5–6.6)"
+    }
+    fn description(&self) -> &'static str {
+        "Eight hosts (2 back-end, 6 front-end) on two fabrics: 64 KB flows to the front-ends, Poisson with a \
+         200 ms mean gap, while 1..N front-end hosts each send one long flow to a back-end. Average and \
+         95th-percentile short-flow FCT against the number of long senders."
+    }
+    fn params(&self) -> Vec<ParamSpec> {
+        let mut v = common_params("2", "8", "100mbit");
+        v.push(ParamSpec::new("senders", "1,2,4,6", "long-flow sender counts to run"));
+        v.push(ParamSpec::new("duration", "10s", "arrivals window per sender count"));
+        v
+    }
+    fn quick(&self) -> Vec<(&'static str, &'static str)> {
+        vec![("senders", "1,4"), ("duration", "3s"), ("variants", "mptcp,link-cost")]
+    }
+    fn default_repeats(&self) -> u32 {
+        1
+    }
+    fn variants(&self, p: &Params) -> Result<Vec<String>> {
+        p.choice("variants", &POLICIES)
+    }
+    fn metrics(&self) -> Vec<MetricSpec> {
+        vec![metric(
+            "p95_growth_x",
+            "×",
+            false,
+            "short-flow p95 FCT at the most long senders ÷ at the fewest (flat = 1)",
+        )]
+    }
+    fn estimate(&self, p: &Params) -> Duration {
+        let n = p.list("senders").map(|l| l.len()).unwrap_or(4) as u32;
+        (p.duration("duration").unwrap_or(Duration::from_secs(10)) + DRAIN + Duration::from_secs(1)) * n
+    }
+    fn prepare(&self, p: &Params, _dir: &Path) -> Result<Box<dyn Testbed>> {
+        prepare_bed(p, Kind::Buildup)
+    }
+}
+
+fn realistic_params(fan_in: &str) -> Vec<ParamSpec> {
+    let mut v = common_params("2", "8", "100mbit");
+    v.push(ParamSpec::new("loads", "0.2,0.5,0.8", "offered load per destination link"));
+    v.push(ParamSpec::new("duration", "10s", "arrivals window per load"));
+    v.push(ParamSpec::new("fan_in", fan_in, "data mining: senders a back-end job is split over"));
+    v
+}
+
+fn realistic_metrics() -> Vec<MetricSpec> {
+    vec![
+        metric("short_p99_ms@0.5", "ms", false, "99th-percentile FCT of flows ≤ 100 KB at load 0.5"),
+        metric("short_avg_ms@0.5", "ms", false, "mean FCT of flows ≤ 100 KB at load 0.5"),
+        metric("long_mbps@0.5", "Mbit/s", true, "long-flow goodput per back-end host at load 0.5"),
+    ]
+}
+
+impl Scenario for LanesWebsearch {
+    fn name(&self) -> &'static str {
+        "lanes-websearch"
+    }
+    fn title(&self) -> &'static str {
+        "Lanes, web search mix at load 0.1–0.8 (seed 001 Fig. 6.9–6.11)"
+    }
+    fn description(&self) -> &'static str {
+        "Front-end flows Pareto(1.5, mean 50 KB) to the front-end hosts and back-end flows Pareto(1.2, mean 10 MB) \
+         to the back-end hosts, Poisson at each load (fraction of a destination link). Short-flow (≤ 100 KB) mean \
+         and p99 FCT, long-flow goodput."
+    }
+    fn params(&self) -> Vec<ParamSpec> {
+        realistic_params("1")
+    }
+    fn quick(&self) -> Vec<(&'static str, &'static str)> {
+        vec![("loads", "0.5"), ("duration", "3s"), ("variants", "mptcp,link-cost")]
+    }
+    fn default_repeats(&self) -> u32 {
+        1
+    }
+    fn variants(&self, p: &Params) -> Result<Vec<String>> {
+        p.choice("variants", &POLICIES)
+    }
+    fn metrics(&self) -> Vec<MetricSpec> {
+        realistic_metrics()
+    }
+    fn published(&self) -> Vec<Published> {
+        Vec::new()
+    }
+    fn estimate(&self, p: &Params) -> Duration {
+        let n = p.list("loads").map(|l| l.len()).unwrap_or(3) as u32;
+        (p.duration("duration").unwrap_or(Duration::from_secs(10)) + DRAIN + Duration::from_secs(1)) * n
+    }
+    fn prepare(&self, p: &Params, _dir: &Path) -> Result<Box<dyn Testbed>> {
+        prepare_bed(p, Kind::Realistic(Mix::WebSearch))
+    }
+}
+
+impl Scenario for LanesDatamining {
+    fn name(&self) -> &'static str {
+        "lanes-datamining"
+    }
+    fn title(&self) -> &'static str {
+        "Lanes, data mining mix at load 0.1–0.8 (seed 001 Fig. 6.12–6.13)"
+    }
+    fn description(&self) -> &'static str {
+        "Front-end flows Pareto(1.5, mean 10 KB) to the front-end hosts, Poisson at each load; back-end jobs of \
+         800 MB split over fan_in senders run from the start. Short-flow mean and p99 FCT, long-flow goodput."
+    }
+    fn params(&self) -> Vec<ParamSpec> {
+        realistic_params("2")
+    }
+    fn quick(&self) -> Vec<(&'static str, &'static str)> {
+        vec![("loads", "0.5"), ("duration", "3s"), ("variants", "mptcp,link-cost")]
+    }
+    fn default_repeats(&self) -> u32 {
+        1
+    }
+    fn variants(&self, p: &Params) -> Result<Vec<String>> {
+        p.choice("variants", &POLICIES)
+    }
+    fn metrics(&self) -> Vec<MetricSpec> {
+        realistic_metrics()
+    }
+    fn estimate(&self, p: &Params) -> Duration {
+        let n = p.list("loads").map(|l| l.len()).unwrap_or(3) as u32;
+        (p.duration("duration").unwrap_or(Duration::from_secs(10)) + DRAIN + Duration::from_secs(1)) * n
+    }
+    fn prepare(&self, p: &Params, _dir: &Path) -> Result<Box<dyn Testbed>> {
+        prepare_bed(p, Kind::Realistic(Mix::DataMining))
+    }
+}
+
+impl Scenario for LanesParams {
+    fn name(&self) -> &'static str {
+        "lanes-params"
+    }
+    fn title(&self) -> &'static str {
+        "Lanes link-cost parameters: switch time against α and γ (seed 001 Fig. 7.1–7.2)"
+    }
+    fn description(&self) -> &'static str {
+        "Long flows h0 → h1 under the link-cost policy. Variant alpha: SL is congested by a single-path flow \
+         h2 → h1, α scales the queueing-delay term; variant gamma: lanes idle, γ scales the deadline term. \
+         Median connection age at the switch per value."
+    }
+    fn params(&self) -> Vec<ParamSpec> {
+        let mut v = common_params("2", "4", "100mbit");
+        v[0] = ParamSpec::new("variants", "alpha,gamma", "which parameter to sweep");
+        v[3] = ParamSpec::new(
+            "hosts_per_leaf",
+            "2",
+            "hosts under one leaf router (h0, h2 share a leaf; h1 is remote)",
+        );
+        v.push(ParamSpec::new("alphas", "0.25,0.5,1,2,4", "α values (variant alpha)"));
+        v.push(ParamSpec::new("gammas", "0.25,0.5,1,2,4", "γ values (variant gamma)"));
+        v.push(ParamSpec::new("flows", "3", "long flows per value, 2 s apart"));
+        v
+    }
+    fn quick(&self) -> Vec<(&'static str, &'static str)> {
+        vec![("alphas", "0.5,4"), ("gammas", "0.5,4"), ("flows", "1")]
+    }
+    fn default_repeats(&self) -> u32 {
+        1
+    }
+    fn variants(&self, p: &Params) -> Result<Vec<String>> {
+        p.choice("variants", &["alpha", "gamma"])
+    }
+    fn metrics(&self) -> Vec<MetricSpec> {
+        Vec::new()
+    }
+    fn estimate(&self, p: &Params) -> Duration {
+        let n = p.list("alphas").map(|l| l.len()).unwrap_or(5) as u32;
+        let f = p.u64("flows").unwrap_or(3) as u32;
+        Duration::from_millis(u64::from(500 + 2000 * f + 1500)) * n
+    }
+    fn prepare(&self, p: &Params, _dir: &Path) -> Result<Box<dyn Testbed>> {
+        prepare_bed(p, Kind::Params)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn daemon_config_pairs_each_peer_once_per_lane() {
+        let spec = FabricSpec {
+            hosts: 4,
+            fabrics: 3,
+            hosts_per_leaf: 2,
+            spines: 1,
+            rate: tcpaccel_core::units::Rate(100_000_000),
+            buffer: tcpaccel_core::units::Bytes(131072),
+        };
+        let policy = PolicyParams {
+            kind: "link-cost".into(),
+            t_deadline: Duration::from_millis(300),
+            alpha: 2.0,
+            gamma: 0.5,
+        };
+        let text = daemon_config(&spec, 1, &policy);
+        let cfg = tcpaccel_lanes::Config::parse(&text, "test").unwrap();
+        assert_eq!(cfg.peers.len(), 3);
+        assert!(cfg.peers.iter().all(|p| p.sl.len() == 1 && p.ll.len() == 2));
+        assert_eq!(cfg.sl_lanes, vec![std::net::IpAddr::from(FabricSpec::host_addr(1, 0))]);
+        assert_eq!(cfg.ll_lanes.len(), 2);
+        assert!(text.contains("alpha = 2.0") && text.contains("gamma = 0.5"), "{text}");
+    }
+
+    #[test]
+    fn unknown_variants_are_refused_with_the_valid_ones() {
+        let e = mode_of("ecmp").unwrap_err().to_string();
+        assert!(e.contains("ecmp") && e.contains("link-cost"), "{e}");
+    }
+}
