@@ -25,6 +25,7 @@ fn main() -> anyhow::Result<()> {
                 id: format!("load-{i}"),
                 class: class.clone(),
                 target: None,
+                cc: None,
                 source: Source::Synthetic { rate: Some(rate), limit: Limit::Duration(dur), seed: i as u64 },
             };
             hs.push(tokio::spawn(tcpaccel_gather::send(opts)));

@@ -18,8 +18,9 @@ use std::sync::Arc;
 use std::time::Duration;
 use tcpaccel_core::rng::Rng;
 use tcpaccel_core::units::Rate;
+use tcpaccel_sys::sockopt;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
-use tokio::net::TcpStream;
+use tokio::net::{TcpSocket, TcpStream};
 use tokio::sync::{watch, Mutex};
 use tokio::task::JoinSet;
 
@@ -38,6 +39,12 @@ pub enum ClientError {
     Refused { code: ErrorCode, message: String, server_version: Option<u16> },
     #[error("protocol: {0}")]
     Protocol(String),
+    #[error("congestion control {name:?} for the data streams")]
+    Congestion {
+        name: String,
+        #[source]
+        source: tcpaccel_sys::Error,
+    },
     #[error("{what}")]
     Io {
         what: String,
@@ -79,6 +86,9 @@ pub struct SendOptions {
     /// A lower target than the class's (the server keeps the smaller).
     pub target: Option<Rate>,
     pub source: Source,
+    /// Congestion control of every connection (`TCP_CONGESTION`, set before
+    /// connecting), e.g. "reno"; `None` keeps the system default.
+    pub cc: Option<String>,
 }
 
 /// The result of a transfer.
@@ -179,8 +189,17 @@ impl Cursor {
     }
 }
 
-async fn connect(addr: SocketAddr, kind: Kind) -> Result<TcpStream, ClientError> {
-    let s = tokio::time::timeout(CONNECT_TIMEOUT, TcpStream::connect(addr))
+async fn connect(addr: SocketAddr, kind: Kind, cc: Option<&str>) -> Result<TcpStream, ClientError> {
+    let sock = match addr {
+        SocketAddr::V4(_) => TcpSocket::new_v4(),
+        SocketAddr::V6(_) => TcpSocket::new_v6(),
+    }
+    .map_err(|source| ClientError::Connect { addr, source })?;
+    if let Some(name) = cc {
+        sockopt::set_congestion(&sock, name)
+            .map_err(|source| ClientError::Congestion { name: name.to_string(), source })?;
+    }
+    let s = tokio::time::timeout(CONNECT_TIMEOUT, sock.connect(addr))
         .await
         .map_err(|_| ClientError::Connect { addr, source: std::io::ErrorKind::TimedOut.into() })?
         .map_err(|source| ClientError::Connect { addr, source })?;
@@ -214,7 +233,7 @@ fn refused(m: Control) -> ClientError {
 
 /// Asks a running server for its per-client view.
 pub async fn query_status(server: SocketAddr) -> Result<Vec<ClientStatus>, ClientError> {
-    let mut s = connect(server, Kind::Status).await?;
+    let mut s = connect(server, Kind::Status, None).await?;
     match read_msg(&mut s).await? {
         Some(Control::StatusReply { clients }) => Ok(clients),
         Some(m) => Err(refused(m)),
@@ -224,6 +243,7 @@ pub async fn query_status(server: SocketAddr) -> Result<Vec<ClientStatus>, Clien
 
 struct StreamCtx {
     server: SocketAddr,
+    cc: Option<String>,
     session: u64,
     chunk: usize,
     checksum: bool,
@@ -235,7 +255,7 @@ struct StreamCtx {
 }
 
 async fn stream_task(ctx: Arc<StreamCtx>, index: u16) -> Result<(), ClientError> {
-    let mut s = connect(ctx.server, Kind::Data).await?;
+    let mut s = connect(ctx.server, Kind::Data, ctx.cc.as_deref()).await?;
     s.write_all(&proto::encode_attach(ctx.session, index)).await.map_err(io_err("send attach"))?;
     let mut counted = true;
     let result = stream_loop(&ctx, &mut s, index, &mut counted).await;
@@ -285,7 +305,7 @@ pub async fn send(opts: SendOptions) -> Result<SendReport, ClientError> {
             Reader::Synthetic { rng: Rng::seeded(*seed), rate: *rate, limit: *limit }
         }
     };
-    let mut ctl = connect(opts.server, Kind::Control).await?;
+    let mut ctl = connect(opts.server, Kind::Control, opts.cc.as_deref()).await?;
     let hello = Control::Hello {
         client_id: opts.id.clone(),
         class: opts.class.clone(),
@@ -324,6 +344,7 @@ pub async fn send(opts: SendOptions) -> Result<SendReport, ClientError> {
     let sent = Arc::new(AtomicU64::new(0));
     let ctx = Arc::new(StreamCtx {
         server: opts.server,
+        cc: opts.cc.clone(),
         session,
         chunk,
         checksum,

@@ -48,6 +48,7 @@ fn synthetic(server: SocketAddr, id: &str, class: &str, rate: Option<Rate>, limi
         id: id.into(),
         class: class.into(),
         target: None,
+        cc: None,
         source: Source::Synthetic { rate, limit, seed: id.len() as u64 * 7919 },
     }
 }
@@ -82,6 +83,7 @@ async fn three_clients_every_byte_once_in_order() {
         id: "file-a".into(),
         class: "high".into(),
         target: None,
+        cc: None,
         source: Source::File(input.clone()),
     }));
     let b = tokio::spawn(tcpaccel_gather::send(synthetic(

@@ -100,6 +100,7 @@ fn class_ordering_holds_under_a_shared_bottleneck() {
                 id: id.into(),
                 class: class.into(),
                 target: None,
+                cc: None,
                 source: Source::Synthetic {
                     rate: None,
                     limit: Limit::Duration(Duration::from_secs(9)),

@@ -93,6 +93,9 @@ struct SendArgs {
     /// Seed of the synthetic bytes.
     #[arg(long, default_value_t = 1)]
     seed: u64,
+    /// Congestion control of the client's connections (e.g. reno, cubic, bbr); default: the system's.
+    #[arg(long)]
+    cc: Option<String>,
     #[arg(long)]
     json: bool,
 }
@@ -232,7 +235,7 @@ fn send(a: SendArgs) -> anyhow::Result<Verdict> {
         }
     };
     let id = a.id.clone().unwrap_or_else(|| format!("client-{}", std::process::id()));
-    let opts = SendOptions { server, id, class: a.class.clone(), target, source };
+    let opts = SendOptions { server, id, class: a.class.clone(), target, source, cc: a.cc.clone() };
     let report = match tcpaccel_gather::blocking::send(opts) {
         Ok(r) => r,
         Err(e @ ClientError::Refused { code, .. }) => {
@@ -245,6 +248,8 @@ fn send(a: SendArgs) -> anyhow::Result<Verdict> {
                 _ => anyhow::Error::new(e).context(format!("gather send to {server}")),
             });
         }
+        // A congestion control the kernel does not have: the flag is wrong.
+        Err(e @ ClientError::Congestion { .. }) => return Err(exit::usage(error_chain(&e))),
         Err(e) => return Err(anyhow::Error::new(e).context(format!("gather send to {server}"))),
     };
     if a.json {
@@ -320,5 +325,20 @@ mod tests {
         );
         // A send with no source.
         assert_eq!(code(&["send", "--server", "127.0.0.1:1", "--class", "a"]), two);
+        // A congestion control that does not exist (refused before connecting).
+        assert_eq!(
+            code(&[
+                "send",
+                "--server",
+                "127.0.0.1:1",
+                "--class",
+                "a",
+                "--bytes",
+                "1KB",
+                "--cc",
+                "no-such-cc"
+            ]),
+            two
+        );
     }
 }

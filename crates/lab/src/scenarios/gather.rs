@@ -11,9 +11,9 @@
 //! an extra host `x` to `srv` over the shared link during the middle third of
 //! the run (the paper's Model 2 interferes for 100–500 s).
 //!
-//! What it is not: not ns-2 with TCP Reno and 40-packet router buffers; the
-//! clients use the namespace's default congestion control and the shapes
-//! are scaled to what a 2-core VM sustains.
+//! What it is not: not ns-2. The clients use TCP Reno as in the paper (param
+//! `cc`, set per socket: a namespace inherits the host's default, bbr here),
+//! the interferer CUBIC; the shapes are scaled to what a 2-core VM sustains.
 
 use crate::records::{MetricSpec, Published};
 use crate::scenario::{interrupted, stop_flag, ParamSpec, Params, RunCtx, Scenario, Testbed};
@@ -80,6 +80,11 @@ impl Scenario for Gather {
             ParamSpec::new("warmup", "5s", "start of each client's transfer left out of the metrics"),
             ParamSpec::new("interval", "1s", "the server's measurement and tuning interval"),
             ParamSpec::new("max_streams", "4", "streams per client at most (buffer+streams)"),
+            ParamSpec::new(
+                "cc",
+                "reno",
+                "congestion control of the gather clients, set per socket (seed 003 §4 Table 1: TCP Reno)",
+            ),
         ]
     }
     fn quick(&self) -> Vec<(&'static str, &'static str)> {
@@ -203,6 +208,7 @@ impl Scenario for Gather {
             warmup,
             interval,
             max_streams: max_streams as u32,
+            cc: p.str("cc")?.to_string(),
         }))
     }
 }
@@ -220,6 +226,8 @@ struct GatherBed {
     warmup: Duration,
     interval: Duration,
     max_streams: u32,
+    /// Congestion control of every gather client socket.
+    cc: String,
 }
 
 /// Client node names and classes: `high1..`, then `low1..`.
@@ -395,6 +403,7 @@ impl GatherBed {
                 id: id.clone(),
                 class: (*class).to_string(),
                 target: None,
+                cc: Some(self.cc.clone()),
                 source: Source::Synthetic {
                     rate: None,
                     limit: Limit::Duration(self.duration),
@@ -600,6 +609,7 @@ mod tests {
             warmup: Duration::from_secs(5),
             interval: Duration::from_secs(1),
             max_streams: 4,
+            cc: "reno".into(),
         };
         let t = topology(&g).unwrap();
         // hub, srv, 6 clients and x.
