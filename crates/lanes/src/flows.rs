@@ -25,14 +25,22 @@
 //! (`tcpaccel_core::workload`).
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::net::Ipv4Addr;
-use std::sync::atomic::AtomicBool;
+use std::net::{Ipv4Addr, SocketAddr};
+use std::os::fd::OwnedFd;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use serde::Serialize;
 use tcpaccel_core::rng::Rng;
 use tcpaccel_core::time::Instant as CoreInstant;
 use tcpaccel_core::workload::{Flow, FlowClass, HostId};
+use tcpaccel_sys::netns;
+use tcpaccel_sys::sockopt::{self, Family};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpSocket, TcpStream};
+use tokio::runtime::Runtime;
+use tokio::sync::{mpsc, oneshot, watch, Semaphore};
 
 /// The byte a sink answers once it has counted a whole flow.
 pub const ANSWER: u8 = 0xA5;
@@ -156,29 +164,144 @@ pub enum FlowError {
 }
 
 /// One MPTCP listener per namespace on 0.0.0.0:port (an MPTCP listener accepts
-/// plain TCP too), counting what each flow id delivers.
+/// plain TCP too), counting what each flow id delivers. Runs on its own
+/// 2-worker tokio runtime; create and stop it from synchronous code.
 pub struct Sinks {
-    _todo: (),
+    rt: Option<Runtime>,
+    counts: Counts,
+}
+
+type Counts = Arc<Mutex<BTreeMap<u64, Received>>>;
+
+fn lock(c: &Counts) -> std::sync::MutexGuard<'_, BTreeMap<u64, Received>> {
+    // The map stays consistent whatever a panicking holder did mid-update.
+    c.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+fn runtime(what: &str) -> Result<Runtime, FlowError> {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .thread_name(what)
+        .enable_all()
+        .build()
+        .map_err(|source| FlowError::Runtime { what: format!("tokio runtime for {what}"), source })
 }
 
 impl Sinks {
     /// Opens the listeners (one per distinct namespace of `hosts`) and starts
-    /// accepting. Fails when a namespace is missing or the port is taken.
+    /// accepting. Fails when a namespace is missing, MPTCP is off, or the port
+    /// is taken.
     pub fn start(hosts: &[HostAddrs], port: u16) -> Result<Sinks, FlowError> {
-        let _ = (hosts, port);
-        Err(FlowError::Option("Sinks::start: not implemented yet".into()))
+        if port == 0 {
+            return Err(FlowError::Option("sink port must not be 0".into()));
+        }
+        let mut namespaces = BTreeSet::new();
+        for h in hosts {
+            if h.ns.is_empty() {
+                return Err(FlowError::EmptyNamespace { host: h.id });
+            }
+            namespaces.insert(h.ns.clone());
+        }
+        let rt = runtime("flow-sinks")?;
+        let counts: Counts = Arc::new(Mutex::new(BTreeMap::new()));
+        for ns in namespaces {
+            let fd = netns::run_in(&ns, move || -> tcpaccel_sys::Result<OwnedFd> {
+                let fd = sockopt::mptcp_socket(Family::V4)?;
+                sockopt::set_reuseaddr(&fd, true)?;
+                sockopt::bind(&fd, &SocketAddr::from((Ipv4Addr::UNSPECIFIED, port)))?;
+                sockopt::listen(&fd, 4096)?;
+                Ok(fd)
+            })
+            .map_err(|source| FlowError::Namespace { ns: ns.clone(), source })?
+            .map_err(|source| FlowError::Listen { ns: ns.clone(), port, source })?;
+            let std = std::net::TcpListener::from(fd);
+            let io = |source| FlowError::Runtime { what: format!("sink listener in {ns:?}"), source };
+            std.set_nonblocking(true).map_err(io)?;
+            let listener = {
+                let _in_rt = rt.enter();
+                tokio::net::TcpListener::from_std(std).map_err(io)?
+            };
+            rt.spawn(accept_loop(listener, counts.clone(), ns));
+        }
+        Ok(Sinks { rt: Some(rt), counts })
     }
 
     /// Bytes received per flow id so far (also for flows cut off by the time
     /// limit), with first/last byte times.
     pub fn received(&self) -> BTreeMap<u64, Received> {
-        BTreeMap::new()
+        lock(&self.counts).clone()
     }
 
     /// Closes the listeners and every open connection; returns the final counts.
-    pub fn stop(self) -> BTreeMap<u64, Received> {
-        BTreeMap::new()
+    pub fn stop(mut self) -> BTreeMap<u64, Received> {
+        if let Some(rt) = self.rt.take() {
+            rt.shutdown_timeout(Duration::from_millis(500));
+        }
+        lock(&self.counts).clone()
     }
+}
+
+impl Drop for Sinks {
+    fn drop(&mut self) {
+        if let Some(rt) = self.rt.take() {
+            rt.shutdown_background();
+        }
+    }
+}
+
+async fn accept_loop(listener: tokio::net::TcpListener, counts: Counts, ns: String) {
+    loop {
+        match listener.accept().await {
+            Ok((stream, peer)) => {
+                let counts = counts.clone();
+                tokio::spawn(async move {
+                    if let Err(e) = serve(stream, &counts).await {
+                        tracing::debug!(%peer, error = %e, "sink connection ended early");
+                    }
+                });
+            }
+            Err(e) => {
+                // EMFILE and friends: back off instead of spinning.
+                tracing::warn!(ns = %ns, error = %e, "sink accept failed");
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+        }
+    }
+}
+
+/// Reads one header and exactly the announced length, counting as it goes,
+/// then answers [`ANSWER`]. Never reads past the announced length.
+async fn serve(mut s: TcpStream, counts: &Counts) -> Result<(), String> {
+    let mut h = [0u8; HEADER_LEN];
+    s.read_exact(&mut h).await.map_err(|e| format!("reading the header: {e}"))?;
+    let (id, len) = decode_header(&h);
+    let now = std::time::Instant::now();
+    lock(counts)
+        .entry(id)
+        .or_insert(Received { bytes: 0, first: now, last: now, connections: 0, completed: 0 })
+        .connections += 1;
+    let mut buf = vec![0u8; CHUNK];
+    let mut left = len;
+    while left > 0 {
+        let want = left.min(CHUNK as u64) as usize;
+        let n = s
+            .read(&mut buf[..want])
+            .await
+            .map_err(|e| format!("flow {id}: {e} after {} of {len} bytes", len - left))?;
+        if n == 0 {
+            return Err(format!("flow {id}: end of stream after {} of {len} bytes", len - left));
+        }
+        left -= n as u64;
+        if let Some(r) = lock(counts).get_mut(&id) {
+            r.bytes += n as u64;
+            r.last = std::time::Instant::now();
+        }
+    }
+    s.write_all(&[ANSWER]).await.map_err(|e| format!("flow {id}: answering: {e}"))?;
+    if let Some(r) = lock(counts).get_mut(&id) {
+        r.completed += 1;
+    }
+    Ok(())
 }
 
 /// Runs every flow: at `origin + (flow.start - workload_origin)`, where the
@@ -206,9 +329,291 @@ pub fn run_flows_at(
     stop: &AtomicBool,
     origin: std::time::Instant,
 ) -> Result<Vec<FlowResult>, FlowError> {
-    let _ = (stop, origin);
-    let _plan = plan(flows, workload_origin, hosts, opts)?;
-    Err(FlowError::Option("run_flows: not implemented yet".into()))
+    let plan = plan(flows, workload_origin, hosts, opts)?;
+    if plan.is_empty() {
+        return Ok(Vec::new());
+    }
+    let namespaces: BTreeSet<String> =
+        plan.iter().flat_map(|p| p.paths.iter().map(|x| x.src_ns.clone())).collect();
+    let (makers, threads) = spawn_makers(&namespaces)?;
+    let rt = match runtime("flows") {
+        Ok(rt) => rt,
+        Err(e) => {
+            drop(makers);
+            join_makers(threads);
+            return Err(e);
+        }
+    };
+    let ctx = Arc::new(Ctx {
+        makers,
+        cc: opts.cc.clone(),
+        port: opts.port,
+        origin,
+        limit: opts.limit,
+        in_flight: Semaphore::new(opts.max_in_flight.min(Semaphore::MAX_PERMITS)),
+    });
+    let (stop_tx, stop_rx) = watch::channel(false);
+    let mut results = rt.block_on(async {
+        let mut handles = Vec::with_capacity(plan.len());
+        for p in plan {
+            let template = p.result();
+            handles.push((template, tokio::spawn(run_one(ctx.clone(), p, stop_rx.clone()))));
+        }
+        let joined = async move {
+            let mut out = Vec::with_capacity(handles.len());
+            for (mut template, h) in handles {
+                match h.await {
+                    Ok(r) => out.push(r),
+                    Err(e) => {
+                        template.error = Some(format!("internal: flow task failed: {e}"));
+                        out.push(template);
+                    }
+                }
+            }
+            out
+        };
+        tokio::pin!(joined);
+        let mut tick = tokio::time::interval(STOP_POLL);
+        loop {
+            tokio::select! {
+                out = &mut joined => break out,
+                _ = tick.tick() => {
+                    if stop.load(Ordering::Relaxed) {
+                        let _ = stop_tx.send(true);
+                    }
+                }
+            }
+        }
+    });
+    rt.shutdown_timeout(Duration::from_secs(1));
+    drop(ctx);
+    join_makers(threads);
+    results.sort_by_key(|r| r.id);
+    Ok(results)
+}
+
+/// How often `run_flows` looks at its `stop` flag.
+const STOP_POLL: Duration = Duration::from_millis(20);
+/// Read and write size of the data path.
+const CHUNK: usize = 64 * 1024;
+/// The payload: zeros, written from one shared buffer.
+static ZEROS: [u8; CHUNK] = [0; CHUNK];
+
+/// A request to a namespace's socket maker: MPTCP or TCP, and where to answer.
+type MakeReq = (bool, oneshot::Sender<tcpaccel_sys::Result<OwnedFd>>);
+/// Socket makers by namespace name.
+type MakerMap = BTreeMap<String, mpsc::UnboundedSender<MakeReq>>;
+
+struct Ctx {
+    makers: MakerMap,
+    cc: String,
+    port: u16,
+    origin: std::time::Instant,
+    limit: Duration,
+    in_flight: Semaphore,
+}
+
+/// One thread per namespace that entered it and only creates sockets: a
+/// socket keeps the namespace it was created in, so the runtime's own
+/// threads never have to move.
+fn spawn_makers(
+    namespaces: &BTreeSet<String>,
+) -> Result<(MakerMap, Vec<std::thread::JoinHandle<()>>), FlowError> {
+    let mut makers = BTreeMap::new();
+    let mut threads = Vec::new();
+    for ns in namespaces {
+        let (tx, mut rx) = mpsc::unbounded_channel::<MakeReq>();
+        let (ready_tx, ready_rx) = std::sync::mpsc::channel();
+        let name = ns.clone();
+        let spawned = std::thread::Builder::new().name(format!("flows-ns-{ns}")).spawn(move || {
+            if let Err(e) = netns::enter(&name) {
+                let _ = ready_tx.send(Err(e));
+                return;
+            }
+            let _ = ready_tx.send(Ok(()));
+            while let Some((mptcp, reply)) = rx.blocking_recv() {
+                let fd =
+                    if mptcp { sockopt::mptcp_socket(Family::V4) } else { sockopt::tcp_socket(Family::V4) };
+                let _ = reply.send(fd);
+            }
+        });
+        let failed = |e: FlowError, makers: BTreeMap<String, _>, threads| {
+            drop(makers);
+            join_makers(threads);
+            Err(e)
+        };
+        let handle = match spawned {
+            Ok(h) => h,
+            Err(source) => {
+                return failed(
+                    FlowError::Runtime { what: format!("socket thread for {ns:?}"), source },
+                    makers,
+                    threads,
+                )
+            }
+        };
+        threads.push(handle);
+        let ready = ready_rx.recv().unwrap_or_else(|_| {
+            Err(tcpaccel_sys::Error::Other {
+                op: "socket thread".into(),
+                msg: "ended before entering".into(),
+            })
+        });
+        if let Err(source) = ready {
+            return failed(FlowError::Namespace { ns: ns.clone(), source }, makers, threads);
+        }
+        makers.insert(ns.clone(), tx);
+    }
+    Ok((makers, threads))
+}
+
+fn join_makers(threads: Vec<std::thread::JoinHandle<()>>) {
+    for t in threads {
+        let _ = t.join();
+    }
+}
+
+impl Planned {
+    /// The result of this flow before anything happened.
+    fn result(&self) -> FlowResult {
+        let f = &self.flow;
+        FlowResult {
+            id: f.id,
+            class: f.class,
+            src: f.src,
+            dst: f.dst,
+            bytes: f.bytes,
+            start_s: self.at.as_secs_f64(),
+            fct_s: None,
+            lane: self.lane.clone(),
+            winner: None,
+            error: None,
+        }
+    }
+}
+
+/// Resolves once `stop` was seen set; never if the watch is gone.
+async fn stopped(rx: &mut watch::Receiver<bool>) {
+    if rx.wait_for(|s| *s).await.is_err() {
+        std::future::pending::<()>().await;
+    }
+}
+
+async fn run_one(ctx: Arc<Ctx>, p: Planned, mut stop: watch::Receiver<bool>) -> FlowResult {
+    let mut r = p.result();
+    if p.at >= ctx.limit {
+        r.error = Some(ERR_TIME_LIMIT.into());
+        return r;
+    }
+    let start = ctx.origin + p.at;
+    let deadline = tokio::time::Instant::from_std(ctx.origin + ctx.limit);
+    tokio::select! {
+        _ = tokio::time::sleep_until(start.into()) => {}
+        _ = stopped(&mut stop) => {
+            r.error = Some(ERR_INTERRUPTED.into());
+            return r;
+        }
+    }
+    let work = async {
+        let _permit = ctx.in_flight.acquire().await.map_err(|_| "in-flight limiter closed".to_string())?;
+        carry(&ctx, &p).await
+    };
+    tokio::select! {
+        out = tokio::time::timeout_at(deadline, work) => match out {
+            Ok(Ok((done, winner))) => {
+                r.fct_s = Some(done.saturating_duration_since(start).as_secs_f64());
+                r.winner = winner;
+            }
+            Ok(Err(e)) => r.error = Some(e),
+            Err(_) => r.error = Some(ERR_TIME_LIMIT.into()),
+        },
+        _ = stopped(&mut stop) => r.error = Some(ERR_INTERRUPTED.into()),
+    }
+    tracing::debug!(id = r.id, lane = %r.lane, fct_s = ?r.fct_s, error = ?r.error, "flow done");
+    r
+}
+
+/// Carries one flow on its path, or races its two copies (RepFlow): the first
+/// copy answered wins and the other is dropped, which resets it.
+async fn carry(ctx: &Ctx, p: &Planned) -> Result<(std::time::Instant, Option<String>), String> {
+    let f = &p.flow;
+    match p.paths.as_slice() {
+        [one] => transfer(ctx, one, f.id, f.bytes).await.map(|t| (t, None)),
+        [a, b] => {
+            let ta = transfer(ctx, a, f.id, f.bytes);
+            let tb = transfer(ctx, b, f.id, f.bytes);
+            tokio::pin!(ta, tb);
+            let (mut ea, mut eb): (Option<String>, Option<String>) = (None, None);
+            loop {
+                tokio::select! {
+                    r = &mut ta, if ea.is_none() => match r {
+                        Ok(t) => return Ok((t, Some(a.lane.clone()))),
+                        Err(e) => ea = Some(e),
+                    },
+                    r = &mut tb, if eb.is_none() => match r {
+                        Ok(t) => return Ok((t, Some(b.lane.clone()))),
+                        Err(e) => eb = Some(e),
+                    },
+                    else => {}
+                }
+                if let (Some(x), Some(y)) = (&ea, &eb) {
+                    return Err(format!("both copies failed: {x}; {y}"));
+                }
+            }
+        }
+        other => Err(format!("internal: {} paths planned", other.len())),
+    }
+}
+
+/// One connection: socket made in the source namespace, options, bind,
+/// connect, header and payload, then the sink's answer. Returns when the
+/// answer arrived. Dropping the future resets the connection (SO_LINGER 0).
+async fn transfer(ctx: &Ctx, path: &Path, id: u64, bytes: u64) -> Result<std::time::Instant, String> {
+    let dst = SocketAddr::from((path.dst, ctx.port));
+    let what = format!("{} {} -> {dst}", path.lane, path.src);
+    let maker = ctx
+        .makers
+        .get(&path.src_ns)
+        .ok_or_else(|| format!("{what}: no socket thread for {:?}", path.src_ns))?;
+    let (tx, rx) = oneshot::channel();
+    maker
+        .send((path.mptcp, tx))
+        .map_err(|_| format!("{what}: socket thread for {:?} is gone", path.src_ns))?;
+    let fd = rx
+        .await
+        .map_err(|_| format!("{what}: socket thread for {:?} is gone", path.src_ns))?
+        .map_err(|e| format!("{what}: {e}"))?;
+    sockopt::set_congestion(&fd, &ctx.cc).map_err(|e| format!("{what}: {e}"))?;
+    sockopt::set_nodelay(&fd, true).map_err(|e| format!("{what}: {e}"))?;
+    // A cut or losing copy must stop using the link at once, and a finished
+    // sender needs no TIME_WAIT: close with RST.
+    if let Err(e) = sockopt::set_linger_zero(&fd) {
+        tracing::debug!(%what, error = %e, "SO_LINGER 0 refused");
+    }
+    let std = std::net::TcpStream::from(fd);
+    std.set_nonblocking(true).map_err(|e| format!("{what}: O_NONBLOCK: {e}"))?;
+    let sock = TcpSocket::from_std_stream(std);
+    sock.bind(SocketAddr::from((path.src, 0))).map_err(|e| format!("{what}: bind: {e}"))?;
+    let mut s = sock.connect(dst).await.map_err(|e| format!("{what}: connect: {e}"))?;
+    let first = bytes.min((CHUNK - HEADER_LEN) as u64) as usize;
+    let mut head = Vec::with_capacity(HEADER_LEN + first);
+    head.extend_from_slice(&encode_header(id, bytes));
+    head.resize(HEADER_LEN + first, 0);
+    s.write_all(&head).await.map_err(|e| format!("{what}: write: {e}"))?;
+    let mut left = bytes - first as u64;
+    while left > 0 {
+        let n = left.min(CHUNK as u64) as usize;
+        s.write_all(&ZEROS[..n])
+            .await
+            .map_err(|e| format!("{what}: write: {e} with {left} of {bytes} bytes unsent"))?;
+        left -= n as u64;
+    }
+    let mut answer = [0u8; 1];
+    s.read_exact(&mut answer).await.map_err(|e| format!("{what}: waiting for the answer: {e}"))?;
+    if answer[0] != ANSWER {
+        return Err(format!("{what}: sink answered {:#04x}, not {ANSWER:#04x}", answer[0]));
+    }
+    Ok(std::time::Instant::now())
 }
 
 // ------------------------------------------------------------------ pure part

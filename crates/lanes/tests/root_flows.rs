@@ -1,0 +1,359 @@
+//! Root integration tests of the flow engine (`tcpaccel_lanes::flows`) in
+//! namespaces made here.
+//!
+//! Topology (per test, names `tcpaccel-flowtest-<random>-{a,b}`, deleted by a
+//! Drop guard even when the test panics): host 1 in namespace a and host 2 in
+//! namespace b, joined by two veth pairs, SL 10.41.1.0/24 and LL
+//! 10.41.2.0/24, every egress shaped by `tbf` at 50 Mbit/s; MPTCP with the
+//! in-kernel path manager at its defaults. Sinks listen in both namespaces.
+//!
+//! Bytes per lane come from a's interface counters; checks are qualitative
+//! with wide margins (which lane carried the bytes, complete or not), never
+//! timings beyond "the run ended near its time limit".
+
+use std::collections::BTreeMap;
+use std::net::Ipv4Addr;
+use std::process::Command;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use tcpaccel_core::time::Instant as CoreInstant;
+use tcpaccel_core::workload::{Flow, FlowClass};
+use tcpaccel_lanes::flows::{
+    run_flows, FlowError, FlowResult, HostAddrs, RunOptions, Sinks, Transport, ERR_INTERRUPTED,
+    ERR_TIME_LIMIT,
+};
+
+const PORT: u16 = 5301;
+
+/// The transfer tests share two cores with other builds: one at a time.
+static HEAVY: Mutex<()> = Mutex::new(());
+
+fn heavy() -> std::sync::MutexGuard<'static, ()> {
+    HEAVY.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+fn run(cmd: &str, args: &[&str]) {
+    let out = Command::new(cmd).args(args).output().unwrap_or_else(|e| panic!("cannot run {cmd}: {e}"));
+    assert!(out.status.success(), "{cmd} {args:?} failed: {}", String::from_utf8_lossy(&out.stderr));
+}
+
+fn unique() -> String {
+    let nanos =
+        std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_nanos()).unwrap_or(0);
+    format!("{:x}{:06x}", std::process::id(), (nanos as u64 ^ (nanos >> 64) as u64) & 0xff_ffff)
+}
+
+/// Two namespaces, deleted on drop.
+struct Lab {
+    a: String,
+    b: String,
+}
+
+impl Drop for Lab {
+    fn drop(&mut self) {
+        for ns in [&self.a, &self.b] {
+            let _ = Command::new("ip").args(["netns", "del", ns]).status();
+        }
+    }
+}
+
+impl Lab {
+    fn new() -> Lab {
+        assert!(
+            tcpaccel_sys::privilege::is_root(),
+            "these tests need root (CI runs as root); they do not skip"
+        );
+        let id = unique();
+        let lab = Lab { a: format!("tcpaccel-flowtest-{id}-a"), b: format!("tcpaccel-flowtest-{id}-b") };
+        let (a, b) = (lab.a.as_str(), lab.b.as_str());
+        run("ip", &["netns", "add", a]);
+        run("ip", &["netns", "add", b]);
+        for (dev, net) in [("sl0", 1), ("ll0", 2)] {
+            run("ip", &["-n", a, "link", "add", dev, "type", "veth", "peer", "name", dev, "netns", b]);
+            run("ip", &["-n", a, "addr", "add", &format!("10.41.{net}.1/24"), "dev", dev]);
+            run("ip", &["-n", b, "addr", "add", &format!("10.41.{net}.2/24"), "dev", dev]);
+        }
+        for ns in [a, b] {
+            for dev in ["lo", "sl0", "ll0"] {
+                run("ip", &["-n", ns, "link", "set", dev, "up"]);
+            }
+            for dev in ["sl0", "ll0"] {
+                run(
+                    "tc",
+                    &[
+                        "-n", ns, "qdisc", "add", "dev", dev, "root", "tbf", "rate", "50mbit", "burst",
+                        "32kb", "latency", "100ms",
+                    ],
+                );
+            }
+        }
+        lab
+    }
+
+    fn hosts(&self) -> Vec<HostAddrs> {
+        vec![
+            HostAddrs {
+                id: 1,
+                ns: self.a.clone(),
+                sl: Ipv4Addr::new(10, 41, 1, 1),
+                ll: vec![Ipv4Addr::new(10, 41, 2, 1)],
+            },
+            HostAddrs {
+                id: 2,
+                ns: self.b.clone(),
+                sl: Ipv4Addr::new(10, 41, 1, 2),
+                ll: vec![Ipv4Addr::new(10, 41, 2, 2)],
+            },
+        ]
+    }
+
+    fn tx_bytes(&self, dev: &str) -> u64 {
+        let out = Command::new("ip")
+            .args(["netns", "exec", &self.a, "cat", &format!("/sys/class/net/{dev}/statistics/tx_bytes")])
+            .output()
+            .expect("read counters");
+        String::from_utf8_lossy(&out.stdout)
+            .trim()
+            .parse()
+            .unwrap_or_else(|_| panic!("counter of {dev}: {out:?}"))
+    }
+
+    /// (SL, LL) bytes sent by host 1 so far.
+    fn lanes(&self) -> (u64, u64) {
+        (self.tx_bytes("sl0"), self.tx_bytes("ll0"))
+    }
+
+    /// A `nstat`-style counter of namespace b (e.g. "MPTcpExtMPCapableSYNRX").
+    fn b_counter(&self, name: &str) -> u64 {
+        let text =
+            tcpaccel_sys::netns::run_in(&self.b, || std::fs::read_to_string("/proc/thread-self/net/netstat"))
+                .expect("enter b")
+                .expect("read netstat");
+        // Pairs of lines: "Prefix: names..." then "Prefix: values...".
+        let lines: Vec<&str> = text.lines().collect();
+        for pair in lines.chunks(2) {
+            if let [names, values] = pair {
+                let (prefix, names) = names.split_once(':').expect("netstat line");
+                for (n, v) in names.split_whitespace().zip(values.split_whitespace().skip(1)) {
+                    if format!("{prefix}{n}") == name {
+                        return v.parse().expect("counter value");
+                    }
+                }
+            }
+        }
+        panic!("no counter {name} in b's netstat");
+    }
+}
+
+fn flow(id: u64, start_ms: u64, src: u32, dst: u32, bytes: u64) -> Flow {
+    let class = if bytes < 100_000 { FlowClass::Short } else { FlowClass::Long };
+    Flow { id, start: CoreInstant::from_millis(start_ms), src, dst, bytes, class }
+}
+
+fn opts(transport: Transport, limit_s: u64) -> RunOptions {
+    RunOptions {
+        transport,
+        port: PORT,
+        cc: "cubic".into(),
+        limit: Duration::from_secs(limit_s),
+        max_in_flight: 64,
+    }
+}
+
+fn go(flows: &[Flow], hosts: &[HostAddrs], o: &RunOptions) -> Vec<FlowResult> {
+    run_flows(flows, CoreInstant::ZERO, hosts, o, &AtomicBool::new(false)).expect("run_flows")
+}
+
+#[test]
+fn root_single_path_uses_both_lanes_and_completes_everything() {
+    let _g = heavy();
+    let lab = Lab::new();
+    let hosts = lab.hosts();
+    let sinks = Sinks::start(&hosts, PORT).expect("sinks");
+    // 40 flows of 1 KB..2 MB, mostly 1 → 2, some 2 → 1, given in reverse id
+    // order to check that results come back in id order.
+    let sizes = [1_000u64, 8_000, 30_000, 120_000, 500_000, 2_000_000, 3_000, 64_000];
+    let mut flows: Vec<Flow> = (0..40u64)
+        .map(|i| {
+            let (src, dst) = if i % 5 == 4 { (2, 1) } else { (1, 2) };
+            flow(100 + i, i * 15, src, dst, sizes[i as usize % sizes.len()])
+        })
+        .collect();
+    flows.reverse();
+    let before = lab.lanes();
+    let results = go(&flows, &hosts, &opts(Transport::SinglePath { seed: 7 }, 30));
+    let after = lab.lanes();
+    let received = sinks.stop();
+
+    assert_eq!(results.len(), 40);
+    let ids: Vec<u64> = results.iter().map(|r| r.id).collect();
+    assert_eq!(ids, (100..140).collect::<Vec<_>>(), "results in id order");
+    let mut per_lane: BTreeMap<String, u64> = BTreeMap::new();
+    for r in &results {
+        assert_eq!(r.error, None, "flow {}: {:?}", r.id, r);
+        let fct = r.fct_s.unwrap_or_else(|| panic!("flow {} incomplete: {r:?}", r.id));
+        assert!(fct > 0.0, "{r:?}");
+        assert!(r.winner.is_none());
+        let got = received.get(&r.id).unwrap_or_else(|| panic!("sink never saw flow {}", r.id));
+        assert_eq!((got.bytes, got.connections, got.completed), (r.bytes, 1, 1), "flow {}", r.id);
+        if r.src == 1 {
+            *per_lane.entry(r.lane.clone()).or_default() += r.bytes;
+        }
+    }
+    let (sl, ll) = (per_lane.get("sl").copied().unwrap_or(0), per_lane.get("ll0").copied().unwrap_or(0));
+    assert!(sl > 0 && ll > 0, "both lanes used: {per_lane:?}");
+    assert_eq!(per_lane.len(), 2, "{per_lane:?}");
+    // The lane field is where the bytes went: host 1's counters carry the
+    // payload of its flows on that lane plus headers (< 10% at 1448-byte
+    // segments) and the ACKs of host 2's flows.
+    let (dsl, dll) = (after.0 - before.0, after.1 - before.1);
+    eprintln!("lanes by result: sl {sl} ll {ll}; counters: sl {dsl} ll {dll}");
+    assert!(dsl >= sl && dsl < sl + sl / 5 + 200_000, "SL counter {dsl} vs {sl} payload");
+    assert!(dll >= ll && dll < ll + ll / 5 + 200_000, "LL counter {dll} vs {ll} payload");
+
+    // With the sinks gone, a connection is refused: an error result, no panic.
+    let refused = go(&[flow(1, 0, 1, 2, 10_000)], &hosts, &opts(Transport::SinglePath { seed: 7 }, 5));
+    let err = refused[0].error.as_deref().expect("refused flow has an error");
+    assert!(err.contains("connect") && refused[0].fct_s.is_none(), "{:?}", refused[0]);
+}
+
+#[test]
+fn root_repflow_replicates_short_flows_only() {
+    let _g = heavy();
+    let lab = Lab::new();
+    let hosts = lab.hosts();
+    let sinks = Sinks::start(&hosts, PORT).expect("sinks");
+    let o = opts(Transport::RepFlow { threshold: 100_000, seed: 3 }, 10);
+
+    let before = lab.lanes();
+    let short = go(&[flow(1, 0, 1, 2, 30_000)], &hosts, &o);
+    let mid = lab.lanes();
+    let long = go(&[flow(2, 0, 1, 2, 1_000_000)], &hosts, &o);
+    let after = lab.lanes();
+    let received = sinks.stop();
+
+    let s = &short[0];
+    assert_eq!((s.lane.as_str(), s.error.as_deref()), ("both", None), "{s:?}");
+    assert!(s.fct_s.is_some(), "{s:?}");
+    let winner = s.winner.as_deref().expect("a winner");
+    assert!(winner == "sl" || winner == "ll0", "{s:?}");
+    assert_eq!(received[&1].connections, 2, "two copies reached the sink: {:?}", received[&1]);
+    let (dsl, dll) = (mid.0 - before.0, mid.1 - before.1);
+    eprintln!("30 KB RepFlow: winner {winner}, sl +{dsl} B, ll +{dll} B, sink {:?}", received[&1]);
+    let (won, lost) = if winner == "sl" { (dsl, dll) } else { (dll, dsl) };
+    assert!(won >= 30_000, "winner's lane carried the whole flow: {won}");
+    // The loser is reset once the winner is answered; by then it has at
+    // least sent its initial window (10 segments) on the other lane.
+    assert!(lost >= 10_000, "the losing copy used the other lane too: {lost}");
+
+    let l = &long[0];
+    assert_eq!((l.error.as_deref(), l.winner.as_deref()), (None, None), "{l:?}");
+    assert!(l.fct_s.is_some() && (l.lane == "sl" || l.lane == "ll0"), "{l:?}");
+    assert_eq!((received[&2].connections, received[&2].bytes), (1, 1_000_000));
+    let (dsl, dll) = (after.0 - mid.0, after.1 - mid.1);
+    eprintln!("1 MB RepFlow: lane {}, sl +{dsl} B, ll +{dll} B", l.lane);
+    let (used, other) = if l.lane == "sl" { (dsl, dll) } else { (dll, dsl) };
+    assert!(used >= 1_000_000, "{used}");
+    assert!(other < 20_000, "a long flow is not replicated: other lane +{other}");
+}
+
+#[test]
+fn root_mptcp_transport_completes_flows() {
+    let _g = heavy();
+    let lab = Lab::new();
+    let hosts = lab.hosts();
+    let sinks = Sinks::start(&hosts, PORT).expect("sinks");
+    let syn_rx = lab.b_counter("MPTcpExtMPCapableSYNRX");
+    let flows: Vec<Flow> = (0..6u64).map(|i| flow(i, i * 50, 1, 2, 20_000 + i * 100_000)).collect();
+    let results = go(&flows, &hosts, &opts(Transport::Mptcp, 20));
+    let received = sinks.stop();
+    for r in &results {
+        assert_eq!((r.lane.as_str(), r.error.as_deref()), ("mptcp", None), "{r:?}");
+        assert!(r.fct_s.is_some_and(|f| f > 0.0), "{r:?}");
+        assert_eq!(received[&r.id].bytes, r.bytes, "flow {}", r.id);
+    }
+    let syn = lab.b_counter("MPTcpExtMPCapableSYNRX") - syn_rx;
+    assert!(syn >= 6, "the sink saw MP_CAPABLE SYNs: {syn}");
+}
+
+#[test]
+fn root_time_limit_cuts_and_stop_interrupts() {
+    let _g = heavy();
+    let lab = Lab::new();
+    let hosts = lab.hosts();
+    let sinks = Sinks::start(&hosts, PORT).expect("sinks");
+
+    // 50 MB at 50 Mbit/s needs 8 s: the 2 s limit cuts it. A flow scheduled
+    // after the limit is never started.
+    let t0 = Instant::now();
+    let flows = [flow(1, 0, 1, 2, 50_000_000), flow(2, 2_500, 1, 2, 1_000)];
+    let results = go(&flows, &hosts, &opts(Transport::SinglePath { seed: 1 }, 2));
+    let took = t0.elapsed();
+    std::thread::sleep(Duration::from_millis(200));
+    let got = sinks.received();
+    assert!(took >= Duration::from_millis(1_900) && took < Duration::from_secs(6), "run took {took:?}");
+    for r in &results {
+        assert_eq!((r.fct_s, r.error.as_deref()), (None, Some(ERR_TIME_LIMIT)), "{r:?}");
+    }
+    let cut = got.get(&1).expect("sink saw the cut flow");
+    eprintln!("cut flow: sink got {} of 50000000 bytes in {took:?}", cut.bytes);
+    assert!(cut.bytes > 0 && cut.bytes < 50_000_000 && cut.completed == 0, "{cut:?}");
+    assert!(!got.contains_key(&2), "flow 2 never started");
+
+    // `stop` set from another thread ends the run early.
+    let stop = AtomicBool::new(false);
+    let flows = [flow(3, 0, 1, 2, 50_000_000), flow(4, 5_000, 1, 2, 1_000)];
+    let o = opts(Transport::SinglePath { seed: 1 }, 30);
+    let t0 = Instant::now();
+    let results = std::thread::scope(|s| {
+        s.spawn(|| {
+            std::thread::sleep(Duration::from_millis(500));
+            stop.store(true, Ordering::Relaxed);
+        });
+        run_flows(&flows, CoreInstant::ZERO, &hosts, &o, &stop).expect("run_flows")
+    });
+    assert!(t0.elapsed() < Duration::from_secs(4), "stop honoured: {:?}", t0.elapsed());
+    for r in &results {
+        assert_eq!((r.fct_s, r.error.as_deref()), (None, Some(ERR_INTERRUPTED)), "{r:?}");
+    }
+    drop(sinks);
+}
+
+#[test]
+fn root_missing_namespace_and_bad_input_are_refused() {
+    // No lab needed: the namespace does not exist.
+    assert!(tcpaccel_sys::privilege::is_root(), "this test needs root (CI runs as root); it does not skip");
+    let ghost = format!("tcpaccel-flowtest-{}-missing", unique());
+    let hosts = vec![
+        HostAddrs {
+            id: 1,
+            ns: ghost.clone(),
+            sl: Ipv4Addr::new(10, 9, 1, 1),
+            ll: vec![Ipv4Addr::new(10, 9, 2, 1)],
+        },
+        HostAddrs {
+            id: 2,
+            ns: ghost.clone(),
+            sl: Ipv4Addr::new(10, 9, 1, 2),
+            ll: vec![Ipv4Addr::new(10, 9, 2, 2)],
+        },
+    ];
+    match Sinks::start(&hosts, PORT) {
+        Err(FlowError::Namespace { ns, .. }) => assert_eq!(ns, ghost),
+        Err(e) => panic!("expected a Namespace error, got {e}"),
+        Ok(_) => panic!("sinks started in a missing namespace"),
+    }
+    let o = opts(Transport::SinglePath { seed: 1 }, 1);
+    let stop = AtomicBool::new(false);
+    match run_flows(&[flow(1, 0, 1, 2, 10)], CoreInstant::ZERO, &hosts, &o, &stop) {
+        Err(FlowError::Namespace { ns, .. }) => assert_eq!(ns, ghost),
+        other => panic!("expected a Namespace error, got {other:?}"),
+    }
+    // Input errors come before any namespace is touched.
+    let e =
+        run_flows(&[flow(1, 0, 1, 3, 10)], CoreInstant::ZERO, &hosts, &o, &stop).expect_err("unknown host");
+    assert!(matches!(e, FlowError::UnknownHost { flow: 1, host: 3 }), "{e}");
+    assert!(e.to_string().contains("host 3"), "{e}");
+}
