@@ -765,3 +765,163 @@ pub(crate) fn plan(
     out.sort_by_key(|p| (p.at, p.flow.id));
     Ok(out)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn host(id: HostId, lls: u8) -> HostAddrs {
+        HostAddrs {
+            id,
+            ns: format!("ns{id}"),
+            sl: Ipv4Addr::new(10, 0, 0, id as u8),
+            ll: (0..lls).map(|k| Ipv4Addr::new(10, 1 + k, 0, id as u8)).collect(),
+        }
+    }
+
+    fn flow(id: u64, start_ms: u64, src: HostId, dst: HostId, bytes: u64) -> Flow {
+        Flow { id, start: CoreInstant::from_millis(start_ms), src, dst, bytes, class: FlowClass::Short }
+    }
+
+    fn opts(transport: Transport) -> RunOptions {
+        RunOptions {
+            transport,
+            port: 5000,
+            cc: "reno".into(),
+            limit: Duration::from_secs(5),
+            max_in_flight: 8,
+        }
+    }
+
+    #[test]
+    fn header_round_trips_big_endian() {
+        for (id, len) in [(0, 0), (1, 2), (u64::MAX, 7), (0x0102_0304_0506_0708, u64::MAX)] {
+            assert_eq!(decode_header(&encode_header(id, len)), (id, len));
+        }
+        let h = encode_header(1, 0x0203);
+        assert_eq!(h, [0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 2, 3]);
+    }
+
+    #[test]
+    fn lane_pick_depends_on_seed_and_id_only() {
+        let a: Vec<usize> = (0..200).map(|id| pick_lane(9, id, 3)).collect();
+        let b: Vec<usize> = (0..200).rev().map(|id| pick_lane(9, id, 3)).rev().collect();
+        assert_eq!(a, b, "order does not matter");
+        let c: Vec<usize> = (0..200).map(|id| pick_lane(10, id, 3)).collect();
+        assert_ne!(a, c, "another seed, another pick");
+        for k in 0..3 {
+            let n = a.iter().filter(|&&x| x == k).count();
+            assert!((30..110).contains(&n), "lane {k} picked {n} times of 200");
+        }
+        assert!(a.iter().all(|&k| k < 3));
+        assert_eq!(pick_lane(9, 5, 1), 0);
+        assert_eq!(pick_lane(9, 5, 0), 0);
+        assert_eq!((lane_name(0), lane_name(1), lane_name(2)), ("sl".into(), "ll0".into(), "ll1".into()));
+    }
+
+    #[test]
+    fn plan_orders_by_start_then_id_and_offsets_from_the_workload_origin() {
+        let hosts = [host(1, 1), host(2, 1)];
+        let flows =
+            [flow(5, 300, 1, 2, 10), flow(3, 200, 2, 1, 10), flow(4, 200, 1, 2, 10), flow(1, 100, 1, 2, 10)];
+        let p = plan(&flows, CoreInstant::from_millis(100), &hosts, &opts(Transport::Mptcp)).unwrap();
+        let order: Vec<(u64, u64)> = p.iter().map(|x| (x.flow.id, x.at.as_millis() as u64)).collect();
+        assert_eq!(order, [(1, 0), (3, 100), (4, 100), (5, 200)]);
+        let three = &p[1].paths[0];
+        assert_eq!((three.src, three.dst, three.mptcp), (hosts[1].sl, hosts[0].sl, true));
+        assert_eq!(
+            (three.src_ns.as_str(), three.dst_ns.as_str(), p[1].lane.as_str()),
+            ("ns2", "ns1", "mptcp")
+        );
+    }
+
+    #[test]
+    fn single_path_uses_the_same_lane_index_at_both_ends() {
+        // Host 1 has two LL lanes, host 2 one: only SL and LL0 are common.
+        let hosts = [host(1, 2), host(2, 1)];
+        let flows: Vec<Flow> = (0..60).map(|i| flow(i, 0, 1, 2, 10)).collect();
+        let p = plan(&flows, CoreInstant::ZERO, &hosts, &opts(Transport::SinglePath { seed: 4 })).unwrap();
+        let mut seen = BTreeSet::new();
+        for x in &p {
+            let path = &x.paths[0];
+            assert!(!path.mptcp);
+            assert_eq!(x.lane, path.lane);
+            let k = match path.lane.as_str() {
+                "sl" => 0,
+                "ll0" => 1,
+                other => panic!("lane {other} is not common to both hosts"),
+            };
+            assert_eq!(k, pick_lane(4, x.flow.id, 2));
+            let at = |h: &HostAddrs| if k == 0 { h.sl } else { h.ll[0] };
+            assert_eq!((path.src, path.dst), (at(&hosts[0]), at(&hosts[1])));
+            seen.insert(k);
+        }
+        assert_eq!(seen.len(), 2, "both lanes picked over 60 flows");
+    }
+
+    #[test]
+    fn repflow_replicates_below_the_threshold_only() {
+        let hosts = [host(1, 1), host(2, 1)];
+        let flows = [flow(1, 0, 1, 2, 99_999), flow(2, 0, 1, 2, 100_000)];
+        let p = plan(
+            &flows,
+            CoreInstant::ZERO,
+            &hosts,
+            &opts(Transport::RepFlow { threshold: 100_000, seed: 1 }),
+        )
+        .unwrap();
+        assert_eq!(p[0].lane, "both");
+        let lanes: Vec<&str> = p[0].paths.iter().map(|x| x.lane.as_str()).collect();
+        assert_eq!(lanes, ["sl", "ll0"]);
+        assert_eq!(p[1].paths.len(), 1);
+        assert_eq!(p[1].lane, lane_name(pick_lane(1, 2, 2)));
+    }
+
+    #[test]
+    fn bad_input_is_refused_with_the_culprit_named() {
+        let hosts = [host(1, 1), host(2, 1)];
+        let sp = opts(Transport::SinglePath { seed: 1 });
+        let z = CoreInstant::ZERO;
+        let err = |flows: &[Flow], hosts: &[HostAddrs], o: &RunOptions| plan(flows, z, hosts, o).unwrap_err();
+
+        let e = err(&[flow(1, 0, 1, 2, 1), flow(1, 5, 2, 1, 1)], &hosts, &sp);
+        assert!(matches!(e, FlowError::DuplicateFlow(1)), "{e}");
+        let e = err(&[flow(7, 0, 1, 9, 1)], &hosts, &sp);
+        assert!(matches!(e, FlowError::UnknownHost { flow: 7, host: 9 }), "{e}");
+        let e = err(&[flow(7, 0, 2, 2, 1)], &hosts, &sp);
+        assert!(matches!(e, FlowError::SelfFlow { flow: 7, host: 2 }), "{e}");
+        let e = err(&[flow(1, 0, 1, 2, 1)], &[host(1, 1), host(1, 1)], &sp);
+        assert!(matches!(e, FlowError::DuplicateHost(1)), "{e}");
+        let mut nameless = host(2, 1);
+        nameless.ns.clear();
+        let e = err(&[flow(1, 0, 1, 2, 1)], &[host(1, 1), nameless], &sp);
+        assert!(matches!(e, FlowError::EmptyNamespace { host: 2 }), "{e}");
+        let e = plan(&[flow(3, 5, 1, 2, 1)], CoreInstant::from_millis(6), &hosts, &sp).unwrap_err();
+        assert!(matches!(e, FlowError::BeforeOrigin { flow: 3 }), "{e}");
+
+        // No LL lane: refused for single-path and RepFlow, fine for MPTCP.
+        let no_ll = [host(1, 0), host(2, 1)];
+        let e = err(&[flow(4, 0, 2, 1, 1)], &no_ll, &sp);
+        assert!(matches!(e, FlowError::NoLongLane { host: 1, flow: 4, .. }), "{e}");
+        assert!(e.to_string().contains("SinglePath"), "{e}");
+        let rep = opts(Transport::RepFlow { threshold: 10, seed: 1 });
+        assert!(matches!(err(&[flow(4, 0, 2, 1, 1)], &no_ll, &rep), FlowError::NoLongLane { .. }));
+        assert!(plan(&[flow(4, 0, 2, 1, 1)], z, &no_ll, &opts(Transport::Mptcp)).is_ok());
+
+        for bad in [
+            RunOptions { max_in_flight: 0, ..sp.clone() },
+            RunOptions { port: 0, ..sp.clone() },
+            RunOptions { cc: String::new(), ..sp.clone() },
+            RunOptions { limit: Duration::ZERO, ..sp.clone() },
+        ] {
+            assert!(matches!(err(&[flow(1, 0, 1, 2, 1)], &hosts, &bad), FlowError::Option(_)), "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn an_empty_flow_list_runs_without_touching_namespaces() {
+        let stop = AtomicBool::new(false);
+        let r = run_flows(&[], CoreInstant::ZERO, &[host(1, 1)], &opts(Transport::Mptcp), &stop).unwrap();
+        assert!(r.is_empty());
+    }
+}
