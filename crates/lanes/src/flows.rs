@@ -27,7 +27,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::net::{Ipv4Addr, SocketAddr};
 use std::os::fd::OwnedFd;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -46,7 +46,9 @@ use tokio::sync::{mpsc, oneshot, watch, Semaphore};
 pub const ANSWER: u8 = 0xA5;
 /// Length of the per-connection header: flow id and length, big-endian u64s.
 pub const HEADER_LEN: usize = 16;
-/// [`FlowResult::error`] of a flow cut (or never started) by [`RunOptions::limit`].
+/// Start of [`FlowResult::error`] for a flow cut (or never started) by
+/// [`RunOptions::limit`]; the rest says where it was, e.g. "time limit
+/// (connecting)", "time limit (12070800 of 50000000 bytes written)".
 pub const ERR_TIME_LIMIT: &str = "time limit";
 /// [`FlowResult::error`] of a flow cut (or never started) because `stop` was set.
 pub const ERR_INTERRUPTED: &str = "interrupted";
@@ -108,7 +110,8 @@ pub struct RunOptions {
     /// ("reno", "cubic", "bbr"); on MPTCP sockets it applies to the subflows.
     pub cc: String,
     /// Hard stop measured from the origin: unfinished flows are cut (RST) and
-    /// reported incomplete with error [`ERR_TIME_LIMIT`].
+    /// reported incomplete with an error starting with [`ERR_TIME_LIMIT`].
+    /// Limits beyond a year act as a year.
     pub limit: Duration,
     /// At most this many flows (RepFlow: flows, not copies) connect or send
     /// at once; the others wait, and the wait counts in their FCT.
@@ -132,7 +135,7 @@ pub struct FlowResult {
     /// RepFlow: the lane of the copy that won.
     pub winner: Option<String>,
     /// Why the flow did not complete: a connection or I/O error naming the
-    /// addresses, [`ERR_TIME_LIMIT`] or [`ERR_INTERRUPTED`].
+    /// addresses, one starting with [`ERR_TIME_LIMIT`], or [`ERR_INTERRUPTED`].
     pub error: Option<String>,
 }
 
@@ -349,7 +352,7 @@ pub fn run_flows_at(
         cc: opts.cc.clone(),
         port: opts.port,
         origin,
-        limit: opts.limit,
+        limit: opts.limit.min(MAX_LIMIT),
         in_flight: Semaphore::new(opts.max_in_flight.min(Semaphore::MAX_PERMITS)),
     });
     let (stop_tx, stop_rx) = watch::channel(false);
@@ -392,6 +395,8 @@ pub fn run_flows_at(
     Ok(results)
 }
 
+/// Longer limits act as this one, so that origin + limit is representable.
+const MAX_LIMIT: Duration = Duration::from_secs(365 * 24 * 3600);
 /// How often `run_flows` looks at its `stop` flag.
 const STOP_POLL: Duration = Duration::from_millis(20);
 /// Read and write size of the data path.
@@ -492,6 +497,36 @@ impl Planned {
     }
 }
 
+/// How far a flow got (its furthest copy, for RepFlow), to say where the time
+/// limit cut it.
+#[derive(Default)]
+struct Progress {
+    phase: AtomicU8,
+    written: AtomicU64,
+}
+
+impl Progress {
+    const CONNECTING: u8 = 1;
+    const WRITING: u8 = 2;
+    const ANSWER: u8 = 3;
+
+    fn reached(&self, phase: u8, written: u64) {
+        self.phase.fetch_max(phase, Ordering::Relaxed);
+        self.written.fetch_max(written, Ordering::Relaxed);
+    }
+
+    fn cut_message(&self, bytes: u64) -> String {
+        let written = self.written.load(Ordering::Relaxed);
+        let at = match self.phase.load(Ordering::Relaxed) {
+            0 => "waiting for an in-flight slot".to_string(),
+            Self::CONNECTING => "connecting".to_string(),
+            Self::WRITING => format!("{written} of {bytes} bytes written"),
+            _ => "all written, no answer yet".to_string(),
+        };
+        format!("{ERR_TIME_LIMIT} ({at})")
+    }
+}
+
 /// Resolves once `stop` was seen set; never if the watch is gone.
 async fn stopped(rx: &mut watch::Receiver<bool>) {
     if rx.wait_for(|s| *s).await.is_err() {
@@ -502,11 +537,13 @@ async fn stopped(rx: &mut watch::Receiver<bool>) {
 async fn run_one(ctx: Arc<Ctx>, p: Planned, mut stop: watch::Receiver<bool>) -> FlowResult {
     let mut r = p.result();
     if p.at >= ctx.limit {
-        r.error = Some(ERR_TIME_LIMIT.into());
+        r.error = Some(format!("{ERR_TIME_LIMIT} (scheduled after it)"));
         return r;
     }
+    // `at` < `limit`, and `limit` is capped so that both sums fit.
     let start = ctx.origin + p.at;
     let deadline = tokio::time::Instant::from_std(ctx.origin + ctx.limit);
+    let progress = Progress::default();
     tokio::select! {
         _ = tokio::time::sleep_until(start.into()) => {}
         _ = stopped(&mut stop) => {
@@ -516,7 +553,7 @@ async fn run_one(ctx: Arc<Ctx>, p: Planned, mut stop: watch::Receiver<bool>) -> 
     }
     let work = async {
         let _permit = ctx.in_flight.acquire().await.map_err(|_| "in-flight limiter closed".to_string())?;
-        carry(&ctx, &p).await
+        carry(&ctx, &p, &progress).await
     };
     tokio::select! {
         out = tokio::time::timeout_at(deadline, work) => match out {
@@ -525,7 +562,7 @@ async fn run_one(ctx: Arc<Ctx>, p: Planned, mut stop: watch::Receiver<bool>) -> 
                 r.winner = winner;
             }
             Ok(Err(e)) => r.error = Some(e),
-            Err(_) => r.error = Some(ERR_TIME_LIMIT.into()),
+            Err(_) => r.error = Some(progress.cut_message(p.flow.bytes)),
         },
         _ = stopped(&mut stop) => r.error = Some(ERR_INTERRUPTED.into()),
     }
@@ -535,13 +572,17 @@ async fn run_one(ctx: Arc<Ctx>, p: Planned, mut stop: watch::Receiver<bool>) -> 
 
 /// Carries one flow on its path, or races its two copies (RepFlow): the first
 /// copy answered wins and the other is dropped, which resets it.
-async fn carry(ctx: &Ctx, p: &Planned) -> Result<(std::time::Instant, Option<String>), String> {
+async fn carry(
+    ctx: &Ctx,
+    p: &Planned,
+    progress: &Progress,
+) -> Result<(std::time::Instant, Option<String>), String> {
     let f = &p.flow;
     match p.paths.as_slice() {
-        [one] => transfer(ctx, one, f.id, f.bytes).await.map(|t| (t, None)),
+        [one] => transfer(ctx, one, f.id, f.bytes, progress).await.map(|t| (t, None)),
         [a, b] => {
-            let ta = transfer(ctx, a, f.id, f.bytes);
-            let tb = transfer(ctx, b, f.id, f.bytes);
+            let ta = transfer(ctx, a, f.id, f.bytes, progress);
+            let tb = transfer(ctx, b, f.id, f.bytes, progress);
             tokio::pin!(ta, tb);
             let (mut ea, mut eb): (Option<String>, Option<String>) = (None, None);
             loop {
@@ -568,7 +609,14 @@ async fn carry(ctx: &Ctx, p: &Planned) -> Result<(std::time::Instant, Option<Str
 /// One connection: socket made in the source namespace, options, bind,
 /// connect, header and payload, then the sink's answer. Returns when the
 /// answer arrived. Dropping the future resets the connection (SO_LINGER 0).
-async fn transfer(ctx: &Ctx, path: &Path, id: u64, bytes: u64) -> Result<std::time::Instant, String> {
+async fn transfer(
+    ctx: &Ctx,
+    path: &Path,
+    id: u64,
+    bytes: u64,
+    progress: &Progress,
+) -> Result<std::time::Instant, String> {
+    progress.reached(Progress::CONNECTING, 0);
     let dst = SocketAddr::from((path.dst, ctx.port));
     let what = format!("{} {} -> {dst}", path.lane, path.src);
     let maker = ctx
@@ -595,19 +643,23 @@ async fn transfer(ctx: &Ctx, path: &Path, id: u64, bytes: u64) -> Result<std::ti
     let sock = TcpSocket::from_std_stream(std);
     sock.bind(SocketAddr::from((path.src, 0))).map_err(|e| format!("{what}: bind: {e}"))?;
     let mut s = sock.connect(dst).await.map_err(|e| format!("{what}: connect: {e}"))?;
+    progress.reached(Progress::WRITING, 0);
     let first = bytes.min((CHUNK - HEADER_LEN) as u64) as usize;
     let mut head = Vec::with_capacity(HEADER_LEN + first);
     head.extend_from_slice(&encode_header(id, bytes));
     head.resize(HEADER_LEN + first, 0);
     s.write_all(&head).await.map_err(|e| format!("{what}: write: {e}"))?;
     let mut left = bytes - first as u64;
+    progress.reached(Progress::WRITING, first as u64);
     while left > 0 {
         let n = left.min(CHUNK as u64) as usize;
         s.write_all(&ZEROS[..n])
             .await
             .map_err(|e| format!("{what}: write: {e} with {left} of {bytes} bytes unsent"))?;
         left -= n as u64;
+        progress.reached(Progress::WRITING, bytes - left);
     }
+    progress.reached(Progress::ANSWER, bytes);
     let mut answer = [0u8; 1];
     s.read_exact(&mut answer).await.map_err(|e| format!("{what}: waiting for the answer: {e}"))?;
     if answer[0] != ANSWER {

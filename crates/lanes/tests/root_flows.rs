@@ -295,8 +295,15 @@ fn root_time_limit_cuts_and_stop_interrupts() {
     let got = sinks.received();
     assert!(took >= Duration::from_millis(1_900) && took < Duration::from_secs(6), "run took {took:?}");
     for r in &results {
-        assert_eq!((r.fct_s, r.error.as_deref()), (None, Some(ERR_TIME_LIMIT)), "{r:?}");
+        assert!(r.fct_s.is_none(), "{r:?}");
+        assert!(r.error.as_deref().is_some_and(|e| e.starts_with(ERR_TIME_LIMIT)), "{r:?}");
     }
+    eprintln!("cut: {:?} / {:?}", results[0].error, results[1].error);
+    assert!(
+        results[0].error.as_deref().is_some_and(|e| e.contains("of 50000000 bytes written")),
+        "{results:?}"
+    );
+    assert_eq!(results[1].error.as_deref(), Some("time limit (scheduled after it)"));
     let cut = got.get(&1).expect("sink saw the cut flow");
     eprintln!("cut flow: sink got {} of 50000000 bytes in {took:?}", cut.bytes);
     assert!(cut.bytes > 0 && cut.bytes < 50_000_000 && cut.completed == 0, "{cut:?}");
