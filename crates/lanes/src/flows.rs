@@ -168,7 +168,9 @@ pub enum FlowError {
 
 /// One MPTCP listener per namespace on 0.0.0.0:port (an MPTCP listener accepts
 /// plain TCP too), counting what each flow id delivers. Runs on its own
-/// 2-worker tokio runtime; create and stop it from synchronous code.
+/// 2-worker tokio runtime; create and stop it from synchronous code. A new
+/// `Sinks` per run starts with empty counts (the listeners set SO_REUSEADDR,
+/// so the same port can be reused at once).
 pub struct Sinks {
     rt: Option<Runtime>,
     counts: Counts,
@@ -279,10 +281,17 @@ async fn serve(mut s: TcpStream, counts: &Counts) -> Result<(), String> {
     s.read_exact(&mut h).await.map_err(|e| format!("reading the header: {e}"))?;
     let (id, len) = decode_header(&h);
     let now = std::time::Instant::now();
-    lock(counts)
-        .entry(id)
-        .or_insert(Received { bytes: 0, first: now, last: now, connections: 0, completed: 0 })
-        .connections += 1;
+    {
+        let mut map = lock(counts);
+        let r = map.entry(id).or_insert(Received {
+            bytes: 0,
+            first: now,
+            last: now,
+            connections: 0,
+            completed: 0,
+        });
+        r.connections = r.connections.saturating_add(1);
+    }
     let mut buf = vec![0u8; CHUNK];
     let mut left = len;
     while left > 0 {
@@ -296,13 +305,13 @@ async fn serve(mut s: TcpStream, counts: &Counts) -> Result<(), String> {
         }
         left -= n as u64;
         if let Some(r) = lock(counts).get_mut(&id) {
-            r.bytes += n as u64;
+            r.bytes = r.bytes.saturating_add(n as u64);
             r.last = std::time::Instant::now();
         }
     }
     s.write_all(&[ANSWER]).await.map_err(|e| format!("flow {id}: answering: {e}"))?;
     if let Some(r) = lock(counts).get_mut(&id) {
-        r.completed += 1;
+        r.completed = r.completed.saturating_add(1);
     }
     Ok(())
 }
@@ -312,6 +321,11 @@ async fn serve(mut s: TcpStream, counts: &Counts) -> Result<(), String> {
 /// header and `bytes`; see the module doc. Returns one result per flow, in id
 /// order. Setting `stop` ends early: results so far, the others incomplete
 /// with [`ERR_INTERRUPTED`].
+///
+/// Blocks until every flow ended, at most about `limit` after the origin. It
+/// runs its own tokio runtime, so call it from synchronous code (not from a
+/// runtime's thread). Bad input (see [`FlowError`]) is refused before any
+/// socket is opened; a failing connection or write is that flow's `error`.
 pub fn run_flows(
     flows: &[Flow],
     workload_origin: CoreInstant,
