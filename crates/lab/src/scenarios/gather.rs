@@ -7,13 +7,14 @@
 //!
 //! Variants: `equal` (the pool split evenly, the paper's baseline), `buffer`
 //! (seed 003 §3.1 allocation only) and `buffer+streams` (§3.1 plus the §3.2
-//! stream-count search). `model=2` adds an interfering bulk TCP transfer from
-//! an extra host `x` to `srv` over the shared link during the middle third of
-//! the run (the paper's Model 2 interferes for 100–500 s).
+//! stream-count search). `model=2` adds interfering bulk TCP transfers
+//! (`interferers` parallel flows, the paper's three interference terminals)
+//! from an extra host `x` to `srv` over the shared link during the middle
+//! third of the run (the paper's Model 2 interferes for 100–500 s).
 //!
 //! What it is not: not ns-2. The clients use TCP Reno as in the paper (param
 //! `cc`, set per socket: a namespace inherits the host's default, bbr here),
-//! the interferer CUBIC; the shapes are scaled to what a 2-core VM sustains.
+//! and so do the interferers; the shapes are scaled to what a 2-core VM sustains.
 
 use crate::records::{MetricSpec, Published};
 use crate::scenario::{interrupted, stop_flag, ParamSpec, Params, RunCtx, Scenario, Testbed};
@@ -83,7 +84,13 @@ impl Scenario for Gather {
             ParamSpec::new(
                 "cc",
                 "reno",
-                "congestion control of the gather clients, set per socket (seed 003 §4 Table 1: TCP Reno)",
+                "congestion control of every sender (clients and interferers), set per socket (seed 003 §4 \
+                 Table 1: TCP Reno)",
+            ),
+            ParamSpec::new(
+                "interferers",
+                "3",
+                "model=2: parallel bulk flows from x (the paper's interference terminals 0, 1, 2)",
             ),
         ]
     }
@@ -131,6 +138,14 @@ impl Scenario for Gather {
             ));
         }
         m.push(metric("streams_max", "streams", false, "most streams any client had"));
+        m.push(metric(
+            "converge_s",
+            "s",
+            false,
+            "stream-count convergence: per client and phase (start, and with model=2 the interference's start \
+             and end), time from the phase start to the client's last stream-count change in that phase; the \
+             largest (0 when the count never moved; resolution one interval)",
+        ));
         m
     }
     fn published(&self) -> Vec<Published> {
@@ -191,6 +206,10 @@ impl Scenario for Gather {
         if interval < Duration::from_millis(100) {
             bail!("interval={}: at least 100ms", format_duration(interval));
         }
+        let interferers = p.u64("interferers")?;
+        if !(1..=16).contains(&interferers) {
+            bail!("interferers={interferers}: must be between 1 and 16");
+        }
         let max_streams = p.u64("max_streams")?;
         if !(1..=64).contains(&max_streams) {
             bail!("max_streams={max_streams}: must be between 1 and 64");
@@ -209,6 +228,7 @@ impl Scenario for Gather {
             interval,
             max_streams: max_streams as u32,
             cc: p.str("cc")?.to_string(),
+            interferers: interferers as u16,
         }))
     }
 }
@@ -226,8 +246,10 @@ struct GatherBed {
     warmup: Duration,
     interval: Duration,
     max_streams: u32,
-    /// Congestion control of every gather client socket.
+    /// Congestion control of every sender socket.
     cc: String,
+    /// Model 2: parallel bulk flows of the interferer.
+    interferers: u16,
 }
 
 /// Client node names and classes: `high1..`, then `low1..`.
@@ -422,7 +444,8 @@ impl GatherBed {
             let third = self.duration / 3;
             let mut scfg = SendConfig::new(SocketAddr::new(srv_ip, BULK_PORT));
             scfg.volume = Volume::Duration(third);
-            scfg.cc = Some(super::dumbbell::DEFAULT_CC.to_string());
+            scfg.cc = Some(self.cc.clone());
+            scfg.parallel = self.interferers;
             scfg.seed = ctx.seed;
             scfg.stop = Some(stop_flag());
             Some(std::thread::spawn(move || -> Result<f64> {
@@ -524,6 +547,10 @@ impl Testbed for GatherBed {
         let (mid0, mid1) = (dur / 3.0, 2.0 * dur / 3.0);
         let step = self.interval.as_secs_f64();
         let mut streams_max = 0u32;
+        let phases: Vec<f64> =
+            if self.model == 2 { vec![0.0, mid0, mid1, f64::INFINITY] } else { vec![0.0, f64::INFINITY] };
+        let converge = out.points.values().map(|pts| convergence(pts, &phases)).fold(0.0, f64::max);
+        ctx.metric("converge_s", converge);
         for (class, target) in [("high", self.high), ("low", self.low)] {
             let target = target.bits_per_sec() as f64 / 1e6;
             let ids: Vec<String> =
@@ -583,10 +610,49 @@ impl Testbed for GatherBed {
     }
 }
 
+/// Seconds from each phase start to the last stream-count change inside that
+/// phase (a change is a point whose count differs from the point before), the
+/// largest over the phases; 0 when the count never moves. `phases` holds the
+/// phase boundaries in order, the last one past the end of the run.
+fn convergence(points: &[Point], phases: &[f64]) -> f64 {
+    let mut worst = 0.0f64;
+    for w in points.windows(2) {
+        if w[1].streams == w[0].streams {
+            continue;
+        }
+        let t = w[1].t;
+        if let Some(start) = phases.windows(2).find(|p| t >= p[0] && t < p[1]).map(|p| p[0]) {
+            worst = worst.max(t - start);
+        }
+    }
+    worst
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::scenario::resolve_params;
+
+    #[test]
+    fn convergence_is_the_last_change_in_each_phase() {
+        let pt =
+            |t: f64, streams: u32| Point { t, mbps: 1.0, streams, alloc_kb: 0.0, clamp_kb: 0.0, rtt_ms: 0.0 };
+        let flat: Vec<Point> = (0..10).map(|i| pt(f64::from(i), 1)).collect();
+        assert_eq!(convergence(&flat, &[0.0, f64::INFINITY]), 0.0);
+        // 1 -> 2 at 2 s, 2 -> 3 at 4 s; then in the second phase (from 15 s) 3 -> 4 at 21 s.
+        let mut v: Vec<Point> = (0..30).map(|i| pt(f64::from(i), 1)).collect();
+        for p in &mut v {
+            p.streams = match p.t as u32 {
+                0..=1 => 1,
+                2..=3 => 2,
+                4..=20 => 3,
+                _ => 4,
+            };
+        }
+        assert_eq!(convergence(&v, &[0.0, f64::INFINITY]), 21.0);
+        assert_eq!(convergence(&v, &[0.0, 15.0, f64::INFINITY]), 6.0);
+        assert_eq!(convergence(&v, &[0.0, 20.0, 25.0, f64::INFINITY]), 4.0);
+    }
 
     fn bed(quick: bool) -> Box<dyn Testbed> {
         let p = resolve_params(&Gather, quick, &[]).unwrap();
@@ -610,6 +676,7 @@ mod tests {
             interval: Duration::from_secs(1),
             max_streams: 4,
             cc: "reno".into(),
+            interferers: 3,
         };
         let t = topology(&g).unwrap();
         // hub, srv, 6 clients and x.
