@@ -203,6 +203,11 @@ fn root_single_path_uses_both_lanes_and_completes_everything() {
             *per_lane.entry(r.lane.clone()).or_default() += r.bytes;
         }
     }
+    let small: Vec<f64> = results.iter().filter(|r| r.bytes <= 8_000).filter_map(|r| r.fct_s).collect();
+    eprintln!(
+        "FCT of flows <= 8 KB, ms: {:?}",
+        small.iter().map(|f| (f * 1e4).round() / 10.0).collect::<Vec<_>>()
+    );
     let (sl, ll) = (per_lane.get("sl").copied().unwrap_or(0), per_lane.get("ll0").copied().unwrap_or(0));
     assert!(sl > 0 && ll > 0, "both lanes used: {per_lane:?}");
     assert_eq!(per_lane.len(), 2, "{per_lane:?}");
