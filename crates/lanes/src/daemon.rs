@@ -85,6 +85,10 @@ pub struct Summary {
     pub connections: u64,
     pub switches: u64,
     pub failed_commands: u64,
+    /// Commands refused because the connection had already ended (a short
+    /// flow that closed between its event and the command): counted apart
+    /// from `failed_commands`, not warned about.
+    pub connection_gone: u64,
 }
 
 struct Out<'a> {
@@ -256,6 +260,16 @@ fn to_readings(sockets: &[diag::DiagSocket], locals: &[IpAddr]) -> Vec<Reading> 
         .collect()
 }
 
+/// The kernel refused a command because the connection no longer exists
+/// (its token is unknown) or its initial subflow is already closing.
+fn connection_gone(e: &PmError) -> bool {
+    match e.errno() {
+        Some(libc::ENOTCONN) => true,
+        Some(libc::EINVAL) => e.kernel_message().is_some_and(|m| m.contains("invalid token")),
+        _ => false,
+    }
+}
+
 fn execute(
     actions: Vec<Action>,
     pm: &mut PmClient,
@@ -276,10 +290,15 @@ fn execute(
                             .map_err(|e| (format!("{local} -> {remote}"), e)),
                     };
                     if let Err((what, e)) = r {
-                        tracing::warn!("token {:#x}: {e} ({what})", record.token);
+                        if connection_gone(&e) {
+                            tracing::debug!("token {:#x}: connection gone: {e} ({what})", record.token);
+                            summary.connection_gone += 1;
+                        } else {
+                            tracing::warn!("token {:#x}: {e} ({what})", record.token);
+                            summary.failed_commands += 1;
+                        }
                         record.ok = false;
                         record.error = Some(format!("{e} ({what})"));
-                        summary.failed_commands += 1;
                         break;
                     }
                 }
@@ -291,4 +310,28 @@ fn execute(
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn kernel(errno: i32, message: Option<&str>) -> PmError {
+        PmError::Kernel {
+            cmd: "SUBFLOW_CREATE".into(),
+            errno,
+            message: message.map(Into::into),
+            missing_attr: None,
+        }
+    }
+
+    #[test]
+    fn a_closed_connection_is_not_a_failed_command() {
+        assert!(connection_gone(&kernel(libc::EINVAL, Some("invalid token"))));
+        assert!(connection_gone(&kernel(libc::ENOTCONN, None)));
+        // Other EINVALs are real failures (a bad address, a bad flag).
+        assert!(!connection_gone(&kernel(libc::EINVAL, Some("invalid addr id"))));
+        assert!(!connection_gone(&kernel(libc::EINVAL, None)));
+        assert!(!connection_gone(&kernel(libc::EPERM, None)));
+    }
 }
