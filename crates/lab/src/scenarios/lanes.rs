@@ -240,6 +240,7 @@ struct Outcome {
     /// Bytes the hosts sent per fabric during the run.
     tx_per_fabric: Vec<u64>,
     wall: Duration,
+    limit: Duration,
 }
 
 /// Options of one workload run.
@@ -293,7 +294,7 @@ fn run_policy(fab: &Fabric, flows: &[Flow], run: &RunSpec<'_>) -> Result<Outcome
     let received = sinks.stop();
     let results = results.context("running the flows")?;
     let tx_per_fabric = tx1.iter().zip(&tx0).map(|(a, b)| a.saturating_sub(*b)).collect();
-    Ok(Outcome { results, received, daemons, tx_per_fabric, wall })
+    Ok(Outcome { results, received, daemons, tx_per_fabric, wall, limit: run.limit })
 }
 
 /// Short-flow FCT statistics of completed flows in (0, 100 KB], in ms.
@@ -331,6 +332,7 @@ fn long_mbps(o: &Outcome, backends: usize) -> f64 {
 
 /// Writes flow records and the common metrics of one outcome.
 fn record_outcome(ctx: &mut RunCtx<'_>, o: &Outcome, suffix: &str, flows_too: bool) -> Result<ShortStats> {
+    let limit_s = o.limit.as_secs_f64();
     if flows_too {
         for r in &o.results {
             let class = if r.bytes <= SHORT_MAX {
@@ -340,29 +342,56 @@ fn record_outcome(ctx: &mut RunCtx<'_>, o: &Outcome, suffix: &str, flows_too: bo
             } else {
                 "medium"
             };
-            let fct_ms = r.fct_s.map(|s| s * 1e3).unwrap_or(f64::NAN);
+            // An incomplete flow is recorded as such, with the time it had.
+            let fct_ms = r.fct_s.unwrap_or((limit_s - r.start_s).max(0.0)) * 1e3;
             ctx.flow(r.id, class, r.bytes, r.start_s, fct_ms, r.fct_s.is_some())?;
         }
     }
     let s = short_stats(o);
-    ctx.metric(&format!("short_flows{suffix}"), s.n as f64);
-    ctx.metric(&format!("short_avg_ms{suffix}"), s.avg);
-    ctx.metric(&format!("short_p95_ms{suffix}"), s.p95);
-    ctx.metric(&format!("short_p99_ms{suffix}"), s.p99);
-    ctx.metric(&format!("short_incomplete{suffix}"), s.incomplete as f64);
+    put(ctx, format!("short_flows{suffix}"), s.n as f64);
+    put(ctx, format!("short_avg_ms{suffix}"), s.avg);
+    put(ctx, format!("short_p95_ms{suffix}"), s.p95);
+    put(ctx, format!("short_p99_ms{suffix}"), s.p99);
+    put(ctx, format!("short_incomplete{suffix}"), s.incomplete as f64);
     let total: u64 = o.tx_per_fabric.iter().sum();
     if total > 0 {
-        ctx.metric(&format!("sl_share_pct{suffix}"), o.tx_per_fabric[0] as f64 * 100.0 / total as f64);
+        put(ctx, format!("sl_share_pct{suffix}"), o.tx_per_fabric[0] as f64 * 100.0 / total as f64);
     }
     if let Some(d) = &o.daemons {
-        ctx.metric(&format!("switches{suffix}"), d.switch_ages_ms.len() as f64);
-        ctx.metric(&format!("failed_pm_commands{suffix}"), d.failed_commands as f64);
+        put(ctx, format!("switches{suffix}"), d.switch_ages_ms.len() as f64);
+        put(ctx, format!("failed_pm_commands{suffix}"), d.failed_commands as f64);
     }
-    let errors: Vec<&str> = o.results.iter().filter_map(|r| r.error.as_deref()).collect();
+    let cut = o
+        .results
+        .iter()
+        .filter(|r| r.error.as_deref().is_some_and(|e| e.starts_with(tcpaccel_lanes::flows::ERR_TIME_LIMIT)))
+        .count();
+    put(ctx, format!("cut_by_limit{suffix}"), cut as f64);
+    let errors: Vec<&str> = o
+        .results
+        .iter()
+        .filter_map(|r| r.error.as_deref())
+        .filter(|e| *e != tcpaccel_lanes::flows::ERR_TIME_LIMIT)
+        .collect();
     if !errors.is_empty() {
         ctx.note(format!("{} flow(s) failed{suffix}; first: {}", errors.len(), errors[0]))?;
     }
     Ok(s)
+}
+
+/// Sets a metric when it has a value (no short flow completed: left out, not NaN).
+fn put(ctx: &mut RunCtx<'_>, name: String, v: f64) {
+    if v.is_finite() {
+        ctx.metric(&name, v);
+    }
+}
+
+/// Writes a sample when it has a value.
+fn sample(ctx: &mut RunCtx<'_>, series: &str, x: f64, v: f64) -> Result<()> {
+    if v.is_finite() {
+        ctx.sample(series, x, v)?;
+    }
+    Ok(())
 }
 
 /// A testbed: the datacenter stays up across variants and repeats.
@@ -487,15 +516,15 @@ impl LanesBed {
             let o = run_policy(&self.fab, &flows, &spec)?;
             let last = Some(&n) == senders.last();
             let s = record_outcome(ctx, &o, &format!("@{n}"), last)?;
-            ctx.sample("short_avg_vs_senders_ms", f64::from(n), s.avg)?;
-            ctx.sample("short_p95_vs_senders_ms", f64::from(n), s.p95)?;
+            sample(ctx, "short_avg_vs_senders_ms", f64::from(n), s.avg)?;
+            sample(ctx, "short_p95_vs_senders_ms", f64::from(n), s.p95)?;
             p95s.push(s.p95);
             if crate::scenario::interrupted() {
                 break;
             }
         }
         if let (Some(first), Some(last)) = (p95s.first(), p95s.last()) {
-            ctx.metric("p95_growth_x", last / first);
+            put(ctx, "p95_growth_x".into(), last / first);
         }
         Ok(())
     }
@@ -520,10 +549,10 @@ impl LanesBed {
             let o = run_policy(&self.fab, &flows, &spec)?;
             let s = record_outcome(ctx, &o, &format!("@{load}"), load == record_flows_at)?;
             let l = long_mbps(&o, hosts.back.len());
-            ctx.metric(&format!("long_mbps@{load}"), l);
-            ctx.sample("short_avg_vs_load_ms", load, s.avg)?;
-            ctx.sample("short_p99_vs_load_ms", load, s.p99)?;
-            ctx.sample("long_vs_load_mbps", load, l)?;
+            put(ctx, format!("long_mbps@{load}"), l);
+            sample(ctx, "short_avg_vs_load_ms", load, s.avg)?;
+            sample(ctx, "short_p99_vs_load_ms", load, s.p99)?;
+            sample(ctx, "long_vs_load_mbps", load, l)?;
             if crate::scenario::interrupted() {
                 break;
             }
