@@ -136,6 +136,18 @@ impl Scenario for Gather {
                 true,
                 &format!("mean {c}-priority goodput in the middle third (interference with model=2)"),
             ));
+            m.push(metric(
+                &format!("{c}_mid_min_mbps"),
+                "Mbit/s",
+                true,
+                &format!("middle-third mean of the worst {c}-priority client"),
+            ));
+            m.push(metric(
+                &format!("{c}_mid_met"),
+                "0/1",
+                true,
+                &format!("1 when every {c}-priority client's middle-third mean is within 5% of its target or above"),
+            ));
         }
         m.push(metric("streams_max", "streams", false, "most streams any client had"));
         m.push(metric(
@@ -549,7 +561,16 @@ impl Testbed for GatherBed {
         let mut streams_max = 0u32;
         let phases: Vec<f64> =
             if self.model == 2 { vec![0.0, mid0, mid1, f64::INFINITY] } else { vec![0.0, f64::INFINITY] };
-        let converge = out.points.values().map(|pts| convergence(pts, &phases)).fold(0.0, f64::max);
+        // Only while the client transfers: its streams close at its end.
+        let converge = out
+            .points
+            .iter()
+            .map(|(id, pts)| {
+                let end = out.joined.get(id).copied().unwrap_or(0.0) + dur - step;
+                let live: Vec<Point> = pts.iter().filter(|p| p.t <= end).cloned().collect();
+                convergence(&live, &phases)
+            })
+            .fold(0.0, f64::max);
         ctx.metric("converge_s", converge);
         for (class, target) in [("high", self.high), ("low", self.low)] {
             let target = target.bits_per_sec() as f64 / 1e6;
@@ -561,6 +582,7 @@ impl Testbed for GatherBed {
             let (mut below, mut counted) = (0usize, 0usize);
             let mut all = Vec::new();
             let mut mid = Vec::new();
+            let mut mid_means = Vec::new();
             for id in &ids {
                 let pts = out.points.get(id).map(Vec::as_slice).unwrap_or(&[]);
                 if pts.is_empty() {
@@ -568,6 +590,7 @@ impl Testbed for GatherBed {
                 }
                 let start = out.joined.get(id).copied().unwrap_or(0.0);
                 let mut mine = Vec::new();
+                let mut mine_mid = Vec::new();
                 for p in pts {
                     ctx.sample(&format!("{id}_mbps"), p.t, p.mbps)?;
                     ctx.sample(&format!("{id}_alloc_kB"), p.t, p.alloc_kb)?;
@@ -584,12 +607,14 @@ impl Testbed for GatherBed {
                             below += 1;
                         }
                         if p.t >= mid0 && p.t <= mid1 {
-                            mid.push(p.mbps);
+                            mine_mid.push(p.mbps);
                         }
                     }
                 }
                 all.extend_from_slice(&mine);
                 client_means.push(mean(&mine));
+                mid.extend_from_slice(&mine_mid);
+                mid_means.push(mean(&mine_mid));
             }
             for (b, v) in &buckets {
                 ctx.sample(&format!("{class}_mbps"), *b as f64 * step, mean(v))?;
@@ -604,6 +629,12 @@ impl Testbed for GatherBed {
             );
             ctx.metric(&format!("{class}_met"), if met { 1.0 } else { 0.0 });
             ctx.metric(&format!("{class}_mid_mbps"), mean(&mid));
+            ctx.metric(
+                &format!("{class}_mid_min_mbps"),
+                mid_means.iter().copied().fold(f64::INFINITY, f64::min),
+            );
+            let mid_met = mid_means.iter().all(|m| *m >= target * (1.0 - MET_MARGIN));
+            ctx.metric(&format!("{class}_mid_met"), if mid_met { 1.0 } else { 0.0 });
         }
         ctx.metric("streams_max", f64::from(streams_max));
         Ok(())
