@@ -157,8 +157,6 @@ struct StreamSlot {
     /// What the kernel reports after the last set.
     clamp_actual: AtomicU32,
     rtt_us: AtomicU64,
-    /// Largest segment received (TCP_INFO `rcv_mss`).
-    mss: AtomicU32,
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -655,12 +653,8 @@ async fn data(shared: Arc<Shared>, mut stream: TcpStream, peer: SocketAddr) {
         let n = g.streams.len() as u64 + 1;
         let initial = (g.allocation / n).max(crate::config::MIN_STREAM_WINDOW).min(i32::MAX as u64) as u32;
         let (tx, rx) = watch::channel(initial);
-        let slot = Arc::new(StreamSlot {
-            clamp: tx,
-            clamp_actual: AtomicU32::new(0),
-            rtt_us: AtomicU64::new(0),
-            mss: AtomicU32::new(0),
-        });
+        let slot =
+            Arc::new(StreamSlot { clamp: tx, clamp_actual: AtomicU32::new(0), rtt_us: AtomicU64::new(0) });
         g.streams.insert(index, slot.clone());
         (slot, rx)
     };
@@ -694,7 +688,6 @@ fn sample_rtt(stream: &TcpStream, slot: &StreamSlot) {
     if let Ok(ti) = tcpaccel_sys::tcpinfo::tcp_info(stream) {
         let us = if ti.rcv_rtt > 0 { ti.rcv_rtt } else { ti.rtt };
         slot.rtt_us.store(u64::from(us), Ordering::Relaxed);
-        slot.mss.store(ti.rcv_mss, Ordering::Relaxed);
     }
 }
 
@@ -850,7 +843,6 @@ fn tick(shared: &Shared, measure: bool) {
             target: c.target,
             rtt: g.rtt,
             streams: g.streams.len() as u32,
-            mss: g.streams.values().map(|s| s.mss.load(Ordering::Relaxed)).max().unwrap_or(0),
         });
     }
 
