@@ -4,7 +4,8 @@
 //!   qdisc sees, and the Ethernet wire with preamble, FCS and inter-frame gap).
 //!   A 500 Mbit/s bottleneck counted on the wire carries 500 × 1448/1538 ≈ 470.7
 //!   Mbit/s of goodput with TCP timestamps; PSPacer counted L2 frames, so its
-//!   "500 Mbit" target gave ~478 Mbit/s of payload.
+//!   "500 Mbit" target gave ~478 Mbit/s of payload. It also gives the
+//!   `SO_MAX_PACING_RATE` cap (payload bytes/s) for an on-wire rate.
 //! - [`gap_plan`] sizes PSPacer's gap packets (seed 000 §2.3, eq. 2–5), and
 //!   [`ideal_gap_ns`] gives the ideal spacing of frames at a rate, which the
 //!   emulator uses to judge pacing precision.
@@ -58,25 +59,44 @@ pub enum Layer {
     Wire,
 }
 
-/// Header sizes of a full-size TCP/IPv4 packet over Ethernet.
+/// Header sizes of a full-size TCP segment over Ethernet: the one framing
+/// calculator of the workspace (the traffic tool's pacing cap uses it too).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 pub struct Framing {
+    /// IP packet of a full segment: the path MTU, or on loopback whatever
+    /// the MSS plus headers comes to.
     pub mtu: u32,
+    /// 20 for IPv4, 40 for IPv6.
     pub ip_header: u32,
     /// TCP header including options (20, or 32 with timestamps).
     pub tcp_header: u32,
 }
 
 impl Framing {
+    /// A 1500-byte Ethernet MTU, IPv4, timestamps on: 1448 payload bytes of
+    /// 1538 on the wire; Linux's default path.
+    pub const ETHERNET_1500_TS: Framing = Framing::ethernet(1500, true);
+
     /// IPv4 over Ethernet; `timestamps` adds the 12-byte TCP timestamp option
     /// that Linux negotiates by default.
     pub const fn ethernet(mtu: u32, timestamps: bool) -> Framing {
         Framing { mtu, ip_header: 20, tcp_header: if timestamps { 32 } else { 20 } }
     }
 
-    /// The default Linux path: 1500-byte MTU, timestamps on (MSS 1448).
-    pub const fn default_linux() -> Framing {
-        Framing::ethernet(1500, true)
+    /// Framing of a segment that carries `payload` bytes (a socket's current
+    /// MSS, `tcpi_snd_mss`, which already excludes TCP options and which on
+    /// loopback the kernel may hold at half the peer's window) behind IPv4 or
+    /// IPv6 and TCP headers, with the timestamp option when negotiated.
+    /// (`tcpi_advmss` is no help: the active opener subtracts the timestamp
+    /// option from it, the passive one does not.) A zero payload falls back
+    /// to [`Framing::ETHERNET_1500_TS`].
+    pub const fn for_segment(payload: u32, ipv6: bool, timestamps: bool) -> Framing {
+        if payload == 0 {
+            return Framing::ETHERNET_1500_TS;
+        }
+        let ip_header = if ipv6 { 40 } else { 20 };
+        let tcp_header = if timestamps { 32 } else { 20 };
+        Framing { mtu: payload.saturating_add(ip_header + tcp_header), ip_header, tcp_header }
     }
 
     /// Payload bytes per full packet.
@@ -89,8 +109,8 @@ impl Framing {
         match layer {
             Layer::Payload => self.mss(),
             Layer::Ip => self.mtu,
-            Layer::L2 => self.mtu + ETH_HEADER,
-            Layer::Wire => self.mtu + ETH_HEADER + HW_GAP,
+            Layer::L2 => self.mtu.saturating_add(ETH_HEADER),
+            Layer::Wire => self.mtu.saturating_add(ETH_HEADER + HW_GAP),
         }
     }
 
@@ -104,6 +124,29 @@ impl Framing {
             return Rate(0);
         }
         Rate(((rate.0 as u128 * num + den / 2) / den) as u64)
+    }
+
+    /// Wire bytes of a full packet beyond its payload: IP and TCP headers,
+    /// Ethernet header, FCS, preamble and inter-frame gap (90 by default).
+    pub fn overhead(&self) -> u32 {
+        self.bytes(Layer::Wire).saturating_sub(self.mss())
+    }
+
+    /// Payload bytes per second of full packets that fill `wire` exactly,
+    /// rounded down to a whole byte: the `SO_MAX_PACING_RATE` cap for an
+    /// on-wire rate (Linux's internal pacing counts payload only).
+    pub fn payload_bytes_per_sec(&self, wire: Rate) -> u64 {
+        let frame = u128::from(self.bytes(Layer::Wire));
+        if frame == 0 {
+            return 0;
+        }
+        (u128::from(wire.0) * u128::from(self.mss()) / (8 * frame)) as u64
+    }
+
+    /// The goodput a pacing cap of [`Framing::payload_bytes_per_sec`] gives:
+    /// whole bytes per second, so up to 8 bit/s below [`Framing::goodput_of_wire`].
+    pub fn goodput(&self, wire: Rate) -> Rate {
+        Rate(self.payload_bytes_per_sec(wire) * 8)
     }
 
     /// Goodput carried by a link of `wire` rate (e.g. 500 Mbit/s → 470.7 Mbit/s).
@@ -384,7 +427,7 @@ mod tests {
 
     #[test]
     fn layers_of_a_default_linux_packet() {
-        let f = Framing::default_linux();
+        let f = Framing::ETHERNET_1500_TS;
         assert_eq!(f.mss(), 1448);
         assert_eq!(f.bytes(Layer::Ip), 1500);
         assert_eq!(f.bytes(Layer::L2), 1514);
@@ -393,8 +436,45 @@ mod tests {
     }
 
     #[test]
+    fn framing_of_a_segment() {
+        let f = |p, v6, ts| {
+            let f = Framing::for_segment(p, v6, ts);
+            (f.mss(), f.overhead())
+        };
+        assert_eq!(Framing::for_segment(1448, false, true), Framing::ETHERNET_1500_TS);
+        assert_eq!(Framing::ETHERNET_1500_TS.overhead(), 90);
+        // Without timestamps: 1460 of 1538.
+        assert_eq!(f(1460, false, false), (1460, 78));
+        // IPv6: 60 bytes of IP + TCP headers; 1428 + 110 = 1538.
+        assert_eq!(f(1428, true, true), (1428, 110));
+        // Loopback, MSS held at half the window: still 90 bytes per segment.
+        assert_eq!(f(32741, false, true), (32741, 90));
+        assert_eq!(Framing::for_segment(0, false, true), Framing::ETHERNET_1500_TS);
+        // Nonsense from the kernel saturates instead of overflowing.
+        assert_eq!(f(u32::MAX, true, true).0, u32::MAX - 72);
+        assert_eq!(
+            Framing::for_segment(u32::MAX, true, true).payload_bytes_per_sec(Rate::gbps(1)),
+            124_999_997
+        );
+    }
+
+    #[test]
+    fn pacing_cap_of_an_on_wire_rate() {
+        let f = Framing::ETHERNET_1500_TS;
+        // 62.5 MB/s × 1448/1538 = 58_842_652.8 bytes/s, rounded down.
+        assert_eq!(f.payload_bytes_per_sec(Rate::mbps(500)), 58_842_652);
+        assert_eq!(f.goodput(Rate::mbps(500)), Rate(470_741_216));
+        // Whole bytes: at most 7 bit/s under the exact conversion.
+        for wire in [7, 1_000, 123_456_789, 500_000_000, 10_000_000_000] {
+            let exact = f.goodput_of_wire(Rate(wire)).0;
+            assert!(f.goodput(Rate(wire)).0 <= exact && exact - f.goodput(Rate(wire)).0 <= 8, "{wire}");
+        }
+        assert_eq!(Framing { mtu: 0, ip_header: 0, tcp_header: 0 }.payload_bytes_per_sec(Rate::mbps(1)), 0);
+    }
+
+    #[test]
     fn wire_to_goodput_is_exact() {
-        let f = Framing::default_linux();
+        let f = Framing::ETHERNET_1500_TS;
         // 500e6 * 1448 / 1538 = 470 741 222.37
         assert_eq!(f.goodput_of_wire(Rate::mbps(500)), Rate(470_741_222));
         // PSPacer counted L2 frames: 500e6 * 1448 / 1514 = 478 203 434.6

@@ -40,7 +40,7 @@ use tcpaccel_sys::sockopt::{self, PACING_UNLIMITED};
 use tcpaccel_sys::tcpinfo::{self, TcpInfo};
 use tracing::{debug, warn};
 
-use crate::pace::Framing;
+use crate::pace::{framing_from_tcp_info, Framing};
 use crate::proto::{Amount, Header, Mode, Receipt, HEADER_LEN, RECEIPT_LEN};
 use crate::pump::{self, Until};
 use crate::send::{connect, session_id, SendConfig, Volume};
@@ -143,7 +143,7 @@ pub fn run_bursts(
     let sock = connect(cfg)?;
     let peer = cfg.to;
     let framing = match tcpinfo::tcp_info(&sock) {
-        Ok(i) => cfg.framing.unwrap_or_else(|| Framing::from_tcp_info(&i, peer.is_ipv6())),
+        Ok(i) => cfg.framing.unwrap_or_else(|| framing_from_tcp_info(&i, peer.is_ipv6())),
         Err(_) => cfg.framing.unwrap_or(Framing::ETHERNET_1500_TS),
     };
     let mut pacer = cfg.pace.controller(1);

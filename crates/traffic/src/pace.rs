@@ -2,7 +2,8 @@
 //! on-wire rate into the kernel's pacing cap.
 //!
 //! What it is: the `--pace` value (`none`, `static:RATE`, `dynamic`), the
-//! framing arithmetic, the [`PaceControl`] extension point the sender calls
+//! TCP_INFO side of the framing arithmetic (the arithmetic itself is
+//! [`tcpaccel_core::pacing::Framing`]), the [`PaceControl`] extension point the sender calls
 //! with TCP_INFO samples, and the two dynamic policies ([`KernelPace`],
 //! [`LoopPace`]). What it is not: no sockets; the sender applies the rates
 //! this module computes, and namespace sysctls are the caller's business.
@@ -49,56 +50,25 @@ use tcpaccel_core::units::Rate;
 use tcpaccel_core::Instant;
 use tcpaccel_sys::tcpinfo::TcpInfo;
 
-/// Ethernet header (14) + FCS (4) + preamble and SFD (8) + inter-frame gap
-/// (12): bytes a frame occupies on the wire beyond its IP packet.
-pub const ETHERNET_WIRE_OVERHEAD: u32 = 38;
+/// The framing calculator is core's; re-exported here so that
+/// `tcpaccel_traffic::Framing` and `pace::Framing` keep naming it.
+pub use tcpaccel_core::pacing::Framing;
 
-/// How TCP payload maps onto wire bytes: per segment, `payload` bytes of
-/// data cost `payload + overhead` bytes on the wire.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-pub struct Framing {
-    pub payload: u32,
-    pub overhead: u32,
+/// [`Framing::for_segment`] with the fields of a TCP_INFO sample: the
+/// socket's MSS and whether timestamps were negotiated.
+pub fn framing_from_tcp_info(i: &TcpInfo, ipv6: bool) -> Framing {
+    // TCPI_OPT_TIMESTAMPS = 1 (linux/tcp.h)
+    Framing::for_segment(i.snd_mss, ipv6, i.options & 1 != 0)
 }
 
-impl Framing {
-    /// A 1500-byte Ethernet MTU with TCP timestamps: 1448 of 1538 bytes.
-    pub const ETHERNET_1500_TS: Framing = Framing { payload: 1448, overhead: 90 };
-
-    /// Framing of one segment: `payload` bytes (the socket's current MSS,
-    /// `tcpi_snd_mss`, which already excludes TCP options and which on
-    /// loopback the kernel may hold at half the peer's window) behind IP and
-    /// TCP headers (40 bytes for IPv4, 60 for IPv6) and 12 bytes of
-    /// timestamp option when negotiated. (`tcpi_advmss` is no help: the
-    /// active opener subtracts the timestamp option from it, the passive one
-    /// does not.) A zero payload falls back to [`Framing::ETHERNET_1500_TS`].
-    pub fn for_segment(payload: u32, ipv6: bool, timestamps: bool) -> Framing {
-        if payload == 0 {
-            return Framing::ETHERNET_1500_TS;
-        }
-        let headers = if ipv6 { 60 } else { 40 } + if timestamps { 12 } else { 0 };
-        Framing { payload, overhead: headers + ETHERNET_WIRE_OVERHEAD }
-    }
-
-    /// [`Framing::for_segment`] with the fields of a TCP_INFO sample.
-    pub fn from_tcp_info(i: &TcpInfo, ipv6: bool) -> Framing {
-        // TCPI_OPT_TIMESTAMPS = 1 (linux/tcp.h)
-        Framing::for_segment(i.snd_mss, ipv6, i.options & 1 != 0)
-    }
-
-    /// Payload bytes per second that fill `wire` exactly (the pacing cap).
-    pub fn payload_bytes_per_sec(self, wire: Rate) -> u64 {
-        let frame = u128::from(self.payload) + u128::from(self.overhead);
-        if frame == 0 {
-            return 0;
-        }
-        (u128::from(wire.bits_per_sec()) * u128::from(self.payload) / (8 * frame)) as u64
-    }
-
-    /// The goodput that `wire` allows with this framing.
-    pub fn goodput(self, wire: Rate) -> Rate {
-        Rate(self.payload_bytes_per_sec(wire) * 8)
-    }
+/// Serializes a [`Framing`] as `{"payload": MSS, "overhead": bytes}`, the
+/// form the traffic tool's JSON summaries have always had.
+pub fn serialize_framing<S: serde::Serializer>(f: &Framing, s: S) -> Result<S::Ok, S::Error> {
+    use serde::ser::SerializeStruct;
+    let mut st = s.serialize_struct("Framing", 2)?;
+    st.serialize_field("payload", &f.mss())?;
+    st.serialize_field("overhead", &f.overhead())?;
+    st.end()
 }
 
 /// How `--pace dynamic` computes its rate (module docs).
@@ -361,25 +331,40 @@ impl PaceControl for LoopPace {
 mod tests {
     use super::*;
 
+    /// Numbers the pacing cap must keep: payload bytes/s floored, goodput
+    /// is that ×8 (so 470_741_216, not the exact 470_741_222.4).
     #[test]
-    fn five_hundred_mbit_wire_is_470_goodput() {
-        let f = Framing::ETHERNET_1500_TS;
-        // 62.5 MB/s × 1448/1538 = 58_842_652.8 bytes/s of payload
-        assert_eq!(f.payload_bytes_per_sec(Rate::mbps(500)), 58_842_652);
-        let g = f.goodput(Rate::mbps(500)).as_mbps();
+    fn pacing_cap_numbers_are_pinned() {
+        let cases: [(u32, bool, bool, u64, u32, u64); 7] = [
+            (1448, false, true, 500_000_000, 90, 58_842_652),
+            (1460, false, false, 500_000_000, 78, 59_330_299),
+            (1428, true, true, 1_000_000_000, 110, 116_059_817),
+            (32741, false, true, 100_000_000, 90, 12_465_733),
+            (1448, false, true, 7, 90, 0),
+            (8948, false, true, 10_000_000_000, 90, 1_237_552_555),
+            (1448, false, true, 123_456_789, 90, 14_529_049),
+        ];
+        for (payload, ipv6, ts, wire, overhead, cap) in cases {
+            let f = Framing::for_segment(payload, ipv6, ts);
+            assert_eq!((f.mss(), f.overhead()), (payload, overhead), "{f:?}");
+            assert_eq!(f.payload_bytes_per_sec(Rate(wire)), cap, "{f:?} at {wire}");
+            assert_eq!(f.goodput(Rate(wire)), Rate(cap * 8), "{f:?} at {wire}");
+        }
+        assert_eq!(Framing::ETHERNET_1500_TS.goodput(Rate::mbps(500)), Rate(470_741_216));
+        let g = Framing::ETHERNET_1500_TS.goodput(Rate::mbps(500)).as_mbps();
         assert!((g - 470.74).abs() < 0.01, "{g}");
     }
 
     #[test]
-    fn framing_for_segment() {
-        assert_eq!(Framing::for_segment(1448, false, true), Framing::ETHERNET_1500_TS);
-        // Without timestamps: 1460 of 1538.
-        assert_eq!(Framing::for_segment(1460, false, false), Framing { payload: 1460, overhead: 78 });
-        // IPv6: 60 bytes of IP + TCP headers; 1428 + 110 = 1538.
-        assert_eq!(Framing::for_segment(1428, true, true), Framing { payload: 1428, overhead: 110 });
-        // Loopback, MSS held at half the window: still 90 bytes per segment.
-        assert_eq!(Framing::for_segment(32741, false, true), Framing { payload: 32741, overhead: 90 });
-        assert_eq!(Framing::for_segment(0, false, true), Framing::ETHERNET_1500_TS);
+    fn framing_from_tcp_info_and_its_json() {
+        let i = |mss, options| TcpInfo { snd_mss: mss, options, ..TcpInfo::default() };
+        assert_eq!(framing_from_tcp_info(&i(1448, 1), false), Framing::ETHERNET_1500_TS);
+        assert_eq!(framing_from_tcp_info(&i(1460, 0), false).overhead(), 78);
+        assert_eq!(framing_from_tcp_info(&i(1428, 1 | 4), true).overhead(), 110);
+        assert_eq!(framing_from_tcp_info(&i(0, 1), true), Framing::ETHERNET_1500_TS);
+        let mut out = Vec::new();
+        serialize_framing(&Framing::ETHERNET_1500_TS, &mut serde_json::Serializer::new(&mut out)).unwrap();
+        assert_eq!(String::from_utf8(out).unwrap(), r#"{"payload":1448,"overhead":90}"#);
     }
 
     #[test]

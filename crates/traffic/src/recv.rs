@@ -23,7 +23,7 @@ use tcpaccel_sys::sockopt::{self, Family};
 use tcpaccel_sys::tcpinfo;
 use tracing::{debug, warn};
 
-use crate::pace::{Framing, Pace};
+use crate::pace::{framing_from_tcp_info, Framing, Pace};
 use crate::proto::{Amount, Header, Mode, Receipt, Reject, HEADER_LEN};
 use crate::pump::{self, Until};
 use crate::{Error, Result};
@@ -417,7 +417,7 @@ fn serve_reverse(sock: &TcpStream, h: &Header, cfg: &RecvConfig, stop: &AtomicBo
         Some(h.pace_bytes_per_sec)
     } else {
         let framing = match (tcpinfo::tcp_info(sock), sock.peer_addr()) {
-            (Ok(i), Ok(peer)) => Framing::from_tcp_info(&i, peer.is_ipv6()),
+            (Ok(i), Ok(peer)) => framing_from_tcp_info(&i, peer.is_ipv6()),
             _ => Framing::ETHERNET_1500_TS,
         };
         cfg.pace.controller(h.streams).and_then(|mut c| c.initial(framing))

@@ -20,7 +20,7 @@ use tcpaccel_sys::sockopt::{self, Family};
 use tcpaccel_sys::tcpinfo::{self, TcpInfo};
 use tracing::{debug, warn};
 
-use crate::pace::{Framing, Pace, PaceControl};
+use crate::pace::{framing_from_tcp_info, Framing, Pace, PaceControl};
 use crate::proto::{Amount, Header, Mode, Receipt, HEADER_LEN, RECEIPT_LEN};
 use crate::pump::{self, Until};
 use crate::report::{secs, IntervalReport, Report, StreamSample};
@@ -116,6 +116,7 @@ pub struct StreamSummary {
     pub cc: Option<String>,
     /// `SO_MAX_PACING_RATE` set on this socket, bytes/s of payload.
     pub pacing_cap_bytes_per_sec: Option<u64>,
+    #[serde(serialize_with = "crate::pace::serialize_framing")]
     pub framing: Framing,
     pub sha256: Option<String>,
     pub peer_sha256: Option<String>,
@@ -223,7 +224,7 @@ pub fn run_send(cfg: SendConfig, mut on_report: impl FnMut(&Report)) -> Result<S
         let sock = connect(&cfg)?;
         let info = tcpinfo::tcp_info(&sock).ok();
         let framing = cfg.framing.unwrap_or_else(|| match &info {
-            Some(i) => Framing::from_tcp_info(i, cfg.to.is_ipv6()),
+            Some(i) => framing_from_tcp_info(i, cfg.to.is_ipv6()),
             None => Framing::ETHERNET_1500_TS,
         });
         let mut pacer = cfg.pace.controller(cfg.parallel);
