@@ -9,9 +9,22 @@
 //! | 3 | missing privilege (needs root / CAP_NET_ADMIN) |
 //! | 4 | missing kernel feature (module, sysctl, qdisc, MPTCP path manager) |
 //! | 5 | runtime failure (I/O, network, peer) |
-//! | 130 | interrupted by SIGINT |
+//! | 130 | interrupted: SIGINT/SIGTERM ended a job before it finished (`send`, `lab run`) |
+//!
+//! Long-running services (`emu`, `relay`, `net up`, `lanes`, `gather serve`,
+//! `trace`, `recv`) run until they are stopped: for them SIGINT or SIGTERM
+//! is the normal stop, not an interruption. The first signal makes them
+//! clean up, print their summary and exit with their usual code (0, or 1
+//! where a service judges, as `trace` with no matching socket); a second
+//! signal during the clean-up exits at once with 128 + the signal (130,
+//! 143). Jobs that end by themselves (`send`, `lab run`) exit 130 when a
+//! signal cuts them short, after writing what they have.
 
 use std::process::ExitCode;
+
+use anyhow::Context;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 
 /// What a subcommand concluded when it did not fail.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -103,3 +116,22 @@ pub fn require_root(what: &str) -> anyhow::Result<()> {
 }
 
 impl std::error::Error for Fail {}
+
+/// For a long-running service: a flag the first SIGINT or SIGTERM sets
+/// (the service then stops normally, see the module docs); a second signal
+/// exits at once with 128 + the signal.
+pub fn stop_on_signal() -> anyhow::Result<Arc<AtomicBool>> {
+    let signals = tcpaccel_net::signals::subscribe().context("installing SIGINT/SIGTERM handling")?;
+    let stop = Arc::new(AtomicBool::new(false));
+    let flag = Arc::clone(&stop);
+    std::thread::Builder::new()
+        .name("stop-on-signal".into())
+        .spawn(move || {
+            if let Ok(sig) = signals.recv() {
+                tracing::info!(sig, "stopping on signal");
+                flag.store(true, Ordering::Relaxed);
+            }
+        })
+        .context("starting the signal thread")?;
+    Ok(stop)
+}

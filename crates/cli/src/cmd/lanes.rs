@@ -5,10 +5,10 @@
 //! Exit codes: 2 for a bad configuration (file, values, overlapping lanes,
 //! addresses missing from the namespace, unknown namespace), 3 without root,
 //! 4 when the namespace lacks MPTCP or the userspace path manager, 5 for a
-//! runtime failure. Killing the daemon leaves every connection as it is.
+//! runtime failure. SIGINT/SIGTERM are the daemon's normal stop (exit 0,
+//! exit.rs); stopping it leaves every connection as it is.
 
 use std::path::PathBuf;
-use std::sync::atomic::AtomicBool;
 
 use anyhow::Context;
 
@@ -25,7 +25,7 @@ pub struct Args {
     /// JSON Lines on stdout, one object per line with a `type` (ready, event, decision, warning).
     #[arg(long)]
     json: bool,
-    /// Stop by itself after this long (e.g. 30s); by default run until killed.
+    /// Stop by itself after this long (e.g. 30s); by default run until SIGINT/SIGTERM.
     #[arg(long)]
     duration: Option<String>,
     /// Only check the configuration and the namespace, then exit.
@@ -60,7 +60,7 @@ pub fn run(args: Args) -> anyhow::Result<Verdict> {
         format: if args.json { tcpaccel_lanes::Format::Json } else { tcpaccel_lanes::Format::Text },
         duration,
     };
-    let stop = AtomicBool::new(false);
+    let stop = exit::stop_on_signal()?;
     let stdout = std::io::stdout();
     let mut lock = stdout.lock();
     match tcpaccel_lanes::run(cfg, &opts, &mut lock, &stop) {

@@ -4,14 +4,13 @@
 //!
 //! The sampling, schedule, rows and plot are `tcpaccel_tune::trace`; this
 //! file reads flags, opens outputs and prints the run summary on stderr
-//! (including the CPU the sampler used). Exit 1 when no socket matched.
+//! (including the CPU the sampler used). SIGINT/SIGTERM end the trace
+//! normally; exit 1 when no socket matched.
 
 use std::collections::HashSet;
 use std::io::Write;
 use std::net::SocketAddr;
 use std::path::PathBuf;
-use std::sync::atomic::AtomicBool;
-use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::Context;
@@ -35,7 +34,7 @@ pub struct Args {
     /// Sampling interval (10ms = 100 Hz).
     #[arg(long, default_value = "10ms")]
     interval: String,
-    /// Stop after this long (default: until Ctrl-C).
+    /// Stop after this long (default: until SIGINT/SIGTERM).
     #[arg(long)]
     duration: Option<String>,
     /// Output file: .csv, or .jsonl/.json for JSON Lines (default: CSV on stdout).
@@ -102,8 +101,8 @@ pub fn run(args: Args) -> anyhow::Result<Verdict> {
         None => (Box::new(std::io::BufWriter::new(std::io::stdout().lock())), Format::Csv),
     };
     let mut writer = RowWriter::new(sink, format);
-    let stop = Arc::new(AtomicBool::new(false));
-    trace::stop_on_ctrl_c(stop.clone()).context("installing the SIGINT handler")?;
+    // A service: SIGINT/SIGTERM end the trace normally (exit.rs).
+    let stop = exit::stop_on_signal()?;
 
     let mut plot_rows: Vec<Row> = Vec::new();
     let mut plot_keys: HashSet<(SocketAddr, SocketAddr)> = HashSet::new();

@@ -1,0 +1,177 @@
+//! The stop rule of long-running services (exit.rs): SIGINT or SIGTERM is
+//! their normal stop, so they clean up, print their summary and exit with
+//! their usual code, 0 here, rather than 130 or death by the signal.
+//! `recv` is covered in traffic_cli.rs, `send` and `lab run` (130) elsewhere.
+//! The `lanes` case needs root and a namespace (CI runs as root); it fails
+//! loudly without them.
+
+use std::io::{BufRead, BufReader, Read};
+use std::net::{TcpListener, TcpStream};
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::time::{Duration, Instant};
+
+fn bin() -> &'static str {
+    env!("CARGO_BIN_EXE_tcpaccel")
+}
+
+/// Kills the service if a test fails before it exits by itself.
+struct Reaper(Child);
+
+impl Drop for Reaper {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+impl Reaper {
+    /// Sends `sig` (INT or TERM) and waits at most 20 s for the exit.
+    fn stop_with(&mut self, sig: &str) -> ExitStatus {
+        let pid = self.0.id().to_string();
+        assert!(Command::new("kill").args([&format!("-{sig}"), &pid]).status().expect("kill(1)").success());
+        let deadline = Instant::now() + Duration::from_secs(20);
+        loop {
+            if let Some(st) = self.0.try_wait().expect("wait for the service") {
+                return st;
+            }
+            assert!(Instant::now() < deadline, "still running 20 s after SIG{sig}");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+}
+
+fn spawn(args: &[&str]) -> Reaper {
+    Reaper(
+        Command::new(bin())
+            .args(args)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap_or_else(|e| panic!("spawn tcpaccel {args:?}: {e}")),
+    )
+}
+
+/// Reads lines from `r` until one contains `needle`; panics at EOF.
+fn wait_for_line(r: &mut impl BufRead, needle: &str) -> String {
+    let mut seen = String::new();
+    loop {
+        let mut line = String::new();
+        if r.read_line(&mut line).expect("read the service's output") == 0 {
+            panic!("output ended before a line with {needle:?}; got:\n{seen}");
+        }
+        if line.contains(needle) {
+            return line;
+        }
+        seen.push_str(&line);
+    }
+}
+
+/// The rest of a pipe after the service exited.
+fn rest(mut r: impl Read) -> String {
+    let mut s = String::new();
+    let _ = r.read_to_string(&mut s);
+    s
+}
+
+/// The services below register their handlers right after they start to
+/// listen or print; a short pause makes sure the signal finds them.
+fn settle() {
+    std::thread::sleep(Duration::from_millis(300));
+}
+
+#[test]
+fn relay_stops_with_0_and_its_counters_on_sigint() {
+    let port = TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let listen = format!("127.0.0.1:{port}");
+    let mut relay = spawn(&["relay", "--listen", &listen]);
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while TcpStream::connect(&listen).is_err() {
+        assert!(Instant::now() < deadline, "relay never listened on {listen}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    settle();
+    let st = relay.stop_with("INT");
+    let out = rest(relay.0.stdout.take().unwrap());
+    let err = rest(relay.0.stderr.take().unwrap());
+    assert_eq!(st.code(), Some(0), "{st:?}; stderr:\n{err}");
+    let last = out.lines().last().unwrap_or_else(|| panic!("no counters on stdout; stderr:\n{err}"));
+    let v: serde_json::Value = serde_json::from_str(last).expect("the counters are JSON");
+    assert!(v.is_object(), "{last}");
+}
+
+#[test]
+fn gather_server_stops_with_0_on_sigterm() {
+    let mut srv =
+        spawn(&["gather", "serve", "--listen", "127.0.0.1:0", "--buffer-pool", "1MB", "--class", "a=1mbit"]);
+    let mut err = BufReader::new(srv.0.stderr.take().unwrap());
+    wait_for_line(&mut err, "listening on");
+    settle();
+    let st = srv.stop_with("TERM");
+    assert_eq!(st.code(), Some(0), "{st:?}; stderr:\n{}", rest(err));
+}
+
+#[test]
+fn trace_stops_with_0_on_sigterm_and_keeps_its_rows() {
+    // A connection of our own for the trace to find.
+    let l = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = l.local_addr().unwrap().port();
+    let _client = TcpStream::connect(("127.0.0.1", port)).unwrap();
+    let _server = l.accept().unwrap();
+    let mut tr = spawn(&["trace", "--port", &port.to_string(), "--interval", "20ms"]);
+    let mut out = BufReader::new(tr.0.stdout.take().unwrap());
+    // A data row names the port; the header does not.
+    wait_for_line(&mut out, &format!(":{port}"));
+    let st = tr.stop_with("TERM");
+    let err = rest(tr.0.stderr.take().unwrap());
+    assert_eq!(st.code(), Some(0), "{st:?}; stderr:\n{err}");
+}
+
+/// A namespace with the userspace MPTCP path manager and the lanes'
+/// local addresses on `lo`; deleted on drop, also when a test panics.
+struct Netns(String);
+
+impl Drop for Netns {
+    fn drop(&mut self) {
+        let _ = Command::new("ip").args(["netns", "del", &self.0]).status();
+    }
+}
+
+fn ip(args: &[&str]) {
+    let out = Command::new("ip").args(args).output().expect("run ip(8)");
+    assert!(out.status.success(), "ip {args:?}: {}", String::from_utf8_lossy(&out.stderr));
+}
+
+#[test]
+fn lanes_daemon_stops_with_0_on_sigint() {
+    assert!(tcpaccel_sys::privilege::is_root(), "this test needs root (CI runs as root); it does not skip");
+    let ns = Netns(format!("tcpaccel-clisig-{}", std::process::id()));
+    ip(&["netns", "add", &ns.0]);
+    ip(&["-n", &ns.0, "link", "set", "lo", "up"]);
+    ip(&["-n", &ns.0, "addr", "add", "10.77.0.1/32", "dev", "lo"]);
+    ip(&["-n", &ns.0, "addr", "add", "10.77.1.1/32", "dev", "lo"]);
+    ip(&["netns", "exec", &ns.0, "sysctl", "-q", "-w", "net.mptcp.path_manager=userspace"]);
+    let dir = std::env::temp_dir().join(format!("tcpaccel-clisig-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let cfg = dir.join("lanes.toml");
+    std::fs::write(
+        &cfg,
+        r#"
+[policy]
+kind = "deadline"
+t_deadline = "300ms"
+
+[[peer]]
+name = "p"
+sl = [{ local = "10.77.0.1", remote = "10.77.0.2" }]
+ll = [{ local = "10.77.1.1", remote = "10.77.1.2" }]
+"#,
+    )
+    .unwrap();
+    let mut d = spawn(&["lanes", "--config", cfg.to_str().unwrap(), "--netns", &ns.0, "--json"]);
+    let mut out = BufReader::new(d.0.stdout.take().unwrap());
+    wait_for_line(&mut out, "\"ready\"");
+    let st = d.stop_with("INT");
+    let err = rest(d.0.stderr.take().unwrap());
+    let _ = std::fs::remove_dir_all(&dir);
+    assert_eq!(st.code(), Some(0), "{st:?}; stderr:\n{err}");
+}
