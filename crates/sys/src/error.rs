@@ -1,24 +1,62 @@
 //! Errors of the syscall layer, each naming what it was acting on.
+//!
+//! The OS error is part of the message and is *not* also returned by
+//! `source()`: a chain printer (`{:#}` of anyhow, or any walk over
+//! `source()`) would otherwise print the errno text twice. Code that needs
+//! the `io::Error` matches the variant's `source` field.
 
+use std::fmt;
 use std::io;
 
-#[derive(Debug, thiserror::Error)]
+#[derive(Debug)]
 pub enum Error {
     /// The operation needs root or CAP_NET_ADMIN / CAP_NET_RAW.
-    #[error("{op}: permission denied (needs root or CAP_NET_ADMIN/CAP_NET_RAW): {source}")]
-    Privilege { op: String, source: io::Error },
+    Privilege {
+        op: String,
+        source: io::Error,
+    },
     /// The kernel lacks a feature (module, sysctl, option).
-    #[error("{op}: not supported by this kernel: {source}")]
-    Unsupported { op: String, source: io::Error },
-    #[error("interface {name:?} not found")]
-    NoInterface { name: String },
-    #[error("network namespace {name:?} not found (looked in /run/netns)")]
-    NoNamespace { name: String },
-    #[error("{op}: {source}")]
-    Io { op: String, source: io::Error },
-    #[error("{op}: {msg}")]
-    Other { op: String, msg: String },
+    Unsupported {
+        op: String,
+        source: io::Error,
+    },
+    NoInterface {
+        name: String,
+    },
+    NoNamespace {
+        name: String,
+    },
+    Io {
+        op: String,
+        source: io::Error,
+    },
+    Other {
+        op: String,
+        msg: String,
+    },
 }
+
+// Written by hand rather than with thiserror, which would make every field
+// named `source` the error's source (see the module docs).
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Error::Privilege { op, source } => {
+                write!(f, "{op}: permission denied (needs root or CAP_NET_ADMIN/CAP_NET_RAW): {source}")
+            }
+            Error::Unsupported { op, source } => write!(f, "{op}: not supported by this kernel: {source}"),
+            Error::NoInterface { name } => write!(f, "interface {name:?} not found"),
+            Error::NoNamespace { name } => {
+                write!(f, "network namespace {name:?} not found (looked in /run/netns)")
+            }
+            Error::Io { op, source } => write!(f, "{op}: {source}"),
+            Error::Other { op, msg } => write!(f, "{op}: {msg}"),
+        }
+    }
+}
+
+/// No `source()`: the OS error is already in the message.
+impl std::error::Error for Error {}
 
 pub type Result<T> = std::result::Result<T, Error>;
 
@@ -41,5 +79,33 @@ impl Error {
     }
     pub fn is_privilege(&self) -> bool {
         matches!(self, Error::Privilege { .. })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The errno text once in a chain (`{:#}`), and still there alone (`{}`).
+    #[test]
+    fn errno_text_is_printed_exactly_once() {
+        for (errno, want) in [
+            (libc::EPERM, "permission denied"),
+            (libc::ENOPROTOOPT, "not supported"),
+            (libc::ECONNREFUSED, "connect 10.0.0.1:80"),
+        ] {
+            let text = io::Error::from_raw_os_error(errno).to_string();
+            let e = Error::os("connect 10.0.0.1:80", io::Error::from_raw_os_error(errno));
+            let alone = format!("{e}");
+            assert!(alone.contains(&text) && alone.contains(want), "{alone}");
+            let chain = format!("{:#}", anyhow::Error::from(e));
+            assert_eq!(chain.matches(&text).count(), 1, "{chain}");
+            let wrapped = anyhow::Error::from(Error::os("op", io::Error::from_raw_os_error(errno)))
+                .context("outer step");
+            let chain = format!("{wrapped:#}");
+            assert_eq!(chain.matches(&text).count(), 1, "{chain}");
+            assert!(chain.starts_with("outer step: op: "), "{chain}");
+        }
+        assert!(std::error::Error::source(&Error::os("x", io::Error::from_raw_os_error(libc::EIO))).is_none());
     }
 }
