@@ -1005,6 +1005,7 @@ mod tests {
             t_deadline: Duration::from_millis(300),
             alpha: 2.0,
             gamma: 0.5,
+            sample_interval: Duration::from_millis(50),
         };
         let text = daemon_config(&spec, 1, &policy);
         let cfg = tcpaccel_lanes::Config::parse(&text, "test").unwrap();
