@@ -95,3 +95,47 @@ fn quick_run_in_namespaces_gives_complete_records() {
     let _ = std::fs::remove_dir_all(&out_dir);
     let _ = std::fs::remove_dir_all(&copy);
 }
+
+/// The lanes datacenter end to end (fabric, flow engine, daemons): pure MPTCP
+/// spreads one long transfer over the three fabrics; the deadline policy
+/// starts it on SL and moves it to the two LLs after about t_deadline.
+#[test]
+fn lanes_basic_quick_run_moves_a_long_flow_off_sl() {
+    assert!(tcpaccel_sys::privilege::is_root(), "this test needs root (CI runs as root)");
+    let out_dir = tmp("lanes");
+    let _ = std::fs::remove_dir_all(&out_dir);
+    let out = Command::new(bin())
+        .args(["lab", "run", "lanes-basic", "--quick", "--json", "--set", "variants=mptcp,deadline", "--out"])
+        .arg(&out_dir)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "lab run failed: {}", String::from_utf8_lossy(&out.stderr));
+    let recs = std::fs::read_to_string(out_dir.join("records.jsonl")).unwrap();
+    let mut seen = 0;
+    for l in recs.lines() {
+        let v: serde_json::Value = serde_json::from_str(l).unwrap();
+        if v["type"] != "summary" {
+            continue;
+        }
+        seen += 1;
+        let m = &v["metrics"];
+        let sl = m["sl_share_pct"].as_f64().unwrap();
+        let goodput = m["goodput_mbps"].as_f64().unwrap();
+        // --quick links run at 50 Mbit/s.
+        match v["variant"].as_str().unwrap() {
+            "mptcp" => {
+                assert!((15.0..=50.0).contains(&sl), "MPTCP should use every fabric: {v}");
+                assert!(goodput > 60.0, "MPTCP over three 50 Mbit/s paths: {v}");
+            }
+            "deadline" => {
+                let at = m["switch_ms"].as_f64().unwrap();
+                assert!((250.0..2000.0).contains(&at), "switch at {at} ms for a 300 ms deadline: {v}");
+                assert!(sl < 40.0, "after the switch most bytes should leave SL: {v}");
+                assert!(goodput > 30.0, "{v}");
+            }
+            other => panic!("unexpected variant {other}"),
+        }
+    }
+    assert_eq!(seen, 2);
+    let _ = std::fs::remove_dir_all(&out_dir);
+}
