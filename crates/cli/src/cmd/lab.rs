@@ -79,6 +79,7 @@ enum LabCmd {
 pub fn run(args: Args) -> anyhow::Result<Verdict> {
     match args.cmd {
         LabCmd::List { json } => {
+            let mut text = String::new();
             for s in scenarios::all() {
                 if json {
                     let params: Vec<serde_json::Value> = s
@@ -87,15 +88,19 @@ pub fn run(args: Args) -> anyhow::Result<Verdict> {
                         .map(|p| serde_json::json!({"key": p.key, "default": p.default, "doc": p.doc}))
                         .collect();
                     let v = serde_json::json!({"type": "scenario", "name": s.name(), "title": s.title(), "description": s.description(), "params": params});
-                    println!("{v}");
+                    text.push_str(&format!("{v}\n"));
                 } else {
-                    println!("{:<18} {}", s.name(), s.title());
+                    text.push_str(&format!("{:<18} {}\n", s.name(), s.title()));
                     for p in s.params() {
-                        println!("    {:<22} {:<12} {}", p.key, p.default, p.doc);
+                        text.push_str(&format!("    {:<22} {:<12} {}\n", p.key, p.default, p.doc));
                     }
                 }
             }
-            Ok(Verdict::Ok)
+            // A reader that stops early (`| head`) is not an error.
+            match std::io::Write::write_all(&mut std::io::stdout().lock(), text.as_bytes()) {
+                Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => Err(e).context("writing the list"),
+                _ => Ok(Verdict::Ok),
+            }
         }
         LabCmd::Run { name, quick, repeat, out, sets, seed, json } => {
             let s = scenarios::find(&name).map_err(|e| exit::usage(e.to_string()))?;
