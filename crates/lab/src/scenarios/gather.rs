@@ -57,7 +57,7 @@ impl Scenario for Gather {
         "High- and low-priority clients send backlogged to one gathering server behind a shared emulated link. \
          The server splits its receive-buffer pool evenly (equal), by seed 003's allocation (buffer), or by the \
          allocation plus the parallel-stream search (buffer+streams). Per-client goodput over time against the \
-         class targets; model=2 adds an interfering bulk flow on the shared link for the middle third."
+         class targets; model=2 adds interfering bulk flows on the shared link for the middle third."
     }
     fn params(&self) -> Vec<ParamSpec> {
         vec![
