@@ -13,7 +13,8 @@
 //! ν = RTT − RTT_min                                                      (5.4)
 //! ```
 //!
-//! Units: ν and `t − t_deadline` are in **milliseconds**, as plain numbers.
+//! Units: `t − t_deadline` is in **milliseconds**, and so is ν by default
+//! (`SwitchConfig::nu_unit`, 1 ms), as plain numbers.
 //! The thesis states t_deadline = 300 [ms], plots switching times in ms, and
 //! its kernel code computed both terms from millisecond-granular kernel
 //! timestamps; t0 = 1 then weighs as one millisecond of queueing. With the
@@ -23,6 +24,16 @@
 //! The original prints the deadline term as `sgn(t − t_d)·γ(t − t_d)^δ`; the
 //! absolute value (as in the seed digest) is what makes it real-valued for any
 //! δ and matches Table 5.1 (concave before the deadline, convex after it).
+//! `nu_unit` makes ν's unit explicit because the thesis does not state it and
+//! the balance of the two terms hangs on it: with ν in ms a 128 KB queue at
+//! 1 Gbit/s (~1 ms) can never outweigh a deadline term of up to −300, so
+//! link-cost would act as a slightly later deadline; with ν in µs the same
+//! queue weighs 1000 and a congested SL is left at once — the behaviour of the
+//! thesis's Fig. 7.1 (switch times from near 0 to 1600 ms as SL or LL load
+//! grows). On a link slower than 1 Gbit/s a queue of the same bytes lasts
+//! longer, so the same weighting needs a proportionally longer unit (10 µs
+//! at 100 Mbit/s).
+//!
 //! `RTT_min` is by default the smallest RTT seen on any subflow of the
 //! connection (Algorithm 1 line 10 keeps one `base_RTT`); [`BaseRtt::PerLane`]
 //! keeps one per lane instead. A lane's first sample sets its cost (the
@@ -92,6 +103,13 @@ pub struct SwitchConfig {
     pub t0: f64,
     pub t_deadline: Duration,
     pub base: BaseRtt,
+    /// The unit ν is counted in (eq. 5.4 into eq. 5.7); see the module docs.
+    #[serde(default = "default_nu_unit")]
+    pub nu_unit: Duration,
+}
+
+fn default_nu_unit() -> Duration {
+    Duration::from_millis(1)
 }
 
 impl Default for SwitchConfig {
@@ -105,6 +123,7 @@ impl Default for SwitchConfig {
             t0: 1.0,
             t_deadline: Duration::from_millis(300),
             base: BaseRtt::Connection,
+            nu_unit: default_nu_unit(),
         }
     }
 }
@@ -116,6 +135,13 @@ fn ms(d: Duration) -> f64 {
 /// seed 001 eq. (5.4): relative queueing delay ν = RTT − RTT_min, in ms (not below 0).
 pub fn relative_delay_ms(rtt: Duration, base: Duration) -> f64 {
     ms(rtt.saturating_sub(base))
+}
+
+/// seed 001 eq. (5.4) in the configured unit: ν = (RTT − RTT_min) / `unit`
+/// (not below 0; a zero unit counts as 1 ms).
+pub fn relative_delay(rtt: Duration, base: Duration, unit: Duration) -> f64 {
+    let unit = if unit.is_zero() { default_nu_unit() } else { unit };
+    rtt.saturating_sub(base).as_nanos() as f64 / unit.as_nanos() as f64
 }
 
 /// seed 001 eq. (5.7), Long-flow Lane: `t0·(1 + α·ν^β)`, ν in ms.
@@ -269,7 +295,7 @@ impl LaneSwitcher {
             BaseRtt::Connection => conn_min,
             BaseRtt::PerLane => l.min_rtt.unwrap_or(rtt),
         };
-        let nu = relative_delay_ms(rtt, base);
+        let nu = relative_delay(rtt, base, cfg.nu_unit);
         let measured = match lane.kind {
             LaneKind::Short => cost_sl(&cfg, nu, age),
             LaneKind::Long => cost_ll(&cfg, nu),
@@ -352,6 +378,30 @@ mod tests {
     }
     fn d_us(us: u64) -> Duration {
         Duration::from_micros(us)
+    }
+
+    #[test]
+    fn nu_unit_scales_the_queueing_term_against_the_deadline_term() {
+        assert_eq!(relative_delay(d_us(1500), d_us(500), Duration::from_millis(1)), 1.0);
+        assert_eq!(relative_delay(d_us(1500), d_us(500), Duration::from_micros(10)), 100.0);
+        assert_eq!(relative_delay(d_us(400), d_us(500), Duration::from_micros(1)), 0.0);
+        assert_eq!(relative_delay(d_us(1500), d_us(500), Duration::ZERO), 1.0);
+        // SL 2 ms above its base 50 ms into the connection, LL clean: in ms
+        // the deadline term (−250) keeps the flow on SL; in µs (2000) SL is
+        // left at once.
+        let run = |unit: Duration| {
+            let cfg = SwitchConfig { nu_unit: unit, ..SwitchConfig::default() };
+            let mut s = LaneSwitcher::new(cfg, at(0));
+            s.observe_base_rtt(SL, d_ms(1));
+            s.observe_base_rtt(LL, d_ms(1));
+            assert_eq!(s.on_sample(at(50), LL, d_ms(1)), Decision::Stay);
+            s.on_sample(at(50), SL, d_ms(3))
+        };
+        assert_eq!(run(Duration::from_millis(1)), Decision::Stay);
+        match run(Duration::from_micros(1)) {
+            Decision::SwitchToLong { reason: Reason::LinkCost, lane: Some(l), .. } => assert_eq!(l, LL),
+            d => panic!("expected a link-cost switch, got {d:?}"),
+        }
     }
 
     #[test]

@@ -13,6 +13,7 @@
 //! [policy]
 //! kind = "link-cost"          # or "deadline"
 //! t_deadline = "300ms"        # alpha, beta, gamma, delta, t0 default to 1
+//! nu_unit = "1ms"             # the unit of ν in eq. 5.7 (core::lanes explains)
 //!
 //! [[peer]]
 //! name = "server"
@@ -164,6 +165,7 @@ struct RawPolicy {
     t_deadline: Option<String>,
     base_rtt: Option<String>,
     switch_to: Option<String>,
+    nu_unit: Option<String>,
 }
 
 #[derive(Debug, Deserialize, Default)]
@@ -262,6 +264,10 @@ impl RawConfig {
         if t_deadline.is_zero() {
             return Err(invalid("policy.t_deadline", "must be above zero"));
         }
+        let nu_unit = duration("policy.nu_unit", &p.nu_unit, defaults.nu_unit)?;
+        if nu_unit.is_zero() {
+            return Err(invalid("policy.nu_unit", "must be above zero"));
+        }
         let switch = SwitchConfig {
             policy,
             alpha: param("policy.alpha", p.alpha, defaults.alpha, true)?,
@@ -271,6 +277,7 @@ impl RawConfig {
             t0: param("policy.t0", p.t0, defaults.t0, false)?,
             t_deadline,
             base,
+            nu_unit,
         };
 
         let d = ProbeConfig::default();
@@ -511,6 +518,8 @@ mod tests {
         assert!(refused(&with("[policy]\nalpha = -1.0")).contains("policy.alpha"));
         assert!(refused(&with("[policy]\nt_deadline = \"300\"")).contains("policy.t_deadline"));
         assert!(refused(&with("[policy]\nt_deadline = \"0ms\"")).contains("policy.t_deadline"));
+        assert!(refused(&with("[policy]\nnu_unit = \"0us\"")).contains("policy.nu_unit"));
+        assert!(refused(&with("[policy]\nnu_unit = \"ten\"")).contains("policy.nu_unit"));
         assert!(refused(&with("[probe]\nport = 0")).contains("probe.port"));
         assert!(refused(&with("[probe]\nsample_interval = \"0ms\"")).contains("probe.sample_interval"));
         assert!(refused(&with("[policy]\nbogus = 1")).contains("bogus"));

@@ -74,6 +74,12 @@ fn common_params(fabrics: &str, hosts: &str, rate: &str) -> Vec<ParamSpec> {
         ParamSpec::new("alpha", "1", "lanes link-cost: α of eq. 5.7"),
         ParamSpec::new("gamma", "1", "lanes link-cost: γ of eq. 5.7"),
         ParamSpec::new(
+            "nu_unit",
+            "1ms",
+            "lanes link-cost: the unit ν is counted in (1ms: queueing weighs little against the deadline term; \
+             1us at the thesis's 1 Gbit/s, 10us at 100 Mbit/s: a congested SL is left at once)",
+        ),
+        ParamSpec::new(
             "sample_interval",
             "20ms",
             "lanes: how often each daemon reads sock_diag (every dump walks the TCP hash of all namespaces; the \
@@ -100,6 +106,7 @@ pub struct PolicyParams {
     pub t_deadline: Duration,
     pub alpha: f64,
     pub gamma: f64,
+    pub nu_unit: Duration,
     pub sample_interval: Duration,
 }
 
@@ -110,6 +117,7 @@ impl PolicyParams {
             t_deadline: p.duration("t_deadline")?,
             alpha: p.f64("alpha")?,
             gamma: p.f64("gamma")?,
+            nu_unit: p.duration("nu_unit")?,
             sample_interval: p.duration("sample_interval")?,
         })
     }
@@ -119,12 +127,13 @@ impl PolicyParams {
 /// SL pair on fabric 0, one LL pair per other fabric.
 pub fn daemon_config(spec: &FabricSpec, h: u32, policy: &PolicyParams) -> String {
     let mut t = format!(
-        "[policy]\nkind = \"{}\"\nt_deadline = \"{}us\"\nalpha = {:?}\ngamma = {:?}\n\n\
+        "[policy]\nkind = \"{}\"\nt_deadline = \"{}us\"\nalpha = {:?}\ngamma = {:?}\nnu_unit = \"{}ns\"\n\n\
          [probe]\nport = 9\nsample_interval = \"{}us\"\n\n",
         policy.kind,
         policy.t_deadline.as_micros(),
         policy.alpha,
         policy.gamma,
+        policy.nu_unit.as_nanos(),
         policy.sample_interval.as_micros()
     );
     for peer in (0..spec.hosts).filter(|&p| p != h) {
@@ -1015,6 +1024,7 @@ mod tests {
             t_deadline: Duration::from_millis(300),
             alpha: 2.0,
             gamma: 0.5,
+            nu_unit: Duration::from_micros(10),
             sample_interval: Duration::from_millis(50),
         };
         let text = daemon_config(&spec, 1, &policy);
@@ -1025,6 +1035,7 @@ mod tests {
         assert_eq!(cfg.ll_lanes.len(), 2);
         assert!(text.contains("alpha = 2.0") && text.contains("gamma = 0.5"), "{text}");
         assert_eq!(cfg.probe.sample_interval, Duration::from_millis(50));
+        assert_eq!(cfg.switch.nu_unit, Duration::from_micros(10));
     }
 
     #[test]
