@@ -33,7 +33,7 @@ use tcpaccel_lanes::flows::{run_flows, FlowResult, Received, RunOptions, Sinks, 
 use tcpaccel_lanes::record::{DecisionAction, Record};
 
 use super::fabric::{Fabric, FabricSpec, MptcpMode};
-use crate::records::{MetricSpec, Published};
+use crate::records::MetricSpec;
 use crate::scenario::{stop_flag, ParamSpec, Params, RunCtx, Scenario, Testbed};
 
 const FLOW_PORT: u16 = 7400;
@@ -755,8 +755,7 @@ fn prepare_bed(p: &Params, kind: Kind) -> Result<Box<dyn Testbed>> {
 
 pub struct LanesBasic;
 pub struct LanesBuildup;
-pub struct LanesWebsearch;
-pub struct LanesDatamining;
+pub struct LanesRealistic(pub Mix);
 pub struct LanesParams;
 
 impl Scenario for LanesBasic {
@@ -876,58 +875,39 @@ fn realistic_metrics() -> Vec<MetricSpec> {
     ]
 }
 
-impl Scenario for LanesWebsearch {
+/// `lanes-websearch` and `lanes-datamining`: one scenario, two mixes.
+impl Scenario for LanesRealistic {
     fn name(&self) -> &'static str {
-        "lanes-websearch"
+        match self.0 {
+            Mix::WebSearch => "lanes-websearch",
+            Mix::DataMining => "lanes-datamining",
+        }
     }
     fn title(&self) -> &'static str {
-        "Lanes, web search mix at load 0.1–0.8 (seed 001 Fig. 6.9–6.11)"
+        match self.0 {
+            Mix::WebSearch => "Lanes, web search mix at load 0.1–0.8 (seed 001 Fig. 6.9–6.11)",
+            Mix::DataMining => "Lanes, data mining mix at load 0.1–0.8 (seed 001 Fig. 6.12–6.13)",
+        }
     }
     fn description(&self) -> &'static str {
-        "Front-end flows Pareto(1.5, mean 50 KB) to the front-end hosts and back-end flows Pareto(1.2, mean 10 MB) \
-         to the back-end hosts, Poisson at each load (fraction of a destination link). Short-flow (≤ 100 KB) mean \
-         and p99 FCT, long-flow goodput."
+        match self.0 {
+            Mix::WebSearch => {
+                "Front-end flows Pareto(1.5, mean 50 KB) to the front-end hosts and back-end flows Pareto(1.2, \
+                 mean 10 MB) to the back-end hosts, Poisson at each load (fraction of a destination link). \
+                 Short-flow (≤ 100 KB) mean and p99 FCT, long-flow goodput."
+            }
+            Mix::DataMining => {
+                "Front-end flows Pareto(1.5, mean 10 KB) to the front-end hosts, Poisson at each load; back-end \
+                 jobs of 800 MB split over fan_in senders run from the start. Short-flow mean and p99 FCT, \
+                 long-flow goodput."
+            }
+        }
     }
     fn params(&self) -> Vec<ParamSpec> {
-        realistic_params("1", "50mbit")
-    }
-    fn quick(&self) -> Vec<(&'static str, &'static str)> {
-        vec![("loads", "0.5"), ("duration", "3s"), ("variants", "mptcp,link-cost")]
-    }
-    fn default_repeats(&self) -> u32 {
-        1
-    }
-    fn variants(&self, p: &Params) -> Result<Vec<String>> {
-        p.choice("variants", &POLICIES)
-    }
-    fn metrics(&self) -> Vec<MetricSpec> {
-        realistic_metrics()
-    }
-    fn published(&self) -> Vec<Published> {
-        Vec::new()
-    }
-    fn estimate(&self, p: &Params) -> Duration {
-        let n = p.list("loads").map(|l| l.len()).unwrap_or(3) as u32;
-        (p.duration("duration").unwrap_or(Duration::from_secs(10)) + DRAIN + Duration::from_secs(1)) * n
-    }
-    fn prepare(&self, p: &Params, _dir: &Path) -> Result<Box<dyn Testbed>> {
-        prepare_bed(p, Kind::Realistic(Mix::WebSearch))
-    }
-}
-
-impl Scenario for LanesDatamining {
-    fn name(&self) -> &'static str {
-        "lanes-datamining"
-    }
-    fn title(&self) -> &'static str {
-        "Lanes, data mining mix at load 0.1–0.8 (seed 001 Fig. 6.12–6.13)"
-    }
-    fn description(&self) -> &'static str {
-        "Front-end flows Pareto(1.5, mean 10 KB) to the front-end hosts, Poisson at each load; back-end jobs of \
-         800 MB split over fan_in senders run from the start. Short-flow mean and p99 FCT, long-flow goodput."
-    }
-    fn params(&self) -> Vec<ParamSpec> {
-        realistic_params("2", "20mbit")
+        match self.0 {
+            Mix::WebSearch => realistic_params("1", "50mbit"),
+            Mix::DataMining => realistic_params("2", "20mbit"),
+        }
     }
     fn quick(&self) -> Vec<(&'static str, &'static str)> {
         vec![("loads", "0.5"), ("duration", "3s"), ("variants", "mptcp,link-cost")]
@@ -946,7 +926,7 @@ impl Scenario for LanesDatamining {
         (p.duration("duration").unwrap_or(Duration::from_secs(10)) + DRAIN + Duration::from_secs(1)) * n
     }
     fn prepare(&self, p: &Params, _dir: &Path) -> Result<Box<dyn Testbed>> {
-        prepare_bed(p, Kind::Realistic(Mix::DataMining))
+        prepare_bed(p, Kind::Realistic(self.0))
     }
 }
 
