@@ -3,9 +3,8 @@
 
 use std::process::Command;
 
-fn bin() -> &'static str {
-    env!("CARGO_BIN_EXE_tcpaccel")
-}
+mod common;
+use common::bin;
 
 fn tmp(name: &str) -> std::path::PathBuf {
     std::env::temp_dir().join(format!("tcpaccel-labcli-{name}-{}", std::process::id()))

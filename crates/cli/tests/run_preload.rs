@@ -9,9 +9,8 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 use tcpaccel_sys::diag::{DiagSocketConn, DumpRequest};
 
-fn bin() -> &'static str {
-    env!("CARGO_BIN_EXE_tcpaccel")
-}
+mod common;
+use common::bin;
 
 /// Serves one HTTP response slowly (about 1.5 s) so the client stays connected.
 /// Gives up after 10 s without a client, so a failing client cannot hang the test.

@@ -7,22 +7,11 @@
 
 use std::io::{BufRead, BufReader, Read};
 use std::net::{TcpListener, TcpStream};
-use std::process::{Child, Command, ExitStatus, Stdio};
+use std::process::{Command, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
 
-fn bin() -> &'static str {
-    env!("CARGO_BIN_EXE_tcpaccel")
-}
-
-/// Kills the service if a test fails before it exits by itself.
-struct Reaper(Child);
-
-impl Drop for Reaper {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
+mod common;
+use common::{bin, Reaper};
 
 impl Reaper {
     /// Sends `sig` (INT or TERM) and waits at most 20 s for the exit.

@@ -3,23 +3,12 @@
 //! of bad input. No root needed.
 
 use std::io::{BufRead, BufReader};
-use std::process::{Child, Command, Output, Stdio};
+use std::process::{Command, Output, Stdio};
 
 use serde_json::Value;
 
-fn bin() -> &'static str {
-    env!("CARGO_BIN_EXE_tcpaccel")
-}
-
-/// Kills the receiver if a test fails before it exits by itself.
-struct Reaper(Child);
-
-impl Drop for Reaper {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
+mod common;
+use common::{bin, Reaper};
 
 fn json_lines(out: &[u8]) -> Vec<Value> {
     String::from_utf8_lossy(out)

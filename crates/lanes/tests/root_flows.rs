@@ -11,6 +11,8 @@
 //! with wide margins (which lane carried the bytes, complete or not), never
 //! timings beyond "the run ended near its time limit".
 
+mod common;
+
 use std::collections::BTreeMap;
 use std::net::Ipv4Addr;
 use std::process::Command;
@@ -110,14 +112,7 @@ impl Lab {
     }
 
     fn tx_bytes(&self, dev: &str) -> u64 {
-        let out = Command::new("ip")
-            .args(["netns", "exec", &self.a, "cat", &format!("/sys/class/net/{dev}/statistics/tx_bytes")])
-            .output()
-            .expect("read counters");
-        String::from_utf8_lossy(&out.stdout)
-            .trim()
-            .parse()
-            .unwrap_or_else(|_| panic!("counter of {dev}: {out:?}"))
+        common::tx_bytes(&self.a, dev)
     }
 
     /// (SL, LL) bytes sent by host 1 so far.

@@ -11,6 +11,8 @@
 //! lane come from the client interfaces' counters. Checks are qualitative
 //! with wide margins (who carries the bytes, before/after), never timings.
 
+mod common;
+
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::process::{Child, Command, Stdio};
@@ -107,20 +109,7 @@ impl Lab {
     }
 
     fn tx_bytes(&self, dev: &str) -> u64 {
-        let out = Command::new("ip")
-            .args([
-                "netns",
-                "exec",
-                &self.client,
-                "cat",
-                &format!("/sys/class/net/{dev}/statistics/tx_bytes"),
-            ])
-            .output()
-            .expect("read counters");
-        String::from_utf8_lossy(&out.stdout)
-            .trim()
-            .parse()
-            .unwrap_or_else(|_| panic!("counter of {dev}: {out:?}"))
+        common::tx_bytes(&self.client, dev)
     }
 
     /// (SL, LL) bytes sent by the client so far.
