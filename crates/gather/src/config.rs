@@ -96,6 +96,8 @@ pub struct ServerConfig {
     pub tune_streams: bool,
     /// How the pool is divided.
     pub policy: Policy,
+    /// Who holds a demand on the pool: each client, or each of its data streams.
+    pub sharing: Sharing,
 }
 
 /// How the server divides its buffer pool.
@@ -105,6 +107,37 @@ pub enum Policy {
     Seed003,
     /// Evenly per client (the paper's "equality" baseline).
     Equal,
+}
+
+/// Who holds a demand on the pool (see [`crate::share`] for the two readings
+/// of seed 003 §3.1's "per connection" and their trade-off).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Sharing {
+    /// One demand per client (`W = T_t · RTT`), split evenly over its streams:
+    /// opening streams never enlarges a client's window.
+    #[default]
+    PerClient,
+    /// One demand per data stream, each with its client's target, priority
+    /// and RTT: a client with N streams holds about N·W of the pool.
+    PerConnection,
+}
+
+impl Sharing {
+    /// Parses the CLI / lab spelling: `client` or `connection`.
+    pub fn parse(s: &str) -> Option<Sharing> {
+        match s {
+            "client" => Some(Sharing::PerClient),
+            "connection" => Some(Sharing::PerConnection),
+            _ => None,
+        }
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Sharing::PerClient => "client",
+            Sharing::PerConnection => "connection",
+        }
+    }
 }
 
 impl ServerConfig {
@@ -158,6 +191,7 @@ impl ServerConfig {
             checksum: false,
             tune_streams: true,
             policy: Policy::Seed003,
+            sharing: Sharing::PerClient,
         })
     }
 
@@ -217,5 +251,14 @@ mod tests {
         assert!(matches!(ServerConfig::new(dup, 60_000, None, 8, i), Err(ConfigError::DuplicateClass(_))));
         let e = c.class("medium").unwrap_err().to_string();
         assert_eq!(e, "unknown class \"medium\"; defined: high, low");
+        assert_eq!(c.sharing, Sharing::PerClient);
+    }
+
+    #[test]
+    fn sharing_spellings() {
+        for s in [Sharing::PerClient, Sharing::PerConnection] {
+            assert_eq!(Sharing::parse(s.as_str()), Some(s));
+        }
+        assert_eq!(Sharing::parse("stream"), None);
     }
 }

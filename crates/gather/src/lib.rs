@@ -19,6 +19,6 @@ pub mod share;
 pub mod status;
 
 pub use client::{query_status, send, Limit, SendOptions, SendReport, Source};
-pub use config::{parse_class, Class, ConfigError, Policy, ServerConfig};
+pub use config::{parse_class, Class, ConfigError, Policy, ServerConfig, Sharing};
 pub use server::{Server, SinkSpec};
 pub use status::{ClientStatus, Event};

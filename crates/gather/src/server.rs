@@ -19,8 +19,7 @@
 //! connection's share is applied and re-applied live with `TCP_WINDOW_CLAMP`,
 //! which caps the advertised window without touching the scale.
 
-use crate::config::Policy;
-use crate::config::ServerConfig;
+use crate::config::{Policy, ServerConfig, Sharing};
 use crate::proto::{self, Control, ErrorCode, FrameHeader, FrameType, Kind, ProtoError};
 use crate::reasm::{Offer, Reassembly};
 use crate::share::{equal_split, share_pool, ClientNeed};
@@ -650,7 +649,13 @@ async fn data(shared: Arc<Shared>, mut stream: TcpStream, peer: SocketAddr) {
             drop(g);
             return refuse_stream(format!("session {session} already has {cap} streams attached"));
         }
-        let n = g.streams.len() as u64 + 1;
+        // Until the reallocation this triggers: per client the share is split
+        // over one more stream; per connection the new stream brings its own
+        // demand, so it starts at what each existing stream has.
+        let n = match shared.cfg.sharing {
+            Sharing::PerClient => g.streams.len() as u64 + 1,
+            Sharing::PerConnection => (g.streams.len() as u64).max(1),
+        };
         let initial = (g.allocation / n).max(crate::config::MIN_STREAM_WINDOW).min(i32::MAX as u64) as u32;
         let (tx, rx) = watch::channel(initial);
         let slot =
@@ -809,11 +814,25 @@ fn tick(shared: &Shared, measure: bool) {
         let mut g = lock(&c.inner);
         let rtt_us = g.streams.values().map(|s| s.rtt_us.load(Ordering::Relaxed)).max().unwrap_or(0);
         g.rtt = Duration::from_micros(rtt_us);
-        // A stream needs a useful window: never ask for more streams than the
-        // client's share gives two minimum windows each. Otherwise the
+        // A stream needs a useful window: never ask for more streams than
+        // leave two minimum windows each. Per client, the client's share is
+        // split over its streams, so that bounds the count; otherwise the
         // per-stream floor would let a client grow past its share by adding
-        // streams (seed 003 §3.2 would read that as success).
-        let useful = (g.allocation / (2 * crate::config::MIN_STREAM_WINDOW)).max(1);
+        // streams (seed 003 §3.2 would read that as success). Per connection
+        // each new stream brings its own demand, so only a stream share that
+        // has already fallen below two minimum windows stops further streams.
+        let min2 = 2 * crate::config::MIN_STREAM_WINDOW;
+        let useful = match shared.cfg.sharing {
+            Sharing::PerClient => (g.allocation / min2).max(1),
+            Sharing::PerConnection => {
+                let n = (g.streams.len() as u64).max(1);
+                if g.allocation / n >= min2 {
+                    u64::from(u32::MAX)
+                } else {
+                    n
+                }
+            }
+        };
         let limit = limit.min(useful.min(u64::from(u32::MAX)) as u32);
         g.tuner.set_limit(limit);
         if measure {
@@ -847,12 +866,14 @@ fn tick(shared: &Shared, measure: bool) {
     }
 
     let computed = match shared.cfg.policy {
-        Policy::Seed003 => share_pool(&needs, shared.cfg.pool).map(|(plan, shares)| {
+        Policy::Seed003 => share_pool(&needs, shared.cfg.pool, shared.cfg.sharing).map(|(plan, shares)| {
             // The core's serde name of the rule, e.g. "lowered_targets".
             let rule = serde_json::to_value(plan.rule).ok().and_then(|v| v.as_str().map(String::from));
             (rule.unwrap_or_default(), plan.needed, plan.needed_lowered, shares)
         }),
-        Policy::Equal => Ok(("equal".to_string(), 0, 0, equal_split(&needs, shared.cfg.pool))),
+        Policy::Equal => {
+            Ok(("equal".to_string(), 0, 0, equal_split(&needs, shared.cfg.pool, shared.cfg.sharing)))
+        }
     };
     match computed {
         Ok((rule, needed, needed_lowered, shares)) => {
