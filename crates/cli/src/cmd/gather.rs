@@ -8,7 +8,8 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 use tcpaccel_core::units::{parse_duration, Bytes, Rate};
 use tcpaccel_gather::{
-    client::ClientError, parse_class, Event, Limit, Policy, SendOptions, ServerConfig, SinkSpec, Source,
+    client::ClientError, parse_class, Event, Limit, Policy, SendOptions, ServerConfig, Sharing, SinkSpec,
+    Source,
 };
 
 #[derive(clap::Args)]
@@ -64,6 +65,10 @@ struct ServeArgs {
     /// How to divide the pool: seed003 (by target and priority) or equal (per client).
     #[arg(long, default_value = "seed003")]
     allocation: String,
+    /// Who holds a demand on the pool: client (one window per client, split over its
+    /// streams) or connection (one window per data stream, so streams enlarge a client's share).
+    #[arg(long, default_value = "client")]
+    share: String,
 }
 
 #[derive(clap::Args)]
@@ -143,6 +148,8 @@ fn serve_config(a: &ServeArgs) -> anyhow::Result<ServerConfig> {
         "equal" => Policy::Equal,
         other => return Err(exit::usage(format!("--allocation {other:?}: expected seed003 or equal"))),
     };
+    cfg.sharing = Sharing::parse(&a.share)
+        .ok_or_else(|| exit::usage(format!("--share {:?}: expected client or connection", a.share)))?;
     Ok(cfg)
 }
 
@@ -305,6 +312,21 @@ mod tests {
     }
 
     #[test]
+    fn share_flag_sets_the_sharing() {
+        let cfg = |extra: &[&str]| {
+            let argv = ["gather", "serve", "--buffer-pool", "100KB", "--class", "a=1mbit"];
+            let cli = Cli::try_parse_from(argv.iter().chain(extra)).unwrap();
+            match cli.args.cmd {
+                Cmd::Serve(a) => serve_config(&a).unwrap().sharing,
+                _ => unreachable!("parsed a serve command"),
+            }
+        };
+        assert_eq!(cfg(&[]), Sharing::PerClient);
+        assert_eq!(cfg(&["--share", "connection"]), Sharing::PerConnection);
+        assert_eq!(cfg(&["--share", "client"]), Sharing::PerClient);
+    }
+
+    #[test]
     fn bad_input_is_a_usage_error() {
         let two = std::process::ExitCode::from(2);
         // Target that does not parse.
@@ -323,6 +345,8 @@ mod tests {
             code(&["serve", "--buffer-pool", "1MB", "--class", "a=1mbit", "--allocation", "fair"]),
             two
         );
+        // Unknown sharing.
+        assert_eq!(code(&["serve", "--buffer-pool", "1MB", "--class", "a=1mbit", "--share", "stream"]), two);
         // A send with no source.
         assert_eq!(code(&["send", "--server", "127.0.0.1:1", "--class", "a"]), two);
         // A congestion control that does not exist (refused before connecting).
