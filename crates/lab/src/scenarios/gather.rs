@@ -7,7 +7,11 @@
 //!
 //! Variants: `equal` (the pool split evenly, the paper's baseline), `buffer`
 //! (seed 003 §3.1 allocation only) and `buffer+streams` (§3.1 plus the §3.2
-//! stream-count search). `model=2` adds interfering bulk TCP transfers
+//! stream-count search). `share` picks who holds a demand on the pool (see
+//! `tcpaccel_gather::share`): per client, streams only split the client's
+//! window; per connection, each stream brings its own window, so
+//! `buffer+streams` can enlarge a client's share (with one stream per client,
+//! as in `equal` and `buffer`, the two agree). `model=2` adds interfering bulk TCP transfers
 //! (`interferers` parallel flows, the paper's three interference terminals)
 //! from an extra host `x` to `srv` over the shared link during the middle
 //! third of the run (the paper's Model 2 interferes for 100–500 s).
@@ -25,7 +29,8 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 use tcpaccel_core::units::{format_duration, Bytes, Rate};
 use tcpaccel_gather::{
-    parse_class, Event, Limit, Policy, SendOptions, SendReport, Server, ServerConfig, SinkSpec, Source,
+    parse_class, Event, Limit, Policy, SendOptions, SendReport, Server, ServerConfig, Sharing, SinkSpec,
+    Source,
 };
 use tcpaccel_net::{Network, Topology};
 use tcpaccel_traffic::{run_send, spawn_recv, RecvConfig, SendConfig, Volume};
@@ -91,6 +96,12 @@ impl Scenario for Gather {
                 "interferers",
                 "3",
                 "model=2: parallel bulk flows from x (the paper's interference terminals 0, 1, 2)",
+            ),
+            ParamSpec::new(
+                "share",
+                "client",
+                "who holds a demand on the pool (gather serve --share): client (one window per client, split \
+                 over its streams) or connection (one window per data stream: streams enlarge a client's share)",
             ),
         ]
     }
@@ -198,6 +209,14 @@ impl Scenario for Gather {
                     .into(),
             );
         }
+        if p.str("share").map(|s| s == "connection").unwrap_or(false) {
+            n.push(
+                "share=connection: every data stream is a demand on the pool with its client's target \
+                 (W = T_t·RTT each), so in buffer+streams a client that gets more streams gets a larger window \
+                 and the others' shares shrink (seed 003 §3.1 'per connection' read literally)."
+                    .into(),
+            );
+        }
         n
     }
     fn estimate(&self, p: &Params) -> Duration {
@@ -233,6 +252,10 @@ impl Scenario for Gather {
         if !(1..=64).contains(&max_streams) {
             bail!("max_streams={max_streams}: must be between 1 and 64");
         }
+        let share = p.str("share")?;
+        let Some(sharing) = Sharing::parse(share) else {
+            bail!("share={share}: must be client or connection");
+        };
         Ok(Box::new(GatherBed {
             clients,
             high: p.rate("high")?,
@@ -248,6 +271,7 @@ impl Scenario for Gather {
             max_streams: max_streams as u32,
             cc: p.str("cc")?.to_string(),
             interferers: interferers as u16,
+            sharing,
         }))
     }
 }
@@ -269,6 +293,8 @@ struct GatherBed {
     cc: String,
     /// Model 2: parallel bulk flows of the interferer.
     interferers: u16,
+    /// Per-client or per-connection demands on the pool.
+    sharing: Sharing,
 }
 
 /// Client node names and classes: `high1..`, then `low1..`.
@@ -348,6 +374,7 @@ impl GatherBed {
         let per_client = if variant == "buffer+streams" { self.max_streams } else { 1 };
         let mut cfg = ServerConfig::new(classes, self.pool.0, None, per_client, self.interval)
             .context("gather server configuration")?;
+        cfg.sharing = self.sharing;
         match variant {
             "equal" => {
                 cfg.policy = Policy::Equal;
@@ -724,6 +751,7 @@ mod tests {
             max_streams: 4,
             cc: "reno".into(),
             interferers: 3,
+            sharing: Sharing::PerClient,
         };
         let t = topology(&g).unwrap();
         // hub, srv, 6 clients and x.
@@ -735,12 +763,17 @@ mod tests {
         assert!(cfg.tune_streams && cfg.max_streams_per_client == 4);
         assert_eq!(cfg.pool, 100_000);
         assert!(g.server_config("fast").is_err());
+        assert_eq!(g.server_config("buffer").unwrap().sharing, Sharing::PerClient);
+        let g = GatherBed { sharing: Sharing::PerConnection, ..g };
+        assert_eq!(g.server_config("buffer+streams").unwrap().sharing, Sharing::PerConnection);
     }
 
     #[test]
     fn parameters_are_checked() {
         let _ = bed(true);
-        for (k, v) in [("clients", "0"), ("model", "3"), ("warmup", "50s"), ("interval", "10ms")] {
+        for (k, v) in
+            [("clients", "0"), ("model", "3"), ("warmup", "50s"), ("interval", "10ms"), ("share", "stream")]
+        {
             let p = resolve_params(&Gather, false, &[(k.into(), v.into())]).unwrap();
             assert!(Gather.prepare(&p, Path::new("/nonexistent")).is_err(), "{k}={v} accepted");
         }
