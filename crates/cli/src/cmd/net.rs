@@ -100,7 +100,11 @@ fn net_error(e: tcpaccel_net::Error, what: &str) -> anyhow::Error {
 
 fn up(a: UpArgs) -> anyhow::Result<Verdict> {
     let file = a.file.display().to_string();
-    let topo = Topology::load(&a.file).map_err(|e| exit::usage(format!("{file}: {e}")))?;
+    let topo = Topology::load(&a.file).map_err(|e| {
+        // Name the file once: a read error already carries its path.
+        let msg = e.to_string();
+        exit::usage(if msg.contains(&file) { msg } else { format!("{file}: {msg}") })
+    })?;
     let hold = a.hold.as_deref().map(parse_duration).transpose().context("--for")?;
     exit::require_root("tcpaccel net up")?;
     // Before building: a signal during the build still tears down and exits.
