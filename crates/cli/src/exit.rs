@@ -135,3 +135,46 @@ pub fn stop_on_signal() -> anyhow::Result<Arc<AtomicBool>> {
         .context("starting the signal thread")?;
     Ok(stop)
 }
+
+/// The message std's `print!` family panics with when stdout is a closed pipe.
+fn broken_pipe_message(msg: &str) -> bool {
+    msg.starts_with("failed printing to stdout") && msg.contains("Broken pipe")
+}
+
+/// True for the payload of a `println!` that hit a closed pipe.
+pub fn is_broken_pipe_panic(payload: &(dyn std::any::Any + Send)) -> bool {
+    let msg = payload
+        .downcast_ref::<String>()
+        .map(String::as_str)
+        .or_else(|| payload.downcast_ref::<&str>().copied())
+        .unwrap_or("");
+    broken_pipe_message(msg)
+}
+
+/// Installs a panic hook that stays silent for broken-pipe prints on the
+/// main thread (main catches those) and reports every other panic as before.
+pub fn quiet_broken_pipe_panics() {
+    let default = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        let main = std::thread::current().name() == Some("main");
+        if !(main && is_broken_pipe_panic(info.payload())) {
+            default(info);
+        }
+    }));
+}
+
+#[cfg(test)]
+mod broken_pipe_tests {
+    use super::*;
+
+    #[test]
+    fn only_stdout_broken_pipes_are_quiet() {
+        let p: Box<dyn std::any::Any + Send> =
+            Box::new(String::from("failed printing to stdout: Broken pipe (os error 32)"));
+        assert!(is_broken_pipe_panic(p.as_ref()));
+        let p: Box<dyn std::any::Any + Send> = Box::new("index out of bounds");
+        assert!(!is_broken_pipe_panic(p.as_ref()));
+        let p: Box<dyn std::any::Any + Send> = Box::new(42u32);
+        assert!(!is_broken_pipe_panic(p.as_ref()));
+    }
+}

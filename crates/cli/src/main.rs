@@ -61,7 +61,11 @@ fn main() -> ExitCode {
         .with_env_filter(tracing_subscriber::EnvFilter::try_new(&filter).unwrap_or_else(|_| "warn".into()))
         .with_writer(std::io::stderr)
         .init();
-    let result = match cli.command {
+    // A reader that stops early (`tcpaccel doctor --json | head -1`) makes
+    // println! panic with a broken pipe. That is not a failure: unwind (so
+    // every Drop guard still tears its namespaces down) and exit 0 quietly.
+    exit::quiet_broken_pipe_panics();
+    let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| match cli.command {
         Command::Emu(a) => cmd::emu::run(a),
         Command::Net(a) => cmd::net::run(a),
         Command::Recv(a) => cmd::traffic::recv(a),
@@ -73,6 +77,11 @@ fn main() -> ExitCode {
         Command::Run(a) => cmd::run::run(a),
         Command::Gather(a) => cmd::gather::run(a),
         Command::Lanes(a) => cmd::lanes::run(a),
+    }));
+    let result = match result {
+        Ok(r) => r,
+        Err(payload) if exit::is_broken_pipe_panic(payload.as_ref()) => return ExitCode::SUCCESS,
+        Err(payload) => std::panic::resume_unwind(payload),
     };
     exit::code(result)
 }

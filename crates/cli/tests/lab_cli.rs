@@ -10,6 +10,25 @@ fn tmp(name: &str) -> std::path::PathBuf {
     std::env::temp_dir().join(format!("tcpaccel-labcli-{name}-{}", std::process::id()))
 }
 
+/// `tcpaccel doctor --json | head -0`: a reader that closes its end early is
+/// not an error — no panic message, exit 0 (it used to panic with 101).
+#[test]
+fn a_closed_stdout_ends_quietly() {
+    for args in [&["doctor", "--json"][..], &["lab", "list"][..]] {
+        let mut child = Command::new(bin())
+            .args(args)
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        drop(child.stdout.take()); // the reader goes away before anything is written
+        let out = child.wait_with_output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(!err.contains("panicked"), "{args:?}: {err}");
+        assert_eq!(out.status.code(), Some(0), "{args:?}: {err}");
+    }
+}
+
 #[test]
 fn list_is_json_lines() {
     let out = Command::new(bin()).args(["lab", "list", "--json"]).output().unwrap();
