@@ -485,31 +485,6 @@ pub fn run(
     Ok(sum)
 }
 
-/// Sets `flag` when SIGINT arrives, instead of the default termination, so a
-/// trace without a duration still ends with its plot and summary. The
-/// handler lives on a small thread of its own.
-pub fn stop_on_ctrl_c(flag: std::sync::Arc<std::sync::atomic::AtomicBool>) -> std::io::Result<()> {
-    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
-    let (ready_tx, ready_rx) = std::sync::mpsc::channel();
-    std::thread::Builder::new().name("trace-ctrl-c".into()).spawn(move || {
-        rt.block_on(async move {
-            // Register before reporting ready, so no SIGINT slips through.
-            let mut sig = match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::interrupt()) {
-                Ok(s) => s,
-                Err(e) => {
-                    let _ = ready_tx.send(Err(e));
-                    return;
-                }
-            };
-            let _ = ready_tx.send(Ok(()));
-            if sig.recv().await.is_some() {
-                flag.store(true, std::sync::atomic::Ordering::Relaxed);
-            }
-        })
-    })?;
-    ready_rx.recv().map_err(|_| std::io::Error::other("SIGINT handler thread ended"))?
-}
-
 /// Most sockets a plot shows (the ones with the most samples).
 const PLOT_MAX_SOCKETS: usize = 8;
 
