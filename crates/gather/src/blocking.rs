@@ -25,18 +25,22 @@ pub fn serve(
 ) -> Result<(), ServerError> {
     let rt = runtime()?;
     rt.block_on(async move {
+        use tokio::signal::unix::{signal, SignalKind};
+        // Handlers before on_bound: a signal sent as soon as "listening" is
+        // announced must stop the server cleanly, not take the default action.
+        let mut term = signal(SignalKind::terminate())?;
+        let mut int = signal(SignalKind::interrupt())?;
         let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
         let server = Server::bind(cfg, listen, sink, Some(tx)).await?;
         on_bound(server.local_addr()?);
         let run = tokio::spawn(server.run());
-        let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
         loop {
             tokio::select! {
                 e = rx.recv() => match e {
                     Some(e) => on_event(e),
                     None => break,
                 },
-                _ = tokio::signal::ctrl_c() => break,
+                _ = int.recv() => break,
                 _ = term.recv() => break,
             }
         }

@@ -31,11 +31,13 @@ pub fn serve_blocking(
     let report = std::sync::Arc::new(report);
     rt.block_on(async move {
         use tokio::signal::unix::{signal, SignalKind};
-        let relay = Relay::bind(cfg).await?;
-        let stats = relay.stats();
+        // Handlers first: bind logs "listening", and a signal sent as soon as
+        // that line appears must find them installed (not the default action).
         let mut usr1 = signal(SignalKind::user_defined1()).map_err(RelayError::Runtime)?;
         let mut term = signal(SignalKind::terminate()).map_err(RelayError::Runtime)?;
         let mut int = signal(SignalKind::interrupt()).map_err(RelayError::Runtime)?;
+        let relay = Relay::bind(cfg).await?;
+        let stats = relay.stats();
         let r = report.clone();
         let on_usr1 = tokio::spawn(async move {
             while usr1.recv().await.is_some() {
