@@ -354,16 +354,18 @@ fn record_outcome(ctx: &mut RunCtx<'_>, o: &Outcome, suffix: &str, flows_too: bo
     let limit_s = o.limit.as_secs_f64();
     if flows_too {
         for r in &o.results {
+            // The point (`@0.5`, `@6`) is part of the class: flows are
+            // recorded at one point only, and the CDF titles should say which.
             let class = if r.bytes <= SHORT_MAX {
-                "short (≤100 KB)"
+                format!("short (≤100 KB) {suffix}")
             } else if r.class == FlowClass::Long {
-                "long"
+                format!("long {suffix}")
             } else {
-                "medium"
+                format!("medium {suffix}")
             };
             // An incomplete flow is recorded as such, with the time it had.
             let fct_ms = r.fct_s.unwrap_or((limit_s - r.start_s).max(0.0)) * 1e3;
-            ctx.flow(r.id, class, r.bytes, r.start_s, fct_ms, r.fct_s.is_some())?;
+            ctx.flow(r.id, class.trim_end(), r.bytes, r.start_s, fct_ms, r.fct_s.is_some())?;
         }
     }
     let s = short_stats(o);
