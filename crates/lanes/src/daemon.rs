@@ -89,6 +89,9 @@ pub struct Summary {
     /// flow that closed between its event and the command): counted apart
     /// from `failed_commands`, not warned about.
     pub connection_gone: u64,
+    /// LL backups the kernel refused because the connection was not fully
+    /// established yet, and that were asked for again later.
+    pub open_retries: u64,
 }
 
 struct Out<'a> {
@@ -184,7 +187,7 @@ pub fn run(
                     if !was && ev.token.is_some_and(|tok| tracker.is_managed(tok)) {
                         summary.connections += 1;
                     }
-                    execute(actions, &mut pm, &mut out, &mut summary)?;
+                    execute(actions, t, &mut tracker, &mut pm, &mut out, &mut summary)?;
                 }
                 Incoming::Malformed(e) => {
                     tracing::warn!("skipped a malformed mptcp_pm event: {e}");
@@ -203,9 +206,13 @@ pub fn run(
                 }
             }
         }
+        let t = now();
+        let retries = tracker.retries_due(t);
+        execute(retries, t, &mut tracker, &mut pm, &mut out, &mut summary)?;
         for (pair, rtt) in prober.results() {
-            let actions = tracker.on_probe(now(), pair, rtt);
-            execute(actions, &mut pm, &mut out, &mut summary)?;
+            let t = now();
+            let actions = tracker.on_probe(t, pair, rtt);
+            execute(actions, t, &mut tracker, &mut pm, &mut out, &mut summary)?;
         }
         let t = now();
         if t >= next_sample {
@@ -215,7 +222,7 @@ pub fn run(
                     diag_failing = false;
                     let readings = to_readings(&sockets, &locals);
                     let actions = tracker.on_readings(t, &readings);
-                    execute(actions, &mut pm, &mut out, &mut summary)?;
+                    execute(actions, t, &mut tracker, &mut pm, &mut out, &mut summary)?;
                 }
                 Err(e) => {
                     // Keep running: the next reading may work; say it once.
@@ -260,6 +267,13 @@ fn to_readings(sockets: &[diag::DiagSocket], locals: &[IpAddr]) -> Vec<Reading> 
         .collect()
 }
 
+/// SUBFLOW_CREATE refused with ENOTCONN: the kernel's subflow connect
+/// requires a fully established MPTCP connection, which a connection that
+/// just reported ESTABLISHED may not be yet (or no longer is, when closing).
+fn not_fully_established(e: &PmError) -> bool {
+    e.errno() == Some(libc::ENOTCONN)
+}
+
 /// The kernel refused a command because the connection no longer exists
 /// (its token is unknown) or its initial subflow is already closing.
 fn connection_gone(e: &PmError) -> bool {
@@ -272,6 +286,8 @@ fn connection_gone(e: &PmError) -> bool {
 
 fn execute(
     actions: Vec<Action>,
+    now: Instant,
+    tracker: &mut Tracker,
     pm: &mut PmClient,
     out: &mut Out<'_>,
     summary: &mut Summary,
@@ -290,7 +306,15 @@ fn execute(
                             .map_err(|e| (format!("{local} -> {remote}"), e)),
                     };
                     if let Err((what, e)) = r {
-                        if connection_gone(&e) {
+                        let create = matches!(c, PmCommand::SubflowCreate { .. });
+                        if create && not_fully_established(&e) && tracker.backup_not_ready(now, record.token)
+                        {
+                            tracing::debug!(
+                                "token {:#x}: not fully established yet, retrying: {e} ({what})",
+                                record.token
+                            );
+                            summary.open_retries += 1;
+                        } else if connection_gone(&e) {
                             tracing::debug!("token {:#x}: connection gone: {e} ({what})", record.token);
                             summary.connection_gone += 1;
                         } else {

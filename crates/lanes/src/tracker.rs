@@ -107,7 +107,16 @@ struct Conn {
     switch: SwitchState,
     /// Last reading that showed one of its subflows.
     last_seen: Instant,
+    /// LL backups refused because the connection was not fully established
+    /// yet: how often, and when to ask again.
+    open_retries: u32,
+    open_retry_at: Option<Instant>,
 }
+
+/// How long after a refused SUBFLOW_CREATE (connection not yet fully
+/// established) the LL backups are asked for again, and how many times.
+pub const OPEN_RETRY_DELAY: Duration = Duration::from_millis(20);
+pub const OPEN_RETRIES: u32 = 25;
 
 /// A connection none of whose subflows sock_diag has shown for this long
 /// is forgotten (its CLOSED event was lost, e.g. in a buffer overrun).
@@ -276,21 +285,29 @@ impl Tracker {
             switcher: LaneSwitcher::new(self.cfg.switch, now),
             switch: SwitchState::No,
             last_seen: now,
+            open_retries: 0,
+            open_retry_at: None,
         })
     }
 
     /// One SUBFLOW_CREATE with the BACKUP flag per LL lane pair.
     fn open_backups(&mut self, now: Instant, token: u32) -> Vec<Action> {
-        let t = self.t(now);
-        let policy = self.policy_name();
         let Some(c) = self.conns.get_mut(&token) else { return Vec::new() };
         if c.established {
             return Vec::new(); // already done
         }
         c.established = true;
+        self.backup_actions(now, token)
+    }
+
+    /// The SUBFLOW_CREATE commands for the LL pairs without a subflow yet.
+    fn backup_actions(&self, now: Instant, token: u32) -> Vec<Action> {
+        let t = self.t(now);
+        let policy = self.policy_name();
+        let Some(c) = self.conns.get(&token) else { return Vec::new() };
         let age_ms = ms(now.saturating_since(c.created));
         let mut out = Vec::new();
-        for s in &c.ll {
+        for s in c.ll.iter().filter(|s| s.established.is_none()) {
             let local =
                 PmAddr::ip(s.pair.local).with_id(self.cfg.address_id(s.pair.lane)).with_flags(flags::BACKUP);
             let remote = PmAddr::ip(s.pair.remote).with_port(c.remote.port());
@@ -315,6 +332,42 @@ impl Tracker {
                     error: None,
                 },
             });
+        }
+        out
+    }
+
+    /// The kernel refused an LL backup because the connection is not fully
+    /// established yet (SUBFLOW_CREATE → ENOTCONN: the MPTCP handshake's
+    /// last step, or the socket's state change, is still pending — seen under
+    /// load 45–90 ms after ESTABLISHED). Schedules the backups again after
+    /// [`OPEN_RETRY_DELAY`], at most [`OPEN_RETRIES`] times; false when the
+    /// connection is unknown or out of retries.
+    pub fn backup_not_ready(&mut self, now: Instant, token: u32) -> bool {
+        let Some(c) = self.conns.get_mut(&token) else { return false };
+        if c.open_retries >= OPEN_RETRIES {
+            return false;
+        }
+        if c.open_retry_at.is_none() {
+            c.open_retries += 1;
+            c.open_retry_at = Some(now + OPEN_RETRY_DELAY);
+        }
+        true
+    }
+
+    /// The LL backups whose retry is due (see [`Tracker::backup_not_ready`]).
+    pub fn retries_due(&mut self, now: Instant) -> Vec<Action> {
+        let due: Vec<u32> = self
+            .conns
+            .iter()
+            .filter(|(_, c)| c.open_retry_at.is_some_and(|at| at <= now))
+            .map(|(t, _)| *t)
+            .collect();
+        let mut out = Vec::new();
+        for token in due {
+            if let Some(c) = self.conns.get_mut(&token) {
+                c.open_retry_at = None;
+            }
+            out.extend(self.backup_actions(now, token));
         }
         out
     }
@@ -650,6 +703,41 @@ mod tests {
         // A second ESTABLISHED does not open more.
         let again = tr.on_event(at(9), &ev(EventKind::Established, 7, "10.1.0.1:40000", "10.1.0.2:5201"));
         assert!(commands(&again).is_empty());
+    }
+
+    #[test]
+    fn refused_backups_are_asked_for_again_until_established_or_out_of_retries() {
+        let mut tr = Tracker::new(cfg("deadline"), at(0));
+        let sl = ("10.1.0.1:40000", "10.1.0.2:5201");
+        tr.on_event(at(0), &ev(EventKind::Created, 7, sl.0, sl.1));
+        let a = tr.on_event(at(5), &ev(EventKind::Established, 7, sl.0, sl.1));
+        assert_eq!(commands(&a).len(), 2);
+        // Both refused (not fully established yet): one retry is scheduled.
+        assert!(tr.backup_not_ready(at(5), 7));
+        assert!(tr.backup_not_ready(at(5), 7));
+        assert!(commands(&tr.retries_due(at(24))).is_empty(), "not before the delay");
+        let again = tr.retries_due(at(25));
+        assert_eq!(commands(&again).len(), 2, "both LL pairs again");
+        assert_eq!(decisions(&again)[0].action, DecisionAction::OpenBackup);
+        assert!(commands(&tr.retries_due(at(100))).is_empty(), "one retry per refusal");
+        // One pair came up meanwhile: a later retry asks only for the other.
+        tr.on_event(at(30), &ev(EventKind::SubEstablished, 7, "10.2.0.1:40001", "10.2.0.2:5201"));
+        assert!(tr.backup_not_ready(at(31), 7));
+        let rest = tr.retries_due(at(60));
+        let cmds = commands(&rest);
+        assert_eq!(cmds.len(), 1, "{cmds:?}");
+        let PmCommand::SubflowCreate { local, .. } = &cmds[0] else { panic!() };
+        assert_eq!(local.ip, "10.3.0.1".parse::<IpAddr>().unwrap());
+        // Bounded: after OPEN_RETRIES refusals the tracker gives up.
+        for i in 2..OPEN_RETRIES {
+            assert!(tr.backup_not_ready(at(100 + u64::from(i) * 30), 7), "retry {i}");
+            tr.retries_due(at(100 + u64::from(i) * 30 + 20));
+        }
+        assert!(!tr.backup_not_ready(at(2000), 7));
+        // Unknown or closed connections are not retried.
+        assert!(!tr.backup_not_ready(at(2000), 99));
+        tr.on_event(at(2001), &ev(EventKind::Closed, 7, "10.1.0.1:40000", "10.1.0.2:5201"));
+        assert!(!tr.backup_not_ready(at(2002), 7));
     }
 
     #[test]
