@@ -146,6 +146,12 @@ struct ClientInner {
     wanted: u32,
     last_arrived: u64,
     last_t: Instant,
+    /// No stream search before this: the first intervals after a join hold
+    /// the handshake, a partial interval and slow start, which read as a
+    /// missed target and made every client add a stream at its join (with
+    /// `--share connection` those streams keep their windows and take pool
+    /// from the other clients).
+    tune_from: Instant,
     goodput: Rate,
     allocation: u64,
     rtt: Duration,
@@ -416,6 +422,7 @@ async fn control(shared: Arc<Shared>, mut stream: TcpStream, peer: SocketAddr) {
                 wanted,
                 last_arrived: 0,
                 last_t: now,
+                tune_from: now + JOIN_WARMUP_INTERVALS * shared.cfg.interval,
                 goodput: Rate(0),
                 allocation: 0,
                 rtt: Duration::ZERO,
@@ -782,6 +789,12 @@ async fn data_loop(
     }
 }
 
+/// Intervals after a client's join before its stream search starts (see
+/// `ClientInner::tune_from`): the first tick after the join measures a
+/// partial interval, the second a full one that may still hold slow start;
+/// the third is the first the search trusts.
+const JOIN_WARMUP_INTERVALS: u32 = 2;
+
 /// Every interval: measure goodput, run the stream search, recompute the
 /// allocation, publish status. Join/leave/stream changes recompute the
 /// allocation without measuring.
@@ -842,7 +855,13 @@ fn tick(shared: &Shared, measure: bool) {
             g.last_arrived = arrived;
             g.last_t = now;
             let settled = g.streams.len() as u32 == g.wanted;
-            if shared.cfg.tune_streams && settled && !c.app_limited.load(Ordering::Relaxed) && !g.finished {
+            let warm = now >= g.tune_from;
+            if shared.cfg.tune_streams
+                && settled
+                && warm
+                && !c.app_limited.load(Ordering::Relaxed)
+                && !g.finished
+            {
                 let (goodput, rtt) = (g.goodput, g.rtt);
                 let d = g.tuner.on_interval(now, goodput, rtt);
                 if d.streams != g.wanted {
