@@ -90,7 +90,8 @@ pub struct Summary {
     /// from `failed_commands`, not warned about.
     pub connection_gone: u64,
     /// LL backups the kernel refused because the connection was not fully
-    /// established yet, and that were asked for again later.
+    /// established (yet, or any more): asked for again only if the
+    /// connection's switch comes to wait on them.
     pub open_retries: u64,
 }
 

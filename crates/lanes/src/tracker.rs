@@ -107,14 +107,17 @@ struct Conn {
     switch: SwitchState,
     /// Last reading that showed one of its subflows.
     last_seen: Instant,
-    /// LL backups refused because the connection was not fully established
-    /// yet: how often, and when to ask again.
+    /// The kernel refused an LL backup (not fully established yet); asked
+    /// for again once a switch is pending, `open_retries` times so far, not
+    /// before `open_retry_at`.
+    backup_refused: bool,
     open_retries: u32,
     open_retry_at: Option<Instant>,
 }
 
-/// How long after a refused SUBFLOW_CREATE (connection not yet fully
-/// established) the LL backups are asked for again, and how many times.
+/// A refused LL backup (connection not fully established when asked) is
+/// asked for again only once the connection needs it — its switch is
+/// pending — at most this often and this many times.
 pub const OPEN_RETRY_DELAY: Duration = Duration::from_millis(20);
 pub const OPEN_RETRIES: u32 = 25;
 
@@ -285,6 +288,7 @@ impl Tracker {
             switcher: LaneSwitcher::new(self.cfg.switch, now),
             switch: SwitchState::No,
             last_seen: now,
+            backup_refused: false,
             open_retries: 0,
             open_retry_at: None,
         })
@@ -337,35 +341,39 @@ impl Tracker {
     }
 
     /// The kernel refused an LL backup because the connection is not fully
-    /// established yet (SUBFLOW_CREATE → ENOTCONN: the MPTCP handshake's
-    /// last step, or the socket's state change, is still pending — seen under
-    /// load 45–90 ms after ESTABLISHED). Schedules the backups again after
-    /// [`OPEN_RETRY_DELAY`], at most [`OPEN_RETRIES`] times; false when the
-    /// connection is unknown or out of retries.
-    pub fn backup_not_ready(&mut self, now: Instant, token: u32) -> bool {
+    /// established (SUBFLOW_CREATE → ENOTCONN): the MPTCP handshake's last
+    /// step or the socket's state change is still pending — seen under load
+    /// 45–90 ms after ESTABLISHED — or the connection is already closing (a
+    /// short flow that finished). Most such connections never need LL, so
+    /// nothing is retried now: [`Tracker::retries_due`] asks again only once
+    /// the connection's switch is pending. False when the connection is
+    /// unknown or out of retries.
+    pub fn backup_not_ready(&mut self, _now: Instant, token: u32) -> bool {
         let Some(c) = self.conns.get_mut(&token) else { return false };
-        if c.open_retries >= OPEN_RETRIES {
-            return false;
-        }
-        if c.open_retry_at.is_none() {
-            c.open_retries += 1;
-            c.open_retry_at = Some(now + OPEN_RETRY_DELAY);
-        }
-        true
+        c.backup_refused = true;
+        c.open_retries < OPEN_RETRIES
     }
 
-    /// The LL backups whose retry is due (see [`Tracker::backup_not_ready`]).
+    /// SUBFLOW_CREATEs again for connections whose switch waits on an LL
+    /// backup the kernel refused earlier (see [`Tracker::backup_not_ready`]).
     pub fn retries_due(&mut self, now: Instant) -> Vec<Action> {
         let due: Vec<u32> = self
             .conns
             .iter()
-            .filter(|(_, c)| c.open_retry_at.is_some_and(|at| at <= now))
+            .filter(|(_, c)| {
+                c.backup_refused
+                    && matches!(c.switch, SwitchState::Pending(_))
+                    && c.open_retries < OPEN_RETRIES
+                    && c.open_retry_at.is_none_or(|at| at <= now)
+            })
             .map(|(t, _)| *t)
             .collect();
         let mut out = Vec::new();
         for token in due {
             if let Some(c) = self.conns.get_mut(&token) {
-                c.open_retry_at = None;
+                c.backup_refused = false;
+                c.open_retries += 1;
+                c.open_retry_at = Some(now + OPEN_RETRY_DELAY);
             }
             out.extend(self.backup_actions(now, token));
         }
@@ -706,37 +714,39 @@ mod tests {
     }
 
     #[test]
-    fn refused_backups_are_asked_for_again_until_established_or_out_of_retries() {
+    fn refused_backups_are_asked_for_again_only_when_a_switch_waits_on_them() {
         let mut tr = Tracker::new(cfg("deadline"), at(0));
         let sl = ("10.1.0.1:40000", "10.1.0.2:5201");
         tr.on_event(at(0), &ev(EventKind::Created, 7, sl.0, sl.1));
         let a = tr.on_event(at(5), &ev(EventKind::Established, 7, sl.0, sl.1));
         assert_eq!(commands(&a).len(), 2);
-        // Both refused (not fully established yet): one retry is scheduled.
-        assert!(tr.backup_not_ready(at(5), 7));
-        assert!(tr.backup_not_ready(at(5), 7));
-        assert!(commands(&tr.retries_due(at(24))).is_empty(), "not before the delay");
-        let again = tr.retries_due(at(25));
+        // Both refused (not fully established yet): nothing until a switch waits.
+        assert!(tr.backup_not_ready(at(6), 7));
+        assert!(commands(&tr.retries_due(at(100))).is_empty(), "no switch pending yet");
+        let r = |a| [reading(1, sl.0, sl.1, 5, a)];
+        tr.on_readings(at(100), &r(10));
+        let a = tr.on_readings(at(320), &r(20));
+        assert_eq!(decisions(&a)[0].action, DecisionAction::SwitchPending);
+        let again = tr.retries_due(at(321));
         assert_eq!(commands(&again).len(), 2, "both LL pairs again");
         assert_eq!(decisions(&again)[0].action, DecisionAction::OpenBackup);
-        assert!(commands(&tr.retries_due(at(100))).is_empty(), "one retry per refusal");
-        // One pair came up meanwhile: a later retry asks only for the other.
-        tr.on_event(at(30), &ev(EventKind::SubEstablished, 7, "10.2.0.1:40001", "10.2.0.2:5201"));
-        assert!(tr.backup_not_ready(at(31), 7));
-        let rest = tr.retries_due(at(60));
-        let cmds = commands(&rest);
-        assert_eq!(cmds.len(), 1, "{cmds:?}");
-        let PmCommand::SubflowCreate { local, .. } = &cmds[0] else { panic!() };
-        assert_eq!(local.ip, "10.3.0.1".parse::<IpAddr>().unwrap());
-        // Bounded: after OPEN_RETRIES refusals the tracker gives up.
-        for i in 2..OPEN_RETRIES {
-            assert!(tr.backup_not_ready(at(100 + u64::from(i) * 30), 7), "retry {i}");
-            tr.retries_due(at(100 + u64::from(i) * 30 + 20));
+        assert!(commands(&tr.retries_due(at(330))).is_empty(), "only after a new refusal");
+        // Refused again: asked again after the delay, at most OPEN_RETRIES times.
+        assert!(tr.backup_not_ready(at(331), 7));
+        assert!(commands(&tr.retries_due(at(335))).is_empty(), "not before the delay");
+        assert_eq!(commands(&tr.retries_due(at(341))).len(), 2);
+        for i in 3..=OPEN_RETRIES {
+            assert!(tr.backup_not_ready(at(400), 7), "retry {i}");
+            assert_eq!(commands(&tr.retries_due(at(400 + u64::from(i) * 20))).len(), 2, "retry {i}");
         }
-        assert!(!tr.backup_not_ready(at(2000), 7));
+        assert!(!tr.backup_not_ready(at(2000), 7), "out of retries");
+        assert!(commands(&tr.retries_due(at(3000))).is_empty());
+        // A pair that comes up at last carries the pending switch.
+        let a = tr.on_event(at(3001), &ev(EventKind::SubEstablished, 7, "10.2.0.1:40001", "10.2.0.2:5201"));
+        assert_eq!(decisions(&a)[0].action, DecisionAction::Switch);
         // Unknown or closed connections are not retried.
         assert!(!tr.backup_not_ready(at(2000), 99));
-        tr.on_event(at(2001), &ev(EventKind::Closed, 7, "10.1.0.1:40000", "10.1.0.2:5201"));
+        tr.on_event(at(2001), &ev(EventKind::Closed, 7, sl.0, sl.1));
         assert!(!tr.backup_not_ready(at(2002), 7));
     }
 
