@@ -93,6 +93,9 @@ pub struct Summary {
     /// established (yet, or any more): asked for again only if the
     /// connection's switch comes to wait on them.
     pub open_retries: u64,
+    /// Switches whose SET_FLAGS found no subflow yet (a join not yet in the
+    /// connection's list) and that were applied again a moment later.
+    pub switch_retries: u64,
 }
 
 struct Out<'a> {
@@ -275,6 +278,11 @@ fn not_fully_established(e: &PmError) -> bool {
     e.errno() == Some(libc::ENOTCONN)
 }
 
+/// SET_FLAGS found no subflow with those addresses (kernel: "subflow not found").
+fn subflow_not_found(e: &PmError) -> bool {
+    e.errno() == Some(libc::EINVAL) && e.kernel_message().is_some_and(|m| m.contains("subflow not found"))
+}
+
 /// The kernel refused a command because the connection no longer exists
 /// (its token is unknown) or its initial subflow is already closing.
 fn connection_gone(e: &PmError) -> bool {
@@ -315,6 +323,15 @@ fn execute(
                                 record.token
                             );
                             summary.open_retries += 1;
+                        } else if !create
+                            && subflow_not_found(&e)
+                            && tracker.switch_not_ready(now, record.token)
+                        {
+                            tracing::debug!(
+                                "token {:#x}: subflow not listed yet, switching again: {e} ({what})",
+                                record.token
+                            );
+                            summary.switch_retries += 1;
                         } else if connection_gone(&e) {
                             tracing::debug!("token {:#x}: connection gone: {e} ({what})", record.token);
                             summary.connection_gone += 1;
@@ -358,5 +375,14 @@ mod tests {
         assert!(!connection_gone(&kernel(libc::EINVAL, Some("invalid addr id"))));
         assert!(!connection_gone(&kernel(libc::EINVAL, None)));
         assert!(!connection_gone(&kernel(libc::EPERM, None)));
+    }
+
+    #[test]
+    fn refusals_worth_a_retry_are_told_apart() {
+        assert!(not_fully_established(&kernel(libc::ENOTCONN, Some("connect error: -107"))));
+        assert!(!not_fully_established(&kernel(libc::EINVAL, Some("invalid token"))));
+        assert!(subflow_not_found(&kernel(libc::EINVAL, Some("subflow not found"))));
+        assert!(!subflow_not_found(&kernel(libc::EINVAL, Some("invalid token"))));
+        assert!(!subflow_not_found(&kernel(libc::ENOENT, Some("subflow not found"))));
     }
 }

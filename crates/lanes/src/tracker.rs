@@ -113,6 +113,11 @@ struct Conn {
     backup_refused: bool,
     open_retries: u32,
     open_retry_at: Option<Instant>,
+    /// The switch last applied, and its retries when the kernel did not
+    /// find a subflow yet (see [`Tracker::switch_not_ready`]).
+    applied: Option<Decision>,
+    switch_retries: u32,
+    switch_retry_at: Option<Instant>,
 }
 
 /// A refused LL backup (connection not fully established when asked) is
@@ -291,6 +296,9 @@ impl Tracker {
             backup_refused: false,
             open_retries: 0,
             open_retry_at: None,
+            applied: None,
+            switch_retries: 0,
+            switch_retry_at: None,
         })
     }
 
@@ -354,6 +362,23 @@ impl Tracker {
         c.open_retries < OPEN_RETRIES
     }
 
+    /// The kernel answered a switch's SET_FLAGS with "subflow not found": a
+    /// join reported by SUB_ESTABLISHED can reach the connection's subflow
+    /// list a moment later (the kernel defers it while the application holds
+    /// the socket). The switch is applied again after [`OPEN_RETRY_DELAY`],
+    /// at most [`OPEN_RETRIES`] times; false when that is not possible.
+    pub fn switch_not_ready(&mut self, now: Instant, token: u32) -> bool {
+        let Some(c) = self.conns.get_mut(&token) else { return false };
+        let (SwitchState::Done, Some(d)) = (&c.switch, c.applied) else { return false };
+        if c.switch_retries >= OPEN_RETRIES {
+            return false;
+        }
+        c.switch_retries += 1;
+        c.switch_retry_at = Some(now + OPEN_RETRY_DELAY);
+        c.switch = SwitchState::Pending(d);
+        true
+    }
+
     /// SUBFLOW_CREATEs again for connections whose switch waits on an LL
     /// backup the kernel refused earlier (see [`Tracker::backup_not_ready`]).
     pub fn retries_due(&mut self, now: Instant) -> Vec<Action> {
@@ -369,6 +394,21 @@ impl Tracker {
             .map(|(t, _)| *t)
             .collect();
         let mut out = Vec::new();
+        let switches: Vec<(u32, Decision)> = self
+            .conns
+            .iter()
+            .filter(|(_, c)| c.switch_retry_at.is_some_and(|at| at <= now))
+            .filter_map(|(t, c)| match c.switch {
+                SwitchState::Pending(d) => Some((*t, d)),
+                _ => None,
+            })
+            .collect();
+        for (token, d) in switches {
+            if let Some(c) = self.conns.get_mut(&token) {
+                c.switch_retry_at = None;
+            }
+            out.extend(self.apply_switch(now, token, d));
+        }
         for token in due {
             if let Some(c) = self.conns.get_mut(&token) {
                 c.backup_refused = false;
@@ -455,6 +495,7 @@ impl Tracker {
         record.subflows = subflows;
         if let Some(c) = self.conns.get_mut(&token) {
             c.switch = SwitchState::Done;
+            c.applied = Some(d);
         }
         vec![Action::Apply { commands, record }]
     }
@@ -748,6 +789,31 @@ mod tests {
         assert!(!tr.backup_not_ready(at(2000), 99));
         tr.on_event(at(2001), &ev(EventKind::Closed, 7, sl.0, sl.1));
         assert!(!tr.backup_not_ready(at(2002), 7));
+    }
+
+    #[test]
+    fn a_switch_the_kernel_cannot_apply_yet_is_applied_again() {
+        let mut tr = Tracker::new(cfg("deadline"), at(0));
+        let sl = ("10.1.0.1:40000", "10.1.0.2:5201");
+        established(&mut tr, 4);
+        let r = |a| [reading(1, sl.0, sl.1, 5, a)];
+        tr.on_readings(at(100), &r(10));
+        let a = tr.on_readings(at(320), &r(20));
+        assert_eq!(decisions(&a)[0].action, DecisionAction::Switch);
+        let first = commands(&a);
+        // "subflow not found": the same commands again after the delay, bounded.
+        assert!(tr.switch_not_ready(at(321), 4));
+        assert!(commands(&tr.retries_due(at(330))).is_empty(), "not before the delay");
+        let again = tr.retries_due(at(341));
+        assert_eq!(decisions(&again)[0].action, DecisionAction::Switch);
+        assert_eq!(commands(&again), first);
+        assert!(commands(&tr.retries_due(at(400))).is_empty(), "once per refusal");
+        for i in 2..=OPEN_RETRIES {
+            assert!(tr.switch_not_ready(at(400), 4), "retry {i}");
+            assert_eq!(commands(&tr.retries_due(at(400 + u64::from(i) * 20))), first);
+        }
+        assert!(!tr.switch_not_ready(at(2000), 4), "out of retries");
+        assert!(!tr.switch_not_ready(at(2000), 99), "unknown connection");
     }
 
     #[test]
