@@ -12,12 +12,12 @@
 //! timings beyond "the run ended near its time limit".
 
 mod common;
+use common::{heavy, run, unique};
 
 use std::collections::BTreeMap;
 use std::net::Ipv4Addr;
 use std::process::Command;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use tcpaccel_core::time::Instant as CoreInstant;
@@ -28,24 +28,6 @@ use tcpaccel_lanes::flows::{
 };
 
 const PORT: u16 = 5301;
-
-/// The transfer tests share two cores with other builds: one at a time.
-static HEAVY: Mutex<()> = Mutex::new(());
-
-fn heavy() -> std::sync::MutexGuard<'static, ()> {
-    HEAVY.lock().unwrap_or_else(|p| p.into_inner())
-}
-
-fn run(cmd: &str, args: &[&str]) {
-    let out = Command::new(cmd).args(args).output().unwrap_or_else(|e| panic!("cannot run {cmd}: {e}"));
-    assert!(out.status.success(), "{cmd} {args:?} failed: {}", String::from_utf8_lossy(&out.stderr));
-}
-
-fn unique() -> String {
-    let nanos =
-        std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_nanos()).unwrap_or(0);
-    format!("{:x}{:06x}", std::process::id(), (nanos as u64 ^ (nanos >> 64) as u64) & 0xff_ffff)
-}
 
 /// Two namespaces, deleted on drop.
 struct Lab {

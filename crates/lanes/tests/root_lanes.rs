@@ -12,13 +12,14 @@
 //! with wide margins (who carries the bytes, before/after), never timings.
 
 mod common;
+use common::{heavy, run, unique};
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{channel, Receiver};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use tcpaccel_lanes::record::{DecisionAction, Record};
@@ -31,20 +32,8 @@ const LL_LOCAL: &str = "10.31.2.1";
 const LL_PEER: &str = "10.31.2.2";
 const PORT: u16 = 5201;
 
-/// The transfer tests share two cores with other builds: one at a time.
-static HEAVY: Mutex<()> = Mutex::new(());
-
-fn heavy() -> std::sync::MutexGuard<'static, ()> {
-    HEAVY.lock().unwrap_or_else(|p| p.into_inner())
-}
-
 fn require_root() {
     assert!(tcpaccel_sys::privilege::is_root(), "these tests need root (CI runs as root)");
-}
-
-fn run(cmd: &str, args: &[&str]) {
-    let out = Command::new(cmd).args(args).output().unwrap_or_else(|e| panic!("cannot run {cmd}: {e}"));
-    assert!(out.status.success(), "{cmd} {args:?} failed: {}", String::from_utf8_lossy(&out.stderr));
 }
 
 /// Two namespaces, deleted on drop.
@@ -59,12 +48,6 @@ impl Drop for Lab {
             let _ = Command::new("ip").args(["netns", "del", ns]).status();
         }
     }
-}
-
-fn unique() -> String {
-    let nanos =
-        std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_nanos()).unwrap_or(0);
-    format!("{:x}{:06x}", std::process::id(), (nanos as u64 ^ (nanos >> 64) as u64) & 0xff_ffff)
 }
 
 impl Lab {
