@@ -316,8 +316,7 @@ fn execute(
                     };
                     if let Err((what, e)) = r {
                         let create = matches!(c, PmCommand::SubflowCreate { .. });
-                        if create && not_fully_established(&e) && tracker.backup_not_ready(now, record.token)
-                        {
+                        if create && not_fully_established(&e) && tracker.backup_not_ready(record.token) {
                             tracing::debug!(
                                 "token {:#x}: not fully established yet, retrying: {e} ({what})",
                                 record.token

@@ -120,11 +120,11 @@ struct Conn {
     switch_retry_at: Option<Instant>,
 }
 
-/// A refused LL backup (connection not fully established when asked) is
-/// asked for again only once the connection needs it — its switch is
-/// pending — at most this often and this many times.
-pub const OPEN_RETRY_DELAY: Duration = Duration::from_millis(20);
-pub const OPEN_RETRIES: u32 = 25;
+/// Retries of what the kernel refused too early: an LL backup (asked for
+/// again once the connection's switch waits on it) or a switch whose
+/// subflow was not listed yet — at most this often and this many times.
+pub const RETRY_DELAY: Duration = Duration::from_millis(20);
+pub const RETRIES: u32 = 25;
 
 /// A connection none of whose subflows sock_diag has shown for this long
 /// is forgotten (its CLOSED event was lost, e.g. in a buffer overrun).
@@ -356,25 +356,25 @@ impl Tracker {
     /// nothing is retried now: [`Tracker::retries_due`] asks again only once
     /// the connection's switch is pending. False when the connection is
     /// unknown or out of retries.
-    pub fn backup_not_ready(&mut self, _now: Instant, token: u32) -> bool {
+    pub fn backup_not_ready(&mut self, token: u32) -> bool {
         let Some(c) = self.conns.get_mut(&token) else { return false };
         c.backup_refused = true;
-        c.open_retries < OPEN_RETRIES
+        c.open_retries < RETRIES
     }
 
     /// The kernel answered a switch's SET_FLAGS with "subflow not found": a
     /// join reported by SUB_ESTABLISHED can reach the connection's subflow
     /// list a moment later (the kernel defers it while the application holds
-    /// the socket). The switch is applied again after [`OPEN_RETRY_DELAY`],
-    /// at most [`OPEN_RETRIES`] times; false when that is not possible.
+    /// the socket). The switch is applied again after [`RETRY_DELAY`],
+    /// at most [`RETRIES`] times; false when that is not possible.
     pub fn switch_not_ready(&mut self, now: Instant, token: u32) -> bool {
         let Some(c) = self.conns.get_mut(&token) else { return false };
         let (SwitchState::Done, Some(d)) = (&c.switch, c.applied) else { return false };
-        if c.switch_retries >= OPEN_RETRIES {
+        if c.switch_retries >= RETRIES {
             return false;
         }
         c.switch_retries += 1;
-        c.switch_retry_at = Some(now + OPEN_RETRY_DELAY);
+        c.switch_retry_at = Some(now + RETRY_DELAY);
         c.switch = SwitchState::Pending(d);
         true
     }
@@ -388,7 +388,7 @@ impl Tracker {
             .filter(|(_, c)| {
                 c.backup_refused
                     && matches!(c.switch, SwitchState::Pending(_))
-                    && c.open_retries < OPEN_RETRIES
+                    && c.open_retries < RETRIES
                     && c.open_retry_at.is_none_or(|at| at <= now)
             })
             .map(|(t, _)| *t)
@@ -413,7 +413,7 @@ impl Tracker {
             if let Some(c) = self.conns.get_mut(&token) {
                 c.backup_refused = false;
                 c.open_retries += 1;
-                c.open_retry_at = Some(now + OPEN_RETRY_DELAY);
+                c.open_retry_at = Some(now + RETRY_DELAY);
             }
             out.extend(self.backup_actions(now, token));
         }
@@ -762,7 +762,7 @@ mod tests {
         let a = tr.on_event(at(5), &ev(EventKind::Established, 7, sl.0, sl.1));
         assert_eq!(commands(&a).len(), 2);
         // Both refused (not fully established yet): nothing until a switch waits.
-        assert!(tr.backup_not_ready(at(6), 7));
+        assert!(tr.backup_not_ready(7));
         assert!(commands(&tr.retries_due(at(100))).is_empty(), "no switch pending yet");
         let r = |a| [reading(1, sl.0, sl.1, 5, a)];
         tr.on_readings(at(100), &r(10));
@@ -772,23 +772,23 @@ mod tests {
         assert_eq!(commands(&again).len(), 2, "both LL pairs again");
         assert_eq!(decisions(&again)[0].action, DecisionAction::OpenBackup);
         assert!(commands(&tr.retries_due(at(330))).is_empty(), "only after a new refusal");
-        // Refused again: asked again after the delay, at most OPEN_RETRIES times.
-        assert!(tr.backup_not_ready(at(331), 7));
+        // Refused again: asked again after the delay, at most RETRIES times.
+        assert!(tr.backup_not_ready(7));
         assert!(commands(&tr.retries_due(at(335))).is_empty(), "not before the delay");
         assert_eq!(commands(&tr.retries_due(at(341))).len(), 2);
-        for i in 3..=OPEN_RETRIES {
-            assert!(tr.backup_not_ready(at(400), 7), "retry {i}");
+        for i in 3..=RETRIES {
+            assert!(tr.backup_not_ready(7), "retry {i}");
             assert_eq!(commands(&tr.retries_due(at(400 + u64::from(i) * 20))).len(), 2, "retry {i}");
         }
-        assert!(!tr.backup_not_ready(at(2000), 7), "out of retries");
+        assert!(!tr.backup_not_ready(7), "out of retries");
         assert!(commands(&tr.retries_due(at(3000))).is_empty());
         // A pair that comes up at last carries the pending switch.
         let a = tr.on_event(at(3001), &ev(EventKind::SubEstablished, 7, "10.2.0.1:40001", "10.2.0.2:5201"));
         assert_eq!(decisions(&a)[0].action, DecisionAction::Switch);
         // Unknown or closed connections are not retried.
-        assert!(!tr.backup_not_ready(at(2000), 99));
+        assert!(!tr.backup_not_ready(99));
         tr.on_event(at(2001), &ev(EventKind::Closed, 7, sl.0, sl.1));
-        assert!(!tr.backup_not_ready(at(2002), 7));
+        assert!(!tr.backup_not_ready(7));
     }
 
     #[test]
@@ -808,7 +808,7 @@ mod tests {
         assert_eq!(decisions(&again)[0].action, DecisionAction::Switch);
         assert_eq!(commands(&again), first);
         assert!(commands(&tr.retries_due(at(400))).is_empty(), "once per refusal");
-        for i in 2..=OPEN_RETRIES {
+        for i in 2..=RETRIES {
             assert!(tr.switch_not_ready(at(400), 4), "retry {i}");
             assert_eq!(commands(&tr.retries_due(at(400 + u64::from(i) * 20))), first);
         }
