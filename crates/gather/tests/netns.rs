@@ -94,7 +94,15 @@ fn class_ordering_holds_under_a_shared_bottleneck() {
     });
     let addr = rx_addr.recv_timeout(Duration::from_secs(10)).expect("server did not start");
 
-    // Three clients in the other namespace, all backlogged for 9 s.
+    // Three clients in the other namespace, all backlogged for 9 s, with
+    // Reno set per socket (seed 003's TCP; the namespace would inherit the
+    // host's default, bbr here). A loss-based sender fills its clamp, so the
+    // windows divide the link as this test assumes; bbr sizes its own cwnd
+    // from its bandwidth and min-RTT model and leaves a large clamp unused:
+    // in a CI run high-1 held a 32 KB clamp with about 5.6 KB in flight at
+    // 27 ms and got 1.67 Mbit/s against low's 2.32 (its 8 KB clamp full).
+    // Reno, 9 runs on 2026-11-24 (3 of them with three busy loops on the two
+    // cores): high 3.4-4.0 Mbit/s, lows 0.78-1.24, at least 2.9x.
     let reports: Vec<SendReport> = tcpaccel_sys::netns::run_in(&ns_c, move || {
         let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
         rt.block_on(async move {
@@ -103,7 +111,7 @@ fn class_ordering_holds_under_a_shared_bottleneck() {
                 id: id.into(),
                 class: class.into(),
                 target: None,
-                cc: None,
+                cc: Some("reno".into()),
                 source: Source::Synthetic {
                     rate: None,
                     limit: Limit::Duration(Duration::from_secs(9)),
