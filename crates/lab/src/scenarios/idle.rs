@@ -12,7 +12,7 @@
 //! What it is not: one connection per run, built fresh per run (no state
 //! leaks between variants); no application think time beyond the schedule.
 
-use super::dumbbell::{baseline_sysctls, sysctls, Path2, DATA_PORT};
+use super::dumbbell::{baseline_sysctls, sysctls, Path2, DATA_PORT, DEFAULT_CC};
 use super::pacing::sockbuf_sysctls;
 use crate::records::{MetricSpec, Published};
 use crate::scenario::{ParamSpec, Params, RunCtx, Scenario, Testbed};
@@ -50,6 +50,12 @@ impl Scenario for Idle {
             ParamSpec::new("every", "2s", "period between burst starts"),
             ParamSpec::new("duration", "20s", "length of each run"),
             ParamSpec::new("variants", VARIANTS.join(","), "which variants to run"),
+            ParamSpec::new(
+                "cc",
+                DEFAULT_CC,
+                "sender's congestion control, set per socket (a namespace inherits the host's default). Linux \
+                 skips the restart after idle for a module with its own cong_control, such as bbr",
+            ),
         ]
     }
     fn quick(&self) -> Vec<(&'static str, &'static str)> {
@@ -126,6 +132,7 @@ impl Scenario for Idle {
             burst: p.bytes("burst")?,
             every: p.duration("every")?,
             duration: p.duration("duration")?,
+            cc: p.str("cc")?.to_string(),
         }))
     }
 }
@@ -136,6 +143,7 @@ struct IdleBed {
     burst: Bytes,
     every: Duration,
     duration: Duration,
+    cc: String,
 }
 
 impl Testbed for IdleBed {
@@ -161,6 +169,7 @@ impl Testbed for IdleBed {
         let mut cfg = SendConfig::new(listen);
         cfg.volume = Volume::Duration(self.duration);
         cfg.interval = None;
+        cfg.cc = Some(self.cc.clone());
         cfg.seed = ctx.seed;
         cfg.stop = Some(crate::scenario::stop_flag());
         let b = Bursts { bytes: self.burst.0, every: self.every, resume_pacing: resume };
