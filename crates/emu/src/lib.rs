@@ -46,12 +46,16 @@ use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 
 use tcpaccel_core::link::Link;
-use tcpaccel_core::meter::{Bin, Histogram};
+use tcpaccel_core::meter::{Bin, GapRecord, Histogram};
 use tcpaccel_core::Instant;
 use tcpaccel_sys::packet::{Options, PacketSocket, RecvBatch};
 
 pub use config::{EmuConfig, LinkConfig, MeterFormat, Scheduling};
 pub use summary::{DirectionSummary, Drops, Summary};
+
+/// Inter-arrival gaps each direction keeps as a uniform sample (16 bytes
+/// each) for [`DirectionSummary::arrival_gap_deviation`].
+pub const GAP_SAMPLE: usize = 16_384;
 
 /// Errors starting the emulator, naming the interface or file involved.
 #[derive(Debug, thiserror::Error)]
@@ -161,6 +165,7 @@ impl Emulator {
                 meter_tx: meter_tx.clone(),
                 bins: Vec::with_capacity(256),
                 lateness: Histogram::new(),
+                gaps: GapRecord::new(GAP_SAMPLE, link.seed ^ (0x6761_7073 + dir as u64)),
                 tx_errors: 0,
                 kernel_drops: 0,
                 meter_lost: 0,

@@ -5,7 +5,7 @@
 use serde::Serialize;
 
 use tcpaccel_core::link::{Counters, DropReason};
-use tcpaccel_core::meter::HistSummary;
+use tcpaccel_core::meter::{GapDeviation, HistSummary};
 use tcpaccel_core::units::{format_duration, Bytes, Rate};
 
 use crate::config::{LinkConfig, Scheduling};
@@ -83,6 +83,15 @@ pub struct DirectionSummary {
     pub lateness: HistSummary,
     /// Meter bins lost because the writer fell behind.
     pub meter_bins_lost: u64,
+    /// Inter-arrival gaps of the frames this direction read (kernel receive
+    /// timestamps), seen in total.
+    pub arrival_gaps: u64,
+    /// How far a uniform sample of those gaps (at most
+    /// [`GAP_SAMPLE`](crate::GAP_SAMPLE)) lies from the ideal gap of each
+    /// frame at the link's rate (on-wire size ÷ rate): a sender's pacing
+    /// precision, frame by frame. Only in the final summary (taken when the
+    /// emulator stops) and only for a rate-limited direction.
+    pub arrival_gap_deviation: Option<GapDeviation>,
     /// CPU time this direction's thread used, seconds.
     pub cpu_s: f64,
     /// The CPU scheduling the thread got.
@@ -109,6 +118,8 @@ impl DirectionSummary {
             mean_bps: 0,
             lateness: tcpaccel_core::meter::Histogram::new().summary(),
             meter_bins_lost: 0,
+            arrival_gaps: 0,
+            arrival_gap_deviation: None,
             cpu_s: 0.0,
             scheduling: Scheduling::Normal,
             error: None,
@@ -180,6 +191,17 @@ impl Summary {
                 late(d.lateness.max_ns),
                 d.cpu_s
             );
+            if let Some(g) = &d.arrival_gap_deviation {
+                let us = |ns: f64| ns / 1e3;
+                s += &format!(
+                    "    arrival gaps against the rate's ideal: |deviation| p50 {:.1} us, p99 {:.1} us, signed p50 {:.1} us ({} of {} gaps sampled)\n",
+                    us(g.abs_p50_ns),
+                    us(g.abs_p99_ns),
+                    us(g.signed_p50_ns),
+                    g.samples,
+                    d.arrival_gaps
+                );
+            }
             if d.scheduling != Scheduling::Realtime {
                 s += &format!("    scheduling: {:?} (no real-time priority)\n", d.scheduling);
             }

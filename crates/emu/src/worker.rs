@@ -25,7 +25,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use tcpaccel_core::link::{Delivery, DropReason, Link, Verdict};
-use tcpaccel_core::meter::{Bin, Histogram};
+use tcpaccel_core::meter::{Bin, GapRecord, Histogram};
 use tcpaccel_core::Instant;
 use tcpaccel_sys::packet::{PacketSocket, RecvBatch};
 
@@ -85,6 +85,8 @@ pub(crate) struct Worker {
     pub meter_tx: Option<SyncSender<MeterMsg>>,
     pub bins: Vec<Bin>,
     pub lateness: Histogram,
+    /// Inter-arrival gaps of accepted-for-checking frames (a bounded sample).
+    pub gaps: GapRecord,
     pub tx_errors: u64,
     pub kernel_drops: u64,
     pub meter_lost: u64,
@@ -279,11 +281,12 @@ impl Worker {
                 let Some(f) = self.batch.frame(i) else { continue };
                 let at = self.arrival(now, real_now, f.timestamp);
                 self.model_now = at;
-                let Worker { batch: _, link, ring, .. } = self;
+                let Worker { batch: _, link, ring, gaps, .. } = self;
                 if let Err(reason) = frame::check(f.data, f.len, max_frame) {
                     link.reject(at, f.len, reason);
                     continue;
                 }
+                gaps.arrival(at, link.wire_bytes(f.len));
                 if !ring.fits(f.len) {
                     link.reject(at, f.len, DropReason::Overflow);
                     continue;
@@ -432,6 +435,11 @@ impl Worker {
         s.mean_bps = ((c.delivered_bytes as u128 * 8 * 1_000_000_000) / elapsed as u128) as u64;
         s.lateness = self.lateness.summary();
         s.meter_bins_lost = self.meter_lost + self.link.meter().overflowed();
+        s.arrival_gaps = self.gaps.seen();
+        if last {
+            // Sorting the sample costs milliseconds: once, at the end.
+            s.arrival_gap_deviation = self.cfg.rate.and_then(|r| self.gaps.deviation(r));
+        }
         s.error = self.error.clone();
         if let Some(cpu) = thread_cpu_seconds() {
             s.cpu_s = cpu;

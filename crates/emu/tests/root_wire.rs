@@ -201,6 +201,14 @@ fn root_emulated_wire_rtt_goodput_and_bad_frames() {
         ab.arrived_frames,
         ab.delivered_frames + ab.in_flight_frames + ab.drops.total() - ab.drops.tx_error
     );
+    // Every frame that passed the frame checks ended a gap, but the first;
+    // the final summary judges a bounded sample of them against 50 Mbit/s.
+    let checked = ab.arrived_frames - ab.drops.malformed - ab.drops.oversize - ab.drops.runt;
+    assert_eq!(ab.arrival_gaps + 1, checked, "gaps vs frames that passed the checks");
+    let dev = ab.arrival_gap_deviation.expect("final summary of a rate-limited direction has gap deviations");
+    assert_eq!(dev.samples as u64, ab.arrival_gaps.min(tcpaccel_emu::GAP_SAMPLE as u64));
+    assert!(dev.abs_p50_ns <= dev.abs_p99_ns);
+    assert!(summary.b_to_a.arrival_gap_deviation.is_some(), "the ACK direction too");
     drop(topo);
 }
 
