@@ -12,6 +12,7 @@ use anyhow::{Context, Result};
 use std::net::SocketAddr;
 use std::path::Path;
 use std::time::Duration;
+use tcpaccel_core::meter::GapDeviation;
 use tcpaccel_core::units::{format_duration, Bytes, Rate};
 use tcpaccel_net::{MeterOptions, Network, Topology};
 use tcpaccel_traffic::{run_send, spawn_recv, Pace, RecvConfig, Report, SendConfig, Volume};
@@ -72,6 +73,10 @@ pub struct BulkResult {
     pub drops: u64,
     pub first_drop_s: Option<f64>,
     pub meter_rel: String,
+    /// The emulator's per-frame gap check of h1's frames at the bottleneck
+    /// (its final summary: a sample of every inter-arrival gap against the
+    /// ideal gap at the path's rate).
+    pub frame_gaps: Option<GapDeviation>,
 }
 
 /// Sets `key=value` sysctls inside `node`'s namespace.
@@ -139,9 +144,14 @@ pub fn bulk(ctx: &mut RunCtx<'_>, path: &Path2, setup: &HostSetup, duration: Dur
             }
         }
     }
-    let emu = net.emulator("wan").map(|e| e.snapshot()).context("the dumbbell has no emulator on wan")?;
+    // The final summary (taken as the emulator stops) carries the gap sample's verdict.
+    let td = net.teardown();
+    let emu = td
+        .emulators
+        .into_iter()
+        .find_map(|(name, s)| (name == "wan").then_some(s))
+        .context("the dumbbell has no emulator on wan")?;
     let drops = emu.a_to_b.drops.queue + emu.a_to_b.drops.loss;
-    drop(net.teardown());
     let meter_file = meter_dir.join("wan.csv");
     let first_drop_s = meter_series(ctx, &meter_file)?;
     ctx.attach("meter_csv", &format!("{meter_rel}/wan.csv"))?;
@@ -151,6 +161,7 @@ pub fn bulk(ctx: &mut RunCtx<'_>, path: &Path2, setup: &HostSetup, duration: Dur
         drops,
         first_drop_s,
         meter_rel,
+        frame_gaps: emu.a_to_b.arrival_gap_deviation,
     };
     ctx.metric("goodput_mbps", r.goodput_mbps);
     ctx.metric("drops", r.drops as f64);

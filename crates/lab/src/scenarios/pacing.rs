@@ -8,13 +8,15 @@
 //! the Fig. 2 series (100 ms bandwidth, cwnd) and the Fig. 3 zoom (500 µs bins
 //! around the first drop) through `dumbbell::bulk`, and the pacing precision:
 //! p50/p99 of how far the bottleneck's arrival gaps deviate from the ideal
-//! gap (on-wire frame size / rate).
-//!
-//! What it is not: the emulator's per-frame gap sample (`GapRecord`) is not
-//! exposed by `tcpaccel_emu::Summary`, so precision is computed from the
-//! 500 µs meter bins: the mean arrival gap of each bin (width / frames)
-//! against the ideal gap of that bin's mean frame, weighted by frames. It sees
-//! bursts at the bin scale and above, not jitter between single frames.
+//! gap (on-wire frame size / rate), two ways:
+//! - `frame_gap_dev_*`: frame by frame, from the emulator's sample of every
+//!   inter-arrival gap (kernel receive timestamps; `tcpaccel_emu`'s
+//!   `arrival_gap_deviation`). This sees single-frame jitter and back-to-back
+//!   pairs (a delayed ACK releasing two segments reads as one gap of ~0 and
+//!   one of ~2× ideal: both deviate by the ideal gap).
+//! - `gap_dev_*`: from the 500 µs meter bins, the mean arrival gap of each bin
+//!   (width / frames) against the ideal gap of that bin's mean frame, weighted
+//!   by frames: bursts at the bin scale and above, not jitter between frames.
 
 use super::demo::standard_metrics;
 use super::dumbbell::{bulk, HostSetup, Path2};
@@ -86,6 +88,12 @@ impl Scenario for Pacing {
             "median |arrival gap − ideal gap| at the bottleneck (500 µs bin means, per frame)",
         ));
         m.push(spec("gap_dev_p99_us", "µs", "99th percentile of the same deviation"));
+        m.push(spec(
+            "frame_gap_dev_p50_us",
+            "µs",
+            "median |arrival gap − ideal gap| at the bottleneck, frame by frame (the emulator's gap sample)",
+        ));
+        m.push(spec("frame_gap_dev_p99_us", "µs", "99th percentile of the same per-frame deviation"));
         m
     }
     fn published(&self) -> Vec<Published> {
@@ -124,9 +132,9 @@ impl Scenario for Pacing {
             "dynamic-kernel sets net.ipv4.tcp_pacing_ss_ratio=100 and tcp_pacing_ca_ratio=100 in the \
              sender's namespace and only marks the socket as paced."
                 .into(),
-            "Pacing precision is computed from the emulator's 500 µs meter bins (mean gap per bin against \
-             the ideal gap of the bin's mean frame at the bottleneck rate), because the emulator's summary \
-             does not expose its per-frame gap sample."
+            "Pacing precision, two ways: frame_gap_dev_* from the emulator's sample of every inter-arrival \
+             gap at the bottleneck (each against its frame's ideal gap at the bottleneck rate), gap_dev_* \
+             from the 500 µs meter bins (mean gap per bin against the ideal gap of the bin's mean frame)."
                 .into(),
             "Route metrics caching is off in every variant (tcp_no_metrics_save=1).".into(),
         ];
@@ -232,6 +240,10 @@ impl Testbed for PacingBed {
         if let Some((p50, p99)) = gap_deviation(&bins, self.path.rate) {
             ctx.metric("gap_dev_p50_us", p50 / 1e3);
             ctx.metric("gap_dev_p99_us", p99 / 1e3);
+        }
+        if let Some(g) = r.frame_gaps {
+            ctx.metric("frame_gap_dev_p50_us", g.abs_p50_ns / 1e3);
+            ctx.metric("frame_gap_dev_p99_us", g.abs_p99_ns / 1e3);
         }
         Ok(())
     }
