@@ -166,6 +166,7 @@ impl Emulator {
                 bins: Vec::with_capacity(256),
                 lateness: Histogram::new(),
                 gaps: GapRecord::new(GAP_SAMPLE, link.seed ^ (0x6761_7073 + dir as u64)),
+                stamped: 0,
                 tx_errors: 0,
                 kernel_drops: 0,
                 meter_lost: 0,

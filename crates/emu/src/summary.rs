@@ -83,8 +83,11 @@ pub struct DirectionSummary {
     pub lateness: HistSummary,
     /// Meter bins lost because the writer fell behind.
     pub meter_bins_lost: u64,
-    /// Inter-arrival gaps of the frames this direction read (kernel receive
-    /// timestamps), seen in total.
+    /// Frames read (all, rejected ones too) whose arrival time is the
+    /// kernel's receive stamp; the others are timed by the read, which may
+    /// come up to 1 ms after the arrival while the delay leaves room.
+    pub stamped_arrivals: u64,
+    /// Inter-arrival gaps of the frames this direction read, seen in total.
     pub arrival_gaps: u64,
     /// How far a uniform sample of those gaps (at most
     /// [`GAP_SAMPLE`](crate::GAP_SAMPLE)) lies from the ideal gap of each
@@ -118,6 +121,7 @@ impl DirectionSummary {
             mean_bps: 0,
             lateness: tcpaccel_core::meter::Histogram::new().summary(),
             meter_bins_lost: 0,
+            stamped_arrivals: 0,
             arrival_gaps: 0,
             arrival_gap_deviation: None,
             cpu_s: 0.0,
@@ -194,12 +198,14 @@ impl Summary {
             if let Some(g) = &d.arrival_gap_deviation {
                 let us = |ns: f64| ns / 1e3;
                 s += &format!(
-                    "    arrival gaps against the rate's ideal: |deviation| p50 {:.1} us, p99 {:.1} us, signed p50 {:.1} us ({} of {} gaps sampled)\n",
+                    "    arrival gaps against the rate's ideal: |deviation| p50 {:.1} us, p99 {:.1} us, signed p50 {:.1} us ({} of {} gaps sampled; {} of {} frames timed by kernel stamp)\n",
                     us(g.abs_p50_ns),
                     us(g.abs_p99_ns),
                     us(g.signed_p50_ns),
                     g.samples,
-                    d.arrival_gaps
+                    d.arrival_gaps,
+                    d.stamped_arrivals,
+                    d.arrived_frames
                 );
             }
             if d.scheduling != Scheduling::Realtime {

@@ -87,6 +87,8 @@ pub(crate) struct Worker {
     pub lateness: Histogram,
     /// Inter-arrival gaps of accepted-for-checking frames (a bounded sample).
     pub gaps: GapRecord,
+    /// Frames timed by their kernel receive stamp (the rest by the read).
+    pub stamped: u64,
     pub tx_errors: u64,
     pub kernel_drops: u64,
     pub meter_lost: u64,
@@ -134,15 +136,20 @@ pub(crate) fn arrival_time(
     model_now: Instant,
 ) -> Instant {
     let t = match (real_now, ts) {
-        // A stamp from the future, or older than any wait of ours, is not a
-        // receive time (e.g. a sender's CLOCK_MONOTONIC departure time kept
-        // across the veth): use the read time.
-        (Some(real), Some(ts)) if ts <= real && real - ts <= MAX_STAMP_AGE => {
+        (Some(real), Some(ts)) if stamp_usable(real, ts) => {
             Instant(now.0.saturating_sub((real - ts).as_nanos() as u64))
         }
         _ => now,
     };
     t.max(model_now).min(now)
+}
+
+/// Whether a kernel receive stamp `ts` can time an arrival read at `real`
+/// (both CLOCK_REALTIME). A stamp from the future, or older than any wait of
+/// ours, is not a receive time (e.g. a sender's CLOCK_MONOTONIC departure
+/// time kept across the veth): such frames are timed by the read.
+fn stamp_usable(real: Duration, ts: Duration) -> bool {
+    ts <= real && real - ts <= MAX_STAMP_AGE
 }
 
 /// CPU time (user + system) of the calling thread from /proc, in seconds
@@ -280,6 +287,11 @@ impl Worker {
             for i in 0..n {
                 let Some(f) = self.batch.frame(i) else { continue };
                 let at = self.arrival(now, real_now, f.timestamp);
+                if let (Some(real), Some(ts)) = (real_now, f.timestamp) {
+                    if stamp_usable(real, ts) {
+                        self.stamped += 1;
+                    }
+                }
                 self.model_now = at;
                 let Worker { batch: _, link, ring, gaps, .. } = self;
                 if let Err(reason) = frame::check(f.data, f.len, max_frame) {
@@ -436,6 +448,7 @@ impl Worker {
         s.lateness = self.lateness.summary();
         s.meter_bins_lost = self.meter_lost + self.link.meter().overflowed();
         s.arrival_gaps = self.gaps.seen();
+        s.stamped_arrivals = self.stamped;
         if last {
             // Sorting the sample costs milliseconds: once, at the end.
             s.arrival_gap_deviation = self.cfg.rate.and_then(|r| self.gaps.deviation(r));

@@ -209,6 +209,9 @@ fn root_emulated_wire_rtt_goodput_and_bad_frames() {
     assert_eq!(dev.samples as u64, ab.arrival_gaps.min(tcpaccel_emu::GAP_SAMPLE as u64));
     assert!(dev.abs_p50_ns <= dev.abs_p99_ns);
     assert!(summary.b_to_a.arrival_gap_deviation.is_some(), "the ACK direction too");
+    // Frames are timed by the kernel's receive stamps (the delays above rely
+    // on it), not by when the thread read them.
+    assert!(ab.stamped_arrivals > 0 && ab.stamped_arrivals <= ab.arrived_frames, "{ab:?}");
     drop(topo);
 }
 
