@@ -2,7 +2,16 @@
 //! with a 1 MB drop-tail buffer) on the emulated dumbbell. One bulk transfer
 //! per variant: unpaced CUBIC, dynamic pacing (seed 000 eq. 1) by our
 //! TCP_INFO loop and by the kernel's own pacing with its ratios at 100%,
-//! static pacing at the bottleneck rate, and BBR.
+//! static pacing at the bottleneck rate, the same with one segment per GSO
+//! packet on the sender's interface (`static-1seg`), and BBR.
+//!
+//! Why `static-1seg`: Linux TCP always builds GSO packets (segmented in
+//! software when the device cannot) of about 1 ms of the pacing rate, at
+//! least two segments, and paces per packet, so a paced sender emits its
+//! segments in back-to-back bunches every ~1 ms. `gso_max_segs 1` on the
+//! sender's interface makes each segment a packet of its own: the kernel
+//! then spaces single frames, the nearest this kernel (no fq) comes to
+//! PSPacer's frame-level gaps (seed 000).
 //!
 //! Records per run: goodput, bottleneck drops (all and after the first 2 s),
 //! the Fig. 2 series (100 ms bandwidth, cwnd) and the Fig. 3 zoom (500 µs bins
@@ -30,8 +39,9 @@ use tcpaccel_traffic::{DynamicMode, Pace};
 
 pub struct Pacing;
 
-const VARIANTS: [&str; 6] = ["none", "dynamic", "dynamic-kernel", "dynamic-loop", "static", "bbr"];
-const DEFAULT_VARIANTS: [&str; 5] = ["none", "dynamic", "dynamic-kernel", "static", "bbr"];
+const VARIANTS: [&str; 7] =
+    ["none", "dynamic", "dynamic-kernel", "dynamic-loop", "static", "static-1seg", "bbr"];
+const DEFAULT_VARIANTS: [&str; 6] = ["none", "dynamic", "dynamic-kernel", "static", "static-1seg", "bbr"];
 /// Ethernet preamble + SFD (8), FCS (4), inter-frame gap (12): wire bytes a
 /// frame costs beyond what the meter counts (header + payload).
 const WIRE_EXTRA: f64 = 24.0;
@@ -207,6 +217,10 @@ impl PacingBed {
             }
             "dynamic-loop" => s.pace = Some(Pace::Dynamic { mode: DynamicMode::Loop, ceiling: None }),
             "static" => s.pace = Some(Pace::Static(self.static_rate)),
+            "static-1seg" => {
+                s.pace = Some(Pace::Static(self.static_rate));
+                s.sender_gso_max_segs = Some(1);
+            }
             "bbr" => s.cc = Some("bbr".into()),
             v => bail!("unknown variant {v}"),
         }
@@ -224,7 +238,9 @@ fn kernel_ratio_sysctls() -> Vec<(String, String)> {
 impl Testbed for PacingBed {
     fn run_one(&mut self, ctx: &mut RunCtx<'_>) -> Result<()> {
         let setup = self.setup(&ctx.variant.clone())?;
-        if ctx.variant == "static" && self.static_rate.bits_per_sec() > self.path.rate.bits_per_sec() {
+        if ctx.variant.starts_with("static")
+            && self.static_rate.bits_per_sec() > self.path.rate.bits_per_sec()
+        {
             ctx.note(format!(
                 "static rate {} is above the bottleneck rate {}: expect queue overflow at the bottleneck",
                 self.static_rate, self.path.rate
@@ -412,6 +428,9 @@ mod tests {
         assert!(k.sender_sysctls.iter().any(|(k, v)| k == "net.ipv4.tcp_pacing_ca_ratio" && v == "100"));
         assert!(!k.receiver_sysctls.iter().any(|(k, _)| k.contains("pacing")));
         assert_eq!(bed.setup("static").unwrap().pace, Some(Pace::Static(Rate::mbps(500))));
+        assert_eq!(bed.setup("static").unwrap().sender_gso_max_segs, None);
+        let fine = bed.setup("static-1seg").unwrap();
+        assert_eq!((fine.pace, fine.sender_gso_max_segs), (Some(Pace::Static(Rate::mbps(500))), Some(1)));
         assert_eq!(bed.setup("bbr").unwrap().cc.as_deref(), Some("bbr"));
         assert_eq!(bed.setup("dynamic").unwrap().pace, Some(Pace::parse("dynamic").unwrap()));
         assert!(bed.setup("psp").is_err());
