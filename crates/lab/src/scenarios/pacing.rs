@@ -6,7 +6,8 @@
 //! packet on the sender's interface (`static-1seg`), and BBR.
 //!
 //! Why `static-1seg`: Linux TCP always builds GSO packets (segmented in
-//! software when the device cannot) of about 1 ms of the pacing rate, at
+//! software when the device cannot; since 4.17, commit 0a6b2a1dc2a2 "tcp:
+//! switch to GSO being always on") of about 1 ms of the pacing rate, at
 //! least two segments, and paces per packet, so a paced sender emits its
 //! segments in back-to-back bunches every ~1 ms. `gso_max_segs 1` on the
 //! sender's interface makes each segment a packet of its own: the kernel
