@@ -340,6 +340,26 @@ pub fn run(s: &dyn Scenario, opts: &RunOptions) -> Result<RunData> {
     Ok(data)
 }
 
+/// For root tests of scenarios: one quick repeat with `sets`, records in a
+/// temporary directory (removed after), every variant required to complete.
+#[cfg(test)]
+pub(crate) fn run_short(s: &dyn Scenario, sets: &[(&str, &str)]) -> RunData {
+    assert!(tcpaccel_sys::privilege::is_root(), "this test needs root (network namespaces)");
+    let out = std::env::temp_dir().join(format!("tcpaccel-lab-{}-test-{}", s.name(), std::process::id()));
+    let opts = RunOptions {
+        quick: true,
+        repeats: Some(1),
+        out: out.clone(),
+        sets: sets.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect(),
+        seed: 1,
+        json: true,
+    };
+    let d = run(s, &opts).unwrap_or_else(|e| panic!("{} run: {e:#}", s.name()));
+    let _ = std::fs::remove_dir_all(&out);
+    assert!(d.complete(), "every variant of {} must complete: {:?}", s.name(), d.notes);
+    d
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -808,23 +808,8 @@ mod tests {
     /// (§3.1, surplus split by target), so high must clearly lead in `buffer`.
     #[test]
     fn short_run_orders_classes_by_allocation() {
-        assert!(tcpaccel_sys::privilege::is_root(), "this test needs root (network namespaces)");
-        let out = std::env::temp_dir().join(format!("tcpaccel-lab-gather-test-{}", std::process::id()));
-        let opts = crate::scenario::RunOptions {
-            quick: true,
-            repeats: Some(1),
-            out: out.clone(),
-            sets: vec![
-                ("clients".into(), "1".into()),
-                ("duration".into(), "8s".into()),
-                ("warmup".into(), "2s".into()),
-            ],
-            seed: 1,
-            json: true,
-        };
-        let d = crate::scenario::run(&Gather, &opts).expect("gather run");
-        let _ = std::fs::remove_dir_all(&out);
-        assert!(d.complete(), "every variant must complete: {:?}", d.notes);
+        let d =
+            crate::scenario::run_short(&Gather, &[("clients", "1"), ("duration", "8s"), ("warmup", "2s")]);
         let buffer = d.summaries.iter().find(|s| s.variant == "buffer").expect("buffer summary");
         let (high, low) = (buffer.metrics["high_mean_mbps"], buffer.metrics["low_mean_mbps"]);
         assert!(low > 0.4 && high > 1.3 * low, "buffer: high {high} low {low}");

@@ -444,25 +444,16 @@ mod tests {
     /// wide margin; both must keep most of the rate.
     #[test]
     fn one_segment_per_packet_spaces_paced_frames() {
-        assert!(tcpaccel_sys::privilege::is_root(), "this test needs root (network namespaces)");
-        let out = std::env::temp_dir().join(format!("tcpaccel-lab-pacing-test-{}", std::process::id()));
-        let opts = crate::scenario::RunOptions {
-            quick: true,
-            repeats: Some(1),
-            out: out.clone(),
-            sets: vec![
-                ("variants".into(), "static,static-1seg".into()),
-                ("rate".into(), "50mbit".into()),
-                ("rtt".into(), "20ms".into()),
-                ("buffer".into(), "100KB".into()),
-                ("duration".into(), "3s".into()),
+        let d = crate::scenario::run_short(
+            &Pacing,
+            &[
+                ("variants", "static,static-1seg"),
+                ("rate", "50mbit"),
+                ("rtt", "20ms"),
+                ("buffer", "100KB"),
+                ("duration", "3s"),
             ],
-            seed: 1,
-            json: true,
-        };
-        let d = crate::scenario::run(&Pacing, &opts).expect("pacing run");
-        let _ = std::fs::remove_dir_all(&out);
-        assert!(d.complete(), "every variant must complete: {:?}", d.notes);
+        );
         let m = |v: &str, k: &str| {
             let s = d.summaries.iter().find(|s| s.variant == v).unwrap_or_else(|| panic!("{v} summary"));
             *s.metrics.get(k).unwrap_or_else(|| panic!("{v}: no {k} in {:?}", s.metrics))
