@@ -287,11 +287,9 @@ impl Worker {
             for i in 0..n {
                 let Some(f) = self.batch.frame(i) else { continue };
                 let at = self.arrival(now, real_now, f.timestamp);
-                if let (Some(real), Some(ts)) = (real_now, f.timestamp) {
-                    if stamp_usable(real, ts) {
-                        self.stamped += 1;
-                    }
-                }
+                self.stamped += u64::from(
+                    matches!((real_now, f.timestamp), (Some(real), Some(ts)) if stamp_usable(real, ts)),
+                );
                 self.model_now = at;
                 let Worker { batch: _, link, ring, gaps, .. } = self;
                 if let Err(reason) = frame::check(f.data, f.len, max_frame) {

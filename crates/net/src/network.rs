@@ -288,6 +288,17 @@ impl Network {
         write_sysctl(&self.ns(node)?, key, value)
     }
 
+    /// Sets `gso_max_segs` on `node`'s end of `link`: the most segments the
+    /// stack puts in one GSO packet on that interface. Linux TCP always builds
+    /// GSO packets (segmented in software when offloads are off) and paces per
+    /// packet, so 1 makes a paced sender space single frames.
+    pub fn set_gso_max_segs(&self, node: &str, link: &str, segs: u32) -> Result<()> {
+        let ns = self.ns(node)?;
+        let ifname = &self.end(node, link)?.ifname;
+        ip(&["-n", &ns, "link", "set", "dev", ifname, "gso_max_segs", &segs.to_string()])?;
+        Ok(())
+    }
+
     /// Reads sysctl `key` inside `node`'s namespace (trimmed).
     pub fn sysctl(&self, node: &str, key: &str) -> Result<String> {
         let ns = self.ns(node)?;

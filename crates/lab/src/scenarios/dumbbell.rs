@@ -8,7 +8,7 @@
 //! and a 500 µs zoom around the first drop (the paper's Fig. 2 and Fig. 3).
 
 use crate::scenario::RunCtx;
-use anyhow::{bail, Context, Result};
+use anyhow::{Context, Result};
 use std::net::SocketAddr;
 use std::path::Path;
 use std::time::Duration;
@@ -70,24 +70,6 @@ pub struct HostSetup {
     pub sender_gso_max_segs: Option<u32>,
 }
 
-/// Sets `gso_max_segs` on `node`'s end of `link` (iproute2).
-pub fn set_gso_max_segs(net: &Network, node: &str, link: &str, segs: u32) -> Result<()> {
-    let ns = net.ns(node)?;
-    let ifname = net.end(node, link)?.ifname.clone();
-    let n = segs.to_string();
-    let out = std::process::Command::new("ip")
-        .args(["-n", &ns, "link", "set", "dev", &ifname, "gso_max_segs", &n])
-        .output()
-        .context("running ip link set gso_max_segs")?;
-    if !out.status.success() {
-        bail!(
-            "ip -n {ns} link set dev {ifname} gso_max_segs {n} failed: {}",
-            String::from_utf8_lossy(&out.stderr).trim()
-        );
-    }
-    Ok(())
-}
-
 /// What a bulk run measured.
 #[derive(Debug, Clone)]
 pub struct BulkResult {
@@ -131,7 +113,7 @@ pub fn bulk(ctx: &mut RunCtx<'_>, path: &Path2, setup: &HostSetup, duration: Dur
     sysctls(&net, "h1", &s_ctl)?;
     sysctls(&net, "h2", &r_ctl)?;
     if let Some(segs) = setup.sender_gso_max_segs {
-        set_gso_max_segs(&net, "h1", "wan", segs)?;
+        net.set_gso_max_segs("h1", "wan", segs).context("one segment per GSO packet on h1")?;
     }
 
     let listen = SocketAddr::new(net.addr("h2")?, DATA_PORT);
