@@ -164,3 +164,73 @@ ll = [{ local = "10.77.1.1", remote = "10.77.1.2" }]
     let _ = std::fs::remove_dir_all(&dir);
     assert_eq!(st.code(), Some(0), "{st:?}; stderr:\n{err}");
 }
+
+/// GET /metrics on loopback; the body of the answer.
+fn scrape(addr: &str) -> String {
+    use std::io::Write;
+    let mut s = TcpStream::connect(addr).unwrap_or_else(|e| panic!("connect to metrics at {addr}: {e}"));
+    s.write_all(b"GET /metrics HTTP/1.1\r\nHost: t\r\n\r\n").unwrap();
+    let body = rest(s);
+    assert!(body.starts_with("HTTP/1.1 200"), "{body}");
+    body
+}
+
+#[test]
+fn lanes_daemon_reloads_on_sighup_and_serves_metrics() {
+    assert!(tcpaccel_sys::privilege::is_root(), "this test needs root (CI runs as root); it does not skip");
+    let ns = Netns(format!("tcpaccel-clihup-{}", std::process::id()));
+    ip(&["netns", "add", &ns.0]);
+    ip(&["-n", &ns.0, "link", "set", "lo", "up"]);
+    ip(&["-n", &ns.0, "addr", "add", "10.78.0.1/32", "dev", "lo"]);
+    ip(&["-n", &ns.0, "addr", "add", "10.78.1.1/32", "dev", "lo"]);
+    ip(&["netns", "exec", &ns.0, "sysctl", "-q", "-w", "net.mptcp.path_manager=userspace"]);
+    let dir = std::env::temp_dir().join(format!("tcpaccel-clihup-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let cfg = dir.join("lanes.toml");
+    let text = |deadline: &str, ll: &str| {
+        format!(
+            "[policy]\nkind = \"deadline\"\nt_deadline = \"{deadline}\"\n\n[[peer]]\nname = \"p\"\n\
+             sl = [{{ local = \"10.78.0.1\", remote = \"10.78.0.2\" }}]\n\
+             ll = [{{ local = \"{ll}\", remote = \"10.78.1.2\" }}]\n"
+        )
+    };
+    std::fs::write(&cfg, text("300ms", "10.78.1.1")).unwrap();
+    let port = TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port().to_string();
+    let mut d =
+        spawn(&["lanes", "--config", cfg.to_str().unwrap(), "--netns", &ns.0, "--json", "--metrics", &port]);
+    let mut out = BufReader::new(d.0.stdout.take().unwrap());
+    wait_for_line(&mut out, "\"ready\"");
+    let pid = d.0.id().to_string();
+    let hup = || assert!(Command::new("kill").args(["-HUP", &pid]).status().unwrap().success());
+
+    // A new deadline is applied ...
+    std::fs::write(&cfg, text("150ms", "10.78.1.1")).unwrap();
+    hup();
+    let line = wait_for_line(&mut out, "\"reload\"");
+    let r: serde_json::Value = serde_json::from_str(&line).unwrap();
+    assert_eq!((r["ok"].as_bool(), r["t_deadline_ms"].as_f64()), (Some(true), Some(150.0)), "{line}");
+    // ... a file that does not parse, or moves a lane, is refused and the
+    // 150 ms policy stays; the daemon keeps running through all three.
+    std::fs::write(&cfg, "[policy\n").unwrap();
+    hup();
+    let line = wait_for_line(&mut out, "\"reload\"");
+    let r: serde_json::Value = serde_json::from_str(&line).unwrap();
+    assert_eq!((r["ok"].as_bool(), r["t_deadline_ms"].as_f64()), (Some(false), Some(150.0)), "{line}");
+    std::fs::write(&cfg, text("100ms", "10.78.1.9")).unwrap();
+    hup();
+    let line = wait_for_line(&mut out, "\"reload\"");
+    let r: serde_json::Value = serde_json::from_str(&line).unwrap();
+    assert_eq!(r["ok"].as_bool(), Some(false), "{line}");
+    assert!(r["error"].as_str().unwrap_or("").contains("need a restart"), "{line}");
+
+    // The endpoint was bound on the host's loopback, not the namespace's.
+    let body = scrape(&format!("127.0.0.1:{port}"));
+    assert!(body.contains("tcpaccel_lanes_reloads_total{outcome=\"applied\"} 1"), "{body}");
+    assert!(body.contains("tcpaccel_lanes_reloads_total{outcome=\"refused\"} 2"), "{body}");
+    assert!(body.contains("tcpaccel_lanes_switches_total 0"), "{body}");
+
+    let st = d.stop_with("INT");
+    let err = rest(d.0.stderr.take().unwrap());
+    let _ = std::fs::remove_dir_all(&dir);
+    assert_eq!(st.code(), Some(0), "{st:?}; stderr:\n{err}");
+}

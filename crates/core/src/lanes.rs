@@ -227,6 +227,14 @@ impl LaneSwitcher {
         &self.cfg
     }
 
+    /// Takes new policy parameters (a configuration reload). A connection
+    /// that has switched keeps its decision; one that has not is judged by
+    /// the new parameters from now on, keeping its smoothed costs and
+    /// minimum RTTs (they describe the lanes, not the policy).
+    pub fn reconfigure(&mut self, cfg: SwitchConfig) {
+        self.cfg = cfg;
+    }
+
     pub fn age(&self, now: Instant) -> Duration {
         now.saturating_since(self.start)
     }
@@ -502,6 +510,21 @@ mod tests {
             assert_eq!(s.on_sample(at(t), SL, d_ms(50)), Decision::Stay);
         }
         assert_eq!(s.current_costs(), None);
+    }
+
+    #[test]
+    fn reconfigure_moves_the_deadline_of_an_unswitched_connection_only() {
+        let cfg = SwitchConfig { policy: Policy::Deadline, ..SwitchConfig::default() };
+        let mut s = LaneSwitcher::new(cfg, at(0));
+        assert_eq!(s.on_tick(at(150), true), Decision::Stay);
+        s.reconfigure(SwitchConfig { t_deadline: d_ms(100), ..cfg });
+        assert_eq!(s.next_deadline(), Some(at(100)));
+        assert!(matches!(s.on_tick(at(150), true), Decision::SwitchToLong { reason: Reason::Deadline, .. }));
+        // Switched: a later reload does not undo or repeat the decision.
+        s.reconfigure(cfg);
+        assert_eq!(s.next_deadline(), None);
+        assert_eq!(s.on_tick(at(400), true), Decision::Stay);
+        assert_eq!(s.switched().map(|(t, _)| t), Some(at(150)));
     }
 
     #[test]

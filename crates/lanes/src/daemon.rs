@@ -14,7 +14,9 @@
 
 use std::io::Write;
 use std::net::IpAddr;
+use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 use std::time::Duration;
 
 use tcpaccel_core::lanes::Policy;
@@ -24,6 +26,7 @@ use tcpaccel_sys::mptcp::{EventListener, Incoming, PmClient, PmError};
 
 use crate::config::Config;
 use crate::env::{self, EnvError};
+use crate::metrics::{LaneBytes, LanesMetrics};
 use crate::probe::Prober;
 use crate::record::{Ready, Record, Warning};
 use crate::tracker::{Action, PmCommand, Reading, Tracker};
@@ -45,6 +48,18 @@ pub struct Options {
     pub format: Format,
     /// Stop by itself after this long.
     pub duration: Option<Duration>,
+    /// Read the configuration again whenever this flag is raised (SIGHUP).
+    pub reload: Option<Reload>,
+    /// Counters for the `--metrics` endpoint.
+    pub metrics: Option<Arc<LanesMetrics>>,
+}
+
+/// Where a reload comes from: the flag a SIGHUP handler raises and the
+/// file to read again. See [`Tracker::reload`] for what may change.
+#[derive(Debug, Clone)]
+pub struct Reload {
+    pub requested: Arc<AtomicBool>,
+    pub path: PathBuf,
 }
 
 /// Why the daemon could not start or stopped early.
@@ -142,7 +157,8 @@ pub fn run(
     };
     let dump = DumpRequest { families, ..DumpRequest::default() };
     let locals: Vec<IpAddr> = cfg.local_addresses().collect();
-    let sample_every = cfg.probe.sample_interval;
+    let mut sample_every = cfg.probe.sample_interval;
+    let mut lane_bytes = LaneBytes::default();
 
     let mut out = Out { w: out, format: opts.format };
     let s = &cfg.switch;
@@ -179,6 +195,23 @@ pub fn run(
         let t = now();
         if opts.duration.is_some_and(|d| t.saturating_since(Instant::from_nanos(0)) >= d) {
             break;
+        }
+        if let Some(r) = opts.reload.as_ref().filter(|r| r.requested.swap(false, Ordering::Relaxed)) {
+            let record = match Config::load(&r.path) {
+                Ok(new) => tracker.reload(t, new),
+                Err(e) => tracker.reload_refused(t, e.to_string()),
+            };
+            if let Record::Reload(rr) = &record {
+                match &rr.error {
+                    None => tracing::info!("reloaded {}", r.path.display()),
+                    Some(e) => tracing::warn!("reload of {} refused: {e}", r.path.display()),
+                }
+                if let Some(m) = &opts.metrics {
+                    m.reloaded(rr.ok);
+                }
+            }
+            sample_every = tracker.config().probe.sample_interval;
+            out.emit(&record)?;
         }
         let wait = next_sample.saturating_since(t).min(Duration::from_millis(100));
         let items = events.recv(Some(wait)).map_err(DaemonError::Events)?;
@@ -225,6 +258,9 @@ pub fn run(
                 Ok(_) => {
                     diag_failing = false;
                     let readings = to_readings(&sockets, &locals);
+                    if let Some(m) = &opts.metrics {
+                        m.add_lane_bytes(&lane_bytes.update(tracker.config(), &readings));
+                    }
                     let actions = tracker.on_readings(t, &readings);
                     execute(actions, t, &mut tracker, &mut pm, &mut out, &mut summary)?;
                 }
@@ -243,6 +279,9 @@ pub fn run(
             for pair in tracker.probes_due(t) {
                 prober.request(pair);
             }
+        }
+        if let Some(m) = &opts.metrics {
+            m.observe(&summary, tracker.managed_count());
         }
     }
     Ok(summary)

@@ -19,9 +19,10 @@ pub mod config;
 pub mod daemon;
 pub mod env;
 pub mod flows;
+pub mod metrics;
 pub mod probe;
 pub mod record;
 pub mod tracker;
 
 pub use config::{Config, ConfigError};
-pub use daemon::{run, DaemonError, Format, Options, Summary};
+pub use daemon::{run, DaemonError, Format, Options, Reload, Summary};

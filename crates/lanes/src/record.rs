@@ -1,5 +1,5 @@
 //! The daemon's output: one JSON object per line, each with a `type` field
-//! (`ready`, `event`, `decision`, `warning`), or the same as plain text.
+//! (`ready`, `event`, `decision`, `warning`, `reload`), or the same as plain text.
 //!
 //! What it is: the record types (serde), so the CLI tests and the lab decode
 //! exactly what the daemon writes. What it is not: logging (diagnostics go
@@ -19,6 +19,22 @@ pub enum Record {
     Decision(DecisionRecord),
     /// Something odd that did not stop the daemon (lost events, ...).
     Warning(Warning),
+    /// The configuration was read again (SIGHUP): applied, or refused with
+    /// the reason (the old one stays in force).
+    Reload(ReloadRecord),
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ReloadRecord {
+    pub t: f64,
+    pub ok: bool,
+    /// The policy in force after the reload.
+    pub policy: String,
+    pub t_deadline_ms: f64,
+    /// Managed connections that had not switched and now follow the new
+    /// parameters (switched ones keep their decision).
+    pub reconfigured: usize,
+    pub error: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -157,6 +173,13 @@ impl Record {
                 s
             }
             Record::Warning(w) => format!("{:9.3}s warning: {}", w.t, w.message),
+            Record::Reload(r) => match &r.error {
+                None => format!(
+                    "{:9.3}s reload: policy {} (t_deadline {} ms), {} unswitched connection(s) follow it",
+                    r.t, r.policy, r.t_deadline_ms, r.reconfigured
+                ),
+                Some(e) => format!("{:9.3}s reload refused, policy {} stays: {e}", r.t, r.policy),
+            },
         }
     }
 }

@@ -45,7 +45,7 @@ use tcpaccel_core::Instant;
 use tcpaccel_sys::mptcp::{flags, Event, EventKind, PmAddr};
 
 use crate::config::{Config, LanePair, SwitchTo};
-use crate::record::{DecisionAction, DecisionRecord, EventRecord, Record};
+use crate::record::{DecisionAction, DecisionRecord, EventRecord, Record, ReloadRecord};
 
 /// One TCP socket (subflow or plain) as sock_diag saw it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -175,9 +175,64 @@ impl Tracker {
         &self.cfg
     }
 
+    /// Takes a configuration read again (SIGHUP). What can change while
+    /// connections live: the policy and its parameters, `switch_to`, and the
+    /// probe timing. Unswitched connections follow the new policy at once;
+    /// switched ones keep their decision. Lanes, peers and the probe port
+    /// name the subflows already opened, so changing them is refused (a
+    /// restart re-reads them) and the old configuration stays in force.
+    pub fn reload(&mut self, now: Instant, new: Config) -> Record {
+        let old = &self.cfg;
+        let fixed = [
+            ("peers", old.peers != new.peers),
+            ("SL lanes", old.sl_lanes != new.sl_lanes),
+            ("LL lanes", old.ll_lanes != new.ll_lanes),
+            ("probe.port", old.probe.port != new.probe.port),
+            ("probe.timeout", old.probe.timeout != new.probe.timeout),
+        ];
+        let changed: Vec<&str> = fixed.iter().filter(|(_, c)| *c).map(|(n, _)| *n).collect();
+        let mut reconfigured = 0;
+        if !changed.is_empty() {
+            return self.reload_refused(now, format!("{} changed; they need a restart", changed.join(", ")));
+        }
+        self.cfg = new;
+        for c in self.conns.values_mut() {
+            if c.switcher.switched().is_none() {
+                c.switcher.reconfigure(self.cfg.switch);
+                reconfigured += 1;
+            }
+        }
+        Record::Reload(ReloadRecord {
+            t: self.t(now),
+            ok: true,
+            policy: self.policy_name(),
+            t_deadline_ms: ms(self.cfg.switch.t_deadline),
+            reconfigured,
+            error: None,
+        })
+    }
+
+    /// The record of a reload that could not be applied (the file did not
+    /// parse, or [`Tracker::reload`] refused it): the old policy stays.
+    pub fn reload_refused(&self, now: Instant, why: String) -> Record {
+        Record::Reload(ReloadRecord {
+            t: self.t(now),
+            ok: false,
+            policy: self.policy_name(),
+            t_deadline_ms: ms(self.cfg.switch.t_deadline),
+            reconfigured: 0,
+            error: Some(why),
+        })
+    }
+
     /// Whether the connection with this token is managed.
     pub fn is_managed(&self, token: u32) -> bool {
         self.conns.contains_key(&token)
+    }
+
+    /// How many connections are managed now.
+    pub fn managed_count(&self) -> usize {
+        self.conns.len()
     }
 
     /// Tokens of the connections being managed.
@@ -752,6 +807,41 @@ mod tests {
         // A second ESTABLISHED does not open more.
         let again = tr.on_event(at(9), &ev(EventKind::Established, 7, "10.1.0.1:40000", "10.1.0.2:5201"));
         assert!(commands(&again).is_empty());
+    }
+
+    #[test]
+    fn reload_applies_a_new_deadline_to_live_connections_and_refuses_new_lanes() {
+        let mut tr = Tracker::new(cfg("deadline"), at(0));
+        established(&mut tr, 7);
+        let sl = ("10.1.0.1:40000", "10.1.0.2:5201");
+        let r = |a| [reading(1, sl.0, sl.1, 5, a)];
+        tr.on_readings(at(100), &r(10));
+        assert!(decisions(&tr.on_readings(at(200), &r(20))).is_empty(), "300 ms deadline not reached");
+        let shorter = Config::parse(
+            &CFG.replace("kind = \"deadline\"", "kind = \"deadline\"\nt_deadline = \"150ms\""),
+            "t",
+        )
+        .unwrap();
+        match tr.reload(at(210), shorter) {
+            Record::Reload(r) => {
+                assert!(r.ok, "{r:?}");
+                assert_eq!((r.reconfigured, r.t_deadline_ms), (1, 150.0));
+            }
+            other => panic!("{other:?}"),
+        }
+        let a = tr.on_readings(at(220), &r(30));
+        assert_eq!(decisions(&a)[0].action, DecisionAction::Switch, "the live connection follows 150 ms");
+        // Lanes name the subflows already open: refused, old config stays.
+        let moved = Config::parse(&CFG.replace("10.3.0.1", "10.4.0.1"), "t").unwrap();
+        match tr.reload(at(230), moved) {
+            Record::Reload(r) => {
+                assert!(!r.ok);
+                assert!(r.error.as_deref().unwrap().contains("peers"), "{r:?}");
+                assert_eq!(r.t_deadline_ms, 150.0);
+            }
+            other => panic!("{other:?}"),
+        }
+        assert_eq!(tr.config().switch.t_deadline, Duration::from_millis(150));
     }
 
     #[test]

@@ -263,8 +263,13 @@ fn daemon_child() {
     };
     let cfg = tcpaccel_lanes::Config::parse(&cfg, "child").expect("config");
     netns::enter(&ns).expect("enter namespace");
-    let opts =
-        tcpaccel_lanes::Options { netns: Some(ns), format: tcpaccel_lanes::Format::Json, duration: None };
+    let opts = tcpaccel_lanes::Options {
+        netns: Some(ns),
+        format: tcpaccel_lanes::Format::Json,
+        duration: None,
+        reload: None,
+        metrics: None,
+    };
     let stop = AtomicBool::new(false);
     let mut out = std::io::stdout();
     tcpaccel_lanes::run(cfg, &opts, &mut out, &stop).expect("daemon");
@@ -445,8 +450,13 @@ fn namespaces_without_the_userspace_pm_or_the_addresses_are_refused() {
     let c = cfg.clone();
     let e = netns::run_in(&ns, move || {
         let stop = AtomicBool::new(false);
-        let opts =
-            tcpaccel_lanes::Options { netns: None, format: tcpaccel_lanes::Format::Json, duration: None };
+        let opts = tcpaccel_lanes::Options {
+            netns: None,
+            format: tcpaccel_lanes::Format::Json,
+            duration: None,
+            reload: None,
+            metrics: None,
+        };
         tcpaccel_lanes::run(c, &opts, &mut Vec::new(), &stop).expect_err("kernel PM must be refused")
     })
     .expect("run in namespace");

@@ -6,9 +6,12 @@
 //! addresses missing from the namespace, unknown namespace), 3 without root,
 //! 4 when the namespace lacks MPTCP or the userspace path manager, 5 for a
 //! runtime failure. SIGINT/SIGTERM are the daemon's normal stop (exit 0,
-//! exit.rs); stopping it leaves every connection as it is.
+//! exit.rs); stopping it leaves every connection as it is. SIGHUP re-reads
+//! the configuration file without touching connections.
 
 use std::path::PathBuf;
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
 
 use anyhow::Context;
 
@@ -31,6 +34,14 @@ pub struct Args {
     /// Only check the configuration and the namespace, then exit.
     #[arg(long)]
     check: bool,
+    /// Serve Prometheus metrics on this address (PORT alone = 127.0.0.1:PORT): connections,
+    /// switches, refused commands, reloads, bytes acknowledged per lane. Off by default.
+    #[arg(long, value_name = "ADDR", value_parser = metrics_addr)]
+    metrics: Option<std::net::SocketAddr>,
+}
+
+fn metrics_addr(s: &str) -> Result<std::net::SocketAddr, String> {
+    tcpaccel_metrics::parse_listen(s).map_err(|e| e.to_string())
 }
 
 pub fn run(args: Args) -> anyhow::Result<Verdict> {
@@ -42,6 +53,19 @@ pub fn run(args: Args) -> anyhow::Result<Verdict> {
         .transpose()
         .map_err(|e| exit::usage(format!("--duration: {e}")))?;
     exit::require_root("tcpaccel lanes (MPTCP path-manager netlink)")?;
+    // Bound before entering --netns, so the endpoint is reachable from the
+    // host (a socket keeps the namespace it was made in).
+    let (metrics, _endpoint) = match args.metrics {
+        Some(addr) => {
+            let mut reg = tcpaccel_metrics::Registry::default();
+            let m = Arc::new(tcpaccel_lanes::metrics::LanesMetrics::register(&mut reg));
+            let ep = tcpaccel_metrics::Endpoint::serve(addr, Arc::new(reg))
+                .context("starting the metrics endpoint")?;
+            eprintln!("metrics on http://{}/metrics", ep.addr());
+            (Some(m), Some(ep))
+        }
+        None => (None, None),
+    };
     if let Some(ns) = &args.netns {
         // A single-threaded daemon: move this thread; the probe thread it
         // spawns inherits the namespace.
@@ -55,12 +79,19 @@ pub fn run(args: Args) -> anyhow::Result<Verdict> {
         println!("lanes configuration {} is usable in {label}", args.config.display());
         return Ok(Verdict::Ok);
     }
+    let stop = exit::stop_on_signal()?;
+    // SIGHUP reads the file again (policy, switch_to, probe timing; see
+    // Tracker::reload); connections are kept either way.
+    let hup = Arc::new(AtomicBool::new(false));
+    signal_hook::flag::register(signal_hook::consts::SIGHUP, hup.clone())
+        .context("installing SIGHUP handling")?;
     let opts = tcpaccel_lanes::Options {
         netns: args.netns.clone(),
         format: if args.json { tcpaccel_lanes::Format::Json } else { tcpaccel_lanes::Format::Text },
         duration,
+        reload: Some(tcpaccel_lanes::Reload { requested: hup, path: args.config.clone() }),
+        metrics,
     };
-    let stop = exit::stop_on_signal()?;
     let stdout = std::io::stdout();
     let mut lock = stdout.lock();
     match tcpaccel_lanes::run(cfg, &opts, &mut lock, &stop) {

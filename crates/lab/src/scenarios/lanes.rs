@@ -185,6 +185,8 @@ impl Daemons {
                         netns: Some(ns_thread.clone()),
                         format: tcpaccel_lanes::Format::Json,
                         duration: None,
+                        reload: None,
+                        metrics: None,
                     };
                     Ok(tcpaccel_lanes::run(cfg, &opts, &mut out, &stop)?)
                 })
