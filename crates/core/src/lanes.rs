@@ -80,6 +80,19 @@ pub enum Policy {
     Deadline,
     /// Switch when a Long-flow Lane has the lowest smoothed cost (eq. (5.7)).
     LinkCost,
+    /// Switch only on `size_threshold` bytes (see [`LaneSwitcher::on_bytes`]).
+    Size,
+}
+
+impl Policy {
+    /// The name the configuration and the records use.
+    pub fn name(self) -> &'static str {
+        match self {
+            Policy::Deadline => "deadline",
+            Policy::LinkCost => "link-cost",
+            Policy::Size => "size",
+        }
+    }
 }
 
 /// Which minimum RTT ν is measured from.
@@ -106,6 +119,11 @@ pub struct SwitchConfig {
     /// The unit ν is counted in (eq. 5.4 into eq. 5.7); see the module docs.
     #[serde(default = "default_nu_unit")]
     pub nu_unit: Duration,
+    /// Beyond the thesis: switch once the connection has moved this many
+    /// bytes, whatever the policy (with `Policy::Size`, only then). See
+    /// [`LaneSwitcher::on_bytes`].
+    #[serde(default)]
+    pub size_threshold: Option<u64>,
 }
 
 fn default_nu_unit() -> Duration {
@@ -124,6 +142,7 @@ impl Default for SwitchConfig {
             t_deadline: Duration::from_millis(300),
             base: BaseRtt::Connection,
             nu_unit: default_nu_unit(),
+            size_threshold: None,
         }
     }
 }
@@ -175,6 +194,8 @@ pub fn smooth(old: f64, measured: f64) -> f64 {
 pub enum Reason {
     Deadline,
     LinkCost,
+    /// The connection moved `size_threshold` bytes.
+    Size,
 }
 
 /// The smoothed costs at a decision.
@@ -242,6 +263,22 @@ impl LaneSwitcher {
     /// When the connection switched, and to which lane.
     pub fn switched(&self) -> Option<(Instant, Option<LaneId>)> {
         self.switched
+    }
+
+    /// The connection has moved `bytes` in all (both directions, every
+    /// subflow). Beyond the thesis, which judges flows by age or queueing
+    /// delay only: a size threshold classifies flows without knowing their
+    /// size in advance, the way PIAS demotes flows between switch priority
+    /// queues after fixed byte counts (see docs/references.md). It applies
+    /// with every policy, so `link-cost` plus a threshold switches on
+    /// whichever comes first; the lane is the cheapest one when costs are
+    /// known, else the first LL.
+    pub fn on_bytes(&mut self, now: Instant, bytes: u64) -> Decision {
+        let Some(threshold) = self.cfg.size_threshold else { return Decision::Stay };
+        if self.switched.is_some() || bytes < threshold {
+            return Decision::Stay;
+        }
+        self.switch_now(now, Reason::Size)
     }
 
     /// The next time a tick can change the decision (the deadline), if any.
@@ -315,6 +352,8 @@ impl LaneSwitcher {
         match cfg.policy {
             Policy::Deadline => self.on_tick(now, true),
             Policy::LinkCost => self.judge(now),
+            // Costs are still kept: they pick the lane when the bytes decide.
+            Policy::Size => Decision::Stay,
         }
     }
 
@@ -324,16 +363,20 @@ impl LaneSwitcher {
         if self.switched.is_some() || self.cfg.policy != Policy::Deadline || !transferring {
             return Decision::Stay;
         }
-        let age = self.age(now);
-        if age < self.cfg.t_deadline {
+        if self.age(now) < self.cfg.t_deadline {
             return Decision::Stay;
         }
+        self.switch_now(now, Reason::Deadline)
+    }
+
+    /// Switches to the cheapest LL when costs are known, else the first LL.
+    fn switch_now(&mut self, now: Instant, reason: Reason) -> Decision {
         let (lane, costs) = match self.cheapest() {
             Some((ll, costs)) => (Some(ll), costs),
             None => (self.first_long(), None),
         };
         self.switched = Some((now, lane));
-        Decision::SwitchToLong { reason: Reason::Deadline, lane, age_ms: ms(age), costs }
+        Decision::SwitchToLong { reason, lane, age_ms: ms(self.age(now)), costs }
     }
 
     fn first_long(&self) -> Option<LaneId> {
@@ -510,6 +553,38 @@ mod tests {
             assert_eq!(s.on_sample(at(t), SL, d_ms(50)), Decision::Stay);
         }
         assert_eq!(s.current_costs(), None);
+    }
+
+    #[test]
+    fn size_threshold_switches_on_bytes_alone_or_before_the_cost_says_so() {
+        let cfg =
+            SwitchConfig { policy: Policy::Size, size_threshold: Some(1_000_000), ..SwitchConfig::default() };
+        let mut s = LaneSwitcher::new(cfg, at(0));
+        assert_eq!(s.on_bytes(at(10), 64_000), Decision::Stay);
+        assert_eq!(s.on_bytes(at(20), 999_999), Decision::Stay);
+        assert_eq!(s.on_tick(at(5000), true), Decision::Stay, "no deadline under the size policy");
+        assert_eq!(
+            s.on_bytes(at(30), 1_000_000),
+            Decision::SwitchToLong { reason: Reason::Size, lane: None, age_ms: 30.0, costs: None }
+        );
+        assert_eq!(s.on_bytes(at(40), 2_000_000), Decision::Stay, "once");
+
+        // link-cost + threshold: the bytes decide before the costs do, and
+        // the cheapest LL is chosen when costs are known.
+        let cfg = SwitchConfig { size_threshold: Some(500_000), ..SwitchConfig::default() };
+        let mut s = LaneSwitcher::new(cfg, at(0));
+        s.observe_base_rtt(SL, d_ms(1));
+        assert_eq!(s.on_sample(at(5), SL, d_ms(2)), Decision::Stay);
+        assert_eq!(s.on_sample(at(5), LL, d_ms(4)), Decision::Stay, "LL dearer, no cost switch");
+        match s.on_bytes(at(6), 600_000) {
+            Decision::SwitchToLong { reason: Reason::Size, lane: Some(l), costs: Some(_), .. } => {
+                assert_eq!(l, LL)
+            }
+            d => panic!("{d:?}"),
+        }
+        // Without a threshold bytes never decide.
+        let mut s = LaneSwitcher::new(SwitchConfig::default(), at(0));
+        assert_eq!(s.on_bytes(at(1), u64::MAX), Decision::Stay);
     }
 
     #[test]

@@ -11,9 +11,10 @@
 //!
 //! ```toml
 //! [policy]
-//! kind = "link-cost"          # or "deadline"
+//! kind = "link-cost"          # or "deadline", or "size"
 //! t_deadline = "300ms"        # alpha, beta, gamma, delta, t0 default to 1
 //! nu_unit = "1ms"             # the unit of ν in eq. 5.7 (core::lanes explains)
+//! size_threshold = "1MB"      # optional with link-cost/deadline, required by "size"
 //!
 //! [[peer]]
 //! name = "server"
@@ -166,6 +167,7 @@ struct RawPolicy {
     base_rtt: Option<String>,
     switch_to: Option<String>,
     nu_unit: Option<String>,
+    size_threshold: Option<String>,
 }
 
 #[derive(Debug, Deserialize, Default)]
@@ -233,11 +235,29 @@ impl RawConfig {
         let policy = match p.kind.as_deref().map(str::trim) {
             None | Some("link-cost") => Policy::LinkCost,
             Some("deadline") => Policy::Deadline,
+            Some("size") => Policy::Size,
             Some(other) => {
                 return Err(invalid(
                     "policy.kind",
-                    format!("{other:?}: expected \"deadline\" or \"link-cost\""),
+                    format!("{other:?}: expected \"deadline\", \"link-cost\" or \"size\""),
                 ))
+            }
+        };
+        let size_threshold = match p.size_threshold.as_deref() {
+            None if policy == Policy::Size => {
+                return Err(invalid(
+                    "policy.size_threshold",
+                    "kind = \"size\" needs a threshold, e.g. \"1MB\"",
+                ))
+            }
+            None => None,
+            Some(s) => {
+                let b = tcpaccel_core::units::Bytes::parse(s)
+                    .map_err(|e| invalid("policy.size_threshold", e.to_string()))?;
+                if b.0 == 0 {
+                    return Err(invalid("policy.size_threshold", "must be above zero"));
+                }
+                Some(b.0)
             }
         };
         let base = match p.base_rtt.as_deref().map(str::trim) {
@@ -278,6 +298,7 @@ impl RawConfig {
             t_deadline,
             base,
             nu_unit,
+            size_threshold,
         };
 
         let d = ProbeConfig::default();
@@ -523,6 +544,13 @@ mod tests {
         assert!(refused(&with("[probe]\nport = 0")).contains("probe.port"));
         assert!(refused(&with("[probe]\nsample_interval = \"0ms\"")).contains("probe.sample_interval"));
         assert!(refused(&with("[policy]\nbogus = 1")).contains("bogus"));
+        assert!(refused(&with("[policy]\nkind = \"size\"")).contains("policy.size_threshold"));
+        assert!(refused(&with("[policy]\nsize_threshold = \"0B\"")).contains("policy.size_threshold"));
+        assert!(refused(&with("[policy]\nsize_threshold = \"lots\"")).contains("policy.size_threshold"));
+        let size = Config::parse(&with("[policy]\nkind = \"size\"\nsize_threshold = \"1MB\""), "t").unwrap();
+        assert_eq!((size.switch.policy, size.switch.size_threshold), (Policy::Size, Some(1_000_000)));
+        let both = Config::parse(&with("[policy]\nsize_threshold = \"64KiB\""), "t").unwrap();
+        assert_eq!((both.switch.policy, both.switch.size_threshold), (Policy::LinkCost, Some(65_536)));
         let only_sl = r#"[[peer]]
             sl = [{ local = "10.1.0.1", remote = "10.1.0.2" }]"#;
         assert!(refused(only_sl).contains("at least one sl pair and one ll pair"));

@@ -19,7 +19,6 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use tcpaccel_core::lanes::Policy;
 use tcpaccel_core::Instant;
 use tcpaccel_sys::diag::{self, DiagSocketConn, DumpRequest};
 use tcpaccel_sys::mptcp::{EventListener, Incoming, PmClient, PmError};
@@ -164,10 +163,7 @@ pub fn run(
     let s = &cfg.switch;
     out.emit(&Record::Ready(Ready {
         netns: opts.netns.clone(),
-        policy: match s.policy {
-            Policy::Deadline => "deadline".into(),
-            Policy::LinkCost => "link-cost".into(),
-        },
+        policy: s.policy.name().into(),
         t_deadline_ms: s.t_deadline.as_secs_f64() * 1e3,
         alpha: s.alpha,
         beta: s.beta,
@@ -304,6 +300,7 @@ fn to_readings(sockets: &[diag::DiagSocket], locals: &[IpAddr]) -> Vec<Reading> 
                 remote: s.dst,
                 rtt: Duration::from_micros(info.rtt as u64),
                 bytes_acked: info.bytes_acked.unwrap_or(0),
+                bytes_received: info.bytes_received.unwrap_or(0),
                 unacked: info.unacked,
             })
         })

@@ -174,6 +174,7 @@ mod tests {
             remote: "10.9.9.9:5201".parse().unwrap(),
             rtt: Duration::from_millis(1),
             bytes_acked: acked,
+            bytes_received: 0,
             unacked: 0,
         }
     }

@@ -58,6 +58,8 @@ pub struct Reading {
     pub rtt: Duration,
     /// `tcpi_bytes_acked`.
     pub bytes_acked: u64,
+    /// `tcpi_bytes_received`.
+    pub bytes_received: u64,
     /// `tcpi_unacked` (segments in flight).
     pub unacked: u32,
 }
@@ -245,10 +247,7 @@ impl Tracker {
     }
 
     fn policy_name(&self) -> String {
-        match self.cfg.switch.policy {
-            Policy::Deadline => "deadline".into(),
-            Policy::LinkCost => "link-cost".into(),
-        }
+        self.cfg.switch.policy.name().into()
     }
 
     fn event_record(&self, now: Instant, ev: &Event, token: u32, managed: Option<&Conn>) -> Record {
@@ -495,6 +494,7 @@ impl Tracker {
             reason: reason.map(|r| match r {
                 Reason::Deadline => "deadline".to_string(),
                 Reason::LinkCost => "link_cost".to_string(),
+                Reason::Size => "size".to_string(),
             }),
             lane: lane.map(lane_name),
             cost_sl: costs.map(|c| c.sl),
@@ -612,26 +612,43 @@ impl Tracker {
                 }
                 let sl = fresh.iter().find(|(r, _)| r.local == c.local && r.remote == c.remote);
                 let transferring = sl.is_some_and(|(r, moved)| *moved || r.unacked > 0);
-                match self.cfg.switch.policy {
-                    Policy::Deadline => c.switcher.on_tick(now, transferring),
-                    Policy::LinkCost => {
-                        let mut d = Decision::Stay;
-                        if let Some((r, true)) = sl {
-                            if !r.rtt.is_zero() {
-                                d = c.switcher.on_sample(now, c.sl_lane, r.rtt);
+                // Bytes in both directions over the connection's subflows
+                // seen now (SL and any LL backup that carried data).
+                let bytes: u64 = fresh
+                    .iter()
+                    .filter(|(r, _)| {
+                        (r.local == c.local && r.remote == c.remote)
+                            || c.ll.iter().any(|s| s.established == Some((r.local, r.remote)))
+                    })
+                    .map(|(r, _)| r.bytes_acked.saturating_add(r.bytes_received))
+                    .fold(0u64, u64::saturating_add);
+                let by_size = c.switcher.on_bytes(now, bytes);
+                if !matches!(by_size, Decision::Stay) {
+                    by_size
+                } else {
+                    match self.cfg.switch.policy {
+                        Policy::Deadline => c.switcher.on_tick(now, transferring),
+                        // Under `size` the samples only keep the costs that
+                        // pick the lane (on_sample never switches there).
+                        Policy::LinkCost | Policy::Size => {
+                            let mut d = Decision::Stay;
+                            if let Some((r, true)) = sl {
+                                if !r.rtt.is_zero() {
+                                    d = c.switcher.on_sample(now, c.sl_lane, r.rtt);
+                                }
                             }
-                        }
-                        if matches!(d, Decision::Stay) {
-                            for s in &c.ll {
-                                if let Some(rtt) = pair_rtt.get(&(s.pair.local, s.pair.remote)) {
-                                    d = c.switcher.on_sample(now, s.pair.lane, *rtt);
-                                    if !matches!(d, Decision::Stay) {
-                                        break;
+                            if matches!(d, Decision::Stay) {
+                                for s in &c.ll {
+                                    if let Some(rtt) = pair_rtt.get(&(s.pair.local, s.pair.remote)) {
+                                        d = c.switcher.on_sample(now, s.pair.lane, *rtt);
+                                        if !matches!(d, Decision::Stay) {
+                                            break;
+                                        }
                                     }
                                 }
                             }
+                            d
                         }
-                        d
                     }
                 }
             };
@@ -775,6 +792,7 @@ mod tests {
             remote: r.parse().unwrap(),
             rtt: Duration::from_millis(rtt_ms),
             bytes_acked: acked,
+            bytes_received: 0,
             unacked: 0,
         }
     }
@@ -807,6 +825,37 @@ mod tests {
         // A second ESTABLISHED does not open more.
         let again = tr.on_event(at(9), &ev(EventKind::Established, 7, "10.1.0.1:40000", "10.1.0.2:5201"));
         assert!(commands(&again).is_empty());
+    }
+
+    #[test]
+    fn size_policy_switches_a_connection_once_it_moved_the_threshold() {
+        let text = CFG.replace("kind = \"deadline\"", "kind = \"size\"\nsize_threshold = \"1MB\"");
+        let mut tr = Tracker::new(Config::parse(&text, "t").unwrap(), at(0));
+        established(&mut tr, 7);
+        let sl = ("10.1.0.1:40000", "10.1.0.2:5201");
+        let sl8 = ("10.1.0.1:40010", "10.1.0.2:5201");
+        tr.on_event(at(0), &ev(EventKind::Created, 8, sl8.0, sl8.1));
+        tr.on_event(at(5), &ev(EventKind::Established, 8, sl8.0, sl8.1));
+        tr.on_event(at(8), &ev(EventKind::SubEstablished, 8, "10.2.0.1:40011", "10.2.0.2:5201"));
+        let mut r8 = reading(2, sl8.0, sl8.1, 5, 0);
+        r8.bytes_received = 64_000; // a 64 KB download: stays on SL forever
+        for (t, acked) in [(20, 300_000), (40, 999_999)] {
+            let a = tr.on_readings(at(t), &[reading(1, sl.0, sl.1, 5, acked), r8]);
+            assert!(decisions(&a).is_empty(), "t={t}: {a:?}");
+        }
+        // Data on an LL backup counts too: 999 999 + 1 on SL+LL crosses 1 MB.
+        let ll = reading(3, "10.2.0.1:40001", "10.2.0.2:5201", 5, 1);
+        let a = tr.on_readings(at(60), &[reading(1, sl.0, sl.1, 5, 999_999), ll, r8]);
+        let d = decisions(&a);
+        assert_eq!(d.len(), 1, "{a:?}");
+        assert_eq!(
+            (d[0].token, d[0].action, d[0].reason.as_deref()),
+            (7, DecisionAction::Switch, Some("size"))
+        );
+        assert!(
+            decisions(&tr.on_readings(at(5000), &[r8])).is_empty(),
+            "64 KB never switches, whatever its age"
+        );
     }
 
     #[test]

@@ -371,6 +371,53 @@ fn deadline_moves_a_long_transfer_to_ll_and_leaves_a_short_flow_on_sl() {
 }
 
 #[test]
+fn size_policy_moves_a_20mb_flow_after_its_threshold_and_leaves_64kb_on_sl() {
+    let _g = heavy();
+    let lab = Lab::new(true);
+    let sink = sink(&lab);
+    const THRESHOLD: u64 = 2_000_000;
+    let daemon = Daemon::start(&lab, &config(&format!("kind = \"size\"\nsize_threshold = \"{THRESHOLD}B\"")));
+    let mut seen = Vec::new();
+
+    // 64 KB: under the threshold, never switched however long it lives.
+    let (sl0, ll0) = lab.lanes();
+    let s = connect(&lab);
+    let short_local = s.local_addr().expect("local addr");
+    send(s, Duration::ZERO, Some(64 * 1024));
+    assert_eq!(sink.totals.recv_timeout(Duration::from_secs(10)).expect("short flow done"), 64 * 1024);
+    std::thread::sleep(Duration::from_millis(500));
+    let (sl1, ll1) = lab.lanes();
+    seen.extend(daemon.drain());
+    let short = token_of(&seen, short_local).expect("the daemon saw the short connection");
+    assert!(switches(&seen, short).is_empty(), "64 KB flow switched: {seen:?}");
+    assert!(sl1 - sl0 >= 64 * 1024 && ll1 - ll0 < 16 * 1024, "SL {} / LL {}", sl1 - sl0, ll1 - ll0);
+
+    // 20 MB at 50 Mbit/s (~3.4 s): SL carries about the threshold, LL the rest.
+    const SIZE: usize = 20_000_000;
+    let s = connect(&lab);
+    let long_local = s.local_addr().expect("local addr");
+    let writer = std::thread::spawn(move || send(s, Duration::ZERO, Some(SIZE)));
+    assert_eq!(sink.totals.recv_timeout(Duration::from_secs(30)).expect("20 MB flow done"), SIZE as u64);
+    writer.join().expect("writer");
+    let (sl2, ll2) = lab.lanes();
+    seen.extend(daemon.drain());
+    let long = token_of(&seen, long_local).expect("the daemon saw the 20 MB connection");
+    let sw = switches(&seen, long);
+    assert_eq!(sw.len(), 1, "one switch: {seen:?}");
+    assert!(sw[0].ok, "{:?}", sw[0]);
+    assert_eq!(sw[0].reason.as_deref(), Some("size"));
+    let (sl, ll) = (sl2 - sl1, ll2 - ll1);
+    eprintln!("20 MB flow: SL {sl} bytes, LL {ll} bytes (frames), switched at {} ms", sw[0].age_ms);
+    // The threshold counts acknowledged bytes, so SL also carries what was
+    // in flight and queued when the switch landed (the tbf holds up to
+    // 100 ms = 625 KB, the subflow's send queue more) plus up to one 20 ms
+    // sample (125 KB): 2 MB of slack, against 18 MB if it never switched.
+    assert!(sl >= THRESHOLD, "SL carried {sl} < the threshold: switched early");
+    assert!(sl < 2 * THRESHOLD, "SL carried {sl} bytes: switched late");
+    assert!(ll > SIZE as u64 - 2 * THRESHOLD, "LL carried only {ll} bytes");
+}
+
+#[test]
 fn killing_the_daemon_mid_transfer_leaves_the_connection_alive() {
     let _g = heavy();
     let lab = Lab::new(true);
