@@ -33,10 +33,10 @@ use std::io::Write as _;
 use std::net::Ipv4Addr;
 use std::process::{Command, Stdio};
 
+use crate::flows::HostAddrs;
 use anyhow::{bail, Context, Result};
 use tcpaccel_core::units::{Bytes, Rate};
 use tcpaccel_core::workload::HostId;
-use tcpaccel_lanes::flows::HostAddrs;
 use tcpaccel_net::{Network, Topology};
 
 /// Shape of the datacenter.

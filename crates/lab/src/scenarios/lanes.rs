@@ -12,7 +12,7 @@
 //!   `tcpaccel lanes` daemon (userspace path manager) in every host.
 //!
 //! Flows come from `tcpaccel_core::workload` and run through
-//! `tcpaccel_lanes::flows` (FCT from the scheduled start to the receiver's
+//! `crate::flows` (FCT from the scheduled start to the receiver's
 //! answer). What it is not: ns-3 at 1 Gbit/s with NewReno and initial window
 //! 12; the links run at `rate` (default 100 Mbit/s) with 128 KB drop-tail
 //! queues, so a full queue holds 10× more time than in the thesis (the same
@@ -26,10 +26,10 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
+use crate::flows::{run_flows, FlowResult, Received, RunOptions, Sinks, Transport};
 use anyhow::{bail, Context, Result};
 use tcpaccel_core::stats::percentile_sorted;
 use tcpaccel_core::workload::{self, Flow, FlowClass, Hosts, Mix};
-use tcpaccel_lanes::flows::{run_flows, FlowResult, Received, RunOptions, Sinks, Transport};
 use tcpaccel_lanes::record::{DecisionAction, Record};
 
 use super::fabric::{Fabric, FabricSpec, MptcpMode};
@@ -384,18 +384,11 @@ fn record_outcome(ctx: &mut RunCtx<'_>, o: &Outcome, suffix: &str, flows_too: bo
         put(ctx, format!("switches{suffix}"), d.switch_ages_ms.len() as f64);
         put(ctx, format!("failed_pm_commands{suffix}"), d.failed_commands as f64);
     }
-    let cut = o
-        .results
-        .iter()
-        .filter(|r| r.error.as_deref().is_some_and(|e| e.starts_with(tcpaccel_lanes::flows::ERR_TIME_LIMIT)))
-        .count();
+    let cut = o.results.iter().filter(|r| r.error.as_ref().is_some_and(|e| e.is_time_limit())).count();
     put(ctx, format!("cut_by_limit{suffix}"), cut as f64);
-    let errors: Vec<&str> = o
-        .results
-        .iter()
-        .filter_map(|r| r.error.as_deref())
-        .filter(|e| *e != tcpaccel_lanes::flows::ERR_TIME_LIMIT)
-        .collect();
+    // Flows the time limit cut are counted above, not as failures.
+    let errors: Vec<&crate::flows::FlowFailure> =
+        o.results.iter().filter_map(|r| r.error.as_ref()).filter(|e| !e.is_time_limit()).collect();
     if !errors.is_empty() {
         ctx.note(format!("{} flow(s) failed{suffix}; first: {}", errors.len(), errors[0]))?;
     }

@@ -47,12 +47,64 @@ use tokio::sync::{watch, Semaphore};
 pub const ANSWER: u8 = 0xA5;
 /// Length of the per-connection header: flow id and length, big-endian u64s.
 pub const HEADER_LEN: usize = 16;
-/// Start of [`FlowResult::error`] for a flow cut (or never started) by
-/// [`RunOptions::limit`]; the rest says where it was, e.g. "time limit
-/// (connecting)", "time limit (12070800 of 50000000 bytes written)".
-pub const ERR_TIME_LIMIT: &str = "time limit";
-/// [`FlowResult::error`] of a flow cut (or never started) because `stop` was set.
-pub const ERR_INTERRUPTED: &str = "interrupted";
+/// Why a flow did not complete. Records keep its text (`Display`), e.g.
+/// "time limit (connecting)", "time limit (12070800 of 50000000 bytes
+/// written)", "interrupted", or the I/O error naming the addresses.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum FlowFailure {
+    /// [`RunOptions::limit`] cut the flow, or it was scheduled after it.
+    TimeLimit(CutAt),
+    /// `stop` was set before the flow completed (or started).
+    Interrupted,
+    /// A connection or I/O error, naming the lane and addresses.
+    Io(String),
+    /// The flow's task itself failed (a panic in the engine).
+    Internal(String),
+}
+
+/// Where the time limit found a flow.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CutAt {
+    ScheduledAfterLimit,
+    WaitingForSlot,
+    Connecting,
+    Writing { written: u64, of: u64 },
+    AwaitingAnswer,
+}
+
+impl FlowFailure {
+    pub fn is_time_limit(&self) -> bool {
+        matches!(self, FlowFailure::TimeLimit(_))
+    }
+}
+
+impl std::fmt::Display for FlowFailure {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            FlowFailure::TimeLimit(at) => {
+                f.write_str("time limit (")?;
+                match at {
+                    CutAt::ScheduledAfterLimit => f.write_str("scheduled after it")?,
+                    CutAt::WaitingForSlot => f.write_str("waiting for an in-flight slot")?,
+                    CutAt::Connecting => f.write_str("connecting")?,
+                    CutAt::Writing { written, of } => write!(f, "{written} of {of} bytes written")?,
+                    CutAt::AwaitingAnswer => f.write_str("all written, no answer yet")?,
+                }
+                f.write_str(")")
+            }
+            FlowFailure::Interrupted => f.write_str("interrupted"),
+            FlowFailure::Io(e) => f.write_str(e),
+            FlowFailure::Internal(e) => write!(f, "internal: {e}"),
+        }
+    }
+}
+
+fn failure_text<S: serde::Serializer>(v: &Option<FlowFailure>, s: S) -> Result<S::Ok, S::Error> {
+    match v {
+        Some(e) => s.collect_str(e),
+        None => s.serialize_none(),
+    }
+}
 
 /// One host of the lab: its namespace and its lane addresses.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -111,7 +163,7 @@ pub struct RunOptions {
     /// ("reno", "cubic", "bbr"); on MPTCP sockets it applies to the subflows.
     pub cc: String,
     /// Hard stop measured from the origin: unfinished flows are cut (RST) and
-    /// reported incomplete with an error starting with [`ERR_TIME_LIMIT`].
+    /// reported incomplete with [`FlowFailure::TimeLimit`].
     /// Limits beyond a year act as a year.
     pub limit: Duration,
     /// At most this many flows (RepFlow: flows, not copies) connect or send
@@ -135,9 +187,9 @@ pub struct FlowResult {
     pub lane: String,
     /// RepFlow: the lane of the copy that won.
     pub winner: Option<String>,
-    /// Why the flow did not complete: a connection or I/O error naming the
-    /// addresses, one starting with [`ERR_TIME_LIMIT`], or [`ERR_INTERRUPTED`].
-    pub error: Option<String>,
+    /// Why the flow did not complete (recorded as its text).
+    #[serde(serialize_with = "failure_text")]
+    pub error: Option<FlowFailure>,
 }
 
 /// Input the engine refuses, and set-up failures.
@@ -321,7 +373,7 @@ async fn serve(mut s: TcpStream, counts: &Counts) -> Result<(), String> {
 /// origin is the time of the call, a connection from src to dst carries the
 /// header and `bytes`; see the module doc. Returns one result per flow, in id
 /// order. Setting `stop` ends early: results so far, the others incomplete
-/// with [`ERR_INTERRUPTED`].
+/// with [`FlowFailure::Interrupted`].
 ///
 /// Blocks until every flow ended, at most about `limit` after the origin. It
 /// runs its own tokio runtime, so call it from synchronous code (not from a
@@ -378,7 +430,7 @@ pub fn run_flows_at(
                 match h.await {
                     Ok(r) => out.push(r),
                     Err(e) => {
-                        template.error = Some(format!("internal: flow task failed: {e}"));
+                        template.error = Some(FlowFailure::Internal(format!("flow task failed: {e}")));
                         out.push(template);
                     }
                 }
@@ -474,15 +526,13 @@ impl Progress {
         self.written.fetch_max(written, Ordering::Relaxed);
     }
 
-    fn cut_message(&self, bytes: u64) -> String {
-        let written = self.written.load(Ordering::Relaxed);
-        let at = match self.phase.load(Ordering::Relaxed) {
-            0 => "waiting for an in-flight slot".to_string(),
-            Self::CONNECTING => "connecting".to_string(),
-            Self::WRITING => format!("{written} of {bytes} bytes written"),
-            _ => "all written, no answer yet".to_string(),
-        };
-        format!("{ERR_TIME_LIMIT} ({at})")
+    fn cut_at(&self, bytes: u64) -> CutAt {
+        match self.phase.load(Ordering::Relaxed) {
+            0 => CutAt::WaitingForSlot,
+            Self::CONNECTING => CutAt::Connecting,
+            Self::WRITING => CutAt::Writing { written: self.written.load(Ordering::Relaxed), of: bytes },
+            _ => CutAt::AwaitingAnswer,
+        }
     }
 }
 
@@ -496,7 +546,7 @@ async fn stopped(rx: &mut watch::Receiver<bool>) {
 async fn run_one(ctx: Arc<Ctx>, p: Planned, mut stop: watch::Receiver<bool>) -> FlowResult {
     let mut r = p.result();
     if p.at >= ctx.limit {
-        r.error = Some(format!("{ERR_TIME_LIMIT} (scheduled after it)"));
+        r.error = Some(FlowFailure::TimeLimit(CutAt::ScheduledAfterLimit));
         return r;
     }
     // `at` < `limit`, and `limit` is capped so that both sums fit.
@@ -506,7 +556,7 @@ async fn run_one(ctx: Arc<Ctx>, p: Planned, mut stop: watch::Receiver<bool>) -> 
     tokio::select! {
         _ = tokio::time::sleep_until(start.into()) => {}
         _ = stopped(&mut stop) => {
-            r.error = Some(ERR_INTERRUPTED.into());
+            r.error = Some(FlowFailure::Interrupted);
             return r;
         }
     }
@@ -520,10 +570,10 @@ async fn run_one(ctx: Arc<Ctx>, p: Planned, mut stop: watch::Receiver<bool>) -> 
                 r.fct_s = Some(done.saturating_duration_since(start).as_secs_f64());
                 r.winner = winner;
             }
-            Ok(Err(e)) => r.error = Some(e),
-            Err(_) => r.error = Some(progress.cut_message(p.flow.bytes)),
+            Ok(Err(e)) => r.error = Some(FlowFailure::Io(e)),
+            Err(_) => r.error = Some(FlowFailure::TimeLimit(progress.cut_at(p.flow.bytes))),
         },
-        _ = stopped(&mut stop) => r.error = Some(ERR_INTERRUPTED.into()),
+        _ = stopped(&mut stop) => r.error = Some(FlowFailure::Interrupted),
     }
     tracing::debug!(id = r.id, lane = %r.lane, fct_s = ?r.fct_s, error = ?r.error, "flow done");
     r
@@ -782,6 +832,27 @@ mod tests {
 
     fn flow(id: u64, start_ms: u64, src: HostId, dst: HostId, bytes: u64) -> Flow {
         Flow { id, start: CoreInstant::from_millis(start_ms), src, dst, bytes, class: FlowClass::Short }
+    }
+
+    #[test]
+    fn failures_keep_their_record_text_and_only_cuts_are_time_limits() {
+        let cases = [
+            (FlowFailure::TimeLimit(CutAt::ScheduledAfterLimit), "time limit (scheduled after it)"),
+            (FlowFailure::TimeLimit(CutAt::WaitingForSlot), "time limit (waiting for an in-flight slot)"),
+            (FlowFailure::TimeLimit(CutAt::Connecting), "time limit (connecting)"),
+            (
+                FlowFailure::TimeLimit(CutAt::Writing { written: 7, of: 9 }),
+                "time limit (7 of 9 bytes written)",
+            ),
+            (FlowFailure::TimeLimit(CutAt::AwaitingAnswer), "time limit (all written, no answer yet)"),
+            (FlowFailure::Interrupted, "interrupted"),
+            (FlowFailure::Io("sl 10.0.0.1: connect: refused".into()), "sl 10.0.0.1: connect: refused"),
+            (FlowFailure::Internal("flow task failed: x".into()), "internal: flow task failed: x"),
+        ];
+        for (f, text) in cases {
+            assert_eq!(f.to_string(), text);
+            assert_eq!(f.is_time_limit(), text.starts_with("time limit"), "{f:?}");
+        }
     }
 
     fn opts(transport: Transport) -> RunOptions {

@@ -1,4 +1,4 @@
-//! Root integration tests of the flow engine (`tcpaccel_lanes::flows`) in
+//! Root integration tests of the flow engine (`tcpaccel_lab::flows`) in
 //! namespaces made here.
 //!
 //! Topology (per test, names `tcpaccel-flowtest-<random>-{a,b}`, deleted by a
@@ -11,6 +11,8 @@
 //! with wide margins (which lane carried the bytes, complete or not), never
 //! timings beyond "the run ended near its time limit".
 
+// The namespace helpers of the lanes crate's tests (heavy, run, unique, tx_bytes).
+#[path = "../../lanes/tests/common/mod.rs"]
 mod common;
 use common::{heavy, run, unique};
 
@@ -22,9 +24,8 @@ use std::time::{Duration, Instant};
 
 use tcpaccel_core::time::Instant as CoreInstant;
 use tcpaccel_core::workload::{Flow, FlowClass};
-use tcpaccel_lanes::flows::{
-    run_flows, FlowError, FlowResult, HostAddrs, RunOptions, Sinks, Transport, ERR_INTERRUPTED,
-    ERR_TIME_LIMIT,
+use tcpaccel_lab::flows::{
+    run_flows, CutAt, FlowError, FlowFailure, FlowResult, HostAddrs, RunOptions, Sinks, Transport,
 };
 
 const PORT: u16 = 5301;
@@ -198,8 +199,12 @@ fn root_single_path_uses_both_lanes_and_completes_everything() {
 
     // With the sinks gone, a connection is refused: an error result, no panic.
     let refused = go(&[flow(1, 0, 1, 2, 10_000)], &hosts, &opts(Transport::SinglePath { seed: 7 }, 5));
-    let err = refused[0].error.as_deref().expect("refused flow has an error");
-    assert!(err.contains("connect") && refused[0].fct_s.is_none(), "{:?}", refused[0]);
+    match &refused[0].error {
+        Some(FlowFailure::Io(e)) => {
+            assert!(e.contains("connect") && refused[0].fct_s.is_none(), "{:?}", refused[0])
+        }
+        other => panic!("a refused connection is an I/O failure: {other:?}"),
+    }
 }
 
 #[test]
@@ -224,7 +229,7 @@ fn root_repflow_replicates_short_flows_only() {
     let after = lab.lanes();
 
     let s = &short[0];
-    assert_eq!((s.lane.as_str(), s.error.as_deref()), ("both", None), "{s:?}");
+    assert_eq!((s.lane.as_str(), s.error.as_ref()), ("both", None), "{s:?}");
     assert!(s.fct_s.is_some(), "{s:?}");
     let winner = s.winner.as_deref().expect("a winner");
     assert!(winner == "sl" || winner == "ll0", "{s:?}");
@@ -235,7 +240,7 @@ fn root_repflow_replicates_short_flows_only() {
     assert!(lost >= 60, "the other copy at least opened its connection (a SYN): {lost}");
 
     let l = &long[0];
-    assert_eq!((l.error.as_deref(), l.winner.as_deref()), (None, None), "{l:?}");
+    assert_eq!((l.error.as_ref(), l.winner.as_deref()), (None, None), "{l:?}");
     assert!(l.fct_s.is_some() && (l.lane == "sl" || l.lane == "ll0"), "{l:?}");
     let (dsl, dll) = (after.0 - mid.0, after.1 - mid.1);
     eprintln!("1 MB RepFlow: lane {}, sl +{dsl} B, ll +{dll} B", l.lane);
@@ -263,7 +268,7 @@ fn root_repflow_replicates_short_flows_only() {
     let (dsl, dll) = (t1.0 - t0.0, t1.1 - t0.1);
     eprintln!("300 KB RepFlow, slow SL: {b:?}, sl +{dsl} B, ll +{dll} B, sink {:?}", received[&3]);
     assert_eq!(
-        (b.lane.as_str(), b.winner.as_deref(), b.error.as_deref()),
+        (b.lane.as_str(), b.winner.as_deref(), b.error.as_ref()),
         ("both", Some("ll0"), None),
         "{b:?}"
     );
@@ -288,7 +293,7 @@ fn root_mptcp_transport_completes_flows() {
     let results = go(&flows, &hosts, &opts(Transport::Mptcp, 20));
     let received = sinks.stop();
     for r in &results {
-        assert_eq!((r.lane.as_str(), r.error.as_deref()), ("mptcp", None), "{r:?}");
+        assert_eq!((r.lane.as_str(), r.error.as_ref()), ("mptcp", None), "{r:?}");
         assert!(r.fct_s.is_some_and(|f| f > 0.0), "{r:?}");
         assert_eq!((received[&r.id].bytes, received[&r.id].completed), (r.bytes, 1), "flow {}", r.id);
     }
@@ -314,14 +319,17 @@ fn root_time_limit_cuts_and_stop_interrupts() {
     assert!(took >= Duration::from_millis(1_900) && took < Duration::from_secs(6), "run took {took:?}");
     for r in &results {
         assert!(r.fct_s.is_none(), "{r:?}");
-        assert!(r.error.as_deref().is_some_and(|e| e.starts_with(ERR_TIME_LIMIT)), "{r:?}");
+        assert!(r.error.as_ref().is_some_and(FlowFailure::is_time_limit), "{r:?}");
     }
     eprintln!("cut: {:?} / {:?}", results[0].error, results[1].error);
     assert!(
-        results[0].error.as_deref().is_some_and(|e| e.contains("of 50000000 bytes written")),
+        matches!(results[0].error, Some(FlowFailure::TimeLimit(CutAt::Writing { of: 50_000_000, .. }))),
         "{results:?}"
     );
-    assert_eq!(results[1].error.as_deref(), Some("time limit (scheduled after it)"));
+    assert_eq!(results[1].error, Some(FlowFailure::TimeLimit(CutAt::ScheduledAfterLimit)));
+    // Records keep the text.
+    let rec = serde_json::to_value(&results[1]).unwrap();
+    assert_eq!(rec["error"], "time limit (scheduled after it)");
     let cut = got.get(&1).expect("sink saw the cut flow");
     eprintln!("cut flow: sink got {} of 50000000 bytes in {took:?}", cut.bytes);
     assert!(cut.bytes > 0 && cut.bytes < 50_000_000 && cut.completed == 0, "{cut:?}");
@@ -341,7 +349,7 @@ fn root_time_limit_cuts_and_stop_interrupts() {
     });
     assert!(t0.elapsed() < Duration::from_secs(4), "stop honoured: {:?}", t0.elapsed());
     for r in &results {
-        assert_eq!((r.fct_s, r.error.as_deref()), (None, Some(ERR_INTERRUPTED)), "{r:?}");
+        assert_eq!((r.fct_s, r.error.as_ref()), (None, Some(&FlowFailure::Interrupted)), "{r:?}");
     }
     drop(sinks);
 }
