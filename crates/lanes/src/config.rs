@@ -15,6 +15,7 @@
 //! t_deadline = "300ms"        # alpha, beta, gamma, delta, t0 default to 1
 //! nu_unit = "1ms"             # the unit of ν in eq. 5.7 (core::lanes explains)
 //! size_threshold = "1MB"      # optional with link-cost/deadline, required by "size"
+//! manage_server_side = false  # true: also connections this host accepted
 //!
 //! [[peer]]
 //! name = "server"
@@ -119,6 +120,10 @@ pub struct Config {
     pub sl_lanes: Vec<IpAddr>,
     /// Local address of each LL lane, by lane index.
     pub ll_lanes: Vec<IpAddr>,
+    /// Also manage connections this host accepted (`[policy]
+    /// manage_server_side`). Off by default: when both ends run the
+    /// daemon, each would open its own LL subflows.
+    pub server_side: bool,
 }
 
 impl Config {
@@ -168,6 +173,7 @@ struct RawPolicy {
     switch_to: Option<String>,
     nu_unit: Option<String>,
     size_threshold: Option<String>,
+    manage_server_side: Option<bool>,
 }
 
 #[derive(Debug, Deserialize, Default)]
@@ -376,7 +382,8 @@ impl RawConfig {
             return Err(invalid("peer", "more than 254 LL local addresses (path-manager ids are 1-255)"));
         }
         check_overlap(&peers, &sl_lanes, &ll_lanes)?;
-        Ok(Config { switch, switch_to, probe, peers, sl_lanes, ll_lanes })
+        let server_side = self.policy.manage_server_side.unwrap_or(false);
+        Ok(Config { switch, switch_to, probe, peers, sl_lanes, ll_lanes, server_side })
     }
 }
 

@@ -105,6 +105,9 @@ struct Conn {
     created: Instant,
     established: bool,
     ll: Vec<LlSubflow>,
+    /// Accepted here: its peer opens the LL subflows (a client has no
+    /// listener for joins), this host only switches among them.
+    server_side: bool,
     switcher: LaneSwitcher,
     switch: SwitchState,
     /// Last reading that showed one of its subflows.
@@ -327,13 +330,24 @@ impl Tracker {
         out
     }
 
-    /// A connection is managed when it is ours (not server side) and starts
-    /// on a configured SL pair.
+    /// A connection is managed when it starts on a configured SL pair and is
+    /// ours, or accepted here with `manage_server_side` on.
     fn admit(&self, now: Instant, ev: &Event) -> Option<Conn> {
-        if ev.server_side == Some(true) {
+        let server_side = ev.server_side == Some(true);
+        if server_side && !self.cfg.server_side {
             return None;
         }
         let (local, remote) = (ev.local()?, ev.remote()?);
+        self.new_conn(now, local, remote, server_side)
+    }
+
+    fn new_conn(
+        &self,
+        now: Instant,
+        local: SocketAddr,
+        remote: SocketAddr,
+        server_side: bool,
+    ) -> Option<Conn> {
         let (peer, pair) = self.cfg.sl_pair(local.ip(), remote.ip())?;
         let ll = self.cfg.peers[peer].ll.iter().map(|p| LlSubflow { pair: *p, established: None }).collect();
         Some(Conn {
@@ -344,6 +358,7 @@ impl Tracker {
             created: now,
             established: false,
             ll,
+            server_side,
             switcher: LaneSwitcher::new(self.cfg.switch, now),
             switch: SwitchState::No,
             last_seen: now,
@@ -371,6 +386,9 @@ impl Tracker {
         let t = self.t(now);
         let policy = self.policy_name();
         let Some(c) = self.conns.get(&token) else { return Vec::new() };
+        if c.server_side {
+            return Vec::new();
+        }
         let age_ms = ms(now.saturating_since(c.created));
         let mut out = Vec::new();
         for s in c.ll.iter().filter(|s| s.established.is_none()) {
@@ -953,6 +971,32 @@ mod tests {
         }
         assert!(!tr.switch_not_ready(at(2000), 4), "out of retries");
         assert!(!tr.switch_not_ready(at(2000), 99), "unknown connection");
+    }
+
+    #[test]
+    fn server_side_connections_are_switched_over_the_peers_subflows_when_asked() {
+        let text = CFG.replace("kind = \"deadline\"", "kind = \"deadline\"\nmanage_server_side = true");
+        let mut tr = Tracker::new(Config::parse(&text, "t").unwrap(), at(0));
+        // Seen from the server: local is our SL address, remote the client's.
+        let (l, r) = ("10.1.0.1:5201", "10.1.0.2:40000");
+        let mut e = ev(EventKind::Created, 9, l, r);
+        e.server_side = Some(true);
+        tr.on_event(at(0), &e);
+        e.kind = EventKind::Established;
+        let a = tr.on_event(at(1), &e);
+        assert!(tr.is_managed(9));
+        assert!(commands(&a).is_empty(), "a client has no listener for joins: no SUBFLOW_CREATE: {a:?}");
+        // The client's LL join arrives; past the deadline the server switches with SET_FLAGS.
+        tr.on_event(at(5), &ev(EventKind::SubEstablished, 9, "10.2.0.1:5201", "10.2.0.2:40001"));
+        let rd = |acked| [reading(1, l, r, 5, acked)];
+        tr.on_readings(at(100), &rd(10));
+        let a = tr.on_readings(at(320), &rd(20));
+        let cmds = commands(&a);
+        assert!(
+            !cmds.is_empty() && cmds.iter().all(|c| matches!(c, PmCommand::SetFlags { token: 9, .. })),
+            "{a:?}"
+        );
+        assert_eq!(decisions(&a)[0].action, DecisionAction::Switch);
     }
 
     #[test]
