@@ -439,6 +439,15 @@ pub fn retry_eintr<T>(mut call: impl FnMut() -> io::Result<T>) -> io::Result<T> 
     }
 }
 
+/// `sockaddr_nl` with port id 0 and no groups: the kernel as a destination,
+/// "pick one for me" as a bind address.
+fn kernel_addr() -> libc::sockaddr_nl {
+    // SAFETY: sockaddr_nl is plain old data; all-zero is a valid value.
+    let mut sa: libc::sockaddr_nl = unsafe { std::mem::zeroed() };
+    sa.nl_family = libc::AF_NETLINK as libc::sa_family_t;
+    sa
+}
+
 /// Receive buffer: the kernel caps dump datagrams near 32 KiB
 /// (`netlink_dump`, `max_recvmsg_len`); twice that leaves room.
 const RECV_BUF: usize = 64 * 1024;
@@ -462,9 +471,8 @@ impl NlSocket {
         }
         // SAFETY: fd is fresh, valid and owned by nobody else.
         let fd = unsafe { OwnedFd::from_raw_fd(fd) };
-        // SAFETY: an all-zero sockaddr_nl is valid; pid 0 lets the kernel pick.
-        let mut sa: libc::sockaddr_nl = unsafe { std::mem::zeroed() };
-        sa.nl_family = libc::AF_NETLINK as libc::sa_family_t;
+        // Port id 0: the kernel picks one.
+        let sa = kernel_addr();
         // SAFETY: sa is a valid sockaddr_nl for the length given.
         let rc = unsafe {
             libc::bind(
@@ -501,9 +509,7 @@ impl NlSocket {
 
     /// Sends one datagram (one or more messages) to the kernel.
     pub fn send(&self, msg: &[u8], op: &str) -> Result<()> {
-        // SAFETY: an all-zero sockaddr_nl is valid (pid 0 = the kernel).
-        let mut sa: libc::sockaddr_nl = unsafe { std::mem::zeroed() };
-        sa.nl_family = libc::AF_NETLINK as libc::sa_family_t;
+        let sa = kernel_addr();
         retry_eintr(|| {
             // SAFETY: msg and sa are valid for the lengths given for the whole call.
             let rc = unsafe {

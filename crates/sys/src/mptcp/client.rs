@@ -25,6 +25,13 @@ fn open_socket() -> Result<NlSocket, Error> {
     Ok(sock)
 }
 
+/// [`open_socket`], with `mptcp_pm` resolved on it.
+fn open_resolved() -> PmResult<(NlSocket, FamilyInfo)> {
+    let mut sock = open_socket()?;
+    let family = resolve_on(&mut sock, FAMILY_NAME)?;
+    Ok((sock, family))
+}
+
 /// Runs one request/answer exchange on `sock`: returns the genl payloads of
 /// the answer messages (for GET requests and dumps), after the ACK or DONE.
 fn transact(sock: &mut NlSocket, msg: &[u8], seq: u32, reply_type: u16, op: &str) -> PmResult<Vec<Vec<u8>>> {
@@ -77,8 +84,7 @@ impl PmClient {
     /// Opens a generic netlink socket in the calling thread's namespace and
     /// resolves `mptcp_pm` ([`PmError::NoFamily`] without MPTCP).
     pub fn open() -> PmResult<PmClient> {
-        let mut sock = open_socket()?;
-        let family = resolve_on(&mut sock, FAMILY_NAME)?;
+        let (sock, family) = open_resolved()?;
         Ok(PmClient { sock, family, seq: 1 })
     }
 
@@ -145,8 +151,7 @@ pub struct EventListener {
 impl EventListener {
     /// Resolves the family and joins its events group.
     pub fn open() -> PmResult<EventListener> {
-        let mut sock = open_socket()?;
-        let family = resolve_on(&mut sock, FAMILY_NAME)?;
+        let (sock, family) = open_resolved()?;
         let group = family
             .group(EVENTS_GROUP)
             .ok_or(PmError::NoGroup { family: FAMILY_NAME.into(), group: EVENTS_GROUP.into() })?;
