@@ -3,19 +3,19 @@
 //!
 //! What it is, in two halves that do not know of each other:
 //! - the codec, pure functions over byte slices: the message header
-//!   ([`Header`], `struct nlmsghdr`), the generic netlink header
-//!   ([`GenlHeader`]), a datagram splitter ([`messages`]), the reading of
-//!   acks, errors and extended-ack TLVs ([`Answer`], [`NlErr`]), an attribute
-//!   walker ([`attrs`]) and builder ([`AttrBuf`]). Encoders append to a
-//!   `Vec<u8>`; parsers check every length and return a [`ParseError`] that
+//!   ([`Header`](crate::netlink::Header), `struct nlmsghdr`), the generic netlink header
+//!   ([`GenlHeader`](crate::netlink::GenlHeader)), a datagram splitter ([`messages`](crate::netlink::messages)), the reading of
+//!   acks, errors and extended-ack TLVs ([`Answer`](crate::netlink::Answer), [`NlErr`](crate::netlink::NlErr)), an attribute
+//!   walker ([`attrs`](crate::netlink::attrs)) and builder ([`AttrBuf`](crate::netlink::AttrBuf)). Encoders append to a
+//!   `Vec<u8>`; parsers check every length and return a [`ParseError`](crate::netlink::ParseError) that
 //!   says what was short or broken, never panic.
-//! - the socket ([`NlSocket`]): open and bind, send and receive with EINTR
-//!   retried in one place ([`retry_eintr`]), receive timeouts, waiting for
+//! - the socket ([`NlSocket`](crate::netlink::NlSocket)): open and bind, send and receive with EINTR
+//!   retried in one place ([`retry_eintr`](crate::netlink::retry_eintr)), receive timeouts, waiting for
 //!   readability, multicast membership. It moves bytes and knows no message.
 //!
 //! What it is not: no family's messages (`inet_diag_msg`, `mptcp_pm`
 //! commands: their modules), no request/answer policy (which kinds end an
-//! exchange is each caller's business, decided on [`Answer`]s).
+//! exchange is each caller's business, decided on [`Answer`](crate::netlink::Answer)s).
 //!
 //! Layouts follow `include/uapi/linux/netlink.h` and `genetlink.h`. Netlink
 //! is host-endian except where a family says otherwise.
@@ -390,8 +390,12 @@ pub struct AttrBuf {
 }
 
 impl AttrBuf {
+    /// One attribute. Its length field is 16 bits: payloads are at most
+    /// 65 531 bytes (every caller's are far smaller: names, numbers,
+    /// addresses, a filter program).
     pub fn put(&mut self, kind: u16, data: &[u8]) {
         let len = 4 + data.len();
+        debug_assert!(len <= usize::from(u16::MAX), "netlink attribute {kind} of {len} bytes");
         self.b.extend_from_slice(&(len as u16).to_ne_bytes());
         self.b.extend_from_slice(&kind.to_ne_bytes());
         self.b.extend_from_slice(data);

@@ -5,7 +5,7 @@
 //! clamp, not-sent low-water mark, linger, Nagle), plus creation of TCP and
 //! MPTCP sockets *before* `connect`/`listen` so that options which only take
 //! effect at the handshake (buffer sizes → window scale, congestion control)
-//! can be set in time. Every function is generic over [`AsFd`] and every
+//! can be set in time. Every function is generic over [`AsFd`](std::os::fd::AsFd) and every
 //! error names the option it was touching.
 //!
 //! What it is not: no policy (which rate, which buffer size), no I/O on the

@@ -24,14 +24,14 @@
 //! them inside the namespace (e.g. in `netns::run_in` or after
 //! `netns::enter`) and use them from any thread.
 //!
-//! The module is split by what each part may do: [`types`] holds the values
+//! The module is split by what each part may do: `types` holds the values
 //! (commands, events, addresses, errors), `codec` turns them into bytes and
-//! back without a socket, `client` owns the sockets. All of it is
-//! re-exported here, under the paths callers have always used.
+//! back without a socket, `client` owns the sockets. What callers use is
+//! re-exported here, under the paths they have always used.
 
 mod client;
 mod codec;
-pub mod types;
+mod types;
 
 /// Why a message could not be decoded (the netlink layer's error).
 pub use crate::netlink::ParseError;
