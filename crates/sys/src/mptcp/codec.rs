@@ -193,7 +193,7 @@ fn ip6(d: &[u8]) -> Option<IpAddr> {
 /// is an error.
 pub fn parse_event(genl: &[u8]) -> Result<Event, ParseError> {
     let (hdr, body) = GenlHeader::parse(genl)?;
-    let mut ev = Event::empty(EventKind::from_raw(hdr.cmd));
+    let mut ev = Event::new(EventKind::from_raw(hdr.cmd));
     for a in netlink::attrs(body, "mptcp_pm event").at_offset(GENL_HDRLEN) {
         let (kind, d) = a?;
         use event_attr as ea;

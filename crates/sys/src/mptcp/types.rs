@@ -200,7 +200,8 @@ pub struct Event {
 }
 
 impl Event {
-    pub(super) fn empty(kind: EventKind) -> Event {
+    /// An event of `kind` with no fields yet (what a decoder fills in).
+    pub fn new(kind: EventKind) -> Event {
         Event {
             kind,
             token: None,
