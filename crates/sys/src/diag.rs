@@ -473,6 +473,33 @@ fn emit_exact(out: &mut Vec<u8>, s: &DiagSocket, ext: u8, seq: u32) {
     emit_message(out, SOCK_DIAG_BY_FAMILY, NLM_F_REQUEST, seq, &[&body]);
 }
 
+/// Takes in one datagram of answers to the exact queries numbered `first`
+/// to `first + n - 1`: the sockets go to `out`. Returns how many queries it
+/// answered and how many of those answers say the socket is gone (an
+/// NLMSG_ERROR, ENOENT). Answers with other numbers are stale (to a batch
+/// that timed out) and dropped.
+fn absorb_answers(
+    datagram: &[u8],
+    first: u32,
+    n: usize,
+    out: &mut Vec<DiagSocket>,
+) -> std::result::Result<(usize, usize), ParseError> {
+    let (mut answered, mut gone) = (0, 0);
+    for m in netlink::messages(datagram) {
+        let m = m?;
+        if m.header.seq.wrapping_sub(first) as usize >= n {
+            continue;
+        }
+        answered += 1;
+        match m.header.kind {
+            SOCK_DIAG_BY_FAMILY => out.push(parse_diag_msg(m.payload)?),
+            NLMSG_ERROR => gone += 1,
+            kind => return Err(ParseError::UnexpectedType { kind }),
+        }
+    }
+    Ok((answered, gone))
+}
+
 /// Requests per datagram in [`DiagSocketConn::query_into`]: their answers
 /// (~1–2 KB of receive buffer each) must fit the default socket buffer.
 const QUERY_BATCH: usize = 32;
@@ -561,22 +588,10 @@ impl DiagSocketConn {
             let mut answered = 0;
             while answered < chunk.len() {
                 let dg = self.recv("sock_diag query")?;
-                let malformed =
-                    |e: ParseError| Error::Other { op: "sock_diag query".into(), msg: e.to_string() };
-                for m in netlink::messages(dg) {
-                    let m = m.map_err(malformed)?;
-                    // Only answers to this batch count; stale ones are dropped.
-                    if m.header.seq.wrapping_sub(first) as usize >= chunk.len() {
-                        continue;
-                    }
-                    answered += 1;
-                    match m.header.kind {
-                        SOCK_DIAG_BY_FAMILY => out.push(parse_diag_msg(m.payload).map_err(malformed)?),
-                        // No such socket (any more).
-                        NLMSG_ERROR => gone += 1,
-                        other => return Err(malformed(ParseError::UnexpectedType { kind: other })),
-                    }
-                }
+                let (a, g) = absorb_answers(dg, first, chunk.len(), out)
+                    .map_err(|e| Error::Other { op: "sock_diag query".into(), msg: e.to_string() })?;
+                answered += a;
+                gone += g;
             }
         }
         Ok(gone)
@@ -775,6 +790,30 @@ mod tests {
         let odd = nlmsg(0x77, 0, 1, &[]);
         assert_eq!(parse_datagram(&odd, 1, &mut out), Err(ParseError::UnexpectedType { kind: 0x77 }));
         assert!(out.is_empty());
+    }
+
+    #[test]
+    fn exact_answers_count_gone_sockets_and_drop_stale_ones() {
+        // Queries 0xffff_fffe, 0xffff_ffff and 0 (the numbers wrap): one
+        // answer each for the first and last, a stale answer (seq 7), then
+        // the middle query's "no such socket".
+        let first = 0xffff_fffe;
+        let mut dg = nlmsg(SOCK_DIAG_BY_FAMILY, 0, first, &diag_msg_v4(1, 2, 11, &[]));
+        dg.extend(nlmsg(SOCK_DIAG_BY_FAMILY, 0, 7, &diag_msg_v4(1, 2, 99, &[])));
+        dg.extend(nlmsg(SOCK_DIAG_BY_FAMILY, 0, 0, &diag_msg_v4(1, 2, 13, &[])));
+        let mut out = Vec::new();
+        assert_eq!(absorb_answers(&dg, first, 3, &mut out), Ok((2, 0)));
+        let gone = nlmsg(NLMSG_ERROR, 0, first.wrapping_add(1), &(-libc::ENOENT).to_ne_bytes());
+        assert_eq!(absorb_answers(&gone, first, 3, &mut out), Ok((1, 1)));
+        assert_eq!(out.iter().map(|s| s.inode).collect::<Vec<_>>(), vec![11, 13]);
+        let odd = nlmsg(NLMSG_DONE, 0, first, &[0; 4]);
+        assert_eq!(
+            absorb_answers(&odd, first, 3, &mut out),
+            Err(ParseError::UnexpectedType { kind: NLMSG_DONE })
+        );
+        let short = nlmsg(SOCK_DIAG_BY_FAMILY, 0, first, &[2; 8]);
+        let want = ParseError::Short { what: "inet_diag_msg", len: 8, need: DIAG_MSG_LEN };
+        assert_eq!(absorb_answers(&short, first, 3, &mut out), Err(want));
     }
 
     #[test]
