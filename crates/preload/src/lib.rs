@@ -124,26 +124,16 @@ fn set_errno(e: c_int) {
     unsafe { *libc::__errno_location() = e }
 }
 
-fn int_opt(fd: c_int, level: c_int, name: c_int) -> Option<c_int> {
-    let mut v: c_int = 0;
-    let mut len = std::mem::size_of::<c_int>() as socklen_t;
-    // SAFETY: v and len are valid for writes of the sizes given.
-    let rc = unsafe { libc::getsockopt(fd, level, name, (&mut v as *mut c_int).cast(), &mut len) };
-    (rc == 0).then_some(v)
-}
-
 /// A TCP (or MPTCP) stream socket over IPv4/IPv6?
 fn is_tcp(fd: c_int) -> bool {
-    let dom = int_opt(fd, libc::SOL_SOCKET, libc::SO_DOMAIN);
-    let ty = int_opt(fd, libc::SOL_SOCKET, libc::SO_TYPE);
-    let proto = int_opt(fd, libc::SOL_SOCKET, libc::SO_PROTOCOL);
-    matches!(dom, Some(libc::AF_INET) | Some(libc::AF_INET6))
-        && ty == Some(libc::SOCK_STREAM)
-        && matches!(proto, Some(libc::IPPROTO_TCP) | Some(sockopt::IPPROTO_MPTCP))
-}
-
-fn family_of(fd: c_int) -> Option<c_int> {
-    int_opt(fd, libc::SOL_SOCKET, libc::SO_DOMAIN)
+    if fd < 0 {
+        return false;
+    }
+    // SAFETY: `fd` is not -1 and is the program's own, open for the duration
+    // of its connect/accept call that we are in; a closed one only makes
+    // getsockopt fail with EBADF (read as "not TCP"). We never close it.
+    let b = unsafe { BorrowedFd::borrow_raw(fd) };
+    sockopt::is_tcp(&b)
 }
 
 /// Applies the configured options to a TCP socket; returns what was applied, for the log.
@@ -160,10 +150,10 @@ fn apply(fd: c_int, before_connect: bool) -> String {
     if before_connect {
         if let Some(ip) = c.bind {
             let fam_ok = matches!(
-                (family_of(fd), ip),
-                (Some(libc::AF_INET), IpAddr::V4(_)) | (Some(libc::AF_INET6), IpAddr::V6(_))
+                (sockopt::domain(&b), ip),
+                (Ok(libc::AF_INET), IpAddr::V4(_)) | (Ok(libc::AF_INET6), IpAddr::V6(_))
             );
-            if fam_ok && !is_bound(fd) {
+            if fam_ok && !sockopt::is_bound(&b).unwrap_or(false) {
                 note(format!("bind={ip}"), sockopt::bind(&b, &SocketAddr::new(ip, 0)));
             }
         }
@@ -185,30 +175,6 @@ fn apply(fd: c_int, before_connect: bool) -> String {
         done.push("pacing=dynamic".into());
     }
     done.join(" ")
-}
-
-fn is_bound(fd: c_int) -> bool {
-    // SAFETY: storage is large enough for any address and len says so.
-    let mut ss: libc::sockaddr_storage = unsafe { std::mem::zeroed() };
-    let mut len = std::mem::size_of::<libc::sockaddr_storage>() as socklen_t;
-    // SAFETY: ss/len are valid for writes; fd is open.
-    let rc = unsafe { libc::getsockname(fd, (&mut ss as *mut libc::sockaddr_storage).cast(), &mut len) };
-    if rc != 0 {
-        return false;
-    }
-    match ss.ss_family as c_int {
-        libc::AF_INET => {
-            // SAFETY: the family says the storage holds a sockaddr_in.
-            let sin = unsafe { &*(&ss as *const libc::sockaddr_storage).cast::<libc::sockaddr_in>() };
-            sin.sin_port != 0 || sin.sin_addr.s_addr != 0
-        }
-        libc::AF_INET6 => {
-            // SAFETY: the family says the storage holds a sockaddr_in6.
-            let sin6 = unsafe { &*(&ss as *const libc::sockaddr_storage).cast::<libc::sockaddr_in6>() };
-            sin6.sin6_port != 0 || sin6.sin6_addr.s6_addr != [0; 16]
-        }
-        _ => false,
-    }
 }
 
 /// Dynamically paced sockets. `Vec::new` is const, so the registry needs no lazy init.

@@ -18,19 +18,17 @@
 //! caller that wants another namespace opens the socket inside it (for
 //! example within `netns::run_in`) and may then use it from any thread.
 
-use crate::netlink::{align4, c_string, u16_ne, u32_ne, Attrs};
+use crate::netlink::{
+    self, c_string, emit_message, u32_ne, Answer, AttrBuf, NlSocket, NLMSG_ERROR, NLMSG_HDRLEN, NLM_F_DUMP,
+    NLM_F_DUMP_INTR, NLM_F_REQUEST,
+};
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::time::Duration;
 
 use crate::{Error, Result};
 
-// include/uapi/linux/netlink.h
-const NLMSG_HDRLEN: usize = 16;
-const NLMSG_ERROR: u16 = 2;
-const NLMSG_DONE: u16 = 3;
-const NLM_F_REQUEST: u16 = 0x1;
-const NLM_F_DUMP_INTR: u16 = 0x10;
-const NLM_F_DUMP: u16 = 0x100 | 0x200; // NLM_F_ROOT | NLM_F_MATCH
+/// Why an answer could not be decoded (the netlink layer's error).
+pub use crate::netlink::ParseError;
 
 // include/uapi/linux/sock_diag.h
 const SOCK_DIAG_BY_FAMILY: u16 = 20;
@@ -264,7 +262,7 @@ impl DiagSocket {
     pub fn ulp_name(&self) -> Option<String> {
         let nested = self.attr(attr::ULP_INFO)?;
         let mut name = None;
-        for a in attrs(nested) {
+        for a in netlink::attrs(nested, "INET_DIAG_ULP_INFO") {
             match a {
                 Ok((1, data)) => {
                     name = Some(c_string(data));
@@ -280,27 +278,11 @@ impl DiagSocket {
     /// = 3 for MPTCP subflows: tokens, ids, flags), for callers that decode it.
     pub fn ulp_info_raw(&self, nested_kind: u16) -> Option<&[u8]> {
         let nested = self.attr(attr::ULP_INFO)?;
-        attrs(nested).filter_map(|a| a.ok()).find(|(k, _)| *k == nested_kind).map(|(_, d)| d)
+        netlink::attrs(nested, "INET_DIAG_ULP_INFO")
+            .filter_map(|a| a.ok())
+            .find(|(k, _)| *k == nested_kind)
+            .map(|(_, d)| d)
     }
-}
-
-/// Why a netlink answer could not be decoded.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum ParseError {
-    #[error("netlink message header truncated at byte {at} of {len}")]
-    TruncatedHeader { at: usize, len: usize },
-    #[error("netlink message at byte {at} claims length {claimed}, {left} bytes left")]
-    BadLength { at: usize, claimed: usize, left: usize },
-    #[error("inet_diag_msg too short: {len} bytes, need {DIAG_MSG_LEN}")]
-    ShortDiagMsg { len: usize },
-    #[error("netlink attribute malformed at byte {at}")]
-    BadAttr { at: usize },
-    #[error("unexpected netlink message type {kind}")]
-    UnexpectedType { kind: u16 },
-    #[error("kernel error {errno} in the dump")]
-    Kernel { errno: i32 },
-    #[error("unknown address family {family}")]
-    BadFamily { family: u8 },
 }
 
 /// Where a dump is after one datagram.
@@ -315,11 +297,6 @@ pub enum Progress {
 
 fn u16_be(b: &[u8], at: usize) -> Option<u16> {
     b.get(at..at + 2).map(|s| u16::from_be_bytes([s[0], s[1]]))
-}
-
-/// The shared attribute walker, with this module's error type.
-fn attrs(buf: &[u8]) -> impl Iterator<Item = std::result::Result<(u16, &[u8]), ParseError>> {
-    Attrs::new(buf).map(|r| r.map_err(|at| ParseError::BadAttr { at }))
 }
 
 fn sockaddr(family: u8, id: &[u8], port_at: usize, addr_at: usize) -> Option<SocketAddr> {
@@ -337,8 +314,9 @@ fn sockaddr(family: u8, id: &[u8], port_at: usize, addr_at: usize) -> Option<Soc
 
 /// Decodes one `inet_diag_msg` payload (after the netlink header).
 pub fn parse_diag_msg(p: &[u8]) -> std::result::Result<DiagSocket, ParseError> {
+    let short = ParseError::Short { what: "inet_diag_msg", len: p.len(), need: DIAG_MSG_LEN };
     if p.len() < DIAG_MSG_LEN {
-        return Err(ParseError::ShortDiagMsg { len: p.len() });
+        return Err(short);
     }
     let family = p[0];
     if family != libc::AF_INET as u8 && family != libc::AF_INET6 as u8 {
@@ -347,7 +325,6 @@ pub fn parse_diag_msg(p: &[u8]) -> std::result::Result<DiagSocket, ParseError> {
     let id = &p[4..4 + SOCKID_LEN];
     // inet_diag_sockid: sport be16 @0, dport be16 @2, src[16] @4, dst[16] @20,
     // if u32 @36, cookie u32[2] @40.
-    let short = ParseError::ShortDiagMsg { len: p.len() };
     let src = sockaddr(family, id, 0, 4).ok_or(short.clone())?;
     let dst = sockaddr(family, id, 2, 20).ok_or(short.clone())?;
     let if_index = u32_ne(id, 36).ok_or(short.clone())?;
@@ -371,11 +348,8 @@ pub fn parse_diag_msg(p: &[u8]) -> std::result::Result<DiagSocket, ParseError> {
         inode: field(4)?,
         attrs: Vec::new(),
     };
-    for a in attrs(&p[DIAG_MSG_LEN..]) {
-        let (kind, data) = a.map_err(|e| match e {
-            ParseError::BadAttr { at } => ParseError::BadAttr { at: at + DIAG_MSG_LEN },
-            e => e,
-        })?;
+    for a in netlink::attrs(&p[DIAG_MSG_LEN..], "inet_diag_msg").at_offset(DIAG_MSG_LEN) {
+        let (kind, data) = a?;
         s.attrs.push(Attr { kind, data: data.to_vec() });
     }
     Ok(s)
@@ -388,70 +362,25 @@ pub fn parse_datagram(
     seq: u32,
     out: &mut Vec<DiagSocket>,
 ) -> std::result::Result<Progress, ParseError> {
-    let mut at = 0;
     let mut interrupted = false;
-    while at < buf.len() {
-        let left = buf.len() - at;
-        if left < NLMSG_HDRLEN {
-            return Err(ParseError::TruncatedHeader { at, len: buf.len() });
-        }
-        let trunc = ParseError::TruncatedHeader { at, len: buf.len() };
-        let len = u32_ne(buf, at).ok_or(trunc.clone())? as usize;
-        let kind = u16_ne(buf, at + 4).ok_or(trunc.clone())?;
-        let flags = u16_ne(buf, at + 6).ok_or(trunc.clone())?;
-        let mseq = u32_ne(buf, at + 8).ok_or(trunc)?;
-        if len < NLMSG_HDRLEN || len > left {
-            return Err(ParseError::BadLength { at, claimed: len, left });
-        }
-        let payload = &buf[at + NLMSG_HDRLEN..at + len];
-        interrupted |= flags & NLM_F_DUMP_INTR != 0;
-        at += align4(len).min(left);
-        if mseq != seq {
+    for m in netlink::messages(buf) {
+        let m = m?;
+        interrupted |= m.header.flags & NLM_F_DUMP_INTR != 0;
+        if m.header.seq != seq {
             continue;
         }
-        match kind {
-            NLMSG_DONE => return Ok(Progress::Done { interrupted }),
-            NLMSG_ERROR => {
-                let e = payload
-                    .get(0..4)
-                    .map(|s| i32::from_ne_bytes([s[0], s[1], s[2], s[3]]))
-                    .unwrap_or(-libc::EPROTO);
-                if e == 0 {
-                    // An ACK, not an error; dumps end with DONE.
-                    continue;
-                }
-                return Err(ParseError::Kernel { errno: -e });
+        match m.answer()? {
+            Answer::Done => return Ok(Progress::Done { interrupted }),
+            // An ACK, not an error; dumps end with DONE.
+            Answer::Ack => {}
+            Answer::Error(e) => return Err(ParseError::Kernel { errno: e.errno }),
+            Answer::Data(p) if matches!(m.header.kind, SOCK_DIAG_BY_FAMILY | TCPDIAG_GETSOCK) => {
+                out.push(parse_diag_msg(p)?)
             }
-            SOCK_DIAG_BY_FAMILY | TCPDIAG_GETSOCK => out.push(parse_diag_msg(payload)?),
-            other => return Err(ParseError::UnexpectedType { kind: other }),
+            Answer::Data(_) => return Err(ParseError::UnexpectedType { kind: m.header.kind }),
         }
     }
     Ok(Progress::More)
-}
-
-/// Calls `f(type, seq, payload)` for each netlink message of a datagram,
-/// with the same length checks as [`parse_datagram`].
-fn for_each_message(
-    buf: &[u8],
-    mut f: impl FnMut(u16, u32, &[u8]) -> std::result::Result<(), ParseError>,
-) -> std::result::Result<(), ParseError> {
-    let mut at = 0;
-    while at < buf.len() {
-        let left = buf.len() - at;
-        let trunc = ParseError::TruncatedHeader { at, len: buf.len() };
-        if left < NLMSG_HDRLEN {
-            return Err(trunc);
-        }
-        let len = u32_ne(buf, at).ok_or(trunc.clone())? as usize;
-        let kind = u16_ne(buf, at + 4).ok_or(trunc.clone())?;
-        let seq = u32_ne(buf, at + 8).ok_or(trunc)?;
-        if len < NLMSG_HDRLEN || len > left {
-            return Err(ParseError::BadLength { at, claimed: len, left });
-        }
-        f(kind, seq, &buf[at + NLMSG_HDRLEN..at + len])?;
-        at += align4(len).min(left);
-    }
-    Ok(())
 }
 
 /// The in-kernel filter "source port == P or destination port == P".
@@ -488,41 +417,26 @@ fn port_bytecode(port: u16, side: PortSide) -> Vec<u8> {
 /// `inet_diag_req_v2` for one family, or `TCPDIAG_GETSOCK` with the compat
 /// `inet_diag_req` for [`Family::Any`].
 pub fn encode_request(family: Family, req: &DumpRequest, seq: u32) -> Vec<u8> {
-    let bc = req.port.map(|p| port_bytecode(p, req.port_side));
-    let attr_len = bc.as_ref().map(|b| align4(4 + b.len())).unwrap_or(0);
-    let (kind, body) = if family == Family::Any {
-        (TCPDIAG_GETSOCK, REQ_COMPAT_LEN)
-    } else {
-        (SOCK_DIAG_BY_FAMILY, REQ_V2_LEN)
-    };
-    let total = NLMSG_HDRLEN + body + attr_len;
-    let mut m = Vec::with_capacity(total);
-    m.extend_from_slice(&(total as u32).to_ne_bytes());
-    m.extend_from_slice(&kind.to_ne_bytes());
-    m.extend_from_slice(&(NLM_F_REQUEST | NLM_F_DUMP).to_ne_bytes());
-    m.extend_from_slice(&seq.to_ne_bytes());
-    m.extend_from_slice(&0u32.to_ne_bytes()); // pid: kernel fills in
-    if family == Family::Any {
+    let mut body = Vec::with_capacity(REQ_COMPAT_LEN.max(REQ_V2_LEN));
+    let kind = if family == Family::Any {
         // inet_diag_req: family, src_len, dst_len, ext, id, states, dbs.
-        m.extend_from_slice(&[family.raw(), 0, 0, req.ext]);
-        m.extend_from_slice(&[0u8; SOCKID_LEN]);
-        m.extend_from_slice(&req.states.to_ne_bytes());
-        m.extend_from_slice(&0u32.to_ne_bytes());
+        body.extend_from_slice(&[family.raw(), 0, 0, req.ext]);
+        body.extend_from_slice(&[0u8; SOCKID_LEN]);
+        body.extend_from_slice(&req.states.to_ne_bytes());
+        body.extend_from_slice(&0u32.to_ne_bytes());
+        TCPDIAG_GETSOCK
     } else {
-        m.push(family.raw());
-        m.push(libc::IPPROTO_TCP as u8);
-        m.push(req.ext);
-        m.push(0);
-        m.extend_from_slice(&req.states.to_ne_bytes());
-        m.extend_from_slice(&[0u8; SOCKID_LEN]); // wildcard id
+        // inet_diag_req_v2: family, protocol, ext, pad, states, id.
+        body.extend_from_slice(&[family.raw(), libc::IPPROTO_TCP as u8, req.ext, 0]);
+        body.extend_from_slice(&req.states.to_ne_bytes());
+        body.extend_from_slice(&[0u8; SOCKID_LEN]); // wildcard id
+        SOCK_DIAG_BY_FAMILY
+    };
+    let mut filter = AttrBuf::default();
+    if let Some(p) = req.port {
+        filter.put(INET_DIAG_REQ_BYTECODE, &port_bytecode(p, req.port_side));
     }
-    if let Some(bc) = bc {
-        m.extend_from_slice(&((4 + bc.len()) as u16).to_ne_bytes());
-        m.extend_from_slice(&INET_DIAG_REQ_BYTECODE.to_ne_bytes());
-        m.extend_from_slice(&bc);
-        m.resize(total, 0);
-    }
-    m
+    netlink::message(kind, NLM_F_REQUEST | NLM_F_DUMP, seq, &[&body, filter.as_bytes()])
 }
 
 /// Encodes the `inet_diag_sockid` that names socket `s` exactly: ports,
@@ -545,111 +459,77 @@ fn encode_sockid(s: &DiagSocket, m: &mut Vec<u8>) {
 
 /// Encodes one exact (non-dump) request for socket `s` (as a dump returned it).
 pub fn encode_exact(s: &DiagSocket, ext: u8, seq: u32) -> Vec<u8> {
-    let total = NLMSG_HDRLEN + REQ_V2_LEN;
-    let mut m = Vec::with_capacity(total);
-    m.extend_from_slice(&(total as u32).to_ne_bytes());
-    m.extend_from_slice(&SOCK_DIAG_BY_FAMILY.to_ne_bytes());
-    m.extend_from_slice(&NLM_F_REQUEST.to_ne_bytes());
-    m.extend_from_slice(&seq.to_ne_bytes());
-    m.extend_from_slice(&0u32.to_ne_bytes());
-    m.push(s.family);
-    m.push(libc::IPPROTO_TCP as u8);
-    m.push(ext);
-    m.push(0);
-    m.extend_from_slice(&state::ALL.to_ne_bytes());
-    encode_sockid(s, &mut m);
+    let mut m = Vec::with_capacity(NLMSG_HDRLEN + REQ_V2_LEN);
+    emit_exact(&mut m, s, ext, seq);
     m
+}
+
+/// Appends [`encode_exact`]'s message to a batch.
+fn emit_exact(out: &mut Vec<u8>, s: &DiagSocket, ext: u8, seq: u32) {
+    let mut body = Vec::with_capacity(REQ_V2_LEN);
+    body.extend_from_slice(&[s.family, libc::IPPROTO_TCP as u8, ext, 0]);
+    body.extend_from_slice(&state::ALL.to_ne_bytes());
+    encode_sockid(s, &mut body);
+    emit_message(out, SOCK_DIAG_BY_FAMILY, NLM_F_REQUEST, seq, &[&body]);
+}
+
+/// Takes in one datagram of answers to the exact queries numbered `first`
+/// to `first + n - 1`: the sockets go to `out`. Returns how many queries it
+/// answered and how many of those answers say the socket is gone (an
+/// NLMSG_ERROR, ENOENT). Answers with other numbers are stale (to a batch
+/// that timed out) and dropped.
+fn absorb_answers(
+    datagram: &[u8],
+    first: u32,
+    n: usize,
+    out: &mut Vec<DiagSocket>,
+) -> std::result::Result<(usize, usize), ParseError> {
+    let (mut answered, mut gone) = (0, 0);
+    for m in netlink::messages(datagram) {
+        let m = m?;
+        if m.header.seq.wrapping_sub(first) as usize >= n {
+            continue;
+        }
+        answered += 1;
+        match m.header.kind {
+            SOCK_DIAG_BY_FAMILY => out.push(parse_diag_msg(m.payload)?),
+            NLMSG_ERROR => gone += 1,
+            kind => return Err(ParseError::UnexpectedType { kind }),
+        }
+    }
+    Ok((answered, gone))
 }
 
 /// Requests per datagram in [`DiagSocketConn::query_into`]: their answers
 /// (~1–2 KB of receive buffer each) must fit the default socket buffer.
 const QUERY_BATCH: usize = 32;
 
+/// A dump that never ends (should not happen) must not hang a sampler.
+const RECV_TIMEOUT: Duration = Duration::from_secs(2);
+
 /// A `NETLINK_SOCK_DIAG` socket bound to the namespace it was opened in.
 pub struct DiagSocketConn {
-    fd: OwnedFd,
+    sock: NlSocket,
     seq: u32,
-    buf: Vec<u8>,
 }
-
-/// Receive buffer: the kernel caps dump datagrams near 32 KiB
-/// (`netlink_dump`, `max_recvmsg_len`); twice that leaves room.
-const RECV_BUF: usize = 64 * 1024;
 
 impl DiagSocketConn {
     /// Opens a diag socket in the calling thread's network namespace.
     pub fn open() -> Result<Self> {
-        // SAFETY: plain socket(2); the result is checked and owned at once.
-        let fd = unsafe {
-            libc::socket(libc::AF_NETLINK, libc::SOCK_DGRAM | libc::SOCK_CLOEXEC, libc::NETLINK_SOCK_DIAG)
-        };
-        if fd < 0 {
-            return Err(Error::last("socket(AF_NETLINK, NETLINK_SOCK_DIAG)"));
-        }
-        // SAFETY: fd is fresh, valid and owned by nobody else.
-        let fd = unsafe { OwnedFd::from_raw_fd(fd) };
-        // A dump that never ends (should not happen) must not hang a sampler.
-        let tv = libc::timeval { tv_sec: 2, tv_usec: 0 };
-        // SAFETY: tv is a valid timeval that outlives the call; the length
-        // passed is its size.
-        let rc = unsafe {
-            libc::setsockopt(
-                fd.as_raw_fd(),
-                libc::SOL_SOCKET,
-                libc::SO_RCVTIMEO,
-                (&tv as *const libc::timeval).cast(),
-                std::mem::size_of::<libc::timeval>() as libc::socklen_t,
-            )
-        };
-        if rc < 0 {
-            return Err(Error::last("setsockopt(SO_RCVTIMEO) on sock_diag socket"));
-        }
-        Ok(DiagSocketConn { fd, seq: 0, buf: vec![0; RECV_BUF] })
+        let sock = NlSocket::open(libc::NETLINK_SOCK_DIAG, "NETLINK_SOCK_DIAG")?;
+        sock.set_recv_timeout(RECV_TIMEOUT)?;
+        Ok(DiagSocketConn { sock, seq: 0 })
     }
 
     fn send(&self, msg: &[u8]) -> Result<()> {
-        // SAFETY: an all-zero sockaddr_nl is valid (pid 0 = the kernel).
-        let mut sa: libc::sockaddr_nl = unsafe { std::mem::zeroed() };
-        sa.nl_family = libc::AF_NETLINK as libc::sa_family_t;
-        // SAFETY: msg and sa are valid for the lengths given for the whole call.
-        let rc = unsafe {
-            libc::sendto(
-                self.fd.as_raw_fd(),
-                msg.as_ptr().cast(),
-                msg.len(),
-                0,
-                (&sa as *const libc::sockaddr_nl).cast(),
-                std::mem::size_of::<libc::sockaddr_nl>() as libc::socklen_t,
-            )
-        };
-        if rc < 0 {
-            return Err(Error::last("sendto(sock_diag dump request)"));
-        }
-        Ok(())
+        self.sock.send(msg, "sock_diag request")
     }
 
-    fn recv(&mut self) -> Result<usize> {
-        loop {
-            // SAFETY: buf is valid for writes of its full length.
-            let n = unsafe {
-                libc::recv(self.fd.as_raw_fd(), self.buf.as_mut_ptr().cast(), self.buf.len(), libc::MSG_TRUNC)
-            };
-            if n < 0 {
-                let e = std::io::Error::last_os_error();
-                if e.raw_os_error() == Some(libc::EINTR) {
-                    continue;
-                }
-                return Err(Error::os("recv(sock_diag dump)", e));
-            }
-            let n = n as usize;
-            if n > self.buf.len() {
-                return Err(Error::Other {
-                    op: "recv(sock_diag dump)".into(),
-                    msg: format!("datagram of {n} bytes exceeds the {} byte buffer", self.buf.len()),
-                });
-            }
-            return Ok(n);
-        }
+    fn recv(&mut self, op: &str) -> Result<&[u8]> {
+        self.sock.recv(0, op)?.ok_or_else(|| Error::Other {
+            op: format!("recv({op})"),
+            msg: format!("no answer from the kernel within {} s", RECV_TIMEOUT.as_secs()),
+        })
     }
 
     /// Runs the dump(s) of `req` and appends every socket to `out` (cleared
@@ -662,8 +542,7 @@ impl DiagSocketConn {
             let seq = self.seq;
             self.send(&encode_request(family, req, seq))?;
             loop {
-                let n = self.recv()?;
-                match parse_datagram(&self.buf[..n], seq, out) {
+                match parse_datagram(self.recv("sock_diag dump")?, seq, out) {
                     Ok(Progress::More) => {}
                     Ok(Progress::Done { interrupted: i }) => {
                         interrupted |= i;
@@ -703,28 +582,16 @@ impl DiagSocketConn {
             let mut msg = Vec::with_capacity(chunk.len() * (NLMSG_HDRLEN + REQ_V2_LEN));
             for s in chunk {
                 self.seq = self.seq.wrapping_add(1);
-                msg.extend(encode_exact(s, ext, self.seq));
+                emit_exact(&mut msg, s, ext, self.seq);
             }
             self.send(&msg)?;
             let mut answered = 0;
             while answered < chunk.len() {
-                let n = self.recv()?;
-                let mut got = Vec::new();
-                for_each_message(&self.buf[..n], |kind, seq, payload| {
-                    // Only answers to this batch count; stale ones are dropped.
-                    if seq.wrapping_sub(first) as usize >= chunk.len() {
-                        return Ok(());
-                    }
-                    answered += 1;
-                    match kind {
-                        SOCK_DIAG_BY_FAMILY => got.push(parse_diag_msg(payload)?),
-                        NLMSG_ERROR => gone += 1,
-                        other => return Err(ParseError::UnexpectedType { kind: other }),
-                    }
-                    Ok(())
-                })
-                .map_err(|e| Error::Other { op: "sock_diag query".into(), msg: e.to_string() })?;
-                out.append(&mut got);
+                let dg = self.recv("sock_diag query")?;
+                let (a, g) = absorb_answers(dg, first, chunk.len(), out)
+                    .map_err(|e| Error::Other { op: "sock_diag query".into(), msg: e.to_string() })?;
+                answered += a;
+                gone += g;
             }
         }
         Ok(gone)
@@ -742,28 +609,16 @@ impl DiagSocketConn {
 mod tests {
     use super::*;
 
-    const NLM_F_MULTI: u16 = 0x2;
+    use crate::netlink::{message, u16_ne, NLMSG_DONE, NLM_F_MULTI};
 
     fn nlmsg(kind: u16, flags: u16, seq: u32, payload: &[u8]) -> Vec<u8> {
-        let len = NLMSG_HDRLEN + payload.len();
-        let mut m = Vec::new();
-        m.extend_from_slice(&(len as u32).to_ne_bytes());
-        m.extend_from_slice(&kind.to_ne_bytes());
-        m.extend_from_slice(&flags.to_ne_bytes());
-        m.extend_from_slice(&seq.to_ne_bytes());
-        m.extend_from_slice(&0u32.to_ne_bytes());
-        m.extend_from_slice(payload);
-        m.resize(align4(m.len()), 0);
-        m
+        message(kind, flags, seq, &[payload])
     }
 
     fn rtattr(kind: u16, data: &[u8]) -> Vec<u8> {
-        let mut a = Vec::new();
-        a.extend_from_slice(&((4 + data.len()) as u16).to_ne_bytes());
-        a.extend_from_slice(&kind.to_ne_bytes());
-        a.extend_from_slice(data);
-        a.resize(align4(a.len()), 0);
-        a
+        let mut a = AttrBuf::default();
+        a.put(kind, data);
+        a.into_bytes()
     }
 
     fn diag_msg_v4(sport: u16, dport: u16, inode: u32, attrs: &[u8]) -> Vec<u8> {
@@ -806,6 +661,47 @@ mod tests {
         assert_eq!(u16_ne(&any, 4), Some(TCPDIAG_GETSOCK));
         assert_eq!((any[16], any[19]), (libc::AF_UNSPEC as u8, ext::INFO | ext::CONG));
         assert_eq!(u32_ne(&any, 16 + 52), Some(state::CONNECTED));
+    }
+
+    /// The whole request, byte for byte: header, `inet_diag_req_v2`, and the
+    /// bytecode attribute of a remote-port filter.
+    #[test]
+    fn request_with_port_filter_exact_bytes() {
+        const { assert!(cfg!(target_endian = "little"), "the expected bytes below are little-endian") };
+        let req = DumpRequest {
+            port: Some(5201),
+            port_side: PortSide::Remote,
+            families: vec![Family::V4],
+            ..Default::default()
+        };
+        let got = encode_request(Family::V4, &req, 9);
+        let mut want = vec![84, 0, 0, 0, 20, 0, 0x01, 0x03, 9, 0, 0, 0, 0, 0, 0, 0];
+        want.extend_from_slice(&[2, 6, ext::INFO | ext::CONG, 0]);
+        want.extend_from_slice(&state::CONNECTED.to_le_bytes());
+        want.extend_from_slice(&[0; SOCKID_LEN]);
+        want.extend_from_slice(&[12, 0, 1, 0]); // INET_DIAG_REQ_BYTECODE, 8 bytes of program
+        want.extend_from_slice(&[BC_D_EQ, 8, 12, 0, BC_NOP, 0, 0x51, 0x14]); // dport == 0x1451
+        assert_eq!(got, want);
+    }
+
+    /// An exact query names the socket with the very `inet_diag_sockid`
+    /// bytes the dump reported it by.
+    #[test]
+    fn exact_query_echoes_the_reported_sockid() {
+        for v6 in [false, true] {
+            let mut msg = diag_msg_v4(40000, 5201, 77, &[]);
+            if v6 {
+                msg[0] = libc::AF_INET6 as u8;
+                msg[8..24].copy_from_slice(&"fd00::1".parse::<Ipv6Addr>().unwrap().octets());
+            }
+            let s = parse_diag_msg(&msg).unwrap();
+            let q = encode_exact(&s, ext::INFO, 3);
+            assert_eq!(q.len(), NLMSG_HDRLEN + REQ_V2_LEN);
+            assert_eq!(&q[..16], &message(SOCK_DIAG_BY_FAMILY, NLM_F_REQUEST, 3, &[&[0; REQ_V2_LEN]])[..16]);
+            assert_eq!(q[16..20], [msg[0], libc::IPPROTO_TCP as u8, ext::INFO, 0]);
+            assert_eq!(u32_ne(&q, 20), Some(state::ALL));
+            assert_eq!(&q[24..], &msg[4..4 + SOCKID_LEN], "v6={v6}");
+        }
     }
 
     #[test]
@@ -869,14 +765,55 @@ mod tests {
         }
         // Specific odd cases come back as errors.
         let mut out = Vec::new();
-        assert!(matches!(parse_datagram(&[0u8; 10], 1, &mut out), Err(ParseError::TruncatedHeader { .. })));
+        assert_eq!(
+            parse_datagram(&[0u8; 10], 1, &mut out),
+            Err(ParseError::TruncatedHeader { at: 0, len: 10 })
+        );
         let short = nlmsg(SOCK_DIAG_BY_FAMILY, 0, 1, &[2u8; 20]);
-        assert!(matches!(parse_datagram(&short, 1, &mut out), Err(ParseError::ShortDiagMsg { .. })));
+        let want = ParseError::Short { what: "inet_diag_msg", len: 20, need: DIAG_MSG_LEN };
+        assert_eq!(parse_datagram(&short, 1, &mut out), Err(want.clone()));
+        assert_eq!(want.to_string(), "inet_diag_msg too short: 20 bytes, need 72");
         let mut huge = good.clone();
         huge[0..4].copy_from_slice(&10_000u32.to_ne_bytes());
-        assert!(matches!(parse_datagram(&huge, 1, &mut out), Err(ParseError::BadLength { .. })));
+        let left = good.len();
+        assert_eq!(
+            parse_datagram(&huge, 1, &mut out),
+            Err(ParseError::BadLength { at: 0, claimed: 10_000, left })
+        );
         let bad_attr = nlmsg(SOCK_DIAG_BY_FAMILY, 0, 1, &diag_msg_v4(1, 2, 3, &[200, 0, 2, 0, 1, 1]));
-        assert!(matches!(parse_datagram(&bad_attr, 1, &mut out), Err(ParseError::BadAttr { .. })));
+        let want = ParseError::BadAttr { within: "inet_diag_msg", at: DIAG_MSG_LEN };
+        assert_eq!(parse_datagram(&bad_attr, 1, &mut out), Err(want));
+        let mut bad_family = diag_msg_v4(1, 2, 3, &[]);
+        bad_family[0] = 99;
+        let dg = nlmsg(SOCK_DIAG_BY_FAMILY, 0, 1, &bad_family);
+        assert_eq!(parse_datagram(&dg, 1, &mut out), Err(ParseError::BadFamily { family: 99 }));
+        let odd = nlmsg(0x77, 0, 1, &[]);
+        assert_eq!(parse_datagram(&odd, 1, &mut out), Err(ParseError::UnexpectedType { kind: 0x77 }));
+        assert!(out.is_empty());
+    }
+
+    #[test]
+    fn exact_answers_count_gone_sockets_and_drop_stale_ones() {
+        // Queries 0xffff_fffe, 0xffff_ffff and 0 (the numbers wrap): one
+        // answer each for the first and last, a stale answer (seq 7), then
+        // the middle query's "no such socket".
+        let first = 0xffff_fffe;
+        let mut dg = nlmsg(SOCK_DIAG_BY_FAMILY, 0, first, &diag_msg_v4(1, 2, 11, &[]));
+        dg.extend(nlmsg(SOCK_DIAG_BY_FAMILY, 0, 7, &diag_msg_v4(1, 2, 99, &[])));
+        dg.extend(nlmsg(SOCK_DIAG_BY_FAMILY, 0, 0, &diag_msg_v4(1, 2, 13, &[])));
+        let mut out = Vec::new();
+        assert_eq!(absorb_answers(&dg, first, 3, &mut out), Ok((2, 0)));
+        let gone = nlmsg(NLMSG_ERROR, 0, first.wrapping_add(1), &(-libc::ENOENT).to_ne_bytes());
+        assert_eq!(absorb_answers(&gone, first, 3, &mut out), Ok((1, 1)));
+        assert_eq!(out.iter().map(|s| s.inode).collect::<Vec<_>>(), vec![11, 13]);
+        let odd = nlmsg(NLMSG_DONE, 0, first, &[0; 4]);
+        assert_eq!(
+            absorb_answers(&odd, first, 3, &mut out),
+            Err(ParseError::UnexpectedType { kind: NLMSG_DONE })
+        );
+        let short = nlmsg(SOCK_DIAG_BY_FAMILY, 0, first, &[2; 8]);
+        let want = ParseError::Short { what: "inet_diag_msg", len: 8, need: DIAG_MSG_LEN };
+        assert_eq!(absorb_answers(&short, first, 3, &mut out), Err(want));
     }
 
     #[test]

@@ -16,8 +16,8 @@ pub mod diag;
 pub mod ethtool;
 /// MPTCP generic netlink (`mptcp_pm`): path-manager commands and events.
 pub mod mptcp;
-/// Netlink byte helpers shared by diag and mptcp.
-mod netlink;
+/// The netlink layer under diag and mptcp: message codec, attributes, one socket type.
+pub mod netlink;
 /// Network namespaces: enter by name (setns), run a closure inside one.
 pub mod netns;
 /// AF_PACKET raw sockets bound to an interface (batched receive, send).

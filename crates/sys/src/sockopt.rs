@@ -5,7 +5,7 @@
 //! clamp, not-sent low-water mark, linger, Nagle), plus creation of TCP and
 //! MPTCP sockets *before* `connect`/`listen` so that options which only take
 //! effect at the handshake (buffer sizes → window scale, congestion control)
-//! can be set in time. Every function is generic over [`AsFd`] and every
+//! can be set in time. Every function is generic over [`AsFd`](std::os::fd::AsFd) and every
 //! error names the option it was touching.
 //!
 //! What it is not: no policy (which rate, which buffer size), no I/O on the
@@ -17,6 +17,7 @@ use std::io;
 use std::mem;
 use std::net::SocketAddr;
 use std::os::fd::{AsFd, AsRawFd, FromRawFd, OwnedFd};
+use std::time::Duration;
 
 use crate::error::{Error, Result};
 
@@ -59,7 +60,19 @@ impl Family {
     }
 }
 
-fn set_raw<T>(fd: &impl AsFd, level: libc::c_int, name: libc::c_int, val: &T, op: &str) -> Result<()> {
+/// Sets an option whose value is the plain-old-data `val` (an int, a
+/// `timeval`, a `linger`, a u64 ...), passing exactly `size_of::<T>()` bytes.
+/// `op` names the option in the error, e.g. `"setsockopt(SO_RCVBUF)"`.
+///
+/// For the typed options below prefer their helpers; this is the one place
+/// that calls `setsockopt(2)` with a value, for options that have none.
+pub fn set_raw<T: Copy>(
+    fd: &impl AsFd,
+    level: libc::c_int,
+    name: libc::c_int,
+    val: &T,
+    op: &str,
+) -> Result<()> {
     let raw = fd.as_fd().as_raw_fd();
     // SAFETY: `val` points to a live, initialized `T` for the duration of the
     // call and the length passed is exactly its size; the fd is borrowed open.
@@ -78,8 +91,19 @@ fn set_raw<T>(fd: &impl AsFd, level: libc::c_int, name: libc::c_int, val: &T, op
     Ok(())
 }
 
+/// Sets an `int` option (most of `SOL_SOCKET`, `IPPROTO_TCP`, `SOL_NETLINK`).
+pub fn set_int(
+    fd: &impl AsFd,
+    level: libc::c_int,
+    name: libc::c_int,
+    val: libc::c_int,
+    op: &str,
+) -> Result<()> {
+    set_raw(fd, level, name, &val, op)
+}
+
 /// Reads an option into a byte buffer; returns the length the kernel wrote.
-fn get_bytes(
+pub fn get_bytes(
     fd: &impl AsFd,
     level: libc::c_int,
     name: libc::c_int,
@@ -97,7 +121,8 @@ fn get_bytes(
     Ok((len as usize).min(buf.len()))
 }
 
-fn get_int(fd: &impl AsFd, level: libc::c_int, name: libc::c_int, op: &str) -> Result<libc::c_int> {
+/// Reads an `int` option; an answer of another size is an error.
+pub fn get_int(fd: &impl AsFd, level: libc::c_int, name: libc::c_int, op: &str) -> Result<libc::c_int> {
     let mut buf = [0u8; mem::size_of::<libc::c_int>()];
     let n = get_bytes(fd, level, name, &mut buf, op)?;
     if n != buf.len() {
@@ -417,6 +442,90 @@ pub fn protocol(fd: &impl AsFd) -> Result<i32> {
     get_int(fd, libc::SOL_SOCKET, libc::SO_PROTOCOL, "getsockopt(SO_PROTOCOL)")
 }
 
+/// The socket's address family (`SO_DOMAIN`): `AF_INET`, `AF_INET6`, ...
+pub fn domain(fd: &impl AsFd) -> Result<i32> {
+    get_int(fd, libc::SOL_SOCKET, libc::SO_DOMAIN, "getsockopt(SO_DOMAIN)")
+}
+
+/// The socket's type (`SO_TYPE`): `SOCK_STREAM`, `SOCK_DGRAM`, ...
+pub fn socket_type(fd: &impl AsFd) -> Result<i32> {
+    get_int(fd, libc::SOL_SOCKET, libc::SO_TYPE, "getsockopt(SO_TYPE)")
+}
+
+/// True for a TCP or MPTCP stream socket over IPv4 or IPv6; false for any
+/// other socket, and for an fd that is not a socket at all.
+pub fn is_tcp(fd: &impl AsFd) -> bool {
+    matches!(domain(fd), Ok(libc::AF_INET) | Ok(libc::AF_INET6))
+        && matches!(socket_type(fd), Ok(libc::SOCK_STREAM))
+        && matches!(protocol(fd), Ok(libc::IPPROTO_TCP) | Ok(IPPROTO_MPTCP))
+}
+
+/// Bounds how long a blocking receive waits (`SO_RCVTIMEO`); it then fails
+/// with EAGAIN. A zero duration means "wait forever", as in the kernel.
+pub fn set_recv_timeout(fd: &impl AsFd, timeout: Duration) -> Result<()> {
+    let tv = libc::timeval {
+        tv_sec: libc::time_t::try_from(timeout.as_secs()).unwrap_or(libc::time_t::MAX),
+        tv_usec: libc::suseconds_t::from(timeout.subsec_micros() as i32),
+    };
+    set_raw(fd, libc::SOL_SOCKET, libc::SO_RCVTIMEO, &tv, "setsockopt(SO_RCVTIMEO)")
+}
+
+/// The address the socket is bound to (`getsockname(2)`); the unspecified
+/// address and port 0 when it is not bound yet.
+pub fn local_addr(fd: &impl AsFd) -> Result<SocketAddr> {
+    // SAFETY: sockaddr_storage is plain old data; all-zero is a valid value.
+    let mut ss: libc::sockaddr_storage = unsafe { mem::zeroed() };
+    let mut len = mem::size_of::<libc::sockaddr_storage>() as libc::socklen_t;
+    // SAFETY: `ss` and `len` are valid for writes; `len` says how large `ss`
+    // is, and the kernel writes at most that much.
+    let rc = unsafe {
+        libc::getsockname(
+            fd.as_fd().as_raw_fd(),
+            (&mut ss as *mut libc::sockaddr_storage).cast::<libc::sockaddr>(),
+            &mut len,
+        )
+    };
+    if rc != 0 {
+        return Err(Error::last("getsockname"));
+    }
+    sockaddr_from(&ss).ok_or_else(|| Error::Other {
+        op: "getsockname".into(),
+        msg: format!("address family {} is neither AF_INET nor AF_INET6", ss.ss_family),
+    })
+}
+
+/// True when the socket has a local address or port (explicit `bind`, or
+/// implicitly by `connect`/`listen`).
+pub fn is_bound(fd: &impl AsFd) -> Result<bool> {
+    let a = local_addr(fd)?;
+    Ok(a.port() != 0 || !a.ip().is_unspecified())
+}
+
+/// The inverse of `sockaddr_of`, for the two inet families.
+fn sockaddr_from(ss: &libc::sockaddr_storage) -> Option<SocketAddr> {
+    match libc::c_int::from(ss.ss_family) {
+        libc::AF_INET => {
+            // SAFETY: the family says the storage holds a sockaddr_in, which
+            // it is large enough and aligned for.
+            let sin = unsafe { &*(ss as *const libc::sockaddr_storage).cast::<libc::sockaddr_in>() };
+            let ip = std::net::Ipv4Addr::from(sin.sin_addr.s_addr.to_ne_bytes());
+            Some(SocketAddr::new(ip.into(), u16::from_be(sin.sin_port)))
+        }
+        libc::AF_INET6 => {
+            // SAFETY: as above, for sockaddr_in6.
+            let sin6 = unsafe { &*(ss as *const libc::sockaddr_storage).cast::<libc::sockaddr_in6>() };
+            let ip = std::net::Ipv6Addr::from(sin6.sin6_addr.s6_addr);
+            Some(SocketAddr::V6(std::net::SocketAddrV6::new(
+                ip,
+                u16::from_be(sin6.sin6_port),
+                sin6.sin6_flowinfo,
+                sin6.sin6_scope_id,
+            )))
+        }
+        _ => None,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -502,6 +611,44 @@ mod tests {
         // kernel without it must fail loudly here rather than skip.
         let fd = mptcp_socket(Family::V4).expect("MPTCP socket (net.mptcp.enabled=1 expected)");
         assert_eq!(protocol(&fd).unwrap(), IPPROTO_MPTCP);
+    }
+
+    #[test]
+    fn socket_kind_and_local_address() {
+        let fd = tcp_socket(Family::V6).unwrap();
+        assert_eq!((domain(&fd).unwrap(), socket_type(&fd).unwrap()), (libc::AF_INET6, libc::SOCK_STREAM));
+        assert!(is_tcp(&fd));
+        assert!(!is_bound(&fd).unwrap(), "{:?}", local_addr(&fd));
+        bind(&fd, &"[::1]:0".parse().unwrap()).unwrap();
+        let a = local_addr(&fd).unwrap();
+        assert!(a.ip().is_loopback() && a.port() != 0, "{a}");
+        assert!(is_bound(&fd).unwrap());
+        let v4 = tcp_socket(Family::V4).unwrap();
+        bind(&v4, &"127.0.0.1:0".parse().unwrap()).unwrap();
+        assert_eq!(local_addr(&v4).unwrap().ip(), std::net::Ipv4Addr::LOCALHOST);
+        let mptcp = mptcp_socket(Family::V4).expect("MPTCP socket (net.mptcp.enabled=1 expected)");
+        assert!(is_tcp(&mptcp));
+        let udp = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+        assert!(!is_tcp(&udp));
+        // Not a socket: false, not an error.
+        let file = std::fs::File::open("/proc/self/stat").unwrap();
+        assert!(!is_tcp(&file));
+        assert!(local_addr(&file).unwrap_err().to_string().contains("getsockname"));
+    }
+
+    #[test]
+    fn recv_timeout_bounds_a_blocking_read() {
+        let udp = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+        set_recv_timeout(&udp, Duration::from_millis(30)).unwrap();
+        // The kernel keeps it in jiffies: 30 ms, rounded up to a tick.
+        let t = udp.read_timeout().unwrap().expect("a timeout is set");
+        assert!(t >= Duration::from_millis(30) && t <= Duration::from_millis(40), "{t:?}");
+        let t0 = std::time::Instant::now();
+        let e = udp.recv(&mut [0u8; 8]).unwrap_err();
+        assert_eq!(e.kind(), io::ErrorKind::WouldBlock);
+        assert!(t0.elapsed() >= Duration::from_millis(25), "{:?}", t0.elapsed());
+        set_int(&udp, libc::SOL_SOCKET, libc::SO_RCVBUF, 64 * 1024, "t").unwrap();
+        assert_eq!(get_int(&udp, libc::SOL_SOCKET, libc::SO_RCVBUF, "t").unwrap(), 128 * 1024);
     }
 
     #[test]
