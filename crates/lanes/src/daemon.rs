@@ -28,7 +28,7 @@ use crate::env::{self, EnvError};
 use crate::metrics::{LaneBytes, LanesMetrics};
 use crate::probe::Prober;
 use crate::record::{Ready, Record, Warning};
-use crate::tracker::{Action, PmCommand, Reading, Tracker};
+use crate::tracker::{Action, Existing, ExistingSubflow, PmCommand, Reading, Tracker};
 
 /// Output format.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -159,6 +159,16 @@ pub fn run(
     let mut sample_every = cfg.probe.sample_interval;
     let mut lane_bytes = LaneBytes::default();
 
+    // Connections open before this start (e.g. across a restart) are taken
+    // over; the kernel reports no event for them. Dumped before `ready`, so
+    // a connection made after `ready` is never both adopted and created.
+    let adopt_req = DumpRequest {
+        states: diag::state::CONNECTED | diag::state::bit(diag::state::LISTEN),
+        ext: diag::ext::INFO,
+        families: dump.families.clone(),
+        ..DumpRequest::default()
+    };
+    let before_start = diag_conn.dump(&adopt_req).map(|socks| existing_connections(&socks));
     let mut out = Out { w: out, format: opts.format };
     let s = &cfg.switch;
     out.emit(&Record::Ready(Ready {
@@ -180,6 +190,21 @@ pub fn run(
     let now = || Instant::from_nanos(clock.elapsed().as_nanos().min(u64::MAX as u128) as u64);
     let mut tracker = Tracker::new(cfg.clone(), now());
     let mut summary = Summary::default();
+    match before_start {
+        Ok(existing) => {
+            let t = now();
+            let actions = tracker.adopt(t, &existing);
+            summary.connections += tracker.managed_count() as u64;
+            execute(actions, t, &mut tracker, &mut pm, &mut out, &mut summary)?;
+        }
+        Err(e) => {
+            tracing::warn!("sock_diag dump for connections open before the start failed: {e}");
+            out.emit(&Record::Warning(Warning {
+                t: 0.0,
+                message: format!("connections open before the start are not managed: sock_diag failed: {e}"),
+            }))?;
+        }
+    }
     let mut next_sample = now() + sample_every;
     let mut sockets = Vec::new();
     let mut diag_failing = false;
@@ -305,6 +330,35 @@ fn to_readings(sockets: &[diag::DiagSocket], locals: &[IpAddr]) -> Vec<Reading> 
             })
         })
         .collect()
+}
+
+/// Groups MPTCP subflows by connection (local token); a connection is
+/// server side when its initial subflow's local port has a listener on its
+/// address (or the wildcard).
+fn existing_connections(sockets: &[diag::DiagSocket]) -> Vec<Existing> {
+    let listening: Vec<std::net::SocketAddr> =
+        sockets.iter().filter(|s| s.state == diag::state::LISTEN).map(|s| s.src).collect();
+    let mut by_token: std::collections::BTreeMap<u32, Existing> = std::collections::BTreeMap::new();
+    for s in sockets.iter().filter(|s| s.state == diag::state::ESTABLISHED) {
+        let Some(sf) = s.mptcp_subflow() else { continue };
+        let e = by_token.entry(sf.token_loc).or_insert_with(|| Existing {
+            token: sf.token_loc,
+            server_side: false,
+            subflows: Vec::new(),
+        });
+        if sf.initial() {
+            e.server_side = listening
+                .iter()
+                .any(|l| l.port() == s.src.port() && (l.ip() == s.src.ip() || l.ip().is_unspecified()));
+        }
+        e.subflows.push(ExistingSubflow {
+            local: s.src,
+            remote: s.dst,
+            initial: sf.initial(),
+            backup: sf.backup_local(),
+        });
+    }
+    by_token.into_values().collect()
 }
 
 /// SUBFLOW_CREATE refused with ENOTCONN: the kernel's subflow connect

@@ -64,6 +64,27 @@ pub struct Reading {
     pub unacked: u32,
 }
 
+/// An MPTCP connection open before the daemon started (or before it was
+/// restarted), as sock_diag shows it: see [`Tracker::adopt`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Existing {
+    /// The connection's local token (`MPTCP_SUBFLOW_ATTR_TOKEN_LOC`).
+    pub token: u32,
+    /// Accepted by a listener of this host.
+    pub server_side: bool,
+    pub subflows: Vec<ExistingSubflow>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ExistingSubflow {
+    pub local: SocketAddr,
+    pub remote: SocketAddr,
+    /// The MP_CAPABLE subflow the connection started on.
+    pub initial: bool,
+    /// Marked backup by this host.
+    pub backup: bool,
+}
+
 /// A path-manager command to run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum PmCommand {
@@ -178,6 +199,54 @@ impl Tracker {
 
     pub fn config(&self) -> &Config {
         &self.cfg
+    }
+
+    /// Takes over connections that were open before the daemon started,
+    /// e.g. across a restart: each one whose initial subflow is on an SL
+    /// pair is managed from now on, its age counted from now (the kernel
+    /// does not say when it started). LL subflows it already has are used,
+    /// missing backups are opened, and one whose SL subflow is backup while
+    /// an LL subflow is active counts as switched, so a restarted daemon
+    /// neither switches it again nor opens duplicate subflows.
+    pub fn adopt(&mut self, now: Instant, existing: &[Existing]) -> Vec<Action> {
+        let mut out = Vec::new();
+        for e in existing {
+            if self.conns.contains_key(&e.token) || (e.server_side && !self.cfg.server_side) {
+                continue;
+            }
+            let Some(init) = e.subflows.iter().find(|s| s.initial) else { continue };
+            let Some(mut c) = self.new_conn(now, init.local, init.remote, e.server_side) else { continue };
+            c.established = true;
+            let mut ll_active = false;
+            for s in e.subflows.iter().filter(|s| !s.initial) {
+                if let Some(l) = c.ll.iter_mut().find(|l| {
+                    l.pair.local == s.local.ip() && l.pair.remote == s.remote.ip() && l.established.is_none()
+                }) {
+                    l.established = Some((s.local, s.remote));
+                    ll_active |= !s.backup;
+                }
+            }
+            let switched = init.backup && ll_active;
+            if switched {
+                c.switch = SwitchState::Done;
+            }
+            self.conns.insert(e.token, c);
+            out.push(Action::Emit(Record::Event(EventRecord {
+                t: self.t(now),
+                event: if switched { "adopted_switched".into() } else { "adopted".into() },
+                token: e.token,
+                managed: true,
+                age_ms: Some(0.0),
+                local: Some(sock_text(init.local)),
+                remote: Some(sock_text(init.remote)),
+                backup: Some(init.backup),
+                error: None,
+            })));
+            if !switched {
+                out.extend(self.backup_actions(now, e.token));
+            }
+        }
+        out
     }
 
     /// Takes a configuration read again (SIGHUP). What can change while
@@ -971,6 +1040,73 @@ mod tests {
         }
         assert!(!tr.switch_not_ready(at(2000), 4), "out of retries");
         assert!(!tr.switch_not_ready(at(2000), 99), "unknown connection");
+    }
+
+    #[test]
+    fn adopted_connections_keep_their_subflows_and_switch_state() {
+        let mut tr = Tracker::new(cfg("deadline"), at(1000));
+        let sf = |l: &str, r: &str, initial, backup| ExistingSubflow {
+            local: l.parse().unwrap(),
+            remote: r.parse().unwrap(),
+            initial,
+            backup,
+        };
+        let existing = [
+            // Unswitched, one of its two LL backups open: the other is opened.
+            Existing {
+                token: 1,
+                server_side: false,
+                subflows: vec![
+                    sf("10.1.0.1:40000", "10.1.0.2:5201", true, false),
+                    sf("10.2.0.1:40001", "10.2.0.2:5201", false, true),
+                ],
+            },
+            // Switched before a restart: nothing to open, never switched again.
+            Existing {
+                token: 2,
+                server_side: false,
+                subflows: vec![
+                    sf("10.1.0.1:40100", "10.1.0.2:5201", true, true),
+                    sf("10.2.0.1:40101", "10.2.0.2:5201", false, false),
+                    sf("10.3.0.1:40102", "10.3.0.2:5201", false, false),
+                ],
+            },
+            // Not on an SL pair, and a server-side one (not asked for): left alone.
+            Existing {
+                token: 3,
+                server_side: false,
+                subflows: vec![sf("10.2.0.1:1", "10.2.0.2:80", true, false)],
+            },
+            Existing {
+                token: 4,
+                server_side: true,
+                subflows: vec![sf("10.1.0.1:5201", "10.1.0.2:9", true, false)],
+            },
+        ];
+        let a = tr.adopt(at(1000), &existing);
+        assert_eq!(tr.managed(), vec![1, 2]);
+        let cmds = commands(&a);
+        assert_eq!(cmds.len(), 1, "{a:?}");
+        assert!(
+            matches!(cmds[0], PmCommand::SubflowCreate { token: 1, local, .. } if local.ip.to_string() == "10.3.0.1")
+        );
+        let events: Vec<(u32, String)> = a
+            .iter()
+            .filter_map(|x| match x {
+                Action::Emit(Record::Event(e)) => Some((e.token, e.event.clone())),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(events, vec![(1, "adopted".to_string()), (2, "adopted_switched".to_string())]);
+        // Adopting again (a second dump) changes nothing.
+        assert!(tr.adopt(at(1001), &existing).is_empty());
+        // The deadline counts from adoption; the switched one stays put.
+        let r = |c, l: &str, acked| reading(c, l, "10.1.0.2:5201", 5, acked);
+        tr.on_readings(at(1100), &[r(1, "10.1.0.1:40000", 10), r(2, "10.1.0.1:40100", 10)]);
+        let a = tr.on_readings(at(1310), &[r(1, "10.1.0.1:40000", 20), r(2, "10.1.0.1:40100", 20)]);
+        let d = decisions(&a);
+        assert_eq!(d.len(), 1, "{a:?}");
+        assert_eq!((d[0].token, d[0].action), (1, DecisionAction::Switch));
     }
 
     #[test]

@@ -444,6 +444,70 @@ fn killing_the_daemon_mid_transfer_leaves_the_connection_alive() {
     assert_eq!(got, sent);
 }
 
+/// True for a record of the connection with `token`.
+fn about(r: &Record, token: u32) -> bool {
+    match r {
+        Record::Event(e) => e.token == token,
+        Record::Decision(d) => d.token == token,
+        _ => false,
+    }
+}
+
+#[test]
+fn a_restarted_daemon_readopts_a_switched_connection_and_adopts_one_opened_before_it() {
+    let _g = heavy();
+    let lab = Lab::new(true);
+    let sink = sink(&lab);
+    let cfg = config("kind = \"deadline\"\nt_deadline = \"200ms\"");
+
+    // A connection opened while no daemon runs stays on SL alone ...
+    let s = connect(&lab);
+    let early = s.local_addr().expect("local addr");
+    let writer = std::thread::spawn(move || send(s, Duration::from_secs(4), None));
+    std::thread::sleep(Duration::from_millis(500));
+    let (_, ll0) = lab.lanes();
+    assert!(ll0 < 64 * 1024, "LL used before any daemon ran: {ll0} bytes");
+    // ... until a daemon starts: adopted, backup opened, switched 200 ms later.
+    let mut daemon = Daemon::start(&lab, &cfg);
+    let mut seen = Vec::new();
+    assert!(
+        daemon.wait_for(&mut seen, Duration::from_secs(4), |r| matches!(r,
+            Record::Decision(d) if d.action == DecisionAction::Switch && d.ok)),
+        "the connection opened before the daemon was not switched: {seen:?}"
+    );
+    let token = seen
+        .iter()
+        .find_map(|r| match r {
+            Record::Event(e) if e.event == "adopted" && e.local.as_deref() == Some(&early.to_string()) => {
+                Some(e.token)
+            }
+            _ => None,
+        })
+        .unwrap_or_else(|| panic!("no 'adopted' record for {early}: {seen:?}"));
+
+    // Kill and restart: the switched connection is adopted as switched, gets
+    // no second backup or switch, and keeps flowing on LL.
+    daemon.child.kill().expect("kill the daemon");
+    daemon.child.wait().expect("reap the daemon");
+    let again = Daemon::start(&lab, &cfg);
+    let mut seen2 = Vec::new();
+    assert!(
+        again.wait_for(&mut seen2, Duration::from_secs(3), |r| matches!(r,
+            Record::Event(e) if e.token == token && e.event == "adopted_switched")),
+        "the restarted daemon did not re-adopt {token:#x} as switched: {seen2:?}"
+    );
+    let (_, ll1) = lab.lanes();
+    std::thread::sleep(Duration::from_millis(700));
+    let (_, ll2) = lab.lanes();
+    seen2.extend(again.drain());
+    let acted: Vec<&Record> =
+        seen2.iter().filter(|r| about(r, token) && matches!(r, Record::Decision(_))).collect();
+    assert!(acted.is_empty(), "the restarted daemon acted on the switched connection again: {acted:?}");
+    assert!(ll2 - ll1 > 1_000_000, "LL carried only {} bytes after the restart", ll2 - ll1);
+    let sent = writer.join().expect("writes kept working across the restart");
+    assert_eq!(sink.totals.recv_timeout(Duration::from_secs(20)).expect("transfer completed"), sent);
+}
+
 #[test]
 fn link_cost_switches_a_queue_building_flow_before_the_deadline() {
     let _g = heavy();

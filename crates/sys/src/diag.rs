@@ -285,6 +285,72 @@ impl DiagSocket {
     }
 }
 
+/// What sock_diag says of an MPTCP subflow (`INET_DIAG_ULP_INFO_MPTCP`,
+/// `MPTCP_SUBFLOW_ATTR_*` in include/uapi/linux/mptcp.h).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct MptcpSubflow {
+    /// The connection's local token: the one path-manager commands take.
+    pub token_loc: u32,
+    pub token_rem: u32,
+    /// `MPTCP_SUBFLOW_FLAG_*` (see [`subflow_flags`]).
+    pub flags: u32,
+    pub id_loc: u8,
+    pub id_rem: u8,
+}
+
+/// `MPTCP_SUBFLOW_FLAG_*` bits of [`MptcpSubflow::flags`].
+pub mod subflow_flags {
+    /// The initial subflow (MP_CAPABLE), as opposed to a join.
+    pub const MCAP_LOC: u32 = 1 << 1;
+    pub const JOIN_LOC: u32 = 1 << 3;
+    pub const BKUP_REM: u32 = 1 << 4;
+    /// This host marked the subflow backup (SET_FLAGS / MP_PRIO).
+    pub const BKUP_LOC: u32 = 1 << 5;
+    pub const FULLY_ESTABLISHED: u32 = 1 << 6;
+}
+
+impl MptcpSubflow {
+    pub fn backup_local(&self) -> bool {
+        self.flags & subflow_flags::BKUP_LOC != 0
+    }
+    pub fn initial(&self) -> bool {
+        self.flags & subflow_flags::MCAP_LOC != 0
+    }
+}
+
+/// `INET_DIAG_ULP_INFO_MPTCP`, nested in `INET_DIAG_ULP_INFO`.
+const ULP_INFO_MPTCP: u16 = 3;
+
+/// Decodes the MPTCP subflow attributes; unknown ones are skipped, a
+/// malformed one is an error naming where it was.
+pub fn parse_mptcp_subflow(nested: &[u8]) -> std::result::Result<MptcpSubflow, ParseError> {
+    let mut sf = MptcpSubflow::default();
+    let u32_of = |d: &[u8]| d.get(..4).map(|b| u32::from_ne_bytes([b[0], b[1], b[2], b[3]]));
+    for a in netlink::attrs(nested, "INET_DIAG_ULP_INFO_MPTCP") {
+        let (kind, data) = a?;
+        match kind {
+            1 => sf.token_rem = u32_of(data).unwrap_or(0),
+            2 => sf.token_loc = u32_of(data).unwrap_or(0),
+            8 => sf.flags = u32_of(data).unwrap_or(0),
+            9 => sf.id_rem = data.first().copied().unwrap_or(0),
+            10 => sf.id_loc = data.first().copied().unwrap_or(0),
+            _ => {}
+        }
+    }
+    Ok(sf)
+}
+
+impl DiagSocket {
+    /// The MPTCP subflow info of this socket, when it is a subflow and the
+    /// dump asked for `INET_DIAG_INFO` (the kernel adds ULP info with it).
+    pub fn mptcp_subflow(&self) -> Option<MptcpSubflow> {
+        if self.ulp_name().as_deref() != Some("mptcp") {
+            return None;
+        }
+        parse_mptcp_subflow(self.ulp_info_raw(ULP_INFO_MPTCP)?).ok()
+    }
+}
+
 /// Where a dump is after one datagram.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Progress {
@@ -639,6 +705,39 @@ mod tests {
         }
         p.extend_from_slice(attrs);
         p
+    }
+
+    #[test]
+    fn mptcp_subflow_info_is_decoded_from_the_ulp_attributes() {
+        let mut sf = AttrBuf::default();
+        sf.put_u32(1, 0xaaaa_0001); // TOKEN_REM
+        sf.put_u32(2, 0x1234_5678); // TOKEN_LOC
+        sf.put_u32(3, 77); // RELWRITE_SEQ: skipped
+        sf.put_u32(8, subflow_flags::MCAP_LOC | subflow_flags::BKUP_LOC);
+        sf.put_u8(9, 2);
+        sf.put_u8(10, 1);
+        let mut ulp = AttrBuf::default();
+        ulp.put_str(1, "mptcp");
+        ulp.put_nested(ULP_INFO_MPTCP, sf);
+        let mut a = AttrBuf::default();
+        a.put_nested(attr::ULP_INFO, ulp);
+        let msg = diag_msg_v4(40000, 5201, 9, &a.into_bytes());
+        let sock = parse_diag_msg(&msg).unwrap();
+        let got = sock.mptcp_subflow().expect("an MPTCP subflow");
+        assert_eq!(
+            got,
+            MptcpSubflow {
+                token_loc: 0x1234_5678,
+                token_rem: 0xaaaa_0001,
+                flags: subflow_flags::MCAP_LOC | subflow_flags::BKUP_LOC,
+                id_loc: 1,
+                id_rem: 2
+            }
+        );
+        assert!(got.initial() && got.backup_local());
+        // A plain TCP socket has none; a truncated attribute is an error.
+        assert_eq!(parse_diag_msg(&diag_msg_v4(1, 2, 3, &[])).unwrap().mptcp_subflow(), None);
+        assert!(parse_mptcp_subflow(&[8, 0, 2, 0, 1, 2]).is_err());
     }
 
     #[test]
