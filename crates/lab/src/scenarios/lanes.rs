@@ -44,7 +44,12 @@ const REPFLOW_THRESHOLD: u64 = 100 * 1000;
 /// Time after the last arrival for flows to finish before they are cut.
 const DRAIN: Duration = Duration::from_secs(4);
 
-const POLICIES: [&str; 5] = ["mptcp", "single", "repflow", "deadline", "link-cost"];
+const POLICIES: [&str; 7] = ["mptcp", "single", "repflow", "deadline", "link-cost", "size", "size-link-cost"];
+
+/// The lanes policies (the variants that run a daemon): `size` switches a
+/// connection after `size_threshold` bytes, `size-link-cost` on whichever of
+/// the threshold and the link cost comes first (beyond the thesis).
+const LANES_POLICIES: [&str; 4] = ["deadline", "link-cost", "size", "size-link-cost"];
 
 fn metric(name: &str, unit: &str, higher: bool, description: &str) -> MetricSpec {
     MetricSpec {
@@ -80,6 +85,12 @@ fn common_params(fabrics: &str, hosts: &str, rate: &str) -> Vec<ParamSpec> {
              1us at the thesis's 1 Gbit/s, 10us at 100 Mbit/s: a congested SL is left at once)",
         ),
         ParamSpec::new(
+            "size_threshold",
+            "100KB",
+            "lanes size, size-link-cost: bytes after which a connection moves to LL (the short-flow class ends at \
+             100 KB)",
+        ),
+        ParamSpec::new(
             "sample_interval",
             "20ms",
             "lanes: how often each daemon reads sock_diag (every dump walks the TCP hash of all namespaces; the \
@@ -108,11 +119,21 @@ pub struct PolicyParams {
     pub gamma: f64,
     pub nu_unit: Duration,
     pub sample_interval: Duration,
+    /// Switch after this many bytes too (`size_threshold` in the config).
+    pub size_threshold: Option<u64>,
 }
 
 impl PolicyParams {
-    fn from(p: &Params, kind: &str) -> Result<PolicyParams> {
+    /// The daemon policy of a variant: `size-link-cost` is the link-cost
+    /// policy plus the size threshold.
+    fn from(p: &Params, variant: &str) -> Result<PolicyParams> {
+        let (kind, size) = match variant {
+            "size" => ("size", true),
+            "size-link-cost" => ("link-cost", true),
+            other => (other, false),
+        };
         Ok(PolicyParams {
+            size_threshold: if size { Some(p.bytes("size_threshold")?.0) } else { None },
             kind: kind.into(),
             t_deadline: p.duration("t_deadline")?,
             alpha: p.f64("alpha")?,
@@ -136,6 +157,9 @@ pub fn daemon_config(spec: &FabricSpec, h: u32, policy: &PolicyParams) -> String
         policy.nu_unit.as_nanos(),
         policy.sample_interval.as_micros()
     );
+    if let Some(b) = policy.size_threshold {
+        t = t.replacen("\n\n[probe]", &format!("\nsize_threshold = \"{b}B\"\n\n[probe]"), 1);
+    }
     for peer in (0..spec.hosts).filter(|&p| p != h) {
         t.push_str(&format!(
             "[[peer]]\nname = \"h{peer}\"\nsl = [{{ local = \"{}\", remote = \"{}\" }}]\nll = [",
@@ -278,7 +302,7 @@ struct RunSpec<'a> {
 fn mode_of(variant: &str) -> Result<MptcpMode> {
     Ok(match variant {
         "mptcp" => MptcpMode::Kernel,
-        "deadline" | "link-cost" => MptcpMode::Userspace,
+        v if LANES_POLICIES.contains(&v) => MptcpMode::Userspace,
         "single" | "repflow" => MptcpMode::Plain,
         v => bail!("unknown variant {v:?}; valid: {}", POLICIES.join(", ")),
     })
@@ -435,7 +459,7 @@ impl LanesBed {
         tag: String,
     ) -> Result<RunSpec<'a>> {
         let policy = match variant {
-            "deadline" | "link-cost" => Some(PolicyParams::from(&self.params, variant)?),
+            v if LANES_POLICIES.contains(&v) => Some(PolicyParams::from(&self.params, v)?),
             _ => None,
         };
         Ok(RunSpec {
@@ -1003,6 +1027,7 @@ mod tests {
             gamma: 0.5,
             nu_unit: Duration::from_micros(10),
             sample_interval: Duration::from_millis(50),
+            size_threshold: None,
         };
         let text = daemon_config(&spec, 1, &policy);
         let cfg = tcpaccel_lanes::Config::parse(&text, "test").unwrap();
@@ -1013,6 +1038,13 @@ mod tests {
         assert!(text.contains("alpha = 2.0") && text.contains("gamma = 0.5"), "{text}");
         assert_eq!(cfg.probe.sample_interval, Duration::from_millis(50));
         assert_eq!(cfg.switch.nu_unit, Duration::from_micros(10));
+        assert_eq!(cfg.switch.size_threshold, None);
+        let sized = PolicyParams { size_threshold: Some(100_000), ..policy };
+        let cfg = tcpaccel_lanes::Config::parse(&daemon_config(&spec, 1, &sized), "test").unwrap();
+        assert_eq!(
+            (cfg.switch.policy, cfg.switch.size_threshold),
+            (tcpaccel_core::lanes::Policy::LinkCost, Some(100_000))
+        );
     }
 
     #[test]
