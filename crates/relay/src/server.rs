@@ -195,11 +195,6 @@ async fn handle(mut client: TcpStream, peer: SocketAddr, mode: Mode, shared: &Sh
         buffer_size: cfg.buffer_size,
         idle_timeout: cfg.idle_timeout,
     };
-    if cfg.splice {
-        stats.spliced.fetch_add(1, Relaxed);
-    } else {
-        stats.copied.fetch_add(1, Relaxed);
-    }
     let (outcome, moved) = pump::relay(&client, &upstream, opts, stats).await;
     let outcome_name = match &outcome {
         Outcome::Closed => "closed".to_string(),

@@ -67,9 +67,14 @@ pub struct Stats {
     pub bytes_up: AtomicU64,
     /// Upstream → client payload bytes.
     pub bytes_down: AtomicU64,
-    /// Connections relayed with splice and with the copy fallback.
+    /// Connections relayed, counted when they end, by the path their data
+    /// took: `spliced` if both directions spliced, `copied` if either copied
+    /// (configured with `copy`, or the fallback when no pipe could be made).
     pub spliced: AtomicU64,
     pub copied: AtomicU64,
+    /// Directions that wanted a pipe and could not get one (out of
+    /// descriptors or pipe quota), counted as it happens.
+    pub pipe_failures: AtomicU64,
     errors: [AtomicU64; KINDS],
 }
 
@@ -84,6 +89,7 @@ pub struct Snapshot {
     pub bytes_down: u64,
     pub spliced: u64,
     pub copied: u64,
+    pub pipe_failures: u64,
     pub errors: std::collections::BTreeMap<&'static str, u64>,
 }
 
@@ -105,6 +111,7 @@ impl Stats {
             bytes_down: self.bytes_down.load(Relaxed),
             spliced: self.spliced.load(Relaxed),
             copied: self.copied.load(Relaxed),
+            pipe_failures: self.pipe_failures.load(Relaxed),
             errors: ErrorKind::ALL.iter().map(|k| (k.name(), self.errors_of(*k))).collect(),
         }
     }
