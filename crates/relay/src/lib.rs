@@ -9,6 +9,7 @@
 #![forbid(unsafe_code)]
 
 pub mod acl;
+pub mod admit;
 pub mod config;
 pub mod probe;
 pub mod pump;

@@ -202,7 +202,12 @@ impl Dir<'_> {
         }
     }
 
-    async fn run(&self, pipe: Option<&Pipe>, opts: &PumpOptions, shared: &Shared<'_>) -> Result<(), (Side, io::Error)> {
+    async fn run(
+        &self,
+        pipe: Option<&Pipe>,
+        opts: &PumpOptions,
+        shared: &Shared<'_>,
+    ) -> Result<(), (Side, io::Error)> {
         match pipe {
             Some(pipe) => self.run_splice(pipe, opts, shared).await,
             None => self.run_copy(opts, shared).await,
@@ -275,7 +280,10 @@ pub async fn relay(
     // Only both pipes together make a spliced connection; a lone pipe is dropped.
     let (up_pipe, down_pipe) = if spliced { (up_pipe, down_pipe) } else { (None, None) };
     let both = async {
-        tokio::try_join!(up.run(up_pipe.as_ref(), &opts, &shared), down.run(down_pipe.as_ref(), &opts, &shared))
+        tokio::try_join!(
+            up.run(up_pipe.as_ref(), &opts, &shared),
+            down.run(down_pipe.as_ref(), &opts, &shared)
+        )
     };
     let outcome = tokio::select! {
         r = both => match r {
