@@ -2,6 +2,13 @@
 //! connection (direct or through a chain of SOCKS5 hops, each terminating
 //! TCP), per-hop socket tuning, and the hand-over to the data path.
 //!
+//! Slots: `max_conns` connections are held at once (more wait in the listen
+//! backlog, the system's maximum by default); of those, SOCKS handshakes are
+//! admitted through the `admit::Gate`, which closes the oldest handshake of
+//! the heaviest source when its budget is spent, so idle handshakes cannot
+//! hold every slot. A client that sends nothing is closed after
+//! `first_byte_timeout`.
+//!
 //! A success reply is sent only after the whole upstream path is connected.
 //! Failures are answered with the matching RFC 1928 code and counted. This
 //! module does not parse bytes itself (see `socks`) nor move payload (see

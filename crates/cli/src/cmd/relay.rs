@@ -93,7 +93,7 @@ struct ServeArgs {
     max_handshakes: Option<usize>,
     /// At most N handshakes from one source (IPv4 address or IPv6 /64): over N,
     /// a new one from that source closes its oldest once that is 1 s old
-    /// (younger ones are a burst) [default: max-handshakes/4, at least 8].
+    /// (younger ones are a burst) [default: max-handshakes/4, at least 8 or all of max-handshakes].
     #[arg(long, value_name = "N")]
     per_source_handshakes: Option<usize>,
     /// listen(2) backlog, where clients wait while --max-conns are held; the
