@@ -215,14 +215,14 @@ impl Dir<'_> {
     }
 }
 
-/// A pipe for one direction if splice is configured and one can be made.
-/// Out of descriptors or pipe quota, that direction copies instead.
-fn pipe_for(opts: &PumpOptions, stats: &Stats) -> Option<Pipe> {
+/// A pipe per direction (up, down) if splice is configured and both can be
+/// made. Out of descriptors or pipe quota, the connection copies instead.
+fn pipes_for(opts: &PumpOptions, stats: &Stats) -> Option<(Pipe, Pipe)> {
     if !opts.splice {
         return None;
     }
-    match Pipe::new(opts.pipe_size) {
-        Ok(p) => Some(p),
+    match Pipe::new(opts.pipe_size).and_then(|up| Ok((up, Pipe::new(opts.pipe_size)?))) {
+        Ok(pair) => Some(pair),
         Err(e) => {
             stats.pipe_failures.fetch_add(1, Relaxed);
             tracing::debug!("no pipe ({e}); copying instead");
@@ -243,9 +243,8 @@ pub async fn relay(
     opts: PumpOptions,
     stats: &Stats,
 ) -> (Outcome, Moved) {
-    let up_pipe = pipe_for(&opts, stats);
-    let down_pipe = pipe_for(&opts, stats);
-    let spliced = up_pipe.is_some() && down_pipe.is_some();
+    let pipes = pipes_for(&opts, stats);
+    let spliced = pipes.is_some();
     if spliced {
         stats.spliced.fetch_add(1, Relaxed);
     } else {
@@ -277,8 +276,10 @@ pub async fn relay(
             tokio::time::sleep_until(deadline).await;
         }
     };
-    // Only both pipes together make a spliced connection; a lone pipe is dropped.
-    let (up_pipe, down_pipe) = if spliced { (up_pipe, down_pipe) } else { (None, None) };
+    let (up_pipe, down_pipe) = match pipes {
+        Some((u, d)) => (Some(u), Some(d)),
+        None => (None, None),
+    };
     let both = async {
         tokio::try_join!(
             up.run(up_pipe.as_ref(), &opts, &shared),

@@ -83,8 +83,8 @@ pub struct Stats {
     /// (configured with `copy`, or the fallback when no pipe could be made).
     pub spliced: AtomicU64,
     pub copied: AtomicU64,
-    /// Directions that wanted a pipe and could not get one (out of
-    /// descriptors or pipe quota), counted as it happens.
+    /// Connections that wanted pipes for splice and could not get them (out
+    /// of descriptors or pipe quota) and so copy; counted as it happens.
     pub pipe_failures: AtomicU64,
     errors: [AtomicU64; KINDS],
 }
