@@ -150,12 +150,14 @@ async fn accept_loop(listener: TcpListener, mode: Mode, shared: Arc<Shared>) {
         match listener.accept().await {
             Ok((stream, peer)) => {
                 backoff = Duration::from_millis(10);
+                // Admitted here, in accept order, not in the spawned task.
+                let handshake = (mode == Mode::Socks).then(|| HandshakeSlot::enter(shared.clone(), peer));
                 let shared = shared.clone();
                 let mode = mode.clone();
                 let span = tracing::info_span!("relay_conn", %peer);
                 tokio::spawn(
                     async move {
-                        handle(stream, peer, mode, &shared).await;
+                        handle(stream, peer, mode, &shared, handshake).await;
                         drop(permit);
                     }
                     .instrument(span),
@@ -196,7 +198,13 @@ impl Drop for ConnGuard<'_> {
     }
 }
 
-async fn handle(mut client: TcpStream, peer: SocketAddr, mode: Mode, shared: &Shared) {
+async fn handle(
+    mut client: TcpStream,
+    peer: SocketAddr,
+    mode: Mode,
+    shared: &Shared,
+    handshake: Option<(HandshakeSlot, oneshot::Receiver<()>)>,
+) {
     let stats = &shared.stats;
     stats.connections_total.fetch_add(1, Relaxed);
     stats.connections_active.fetch_add(1, Relaxed);
@@ -205,12 +213,14 @@ async fn handle(mut client: TcpStream, peer: SocketAddr, mode: Mode, shared: &Sh
     let cfg = &shared.cfg;
     let negotiated = match &mode {
         Mode::Forward(t) => Ok((t.clone(), Vec::new())),
-        Mode::Socks => {
-            let (slot, evicted) = HandshakeSlot::enter(shared, peer);
-            let r = socks_handshake(&mut client, cfg, evicted).await;
-            drop(slot);
-            r
-        }
+        Mode::Socks => match handshake {
+            Some((slot, evicted)) => {
+                let r = socks_handshake(&mut client, cfg, evicted).await;
+                drop(slot);
+                r
+            }
+            None => Err(refuse(ErrorKind::Io, None, "SOCKS connection without a handshake slot")),
+        },
     };
     let socks = mode == Mode::Socks;
     let (target, early) = match negotiated {
@@ -322,28 +332,32 @@ async fn finish_refused(
 
 /// A connection's place in the handshake budget, held from accept until its
 /// SOCKS negotiation ends in any way.
-struct HandshakeSlot<'a> {
-    shared: &'a Shared,
+struct HandshakeSlot {
+    shared: Arc<Shared>,
     ticket: Ticket,
 }
 
-impl<'a> HandshakeSlot<'a> {
+impl HandshakeSlot {
     /// Takes a place, displacing the oldest handshake of a full budget (or of
     /// `peer`'s full share); the receiver fires if this one is displaced later.
-    fn enter(shared: &'a Shared, peer: SocketAddr) -> (HandshakeSlot<'a>, oneshot::Receiver<()>) {
+    /// Called in the accept loop, so age is accept order.
+    fn enter(shared: Arc<Shared>, peer: SocketAddr) -> (HandshakeSlot, oneshot::Receiver<()>) {
         let (tx, rx) = oneshot::channel();
-        let mut h = shared.handshakes();
-        let a = h.gate.admit(peer.ip(), shared.epoch.elapsed());
-        h.evict.insert(a.ticket, tx);
-        if let Some(old) = a.evict.and_then(|t| h.evict.remove(&t)) {
-            let _ = old.send(());
-        }
+        let ticket = {
+            let mut h = shared.handshakes();
+            let a = h.gate.admit(peer.ip(), shared.epoch.elapsed());
+            h.evict.insert(a.ticket, tx);
+            if let Some(old) = a.evict.and_then(|t| h.evict.remove(&t)) {
+                let _ = old.send(());
+            }
+            a.ticket
+        };
         shared.stats.handshakes_active.fetch_add(1, Relaxed);
-        (HandshakeSlot { shared, ticket: a.ticket }, rx)
+        (HandshakeSlot { shared, ticket }, rx)
     }
 }
 
-impl Drop for HandshakeSlot<'_> {
+impl Drop for HandshakeSlot {
     fn drop(&mut self) {
         let mut h = self.shared.handshakes();
         h.gate.leave(self.ticket);
