@@ -59,8 +59,17 @@ pub struct RawConfig {
     pub notsent_lowat: Option<String>,
     pub idle_timeout: Option<String>,
     pub handshake_timeout: Option<String>,
+    /// Limit for a new SOCKS client's first byte (shorter than the handshake's).
+    pub first_byte_timeout: Option<String>,
     pub connect_timeout: Option<String>,
     pub max_conns: Option<usize>,
+    /// Connections in the SOCKS handshake at once (part of `max_conns`).
+    pub max_handshakes: Option<usize>,
+    /// Connections in the SOCKS handshake at once from one source (IPv4
+    /// address or IPv6 /64).
+    pub per_source_handshakes: Option<usize>,
+    /// listen(2) backlog; the kernel caps it at net.core.somaxconn.
+    pub backlog: Option<u32>,
     /// Use the user-space copy instead of splice(2).
     pub copy: Option<bool>,
     /// Pipe capacity per direction for splice.
@@ -97,8 +106,12 @@ impl RawConfig {
             notsent_lowat,
             idle_timeout,
             handshake_timeout,
+            first_byte_timeout,
             connect_timeout,
             max_conns,
+            max_handshakes,
+            per_source_handshakes,
+            backlog,
             copy,
             pipe_size,
             buffer_size,
@@ -190,8 +203,26 @@ pub struct Config {
     pub tuning: Tuning,
     pub idle_timeout: Duration,
     pub handshake_timeout: Duration,
+    /// A SOCKS client that has sent nothing this long after being accepted is
+    /// closed (at most `handshake_timeout`).
+    pub first_byte_timeout: Duration,
     pub connect_timeout: Duration,
+    /// Connections held at once, in the handshake or relaying; more wait in
+    /// the listen backlog.
     pub max_conns: usize,
+    /// Of those, at most this many in the SOCKS handshake; a newcomer beyond
+    /// it displaces the oldest handshake (see `admit`).
+    pub max_handshakes: usize,
+    /// At most this many handshakes from one source (IPv4 address, IPv6 /64)
+    /// once they are `handshake_stall` old; younger ones are a burst.
+    pub per_source_handshakes: usize,
+    /// Age after which a handshake counts as stalled (not a setting of its
+    /// own: 1 s covers a SOCKS negotiation with authentication, three round
+    /// trips, on paths up to ~300 ms RTT).
+    pub handshake_stall: Duration,
+    /// Backlog asked of listen(2); `u32::MAX` by default, which the kernel
+    /// caps at net.core.somaxconn of the relay's network namespace.
+    pub backlog: u32,
     pub splice: bool,
     pub pipe_size: usize,
     pub buffer_size: usize,
@@ -199,6 +230,7 @@ pub struct Config {
 }
 
 pub const DEFAULT_LISTEN: &str = "127.0.0.1:1080";
+pub const DEFAULT_MAX_CONNS: usize = 1024;
 
 fn dur(field: &'static str, v: &Option<String>, default: Duration) -> Result<Duration, ConfigError> {
     match v {
@@ -283,10 +315,33 @@ impl Config {
             rcvbuf: bytes("rcvbuf", &raw.rcvbuf)?,
             notsent_lowat,
         };
-        let max_conns = raw.max_conns.unwrap_or(1024);
+        let max_conns = raw.max_conns.unwrap_or(DEFAULT_MAX_CONNS);
         if max_conns == 0 {
             return Err(invalid("max_conns", "must be at least 1"));
         }
+        // Handshakes get a quarter of the slots (at most 256) so that idle
+        // ones can never hold all of them; a source a quarter of that, but at
+        // least 8 (or the whole budget if smaller) for clients that open a
+        // few connections at once.
+        let max_handshakes = raw.max_handshakes.unwrap_or((max_conns / 4).clamp(1, 256));
+        if max_handshakes == 0 || max_handshakes > max_conns {
+            return Err(invalid(
+                "max_handshakes",
+                format!("must be between 1 and max_conns ({max_conns}); keep it well below so handshakes cannot fill every slot"),
+            ));
+        }
+        let per_source_handshakes =
+            raw.per_source_handshakes.unwrap_or((max_handshakes / 4).max(max_handshakes.min(8)));
+        if per_source_handshakes == 0 {
+            return Err(invalid("per_source_handshakes", "must be at least 1"));
+        }
+        let backlog = raw.backlog.unwrap_or(u32::MAX);
+        if backlog == 0 {
+            return Err(invalid("backlog", "must be at least 1"));
+        }
+        let handshake_timeout = dur("handshake_timeout", &raw.handshake_timeout, Duration::from_secs(5))?;
+        let first_byte_timeout = dur("first_byte_timeout", &raw.first_byte_timeout, Duration::from_secs(2))?
+            .min(handshake_timeout);
         let pipe_size = bytes("pipe_size", &raw.pipe_size)?.unwrap_or(256 * 1024);
         let buffer_size = bytes("buffer_size", &raw.buffer_size)?.unwrap_or(256 * 1024);
         if !(4096..=64 << 20).contains(&pipe_size) || !(4096..=64 << 20).contains(&buffer_size) {
@@ -299,9 +354,14 @@ impl Config {
             acl,
             tuning,
             idle_timeout: dur("idle_timeout", &raw.idle_timeout, Duration::from_secs(300))?,
-            handshake_timeout: dur("handshake_timeout", &raw.handshake_timeout, Duration::from_secs(10))?,
+            handshake_timeout,
+            first_byte_timeout,
             connect_timeout: dur("connect_timeout", &raw.connect_timeout, Duration::from_secs(10))?,
             max_conns,
+            max_handshakes,
+            per_source_handshakes,
+            handshake_stall: Duration::from_secs(1),
+            backlog,
             splice: !raw.copy.unwrap_or(false),
             pipe_size: pipe_size as usize,
             buffer_size: buffer_size as usize,
@@ -320,6 +380,26 @@ mod tests {
         assert_eq!(c.listeners, vec![Listener { addr: DEFAULT_LISTEN.parse().unwrap(), mode: Mode::Socks }]);
         assert!(c.splice);
         assert!(c.users.is_empty());
+    }
+
+    #[test]
+    fn handshake_budget_defaults_scale_with_max_conns() {
+        let c = Config::from_raw(&RawConfig::default()).unwrap();
+        assert_eq!((c.max_conns, c.max_handshakes, c.per_source_handshakes), (1024, 256, 64));
+        assert_eq!(c.backlog, u32::MAX, "the kernel caps it at somaxconn");
+        assert_eq!(
+            (c.first_byte_timeout, c.handshake_timeout),
+            (Duration::from_secs(2), Duration::from_secs(5))
+        );
+        let c = Config::from_raw(&RawConfig { max_conns: Some(16), ..Default::default() }).unwrap();
+        assert_eq!((c.max_handshakes, c.per_source_handshakes), (4, 4));
+        let c = Config::from_raw(&RawConfig { max_conns: Some(100), ..Default::default() }).unwrap();
+        assert_eq!((c.max_handshakes, c.per_source_handshakes), (25, 8));
+        let c = Config::from_raw(&RawConfig { max_conns: Some(1), ..Default::default() }).unwrap();
+        assert_eq!((c.max_handshakes, c.per_source_handshakes), (1, 1));
+        // The first-byte limit never outlasts the whole handshake.
+        let raw = RawConfig { handshake_timeout: Some("300ms".into()), ..Default::default() };
+        assert_eq!(Config::from_raw(&raw).unwrap().first_byte_timeout, Duration::from_millis(300));
     }
 
     #[test]
@@ -389,6 +469,11 @@ mod tests {
             RawConfig { rules: vec!["permit any".into()], ..Default::default() },
             RawConfig { auth: vec!["nopass".into()], ..Default::default() },
             RawConfig { max_conns: Some(0), ..Default::default() },
+            RawConfig { max_conns: Some(8), max_handshakes: Some(9), ..Default::default() },
+            RawConfig { max_handshakes: Some(0), ..Default::default() },
+            RawConfig { per_source_handshakes: Some(0), ..Default::default() },
+            RawConfig { backlog: Some(0), ..Default::default() },
+            RawConfig { first_byte_timeout: Some("soon".into()), ..Default::default() },
         ] {
             assert!(Config::from_raw(&raw).is_err(), "{raw:?}");
         }

@@ -1,7 +1,9 @@
 //! tcpaccel-relay: the split-TCP relay of seed 002 as a correct network
 //! service — a SOCKS5 server (RFC 1928/1929) that can chain through further
 //! SOCKS5 hops, a fixed forwarder, a zero-copy data path (splice) with a copy
-//! fallback, per-hop socket tuning, access rules and counters — plus the RTT
+//! fallback, per-hop socket tuning, access rules, a handshake budget that
+//! keeps idle handshakes from starving other clients (`admit`), and counters
+//! — plus the RTT
 //! probe that feeds the placement planner (`tcpaccel_core::split`).
 //!
 //! It does not set up logging (the binary does), decide placement (core does)
@@ -9,6 +11,7 @@
 #![forbid(unsafe_code)]
 
 pub mod acl;
+pub mod admit;
 pub mod config;
 pub mod probe;
 pub mod pump;

@@ -16,7 +16,7 @@
 
 use std::io;
 use std::os::fd::AsFd;
-use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
 use std::time::Duration;
 
 use tcpaccel_sys::splice::{self, Pipe};
@@ -64,7 +64,8 @@ pub struct PumpOptions {
     pub idle_timeout: Duration,
 }
 
-/// Bytes moved by one relayed connection.
+/// Bytes moved by one relayed connection, and whether both directions
+/// actually spliced (false if either copied, configured or as a fallback).
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq, serde::Serialize)]
 pub struct Moved {
     pub up: u64,
@@ -72,15 +73,26 @@ pub struct Moved {
     pub spliced: bool,
 }
 
-struct Shared {
+struct Shared<'a> {
     start: Instant,
     /// Nanoseconds after `start` of the last byte moved in either direction.
     last: AtomicU64,
+    /// The connection is counted in `stats.spliced` (else in `stats.copied`).
+    spliced: AtomicBool,
+    stats: &'a Stats,
 }
 
-impl Shared {
+impl Shared<'_> {
     fn touch(&self) {
         self.last.store(self.start.elapsed().as_nanos() as u64, Relaxed);
+    }
+
+    /// A direction copies after all: move the connection to the copied count.
+    fn demote(&self) {
+        if self.spliced.swap(false, Relaxed) {
+            self.stats.spliced.fetch_sub(1, Relaxed);
+            self.stats.copied.fetch_add(1, Relaxed);
+        }
     }
 }
 
@@ -101,7 +113,7 @@ fn would_block() -> io::Error {
 }
 
 impl Dir<'_> {
-    fn add(&self, n: usize, shared: &Shared) {
+    fn add(&self, n: usize, shared: &Shared<'_>) {
         self.moved.fetch_add(n as u64, Relaxed);
         self.counter.fetch_add(n as u64, Relaxed);
         shared.touch();
@@ -116,7 +128,7 @@ impl Dir<'_> {
         &self,
         pipe: &Pipe,
         opts: &PumpOptions,
-        shared: &Shared,
+        shared: &Shared<'_>,
     ) -> Result<(), (Side, io::Error)> {
         let cap = pipe.capacity();
         let to_side = self.from_side.other();
@@ -130,6 +142,7 @@ impl Dir<'_> {
                     Err(e) if e.kind() == io::ErrorKind::WouldBlock => continue,
                     Err(e) if splice::is_unsupported(&e) && self.moved.load(Relaxed) == 0 => {
                         tracing::debug!("splice not supported here ({e}); copying instead");
+                        shared.demote();
                         return self.run_copy(opts, shared).await;
                     }
                     Err(e) => return Err((self.from_side, e)),
@@ -156,7 +169,7 @@ impl Dir<'_> {
         }
     }
 
-    async fn run_copy(&self, opts: &PumpOptions, shared: &Shared) -> Result<(), (Side, io::Error)> {
+    async fn run_copy(&self, opts: &PumpOptions, shared: &Shared<'_>) -> Result<(), (Side, io::Error)> {
         let mut buf = vec![0u8; opts.buffer_size];
         let to_side = self.from_side.other();
         loop {
@@ -189,27 +202,56 @@ impl Dir<'_> {
         }
     }
 
-    async fn run(&self, opts: &PumpOptions, shared: &Shared) -> Result<(), (Side, io::Error)> {
-        if opts.splice {
-            match Pipe::new(opts.pipe_size) {
-                Ok(pipe) => return self.run_splice(&pipe, opts, shared).await,
-                // Out of descriptors or pipe quota: this connection copies.
-                Err(e) => tracing::debug!("no pipe ({e}); copying instead"),
-            }
+    async fn run(
+        &self,
+        pipe: Option<&Pipe>,
+        opts: &PumpOptions,
+        shared: &Shared<'_>,
+    ) -> Result<(), (Side, io::Error)> {
+        match pipe {
+            Some(pipe) => self.run_splice(pipe, opts, shared).await,
+            None => self.run_copy(opts, shared).await,
         }
-        self.run_copy(opts, shared).await
+    }
+}
+
+/// A pipe per direction (up, down) if splice is configured and both can be
+/// made. Out of descriptors or pipe quota, the connection copies instead.
+fn pipes_for(opts: &PumpOptions, stats: &Stats) -> Option<(Pipe, Pipe)> {
+    if !opts.splice {
+        return None;
+    }
+    match Pipe::new(opts.pipe_size).and_then(|up| Ok((up, Pipe::new(opts.pipe_size)?))) {
+        Ok(pair) => Some(pair),
+        Err(e) => {
+            stats.pipe_failures.fetch_add(1, Relaxed);
+            tracing::debug!("no pipe ({e}); copying instead");
+            None
+        }
     }
 }
 
 /// Relays between `client` and `upstream` until both directions end, either
 /// side fails, or the connection is idle for `opts.idle_timeout`.
+///
+/// Counts the connection in `stats.spliced` or `stats.copied` by the path
+/// its data takes, as soon as that is known (both pipes made, or not), so a
+/// snapshot taken during a long transfer already shows it.
 pub async fn relay(
     client: &TcpStream,
     upstream: &TcpStream,
     opts: PumpOptions,
     stats: &Stats,
 ) -> (Outcome, Moved) {
-    let shared = Shared { start: Instant::now(), last: AtomicU64::new(0) };
+    let pipes = pipes_for(&opts, stats);
+    let spliced = pipes.is_some();
+    if spliced {
+        stats.spliced.fetch_add(1, Relaxed);
+    } else {
+        stats.copied.fetch_add(1, Relaxed);
+    }
+    let shared =
+        Shared { start: Instant::now(), last: AtomicU64::new(0), spliced: AtomicBool::new(spliced), stats };
     let up = Dir {
         from: client,
         to: upstream,
@@ -234,7 +276,16 @@ pub async fn relay(
             tokio::time::sleep_until(deadline).await;
         }
     };
-    let both = async { tokio::try_join!(up.run(&opts, &shared), down.run(&opts, &shared)) };
+    let (up_pipe, down_pipe) = match pipes {
+        Some((u, d)) => (Some(u), Some(d)),
+        None => (None, None),
+    };
+    let both = async {
+        tokio::try_join!(
+            up.run(up_pipe.as_ref(), &opts, &shared),
+            down.run(down_pipe.as_ref(), &opts, &shared)
+        )
+    };
     let outcome = tokio::select! {
         r = both => match r {
             Ok(_) => Outcome::Closed,
@@ -242,6 +293,6 @@ pub async fn relay(
         },
         _ = idle => Outcome::Idle,
     };
-    let spliced = opts.splice;
+    let spliced = shared.spliced.load(Relaxed);
     (outcome, Moved { up: up.moved.load(Relaxed), down: down.moved.load(Relaxed), spliced })
 }

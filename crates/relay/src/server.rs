@@ -2,6 +2,13 @@
 //! connection (direct or through a chain of SOCKS5 hops, each terminating
 //! TCP), per-hop socket tuning, and the hand-over to the data path.
 //!
+//! Slots: `max_conns` connections are held at once (more wait in the listen
+//! backlog, the system's maximum by default); of those, SOCKS handshakes are
+//! admitted through the `admit::Gate`, which closes the oldest handshake of
+//! the heaviest source when its budget is spent, so idle handshakes cannot
+//! hold every slot. A client that sends nothing is closed after
+//! `first_byte_timeout`.
+//!
 //! A success reply is sent only after the whole upstream path is connected.
 //! Failures are answered with the matching RFC 1928 code and counted. This
 //! module does not parse bytes itself (see `socks`) nor move payload (see
@@ -16,9 +23,10 @@ use std::time::Duration;
 
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpSocket, TcpStream};
-use tokio::sync::Semaphore;
+use tokio::sync::{oneshot, Semaphore};
 use tracing::Instrument;
 
+use crate::admit::{Gate, Ticket};
 use crate::config::{Config, Hop, Mode, Tuning};
 use crate::pump::{self, Outcome, PumpOptions, Side};
 use crate::socks::{self, Parse, Reply, Target, WireError};
@@ -29,6 +37,8 @@ use crate::stats::{ErrorKind, Snapshot, Stats};
 pub enum RelayError {
     #[error("bind {addr}: {source}")]
     Bind { addr: SocketAddr, source: io::Error },
+    #[error("listen on {addr} (backlog {backlog}): {source}")]
+    Listen { addr: SocketAddr, backlog: u32, source: io::Error },
     #[error("tokio runtime: {0}")]
     Runtime(io::Error),
 }
@@ -43,6 +53,40 @@ struct Shared {
     cfg: Config,
     stats: Arc<Stats>,
     limit: Arc<Semaphore>,
+    handshakes: std::sync::Mutex<Handshakes>,
+    /// The gate's clock starts here.
+    epoch: std::time::Instant,
+}
+
+/// The handshake budget and how to tell each handshake it was displaced.
+struct Handshakes {
+    gate: Gate,
+    evict: std::collections::HashMap<Ticket, oneshot::Sender<()>>,
+}
+
+impl Shared {
+    fn handshakes(&self) -> std::sync::MutexGuard<'_, Handshakes> {
+        // Nothing panics while holding the lock; survive it anyway.
+        self.handshakes.lock().unwrap_or_else(|p| p.into_inner())
+    }
+}
+
+/// The kernel's cap on listen backlogs in this network namespace, for the log.
+fn somaxconn() -> Option<u32> {
+    std::fs::read_to_string("/proc/sys/net/core/somaxconn").ok()?.trim().parse().ok()
+}
+
+/// A listening socket with `backlog`. Asking for more than
+/// net.core.somaxconn is not an error: listen(2) silently caps the value
+/// (net/socket.c, `__sys_listen`), so the default `u32::MAX` means "the
+/// system's maximum" without reading it, and follows the namespace we run in.
+fn listen(addr: SocketAddr, backlog: u32) -> Result<TcpListener, RelayError> {
+    let bind = |source| RelayError::Bind { addr, source };
+    let sock = if addr.is_ipv4() { TcpSocket::new_v4() } else { TcpSocket::new_v6() }.map_err(bind)?;
+    // As std's and tokio's bind do: a restarted relay can bind at once.
+    sock.set_reuseaddr(true).map_err(bind)?;
+    sock.bind(addr).map_err(bind)?;
+    sock.listen(backlog).map_err(|source| RelayError::Listen { addr, backlog, source })
 }
 
 impl Relay {
@@ -50,14 +94,21 @@ impl Relay {
     pub async fn bind(cfg: Config) -> Result<Relay, RelayError> {
         let mut listeners = Vec::new();
         for l in &cfg.listeners {
-            let tl = TcpListener::bind(l.addr)
-                .await
-                .map_err(|source| RelayError::Bind { addr: l.addr, source })?;
-            tracing::info!(addr = %tl.local_addr().map(|a| a.to_string()).unwrap_or_default(), mode = ?l.mode, "listening");
+            let tl = listen(l.addr, cfg.backlog)?;
+            let backlog = somaxconn().map_or(cfg.backlog, |m| m.min(cfg.backlog));
+            tracing::info!(addr = %tl.local_addr().map(|a| a.to_string()).unwrap_or_default(), mode = ?l.mode, backlog, "listening");
             listeners.push((tl, l.mode.clone()));
         }
         let limit = Arc::new(Semaphore::new(cfg.max_conns));
-        Ok(Relay { listeners, shared: Arc::new(Shared { cfg, stats: Arc::new(Stats::default()), limit }) })
+        let handshakes = std::sync::Mutex::new(Handshakes {
+            gate: Gate::new(cfg.max_handshakes, cfg.per_source_handshakes, cfg.handshake_stall),
+            evict: Default::default(),
+        });
+        let stats = Arc::new(Stats::default());
+        Ok(Relay {
+            listeners,
+            shared: Arc::new(Shared { cfg, stats, limit, handshakes, epoch: std::time::Instant::now() }),
+        })
     }
 
     /// The bound addresses, in the order of `Config::listeners`.
@@ -99,12 +150,14 @@ async fn accept_loop(listener: TcpListener, mode: Mode, shared: Arc<Shared>) {
         match listener.accept().await {
             Ok((stream, peer)) => {
                 backoff = Duration::from_millis(10);
+                // Admitted here, in accept order, not in the spawned task.
+                let handshake = (mode == Mode::Socks).then(|| HandshakeSlot::enter(shared.clone(), peer));
                 let shared = shared.clone();
                 let mode = mode.clone();
                 let span = tracing::info_span!("relay_conn", %peer);
                 tokio::spawn(
                     async move {
-                        handle(stream, peer, mode, &shared).await;
+                        handle(stream, peer, mode, &shared, handshake).await;
                         drop(permit);
                     }
                     .instrument(span),
@@ -145,7 +198,13 @@ impl Drop for ConnGuard<'_> {
     }
 }
 
-async fn handle(mut client: TcpStream, peer: SocketAddr, mode: Mode, shared: &Shared) {
+async fn handle(
+    mut client: TcpStream,
+    peer: SocketAddr,
+    mode: Mode,
+    shared: &Shared,
+    handshake: Option<(HandshakeSlot, oneshot::Receiver<()>)>,
+) {
     let stats = &shared.stats;
     stats.connections_total.fetch_add(1, Relaxed);
     stats.connections_active.fetch_add(1, Relaxed);
@@ -154,9 +213,13 @@ async fn handle(mut client: TcpStream, peer: SocketAddr, mode: Mode, shared: &Sh
     let cfg = &shared.cfg;
     let negotiated = match &mode {
         Mode::Forward(t) => Ok((t.clone(), Vec::new())),
-        Mode::Socks => match tokio::time::timeout(cfg.handshake_timeout, negotiate(&mut client, cfg)).await {
-            Ok(r) => r,
-            Err(_) => Err(refuse(ErrorKind::HandshakeTimeout, None, "handshake timeout")),
+        Mode::Socks => match handshake {
+            Some((slot, evicted)) => {
+                let r = socks_handshake(&mut client, cfg, evicted).await;
+                drop(slot);
+                r
+            }
+            None => Err(refuse(ErrorKind::Io, None, "SOCKS connection without a handshake slot")),
         },
     };
     let socks = mode == Mode::Socks;
@@ -195,11 +258,6 @@ async fn handle(mut client: TcpStream, peer: SocketAddr, mode: Mode, shared: &Sh
         buffer_size: cfg.buffer_size,
         idle_timeout: cfg.idle_timeout,
     };
-    if cfg.splice {
-        stats.spliced.fetch_add(1, Relaxed);
-    } else {
-        stats.copied.fetch_add(1, Relaxed);
-    }
     let (outcome, moved) = pump::relay(&client, &upstream, opts, stats).await;
     let outcome_name = match &outcome {
         Outcome::Closed => "closed".to_string(),
@@ -270,6 +328,95 @@ async fn finish_refused(
         let _ = client.write_all(&socks::encode_reply(reply, None)).await;
     }
     let _ = client.shutdown().await;
+}
+
+/// A connection's place in the handshake budget, held from accept until its
+/// SOCKS negotiation ends in any way.
+struct HandshakeSlot {
+    shared: Arc<Shared>,
+    ticket: Ticket,
+}
+
+impl HandshakeSlot {
+    /// Takes a place, displacing the oldest handshake of a full budget (or of
+    /// `peer`'s full share); the receiver fires if this one is displaced later.
+    /// Called in the accept loop, so age is accept order.
+    fn enter(shared: Arc<Shared>, peer: SocketAddr) -> (HandshakeSlot, oneshot::Receiver<()>) {
+        let (tx, rx) = oneshot::channel();
+        let ticket = {
+            let mut h = shared.handshakes();
+            let a = h.gate.admit(peer.ip(), shared.epoch.elapsed());
+            h.evict.insert(a.ticket, tx);
+            if let Some(old) = a.evict.and_then(|t| h.evict.remove(&t)) {
+                let _ = old.send(());
+            }
+            a.ticket
+        };
+        shared.stats.handshakes_active.fetch_add(1, Relaxed);
+        (HandshakeSlot { shared, ticket }, rx)
+    }
+}
+
+impl Drop for HandshakeSlot {
+    fn drop(&mut self) {
+        let mut h = self.shared.handshakes();
+        h.gate.leave(self.ticket);
+        h.evict.remove(&self.ticket);
+        self.shared.stats.handshakes_active.fetch_sub(1, Relaxed);
+    }
+}
+
+/// The SOCKS negotiation under its limits: the first byte within
+/// `first_byte_timeout`, all of it within `handshake_timeout`, and ended at
+/// once if a newer handshake displaces this one.
+async fn socks_handshake(
+    client: &mut TcpStream,
+    cfg: &Config,
+    evicted: oneshot::Receiver<()>,
+) -> Result<(Target, Vec<u8>), Refusal> {
+    let deadline = tokio::time::Instant::now() + cfg.handshake_timeout;
+    let work = async {
+        // peek, not readable(): a fresh socket may report readiness before
+        // any byte has arrived; peek waits for one (or end of file).
+        let mut one = [0u8; 1];
+        let fb = tokio::time::timeout(cfg.first_byte_timeout, client.peek(&mut one)).await;
+        match fb {
+            Ok(Ok(_)) => {}
+            Ok(Err(e)) => {
+                return Err(refuse(ErrorKind::Io, None, format!("waiting for the first byte: {e}")))
+            }
+            // Equal limits: the whole handshake timed out.
+            Err(_) if cfg.first_byte_timeout >= cfg.handshake_timeout => {
+                return Err(refuse(ErrorKind::HandshakeTimeout, None, "handshake timeout"))
+            }
+            Err(_) => {
+                return Err(refuse(
+                    ErrorKind::FirstByteTimeout,
+                    None,
+                    format!("nothing received within {:?}", cfg.first_byte_timeout),
+                ))
+            }
+        }
+        match tokio::time::timeout_at(deadline, negotiate(client, cfg)).await {
+            Ok(r) => r,
+            Err(_) => Err(refuse(ErrorKind::HandshakeTimeout, None, "handshake timeout")),
+        }
+    };
+    // Only a send means "displaced"; the sender is dropped unsent when this
+    // handshake leaves the gate itself, which is after this select.
+    let displaced = async {
+        if evicted.await.is_err() {
+            std::future::pending::<()>().await;
+        }
+    };
+    tokio::select! {
+        r = work => r,
+        _ = displaced => Err(refuse(
+            ErrorKind::HandshakeEvicted,
+            None,
+            "displaced by a newer handshake: handshake budget (or this source's share) spent",
+        )),
+    }
 }
 
 /// Largest handshake we buffer: greeting (257) + auth (513) + request (262).

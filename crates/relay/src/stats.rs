@@ -8,6 +8,11 @@ use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ErrorKind {
     HandshakeTimeout,
+    /// A SOCKS client sent nothing within the first-byte timeout.
+    FirstByteTimeout,
+    /// A handshake displaced by a newcomer when the handshake budget (or its
+    /// source's share) was spent.
+    HandshakeEvicted,
     BadRequest,
     UnsupportedCommand,
     AuthFailed,
@@ -21,7 +26,7 @@ pub enum ErrorKind {
     Io,
 }
 
-const KINDS: usize = 12;
+const KINDS: usize = 14;
 
 impl ErrorKind {
     fn index(self) -> usize {
@@ -30,6 +35,8 @@ impl ErrorKind {
     pub fn name(self) -> &'static str {
         match self {
             ErrorKind::HandshakeTimeout => "handshake_timeout",
+            ErrorKind::FirstByteTimeout => "first_byte_timeout",
+            ErrorKind::HandshakeEvicted => "handshake_evicted",
             ErrorKind::BadRequest => "bad_request",
             ErrorKind::UnsupportedCommand => "unsupported_command",
             ErrorKind::AuthFailed => "auth_failed",
@@ -45,6 +52,8 @@ impl ErrorKind {
     }
     const ALL: [ErrorKind; KINDS] = [
         ErrorKind::HandshakeTimeout,
+        ErrorKind::FirstByteTimeout,
+        ErrorKind::HandshakeEvicted,
         ErrorKind::BadRequest,
         ErrorKind::UnsupportedCommand,
         ErrorKind::AuthFailed,
@@ -63,13 +72,20 @@ impl ErrorKind {
 pub struct Stats {
     pub connections_total: AtomicU64,
     pub connections_active: AtomicU64,
+    /// Connections still in the SOCKS handshake (part of `connections_active`).
+    pub handshakes_active: AtomicU64,
     /// Client → upstream payload bytes.
     pub bytes_up: AtomicU64,
     /// Upstream → client payload bytes.
     pub bytes_down: AtomicU64,
-    /// Connections relayed with splice and with the copy fallback.
+    /// Connections relayed, counted when they end, by the path their data
+    /// took: `spliced` if both directions spliced, `copied` if either copied
+    /// (configured with `copy`, or the fallback when no pipe could be made).
     pub spliced: AtomicU64,
     pub copied: AtomicU64,
+    /// Connections that wanted pipes for splice and could not get them (out
+    /// of descriptors or pipe quota) and so copy; counted as it happens.
+    pub pipe_failures: AtomicU64,
     errors: [AtomicU64; KINDS],
 }
 
@@ -80,10 +96,12 @@ pub struct Snapshot {
     pub kind: &'static str,
     pub connections_total: u64,
     pub connections_active: u64,
+    pub handshakes_active: u64,
     pub bytes_up: u64,
     pub bytes_down: u64,
     pub spliced: u64,
     pub copied: u64,
+    pub pipe_failures: u64,
     pub errors: std::collections::BTreeMap<&'static str, u64>,
 }
 
@@ -101,10 +119,12 @@ impl Stats {
             kind: "relay_counters",
             connections_total: self.connections_total.load(Relaxed),
             connections_active: self.connections_active.load(Relaxed),
+            handshakes_active: self.handshakes_active.load(Relaxed),
             bytes_up: self.bytes_up.load(Relaxed),
             bytes_down: self.bytes_down.load(Relaxed),
             spliced: self.spliced.load(Relaxed),
             copied: self.copied.load(Relaxed),
+            pipe_failures: self.pipe_failures.load(Relaxed),
             errors: ErrorKind::ALL.iter().map(|k| (k.name(), self.errors_of(*k))).collect(),
         }
     }

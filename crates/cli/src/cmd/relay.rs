@@ -71,15 +71,35 @@ struct ServeArgs {
     /// Close a connection after this long without traffic in either direction [default: 5m].
     #[arg(long, value_name = "DURATION")]
     idle_timeout: Option<String>,
-    /// Limit for the client's SOCKS negotiation [default: 10s].
+    /// Limit for the client's whole SOCKS negotiation [default: 5s].
     #[arg(long, value_name = "DURATION")]
     handshake_timeout: Option<String>,
+    /// Close a SOCKS client that sends nothing for this long after it connects
+    /// (capped at --handshake-timeout) [default: 2s].
+    #[arg(long, value_name = "DURATION")]
+    first_byte_timeout: Option<String>,
     /// Limit for connecting upstream, through the whole chain [default: 10s].
     #[arg(long, value_name = "DURATION")]
     connect_timeout: Option<String>,
-    /// Concurrent connections; more wait in the listen backlog [default: 1024].
+    /// Connections held at once, in the SOCKS handshake or relaying; more wait
+    /// in the listen backlog (see --backlog) [default: 1024].
     #[arg(long, value_name = "N")]
     max_conns: Option<usize>,
+    /// Of --max-conns, at most N in the SOCKS handshake. A new client is always
+    /// let in: when N are handshaking, the oldest handshake of the source with
+    /// the most is closed, so idle or slow handshakes cannot starve others
+    /// [default: max-conns/4, at most 256].
+    #[arg(long, value_name = "N")]
+    max_handshakes: Option<usize>,
+    /// At most N handshakes from one source (IPv4 address or IPv6 /64): over N,
+    /// a new one from that source closes its oldest once that is 1 s old
+    /// (younger ones are a burst) [default: max-handshakes/4, at least 8 or all of max-handshakes].
+    #[arg(long, value_name = "N")]
+    per_source_handshakes: Option<usize>,
+    /// listen(2) backlog, where clients wait while --max-conns are held; the
+    /// kernel caps it at net.core.somaxconn [default: the system's maximum].
+    #[arg(long, value_name = "N")]
+    backlog: Option<u32>,
     /// Copy through user space instead of splice(2).
     #[arg(long)]
     copy: bool,
@@ -179,8 +199,12 @@ fn raw_from_flags(a: &ServeArgs, argv: &[String]) -> RawConfig {
         notsent_lowat: a.notsent_lowat.clone(),
         idle_timeout: a.idle_timeout.clone(),
         handshake_timeout: a.handshake_timeout.clone(),
+        first_byte_timeout: a.first_byte_timeout.clone(),
         connect_timeout: a.connect_timeout.clone(),
         max_conns: a.max_conns,
+        max_handshakes: a.max_handshakes,
+        per_source_handshakes: a.per_source_handshakes,
+        backlog: a.backlog,
         copy: a.copy.then_some(true),
         pipe_size: a.pipe_size.clone(),
         buffer_size: None,

@@ -1,0 +1,221 @@
+//! Connections still in the SOCKS5 handshake must not starve the others
+//! (issue 14 item 7): the listen backlog is the system's, idle handshakes
+//! have their own smaller budget and a first-byte deadline, and one source
+//! cannot push out the handshakes of another. Loopback only, a few seconds.
+
+use std::io::{ErrorKind, Read, Write};
+use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::process::Command;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use tcpaccel_relay::{Config, RawConfig, Relay, Stats};
+
+struct TestRelay {
+    _rt: tokio::runtime::Runtime,
+    addr: SocketAddr,
+    stats: Arc<Stats>,
+}
+
+fn start(raw: RawConfig) -> TestRelay {
+    let raw = RawConfig { listen: Some("127.0.0.1:0".into()), ..raw };
+    let cfg = Config::from_raw(&raw).expect("config");
+    let rt =
+        tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().expect("runtime");
+    let relay = rt.block_on(Relay::bind(cfg)).expect("bind relay");
+    let addr = relay.local_addrs()[0];
+    let stats = relay.stats();
+    rt.spawn(relay.run(std::future::pending()));
+    TestRelay { _rt: rt, addr, stats }
+}
+
+fn echo_server() -> SocketAddr {
+    let l = TcpListener::bind("127.0.0.1:0").expect("bind echo");
+    let addr = l.local_addr().expect("addr");
+    std::thread::spawn(move || {
+        for s in l.incoming() {
+            let Ok(mut s) = s else { continue };
+            std::thread::spawn(move || {
+                let mut b = [0u8; 4096];
+                while let Ok(n) = s.read(&mut b) {
+                    if n == 0 || s.write_all(&b[..n]).is_err() {
+                        break;
+                    }
+                }
+            });
+        }
+    });
+    addr
+}
+
+fn connect_req(addr: SocketAddr) -> Vec<u8> {
+    let SocketAddr::V4(a) = addr else { panic!("v4 only here") };
+    let mut r = vec![5, 1, 0, 1];
+    r.extend_from_slice(&a.ip().octets());
+    r.extend_from_slice(&a.port().to_be_bytes());
+    r
+}
+
+/// Connects from `from` (any 127/8 address) to `to`.
+fn connect_from(from: &str, to: SocketAddr) -> TcpStream {
+    let sock = tokio::net::TcpSocket::new_v4().expect("socket");
+    sock.bind(format!("{from}:0").parse().expect("source")).expect("bind source");
+    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("rt");
+    let s = rt.block_on(sock.connect(to)).expect("connect");
+    let s = s.into_std().expect("std");
+    s.set_nonblocking(false).expect("blocking");
+    s
+}
+
+/// The rest of a SOCKS5 handshake after `sent` greeting bytes; returns the
+/// CONNECT reply code and checks one byte is echoed through.
+fn finish_socks(s: &mut TcpStream, sent: usize, target: SocketAddr) -> u8 {
+    s.write_all(&[5, 1, 0][sent..]).expect("greeting");
+    let mut m = [0u8; 2];
+    s.read_exact(&mut m).expect("method reply");
+    assert_eq!(m, [5, 0]);
+    s.write_all(&connect_req(target)).expect("request");
+    let mut rep = [0u8; 10];
+    s.read_exact(&mut rep).expect("CONNECT reply");
+    if rep[1] == 0 {
+        s.write_all(b"z").expect("data");
+        let mut b = [0u8; 1];
+        s.read_exact(&mut b).expect("echo");
+        assert_eq!(&b, b"z");
+    }
+    rep[1]
+}
+
+/// True if the relay has closed `s` (end of file or reset) within `wait`.
+fn closed_within(s: &mut TcpStream, wait: Duration) -> bool {
+    s.set_read_timeout(Some(wait)).expect("timeout");
+    let mut b = [0u8; 16];
+    match s.read(&mut b) {
+        Ok(0) => true,
+        Ok(_) => false,
+        Err(e) => !matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut),
+    }
+}
+
+#[test]
+fn idle_handshakes_do_not_starve_a_fresh_client() {
+    let echo = echo_server();
+    // Twice as many idle handshakes as connection slots, and timeouts far
+    // longer than the test: only the handshake budget can let a client in.
+    let r = start(RawConfig {
+        max_conns: Some(16),
+        handshake_timeout: Some("60s".into()),
+        first_byte_timeout: Some("60s".into()),
+        ..Default::default()
+    });
+    let idle: Vec<TcpStream> = (0..32)
+        .map(|i| {
+            let mut s = TcpStream::connect(r.addr).expect("idle connect");
+            if i % 2 == 1 {
+                s.write_all(&[5]).expect("one byte");
+            }
+            s
+        })
+        .collect();
+    std::thread::sleep(Duration::from_millis(300));
+    let t0 = Instant::now();
+    let mut s = TcpStream::connect(r.addr).expect("fresh connect");
+    // Far below the 60 s timeouts: a fresh client is admitted at once.
+    s.set_read_timeout(Some(Duration::from_secs(5))).expect("timeout");
+    assert_eq!(finish_socks(&mut s, 0, echo), 0);
+    let took = t0.elapsed();
+    assert!(took < Duration::from_secs(5), "fresh client took {took:?}");
+    let snap = r.stats.snapshot();
+    assert!(snap.errors["handshake_evicted"] >= 1, "{snap:?}");
+    drop(idle);
+}
+
+#[test]
+fn first_byte_timeout_closes_silent_clients_before_the_handshake_timeout() {
+    let r = start(RawConfig {
+        first_byte_timeout: Some("300ms".into()),
+        handshake_timeout: Some("3s".into()),
+        ..Default::default()
+    });
+    let t0 = Instant::now();
+    let mut silent = TcpStream::connect(r.addr).expect("connect");
+    let mut one = TcpStream::connect(r.addr).expect("connect");
+    one.write_all(&[5]).expect("one byte");
+    assert!(
+        closed_within(&mut silent, Duration::from_secs(2)),
+        "silent client still open after 2 s: {:?}",
+        r.stats.snapshot()
+    );
+    assert!(t0.elapsed() >= Duration::from_millis(250));
+    // Having sent a byte, the other client has the whole handshake timeout.
+    assert!(!closed_within(&mut one, Duration::from_millis(500)), "closed before its handshake timeout");
+    assert!(closed_within(&mut one, Duration::from_secs(8)), "never closed by the handshake timeout");
+    assert!(t0.elapsed() >= Duration::from_millis(2500), "closed after {:?}", t0.elapsed());
+    let snap = r.stats.snapshot();
+    assert_eq!(snap.errors["first_byte_timeout"], 1, "{snap:?}");
+    assert_eq!(snap.errors["handshake_timeout"], 1, "{snap:?}");
+}
+
+#[test]
+fn one_source_cannot_push_out_the_handshake_of_another() {
+    let echo = echo_server();
+    let r = start(RawConfig {
+        max_handshakes: Some(8),
+        per_source_handshakes: Some(4),
+        first_byte_timeout: Some("60s".into()),
+        handshake_timeout: Some("60s".into()),
+        ..Default::default()
+    });
+    // A slow but honest client from 127.0.0.1 starts its handshake first...
+    let mut honest = connect_from("127.0.0.1", r.addr);
+    honest.write_all(&[5]).expect("first byte");
+    honest.set_read_timeout(Some(Duration::from_secs(5))).expect("timeout");
+    std::thread::sleep(Duration::from_millis(100));
+    // ...then 20 idle handshakes from 127.0.0.2, more than the whole budget,
+    // faster than they count as stalled: the source displaces its own oldest.
+    let mut flood: Vec<TcpStream> = (0..20).map(|_| connect_from("127.0.0.2", r.addr)).collect();
+    std::thread::sleep(Duration::from_millis(300));
+    let closed: Vec<bool> = flood.iter_mut().map(|s| closed_within(s, Duration::from_millis(50))).collect();
+    assert_eq!(
+        closed.iter().filter(|&&c| c).count(),
+        13,
+        "7 places are left beside the honest one: {closed:?}"
+    );
+    assert!(closed[..13].iter().all(|&c| c), "the oldest go first: {closed:?}");
+    assert_eq!(finish_socks(&mut honest, 1, echo), 0, "the honest handshake was displaced");
+    // Once the flood's handshakes are stalled (1 s), each newcomer from that
+    // source displaces one of them even with the budget not full.
+    std::thread::sleep(Duration::from_millis(1100));
+    let mut late = connect_from("127.0.0.2", r.addr);
+    assert!(
+        closed_within(&mut flood[13], Duration::from_secs(2)),
+        "the source's oldest stalled handshake stays"
+    );
+    assert!(!closed_within(&mut flood[14], Duration::from_millis(200)));
+    assert_eq!(finish_socks(&mut late, 0, echo), 0);
+    assert_eq!(r.stats.snapshot().errors["handshake_evicted"], 14);
+}
+
+/// The backlog `ss` reports for the listener on `addr` (Send-Q of a listening socket).
+fn listen_backlog(addr: SocketAddr) -> u64 {
+    let out = Command::new("ss")
+        .args(["-Hltn", &format!("sport = :{}", addr.port())])
+        .output()
+        .expect("run ss (iproute2)");
+    let text = String::from_utf8_lossy(&out.stdout);
+    let line = text.lines().next().unwrap_or_else(|| panic!("ss shows no listener on {addr}: {text}"));
+    line.split_whitespace().nth(2).and_then(|v| v.parse().ok()).unwrap_or_else(|| panic!("ss line {line:?}"))
+}
+
+#[test]
+fn the_listen_backlog_is_the_systems() {
+    let somaxconn: u64 = std::fs::read_to_string("/proc/sys/net/core/somaxconn")
+        .expect("read net.core.somaxconn")
+        .trim()
+        .parse()
+        .expect("somaxconn");
+    let r = start(RawConfig::default());
+    assert_eq!(listen_backlog(r.addr), somaxconn);
+    let small = start(RawConfig { backlog: Some(64), ..Default::default() });
+    assert_eq!(listen_backlog(small.addr), 64.min(somaxconn));
+}

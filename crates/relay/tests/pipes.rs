@@ -1,0 +1,140 @@
+//! Out of descriptors for pipes: a splice relay whose pipe creation fails
+//! copies instead, still byte-exact, and the counters say it copied (issue 14
+//! item 8: they used to report the configured path).
+//!
+//! The relay runs in a child process (this test binary re-executed under
+//! `prlimit --nofile`) that fills its descriptor table so that exactly the
+//! client's and the upstream socket still fit, and no pipe does.
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream};
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+use tcpaccel_relay::{Config, RawConfig, Relay};
+
+const CHILD_ENV: &str = "TCPACCEL_RELAY_PIPES_CHILD";
+
+#[test]
+#[ignore = "helper process of counters_report_copy_when_pipes_cannot_be_made"]
+fn relay_without_pipes_child() {
+    if std::env::var_os(CHILD_ENV).is_none() {
+        eprintln!("relay_without_pipes_child is a helper process; run counters_report_copy_when_pipes_cannot_be_made");
+        return;
+    }
+    let raw = RawConfig { listen: Some("127.0.0.1:0".into()), ..Default::default() };
+    let cfg = Config::from_raw(&raw).expect("config");
+    assert!(cfg.splice, "splice is the default path");
+    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("runtime");
+    rt.block_on(async {
+        let relay = Relay::bind(cfg).await.expect("bind");
+        let addr = relay.local_addrs()[0];
+        let stats = relay.stats();
+        let stdin_closed = tokio::task::spawn_blocking(|| {
+            let mut s = String::new();
+            let _ = std::io::stdin().read_to_string(&mut s);
+        });
+        tokio::task::yield_now().await;
+        // Take every free descriptor, then give back two: one for the accepted
+        // client, one for the upstream socket. Each pipe needs two more.
+        let mut hogs = Vec::new();
+        loop {
+            match std::fs::File::open("/dev/null") {
+                Ok(f) => hogs.push(f),
+                Err(e) if e.raw_os_error() == Some(libc::EMFILE) => break,
+                Err(e) => panic!("open /dev/null: {e}"),
+            }
+        }
+        assert!(hogs.len() > 2, "the descriptor limit left no room at all");
+        hogs.truncate(hogs.len() - 2);
+        println!("ADDR {addr}");
+        relay
+            .run(async {
+                let _ = stdin_closed.await;
+            })
+            .await;
+        drop(hogs);
+        println!("STATS {}", serde_json::to_string(&stats.snapshot()).expect("json"));
+    });
+}
+
+fn echo_server() -> SocketAddr {
+    let l = TcpListener::bind("127.0.0.1:0").expect("bind echo");
+    let addr = l.local_addr().expect("addr");
+    std::thread::spawn(move || {
+        for s in l.incoming() {
+            let Ok(mut s) = s else { continue };
+            std::thread::spawn(move || {
+                let mut b = [0u8; 4096];
+                while let Ok(n) = s.read(&mut b) {
+                    if n == 0 || s.write_all(&b[..n]).is_err() {
+                        break;
+                    }
+                }
+                let _ = s.shutdown(Shutdown::Write);
+            });
+        }
+    });
+    addr
+}
+
+#[test]
+fn counters_report_copy_when_pipes_cannot_be_made() {
+    let exe = std::env::current_exe().expect("test exe");
+    let mut child = Command::new("prlimit")
+        .arg("--nofile=64:64")
+        .arg(&exe)
+        .args(["--ignored", "--exact", "relay_without_pipes_child", "--nocapture", "--test-threads=1"])
+        .env(CHILD_ENV, "1")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("spawn `prlimit` (util-linux) to run the relay with a low descriptor limit");
+    let mut lines = BufReader::new(child.stdout.take().expect("stdout")).lines();
+    let addr: SocketAddr = loop {
+        let line = lines.next().expect("child exited before printing its address").expect("read");
+        // libtest prints "test relay_without_pipes_child ... " on the same line.
+        if let Some((_, a)) = line.split_once("ADDR ") {
+            break a.trim().parse().expect("address");
+        }
+    };
+    let echo = echo_server();
+    let mut s = TcpStream::connect(addr).expect("connect");
+    s.set_read_timeout(Some(Duration::from_secs(10))).expect("timeout");
+    s.write_all(&[5, 1, 0]).expect("greeting");
+    let mut m = [0u8; 2];
+    s.read_exact(&mut m).expect("method reply");
+    assert_eq!(m, [5, 0]);
+    let SocketAddr::V4(e) = echo else { unreachable!() };
+    let mut req = vec![5, 1, 0, 1];
+    req.extend_from_slice(&e.ip().octets());
+    req.extend_from_slice(&e.port().to_be_bytes());
+    s.write_all(&req).expect("request");
+    let mut rep = [0u8; 10];
+    s.read_exact(&mut rep).expect("reply");
+    assert_eq!(rep[1], 0, "the upstream socket fits in the limit");
+    let msg: Vec<u8> = (0..200_000u32).map(|i| (i * 7 + i / 251) as u8).collect();
+    let mut w = s.try_clone().expect("clone");
+    let m2 = msg.clone();
+    let writer = std::thread::spawn(move || {
+        w.write_all(&m2).expect("send");
+        w.shutdown(Shutdown::Write).expect("shutdown");
+    });
+    let mut got = Vec::new();
+    s.read_to_end(&mut got).expect("echo back");
+    writer.join().expect("writer");
+    assert!(got == msg, "copy fallback is not byte-exact ({} of {} bytes)", got.len(), msg.len());
+    drop(s);
+    drop(child.stdin.take());
+    let stats = loop {
+        let line = lines.next().expect("child exited before printing its counters").expect("read");
+        if let Some((_, j)) = line.split_once("STATS ") {
+            break serde_json::from_str::<serde_json::Value>(j).expect("counters json");
+        }
+    };
+    let _ = child.wait();
+    assert_eq!(stats["connections_total"], 1, "{stats}");
+    assert_eq!(stats["spliced"], 0, "no pipe could be made, so nothing was spliced: {stats}");
+    assert_eq!(stats["copied"], 1, "{stats}");
+    assert_eq!(stats["pipe_failures"], 1, "{stats}");
+}
