@@ -227,12 +227,11 @@ async fn truncated_last_chunk_fails_the_transfer_at_once() {
     last_chunk_fails(LastChunk::Truncated).await;
 }
 
-/// A real client whose server fails its transfer gets the error and returns it.
+/// `--checksum`: the real client complies and completes; a chunk without a
+/// CRC (flag cleared) fails the transfer with `mismatch` (before the fix it
+/// was accepted).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn sending_client_reports_the_servers_failure() {
-    // A server that insists on checksums, and a checksum-less peer would be
-    // refused; here the real client complies and completes, and the raw one
-    // that does not is failed with `mismatch`.
+async fn checksum_is_enforced_when_negotiated() {
     let mut cfg = config();
     cfg.checksum = true;
     let (addr, _rx) = start(cfg, SinkSpec::Discard).await;
