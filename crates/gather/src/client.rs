@@ -466,7 +466,15 @@ pub async fn send(opts: SendOptions) -> Result<SendReport, ClientError> {
             },
             Some(j) = tasks.join_next(), if !tasks.is_empty() => match j {
                 Ok((_, Ok(()))) => {}
-                Ok((i, Err(e))) => return Err(ClientError::Protocol(format!("data stream {i} failed: {e}"))),
+                Ok((i, Err(e))) => {
+                    let mut m = format!("data stream {i} failed: {e}");
+                    let mut cause = std::error::Error::source(&e);
+                    while let Some(c) = cause {
+                        m.push_str(&format!(": {c}"));
+                        cause = c.source();
+                    }
+                    return Err(ClientError::Protocol(m));
+                }
                 Err(e) => return Err(ClientError::Protocol(format!("data stream task: {e}"))),
             },
             _ = progress.tick() => {
