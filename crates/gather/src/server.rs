@@ -957,6 +957,23 @@ async fn data_loop(
     }
 }
 
+/// Streams that count as demands on the pool: no more than the server asked
+/// for, so streams kept open past a decrease bring no share of their own.
+fn demand_streams(attached: u32, wanted: u32) -> u32 {
+    attached.min(wanted)
+}
+
+/// The window clamp of each of a client's streams: its share's per-stream
+/// value, or, while it keeps more streams open than asked for, its bytes
+/// split over all of them (so the extra streams take nothing from others).
+fn stream_clamp(share: &crate::share::ClientShare, attached: u32, wanted: u32) -> u32 {
+    if attached > wanted {
+        (share.bytes / u64::from(attached)).max(crate::config::MIN_STREAM_WINDOW).min(i32::MAX as u64) as u32
+    } else {
+        share.per_stream
+    }
+}
+
 /// Asks the client for `n` streams; an increase grants the new indices.
 fn set_wanted(c: &Client, g: &mut ClientInner, n: u32) {
     if n > g.wanted {
@@ -1057,7 +1074,7 @@ fn tick(shared: &Shared, measure: bool) {
             priority: c.priority,
             target: c.target,
             rtt: g.rtt,
-            streams: (g.streams.len() as u32).min(g.wanted),
+            streams: demand_streams(g.streams.len() as u32, g.wanted),
         });
     }
 
@@ -1076,12 +1093,7 @@ fn tick(shared: &Shared, measure: bool) {
             for (c, s) in clients.iter().zip(&shares) {
                 let mut g = lock(&c.inner);
                 g.allocation = s.bytes;
-                let attached = g.streams.len() as u64;
-                let per_stream = if attached > u64::from(g.wanted) {
-                    (s.bytes / attached).max(crate::config::MIN_STREAM_WINDOW).min(i32::MAX as u64) as u32
-                } else {
-                    s.per_stream
-                };
+                let per_stream = stream_clamp(s, g.streams.len() as u32, g.wanted);
                 for slot in g.streams.values() {
                     slot.clamp.send_if_modified(|v| {
                         let changed = *v != per_stream;
@@ -1153,6 +1165,28 @@ fn tick(shared: &Shared, measure: bool) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A client told to go from 3 streams to 2 that keeps all 3 open holds
+    /// the pool of 2 (per connection: two demands), split over the 3.
+    #[test]
+    fn streams_kept_past_a_decrease_take_no_share() {
+        use crate::share::{share_pool, ClientNeed};
+        let need = |session, streams| ClientNeed {
+            session,
+            priority: 1,
+            target: Rate::mbps(1),
+            rtt: Duration::from_millis(100),
+            streams,
+        };
+        let honest = [need(1, demand_streams(2, 2)), need(2, 1)];
+        let keeps = [need(1, demand_streams(3, 2)), need(2, 1)];
+        let (_, a) = share_pool(&honest, 1_000_000, Sharing::PerConnection).unwrap();
+        let (_, b) = share_pool(&keeps, 1_000_000, Sharing::PerConnection).unwrap();
+        assert_eq!(a, b, "the extra stream changes nobody's share");
+        assert_eq!(stream_clamp(&b[0], 3, 2) as u64, b[0].bytes / 3);
+        assert_eq!(stream_clamp(&b[0], 2, 2), b[0].per_stream);
+        assert!(3 * u64::from(stream_clamp(&b[0], 3, 2)) <= b[0].bytes);
+    }
 
     #[test]
     fn file_stems_are_injective_and_safe() {
