@@ -3,7 +3,7 @@
 //! seed 003 §3.1 buffer allocation live with `TCP_WINDOW_CLAMP`, runs the
 //! §3.2 stream-count search per client, and reports status.
 //!
-//! Integrity and abuse (docs/gather-protocol.md §6): a data stream proves
+//! Integrity and abuse (docs/gather-protocol.md §4-5): a data stream proves
 //! its session with the secret token of the welcome; it may only use an
 //! index below the number of streams the server has granted; any stream
 //! that fails after it was accepted fails the whole transfer at once, with an
