@@ -26,6 +26,7 @@ fn main() -> anyhow::Result<()> {
                 class: class.clone(),
                 target: None,
                 cc: None,
+                timeout: tcpaccel_gather::client::DEFAULT_TIMEOUT,
                 source: Source::Synthetic { rate: Some(rate), limit: Limit::Duration(dur), seed: i as u64 },
             };
             hs.push(tokio::spawn(tcpaccel_gather::send(opts)));

@@ -4,11 +4,15 @@
 //! interval, announces the end of data and waits for the server's receipt.
 //! Also the one-shot status query.
 //!
+//! It never waits forever: the server sends `received` every interval, and
+//! the client gives up when the server is silent for [`SendOptions::timeout`],
+//! or when, after `end`, the confirmed byte count stops moving that long.
+//!
 //! What it is not: it does not decide stream counts or windows (the server
 //! does), and it does not retry a lost stream: a stream that fails fails the
 //! transfer, because its chunk would otherwise be missing.
 
-use crate::proto::{self, Control, ErrorCode, FrameHeader, Kind};
+use crate::proto::{self, Control, ErrorCode, FrameHeader, Kind, SessionId, Token};
 use crate::status::ClientStatus;
 use sha2::{Digest, Sha256};
 use std::net::SocketAddr;
@@ -25,6 +29,8 @@ use tokio::sync::{watch, Mutex};
 use tokio::task::JoinSet;
 
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
+/// Default of [`SendOptions::timeout`].
+pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// Client failures.
 #[derive(Debug, thiserror::Error)]
@@ -39,6 +45,8 @@ pub enum ClientError {
     Refused { code: ErrorCode, message: String, server_version: Option<u16> },
     #[error("protocol: {0}")]
     Protocol(String),
+    #[error("timed out: {0}")]
+    Timeout(String),
     #[error("congestion control {name:?} for the data streams")]
     Congestion {
         name: String,
@@ -89,13 +97,17 @@ pub struct SendOptions {
     /// Congestion control of every connection (`TCP_CONGESTION`, set before
     /// connecting), e.g. "reno"; `None` keeps the system default.
     pub cc: Option<String>,
+    /// Give up when the server sends nothing for this long, or when after
+    /// the end of data its confirmed byte count does not move for this long
+    /// ([`DEFAULT_TIMEOUT`] is a sensible value).
+    pub timeout: Duration,
 }
 
 /// The result of a transfer.
 #[derive(Debug, Clone, serde::Serialize)]
 pub struct SendReport {
     pub id: String,
-    pub session: u64,
+    pub session: SessionId,
     pub bytes: u64,
     pub sha256: String,
     pub server_sha256: String,
@@ -244,7 +256,8 @@ pub async fn query_status(server: SocketAddr) -> Result<Vec<ClientStatus>, Clien
 struct StreamCtx {
     server: SocketAddr,
     cc: Option<String>,
-    session: u64,
+    session: SessionId,
+    token: Token,
     chunk: usize,
     checksum: bool,
     cursor: Arc<Mutex<Cursor>>,
@@ -256,14 +269,18 @@ struct StreamCtx {
 
 async fn stream_task(ctx: Arc<StreamCtx>, index: u16) -> Result<(), ClientError> {
     let mut s = connect(ctx.server, Kind::Data, ctx.cc.as_deref()).await?;
-    s.write_all(&proto::encode_attach(ctx.session, index)).await.map_err(io_err("send attach"))?;
+    s.write_all(&proto::encode_attach(&ctx.session, &ctx.token, index))
+        .await
+        .map_err(io_err("send attach"))?;
     let mut counted = true;
     let result = stream_loop(&ctx, &mut s, index, &mut counted).await;
     if counted {
         ctx.active.fetch_sub(1, Ordering::Relaxed);
     }
     result?;
-    s.write_all(&FrameHeader::end(ctx.session, index).encode()).await.map_err(io_err("end of stream"))?;
+    s.write_all(&FrameHeader::end(ctx.session.tag(), index).encode())
+        .await
+        .map_err(io_err("end of stream"))?;
     s.shutdown().await.map_err(io_err("shutdown stream"))?;
     Ok(())
 }
@@ -286,7 +303,7 @@ async fn stream_loop(
         }
         let item = ctx.cursor.lock().await.next(ctx.chunk).await?;
         let Some((off, data)) = item else { return Ok(()) };
-        let h = FrameHeader::chunk(ctx.session, index, off, &data, ctx.checksum);
+        let h = FrameHeader::chunk(ctx.session.tag(), index, off, &data, ctx.checksum);
         s.write_all(&h.encode()).await.map_err(io_err(format!("stream {index}: write")))?;
         s.write_all(&data).await.map_err(io_err(format!("stream {index}: write")))?;
         ctx.sent.fetch_add(data.len() as u64, Ordering::Relaxed);
@@ -296,6 +313,7 @@ async fn stream_loop(
 /// Sends the whole source and waits for the server's receipt.
 pub async fn send(opts: SendOptions) -> Result<SendReport, ClientError> {
     let started = tokio::time::Instant::now();
+    let timeout = opts.timeout;
     let reader = match &opts.source {
         Source::File(p) => {
             Reader::File(tokio::fs::File::open(p).await.map_err(io_err(format!("open {}", p.display())))?)
@@ -312,17 +330,25 @@ pub async fn send(opts: SendOptions) -> Result<SendReport, ClientError> {
         target_bps: opts.target.map(|r| r.0),
     };
     ctl.write_all(&proto::encode_control(&hello)).await.map_err(io_err("send hello"))?;
-    let (session, streams, chunk, checksum, interval_ms) = match read_msg(&mut ctl).await? {
-        Some(Control::Welcome { session, streams, chunk_size, checksum, interval_ms, .. }) => {
+    let welcome = tokio::time::timeout(timeout, read_msg(&mut ctl)).await.map_err(|_| {
+        ClientError::Timeout(format!(
+            "no answer to hello within {}",
+            tcpaccel_core::units::format_duration(timeout)
+        ))
+    })?;
+    let (session, token, streams, chunk, checksum, interval_ms) = match welcome? {
+        Some(Control::Welcome { session, token, streams, chunk_size, checksum, interval_ms, .. }) => {
             if chunk_size == 0 || chunk_size > proto::MAX_CHUNK {
                 return Err(ClientError::Protocol(format!("server asked for chunks of {chunk_size} bytes")));
             }
-            (session, streams.max(1), chunk_size as usize, checksum, interval_ms.max(10))
+            (session, token, streams.max(1), chunk_size as usize, checksum, interval_ms.max(10))
         }
         Some(m) => return Err(refused(m)),
         None => return Err(ClientError::Protocol("server closed before welcome".into())),
     };
-    tracing::info!(session, streams, chunk, "gather: welcomed");
+    tracing::info!(%session, streams, chunk, "gather: welcomed");
+    // The heartbeat comes once per interval: never expect it more often.
+    let timeout = timeout.max(Duration::from_millis(interval_ms) * 3);
     let idle_ns = Arc::new(AtomicU64::new(0));
     let done = Arc::new(AtomicBool::new(false));
     // A paced source sends chunks of at most ~50 ms of its rate, so that a
@@ -346,6 +372,7 @@ pub async fn send(opts: SendOptions) -> Result<SendReport, ClientError> {
         server: opts.server,
         cc: opts.cc.clone(),
         session,
+        token,
         chunk,
         checksum,
         cursor: cursor.clone(),
@@ -354,6 +381,19 @@ pub async fn send(opts: SendOptions) -> Result<SendReport, ClientError> {
         sent: sent.clone(),
     });
     let (mut rd, mut wr) = ctl.into_split();
+    // Control messages are read by their own task: a read cut short by the
+    // other branches of the loop's select would lose bytes of a message.
+    let (msg_tx, mut msg_rx) = tokio::sync::mpsc::unbounded_channel();
+    let mut reader_task = JoinSet::new();
+    reader_task.spawn(async move {
+        loop {
+            let m = read_msg(&mut rd).await;
+            let last = !matches!(m, Ok(Some(_)));
+            if msg_tx.send(m).is_err() || last {
+                break;
+            }
+        }
+    });
     let mut tasks: JoinSet<(u16, Result<(), ClientError>)> = JoinSet::new();
     // Each new stream gets a fresh index, so a stream that is still closing
     // never collides with its replacement at the server.
@@ -364,7 +404,10 @@ pub async fn send(opts: SendOptions) -> Result<SendReport, ClientError> {
     let mut progress = tokio::time::interval(interval);
     progress.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     let mut last_progress = tokio::time::Instant::now();
-    let ended = AtomicBool::new(false);
+    let mut ended: Option<tokio::time::Instant> = None;
+    let mut last_heard = tokio::time::Instant::now();
+    let (mut confirmed, mut confirmed_at) = (0u64, tokio::time::Instant::now());
+    let fmt = tcpaccel_core::units::format_duration;
     let (sha, total) = loop {
         // Open any stream the server wants and we do not run yet.
         let want = *want_tx.borrow();
@@ -375,38 +418,63 @@ pub async fn send(opts: SendOptions) -> Result<SendReport, ClientError> {
             tasks.spawn(async move { (i, stream_task(c, i).await) });
         }
         max_streams = max_streams.max(ctx.active.load(Ordering::Relaxed));
-        if tasks.is_empty() && !ended.load(Ordering::Relaxed) && done.load(Ordering::Relaxed) {
+        if tasks.is_empty() && ended.is_none() && done.load(Ordering::Relaxed) {
             let c = cursor.lock().await;
             let total = c.offset;
             let sha = hex::encode(c.hasher.clone().finalize());
             drop(c);
-            let end = Control::End { total, sha256: Some(sha.clone()) };
+            let end = Control::End { total, sha256: sha };
             wr.write_all(&proto::encode_control(&end)).await.map_err(io_err("send end"))?;
-            ended.store(true, Ordering::Relaxed);
+            ended = Some(tokio::time::Instant::now());
             tracing::info!(total, "gather: end of data sent");
         }
+        // The server sends `received` every interval: silence means it is
+        // gone; after our end, a count that stops moving means the transfer
+        // is stuck (its data will not arrive).
+        let silent_by = last_heard + timeout;
+        let stalled_by = ended.map(|e| e.max(confirmed_at) + timeout);
+        let deadline = stalled_by.map_or(silent_by, |s| s.min(silent_by));
         tokio::select! {
-            m = read_msg(&mut rd) => match m? {
-                Some(Control::SetStreams { streams }) => {
-                    changes += 1;
-                    let _ = want_tx.send(streams.max(1));
-                }
-                Some(Control::Done { total, sha256, complete }) => {
-                    if !ended.load(Ordering::Relaxed) {
-                        return Err(ClientError::Protocol("done before end of data".into()));
+            m = msg_rx.recv() => {
+                last_heard = tokio::time::Instant::now();
+                match m {
+                    Some(Ok(Some(Control::SetStreams { streams }))) => {
+                        changes += 1;
+                        let _ = want_tx.send(streams.max(1));
                     }
-                    let c = cursor.lock().await;
-                    let ours = hex::encode(c.hasher.clone().finalize());
-                    let ok = complete && total == c.offset && sha256 == ours;
-                    drop(c);
-                    break ((ours, sha256, ok), total);
+                    Some(Ok(Some(Control::Received { bytes }))) => {
+                        if bytes > confirmed {
+                            (confirmed, confirmed_at) = (bytes, last_heard);
+                        }
+                    }
+                    Some(Ok(Some(Control::Done { total, sha256, complete }))) => {
+                        if ended.is_none() {
+                            return Err(ClientError::Protocol("done before end of data".into()));
+                        }
+                        let c = cursor.lock().await;
+                        let ours = hex::encode(c.hasher.clone().finalize());
+                        let ok = complete && total == c.offset && sha256 == ours;
+                        drop(c);
+                        break ((ours, sha256, ok), total);
+                    }
+                    Some(Ok(Some(m))) => return Err(refused(m)),
+                    Some(Err(e)) => return Err(e),
+                    Some(Ok(None)) | None => {
+                        return Err(ClientError::Protocol("server closed the control connection".into()))
+                    }
                 }
-                Some(m) => return Err(refused(m)),
-                None => return Err(ClientError::Protocol("server closed the control connection".into())),
             },
             Some(j) = tasks.join_next(), if !tasks.is_empty() => match j {
                 Ok((_, Ok(()))) => {}
-                Ok((i, Err(e))) => return Err(ClientError::Protocol(format!("data stream {i} failed: {e}"))),
+                Ok((i, Err(e))) => {
+                    let mut m = format!("data stream {i} failed: {e}");
+                    let mut cause = std::error::Error::source(&e);
+                    while let Some(c) = cause {
+                        m.push_str(&format!(": {c}"));
+                        cause = c.source();
+                    }
+                    return Err(ClientError::Protocol(m));
+                }
                 Err(e) => return Err(ClientError::Protocol(format!("data stream task: {e}"))),
             },
             _ = progress.tick() => {
@@ -418,6 +486,17 @@ pub async fn send(opts: SendOptions) -> Result<SendReport, ClientError> {
                 let app_limited = idle * 5 > el;
                 let p = Control::Progress { sent: sent.load(Ordering::Relaxed), app_limited };
                 wr.write_all(&proto::encode_control(&p)).await.map_err(io_err("send progress"))?;
+            }
+            _ = tokio::time::sleep_until(deadline) => {
+                let total = cursor.lock().await.offset;
+                return Err(ClientError::Timeout(if deadline == silent_by {
+                    format!("the server sent nothing for {}", fmt(timeout))
+                } else {
+                    format!(
+                        "the server confirmed {confirmed} of {total} bytes and no more for {} after the end of data",
+                        fmt(timeout)
+                    )
+                }));
             }
         }
     };

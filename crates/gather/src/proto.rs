@@ -1,7 +1,8 @@
-//! The gather wire protocol, version 1 (described for humans in
+//! The gather wire protocol, version 2 (described for humans in
 //! `docs/gather-protocol.md`): the connection preface, the JSON control
-//! messages and their length-prefixed framing, the binary data-frame header,
-//! and the CRC-32 used for optional chunk checksums.
+//! messages and their length-prefixed framing, the session id and token that
+//! bind a data stream to its client, the binary data-frame header, and the
+//! CRC-32 used for chunk checksums.
 //!
 //! What it is: pure encoding and decoding; every malformed input becomes a
 //! [`ProtoError`], never a panic. What it is not: no sockets, no timing.
@@ -9,13 +10,19 @@
 use serde::{Deserialize, Serialize};
 
 /// The protocol version this build speaks.
-pub const VERSION: u16 = 1;
+///
+/// Version 2 (this one) replaced version 1's consecutive 64-bit session
+/// numbers with 128-bit random session ids plus a secret per-session token
+/// that every data stream presents in its attach record, made `sha256`
+/// mandatory in `end`, and added the server's `received` heartbeat.
+pub const VERSION: u16 = 2;
 /// First four bytes of every connection.
 pub const MAGIC: [u8; 4] = *b"TAGP";
 /// Size of the connection preface.
 pub const PREFACE_LEN: usize = 8;
-/// Size of a data stream's attach record (after the preface).
-pub const ATTACH_LEN: usize = 12;
+/// Size of a data stream's attach record (after the preface): session id
+/// (16), token (16), stream index (u16), reserved (u16).
+pub const ATTACH_LEN: usize = 36;
 /// Size of a data-frame header.
 pub const FRAME_HEADER_LEN: usize = 32;
 /// Largest control message accepted (a status reply for many clients is the biggest).
@@ -40,7 +47,7 @@ pub enum ProtoError {
     Json(String),
     #[error("chunk of {len} bytes exceeds the negotiated chunk size {max}")]
     ChunkTooLarge { len: u32, max: u32 },
-    #[error("frame for session {got} on a stream attached to session {want}")]
+    #[error("frame for session tag {got:016x} on a stream attached to session tag {want:016x}")]
     WrongSession { got: u64, want: u64 },
     #[error("frame names stream {got} on stream {want}")]
     WrongStream { got: u16, want: u16 },
@@ -48,6 +55,94 @@ pub enum ProtoError {
     Checksum { offset: u64, header: u32, data: u32 },
     #[error("reserved bits set in {0}")]
     Reserved(&'static str),
+    #[error("{what}: expected {len} lowercase hex digits, got {got:?}")]
+    Hex { what: &'static str, len: usize, got: String },
+}
+
+/// 128 bits, sent as 32 lowercase hex digits in JSON and as 16 raw bytes in
+/// the attach record. Two uses: [`SessionId`] names a client's session (it
+/// appears in status output), [`Token`] proves a data stream belongs to it
+/// (it is never shown).
+macro_rules! id128 {
+    ($name:ident, $what:literal) => {
+        #[derive(Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+        pub struct $name(pub [u8; 16]);
+
+        impl $name {
+            /// 128 bits from the operating system's random source.
+            pub fn random() -> Result<$name, getrandom::Error> {
+                let mut b = [0u8; 16];
+                getrandom::fill(&mut b)?;
+                Ok($name(b))
+            }
+
+            pub fn to_hex(&self) -> String {
+                hex::encode(self.0)
+            }
+
+            pub fn from_hex(s: &str) -> Result<$name, ProtoError> {
+                let bad = || ProtoError::Hex { what: $what, len: 32, got: s.chars().take(40).collect() };
+                if s.len() != 32 || !s.bytes().all(|c| c.is_ascii_digit() || (b'a'..=b'f').contains(&c)) {
+                    return Err(bad());
+                }
+                let mut b = [0u8; 16];
+                hex::decode_to_slice(s, &mut b).map_err(|_| bad())?;
+                Ok($name(b))
+            }
+        }
+
+        impl Serialize for $name {
+            fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+                s.serialize_str(&self.to_hex())
+            }
+        }
+
+        impl<'de> Deserialize<'de> for $name {
+            fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<$name, D::Error> {
+                let s = String::deserialize(d)?;
+                $name::from_hex(&s).map_err(serde::de::Error::custom)
+            }
+        }
+    };
+}
+
+id128!(SessionId, "session id");
+id128!(Token, "token");
+
+impl SessionId {
+    /// The first 8 bytes as a big-endian u64: the `session` field of every
+    /// data-frame header, a check that a frame is on the stream it was meant for.
+    pub fn tag(&self) -> u64 {
+        let b = &self.0;
+        u64::from_be_bytes([b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7]])
+    }
+}
+
+impl std::fmt::Display for SessionId {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.to_hex())
+    }
+}
+
+impl std::fmt::Debug for SessionId {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "SessionId({})", self.to_hex())
+    }
+}
+
+impl Token {
+    /// Compares in time independent of where the tokens differ, so the
+    /// server's answer time says nothing about how much of a guess was right.
+    pub fn matches(&self, other: &Token) -> bool {
+        self.0.iter().zip(other.0.iter()).fold(0u8, |acc, (a, b)| acc | (a ^ b)) == 0
+    }
+}
+
+impl std::fmt::Debug for Token {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // A secret: never printed.
+        f.write_str("Token(..)")
+    }
 }
 
 /// What a connection is for, sent in its preface.
@@ -90,20 +185,25 @@ pub fn decode_preface(b: &[u8; PREFACE_LEN]) -> Result<Kind, ProtoError> {
     }
 }
 
-/// A data stream's attach record: session (u64 BE), stream index (u16 BE), reserved (u16, 0).
-pub fn encode_attach(session: u64, stream: u16) -> [u8; ATTACH_LEN] {
+/// A data stream's attach record: session id (16 bytes), token (16 bytes),
+/// stream index (u16 BE), reserved (u16, 0).
+pub fn encode_attach(session: &SessionId, token: &Token, stream: u16) -> [u8; ATTACH_LEN] {
     let mut b = [0u8; ATTACH_LEN];
-    b[..8].copy_from_slice(&session.to_be_bytes());
-    b[8..10].copy_from_slice(&stream.to_be_bytes());
+    b[..16].copy_from_slice(&session.0);
+    b[16..32].copy_from_slice(&token.0);
+    b[32..34].copy_from_slice(&stream.to_be_bytes());
     b
 }
 
-pub fn decode_attach(b: &[u8; ATTACH_LEN]) -> Result<(u64, u16), ProtoError> {
-    if b[10] != 0 || b[11] != 0 {
+pub fn decode_attach(b: &[u8; ATTACH_LEN]) -> Result<(SessionId, Token, u16), ProtoError> {
+    if b[34] != 0 || b[35] != 0 {
         return Err(ProtoError::Reserved("attach"));
     }
-    let session = u64::from_be_bytes([b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7]]);
-    Ok((session, u16::from_be_bytes([b[8], b[9]])))
+    let mut session = [0u8; 16];
+    session.copy_from_slice(&b[..16]);
+    let mut token = [0u8; 16];
+    token.copy_from_slice(&b[16..32]);
+    Ok((SessionId(session), Token(token), u16::from_be_bytes([b[32], b[33]])))
 }
 
 /// A control message. Every one is a JSON object with a `type` field, sent as
@@ -122,7 +222,9 @@ pub enum Control {
     },
     /// Server → client: accepted, with the parameters to use.
     Welcome {
-        session: u64,
+        session: SessionId,
+        /// The secret each data stream presents in its attach record.
+        token: Token,
         streams: u32,
         chunk_size: u32,
         checksum: bool,
@@ -136,12 +238,12 @@ pub enum Control {
     /// Client → server, once per interval: bytes handed to data streams so
     /// far, and whether the source had nothing to send for part of the interval.
     Progress { sent: u64, app_limited: bool },
-    /// Client → server: the data ends at `total` bytes (explicit end of data).
-    End {
-        total: u64,
-        #[serde(default, skip_serializing_if = "Option::is_none")]
-        sha256: Option<String>,
-    },
+    /// Client → server: the data ends at `total` bytes (explicit end of
+    /// data), and its SHA-256 is `sha256` (64 lowercase hex digits).
+    End { total: u64, sha256: String },
+    /// Server → client, once per interval: bytes received and written in
+    /// order so far (a heartbeat the client's timeout watches).
+    Received { bytes: u64 },
     /// Server → client: everything up to `total` arrived and was written.
     Done { total: u64, sha256: String, complete: bool },
     /// Either way: a refusal or failure; the sender closes after it.
@@ -165,6 +267,7 @@ pub enum ErrorCode {
     Duplicate,
     Capacity,
     Mismatch,
+    StreamLost,
     Internal,
 }
 
@@ -310,28 +413,19 @@ impl FrameHeader {
     }
 }
 
-/// CRC-32 (IEEE 802.3, reflected polynomial 0xEDB88320), as zlib computes it.
+/// CRC-32 (IEEE 802.3, reflected polynomial 0xEDB88320, initial value and
+/// final XOR 0xFFFFFFFF), as zlib's `crc32()` computes it: `crc32fast`.
 pub fn crc32(data: &[u8]) -> u32 {
-    const TABLE: [u32; 256] = {
-        let mut t = [0u32; 256];
-        let mut i = 0;
-        while i < 256 {
-            let mut c = i as u32;
-            let mut k = 0;
-            while k < 8 {
-                c = if c & 1 != 0 { 0xEDB8_8320 ^ (c >> 1) } else { c >> 1 };
-                k += 1;
-            }
-            t[i] = c;
-            i += 1;
-        }
-        t
-    };
-    let mut c = !0u32;
-    for &b in data {
-        c = TABLE[((c ^ b as u32) & 0xff) as usize] ^ (c >> 8);
+    crc32fast::hash(data)
+}
+
+/// Checks a `sha256` field: 64 lowercase hex digits.
+pub fn check_sha256(s: &str) -> Result<(), ProtoError> {
+    if s.len() == 64 && s.bytes().all(|c| c.is_ascii_digit() || (b'a'..=b'f').contains(&c)) {
+        Ok(())
+    } else {
+        Err(ProtoError::Hex { what: "sha256", len: 64, got: s.chars().take(80).collect() })
     }
-    !c
 }
 
 #[cfg(test)]
@@ -340,9 +434,56 @@ mod tests {
 
     #[test]
     fn crc32_known_value() {
-        // The standard check value of CRC-32/ISO-HDLC.
+        // The standard check value of CRC-32/ISO-HDLC (zlib's crc32).
         assert_eq!(crc32(b"123456789"), 0xCBF4_3926);
         assert_eq!(crc32(b""), 0);
+        // zlib.crc32(b"The quick brown fox jumps over the lazy dog") in Python.
+        assert_eq!(crc32(b"The quick brown fox jumps over the lazy dog"), 0x414F_A339);
+    }
+
+    /// The bytes on the wire for one chunk frame, fixed: a peer built from
+    /// the document (zlib's CRC-32, big-endian fields) produces exactly these,
+    /// so swapping the CRC implementation cannot change the protocol.
+    #[test]
+    fn chunk_header_wire_vector() {
+        let session = SessionId([0x11; 16]);
+        let h = FrameHeader::chunk(session.tag(), 7, 0x0102_0304_0506_0708, b"123456789", true);
+        let want: [u8; FRAME_HEADER_LEN] = [
+            1, 1, 0, 7, // chunk, checksum flag, stream 7
+            0x11, 0x11, 0x11, 0x11, 0x11, 0x11, 0x11, 0x11, // session tag
+            1, 2, 3, 4, 5, 6, 7, 8, // offset
+            0, 0, 0, 9, // length
+            0xCB, 0xF4, 0x39, 0x26, // CRC-32 of "123456789"
+            0, 0, 0, 0,
+        ];
+        assert_eq!(h.encode(), want);
+    }
+
+    #[test]
+    fn ids_tokens_and_attach() {
+        let a = SessionId::random().unwrap();
+        let b = SessionId::random().unwrap();
+        assert_ne!(a, b, "two draws of 128 random bits");
+        assert_eq!(SessionId::from_hex(&a.to_hex()).unwrap(), a);
+        assert_eq!(serde_json::to_string(&a).unwrap(), format!("\"{}\"", a.to_hex()));
+        assert!(SessionId::from_hex("00").is_err());
+        assert!(SessionId::from_hex(&"A".repeat(32)).is_err(), "uppercase is not the encoding");
+        let t = Token::random().unwrap();
+        assert!(t.matches(&t));
+        assert!(!t.matches(&Token([0; 16])));
+        assert_eq!(format!("{t:?}"), "Token(..)");
+        let rec = encode_attach(&a, &t, 513);
+        assert_eq!(&rec[..16], &a.0);
+        assert_eq!(&rec[32..], &[2, 1, 0, 0]);
+        let (s, k, i) = decode_attach(&rec).unwrap();
+        assert_eq!((s, i), (a, 513));
+        assert!(k.matches(&t));
+        let mut bad = rec;
+        bad[35] = 1;
+        assert_eq!(decode_attach(&bad).unwrap_err(), ProtoError::Reserved("attach"));
+        check_sha256(&"0f".repeat(32)).unwrap();
+        assert!(check_sha256(&"0F".repeat(32)).is_err());
+        assert!(check_sha256("abc").is_err());
     }
 
     #[test]

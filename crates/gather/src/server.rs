@@ -3,9 +3,16 @@
 //! seed 003 §3.1 buffer allocation live with `TCP_WINDOW_CLAMP`, runs the
 //! §3.2 stream-count search per client, and reports status.
 //!
+//! Integrity and abuse (docs/gather-protocol.md §4-5): a data stream proves
+//! its session with the secret token of the welcome; it may only use an
+//! index below the number of streams the server has granted; any stream
+//! that fails after it was accepted fails the whole transfer at once, with an
+//! `error` on the control connection naming the stream and offset; the
+//! client's SHA-256 in `end` is checked against what was written.
+//!
 //! What it is not: the algorithms themselves (they are pure, in
-//! `tcpaccel_core::alloc` / `aimd`), nor a hardened service (sessions are
-//! not authenticated; see `docs/gather-protocol.md`).
+//! `tcpaccel_core::alloc` / `aimd`), nor an encrypted or authenticated
+//! service (anyone who can connect may start a session).
 //!
 //! ## Why TCP_WINDOW_CLAMP and not SO_RCVBUF
 //! The window scale is fixed in the SYN/SYN-ACK exchange from the receive
@@ -20,12 +27,12 @@
 //! which caps the advertised window without touching the scale.
 
 use crate::config::{Policy, ServerConfig, Sharing};
-use crate::proto::{self, Control, ErrorCode, FrameHeader, FrameType, Kind, ProtoError};
+use crate::proto::{self, Control, ErrorCode, FrameHeader, FrameType, Kind, ProtoError, SessionId, Token};
 use crate::reasm::{Offer, Reassembly};
 use crate::share::{equal_split, share_pool, ClientNeed};
 use crate::status::{ClientStatus, Event};
 use sha2::{Digest, Sha256};
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::fs::File;
 use std::io::{BufWriter, Write};
 use std::net::SocketAddr;
@@ -42,9 +49,16 @@ use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{mpsc, watch, Notify};
 
 /// How long a peer has to send its preface, hello or attach record.
-const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
+pub const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
+/// A client whose control connection is silent this many intervals (it
+/// should send `progress` every interval), and at least
+/// [`CONTROL_IDLE_MIN`], has gone away: its transfer fails.
+pub const CONTROL_IDLE_INTERVALS: u32 = 10;
+pub const CONTROL_IDLE_MIN: Duration = Duration::from_secs(30);
 /// How often a data stream re-reads its TCP_INFO for the RTT.
 const RTT_SAMPLE_EVERY: Duration = Duration::from_millis(200);
+/// Longest file name (Linux NAME_MAX): a client's stem plus `.incomplete` must fit.
+const MAX_FILE_NAME: usize = 255;
 /// Bounds of the listener's receive buffer (see the module docs).
 const LISTEN_RCVBUF_MIN: u64 = 256 * 1024;
 const LISTEN_RCVBUF_MAX: u64 = 256 << 20;
@@ -96,16 +110,22 @@ struct Shared {
 
 #[derive(Default)]
 struct State {
-    clients: HashMap<u64, Arc<Client>>,
-    next_session: u64,
+    clients: HashMap<SessionId, Arc<Client>>,
+    /// Join order; orders clients in the allocation and its demand ids.
+    next_seq: u64,
     last_status: Vec<ClientStatus>,
     /// (rule, clients) of the last allocation event, to report changes only.
     last_alloc: Option<(String, usize)>,
 }
 
 struct Client {
-    session: u64,
+    session: SessionId,
+    /// The secret a data stream must present (never shown).
+    token: Token,
+    seq: u64,
     id: String,
+    /// The file name stem of its sink (injective in `id`, see [`file_stem`]).
+    stem: String,
     class: String,
     priority: u32,
     target: Rate,
@@ -123,25 +143,21 @@ struct Client {
     app_limited: AtomicBool,
 }
 
-impl Client {
-    /// Tells the client, on its control connection, that what it sent was
-    /// malformed (best effort: the connection may already be gone).
-    fn tell_malformed(&self, message: &str) {
-        let _ = self.ctl.send(Control::Error {
-            code: ErrorCode::Malformed,
-            message: message.to_string(),
-            server_version: None,
-        });
-    }
-}
-
 struct ClientInner {
     reasm: Reassembly,
     sink: Option<BufWriter<File>>,
     path: Option<PathBuf>,
     hasher: Sha256,
+    /// The client's digest from `end`, checked at completion.
+    claimed_sha256: Option<String>,
     finished: bool,
     streams: HashMap<u16, Arc<StreamSlot>>,
+    /// Stream indices below this have been granted: the welcome's count plus
+    /// every increase `set_streams` announced. A client that opens streams
+    /// only when told holds at most this many indices.
+    granted: u32,
+    /// Indices already attached once (never reused).
+    used: HashSet<u16>,
     tuner: StreamTuner,
     wanted: u32,
     last_arrived: u64,
@@ -231,7 +247,7 @@ impl Server {
             sink,
             epoch: std::time::Instant::now(),
             events,
-            state: Mutex::new(State { next_session: seed_session(), ..State::default() }),
+            state: Mutex::new(State::default()),
             realloc: Notify::new(),
         });
         Ok(Server { listener, shared })
@@ -268,15 +284,6 @@ impl Server {
 fn is_fatal_accept(e: &std::io::Error) -> bool {
     // EBADF or EINVAL: the listener itself is gone.
     matches!(e.raw_os_error(), Some(9) | Some(22))
-}
-
-/// Sessions start at an unpredictable-looking value so a restarted server
-/// does not accept a stale client's data streams by accident.
-fn seed_session() -> u64 {
-    let t =
-        std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_nanos()).unwrap_or(1);
-    let mut r = tcpaccel_core::rng::Rng::seeded(t as u64 ^ u64::from(std::process::id()));
-    r.next_u64() >> 16
 }
 
 async fn connection(shared: Arc<Shared>, mut stream: TcpStream, peer: SocketAddr) {
@@ -327,11 +334,22 @@ async fn read_control<R: AsyncReadExt + Unpin>(r: &mut R) -> Result<Option<Contr
     proto::decode_control(&body).map(Some).map_err(|e| e.to_string())
 }
 
-/// Keeps client ids usable as file names.
-fn file_stem(id: &str) -> String {
-    id.chars()
-        .map(|c| if c.is_ascii_alphanumeric() || c == '-' || c == '_' || c == '.' { c } else { '_' })
-        .collect()
+/// The file name stem of a client id: bytes in `[A-Za-z0-9._-]` stay, every
+/// other byte of the id's UTF-8 (including `%` itself) becomes `%XX` with
+/// uppercase hex. Escaping instead of replacing keeps the mapping injective
+/// ("x y" is `x%20y`, "x_y" stays `x_y`). A leading dot is escaped too, so
+/// no stem contains `/`, is `.` or `..`, or names a hidden file.
+pub fn file_stem(id: &str) -> String {
+    let mut out = String::with_capacity(id.len());
+    for (i, b) in id.bytes().enumerate() {
+        let keep = b.is_ascii_alphanumeric() || b == b'-' || b == b'_' || (b == b'.' && i > 0);
+        if keep {
+            out.push(b as char);
+        } else {
+            out.push_str(&format!("%{b:02X}"));
+        }
+    }
+    out
 }
 
 async fn refuse(shared: &Shared, stream: &mut TcpStream, peer: SocketAddr, code: ErrorCode, message: String) {
@@ -367,11 +385,40 @@ async fn control(shared: Arc<Shared>, mut stream: TcpStream, peer: SocketAddr) {
         Some(t) => Rate(t).min(cls.target),
         None => cls.target,
     };
+    let stem = file_stem(&client_id);
+    if matches!(shared.sink, SinkSpec::Dir(_)) && stem.len() + ".incomplete".len() > MAX_FILE_NAME {
+        let m = format!(
+            "client id {client_id:?} escapes to a file name of {} bytes, above the {MAX_FILE_NAME} a file system allows (each byte outside [A-Za-z0-9._-] takes three)",
+            stem.len() + ".incomplete".len()
+        );
+        return refuse(&shared, &mut stream, peer, ErrorCode::Malformed, m).await;
+    }
+    let (session, token) = match (SessionId::random(), Token::random()) {
+        (Ok(s), Ok(t)) => (s, t),
+        (Err(e), _) | (_, Err(e)) => {
+            let m = format!("no session id: the system's random source failed: {e}");
+            return refuse(&shared, &mut stream, peer, ErrorCode::Internal, m).await;
+        }
+    };
     let (ctl_tx, mut ctl_rx) = mpsc::unbounded_channel();
     let registered = (|| {
         let mut st = lock(&shared.state);
         if st.clients.values().any(|c| c.id == client_id) {
             return Err((ErrorCode::Duplicate, format!("client id {client_id:?} is already connected")));
+        }
+        // Stems are injective in the id, so this is the check above once
+        // more; it guards the one property that matters (two live clients
+        // never share a file) even if the escaping ever changes.
+        if let Some(other) = st.clients.values().find(|c| c.stem == stem) {
+            let m = format!(
+                "client id {client_id:?} would write the same file as connected client {:?}",
+                other.id
+            );
+            return Err((ErrorCode::Duplicate, m));
+        }
+        if st.clients.contains_key(&session) {
+            // 2^-128 per pair; refuse rather than mix two clients.
+            return Err((ErrorCode::Internal, "session id collision; retry".to_string()));
         }
         if st.clients.len() as u64 >= u64::from(shared.cfg.max_streams) {
             let m = format!(
@@ -381,12 +428,12 @@ async fn control(shared: Arc<Shared>, mut stream: TcpStream, peer: SocketAddr) {
             );
             return Err((ErrorCode::Capacity, m));
         }
-        st.next_session = st.next_session.wrapping_add(1);
-        let session = st.next_session;
+        st.next_seq += 1;
+        let seq = st.next_seq;
         let (sink, path) = match &shared.sink {
             SinkSpec::Discard => (None, None),
             SinkSpec::Dir(d) => {
-                let p = d.join(format!("{}.partial", file_stem(&client_id)));
+                let p = d.join(format!("{stem}.partial"));
                 match File::create(&p) {
                     Ok(f) => (Some(BufWriter::with_capacity(64 * 1024, f)), Some(p)),
                     Err(e) => {
@@ -406,7 +453,10 @@ async fn control(shared: Arc<Shared>, mut stream: TcpStream, peer: SocketAddr) {
         let now = shared.now();
         let client = Arc::new(Client {
             session,
+            token,
+            seq,
             id: client_id.clone(),
+            stem: stem.clone(),
             class: cls.name.clone(),
             priority: cls.priority,
             target,
@@ -416,10 +466,13 @@ async fn control(shared: Arc<Shared>, mut stream: TcpStream, peer: SocketAddr) {
                 sink,
                 path,
                 hasher: Sha256::new(),
+                claimed_sha256: None,
                 finished: false,
                 streams: HashMap::new(),
                 tuner,
                 wanted,
+                granted: wanted,
+                used: HashSet::new(),
                 last_arrived: 0,
                 last_t: now,
                 tune_from: now + JOIN_WARMUP_INTERVALS * shared.cfg.interval,
@@ -443,6 +496,7 @@ async fn control(shared: Arc<Shared>, mut stream: TcpStream, peer: SocketAddr) {
     };
     let welcome = Control::Welcome {
         session: client.session,
+        token: client.token,
         streams: lock(&client.inner).wanted,
         chunk_size: client.chunk,
         checksum: shared.cfg.checksum,
@@ -450,7 +504,7 @@ async fn control(shared: Arc<Shared>, mut stream: TcpStream, peer: SocketAddr) {
         target_bps: target.0,
         priority: client.priority,
     };
-    tracing::info!(id = %client.id, session = client.session, class = %client.class, %peer, "gather: client joined");
+    tracing::info!(id = %client.id, session = %client.session, class = %client.class, %peer, "gather: client joined");
     shared.emit(Event::ClientJoin {
         t: shared.t(),
         id: client.id.clone(),
@@ -474,42 +528,82 @@ async fn control(shared: Arc<Shared>, mut stream: TcpStream, peer: SocketAddr) {
         }
         let _ = wr.shutdown().await;
     });
+    let idle = (shared.cfg.interval * CONTROL_IDLE_INTERVALS).max(CONTROL_IDLE_MIN);
+    let mut closed = client.closed.subscribe();
     let reason = loop {
-        match read_control(&mut rd).await {
+        let msg = tokio::select! {
+            m = tokio::time::timeout(idle, read_control(&mut rd)) => m,
+            // A data stream failed the transfer (or it completed): stop reading.
+            _ = closed.wait_for(|c| *c) => break String::new(),
+        };
+        let msg = match msg {
+            Ok(m) => m,
+            Err(_) => {
+                let m = format!("control connection silent for {} s", idle.as_secs());
+                fail_transfer(&shared, &client, ErrorCode::StreamLost, &m);
+                break m;
+            }
+        };
+        match msg {
             Ok(Some(Control::Progress { sent, app_limited })) => {
                 client.sent.store(sent, Ordering::Relaxed);
                 client.app_limited.store(app_limited, Ordering::Relaxed);
             }
-            Ok(Some(Control::End { total, .. })) => {
-                let r = lock(&client.inner).reasm.set_end(total);
+            Ok(Some(Control::End { total, sha256 })) => {
+                if let Err(e) = proto::check_sha256(&sha256) {
+                    let m = format!("end: {e}");
+                    shared.conn_error(peer, "end", &m);
+                    fail_transfer(&shared, &client, ErrorCode::Malformed, &m);
+                    break m;
+                }
+                let r = {
+                    let mut g = lock(&client.inner);
+                    g.claimed_sha256 = Some(sha256);
+                    g.reasm.set_end(total)
+                };
                 if let Err(e) = r {
-                    shared.conn_error(peer, "end", &e);
-                    break format!("bad end of data: {e}");
+                    let m = format!("bad end of data: {e}");
+                    shared.conn_error(peer, "end", &m);
+                    fail_transfer(&shared, &client, ErrorCode::Malformed, &m);
+                    break m;
                 }
                 finish_if_complete(&shared, &client);
             }
             Ok(Some(other)) => {
                 let e = format!("unexpected control message {other:?}");
                 shared.conn_error(peer, "control", &e);
-                client.tell_malformed(&e);
+                fail_transfer(&shared, &client, ErrorCode::Malformed, &e);
                 break e;
             }
             Ok(None) => break "control connection closed before the end of data".to_string(),
             Err(e) => {
                 shared.conn_error(peer, "control", &e);
-                client.tell_malformed(&e);
+                fail_transfer(&shared, &client, ErrorCode::Malformed, &e);
                 break e;
             }
         }
-        if lock(&client.inner).finished {
-            // Wait for the client to close after Done.
-            let _ = read_control(&mut rd).await;
-            break String::new();
-        }
     };
+    if lock(&client.inner).finished {
+        // Done or an error is on its way: give the client time to read it
+        // and close (or go silent) before the connection is dropped.
+        let _ = tokio::time::timeout(HANDSHAKE_TIMEOUT, read_until_closed(&mut rd)).await;
+    }
     abandon(&shared, &client, &reason);
     // Let the writer flush an error or Done, then stop it.
     let _ = tokio::time::timeout(Duration::from_secs(2), writer).await;
+}
+
+/// Reads and drops whatever the client still sends until it closes.
+async fn read_until_closed<R: AsyncReadExt + Unpin>(r: &mut R) {
+    let mut buf = [0u8; 4096];
+    while matches!(r.read(&mut buf).await, Ok(n) if n > 0) {}
+}
+
+/// Ends a transfer that cannot complete: tells the client why on its control
+/// connection (the message names the stream and offset where there is one),
+/// marks its data incomplete and closes its streams. No-op once finished.
+fn fail_transfer(shared: &Shared, client: &Arc<Client>, code: ErrorCode, message: &str) {
+    end_incomplete(shared, client, message, Some(code));
 }
 
 /// The chunk size a client is told to use: about an eighth of what its
@@ -529,6 +623,13 @@ fn reorder_limit(chunk: u32, streams: u32) -> u64 {
 
 /// Marks a client that left before its end of data incomplete and frees its share.
 fn abandon(shared: &Shared, client: &Arc<Client>, reason: &str) {
+    end_incomplete(shared, client, reason, None);
+}
+
+/// Marks the client's data incomplete (`.incomplete`), frees its share and
+/// closes its streams; with `tell`, first sends the client an `error` of
+/// that code (under the lock, so two failing streams send one error).
+fn end_incomplete(shared: &Shared, client: &Arc<Client>, reason: &str, tell: Option<ErrorCode>) {
     let (bytes, sha, path) = {
         let mut g = lock(&client.inner);
         if g.finished {
@@ -537,6 +638,10 @@ fn abandon(shared: &Shared, client: &Arc<Client>, reason: &str) {
             return;
         }
         g.finished = true;
+        if let Some(code) = tell {
+            let _ =
+                client.ctl.send(Control::Error { code, message: reason.to_string(), server_version: None });
+        }
         let bytes = g.reasm.delivered();
         let sha = hex::encode(g.hasher.clone().finalize());
         let mut path = None;
@@ -573,16 +678,25 @@ fn remove(shared: &Shared, client: &Arc<Client>) {
     shared.realloc.notify_one();
 }
 
-/// When everything up to the announced end arrived: flush, rename, tell the client.
+/// When everything up to the announced end arrived: check the client's
+/// digest, flush, rename, tell the client.
 fn finish_if_complete(shared: &Shared, client: &Arc<Client>) {
     let done = {
         let mut g = lock(&client.inner);
         if g.finished || !g.reasm.complete() {
             return;
         }
-        g.finished = true;
         let total = g.reasm.delivered();
         let sha = hex::encode(g.hasher.clone().finalize());
+        if let Some(claimed) = g.claimed_sha256.as_deref().filter(|c| *c != sha) {
+            let m = format!(
+                "sha256 mismatch over {total} bytes: the client's end says {claimed}, the server wrote {sha}"
+            );
+            drop(g);
+            tracing::warn!(id = %client.id, "gather: {m}");
+            return fail_transfer(shared, client, ErrorCode::Mismatch, &m);
+        }
+        g.finished = true;
         let mut ok = true;
         if let Some(mut w) = g.sink.take() {
             if let Err(e) = w.flush() {
@@ -626,18 +740,24 @@ async fn data(shared: Arc<Shared>, mut stream: TcpStream, peer: SocketAddr) {
         Ok(Err(e)) => return shared.conn_error(peer, "attach", e),
         Err(_) => return shared.conn_error(peer, "attach", "timed out"),
     }
-    let (session, index) = match proto::decode_attach(&att) {
+    let (session, token, index) = match proto::decode_attach(&att) {
         Ok(v) => v,
         Err(e) => return shared.conn_error(peer, "attach", e),
     };
     let Some(client) = lock(&shared.state).clients.get(&session).cloned() else {
         return shared.conn_error(peer, "attach", format!("unknown session {session}"));
     };
-    // A refused stream of a live client would lose the chunks its sender
-    // writes before noticing, so the client is told on its control connection.
-    let refuse_stream = |m: String| {
-        client.tell_malformed(&m);
-        shared.conn_error(peer, "attach", m);
+    if !token.matches(&client.token) {
+        // Not the session's owner: refused alone; the owner's transfer is
+        // not disturbed (anyone may learn a session id from `gather status`).
+        return shared.conn_error(peer, "attach", format!("wrong token for session {session}"));
+    }
+    // From here on the stream is the client's own. A refused stream would
+    // lose the chunks its sender writes before noticing, so the transfer
+    // fails, with the reason on the control connection.
+    let refuse_stream = |code: ErrorCode, m: String| {
+        shared.conn_error(peer, "attach", &m);
+        fail_transfer(&shared, &client, code, &m);
     };
     let (slot, mut clamp_rx) = {
         let mut g = lock(&client.inner);
@@ -645,16 +765,21 @@ async fn data(shared: Arc<Shared>, mut stream: TcpStream, peer: SocketAddr) {
             drop(g);
             return shared.conn_error(peer, "attach", format!("session {session} has ended"));
         }
-        if g.streams.contains_key(&index) {
+        if g.used.contains(&index) {
             drop(g);
-            return refuse_stream(format!("stream {index} of session {session} is already attached"));
+            let m = format!("data stream {index}: index already used in this session");
+            return refuse_stream(ErrorCode::Malformed, m);
         }
-        // Streams that are closing may overlap their replacements briefly;
-        // twice the bound is never legitimate.
-        let cap = shared.cfg.max_streams_per_client.saturating_mul(2) as usize;
-        if g.streams.len() >= cap {
+        // Only indices the server granted (welcome + set_streams increases):
+        // a client may not take stream budget or, with `--share connection`,
+        // pool share by opening streams it was not told to open.
+        if u32::from(index) >= g.granted {
+            let granted = g.granted;
             drop(g);
-            return refuse_stream(format!("session {session} already has {cap} streams attached"));
+            let m = format!(
+                "data stream {index}: beyond the {granted} stream(s) granted so far (indices 0..{granted}); open streams only when told"
+            );
+            return refuse_stream(ErrorCode::Capacity, m);
         }
         // Until the reallocation this triggers: per client the share is split
         // over one more stream; per connection the new stream brings its own
@@ -667,6 +792,7 @@ async fn data(shared: Arc<Shared>, mut stream: TcpStream, peer: SocketAddr) {
         let (tx, rx) = watch::channel(initial);
         let slot =
             Arc::new(StreamSlot { clamp: tx, clamp_actual: AtomicU32::new(0), rtt_us: AtomicU64::new(0) });
+        g.used.insert(index);
         g.streams.insert(index, slot.clone());
         (slot, rx)
     };
@@ -674,15 +800,37 @@ async fn data(shared: Arc<Shared>, mut stream: TcpStream, peer: SocketAddr) {
     apply_clamp(&stream, &slot, *clamp_rx.borrow_and_update(), peer);
     sample_rtt(&stream, &slot);
     let mut closed = client.closed.subscribe();
+    let mut pos = StreamPos::default();
     let result = tokio::select! {
-        r = data_loop(&shared, &client, &mut stream, &slot, &mut clamp_rx, session, index) => r,
+        r = data_loop(&shared, &client, &mut stream, &slot, &mut clamp_rx, index, &mut pos) => r,
         _ = closed.wait_for(|c| *c) => Ok(()),
     };
-    if let Err(e) = result {
-        shared.conn_error(peer, "data", e);
+    if let Err((code, e)) = result {
+        let m = format!("data stream {index} failed {}: {e}", pos.describe());
+        shared.conn_error(peer, "data", &m);
+        fail_transfer(&shared, &client, code, &m);
     }
     lock(&client.inner).streams.remove(&index);
     shared.realloc.notify_one();
+}
+
+/// Where a data stream was when it failed, for the error message.
+#[derive(Default)]
+struct StreamPos {
+    /// The chunk being read or offered: (offset, length).
+    chunk: Option<(u64, u32)>,
+    /// End of the last chunk this stream delivered or buffered.
+    after: Option<u64>,
+}
+
+impl StreamPos {
+    fn describe(&self) -> String {
+        match (self.chunk, self.after) {
+            (Some((o, l)), _) => format!("at offset {o} (chunk of {l} bytes)"),
+            (None, Some(a)) => format!("after offset {a} (between chunks)"),
+            (None, None) => "at offset 0 (before its first chunk)".to_string(),
+        }
+    }
 }
 
 fn apply_clamp(stream: &TcpStream, slot: &StreamSlot, bytes: u32, peer: SocketAddr) {
@@ -703,47 +851,63 @@ fn sample_rtt(stream: &TcpStream, slot: &StreamSlot) {
     }
 }
 
+/// Why a data stream failed: the code for the client's `error`, and the detail.
+type StreamFail = (ErrorCode, String);
+
 async fn data_loop(
     shared: &Shared,
     client: &Arc<Client>,
     stream: &mut TcpStream,
     slot: &StreamSlot,
     clamp_rx: &mut watch::Receiver<u32>,
-    session: u64,
     index: u16,
-) -> Result<(), String> {
-    let peer = stream.peer_addr().map_err(|e| e.to_string())?;
+    pos: &mut StreamPos,
+) -> Result<(), StreamFail> {
+    let lost = |e: String| (ErrorCode::StreamLost, e);
+    let malformed = |e: String| (ErrorCode::Malformed, e);
+    let peer = stream.peer_addr().map_err(|e| lost(e.to_string()))?;
     let mut last_sample = std::time::Instant::now();
     loop {
+        pos.chunk = None;
         let mut hb = [0u8; proto::FRAME_HEADER_LEN];
         match stream.read_exact(&mut hb).await {
             Ok(_) => {}
             Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => {
-                return Err("stream closed without an end-of-stream frame".into())
+                return Err(lost("closed without an end-of-stream frame".into()))
             }
-            Err(e) => return Err(e.to_string()),
+            Err(e) => return Err(lost(e.to_string())),
         }
-        let h = FrameHeader::decode(&hb, session, index, client.chunk).map_err(|e| e.to_string())?;
+        let h = FrameHeader::decode(&hb, client.session.tag(), index, client.chunk)
+            .map_err(|e| malformed(e.to_string()))?;
         if h.kind == FrameType::EndOfStream {
             return Ok(());
+        }
+        pos.chunk = Some((h.offset, h.length));
+        if shared.cfg.checksum && h.flags & proto::FLAG_CHECKSUM == 0 {
+            return Err((
+                ErrorCode::Mismatch,
+                "the chunk has no CRC-32 although the server asked for checksums (welcome checksum: true)"
+                    .into(),
+            ));
         }
         let mut data = vec![0u8; h.length as usize];
         let mut got = 0;
         while got < data.len() {
-            let n = stream.read(&mut data[got..]).await.map_err(|e| format!("chunk at {}: {e}", h.offset))?;
+            let n = stream.read(&mut data[got..]).await.map_err(|e| lost(e.to_string()))?;
             if n == 0 {
-                return Err(format!("stream closed inside the chunk at {}", h.offset));
+                return Err(lost(format!("closed after {got} of the chunk's {} bytes", h.length)));
             }
             got += n;
             client.arrived.fetch_add(n as u64, Ordering::Relaxed);
         }
-        h.verify(&data).map_err(|e| e.to_string())?;
+        h.verify(&data).map_err(|e| (ErrorCode::Mismatch, e.to_string()))?;
         loop {
             let notified = client.advanced.notified();
             let res = {
                 let mut g = lock(&client.inner);
                 if g.finished {
-                    return Err("client already finished".into());
+                    // Completed or failed meanwhile; the stream just stops.
+                    return Ok(());
                 }
                 let ClientInner { reasm, sink, hasher, .. } = &mut *g;
                 let mut write = |b: &[u8]| {
@@ -769,9 +933,13 @@ async fn data_loop(
                     break;
                 }
                 Ok(Offer::Buffered) => break,
-                Err(e) => return Err(e.to_string()),
+                Err(e @ crate::reasm::ReasmError::Sink(_)) => {
+                    return Err((ErrorCode::Internal, e.to_string()))
+                }
+                Err(e) => return Err(malformed(e.to_string())),
             }
         }
+        pos.after = Some(h.offset + u64::from(h.length));
         if clamp_rx.has_changed().unwrap_or(false) {
             let v = *clamp_rx.borrow_and_update();
             apply_clamp(stream, slot, v, peer);
@@ -787,6 +955,32 @@ async fn data_loop(
             }
         }
     }
+}
+
+/// Streams that count as demands on the pool: no more than the server asked
+/// for, so streams kept open past a decrease bring no share of their own.
+fn demand_streams(attached: u32, wanted: u32) -> u32 {
+    attached.min(wanted)
+}
+
+/// The window clamp of each of a client's streams: its share's per-stream
+/// value, or, while it keeps more streams open than asked for, its bytes
+/// split over all of them (so the extra streams take nothing from others).
+fn stream_clamp(share: &crate::share::ClientShare, attached: u32, wanted: u32) -> u32 {
+    if attached > wanted {
+        (share.bytes / u64::from(attached)).max(crate::config::MIN_STREAM_WINDOW).min(i32::MAX as u64) as u32
+    } else {
+        share.per_stream
+    }
+}
+
+/// Asks the client for `n` streams; an increase grants the new indices.
+fn set_wanted(c: &Client, g: &mut ClientInner, n: u32) {
+    if n > g.wanted {
+        g.granted = g.granted.saturating_add(n - g.wanted);
+    }
+    g.wanted = n;
+    let _ = c.ctl.send(Control::SetStreams { streams: n });
 }
 
 /// Intervals after a client's join before its stream search starts (see
@@ -815,11 +1009,11 @@ fn tick(shared: &Shared, measure: bool) {
     let now = shared.now();
     let t = shared.t();
     let mut clients: Vec<Arc<Client>> = lock(&shared.state).clients.values().cloned().collect();
-    clients.sort_by_key(|c| c.session);
+    clients.sort_by_key(|c| c.seq);
 
     // Global stream budget, highest priorities first (tcpaccel_core::aimd::divide_streams).
     let requests: Vec<(u64, u32, u32)> =
-        clients.iter().map(|c| (c.session, c.priority, shared.cfg.max_streams_per_client)).collect();
+        clients.iter().map(|c| (c.seq, c.priority, shared.cfg.max_streams_per_client)).collect();
     let limits = divide_streams(&requests, 1, shared.cfg.max_streams);
 
     let mut needs = Vec::with_capacity(clients.len());
@@ -866,21 +1060,21 @@ fn tick(shared: &Shared, measure: bool) {
                 let d = g.tuner.on_interval(now, goodput, rtt);
                 if d.streams != g.wanted {
                     tracing::debug!(id = %c.id, from = g.wanted, to = d.streams, step = ?d.step, "gather: streams");
-                    g.wanted = d.streams;
-                    let _ = c.ctl.send(Control::SetStreams { streams: d.streams });
+                    set_wanted(c, &mut g, d.streams);
                 }
             }
         }
         if g.wanted > limit {
-            g.wanted = limit.max(1);
-            let _ = c.ctl.send(Control::SetStreams { streams: g.wanted });
+            set_wanted(c, &mut g, limit.max(1));
         }
+        // Streams kept open past a decrease hold no demand of their own:
+        // the client's share is then split over all of them (below).
         needs.push(ClientNeed {
-            session: c.session,
+            session: c.seq,
             priority: c.priority,
             target: c.target,
             rtt: g.rtt,
-            streams: g.streams.len() as u32,
+            streams: demand_streams(g.streams.len() as u32, g.wanted),
         });
     }
 
@@ -899,10 +1093,11 @@ fn tick(shared: &Shared, measure: bool) {
             for (c, s) in clients.iter().zip(&shares) {
                 let mut g = lock(&c.inner);
                 g.allocation = s.bytes;
+                let per_stream = stream_clamp(s, g.streams.len() as u32, g.wanted);
                 for slot in g.streams.values() {
                     slot.clamp.send_if_modified(|v| {
-                        let changed = *v != s.per_stream;
-                        *v = s.per_stream;
+                        let changed = *v != per_stream;
+                        *v = per_stream;
                         changed
                     });
                 }
@@ -932,6 +1127,10 @@ fn tick(shared: &Shared, measure: bool) {
         let mut all = Vec::with_capacity(clients.len());
         for c in &clients {
             let g = lock(&c.inner);
+            // The heartbeat the client's timeout watches (docs/gather-protocol.md §2).
+            if !g.finished {
+                let _ = c.ctl.send(Control::Received { bytes: g.reasm.delivered() });
+            }
             all.push(ClientStatus {
                 t,
                 id: c.id.clone(),
@@ -966,6 +1165,47 @@ fn tick(shared: &Shared, measure: bool) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A client told to go from 3 streams to 2 that keeps all 3 open holds
+    /// the pool of 2 (per connection: two demands), split over the 3.
+    #[test]
+    fn streams_kept_past_a_decrease_take_no_share() {
+        use crate::share::{share_pool, ClientNeed};
+        let need = |session, streams| ClientNeed {
+            session,
+            priority: 1,
+            target: Rate::mbps(1),
+            rtt: Duration::from_millis(100),
+            streams,
+        };
+        let honest = [need(1, demand_streams(2, 2)), need(2, 1)];
+        let keeps = [need(1, demand_streams(3, 2)), need(2, 1)];
+        let (_, a) = share_pool(&honest, 1_000_000, Sharing::PerConnection).unwrap();
+        let (_, b) = share_pool(&keeps, 1_000_000, Sharing::PerConnection).unwrap();
+        assert_eq!(a, b, "the extra stream changes nobody's share");
+        assert_eq!(stream_clamp(&b[0], 3, 2) as u64, b[0].bytes / 3);
+        assert_eq!(stream_clamp(&b[0], 2, 2), b[0].per_stream);
+        assert!(3 * u64::from(stream_clamp(&b[0], 3, 2)) <= b[0].bytes);
+    }
+
+    #[test]
+    fn file_stems_are_injective_and_safe() {
+        assert_eq!(file_stem("x y"), "x%20y");
+        assert_eq!(file_stem("x_y"), "x_y");
+        assert_eq!(file_stem("x%20y"), "x%2520y");
+        assert_eq!(file_stem("a/../b"), "a%2F..%2Fb");
+        assert_eq!(file_stem(".."), "%2E.");
+        assert_eq!(file_stem(".hidden"), "%2Ehidden");
+        assert_eq!(file_stem("é"), "%C3%A9");
+        // Pairs the old replacement mapped to one name stay apart, and no
+        // stem is a path or a dot name.
+        let ids = ["x y", "x_y", "x%20y", "x/y", "x\\y", "x.y", ".xy", "é", "%C3%A9", "_", "%5F", "a", "A"];
+        let stems: std::collections::HashSet<String> = ids.iter().map(|i| file_stem(i)).collect();
+        assert_eq!(stems.len(), ids.len(), "{stems:?}");
+        for s in &stems {
+            assert!(!s.contains('/') && !s.starts_with('.'), "{s}");
+        }
+    }
 
     #[test]
     fn chunk_follows_the_target() {

@@ -112,6 +112,7 @@ fn class_ordering_holds_under_a_shared_bottleneck() {
                 class: class.into(),
                 target: None,
                 cc: Some("reno".into()),
+                timeout: tcpaccel_gather::client::DEFAULT_TIMEOUT,
                 source: Source::Synthetic {
                     rate: None,
                     limit: Limit::Duration(Duration::from_secs(9)),

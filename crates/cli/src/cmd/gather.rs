@@ -101,6 +101,10 @@ struct SendArgs {
     /// Congestion control of the client's connections (e.g. reno, cubic, bbr); default: the system's.
     #[arg(long)]
     cc: Option<String>,
+    /// Fail (exit 5) when the server sends nothing for this long, or confirms no more
+    /// bytes for this long after the end of data (at least 3 status intervals).
+    #[arg(long, default_value = "30s")]
+    timeout: String,
     #[arg(long)]
     json: bool,
 }
@@ -241,8 +245,12 @@ fn send(a: SendArgs) -> anyhow::Result<Verdict> {
             Source::Synthetic { rate, limit, seed: a.seed }
         }
     };
+    let timeout = parse_duration(&a.timeout).context("--timeout")?;
+    if timeout.is_zero() {
+        return Err(exit::usage("--timeout 0: give a duration above zero, e.g. 30s"));
+    }
     let id = a.id.clone().unwrap_or_else(|| format!("client-{}", std::process::id()));
-    let opts = SendOptions { server, id, class: a.class.clone(), target, source, cc: a.cc.clone() };
+    let opts = SendOptions { server, id, class: a.class.clone(), target, source, cc: a.cc.clone(), timeout };
     let report = match tcpaccel_gather::blocking::send(opts) {
         Ok(r) => r,
         Err(e @ ClientError::Refused { code, .. }) => {
@@ -324,6 +332,55 @@ mod tests {
         assert_eq!(cfg(&[]), Sharing::PerClient);
         assert_eq!(cfg(&["--share", "connection"]), Sharing::PerConnection);
         assert_eq!(cfg(&["--share", "client"]), Sharing::PerClient);
+    }
+
+    /// A server that welcomes the client, reads everything and never
+    /// confirms: `gather send` must give up after `--timeout` and exit 5
+    /// (before `--timeout` existed it waited for `done` forever).
+    #[test]
+    fn send_times_out_on_a_server_that_never_confirms() {
+        use std::io::{Read, Write};
+        use tcpaccel_gather::proto::{self, Control, SessionId, Token};
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = l.local_addr().unwrap().to_string();
+        std::thread::spawn(move || {
+            for s in l.incoming() {
+                let Ok(mut s) = s else { return };
+                std::thread::spawn(move || {
+                    let mut pre = [0u8; proto::PREFACE_LEN];
+                    if s.read_exact(&mut pre).is_err() {
+                        return;
+                    }
+                    if proto::decode_preface(&pre).ok() == Some(proto::Kind::Control) {
+                        let mut len = [0u8; 4];
+                        let _ = s.read_exact(&mut len);
+                        let mut hello = vec![0u8; u32::from_be_bytes(len) as usize];
+                        let _ = s.read_exact(&mut hello);
+                        let w = Control::Welcome {
+                            session: SessionId::random().unwrap(),
+                            token: Token::random().unwrap(),
+                            streams: 1,
+                            chunk_size: 65536,
+                            checksum: false,
+                            interval_ms: 100,
+                            target_bps: 1_000_000,
+                            priority: 1,
+                        };
+                        let _ = s.write_all(&proto::encode_control(&w));
+                    }
+                    let mut sink = [0u8; 65536];
+                    while matches!(s.read(&mut sink), Ok(n) if n > 0) {}
+                });
+            }
+        });
+        let t0 = std::time::Instant::now();
+        let got = code(&["send", "--server", &addr, "--class", "a", "--bytes", "10KB", "--timeout", "1s"]);
+        assert_eq!(got, std::process::ExitCode::from(5));
+        assert!(t0.elapsed() < std::time::Duration::from_secs(20), "{:?}", t0.elapsed());
+        assert_eq!(
+            code(&["send", "--server", &addr, "--class", "a", "--bytes", "1KB", "--timeout", "soon"]),
+            std::process::ExitCode::from(2)
+        );
     }
 
     #[test]

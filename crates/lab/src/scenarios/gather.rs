@@ -488,6 +488,7 @@ impl GatherBed {
                 class: (*class).to_string(),
                 target: None,
                 cc: Some(self.cc.clone()),
+                timeout: tcpaccel_gather::client::DEFAULT_TIMEOUT,
                 source: Source::Synthetic {
                     rate: None,
                     limit: Limit::Duration(self.duration),
