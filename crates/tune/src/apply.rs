@@ -15,8 +15,8 @@ use std::process::Command;
 
 use serde::{Deserialize, Serialize};
 
+use crate::collect::{read_sysctl, sysctl_path};
 use crate::facts::Fact;
-use crate::gather::{read_sysctl, sysctl_path};
 use crate::judge::{Finding, Fix};
 
 /// Format version of the saved-state file.

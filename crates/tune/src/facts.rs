@@ -4,7 +4,7 @@
 //! What it is: serializable types, so a report can carry exactly what was
 //! seen and tests can build synthetic hosts. Every fact that the host might
 //! refuse to tell us is a [`Fact`], which is either known or unknown with the
-//! reason. What it is not: no reading of the system (see [`crate::gather`])
+//! reason. What it is not: no reading of the system (see [`crate::collect`])
 //! and no judgement (see [`crate::judge`]).
 
 use std::collections::BTreeMap;

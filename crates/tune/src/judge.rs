@@ -9,8 +9,8 @@
 //! senders, no route metric cache for reproducible runs, a lower minimum RTO
 //! in low-RTT clusters) with ESnet fasterdata's host values as floors.
 //!
-//! What it is not: no I/O, no clock; it never reads the host. Gathering is
-//! [`crate::gather`], applying fixes is [`crate::apply`].
+//! What it is not: no I/O, no clock; it never reads the host. Collecting facts is
+//! [`crate::collect`], applying fixes is [`crate::apply`].
 
 use std::time::Duration;
 

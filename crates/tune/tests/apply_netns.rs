@@ -9,8 +9,8 @@ use std::time::Duration;
 
 use tcpaccel_core::units::Rate;
 use tcpaccel_tune::apply::{apply, plan, revert};
+use tcpaccel_tune::collect::{collect, read_sysctl, Probe};
 use tcpaccel_tune::facts::{Fact, PathSpec, SYSCTLS};
-use tcpaccel_tune::gather::{gather, read_sysctl, Probe};
 use tcpaccel_tune::judge::{judge, Severity};
 
 struct Ns(String);
@@ -74,7 +74,7 @@ fn apply_then_revert_restores_every_value_in_a_namespace() {
         rtt_source: Some("given".into()),
         egress_dev: Some("tqa".into()),
     };
-    let facts = gather(Some(&name), path.clone(), &Probe::default()).expect("gather in namespace");
+    let facts = collect(Some(&name), path.clone(), &Probe::default()).expect("collect in namespace");
     assert!(facts.readonly.iter().any(|k| k == "net.core.rmem_max"), "rmem_max is read-only in a namespace");
     let findings = judge(&facts);
     let p = plan(&findings);
@@ -93,7 +93,7 @@ fn apply_then_revert_restores_every_value_in_a_namespace() {
 
     let saved = apply(Some(&name), &p).expect("apply");
     assert_eq!(saved.netns.as_deref(), Some(name.as_str()));
-    let after = gather(Some(&name), path, &Probe::default()).expect("gather after");
+    let after = collect(Some(&name), path, &Probe::default()).expect("collect after");
     assert_eq!(after.sysctl("net.ipv4.tcp_rmem"), Fact::Known("4096 131072 25165824".into()));
     let judged = judge(&after);
     for id in ["tcp_rmem", "tcp_wmem", "tcp_slow_start_after_idle", "txqueuelen:tqa"] {

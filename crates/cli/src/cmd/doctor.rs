@@ -3,7 +3,7 @@
 //! fixes (saving the old values), `--revert` puts them back.
 //!
 //! The judgement is `tcpaccel_tune::judge` (pure); this file only reads
-//! flags, gathers, prints and maps failures to exit codes. Exit 1 when any
+//! flags, collects facts, prints and maps failures to exit codes. Exit 1 when any
 //! finding is at warn or worse (after `--apply`: judged on the new state).
 
 use std::net::ToSocketAddrs;
@@ -13,8 +13,8 @@ use std::time::Duration;
 use anyhow::Context;
 use tcpaccel_core::units::{parse_duration, Rate};
 use tcpaccel_tune::apply::{self, ApplyError, Saved};
+use tcpaccel_tune::collect::{self, CollectError, Probe};
 use tcpaccel_tune::facts::{Fact, Facts, PathSpec};
-use tcpaccel_tune::gather::{self, GatherError, Probe};
 use tcpaccel_tune::judge::{self, Finding};
 use tcpaccel_tune::report;
 
@@ -158,13 +158,13 @@ pub fn run(args: Args) -> anyhow::Result<Verdict> {
         }
     };
 
-    let (mut facts, missing_ns) = match gather::gather(netns, path.clone(), &probe) {
+    let (mut facts, missing_ns) = match collect::collect(netns, path.clone(), &probe) {
         Ok(f) => (f, None),
-        Err(GatherError::NoNamespace(ns)) => {
+        Err(CollectError::NoNamespace(ns)) => {
             let why = format!("network namespace {ns:?} not found");
-            (gather::unreadable(netns, path.clone(), &why), Some(why))
+            (collect::unreadable(netns, path.clone(), &why), Some(why))
         }
-        Err(e) => (gather::unreadable(netns, path.clone(), &e.to_string()), None),
+        Err(e) => (collect::unreadable(netns, path.clone(), &e.to_string()), None),
     };
     if let Some(p) = target_problem {
         facts.target = Some(Fact::Unknown(p));
@@ -232,7 +232,7 @@ pub fn run(args: Args) -> anyhow::Result<Verdict> {
     // measured again, so before and after sit side by side.
     let after_probe = if probe.bandwidth.is_some() { probe.clone() } else { Probe { target: None, ..probe } };
     let after =
-        gather::gather(netns, facts.path.clone(), &after_probe).map_err(|e| exit::usage(e.to_string()))?;
+        collect::collect(netns, facts.path.clone(), &after_probe).map_err(|e| exit::usage(e.to_string()))?;
     let after_findings = judge::judge(&after);
     emit(args.json, &after, &after_findings, "after");
     Ok(if judge::healthy(&after_findings) { Verdict::Ok } else { Verdict::Negative })

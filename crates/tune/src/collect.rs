@@ -6,7 +6,7 @@
 //! that thread, so it inherits the namespace), offloads through the ethtool
 //! ioctl, RTT by timed TCP handshakes, and live connections' limit counters
 //! through sock_diag. Anything unreadable becomes an unknown [`Fact`] with
-//! the reason; gathering itself only fails when the namespace is missing.
+//! the reason; collecting itself only fails when the namespace is missing.
 //!
 //! What it is not: no judgement ([`crate::judge`]) and no writes
 //! ([`crate::apply`]). `/sys/class/net` is not used: it shows the
@@ -20,9 +20,9 @@ use tcpaccel_sys::diag::{DiagSocketConn, DumpRequest};
 
 use crate::facts::{Fact, Facts, Interface, LiveConn, Measured, Offloads, PathSpec, Route, SYSCTLS};
 
-/// Errors that stop gathering altogether.
+/// Errors that stop collecting altogether.
 #[derive(Debug, thiserror::Error)]
-pub enum GatherError {
+pub enum CollectError {
     #[error("network namespace {0:?} not found (looked in /run/netns)")]
     NoNamespace(String),
     #[error("entering network namespace {ns:?}: {source}")]
@@ -234,8 +234,8 @@ pub fn live_connections(target: SocketAddr) -> Result<Vec<LiveConn>, String> {
         .collect())
 }
 
-/// Gathers everything in the calling thread's namespace.
-pub fn gather_here(path: PathSpec, probe: &Probe) -> Facts {
+/// Collects everything in the calling thread's namespace.
+pub fn collect_here(path: PathSpec, probe: &Probe) -> Facts {
     let mut facts = Facts { path, ..Default::default() };
     for key in SYSCTLS {
         let v = read_sysctl(key);
@@ -313,17 +313,17 @@ fn start_transfer(target: SocketAddr, d: Duration) -> Transfer {
     (d, handle)
 }
 
-/// Gathers in namespace `netns` (or here when `None`).
-pub fn gather(netns: Option<&str>, path: PathSpec, probe: &Probe) -> Result<Facts, GatherError> {
-    let Some(ns) = netns else { return Ok(gather_here(path, probe)) };
+/// Collects in namespace `netns` (or here when `None`).
+pub fn collect(netns: Option<&str>, path: PathSpec, probe: &Probe) -> Result<Facts, CollectError> {
+    let Some(ns) = netns else { return Ok(collect_here(path, probe)) };
     if !tcpaccel_sys::netns::exists(ns) {
-        return Err(GatherError::NoNamespace(ns.to_string()));
+        return Err(CollectError::NoNamespace(ns.to_string()));
     }
     let probe = probe.clone();
     let mut facts =
-        tcpaccel_sys::netns::run_in(ns, move || gather_here(path, &probe)).map_err(|e| match e {
-            tcpaccel_sys::Error::NoNamespace { name } => GatherError::NoNamespace(name),
-            e => GatherError::Enter { ns: ns.to_string(), source: e },
+        tcpaccel_sys::netns::run_in(ns, move || collect_here(path, &probe)).map_err(|e| match e {
+            tcpaccel_sys::Error::NoNamespace { name } => CollectError::NoNamespace(name),
+            e => CollectError::Enter { ns: ns.to_string(), source: e },
         })?;
     facts.netns = Some(ns.to_string());
     Ok(facts)
@@ -381,8 +381,8 @@ mod tests {
     }
 
     #[test]
-    fn gathers_this_host_without_failing() {
-        let f = gather_here(PathSpec::default(), &Probe::default());
+    fn collects_this_host_without_failing() {
+        let f = collect_here(PathSpec::default(), &Probe::default());
         assert!(matches!(f.sysctl("net.ipv4.tcp_rmem"), Fact::Known(_)));
         assert!(matches!(f.sysctl_triple("net.ipv4.tcp_rmem"), Fact::Known(_)));
         match f.interfaces {
@@ -392,7 +392,7 @@ mod tests {
     }
 
     #[test]
-    fn unreachable_target_is_reported_and_the_rest_gathered() {
+    fn unreachable_target_is_reported_and_the_rest_collected() {
         // A closed port on loopback refuses at once.
         let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
         let addr = l.local_addr().unwrap();
@@ -403,7 +403,7 @@ mod tests {
             timeout: Duration::from_millis(500),
             bandwidth: Some(Duration::from_secs(1)),
         };
-        let f = gather_here(PathSpec::default(), &probe);
+        let f = collect_here(PathSpec::default(), &probe);
         assert!(matches!(&f.target, Some(Fact::Unknown(r)) if r.contains("unreachable")), "{:?}", f.target);
         assert!(f.path.rtt.is_none());
         assert!(matches!(&f.measured, Some(Fact::Unknown(_))));
@@ -421,7 +421,7 @@ mod tests {
             timeout: Duration::from_secs(1),
             bandwidth: Some(Duration::from_millis(500)),
         };
-        let f = gather_here(PathSpec::default(), &probe);
+        let f = collect_here(PathSpec::default(), &probe);
         match &f.measured {
             Some(Fact::Known(m)) => assert!(m.goodput.0 > 1_000_000, "{m:?}"),
             other => panic!("measured: {other:?}"),
@@ -448,7 +448,7 @@ mod tests {
     #[test]
     fn missing_namespace_is_an_error_not_a_panic() {
         let e =
-            gather(Some("tcpaccel-doctor-no-such-ns"), PathSpec::default(), &Probe::default()).unwrap_err();
-        assert!(matches!(e, GatherError::NoNamespace(_)));
+            collect(Some("tcpaccel-doctor-no-such-ns"), PathSpec::default(), &Probe::default()).unwrap_err();
+        assert!(matches!(e, CollectError::NoNamespace(_)));
     }
 }
