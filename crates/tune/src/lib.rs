@@ -13,6 +13,7 @@
 pub mod apply;
 pub mod collect;
 pub mod facts;
+pub mod fasterdata;
 pub mod judge;
 pub mod report;
 pub mod trace;
