@@ -560,6 +560,25 @@ mod tests {
         recv.stop();
     }
 
+    /// Issue 14 item 15: the doctor's RTT probes against a `tcpaccel recv`
+    /// are counted there as empty connections, not as errors.
+    #[test]
+    fn handshake_probes_are_not_errors_at_a_receiver() {
+        let recv =
+            tcpaccel_traffic::spawn_recv(tcpaccel_traffic::RecvConfig::new("127.0.0.1:0".parse().unwrap()))
+                .expect("start a tcpaccel recv");
+        handshake_rtt(recv.local_addr(), 3, Duration::from_secs(1)).expect("handshakes");
+        let deadline = Instant::now() + Duration::from_secs(10);
+        let mut seen = 0;
+        while seen < 3 && Instant::now() < deadline {
+            if let tcpaccel_traffic::Event::Conn(_) = recv.next_event(Duration::from_millis(200)) {
+                seen += 1;
+            }
+        }
+        let s = recv.stop();
+        assert_eq!((s.connections, s.empty, s.errors), (3, 3, 0), "{:?}", s.conns);
+    }
+
     #[test]
     fn handshake_rtt_and_live_connection_on_loopback() {
         let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
