@@ -80,6 +80,10 @@ pub enum ConnStatus {
     Ok,
     Rejected(Reject),
     Error(String),
+    /// Closed cleanly without sending a single byte: a reachability or
+    /// RTT probe (`tcpaccel doctor --target` times TCP handshakes and
+    /// closes), a health check or a port scan. Not a failed transfer.
+    Empty,
 }
 
 /// One finished connection; serialized with `"type": "connection"`.
@@ -114,6 +118,8 @@ pub struct RecvSummary {
     pub ok: usize,
     pub rejected: usize,
     pub errors: usize,
+    /// Connections closed without sending anything ([`ConnStatus::Empty`]).
+    pub empty: usize,
     pub bytes: u64,
     /// Sessions (one `send` run each) whose streams all finished well.
     pub sessions_complete: usize,
@@ -190,6 +196,7 @@ fn summarize(listen: SocketAddr, conns: Vec<ConnReport>) -> RecvSummary {
         ok: count(|s| matches!(s, ConnStatus::Ok)),
         rejected: count(|s| matches!(s, ConnStatus::Rejected(_))),
         errors: count(|s| matches!(s, ConnStatus::Error(_))),
+        empty: count(|s| matches!(s, ConnStatus::Empty)),
         bytes: conns.iter().map(|c| c.bytes).sum(),
         sessions_complete: sessions.values().filter(|(n, done)| done >= n).count(),
         conns,
@@ -325,7 +332,9 @@ fn serve(sock: TcpStream, peer: SocketAddr, cfg: &RecvConfig, stop: &AtomicBool)
     let raw = match pump::read_msg::<HEADER_LEN>(&sock, cfg.handshake_timeout, stop) {
         Ok(Some(b)) => b,
         Ok(None) => {
-            rep.status = ConnStatus::Error("closed before sending a header".into());
+            // A clean close before the first byte; a close part-way through
+            // the header is still an error (read_msg reports it as one).
+            rep.status = ConnStatus::Empty;
             return rep;
         }
         Err(e) => {
@@ -453,4 +462,43 @@ fn serve_reverse(sock: &TcpStream, h: &Header, cfg: &RecvConfig, stop: &AtomicBo
     let end = Instant::now();
     let retransmits = tcpinfo::tcp_info(sock).ok().map(|i| i.total_retrans);
     Ok(Served { bytes: sent, start, end, sha, retransmits })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::Write;
+
+    fn wait_for(h: &RecvHandle, n: usize) -> Vec<ConnReport> {
+        let mut got = Vec::new();
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while got.len() < n && Instant::now() < deadline {
+            if let Event::Conn(c) = h.next_event(Duration::from_millis(200)) {
+                got.push(c);
+            }
+        }
+        got
+    }
+
+    /// Issue 14 item 15: a connection closed before its first byte (the
+    /// doctor's handshake probe) is empty, not an error; one closed part-way
+    /// through its header still is an error.
+    #[test]
+    fn a_probe_is_empty_and_a_cut_header_an_error() {
+        let h = spawn_recv(RecvConfig::new("127.0.0.1:0".parse().unwrap())).expect("start recv");
+        let addr = h.local_addr();
+        drop(TcpStream::connect(addr).expect("probe"));
+        let got = wait_for(&h, 1);
+        assert_eq!(got.len(), 1, "{got:?}");
+        assert_eq!(got[0].status, ConnStatus::Empty);
+        let mut cut = TcpStream::connect(addr).expect("connect");
+        cut.write_all(&[1, 2, 3]).expect("write");
+        drop(cut);
+        let got = wait_for(&h, 1);
+        assert!(matches!(&got[0].status, ConnStatus::Error(e) if e.contains("header")), "{got:?}");
+        let s = h.stop();
+        assert_eq!((s.connections, s.empty, s.errors), (2, 1, 1), "{s:?}");
+        let v = serde_json::to_value(&s).unwrap();
+        assert_eq!(v["conns"][0]["status"], "empty");
+    }
 }

@@ -15,8 +15,8 @@ use std::process::Command;
 
 use serde::{Deserialize, Serialize};
 
+use crate::collect::{read_sysctl, sysctl_path};
 use crate::facts::Fact;
-use crate::gather::{read_sysctl, sysctl_path};
 use crate::judge::{Finding, Fix};
 
 /// Format version of the saved-state file.
@@ -254,6 +254,43 @@ pub fn apply(netns: Option<&str>, plan: &Plan) -> Result<Saved, ApplyError> {
     let mut saved = in_ns(netns, move || apply_here(&p))?;
     saved.netns = netns.map(str::to_string);
     Ok(saved)
+}
+
+/// What changed since `saved` was applied, in the calling thread's
+/// namespace: one line per value that no longer holds what `--apply` wrote
+/// (restoring it would undo someone else's change).
+pub fn changed_since_here(saved: &Saved) -> Result<Vec<String>, ApplyError> {
+    let mut out = Vec::new();
+    for s in &saved.sysctls {
+        // Compare as the kernel prints it (whitespace collapsed, as read).
+        let new = s.new.split_whitespace().collect::<Vec<_>>().join(" ");
+        match read_sysctl(&s.key) {
+            Fact::Known(now) if now == new => {}
+            Fact::Known(now) => out.push(format!(
+                "{} is now {now:?}, not the {new:?} --apply set (saved old value {:?})",
+                s.key, s.old
+            )),
+            Fact::Unknown(why) => {
+                return Err(ApplyError::Failed { what: format!("read {}", s.key), msg: why });
+            }
+        }
+    }
+    for q in &saved.txqueuelen {
+        let now = txqueuelen_of(&q.dev)?;
+        if now != q.new {
+            out.push(format!(
+                "{} txqueuelen is now {now}, not the {} --apply set (saved old value {})",
+                q.dev, q.new, q.old
+            ));
+        }
+    }
+    Ok(out)
+}
+
+/// [`changed_since_here`] in the namespace `saved` was taken in.
+pub fn changed_since(saved: &Saved) -> Result<Vec<String>, ApplyError> {
+    let s = saved.clone();
+    in_ns(saved.netns.as_deref(), move || changed_since_here(&s))
 }
 
 /// Restores `saved` in the namespace it was taken in.

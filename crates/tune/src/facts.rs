@@ -4,7 +4,7 @@
 //! What it is: serializable types, so a report can carry exactly what was
 //! seen and tests can build synthetic hosts. Every fact that the host might
 //! refuse to tell us is a [`Fact`], which is either known or unknown with the
-//! reason. What it is not: no reading of the system (see [`crate::gather`])
+//! reason. What it is not: no reading of the system (see [`crate::collect`])
 //! and no judgement (see [`crate::judge`]).
 
 use std::collections::BTreeMap;
@@ -45,6 +45,7 @@ pub const SYSCTLS: &[&str] = &[
     "net.core.default_qdisc",
     "net.ipv4.tcp_rmem",
     "net.ipv4.tcp_wmem",
+    "net.ipv4.tcp_mem",
     "net.ipv4.tcp_congestion_control",
     "net.ipv4.tcp_available_congestion_control",
     "net.ipv4.tcp_slow_start_after_idle",
@@ -78,13 +79,29 @@ pub struct Interface {
     pub up: bool,
     pub loopback: bool,
     pub offloads: Fact<Offloads>,
+    /// Link speed in Mbit/s as the driver reports it (`None`: the driver
+    /// does not know, as virtio and many virtual devices, or unreadable).
+    #[serde(default)]
+    pub speed_mbps: Option<u64>,
 }
 
-/// One route of the main table, with the metrics the doctor cares about.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+/// One route, with the metrics the doctor cares about.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Route {
     /// Destination as `ip route` prints it (`default`, `10.0.0.0/24`).
     pub dst: String,
+    /// Route type when not `unicast` (`local` for the host's own addresses,
+    /// which live in table `local`).
+    #[serde(default)]
+    pub kind: Option<String>,
+    /// `proto`, `scope` and `src` as `ip route` prints them: an
+    /// `ip route change` must restate them or they are reset.
+    #[serde(default)]
+    pub protocol: Option<String>,
+    #[serde(default)]
+    pub scope: Option<String>,
+    #[serde(default)]
+    pub prefsrc: Option<String>,
     pub dev: Option<String>,
     pub gateway: Option<String>,
     /// `rto_min` route metric in milliseconds, when set.
@@ -158,6 +175,10 @@ pub struct Facts {
     pub readonly: Vec<String>,
     pub interfaces: Option<Fact<Vec<Interface>>>,
     pub routes: Option<Fact<Vec<Route>>>,
+    /// The route the kernel uses for the target (`ip route get fibmatch`),
+    /// when a target was given.
+    #[serde(default)]
+    pub target_route: Option<Fact<Route>>,
     pub path: PathSpec,
     /// Target reachability, when a target was given (`Unknown` = unreachable).
     pub target: Option<Fact<String>>,

@@ -4,13 +4,15 @@
 //! (ok, info, warn, critical, or unknown when the fact could not be read),
 //! with what the setting limits, by how much on this path, and the exact
 //! command that fixes it. The sizing rules come from seed 004 (socket
-//! buffers of at least 2× the bandwidth-delay product, a longer interface
-//! queue on high-BDP paths, no slow start after idle for intermittent
-//! senders, no route metric cache for reproducible runs, a lower minimum RTO
-//! in low-RTT clusters) with ESnet fasterdata's host values as floors.
+//! buffers of at least 2× the bandwidth-delay product, no slow start after
+//! idle for intermittent senders, no route metric cache for reproducible
+//! runs, a lower minimum RTO in low-RTT clusters); the interface queue is
+//! sized from the link's own speed; where ESnet fasterdata's general-host
+//! values ([`crate::fasterdata`]) differ from the single-stream rule, the
+//! finding says so.
 //!
-//! What it is not: no I/O, no clock; it never reads the host. Gathering is
-//! [`crate::gather`], applying fixes is [`crate::apply`].
+//! What it is not: no I/O, no clock; it never reads the host. Collecting facts is
+//! [`crate::collect`], applying fixes is [`crate::apply`].
 
 use std::time::Duration;
 
@@ -136,13 +138,19 @@ pub const KERNEL_RTO_MIN: Duration = Duration::from_millis(200);
 const SYSCTL_INT_MAX: u64 = i32::MAX as u64;
 /// Buffers are rounded up to whole MiB so the commands read well.
 const MIB: u64 = 1 << 20;
-/// ESnet fasterdata floor for `netdev_max_backlog` on fast hosts.
-const FASTERDATA_BACKLOG: u64 = 250_000;
-/// Interface queue (packets) used in seed 000's and seed 004's long fat
-/// network runs; beyond it a longer queue only adds delay.
-const TXQUEUE_CEILING: u64 = 10_000;
 /// The default `txqueuelen` of Ethernet devices.
 const TXQUEUE_DEFAULT: u64 = 1_000;
+/// Interface queue ceiling: fasterdata's value for 10G and faster NICs
+/// ([`crate::fasterdata::TXQUEUELEN_10G`]).
+const TXQUEUE_CEILING: u64 = crate::fasterdata::TXQUEUELEN_10G;
+/// How long a full interface queue takes to drain at line rate, which is
+/// what sizes it: the Ethernet default of 1000 packets of 1500 B is 12 ms at
+/// 1 Gbit/s, and fasterdata's 10000 for 10G NICs is the same 12 ms. Longer
+/// only adds delay under load; the path's BDP does not matter here, since
+/// the bottleneck's queue is elsewhere unless this link is the bottleneck.
+const TXQUEUE_DRAIN: Duration = Duration::from_millis(12);
+/// `tcp_mem` counts pages; 4 KiB on x86-64 and the usual arm64 kernels.
+const PAGE: u64 = 4096;
 /// Segment size assumed when converting windows to packets (1500-byte MTU).
 const MSS: u64 = 1448;
 /// Linux's initial congestion window in segments (RFC 6928, `TCP_INIT_CWND`).
@@ -153,6 +161,25 @@ const INITIAL_WINDOW: u64 = 10;
 /// within what an int sysctl accepts.
 pub fn buffer_need(bdp: u64) -> u64 {
     (2 * bdp).div_ceil(MIB).saturating_mul(MIB).clamp(MIB, SYSCTL_INT_MAX)
+}
+
+/// The receive window the kernel offers from a receive buffer of `buffer`
+/// bytes: about half. Linux ≥ 6.6 advertises `space × scaling_ratio / 256`
+/// (include/net/tcp.h `__tcp_win_from_space`, `TCP_RMEM_TO_WIN_SCALE` 8),
+/// with `scaling_ratio` starting at `TCP_DEFAULT_SCALING_RATIO` = 128, i.e.
+/// 50% ("Assume a 50% default for skb->len/skb->truesize ratio"), and then
+/// following skb->len / skb->truesize of the segments received
+/// (`tcp_measure_rcv_mss`, net/ipv4/tcp_input.c); the rest pays for
+/// sk_buff overhead. Before 6.6 `tcp_adv_win_scale` = 1 gave the same half.
+/// This is why the 2× BDP rule exists: a buffer of 2× BDP gives a window of
+/// one BDP. The measured ratio depends on the driver's receive buffers:
+/// on this project's 6.18 kernel a 4 MB tcp_rmem gave rcv_ssthresh 3.75 MB
+/// over a veth pair (ratio 0.89) and 4.13 MB on loopback (0.98), while NIC
+/// drivers that back each 1500-byte frame with 2-4 KB stay near or below
+/// half. Half is the planning figure the kernel itself starts from; a
+/// buffer below one BDP cannot fit at any ratio.
+pub fn receive_window(buffer: u64) -> u64 {
+    buffer / 2
 }
 
 /// The highest rate a window of `window` bytes allows at RTT `rtt`
@@ -226,10 +253,17 @@ fn checks(facts: &Facts) -> Vec<Finding> {
         out.push(measured(m, facts));
     }
     out.push(window_scaling(facts));
-    out.push(buffer("tcp_rmem", "net.ipv4.tcp_rmem", "receive window (autotuning ceiling)", facts));
+    out.push(buffer(
+        "tcp_rmem",
+        "net.ipv4.tcp_rmem",
+        "receive window (autotuning ceiling)",
+        Side::Receive,
+        facts,
+    ));
     out.push(buffer_max("rmem_max", "net.core.rmem_max", "SO_RCVBUF", facts));
-    out.push(buffer("tcp_wmem", "net.ipv4.tcp_wmem", "send window (unacknowledged data)", facts));
+    out.push(buffer("tcp_wmem", "net.ipv4.tcp_wmem", "send window (unacknowledged data)", Side::Send, facts));
     out.push(buffer_max("wmem_max", "net.core.wmem_max", "SO_SNDBUF", facts));
+    out.push(tcp_mem(facts));
     out.push(congestion_control(facts));
     out.push(slow_start_after_idle(facts));
     out.push(switch_on(
@@ -274,9 +308,45 @@ fn checks(facts: &Facts) -> Vec<Finding> {
     out
 }
 
-/// The overall verdict: true when nothing is at warn or worse.
+/// The overall verdict of a report.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Verdict {
+    /// Every finding was checked and is ok (or only informative).
+    Healthy,
+    /// Nothing is known to be wrong, but some facts could not be read, so
+    /// health cannot be claimed.
+    Unknown,
+    /// At least one finding is at warn or worse.
+    Unhealthy,
+}
+
+impl Verdict {
+    pub fn label(self) -> &'static str {
+        match self {
+            Verdict::Healthy => "healthy",
+            Verdict::Unknown => "unknown (some facts could not be read)",
+            Verdict::Unhealthy => "unhealthy",
+        }
+    }
+}
+
+/// The verdict: unhealthy when anything is at warn or worse, unknown when
+/// anything could not be checked, healthy only when every finding was
+/// checked and none is at warn or worse.
+pub fn verdict(findings: &[Finding]) -> Verdict {
+    if findings.iter().any(|f| f.severity >= Severity::Warn) {
+        Verdict::Unhealthy
+    } else if findings.iter().any(|f| f.severity == Severity::Unknown) {
+        Verdict::Unknown
+    } else {
+        Verdict::Healthy
+    }
+}
+
+/// True only for [`Verdict::Healthy`].
 pub fn healthy(findings: &[Finding]) -> bool {
-    findings.iter().all(|f| f.severity < Severity::Warn)
+    verdict(findings) == Verdict::Healthy
 }
 
 /// Share of the path rate below which a measured transfer is a warning.
@@ -349,51 +419,134 @@ fn window_scaling(facts: &Facts) -> Finding {
     }
 }
 
+/// Which buffer a check is about: the receive buffer offers only about half
+/// of itself as window ([`receive_window`]); the send buffer holds the
+/// unacknowledged data itself (the kernel budgets it at twice the
+/// congestion window's memory, `tcp_sndbuf_expand` in net/ipv4/tcp_input.c,
+/// hence 2× BDP there too, but in flight it can use nearly all of it).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Side {
+    Receive,
+    Send,
+}
+
+impl Side {
+    fn window(self, buffer: u64) -> u64 {
+        match self {
+            Side::Receive => receive_window(buffer),
+            Side::Send => buffer,
+        }
+    }
+    fn how(self) -> &'static str {
+        match self {
+            Side::Receive => {
+                "the kernel offers about half of it as receive window (skb overhead, at its default ratio)"
+            }
+            Side::Send => "it holds the unacknowledged data",
+        }
+    }
+}
+
+/// Parallel streams that fill a path of `bdp` bytes with `window` each.
+fn streams_to_fill(bdp: u64, window: u64) -> u64 {
+    bdp.div_ceil(window.max(1))
+}
+
 /// Autotuning ceilings (`tcp_rmem`/`tcp_wmem` max field) against 2× BDP.
-fn buffer(id: &str, key: &str, limits: &str, facts: &Facts) -> Finding {
+fn buffer(id: &str, key: &str, limits: &str, side: Side, facts: &Facts) -> Finding {
     let v = match facts.sysctl_triple(key) {
         Fact::Known(v) => v,
         Fact::Unknown(why) => return unknown(id, key, &why, limits),
     };
     let max = v[2];
+    let window = side.window(max);
     let path = &facts.path;
-    let (Some(bdp), Some(rtt)) = (path.bdp(), path.rtt) else {
+    let (Some(bdp), Some(rtt), Some(rate)) = (path.bdp(), path.rtt, path.rate) else {
         let mut f =
             Finding::new(id, Severity::Info, format!("{id} max {} (path unknown: not judged)", Bytes(max)))
                 .limits(limits);
         if let Some(rtt) = path.rtt {
-            if let Some(cap) = window_cap(max, rtt) {
-                f.summary = format!("{id} max {} → at most {cap} at {}", Bytes(max), format_duration(rtt));
+            if let Some(cap) = window_cap(window, rtt) {
+                f.summary = format!(
+                    "{id} max {} → window ≤ {} → at most {cap} at {}",
+                    Bytes(max),
+                    Bytes(window),
+                    format_duration(rtt)
+                );
                 f = f.capped(cap, None);
             }
         }
         return f;
     };
-    let need = buffer_need(bdp);
-    if max >= need {
-        return Finding::new(id, Severity::Ok, format!("{id} max {} ≥ {} (2× BDP)", Bytes(max), Bytes(need)))
-            .limits(limits);
+    if max >= 2 * bdp {
+        return Finding::new(
+            id,
+            Severity::Ok,
+            format!("{id} max {} ≥ {} (2× BDP)", Bytes(max), Bytes(2 * bdp)),
+        )
+        .limits(limits);
     }
-    let cap = window_cap(max, rtt).unwrap_or(Rate(0));
+    let need = buffer_need(bdp);
+    let cap = window_cap(window, rtt).unwrap_or(Rate(0));
+    let share = pct(cap.0 as f64 / rate.0.max(1) as f64);
+    let single = format!("{} {} {}", v[0], v[1], need);
+    let fd = crate::fasterdata::buffers(rate, rtt);
+    if let Some(fd) = fd.filter(|fd| max >= fd.autotune_max) {
+        // A deliberate general-host value, not a mistake: say what it means
+        // for one stream and how many fill the path, and leave the choice.
+        return Finding::new(
+            id,
+            Severity::Info,
+            format!(
+                "{id} max {} meets fasterdata's general-host value ({} for {}), sized for parallel streams and bounded memory; \
+                 one stream needs 2× BDP = {} here ({}): with this value one stream gets at most {cap} ({share}), \
+                 {} parallel streams fill the path",
+                Bytes(max),
+                Bytes(fd.autotune_max),
+                fd.class,
+                Bytes(2 * bdp),
+                side.how(),
+                streams_to_fill(bdp, window)
+            ),
+        )
+        .limits(limits)
+        .capped(cap, Some(rate))
+        .fix(Fix::Advice { command: format!("sysctl -w {key}=\"{single}\"  # for single-stream transfers") });
+    }
+    // Below one BDP no overhead ratio can make it fit; between one and two
+    // BDPs it fits only if the kernel measures a better ratio than its
+    // default (receive) or nothing queues behind the window (send).
     let sev = if max < bdp { Severity::Critical } else { Severity::Warn };
     let mut summary = format!(
-        "{id} max {} caps the window at {} → at most {cap} at {}",
+        "{id} max {}: {} → window ≤ {} → at most {cap} at {}, {share} of {rate}",
         Bytes(max),
-        Bytes(max),
-        format_duration(rtt)
+        side.how(),
+        Bytes(window),
+        format_duration(rtt),
     );
-    if let Some(rate) = path.rate {
-        summary.push_str(&format!(", {} of {rate}", pct(cap.0 as f64 / rate.0.max(1) as f64)));
-    }
     if sev == Severity::Warn {
-        summary.push_str(
-            " (it fits one BDP, but the kernel keeps part of the buffer for overhead, hence 2× BDP)",
-        );
+        summary.push_str(&match side {
+            Side::Receive => format!(
+                " (one BDP fits only if the connection's measured skb->len/truesize ratio reaches {}; the kernel starts from 50%)",
+                pct(bdp as f64 / max as f64)
+            ),
+            Side::Send => {
+                " (the window fits one BDP, but no data can be queued behind it while it is in flight, hence 2× BDP)"
+                    .to_string()
+            }
+        });
+    }
+    if let Some(fd) = fd {
+        summary.push_str(&format!(
+            "; also below fasterdata's general-host value ({} for {})",
+            Bytes(fd.autotune_max),
+            fd.class
+        ));
     }
     Finding::new(id, sev, summary)
         .limits(limits)
-        .capped(cap, path.rate)
-        .fix(Fix::Sysctl { key: key.into(), value: format!("{} {} {}", v[0], v[1], need) })
+        .capped(cap, Some(rate))
+        .fix(Fix::Sysctl { key: key.into(), value: single })
 }
 
 /// `rmem_max`/`wmem_max`: caps only applications that set SO_RCVBUF/SO_SNDBUF.
@@ -412,7 +565,29 @@ fn buffer_max(id: &str, key: &str, opt: &str, facts: &Facts) -> Finding {
         return Finding::new(id, Severity::Ok, format!("{id} {} ≥ {} (2× BDP)", Bytes(max), Bytes(need)))
             .limits(&limits);
     }
+    // The kernel doubles an SO_RCVBUF/SO_SNDBUF request (sock_setsockopt,
+    // net/core/sock.c) for overhead, and a receive buffer offers about half
+    // as window (see `receive_window`): a request of `max` yields a window
+    // of about `max`.
     let cap = window_cap(max, rtt).unwrap_or(Rate(0));
+    let fd = facts.path.rate.and_then(|r| crate::fasterdata::buffers(r, rtt));
+    if let Some(fd) = fd.filter(|fd| max >= fd.core_max) {
+        return Finding::new(
+            id,
+            Severity::Info,
+            format!(
+                "{id} {} meets fasterdata's general-host value ({} for {}); an application that sets {opt} for one stream on this path needs {} (2× BDP): with this value it gets at most {cap} at {}",
+                Bytes(max),
+                Bytes(fd.core_max),
+                fd.class,
+                Bytes(need),
+                format_duration(rtt)
+            ),
+        )
+        .limits(&limits)
+        .capped(cap, facts.path.rate)
+        .fix(Fix::Advice { command: format!("sysctl -w {key}={need}  # for single-stream transfers") });
+    }
     Finding::new(
         id,
         Severity::Warn,
@@ -425,6 +600,74 @@ fn buffer_max(id: &str, key: &str, opt: &str, facts: &Facts) -> Finding {
     .limits(&limits)
     .capped(cap, facts.path.rate)
     .fix(Fix::Sysctl { key: key.into(), value: need.to_string() })
+}
+
+/// `tcp_mem` (pages, for all TCP sockets together: below `low` no
+/// pressure, above `pressure` the kernel trims every socket's buffers, at
+/// `high` it refuses memory) against one socket at its buffer maxima. If
+/// one stream's buffers alone cross the pressure mark, the autotuning
+/// maxima above are never reached.
+fn tcp_mem(facts: &Facts) -> Finding {
+    let key = "net.ipv4.tcp_mem";
+    let id = "tcp_mem";
+    let limits = "memory of all TCP sockets";
+    let v = match facts.sysctl_triple(key) {
+        Fact::Known(v) => v,
+        Fact::Unknown(why) => return unknown(id, key, &why, limits),
+    };
+    // Per-socket maxima: the recommended ones when the path is known,
+    // otherwise the configured autotuning maxima.
+    let (per_socket, what) = match facts.path.bdp() {
+        Some(bdp) => {
+            (2 * buffer_need(bdp), "the recommended tcp_rmem + tcp_wmem maxima (2× BDP each)".to_string())
+        }
+        None => match (facts.sysctl_triple("net.ipv4.tcp_rmem"), facts.sysctl_triple("net.ipv4.tcp_wmem")) {
+            (Fact::Known(r), Fact::Known(w)) => (r[2] + w[2], "the tcp_rmem + tcp_wmem maxima".to_string()),
+            _ => {
+                return Finding::new(
+                    id,
+                    Severity::Info,
+                    format!("tcp_mem {} {} {} pages (buffer maxima unknown: not judged)", v[0], v[1], v[2]),
+                )
+                .limits(limits)
+            }
+        },
+    };
+    let (pressure, high) = (v[1].saturating_mul(PAGE), v[2].saturating_mul(PAGE));
+    let pages = per_socket.div_ceil(PAGE);
+    let fix = Fix::Sysctl {
+        key: key.into(),
+        value: format!("{} {} {}", v[0], v[1].max(pages), v[2].max(2 * pages)),
+    };
+    let base = format!(
+        "tcp_mem {} {} {} pages: memory pressure above {}, hard limit {}; one socket at {what} uses {}",
+        v[0],
+        v[1],
+        v[2],
+        Bytes(pressure),
+        Bytes(high),
+        Bytes(per_socket)
+    );
+    if high < per_socket {
+        Finding::new(id, Severity::Warn, format!("{base}: a single stream cannot reach its buffer maxima"))
+            .limits(limits)
+            .fix(fix)
+    } else if pressure < per_socket {
+        Finding::new(
+            id,
+            Severity::Warn,
+            format!("{base}: one stream alone crosses the pressure mark, where the kernel trims buffers below their maxima"),
+        )
+        .limits(limits)
+        .fix(fix)
+    } else {
+        Finding::new(
+            id,
+            Severity::Ok,
+            format!("{base}: room for {} such sockets before memory pressure", pressure / per_socket.max(1)),
+        )
+        .limits(limits)
+    }
 }
 
 fn congestion_control(facts: &Facts) -> Finding {
@@ -543,14 +786,14 @@ fn backlog(facts: &Facts) -> Finding {
         Fact::Known(v) => v,
         Fact::Unknown(why) => return unknown(id, key, &why, limits),
     };
-    match facts.path.rate {
-        Some(r) if r > Rate::gbps(1) && v < 30_000 => Finding::new(
+    match facts.path.rate.and_then(crate::fasterdata::backlog) {
+        Some((want, class)) if v < want => Finding::new(
             id,
             Severity::Info,
-            format!("netdev_max_backlog {v}: above 1 Gbit/s receive bursts can overflow the per-CPU backlog (fasterdata: {FASTERDATA_BACKLOG})"),
+            format!("netdev_max_backlog {v}: above 1 Gbit/s receive bursts can overflow the per-CPU backlog (fasterdata for {class}: {want})"),
         )
         .limits(limits)
-        .fix(Fix::Sysctl { key: key.into(), value: FASTERDATA_BACKLOG.to_string() }),
+        .fix(Fix::Sysctl { key: key.into(), value: want.to_string() }),
         _ => Finding::new(id, Severity::Ok, format!("netdev_max_backlog {v}")).limits(limits),
     }
 }
@@ -572,14 +815,57 @@ fn default_qdisc(facts: &Facts) -> Finding {
     }
 }
 
-/// The route most relevant to the path: the egress device's, else default.
-fn path_route<'a>(facts: &Facts, routes: &'a [Route]) -> Option<&'a Route> {
+/// The route the path takes: with a target, the one the kernel's lookup
+/// for it matched (and none if that lookup failed: advising another route
+/// would change traffic the target never uses); without one, the egress
+/// device's route, else the default route.
+fn path_route<'a>(facts: &'a Facts, routes: &'a [Route]) -> Option<&'a Route> {
+    if let Some(t) = &facts.target_route {
+        return t.known();
+    }
     let dev = facts.path.egress_dev.as_deref();
     routes
         .iter()
         .find(|r| dev.is_some() && r.dev.as_deref() == dev && r.dst != "default")
         .or_else(|| routes.iter().find(|r| r.dst == "default"))
         .or_else(|| routes.first())
+}
+
+/// `ip route change` for `r` with one metric set. It replaces the whole
+/// entry, so the type, table, protocol, scope and source are restated.
+fn route_change(r: &Route, metric: &str) -> String {
+    let mut cmd = String::from("ip route change ");
+    if let Some(k) = &r.kind {
+        cmd.push_str(k);
+        cmd.push(' ');
+    }
+    cmd.push_str(&r.dst);
+    if let Some(g) = &r.gateway {
+        cmd.push_str(&format!(" via {g}"));
+    }
+    if let Some(d) = &r.dev {
+        cmd.push_str(&format!(" dev {d}"));
+    }
+    // Local and broadcast routes live in table `local`.
+    if matches!(r.kind.as_deref(), Some("local") | Some("broadcast")) {
+        cmd.push_str(" table local");
+    }
+    for (word, v) in [("proto", &r.protocol), ("scope", &r.scope), ("src", &r.prefsrc)] {
+        if let Some(v) = v {
+            cmd.push_str(&format!(" {word} {v}"));
+        }
+    }
+    cmd.push(' ');
+    cmd.push_str(metric);
+    cmd
+}
+
+/// Names a route for findings (`route default`, `local route 127.0.0.1`).
+fn route_name(r: &Route) -> String {
+    match &r.kind {
+        Some(k) => format!("{k} route {}", r.dst),
+        None => format!("route {}", r.dst),
+    }
 }
 
 /// Recommended RTO floor: ten RTTs, within [5 ms, 200 ms]. Not lower: the
@@ -602,7 +888,7 @@ fn rto_min(facts: &Facts) -> Finding {
     let (floor, source) = match (route.and_then(|r| r.rto_min_ms), sysctl_us.known()) {
         (Some(ms), _) => (
             Duration::from_millis(ms),
-            format!("route {} rto_min", route.map(|r| r.dst.as_str()).unwrap_or("?")),
+            format!("{} rto_min", route.map(route_name).unwrap_or_else(|| "route".into())),
         ),
         (None, Some(us)) => (Duration::from_micros(*us), "net.ipv4.tcp_rto_min_us".to_string()),
         (None, None) if matches!(facts.routes, Some(Fact::Known(_))) => {
@@ -639,15 +925,7 @@ fn rto_min(facts: &Facts) -> Finding {
         });
     }
     if let Some(r) = route {
-        let mut cmd = format!("ip route change {}", r.dst);
-        if let Some(g) = &r.gateway {
-            cmd.push_str(&format!(" via {g}"));
-        }
-        if let Some(d) = &r.dev {
-            cmd.push_str(&format!(" dev {d}"));
-        }
-        cmd.push_str(&format!(" rto_min {}ms", want.as_millis()));
-        f = f.fix(Fix::Advice { command: cmd });
+        f = f.fix(Fix::Advice { command: route_change(r, &format!("rto_min {}ms", want.as_millis())) });
     }
     f
 }
@@ -664,14 +942,56 @@ fn interfaces(facts: &Facts) -> Vec<Finding> {
         }
         Some(Fact::Known(l)) => l,
     };
-    let egress = facts.path.egress_dev.as_deref();
-    list.iter()
-        .filter(|i| match egress {
-            Some(e) => i.name == e,
-            None => i.up && !i.loopback,
-        })
-        .flat_map(|i| interface(facts, i))
-        .collect()
+    let Some(egress) = egress_dev(facts) else {
+        return vec![Finding::new(
+            "interfaces",
+            Severity::Info,
+            "no egress interface known (no --target and no default route): queue lengths and offloads not judged",
+        )];
+    };
+    // Only the interface the path leaves by: other interfaces carry other
+    // traffic, and changing their queues would not help this path.
+    let found: Vec<Finding> =
+        list.iter().filter(|i| i.name == egress).flat_map(|i| interface(facts, i)).collect();
+    if found.is_empty() {
+        return vec![Finding::new(
+            "interfaces",
+            Severity::Unknown,
+            format!(
+                "egress interface {egress} not among the interfaces read; its queue and offloads not judged"
+            ),
+        )];
+    }
+    found
+}
+
+/// The interface the path leaves by: the target's route's, else the
+/// default route's.
+fn egress_dev(facts: &Facts) -> Option<String> {
+    if let Some(d) = &facts.path.egress_dev {
+        return Some(d.clone());
+    }
+    if let Some(t) = &facts.target_route {
+        return t.known().and_then(|r| r.dev.clone());
+    }
+    match &facts.routes {
+        Some(Fact::Known(routes)) => routes.iter().find(|r| r.dst == "default").and_then(|r| r.dev.clone()),
+        _ => None,
+    }
+}
+
+/// How long `packets` of `mtu` bytes take to leave at `rate`.
+fn drain_time(packets: u64, mtu: u32, rate: Rate) -> Duration {
+    let bits = packets as u128 * u128::from(mtu) * 8;
+    Duration::from_nanos((bits * 1_000_000_000 / u128::from(rate.0.max(1))).min(u64::MAX as u128) as u64)
+}
+
+/// Interface queue for a link at `rate`: [`TXQUEUE_DRAIN`] of full-size
+/// packets, within the Ethernet default and fasterdata's 10G value.
+pub fn txqueuelen_need(rate: Rate, mtu: u32) -> u64 {
+    let pkts = (u128::from(rate.0) * TXQUEUE_DRAIN.as_nanos())
+        .div_ceil(u128::from(mtu.max(576)) * 8 * 1_000_000_000);
+    (pkts.min(u64::MAX as u128) as u64).clamp(TXQUEUE_DEFAULT, TXQUEUE_CEILING)
 }
 
 fn interface(facts: &Facts, i: &Interface) -> Vec<Finding> {
@@ -683,39 +1003,64 @@ fn interface(facts: &Facts, i: &Interface) -> Vec<Finding> {
             Finding::new(&id, Severity::Ok, format!("{}: no qdisc (noqueue), txqueuelen unused", i.name))
                 .limits(limits),
         );
-    } else if let Some(bdp) = facts.path.bdp() {
-        // A slow-start burst can put up to a window of packets in the queue at
-        // line rate; seed 004 counts those tail drops as congestion.
-        let pkts = bdp / u64::from(i.mtu.max(576));
-        let need = pkts.clamp(TXQUEUE_DEFAULT, TXQUEUE_CEILING);
-        if u64::from(i.txqueuelen) < need {
-            out.push(
+    } else {
+        let speed = match (i.speed_mbps, facts.path.rate) {
+            (Some(m), _) => Some((Rate(m.saturating_mul(1_000_000)), "link speed")),
+            (None, Some(r)) => Some((r, "path rate; link speed unknown")),
+            (None, None) => None,
+        };
+        let q = u64::from(i.txqueuelen);
+        match speed {
+            None => out.push(
                 Finding::new(
                     &id,
-                    Severity::Warn,
-                    format!(
-                        "{}: txqueuelen {} packets, the BDP is {pkts} packets; bursts overflow the {} queue and TCP backs off (seed 004)",
-                        i.name, i.txqueuelen, i.qdisc
-                    ),
+                    Severity::Info,
+                    format!("{}: txqueuelen {q} (link speed and path rate unknown: not judged)", i.name),
                 )
-                .limits(limits)
-                .fix(Fix::Txqueuelen { dev: i.name.clone(), value: need as u32 }),
-            );
-        } else {
-            out.push(
-                Finding::new(&id, Severity::Ok, format!("{}: txqueuelen {} ≥ {need}", i.name, i.txqueuelen))
-                    .limits(limits),
-            );
+                .limits(limits),
+            ),
+            Some((rate, source)) => {
+                let need = txqueuelen_need(rate, i.mtu);
+                let held = format_duration(drain_time(q, i.mtu, rate));
+                let want = format_duration(drain_time(need, i.mtu, rate));
+                if q < need {
+                    out.push(
+                        Finding::new(
+                            &id,
+                            Severity::Warn,
+                            format!(
+                                "{}: txqueuelen {q} packets drain in {held} at {rate} ({source}); a line-rate burst overflows the {} queue and TCP takes the drops as congestion; {need} packets = {want}",
+                                i.name, i.qdisc
+                            ),
+                        )
+                        .limits(limits)
+                        .fix(Fix::Txqueuelen { dev: i.name.clone(), value: need as u32 }),
+                    );
+                } else if q > 4 * need {
+                    out.push(
+                        Finding::new(
+                            &id,
+                            Severity::Info,
+                            format!(
+                                "{}: txqueuelen {q} packets hold {held} at {rate} ({source}): a full queue adds that much delay; {need} packets ({want}) absorb bursts",
+                                i.name
+                            ),
+                        )
+                        .limits("queueing delay")
+                        .fix(Fix::Advice { command: format!("ip link set dev {} txqueuelen {need}", i.name) }),
+                    );
+                } else {
+                    out.push(
+                        Finding::new(
+                            &id,
+                            Severity::Ok,
+                            format!("{}: txqueuelen {q} packets = {held} at {rate} ({source})", i.name),
+                        )
+                        .limits(limits),
+                    );
+                }
+            }
         }
-    } else {
-        out.push(
-            Finding::new(
-                &id,
-                Severity::Info,
-                format!("{}: txqueuelen {} (path unknown)", i.name, i.txqueuelen),
-            )
-            .limits(limits),
-        );
     }
     let oid = format!("offloads:{}", i.name);
     let olimits = "CPU cost per byte";
@@ -796,18 +1141,16 @@ fn route_initcwnd(facts: &Facts) -> Option<Finding> {
     };
     let r = path_route(facts, routes)?;
     let id = format!("initcwnd:{}", r.dst);
+    let name = route_name(r);
     Some(match r.initcwnd {
         Some(w) if w < 10 => Finding::new(
             id,
             Severity::Warn,
-            format!(
-                "route {} sets initcwnd {w} (< the default 10): short transfers need extra round trips",
-                r.dst
-            ),
+            format!("{name} sets initcwnd {w} (< the default 10): short transfers need extra round trips"),
         )
         .limits("short transfers"),
-        Some(w) => Finding::new(id, Severity::Ok, format!("route {} initcwnd {w}", r.dst)),
-        None => Finding::new(id, Severity::Ok, format!("route {} initcwnd default (10)", r.dst)),
+        Some(w) => Finding::new(id, Severity::Ok, format!("{name} initcwnd {w}")),
+        None => Finding::new(id, Severity::Ok, format!("{name} initcwnd default (10)")),
     })
 }
 
@@ -920,6 +1263,8 @@ mod tests {
             ("net.core.default_qdisc", "fq_codel"),
             ("net.ipv4.tcp_rmem", "4096 131072 6291456"),
             ("net.ipv4.tcp_wmem", "4096 16384 4194304"),
+            // A host with 24 GB of RAM.
+            ("net.ipv4.tcp_mem", "287898 383867 575796"),
             ("net.ipv4.tcp_congestion_control", "cubic"),
             ("net.ipv4.tcp_available_congestion_control", "reno cubic bbr"),
             ("net.ipv4.tcp_slow_start_after_idle", "1"),
@@ -944,14 +1289,13 @@ mod tests {
                 up: true,
                 loopback: false,
                 offloads: Fact::Known(Offloads { tso: true, gso: true, gro: true, tx_checksum: true }),
+                speed_mbps: None,
             }])),
             routes: Some(Fact::Known(vec![Route {
                 dst: "default".into(),
                 dev: Some("eth0".into()),
                 gateway: Some("10.0.0.1".into()),
-                rto_min_ms: None,
-                initcwnd: None,
-                initrwnd: None,
+                ..Default::default()
             }])),
             ..Default::default()
         }
@@ -985,10 +1329,10 @@ mod tests {
         let fs = judge(&f);
         let rmem = find(&fs, "tcp_rmem");
         assert_eq!(rmem.severity, Severity::Critical);
-        // 6 291 456 B per 100 ms = 503 Mbit/s.
-        assert_eq!(rmem.cap, Some(Rate(503_316_480)));
-        assert!((rmem.share.unwrap() - 0.503).abs() < 0.001);
-        assert!(rmem.summary.contains("50%"), "{}", rmem.summary);
+        // Half of 6 291 456 B is window: 3 145 728 B per 100 ms = 252 Mbit/s.
+        assert_eq!(rmem.cap, Some(Rate(251_658_240)));
+        assert!((rmem.share.unwrap() - 0.252).abs() < 0.001);
+        assert!(rmem.summary.contains("25%"), "{}", rmem.summary);
         // 2 × 12.5 MB = 25 MB, rounded up to whole MiB: 24 MiB = 25 165 824.
         assert_eq!(sysctl_fix(rmem), Some(("net.ipv4.tcp_rmem", "4096 131072 25165824")));
         let rmax = find(&fs, "rmem_max");
@@ -996,16 +1340,241 @@ mod tests {
         assert_eq!(sysctl_fix(rmax), Some(("net.core.rmem_max", "25165824")));
         assert_eq!(find(&fs, "tcp_wmem").severity, Severity::Critical);
         assert_eq!(find(&fs, "tcp_slow_start_after_idle").severity, Severity::Warn);
-        assert_eq!(find(&fs, "txqueuelen:eth0").severity, Severity::Warn);
+        // 1000 packets drain in 12 ms at 1 Gbit/s: the default is right.
+        assert_eq!(find(&fs, "txqueuelen:eth0").severity, Severity::Ok);
         assert!(!healthy(&fs));
+        assert_eq!(verdict(&fs), Verdict::Unhealthy);
     }
 
     #[test]
-    fn buffers_between_one_and_two_bdp_warn() {
+    fn buffers_between_one_and_two_bdp() {
         let mut f = defaults();
         f.path = path(Rate::mbps(500), 100.0); // BDP 6.25 MB
         f.sysctls.insert("net.ipv4.tcp_rmem".into(), Fact::Known("4096 131072 8000000".into()));
-        assert_eq!(find(&judge(&f), "tcp_rmem").severity, Severity::Warn);
+        f.sysctls.insert("net.ipv4.tcp_wmem".into(), Fact::Known("4096 16384 8000000".into()));
+        let fs = judge(&f);
+        // Receive: a 4 MB window at the default ratio (64%). Send: it holds
+        // the BDP, with no room to queue behind it. Both warn; below one BDP
+        // both are critical.
+        let r = find(&fs, "tcp_rmem");
+        assert_eq!(r.severity, Severity::Warn);
+        assert!(r.summary.contains("64% of 500Mbit/s"), "{}", r.summary);
+        assert_eq!(find(&fs, "tcp_wmem").severity, Severity::Warn);
+        f.sysctls.insert("net.ipv4.tcp_rmem".into(), Fact::Known("4096 131072 6000000".into()));
+        assert_eq!(find(&judge(&f), "tcp_rmem").severity, Severity::Critical);
+    }
+
+    /// Issue 14 item 10: the receive window is about half the buffer, so a
+    /// 16 MB tcp_rmem at 1 Gbit/s × 100 ms (BDP 12.5 MB) caps at 67%, not 134%.
+    #[test]
+    fn receive_window_is_half_the_buffer() {
+        let mut f = defaults();
+        f.path = path(Rate::gbps(1), 100.0);
+        f.sysctls.insert("net.ipv4.tcp_rmem".into(), Fact::Known("4096 131072 16777216".into()));
+        let fs = judge(&f);
+        let r = find(&fs, "tcp_rmem");
+        assert_eq!(r.cap, Some(Rate(671_088_640)));
+        assert!((r.share.unwrap() - 0.671).abs() < 0.001, "{:?}", r.share);
+        assert!(r.summary.contains("67%") && !r.summary.contains("134%"), "{}", r.summary);
+        // It holds one BDP only if the measured ratio reaches 12.5 / 16.8 = 75%.
+        assert!(r.summary.contains("reaches 75%"), "{}", r.summary);
+        assert_eq!(r.severity, Severity::Warn);
+        assert_eq!(sysctl_fix(r), Some(("net.ipv4.tcp_rmem", "4096 131072 25165824")));
+        // Exactly 2× BDP is enough: the window then holds one BDP.
+        f.sysctls.insert("net.ipv4.tcp_rmem".into(), Fact::Known("4096 131072 25000000".into()));
+        assert_eq!(find(&judge(&f), "tcp_rmem").severity, Severity::Ok);
+        assert_eq!(receive_window(25_000_000), 12_500_000);
+    }
+
+    /// Issue 14 item 9: facts that could not be read never make a healthy verdict.
+    #[test]
+    fn unknown_facts_are_not_healthy() {
+        let ok = |id: &str, sev| Finding::new(id, sev, "x");
+        let fine = vec![ok("a", Severity::Ok), ok("b", Severity::Info)];
+        assert_eq!(verdict(&fine), Verdict::Healthy);
+        assert!(healthy(&fine));
+        let mut some_unknown = fine.clone();
+        some_unknown.push(ok("c", Severity::Unknown));
+        assert_eq!(verdict(&some_unknown), Verdict::Unknown);
+        assert!(!healthy(&some_unknown));
+        some_unknown.push(ok("d", Severity::Warn));
+        assert_eq!(verdict(&some_unknown), Verdict::Unhealthy);
+        // A host whose every sysctl was unreadable is not healthy.
+        let mut f = Facts::default();
+        for k in crate::facts::SYSCTLS {
+            f.sysctls.insert(k.to_string(), Fact::Unknown("permission denied".into()));
+        }
+        f.interfaces = Some(Fact::Unknown("permission denied".into()));
+        f.routes = Some(Fact::Unknown("permission denied".into()));
+        let fs = judge(&f);
+        assert!(fs.iter().all(|x| x.severity < Severity::Warn));
+        assert_eq!(verdict(&fs), Verdict::Unknown);
+    }
+
+    fn with_nic(f: &mut Facts, speed_mbps: Option<u64>, txqueuelen: u32) {
+        if let Some(Fact::Known(ifs)) = f.interfaces.as_mut() {
+            ifs[0].speed_mbps = speed_mbps;
+            ifs[0].txqueuelen = txqueuelen;
+        }
+    }
+
+    /// Issue 14 item 11: the interface queue is sized from the link's speed
+    /// (12 ms of line rate), not from the path's BDP.
+    #[test]
+    fn txqueuelen_follows_the_link_speed() {
+        let mut f = defaults();
+        f.path = path(Rate::gbps(1), 100.0);
+        // 1 Gbit/s NIC: the default 1000 packets is right, even on a 100 ms path.
+        with_nic(&mut f, Some(1000), 1000);
+        let t = find(&judge(&f), "txqueuelen:eth0").clone();
+        assert_eq!(t.severity, Severity::Ok, "{}", t.summary);
+        assert!(t.fixes.is_empty());
+        // The old fix, 8928 packets on a 1 Gbit/s NIC, is 107 ms of queue: said so.
+        with_nic(&mut f, Some(1000), 8928);
+        let t = find(&judge(&f), "txqueuelen:eth0").clone();
+        assert_eq!(t.severity, Severity::Info);
+        assert!(t.summary.contains("107.136ms"), "{}", t.summary);
+        assert!(!t.fixes[0].automatic());
+        // 10 Gbit/s NIC with the default: 10000, and no BDP packet count in the text.
+        f.path = path(Rate::gbps(10), 100.0);
+        with_nic(&mut f, Some(10_000), 1000);
+        let t = find(&judge(&f), "txqueuelen:eth0").clone();
+        assert_eq!(t.severity, Severity::Warn);
+        assert_eq!(t.fixes, vec![Fix::Txqueuelen { dev: "eth0".into(), value: 10_000 }]);
+        assert!(t.summary.contains("1.2ms") && t.summary.contains("12ms"), "{}", t.summary);
+        assert!(!t.summary.contains("89285") && !t.summary.contains("BDP"), "{}", t.summary);
+        // Unknown link speed: sized for the path rate, and said so.
+        with_nic(&mut f, None, 1000);
+        let t = find(&judge(&f), "txqueuelen:eth0").clone();
+        assert!(t.summary.contains("link speed unknown"), "{}", t.summary);
+        assert_eq!(txqueuelen_need(Rate::mbps(100), 1500), 1000);
+        assert_eq!(txqueuelen_need(Rate::gbps(100), 1500), 10_000);
+    }
+
+    /// Issue 14 item 11: only the interface the path leaves by is judged and fixed.
+    #[test]
+    fn only_the_egress_interface_is_judged() {
+        let mut f = defaults();
+        f.path = path(Rate::gbps(10), 100.0);
+        if let Some(Fact::Known(ifs)) = f.interfaces.as_mut() {
+            let mut other = ifs[0].clone();
+            other.name = "eth1".into();
+            ifs.push(other);
+        }
+        // No target: the default route's device (eth0).
+        let fs = judge(&f);
+        assert!(fs.iter().any(|x| x.id == "txqueuelen:eth0"));
+        assert!(!fs.iter().any(|x| x.id.ends_with(":eth1")), "{fs:#?}");
+        // With a target routed through eth1, only eth1.
+        f.target_route = Some(Fact::Known(Route {
+            dst: "10.9.0.0/24".into(),
+            dev: Some("eth1".into()),
+            ..Default::default()
+        }));
+        let fs = judge(&f);
+        assert!(fs.iter().any(|x| x.id == "txqueuelen:eth1"));
+        assert!(!fs.iter().any(|x| x.id.ends_with(":eth0")), "{fs:#?}");
+        let plan = crate::apply::plan(&fs);
+        assert_eq!(plan.txqueuelen, vec![("eth1".to_string(), 10_000)]);
+        // No route at all: nothing is changed.
+        f.target_route = None;
+        f.routes = Some(Fact::Known(Vec::new()));
+        let fs = judge(&f);
+        assert_eq!(find(&fs, "interfaces").severity, Severity::Info);
+        assert!(crate::apply::plan(&fs).txqueuelen.is_empty());
+    }
+
+    /// Issue 14 item 11: fasterdata's backlog is 30000 for 10G hosts, 250000 above.
+    #[test]
+    fn backlog_follows_fasterdata_per_host_class() {
+        let mut f = defaults();
+        f.path = path(Rate::gbps(10), 10.0);
+        let b = find(&judge(&f), "netdev_max_backlog").clone();
+        assert_eq!(sysctl_fix(&b), Some(("net.core.netdev_max_backlog", "30000")));
+        assert!(b.summary.contains("30000") && !b.summary.contains("250000"), "{}", b.summary);
+        f.path = path(Rate::gbps(40), 10.0);
+        let b = find(&judge(&f), "netdev_max_backlog").clone();
+        assert_eq!(sysctl_fix(&b), Some(("net.core.netdev_max_backlog", "250000")));
+    }
+
+    /// Issue 14 item 12: fasterdata's 32 MB at 10G ≤ 100 ms is a general-host
+    /// value for parallel streams, not a critical mistake.
+    #[test]
+    fn fasterdata_general_host_values_are_explained_not_condemned() {
+        let mut f = defaults();
+        f.path = path(Rate::gbps(10), 100.0); // BDP 125 MB
+        f.sysctls.insert("net.ipv4.tcp_rmem".into(), Fact::Known("4096 87380 33554432".into()));
+        f.sysctls.insert("net.ipv4.tcp_wmem".into(), Fact::Known("4096 65536 33554432".into()));
+        f.sysctls.insert("net.core.rmem_max".into(), Fact::Known("67108864".into()));
+        let fs = judge(&f);
+        for id in ["tcp_rmem", "tcp_wmem", "rmem_max"] {
+            let r = find(&fs, id);
+            assert_eq!(r.severity, Severity::Info, "{id}: {}", r.summary);
+            assert!(r.summary.contains("fasterdata"), "{}", r.summary);
+            assert!(r.fixes.iter().all(|x| !x.automatic()), "{id}: --apply must not override it");
+        }
+        let r = find(&fs, "tcp_rmem");
+        // 16 MB of window per stream on a 125 MB path: 8 streams.
+        assert!(r.summary.contains("8 parallel streams"), "{}", r.summary);
+        assert!(find(&fs, "tcp_wmem").summary.contains("4 parallel streams"));
+        // Below fasterdata's value too: still critical, and the finding says both.
+        f.sysctls.insert("net.ipv4.tcp_rmem".into(), Fact::Known("4096 87380 6291456".into()));
+        let r = find(&judge(&f), "tcp_rmem").clone();
+        assert_eq!(r.severity, Severity::Critical);
+        assert!(r.summary.contains("below fasterdata's general-host value (33.554MB"), "{}", r.summary);
+    }
+
+    /// Issue 14 item 12: tcp_mem against one socket at its recommended maxima.
+    #[test]
+    fn tcp_mem_against_per_socket_maxima() {
+        let mut f = defaults();
+        f.path = path(Rate::gbps(1), 100.0); // per socket: 2 × 24 MiB
+        assert_eq!(find(&judge(&f), "tcp_mem").severity, Severity::Ok);
+        // Pressure at 40 MB: one stream at its maxima (50 MB) crosses it.
+        f.sysctls.insert("net.ipv4.tcp_mem".into(), Fact::Known("5000 10000 20000".into()));
+        let m = find(&judge(&f), "tcp_mem").clone();
+        assert_eq!(m.severity, Severity::Warn);
+        assert!(m.summary.contains("pressure mark"), "{}", m.summary);
+        // 48 MiB = 12288 pages: pressure raised to that, hard limit to twice.
+        assert_eq!(sysctl_fix(&m), Some(("net.ipv4.tcp_mem", "5000 12288 24576")));
+        f.sysctls.insert("net.ipv4.tcp_mem".into(), Fact::Known("1000 2000 3000".into()));
+        let m = find(&judge(&f), "tcp_mem").clone();
+        assert!(m.summary.contains("cannot reach its buffer maxima"), "{}", m.summary);
+        f.sysctls.insert("net.ipv4.tcp_mem".into(), Fact::Unknown("no such file".into()));
+        assert_eq!(find(&judge(&f), "tcp_mem").severity, Severity::Unknown);
+    }
+
+    /// Issue 14 item 13: with a target, only the route the target uses is advised.
+    #[test]
+    fn rto_min_advice_names_the_targets_route() {
+        let mut f = defaults();
+        f.path = path(Rate::gbps(10), 0.05);
+        f.path.egress_dev = Some("lo".into());
+        f.target_route = Some(Fact::Known(Route {
+            dst: "127.0.0.1".into(),
+            kind: Some("local".into()),
+            dev: Some("lo".into()),
+            protocol: Some("kernel".into()),
+            scope: Some("host".into()),
+            prefsrc: Some("127.0.0.1".into()),
+            ..Default::default()
+        }));
+        let fs = judge(&f);
+        let r = find(&fs, "rto_min");
+        let advice: Vec<String> =
+            r.fixes.iter().filter(|x| !x.automatic()).map(|x| x.command(None)).collect();
+        assert_eq!(
+            advice,
+            vec!["ip route change local 127.0.0.1 dev lo table local proto kernel scope host src 127.0.0.1 rto_min 5ms"]
+        );
+        assert!(
+            fs.iter().all(|x| x.fixes.iter().all(|c| !c.command(None).contains("route change default"))),
+            "{fs:#?}"
+        );
+        // The target's route could not be looked up: no route is advised at all.
+        f.target_route = Some(Fact::Unknown("no route".into()));
+        let r = find(&judge(&f), "rto_min").clone();
+        assert!(r.fixes.iter().all(|x| x.automatic()), "{:?}", r.fixes);
     }
 
     #[test]
@@ -1110,14 +1679,7 @@ mod tests {
                 Some("cubic"),
             ),
             ("net.ipv4.tcp_congestion_control", "bbr", &g1, "congestion_control", Severity::Ok, None),
-            (
-                "net.core.netdev_max_backlog",
-                "1000",
-                &dc,
-                "netdev_max_backlog",
-                Severity::Info,
-                Some("250000"),
-            ),
+            ("net.core.netdev_max_backlog", "1000", &dc, "netdev_max_backlog", Severity::Info, Some("30000")),
             ("net.core.netdev_max_backlog", "1000", &g1, "netdev_max_backlog", Severity::Ok, None),
             ("net.ipv4.tcp_rto_min_us", "200000", &dc, "rto_min", Severity::Warn, Some("5000")),
             ("net.ipv4.tcp_rto_min_us", "5000", &dc, "rto_min", Severity::Ok, None),

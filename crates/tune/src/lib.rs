@@ -1,6 +1,6 @@
 //! tcpaccel-tune: the tuning doctor and the connection tracer.
 //!
-//! The doctor gathers facts about a host or namespace ([`gather`]), judges
+//! The doctor collects facts about a host or namespace ([`collect`]), judges
 //! them with a pure function ([`judge`]) against the path's bandwidth-delay
 //! product, and can apply and revert the automatic fixes ([`apply`]). The
 //! tracer ([`trace`]) samples `tcp_info` of matching sockets through
@@ -11,22 +11,23 @@
 #![forbid(unsafe_code)]
 
 pub mod apply;
+pub mod collect;
 pub mod facts;
-pub mod gather;
+pub mod fasterdata;
 pub mod judge;
 pub mod report;
 pub mod trace;
 
-/// Gathers and judges in one call: the facts of `netns` (or the calling
+/// Collects and judges in one call: the facts of `netns` (or the calling
 /// thread's namespace) for `path`, and the findings. The lab's `tuning`
 /// scenario and the CLI use this; `apply::plan(&findings)` and
 /// `apply::apply` then make the automatic fixes.
 pub fn examine(
     netns: Option<&str>,
     path: facts::PathSpec,
-    probe: &gather::Probe,
-) -> Result<(facts::Facts, Vec<judge::Finding>), gather::GatherError> {
-    let facts = gather::gather(netns, path, probe)?;
+    probe: &collect::Probe,
+) -> Result<(facts::Facts, Vec<judge::Finding>), collect::CollectError> {
+    let facts = collect::collect(netns, path, probe)?;
     let findings = judge::judge(&facts);
     Ok((facts, findings))
 }

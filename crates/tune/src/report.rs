@@ -70,8 +70,13 @@ pub fn text(facts: &Facts, findings: &[Finding]) -> String {
     }
     let c = Counts::of(findings);
     s.push_str(&format!(
-        "summary: {} critical, {} warn, {} unknown, {} info, {} ok\n",
-        c.critical, c.warn, c.unknown, c.info, c.ok
+        "summary: {} critical, {} warn, {} unknown, {} info, {} ok — verdict: {}\n",
+        c.critical,
+        c.warn,
+        c.unknown,
+        c.info,
+        c.ok,
+        crate::judge::verdict(findings).label()
     ));
     s
 }
@@ -95,6 +100,7 @@ pub fn json_lines(facts: &Facts, findings: &[Finding], phase: &str) -> Vec<serde
         "type": "summary",
         "phase": phase,
         "healthy": crate::judge::healthy(findings),
+        "verdict": crate::judge::verdict(findings),
         "counts": Counts::of(findings),
         "path": describe_path(facts),
     }));
@@ -135,8 +141,23 @@ mod tests {
             t.contains("fix: ip netns exec lab sysctl -w net.ipv4.tcp_rmem=\"4096 131072 25165824\""),
             "{t}"
         );
-        assert!(t.contains("ceiling: 503.316Mbit/s (50% of the path)"), "{t}");
+        assert!(t.contains("ceiling: 251.658Mbit/s (25% of the path)"), "{t}");
+        assert!(t.contains("verdict: unhealthy"), "{t}");
         assert!(t.contains("BDP 12.5MB"), "{t}");
+    }
+
+    /// Issue 14 item 9: a report of unreadable facts says "unknown", not healthy.
+    #[test]
+    fn unreadable_facts_report_unknown_not_healthy() {
+        let mut f = Facts::default();
+        for k in crate::facts::SYSCTLS {
+            f.sysctls.insert(k.to_string(), Fact::Unknown("permission denied".into()));
+        }
+        let fs = judge(&f);
+        let sum = json_lines(&f, &fs, "before").pop().unwrap();
+        assert_eq!(sum["healthy"], false);
+        assert_eq!(sum["verdict"], "unknown");
+        assert!(text(&f, &fs).contains("verdict: unknown"));
     }
 
     #[test]
@@ -147,6 +168,7 @@ mod tests {
         assert_eq!(lines[0]["type"], "facts");
         assert_eq!(lines.last().unwrap()["type"], "summary");
         assert_eq!(lines.last().unwrap()["healthy"], false);
+        assert_eq!(lines.last().unwrap()["verdict"], "unhealthy");
         assert!(lines[1..lines.len() - 1].iter().all(|l| l["type"] == "finding"));
         let rmem = lines.iter().find(|l| l["id"] == "tcp_rmem").unwrap();
         assert_eq!(rmem["severity"], "critical");

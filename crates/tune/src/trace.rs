@@ -77,6 +77,10 @@ pub struct Row {
     pub tick: u64,
     /// Seconds since the trace started, when the dump was taken.
     pub t_s: f64,
+    /// The same moment as wall-clock time, Unix seconds (the trace's start
+    /// read from the system clock once, plus `t_s` from the monotonic one),
+    /// so traces can be lined up with other logs and captures.
+    pub ts: f64,
     pub src: SocketAddr,
     pub dst: SocketAddr,
     pub state: &'static str,
@@ -103,7 +107,7 @@ pub struct Row {
 }
 
 /// CSV column names, in [`Row`] order.
-pub const CSV_HEADER: &str = "tick,t_s,src,dst,state,cc,cwnd,ssthresh,srtt_us,rttvar_us,min_rtt_us,mss,unacked,lost,retrans,total_retrans,delivery_rate_bps,pacing_rate_bps,bytes_acked,bytes_received,busy_us,rwnd_limited_us,sndbuf_limited_us,inode";
+pub const CSV_HEADER: &str = "tick,t_s,ts,src,dst,state,cc,cwnd,ssthresh,srtt_us,rttvar_us,min_rtt_us,mss,unacked,lost,retrans,total_retrans,delivery_rate_bps,pacing_rate_bps,bytes_acked,bytes_received,busy_us,rwnd_limited_us,sndbuf_limited_us,inode";
 
 /// Displays an optional value as itself or as an empty CSV field, without
 /// allocating.
@@ -124,11 +128,13 @@ fn opt<T>(v: &Option<T>) -> Opt<'_, T> {
 
 impl Row {
     /// Builds a row from a dumped socket; `None` without a usable tcp_info.
-    pub fn from_socket(tick: u64, t: Duration, s: &DiagSocket) -> Option<Row> {
+    /// `epoch_s` is the trace's start in Unix seconds.
+    pub fn from_socket(tick: u64, t: Duration, epoch_s: f64, s: &DiagSocket) -> Option<Row> {
         let i = s.tcp_info()?;
         Some(Row {
             tick,
             t_s: t.as_secs_f64(),
+            ts: epoch_s + t.as_secs_f64(),
             src: s.src,
             dst: s.dst,
             state: diag::state::name(s.state),
@@ -166,9 +172,10 @@ impl Row {
     pub fn write_csv(&self, out: &mut impl Write) -> std::io::Result<()> {
         write!(
             out,
-            "{},{:.6},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}",
+            "{},{:.6},{:.6},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}",
             self.tick,
             self.t_s,
+            self.ts,
             self.src,
             self.dst,
             self.state,
@@ -288,6 +295,13 @@ pub struct Tracer {
     /// sockets, exact queries of the known ones in between.
     discover: Option<Duration>,
     discovered_at: Option<Duration>,
+    /// Wall-clock time (Unix seconds) of sample time zero.
+    epoch_s: f64,
+}
+
+/// The system clock now, in Unix seconds.
+pub fn unix_now() -> f64 {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_secs_f64()).unwrap_or(0.0)
 }
 
 impl Tracer {
@@ -314,6 +328,7 @@ impl Tracer {
             inodes_at: None,
             discover: None,
             discovered_at: None,
+            epoch_s: unix_now(),
         })
     }
 
@@ -325,6 +340,12 @@ impl Tracer {
     pub fn hybrid(mut self, discover: Duration) -> Tracer {
         self.discover = Some(discover);
         self
+    }
+
+    /// Sets the wall-clock time (Unix seconds) of sample time zero; [`run`]
+    /// sets it when its clock starts.
+    pub fn set_epoch(&mut self, epoch_s: f64) {
+        self.epoch_s = epoch_s;
     }
 
     /// One sample: rows of the matching sockets stamped with tick `tick` and
@@ -352,7 +373,8 @@ impl Tracer {
         std::mem::swap(&mut self.known, &mut self.socks);
         let (sel, inodes) = (&self.sel, &self.inodes);
         self.known.retain(|s| s.tcp_info_raw().is_some() && sel.matches(s, inodes));
-        rows.extend(self.known.iter().filter_map(|s| Row::from_socket(tick, t, s)));
+        let epoch = self.epoch_s;
+        rows.extend(self.known.iter().filter_map(|s| Row::from_socket(tick, t, epoch, s)));
         Ok(())
     }
 }
@@ -446,6 +468,7 @@ pub fn run(
     mut sink: impl FnMut(&[Row]) -> Result<(), TraceError>,
 ) -> Result<Summary, TraceError> {
     let start = std::time::Instant::now();
+    tracer.set_epoch(unix_now());
     let cpu0 = thread_cpu_time();
     let mut sched = Schedule::new(interval);
     if let Some(d) = duration {
@@ -487,6 +510,53 @@ pub fn run(
 
 /// Most sockets a plot shows (the ones with the most samples).
 const PLOT_MAX_SOCKETS: usize = 8;
+
+/// True when the row's socket has sent data that was acknowledged (more
+/// than the SYN's one byte): the sockets whose cwnd, ssthresh and RTT mean
+/// something. Receivers (an accepted socket that only reads), listeners and
+/// idle connections sit at their initial window and only clutter a plot.
+/// Kernels without `tcpi_bytes_acked` count every established socket.
+pub fn has_sent(r: &Row) -> bool {
+    match r.bytes_acked {
+        Some(b) => b > 1,
+        None => r.state != "LISTEN",
+    }
+}
+
+/// The rows a plot keeps, bounded: up to `max_sockets` sockets, first come
+/// first kept, and unless `all` only sockets that sent data, from their
+/// first sample with acknowledged data on.
+#[derive(Debug, Clone)]
+pub struct PlotRows {
+    max_sockets: usize,
+    all: bool,
+    keys: HashSet<(SocketAddr, SocketAddr)>,
+    /// Sockets seen but left out (receivers, listeners, idle).
+    pub left_out: HashSet<(SocketAddr, SocketAddr)>,
+    pub rows: Vec<Row>,
+}
+
+impl PlotRows {
+    pub fn new(max_sockets: usize, all: bool) -> PlotRows {
+        PlotRows { max_sockets, all, keys: HashSet::new(), left_out: HashSet::new(), rows: Vec::new() }
+    }
+    /// Offers one sampled row.
+    pub fn offer(&mut self, r: &Row) {
+        let key = (r.src, r.dst);
+        if !self.keys.contains(&key) {
+            if !(self.all || has_sent(r)) {
+                self.left_out.insert(key);
+                return;
+            }
+            if self.keys.len() >= self.max_sockets {
+                return;
+            }
+            self.left_out.remove(&key);
+            self.keys.insert(key);
+        }
+        self.rows.push(r.clone());
+    }
+}
 
 /// Two stacked charts, like the tutorial's tcp_probe plots: cwnd and
 /// ssthresh (segments) over time, and smoothed RTT (ms) over time.
@@ -586,6 +656,7 @@ mod tests {
         Row {
             tick: (t * 100.0).round() as u64,
             t_s: t,
+            ts: 1_700_000_000.0 + t,
             src: "127.0.0.1:1000".parse().unwrap(),
             dst: "127.0.0.1:2000".parse().unwrap(),
             state: "ESTAB",
@@ -611,6 +682,52 @@ mod tests {
         }
     }
 
+    /// Issue 14 item 15: receivers, listeners and idle sockets stay out of the
+    /// plot unless asked for.
+    #[test]
+    fn plot_keeps_senders_unless_all_are_asked_for() {
+        let sender = row(0.1, 40); // bytes_acked 1 in row(): make it a sender
+        let sender = Row { bytes_acked: Some(5_000_000), ..sender };
+        let receiver = Row {
+            src: "127.0.0.1:2000".parse().unwrap(),
+            dst: "127.0.0.1:1000".parse().unwrap(),
+            bytes_acked: Some(1),
+            bytes_received: Some(5_000_000),
+            ..row(0.1, 10)
+        };
+        let listener = Row {
+            src: "127.0.0.1:2000".parse().unwrap(),
+            dst: "0.0.0.0:0".parse().unwrap(),
+            state: "LISTEN",
+            bytes_acked: None,
+            ..row(0.1, 10)
+        };
+        let mut p = PlotRows::new(8, false);
+        for r in [&listener, &receiver, &sender, &receiver] {
+            p.offer(r);
+        }
+        assert_eq!(p.rows.len(), 1);
+        assert_eq!((p.rows[0].src, p.rows[0].dst), (sender.src, sender.dst));
+        assert_eq!(p.left_out.len(), 2);
+        let svg = plot_svg(&p.rows, "t");
+        assert!(svg.contains("127.0.0.1:1000→127.0.0.1:2000"));
+        assert!(!svg.contains("127.0.0.1:2000→127.0.0.1:1000"));
+        // A socket joins once it has sent data.
+        p.offer(&Row { bytes_acked: Some(10), ..receiver.clone() });
+        assert_eq!(p.rows.len(), 2);
+        let mut all = PlotRows::new(8, true);
+        for r in [&listener, &receiver, &sender] {
+            all.offer(r);
+        }
+        assert_eq!(all.rows.len(), 3);
+        // The bound holds.
+        let mut one = PlotRows::new(1, true);
+        for r in [&listener, &receiver, &sender] {
+            one.offer(r);
+        }
+        assert_eq!(one.rows.len(), 1);
+    }
+
     #[test]
     fn writers_and_plot() {
         let rows = vec![row(0.0, 10), row(0.01, 20)];
@@ -623,13 +740,15 @@ mod tests {
         assert_eq!(lines.len(), 4);
         assert_eq!(lines[0], CSV_HEADER);
         assert_eq!(lines[1].split(',').count(), CSV_HEADER.split(',').count());
-        assert!(lines[2].starts_with("1,0.010000,127.0.0.1:1000,127.0.0.1:2000,ESTAB,cubic,20,,50,"));
+        assert!(lines[2]
+            .starts_with("1,0.010000,1700000000.010000,127.0.0.1:1000,127.0.0.1:2000,ESTAB,cubic,20,,50,"));
         let mut buf = Vec::new();
         RowWriter::new(&mut buf, Format::Jsonl).write(&rows).unwrap();
         let first: serde_json::Value =
             serde_json::from_str(String::from_utf8(buf).unwrap().lines().next().unwrap()).unwrap();
         assert_eq!(first["type"], "sample");
         assert_eq!(first["cwnd"], 10);
+        assert_eq!(first["ts"], 1_700_000_000.0);
         assert_eq!(Format::from_path(std::path::Path::new("x.jsonl")), Format::Jsonl);
         assert_eq!(Format::from_path(std::path::Path::new("x.csv")), Format::Csv);
         let svg = plot_svg(&rows, "trace");

@@ -9,8 +9,8 @@ use std::time::Duration;
 
 use tcpaccel_core::units::Rate;
 use tcpaccel_tune::apply::{apply, plan, revert};
+use tcpaccel_tune::collect::{collect, read_sysctl, Probe};
 use tcpaccel_tune::facts::{Fact, PathSpec, SYSCTLS};
-use tcpaccel_tune::gather::{gather, read_sysctl, Probe};
 use tcpaccel_tune::judge::{judge, Severity};
 
 struct Ns(String);
@@ -27,6 +27,11 @@ impl Ns {
         run(&["ip", "-n", &ns.0, "link", "set", "tqa", "up"]);
         run(&["ip", "-n", &ns.0, "link", "set", "tqb", "up"]);
         run(&["tc", "-n", &ns.0, "qdisc", "add", "dev", "tqa", "root", "pfifo"]);
+        // A second queued interface the path does not use: never changed.
+        run(&["ip", "-n", &ns.0, "link", "add", "tqc", "type", "veth", "peer", "name", "tqd"]);
+        run(&["ip", "-n", &ns.0, "link", "set", "tqc", "up"]);
+        run(&["ip", "-n", &ns.0, "link", "set", "tqd", "up"]);
+        run(&["tc", "-n", &ns.0, "qdisc", "add", "dev", "tqc", "root", "pfifo"]);
         ns
     }
 }
@@ -48,8 +53,10 @@ fn in_ns(ns: &str, f: impl FnOnce() -> Vec<Fact<String>> + Send + 'static) -> Ve
 
 fn snapshot() -> Vec<Fact<String>> {
     let mut v: Vec<_> = SYSCTLS.iter().map(|k| read_sysctl(k)).collect();
-    let out = Command::new("ip").args(["-j", "link", "show", "dev", "tqa"]).output().expect("ip");
-    v.push(Fact::Known(String::from_utf8_lossy(&out.stdout).into_owned()));
+    for dev in ["tqa", "tqc"] {
+        let out = Command::new("ip").args(["-j", "link", "show", "dev", dev]).output().expect("ip");
+        v.push(Fact::Known(String::from_utf8_lossy(&out.stdout).into_owned()));
+    }
     v
 }
 
@@ -74,7 +81,7 @@ fn apply_then_revert_restores_every_value_in_a_namespace() {
         rtt_source: Some("given".into()),
         egress_dev: Some("tqa".into()),
     };
-    let facts = gather(Some(&name), path.clone(), &Probe::default()).expect("gather in namespace");
+    let facts = collect(Some(&name), path.clone(), &Probe::default()).expect("collect in namespace");
     assert!(facts.readonly.iter().any(|k| k == "net.core.rmem_max"), "rmem_max is read-only in a namespace");
     let findings = judge(&facts);
     let p = plan(&findings);
@@ -88,12 +95,21 @@ fn apply_then_revert_restores_every_value_in_a_namespace() {
         assert!(keys.contains(&k), "plan lacks {k}: {p:?}");
     }
     assert!(!keys.contains(&"net.core.rmem_max"), "read-only sysctls are not planned");
-    // BDP 12.5 MB in 1500-byte packets.
-    assert_eq!(p.txqueuelen, vec![("tqa".to_string(), 8333)]);
+    // Host-global sysctls absent from a namespace are read from the host
+    // and advised there, not left unknown.
+    assert!(matches!(facts.sysctl("net.core.netdev_max_backlog"), Fact::Known(_)));
+    assert!(facts.readonly.iter().any(|k| k == "net.ipv4.tcp_mem"), "{:?}", facts.readonly);
+    // The link speed is read from the namespace's own sysfs: veth says 10 Gbit/s.
+    let ifs = facts.interfaces.as_ref().and_then(|i| i.known()).expect("interfaces");
+    let tqa = ifs.iter().find(|i| i.name == "tqa").expect("tqa");
+    assert_eq!(tqa.speed_mbps, Some(10_000));
+    // The queue is sized from that speed (12 ms = 10000 packets at 10 Gbit/s),
+    // and only on the egress interface.
+    assert_eq!(p.txqueuelen, vec![("tqa".to_string(), 10_000)]);
 
     let saved = apply(Some(&name), &p).expect("apply");
     assert_eq!(saved.netns.as_deref(), Some(name.as_str()));
-    let after = gather(Some(&name), path, &Probe::default()).expect("gather after");
+    let after = collect(Some(&name), path, &Probe::default()).expect("collect after");
     assert_eq!(after.sysctl("net.ipv4.tcp_rmem"), Fact::Known("4096 131072 25165824".into()));
     let judged = judge(&after);
     for id in ["tcp_rmem", "tcp_wmem", "tcp_slow_start_after_idle", "txqueuelen:tqa"] {

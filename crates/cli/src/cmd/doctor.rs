@@ -3,8 +3,12 @@
 //! fixes (saving the old values), `--revert` puts them back.
 //!
 //! The judgement is `tcpaccel_tune::judge` (pure); this file only reads
-//! flags, gathers, prints and maps failures to exit codes. Exit 1 when any
-//! finding is at warn or worse (after `--apply`: judged on the new state).
+//! flags, collects facts, prints and maps failures to exit codes. Exit 0
+//! only for a healthy verdict (every finding checked, none at warn or
+//! worse); exit 1 when a finding is at warn or worse or when facts could not
+//! be read (verdict "unknown"); after `--apply` judged on the new state. A
+//! namespace that is missing (2) or cannot be entered without privilege (3)
+//! fails before any report is printed.
 
 use std::net::ToSocketAddrs;
 use std::path::{Path, PathBuf};
@@ -13,8 +17,8 @@ use std::time::Duration;
 use anyhow::Context;
 use tcpaccel_core::units::{parse_duration, Rate};
 use tcpaccel_tune::apply::{self, ApplyError, Saved};
+use tcpaccel_tune::collect::{self, CollectError, Probe};
 use tcpaccel_tune::facts::{Fact, Facts, PathSpec};
-use tcpaccel_tune::gather::{self, GatherError, Probe};
 use tcpaccel_tune::judge::{self, Finding};
 use tcpaccel_tune::report;
 
@@ -23,10 +27,12 @@ use crate::exit::{self, Fail, Verdict};
 #[derive(clap::Args)]
 pub struct Args {
     /// Bottleneck rate of the path, e.g. 1Gbit, 500mbit.
-    #[arg(long)]
+    // Hyphen values reach our parser, which names a negative value, instead
+    // of clap reporting it as an unknown flag.
+    #[arg(long, allow_hyphen_values = true)]
     rate: Option<String>,
     /// Round-trip time of the path, e.g. 100ms (measured with --target if omitted).
-    #[arg(long)]
+    #[arg(long, allow_hyphen_values = true)]
     rtt: Option<String>,
     /// HOST:PORT: measure the RTT by TCP handshakes (median) and read the
     /// limit counters of live connections to it.
@@ -34,7 +40,7 @@ pub struct Args {
     target: Option<String>,
     /// Also measure goodput by sending to a `tcpaccel recv` at --target for
     /// this long (e.g. 3s), and read that transfer's limit counters.
-    #[arg(long, requires = "target")]
+    #[arg(long, requires = "target", allow_hyphen_values = true)]
     bandwidth: Option<String>,
     /// Number of handshakes for the --target RTT.
     #[arg(long, default_value_t = 5)]
@@ -52,14 +58,28 @@ pub struct Args {
     #[arg(long, requires = "apply")]
     save: Option<PathBuf>,
     /// Restore the values saved by an earlier --apply, exactly; needs root.
+    /// Refuses (changing nothing) when a value was changed since --apply.
     #[arg(long, conflicts_with_all = ["apply", "rate", "rtt", "target", "netns"])]
     revert: Option<PathBuf>,
+    /// With --revert: restore even values that were changed since --apply.
+    #[arg(long, requires = "revert")]
+    force: bool,
 }
 
 fn apply_err(e: ApplyError) -> anyhow::Error {
     match e {
         ApplyError::Privilege { .. } => anyhow::Error::new(Fail::Privilege(e.to_string())),
         ApplyError::NoNamespace(_) | ApplyError::BadSaved(_) => exit::usage(e.to_string()),
+        e => anyhow::Error::new(e),
+    }
+}
+
+/// Namespace problems: missing is a usage error (2), no right to enter it
+/// is missing privilege (3), anything else a runtime failure (5).
+fn collect_err(e: CollectError) -> anyhow::Error {
+    match e {
+        CollectError::NoNamespace(_) => exit::usage(e.to_string()),
+        CollectError::Privilege { .. } => anyhow::Error::new(Fail::Privilege(e.to_string())),
         e => anyhow::Error::new(e),
     }
 }
@@ -74,11 +94,31 @@ fn emit(json: bool, facts: &Facts, findings: &[Finding], phase: &str) {
     }
 }
 
-fn revert(file: &Path, json: bool) -> anyhow::Result<Verdict> {
+fn revert(file: &Path, force: bool, json: bool) -> anyhow::Result<Verdict> {
     exit::require_root("doctor --revert")?;
-    let text = std::fs::read_to_string(file).with_context(|| format!("reading {}", file.display()))?;
-    let saved: Saved = serde_json::from_str(&text)
-        .map_err(|e| exit::usage(format!("{} is not a doctor saved-state file: {e}", file.display())))?;
+    // A missing or unreadable state file is a bad argument, not a failure
+    // of the host: exit 2, naming the file.
+    let text = std::fs::read_to_string(file).map_err(|e| {
+        exit::usage(format!("--revert {}: cannot read the saved-state file: {e}", file.display()))
+    })?;
+    let saved: Saved = serde_json::from_str(&text).map_err(|e| {
+        exit::usage(format!("--revert {}: not a doctor saved-state file: {e}", file.display()))
+    })?;
+    // Someone (or something) may have changed a value since --apply:
+    // restoring would silently undo their change. Refuse unless forced.
+    let changed = apply::changed_since(&saved).map_err(apply_err)?;
+    if !changed.is_empty() {
+        for c in &changed {
+            eprintln!("tcpaccel: warning: {c}");
+        }
+        if !force {
+            return Err(exit::usage(format!(
+                "{} value(s) changed since --apply ({}); nothing restored. Rerun with --force to restore the saved values anyway",
+                changed.len(),
+                file.display()
+            )));
+        }
+    }
     let restored = apply::revert(&saved).map_err(apply_err)?;
     if json {
         println!(
@@ -107,7 +147,7 @@ fn default_save_path() -> PathBuf {
 
 pub fn run(args: Args) -> anyhow::Result<Verdict> {
     if let Some(file) = &args.revert {
-        return revert(file, args.json);
+        return revert(file, args.force, args.json);
     }
     // Privilege first: --apply must fail before it reads or changes anything.
     if args.apply {
@@ -115,6 +155,14 @@ pub fn run(args: Args) -> anyhow::Result<Verdict> {
     }
     let rate = args.rate.as_deref().map(Rate::parse).transpose().context("--rate")?;
     let rtt = args.rtt.as_deref().map(parse_duration).transpose().context("--rtt")?;
+    if let Some(ns) = &args.netns {
+        // Before anything else: no report of a namespace that is not there.
+        if !tcpaccel_sys::netns::exists(ns) {
+            return Err(exit::usage(format!(
+                "--netns {ns:?}: network namespace not found (looked in /run/netns)"
+            )));
+        }
+    }
     if rtt == Some(Duration::ZERO) {
         return Err(exit::usage("--rtt must be above zero"));
     }
@@ -158,23 +206,18 @@ pub fn run(args: Args) -> anyhow::Result<Verdict> {
         }
     };
 
-    let (mut facts, missing_ns) = match gather::gather(netns, path.clone(), &probe) {
-        Ok(f) => (f, None),
-        Err(GatherError::NoNamespace(ns)) => {
-            let why = format!("network namespace {ns:?} not found");
-            (gather::unreadable(netns, path.clone(), &why), Some(why))
+    let mut facts = match collect::collect(netns, path.clone(), &probe) {
+        Ok(f) => f,
+        Err(e) => {
+            cleanup(&save_path);
+            return Err(collect_err(e));
         }
-        Err(e) => (gather::unreadable(netns, path.clone(), &e.to_string()), None),
     };
     if let Some(p) = target_problem {
         facts.target = Some(Fact::Unknown(p));
     }
     let findings = judge::judge(&facts);
     emit(args.json, &facts, &findings, "before");
-    if let Some(why) = missing_ns {
-        cleanup(&save_path);
-        return Err(exit::usage(why));
-    }
     if !args.apply {
         return Ok(if judge::healthy(&findings) { Verdict::Ok } else { Verdict::Negative });
     }
@@ -231,8 +274,7 @@ pub fn run(args: Args) -> anyhow::Result<Verdict> {
     // Judged again on the same path; with --bandwidth the transfer is
     // measured again, so before and after sit side by side.
     let after_probe = if probe.bandwidth.is_some() { probe.clone() } else { Probe { target: None, ..probe } };
-    let after =
-        gather::gather(netns, facts.path.clone(), &after_probe).map_err(|e| exit::usage(e.to_string()))?;
+    let after = collect::collect(netns, facts.path.clone(), &after_probe).map_err(collect_err)?;
     let after_findings = judge::judge(&after);
     emit(args.json, &after, &after_findings, "after");
     Ok(if judge::healthy(&after_findings) { Verdict::Ok } else { Verdict::Negative })

@@ -4,10 +4,11 @@
 //!
 //! The sampling, schedule, rows and plot are `tcpaccel_tune::trace`; this
 //! file reads flags, opens outputs and prints the run summary on stderr
-//! (including the CPU the sampler used). SIGINT/SIGTERM end the trace
-//! normally; exit 1 when no socket matched.
+//! (including the CPU the sampler used). Rows carry the relative time
+//! (`t_s`) and the wall-clock time (`ts`, Unix seconds). The plot shows the
+//! sockets that send data; `--plot-all` adds receivers, listeners and idle
+//! ones. SIGINT/SIGTERM end the trace normally; exit 1 when no socket matched.
 
-use std::collections::HashSet;
 use std::io::Write;
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -15,7 +16,7 @@ use std::time::Duration;
 
 use anyhow::Context;
 use tcpaccel_core::units::{format_duration, parse_duration};
-use tcpaccel_tune::trace::{self, Format, Row, RowWriter, Selector, TraceError, Tracer};
+use tcpaccel_tune::trace::{self, Format, PlotRows, RowWriter, Selector, TraceError, Tracer};
 
 use crate::exit::{self, Verdict};
 
@@ -40,9 +41,14 @@ pub struct Args {
     /// Output file: .csv, or .jsonl/.json for JSON Lines (default: CSV on stdout).
     #[arg(long)]
     out: Option<PathBuf>,
-    /// Also write an SVG of cwnd, ssthresh and RTT over time.
+    /// Also write an SVG of cwnd, ssthresh and RTT over time, of the sockets
+    /// that send data (a socket joins from its first acknowledged data).
     #[arg(long)]
     plot: Option<PathBuf>,
+    /// Plot every matching socket, also receivers (accepted sockets that
+    /// only read), listeners and idle connections.
+    #[arg(long, requires = "plot")]
+    plot_all: bool,
     /// Dump (find sockets) only this often and re-query the known sockets
     /// exactly in between: cheaper on hosts with many sockets, new sockets
     /// appear within this delay. Default: one dump per tick.
@@ -53,7 +59,7 @@ pub struct Args {
     netns: Option<String>,
 }
 
-/// The plot keeps the rows of this many sockets (the first seen), so a long
+/// The plot keeps the rows of this many sockets (the first plotted), so a long
 /// trace of many sockets does not grow without bound in memory.
 const PLOT_SOCKETS: usize = 8;
 
@@ -104,8 +110,7 @@ pub fn run(args: Args) -> anyhow::Result<Verdict> {
     // A service: SIGINT/SIGTERM end the trace normally (exit.rs).
     let stop = exit::stop_on_signal()?;
 
-    let mut plot_rows: Vec<Row> = Vec::new();
-    let mut plot_keys: HashSet<(SocketAddr, SocketAddr)> = HashSet::new();
+    let mut plot = PlotRows::new(PLOT_SOCKETS, args.plot_all);
     let want_plot = args.plot.is_some();
     tracing::info!(
         "tracing {sel:?} every {} for {}",
@@ -118,11 +123,7 @@ pub fn run(args: Args) -> anyhow::Result<Verdict> {
         writer.flush()?;
         if want_plot {
             for r in rows {
-                let key = (r.src, r.dst);
-                if plot_keys.contains(&key) || plot_keys.len() < PLOT_SOCKETS {
-                    plot_keys.insert(key);
-                    plot_rows.push(r.clone());
-                }
+                plot.offer(r);
             }
         }
         Ok(())
@@ -138,8 +139,14 @@ pub fn run(args: Args) -> anyhow::Result<Verdict> {
             Selector::Pid(pid) => format!("pid {pid}"),
             Selector::All => "all TCP sockets".into(),
         };
-        std::fs::write(p, trace::plot_svg(&plot_rows, &title))
+        std::fs::write(p, trace::plot_svg(&plot.rows, &title))
             .with_context(|| format!("writing {}", p.display()))?;
+        if !plot.left_out.is_empty() {
+            eprintln!(
+                "trace: the plot leaves out {} socket(s) that sent no data (receivers, listeners, idle); --plot-all includes them",
+                plot.left_out.len()
+            );
+        }
     }
     let cpu = match (summary.cpu_s, summary.cpu_share) {
         (Some(c), Some(s)) => format!("CPU {:.1} ms = {:.2}% of one core", c * 1000.0, s * 100.0),

@@ -513,16 +513,18 @@ fn print_conn(c: &ConnReport, json: bool) {
         ),
         ConnStatus::Rejected(why) => println!("{} refused: {why}", c.peer),
         ConnStatus::Error(e) => println!("{} {who}: error after {}: {e}", c.peer, human_bytes(c.bytes)),
+        ConnStatus::Empty => println!("{} closed without sending anything (a probe)", c.peer),
     }
 }
 
 fn print_recv_summary(s: &RecvSummary) {
     println!(
-        "summary: {} connections ({} ok, {} refused, {} errors), {} received or sent, {} complete sender run(s)",
+        "summary: {} connections ({} ok, {} refused, {} errors, {} empty), {} received or sent, {} complete sender run(s)",
         s.connections,
         s.ok,
         s.rejected,
         s.errors,
+        s.empty,
         human_bytes(s.bytes),
         s.sessions_complete
     );

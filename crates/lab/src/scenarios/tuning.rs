@@ -18,8 +18,8 @@ use anyhow::{bail, Context, Result};
 use std::path::Path;
 use std::time::Duration;
 use tcpaccel_net::Network;
+use tcpaccel_tune::collect::Probe;
 use tcpaccel_tune::facts::PathSpec;
-use tcpaccel_tune::gather::Probe;
 
 pub struct Tuning;
 

@@ -6,7 +6,7 @@
 //! that thread, so it inherits the namespace), offloads through the ethtool
 //! ioctl, RTT by timed TCP handshakes, and live connections' limit counters
 //! through sock_diag. Anything unreadable becomes an unknown [`Fact`] with
-//! the reason; gathering itself only fails when the namespace is missing.
+//! the reason; collecting itself only fails when the namespace is missing.
 //!
 //! What it is not: no judgement ([`crate::judge`]) and no writes
 //! ([`crate::apply`]). `/sys/class/net` is not used: it shows the
@@ -20,11 +20,15 @@ use tcpaccel_sys::diag::{DiagSocketConn, DumpRequest};
 
 use crate::facts::{Fact, Facts, Interface, LiveConn, Measured, Offloads, PathSpec, Route, SYSCTLS};
 
-/// Errors that stop gathering altogether.
+/// Errors that stop collecting altogether: the namespace cannot be read at
+/// all, so there is nothing to judge.
 #[derive(Debug, thiserror::Error)]
-pub enum GatherError {
+pub enum CollectError {
     #[error("network namespace {0:?} not found (looked in /run/netns)")]
     NoNamespace(String),
+    /// Entering another namespace needs CAP_SYS_ADMIN (setns).
+    #[error("entering network namespace {ns:?} needs root (CAP_SYS_ADMIN): {source}")]
+    Privilege { ns: String, source: tcpaccel_sys::Error },
     #[error("entering network namespace {ns:?}: {source}")]
     Enter { ns: String, source: tcpaccel_sys::Error },
 }
@@ -97,8 +101,20 @@ fn ip_json(args: &[&str]) -> Result<serde_json::Value, String> {
         .map_err(|e| format!("`ip -j {}` printed unexpected JSON: {e}", args.join(" ")))
 }
 
+/// One link as `ip -j -d link show` prints it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Link {
+    pub ifindex: u64,
+    pub name: String,
+    pub mtu: u32,
+    pub txqueuelen: u32,
+    pub qdisc: String,
+    pub up: bool,
+    pub loopback: bool,
+}
+
 /// Parses `ip -j -d link show` output. Entries without a name are skipped.
-pub fn parse_links(v: &serde_json::Value) -> Vec<(String, u32, u32, String, bool, bool)> {
+pub fn parse_links(v: &serde_json::Value) -> Vec<Link> {
     let mut out = Vec::new();
     for l in v.as_array().map(|a| a.as_slice()).unwrap_or(&[]) {
         let Some(name) = l.get("ifname").and_then(|x| x.as_str()) else { continue };
@@ -108,20 +124,21 @@ pub fn parse_links(v: &serde_json::Value) -> Vec<(String, u32, u32, String, bool
             .map(|a| a.iter().filter_map(|x| x.as_str()).collect())
             .unwrap_or_default();
         let num = |k: &str| l.get(k).and_then(|x| x.as_u64()).unwrap_or(0).min(u32::MAX as u64) as u32;
-        out.push((
-            name.to_string(),
-            num("mtu"),
-            num("txqlen"),
-            l.get("qdisc").and_then(|x| x.as_str()).unwrap_or("unknown").to_string(),
-            flags.contains(&"UP"),
-            flags.contains(&"LOOPBACK"),
-        ));
+        out.push(Link {
+            ifindex: l.get("ifindex").and_then(|x| x.as_u64()).unwrap_or(0),
+            name: name.to_string(),
+            mtu: num("mtu"),
+            txqueuelen: num("txqlen"),
+            qdisc: l.get("qdisc").and_then(|x| x.as_str()).unwrap_or("unknown").to_string(),
+            up: flags.contains(&"UP"),
+            loopback: flags.contains(&"LOOPBACK"),
+        });
     }
     out
 }
 
-/// Parses `ip -j route show` output (metrics as iproute2 prints them:
-/// `rto_min` in milliseconds, windows in segments).
+/// Parses `ip -j [-d] route show` or `route get fibmatch` output (metrics as
+/// iproute2 prints them: `rto_min` in milliseconds, windows in segments).
 pub fn parse_routes(v: &serde_json::Value) -> Vec<Route> {
     let mut out = Vec::new();
     for r in v.as_array().map(|a| a.as_slice()).unwrap_or(&[]) {
@@ -131,10 +148,15 @@ pub fn parse_routes(v: &serde_json::Value) -> Vec<Route> {
                 .and_then(|m| m.as_array())
                 .and_then(|a| a.iter().find_map(|m| m.get(k).and_then(|x| x.as_u64())))
         };
+        let text = |k: &str| r.get(k).and_then(|x| x.as_str()).map(str::to_string);
         out.push(Route {
             dst: dst.to_string(),
-            dev: r.get("dev").and_then(|x| x.as_str()).map(str::to_string),
-            gateway: r.get("gateway").and_then(|x| x.as_str()).map(str::to_string),
+            kind: text("type").filter(|t| t != "unicast"),
+            protocol: text("protocol"),
+            scope: text("scope"),
+            prefsrc: text("prefsrc"),
+            dev: text("dev"),
+            gateway: text("gateway"),
             rto_min_ms: metric("rto_min"),
             initcwnd: metric("initcwnd"),
             initrwnd: metric("initrwnd"),
@@ -143,13 +165,55 @@ pub fn parse_routes(v: &serde_json::Value) -> Vec<Route> {
     out
 }
 
-fn interfaces() -> Fact<Vec<Interface>> {
+/// Where an interface's link speed is read: sysfs shows the namespace it was
+/// mounted for, so it answers only for the doctor's own namespace; for a
+/// named one `ip netns exec` mounts a sysfs of that namespace.
+#[derive(Debug, Clone, Copy)]
+enum SpeedFrom<'a> {
+    OwnSysfs,
+    Netns(&'a str),
+}
+
+/// Parses `/sys/class/net/DEV/speed` (Mbit/s; `-1` or an error when the
+/// driver does not know).
+fn parse_speed(s: &str) -> Option<u64> {
+    s.trim().parse::<i64>().ok().filter(|&v| v > 0).map(|v| v as u64)
+}
+
+/// Link speed of `link`, checked against its ifindex so a sysfs of another
+/// namespace (an interface of the same name there) is never believed.
+fn link_speed(link: &Link, from: SpeedFrom) -> Option<u64> {
+    let dir = format!("/sys/class/net/{}", link.name);
+    let (index, speed) = match from {
+        SpeedFrom::OwnSysfs => (
+            std::fs::read_to_string(format!("{dir}/ifindex")).ok()?,
+            std::fs::read_to_string(format!("{dir}/speed")).ok()?,
+        ),
+        SpeedFrom::Netns(ns) => {
+            let out = Command::new("ip")
+                .args(["netns", "exec", ns, "cat", &format!("{dir}/ifindex"), &format!("{dir}/speed")])
+                .output()
+                .ok()?;
+            let text = String::from_utf8_lossy(&out.stdout).into_owned();
+            let mut lines = text.lines();
+            (lines.next()?.to_string(), lines.next()?.to_string())
+        }
+    };
+    (index.trim().parse::<u64>().ok()? == link.ifindex).then(|| parse_speed(&speed)).flatten()
+}
+
+fn interfaces(speed_from: SpeedFrom) -> Fact<Vec<Interface>> {
     match ip_json(&["-d", "link", "show"]) {
         Err(e) => Fact::Unknown(e),
         Ok(v) => Fact::Known(
             parse_links(&v)
                 .into_iter()
-                .map(|(name, mtu, txqueuelen, qdisc, up, loopback)| {
+                .map(|link| {
+                    // Only links that carry traffic: sysfs reads (and a
+                    // process per link in another namespace) cost little then.
+                    let speed_mbps =
+                        if link.up && !link.loopback { link_speed(&link, speed_from) } else { None };
+                    let Link { name, mtu, txqueuelen, qdisc, up, loopback, .. } = link;
                     let offloads = match tcpaccel_sys::ethtool::offloads(&name) {
                         Ok(o) => Fact::Known(Offloads {
                             tso: o.tso,
@@ -159,7 +223,7 @@ fn interfaces() -> Fact<Vec<Interface>> {
                         }),
                         Err(e) => Fact::Unknown(e.to_string()),
                     };
-                    Interface { name, mtu, txqueuelen, qdisc, up, loopback, offloads }
+                    Interface { name, mtu, txqueuelen, qdisc, up, loopback, offloads, speed_mbps }
                 })
                 .collect(),
         ),
@@ -176,6 +240,18 @@ fn routes() -> Fact<Vec<Route>> {
 fn egress_dev(target: SocketAddr) -> Option<String> {
     let v = ip_json(&["route", "get", &target.ip().to_string()]).ok()?;
     v.as_array()?.first()?.get("dev")?.as_str().map(str::to_string)
+}
+
+/// The route entry the kernel's lookup for `target` matches (`fibmatch`
+/// prints the entry, prefix and type, instead of the per-address result).
+fn target_route(target: SocketAddr) -> Fact<Route> {
+    match ip_json(&["-d", "route", "get", "fibmatch", &target.ip().to_string()]) {
+        Err(e) => Fact::Unknown(e),
+        Ok(v) => match parse_routes(&v).into_iter().next() {
+            Some(r) => Fact::Known(r),
+            None => Fact::Unknown(format!("no route to {}", target.ip())),
+        },
+    }
 }
 
 /// Median TCP handshake time to `target` over `n` attempts.
@@ -234,8 +310,13 @@ pub fn live_connections(target: SocketAddr) -> Result<Vec<LiveConn>, String> {
         .collect())
 }
 
-/// Gathers everything in the calling thread's namespace.
-pub fn gather_here(path: PathSpec, probe: &Probe) -> Facts {
+/// Collects everything in the calling thread's namespace (which must be the
+/// namespace whose sysfs is mounted: the process's own).
+pub fn collect_here(path: PathSpec, probe: &Probe) -> Facts {
+    collect_in(path, probe, SpeedFrom::OwnSysfs)
+}
+
+fn collect_in(path: PathSpec, probe: &Probe, speed_from: SpeedFrom) -> Facts {
     let mut facts = Facts { path, ..Default::default() };
     for key in SYSCTLS {
         let v = read_sysctl(key);
@@ -244,12 +325,13 @@ pub fn gather_here(path: PathSpec, probe: &Probe) -> Facts {
         }
         facts.sysctls.insert(key.to_string(), v);
     }
-    facts.interfaces = Some(interfaces());
+    facts.interfaces = Some(interfaces(speed_from));
     facts.routes = Some(routes());
     if let Some(target) = probe.target {
         if facts.path.egress_dev.is_none() {
             facts.path.egress_dev = egress_dev(target);
         }
+        facts.target_route = Some(target_route(target));
         match handshake_rtt(target, probe.handshakes.max(1), probe.timeout) {
             Ok(rtt) => {
                 facts.target = Some(Fact::Known(format!("{target} answered")));
@@ -313,32 +395,46 @@ fn start_transfer(target: SocketAddr, d: Duration) -> Transfer {
     (d, handle)
 }
 
-/// Gathers in namespace `netns` (or here when `None`).
-pub fn gather(netns: Option<&str>, path: PathSpec, probe: &Probe) -> Result<Facts, GatherError> {
-    let Some(ns) = netns else { return Ok(gather_here(path, probe)) };
+/// Collects in namespace `netns` (or here when `None`). Fails, rather than
+/// returning a report of unknowns, when the namespace cannot be entered.
+pub fn collect(netns: Option<&str>, path: PathSpec, probe: &Probe) -> Result<Facts, CollectError> {
+    let Some(ns) = netns else { return Ok(collect_here(path, probe)) };
     if !tcpaccel_sys::netns::exists(ns) {
-        return Err(GatherError::NoNamespace(ns.to_string()));
+        return Err(CollectError::NoNamespace(ns.to_string()));
     }
     let probe = probe.clone();
-    let mut facts =
-        tcpaccel_sys::netns::run_in(ns, move || gather_here(path, &probe)).map_err(|e| match e {
-            tcpaccel_sys::Error::NoNamespace { name } => GatherError::NoNamespace(name),
-            e => GatherError::Enter { ns: ns.to_string(), source: e },
-        })?;
+    let name = ns.to_string();
+    let (mut facts, absent) = tcpaccel_sys::netns::run_in(ns, move || {
+        let facts = collect_in(path, &probe, SpeedFrom::Netns(&name));
+        // Sysctls that do not exist in a non-initial namespace are
+        // host-global ones (netdev_max_backlog, tcp_mem).
+        let absent: Vec<&'static str> = SYSCTLS
+            .iter()
+            .copied()
+            .filter(|k| sysctl_path(k).is_some_and(|p| !std::path::Path::new(&p).exists()))
+            .collect();
+        (facts, absent)
+    })
+    .map_err(|e| match e {
+        tcpaccel_sys::Error::NoNamespace { name } => CollectError::NoNamespace(name),
+        e @ tcpaccel_sys::Error::Privilege { .. } => {
+            CollectError::Privilege { ns: ns.to_string(), source: e }
+        }
+        e => CollectError::Enter { ns: ns.to_string(), source: e },
+    })?;
+    // They apply to the namespace all the same: read them where they exist
+    // (here), and mark them read-only so the judge advises the host instead
+    // of planning a change it cannot make in the namespace.
+    for key in absent {
+        if let v @ Fact::Known(_) = read_sysctl(key) {
+            facts.sysctls.insert(key.to_string(), v);
+            if !facts.readonly.iter().any(|k| k == key) {
+                facts.readonly.push(key.to_string());
+            }
+        }
+    }
     facts.netns = Some(ns.to_string());
     Ok(facts)
-}
-
-/// Facts for a namespace that could not be read: every fact unknown with
-/// the same reason, so the report still prints what was asked.
-pub fn unreadable(netns: Option<&str>, path: PathSpec, why: &str) -> Facts {
-    let mut facts = Facts { netns: netns.map(str::to_string), path, ..Default::default() };
-    for key in SYSCTLS {
-        facts.sysctls.insert(key.to_string(), Fact::Unknown(why.to_string()));
-    }
-    facts.interfaces = Some(Fact::Unknown(why.to_string()));
-    facts.routes = Some(Fact::Unknown(why.to_string()));
-    facts
 }
 
 #[cfg(test)]
@@ -367,8 +463,20 @@ mod tests {
         .unwrap();
         let l = parse_links(&links);
         assert_eq!(l.len(), 2);
-        assert_eq!(l[1], ("veth0".into(), 1500, 500, "pfifo_fast".into(), true, false));
-        assert!(l[0].5);
+        assert_eq!(
+            l[1],
+            Link {
+                ifindex: 0,
+                name: "veth0".into(),
+                mtu: 1500,
+                txqueuelen: 500,
+                qdisc: "pfifo_fast".into(),
+                up: true,
+                loopback: false
+            }
+        );
+        assert!(l[0].loopback);
+        assert_eq!(l[0].ifindex, 1);
         let routes: serde_json::Value = serde_json::from_str(
             r#"[{"dst":"default","gateway":"192.0.2.1","dev":"eth0","flags":[]},
                 {"dst":"10.9.0.0/24","dev":"lo","metrics":[{"initcwnd":20,"rto_min":20}]}]"#,
@@ -380,9 +488,31 @@ mod tests {
         assert!(parse_routes(&serde_json::json!({"not": "a list"})).is_empty());
     }
 
+    /// Issue 14 item 13: the target's own route, with type and attributes.
     #[test]
-    fn gathers_this_host_without_failing() {
-        let f = gather_here(PathSpec::default(), &Probe::default());
+    fn target_route_is_the_matched_entry() {
+        let v: serde_json::Value = serde_json::from_str(
+            r#"[{"type":"local","dst":"127.0.0.1","dev":"lo","table":"main","protocol":"kernel","scope":"host","prefsrc":"127.0.0.1","flags":[]}]"#,
+        )
+        .unwrap();
+        let r = &parse_routes(&v)[0];
+        assert_eq!((r.kind.as_deref(), r.dev.as_deref()), (Some("local"), Some("lo")));
+        assert_eq!((r.protocol.as_deref(), r.scope.as_deref()), (Some("kernel"), Some("host")));
+        match target_route("127.0.0.1:9".parse().unwrap()) {
+            Fact::Known(r) => {
+                assert_eq!(r.kind.as_deref(), Some("local"), "{r:?}");
+                assert_eq!(r.dev.as_deref(), Some("lo"));
+            }
+            other => panic!("loopback route: {other:?}"),
+        }
+        assert_eq!(parse_speed("10000\n"), Some(10_000));
+        assert_eq!(parse_speed("-1\n"), None);
+        assert_eq!(parse_speed("garbage"), None);
+    }
+
+    #[test]
+    fn collects_this_host_without_failing() {
+        let f = collect_here(PathSpec::default(), &Probe::default());
         assert!(matches!(f.sysctl("net.ipv4.tcp_rmem"), Fact::Known(_)));
         assert!(matches!(f.sysctl_triple("net.ipv4.tcp_rmem"), Fact::Known(_)));
         match f.interfaces {
@@ -392,7 +522,7 @@ mod tests {
     }
 
     #[test]
-    fn unreachable_target_is_reported_and_the_rest_gathered() {
+    fn unreachable_target_is_reported_and_the_rest_collected() {
         // A closed port on loopback refuses at once.
         let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
         let addr = l.local_addr().unwrap();
@@ -403,7 +533,7 @@ mod tests {
             timeout: Duration::from_millis(500),
             bandwidth: Some(Duration::from_secs(1)),
         };
-        let f = gather_here(PathSpec::default(), &probe);
+        let f = collect_here(PathSpec::default(), &probe);
         assert!(matches!(&f.target, Some(Fact::Unknown(r)) if r.contains("unreachable")), "{:?}", f.target);
         assert!(f.path.rtt.is_none());
         assert!(matches!(&f.measured, Some(Fact::Unknown(_))));
@@ -421,13 +551,32 @@ mod tests {
             timeout: Duration::from_secs(1),
             bandwidth: Some(Duration::from_millis(500)),
         };
-        let f = gather_here(PathSpec::default(), &probe);
+        let f = collect_here(PathSpec::default(), &probe);
         match &f.measured {
             Some(Fact::Known(m)) => assert!(m.goodput.0 > 1_000_000, "{m:?}"),
             other => panic!("measured: {other:?}"),
         }
         assert!(f.live.iter().any(|c| c.busy_us.unwrap_or(0) > 0), "{:?}", f.live);
         recv.stop();
+    }
+
+    /// Issue 14 item 15: the doctor's RTT probes against a `tcpaccel recv`
+    /// are counted there as empty connections, not as errors.
+    #[test]
+    fn handshake_probes_are_not_errors_at_a_receiver() {
+        let recv =
+            tcpaccel_traffic::spawn_recv(tcpaccel_traffic::RecvConfig::new("127.0.0.1:0".parse().unwrap()))
+                .expect("start a tcpaccel recv");
+        handshake_rtt(recv.local_addr(), 3, Duration::from_secs(1)).expect("handshakes");
+        let deadline = Instant::now() + Duration::from_secs(10);
+        let mut seen = 0;
+        while seen < 3 && Instant::now() < deadline {
+            if let tcpaccel_traffic::Event::Conn(_) = recv.next_event(Duration::from_millis(200)) {
+                seen += 1;
+            }
+        }
+        let s = recv.stop();
+        assert_eq!((s.connections, s.empty, s.errors), (3, 3, 0), "{:?}", s.conns);
     }
 
     #[test]
@@ -448,7 +597,7 @@ mod tests {
     #[test]
     fn missing_namespace_is_an_error_not_a_panic() {
         let e =
-            gather(Some("tcpaccel-doctor-no-such-ns"), PathSpec::default(), &Probe::default()).unwrap_err();
-        assert!(matches!(e, GatherError::NoNamespace(_)));
+            collect(Some("tcpaccel-doctor-no-such-ns"), PathSpec::default(), &Probe::default()).unwrap_err();
+        assert!(matches!(e, CollectError::NoNamespace(_)));
     }
 }
