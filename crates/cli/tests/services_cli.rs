@@ -234,3 +234,88 @@ fn lanes_daemon_reloads_on_sighup_and_serves_metrics() {
     let _ = std::fs::remove_dir_all(&dir);
     assert_eq!(st.code(), Some(0), "{st:?}; stderr:\n{err}");
 }
+
+/// SOCKS5 CONNECT to `target` through the relay at `relay`, no auth; the
+/// reply code (0 = succeeded, 2 = not allowed by rules) and the stream.
+fn socks_connect(relay: &str, target: std::net::SocketAddr) -> (u8, TcpStream) {
+    use std::io::Write;
+    let mut s = TcpStream::connect(relay).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+    s.write_all(&[5, 1, 0]).unwrap();
+    let mut m = [0u8; 2];
+    s.read_exact(&mut m).unwrap();
+    assert_eq!(m, [5, 0], "method reply");
+    let std::net::SocketAddr::V4(t) = target else { panic!("IPv4 only here") };
+    let mut req = vec![5, 1, 0, 1];
+    req.extend_from_slice(&t.ip().octets());
+    req.extend_from_slice(&t.port().to_be_bytes());
+    s.write_all(&req).unwrap();
+    let mut rep = [0u8; 10];
+    s.read_exact(&mut rep).unwrap();
+    (rep[1], s)
+}
+
+#[test]
+fn relay_reloads_its_rules_on_sighup_keeps_connections_and_serves_metrics() {
+    use std::io::Write;
+    // An echo server as the destination.
+    let echo = TcpListener::bind("127.0.0.1:0").unwrap();
+    let target = echo.local_addr().unwrap();
+    std::thread::spawn(move || {
+        for c in echo.incoming().flatten() {
+            std::thread::spawn(move || {
+                let mut c = c;
+                let mut buf = [0u8; 1024];
+                while let Ok(n) = c.read(&mut buf) {
+                    if n == 0 || c.write_all(&buf[..n]).is_err() {
+                        break;
+                    }
+                }
+            });
+        }
+    });
+    let dir = std::env::temp_dir().join(format!("tcpaccel-relayhup-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("relay.toml");
+    let port = TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let listen = format!("127.0.0.1:{port}");
+    let rules = |r: &str| format!("listen = \"{listen}\"\nrules = [\"{r} 127.0.0.1/32\"]\n");
+    std::fs::write(&file, rules("allow")).unwrap();
+    let mport = TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port().to_string();
+    let mut relay = spawn(&["relay", "--config", file.to_str().unwrap(), "--metrics", &mport]);
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while TcpStream::connect(&listen).is_err() {
+        assert!(Instant::now() < deadline, "relay never listened on {listen}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    settle();
+    let (code, mut kept) = socks_connect(&listen, target);
+    assert_eq!(code, 0, "allowed before the reload");
+
+    std::fs::write(&file, rules("deny")).unwrap();
+    let pid = relay.0.id().to_string();
+    assert!(Command::new("kill").args(["-HUP", &pid]).status().unwrap().success());
+    let t = Instant::now();
+    loop {
+        let (code, _) = socks_connect(&listen, target);
+        if code == 2 {
+            break;
+        }
+        assert!(t.elapsed() < Duration::from_secs(5), "the deny rule never took effect (reply {code})");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    // The connection made under the old rules still relays.
+    kept.write_all(b"still here").unwrap();
+    let mut back = [0u8; 10];
+    kept.read_exact(&mut back).unwrap();
+    assert_eq!(&back, b"still here");
+
+    let body = scrape(&format!("127.0.0.1:{mport}"));
+    assert!(body.contains("tcpaccel_relay_errors_total{kind=\"not_allowed\"}"), "{body}");
+    assert!(!body.contains("tcpaccel_relay_errors_total{kind=\"not_allowed\"} 0\n"), "{body}");
+    assert!(body.contains("tcpaccel_relay_bytes_total{direction=\"up\"} 10"), "{body}");
+    drop(kept);
+    let st = relay.stop_with("TERM");
+    let _ = std::fs::remove_dir_all(&dir);
+    assert_eq!(st.code(), Some(0), "{st:?}");
+}

@@ -229,6 +229,39 @@ pub struct Config {
     pub json_logs: bool,
 }
 
+impl Config {
+    /// This configuration with the settings a reload may change taken from
+    /// `new`, and the names of the settings `new` changes that need a
+    /// restart (bound sockets, admission limits, the data path), which keep
+    /// this configuration's values.
+    pub fn reloaded(&self, new: Config) -> (Config, Vec<&'static str>) {
+        let fixed = [
+            ("listen/forward", self.listeners != new.listeners),
+            ("max_conns", self.max_conns != new.max_conns),
+            ("max_handshakes", self.max_handshakes != new.max_handshakes),
+            ("per_source_handshakes", self.per_source_handshakes != new.per_source_handshakes),
+            ("backlog", self.backlog != new.backlog),
+            ("copy", self.splice != new.splice),
+            ("pipe_size", self.pipe_size != new.pipe_size),
+            ("buffer_size", self.buffer_size != new.buffer_size),
+        ];
+        let changed = fixed.iter().filter(|(_, c)| *c).map(|(n, _)| *n).collect();
+        let merged = Config {
+            listeners: self.listeners.clone(),
+            max_conns: self.max_conns,
+            max_handshakes: self.max_handshakes,
+            per_source_handshakes: self.per_source_handshakes,
+            handshake_stall: self.handshake_stall,
+            backlog: self.backlog,
+            splice: self.splice,
+            pipe_size: self.pipe_size,
+            buffer_size: self.buffer_size,
+            ..new
+        };
+        (merged, changed)
+    }
+}
+
 pub const DEFAULT_LISTEN: &str = "127.0.0.1:1080";
 pub const DEFAULT_MAX_CONNS: usize = 1024;
 

@@ -13,6 +13,7 @@
 pub mod acl;
 pub mod admit;
 pub mod config;
+pub mod metrics;
 pub mod probe;
 pub mod pump;
 pub mod server;
@@ -20,31 +21,73 @@ pub mod socks;
 pub mod stats;
 
 pub use config::{Config, ConfigError, RawConfig};
-pub use server::{Relay, RelayError};
+pub use server::{Relay, RelayError, Reloader};
 pub use stats::{Snapshot, Stats};
 
-/// Runs the relay on its own tokio runtime until SIGINT or SIGTERM. Calls
-/// `report` with the counters on every SIGUSR1 and once at exit, and returns
-/// the final counters.
-pub fn serve_blocking(
-    cfg: Config,
-    report: impl Fn(&Snapshot) + Send + Sync + 'static,
-) -> Result<Snapshot, RelayError> {
+/// What the caller of [`serve_blocking`] hooks in.
+pub struct Hooks {
+    /// Called with the counters on SIGUSR1 and at exit.
+    pub report: Box<dyn Fn(&Snapshot) + Send + Sync>,
+    /// Reads the configuration again (the same file and flags) on SIGHUP;
+    /// an error keeps the running configuration.
+    pub reload: Option<Box<dyn Fn() -> Result<Config, String> + Send + Sync>>,
+    /// Serve Prometheus metrics on this address (see [`metrics`]).
+    pub metrics: Option<std::net::SocketAddr>,
+}
+
+/// Runs a relay on its own multi-threaded runtime until SIGINT or SIGTERM:
+/// counters on SIGUSR1 and at exit, a reload on SIGHUP (access rules, users,
+/// next hops, tuning and timeouts; established connections keep theirs),
+/// and the metrics endpoint if asked for.
+pub fn serve_blocking(cfg: Config, hooks: Hooks) -> Result<Snapshot, RelayError> {
     let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build().map_err(RelayError::Runtime)?;
-    let report = std::sync::Arc::new(report);
+    let Hooks { report, reload, metrics } = hooks;
+    let report: std::sync::Arc<dyn Fn(&Snapshot) + Send + Sync> = std::sync::Arc::from(report);
     rt.block_on(async move {
         use tokio::signal::unix::{signal, SignalKind};
         // Handlers first: bind logs "listening", and a signal sent as soon as
         // that line appears must find them installed (not the default action).
         let mut usr1 = signal(SignalKind::user_defined1()).map_err(RelayError::Runtime)?;
+        let mut hup = signal(SignalKind::hangup()).map_err(RelayError::Runtime)?;
         let mut term = signal(SignalKind::terminate()).map_err(RelayError::Runtime)?;
         let mut int = signal(SignalKind::interrupt()).map_err(RelayError::Runtime)?;
         let relay = Relay::bind(cfg).await?;
         let stats = relay.stats();
+        let _endpoint = match metrics {
+            Some(addr) => {
+                let mut reg = prometheus_client::registry::Registry::default();
+                metrics::register(&mut reg, stats.clone());
+                Some(tcpaccel_metrics::Endpoint::serve(addr, std::sync::Arc::new(reg)).map_err(RelayError::Metrics)?)
+            }
+            None => None,
+        };
         let r = report.clone();
         let on_usr1 = tokio::spawn(async move {
             while usr1.recv().await.is_some() {
                 r(&stats.snapshot());
+            }
+        });
+        let reloader = relay.reloader();
+        let on_hup = tokio::spawn(async move {
+            while hup.recv().await.is_some() {
+                let Some(read) = &reload else {
+                    tracing::warn!("SIGHUP: nothing to reload (no configuration source)");
+                    continue;
+                };
+                match read() {
+                    Ok(new) => {
+                        let fixed = reloader.reload(new);
+                        if fixed.is_empty() {
+                            tracing::info!("SIGHUP: configuration reloaded");
+                        } else {
+                            tracing::warn!(
+                                "SIGHUP: configuration reloaded; {} changed but need a restart (old values kept)",
+                                fixed.join(", ")
+                            );
+                        }
+                    }
+                    Err(e) => tracing::warn!("SIGHUP: reload refused, configuration unchanged: {e}"),
+                }
             }
         });
         let shutdown = async move {
@@ -55,6 +98,7 @@ pub fn serve_blocking(
         };
         let snap = relay.run(shutdown).await;
         on_usr1.abort();
+        on_hup.abort();
         report(&snap);
         Ok(snap)
     })

@@ -41,6 +41,8 @@ pub enum RelayError {
     Listen { addr: SocketAddr, backlog: u32, source: io::Error },
     #[error("tokio runtime: {0}")]
     Runtime(io::Error),
+    #[error(transparent)]
+    Metrics(#[from] tcpaccel_metrics::MetricsError),
 }
 
 /// A bound relay, ready to serve.
@@ -50,12 +52,32 @@ pub struct Relay {
 }
 
 struct Shared {
-    cfg: Config,
+    /// Replaced whole by a reload; each connection keeps the one it
+    /// started with, so a reload never disturbs established connections.
+    cfg: std::sync::RwLock<Arc<Config>>,
     stats: Arc<Stats>,
     limit: Arc<Semaphore>,
     handshakes: std::sync::Mutex<Handshakes>,
     /// The gate's clock starts here.
     epoch: std::time::Instant,
+}
+
+/// Applies reloaded configurations to a running relay.
+#[derive(Clone)]
+pub struct Reloader(Arc<Shared>);
+
+impl Reloader {
+    /// Takes what can change while connections live (access rules, users,
+    /// next hops, upstream tuning, timeouts) from `new` for connections
+    /// accepted from now on; established ones keep the settings they
+    /// started with. Returns the settings that differ but need a restart
+    /// (listeners, limits, data path), which keep their old values.
+    pub fn reload(&self, new: Config) -> Vec<&'static str> {
+        let mut guard = self.0.cfg.write().unwrap_or_else(|p| p.into_inner());
+        let (merged, fixed) = guard.reloaded(new);
+        *guard = Arc::new(merged);
+        fixed
+    }
 }
 
 /// The handshake budget and how to tell each handshake it was displaced.
@@ -65,6 +87,10 @@ struct Handshakes {
 }
 
 impl Shared {
+    fn config(&self) -> Arc<Config> {
+        self.cfg.read().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+
     fn handshakes(&self) -> std::sync::MutexGuard<'_, Handshakes> {
         // Nothing panics while holding the lock; survive it anyway.
         self.handshakes.lock().unwrap_or_else(|p| p.into_inner())
@@ -107,7 +133,13 @@ impl Relay {
         let stats = Arc::new(Stats::default());
         Ok(Relay {
             listeners,
-            shared: Arc::new(Shared { cfg, stats, limit, handshakes, epoch: std::time::Instant::now() }),
+            shared: Arc::new(Shared {
+                cfg: std::sync::RwLock::new(Arc::new(cfg)),
+                stats,
+                limit,
+                handshakes,
+                epoch: std::time::Instant::now(),
+            }),
         })
     }
 
@@ -118,6 +150,11 @@ impl Relay {
 
     pub fn stats(&self) -> Arc<Stats> {
         self.shared.stats.clone()
+    }
+
+    /// A handle that applies a configuration read again (SIGHUP).
+    pub fn reloader(&self) -> Reloader {
+        Reloader(self.shared.clone())
     }
 
     /// Serves until `shutdown` completes; returns the final counters.
@@ -210,7 +247,7 @@ async fn handle(
     stats.connections_active.fetch_add(1, Relaxed);
     let _guard = ConnGuard(stats);
     let started = std::time::Instant::now();
-    let cfg = &shared.cfg;
+    let cfg = &*shared.config();
     let negotiated = match &mode {
         Mode::Forward(t) => Ok((t.clone(), Vec::new())),
         Mode::Socks => match handshake {
@@ -321,7 +358,7 @@ async fn finish_refused(
 ) {
     shared.stats.error(r.kind);
     tracing::info!(%peer, target = ?target.map(|t| t.to_string()), reply = ?r.reply, "refused: {}", r.msg);
-    if shared.cfg.json_logs {
+    if shared.config().json_logs {
         log_json(peer, target, &format!("refused: {}", r.msg), 0, 0, std::time::Instant::now());
     }
     if let (true, Some(reply)) = (socks, r.reply) {

@@ -29,7 +29,9 @@ enum Sub {
 }
 
 /// Serve SOCKS5 (RFC 1928/1929) and/or fixed forwards. Counters are printed as
-/// JSON on stdout on SIGUSR1 and at exit (SIGINT/SIGTERM).
+/// JSON on stdout on SIGUSR1 and at exit (SIGINT/SIGTERM); SIGHUP re-reads the
+/// file and flags (access rules, users, next hops, tuning, timeouts) for new
+/// connections, leaving established ones alone.
 #[derive(clap::Args)]
 struct ServeArgs {
     /// SOCKS5 listen address [default: 127.0.0.1:1080, unless only --forward is given].
@@ -112,6 +114,14 @@ struct ServeArgs {
     /// One JSON line per connection on stderr.
     #[arg(long)]
     json_logs: bool,
+    /// Serve Prometheus metrics on this address (PORT alone = 127.0.0.1:PORT): connections,
+    /// bytes per direction, splice vs copy, errors by kind. Off by default.
+    #[arg(long, value_name = "ADDR", value_parser = metrics_addr)]
+    metrics: Option<SocketAddr>,
+}
+
+fn metrics_addr(s: &str) -> Result<SocketAddr, String> {
+    tcpaccel_metrics::parse_listen(s).map_err(|e| e.to_string())
 }
 
 #[derive(clap::Args)]
@@ -212,22 +222,33 @@ fn raw_from_flags(a: &ServeArgs, argv: &[String]) -> RawConfig {
     }
 }
 
+/// The configuration from the file (if any) with the flags over it; run
+/// again on SIGHUP.
+fn load(config: Option<&str>, flags: &RawConfig) -> Result<Config, String> {
+    let raw = match config {
+        Some(path) => RawConfig::from_toml_file(path).map_err(|e| e.to_string())?.overlay(flags.clone()),
+        None => flags.clone(),
+    };
+    Config::from_raw(&raw).map_err(|e| e.to_string())
+}
+
 fn serve(a: ServeArgs) -> anyhow::Result<Verdict> {
     let argv: Vec<String> = std::env::args().collect();
     let flags = raw_from_flags(&a, &argv);
-    let raw = match &a.config {
-        Some(path) => RawConfig::from_toml_file(path).map_err(|e| exit::usage(e.to_string()))?.overlay(flags),
-        None => flags,
-    };
-    let cfg = Config::from_raw(&raw).map_err(|e| exit::usage(e.to_string()))?;
+    let cfg = load(a.config.as_deref(), &flags).map_err(exit::usage)?;
     for l in &cfg.listeners {
         tracing::info!(addr = %l.addr, mode = ?l.mode, "relay listener");
     }
-    tcpaccel_relay::serve_blocking(cfg, |snap| match serde_json::to_string(snap) {
-        Ok(line) => println!("{line}"),
-        Err(e) => tracing::warn!("counters: {e}"),
-    })
-    .context("relay")?;
+    let file = a.config.clone();
+    let hooks = tcpaccel_relay::Hooks {
+        report: Box::new(|snap| match serde_json::to_string(snap) {
+            Ok(line) => println!("{line}"),
+            Err(e) => tracing::warn!("counters: {e}"),
+        }),
+        reload: Some(Box::new(move || load(file.as_deref(), &flags))),
+        metrics: a.metrics,
+    };
+    tcpaccel_relay::serve_blocking(cfg, hooks).context("relay")?;
     Ok(Verdict::Ok)
 }
 
