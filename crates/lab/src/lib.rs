@@ -6,6 +6,7 @@
 #![forbid(unsafe_code)]
 
 pub mod progress;
+pub mod published;
 pub mod records;
 pub mod report;
 pub mod scenario;

@@ -6,6 +6,12 @@
 //! beside measured ones). Output is a self-contained SVG string; text uses the
 //! viewer's sans-serif font, so no font files are needed to render.
 //!
+//! Every series has a colour and a dash pattern of its own, so lines that
+//! overlap (two paced variants at the same rate) stay apart, in print too.
+//! Reference values from elsewhere (published figures) are drawn in the
+//! colour and dash of the series they belong to, as horizontal lines or
+//! hollow markers, and labelled as such; published bars are hollow.
+//!
 //! Not a general plotting library: no interactivity, linear or log10 axes only.
 //! Long series are thinned by keeping each pixel column's min and max, so a
 //! 120 000-point 500 µs meter trace still shows its peaks.
@@ -15,6 +21,10 @@ use std::fmt::Write;
 
 const PALETTE: [&str; 8] =
     ["#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2", "#17becf"];
+/// Dash patterns (SVG stroke-dasharray) paired with the palette by index:
+/// series 0 solid, then dashes, dots, dash-dot. 6 patterns against 8 colours,
+/// so the first 24 series differ in the (colour, dash) pair.
+const DASHES: [&str; 6] = ["", "7 3", "2 2", "9 3 2 3", "4 4", "12 3 2 3 2 3"];
 const MARGIN_L: f64 = 70.0;
 const MARGIN_R: f64 = 20.0;
 const MARGIN_T: f64 = 36.0;
@@ -40,6 +50,32 @@ impl Series {
 pub struct HLine {
     pub label: String,
     pub y: f64,
+    /// Draw in the colour of this series (by index); grey when `None`.
+    pub series: Option<usize>,
+}
+
+/// A hollow diamond at one point (e.g. a published figure beside a measured line).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Marker {
+    pub x: f64,
+    pub y: f64,
+    /// Legend text; markers with the same label share one legend entry.
+    pub label: String,
+    /// Draw in the colour of this series (by index); grey when `None`.
+    pub series: Option<usize>,
+}
+
+/// The stroke colour and dash pattern of series `i`.
+pub fn style(i: usize) -> (&'static str, &'static str) {
+    (PALETTE[i % PALETTE.len()], DASHES[i % DASHES.len()])
+}
+
+fn dash_attr(dash: &str) -> String {
+    if dash.is_empty() {
+        String::new()
+    } else {
+        format!(r#" stroke-dasharray="{dash}""#)
+    }
 }
 
 /// A line chart. Build with [`Chart::new`] and the builder methods.
@@ -50,6 +86,7 @@ pub struct Chart {
     pub y_label: String,
     pub series: Vec<Series>,
     pub hlines: Vec<HLine>,
+    pub markers: Vec<Marker>,
     pub x_log: bool,
     /// Force the y axis to start at zero (rates, windows).
     pub y_zero: bool,
@@ -65,6 +102,7 @@ impl Chart {
             y_label: y_label.into(),
             series: Vec::new(),
             hlines: Vec::new(),
+            markers: Vec::new(),
             x_log: false,
             y_zero: true,
             width: 720.0,
@@ -79,7 +117,17 @@ impl Chart {
         self.series(Series::new(name, points))
     }
     pub fn hline(mut self, label: impl Into<String>, y: f64) -> Self {
-        self.hlines.push(HLine { label: label.into(), y });
+        self.hlines.push(HLine { label: label.into(), y, series: None });
+        self
+    }
+    /// A reference line in the colour and dash of series `series`.
+    pub fn hline_for(mut self, series: usize, label: impl Into<String>, y: f64) -> Self {
+        self.hlines.push(HLine { label: label.into(), y, series: Some(series) });
+        self
+    }
+    /// A hollow marker at (x, y), in series `series`' colour when given.
+    pub fn marker(mut self, series: Option<usize>, label: impl Into<String>, x: f64, y: f64) -> Self {
+        self.markers.push(Marker { x, y, label: label.into(), series });
         self
     }
     pub fn log_x(mut self) -> Self {
@@ -231,13 +279,17 @@ fn thin(points: &[(f64, f64)], ax: &Axes) -> Vec<(f64, f64)> {
 /// Renders a line chart to SVG.
 pub fn line_chart(c: &Chart) -> String {
     let finite = |p: &&(f64, f64)| p.0.is_finite() && p.1.is_finite() && (!c.x_log || p.0 > 0.0);
-    let all: Vec<(f64, f64)> =
-        c.series.iter().flat_map(|s| s.points.iter().filter(finite).copied()).collect();
+    let all: Vec<(f64, f64)> = c
+        .series
+        .iter()
+        .flat_map(|s| s.points.iter().filter(finite).copied())
+        .chain(c.markers.iter().map(|m| (m.x, m.y)).filter(|p| finite(&p)))
+        .collect();
     let (mut xmin, mut xmax) =
         all.iter().fold((f64::INFINITY, f64::NEG_INFINITY), |a, p| (a.0.min(p.0), a.1.max(p.0)));
     let (mut ymin, mut ymax) =
         all.iter().fold((f64::INFINITY, f64::NEG_INFINITY), |a, p| (a.0.min(p.1), a.1.max(p.1)));
-    for h in &c.hlines {
+    for h in c.hlines.iter().filter(|h| h.y.is_finite()) {
         ymin = ymin.min(h.y);
         ymax = ymax.max(h.y);
     }
@@ -268,7 +320,7 @@ pub fn line_chart(c: &Chart) -> String {
     header(&mut svg, c.width, c.height, &c.title);
     draw_axes(&mut svg, &ax, &c.x_label, &c.y_label, &yt);
     for (i, s) in c.series.iter().enumerate() {
-        let color = PALETTE[i % PALETTE.len()];
+        let (color, dash) = style(i);
         let pts: Vec<(f64, f64)> = s.points.iter().filter(finite).copied().collect();
         let pts = thin(&pts, &ax);
         let mut d = String::new();
@@ -283,23 +335,60 @@ pub fn line_chart(c: &Chart) -> String {
         }
         let _ = write!(
             svg,
-            r#"<polyline class="series" data-name="{}" fill="none" stroke="{color}" stroke-width="1.5" points="{}"/>"#,
+            r#"<polyline class="series" data-name="{}" fill="none" stroke="{color}" stroke-width="1.5"{} points="{}"/>"#,
             escape(&s.name),
+            dash_attr(dash),
             d.trim_end()
         );
     }
-    for h in &c.hlines {
+    // Labels of lines at nearly the same height would print over each
+    // other: each label moves up until it clears the ones already placed.
+    let mut placed: Vec<f64> = Vec::new();
+    for h in c.hlines.iter().filter(|h| h.y.is_finite()) {
         let y = ax.py(h.y);
+        let (color, dash) = match h.series {
+            Some(i) => (style(i).0, if style(i).1.is_empty() { "6 4" } else { style(i).1 }),
+            None => ("#555", "6 4"),
+        };
+        let mut ly = y - 4.0;
+        while placed.iter().any(|p| (p - ly).abs() < 13.0) {
+            ly -= 13.0;
+        }
+        placed.push(ly);
         let _ = write!(
             svg,
-            r##"<line class="hline" x1="{MARGIN_L}" x2="{}" y1="{y:.1}" y2="{y:.1}" stroke="#555" stroke-dasharray="6 4"/><text x="{}" y="{:.1}" text-anchor="end" fill="#555">{}</text>"##,
+            r##"<line class="hline" x1="{MARGIN_L}" x2="{}" y1="{y:.1}" y2="{y:.1}" stroke="{color}" stroke-width="1.5" stroke-dasharray="{dash}" stroke-opacity="0.8"/><text class="hline-label" x="{}" y="{ly:.1}" text-anchor="end" fill="{color}" stroke="white" stroke-width="3" paint-order="stroke">{}</text>"##,
             c.width - MARGIN_R,
             c.width - MARGIN_R - 4.0,
-            y - 4.0,
             escape(&h.label)
         );
     }
-    legend(&mut svg, c.width, c.series.iter().map(|s| s.name.as_str()));
+    for m in c.markers.iter().filter(|m| finite(&&(m.x, m.y))) {
+        let (px, py) = (ax.px(m.x), ax.py(m.y));
+        let color = m.series.map(|i| style(i).0).unwrap_or("#555");
+        let _ = write!(
+            svg,
+            r#"<path class="marker" data-label="{}" d="M{px:.1},{:.1} L{:.1},{py:.1} L{px:.1},{:.1} L{:.1},{py:.1} Z" fill="white" stroke="{color}" stroke-width="2"/>"#,
+            escape(&m.label),
+            py - 6.0,
+            px + 6.0,
+            py + 6.0,
+            px - 6.0
+        );
+    }
+    let mut entries: Vec<LegendEntry> = c
+        .series
+        .iter()
+        .enumerate()
+        .map(|(i, s)| LegendEntry { name: s.name.clone(), kind: Swatch::Line(style(i)) })
+        .collect();
+    for m in &c.markers {
+        if !entries.iter().any(|e| e.name == m.label) {
+            let color = m.series.map(|i| style(i).0).unwrap_or("#555");
+            entries.push(LegendEntry { name: m.label.clone(), kind: Swatch::Marker(color) });
+        }
+    }
+    legend(&mut svg, c.width, &entries);
     svg.push_str("</svg>\n");
     svg
 }
@@ -350,30 +439,74 @@ fn draw_axes(svg: &mut String, ax: &Axes, xl: &str, yl: &str, yt: &[f64]) {
     );
 }
 
-fn legend<'a>(svg: &mut String, w: f64, names: impl Iterator<Item = &'a str>) {
-    let names: Vec<&str> = names.collect();
+/// What a legend entry shows beside its text.
+enum Swatch {
+    /// A short stroke in the series' colour and dash.
+    Line((&'static str, &'static str)),
+    /// A hollow diamond (reference markers).
+    Marker(&'static str),
+    /// A filled box (measured bars).
+    Fill(&'static str),
+    /// A hollow dashed box (published bars).
+    Hollow(&'static str),
+}
+
+struct LegendEntry {
+    name: String,
+    kind: Swatch,
+}
+
+fn legend(svg: &mut String, w: f64, entries: &[LegendEntry]) {
     // About 7 px per character at font-size 12, plus the swatch: keeps long labels inside the frame.
-    let widest = names.iter().map(|n| n.chars().count()).max().unwrap_or(0) as f64 * 7.0 + 28.0;
+    let widest = entries.iter().map(|e| e.name.chars().count()).max().unwrap_or(0) as f64 * 7.0 + 40.0;
     let x = (w - MARGIN_R - widest).max(MARGIN_L + 4.0);
-    if !names.is_empty() {
+    if !entries.is_empty() {
         let _ = write!(
             svg,
-            r#"<rect x="{}" y="{}" width="{widest}" height="{}" fill="white" fill-opacity="0.8"/>"#,
+            r##"<rect x="{}" y="{}" width="{widest}" height="{}" fill="white" fill-opacity="0.85" stroke="#ccc"/>"##,
             x - 4.0,
             MARGIN_T + 2.0,
-            names.len() as f64 * 16.0 + 4.0
+            entries.len() as f64 * 16.0 + 4.0
         );
     }
     let mut y = MARGIN_T + 14.0;
-    for (i, n) in names.into_iter().enumerate() {
-        let color = PALETTE[i % PALETTE.len()];
-        let _ = write!(
-            svg,
-            r#"<rect x="{x}" y="{}" width="12" height="4" fill="{color}"/><text class="legend" x="{}" y="{y}">{}</text>"#,
-            y - 5.0,
-            x + 18.0,
-            escape(n)
-        );
+    for e in entries {
+        match e.kind {
+            Swatch::Line((color, dash)) => {
+                let _ = write!(
+                    svg,
+                    r#"<line x1="{x}" x2="{}" y1="{}" y2="{}" stroke="{color}" stroke-width="2"{}/>"#,
+                    x + 26.0,
+                    y - 4.0,
+                    y - 4.0,
+                    dash_attr(dash)
+                );
+            }
+            Swatch::Marker(color) => {
+                let (cx, cy) = (x + 13.0, y - 4.0);
+                let _ = write!(
+                    svg,
+                    r#"<path d="M{cx},{} L{},{cy} L{cx},{} L{},{cy} Z" fill="white" stroke="{color}" stroke-width="2"/>"#,
+                    cy - 5.0,
+                    cx + 5.0,
+                    cy + 5.0,
+                    cx - 5.0
+                );
+            }
+            Swatch::Fill(color) => {
+                let _ =
+                    write!(svg, r#"<rect x="{x}" y="{}" width="26" height="9" fill="{color}"/>"#, y - 9.0);
+            }
+            Swatch::Hollow(color) => {
+                let _ = write!(
+                    svg,
+                    r#"<rect x="{}" y="{}" width="25" height="8" fill="white" stroke="{color}" stroke-width="2" stroke-dasharray="4 2"/>"#,
+                    x + 0.5,
+                    y - 8.5
+                );
+            }
+        }
+        let _ = write!(svg, r#"<text class="legend" x="{}" y="{y}">{}</text>"#, x + 32.0, escape(&e.name));
         y += 16.0;
     }
 }
@@ -402,6 +535,9 @@ pub struct Bar {
     pub value: f64,
     /// Whiskers; `None` for a single value (e.g. a published figure).
     pub range: Option<(f64, f64)>,
+    /// A reference value from elsewhere (a published figure): drawn hollow with
+    /// a dashed outline, its value printed above it.
+    pub reference: bool,
 }
 
 /// Renders grouped bars with whiskers. Groups keep their first-seen order.
@@ -468,14 +604,28 @@ pub fn bar_chart(title: &str, y_label: &str, bars: &[Bar]) -> String {
             let x = gx + gw * 0.1 + li as f64 * bw;
             let v = if bar.value.is_finite() { bar.value.max(0.0) } else { 0.0 };
             let y = ax.py(v);
+            let paint = if bar.reference {
+                format!(r#"fill="white" stroke="{color}" stroke-width="2" stroke-dasharray="5 3""#)
+            } else {
+                format!(r#"fill="{color}""#)
+            };
             let _ = write!(
                 svg,
-                r#"<rect class="bar" data-group="{}" data-label="{}" data-value="{v}" x="{x:.1}" y="{y:.1}" width="{:.1}" height="{:.1}" fill="{color}"/>"#,
+                r#"<rect class="bar" data-group="{}" data-label="{}" data-value="{v}" x="{x:.1}" y="{y:.1}" width="{:.1}" height="{:.1}" {paint}/>"#,
                 escape(&bar.group),
                 escape(&bar.label),
                 bw * 0.9,
                 (b - y).max(0.0)
             );
+            if bar.reference {
+                let _ = write!(
+                    svg,
+                    r#"<text class="bar-value" x="{:.1}" y="{:.1}" text-anchor="middle" fill="{color}">{}</text>"#,
+                    x + bw * 0.45,
+                    y - 4.0,
+                    fmt_tick(v)
+                );
+            }
             if let Some((lo, hi)) = bar.range {
                 let cx = x + bw * 0.45;
                 let (ylo, yhi) = (ax.py(lo.max(0.0)), ax.py(hi.max(0.0)));
@@ -490,7 +640,19 @@ pub fn bar_chart(title: &str, y_label: &str, bars: &[Bar]) -> String {
             }
         }
     }
-    legend(&mut svg, w, labels.iter().copied());
+    let entries: Vec<LegendEntry> = labels
+        .iter()
+        .enumerate()
+        .map(|(li, l)| {
+            let color = PALETTE[li % PALETTE.len()];
+            let reference = bars.iter().any(|b| b.label == *l && b.reference);
+            LegendEntry {
+                name: l.to_string(),
+                kind: if reference { Swatch::Hollow(color) } else { Swatch::Fill(color) },
+            }
+        })
+        .collect();
+    legend(&mut svg, w, &entries);
     svg.push_str("</svg>\n");
     svg
 }
@@ -562,19 +724,96 @@ mod tests {
     #[test]
     fn bars_with_whiskers_and_published() {
         let bars = vec![
-            Bar { group: "none".into(), label: "measured".into(), value: 210.0, range: Some((190.0, 230.0)) },
-            Bar { group: "none".into(), label: "published".into(), value: 200.0, range: None },
+            Bar {
+                group: "none".into(),
+                label: "measured".into(),
+                value: 210.0,
+                range: Some((190.0, 230.0)),
+                reference: false,
+            },
+            Bar {
+                group: "none".into(),
+                label: "published".into(),
+                value: 200.0,
+                range: None,
+                reference: true,
+            },
             Bar {
                 group: "static".into(),
                 label: "measured".into(),
                 value: 455.0,
                 range: Some((450.0, 460.0)),
+                reference: false,
             },
         ];
         let s = bar_chart("Goodput", "Mbit/s", &bars);
         assert_eq!(count(&s, r#"class="bar""#), 3);
         assert_eq!(count(&s, r#"class="whisker""#), 2);
         assert!(s.contains(r#"data-group="static""#) && s.contains(">published</text>"));
+        // The published bar is hollow and dashed with its value above; measured bars are filled.
+        let published = s.split(r#"data-label="published""#).nth(1).unwrap().split("/>").next().unwrap();
+        assert!(
+            published.contains(r#"fill="white""#) && published.contains("stroke-dasharray"),
+            "{published}"
+        );
+        let measured = s.split(r#"data-label="measured""#).nth(1).unwrap().split("/>").next().unwrap();
+        assert!(!measured.contains(r#"fill="white""#), "{measured}");
+        assert!(s.contains(r#"class="bar-value""#) && s.contains(">200</text>"));
+    }
+
+    /// Attributes of the `n`th element whose text starts with `tag`.
+    fn nth_element<'a>(s: &'a str, tag: &str, n: usize) -> &'a str {
+        s.split(tag).nth(n + 1).unwrap().split("/>").next().unwrap()
+    }
+
+    #[test]
+    fn series_differ_in_colour_and_dash() {
+        let mut c = Chart::new("t", "x", "y");
+        for i in 0..6 {
+            c = c.line(format!("s{i}"), vec![(0.0, 1.0), (1.0, 1.0)]);
+        }
+        let s = line_chart(&c);
+        let mut seen = Vec::new();
+        for i in 0..6 {
+            let e = nth_element(&s, "<polyline", i);
+            let color = e.split(r#"stroke=""#).nth(1).unwrap().split('"').next().unwrap();
+            let dash =
+                e.split(r#"stroke-dasharray=""#).nth(1).map(|d| d.split('"').next().unwrap()).unwrap_or("");
+            assert!(!seen.iter().any(|(c, _)| *c == color), "colour {color} repeats");
+            assert!(!seen.iter().any(|(_, d)| *d == dash), "dash {dash:?} repeats");
+            seen.push((color, dash));
+        }
+        // The legend draws each swatch with the same dash as its line.
+        for (_, dash) in seen.iter().filter(|(_, d)| !d.is_empty()) {
+            assert_eq!(s.matches(&format!(r#"stroke-dasharray="{dash}""#)).count(), 2, "{dash}");
+        }
+    }
+
+    #[test]
+    fn reference_lines_and_markers_take_their_series_style() {
+        let c = Chart::new("t", "x", "y")
+            .line("a", vec![(0.0, 1.0), (1.0, 2.0)])
+            .line("b", vec![(0.0, 1.0), (1.0, 3.0)])
+            .hline_for(1, "published b 5", 5.0)
+            .hline_for(0, "published a 5", 5.0)
+            .marker(Some(1), "published (b)", 0.5, 9.0)
+            .marker(Some(1), "published (b)", 0.7, 8.0);
+        let s = line_chart(&c);
+        let (b_color, b_dash) = style(1);
+        let first = nth_element(&s, r#"<line class="hline""#, 0);
+        assert!(first.contains(b_color) && first.contains(b_dash), "{first}");
+        // Two labels at the same height do not overlap.
+        let ys: Vec<f64> = s
+            .split(r#"class="hline-label""#)
+            .skip(1)
+            .map(|t| t.split(r#"y=""#).nth(1).unwrap().split('"').next().unwrap().parse().unwrap())
+            .collect();
+        assert_eq!(ys.len(), 2);
+        assert!((ys[0] - ys[1]).abs() >= 13.0, "{ys:?}");
+        // Both markers drawn, one legend entry, the y axis covers the marker at 9.
+        assert_eq!(count(&s, r#"class="marker""#), 2);
+        assert_eq!(count(&s, ">published (b)</text>"), 1);
+        assert!(s.contains(">10</text>") || s.contains(">9</text>"), "{s}");
     }
 
     #[test]
