@@ -106,11 +106,14 @@ pub struct Claim {
 /// The outcome of one claim against one run.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Verdict {
+    /// `detail` names the figures the measured value came from ("84.2 of 94.1 Mbit/s").
     Met {
         measured: f64,
+        detail: String,
     },
     Missed {
         measured: f64,
+        detail: String,
     },
     /// The run lacks what the claim needs; the text says what.
     Unknown {
@@ -164,9 +167,9 @@ pub const CLAIMS: &[Claim] = &[
     },
     Claim {
         scenario: "demo",
-        text: "Static pacing beats the kernel defaults' goodput",
+        text: "Static pacing beats the kernel defaults' goodput (static-pacing ÷ defaults)",
         measure: Measure::Ratio { num: ("static-pacing", "goodput_mbps"), den: ("defaults", "goodput_mbps") },
-        goal: Goal::AtLeast(1.0),
+        goal: Goal::Above(1.0),
         goal_source: GOAL_DIRECTION,
         // PSPS 433 / noPSP 200.
         published: Some(Figure { value: 433.0 / 200.0, source: "seed 000: PSPS 433 / noPSP 200 Mbit/s" }),
@@ -185,9 +188,9 @@ pub const CLAIMS: &[Claim] = &[
     },
     Claim {
         scenario: "tuning",
-        text: "Doctor-applied settings beat the kernel defaults' goodput",
+        text: "Doctor-applied settings beat the kernel defaults' goodput (doctor ÷ defaults)",
         measure: Measure::Ratio { num: ("doctor", "goodput_mbps"), den: ("defaults", "goodput_mbps") },
-        goal: Goal::AtLeast(1.0),
+        goal: Goal::Above(1.0),
         goal_source: GOAL_DIRECTION,
         published: Some(Figure { value: 940.0 / 240.0, source: "seed 004: 940 / 240 Mbit/s" }),
         when: &[],
@@ -272,7 +275,7 @@ pub const CLAIMS: &[Claim] = &[
     },
     Claim {
         scenario: "pacing",
-        text: "Dynamic pacing beats unpaced goodput (dynamic ÷ none)",
+        text: "Dynamic pacing keeps at least unpaced goodput (dynamic ÷ none)",
         measure: Measure::Ratio { num: ("dynamic", "goodput_mbps"), den: ("none", "goodput_mbps") },
         goal: Goal::AtLeast(1.0),
         goal_source: GOAL_BENCH,
@@ -456,8 +459,8 @@ pub fn judge(data: &RunData) -> Vec<Judged> {
 /// One claim's verdict: the measured quantity against the goal.
 pub fn verdict(claim: &Claim, data: &RunData) -> Verdict {
     match measure(&claim.measure, data) {
-        Ok(x) if claim.goal.holds(x) => Verdict::Met { measured: x },
-        Ok(x) => Verdict::Missed { measured: x },
+        Ok((x, detail)) if claim.goal.holds(x) => Verdict::Met { measured: x, detail },
+        Ok((x, detail)) => Verdict::Missed { measured: x, detail },
         Err(why) => Verdict::Unknown { why },
     }
 }
@@ -487,21 +490,22 @@ fn ratio(num: f64, den: f64, what: &str) -> Result<f64, String> {
     Ok(num / den)
 }
 
-/// The measured quantity, or why it cannot be measured from this run.
-pub fn measure(m: &Measure, data: &RunData) -> Result<f64, String> {
+/// The measured quantity and the figures it was computed from (e.g.
+/// "84.2 of 94.1 Mbit/s"), or why it cannot be measured from this run.
+pub fn measure(m: &Measure, data: &RunData) -> Result<(f64, String), String> {
     match *m {
-        Measure::Median { variant, metric } => median(data, variant, metric),
+        Measure::Median { variant, metric } => median(data, variant, metric).map(|x| (x, String::new())),
         Measure::Ratio { num, den } => {
             let a = median(data, num.0, num.1)?;
             let b = median(data, den.0, den.1)?;
-            ratio(a, b, &format!("{} of {}", den.1, den.0))
+            Ok((ratio(a, b, &format!("{} of {}", den.1, den.0))?, format!("{} / {}", fmt(a), fmt(b))))
         }
         Measure::ShareOfLimit { variant, metric } => {
             let g = median(data, variant, metric)?;
             let rate = param(data, "rate")?;
             let rate = Rate::parse(rate).map_err(|e| format!("rate={rate:?}: {e}"))?;
             let limit = rate.bits_per_sec() as f64 * PAYLOAD_PER_WIRE / 1e6;
-            ratio(g, limit, "the rate")
+            Ok((ratio(g, limit, "the rate")?, format!("{} of {} Mbit/s", fmt(g), fmt(limit))))
         }
         Measure::OverIdealBurst { variant, metric } => {
             let t = median(data, variant, metric)?;
@@ -509,13 +513,17 @@ pub fn measure(m: &Measure, data: &RunData) -> Result<f64, String> {
             let bytes = Bytes::parse(b).map_err(|e| format!("burst={b:?}: {e}"))?;
             let rate = Rate::parse(r).map_err(|e| format!("rate={r:?}: {e}"))?;
             let ideal_ms = bytes.0 as f64 * 8.0 / rate.bits_per_sec() as f64 * 1e3;
-            ratio(t, ideal_ms, "the ideal burst time")
+            Ok((
+                ratio(t, ideal_ms, "the ideal burst time")?,
+                format!("{} ms, ideal {} ms", fmt(t), fmt(ideal_ms)),
+            ))
         }
         Measure::OverParamMs { variant, metric, param: key } => {
             let t = median(data, variant, metric)?;
             let v = param(data, key)?;
             let d = parse_duration(v).map_err(|e| format!("{key}={v:?}: {e}"))?;
-            ratio(t, d.as_secs_f64() * 1e3, key)
+            let ms = d.as_secs_f64() * 1e3;
+            Ok((ratio(t, ms, key)?, format!("{} ms, {key} {} ms", fmt(t), fmt(ms))))
         }
         Measure::PointSpan { variant, base, label } => {
             let prefix = format!("{base}@{label}=");
@@ -534,12 +542,53 @@ pub fn measure(m: &Measure, data: &RunData) -> Result<f64, String> {
                 (Some(lo), Some(hi)) if lo.0 < hi.0 => {
                     let a = median(data, variant, &hi.1)?;
                     let b = median(data, variant, &lo.1)?;
-                    ratio(a, b, &lo.1)
+                    let detail = format!("{} at {}, {} at {}", fmt(a), fmt(hi.0), fmt(b), fmt(lo.0));
+                    Ok((ratio(a, b, &lo.1)?, detail))
                 }
                 _ => Err(format!("variant {variant} has fewer than two {label} values in this run")),
             }
         }
     }
+}
+
+/// The parameters a scenario's published figures were measured at, where
+/// the lab can run at another scale. A run with other values shows the
+/// paper's absolute figures in its tables but not in its plots (they would
+/// set the axis), and the verdict's scale-free claims still apply.
+const PAPER_SCALE: &[(&str, &[(&str, &str)])] = &[
+    ("pacing", &[("rate", "500mbit"), ("buffer", "1MB")]),
+    ("tuning", &[("rate", "1gbit")]),
+    ("idle", &[("rate", "500mbit"), ("burst", "10MB")]),
+    ("split", &[("buf_max", "4MB"), ("size", "100MB")]),
+];
+
+/// `Err("rate=100mbit (paper: 500mbit)")` when the run's parameters differ
+/// from those of the scenario's published figures.
+pub fn paper_scale(scenario: &str, params: &BTreeMap<String, String>) -> Result<(), String> {
+    let Some((_, want)) = PAPER_SCALE.iter().find(|(s, _)| *s == scenario) else {
+        return Ok(());
+    };
+    let differ: Vec<String> = want
+        .iter()
+        .filter_map(|(k, v)| {
+            let got = params.get(*k).map(|s| s.trim()).unwrap_or("");
+            (!got.eq_ignore_ascii_case(v)).then(|| format!("{k}={got} (paper: {v})"))
+        })
+        .collect();
+    if differ.is_empty() {
+        Ok(())
+    } else {
+        Err(differ.join(", "))
+    }
+}
+
+/// A measured value with 3 significant digits, zeros kept ("1.00", "0.895").
+pub fn fmt_measured(x: f64) -> String {
+    if !x.is_finite() || x == 0.0 {
+        return fmt(x);
+    }
+    let digits = (2 - x.abs().log10().floor() as i32).clamp(0, 6) as usize;
+    format!("{x:.digits$}")
 }
 
 /// Short numbers for verdict lines: 3 significant digits, no trailing zeros.
@@ -703,10 +752,10 @@ mod tests {
         let c = find("pacing", "cuts drops to a fifth");
         // 200 / 2000 = 0.1 ≤ 0.2: met.
         let d = run_with("pacing", &[], &[("dynamic", "drops", 200.0), ("none", "drops", 2000.0)]);
-        assert_eq!(verdict(&c, &d), Verdict::Met { measured: 0.1 });
+        assert_eq!(verdict(&c, &d), Verdict::Met { measured: 0.1, detail: "200 / 2000".into() });
         // 880 / 2200 = 0.4: missed (BENCHMARKS.md's full-scale run).
         let d = run_with("pacing", &[], &[("dynamic", "drops", 880.0), ("none", "drops", 2200.0)]);
-        assert_eq!(verdict(&c, &d), Verdict::Missed { measured: 0.4 });
+        assert_eq!(verdict(&c, &d), Verdict::Missed { measured: 0.4, detail: "880 / 2200".into() });
         // The variant was not run: unknown, naming what is missing.
         let d = run_with("pacing", &[], &[("none", "drops", 2200.0)]);
         match verdict(&c, &d) {
@@ -730,7 +779,7 @@ mod tests {
             ended: 1.0,
         }));
         // Repeats 0, 5, 0: median 0, met; one more 5 would make it missed.
-        assert_eq!(verdict(&c, &d), Verdict::Met { measured: 0.0 });
+        assert_eq!(verdict(&c, &d), Verdict::Met { measured: 0.0, detail: String::new() });
     }
 
     #[test]
@@ -739,7 +788,10 @@ mod tests {
         // 100 Mbit/s (--quick): limit 94.15 Mbit/s; 92 is 0.977 of it.
         let d = run_with("pacing", &[("rate", "100mbit")], &[("static", "goodput_mbps", 92.0)]);
         match verdict(&c, &d) {
-            Verdict::Met { measured } => assert!((measured - 92.0 / 94.148).abs() < 1e-3, "{measured}"),
+            Verdict::Met { measured, detail } => {
+                assert!((measured - 92.0 / 94.148).abs() < 1e-3, "{measured}");
+                assert_eq!(detail, "92 of 94.1 Mbit/s");
+            }
             v => panic!("{v:?}"),
         }
         let d = run_with("pacing", &[("rate", "100mbit")], &[("static", "goodput_mbps", 85.0)]);
@@ -761,7 +813,7 @@ mod tests {
             &[("no-ssai-resume", "burst_p50_ms", 231.0)],
         );
         match verdict(&c, &d) {
-            Verdict::Met { measured } => assert!((measured - 231.0 / 160.0).abs() < 1e-9),
+            Verdict::Met { measured, .. } => assert!((measured - 231.0 / 160.0).abs() < 1e-9),
             v => panic!("{v:?}"),
         }
         let c = find("lanes-basic", "t_deadline");
@@ -785,7 +837,7 @@ mod tests {
         );
         // 16 is the largest (not "4" as text), 0.25 the smallest.
         match measure(&c.measure, &d) {
-            Ok(x) => assert!((x - 241.0 / 373.0).abs() < 1e-12, "{x}"),
+            Ok((x, _)) => assert!((x - 241.0 / 373.0).abs() < 1e-12, "{x}"),
             Err(e) => panic!("{e}"),
         }
         let d = run_with("lanes-params", &[], &[("alpha", "switch_ms@alpha=4", 334.0)]);
@@ -861,6 +913,23 @@ mod tests {
                 );
             }
         }
+    }
+
+    #[test]
+    fn paper_scale_names_what_differs() {
+        let p = |kv: &[(&str, &str)]| kv.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+        assert_eq!(paper_scale("pacing", &p(&[("rate", "500mbit"), ("buffer", "1MB")])), Ok(()));
+        assert_eq!(
+            paper_scale("pacing", &p(&[("rate", "100mbit"), ("buffer", "1MB")])),
+            Err("rate=100mbit (paper: 500mbit)".into())
+        );
+        assert_eq!(
+            paper_scale("demo", &p(&[("rate", "100mbit")])),
+            Ok(()),
+            "no paper scale: always comparable"
+        );
+        assert_eq!(fmt_measured(1.0003), "1.00");
+        assert_eq!(fmt_measured(0.8953), "0.895");
     }
 
     #[test]

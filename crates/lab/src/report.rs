@@ -49,7 +49,12 @@ fn verdict_word(v: &Verdict) -> &'static str {
 
 fn measured_text(v: &Verdict) -> String {
     match v {
-        Verdict::Met { measured } | Verdict::Missed { measured } => published::fmt(*measured),
+        Verdict::Met { measured, detail } | Verdict::Missed { measured, detail } if detail.is_empty() => {
+            published::fmt_measured(*measured)
+        }
+        Verdict::Met { measured, detail } | Verdict::Missed { measured, detail } => {
+            format!("{} ({detail})", published::fmt_measured(*measured))
+        }
         Verdict::Unknown { why } => format!("— ({why})"),
     }
 }
@@ -314,6 +319,7 @@ type PerVariant<'a> = BTreeMap<&'a str, Vec<(f64, f64)>>;
 /// All plots of a run as (file stem, title, SVG).
 pub fn plots(data: &RunData) -> Vec<(String, String, String)> {
     let h = data.header();
+    let same_scale = published::paper_scale(&h.scenario, &h.params).is_ok();
     let mut out = Vec::new();
     for t in tables(data) {
         let mut bars = Vec::new();
@@ -327,7 +333,7 @@ pub fn plots(data: &RunData) -> Vec<(String, String, String)> {
                     reference: false,
                 });
             }
-            if let Some(p) = r.published {
+            if let Some(p) = r.published.filter(|_| same_scale) {
                 bars.push(Bar {
                     group: r.variant.clone(),
                     label: "published".into(),
@@ -359,7 +365,9 @@ pub fn plots(data: &RunData) -> Vec<(String, String, String)> {
                 c.series.push(Series { name: v.clone(), points: pts, step: false });
             }
         }
-        c = with_published(c, h, series);
+        if same_scale {
+            c = with_published(c, h, series);
+        }
         out.push((format!("ts-{}", slug(series)), title, line_chart(&c)));
     }
     // CDFs of flow completion times per class.
@@ -461,7 +469,7 @@ table{{border-collapse:collapse;margin:1em 0}}td,th{{border:1px solid #ccc;paddi
 th{{background:#f4f4f4}}td:first-child,th:first-child{{text-align:left}}.pub{{color:#666}}\
 .warn{{background:#fee;border:1px solid #c00;padding:.5em}}figure{{margin:1em 0}}code{{background:#f4f4f4}}\
 .verdict{{border:1px solid #bbb;padding:0 1em .5em;margin:1em 0;background:#fafafa}}\
-.claims td{{text-align:left}}.claims .badge{{font-weight:bold;white-space:nowrap}}\
+.claims td,.claims th{{text-align:left}}.claims .badge{{font-weight:bold;white-space:nowrap}}\
 tr.met td{{background:#e6f4ea}}tr.met .badge{{color:#137333}}\
 tr.missed td{{background:#fce8e6}}tr.missed .badge{{color:#a50e0e}}\
 tr.unknown td{{background:#f1f3f4;color:#555}}.src{{color:#666;font-size:.85em}}.key{{color:#666;font-size:.85em}}\
@@ -525,6 +533,15 @@ tr.unknown td{{background:#f1f3f4;color:#555}}.src{{color:#666;font-size:.85em}}
         };
         if !sources.is_empty() {
             let _ = write!(o, "<p class=\"pub\">Published figures: {}.</p>", escape(&sources.join("; ")));
+        }
+        if let Err(differ) = published::paper_scale(&h.scenario, &h.params) {
+            let _ = write!(
+                o,
+                "<p class=\"pub\">This run is at another scale than the published figures ({}): the tables show the \
+                 paper's absolute figures for reference, the plots leave them out, and the verdict compares \
+                 scale-free ratios.</p>",
+                escape(&differ)
+            );
         }
     }
     let plots = plots(data);
@@ -629,7 +646,7 @@ mod tests {
         use crate::records::{Published, Record, Sample, Summary};
         let mut h = testdata::header();
         h.scenario = "pacing".into();
-        h.params = BTreeMap::from([("rate".into(), "500mbit".into())]);
+        h.params = BTreeMap::from([("rate".into(), "500mbit".into()), ("buffer".into(), "1MB".into())]);
         h.variants = vec!["none".into(), "dynamic".into(), "static".into()];
         h.metrics = crate::scenarios::find("pacing").unwrap().metrics();
         h.published = vec![Published {
@@ -671,7 +688,7 @@ mod tests {
         assert_eq!(block.matches("<tr class=\"met\">").count(), 3, "{block}");
         assert_eq!(block.matches("<tr class=\"missed\">").count(), 1, "{block}");
         assert!(block.contains("3 met, 1 missed of 4 claim(s)"), "{block}");
-        assert!(block.contains("0.397") && block.contains("≤ 0.2"), "{block}");
+        assert!(block.contains("0.397 (883 / 2222)") && block.contains("≤ 0.2"), "{block}");
         // At the top: before the parameters and the results.
         let at = |s: &str| page.find(s).unwrap();
         assert!(at("class=\"verdict\"") < at("<h2>Parameters</h2>"));
@@ -706,6 +723,17 @@ mod tests {
         assert!(ts.contains(">Goodput</text>"), "the title is the human name");
         let bars = plots(&d).into_iter().find(|p| p.0 == "bar-goodput-mbps").unwrap().2;
         assert!(bars.contains(">Goodput [Mbit/s]</text>"));
+        assert!(bars.contains("data-label=\"published\""));
+        // A run at a fifth of the paper's rate: the paper's 433 Mbit/s would only squash the axis.
+        let mut d = d;
+        if let Some(h) = d.header.as_mut() {
+            h.params.insert("rate".into(), "100mbit".into());
+        }
+        let ts = plots(&d).into_iter().find(|p| p.0 == "ts-goodput-mbps").unwrap().2;
+        assert!(!ts.contains("class=\"hline\""), "{ts}");
+        let bars = plots(&d).into_iter().find(|p| p.0 == "bar-goodput-mbps").unwrap().2;
+        assert!(!bars.contains("data-label=\"published\""));
+        assert!(html(&d).contains("rate=100mbit (paper: 500mbit)"));
     }
 
     #[test]
@@ -713,6 +741,7 @@ mod tests {
         use crate::records::{Published, Record, Sample};
         let mut h = testdata::header();
         h.scenario = "split".into();
+        h.params = BTreeMap::from([("buf_max".into(), "4MB".into()), ("size".into(), "100MB".into())]);
         h.variants = vec!["direct".into(), "dante/3".into()];
         h.published = vec![
             Published {

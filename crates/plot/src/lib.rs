@@ -357,9 +357,10 @@ pub fn line_chart(c: &Chart) -> String {
         placed.push(ly);
         let _ = write!(
             svg,
-            r##"<line class="hline" x1="{MARGIN_L}" x2="{}" y1="{y:.1}" y2="{y:.1}" stroke="{color}" stroke-width="1.5" stroke-dasharray="{dash}" stroke-opacity="0.8"/><text class="hline-label" x="{}" y="{ly:.1}" text-anchor="end" fill="{color}" stroke="white" stroke-width="3" paint-order="stroke">{}</text>"##,
+            r##"<line class="hline" x1="{MARGIN_L}" x2="{}" y1="{y:.1}" y2="{y:.1}" stroke="{color}" stroke-width="1.5" stroke-dasharray="{dash}" stroke-opacity="0.8"/><text class="hline-label" x="{}" y="{ly:.1}" fill="{color}" stroke="white" stroke-width="3" paint-order="stroke">{}</text>"##,
             c.width - MARGIN_R,
-            c.width - MARGIN_R - 4.0,
+            // Left-aligned: the legend sits in the top right corner.
+            MARGIN_L + 6.0,
             escape(&h.label)
         );
     }
