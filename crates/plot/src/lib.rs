@@ -10,7 +10,8 @@
 //! overlap (two paced variants at the same rate) stay apart, in print too.
 //! Reference values from elsewhere (published figures) are drawn in the
 //! colour and dash of the series they belong to, as horizontal lines or
-//! hollow markers, and labelled as such; published bars are hollow.
+//! hollow markers, and labelled as such; published bars are hollow. The
+//! legend sits in rows above the plot area, never over the data.
 //!
 //! Not a general plotting library: no interactivity, linear or log10 axes only.
 //! Long series are thinned by keeping each pixel column's min and max, so a
@@ -214,6 +215,8 @@ struct Axes {
     w: f64,
     h: f64,
     x_log: bool,
+    /// Top of the plot area: below the title and the legend rows.
+    top: f64,
 }
 
 impl Axes {
@@ -223,7 +226,7 @@ impl Axes {
         MARGIN_L + (x - a) / (b - a) * (self.w - MARGIN_L - MARGIN_R)
     }
     fn py(&self, y: f64) -> f64 {
-        self.h - MARGIN_B - (y - self.y0) / (self.y1 - self.y0) * (self.h - MARGIN_T - MARGIN_B)
+        self.h - MARGIN_B - (y - self.y0) / (self.y1 - self.y0) * (self.h - self.top - MARGIN_B)
     }
 }
 
@@ -315,7 +318,20 @@ pub fn line_chart(c: &Chart) -> String {
     }
     let ymax = nice_top(ymin, ymax, 6);
     let yt = nice_ticks(ymin, ymax, 6);
-    let ax = Axes { x0: xmin, x1: xmax, y0: ymin, y1: ymax, w: c.width, h: c.height, x_log: c.x_log };
+    let mut entries: Vec<LegendEntry> = c
+        .series
+        .iter()
+        .enumerate()
+        .map(|(i, s)| LegendEntry { name: s.name.clone(), kind: Swatch::Line(style(i)) })
+        .collect();
+    for m in &c.markers {
+        if !entries.iter().any(|e| e.name == m.label) {
+            let color = m.series.map(|i| style(i).0).unwrap_or("#555");
+            entries.push(LegendEntry { name: m.label.clone(), kind: Swatch::Marker(color) });
+        }
+    }
+    let (layout, top) = legend_layout(&entries, c.width);
+    let ax = Axes { x0: xmin, x1: xmax, y0: ymin, y1: ymax, w: c.width, h: c.height, x_log: c.x_log, top };
     let mut svg = String::new();
     header(&mut svg, c.width, c.height, &c.title);
     draw_axes(&mut svg, &ax, &c.x_label, &c.y_label, &yt);
@@ -359,7 +375,6 @@ pub fn line_chart(c: &Chart) -> String {
             svg,
             r##"<line class="hline" x1="{MARGIN_L}" x2="{}" y1="{y:.1}" y2="{y:.1}" stroke="{color}" stroke-width="1.5" stroke-dasharray="{dash}" stroke-opacity="0.8"/><text class="hline-label" x="{}" y="{ly:.1}" fill="{color}" stroke="white" stroke-width="3" paint-order="stroke">{}</text>"##,
             c.width - MARGIN_R,
-            // Left-aligned: the legend sits in the top right corner.
             MARGIN_L + 6.0,
             escape(&h.label)
         );
@@ -377,25 +392,13 @@ pub fn line_chart(c: &Chart) -> String {
             px - 6.0
         );
     }
-    let mut entries: Vec<LegendEntry> = c
-        .series
-        .iter()
-        .enumerate()
-        .map(|(i, s)| LegendEntry { name: s.name.clone(), kind: Swatch::Line(style(i)) })
-        .collect();
-    for m in &c.markers {
-        if !entries.iter().any(|e| e.name == m.label) {
-            let color = m.series.map(|i| style(i).0).unwrap_or("#555");
-            entries.push(LegendEntry { name: m.label.clone(), kind: Swatch::Marker(color) });
-        }
-    }
-    legend(&mut svg, c.width, &entries);
+    legend(&mut svg, &entries, &layout);
     svg.push_str("</svg>\n");
     svg
 }
 
 fn draw_axes(svg: &mut String, ax: &Axes, xl: &str, yl: &str, yt: &[f64]) {
-    let (l, r, t, b) = (MARGIN_L, ax.w - MARGIN_R, MARGIN_T, ax.h - MARGIN_B);
+    let (l, r, t, b) = (MARGIN_L, ax.w - MARGIN_R, ax.top, ax.h - MARGIN_B);
     let _ = write!(
         svg,
         r##"<rect x="{l}" y="{t}" width="{}" height="{}" fill="none" stroke="#333"/>"##,
@@ -457,21 +460,30 @@ struct LegendEntry {
     kind: Swatch,
 }
 
-fn legend(svg: &mut String, w: f64, entries: &[LegendEntry]) {
-    // About 7 px per character at font-size 12, plus the swatch: keeps long labels inside the frame.
-    let widest = entries.iter().map(|e| e.name.chars().count()).max().unwrap_or(0) as f64 * 7.0 + 40.0;
-    let x = (w - MARGIN_R - widest).max(MARGIN_L + 4.0);
-    if !entries.is_empty() {
-        let _ = write!(
-            svg,
-            r##"<rect x="{}" y="{}" width="{widest}" height="{}" fill="white" fill-opacity="0.85" stroke="#ccc"/>"##,
-            x - 4.0,
-            MARGIN_T + 2.0,
-            entries.len() as f64 * 16.0 + 4.0
-        );
-    }
-    let mut y = MARGIN_T + 14.0;
+/// Where each legend entry goes: rows above the plot area, left to right,
+/// wrapping at the frame's width, so the legend never covers data.
+/// Returns the entries' (x, baseline y) and the top of the plot area.
+fn legend_layout(entries: &[LegendEntry], w: f64) -> (Vec<(f64, f64)>, f64) {
+    const ROW: f64 = 16.0;
+    const FIRST: f64 = 40.0;
+    let mut out = Vec::with_capacity(entries.len());
+    let (mut x, mut y) = (MARGIN_L, FIRST);
     for e in entries {
+        // About 7 px per character at font-size 12, the swatch and a gap.
+        let width = 32.0 + e.name.chars().count() as f64 * 7.0 + 16.0;
+        if x > MARGIN_L && x + width > w - MARGIN_R {
+            x = MARGIN_L;
+            y += ROW;
+        }
+        out.push((x, y));
+        x += width;
+    }
+    let top = if entries.is_empty() { MARGIN_T } else { y + 10.0 };
+    (out, top)
+}
+
+fn legend(svg: &mut String, entries: &[LegendEntry], layout: &[(f64, f64)]) {
+    for (e, &(x, y)) in entries.iter().zip(layout) {
         match e.kind {
             Swatch::Line((color, dash)) => {
                 let _ = write!(
@@ -508,7 +520,6 @@ fn legend(svg: &mut String, w: f64, entries: &[LegendEntry]) {
             }
         }
         let _ = write!(svg, r#"<text class="legend" x="{}" y="{y}">{}</text>"#, x + 32.0, escape(&e.name));
-        y += 16.0;
     }
 }
 
@@ -562,10 +573,23 @@ pub fn bar_chart(title: &str, y_label: &str, bars: &[Bar]) -> String {
     let ymax = nice_top(0.0, ymax, 6);
     let yt = nice_ticks(0.0, ymax, 6);
     let (w, h) = (720.0, 360.0);
-    let ax = Axes { x0: 0.0, x1: 1.0, y0: 0.0, y1: ymax, w, h, x_log: false };
+    let entries: Vec<LegendEntry> = labels
+        .iter()
+        .enumerate()
+        .map(|(li, l)| {
+            let color = PALETTE[li % PALETTE.len()];
+            let reference = bars.iter().any(|b| b.label == *l && b.reference);
+            LegendEntry {
+                name: l.to_string(),
+                kind: if reference { Swatch::Hollow(color) } else { Swatch::Fill(color) },
+            }
+        })
+        .collect();
+    let (layout, top) = legend_layout(&entries, w);
+    let ax = Axes { x0: 0.0, x1: 1.0, y0: 0.0, y1: ymax, w, h, x_log: false, top };
     let mut svg = String::new();
     header(&mut svg, w, h, title);
-    let (l, r, t, b) = (MARGIN_L, w - MARGIN_R, MARGIN_T, h - MARGIN_B);
+    let (l, r, t, b) = (MARGIN_L, w - MARGIN_R, ax.top, h - MARGIN_B);
     let _ = write!(
         svg,
         r##"<rect x="{l}" y="{t}" width="{}" height="{}" fill="none" stroke="#333"/>"##,
@@ -641,19 +665,7 @@ pub fn bar_chart(title: &str, y_label: &str, bars: &[Bar]) -> String {
             }
         }
     }
-    let entries: Vec<LegendEntry> = labels
-        .iter()
-        .enumerate()
-        .map(|(li, l)| {
-            let color = PALETTE[li % PALETTE.len()];
-            let reference = bars.iter().any(|b| b.label == *l && b.reference);
-            LegendEntry {
-                name: l.to_string(),
-                kind: if reference { Swatch::Hollow(color) } else { Swatch::Fill(color) },
-            }
-        })
-        .collect();
-    legend(&mut svg, w, &entries);
+    legend(&mut svg, &entries, &layout);
     svg.push_str("</svg>\n");
     svg
 }
@@ -815,6 +827,36 @@ mod tests {
         assert_eq!(count(&s, r#"class="marker""#), 2);
         assert_eq!(count(&s, ">published (b)</text>"), 1);
         assert!(s.contains(">10</text>") || s.contains(">9</text>"), "{s}");
+    }
+
+    #[test]
+    fn legend_rows_sit_above_the_plot_area() {
+        let mut c = Chart::new("t", "x", "y");
+        for i in 0..8 {
+            c = c.line(format!("a fairly long variant name {i}"), vec![(0.0, 100.0), (1.0, 100.0)]);
+        }
+        let s = line_chart(&c);
+        let frame_top: f64 = s
+            .split(r##"fill="none" stroke="#333""##)
+            .next()
+            .unwrap()
+            .rsplit(r#"y=""#)
+            .next()
+            .unwrap()
+            .split('"')
+            .next()
+            .unwrap()
+            .parse()
+            .unwrap();
+        let ys: Vec<f64> = s
+            .split(r#"class="legend""#)
+            .skip(1)
+            .map(|t| t.split(r#"y=""#).nth(1).unwrap().split('"').next().unwrap().parse().unwrap())
+            .collect();
+        assert_eq!(ys.len(), 8);
+        assert!(ys.iter().all(|y| *y < frame_top), "legend {ys:?} below the frame top {frame_top}");
+        // Eight long names do not fit one 720 px row: they wrap.
+        assert!(ys.iter().any(|y| *y > ys[0]), "{ys:?}");
     }
 
     #[test]

@@ -110,7 +110,8 @@ pub fn find_shim(explicit: Option<PathBuf>) -> anyhow::Result<PathBuf> {
         })
         .collect();
     match candidates.iter().find(|p| p.is_file()) {
-        Some(p) => check_preloadable(p.clone()),
+        // Canonical: /usr/lib/tcpaccel/…, not /usr/bin/../lib/tcpaccel/….
+        Some(p) => check_preloadable(std::fs::canonicalize(p).unwrap_or_else(|_| p.clone())),
         None => check_preloadable(crate::cmd::install::embedded_shim()?),
     }
 }
