@@ -368,7 +368,13 @@ pub fn plots(data: &RunData) -> Vec<(String, String, String)> {
         if same_scale {
             c = with_published(c, h, series);
         }
-        out.push((format!("ts-{}", slug(series)), title, line_chart(&c)));
+        if is_dense(&c) {
+            out.extend(panels(&c, &order).into_iter().map(|(v, svg)| {
+                (format!("ts-{}-{}", slug(series), slug(&v)), format!("{title} — {v}"), svg)
+            }));
+        } else {
+            out.push((format!("ts-{}", slug(series)), title, line_chart(&c)));
+        }
     }
     // CDFs of flow completion times per class.
     let mut classes: Vec<&str> = data.flows.iter().map(|f| f.class.as_str()).collect();
@@ -398,6 +404,40 @@ pub fn plots(data: &RunData) -> Vec<(String, String, String)> {
         }
     }
     out
+}
+
+/// Several series with more points than half the plot's pixel columns (the
+/// 500 µs zoom: ~1000 bins per variant swinging between 0 and the line rate)
+/// cover each other whatever their colour and dash: they get a panel each.
+fn is_dense(c: &Chart) -> bool {
+    let columns = c.width - 90.0;
+    c.series.len() > 1 && c.series.iter().any(|s| s.points.len() as f64 > columns / 2.0)
+}
+
+/// One chart per series, stacked: same axes ranges, each series in the
+/// colour and dash it has in the other plots (its index among the variants).
+fn panels(c: &Chart, order: &[String]) -> Vec<(String, String)> {
+    let pts = || c.series.iter().flat_map(|s| s.points.iter()).filter(|p| p.0.is_finite() && p.1.is_finite());
+    let (x0, x1) = pts().fold((f64::INFINITY, f64::NEG_INFINITY), |a, p| (a.0.min(p.0), a.1.max(p.0)));
+    let y1 = pts().map(|p| p.1).chain(c.hlines.iter().map(|h| h.y)).fold(0.0f64, f64::max);
+    c.series
+        .iter()
+        .enumerate()
+        .map(|(i, s)| {
+            let mut p = Chart::new(format!("{} — {}", c.title, s.name), c.x_label.clone(), c.y_label.clone())
+                .size(c.width, 200.0);
+            p.series.push(s.clone());
+            p.x_range = Some((x0, x1));
+            p.y_range = Some((0.0, y1 * 1.05));
+            p.style_offset = order.iter().position(|v| *v == s.name).unwrap_or(i);
+            p.hlines =
+                c.hlines.iter().filter(|h| h.series.is_none() || h.series == Some(i)).cloned().collect();
+            for h in p.hlines.iter_mut() {
+                h.series = h.series.map(|_| 0);
+            }
+            (s.name.clone(), line_chart(&p))
+        })
+        .collect()
 }
 
 /// Draws the published figures that belong to a chart of `series`:
@@ -734,6 +774,35 @@ mod tests {
         let bars = plots(&d).into_iter().find(|p| p.0 == "bar-goodput-mbps").unwrap().2;
         assert!(!bars.contains("data-label=\"published\""));
         assert!(html(&d).contains("rate=100mbit (paper: 500mbit)"));
+    }
+
+    #[test]
+    fn dense_overlapping_series_get_a_panel_each() {
+        use crate::records::{Record, Sample};
+        let mut d = testdata::run();
+        // Two variants of 1000 points each, swinging like the 500 µs zoom.
+        for v in ["none", "static"] {
+            for i in 0..1000 {
+                d.push(Record::Sample(Sample {
+                    variant: v.into(),
+                    repeat: 0,
+                    series: "zoom500us_mbps".into(),
+                    t: f64::from(i) * 0.0005,
+                    value: if i % 2 == 0 { 0.0 } else { 100.0 },
+                }));
+            }
+        }
+        let p = plots(&d);
+        assert!(!p.iter().any(|p| p.0 == "ts-zoom500us-mbps"), "one overlaid chart");
+        let none = p.iter().find(|p| p.0 == "ts-zoom500us-mbps-none").expect("a panel for none");
+        let stat = p.iter().find(|p| p.0 == "ts-zoom500us-mbps-static").expect("a panel for static");
+        assert_eq!(none.2.matches("class=\"series\"").count(), 1);
+        // `static` keeps its own style (variant index 1) in its panel.
+        let (color, dash) = tcpaccel_plot::style(1);
+        assert!(stat.2.contains(color) && stat.2.contains(dash), "{}", stat.2);
+        assert!(stat.1.ends_with("— static"));
+        // The sparse series stays one chart.
+        assert!(p.iter().any(|p| p.0 == "ts-goodput-mbps"));
     }
 
     #[test]

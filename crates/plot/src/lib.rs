@@ -91,6 +91,12 @@ pub struct Chart {
     pub x_log: bool,
     /// Force the y axis to start at zero (rates, windows).
     pub y_zero: bool,
+    /// Fixed axis ranges (panels of one figure share them); data decides when `None`.
+    pub x_range: Option<(f64, f64)>,
+    pub y_range: Option<(f64, f64)>,
+    /// Series `i` is drawn in style `i + style_offset`: a panel showing one
+    /// variant keeps the colour and dash that variant has everywhere else.
+    pub style_offset: usize,
     pub width: f64,
     pub height: f64,
 }
@@ -106,6 +112,9 @@ impl Chart {
             markers: Vec::new(),
             x_log: false,
             y_zero: true,
+            x_range: None,
+            y_range: None,
+            style_offset: 0,
             width: 720.0,
             height: 360.0,
         }
@@ -305,6 +314,12 @@ pub fn line_chart(c: &Chart) -> String {
     if c.y_zero && ymin > 0.0 {
         ymin = 0.0;
     }
+    if let Some((a, b)) = c.x_range.filter(|(a, b)| a.is_finite() && b.is_finite()) {
+        (xmin, xmax) = (a, b);
+    }
+    if let Some((a, b)) = c.y_range.filter(|(a, b)| a.is_finite() && b.is_finite()) {
+        (ymin, ymax) = (a, b);
+    }
     if ymax <= ymin {
         ymax = ymin + 1.0;
     }
@@ -322,11 +337,11 @@ pub fn line_chart(c: &Chart) -> String {
         .series
         .iter()
         .enumerate()
-        .map(|(i, s)| LegendEntry { name: s.name.clone(), kind: Swatch::Line(style(i)) })
+        .map(|(i, s)| LegendEntry { name: s.name.clone(), kind: Swatch::Line(style(i + c.style_offset)) })
         .collect();
     for m in &c.markers {
         if !entries.iter().any(|e| e.name == m.label) {
-            let color = m.series.map(|i| style(i).0).unwrap_or("#555");
+            let color = m.series.map(|i| style(i + c.style_offset).0).unwrap_or("#555");
             entries.push(LegendEntry { name: m.label.clone(), kind: Swatch::Marker(color) });
         }
     }
@@ -336,7 +351,7 @@ pub fn line_chart(c: &Chart) -> String {
     header(&mut svg, c.width, c.height, &c.title);
     draw_axes(&mut svg, &ax, &c.x_label, &c.y_label, &yt);
     for (i, s) in c.series.iter().enumerate() {
-        let (color, dash) = style(i);
+        let (color, dash) = style(i + c.style_offset);
         let pts: Vec<(f64, f64)> = s.points.iter().filter(finite).copied().collect();
         let pts = thin(&pts, &ax);
         let mut d = String::new();
@@ -363,7 +378,10 @@ pub fn line_chart(c: &Chart) -> String {
     for h in c.hlines.iter().filter(|h| h.y.is_finite()) {
         let y = ax.py(h.y);
         let (color, dash) = match h.series {
-            Some(i) => (style(i).0, if style(i).1.is_empty() { "6 4" } else { style(i).1 }),
+            Some(i) => {
+                let (color, dash) = style(i + c.style_offset);
+                (color, if dash.is_empty() { "6 4" } else { dash })
+            }
             None => ("#555", "6 4"),
         };
         let mut ly = y - 4.0;
@@ -381,7 +399,7 @@ pub fn line_chart(c: &Chart) -> String {
     }
     for m in c.markers.iter().filter(|m| finite(&&(m.x, m.y))) {
         let (px, py) = (ax.px(m.x), ax.py(m.y));
-        let color = m.series.map(|i| style(i).0).unwrap_or("#555");
+        let color = m.series.map(|i| style(i + c.style_offset).0).unwrap_or("#555");
         let _ = write!(
             svg,
             r#"<path class="marker" data-label="{}" d="M{px:.1},{:.1} L{:.1},{py:.1} L{px:.1},{:.1} L{:.1},{py:.1} Z" fill="white" stroke="{color}" stroke-width="2"/>"#,
