@@ -25,15 +25,16 @@ fn verdict_markdown(judged: &[Judged]) -> String {
     for j in judged {
         let _ = writeln!(
             o,
-            "| {} | {} | {} | {} | {} |",
+            "| {} | {} | {} | {} | {} ({}) |",
             verdict_word(&j.verdict),
             j.claim.text,
             measured_text(&j.verdict),
             j.claim
                 .published
                 .map(|p| format!("{} ({})", published::fmt(p.value), p.source))
-                .unwrap_or("—".into()),
-            format!("{} ({})", j.claim.goal.text(), j.claim.goal_source),
+                .unwrap_or_else(|| "—".into()),
+            j.claim.goal.text(),
+            j.claim.goal_source,
         );
     }
     o
