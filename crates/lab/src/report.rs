@@ -608,13 +608,26 @@ tr.unknown td{{background:#f1f3f4;color:#555}}.src{{color:#666;font-size:.85em}}
     o
 }
 
-/// Writes `index.html`, `summary.md` and each plot as `plots/NAME.svg` into `dir`.
+/// Writes `index.html`, `summary.md` and each plot as `plots/NAME.svg` into
+/// `dir`, and removes SVGs in `plots/` this rendering did not write (a plot
+/// renamed or split into panels since the last `lab report` of that directory).
 pub fn write_report(data: &RunData, dir: &Path) -> std::io::Result<()> {
-    std::fs::create_dir_all(dir.join("plots"))?;
+    let plot_dir = dir.join("plots");
+    std::fs::create_dir_all(&plot_dir)?;
     std::fs::write(dir.join("index.html"), html(data))?;
     std::fs::write(dir.join("summary.md"), markdown(data))?;
+    let mut written = Vec::new();
     for (stem, _, svg) in plots(data) {
-        std::fs::write(dir.join("plots").join(format!("{stem}.svg")), svg)?;
+        let name = format!("{stem}.svg");
+        std::fs::write(plot_dir.join(&name), svg)?;
+        written.push(std::ffi::OsString::from(name));
+    }
+    for entry in std::fs::read_dir(&plot_dir)? {
+        let entry = entry?;
+        let name = entry.file_name();
+        if Path::new(&name).extension().is_some_and(|e| e == "svg") && !written.contains(&name) {
+            std::fs::remove_file(entry.path())?;
+        }
     }
     Ok(())
 }
@@ -775,6 +788,20 @@ mod tests {
         let bars = plots(&d).into_iter().find(|p| p.0 == "bar-goodput-mbps").unwrap().2;
         assert!(!bars.contains("data-label=\"published\""));
         assert!(html(&d).contains("rate=100mbit (paper: 500mbit)"));
+    }
+
+    #[test]
+    fn rewriting_a_report_drops_stale_plots() {
+        let dir = std::env::temp_dir().join(format!("tcpaccel-report-stale-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(dir.join("plots")).unwrap();
+        std::fs::write(dir.join("plots/ts-old-name.svg"), "<svg/>").unwrap();
+        std::fs::write(dir.join("plots/notes.txt"), "mine").unwrap();
+        write_report(&testdata::run(), &dir).unwrap();
+        assert!(!dir.join("plots/ts-old-name.svg").exists(), "a stale plot survived");
+        assert!(dir.join("plots/notes.txt").exists(), "only SVGs are the report's");
+        assert!(dir.join("plots/ts-goodput-mbps.svg").exists());
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]
