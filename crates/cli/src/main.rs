@@ -1,7 +1,7 @@
 //! `tcpaccel`: one binary, one subcommand per tool. `main` only parses flags,
 //! sets up logging, and maps results to exit codes (see [`exit`]).
 
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory, Parser, Subcommand};
 use std::process::ExitCode;
 
 mod cmd;
@@ -45,6 +45,12 @@ enum Command {
     Gather(cmd::gather::Args),
     /// Datacenter lanes daemon on Linux MPTCP (userspace path manager).
     Lanes(cmd::lanes::Args),
+    /// Print a shell completion script (e.g. `tcpaccel completions bash > /etc/bash_completion.d/tcpaccel`).
+    Completions(cmd::install::CompletionsArgs),
+    /// Write man pages (tcpaccel.1 and one per subcommand) into a directory.
+    Man(cmd::install::ManArgs),
+    /// Print the path of the LD_PRELOAD shim `run` uses, or write the built-in one elsewhere (--out).
+    Shim(cmd::install::ShimArgs),
 }
 
 fn main() -> ExitCode {
@@ -77,6 +83,9 @@ fn main() -> ExitCode {
         Command::Run(a) => cmd::run::run(a),
         Command::Gather(a) => cmd::gather::run(a),
         Command::Lanes(a) => cmd::lanes::run(a),
+        Command::Completions(a) => cmd::install::completions(a, Cli::command()),
+        Command::Man(a) => cmd::install::man(a, Cli::command()),
+        Command::Shim(a) => cmd::install::shim(a),
     }));
     let result = match result {
         Ok(r) => r,

@@ -7,6 +7,7 @@
 
 pub mod flows;
 pub mod progress;
+pub mod published;
 pub mod records;
 pub mod report;
 pub mod scenario;

@@ -6,6 +6,13 @@
 //! beside measured ones). Output is a self-contained SVG string; text uses the
 //! viewer's sans-serif font, so no font files are needed to render.
 //!
+//! Every series has a colour and a dash pattern of its own, so lines that
+//! overlap (two paced variants at the same rate) stay apart, in print too.
+//! Reference values from elsewhere (published figures) are drawn in the
+//! colour and dash of the series they belong to, as horizontal lines or
+//! hollow markers, and labelled as such; published bars are hollow. The
+//! legend sits in rows above the plot area, never over the data.
+//!
 //! Not a general plotting library: no interactivity, linear or log10 axes only.
 //! Long series are thinned by keeping each pixel column's min and max, so a
 //! 120 000-point 500 µs meter trace still shows its peaks.
@@ -15,6 +22,10 @@ use std::fmt::Write;
 
 const PALETTE: [&str; 8] =
     ["#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2", "#17becf"];
+/// Dash patterns (SVG stroke-dasharray) paired with the palette by index:
+/// series 0 solid, then dashes, dots, dash-dot. 6 patterns against 8 colours,
+/// so the first 24 series differ in the (colour, dash) pair.
+const DASHES: [&str; 6] = ["", "7 3", "2 2", "9 3 2 3", "4 4", "12 3 2 3 2 3"];
 const MARGIN_L: f64 = 70.0;
 const MARGIN_R: f64 = 20.0;
 const MARGIN_T: f64 = 36.0;
@@ -40,6 +51,32 @@ impl Series {
 pub struct HLine {
     pub label: String,
     pub y: f64,
+    /// Draw in the colour of this series (by index); grey when `None`.
+    pub series: Option<usize>,
+}
+
+/// A hollow diamond at one point (e.g. a published figure beside a measured line).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Marker {
+    pub x: f64,
+    pub y: f64,
+    /// Legend text; markers with the same label share one legend entry.
+    pub label: String,
+    /// Draw in the colour of this series (by index); grey when `None`.
+    pub series: Option<usize>,
+}
+
+/// The stroke colour and dash pattern of series `i`.
+pub fn style(i: usize) -> (&'static str, &'static str) {
+    (PALETTE[i % PALETTE.len()], DASHES[i % DASHES.len()])
+}
+
+fn dash_attr(dash: &str) -> String {
+    if dash.is_empty() {
+        String::new()
+    } else {
+        format!(r#" stroke-dasharray="{dash}""#)
+    }
 }
 
 /// A line chart. Build with [`Chart::new`] and the builder methods.
@@ -50,9 +87,16 @@ pub struct Chart {
     pub y_label: String,
     pub series: Vec<Series>,
     pub hlines: Vec<HLine>,
+    pub markers: Vec<Marker>,
     pub x_log: bool,
     /// Force the y axis to start at zero (rates, windows).
     pub y_zero: bool,
+    /// Fixed axis ranges (panels of one figure share them); data decides when `None`.
+    pub x_range: Option<(f64, f64)>,
+    pub y_range: Option<(f64, f64)>,
+    /// Series `i` is drawn in style `i + style_offset`: a panel showing one
+    /// variant keeps the colour and dash that variant has everywhere else.
+    pub style_offset: usize,
     pub width: f64,
     pub height: f64,
 }
@@ -65,8 +109,12 @@ impl Chart {
             y_label: y_label.into(),
             series: Vec::new(),
             hlines: Vec::new(),
+            markers: Vec::new(),
             x_log: false,
             y_zero: true,
+            x_range: None,
+            y_range: None,
+            style_offset: 0,
             width: 720.0,
             height: 360.0,
         }
@@ -79,7 +127,17 @@ impl Chart {
         self.series(Series::new(name, points))
     }
     pub fn hline(mut self, label: impl Into<String>, y: f64) -> Self {
-        self.hlines.push(HLine { label: label.into(), y });
+        self.hlines.push(HLine { label: label.into(), y, series: None });
+        self
+    }
+    /// A reference line in the colour and dash of series `series`.
+    pub fn hline_for(mut self, series: usize, label: impl Into<String>, y: f64) -> Self {
+        self.hlines.push(HLine { label: label.into(), y, series: Some(series) });
+        self
+    }
+    /// A hollow marker at (x, y), in series `series`' colour when given.
+    pub fn marker(mut self, series: Option<usize>, label: impl Into<String>, x: f64, y: f64) -> Self {
+        self.markers.push(Marker { x, y, label: label.into(), series });
         self
     }
     pub fn log_x(mut self) -> Self {
@@ -166,6 +224,8 @@ struct Axes {
     w: f64,
     h: f64,
     x_log: bool,
+    /// Top of the plot area: below the title and the legend rows.
+    top: f64,
 }
 
 impl Axes {
@@ -175,7 +235,7 @@ impl Axes {
         MARGIN_L + (x - a) / (b - a) * (self.w - MARGIN_L - MARGIN_R)
     }
     fn py(&self, y: f64) -> f64 {
-        self.h - MARGIN_B - (y - self.y0) / (self.y1 - self.y0) * (self.h - MARGIN_T - MARGIN_B)
+        self.h - MARGIN_B - (y - self.y0) / (self.y1 - self.y0) * (self.h - self.top - MARGIN_B)
     }
 }
 
@@ -231,13 +291,17 @@ fn thin(points: &[(f64, f64)], ax: &Axes) -> Vec<(f64, f64)> {
 /// Renders a line chart to SVG.
 pub fn line_chart(c: &Chart) -> String {
     let finite = |p: &&(f64, f64)| p.0.is_finite() && p.1.is_finite() && (!c.x_log || p.0 > 0.0);
-    let all: Vec<(f64, f64)> =
-        c.series.iter().flat_map(|s| s.points.iter().filter(finite).copied()).collect();
+    let all: Vec<(f64, f64)> = c
+        .series
+        .iter()
+        .flat_map(|s| s.points.iter().filter(finite).copied())
+        .chain(c.markers.iter().map(|m| (m.x, m.y)).filter(|p| finite(&p)))
+        .collect();
     let (mut xmin, mut xmax) =
         all.iter().fold((f64::INFINITY, f64::NEG_INFINITY), |a, p| (a.0.min(p.0), a.1.max(p.0)));
     let (mut ymin, mut ymax) =
         all.iter().fold((f64::INFINITY, f64::NEG_INFINITY), |a, p| (a.0.min(p.1), a.1.max(p.1)));
-    for h in &c.hlines {
+    for h in c.hlines.iter().filter(|h| h.y.is_finite()) {
         ymin = ymin.min(h.y);
         ymax = ymax.max(h.y);
     }
@@ -249,6 +313,12 @@ pub fn line_chart(c: &Chart) -> String {
     }
     if c.y_zero && ymin > 0.0 {
         ymin = 0.0;
+    }
+    if let Some((a, b)) = c.x_range.filter(|(a, b)| a.is_finite() && b.is_finite()) {
+        (xmin, xmax) = (a, b);
+    }
+    if let Some((a, b)) = c.y_range.filter(|(a, b)| a.is_finite() && b.is_finite()) {
+        (ymin, ymax) = (a, b);
     }
     if ymax <= ymin {
         ymax = ymin + 1.0;
@@ -263,12 +333,25 @@ pub fn line_chart(c: &Chart) -> String {
     }
     let ymax = nice_top(ymin, ymax, 6);
     let yt = nice_ticks(ymin, ymax, 6);
-    let ax = Axes { x0: xmin, x1: xmax, y0: ymin, y1: ymax, w: c.width, h: c.height, x_log: c.x_log };
+    let mut entries: Vec<LegendEntry> = c
+        .series
+        .iter()
+        .enumerate()
+        .map(|(i, s)| LegendEntry { name: s.name.clone(), kind: Swatch::Line(style(i + c.style_offset)) })
+        .collect();
+    for m in &c.markers {
+        if !entries.iter().any(|e| e.name == m.label) {
+            let color = m.series.map(|i| style(i + c.style_offset).0).unwrap_or("#555");
+            entries.push(LegendEntry { name: m.label.clone(), kind: Swatch::Marker(color) });
+        }
+    }
+    let (layout, top) = legend_layout(&entries, c.width);
+    let ax = Axes { x0: xmin, x1: xmax, y0: ymin, y1: ymax, w: c.width, h: c.height, x_log: c.x_log, top };
     let mut svg = String::new();
     header(&mut svg, c.width, c.height, &c.title);
     draw_axes(&mut svg, &ax, &c.x_label, &c.y_label, &yt);
     for (i, s) in c.series.iter().enumerate() {
-        let color = PALETTE[i % PALETTE.len()];
+        let (color, dash) = style(i + c.style_offset);
         let pts: Vec<(f64, f64)> = s.points.iter().filter(finite).copied().collect();
         let pts = thin(&pts, &ax);
         let mut d = String::new();
@@ -283,29 +366,57 @@ pub fn line_chart(c: &Chart) -> String {
         }
         let _ = write!(
             svg,
-            r#"<polyline class="series" data-name="{}" fill="none" stroke="{color}" stroke-width="1.5" points="{}"/>"#,
+            r#"<polyline class="series" data-name="{}" fill="none" stroke="{color}" stroke-width="1.5"{} points="{}"/>"#,
             escape(&s.name),
+            dash_attr(dash),
             d.trim_end()
         );
     }
-    for h in &c.hlines {
+    // Labels of lines at nearly the same height would print over each
+    // other: each label moves up until it clears the ones already placed.
+    let mut placed: Vec<f64> = Vec::new();
+    for h in c.hlines.iter().filter(|h| h.y.is_finite()) {
         let y = ax.py(h.y);
+        let (color, dash) = match h.series {
+            Some(i) => {
+                let (color, dash) = style(i + c.style_offset);
+                (color, if dash.is_empty() { "6 4" } else { dash })
+            }
+            None => ("#555", "6 4"),
+        };
+        let mut ly = y - 4.0;
+        while placed.iter().any(|p| (p - ly).abs() < 13.0) {
+            ly -= 13.0;
+        }
+        placed.push(ly);
         let _ = write!(
             svg,
-            r##"<line class="hline" x1="{MARGIN_L}" x2="{}" y1="{y:.1}" y2="{y:.1}" stroke="#555" stroke-dasharray="6 4"/><text x="{}" y="{:.1}" text-anchor="end" fill="#555">{}</text>"##,
+            r##"<line class="hline" x1="{MARGIN_L}" x2="{}" y1="{y:.1}" y2="{y:.1}" stroke="{color}" stroke-width="1.5" stroke-dasharray="{dash}" stroke-opacity="0.8"/><text class="hline-label" x="{}" y="{ly:.1}" fill="{color}" stroke="white" stroke-width="3" paint-order="stroke">{}</text>"##,
             c.width - MARGIN_R,
-            c.width - MARGIN_R - 4.0,
-            y - 4.0,
+            MARGIN_L + 6.0,
             escape(&h.label)
         );
     }
-    legend(&mut svg, c.width, c.series.iter().map(|s| s.name.as_str()));
+    for m in c.markers.iter().filter(|m| finite(&&(m.x, m.y))) {
+        let (px, py) = (ax.px(m.x), ax.py(m.y));
+        let color = m.series.map(|i| style(i + c.style_offset).0).unwrap_or("#555");
+        let _ = write!(
+            svg,
+            r#"<path class="marker" data-label="{}" d="M{px:.1},{:.1} L{:.1},{py:.1} L{px:.1},{:.1} L{:.1},{py:.1} Z" fill="white" stroke="{color}" stroke-width="2"/>"#,
+            escape(&m.label),
+            py - 6.0,
+            px + 6.0,
+            py + 6.0,
+            px - 6.0
+        );
+    }
+    legend(&mut svg, &entries, &layout);
     svg.push_str("</svg>\n");
     svg
 }
 
 fn draw_axes(svg: &mut String, ax: &Axes, xl: &str, yl: &str, yt: &[f64]) {
-    let (l, r, t, b) = (MARGIN_L, ax.w - MARGIN_R, MARGIN_T, ax.h - MARGIN_B);
+    let (l, r, t, b) = (MARGIN_L, ax.w - MARGIN_R, ax.top, ax.h - MARGIN_B);
     let _ = write!(
         svg,
         r##"<rect x="{l}" y="{t}" width="{}" height="{}" fill="none" stroke="#333"/>"##,
@@ -350,31 +461,83 @@ fn draw_axes(svg: &mut String, ax: &Axes, xl: &str, yl: &str, yt: &[f64]) {
     );
 }
 
-fn legend<'a>(svg: &mut String, w: f64, names: impl Iterator<Item = &'a str>) {
-    let names: Vec<&str> = names.collect();
-    // About 7 px per character at font-size 12, plus the swatch: keeps long labels inside the frame.
-    let widest = names.iter().map(|n| n.chars().count()).max().unwrap_or(0) as f64 * 7.0 + 28.0;
-    let x = (w - MARGIN_R - widest).max(MARGIN_L + 4.0);
-    if !names.is_empty() {
-        let _ = write!(
-            svg,
-            r#"<rect x="{}" y="{}" width="{widest}" height="{}" fill="white" fill-opacity="0.8"/>"#,
-            x - 4.0,
-            MARGIN_T + 2.0,
-            names.len() as f64 * 16.0 + 4.0
-        );
+/// What a legend entry shows beside its text.
+enum Swatch {
+    /// A short stroke in the series' colour and dash.
+    Line((&'static str, &'static str)),
+    /// A hollow diamond (reference markers).
+    Marker(&'static str),
+    /// A filled box (measured bars).
+    Fill(&'static str),
+    /// A hollow dashed box (published bars).
+    Hollow(&'static str),
+}
+
+struct LegendEntry {
+    name: String,
+    kind: Swatch,
+}
+
+/// Where each legend entry goes: rows above the plot area, left to right,
+/// wrapping at the frame's width, so the legend never covers data.
+/// Returns the entries' (x, baseline y) and the top of the plot area.
+fn legend_layout(entries: &[LegendEntry], w: f64) -> (Vec<(f64, f64)>, f64) {
+    const ROW: f64 = 16.0;
+    const FIRST: f64 = 40.0;
+    let mut out = Vec::with_capacity(entries.len());
+    let (mut x, mut y) = (MARGIN_L, FIRST);
+    for e in entries {
+        // About 7 px per character at font-size 12, the swatch and a gap.
+        let width = 32.0 + e.name.chars().count() as f64 * 7.0 + 16.0;
+        if x > MARGIN_L && x + width > w - MARGIN_R {
+            x = MARGIN_L;
+            y += ROW;
+        }
+        out.push((x, y));
+        x += width;
     }
-    let mut y = MARGIN_T + 14.0;
-    for (i, n) in names.into_iter().enumerate() {
-        let color = PALETTE[i % PALETTE.len()];
-        let _ = write!(
-            svg,
-            r#"<rect x="{x}" y="{}" width="12" height="4" fill="{color}"/><text class="legend" x="{}" y="{y}">{}</text>"#,
-            y - 5.0,
-            x + 18.0,
-            escape(n)
-        );
-        y += 16.0;
+    let top = if entries.is_empty() { MARGIN_T } else { y + 10.0 };
+    (out, top)
+}
+
+fn legend(svg: &mut String, entries: &[LegendEntry], layout: &[(f64, f64)]) {
+    for (e, &(x, y)) in entries.iter().zip(layout) {
+        match e.kind {
+            Swatch::Line((color, dash)) => {
+                let _ = write!(
+                    svg,
+                    r#"<line x1="{x}" x2="{}" y1="{}" y2="{}" stroke="{color}" stroke-width="2"{}/>"#,
+                    x + 26.0,
+                    y - 4.0,
+                    y - 4.0,
+                    dash_attr(dash)
+                );
+            }
+            Swatch::Marker(color) => {
+                let (cx, cy) = (x + 13.0, y - 4.0);
+                let _ = write!(
+                    svg,
+                    r#"<path d="M{cx},{} L{},{cy} L{cx},{} L{},{cy} Z" fill="white" stroke="{color}" stroke-width="2"/>"#,
+                    cy - 5.0,
+                    cx + 5.0,
+                    cy + 5.0,
+                    cx - 5.0
+                );
+            }
+            Swatch::Fill(color) => {
+                let _ =
+                    write!(svg, r#"<rect x="{x}" y="{}" width="26" height="9" fill="{color}"/>"#, y - 9.0);
+            }
+            Swatch::Hollow(color) => {
+                let _ = write!(
+                    svg,
+                    r#"<rect x="{}" y="{}" width="25" height="8" fill="white" stroke="{color}" stroke-width="2" stroke-dasharray="4 2"/>"#,
+                    x + 0.5,
+                    y - 8.5
+                );
+            }
+        }
+        let _ = write!(svg, r#"<text class="legend" x="{}" y="{y}">{}</text>"#, x + 32.0, escape(&e.name));
     }
 }
 
@@ -402,6 +565,9 @@ pub struct Bar {
     pub value: f64,
     /// Whiskers; `None` for a single value (e.g. a published figure).
     pub range: Option<(f64, f64)>,
+    /// A reference value from elsewhere (a published figure): drawn hollow with
+    /// a dashed outline, its value printed above it.
+    pub reference: bool,
 }
 
 /// Renders grouped bars with whiskers. Groups keep their first-seen order.
@@ -425,10 +591,23 @@ pub fn bar_chart(title: &str, y_label: &str, bars: &[Bar]) -> String {
     let ymax = nice_top(0.0, ymax, 6);
     let yt = nice_ticks(0.0, ymax, 6);
     let (w, h) = (720.0, 360.0);
-    let ax = Axes { x0: 0.0, x1: 1.0, y0: 0.0, y1: ymax, w, h, x_log: false };
+    let entries: Vec<LegendEntry> = labels
+        .iter()
+        .enumerate()
+        .map(|(li, l)| {
+            let color = PALETTE[li % PALETTE.len()];
+            let reference = bars.iter().any(|b| b.label == *l && b.reference);
+            LegendEntry {
+                name: l.to_string(),
+                kind: if reference { Swatch::Hollow(color) } else { Swatch::Fill(color) },
+            }
+        })
+        .collect();
+    let (layout, top) = legend_layout(&entries, w);
+    let ax = Axes { x0: 0.0, x1: 1.0, y0: 0.0, y1: ymax, w, h, x_log: false, top };
     let mut svg = String::new();
     header(&mut svg, w, h, title);
-    let (l, r, t, b) = (MARGIN_L, w - MARGIN_R, MARGIN_T, h - MARGIN_B);
+    let (l, r, t, b) = (MARGIN_L, w - MARGIN_R, ax.top, h - MARGIN_B);
     let _ = write!(
         svg,
         r##"<rect x="{l}" y="{t}" width="{}" height="{}" fill="none" stroke="#333"/>"##,
@@ -468,14 +647,28 @@ pub fn bar_chart(title: &str, y_label: &str, bars: &[Bar]) -> String {
             let x = gx + gw * 0.1 + li as f64 * bw;
             let v = if bar.value.is_finite() { bar.value.max(0.0) } else { 0.0 };
             let y = ax.py(v);
+            let paint = if bar.reference {
+                format!(r#"fill="white" stroke="{color}" stroke-width="2" stroke-dasharray="5 3""#)
+            } else {
+                format!(r#"fill="{color}""#)
+            };
             let _ = write!(
                 svg,
-                r#"<rect class="bar" data-group="{}" data-label="{}" data-value="{v}" x="{x:.1}" y="{y:.1}" width="{:.1}" height="{:.1}" fill="{color}"/>"#,
+                r#"<rect class="bar" data-group="{}" data-label="{}" data-value="{v}" x="{x:.1}" y="{y:.1}" width="{:.1}" height="{:.1}" {paint}/>"#,
                 escape(&bar.group),
                 escape(&bar.label),
                 bw * 0.9,
                 (b - y).max(0.0)
             );
+            if bar.reference {
+                let _ = write!(
+                    svg,
+                    r#"<text class="bar-value" x="{:.1}" y="{:.1}" text-anchor="middle" fill="{color}">{}</text>"#,
+                    x + bw * 0.45,
+                    y - 4.0,
+                    fmt_tick(v)
+                );
+            }
             if let Some((lo, hi)) = bar.range {
                 let cx = x + bw * 0.45;
                 let (ylo, yhi) = (ax.py(lo.max(0.0)), ax.py(hi.max(0.0)));
@@ -490,7 +683,7 @@ pub fn bar_chart(title: &str, y_label: &str, bars: &[Bar]) -> String {
             }
         }
     }
-    legend(&mut svg, w, labels.iter().copied());
+    legend(&mut svg, &entries, &layout);
     svg.push_str("</svg>\n");
     svg
 }
@@ -562,19 +755,126 @@ mod tests {
     #[test]
     fn bars_with_whiskers_and_published() {
         let bars = vec![
-            Bar { group: "none".into(), label: "measured".into(), value: 210.0, range: Some((190.0, 230.0)) },
-            Bar { group: "none".into(), label: "published".into(), value: 200.0, range: None },
+            Bar {
+                group: "none".into(),
+                label: "measured".into(),
+                value: 210.0,
+                range: Some((190.0, 230.0)),
+                reference: false,
+            },
+            Bar {
+                group: "none".into(),
+                label: "published".into(),
+                value: 200.0,
+                range: None,
+                reference: true,
+            },
             Bar {
                 group: "static".into(),
                 label: "measured".into(),
                 value: 455.0,
                 range: Some((450.0, 460.0)),
+                reference: false,
             },
         ];
         let s = bar_chart("Goodput", "Mbit/s", &bars);
         assert_eq!(count(&s, r#"class="bar""#), 3);
         assert_eq!(count(&s, r#"class="whisker""#), 2);
         assert!(s.contains(r#"data-group="static""#) && s.contains(">published</text>"));
+        // The published bar is hollow and dashed with its value above; measured bars are filled.
+        let published = s.split(r#"data-label="published""#).nth(1).unwrap().split("/>").next().unwrap();
+        assert!(
+            published.contains(r#"fill="white""#) && published.contains("stroke-dasharray"),
+            "{published}"
+        );
+        let measured = s.split(r#"data-label="measured""#).nth(1).unwrap().split("/>").next().unwrap();
+        assert!(!measured.contains(r#"fill="white""#), "{measured}");
+        assert!(s.contains(r#"class="bar-value""#) && s.contains(">200</text>"));
+    }
+
+    /// Attributes of the `n`th element whose text starts with `tag`.
+    fn nth_element<'a>(s: &'a str, tag: &str, n: usize) -> &'a str {
+        s.split(tag).nth(n + 1).unwrap().split("/>").next().unwrap()
+    }
+
+    #[test]
+    fn series_differ_in_colour_and_dash() {
+        let mut c = Chart::new("t", "x", "y");
+        for i in 0..6 {
+            c = c.line(format!("s{i}"), vec![(0.0, 1.0), (1.0, 1.0)]);
+        }
+        let s = line_chart(&c);
+        let mut seen = Vec::new();
+        for i in 0..6 {
+            let e = nth_element(&s, "<polyline", i);
+            let color = e.split(r#"stroke=""#).nth(1).unwrap().split('"').next().unwrap();
+            let dash =
+                e.split(r#"stroke-dasharray=""#).nth(1).map(|d| d.split('"').next().unwrap()).unwrap_or("");
+            assert!(!seen.iter().any(|(c, _)| *c == color), "colour {color} repeats");
+            assert!(!seen.iter().any(|(_, d)| *d == dash), "dash {dash:?} repeats");
+            seen.push((color, dash));
+        }
+        // The legend draws each swatch with the same dash as its line.
+        for (_, dash) in seen.iter().filter(|(_, d)| !d.is_empty()) {
+            assert_eq!(s.matches(&format!(r#"stroke-dasharray="{dash}""#)).count(), 2, "{dash}");
+        }
+    }
+
+    #[test]
+    fn reference_lines_and_markers_take_their_series_style() {
+        let c = Chart::new("t", "x", "y")
+            .line("a", vec![(0.0, 1.0), (1.0, 2.0)])
+            .line("b", vec![(0.0, 1.0), (1.0, 3.0)])
+            .hline_for(1, "published b 5", 5.0)
+            .hline_for(0, "published a 5", 5.0)
+            .marker(Some(1), "published (b)", 0.5, 9.0)
+            .marker(Some(1), "published (b)", 0.7, 8.0);
+        let s = line_chart(&c);
+        let (b_color, b_dash) = style(1);
+        let first = nth_element(&s, r#"<line class="hline""#, 0);
+        assert!(first.contains(b_color) && first.contains(b_dash), "{first}");
+        // Two labels at the same height do not overlap.
+        let ys: Vec<f64> = s
+            .split(r#"class="hline-label""#)
+            .skip(1)
+            .map(|t| t.split(r#"y=""#).nth(1).unwrap().split('"').next().unwrap().parse().unwrap())
+            .collect();
+        assert_eq!(ys.len(), 2);
+        assert!((ys[0] - ys[1]).abs() >= 13.0, "{ys:?}");
+        // Both markers drawn, one legend entry, the y axis covers the marker at 9.
+        assert_eq!(count(&s, r#"class="marker""#), 2);
+        assert_eq!(count(&s, ">published (b)</text>"), 1);
+        assert!(s.contains(">10</text>") || s.contains(">9</text>"), "{s}");
+    }
+
+    #[test]
+    fn legend_rows_sit_above_the_plot_area() {
+        let mut c = Chart::new("t", "x", "y");
+        for i in 0..8 {
+            c = c.line(format!("a fairly long variant name {i}"), vec![(0.0, 100.0), (1.0, 100.0)]);
+        }
+        let s = line_chart(&c);
+        let frame_top: f64 = s
+            .split(r##"fill="none" stroke="#333""##)
+            .next()
+            .unwrap()
+            .rsplit(r#"y=""#)
+            .next()
+            .unwrap()
+            .split('"')
+            .next()
+            .unwrap()
+            .parse()
+            .unwrap();
+        let ys: Vec<f64> = s
+            .split(r#"class="legend""#)
+            .skip(1)
+            .map(|t| t.split(r#"y=""#).nth(1).unwrap().split('"').next().unwrap().parse().unwrap())
+            .collect();
+        assert_eq!(ys.len(), 8);
+        assert!(ys.iter().all(|y| *y < frame_top), "legend {ys:?} below the frame top {frame_top}");
+        // Eight long names do not fit one 720 px row: they wrap.
+        assert!(ys.iter().any(|y| *y > ys[0]), "{ys:?}");
     }
 
     #[test]

@@ -2,6 +2,7 @@
 pub mod doctor;
 pub mod emu;
 pub mod gather;
+pub mod install;
 pub mod lab;
 pub mod lanes;
 pub mod net;

@@ -7,6 +7,7 @@
 //! (the traffic tool's `Framing::ETHERNET_1500_TS`; the MSS of a program's
 //! socket is not known before it connects).
 
+use crate::cmd::install::SHIM_FILE;
 use crate::exit::{self, Verdict};
 use anyhow::Context;
 use std::ffi::OsString;
@@ -39,7 +40,7 @@ pub struct Args {
     /// Append a line per socket touched (what was applied, what failed) to this file.
     #[arg(long)]
     shim_log: Option<PathBuf>,
-    /// The shim to preload (default: libtcpaccel_preload.so beside this executable, or $TCPACCEL_PRELOAD_LIB).
+    /// The shim to preload (default: $TCPACCEL_PRELOAD_LIB, libtcpaccel_preload.so beside this executable or in ../lib/tcpaccel, else the copy built into tcpaccel).
     #[arg(long)]
     preload: Option<PathBuf>,
     /// The program and its arguments.
@@ -79,29 +80,52 @@ fn available_cc() -> Vec<String> {
         .unwrap_or_default()
 }
 
-fn find_shim(explicit: Option<PathBuf>) -> anyhow::Result<PathBuf> {
-    let candidates: Vec<PathBuf> = explicit
+/// The shim to preload: --preload, $TCPACCEL_PRELOAD_LIB, a file beside the
+/// binary (cargo build) or in deps/ (cargo test), `../lib/tcpaccel/` (the
+/// .deb's /usr/lib/tcpaccel), and last the copy embedded in this binary,
+/// written to a private cache file (`cargo install` installs no libraries).
+pub fn find_shim(explicit: Option<PathBuf>) -> anyhow::Result<PathBuf> {
+    let named: Vec<PathBuf> =
+        explicit.into_iter().chain(std::env::var_os("TCPACCEL_PRELOAD_LIB").map(PathBuf::from)).collect();
+    // A path the user named must exist: falling back to another shim would hide the mistake.
+    if let Some(p) = named.first() {
+        return if p.is_file() {
+            check_preloadable(p.clone())
+        } else {
+            Err(exit::usage(format!(
+                "the preload shim {} does not exist (from --preload or TCPACCEL_PRELOAD_LIB)",
+                p.display()
+            )))
+        };
+    }
+    let exe_dir = std::env::current_exe().ok().and_then(|e| e.parent().map(|d| d.to_path_buf()));
+    let candidates: Vec<PathBuf> = exe_dir
         .into_iter()
-        .chain(std::env::var_os("TCPACCEL_PRELOAD_LIB").map(PathBuf::from))
-        .chain(
-            std::env::current_exe()
-                .ok()
-                .and_then(|e| e.parent().map(|d| d.to_path_buf()))
-                .into_iter()
-                .flat_map(
-                    // Beside the binary (cargo build), or in deps/ where cargo test leaves it as a dependency.
-                    |dir| {
-                        [dir.join("libtcpaccel_preload.so"), dir.join("deps").join("libtcpaccel_preload.so")]
-                    },
-                ),
-        )
+        .flat_map(|dir| {
+            [
+                dir.join(SHIM_FILE),
+                dir.join("deps").join(SHIM_FILE),
+                dir.join("../lib/tcpaccel").join(SHIM_FILE),
+            ]
+        })
         .collect();
-    candidates.iter().find(|p| p.is_file()).cloned().ok_or_else(|| {
-        exit::usage(format!(
-            "the preload shim libtcpaccel_preload.so was not found (looked at: {}); build it with `cargo build -p tcpaccel-preload` in the same profile, or pass --preload PATH",
-            candidates.iter().map(|p| p.display().to_string()).collect::<Vec<_>>().join(", ")
-        ))
-    })
+    match candidates.iter().find(|p| p.is_file()) {
+        // Canonical: /usr/lib/tcpaccel/…, not /usr/bin/../lib/tcpaccel/….
+        Some(p) => check_preloadable(std::fs::canonicalize(p).unwrap_or_else(|_| p.clone())),
+        None => check_preloadable(crate::cmd::install::embedded_shim()?),
+    }
+}
+
+/// LD_PRELOAD splits its list at spaces and colons: a path with either cannot be preloaded.
+fn check_preloadable(p: PathBuf) -> anyhow::Result<PathBuf> {
+    let s = p.to_string_lossy();
+    if s.contains([' ', ':']) {
+        return Err(exit::usage(format!(
+            "the preload shim path {s:?} contains a space or colon, which LD_PRELOAD cannot carry; \
+             copy it elsewhere (`tcpaccel shim --out PATH`) and pass --preload PATH"
+        )));
+    }
+    Ok(p)
 }
 
 pub fn run(a: Args) -> anyhow::Result<Verdict> {
