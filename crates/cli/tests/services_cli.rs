@@ -319,3 +319,67 @@ fn relay_reloads_its_rules_on_sighup_keeps_connections_and_serves_metrics() {
     let _ = std::fs::remove_dir_all(&dir);
     assert_eq!(st.code(), Some(0), "{st:?}");
 }
+
+#[test]
+fn gather_server_metrics_follow_a_client() {
+    let mport = TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port().to_string();
+    let mut srv = spawn(&[
+        "gather",
+        "serve",
+        "--listen",
+        "127.0.0.1:0",
+        "--buffer-pool",
+        "1MB",
+        "--class",
+        "hi=20mbit,2",
+        "--status-interval",
+        "100ms",
+        "--metrics",
+        &mport,
+    ]);
+    let mut err = BufReader::new(srv.0.stderr.take().unwrap());
+    let line = wait_for_line(&mut err, "listening on");
+    let at =
+        line.split("listening on ").nth(1).and_then(|r| r.split_whitespace().next()).unwrap().to_string();
+    // While sending: the client's series are there with its target.
+    let mut client = spawn(&[
+        "gather",
+        "send",
+        "--server",
+        &at,
+        "--class",
+        "hi",
+        "--id",
+        "m1",
+        "--rate",
+        "8mbit",
+        "--duration",
+        "2s",
+    ]);
+    let t = Instant::now();
+    loop {
+        let body = scrape(&format!("127.0.0.1:{mport}"));
+        if body.contains("tcpaccel_gather_target_bps{id=\"m1\",class=\"hi\"} 20000000") {
+            assert!(body.contains("tcpaccel_gather_clients 1"), "{body}");
+            break;
+        }
+        assert!(t.elapsed() < Duration::from_secs(10), "no series for m1:\n{body}");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let st = client.0.wait().unwrap();
+    assert!(st.success(), "gather send: {st:?}");
+    // After it: counted as a complete end, its series gone.
+    let t = Instant::now();
+    loop {
+        let body = scrape(&format!("127.0.0.1:{mport}"));
+        if body.contains("tcpaccel_gather_clients_ended_total{complete=\"true\"} 1") {
+            assert!(!body.contains("id=\"m1\""), "{body}");
+            assert!(body.contains("tcpaccel_gather_clients_joined_total 1"), "{body}");
+            break;
+        }
+        assert!(t.elapsed() < Duration::from_secs(10), "no complete end counted:\n{body}");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let st = srv.stop_with("TERM");
+    assert_eq!(st.code(), Some(0), "{st:?}");
+}

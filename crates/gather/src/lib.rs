@@ -12,6 +12,7 @@
 pub mod blocking;
 pub mod client;
 pub mod config;
+pub mod metrics;
 pub mod proto;
 pub mod reasm;
 pub mod server;

@@ -48,6 +48,10 @@ struct ServeArgs {
     /// JSON Lines on stdout (type = status, allocation, client_join, client_end, connection_error).
     #[arg(long)]
     json: bool,
+    /// Serve Prometheus metrics on this address (PORT alone = 127.0.0.1:PORT): per client its
+    /// target, goodput, streams and pool share; joins, ends, errors. Off by default.
+    #[arg(long, value_name = "ADDR", value_parser = metrics_addr)]
+    metrics: Option<SocketAddr>,
     #[arg(long, default_value_t = 8)]
     max_streams_per_client: u32,
     /// Total data streams over all clients (default: as many as the pool gives a minimum window).
@@ -157,6 +161,10 @@ fn serve_config(a: &ServeArgs) -> anyhow::Result<ServerConfig> {
     Ok(cfg)
 }
 
+fn metrics_addr(s: &str) -> Result<SocketAddr, String> {
+    tcpaccel_metrics::parse_listen(s).map_err(|e| e.to_string())
+}
+
 fn error_chain(e: &dyn std::error::Error) -> String {
     let mut s = e.to_string();
     let mut cur = e.source();
@@ -177,12 +185,26 @@ fn serve(a: ServeArgs) -> anyhow::Result<Verdict> {
     };
     let json = a.json;
     let pool = cfg.pool;
+    let (metrics, _endpoint) = match a.metrics {
+        Some(at) => {
+            let mut reg = tcpaccel_metrics::Registry::default();
+            let m = tcpaccel_gather::metrics::GatherMetrics::register(&mut reg, pool);
+            let ep = tcpaccel_metrics::Endpoint::serve(at, std::sync::Arc::new(reg))
+                .context("starting the metrics endpoint")?;
+            eprintln!("gather: metrics on http://{}/metrics", ep.addr());
+            (Some(m), Some(ep))
+        }
+        None => (None, None),
+    };
     tcpaccel_gather::blocking::serve(
         cfg,
         listen,
         sink,
         |bound| eprintln!("gather: listening on {bound} (pool {pool} B)"),
         |e| {
+            if let Some(m) = &metrics {
+                m.observe(&e);
+            }
             let mut out = std::io::stdout().lock();
             if json {
                 if let Ok(s) = serde_json::to_string(&e) {
