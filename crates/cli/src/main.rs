@@ -21,6 +21,9 @@ struct Cli {
     command: Command,
 }
 
+// Parsed once at start-up and matched at once: the size of the largest
+// variant's flags costs nothing worth a Box.
+#[allow(clippy::large_enum_variant)]
 #[derive(Subcommand)]
 enum Command {
     /// Userspace link emulator: an L2 wire between two interfaces with rate, delay, buffer and loss.

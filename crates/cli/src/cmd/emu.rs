@@ -15,10 +15,10 @@ use std::time::{Duration, Instant};
 
 use anyhow::Context;
 use tcpaccel_core::loss::LossSpec;
-use tcpaccel_core::units::{parse_duration, QueueLimit};
-use tcpaccel_emu::config::parse_rate_setting;
+use tcpaccel_core::units::QueueLimit;
 use tcpaccel_emu::{EmuConfig, EmuError, Emulator, LinkConfig, Scheduling};
 
+use crate::cmd::values::{self, RateSetting};
 use crate::exit::{self, Verdict};
 
 #[derive(clap::Args)]
@@ -38,40 +38,40 @@ pub struct Args {
     #[arg(long, value_name = "NAME")]
     netns: Option<String>,
     /// Bottleneck rate on the wire, both directions (e.g. 500mbit, 1gbit, unlimited).
-    #[arg(long, value_name = "RATE")]
-    rate: Option<String>,
-    #[arg(long, value_name = "RATE", help = "Rate a->b (overrides --rate)")]
-    rate_ab: Option<String>,
-    #[arg(long, value_name = "RATE", help = "Rate b->a (overrides --rate)")]
-    rate_ba: Option<String>,
+    #[arg(long, value_name = "RATE", allow_hyphen_values = true, value_parser = values::rate_setting)]
+    rate: Option<RateSetting>,
+    #[arg(long, value_name = "RATE", allow_hyphen_values = true, value_parser = values::rate_setting, help = "Rate a->b (overrides --rate)")]
+    rate_ab: Option<RateSetting>,
+    #[arg(long, value_name = "RATE", allow_hyphen_values = true, value_parser = values::rate_setting, help = "Rate b->a (overrides --rate)")]
+    rate_ba: Option<RateSetting>,
     /// One-way propagation delay, both directions (e.g. 50ms).
-    #[arg(long, value_name = "DURATION")]
-    delay: Option<String>,
-    #[arg(long, value_name = "DURATION", help = "Delay a->b (overrides --delay)")]
-    delay_ab: Option<String>,
-    #[arg(long, value_name = "DURATION", help = "Delay b->a (overrides --delay)")]
-    delay_ba: Option<String>,
+    #[arg(long, value_name = "DURATION", allow_hyphen_values = true, value_parser = values::duration)]
+    delay: Option<Duration>,
+    #[arg(long, value_name = "DURATION", allow_hyphen_values = true, value_parser = values::duration, help = "Delay a->b (overrides --delay)")]
+    delay_ab: Option<Duration>,
+    #[arg(long, value_name = "DURATION", allow_hyphen_values = true, value_parser = values::duration, help = "Delay b->a (overrides --delay)")]
+    delay_ba: Option<Duration>,
     /// Extra delay, uniform in [0, jitter], never reordering.
-    #[arg(long, value_name = "DURATION")]
-    jitter: Option<String>,
-    #[arg(long, value_name = "DURATION", help = "Jitter a->b (overrides --jitter)")]
-    jitter_ab: Option<String>,
-    #[arg(long, value_name = "DURATION", help = "Jitter b->a (overrides --jitter)")]
-    jitter_ba: Option<String>,
+    #[arg(long, value_name = "DURATION", allow_hyphen_values = true, value_parser = values::duration)]
+    jitter: Option<Duration>,
+    #[arg(long, value_name = "DURATION", allow_hyphen_values = true, value_parser = values::duration, help = "Jitter a->b (overrides --jitter)")]
+    jitter_ab: Option<Duration>,
+    #[arg(long, value_name = "DURATION", allow_hyphen_values = true, value_parser = values::duration, help = "Jitter b->a (overrides --jitter)")]
+    jitter_ba: Option<Duration>,
     /// Drop-tail buffer: bytes (1MB, 64KiB) or packets (100p). Default 1MB.
-    #[arg(long, value_name = "SIZE")]
-    buffer: Option<String>,
-    #[arg(long, value_name = "SIZE", help = "Buffer a->b (overrides --buffer)")]
-    buffer_ab: Option<String>,
-    #[arg(long, value_name = "SIZE", help = "Buffer b->a (overrides --buffer)")]
-    buffer_ba: Option<String>,
+    #[arg(long, value_name = "SIZE", allow_hyphen_values = true, value_parser = values::queue_limit)]
+    buffer: Option<QueueLimit>,
+    #[arg(long, value_name = "SIZE", allow_hyphen_values = true, value_parser = values::queue_limit, help = "Buffer a->b (overrides --buffer)")]
+    buffer_ab: Option<QueueLimit>,
+    #[arg(long, value_name = "SIZE", allow_hyphen_values = true, value_parser = values::queue_limit, help = "Buffer b->a (overrides --buffer)")]
+    buffer_ba: Option<QueueLimit>,
     /// Random loss (forms below).
-    #[arg(long, value_name = "SPEC")]
-    loss: Option<String>,
-    #[arg(long, value_name = "SPEC", help = "Loss a->b (overrides --loss)")]
-    loss_ab: Option<String>,
-    #[arg(long, value_name = "SPEC", help = "Loss b->a (overrides --loss)")]
-    loss_ba: Option<String>,
+    #[arg(long, value_name = "SPEC", allow_hyphen_values = true, value_parser = values::loss)]
+    loss: Option<LossSpec>,
+    #[arg(long, value_name = "SPEC", allow_hyphen_values = true, value_parser = values::loss, help = "Loss a->b (overrides --loss)")]
+    loss_ab: Option<LossSpec>,
+    #[arg(long, value_name = "SPEC", allow_hyphen_values = true, value_parser = values::loss, help = "Loss b->a (overrides --loss)")]
+    loss_ba: Option<LossSpec>,
     /// Seed of loss and jitter: a->b uses N, b->a uses N+1.
     #[arg(long, value_name = "N", default_value_t = 1)]
     seed: u64,
@@ -85,87 +85,64 @@ pub struct Args {
     #[arg(long, value_name = "FILE")]
     meter: Option<PathBuf>,
     /// Meter bin width.
-    #[arg(long, value_name = "DURATION", default_value = "500us")]
-    meter_bin: String,
+    #[arg(long, value_name = "DURATION", allow_hyphen_values = true, default_value = "500us", value_parser = values::duration)]
+    meter_bin: Duration,
     /// Stop after this long instead of waiting for SIGINT/SIGTERM.
-    #[arg(long, value_name = "DURATION")]
-    duration: Option<String>,
+    #[arg(long, value_name = "DURATION", allow_hyphen_values = true, value_parser = values::duration)]
+    duration: Option<Duration>,
     /// CPU scheduling of the emulator threads: realtime (SCHED_FIFO, falls back), nice, normal.
-    #[arg(long, value_name = "POLICY", default_value = "realtime")]
-    scheduling: String,
+    #[arg(long, value_name = "POLICY", default_value = "realtime", value_parser = scheduling)]
+    scheduling: Scheduling,
     /// Print the summary as one JSON object ("type": "emu_summary").
     #[arg(long)]
     json: bool,
 }
 
-fn pick<'a>(specific: &'a Option<String>, both: &'a Option<String>) -> Option<&'a str> {
-    specific.as_deref().or(both.as_deref())
+fn scheduling(s: &str) -> Result<Scheduling, String> {
+    match s {
+        "realtime" => Ok(Scheduling::Realtime),
+        "nice" => Ok(Scheduling::Nice),
+        "normal" => Ok(Scheduling::Normal),
+        other => Err(format!("unknown scheduling {other:?}; accepted forms: realtime, nice, normal")),
+    }
 }
 
-/// One direction's flags, parsed ("parse, don't validate").
-fn direction(
-    a: &Args,
-    rate: Option<&str>,
-    delay: Option<&str>,
-    jitter: Option<&str>,
-    buffer: Option<&str>,
-    loss: Option<&str>,
-    seed: u64,
-) -> anyhow::Result<LinkConfig> {
-    let u = |e: tcpaccel_core::units::ParseError| exit::usage(e.to_string());
+/// The a->b (or b->a) value when given, else the one for both directions.
+fn pick<T>(ab: bool, a_to_b: Option<T>, b_to_a: Option<T>, both: Option<T>) -> Option<T> {
+    if ab {
+        a_to_b.or(both)
+    } else {
+        b_to_a.or(both)
+    }
+}
+
+/// One direction's link settings.
+fn direction(a: &Args, ab: bool, seed: u64) -> LinkConfig {
     let mut l = LinkConfig { seed, overhead: a.overhead, max_frame: a.max_frame, ..LinkConfig::default() };
-    if let Some(r) = rate {
-        l.rate = parse_rate_setting(r).map_err(u)?;
+    if let Some(RateSetting(r)) = pick(ab, a.rate_ab, a.rate_ba, a.rate) {
+        l.rate = r;
     }
-    if let Some(d) = delay {
-        l.delay = parse_duration(d).map_err(u)?;
+    if let Some(d) = pick(ab, a.delay_ab, a.delay_ba, a.delay) {
+        l.delay = d;
     }
-    if let Some(j) = jitter {
-        l.jitter = parse_duration(j).map_err(u)?;
+    if let Some(j) = pick(ab, a.jitter_ab, a.jitter_ba, a.jitter) {
+        l.jitter = j;
     }
-    if let Some(b) = buffer {
-        l.buffer = QueueLimit::parse(b).map_err(u)?;
+    if let Some(b) = pick(ab, a.buffer_ab, a.buffer_ba, a.buffer) {
+        l.buffer = b;
     }
-    if let Some(s) = loss {
-        l.loss = LossSpec::parse(s).map_err(u)?;
+    if let Some(s) = pick(ab, a.loss_ab, a.loss_ba, a.loss) {
+        l.loss = s;
     }
-    Ok(l)
+    l
 }
 
 fn config(a: &Args) -> anyhow::Result<EmuConfig> {
-    let ab = direction(
-        a,
-        pick(&a.rate_ab, &a.rate),
-        pick(&a.delay_ab, &a.delay),
-        pick(&a.jitter_ab, &a.jitter),
-        pick(&a.buffer_ab, &a.buffer),
-        pick(&a.loss_ab, &a.loss),
-        a.seed,
-    )?;
-    let ba = direction(
-        a,
-        pick(&a.rate_ba, &a.rate),
-        pick(&a.delay_ba, &a.delay),
-        pick(&a.jitter_ba, &a.jitter),
-        pick(&a.buffer_ba, &a.buffer),
-        pick(&a.loss_ba, &a.loss),
-        a.seed.wrapping_add(1),
-    )?;
-    let scheduling = match a.scheduling.as_str() {
-        "realtime" => Scheduling::Realtime,
-        "nice" => Scheduling::Nice,
-        "normal" => Scheduling::Normal,
-        other => {
-            return Err(exit::usage(format!(
-                "unknown scheduling {other:?}; accepted forms: realtime, nice, normal"
-            )))
-        }
-    };
-    let mut cfg = EmuConfig::symmetric(&a.a, &a.b, ab);
-    cfg.b_to_a = ba;
-    cfg.meter_bin = parse_duration(&a.meter_bin).map_err(|e| exit::usage(e.to_string()))?;
+    let mut cfg = EmuConfig::symmetric(&a.a, &a.b, direction(a, true, a.seed));
+    cfg.b_to_a = direction(a, false, a.seed.wrapping_add(1));
+    cfg.meter_bin = a.meter_bin;
     cfg.meter_out = a.meter.clone();
-    cfg.scheduling = scheduling;
+    cfg.scheduling = a.scheduling;
     cfg.validate().map_err(exit::usage)?;
     Ok(cfg)
 }
@@ -184,8 +161,7 @@ fn start_error(e: EmuError) -> anyhow::Error {
 
 pub fn run(args: Args) -> anyhow::Result<Verdict> {
     let cfg = config(&args)?;
-    let duration =
-        args.duration.as_deref().map(parse_duration).transpose().map_err(|e| exit::usage(e.to_string()))?;
+    let duration = args.duration;
     // Subscribe before starting so a signal during start-up is not lost.
     let signals = tcpaccel_net::signals::subscribe().context("installing SIGINT/SIGTERM handling")?;
     let emu = match &args.netns {
@@ -287,19 +263,22 @@ mod tests {
     }
 
     #[test]
-    fn bad_values_are_usage_errors_naming_value_and_forms() {
+    fn bad_values_are_refused_by_clap_naming_flag_value_and_forms() {
         for (flag, bad, form) in [
             ("--rate", "fast", "bit/s"),
+            ("--rate", "-5mbit", "negative"),
             ("--delay", "20", "ms"),
             ("--buffer", "lots", "100p"),
             ("--loss", "0.1", "bernoulli:"),
             ("--loss-ab", "ge:p=2,r=0.1", "ge:p="),
             ("--scheduling", "turbo", "realtime"),
         ] {
-            let e = parse(&[flag, bad]).unwrap_err();
-            let msg = format!("{e:#}");
-            assert!(msg.contains(bad) && msg.contains(form), "{flag} {bad}: {msg}");
-            assert!(matches!(e.downcast_ref::<exit::Fail>(), Some(exit::Fail::Usage(_))), "{msg}");
+            let v = vec!["t", "--a", "x0", "--b", "x1", flag, bad];
+            let e = T::try_parse_from(v).err().unwrap_or_else(|| panic!("{flag} {bad} accepted"));
+            // clap's usage errors exit with 2, like exit::usage.
+            assert_eq!(e.exit_code(), 2, "{flag} {bad}");
+            let msg = e.to_string();
+            assert!(msg.contains(flag) && msg.contains(bad) && msg.contains(form), "{flag} {bad}: {msg}");
         }
     }
 }

@@ -10,3 +10,4 @@ pub mod relay;
 pub mod run;
 pub mod trace;
 pub mod traffic;
+pub mod values;

@@ -25,20 +25,21 @@ use tcpaccel_traffic::{
     Report, SendConfig, SendSummary, Volume,
 };
 
+use crate::cmd::values;
 use crate::exit::{self, Fail, Verdict};
 
 #[derive(clap::Args)]
 pub struct SendArgs {
     /// Receiver address, IP:PORT (e.g. 10.0.0.2:5201 or [fd00::2]:5201).
-    #[arg(long, required = true)]
-    to: Option<String>,
+    #[arg(long, required = true, value_parser = values::socket_addr)]
+    to: Option<SocketAddr>,
     /// Send for this long, per stream (e.g. 10s, 500ms). Default 10s.
-    #[arg(long, conflicts_with = "bytes", allow_hyphen_values = true)]
-    duration: Option<String>,
+    #[arg(long, conflicts_with = "bytes", allow_hyphen_values = true, value_parser = values::duration)]
+    duration: Option<Duration>,
     /// Send this many bytes in total, split evenly over the streams (e.g. 100MB, 1GiB);
     /// the time ends when the receiver has them all.
-    #[arg(long, allow_hyphen_values = true)]
-    bytes: Option<String>,
+    #[arg(long, allow_hyphen_values = true, value_parser = values::bytes)]
+    bytes: Option<Bytes>,
     /// Parallel TCP connections.
     #[arg(long, short = 'P', default_value_t = 1)]
     parallel: u16,
@@ -46,11 +47,11 @@ pub struct SendArgs {
     #[arg(long)]
     cc: Option<String>,
     /// SO_SNDBUF request, set before connecting (e.g. 12.5MB; Linux doubles it).
-    #[arg(long)]
-    sndbuf: Option<String>,
+    #[arg(long, value_parser = values::bytes)]
+    sndbuf: Option<Bytes>,
     /// SO_RCVBUF request, set before connecting so the window scale follows it.
-    #[arg(long)]
-    rcvbuf: Option<String>,
+    #[arg(long, value_parser = values::bytes)]
+    rcvbuf: Option<Bytes>,
     /// Use MPTCP sockets (IPPROTO_MPTCP).
     #[arg(long)]
     mptcp: bool,
@@ -61,15 +62,15 @@ pub struct SendArgs {
     /// | dynamic[:CEILING] (cwnd x mss / RTT, seed 000 eq. 1, by our TCP_INFO loop)
     /// | dynamic=loop[:CEILING] | dynamic=kernel[:CEILING] (Linux's own pacing; needs
     /// tcp_pacing_ss_ratio=100 and tcp_pacing_ca_ratio=100 in the namespace).
-    #[arg(long, default_value = "none", allow_hyphen_values = true)]
-    pace: String,
+    #[arg(long, default_value = "none", allow_hyphen_values = true, value_parser = values::pace)]
+    pace: Pace,
     /// Burst mode: send this many bytes every --every until --duration ends, one
     /// connection, and report each burst's completion time (e.g. 10MB).
-    #[arg(long, conflicts_with = "bytes")]
-    burst: Option<String>,
+    #[arg(long, conflicts_with = "bytes", value_parser = values::bytes)]
+    burst: Option<Bytes>,
     /// Period between burst starts (with --burst; default 2s).
-    #[arg(long, requires = "burst")]
-    every: Option<String>,
+    #[arg(long, requires = "burst", value_parser = values::duration)]
+    every: Option<Duration>,
     /// With --burst: a burst that starts after an idle period longer than the RTO
     /// is paced at the last measured delivery rate for one window (seed 004).
     /// Keeping cwnd over idle needs net.ipv4.tcp_slow_start_after_idle=0 in the
@@ -99,8 +100,8 @@ pub struct SendArgs {
 #[derive(clap::Args)]
 pub struct RecvArgs {
     /// Address to listen on, IP:PORT.
-    #[arg(long, default_value = "0.0.0.0:5201")]
-    listen: String,
+    #[arg(long, default_value = "0.0.0.0:5201", value_parser = values::socket_addr)]
+    listen: SocketAddr,
     /// JSON Lines output (types: listening, connection, summary).
     #[arg(long)]
     json: bool,
@@ -114,17 +115,17 @@ pub struct RecvArgs {
     #[arg(long)]
     mptcp: bool,
     /// SO_SNDBUF / SO_RCVBUF requests for accepted connections (e.g. 12.5MB).
-    #[arg(long)]
-    sndbuf: Option<String>,
-    #[arg(long)]
-    rcvbuf: Option<String>,
+    #[arg(long, value_parser = values::bytes)]
+    sndbuf: Option<Bytes>,
+    #[arg(long, value_parser = values::bytes)]
+    rcvbuf: Option<Bytes>,
     /// Default congestion control of accepted connections.
     #[arg(long)]
     cc: Option<String>,
     /// Pacing when this receiver sends (`send --reverse`) and the sender set none:
     /// none | static:RATE (on-wire, split over the sender's streams) | dynamic (not available yet).
-    #[arg(long, default_value = "none", allow_hyphen_values = true)]
-    pace: String,
+    #[arg(long, default_value = "none", allow_hyphen_values = true, value_parser = values::pace)]
+    pace: Pace,
     /// Seed of the payload pattern in reverse mode.
     #[arg(long, default_value_t = 1)]
     seed: u64,
@@ -139,14 +140,12 @@ fn parse_addr(flag: &str, s: &str) -> anyhow::Result<SocketAddr> {
     })
 }
 
-fn parse_bytes(flag: &str, s: &Option<String>) -> anyhow::Result<Option<u64>> {
-    s.as_deref()
-        .map(|v| match Bytes::parse(v) {
-            Ok(b) if b.get() > 0 => Ok(b.get()),
-            Ok(_) => Err(exit::usage(format!("{flag} {v:?}: must be above zero"))),
-            Err(e) => Err(exit::usage(format!("{flag}: {e}"))),
-        })
-        .transpose()
+/// A size flag's value, which must be above zero.
+fn nonzero(flag: &str, b: Option<Bytes>) -> anyhow::Result<Option<u64>> {
+    match b {
+        Some(b) if b.get() == 0 => Err(exit::usage(format!("{flag} {b}: must be above zero"))),
+        b => Ok(b.map(|b| b.get())),
+    }
 }
 
 fn enter_netns(ns: &Option<String>, what: &str) -> anyhow::Result<()> {
@@ -180,12 +179,11 @@ fn lib_error(e: tcpaccel_traffic::Error, what: &str) -> anyhow::Error {
 }
 
 fn send_config(args: &SendArgs) -> anyhow::Result<SendConfig> {
-    let to = parse_addr("--to", args.to.as_deref().unwrap_or_default())?;
+    let to = args.to.ok_or_else(|| exit::usage("--to IP:PORT is required"))?;
     let mut cfg = SendConfig::new(to);
-    cfg.volume = match (&args.duration, parse_bytes("--bytes", &args.bytes)?) {
+    cfg.volume = match (args.duration, nonzero("--bytes", args.bytes)?) {
         (_, Some(b)) => Volume::Bytes(b),
         (Some(d), None) => {
-            let d = parse_duration(d).map_err(|e| exit::usage(format!("--duration: {e}")))?;
             if d.is_zero() {
                 return Err(exit::usage("--duration must be above zero"));
             }
@@ -198,8 +196,8 @@ fn send_config(args: &SendArgs) -> anyhow::Result<SendConfig> {
     }
     cfg.parallel = args.parallel;
     cfg.cc = args.cc.clone();
-    cfg.sndbuf = parse_bytes("--sndbuf", &args.sndbuf)?;
-    cfg.rcvbuf = parse_bytes("--rcvbuf", &args.rcvbuf)?;
+    cfg.sndbuf = nonzero("--sndbuf", args.sndbuf)?;
+    cfg.rcvbuf = nonzero("--rcvbuf", args.rcvbuf)?;
     cfg.mptcp = args.mptcp;
     cfg.bind = match args.bind.as_deref() {
         None => None,
@@ -213,7 +211,7 @@ fn send_config(args: &SendArgs) -> anyhow::Result<SendConfig> {
             return Err(exit::usage(format!("--bind {b} and --to {to} are of different address families")));
         }
     }
-    cfg.pace = Pace::parse(&args.pace).map_err(|e| exit::usage(e.to_string()))?;
+    cfg.pace = args.pace;
     cfg.interval = if args.interval.eq_ignore_ascii_case("off") {
         None
     } else {
@@ -234,14 +232,8 @@ fn send_config(args: &SendArgs) -> anyhow::Result<SendConfig> {
 
 /// The burst schedule of `--burst`/`--every`/`--resume-pacing`, if any.
 fn bursts(args: &SendArgs) -> anyhow::Result<Option<tcpaccel_traffic::Bursts>> {
-    let Some(bytes) = parse_bytes("--burst", &args.burst)? else { return Ok(None) };
-    if bytes == 0 {
-        return Err(exit::usage("--burst must be above zero"));
-    }
-    let every = match &args.every {
-        Some(e) => parse_duration(e).map_err(|e| exit::usage(format!("--every: {e}")))?,
-        None => Duration::from_secs(2),
-    };
+    let Some(bytes) = nonzero("--burst", args.burst)? else { return Ok(None) };
+    let every = args.every.unwrap_or(Duration::from_secs(2));
     if every.is_zero() {
         return Err(exit::usage("--every must be above zero"));
     }
@@ -431,14 +423,14 @@ fn print_send_summary(s: &SendSummary) {
 }
 
 fn recv_config(args: &RecvArgs) -> anyhow::Result<RecvConfig> {
-    let mut cfg = RecvConfig::new(parse_addr("--listen", &args.listen)?);
+    let mut cfg = RecvConfig::new(args.listen);
     cfg.checksum = args.checksum;
     cfg.once = args.once;
     cfg.mptcp = args.mptcp;
-    cfg.sndbuf = parse_bytes("--sndbuf", &args.sndbuf)?;
-    cfg.rcvbuf = parse_bytes("--rcvbuf", &args.rcvbuf)?;
+    cfg.sndbuf = nonzero("--sndbuf", args.sndbuf)?;
+    cfg.rcvbuf = nonzero("--rcvbuf", args.rcvbuf)?;
     cfg.cc = args.cc.clone();
-    cfg.pace = Pace::parse(&args.pace).map_err(|e| exit::usage(e.to_string()))?;
+    cfg.pace = args.pace;
     cfg.seed = args.seed;
     Ok(cfg)
 }
