@@ -85,6 +85,11 @@ fn common_params(fabrics: &str, hosts: &str, rate: &str) -> Vec<ParamSpec> {
              1us at the thesis's 1 Gbit/s, 10us at 100 Mbit/s: a congested SL is left at once)",
         ),
         ParamSpec::new(
+            "metrics",
+            "off",
+            "serve every daemon's Prometheus metrics (label host) on this address while it runs, e.g. 9464",
+        ),
+        ParamSpec::new(
             "size_threshold",
             "100KB",
             "lanes size, size-link-cost: bytes after which a connection moves to LL (the short-flow class ends at \
@@ -121,6 +126,8 @@ pub struct PolicyParams {
     pub sample_interval: Duration,
     /// Switch after this many bytes too (`size_threshold` in the config).
     pub size_threshold: Option<u64>,
+    /// Serve the daemons' metrics here while they run.
+    pub metrics: Option<std::net::SocketAddr>,
 }
 
 impl PolicyParams {
@@ -132,7 +139,12 @@ impl PolicyParams {
             "size-link-cost" => ("link-cost", true),
             other => (other, false),
         };
+        let metrics = match p.str("metrics")? {
+            "off" | "" => None,
+            a => Some(tcpaccel_metrics::parse_listen(a)?),
+        };
         Ok(PolicyParams {
+            metrics,
             size_threshold: if size { Some(p.bytes("size_threshold")?.0) } else { None },
             kind: kind.into(),
             t_deadline: p.duration("t_deadline")?,
@@ -181,6 +193,8 @@ pub fn daemon_config(spec: &FabricSpec, h: u32, policy: &PolicyParams) -> String
 
 /// Lanes daemons running in every host, each writing JSON Lines to a file.
 struct Daemons {
+    /// The metrics endpoint, while the daemons run.
+    _endpoint: Option<tcpaccel_metrics::Endpoint>,
     stop: Arc<AtomicBool>,
     handles: Vec<(String, JoinHandle<Result<tcpaccel_lanes::Summary>>)>,
     files: Vec<PathBuf>,
@@ -189,8 +203,23 @@ struct Daemons {
 impl Daemons {
     fn start(fab: &Fabric, policy: &PolicyParams, dir: &Path, tag: &str) -> Result<Daemons> {
         let stop = Arc::new(AtomicBool::new(false));
-        let mut d = Daemons { stop: stop.clone(), handles: Vec::new(), files: Vec::new() };
+        let mut reg = tcpaccel_metrics::Registry::default();
+        let mut metrics = Vec::new();
         for h in 0..fab.spec.hosts {
+            let sub = reg.sub_registry_with_label(("host".into(), format!("h{h}").into()));
+            metrics.push(Arc::new(tcpaccel_lanes::metrics::LanesMetrics::register(sub)));
+        }
+        let endpoint = match policy.metrics {
+            Some(at) => Some(
+                tcpaccel_metrics::Endpoint::serve(at, Arc::new(reg))
+                    .context("the lanes daemons' metrics endpoint")?,
+            ),
+            None => None,
+        };
+        let mut d =
+            Daemons { _endpoint: endpoint, stop: stop.clone(), handles: Vec::new(), files: Vec::new() };
+        for h in 0..fab.spec.hosts {
+            let m = policy.metrics.map(|_| metrics[h as usize].clone());
             let text = daemon_config(&fab.spec, h, policy);
             let cfg = tcpaccel_lanes::Config::parse(&text, &format!("lanes config of h{h}"))
                 .with_context(|| format!("the generated lanes config of h{h}"))?;
@@ -210,7 +239,7 @@ impl Daemons {
                         format: tcpaccel_lanes::Format::Json,
                         duration: None,
                         reload: None,
-                        metrics: None,
+                        metrics: m,
                     };
                     Ok(tcpaccel_lanes::run(cfg, &opts, &mut out, &stop)?)
                 })
@@ -1028,6 +1057,7 @@ mod tests {
             nu_unit: Duration::from_micros(10),
             sample_interval: Duration::from_millis(50),
             size_threshold: None,
+            metrics: None,
         };
         let text = daemon_config(&spec, 1, &policy);
         let cfg = tcpaccel_lanes::Config::parse(&text, "test").unwrap();
