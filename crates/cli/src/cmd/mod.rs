@@ -5,6 +5,7 @@ pub mod gather;
 pub mod lab;
 pub mod lanes;
 pub mod net;
+pub mod pace;
 pub mod relay;
 pub mod run;
 pub mod trace;
