@@ -202,3 +202,55 @@ fn not_root_is_exit_3() {
     assert_eq!(out.status.code(), Some(3), "{err}");
     assert!(err.contains("needs root"), "{err}");
 }
+
+/// MPTcpExt MPCapableSYNACKRX of this namespace: MPTCP handshakes a client completed.
+fn mp_capable_synacks() -> u64 {
+    let t = std::fs::read_to_string("/proc/net/netstat").unwrap();
+    let lines: Vec<&str> = t.lines().filter(|l| l.starts_with("MPTcpExt:")).collect();
+    assert_eq!(lines.len(), 2, "no MPTcpExt counters: is MPTCP on?");
+    let (names, values) = (lines[0].split_whitespace(), lines[1].split_whitespace());
+    let (_, v) = names.zip(values).find(|(n, _)| *n == "MPCapableSYNACKRX").expect("MPCapableSYNACKRX");
+    v.parse().unwrap()
+}
+
+#[test]
+fn run_pace_takes_the_cgroup_path_and_paces_mptcp_subflows() {
+    need_root();
+    let port = free_port();
+    let child = Command::new(bin())
+        .args(["recv", "--mptcp", "--listen", &format!("127.0.0.1:{port}")])
+        .stdout(Stdio::null())
+        .spawn()
+        .unwrap();
+    let _recv = Reaper(child);
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    let before = mp_capable_synacks();
+    // The shim makes the sender's socket MPTCP; the cgroup paces its subflow.
+    let out = Command::new(bin())
+        .args(["run", "--mptcp", "--pace", "static:30mbit", "--"])
+        .arg(bin())
+        .args(send_args(port, "3s"))
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    assert!(err.contains("through the cgroup pacer"), "{err}");
+    assert!(mp_capable_synacks() > before, "the transfer was not MPTCP");
+    let paced = goodput(&out.stdout);
+    assert!((24e6..33e6).contains(&paced), "MPTCP paced at {:.1} Mbit/s", paced / 1e6);
+    assert_no_leftovers(&out.stderr);
+
+    // The shim alone cannot pace MPTCP, and says so.
+    let out = Command::new(bin())
+        .args(["run", "--mptcp", "--pace-via", "preload", "--pace", "static:30mbit", "--"])
+        .arg(bin())
+        .args(send_args(port, "2s"))
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("through the LD_PRELOAD shim") && err.contains("refuses SO_MAX_PACING_RATE on MPTCP"),
+        "{err}"
+    );
+    assert!(goodput(&out.stdout) > 5.0 * paced, "{err}");
+}

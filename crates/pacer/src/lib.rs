@@ -40,3 +40,13 @@ pub fn available() -> Result<(), PacerError> {
     cgroup2_mount()?;
     Ok(())
 }
+
+/// [`available`], and the program loads (the kernel has BPF, sock_ops and
+/// the helpers it calls): what `tcpaccel run` checks before it picks the
+/// cgroup path. Loads and unloads; attaches nothing.
+pub fn probe() -> Result<(), PacerError> {
+    available()?;
+    let obj = tcpaccel_sys::bpf::Object::parse(PACE_OBJECT)?;
+    drop(obj.load()?);
+    Ok(())
+}

@@ -97,6 +97,11 @@ pub fn pacer_err(e: PacerError) -> anyhow::Error {
 }
 
 impl RuleArgs {
+    /// One pacing for every connection (`tcpaccel run --pace`).
+    pub fn single(pace: &str) -> RuleArgs {
+        RuleArgs { pace: pace.to_string(), rules: Vec::new(), ceiling: None }
+    }
+
     /// Parses the rules in one step; bad input is a usage error naming it.
     pub fn config(&self) -> anyhow::Result<PaceConfig> {
         let ceiling = self
