@@ -483,6 +483,28 @@ pub fn bpf_dynamic_rate(a: BpfAck, ceiling: u64) -> u64 {
     rate.min(BPF_RATE_MAX)
 }
 
+/// Pure twin of `hold_cap` in `pace.bpf.c` (the cgroup pacer's `--hold`,
+/// issue 17 item 5), applied on top of eq. (1)'s `rate`: with a delivery
+/// rate `dlv` (payload bytes/s acked over the last srtt; 0 = not yet
+/// measured), pace no faster than `dlv` while the RTT shows a queue
+/// (srtt − min_rtt > min_rtt/8: hold the queue instead of overflowing a
+/// small buffer, a full-pipe test after BBR's), and no faster than 5/4 of
+/// it in slow start (`in_slow_start`: cwnd below ssthresh), so the sending
+/// rate grows by a quarter per RTT instead of doubling.
+pub fn bpf_hold_cap(rate: u64, dlv: u64, srtt_us_x8: u32, rtt_min_us: u32, in_slow_start: bool) -> u64 {
+    let srtt = srtt_us_x8 >> 3;
+    if dlv == 0 || rtt_min_us == 0 {
+        return rate;
+    }
+    if srtt > rtt_min_us && (srtt - rtt_min_us) as u64 * 8 > rtt_min_us as u64 {
+        return rate.min(dlv);
+    }
+    if in_slow_start {
+        return rate.min(dlv * 5 / 4);
+    }
+    rate
+}
+
 /// The cap the BPF program sets for a rule: `static` converts the on-wire
 /// rate with the socket's MSS (never 0: 1 byte/s); `dynamic` runs
 /// [`bpf_dynamic_rate`] under the converted ceiling, if any.
@@ -740,6 +762,21 @@ mod tests {
         assert_eq!(bpf_rule_rate(Some(Rate(7)), None, a, false), 1);
         assert_eq!(bpf_rule_rate(None, Some(Rate::mbps(8)), a, false), 941_482);
         assert_eq!(bpf_rule_rate(None, None, a, false), 1_448_000);
+    }
+
+    #[test]
+    fn hold_cap_holds_a_queue_and_slows_slow_start() {
+        let us8 = |us: u32| us * 8;
+        // No delivery rate yet, or no min RTT: eq. (1) as is.
+        assert_eq!(bpf_hold_cap(9_000, 0, us8(120_000), 100_000, true), 9_000);
+        assert_eq!(bpf_hold_cap(9_000, 5_000, us8(120_000), 0, true), 9_000);
+        // 20 ms of queue on a 100 ms path (> 12.5 ms): hold at the delivery rate.
+        assert_eq!(bpf_hold_cap(9_000, 5_000, us8(120_000), 100_000, false), 5_000);
+        assert_eq!(bpf_hold_cap(4_000, 5_000, us8(120_000), 100_000, false), 4_000);
+        // Exactly an eighth is not yet a queue; slow start grows by 5/4 at most.
+        assert_eq!(bpf_hold_cap(9_000, 4_000, us8(112_500), 100_000, true), 5_000);
+        assert_eq!(bpf_hold_cap(9_000, 4_000, us8(112_500), 100_000, false), 9_000);
+        assert_eq!(bpf_hold_cap(9_000, 4_000, us8(100_000), 100_000, true), 5_000);
     }
 
     proptest! {

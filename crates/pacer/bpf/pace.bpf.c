@@ -44,9 +44,12 @@ struct map_def {
 
 enum rule_kind { RULE_NONE = 0, RULE_STATIC = 1, RULE_DYNAMIC = 2 };
 
+/* rule.flags: cap dynamic pacing by the measured delivery rate (below). */
+#define RULE_HOLD 1u
+
 struct rule {
 	__u32 kind;
-	__u32 pad;
+	__u32 flags;
 	/* Static: the rate. Dynamic: the ceiling, 0 for none. Bits/s on the wire. */
 	__u64 wire_bps;
 };
@@ -68,6 +71,10 @@ struct sock_state {
 	__u32 rule;
 	__u32 rate;       /* payload bytes/s last set on this socket */
 	__u64 updates;
+	/* Delivery-rate window (RULE_HOLD): start time and bytes_acked then. */
+	__u64 win_start_ns;
+	__u64 win_acked;
+	__u64 dlv_rate;   /* payload bytes/s acked over the last window of one srtt */
 };
 
 struct map_def SEC("maps") pace_rules = {
@@ -226,6 +233,41 @@ static __always_inline void on_established(struct bpf_sock_ops *skops)
 					 : BPF_SOCK_OPS_STATE_CB_FLAG);
 }
 
+/* RULE_HOLD, against slow-start and probing overshoot into a small buffer
+ * (issue 17 item 5): measure the delivery rate over windows of one srtt;
+ * while the RTT shows a queue (srtt above min_rtt by more than min_rtt/8)
+ * pace no faster than that delivery rate, which holds the queue where it
+ * is instead of letting the window overflow it (a full-pipe test after
+ * BBR's); in slow start otherwise, grow the rate by at most 5/4 of the
+ * delivery rate per window instead of the window's doubling, so that the
+ * one RTT the queue takes to show in the samples overfills the buffer by
+ * an eighth of a BDP, not half of one. Pure twin: core's bpf_hold_cap. */
+static __always_inline __u64 hold_cap(struct bpf_sock_ops *skops, struct sock_state *st, __u64 rate)
+{
+	__u64 now = bpf_ktime_get_ns();
+	__u64 acked = skops->bytes_acked;
+	__u32 srtt = skops->srtt_us >> 3;
+	__u32 min_rtt = skops->rtt_min;
+
+	if (st->win_start_ns == 0) {
+		st->win_start_ns = now;
+		st->win_acked = acked;
+	} else if (srtt && now - st->win_start_ns >= (__u64)srtt * 1000) {
+		st->dlv_rate = (acked - st->win_acked) * 1000000000ull / (now - st->win_start_ns);
+		st->win_start_ns = now;
+		st->win_acked = acked;
+	}
+	if (st->dlv_rate == 0 || min_rtt == 0)
+		return rate;
+	if (srtt > min_rtt && (srtt - min_rtt) * 8 > min_rtt)
+		return rate < st->dlv_rate ? rate : st->dlv_rate;
+	if (skops->snd_cwnd < skops->snd_ssthresh) {
+		__u64 cap = st->dlv_rate * 5 / 4;
+		return rate < cap ? rate : cap;
+	}
+	return rate;
+}
+
 static __always_inline void on_rtt(struct bpf_sock_ops *skops)
 {
 	__u64 cookie = bpf_get_socket_cookie(skops);
@@ -240,6 +282,10 @@ static __always_inline void on_rtt(struct bpf_sock_ops *skops)
 	if (!r || r->kind != RULE_DYNAMIC)
 		return;
 	rate = rule_rate(skops, r);
+	if (r->flags & RULE_HOLD) {
+		__u64 h = hold_cap(skops, st, rate);
+		rate = clamp_rate(h < DYNAMIC_FLOOR ? DYNAMIC_FLOOR : h);
+	}
 	if (rate != st->rate)
 		set_rate(skops, idx, st, rate);
 }

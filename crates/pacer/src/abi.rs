@@ -12,10 +12,15 @@ pub const RULE_NONE: u32 = 0;
 pub const RULE_STATIC: u32 = 1;
 pub const RULE_DYNAMIC: u32 = 2;
 
+/// `rule.flags` bit: cap dynamic pacing by the measured delivery rate
+/// (`hold_cap` in the C source, `tcpaccel_core::pacing::bpf_hold_cap`).
+pub const RULE_HOLD: u32 = 1;
+
 /// `struct rule`: what to do with a connection.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct RuleAbi {
     pub kind: u32,
+    pub flags: u32,
     /// Static: the rate; dynamic: the ceiling (0: none). Bits/s on the wire.
     pub wire_bps: u64,
 }
@@ -25,10 +30,11 @@ impl Plain for RuleAbi {
     fn write(&self, out: &mut [u8]) {
         out.fill(0);
         self.kind.write(&mut out[0..4]);
+        self.flags.write(&mut out[4..8]);
         self.wire_bps.write(&mut out[8..16]);
     }
     fn read(b: &[u8]) -> Self {
-        RuleAbi { kind: ne_u32(b, 0), wire_bps: ne_u64(b, 8) }
+        RuleAbi { kind: ne_u32(b, 0), flags: ne_u32(b, 4), wire_bps: ne_u64(b, 8) }
     }
 }
 
@@ -95,17 +101,31 @@ pub struct SockState {
     /// Payload bytes/s last set on the socket.
     pub rate: u32,
     pub updates: u64,
+    pub win_start_ns: u64,
+    pub win_acked: u64,
+    /// Delivery rate (payload bytes/s) of the last window (RULE_HOLD only).
+    pub dlv_rate: u64,
 }
 
 impl Plain for SockState {
-    const SIZE: usize = 16;
+    const SIZE: usize = 40;
     fn write(&self, out: &mut [u8]) {
         self.rule.write(&mut out[0..4]);
         self.rate.write(&mut out[4..8]);
         self.updates.write(&mut out[8..16]);
+        self.win_start_ns.write(&mut out[16..24]);
+        self.win_acked.write(&mut out[24..32]);
+        self.dlv_rate.write(&mut out[32..40]);
     }
     fn read(b: &[u8]) -> Self {
-        SockState { rule: ne_u32(b, 0), rate: ne_u32(b, 4), updates: ne_u64(b, 8) }
+        SockState {
+            rule: ne_u32(b, 0),
+            rate: ne_u32(b, 4),
+            updates: ne_u64(b, 8),
+            win_start_ns: ne_u64(b, 16),
+            win_acked: ne_u64(b, 24),
+            dlv_rate: ne_u64(b, 32),
+        }
     }
 }
 

@@ -13,7 +13,7 @@ use serde::Serialize;
 use tcpaccel_core::units::Rate;
 use tcpaccel_traffic::pace::{DynamicMode, Pace};
 
-use crate::abi::{DstKey, RuleAbi, MAX_RULES, RULE_DYNAMIC, RULE_NONE, RULE_STATIC};
+use crate::abi::{DstKey, RuleAbi, MAX_RULES, RULE_DYNAMIC, RULE_HOLD, RULE_NONE, RULE_STATIC};
 
 /// A rule, pacing or destination that cannot be used; the message quotes it.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -117,10 +117,10 @@ impl RulePace {
 
     pub fn abi(self) -> RuleAbi {
         match self {
-            RulePace::None => RuleAbi { kind: RULE_NONE, wire_bps: 0 },
-            RulePace::Static { wire_bps } => RuleAbi { kind: RULE_STATIC, wire_bps },
+            RulePace::None => RuleAbi { kind: RULE_NONE, ..RuleAbi::default() },
+            RulePace::Static { wire_bps } => RuleAbi { kind: RULE_STATIC, flags: 0, wire_bps },
             RulePace::Dynamic { ceiling_bps } => {
-                RuleAbi { kind: RULE_DYNAMIC, wire_bps: ceiling_bps.unwrap_or(0) }
+                RuleAbi { kind: RULE_DYNAMIC, flags: 0, wire_bps: ceiling_bps.unwrap_or(0) }
             }
         }
     }
@@ -236,6 +236,10 @@ pub struct PaceConfig {
     pub rules: Vec<DstRule>,
     /// On-wire ceiling over every rule.
     pub ceiling: Option<u64>,
+    /// Dynamic rules also hold the rate at the measured delivery rate while
+    /// the RTT shows a queue, and grow it by at most 5/4 per RTT in slow
+    /// start (`hold_cap` in the BPF source; issue 17 item 5).
+    pub hold: bool,
 }
 
 impl PaceConfig {
@@ -253,17 +257,24 @@ impl PaceConfig {
         if parsed.len() >= MAX_RULES as usize {
             return Err(RuleError::TooMany { count: parsed.len(), max: MAX_RULES - 1 });
         }
-        Ok(PaceConfig { default, rules: parsed, ceiling: ceiling.map(|c| c.0) })
+        Ok(PaceConfig { default, rules: parsed, ceiling: ceiling.map(|c| c.0), hold: false })
     }
 
     /// The `pace_rules` array (index 0: the default) and the `pace_dst`
     /// trie entries pointing into it, ceiling applied.
     pub fn tables(&self) -> (Vec<RuleAbi>, Vec<(DstKey, u32)>) {
         let c = self.ceiling.map(Rate);
-        let mut rules = vec![self.default.capped(c).abi()];
+        let abi = |p: RulePace| {
+            let mut a = p.capped(c).abi();
+            if self.hold && a.kind == RULE_DYNAMIC {
+                a.flags |= RULE_HOLD;
+            }
+            a
+        };
+        let mut rules = vec![abi(self.default)];
         let mut dst = Vec::new();
         for (i, r) in self.rules.iter().enumerate() {
-            rules.push(r.pace.capped(c).abi());
+            rules.push(abi(r.pace));
             dst.push((r.dest.key(), i as u32 + 1));
         }
         (rules, dst)
@@ -338,12 +349,15 @@ mod tests {
         assert_eq!(
             rules,
             vec![
-                RuleAbi { kind: RULE_STATIC, wire_bps: 300_000_000 },
-                RuleAbi { kind: RULE_DYNAMIC, wire_bps: 300_000_000 },
-                RuleAbi { kind: RULE_STATIC, wire_bps: 50_000_000 },
-                RuleAbi { kind: RULE_DYNAMIC, wire_bps: 300_000_000 },
+                RuleAbi { kind: RULE_STATIC, flags: 0, wire_bps: 300_000_000 },
+                RuleAbi { kind: RULE_DYNAMIC, flags: 0, wire_bps: 300_000_000 },
+                RuleAbi { kind: RULE_STATIC, flags: 0, wire_bps: 50_000_000 },
+                RuleAbi { kind: RULE_DYNAMIC, flags: 0, wire_bps: 300_000_000 },
             ]
         );
+        // Hold marks the dynamic rules only.
+        let held = PaceConfig { hold: true, ..cfg.clone() }.tables().0;
+        assert_eq!(held.iter().map(|r| r.flags).collect::<Vec<_>>(), vec![0, RULE_HOLD, 0, RULE_HOLD]);
         assert_eq!(dst.iter().map(|d| d.1).collect::<Vec<_>>(), vec![1, 2, 3]);
         assert_eq!(RulePace::from_abi(rules[1]).to_string(), "dynamic:300Mbit/s");
     }

@@ -43,6 +43,9 @@ pub struct RuleArgs {
     /// An on-wire ceiling over every rule (static rates above it are lowered).
     #[arg(long)]
     ceiling: Option<String>,
+    /// Dynamic rules also hold the rate at the measured delivery rate while the RTT shows a queue, and grow it by at most 5/4 per RTT in slow start (against overshoot into small buffers).
+    #[arg(long)]
+    hold: bool,
 }
 
 #[derive(clap::Subcommand)]
@@ -99,7 +102,7 @@ pub fn pacer_err(e: PacerError) -> anyhow::Error {
 impl RuleArgs {
     /// One pacing for every connection (`tcpaccel run --pace`).
     pub fn single(pace: &str) -> RuleArgs {
-        RuleArgs { pace: pace.to_string(), rules: Vec::new(), ceiling: None }
+        RuleArgs { pace: pace.to_string(), rules: Vec::new(), ceiling: None, hold: false }
     }
 
     /// Parses the rules in one step; bad input is a usage error naming it.
@@ -109,7 +112,8 @@ impl RuleArgs {
             .as_deref()
             .map(|c| Rate::parse(c).map_err(|e| exit::usage(format!("--ceiling {c:?}: {e}"))))
             .transpose()?;
-        PaceConfig::parse(&self.pace, &self.rules, ceiling).map_err(|e| pacer_err(e.into()))
+        let cfg = PaceConfig::parse(&self.pace, &self.rules, ceiling).map_err(|e| pacer_err(e.into()))?;
+        Ok(PaceConfig { hold: self.hold, ..cfg })
     }
 }
 

@@ -158,7 +158,7 @@ impl Testbed for IdleBed {
             v => bail!("unknown variant {v}"),
         };
         let bpf = match ctx.variant.as_str() {
-            "no-ssai-bpf" => Some(super::pacing::BpfPacing::join("dynamic")?),
+            "no-ssai-bpf" => Some(super::pacing::BpfPacing::join("dynamic", false)?),
             _ => None,
         };
         let net = Network::up(&self.path.topology()?).context("building the dumbbell")?;

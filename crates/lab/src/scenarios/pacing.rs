@@ -18,7 +18,8 @@
 //! cgroup pacer (`tcpaccel pace`, a BPF sock_ops program) instead of the
 //! traffic tool's own socket option: static at the same on-wire rate
 //! (converted with the socket's MSS), dynamic with seed 000 eq. 1 on every
-//! ACK instead of every 5 ms. See [`BpfPacing`] for how the sender gets into
+//! ACK instead of every 5 ms; `dynamic-bpf-hold` adds the pacer's `--hold`
+//! (delivery-rate hold while a queue shows, gentler slow start). See [`BpfPacing`] for how the sender gets into
 //! a paced cgroup.
 //!
 //! Records per run: goodput, bottleneck drops (all and after the first 2 s),
@@ -47,12 +48,13 @@ use tcpaccel_traffic::{DynamicMode, Pace};
 
 pub struct Pacing;
 
-const VARIANTS: [&str; 9] = [
+const VARIANTS: [&str; 10] = [
     "none",
     "dynamic",
     "dynamic-kernel",
     "dynamic-loop",
     "dynamic-bpf",
+    "dynamic-bpf-hold",
     "static",
     "static-1seg",
     "static-bpf",
@@ -241,7 +243,7 @@ impl PacingBed {
             }
             "bbr" => s.cc = Some("bbr".into()),
             // Paced by the cgroup pacer around the run (run_one), not by the sender.
-            "static-bpf" | "dynamic-bpf" => {}
+            "static-bpf" | "dynamic-bpf" | "dynamic-bpf-hold" => {}
             v => bail!("unknown variant {v}"),
         }
         Ok(s)
@@ -268,7 +270,8 @@ pub struct BpfPacing {
 }
 
 impl BpfPacing {
-    pub fn join(pace: &str) -> Result<BpfPacing> {
+    /// `hold`: the pacer's `--hold` (see `tcpaccel_pacer::PaceConfig::hold`).
+    pub fn join(pace: &str, hold: bool) -> Result<BpfPacing> {
         tcpaccel_pacer::probe().context("the cgroup pacer (BPF) is not usable here")?;
         let mount = tcpaccel_pacer::cgroup2_mount()?;
         let own = std::fs::read_to_string("/proc/self/cgroup").context("reading /proc/self/cgroup")?;
@@ -278,7 +281,8 @@ impl BpfPacing {
             .context("this process has no cgroup2 membership in /proc/self/cgroup")?;
         let home = mount.join(rel.trim_start_matches('/'));
         let rule = format!("0.0.0.0/0:{}={pace}", super::dumbbell::DATA_PORT);
-        let cfg = tcpaccel_pacer::PaceConfig::parse("none", &[rule], None)?;
+        let cfg =
+            tcpaccel_pacer::PaceConfig { hold, ..tcpaccel_pacer::PaceConfig::parse("none", &[rule], None)? };
         let cg = tcpaccel_pacer::TempCgroup::create(&format!("lab-{}", std::process::id()))?;
         let att = tcpaccel_pacer::attach(&cg.cgroup, &cfg)?;
         cg.cgroup.add_pid(std::process::id())?;
@@ -328,8 +332,9 @@ impl Testbed for PacingBed {
             ))?;
         }
         let bpf = match ctx.variant.as_str() {
-            "static-bpf" => Some(BpfPacing::join(&format!("static:{}", self.static_rate))?),
-            "dynamic-bpf" => Some(BpfPacing::join("dynamic")?),
+            "static-bpf" => Some(BpfPacing::join(&format!("static:{}", self.static_rate), false)?),
+            "dynamic-bpf" => Some(BpfPacing::join("dynamic", false)?),
+            "dynamic-bpf-hold" => Some(BpfPacing::join("dynamic", true)?),
             _ => None,
         };
         let r = bulk(ctx, &self.path, &setup, self.duration);
