@@ -510,7 +510,7 @@ pub fn bpf_hold_cap(rate: u64, dlv: u64, srtt_us_x8: u32, rtt_min_us: u32, in_sl
 /// [`bpf_dynamic_rate`] under the converted ceiling, if any.
 pub fn bpf_rule_rate(static_wire: Option<Rate>, dynamic_ceiling: Option<Rate>, a: BpfAck, ipv6: bool) -> u64 {
     match static_wire {
-        Some(w) => bpf_payload_rate(w, a.mss_cache, ipv6).max(1).min(BPF_RATE_MAX),
+        Some(w) => bpf_payload_rate(w, a.mss_cache, ipv6).clamp(1, BPF_RATE_MAX),
         None => {
             let c = dynamic_ceiling.map_or(0, |c| bpf_payload_rate(c, a.mss_cache, ipv6).max(1));
             bpf_dynamic_rate(a, c)
