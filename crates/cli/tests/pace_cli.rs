@@ -254,3 +254,27 @@ fn run_pace_takes_the_cgroup_path_and_paces_mptcp_subflows() {
     );
     assert!(goodput(&out.stdout) > 5.0 * paced, "{err}");
 }
+
+#[test]
+fn sigint_during_pace_run_leaves_no_cgroup_and_no_pins() {
+    need_root();
+    use std::io::{BufRead, BufReader};
+    let mut child = Command::new(bin())
+        .args(["pace", "run", "--pace", "static:10mbit", "--", "sleep", "30"])
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut err = BufReader::new(child.stderr.take().unwrap());
+    let mut line = String::new();
+    err.read_line(&mut line).unwrap();
+    assert!(line.contains("running in cgroup"), "{line}");
+    let started = std::time::Instant::now();
+    // SIGINT to tcpaccel alone (not the command): it passes it on as SIGKILL
+    // after 2 s, then detaches and removes its cgroup.
+    let st = Command::new("kill").args(["-INT", &child.id().to_string()]).status().unwrap();
+    assert!(st.success());
+    let status = child.wait().unwrap();
+    assert!(started.elapsed() < std::time::Duration::from_secs(15), "took {:?}", started.elapsed());
+    assert_eq!(status.code(), Some(128 + 9), "the command was killed: exit 137");
+    assert_no_leftovers(line.as_bytes());
+}
