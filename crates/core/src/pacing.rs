@@ -486,9 +486,11 @@ pub fn bpf_dynamic_rate(a: BpfAck, ceiling: u64) -> u64 {
 /// Pure twin of `hold_cap` in `pace.bpf.c` (the cgroup pacer's `--hold`,
 /// issue 17 item 5), applied on top of eq. (1)'s `rate`: with a delivery
 /// rate `dlv` (payload bytes/s acked over the last srtt; 0 = not yet
-/// measured), pace no faster than `dlv` while the RTT shows a queue
-/// (srtt − min_rtt > min_rtt/8: hold the queue instead of overflowing a
-/// small buffer, a full-pipe test after BBR's), and no faster than 5/4 of
+/// measured), pace no faster than 31/32 of `dlv` while the RTT shows a
+/// queue (srtt − min_rtt > min_rtt/16: keep the queue near that level
+/// instead of overflowing a small buffer, a full-pipe test after BBR's;
+/// just below `dlv` so that a delivery rate measured a little high cannot
+/// let the queue creep up), and no faster than 5/4 of
 /// it in slow start (`in_slow_start`: cwnd below ssthresh), so the sending
 /// rate grows by a quarter per RTT instead of doubling.
 pub fn bpf_hold_cap(rate: u64, dlv: u64, srtt_us_x8: u32, rtt_min_us: u32, in_slow_start: bool) -> u64 {
@@ -496,8 +498,8 @@ pub fn bpf_hold_cap(rate: u64, dlv: u64, srtt_us_x8: u32, rtt_min_us: u32, in_sl
     if dlv == 0 || rtt_min_us == 0 {
         return rate;
     }
-    if srtt > rtt_min_us && (srtt - rtt_min_us) as u64 * 8 > rtt_min_us as u64 {
-        return rate.min(dlv);
+    if srtt > rtt_min_us && (srtt - rtt_min_us) as u64 * 16 > rtt_min_us as u64 {
+        return rate.min(dlv * 31 / 32);
     }
     if in_slow_start {
         return rate.min(dlv * 5 / 4);
@@ -770,12 +772,12 @@ mod tests {
         // No delivery rate yet, or no min RTT: eq. (1) as is.
         assert_eq!(bpf_hold_cap(9_000, 0, us8(120_000), 100_000, true), 9_000);
         assert_eq!(bpf_hold_cap(9_000, 5_000, us8(120_000), 0, true), 9_000);
-        // 20 ms of queue on a 100 ms path (> 12.5 ms): hold at the delivery rate.
-        assert_eq!(bpf_hold_cap(9_000, 5_000, us8(120_000), 100_000, false), 5_000);
-        assert_eq!(bpf_hold_cap(4_000, 5_000, us8(120_000), 100_000, false), 4_000);
-        // Exactly an eighth is not yet a queue; slow start grows by 5/4 at most.
-        assert_eq!(bpf_hold_cap(9_000, 4_000, us8(112_500), 100_000, true), 5_000);
-        assert_eq!(bpf_hold_cap(9_000, 4_000, us8(112_500), 100_000, false), 9_000);
+        // 10 ms of queue on a 100 ms path (> 6.25 ms): hold at 31/32 of the delivery rate.
+        assert_eq!(bpf_hold_cap(9_000, 6_400, us8(110_000), 100_000, false), 6_200);
+        assert_eq!(bpf_hold_cap(4_000, 6_400, us8(110_000), 100_000, false), 4_000);
+        // Exactly a sixteenth is not yet a queue; slow start grows by 5/4 at most.
+        assert_eq!(bpf_hold_cap(9_000, 4_000, us8(106_250), 100_000, true), 5_000);
+        assert_eq!(bpf_hold_cap(9_000, 4_000, us8(106_250), 100_000, false), 9_000);
         assert_eq!(bpf_hold_cap(9_000, 4_000, us8(100_000), 100_000, true), 5_000);
     }
 

@@ -235,10 +235,10 @@ static __always_inline void on_established(struct bpf_sock_ops *skops)
 
 /* RULE_HOLD, against slow-start and probing overshoot into a small buffer
  * (issue 17 item 5): measure the delivery rate over windows of one srtt;
- * while the RTT shows a queue (srtt above min_rtt by more than min_rtt/8)
- * pace no faster than that delivery rate, which holds the queue where it
- * is instead of letting the window overflow it (a full-pipe test after
- * BBR's); in slow start otherwise, grow the rate by at most 5/4 of the
+ * while the RTT shows a queue (srtt above min_rtt by more than min_rtt/16)
+ * pace at 31/32 of that delivery rate, which keeps the queue near the
+ * threshold instead of letting the window overflow it (a full-pipe test
+ * after BBR's); in slow start otherwise, grow the rate by at most 5/4 of the
  * delivery rate per window instead of the window's doubling, so that the
  * one RTT the queue takes to show in the samples overfills the buffer by
  * an eighth of a BDP, not half of one. Pure twin: core's bpf_hold_cap. */
@@ -259,8 +259,13 @@ static __always_inline __u64 hold_cap(struct bpf_sock_ops *skops, struct sock_st
 	}
 	if (st->dlv_rate == 0 || min_rtt == 0)
 		return rate;
-	if (srtt > min_rtt && (srtt - min_rtt) * 8 > min_rtt)
-		return rate < st->dlv_rate ? rate : st->dlv_rate;
+	if (srtt > min_rtt && (srtt - min_rtt) * 16 > min_rtt) {
+		/* 31/32: a delivery rate measured a little high (ACK bunching)
+		 * must not let the queue creep up; the queue drains slowly and
+		 * eq. 1 takes over again once it is below the threshold. */
+		__u64 hold = st->dlv_rate * 31 / 32;
+		return rate < hold ? rate : hold;
+	}
 	if (skops->snd_cwnd < skops->snd_ssthresh) {
 		__u64 cap = st->dlv_rate * 5 / 4;
 		return rate < cap ? rate : cap;

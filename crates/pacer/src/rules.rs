@@ -236,8 +236,8 @@ pub struct PaceConfig {
     pub rules: Vec<DstRule>,
     /// On-wire ceiling over every rule.
     pub ceiling: Option<u64>,
-    /// Dynamic rules also hold the rate at the measured delivery rate while
-    /// the RTT shows a queue, and grow it by at most 5/4 per RTT in slow
+    /// Dynamic rules also hold the rate just below the measured delivery
+    /// rate while the RTT shows a queue, and grow it by at most 5/4 per RTT in slow
     /// start (`hold_cap` in the BPF source; issue 17 item 5).
     pub hold: bool,
 }
