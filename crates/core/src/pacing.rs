@@ -490,9 +490,10 @@ pub fn bpf_dynamic_rate(a: BpfAck, ceiling: u64) -> u64 {
 /// queue (srtt − min_rtt > min_rtt/16: keep the queue near that level
 /// instead of overflowing a small buffer, a full-pipe test after BBR's;
 /// just below `dlv` so that a delivery rate measured a little high cannot
-/// let the queue creep up), and no faster than 5/4 of
-/// it in slow start (`in_slow_start`: cwnd below ssthresh), so the sending
-/// rate grows by a quarter per RTT instead of doubling.
+/// let the queue creep up), and otherwise no faster than 5/4 of it in slow
+/// start (`in_slow_start`: cwnd below ssthresh; the rate grows by a quarter
+/// per RTT instead of doubling) and 17/16 of it after slow start (leaving
+/// a hold does not release at once the window CUBIC grew meanwhile).
 pub fn bpf_hold_cap(rate: u64, dlv: u64, srtt_us_x8: u32, rtt_min_us: u32, in_slow_start: bool) -> u64 {
     let srtt = srtt_us_x8 >> 3;
     if dlv == 0 || rtt_min_us == 0 {
@@ -502,9 +503,10 @@ pub fn bpf_hold_cap(rate: u64, dlv: u64, srtt_us_x8: u32, rtt_min_us: u32, in_sl
         return rate.min(dlv * 31 / 32);
     }
     if in_slow_start {
-        return rate.min(dlv * 5 / 4);
+        rate.min(dlv * 5 / 4)
+    } else {
+        rate.min(dlv * 17 / 16)
     }
-    rate
 }
 
 /// The cap the BPF program sets for a rule: `static` converts the on-wire
@@ -777,7 +779,8 @@ mod tests {
         assert_eq!(bpf_hold_cap(4_000, 6_400, us8(110_000), 100_000, false), 4_000);
         // Exactly a sixteenth is not yet a queue; slow start grows by 5/4 at most.
         assert_eq!(bpf_hold_cap(9_000, 4_000, us8(106_250), 100_000, true), 5_000);
-        assert_eq!(bpf_hold_cap(9_000, 4_000, us8(106_250), 100_000, false), 9_000);
+        // After slow start: 17/16, so leaving a hold does not release a grown window at once.
+        assert_eq!(bpf_hold_cap(9_000, 4_000, us8(106_250), 100_000, false), 4_250);
         assert_eq!(bpf_hold_cap(9_000, 4_000, us8(100_000), 100_000, true), 5_000);
     }
 

@@ -266,11 +266,11 @@ static __always_inline __u64 hold_cap(struct bpf_sock_ops *skops, struct sock_st
 		__u64 hold = st->dlv_rate * 31 / 32;
 		return rate < hold ? rate : hold;
 	}
-	if (skops->snd_cwnd < skops->snd_ssthresh) {
-		__u64 cap = st->dlv_rate * 5 / 4;
-		return rate < cap ? rate : cap;
-	}
-	return rate;
+	/* Grow by at most 5/4 per window in slow start and 17/16 after it, so
+	 * that leaving the hold with a window CUBIC kept growing meanwhile
+	 * does not release it at once. */
+	__u64 cap = skops->snd_cwnd < skops->snd_ssthresh ? st->dlv_rate * 5 / 4 : st->dlv_rate * 17 / 16;
+	return rate < cap ? rate : cap;
 }
 
 static __always_inline void on_rtt(struct bpf_sock_ops *skops)
