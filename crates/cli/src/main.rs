@@ -44,6 +44,8 @@ enum Command {
     Trace(cmd::trace::Args),
     /// Run an unmodified program with pacing / congestion control / buffers applied to its TCP sockets.
     Run(cmd::run::Args),
+    /// In-kernel pacing for every program of a cgroup (BPF sock_ops): attach, run, status, detach.
+    Pace(cmd::pace::Args),
     /// Gathering server with priority QoS, and its client.
     Gather(cmd::gather::Args),
     /// Datacenter lanes daemon on Linux MPTCP (userspace path manager).
@@ -84,6 +86,7 @@ fn main() -> ExitCode {
         Command::Doctor(a) => cmd::doctor::run(a),
         Command::Trace(a) => cmd::trace::run(a),
         Command::Run(a) => cmd::run::run(a),
+        Command::Pace(a) => cmd::pace::run(a),
         Command::Gather(a) => cmd::gather::run(a),
         Command::Lanes(a) => cmd::lanes::run(a),
         Command::Completions(a) => cmd::install::completions(a, Cli::command()),

@@ -58,7 +58,7 @@ fn curl_socket_gets_rate_and_cc() {
     let log = std::env::temp_dir().join(format!("tcpaccel-preload-{}.log", std::process::id()));
     let _ = std::fs::remove_file(&log);
     let child = Command::new(bin())
-        .args(["run", "--pace", "static:20mbit", "--cc", "reno", "--shim-log"])
+        .args(["run", "--pace-via", "preload", "--pace", "static:20mbit", "--cc", "reno", "--shim-log"])
         .arg(&log)
         .args(["--", "curl", "-s", "-o", "/dev/null", "-w", "%{http_code}"])
         .arg(format!("http://127.0.0.1:{port}/"))

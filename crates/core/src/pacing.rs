@@ -420,6 +420,108 @@ pub fn resume_after_idle(s: &IdleState, ceiling: Option<u64>) -> Option<ResumePl
     Some(ResumePlan { rate, hold: Duration::from_nanos(hold_ns.min(u64::MAX as u128) as u64) })
 }
 
+/// The largest cap the cgroup pacer's BPF program sets: `bpf_setsockopt`
+/// takes SO_MAX_PACING_RATE as a 4-byte int there, and `~0U` means "unlimited".
+pub const BPF_RATE_MAX: u64 = 0xFFFF_FFFE;
+
+/// Pure twin of `payload_rate` in `crates/pacer/bpf/pace.bpf.c`: payload
+/// bytes/s of full segments of `mss` that fill `wire` on Ethernet, assuming
+/// TCP timestamps (Linux's default; the sock_ops context cannot tell). This is
+/// exactly `Framing::for_segment(mss, ipv6, true).payload_bytes_per_sec(wire)`
+/// (tested below), computed the way the program can: in u64, which holds
+/// `wire · mss` for any wire rate below 2^47 bit/s.
+pub fn bpf_payload_rate(wire: Rate, mss: u32, ipv6: bool) -> u64 {
+    let mss = if mss == 0 { 1448 } else { mss as u64 };
+    let frame = mss + if ipv6 { 40 } else { 20 } + 32 + 38;
+    wire.0.wrapping_mul(mss) / (8 * frame)
+}
+
+/// One RTT sample as the BPF program reads it from `struct bpf_sock_ops`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct BpfAck {
+    pub snd_cwnd: u32,
+    pub mss_cache: u32,
+    /// `srtt_us`: the kernel keeps it scaled by 8.
+    pub srtt_us_x8: u32,
+    /// `rtt_min`, microseconds.
+    pub rtt_min_us: u32,
+}
+
+/// Pure twin of `dynamic_rate` in `pace.bpf.c`, run on every ACK that
+/// carries an RTT sample: seed 000 eq. (1), `cwnd · mss / RTT`, with the RTT
+/// corrected as [`DynamicPacer`] does (srtt minus the smoothed local
+/// queueing, never below min_rtt). The local queueing is zero here: with the
+/// kernel's internal pacing a segment waits in the socket before it is sent
+/// and the RTT is measured from transmission (see the traffic tool's
+/// `loop_sample`), so the correction reduces to `max(srtt, min_rtt)`. Floor
+/// and ceiling as [`DynamicConfig::default`]'s floor and the rule's
+/// ceiling (`0` = none, payload bytes/s). Then capped at [`BPF_RATE_MAX`].
+pub fn bpf_dynamic_rate(a: BpfAck, ceiling: u64) -> u64 {
+    const FLOOR: u64 = 12_500;
+    let srtt = a.srtt_us_x8 >> 3;
+    let rtt = srtt.max(a.rtt_min_us) as u64;
+    let rate = if rtt == 0 || a.snd_cwnd == 0 || a.mss_cache == 0 {
+        if ceiling > 0 {
+            ceiling
+        } else {
+            BPF_RATE_MAX
+        }
+    } else {
+        let r = a.snd_cwnd as u64 * a.mss_cache as u64 * 1_000_000 / rtt;
+        if ceiling > 0 && r > ceiling {
+            ceiling
+        } else if r < FLOOR {
+            if ceiling > 0 && ceiling < FLOOR {
+                ceiling
+            } else {
+                FLOOR
+            }
+        } else {
+            r
+        }
+    };
+    rate.min(BPF_RATE_MAX)
+}
+
+/// Pure twin of `hold_cap` in `pace.bpf.c` (the cgroup pacer's `--hold`,
+/// issue 17 item 5), applied on top of eq. (1)'s `rate`: with a delivery
+/// rate `dlv` (payload bytes/s acked over the last srtt; 0 = not yet
+/// measured), pace no faster than 31/32 of `dlv` while the RTT shows a
+/// queue (srtt − min_rtt > min_rtt/16: keep the queue near that level
+/// instead of overflowing a small buffer, a full-pipe test after BBR's;
+/// just below `dlv` so that a delivery rate measured a little high cannot
+/// let the queue creep up), and otherwise no faster than 5/4 of it in slow
+/// start (`in_slow_start`: cwnd below ssthresh; the rate grows by a quarter
+/// per RTT instead of doubling) and 17/16 of it after slow start (leaving
+/// a hold does not release at once the window CUBIC grew meanwhile).
+pub fn bpf_hold_cap(rate: u64, dlv: u64, srtt_us_x8: u32, rtt_min_us: u32, in_slow_start: bool) -> u64 {
+    let srtt = srtt_us_x8 >> 3;
+    if dlv == 0 || rtt_min_us == 0 {
+        return rate;
+    }
+    if srtt > rtt_min_us && (srtt - rtt_min_us) as u64 * 16 > rtt_min_us as u64 {
+        return rate.min(dlv * 31 / 32);
+    }
+    if in_slow_start {
+        rate.min(dlv * 5 / 4)
+    } else {
+        rate.min(dlv * 17 / 16)
+    }
+}
+
+/// The cap the BPF program sets for a rule: `static` converts the on-wire
+/// rate with the socket's MSS (never 0: 1 byte/s); `dynamic` runs
+/// [`bpf_dynamic_rate`] under the converted ceiling, if any.
+pub fn bpf_rule_rate(static_wire: Option<Rate>, dynamic_ceiling: Option<Rate>, a: BpfAck, ipv6: bool) -> u64 {
+    match static_wire {
+        Some(w) => bpf_payload_rate(w, a.mss_cache, ipv6).clamp(1, BPF_RATE_MAX),
+        None => {
+            let c = dynamic_ceiling.map_or(0, |c| bpf_payload_rate(c, a.mss_cache, ipv6).max(1));
+            bpf_dynamic_rate(a, c)
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -620,6 +722,82 @@ mod tests {
         assert_eq!(plan.rate, 10_000_000);
         // Short pause: the ACK clock still runs, nothing to do.
         assert_eq!(resume_after_idle(&IdleState { idle: Duration::from_millis(200), ..s }, None), None);
+    }
+
+    #[test]
+    fn bpf_payload_rate_is_the_framing_cap() {
+        assert_eq!(bpf_payload_rate(Rate::mbps(500), 1448, false), 58_842_652);
+        assert_eq!(bpf_payload_rate(Rate::mbps(500), 0, false), 58_842_652);
+        assert_eq!(bpf_payload_rate(Rate::gbps(1), 1428, true), 116_059_817);
+        // Loopback's large MSS: almost the whole wire rate.
+        assert_eq!(bpf_payload_rate(Rate::mbps(30), 65483, false), 3_744_853);
+        for mss in [1, 536, 1448, 1460, 8948, 32741, 65483] {
+            for wire in [7, 1_000_000, 123_456_789, 500_000_000, 40_000_000_000] {
+                for v6 in [false, true] {
+                    let f = Framing::for_segment(mss, v6, true);
+                    assert_eq!(bpf_payload_rate(Rate(wire), mss, v6), f.payload_bytes_per_sec(Rate(wire)));
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn bpf_dynamic_rate_exact() {
+        let a = BpfAck { snd_cwnd: 100, mss_cache: 1448, srtt_us_x8: 800_000, rtt_min_us: 50_000 };
+        // 100 * 1448 B / 0.1 s
+        assert_eq!(bpf_dynamic_rate(a, 0), 1_448_000);
+        assert_eq!(bpf_dynamic_rate(a, 1_000_000), 1_000_000);
+        // srtt below min_rtt (a fresh sample after a queue drained): min_rtt wins.
+        let fast = BpfAck { srtt_us_x8: 8 * 40_000, ..a };
+        assert_eq!(bpf_dynamic_rate(fast, 0), 2_896_000);
+        // Floor, and a ceiling below the floor.
+        let tiny = BpfAck { snd_cwnd: 1, srtt_us_x8: 8 * 1_000_000, ..a };
+        assert_eq!(bpf_dynamic_rate(tiny, 0), 12_500);
+        assert_eq!(bpf_dynamic_rate(tiny, 10_000), 10_000);
+        // No RTT yet: the ceiling, or "paced but uncapped".
+        let none = BpfAck { srtt_us_x8: 0, rtt_min_us: 0, ..a };
+        assert_eq!(bpf_dynamic_rate(none, 0), BPF_RATE_MAX);
+        assert_eq!(bpf_dynamic_rate(none, 5), 5);
+        // Too fast for the 4-byte option.
+        let huge = BpfAck { snd_cwnd: 100_000, mss_cache: 65483, srtt_us_x8: 8 * 10, rtt_min_us: 5 };
+        assert_eq!(bpf_dynamic_rate(huge, 0), BPF_RATE_MAX);
+        // Rules: static converts with the socket's MSS; dynamic caps at the converted ceiling.
+        assert_eq!(bpf_rule_rate(Some(Rate::mbps(500)), None, a, false), 58_842_652);
+        assert_eq!(bpf_rule_rate(Some(Rate(7)), None, a, false), 1);
+        assert_eq!(bpf_rule_rate(None, Some(Rate::mbps(8)), a, false), 941_482);
+        assert_eq!(bpf_rule_rate(None, None, a, false), 1_448_000);
+    }
+
+    #[test]
+    fn hold_cap_holds_a_queue_and_slows_slow_start() {
+        let us8 = |us: u32| us * 8;
+        // No delivery rate yet, or no min RTT: eq. (1) as is.
+        assert_eq!(bpf_hold_cap(9_000, 0, us8(120_000), 100_000, true), 9_000);
+        assert_eq!(bpf_hold_cap(9_000, 5_000, us8(120_000), 0, true), 9_000);
+        // 10 ms of queue on a 100 ms path (> 6.25 ms): hold at 31/32 of the delivery rate.
+        assert_eq!(bpf_hold_cap(9_000, 6_400, us8(110_000), 100_000, false), 6_200);
+        assert_eq!(bpf_hold_cap(4_000, 6_400, us8(110_000), 100_000, false), 4_000);
+        // Exactly a sixteenth is not yet a queue; slow start grows by 5/4 at most.
+        assert_eq!(bpf_hold_cap(9_000, 4_000, us8(106_250), 100_000, true), 5_000);
+        // After slow start: 17/16, so leaving a hold does not release a grown window at once.
+        assert_eq!(bpf_hold_cap(9_000, 4_000, us8(106_250), 100_000, false), 4_250);
+        assert_eq!(bpf_hold_cap(9_000, 4_000, us8(100_000), 100_000, true), 5_000);
+    }
+
+    proptest! {
+        /// The per-ACK twin is the same decision as the TCP_INFO controller
+        /// fed with no local queueing (the claim in bpf_dynamic_rate's docs).
+        #[test]
+        fn bpf_dynamic_rate_matches_dynamic_pacer(cwnd in 1u32..100_000, mss in 1u32..65_536,
+                                                  srtt_us in 1u32..2_000_000, min_us in 0u32..2_000_000,
+                                                  ceil in prop::option::of(12_500u64..4_000_000_000)) {
+            let a = BpfAck { snd_cwnd: cwnd, mss_cache: mss, srtt_us_x8: srtt_us * 8, rtt_min_us: min_us };
+            let cfg = DynamicConfig { ceiling: ceil, ..DynamicConfig::default() };
+            let s = TcpSample { cwnd, mss, srtt: Duration::from_micros(srtt_us as u64),
+                min_rtt: Duration::from_micros(min_us as u64), local_queue: Duration::ZERO };
+            let d = DynamicPacer::new(cfg).on_sample(Instant::ZERO, &s);
+            prop_assert_eq!(bpf_dynamic_rate(a, ceil.unwrap_or(0)), d.rate.unwrap().min(BPF_RATE_MAX));
+        }
     }
 
     proptest! {

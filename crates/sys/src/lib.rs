@@ -10,6 +10,8 @@ pub use error::{Error, Result};
 /// Privilege checks (root / CAP_NET_ADMIN).
 pub mod privilege;
 
+/// BPF: a minimal object loader, maps, cgroup links, pins (tcpaccel pace).
+pub mod bpf;
 /// sock_diag / inet_diag netlink dumps of TCP sockets with their tcp_info.
 pub mod diag;
 /// ethtool ioctl: switch TSO/GSO/GRO/tx-checksum offloads off.

@@ -6,6 +6,7 @@ pub mod install;
 pub mod lab;
 pub mod lanes;
 pub mod net;
+pub mod pace;
 pub mod relay;
 pub mod run;
 pub mod trace;

@@ -2,6 +2,15 @@
 //! pacing, congestion control, buffer sizes or MPTCP applied to its TCP
 //! sockets, through the `libtcpaccel_preload.so` shim (crates/preload).
 //!
+//! Pacing goes through the cgroup pacer when it can (`--pace-via auto`:
+//! root, a cgroup2 mount and a kernel that loads the BPF program): the
+//! program runs in a new cgroup with `tcpaccel pace`'s sock_ops program
+//! attached, which reaches static binaries and MPTCP subflows too (the
+//! kernel refuses SO_MAX_PACING_RATE on an MPTCP socket, so the shim cannot
+//! pace `--mptcp`). Otherwise the shim paces. Which path was taken, and
+//! why, is said on stderr. The shim is still preloaded for `--cc`,
+//! buffers, `--mptcp` and `--bind`.
+//!
 //! Rates are on-wire rates, as everywhere in tcpaccel: `static:500mbit` fills
 //! 500 Mbit/s of Ethernet wire, i.e. paces TCP payload at 500 × 1448/1538
 //! (the traffic tool's `Framing::ETHERNET_1500_TS`; the MSS of a program's
@@ -37,6 +46,9 @@ pub struct Args {
     /// Bind outgoing TCP/MPTCP sockets to this source address (e.g. a lane's SL address).
     #[arg(long)]
     bind: Option<IpAddr>,
+    /// How to pace: auto (the cgroup pacer when root, cgroup2 and BPF allow, else the shim), cgroup, or preload.
+    #[arg(long, value_enum, default_value = "auto")]
+    pace_via: PaceVia,
     /// Append a line per socket touched (what was applied, what failed) to this file.
     #[arg(long)]
     shim_log: Option<PathBuf>,
@@ -46,6 +58,32 @@ pub struct Args {
     /// The program and its arguments.
     #[arg(last = true, required = true)]
     command: Vec<OsString>,
+}
+
+/// Which mechanism paces the program's sockets.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum PaceVia {
+    Auto,
+    Cgroup,
+    Preload,
+}
+
+/// Picks the pacing path for `--pace-via`: `Ok(true)` for the cgroup
+/// pacer, `Ok(false)` with the reason for the shim; `cgroup` insists.
+fn choose_cgroup(via: PaceVia) -> anyhow::Result<Result<(), String>> {
+    match via {
+        PaceVia::Preload => Ok(Err("--pace-via preload".into())),
+        PaceVia::Auto => Ok(if !tcpaccel_sys::privilege::is_root() {
+            Err("not root".into())
+        } else {
+            tcpaccel_pacer::probe().map_err(|e| e.to_string())
+        }),
+        PaceVia::Cgroup => {
+            crate::cmd::pace::check_available()?;
+            tcpaccel_pacer::probe().map_err(crate::cmd::pace::pacer_err)?;
+            Ok(Ok(()))
+        }
+    }
 }
 
 /// The value of TCPACCEL_PACE for the shim.
@@ -129,7 +167,7 @@ fn check_preloadable(p: PathBuf) -> anyhow::Result<PathBuf> {
 }
 
 pub fn run(a: Args) -> anyhow::Result<Verdict> {
-    let pace = pace_env(&a.pace)?;
+    let shim_pace = pace_env(&a.pace)?;
     if let Some(cc) = &a.cc {
         let avail = available_cc();
         if !avail.is_empty() && !avail.contains(cc) {
@@ -139,19 +177,50 @@ pub fn run(a: Args) -> anyhow::Result<Verdict> {
             )));
         }
     }
-    let shim = find_shim(a.preload)?;
+    // The cgroup path, when pacing is asked for and the host allows it.
+    let cgroup_cfg = match shim_pace {
+        None => None,
+        Some(_) => {
+            let cfg = crate::cmd::pace::RuleArgs::single(&a.pace).config()?;
+            match choose_cgroup(a.pace_via)? {
+                Ok(()) => {
+                    eprintln!("tcpaccel run: pacing {} through the cgroup pacer (BPF sock_ops)", a.pace);
+                    Some(cfg)
+                }
+                Err(why) => {
+                    eprintln!(
+                        "tcpaccel run: pacing {} through the LD_PRELOAD shim (cgroup pacer not used: {why})",
+                        a.pace
+                    );
+                    if a.mptcp {
+                        eprintln!("tcpaccel run: warning: the kernel refuses SO_MAX_PACING_RATE on MPTCP sockets; only the cgroup pacer paces --mptcp (its subflows)");
+                    }
+                    None
+                }
+            }
+        }
+    };
+    let shim_needed = cgroup_cfg.is_none() && shim_pace.is_some()
+        || a.cc.is_some()
+        || a.sndbuf.is_some()
+        || a.rcvbuf.is_some()
+        || a.mptcp
+        || a.bind.is_some();
     let mut cmd = std::process::Command::new(&a.command[0]);
     cmd.args(&a.command[1..]);
-    let preload = match std::env::var_os("LD_PRELOAD") {
-        Some(old) if !old.is_empty() => {
-            let mut s = shim.clone().into_os_string();
-            s.push(":");
-            s.push(old);
-            s
-        }
-        _ => shim.clone().into_os_string(),
-    };
-    cmd.env("LD_PRELOAD", preload);
+    if shim_needed {
+        let shim = find_shim(a.preload)?;
+        let preload = match std::env::var_os("LD_PRELOAD") {
+            Some(old) if !old.is_empty() => {
+                let mut s = shim.clone().into_os_string();
+                s.push(":");
+                s.push(old);
+                s
+            }
+            _ => shim.clone().into_os_string(),
+        };
+        cmd.env("LD_PRELOAD", preload);
+    }
     let set = |cmd: &mut std::process::Command, k: &str, v: Option<String>| match v {
         Some(v) => {
             cmd.env(k, v);
@@ -160,13 +229,18 @@ pub fn run(a: Args) -> anyhow::Result<Verdict> {
             cmd.env_remove(k);
         }
     };
-    set(&mut cmd, "TCPACCEL_PACE", pace);
+    set(&mut cmd, "TCPACCEL_PACE", if cgroup_cfg.is_some() { None } else { shim_pace });
     set(&mut cmd, "TCPACCEL_CC", a.cc);
     set(&mut cmd, "TCPACCEL_SNDBUF", a.sndbuf.map(|b| b.0.to_string()));
     set(&mut cmd, "TCPACCEL_RCVBUF", a.rcvbuf.map(|b| b.0.to_string()));
     set(&mut cmd, "TCPACCEL_MPTCP", a.mptcp.then(|| "1".to_string()));
     set(&mut cmd, "TCPACCEL_BIND", a.bind.map(|b| b.to_string()));
     set(&mut cmd, "TCPACCEL_LOG", a.shim_log.map(|p| p.display().to_string()));
+    if let Some(cfg) = cgroup_cfg {
+        // We must outlive the program to detach and remove its cgroup.
+        let status = crate::cmd::pace::run_paced(&cfg, None, cmd, &format!("{:?}", a.command[0]))?;
+        std::process::exit(crate::cmd::pace::exit_code(status));
+    }
     // exec replaces this process: the program keeps our pid, signals and exit code.
     let err = cmd.exec();
     Err(err).with_context(|| format!("cannot run {:?}", a.command[0]))

@@ -5,7 +5,10 @@
 //! than the RTO), `no-ssai` (`net.ipv4.tcp_slow_start_after_idle=0` in the
 //! sender's namespace: the window survives the pause, and the whole window
 //! leaves as one burst), `no-ssai-resume` (that plus `--resume-pacing`: the
-//! resumed window is paced at the last delivery rate, seed 004). Each burst
+//! resumed window is paced at the last delivery rate, seed 004),
+//! `no-ssai-bpf` (that plus the cgroup pacer's per-ACK dynamic pacing: the
+//! cap the last ACK before the pause set, cwnd·mss/RTT by seed 000 eq. 1,
+//! spreads the resumed window over one RTT, with no userspace timer). Each burst
 //! is a flow record (completion time from the receiver's cumulative ACK, see
 //! `tcpaccel_traffic::burst`), so the report draws their CDF.
 //!
@@ -26,7 +29,7 @@ use tcpaccel_traffic::{run_bursts, spawn_recv, BurstRecord, Bursts, RecvConfig, 
 
 pub struct Idle;
 
-const VARIANTS: [&str; 3] = ["defaults", "no-ssai", "no-ssai-resume"];
+const VARIANTS: [&str; 4] = ["defaults", "no-ssai", "no-ssai-resume", "no-ssai-bpf"];
 
 impl Scenario for Idle {
     fn name(&self) -> &'static str {
@@ -150,9 +153,13 @@ impl Testbed for IdleBed {
     fn run_one(&mut self, ctx: &mut RunCtx<'_>) -> Result<()> {
         let (ssai, resume) = match ctx.variant.as_str() {
             "defaults" => ("1", false),
-            "no-ssai" => ("0", false),
+            "no-ssai" | "no-ssai-bpf" => ("0", false),
             "no-ssai-resume" => ("0", true),
             v => bail!("unknown variant {v}"),
+        };
+        let bpf = match ctx.variant.as_str() {
+            "no-ssai-bpf" => Some(super::pacing::BpfPacing::join("dynamic", false)?),
+            _ => None,
         };
         let net = Network::up(&self.path.topology()?).context("building the dumbbell")?;
         let mut s_ctl = baseline_sysctls();
@@ -183,6 +190,9 @@ impl Testbed for IdleBed {
             .context("sending bursts from h1")?;
         let _ = recv.stop();
         drop(net.teardown());
+        if let Some(b) = bpf {
+            b.leave()?;
+        }
         let mut later = Vec::new();
         for r in rx.try_iter() {
             // An incomplete burst is recorded as such, with the time it had.

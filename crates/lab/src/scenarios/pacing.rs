@@ -14,6 +14,14 @@
 //! then spaces single frames, the nearest this kernel (no fq) comes to
 //! PSPacer's frame-level gaps (seed 000).
 //!
+//! `static-bpf` and `dynamic-bpf` pace the same CUBIC sender through the
+//! cgroup pacer (`tcpaccel pace`, a BPF sock_ops program) instead of the
+//! traffic tool's own socket option: static at the same on-wire rate
+//! (converted with the socket's MSS), dynamic with seed 000 eq. 1 on every
+//! ACK instead of every 5 ms; `dynamic-bpf-hold` adds the pacer's `--hold`
+//! (delivery-rate hold while a queue shows, gentler slow start). See [`BpfPacing`] for how the sender gets into
+//! a paced cgroup.
+//!
 //! Records per run: goodput, bottleneck drops (all and after the first 2 s),
 //! the Fig. 2 series (100 ms bandwidth, cwnd) and the Fig. 3 zoom (500 µs bins
 //! around the first drop) through `dumbbell::bulk`, and the pacing precision:
@@ -40,9 +48,20 @@ use tcpaccel_traffic::{DynamicMode, Pace};
 
 pub struct Pacing;
 
-const VARIANTS: [&str; 7] =
-    ["none", "dynamic", "dynamic-kernel", "dynamic-loop", "static", "static-1seg", "bbr"];
-const DEFAULT_VARIANTS: [&str; 6] = ["none", "dynamic", "dynamic-kernel", "static", "static-1seg", "bbr"];
+const VARIANTS: [&str; 10] = [
+    "none",
+    "dynamic",
+    "dynamic-kernel",
+    "dynamic-loop",
+    "dynamic-bpf",
+    "dynamic-bpf-hold",
+    "static",
+    "static-1seg",
+    "static-bpf",
+    "bbr",
+];
+const DEFAULT_VARIANTS: [&str; 8] =
+    ["none", "dynamic", "dynamic-kernel", "dynamic-bpf", "static", "static-1seg", "static-bpf", "bbr"];
 /// Ethernet preamble + SFD (8), FCS (4), inter-frame gap (12): wire bytes a
 /// frame costs beyond what the meter counts (header + payload).
 const WIRE_EXTRA: f64 = 24.0;
@@ -223,9 +242,74 @@ impl PacingBed {
                 s.sender_gso_max_segs = Some(1);
             }
             "bbr" => s.cc = Some("bbr".into()),
+            // Paced by the cgroup pacer around the run (run_one), not by the sender.
+            "static-bpf" | "dynamic-bpf" | "dynamic-bpf-hold" => {}
             v => bail!("unknown variant {v}"),
         }
         Ok(s)
+    }
+}
+
+/// The lab process inside a cgroup with the cgroup pacer attached, for one
+/// run: the transfer's sender runs on a thread of this process (in h1's
+/// namespace), so its socket is created in the cgroup. One rule paces only
+/// connections to the data port (`0.0.0.0/0:DATA_PORT`), so the
+/// receiver's accepted socket (remote port ephemeral) is left alone. On
+/// drop the process moves back to its own cgroup, the pacer detaches and
+/// the cgroup is removed.
+///
+/// The whole process moves (cgroup v2 places processes, not threads), so
+/// every connection this process opens to the data port meanwhile is paced
+/// too: fine for `lab run`, which runs one transfer at a time, and the reason
+/// no unit test runs these variants beside other scenarios' tests in one
+/// test process (the pacer's own root tests cover the mechanism).
+pub struct BpfPacing {
+    home: std::path::PathBuf,
+    att: Option<tcpaccel_pacer::Attachment>,
+    cg: Option<tcpaccel_pacer::TempCgroup>,
+}
+
+impl BpfPacing {
+    /// `hold`: the pacer's `--hold` (see `tcpaccel_pacer::PaceConfig::hold`).
+    pub fn join(pace: &str, hold: bool) -> Result<BpfPacing> {
+        tcpaccel_pacer::probe().context("the cgroup pacer (BPF) is not usable here")?;
+        let mount = tcpaccel_pacer::cgroup2_mount()?;
+        let own = std::fs::read_to_string("/proc/self/cgroup").context("reading /proc/self/cgroup")?;
+        let rel = own
+            .lines()
+            .find_map(|l| l.strip_prefix("0::"))
+            .context("this process has no cgroup2 membership in /proc/self/cgroup")?;
+        let home = mount.join(rel.trim_start_matches('/'));
+        let rule = format!("0.0.0.0/0:{}={pace}", super::dumbbell::DATA_PORT);
+        let cfg =
+            tcpaccel_pacer::PaceConfig { hold, ..tcpaccel_pacer::PaceConfig::parse("none", &[rule], None)? };
+        let cg = tcpaccel_pacer::TempCgroup::create(&format!("lab-{}", std::process::id()))?;
+        let att = tcpaccel_pacer::attach(&cg.cgroup, &cfg)?;
+        cg.cgroup.add_pid(std::process::id())?;
+        Ok(BpfPacing { home, att: Some(att), cg: Some(cg) })
+    }
+
+    /// Moves back home and detaches; what the detach released.
+    pub fn leave(mut self) -> Result<tcpaccel_pacer::Released> {
+        self.go_home()?;
+        let r = self.att.take().map(|a| a.detach()).transpose()?;
+        Ok(r.unwrap_or_default())
+    }
+
+    fn go_home(&self) -> Result<()> {
+        let procs = self.home.join("cgroup.procs");
+        std::fs::write(&procs, std::process::id().to_string())
+            .with_context(|| format!("moving back into {}", procs.display()))
+    }
+}
+
+impl Drop for BpfPacing {
+    fn drop(&mut self) {
+        if self.att.is_some() {
+            let _ = self.go_home();
+        }
+        drop(self.att.take());
+        drop(self.cg.take());
     }
 }
 
@@ -247,7 +331,18 @@ impl Testbed for PacingBed {
                 self.static_rate, self.path.rate
             ))?;
         }
-        let r = bulk(ctx, &self.path, &setup, self.duration)?;
+        let bpf = match ctx.variant.as_str() {
+            "static-bpf" => Some(BpfPacing::join(&format!("static:{}", self.static_rate), false)?),
+            "dynamic-bpf" => Some(BpfPacing::join("dynamic", false)?),
+            "dynamic-bpf-hold" => Some(BpfPacing::join("dynamic", true)?),
+            _ => None,
+        };
+        let r = bulk(ctx, &self.path, &setup, self.duration);
+        if let Some(b) = bpf {
+            let released = b.leave()?;
+            ctx.note(format!("cgroup pacer detached: {} paced sockets were still open", released.tracked))?;
+        }
+        let r = r?;
         let file = ctx.dir.join(&r.meter_rel).join("wan.csv");
         let text = std::fs::read_to_string(&file).with_context(|| format!("reading {}", file.display()))?;
         let bins = parse_bins(&text)?;
@@ -434,6 +529,9 @@ mod tests {
         assert_eq!((fine.pace, fine.sender_gso_max_segs), (Some(Pace::Static(Rate::mbps(500))), Some(1)));
         assert_eq!(bed.setup("bbr").unwrap().cc.as_deref(), Some("bbr"));
         assert_eq!(bed.setup("dynamic").unwrap().pace, Some(Pace::parse("dynamic").unwrap()));
+        // The BPF variants leave the sender's socket alone: the cgroup paces it.
+        let b = bed.setup("static-bpf").unwrap();
+        assert_eq!((b.pace, b.cc), (None, None));
         assert!(bed.setup("psp").is_err());
     }
 

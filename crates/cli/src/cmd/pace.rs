@@ -1,0 +1,269 @@
+//! `tcpaccel pace`: in-kernel pacing for every program of a cgroup (a BPF
+//! sock_ops program, crates/pacer).
+//!
+//! - `pace attach --cgroup PATH [--pace P] [--rule DEST=P]... [--ceiling R]`
+//!   attaches and leaves it attached (pinned) until `pace detach`.
+//! - `pace run [--cgroup PATH] [...] -- CMD ARGS` runs a command in a new
+//!   cgroup (or PATH) with pacing attached for its lifetime; exits with the
+//!   command's code. SIGINT/SIGTERM reach the command; the pacer detaches and
+//!   the cgroup is removed when it ends.
+//! - `pace status [--json]`: attached cgroups, rules, per-rule counters.
+//! - `pace detach --cgroup PATH | --all`: detach, and set the sockets the
+//!   program paced back to unlimited.
+//!
+//! PACE is the traffic tool's grammar with its on-wire meaning: `none`,
+//! `static:RATE`, `dynamic`, `dynamic:CEILING`.
+
+use std::ffi::OsString;
+use std::path::PathBuf;
+use std::process::{Command, ExitStatus};
+use std::sync::atomic::Ordering;
+use std::time::{Duration, Instant};
+
+use anyhow::Context;
+use tcpaccel_core::units::Rate;
+use tcpaccel_pacer::{AttachStatus, Attachment, Cgroup, Class, PaceConfig, PacerError, Released, TempCgroup};
+
+use crate::exit::{self, Fail, Verdict};
+
+#[derive(clap::Args)]
+pub struct Args {
+    #[command(subcommand)]
+    cmd: Sub,
+}
+
+#[derive(clap::Args, Clone)]
+pub struct RuleArgs {
+    /// Pacing for connections no rule matches: none, static:RATE (on-wire), dynamic (cwnd·mss/RTT per ACK, seed 000 eq. 1), dynamic:CEILING.
+    #[arg(long, default_value = "dynamic")]
+    pace: String,
+    /// A per-destination rule DEST=PACE, DEST being CIDR or CIDR:PORT ([V6CIDR]:PORT); repeatable. A rule with a port wins over one without.
+    #[arg(long = "rule")]
+    rules: Vec<String>,
+    /// An on-wire ceiling over every rule (static rates above it are lowered).
+    #[arg(long)]
+    ceiling: Option<String>,
+    /// Dynamic rules also hold the rate at the measured delivery rate while the RTT shows a queue, and grow it by at most 5/4 per RTT in slow start (against overshoot into small buffers).
+    #[arg(long)]
+    hold: bool,
+}
+
+#[derive(clap::Subcommand)]
+enum Sub {
+    /// Attach pacing to an existing cgroup and leave it attached.
+    Attach {
+        /// The cgroup: a path in the cgroup2 mount, or relative to it.
+        #[arg(long)]
+        cgroup: PathBuf,
+        #[command(flatten)]
+        rules: RuleArgs,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Run a command in a new cgroup (or --cgroup) with pacing attached while it runs.
+    Run {
+        /// Use this existing cgroup instead of creating one.
+        #[arg(long)]
+        cgroup: Option<PathBuf>,
+        #[command(flatten)]
+        rules: RuleArgs,
+        /// The program and its arguments.
+        #[arg(last = true, required = true)]
+        command: Vec<OsString>,
+    },
+    /// Show attached cgroups, their rules and per-rule counters.
+    Status {
+        #[arg(long)]
+        json: bool,
+    },
+    /// Detach pacing and set the sockets it paced back to unlimited.
+    Detach {
+        #[arg(long, required_unless_present = "all")]
+        cgroup: Option<PathBuf>,
+        /// Every tcpaccel pacing attachment on this host.
+        #[arg(long, conflicts_with = "cgroup")]
+        all: bool,
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+/// Maps a pacer error to the exit-code table.
+pub fn pacer_err(e: PacerError) -> anyhow::Error {
+    let msg = e.to_string();
+    match e.class() {
+        Class::Usage => exit::usage(msg),
+        Class::Privilege => anyhow::Error::new(Fail::Privilege(msg)),
+        Class::Feature => anyhow::Error::new(Fail::Feature(msg)),
+        Class::Runtime => anyhow::Error::new(e),
+    }
+}
+
+impl RuleArgs {
+    /// One pacing for every connection (`tcpaccel run --pace`).
+    pub fn single(pace: &str) -> RuleArgs {
+        RuleArgs { pace: pace.to_string(), rules: Vec::new(), ceiling: None, hold: false }
+    }
+
+    /// Parses the rules in one step; bad input is a usage error naming it.
+    pub fn config(&self) -> anyhow::Result<PaceConfig> {
+        let ceiling = self
+            .ceiling
+            .as_deref()
+            .map(|c| Rate::parse(c).map_err(|e| exit::usage(format!("--ceiling {c:?}: {e}"))))
+            .transpose()?;
+        let cfg = PaceConfig::parse(&self.pace, &self.rules, ceiling).map_err(|e| pacer_err(e.into()))?;
+        Ok(PaceConfig { hold: self.hold, ..cfg })
+    }
+}
+
+/// Root, cgroup2 and bpf(2): the exit code says which is missing.
+pub fn check_available() -> anyhow::Result<()> {
+    exit::require_root("tcpaccel pace (BPF programs, cgroups)")?;
+    tcpaccel_pacer::available().map_err(pacer_err)
+}
+
+pub fn run(a: Args) -> anyhow::Result<Verdict> {
+    match a.cmd {
+        Sub::Attach { cgroup, rules, json } => {
+            let cfg = rules.config()?;
+            check_available()?;
+            let cg = Cgroup::open(&cgroup).map_err(pacer_err)?;
+            let att = tcpaccel_pacer::attach(&cg, &cfg).map_err(pacer_err)?;
+            if json {
+                let v = serde_json::json!({"type": "attached", "cgroup": cg.path, "cgroup_id": cg.id,
+                    "pins": att.pins(), "config": cfg});
+                println!("{v}");
+            } else {
+                println!("attached to {} (pins {})", cg.path.display(), att.pins().display());
+            }
+            att.persist();
+            Ok(Verdict::Ok)
+        }
+        Sub::Run { cgroup, rules, command } => {
+            let cfg = rules.config()?;
+            check_available()?;
+            let mut cmd = Command::new(&command[0]);
+            cmd.args(&command[1..]);
+            let status = run_paced(&cfg, cgroup.as_deref(), cmd, &format!("{:?}", command[0]))?;
+            std::process::exit(exit_code(status));
+        }
+        Sub::Status { json } => {
+            exit::require_root("tcpaccel pace status (reads pinned BPF maps)")?;
+            let st = tcpaccel_pacer::status().map_err(pacer_err)?;
+            print_status(&st, json);
+            Ok(Verdict::Ok)
+        }
+        Sub::Detach { cgroup, all, json } => {
+            exit::require_root("tcpaccel pace detach")?;
+            let ids = if all {
+                tcpaccel_pacer::pinned_ids()
+            } else {
+                let path = cgroup.unwrap_or_default();
+                vec![Cgroup::open(&path).map_err(pacer_err)?.id]
+            };
+            for id in ids {
+                let r = tcpaccel_pacer::detach_pinned(id).map_err(pacer_err)?;
+                print_released(id, &r, json);
+            }
+            Ok(Verdict::Ok)
+        }
+    }
+}
+
+fn print_released(id: u64, r: &Released, json: bool) {
+    if json {
+        println!("{}", serde_json::json!({"type": "detached", "cgroup_id": id, "released": r}));
+    } else {
+        println!(
+            "detached from cgroup id {id}: {} paced sockets open, {} released, {} unreachable (no file descriptor: MPTCP subflows, closing sockets)",
+            r.tracked, r.released, r.unreachable
+        );
+    }
+}
+
+fn print_status(st: &[AttachStatus], json: bool) {
+    if json {
+        for s in st {
+            println!("{}", serde_json::json!({"type": "attachment", "attachment": s}));
+        }
+        return;
+    }
+    if st.is_empty() {
+        println!("no tcpaccel pacing attached");
+    }
+    for s in st {
+        let cg = s
+            .cgroup
+            .as_ref()
+            .map_or_else(|| format!("(cgroup id {}, gone)", s.cgroup_id), |p| p.display().to_string());
+        println!("{cg}  link {} prog {}  pins {}", s.link_id, s.prog_id, s.pins.display());
+        println!(
+            "  {:<28} {:<22} {:>8} {:>8} {:>7} {:>6}  current caps (Mbit/s of payload)",
+            "rule", "pace", "conns", "updates", "errors", "open"
+        );
+        for r in &s.rules {
+            let rates: Vec<String> =
+                r.rates.iter().take(8).map(|b| format!("{:.1}", *b as f64 * 8.0 / 1e6)).collect();
+            let more = if r.rates.len() > 8 { format!(" +{}", r.rates.len() - 8) } else { String::new() };
+            println!(
+                "  {:<28} {:<22} {:>8} {:>8} {:>7} {:>6}  {}{more}",
+                r.dest,
+                r.pace,
+                r.stats.conns,
+                r.stats.updates,
+                r.stats.errors,
+                r.open,
+                rates.join(" ")
+            );
+        }
+    }
+}
+
+/// `status` as an exit code: the code, or 128 + the signal.
+pub fn exit_code(s: ExitStatus) -> i32 {
+    use std::os::unix::process::ExitStatusExt;
+    s.code().unwrap_or_else(|| 128 + s.signal().unwrap_or(0))
+}
+
+/// Runs `cmd` in `cgroup` (or a new one) with `cfg` attached, and detaches
+/// and removes the new cgroup when it ends, also on SIGINT/SIGTERM (which
+/// reach the command through the terminal; one sent to us alone is passed
+/// on as SIGKILL after 2 s) and on a panic (the guards' Drop).
+pub fn run_paced(
+    cfg: &PaceConfig,
+    cgroup: Option<&std::path::Path>,
+    mut cmd: Command,
+    what: &str,
+) -> anyhow::Result<ExitStatus> {
+    let stop = exit::stop_on_signal()?;
+    let (temp, cg) = match cgroup {
+        Some(p) => (None, Cgroup::open(p).map_err(pacer_err)?),
+        None => {
+            let t = TempCgroup::create(&format!("run-{}", std::process::id())).map_err(pacer_err)?;
+            let cg = t.cgroup.clone();
+            (Some(t), cg)
+        }
+    };
+    let att: Attachment = tcpaccel_pacer::attach(&cg, cfg).map_err(pacer_err)?;
+    eprintln!("tcpaccel pace: running in cgroup {} (pins {})", cg.path.display(), att.pins().display());
+    tcpaccel_sys::bpf::command_into_cgroup(&mut cmd, cg.procs().map_err(pacer_err)?);
+    let mut child = cmd.spawn().with_context(|| format!("cannot run {what}"))?;
+    let mut signalled: Option<Instant> = None;
+    let status = loop {
+        if let Some(s) = child.try_wait().context("waiting for the command")? {
+            break s;
+        }
+        if stop.load(Ordering::Relaxed) && signalled.is_none() {
+            signalled = Some(Instant::now());
+        }
+        if signalled.is_some_and(|t| t.elapsed() > Duration::from_secs(2)) {
+            let _ = child.kill();
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    let r = att.detach().map_err(pacer_err)?;
+    tracing::debug!(?r, "pace run: detached");
+    drop(temp);
+    Ok(status)
+}

@@ -1,0 +1,280 @@
+//! `tcpaccel pace` end to end, as root: a loopback transfer run inside a
+//! paced cgroup goes at the set rate while one outside does not; attach,
+//! status and detach through the CLI leave nothing behind; bad rules and a
+//! missing privilege get their exit codes. Rates are modest and margins
+//! generous (the machine may be loaded): these check that pacing happens,
+//! BENCHMARKS.md measures how precisely.
+
+use std::net::TcpListener;
+use std::path::PathBuf;
+use std::process::{Command, Stdio};
+
+mod common;
+use common::{bin, Reaper};
+
+fn need_root() {
+    assert!(tcpaccel_sys::privilege::is_root(), "pace tests need root (BPF, cgroups); run them as root");
+}
+
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+}
+
+fn receiver(port: u16) -> Reaper {
+    let child = Command::new(bin())
+        .args(["recv", "--listen", &format!("127.0.0.1:{port}")])
+        .stdout(Stdio::null())
+        .spawn()
+        .expect("start tcpaccel recv");
+    // Wait until it listens.
+    for _ in 0..200 {
+        if std::net::TcpStream::connect(("127.0.0.1", port)).is_ok() {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    Reaper(child)
+}
+
+/// Goodput (bit/s) from `send --json`'s summary line.
+fn goodput(out: &[u8]) -> f64 {
+    let text = String::from_utf8_lossy(out);
+    let line = text
+        .lines()
+        .rev()
+        .find(|l| l.contains("\"summary\""))
+        .unwrap_or_else(|| panic!("no summary in {text}"));
+    let v: serde_json::Value = serde_json::from_str(line).unwrap();
+    v["goodput_bps"].as_f64().unwrap()
+}
+
+fn send_args(port: u16, secs: &str) -> Vec<String> {
+    ["send", "--to", &format!("127.0.0.1:{port}"), "--duration", secs, "--interval", "off", "--json"]
+        .iter()
+        .map(|s| s.to_string())
+        .collect()
+}
+
+#[test]
+fn transfer_in_the_cgroup_is_paced_and_one_outside_is_not() {
+    need_root();
+    let port = free_port();
+    let _recv = receiver(port);
+    let out = Command::new(bin())
+        .args(["pace", "run", "--pace", "static:30mbit", "--"])
+        .arg(bin())
+        .args(send_args(port, "3s"))
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "pace run failed: {}", String::from_utf8_lossy(&out.stderr));
+    let inside = goodput(&out.stdout);
+    assert_no_leftovers(&out.stderr);
+    // 30 Mbit/s on the wire is 29.9 Mbit/s of payload at loopback's MSS.
+    assert!((24e6..33e6).contains(&inside), "paced transfer at {:.1} Mbit/s", inside / 1e6);
+
+    let out = Command::new(bin()).args(send_args(port, "2s")).output().unwrap();
+    assert!(out.status.success());
+    let outside = goodput(&out.stdout);
+    assert!(outside > 10.0 * inside, "unpaced {:.1} vs paced {:.1} Mbit/s", outside / 1e6, inside / 1e6);
+}
+
+/// `pace run` names its cgroup and pins on stderr: both must be gone.
+fn assert_no_leftovers(stderr: &[u8]) {
+    let err = String::from_utf8_lossy(stderr);
+    let line = err.lines().find(|l| l.contains("running in cgroup")).unwrap_or_else(|| panic!("{err}"));
+    // "tcpaccel pace: running in cgroup PATH (pins DIR)"
+    let rest = line.split("running in cgroup ").nth(1).unwrap();
+    let (cg, pins) = rest.split_once(" (pins ").unwrap();
+    let pins = pins.trim_end_matches(')');
+    assert!(!PathBuf::from(cg).exists(), "cgroup {cg} left behind");
+    assert!(!PathBuf::from(pins).exists(), "pins {pins} left behind");
+}
+
+#[test]
+fn attach_status_detach_through_the_cli() {
+    need_root();
+    let mount = tcpaccel_pacer::cgroup2_mount().unwrap();
+    let cg = mount.join("tcpaccel-test").join(format!("cli-{}", std::process::id()));
+    std::fs::create_dir_all(&cg).unwrap();
+    let cleanup = scopeguard(cg.clone());
+    let out = Command::new(bin())
+        .args(["pace", "attach", "--cgroup"])
+        .arg(&cg)
+        .args([
+            "--pace",
+            "none",
+            "--rule",
+            "10.9.0.0/16:80=static:50mbit",
+            "--rule",
+            "fd00::/8=dynamic:1gbit",
+            "--json",
+        ])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["type"], "attached");
+    let id = v["cgroup_id"].as_u64().unwrap();
+
+    // A second attach to the same cgroup: usage error naming the way out.
+    let again = Command::new(bin()).args(["pace", "attach", "--cgroup"]).arg(&cg).output().unwrap();
+    assert_eq!(again.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&again.stderr).contains("pace detach --cgroup"));
+
+    let st = Command::new(bin()).args(["pace", "status", "--json"]).output().unwrap();
+    assert!(st.status.success());
+    let text = String::from_utf8_lossy(&st.stdout);
+    let mine: serde_json::Value = text
+        .lines()
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
+        .find(|v| v["attachment"]["cgroup_id"].as_u64() == Some(id))
+        .unwrap_or_else(|| panic!("status does not list cgroup {id}: {text}"));
+    let rules: Vec<(String, String)> = mine["attachment"]["rules"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| (r["dest"].as_str().unwrap().to_string(), r["pace"].as_str().unwrap().to_string()))
+        .collect();
+    assert_eq!(
+        rules,
+        vec![
+            ("default".to_string(), "none".to_string()),
+            ("10.9.0.0/16:80".to_string(), "static:50Mbit/s".to_string()),
+            ("fd00::/8".to_string(), "dynamic:1Gbit/s".to_string()),
+        ]
+    );
+    assert_eq!(mine["attachment"]["cgroup"].as_str(), Some(cg.to_str().unwrap()));
+
+    let d = Command::new(bin()).args(["pace", "detach", "--cgroup"]).arg(&cg).arg("--json").output().unwrap();
+    assert!(d.status.success(), "{}", String::from_utf8_lossy(&d.stderr));
+    assert!(!PathBuf::from(format!("/sys/fs/bpf/tcpaccel/pace-{id}")).exists());
+    let d = Command::new(bin()).args(["pace", "detach", "--cgroup"]).arg(&cg).output().unwrap();
+    assert_eq!(d.status.code(), Some(2), "detaching twice");
+    assert!(String::from_utf8_lossy(&d.stderr).contains("no tcpaccel pacing attached"));
+    drop(cleanup);
+}
+
+/// Removes the test's cgroup (and its parent if empty) at the end, also on failure.
+struct CgroupDir(PathBuf);
+fn scopeguard(p: PathBuf) -> CgroupDir {
+    CgroupDir(p)
+}
+impl Drop for CgroupDir {
+    fn drop(&mut self) {
+        let _ = Command::new(bin()).args(["pace", "detach", "--cgroup"]).arg(&self.0).output();
+        let _ = std::fs::remove_dir(&self.0);
+        if let Some(p) = self.0.parent() {
+            let _ = std::fs::remove_dir(p);
+        }
+    }
+}
+
+#[test]
+fn bad_rules_are_refused_with_the_offending_text() {
+    for (args, want) in [
+        (
+            vec!["--rule", "10.0.0.0/33=static:1mbit"],
+            "rule \"10.0.0.0/33=static:1mbit\": prefix length \"33\"",
+        ),
+        (vec!["--rule", "10.0.0.0/8"], "rule \"10.0.0.0/8\": expected DEST=PACE"),
+        (vec!["--rule", "10.0.0.0/8=static:fast"], "\"10.0.0.0/8=static:fast\""),
+        (vec!["--pace", "warp"], "\"warp\""),
+        (vec!["--ceiling", "lots"], "--ceiling \"lots\""),
+    ] {
+        let out =
+            Command::new(bin()).args(["pace", "run"]).args(&args).args(["--", "true"]).output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert!(err.contains(want), "{args:?}: {err}");
+    }
+}
+
+#[test]
+fn not_root_is_exit_3() {
+    need_root();
+    let out = Command::new("setpriv")
+        .args(["--reuid=65534", "--regid=65534", "--clear-groups", "--"])
+        .arg(bin())
+        .args(["pace", "run", "--pace", "static:10mbit", "--", "true"])
+        .output()
+        .expect("setpriv (util-linux)");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(3), "{err}");
+    assert!(err.contains("needs root"), "{err}");
+}
+
+/// MPTcpExt MPCapableSYNACKRX of this namespace: MPTCP handshakes a client completed.
+fn mp_capable_synacks() -> u64 {
+    let t = std::fs::read_to_string("/proc/net/netstat").unwrap();
+    let lines: Vec<&str> = t.lines().filter(|l| l.starts_with("MPTcpExt:")).collect();
+    assert_eq!(lines.len(), 2, "no MPTcpExt counters: is MPTCP on?");
+    let (names, values) = (lines[0].split_whitespace(), lines[1].split_whitespace());
+    let (_, v) = names.zip(values).find(|(n, _)| *n == "MPCapableSYNACKRX").expect("MPCapableSYNACKRX");
+    v.parse().unwrap()
+}
+
+#[test]
+fn run_pace_takes_the_cgroup_path_and_paces_mptcp_subflows() {
+    need_root();
+    let port = free_port();
+    let child = Command::new(bin())
+        .args(["recv", "--mptcp", "--listen", &format!("127.0.0.1:{port}")])
+        .stdout(Stdio::null())
+        .spawn()
+        .unwrap();
+    let _recv = Reaper(child);
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    let before = mp_capable_synacks();
+    // The shim makes the sender's socket MPTCP; the cgroup paces its subflow.
+    let out = Command::new(bin())
+        .args(["run", "--mptcp", "--pace", "static:30mbit", "--"])
+        .arg(bin())
+        .args(send_args(port, "3s"))
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    assert!(err.contains("through the cgroup pacer"), "{err}");
+    assert!(mp_capable_synacks() > before, "the transfer was not MPTCP");
+    let paced = goodput(&out.stdout);
+    assert!((24e6..33e6).contains(&paced), "MPTCP paced at {:.1} Mbit/s", paced / 1e6);
+    assert_no_leftovers(&out.stderr);
+
+    // The shim alone cannot pace MPTCP, and says so.
+    let out = Command::new(bin())
+        .args(["run", "--mptcp", "--pace-via", "preload", "--pace", "static:30mbit", "--"])
+        .arg(bin())
+        .args(send_args(port, "2s"))
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("through the LD_PRELOAD shim") && err.contains("refuses SO_MAX_PACING_RATE on MPTCP"),
+        "{err}"
+    );
+    assert!(goodput(&out.stdout) > 5.0 * paced, "{err}");
+}
+
+#[test]
+fn sigint_during_pace_run_leaves_no_cgroup_and_no_pins() {
+    need_root();
+    use std::io::{BufRead, BufReader};
+    let mut child = Command::new(bin())
+        .args(["pace", "run", "--pace", "static:10mbit", "--", "sleep", "30"])
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut err = BufReader::new(child.stderr.take().unwrap());
+    let mut line = String::new();
+    err.read_line(&mut line).unwrap();
+    assert!(line.contains("running in cgroup"), "{line}");
+    let started = std::time::Instant::now();
+    // SIGINT to tcpaccel alone (not the command): it passes it on as SIGKILL
+    // after 2 s, then detaches and removes its cgroup.
+    let st = Command::new("kill").args(["-INT", &child.id().to_string()]).status().unwrap();
+    assert!(st.success());
+    let status = child.wait().unwrap();
+    assert!(started.elapsed() < std::time::Duration::from_secs(15), "took {:?}", started.elapsed());
+    assert_eq!(status.code(), Some(128 + 9), "the command was killed: exit 137");
+    assert_no_leftovers(line.as_bytes());
+}

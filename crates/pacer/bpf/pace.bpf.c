@@ -1,0 +1,319 @@
+// SPDX-License-Identifier: MIT OR GPL-2.0
+/*
+ * tcpaccel pace: a cgroup sock_ops program that caps the pacing rate
+ * (SO_MAX_PACING_RATE) of every TCP connection of the cgroup, MPTCP
+ * subflows included.
+ *
+ * Rules come from user space (crates/pacer): a default rule (index 0) and
+ * per-destination rules found through an LPM trie keyed by remote port and
+ * address. A rule is static (a fixed on-wire rate) or dynamic (seed 000
+ * eq. 1, cwnd * mss / RTT, recomputed on every RTT sample, i.e. every ACK
+ * that carries one). Rates are given on the wire and turned into payload
+ * bytes per second here, per socket, with the socket's own MSS: the pure
+ * twin of this arithmetic is tcpaccel_core::pacing::bpf_payload_rate and
+ * bpf_dynamic_rate, tested exactly there. Keep the two in step.
+ *
+ * No globals, no subprograms, no BTF: the loader in crates/sys/src/bpf.rs
+ * handles classic "maps" definitions and map relocations only.
+ */
+#include <linux/bpf.h>
+#include <bpf/bpf_helpers.h>
+
+/* Not in the uapi headers that linux/bpf.h pulls in. */
+#define AF_INET 2
+#define AF_INET6 10
+#define SOL_SOCKET 1
+#define SO_MAX_PACING_RATE 47
+
+#define MAX_RULES 64
+/* SO_MAX_PACING_RATE takes a 4-byte int through bpf_setsockopt; ~0U means
+ * unlimited, so the largest cap is one below. */
+#define RATE_MAX 0xFFFFFFFEu
+/* Never pace a dynamic socket below this (bytes/s), so a tiny early window
+ * cannot stall it: core's DynamicConfig::default().floor. */
+#define DYNAMIC_FLOOR 12500u
+
+/* The loader's map definition (crates/sys/src/bpf.rs, MapDef). */
+struct map_def {
+	__u32 type;
+	__u32 key_size;
+	__u32 value_size;
+	__u32 max_entries;
+	__u32 flags;
+};
+
+enum rule_kind { RULE_NONE = 0, RULE_STATIC = 1, RULE_DYNAMIC = 2 };
+
+/* rule.flags: cap dynamic pacing by the measured delivery rate (below). */
+#define RULE_HOLD 1u
+
+struct rule {
+	__u32 kind;
+	__u32 flags;
+	/* Static: the rate. Dynamic: the ceiling, 0 for none. Bits/s on the wire. */
+	__u64 wire_bps;
+};
+
+struct rule_stats {
+	__u64 conns;      /* connections this rule paced */
+	__u64 updates;    /* bpf_setsockopt calls that succeeded */
+	__u64 errors;     /* bpf_setsockopt calls that failed */
+	__u64 last_rate;  /* payload bytes/s last set */
+};
+
+struct dst_key {
+	__u32 prefixlen;
+	__u8 port[2];     /* network order; 0 = any port */
+	__u8 addr[16];    /* IPv6, or IPv4 mapped as ::ffff:a.b.c.d */
+};
+
+struct sock_state {
+	__u32 rule;
+	__u32 rate;       /* payload bytes/s last set on this socket */
+	__u64 updates;
+	/* Delivery-rate window (RULE_HOLD): start time and bytes_acked then. */
+	__u64 win_start_ns;
+	__u64 win_acked;
+	__u64 dlv_rate;   /* payload bytes/s acked over the last window of one srtt */
+};
+
+struct map_def SEC("maps") pace_rules = {
+	.type = BPF_MAP_TYPE_ARRAY,
+	.key_size = sizeof(__u32),
+	.value_size = sizeof(struct rule),
+	.max_entries = MAX_RULES,
+};
+
+struct map_def SEC("maps") pace_stats = {
+	.type = BPF_MAP_TYPE_ARRAY,
+	.key_size = sizeof(__u32),
+	.value_size = sizeof(struct rule_stats),
+	.max_entries = MAX_RULES,
+};
+
+struct map_def SEC("maps") pace_dst = {
+	.type = BPF_MAP_TYPE_LPM_TRIE,
+	.key_size = sizeof(struct dst_key),
+	.value_size = sizeof(__u32),
+	.max_entries = MAX_RULES,
+	.flags = BPF_F_NO_PREALLOC,
+};
+
+/* Sockets this program paced, by socket cookie: what `detach` releases. */
+struct map_def SEC("maps") pace_socks = {
+	.type = BPF_MAP_TYPE_LRU_HASH,
+	.key_size = sizeof(__u64),
+	.value_size = sizeof(struct sock_state),
+	.max_entries = 65536,
+};
+
+static __always_inline __u32 clamp_rate(__u64 r)
+{
+	return r > RATE_MAX ? RATE_MAX : (__u32)r;
+}
+
+/* Payload bytes/s of full segments that fill `wire_bps` on an Ethernet
+ * wire: IP + TCP with timestamps (Linux's default) + 38 bytes of Ethernet
+ * header, FCS, preamble and gap; the traffic tool's static:RATE. */
+static __always_inline __u64 payload_rate(__u64 wire_bps, __u32 mss, int v6)
+{
+	if (mss == 0)
+		mss = 1448;
+	__u64 frame = (__u64)mss + (v6 ? 40 : 20) + 32 + 38;
+	return wire_bps * mss / (8 * frame);
+}
+
+/* seed 000 eq. (1): cwnd * mss / RTT, with RTT = max(srtt, min_rtt) (the
+ * sender's own queueing is zero with the kernel's internal pacing: see
+ * core's bpf_dynamic_rate), floored and capped by the ceiling. */
+static __always_inline __u64 dynamic_rate(struct bpf_sock_ops *skops, __u64 ceiling)
+{
+	__u32 srtt = skops->srtt_us >> 3;
+	__u32 min_rtt = skops->rtt_min;
+	__u32 rtt = srtt > min_rtt ? srtt : min_rtt;
+	__u32 cwnd = skops->snd_cwnd;
+	__u32 mss = skops->mss_cache;
+	__u64 rate;
+
+	if (rtt == 0 || cwnd == 0 || mss == 0)
+		return ceiling ? ceiling : RATE_MAX;
+	rate = (__u64)cwnd * mss * 1000000 / rtt;
+	if (ceiling && rate > ceiling)
+		return ceiling;
+	if (rate < DYNAMIC_FLOOR)
+		return ceiling && ceiling < DYNAMIC_FLOOR ? ceiling : DYNAMIC_FLOOR;
+	return rate;
+}
+
+static __always_inline __u32 find_rule(struct bpf_sock_ops *skops)
+{
+	struct dst_key key = {};
+	__u32 *idx;
+
+	if (skops->family == AF_INET) {
+		key.addr[10] = 0xff;
+		key.addr[11] = 0xff;
+		__builtin_memcpy(&key.addr[12], &skops->remote_ip4, 4);
+	} else if (skops->family == AF_INET6) {
+		__u32 a[4] = { skops->remote_ip6[0], skops->remote_ip6[1],
+			       skops->remote_ip6[2], skops->remote_ip6[3] };
+		__builtin_memcpy(key.addr, a, 16);
+	} else {
+		return 0;
+	}
+	/* A rule naming the port wins over one without. remote_port holds
+	 * the network-order port in its upper 16 bits on little-endian hosts
+	 * (the kernel shifts it there; net/core/filter.c, sock_ops ctx access). */
+	__u32 port = skops->remote_port >> 16;
+	__builtin_memcpy(key.port, &port, 2);
+	key.prefixlen = 16 + 128;
+	idx = bpf_map_lookup_elem(&pace_dst, &key);
+	if (!idx) {
+		key.port[0] = 0;
+		key.port[1] = 0;
+		idx = bpf_map_lookup_elem(&pace_dst, &key);
+	}
+	return idx ? *idx : 0;
+}
+
+static __always_inline void set_rate(struct bpf_sock_ops *skops, __u32 rule_idx,
+				     struct sock_state *st, __u32 rate)
+{
+	struct rule_stats *stats = bpf_map_lookup_elem(&pace_stats, &rule_idx);
+	int value = (int)rate;
+	long err = bpf_setsockopt(skops, SOL_SOCKET, SO_MAX_PACING_RATE, &value, sizeof(value));
+
+	if (!stats)
+		return;
+	if (err) {
+		__sync_fetch_and_add(&stats->errors, 1);
+		return;
+	}
+	__sync_fetch_and_add(&stats->updates, 1);
+	stats->last_rate = rate;
+	st->rate = rate;
+	st->updates++;
+}
+
+static __always_inline __u32 rule_rate(struct bpf_sock_ops *skops, struct rule *r)
+{
+	int v6 = skops->family == AF_INET6;
+	__u64 wire = r->wire_bps;
+
+	if (r->kind == RULE_STATIC) {
+		__u64 p = payload_rate(wire, skops->mss_cache, v6);
+		return clamp_rate(p ? p : 1);
+	}
+	__u64 ceiling = wire ? payload_rate(wire, skops->mss_cache, v6) : 0;
+	if (wire && ceiling == 0)
+		ceiling = 1;
+	return clamp_rate(dynamic_rate(skops, ceiling));
+}
+
+static __always_inline void on_established(struct bpf_sock_ops *skops)
+{
+	__u32 idx = find_rule(skops);
+	struct rule *r = bpf_map_lookup_elem(&pace_rules, &idx);
+	struct sock_state st = { .rule = idx };
+	struct rule_stats *stats;
+	__u64 cookie;
+
+	if (!r || r->kind == RULE_NONE)
+		return;
+	set_rate(skops, idx, &st, rule_rate(skops, r));
+	if (st.updates == 0)
+		return;
+	stats = bpf_map_lookup_elem(&pace_stats, &idx);
+	if (stats)
+		__sync_fetch_and_add(&stats->conns, 1);
+	cookie = bpf_get_socket_cookie(skops);
+	bpf_map_update_elem(&pace_socks, &cookie, &st, BPF_ANY);
+	bpf_sock_ops_cb_flags_set(skops, r->kind == RULE_DYNAMIC
+					 ? BPF_SOCK_OPS_RTT_CB_FLAG | BPF_SOCK_OPS_STATE_CB_FLAG
+					 : BPF_SOCK_OPS_STATE_CB_FLAG);
+}
+
+/* RULE_HOLD, against slow-start and probing overshoot into a small buffer
+ * (issue 17 item 5): measure the delivery rate over windows of one srtt;
+ * while the RTT shows a queue (srtt above min_rtt by more than min_rtt/16)
+ * pace at 31/32 of that delivery rate, which keeps the queue near the
+ * threshold instead of letting the window overflow it (a full-pipe test
+ * after BBR's); in slow start otherwise, grow the rate by at most 5/4 of the
+ * delivery rate per window instead of the window's doubling, so that the
+ * one RTT the queue takes to show in the samples overfills the buffer by
+ * an eighth of a BDP, not half of one. Pure twin: core's bpf_hold_cap. */
+static __always_inline __u64 hold_cap(struct bpf_sock_ops *skops, struct sock_state *st, __u64 rate)
+{
+	__u64 now = bpf_ktime_get_ns();
+	__u64 acked = skops->bytes_acked;
+	__u32 srtt = skops->srtt_us >> 3;
+	__u32 min_rtt = skops->rtt_min;
+
+	if (st->win_start_ns == 0) {
+		st->win_start_ns = now;
+		st->win_acked = acked;
+	} else if (srtt && now - st->win_start_ns >= (__u64)srtt * 1000) {
+		st->dlv_rate = (acked - st->win_acked) * 1000000000ull / (now - st->win_start_ns);
+		st->win_start_ns = now;
+		st->win_acked = acked;
+	}
+	if (st->dlv_rate == 0 || min_rtt == 0)
+		return rate;
+	if (srtt > min_rtt && (srtt - min_rtt) * 16 > min_rtt) {
+		/* 31/32: a delivery rate measured a little high (ACK bunching)
+		 * must not let the queue creep up; the queue drains slowly and
+		 * eq. 1 takes over again once it is below the threshold. */
+		__u64 hold = st->dlv_rate * 31 / 32;
+		return rate < hold ? rate : hold;
+	}
+	/* Grow by at most 5/4 per window in slow start and 17/16 after it, so
+	 * that leaving the hold with a window CUBIC kept growing meanwhile
+	 * does not release it at once. */
+	__u64 cap = skops->snd_cwnd < skops->snd_ssthresh ? st->dlv_rate * 5 / 4 : st->dlv_rate * 17 / 16;
+	return rate < cap ? rate : cap;
+}
+
+static __always_inline void on_rtt(struct bpf_sock_ops *skops)
+{
+	__u64 cookie = bpf_get_socket_cookie(skops);
+	struct sock_state *st = bpf_map_lookup_elem(&pace_socks, &cookie);
+	struct rule *r;
+	__u32 idx, rate;
+
+	if (!st)
+		return;
+	idx = st->rule;
+	r = bpf_map_lookup_elem(&pace_rules, &idx);
+	if (!r || r->kind != RULE_DYNAMIC)
+		return;
+	rate = rule_rate(skops, r);
+	if (r->flags & RULE_HOLD) {
+		__u64 h = hold_cap(skops, st, rate);
+		rate = clamp_rate(h < DYNAMIC_FLOOR ? DYNAMIC_FLOOR : h);
+	}
+	if (rate != st->rate)
+		set_rate(skops, idx, st, rate);
+}
+
+SEC("sockops")
+int tcpaccel_pace(struct bpf_sock_ops *skops)
+{
+	switch (skops->op) {
+	case BPF_SOCK_OPS_ACTIVE_ESTABLISHED_CB:
+	case BPF_SOCK_OPS_PASSIVE_ESTABLISHED_CB:
+		on_established(skops);
+		break;
+	case BPF_SOCK_OPS_RTT_CB:
+		on_rtt(skops);
+		break;
+	case BPF_SOCK_OPS_STATE_CB:
+		if (skops->args[1] == BPF_TCP_CLOSE) {
+			__u64 cookie = bpf_get_socket_cookie(skops);
+			bpf_map_delete_elem(&pace_socks, &cookie);
+		}
+		break;
+	}
+	return 1;
+}
+
+char LICENSE[] SEC("license") = "Dual MIT/GPL";

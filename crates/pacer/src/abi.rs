@@ -1,0 +1,147 @@
+//! The byte layouts of `bpf/pace.bpf.c`'s map keys and values, as [`Plain`]
+//! values. Each `SIZE` is the C `sizeof`; the offsets are the C field
+//! offsets. Change both sides together.
+
+use tcpaccel_sys::bpf::{ne_u32, ne_u64, Plain};
+
+/// Number of entries of `pace_rules` / `pace_stats`; rule 0 is the default.
+pub const MAX_RULES: u32 = 64;
+
+/// `enum rule_kind`.
+pub const RULE_NONE: u32 = 0;
+pub const RULE_STATIC: u32 = 1;
+pub const RULE_DYNAMIC: u32 = 2;
+
+/// `rule.flags` bit: cap dynamic pacing by the measured delivery rate
+/// (`hold_cap` in the C source, `tcpaccel_core::pacing::bpf_hold_cap`).
+pub const RULE_HOLD: u32 = 1;
+
+/// `struct rule`: what to do with a connection.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct RuleAbi {
+    pub kind: u32,
+    pub flags: u32,
+    /// Static: the rate; dynamic: the ceiling (0: none). Bits/s on the wire.
+    pub wire_bps: u64,
+}
+
+impl Plain for RuleAbi {
+    const SIZE: usize = 16;
+    fn write(&self, out: &mut [u8]) {
+        out.fill(0);
+        self.kind.write(&mut out[0..4]);
+        self.flags.write(&mut out[4..8]);
+        self.wire_bps.write(&mut out[8..16]);
+    }
+    fn read(b: &[u8]) -> Self {
+        RuleAbi { kind: ne_u32(b, 0), flags: ne_u32(b, 4), wire_bps: ne_u64(b, 8) }
+    }
+}
+
+/// `struct rule_stats`: the per-rule counters the program keeps.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize)]
+pub struct RuleStats {
+    /// Connections the rule paced.
+    pub conns: u64,
+    /// Successful `bpf_setsockopt` calls (one per connection for static,
+    /// one per rate change for dynamic).
+    pub updates: u64,
+    /// Failed `bpf_setsockopt` calls.
+    pub errors: u64,
+    /// Payload bytes/s last set by this rule.
+    pub last_rate: u64,
+}
+
+impl Plain for RuleStats {
+    const SIZE: usize = 32;
+    fn write(&self, out: &mut [u8]) {
+        self.conns.write(&mut out[0..8]);
+        self.updates.write(&mut out[8..16]);
+        self.errors.write(&mut out[16..24]);
+        self.last_rate.write(&mut out[24..32]);
+    }
+    fn read(b: &[u8]) -> Self {
+        RuleStats {
+            conns: ne_u64(b, 0),
+            updates: ne_u64(b, 8),
+            errors: ne_u64(b, 16),
+            last_rate: ne_u64(b, 24),
+        }
+    }
+}
+
+/// `struct dst_key`: LPM trie key, port (network order, 0 = any) then the
+/// IPv6 (or IPv4-mapped) address. `prefixlen` counts bits of port+address.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct DstKey {
+    pub prefixlen: u32,
+    pub port: u16,
+    pub addr: [u8; 16],
+}
+
+impl Plain for DstKey {
+    const SIZE: usize = 24;
+    fn write(&self, out: &mut [u8]) {
+        out.fill(0);
+        self.prefixlen.write(&mut out[0..4]);
+        out[4..6].copy_from_slice(&self.port.to_be_bytes());
+        out[6..22].copy_from_slice(&self.addr);
+    }
+    fn read(b: &[u8]) -> Self {
+        let mut addr = [0u8; 16];
+        addr.copy_from_slice(&b[6..22]);
+        DstKey { prefixlen: ne_u32(b, 0), port: u16::from_be_bytes([b[4], b[5]]), addr }
+    }
+}
+
+/// `struct sock_state`: a socket the program paced (key: socket cookie).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct SockState {
+    pub rule: u32,
+    /// Payload bytes/s last set on the socket.
+    pub rate: u32,
+    pub updates: u64,
+    pub win_start_ns: u64,
+    pub win_acked: u64,
+    /// Delivery rate (payload bytes/s) of the last window (RULE_HOLD only).
+    pub dlv_rate: u64,
+}
+
+impl Plain for SockState {
+    const SIZE: usize = 40;
+    fn write(&self, out: &mut [u8]) {
+        self.rule.write(&mut out[0..4]);
+        self.rate.write(&mut out[4..8]);
+        self.updates.write(&mut out[8..16]);
+        self.win_start_ns.write(&mut out[16..24]);
+        self.win_acked.write(&mut out[24..32]);
+        self.dlv_rate.write(&mut out[32..40]);
+    }
+    fn read(b: &[u8]) -> Self {
+        SockState {
+            rule: ne_u32(b, 0),
+            rate: ne_u32(b, 4),
+            updates: ne_u64(b, 8),
+            win_start_ns: ne_u64(b, 16),
+            win_acked: ne_u64(b, 24),
+            dlv_rate: ne_u64(b, 32),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn dst_key_layout_matches_the_c_struct() {
+        // struct dst_key { u32 prefixlen; u8 port[2]; u8 addr[16]; } is 22
+        // bytes, padded to 24 by its 4-byte alignment.
+        let k = DstKey { prefixlen: 16 + 96 + 24, port: 5201, addr: [7; 16] };
+        let mut b = [0xAAu8; 24];
+        k.write(&mut b);
+        assert_eq!(&b[4..6], &[0x14, 0x51]);
+        assert_eq!(&b[22..], &[0, 0]);
+        assert_eq!(DstKey::read(&b), k);
+    }
+}

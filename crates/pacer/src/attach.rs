@@ -1,0 +1,328 @@
+//! Attach, inspect and detach: the shell around the BPF program.
+//!
+//! An attachment is the program linked to one cgroup with its maps filled
+//! from a [`PaceConfig`]. Every attachment is pinned under
+//! `/sys/fs/bpf/tcpaccel/pace-<cgroup id>/` (the link and the four maps), so
+//! that `status` and `detach` in another process find it, and one cgroup
+//! cannot get two. [`Attachment`] is a guard: dropped without
+//! [`Attachment::persist`] (the end of `pace run`, a panic, a signal that
+//! the caller turns into an orderly return) it detaches, releases and
+//! removes its pins. Only SIGKILL leaves pins behind; `pace detach --all`
+//! removes them.
+//!
+//! ## Releasing on detach
+//! A socket keeps the SO_MAX_PACING_RATE the program set after the program
+//! is gone, and an idle socket gets no callback that could undo it. So
+//! detach first stops the program (BPF_LINK_DETACH), then looks for every
+//! socket the program paced (the `pace_socks` map, keyed by socket cookie)
+//! among the open file descriptors of every process (pidfd_getfd, SO_COOKIE)
+//! and sets its cap back to unlimited. What that cannot reach is counted and
+//! reported: sockets without a file descriptor (MPTCP subflows, whose
+//! MPTCP socket refuses the option; sockets being closed). The kernel's own
+//! pacing stays switched on for a released socket (its rate is the kernel's
+//! `2·cwnd·mss/srtt` or `1.2·…`, not a cap); a socket option cannot switch
+//! it off again.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::fs;
+use std::path::{Path, PathBuf};
+
+use serde::Serialize;
+use tcpaccel_sys::bpf::{self, Link, Map, Object, ATTACH_CGROUP_SOCK_OPS, UPDATE_ANY};
+
+use crate::abi::{DstKey, RuleAbi, RuleStats, SockState, MAX_RULES};
+use crate::cgroup::Cgroup;
+use crate::error::PacerError;
+use crate::rules::{Dest, PaceConfig, RulePace};
+use crate::PACE_OBJECT;
+
+const PROGRAM: &str = "tcpaccel_pace";
+const MAPS: [&str; 4] = ["pace_rules", "pace_stats", "pace_dst", "pace_socks"];
+
+/// Where all tcpaccel pins live.
+pub fn pin_root() -> PathBuf {
+    Path::new(bpf::BPFFS).join("tcpaccel")
+}
+
+/// Pin directory of the attachment to cgroup `id`.
+pub fn pin_dir(cgroup_id: u64) -> PathBuf {
+    pin_root().join(format!("pace-{cgroup_id}"))
+}
+
+/// The program, attached and configured.
+#[derive(Debug)]
+pub struct Attachment {
+    pub cgroup: Cgroup,
+    pins: PathBuf,
+    link: Option<Link>,
+    maps: BTreeMap<String, Map>,
+    persist: bool,
+}
+
+/// Loads the program, fills its maps and attaches it to `cgroup`.
+pub fn attach(cgroup: &Cgroup, cfg: &PaceConfig) -> Result<Attachment, PacerError> {
+    let pins = pin_dir(cgroup.id);
+    if pins.join("link").exists() {
+        return Err(PacerError::AlreadyAttached { path: cgroup.path.clone(), pins });
+    }
+    bpf::ensure_bpffs(Path::new(bpf::BPFFS))?;
+    let obj = Object::parse(PACE_OBJECT)?;
+    let mut loaded = obj.load()?;
+    let (rules, dst) = cfg.tables();
+    let rule_map = loaded.map("pace_rules")?;
+    for (i, r) in rules.iter().enumerate() {
+        rule_map.update(&(i as u32), r, UPDATE_ANY)?;
+    }
+    let dst_map = loaded.map("pace_dst")?;
+    for (k, v) in &dst {
+        dst_map.update(k, v, UPDATE_ANY)?;
+    }
+    fs::create_dir_all(&pins)
+        .map_err(|e| PacerError::Io { op: format!("create {}", pins.display()), source: e })?;
+    let maps = std::mem::take(&mut loaded.maps);
+    // From here on the guard owns the cleanup.
+    let mut a = Attachment { cgroup: cgroup.clone(), pins, link: None, maps, persist: false };
+    for name in MAPS {
+        a.maps.get(name).ok_or_else(|| missing(name))?.pin(&a.pins.join(name))?;
+    }
+    let link = loaded.program(PROGRAM)?.attach_cgroup(&cgroup.dir()?, ATTACH_CGROUP_SOCK_OPS)?;
+    link.pin(&a.pins.join("link"))?;
+    a.link = Some(link);
+    tracing::debug!(cgroup = %cgroup.path.display(), "pacing attached");
+    Ok(a)
+}
+
+fn missing(name: &str) -> PacerError {
+    PacerError::Sys(tcpaccel_sys::Error::Other { op: "BPF object".into(), msg: format!("no map {name}") })
+}
+
+/// What a detach did.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct Released {
+    /// Sockets the program had paced and that were still open.
+    pub tracked: usize,
+    /// Of those, reset to unlimited.
+    pub released: usize,
+    /// Of those, not found behind any process's file descriptor.
+    pub unreachable: usize,
+}
+
+impl Attachment {
+    /// Leaves the program attached when this guard goes (`pace attach`).
+    pub fn persist(mut self) {
+        self.persist = true;
+    }
+
+    pub fn pins(&self) -> &Path {
+        &self.pins
+    }
+
+    /// Detaches now; see the module docs for what is released.
+    pub fn detach(mut self) -> Result<Released, PacerError> {
+        self.persist = true; // the work is done here, not again in Drop
+        let link = self.link.take();
+        let maps = std::mem::take(&mut self.maps);
+        detach_parts(&self.pins, link, &maps)
+    }
+}
+
+impl Drop for Attachment {
+    fn drop(&mut self) {
+        if self.persist {
+            return;
+        }
+        let link = self.link.take();
+        let maps = std::mem::take(&mut self.maps);
+        match detach_parts(&self.pins, link, &maps) {
+            Ok(r) => tracing::debug!(?r, "pacing detached on drop"),
+            Err(e) => tracing::warn!("detaching pacing from {}: {e}", self.cgroup.path.display()),
+        }
+    }
+}
+
+fn detach_parts(
+    pins: &Path,
+    link: Option<Link>,
+    maps: &BTreeMap<String, Map>,
+) -> Result<Released, PacerError> {
+    let mut first_err = None;
+    if let Some(link) = link {
+        if let Err(e) = link.detach() {
+            first_err.get_or_insert(PacerError::from(e));
+        }
+    }
+    let _ = bpf::unpin(&pins.join("link"));
+    let released = match maps.get("pace_socks") {
+        Some(socks) => release(socks),
+        None => Ok(Released::default()),
+    };
+    for name in MAPS {
+        let _ = bpf::unpin(&pins.join(name));
+    }
+    let _ = fs::remove_dir(pins);
+    let _ = fs::remove_dir(pin_root());
+    match (first_err, released) {
+        (Some(e), _) => Err(e),
+        (None, r) => r,
+    }
+}
+
+/// Sets every socket in `socks` that a process holds back to unlimited.
+fn release(socks: &Map) -> Result<Released, PacerError> {
+    let cookies: BTreeSet<u64> = socks.keys::<u64>()?.into_iter().collect();
+    let mut done = BTreeSet::new();
+    if !cookies.is_empty() {
+        for_each_socket(|fd| {
+            let Ok(c) = bpf::socket_cookie(&fd) else { return };
+            if cookies.contains(&c) && !done.contains(&c) {
+                match tcpaccel_sys::sockopt::set_max_pacing_rate(&fd, tcpaccel_sys::sockopt::PACING_UNLIMITED)
+                {
+                    Ok(()) => {
+                        done.insert(c);
+                    }
+                    Err(e) => tracing::debug!("releasing socket {c}: {e}"),
+                }
+            }
+        });
+    }
+    Ok(Released { tracked: cookies.len(), released: done.len(), unreachable: cookies.len() - done.len() })
+}
+
+/// Calls `f` with a duplicate of every socket fd of every process.
+fn for_each_socket(mut f: impl FnMut(std::os::fd::OwnedFd)) {
+    let Ok(procs) = fs::read_dir("/proc") else { return };
+    for p in procs.flatten() {
+        let Some(pid) = p.file_name().to_str().and_then(|s| s.parse::<u32>().ok()) else { continue };
+        let Ok(fds) = fs::read_dir(p.path().join("fd")) else { continue };
+        for e in fds.flatten() {
+            let is_socket =
+                fs::read_link(e.path()).is_ok_and(|t| t.to_str().is_some_and(|t| t.starts_with("socket:")));
+            let Some(n) = e.file_name().to_str().and_then(|s| s.parse::<i32>().ok()) else { continue };
+            if is_socket {
+                // Processes come and go; one that left is simply skipped.
+                if let Ok(fd) = bpf::steal_fd(pid, n) {
+                    f(fd);
+                }
+            }
+        }
+    }
+}
+
+/// One rule as `status` shows it.
+#[derive(Debug, Clone, Serialize)]
+pub struct RuleStatus {
+    pub index: u32,
+    /// `default`, or the destination.
+    pub dest: String,
+    pub pace: String,
+    pub stats: RuleStats,
+    /// Sockets open now under this rule, and the caps they have (payload bytes/s).
+    pub open: usize,
+    pub rates: Vec<u32>,
+}
+
+/// One attachment as `status` shows it.
+#[derive(Debug, Clone, Serialize)]
+pub struct AttachStatus {
+    pub cgroup: Option<PathBuf>,
+    pub cgroup_id: u64,
+    pub pins: PathBuf,
+    pub link_id: u32,
+    pub prog_id: u32,
+    pub rules: Vec<RuleStatus>,
+}
+
+/// Every attachment pinned on this host.
+pub fn status() -> Result<Vec<AttachStatus>, PacerError> {
+    let mut out = Vec::new();
+    let Ok(rd) = fs::read_dir(pin_root()) else { return Ok(out) };
+    let mut dirs: Vec<PathBuf> = rd.flatten().map(|e| e.path()).collect();
+    dirs.sort();
+    for dir in dirs {
+        if !dir.file_name().and_then(|n| n.to_str()).is_some_and(|n| n.starts_with("pace-")) {
+            continue;
+        }
+        out.push(status_of(&dir)?);
+    }
+    Ok(out)
+}
+
+fn open_maps(dir: &Path) -> Result<BTreeMap<String, Map>, PacerError> {
+    let mut maps = BTreeMap::new();
+    for name in MAPS {
+        maps.insert(name.to_string(), Map::from_pin(&dir.join(name))?);
+    }
+    Ok(maps)
+}
+
+fn status_of(dir: &Path) -> Result<AttachStatus, PacerError> {
+    let link = Link::from_pin(&dir.join("link"))?;
+    let info = link.info()?;
+    let maps = open_maps(dir)?;
+    let m = |n: &str| maps.get(n).ok_or_else(|| missing(n));
+    let mut dests: BTreeMap<u32, String> = BTreeMap::new();
+    for k in m("pace_dst")?.keys::<DstKey>()? {
+        if let Some(i) = m("pace_dst")?.lookup::<DstKey, u32>(&k)? {
+            dests.insert(i, Dest::from_key(&k).to_string());
+        }
+    }
+    let mut socks: BTreeMap<u32, Vec<u32>> = BTreeMap::new();
+    for c in m("pace_socks")?.keys::<u64>()? {
+        if let Some(s) = m("pace_socks")?.lookup::<u64, SockState>(&c)? {
+            socks.entry(s.rule).or_default().push(s.rate);
+        }
+    }
+    let mut rules = Vec::new();
+    for i in 0..MAX_RULES {
+        let dest = match (i, dests.get(&i)) {
+            (0, _) => "default".to_string(),
+            (_, Some(d)) => d.clone(),
+            _ => continue,
+        };
+        let r: RuleAbi = m("pace_rules")?.lookup(&i)?.unwrap_or_default();
+        let stats: RuleStats = m("pace_stats")?.lookup(&i)?.unwrap_or_default();
+        let rates = socks.remove(&i).unwrap_or_default();
+        rules.push(RuleStatus {
+            index: i,
+            dest,
+            pace: RulePace::from_abi(r).to_string(),
+            stats,
+            open: rates.len(),
+            rates,
+        });
+    }
+    Ok(AttachStatus {
+        cgroup: Cgroup::by_id(info.cgroup_id).map(|c| c.path),
+        cgroup_id: info.cgroup_id,
+        pins: dir.to_path_buf(),
+        link_id: info.id,
+        prog_id: info.prog_id,
+        rules,
+    })
+}
+
+/// Detaches the attachment pinned for `cgroup_id` (made by any process).
+pub fn detach_pinned(cgroup_id: u64) -> Result<Released, PacerError> {
+    let dir = pin_dir(cgroup_id);
+    if !dir.exists() {
+        let path =
+            Cgroup::by_id(cgroup_id).map_or_else(|| PathBuf::from(format!("id {cgroup_id}")), |c| c.path);
+        return Err(PacerError::NotAttached(path));
+    }
+    let link = Link::from_pin(&dir.join("link")).ok();
+    let maps = open_maps(&dir).unwrap_or_default();
+    detach_parts(&dir, link, &maps)
+}
+
+/// Every cgroup id with an attachment pinned.
+pub fn pinned_ids() -> Vec<u64> {
+    let Ok(rd) = fs::read_dir(pin_root()) else { return Vec::new() };
+    let mut ids: Vec<u64> = rd
+        .flatten()
+        .filter_map(|e| {
+            e.file_name().to_str().and_then(|n| n.strip_prefix("pace-")).and_then(|n| n.parse().ok())
+        })
+        .collect();
+    ids.sort_unstable();
+    ids
+}

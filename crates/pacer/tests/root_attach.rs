@@ -1,0 +1,153 @@
+//! Root tests of the cgroup pacer against the kernel: attach to a throwaway
+//! cgroup, check the cap the program set on a real socket, detach and check
+//! it was released, and that nothing (pins, cgroup) is left, also after a
+//! panic. They fail loudly when not root.
+
+use std::io::{BufRead, BufReader};
+use std::net::TcpListener;
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+use tcpaccel_core::pacing::bpf_payload_rate;
+use tcpaccel_core::units::Rate;
+use tcpaccel_pacer::attach::pin_dir;
+use tcpaccel_pacer::{attach, PaceConfig, TempCgroup};
+use tcpaccel_sys::bpf::{command_into_cgroup, steal_fd};
+use tcpaccel_sys::sockopt::{get_max_pacing_rate, PACING_UNLIMITED};
+use tcpaccel_sys::tcpinfo::tcp_info;
+
+fn need_root() {
+    assert!(tcpaccel_sys::privilege::is_root(), "these tests need root (BPF, cgroups); run them as root");
+}
+
+/// A bash in `cg` holding a TCP connection to `port` on fd 3 until killed.
+fn client_in(cg: &TempCgroup, port: u16) -> Child {
+    let mut cmd = Command::new("bash");
+    cmd.arg("-c")
+        .arg(format!("exec 3<>/dev/tcp/127.0.0.1/{port} && echo connected && exec sleep 30"))
+        .stdout(Stdio::piped());
+    command_into_cgroup(&mut cmd, cg.cgroup.procs().unwrap());
+    let mut child = cmd.spawn().expect("spawn bash");
+    let mut line = String::new();
+    BufReader::new(child.stdout.as_mut().unwrap()).read_line(&mut line).unwrap();
+    assert_eq!(line.trim(), "connected");
+    child
+}
+
+fn unique(name: &str) -> String {
+    format!("test-{name}-{}", std::process::id())
+}
+
+#[test]
+fn static_cap_is_set_in_the_cgroup_and_released_on_detach() {
+    need_root();
+    let cg = TempCgroup::create(&unique("static")).unwrap();
+    let cfg = PaceConfig::parse("static:30mbit", &[], None).unwrap();
+    let a = attach(&cg.cgroup, &cfg).unwrap();
+    let pins = a.pins().to_path_buf();
+    assert!(pins.join("link").exists());
+
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let mut child = client_in(&cg, port);
+    let (server, _) = listener.accept().unwrap();
+    // exec sleep inherits fd 3: steal it from the process.
+    let sock = steal_fd(child.id(), 3).unwrap();
+    let mss = tcp_info(&sock).unwrap().snd_mss;
+    let cap = get_max_pacing_rate(&sock).unwrap();
+    assert_eq!(cap, bpf_payload_rate(Rate::mbps(30), mss, false), "mss {mss}");
+    // The accepted end lives outside the cgroup: untouched.
+    assert_eq!(get_max_pacing_rate(&server).unwrap(), PACING_UNLIMITED);
+
+    let st = tcpaccel_pacer::status().unwrap();
+    let mine = st.iter().find(|s| s.cgroup_id == cg.cgroup.id).expect("status lists the attachment");
+    assert_eq!(mine.cgroup.as_deref(), Some(cg.cgroup.path.as_path()));
+    assert_eq!(mine.rules[0].dest, "default");
+    assert_eq!(mine.rules[0].stats.conns, 1);
+    assert_eq!(mine.rules[0].rates, vec![cap as u32]);
+
+    let r = a.detach().unwrap();
+    assert_eq!((r.tracked, r.released, r.unreachable), (1, 1, 0));
+    assert_eq!(get_max_pacing_rate(&sock).unwrap(), PACING_UNLIMITED);
+    assert!(!pins.exists(), "pins left at {}", pins.display());
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let path = cg.cgroup.path.clone();
+    drop(cg);
+    assert!(!path.exists(), "cgroup {} left behind", path.display());
+}
+
+#[test]
+fn rules_pick_by_destination_and_port() {
+    need_root();
+    let cg = TempCgroup::create(&unique("rules")).unwrap();
+    let l1 = TcpListener::bind("127.0.0.1:0").unwrap();
+    let l2 = TcpListener::bind("127.0.0.2:0").unwrap();
+    let p1 = l1.local_addr().unwrap().port();
+    let rules = vec![format!("127.0.0.0/8:{p1}=static:20mbit"), "127.0.0.0/8=static:40mbit".to_string()];
+    let cfg = PaceConfig::parse("none", &rules, None).unwrap();
+    let a = attach(&cg.cgroup, &cfg).unwrap();
+    let mut c1 = client_in(&cg, p1);
+    let mut c2 = {
+        let mut cmd = Command::new("bash");
+        let p2 = l2.local_addr().unwrap().port();
+        cmd.arg("-c")
+            .arg(format!("exec 3<>/dev/tcp/127.0.0.2/{p2} && echo connected && exec sleep 30"))
+            .stdout(Stdio::piped());
+        command_into_cgroup(&mut cmd, cg.cgroup.procs().unwrap());
+        let mut child = cmd.spawn().unwrap();
+        let mut line = String::new();
+        BufReader::new(child.stdout.as_mut().unwrap()).read_line(&mut line).unwrap();
+        child
+    };
+    let s1 = steal_fd(c1.id(), 3).unwrap();
+    let s2 = steal_fd(c2.id(), 3).unwrap();
+    let m1 = tcp_info(&s1).unwrap().snd_mss;
+    let m2 = tcp_info(&s2).unwrap().snd_mss;
+    assert_eq!(get_max_pacing_rate(&s1).unwrap(), bpf_payload_rate(Rate::mbps(20), m1, false));
+    assert_eq!(get_max_pacing_rate(&s2).unwrap(), bpf_payload_rate(Rate::mbps(40), m2, false));
+    let st = tcpaccel_pacer::status().unwrap();
+    let mine = st.iter().find(|s| s.cgroup_id == cg.cgroup.id).unwrap();
+    let conns: Vec<(String, u64)> = mine.rules.iter().map(|r| (r.dest.clone(), r.stats.conns)).collect();
+    assert_eq!(
+        conns,
+        vec![("default".into(), 0), (format!("127.0.0.0/8:{p1}"), 1), ("127.0.0.0/8".into(), 1)]
+    );
+    drop(a); // the guard detaches and releases
+    assert_eq!(get_max_pacing_rate(&s1).unwrap(), PACING_UNLIMITED);
+    assert_eq!(get_max_pacing_rate(&s2).unwrap(), PACING_UNLIMITED);
+    for c in [&mut c1, &mut c2] {
+        c.kill().unwrap();
+        c.wait().unwrap();
+    }
+}
+
+#[test]
+fn a_panic_leaves_no_pins_and_no_cgroup() {
+    need_root();
+    let name = unique("panic");
+    let seen = std::sync::Mutex::new(None);
+    let r = std::panic::catch_unwind(|| {
+        let cg = TempCgroup::create(&name).unwrap();
+        let _a = attach(&cg.cgroup, &PaceConfig::parse("dynamic", &[], None).unwrap()).unwrap();
+        *seen.lock().unwrap() = Some((cg.cgroup.path.clone(), pin_dir(cg.cgroup.id)));
+        panic!("on purpose");
+    });
+    assert!(r.is_err());
+    let (cg, pins) = seen.lock().unwrap().clone().unwrap();
+    assert!(!pins.exists(), "pins left at {}", pins.display());
+    assert!(!cg.exists(), "cgroup left at {}", cg.display());
+    assert!(!Path::new(&pins).exists());
+    std::thread::sleep(Duration::from_millis(1));
+}
+
+#[test]
+fn a_second_attachment_to_one_cgroup_is_refused() {
+    need_root();
+    let cg = TempCgroup::create(&unique("twice")).unwrap();
+    let cfg = PaceConfig::parse("static:10mbit", &[], None).unwrap();
+    let _a = attach(&cg.cgroup, &cfg).unwrap();
+    let e = attach(&cg.cgroup, &cfg).unwrap_err().to_string();
+    assert!(e.contains("already has tcpaccel pacing attached"), "{e}");
+}
