@@ -1,5 +1,5 @@
 #!/bin/sh
-# Installs the peers of the `split` lab scenario (seed 002): an HTTP server
+# Installs the peers of the `split` lab scenario ([SplitTCP]): an HTTP server
 # (nginx), Dante's SOCKS server (danted) and Squid. Idempotent: packages that
 # are already installed are left alone. Needs root and the Debian archive.
 set -eu

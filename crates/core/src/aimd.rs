@@ -1,7 +1,7 @@
 //! Search for the number of parallel TCP streams a client needs to reach its
-//! target throughput (seed 003 §3.2), as a pure state machine.
+//! target throughput ([GatherQoS] §3.2), as a pure state machine.
 //!
-//! Seed 003's algorithm, with `N0` initial streams, additive step α and
+//! [GatherQoS]'s algorithm, with `N0` initial streams, additive step α and
 //! multiplicative factor β (0 < β < 1):
 //! - (I) measure; target met → stop. (II) N ← N0. (III) N ← N + α.
 //! - (IV) measure; target met → stop; throughput rose → (VI); fell → (V).
@@ -41,7 +41,7 @@ use std::time::Duration;
 /// Tuning of [`StreamTuner`].
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
 pub struct AimdConfig {
-    /// N0, the initial number of streams (seed 003 Table 1: 1).
+    /// N0, the initial number of streams ([GatherQoS] Table 1: 1).
     pub n0: u32,
     /// Initial additive step α.
     pub alpha0: f64,
@@ -128,7 +128,7 @@ enum Phase {
     },
 }
 
-/// Per-client stream-count search (seed 003 §3.2).
+/// Per-client stream-count search ([GatherQoS] §3.2).
 #[derive(Debug, Clone)]
 pub struct StreamTuner {
     cfg: AimdConfig,
@@ -290,7 +290,7 @@ impl StreamTuner {
                 n = (n * self.beta).floor();
                 step = Step::Decrease;
             }
-            // (VI): seed 003 eq. (2) and (3).
+            // (VI): [GatherQoS] eq. (2) and (3).
             self.alpha = alpha_eq2(t_t, t_n, rtt, self.cfg.rtt_scale, self.cfg.max_streams);
             let beta = (n_b as f64 / measured as f64).max(if t_t > 0.0 { t_n / t_t } else { 0.0 });
             self.beta = beta.clamp(self.cfg.beta_min, self.cfg.beta_max);
@@ -313,7 +313,7 @@ impl StreamTuner {
     }
 }
 
-/// seed 003 eq. (2): `α = max(1, T_t / T_n · RTT · 10)`, RTT in seconds (see
+/// [GatherQoS] eq. (2): `α = max(1, T_t / T_n · RTT · 10)`, RTT in seconds (see
 /// the module docs), capped at `max` so a near-zero T_n cannot ask for
 /// unbounded streams.
 pub fn alpha_eq2(target: f64, current: f64, rtt: Duration, scale: f64, max: u32) -> f64 {

@@ -1,8 +1,8 @@
 //! Server buffer-pool allocation among connections by priority and target
-//! throughput (seed 003 §3.1).
+//! throughput ([GatherQoS] §3.1).
 //!
 //! Each connection needs the window that carries its target over its RTT,
-//! `W[KB] = T_t[Mbps] · RTT[ms] / 8` (seed 003 eq. (1)), i.e. its target's
+//! `W[KB] = T_t[Mbps] · RTT[ms] / 8` ([GatherQoS] eq. (1)), i.e. its target's
 //! bandwidth-delay product. [`allocate`] splits a pool of bytes:
 //! 1. enough for everyone: each gets W, the surplus is split in proportion to
 //!    the targets ([`Rule::Sufficient`] / [`Rule::Surplus`]);
@@ -31,7 +31,7 @@ pub struct Demand {
     pub rtt: Duration,
 }
 
-/// Which rule of seed 003 §3.1 produced the plan.
+/// Which rule of [GatherQoS] §3.1 produced the plan.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Rule {
@@ -93,7 +93,7 @@ pub enum AllocError {
     DuplicateId(u64),
 }
 
-/// seed 003 eq. (1): `W[KB] = T_t[Mbps] · RTT[ms] / 8`, in bytes (1 KB = 1000 B:
+/// [GatherQoS] eq. (1): `W[KB] = T_t[Mbps] · RTT[ms] / 8`, in bytes (1 KB = 1000 B:
 /// Mbit/s × ms / 8 = 1000 bytes exactly). Rounded down, as [`bdp_bytes`].
 pub fn window_for(target: Rate, rtt: Duration) -> u64 {
     bdp_bytes(target, rtt)
@@ -121,7 +121,7 @@ fn portion(total: u64, part: u64, whole: u64) -> u64 {
     (total as u128 * part as u128 / whole as u128) as u64
 }
 
-/// Splits `pool` bytes among `demands` by seed 003 §3.1 (see the module docs).
+/// Splits `pool` bytes among `demands` by [GatherQoS] §3.1 (see the module docs).
 ///
 /// Every proportional split rounds down, so the shares never exceed the pool
 /// and each share never shrinks when the pool grows; `unallocated` holds the
@@ -214,7 +214,7 @@ mod tests {
     const HIGH: u32 = 2;
     const LOW: u32 = 1;
 
-    /// Seed 003 Model 1: high-priority clients with 1.0 Mbit/s targets and
+    /// [GatherQoS] Model 1: high-priority clients with 1.0 Mbit/s targets and
     /// low-priority ones with 0.5 Mbit/s. The topology figure is not in the
     /// text, so the number of clients and link delays are our assumption:
     /// three of each class (Model 2 draws six terminals) at 120 ms RTT, which

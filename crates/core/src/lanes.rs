@@ -1,5 +1,5 @@
 //! When to move a connection from the Short-flow Lane to a Long-flow Lane
-//! (seed 001 ch. 5): the deadline rule and the link-cost rule of eq. (5.7).
+//! ([Lanes] ch. 5): the deadline rule and the link-cost rule of eq. (5.7).
 //!
 //! Every connection starts on SL. The deadline policy switches once the
 //! connection's age reaches `t_deadline` while it still transfers. The
@@ -46,7 +46,7 @@ use crate::time::Instant;
 use serde::{Deserialize, Serialize};
 use std::time::Duration;
 
-/// The two kinds of lane (seed 001 §5.2.1).
+/// The two kinds of lane ([Lanes] §5.2.1).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum LaneKind {
@@ -151,24 +151,24 @@ fn ms(d: Duration) -> f64 {
     d.as_nanos() as f64 / 1e6
 }
 
-/// seed 001 eq. (5.4): relative queueing delay ν = RTT − RTT_min, in ms (not below 0).
+/// [Lanes] eq. (5.4): relative queueing delay ν = RTT − RTT_min, in ms (not below 0).
 pub fn relative_delay_ms(rtt: Duration, base: Duration) -> f64 {
     ms(rtt.saturating_sub(base))
 }
 
-/// seed 001 eq. (5.4) in the configured unit: ν = (RTT − RTT_min) / `unit`
+/// [Lanes] eq. (5.4) in the configured unit: ν = (RTT − RTT_min) / `unit`
 /// (not below 0; a zero unit counts as 1 ms).
 pub fn relative_delay(rtt: Duration, base: Duration, unit: Duration) -> f64 {
     let unit = if unit.is_zero() { default_nu_unit() } else { unit };
     rtt.saturating_sub(base).as_nanos() as f64 / unit.as_nanos() as f64
 }
 
-/// seed 001 eq. (5.7), Long-flow Lane: `t0·(1 + α·ν^β)`, ν in ms.
+/// [Lanes] eq. (5.7), Long-flow Lane: `t0·(1 + α·ν^β)`, ν in ms.
 pub fn cost_ll(cfg: &SwitchConfig, nu_ms: f64) -> f64 {
     cfg.t0 * (1.0 + cfg.alpha * nu_ms.max(0.0).powf(cfg.beta))
 }
 
-/// seed 001 eq. (5.7), deadline term: `sgn(t − t_d)·γ·|t − t_d|^δ`, in ms,
+/// [Lanes] eq. (5.7), deadline term: `sgn(t − t_d)·γ·|t − t_d|^δ`, in ms,
 /// where t is the connection's age.
 pub fn deadline_term(cfg: &SwitchConfig, age: Duration) -> f64 {
     let x = ms(age) - ms(cfg.t_deadline);
@@ -178,12 +178,12 @@ pub fn deadline_term(cfg: &SwitchConfig, age: Duration) -> f64 {
     x.signum() * cfg.gamma * x.abs().powf(cfg.delta)
 }
 
-/// seed 001 eq. (5.7), Short-flow Lane: link term plus deadline term.
+/// [Lanes] eq. (5.7), Short-flow Lane: link term plus deadline term.
 pub fn cost_sl(cfg: &SwitchConfig, nu_ms: f64, age: Duration) -> f64 {
     cost_ll(cfg, nu_ms) + deadline_term(cfg, age)
 }
 
-/// seed 001 Algorithm 1 line 9: `cost ← 3/4·cost + 1/4·measured`.
+/// [Lanes] Algorithm 1 line 9: `cost ← 3/4·cost + 1/4·measured`.
 pub fn smooth(old: f64, measured: f64) -> f64 {
     0.75 * old + 0.25 * measured
 }
@@ -228,7 +228,7 @@ struct LaneState {
     cost: Option<f64>,
 }
 
-/// Per-connection switching state machine (seed 001 Algorithm 1).
+/// Per-connection switching state machine ([Lanes] Algorithm 1).
 #[derive(Debug, Clone)]
 pub struct LaneSwitcher {
     cfg: SwitchConfig,

@@ -1,4 +1,4 @@
-//! Measurement for the link model, in the spirit of the GtrcNET-1 of seed 000:
+//! Measurement for the link model, in the spirit of the GtrcNET-1 of [PSPacer]:
 //! bandwidth at fine time resolution without disturbing the traffic.
 //!
 //! - [`Meter`]: per-bin (500 µs by default) bytes and frames arrived, departed
@@ -24,7 +24,7 @@ use crate::stats;
 use crate::time::Instant;
 use crate::units::Rate;
 
-/// Default bin width: 500 µs, the GtrcNET-1 resolution used in seed 000.
+/// Default bin width: 500 µs, the GtrcNET-1 resolution used in [PSPacer].
 pub const DEFAULT_BIN: Duration = Duration::from_micros(500);
 
 /// One closed meter bin.

@@ -6,13 +6,13 @@
 //!   Mbit/s of goodput with TCP timestamps; PSPacer counted L2 frames, so its
 //!   "500 Mbit" target gave ~478 Mbit/s of payload. It also gives the
 //!   `SO_MAX_PACING_RATE` cap (payload bytes/s) for an on-wire rate.
-//! - [`gap_plan`] sizes PSPacer's gap packets (seed 000 §2.3, eq. 2–5), and
+//! - [`gap_plan`] sizes PSPacer's gap packets ([PSPacer] §2.3, eq. 2–5), and
 //!   [`ideal_gap_ns`] gives the ideal spacing of frames at a rate, which the
 //!   emulator uses to judge pacing precision.
-//! - [`DynamicPacer`] is the dynamic rule of seed 000 eq. (1),
+//! - [`DynamicPacer`] is the dynamic rule of [PSPacer] eq. (1),
 //!   `rate = cwnd · mss / RTT`, fed with TCP_INFO-like samples, with the RTT
 //!   corrected for the sender's own queueing as PSPacer's estimator did.
-//! - [`resume_after_idle`] is seed 004's "pace when sending resumes" rule.
+//! - [`resume_after_idle`] is [HPC-TCP]'s "pace when sending resumes" rule.
 //!
 //! This module does not touch sockets, timers or clocks: shells read TCP_INFO,
 //! pass `now` and set `SO_MAX_PACING_RATE` (bytes per second) themselves.
@@ -31,7 +31,7 @@ pub const ETH_PREAMBLE: u32 = 8;
 /// Minimum inter-frame gap.
 pub const ETH_IFG: u32 = 12;
 /// Per-frame wire time that carries no frame bytes: IFG + preamble + FCS
-/// (seed 000 §2.3, "hw_gap", 24 bytes on Ethernet).
+/// ([PSPacer] §2.3, "hw_gap", 24 bytes on Ethernet).
 pub const HW_GAP: u32 = ETH_IFG + ETH_PREAMBLE + ETH_FCS;
 
 /// Bad pacing input.
@@ -170,7 +170,7 @@ pub fn ideal_gap_ns(wire_bytes: u64, rate: Rate) -> f64 {
     wire_bytes as f64 * 8.0 * 1e9 / rate.0 as f64
 }
 
-/// PSPacer's gap sizing for one real packet (seed 000 §2.3).
+/// PSPacer's gap sizing for one real packet ([PSPacer] §2.3).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 pub struct GapPlan {
     /// Inter-packet gap in byte times at `max_rate` (eq. 3).
@@ -182,7 +182,7 @@ pub struct GapPlan {
 }
 
 /// Sizes the gap frames that make one real packet of `pkt_size` bytes leave at
-/// `target` on a link of `max_rate` (seed 000 §2.3).
+/// `target` on a link of `max_rate` ([PSPacer] §2.3).
 ///
 /// `pkt_size` is the frame as the qdisc counts it (no FCS, preamble or IFG);
 /// each frame, real or gap, also costs [`HW_GAP`] bytes of wire time.
@@ -202,14 +202,14 @@ pub fn gap_plan(pkt_size: u32, target: Rate, max_rate: Rate, mtu: u32) -> Result
     if pkt_size == 0 || mtu == 0 {
         return Err(PacingError::ZeroSize { pkt_size, mtu });
     }
-    // seed 000 eq. (3): ipg = (max_rate / target_rate - 1) * pkt_size,
+    // [PSPacer] eq. (3): ipg = (max_rate / target_rate - 1) * pkt_size,
     // computed as pkt_size * (max - target) / target, rounded to a byte.
     let diff = (max_rate.0 - target.0) as u128;
     let t = target.0 as u128;
     let ipg = ((pkt_size as u128 * diff + t / 2) / t) as u64;
-    // seed 000 eq. (4): gappkt_size = ipg - hw_gap * #pkts
+    // [PSPacer] eq. (4): gappkt_size = ipg - hw_gap * #pkts
     let gap_for = |n: u64| ipg.saturating_sub(HW_GAP as u64 * n);
-    // seed 000 eq. (5): #pkts = ceil(gappkt_size / MTU) + 1. The smallest n
+    // [PSPacer] eq. (5): #pkts = ceil(gappkt_size / MTU) + 1. The smallest n
     // with ceil(gap_for(n) / MTU) + 1 <= n is, in closed form, the smaller of
     // the n where the gap vanishes (ipg <= hw_gap * n) and the n where it
     // fits in n - 1 frames (ipg + MTU <= n * (MTU + hw_gap)); a loop would
@@ -262,7 +262,7 @@ impl Default for DynamicConfig {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum PaceLimit {
-    /// seed 000 eq. (1) itself.
+    /// [PSPacer] eq. (1) itself.
     Window,
     Floor,
     Ceiling,
@@ -282,7 +282,7 @@ pub struct PaceDecision {
     pub limit: PaceLimit,
 }
 
-/// seed 000 eq. (1) as a controller: `target_rate = cwnd × pkt_size / RTT`.
+/// [PSPacer] eq. (1) as a controller: `target_rate = cwnd × pkt_size / RTT`.
 ///
 /// The RTT seen by TCP includes the time packets wait in the sender's own
 /// queue, which pacing itself creates; using it as is would make the rate
@@ -351,7 +351,7 @@ impl DynamicPacer {
     }
 }
 
-/// `gain · cwnd · mss / rtt` in bytes per second, rounded down (seed 000 eq. (1)).
+/// `gain · cwnd · mss / rtt` in bytes per second, rounded down ([PSPacer] eq. (1)).
 pub fn window_rate(cwnd: u32, mss: u32, rtt: Duration, gain: f64) -> u64 {
     let ns = rtt.as_nanos();
     if ns == 0 {
@@ -392,10 +392,10 @@ pub struct ResumePlan {
     pub hold: Duration,
 }
 
-/// Seed 004 ("通信再開時ペーシング"): when a connection resumes after an idle
+/// [HPC-TCP] ("通信再開時ペーシング"): when a connection resumes after an idle
 /// period with its old window kept, send that window at the last measured
 /// delivery rate instead of as one burst (no ACK clock is running to spread
-/// it). Falls back to `cwnd · mss / srtt` (seed 000 eq. (1)) when no delivery
+/// it). Falls back to `cwnd · mss / srtt` ([PSPacer] eq. (1)) when no delivery
 /// rate is known. Returns `None` when the pause was shorter than the RTO
 /// (ACKs still clock the sender) or there is nothing to compute with.
 pub fn resume_after_idle(s: &IdleState, ceiling: Option<u64>) -> Option<ResumePlan> {
@@ -448,7 +448,7 @@ pub struct BpfAck {
 }
 
 /// Pure twin of `dynamic_rate` in `pace.bpf.c`, run on every ACK that
-/// carries an RTT sample: seed 000 eq. (1), `cwnd · mss / RTT`, with the RTT
+/// carries an RTT sample: [PSPacer] eq. (1), `cwnd · mss / RTT`, with the RTT
 /// corrected as [`DynamicPacer`] does (srtt minus the smoothed local
 /// queueing, never below min_rtt). The local queueing is zero here: with the
 /// kernel's internal pacing a segment waits in the socket before it is sent
@@ -703,7 +703,7 @@ mod tests {
 
     #[test]
     fn resume_paces_the_kept_window_at_the_delivery_rate() {
-        // Seed 004: 500 Mbit/s, 100 ms RTT, 2 s pauses.
+        // [HPC-TCP]: 500 Mbit/s, 100 ms RTT, 2 s pauses.
         let s = IdleState {
             idle: Duration::from_millis(1840),
             rto: Duration::from_millis(300),

@@ -1,5 +1,5 @@
 //! Split-TCP placement planner: which relays to chain, in which order, and the
-//! throughput to expect (seed 002, Masuya et al.).
+//! throughput to expect ([SplitTCP], Masuya et al.).
 //!
 //! The model is the paper's: one TCP connection reaches `T = rwin / RTT`
 //! (eq. 1); splitting it at relays into segments makes the segment with the
@@ -127,7 +127,7 @@ impl PathModel {
 
 /// Predicted throughput of a chain relative to the direct path (`T_n / T`).
 ///
-/// seed 002 eq. (1)–(3) and (10): `T_n = rwin/RTT_max − c·T·(n−1)` with
+/// [SplitTCP] eq. (1)–(3) and (10): `T_n = rwin/RTT_max − c·T·(n−1)` with
 /// `T = rwin/RTT_direct`, so `T_n/T = RTT_direct/RTT_max − c·(n−1)`.
 /// An empty `segments` is treated as the direct path.
 pub fn predict_ratio(direct: Duration, segments: &[Duration], overhead: f64) -> f64 {
@@ -140,20 +140,20 @@ pub fn predict_ratio(direct: Duration, segments: &[Duration], overhead: f64) -> 
 }
 
 fn ratio(direct: f64, rtt_max: f64, n_segments: usize, overhead: f64) -> f64 {
-    // seed 002 eq. (2) with f(n-1) = c·T·(n-1), eq. (10)
+    // [SplitTCP] eq. (2) with f(n-1) = c·T·(n-1), eq. (10)
     direct / rtt_max - overhead * (n_segments.saturating_sub(1)) as f64
 }
 
 /// The ideal of `n` equal segments: `T_n / T = n − c·(n−1)`.
 ///
-/// seed 002 eq. (5)–(6); with c = 0.3 it is the paper's fit `0.3 + 0.7·n` (eq. 8).
+/// [SplitTCP] eq. (5)–(6); with c = 0.3 it is the paper's fit `0.3 + 0.7·n` (eq. 8).
 pub fn equal_split_ratio(n_segments: usize, overhead: f64) -> f64 {
     let n = n_segments.max(1) as f64;
     n - overhead * (n - 1.0)
 }
 
 /// Where `n` equal segments would put the relays on a path of RTT `total`:
-/// at `k·total/n` from the client, k = 1..n-1 (seed 002 eq. 5).
+/// at `k·total/n` from the client, k = 1..n-1 ([SplitTCP] eq. 5).
 pub fn ideal_positions(total: Duration, n_segments: usize) -> Vec<Duration> {
     let n = n_segments.max(1) as u32;
     (1..n).map(|k| total * k / n).collect()
@@ -164,7 +164,7 @@ pub fn ideal_positions(total: Duration, n_segments: usize) -> Vec<Duration> {
 pub struct PlanParams {
     /// At most this many relays in the chain.
     pub max_relays: usize,
-    /// Per-relay cost as a fraction of the direct throughput (seed 002: 0.3).
+    /// Per-relay cost as a fraction of the direct throughput ([SplitTCP]: 0.3).
     pub overhead: f64,
 }
 
@@ -338,7 +338,7 @@ mod tests {
 
     #[test]
     fn equal_split_prediction_is_n_t_minus_overhead() {
-        // seed 002 eq. (6) and the fit eq. (8): 0.3 + 0.7 n with c = 0.3.
+        // [SplitTCP] eq. (6) and the fit eq. (8): 0.3 + 0.7 n with c = 0.3.
         for n in 1..=5 {
             let want = 0.3 + 0.7 * n as f64;
             assert!((equal_split_ratio(n, 0.3) - want).abs() < 1e-12, "n={n}");

@@ -1,4 +1,4 @@
-//! Seeded, replayable datacenter workloads (seed 001 ch. 6): flow sizes,
+//! Seeded, replayable datacenter workloads ([Lanes] ch. 6): flow sizes,
 //! Poisson arrivals, and the front-end / back-end host mixes of the thesis.
 //!
 //! - [`SizeDist`]: fixed sizes, Pareto by shape and mean (scale
@@ -182,7 +182,7 @@ pub enum SizeDist {
 
 impl SizeDist {
     /// Pareto with shape `a` > 1 and the given mean: `x_m = mean·(a−1)/a`
-    /// (seed 001 Table 6.1 gives shape and mean).
+    /// ([Lanes] Table 6.1 gives shape and mean).
     pub fn pareto(shape: f64, mean: f64) -> Result<Self, WorkloadError> {
         if !(shape > 1.0 && shape.is_finite()) {
             return Err(WorkloadError::ParetoShape(shape));
@@ -234,7 +234,7 @@ pub fn load_to_rate(load: f64, link: Rate, mean_bytes: f64) -> Result<f64, Workl
     Ok(load * link.0 as f64 / (8.0 * mean_bytes))
 }
 
-/// Short flows go to front-end hosts, long ones to back-end hosts (seed 001 §6.3–6.4).
+/// Short flows go to front-end hosts, long ones to back-end hosts ([Lanes] §6.3–6.4).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum FlowClass {
@@ -274,7 +274,7 @@ pub struct Stream {
     pub dsts: Vec<HostId>,
     pub srcs: Vec<HostId>,
     /// Each job is split into this many flows of equal size from distinct
-    /// senders (seed 001 data mining: 800 MB / n from n nodes); 1 otherwise.
+    /// senders ([Lanes] data mining: 800 MB / n from n nodes); 1 otherwise.
     pub fan_in: u32,
 }
 
@@ -403,7 +403,7 @@ impl Iterator for Workload {
     }
 }
 
-/// The thesis' two realistic mixes (seed 001 Table 6.1).
+/// The thesis' two realistic mixes ([Lanes] Table 6.1).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Mix {
@@ -413,7 +413,7 @@ pub enum Mix {
     DataMining,
 }
 
-/// The hosts of a lanes experiment (seed 001: 25 % back-end, 75 % front-end).
+/// The hosts of a lanes experiment ([Lanes]: 25 % back-end, 75 % front-end).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Hosts {
     pub front: Vec<HostId>,
@@ -433,7 +433,7 @@ impl Hosts {
     }
 }
 
-/// Queue-buildup scenario (seed 001 §6.3): every front-end host receives
+/// Queue-buildup scenario ([Lanes] §6.3): every front-end host receives
 /// 64 KB short flows (64 KiB, as the thesis' simulation code counts KB),
 /// Poisson with a mean gap of 200 ms, from random other hosts; `long_senders`
 /// hosts each run one long transfer of `long_bytes` to a back-end host.
@@ -480,7 +480,7 @@ pub fn queue_buildup(
     Workload::new(seed, origin, streams)
 }
 
-/// Realistic scenario (seed 001 §6.4): front-end and back-end traffic of a
+/// Realistic scenario ([Lanes] §6.4): front-end and back-end traffic of a
 /// [`Mix`] at `load` of each destination's link of rate `link`.
 ///
 /// The thesis defines its "Load" as the fraction of nodes that communicate

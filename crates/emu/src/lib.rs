@@ -2,7 +2,7 @@
 //! interfaces with a bottleneck rate, propagation delay, a drop-tail buffer and
 //! random loss per direction, metered at 500 µs resolution.
 //!
-//! It plays the role of the GtrcNET-1 hardware testbed of seed 000 on a kernel
+//! It plays the role of the GtrcNET-1 hardware testbed of [PSPacer] on a kernel
 //! without netem: AF_PACKET sockets on both interfaces, one thread per
 //! direction (no async runtime on the hot path), the pure
 //! [`tcpaccel_core::link::Link`] model deciding every frame's fate and time.

@@ -17,7 +17,7 @@ pub const DEFAULT_CHUNK: u32 = 64 * 1024;
 const MAX_DERIVED_STREAMS: u64 = 65_536;
 
 /// A priority class: clients of it aim at `target`; a larger `priority` is
-/// more important (seed 003 §3.1 orders leftovers by it).
+/// more important ([GatherQoS] §3.1 orders leftovers by it).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Class {
     pub name: String,
@@ -82,7 +82,7 @@ pub fn parse_class(s: &str) -> Result<Class, ConfigError> {
 #[derive(Debug, Clone)]
 pub struct ServerConfig {
     pub classes: Vec<Class>,
-    /// Receive-buffer bytes shared by all data streams (seed 003's server buffer).
+    /// Receive-buffer bytes shared by all data streams ([GatherQoS]'s server buffer).
     pub pool: u64,
     pub chunk_size: u32,
     /// Measurement, tuning and status interval.
@@ -92,7 +92,7 @@ pub struct ServerConfig {
     pub max_streams: u32,
     /// Ask clients to checksum every chunk.
     pub checksum: bool,
-    /// Tune stream counts (seed 003 §3.2); off keeps every client at one stream.
+    /// Tune stream counts ([GatherQoS] §3.2); off keeps every client at one stream.
     pub tune_streams: bool,
     /// How the pool is divided.
     pub policy: Policy,
@@ -103,14 +103,14 @@ pub struct ServerConfig {
 /// How the server divides its buffer pool.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Policy {
-    /// Seed 003 §3.1: by target and priority, from measured RTTs.
+    /// [GatherQoS] §3.1: by target and priority, from measured RTTs.
     Seed003,
     /// Evenly per client (the paper's "equality" baseline).
     Equal,
 }
 
 /// Who holds a demand on the pool (see [`crate::share`] for the two readings
-/// of seed 003 §3.1's "per connection" and their trade-off).
+/// of [GatherQoS] §3.1's "per connection" and their trade-off).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum Sharing {
     /// One demand per client (`W = T_t · RTT`), split evenly over its streams:

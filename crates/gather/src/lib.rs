@@ -1,6 +1,6 @@
 //! tcpaccel-gather: the gathering server with priority QoS and its client.
 //!
-//! Seed 003 (Sakajiri et al.) in a real server: each client's data streams
+//! [GatherQoS] (Sakajiri et al.) in a real server: each client's data streams
 //! get a share of one receive-buffer pool by class priority and target
 //! (§3.1, applied live with `TCP_WINDOW_CLAMP`), and each client's number of
 //! parallel streams is searched with AIMD (§3.2). The algorithms are pure and

@@ -1,6 +1,6 @@
 //! The gathering server: accepts control, data and status connections on one
 //! port, reassembles every client's data in order into its sink, applies the
-//! seed 003 §3.1 buffer allocation live with `TCP_WINDOW_CLAMP`, runs the
+//! [GatherQoS] §3.1 buffer allocation live with `TCP_WINDOW_CLAMP`, runs the
 //! §3.2 stream-count search per client, and reports status.
 //!
 //! Integrity and abuse (docs/gather-protocol.md §4-5): a data stream proves
@@ -1025,7 +1025,7 @@ fn tick(shared: &Shared, measure: bool) {
         // leave two minimum windows each. Per client, the client's share is
         // split over its streams, so that bounds the count; otherwise the
         // per-stream floor would let a client grow past its share by adding
-        // streams (seed 003 §3.2 would read that as success). Per connection
+        // streams ([GatherQoS] §3.2 would read that as success). Per connection
         // each new stream brings its own demand, so only a stream share that
         // has already fallen below two minimum windows stops further streams.
         let min2 = 2 * crate::config::MIN_STREAM_WINDOW;

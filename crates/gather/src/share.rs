@@ -1,7 +1,7 @@
-//! Thin adapter from the server's clients to seed 003 §3.1's allocation
+//! Thin adapter from the server's clients to [GatherQoS] §3.1's allocation
 //! ([`tcpaccel_core::alloc`]), in one of two readings ([`Sharing`]). Pure; no I/O.
 //!
-//! Seed 003 §3.1 gives "each connection" (各接続) the window of eq. (1),
+//! [GatherQoS] §3.1 gives "each connection" (各接続) the window of eq. (1),
 //! `W = T_t · RTT`, and §3.2 adds parallel TCP connections per client. The
 //! text does not say whether a client's parallel connections each count as a
 //! connection of §3.1. Two readings, both implemented:
@@ -36,7 +36,7 @@
 //! Per client, streams met the high target in all repeats (1.16–1.18).
 //! Hence per client stays the default.
 //!
-//! No headroom is added to eq. (1)'s `W = T_t · RTT` (seed 003 §3.1). Measured
+//! No headroom is added to eq. (1)'s `W = T_t · RTT` ([GatherQoS] §3.1). Measured
 //! with Reno senders in `lab run gather` (10 Mbit/s, 120 ms): most clamps
 //! carried 96–99% of clamp ÷ RTT, but for some sizes (10,000 B and 12,430 B)
 //! the sender left the last partial segment unused (exactly 6 and 8 segments
@@ -72,7 +72,7 @@ impl ClientNeed {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ClientShare {
     pub session: u64,
-    /// Bytes of the pool (seed 003 §3.1): the client's share, or with
+    /// Bytes of the pool ([GatherQoS] §3.1): the client's share, or with
     /// [`Sharing::PerConnection`] the sum of its streams' shares.
     pub bytes: u64,
     /// The window clamp for each of its streams: per client `bytes / streams`,
@@ -135,7 +135,7 @@ pub fn share_pool(
     }
 }
 
-/// The comparison baseline of seed 003's evaluation ("equality"): the pool
+/// The comparison baseline of [GatherQoS]'s evaluation ("equality"): the pool
 /// split evenly, ignoring targets and priorities — over clients, or with
 /// [`Sharing::PerConnection`] over all data streams.
 pub fn equal_split(clients: &[ClientNeed], pool: u64, sharing: Sharing) -> Vec<ClientShare> {
@@ -175,7 +175,7 @@ mod tests {
         ClientNeed { session, priority, target: Rate::kbps(kbps), rtt: Duration::from_millis(120), streams }
     }
 
-    /// seed 003 Model 1 (three high at 1.0 Mbit/s, three low at 0.5, 120 ms),
+    /// [GatherQoS] Model 1 (three high at 1.0 Mbit/s, three low at 0.5, 120 ms),
     /// the second high client holding `streams`.
     fn model1(streams: u32) -> Vec<ClientNeed> {
         vec![need(1, 2, 1000, 1), need(2, 2, 1000, streams), need(3, 2, 1000, 1)]

@@ -20,9 +20,9 @@ pub struct ClientStatus {
     pub goodput_bps: u64,
     /// Data streams attached now.
     pub streams: u32,
-    /// Streams the server asked for (seed 003 §3.2).
+    /// Streams the server asked for ([GatherQoS] §3.2).
     pub streams_wanted: u32,
-    /// Bytes of the pool allocated to the client (seed 003 §3.1).
+    /// Bytes of the pool allocated to the client ([GatherQoS] §3.1).
     pub allocation: u64,
     /// Sum of the window clamps the kernel reports for its streams.
     pub window_clamp: u64,

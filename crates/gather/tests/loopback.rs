@@ -255,7 +255,7 @@ async fn killed_client_is_incomplete_and_frees_its_share() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn unmet_target_adds_streams_and_status_shows_them() {
     // 100 Gbit/s is out of reach on loopback and the source is unpaced, so
-    // seed 003 §3.2 step (III) must add streams.
+    // [GatherQoS] §3.2 step (III) must add streams.
     let classes = vec![parse_class("huge=100gbit,1").unwrap()];
     let cfg = ServerConfig::new(classes, 16 << 20, None, 4, Duration::from_millis(200)).unwrap();
     let (addr, mut rx) = start(cfg, SinkSpec::Discard).await;

@@ -54,7 +54,7 @@ fn class_ordering_holds_under_a_shared_bottleneck() {
     // The shared bottleneck: 6 Mbit/s, queue 150 KB (more than the pool, so
     // the windows, not drops, divide the link). Full windows queue 48 KB, an
     // RTT of about 64 ms: the targets then need 32 + 8 + 8 KB, the pool just
-    // covers them (seed 003 §3.1 rule 1); rule 3, which would equalise
+    // covers them ([GatherQoS] §3.1 rule 1); rule 3, which would equalise
     // everyone, starts only past 128 ms. A slow link also keeps the test's
     // CPU (synthetic data, SHA-256 on both sides) far below what 2 busy
     // cores give, so the senders stay backlogged.
@@ -95,7 +95,7 @@ fn class_ordering_holds_under_a_shared_bottleneck() {
     let addr = rx_addr.recv_timeout(Duration::from_secs(10)).expect("server did not start");
 
     // Three clients in the other namespace, all backlogged for 9 s, with
-    // Reno set per socket (seed 003's TCP; the namespace would inherit the
+    // Reno set per socket ([GatherQoS]'s TCP; the namespace would inherit the
     // host's default, bbr here). A loss-based sender fills its clamp, so the
     // windows divide the link as this test assumes; bbr sizes its own cwnd
     // from its bandwidth and min-RTT model and leaves a large clamp unused:

@@ -138,21 +138,21 @@ pub struct Judged {
     pub verdict: Verdict,
 }
 
-const SEED000: &str = "seed 000 table (GtrcNET-1, 500 Mbit/s, 100 ms, 1 MB buffer)";
+const SEED000: &str = "[PSPacer] table (GtrcNET-1, 500 Mbit/s, 100 ms, 1 MB buffer)";
 const GOAL_BENCH: &str = "BENCHMARKS.md target";
 const GOAL_DIRECTION: &str = "the seed's direction";
 
 /// Every claim of every scenario. Published ratios are computed from the
 /// paper's figures in the comment beside each.
 pub const CLAIMS: &[Claim] = &[
-    // ---- demo: seed 000's PSPS on the demo's path, seed 004's tuning.
+    // ---- demo: [PSPacer]'s PSPS on the demo's path, [HPC-TCP]'s tuning.
     Claim {
         scenario: "demo",
         text: "Static pacing at the bottleneck rate leaves no drops at the bottleneck",
         measure: Measure::Median { variant: "static-pacing", metric: "drops" },
         goal: Goal::AtMost(0.0),
         goal_source: GOAL_DIRECTION,
-        published: Some(Figure { value: 0.0, source: "seed 000: PSPS 0 drops" }),
+        published: Some(Figure { value: 0.0, source: "[PSPacer]: PSPS 0 drops" }),
         when: &[],
     },
     Claim {
@@ -162,7 +162,7 @@ pub const CLAIMS: &[Claim] = &[
         goal: Goal::AtLeast(0.90),
         goal_source: GOAL_BENCH,
         // 433 Mbit/s of a 500 × 1448/1538 = 470.7 Mbit/s limit.
-        published: Some(Figure { value: 433.0 / 470.7, source: "seed 000: PSPS 433 of 470.7 Mbit/s" }),
+        published: Some(Figure { value: 433.0 / 470.7, source: "[PSPacer]: PSPS 433 of 470.7 Mbit/s" }),
         when: &[],
     },
     Claim {
@@ -172,10 +172,10 @@ pub const CLAIMS: &[Claim] = &[
         goal: Goal::Above(1.0),
         goal_source: GOAL_DIRECTION,
         // PSPS 433 / noPSP 200.
-        published: Some(Figure { value: 433.0 / 200.0, source: "seed 000: PSPS 433 / noPSP 200 Mbit/s" }),
+        published: Some(Figure { value: 433.0 / 200.0, source: "[PSPacer]: PSPS 433 / noPSP 200 Mbit/s" }),
         when: &[],
     },
-    // ---- tuning: seed 004's long fat network.
+    // ---- tuning: [HPC-TCP]'s long fat network.
     Claim {
         scenario: "tuning",
         text: "Doctor-applied settings reach 90% of the path's goodput limit",
@@ -183,7 +183,7 @@ pub const CLAIMS: &[Claim] = &[
         goal: Goal::AtLeast(0.90),
         goal_source: GOAL_BENCH,
         // 940 Mbit/s of 1000 × 1448/1538 = 941.5.
-        published: Some(Figure { value: 940.0 / 941.5, source: "seed 004: tuned 940 of 941.5 Mbit/s" }),
+        published: Some(Figure { value: 940.0 / 941.5, source: "[HPC-TCP]: tuned 940 of 941.5 Mbit/s" }),
         when: &[],
     },
     Claim {
@@ -192,10 +192,10 @@ pub const CLAIMS: &[Claim] = &[
         measure: Measure::Ratio { num: ("doctor", "goodput_mbps"), den: ("defaults", "goodput_mbps") },
         goal: Goal::Above(1.0),
         goal_source: GOAL_DIRECTION,
-        published: Some(Figure { value: 940.0 / 240.0, source: "seed 004: 940 / 240 Mbit/s" }),
+        published: Some(Figure { value: 940.0 / 240.0, source: "[HPC-TCP]: 940 / 240 Mbit/s" }),
         when: &[],
     },
-    // ---- rto: seed 004's all-to-all (no table in the tutorial).
+    // ---- rto: [HPC-TCP]'s all-to-all (no table in the tutorial).
     Claim {
         scenario: "rto",
         text: "A 10 ms rto_min speeds up 64 KB all-to-all iterations (default ÷ low mean time)",
@@ -208,7 +208,7 @@ pub const CLAIMS: &[Claim] = &[
         published: None,
         when: &[],
     },
-    // ---- split: seed 002's relay chain.
+    // ---- split: [SplitTCP]'s relay chain.
     Claim {
         scenario: "split",
         text: "5 segments through tcpaccel relays give 4.5× direct throughput",
@@ -218,7 +218,7 @@ pub const CLAIMS: &[Claim] = &[
         },
         goal: Goal::AtLeast(4.5),
         goal_source: GOAL_BENCH,
-        published: Some(Figure { value: 46.1 / 11.0, source: "seed 002: Dante HTTP 46.1 / 11.0 MB/s" }),
+        published: Some(Figure { value: 46.1 / 11.0, source: "[SplitTCP]: Dante HTTP 46.1 / 11.0 MB/s" }),
         when: &[],
     },
     Claim {
@@ -242,10 +242,10 @@ pub const CLAIMS: &[Claim] = &[
         },
         goal: Goal::Above(1.0),
         goal_source: GOAL_DIRECTION,
-        published: Some(Figure { value: 17.7 / 12.4, source: "seed 002: Dante FTP 17.7 / 12.4 MB/s" }),
+        published: Some(Figure { value: 17.7 / 12.4, source: "[SplitTCP]: Dante FTP 17.7 / 12.4 MB/s" }),
         when: &[],
     },
-    // ---- pacing: seed 000's table.
+    // ---- pacing: [PSPacer]'s table.
     Claim {
         scenario: "pacing",
         text: "Static pacing leaves no drops at the bottleneck",
@@ -261,7 +261,7 @@ pub const CLAIMS: &[Claim] = &[
         measure: Measure::ShareOfLimit { variant: "static", metric: "goodput_mbps" },
         goal: Goal::AtLeast(450.0 / 470.7),
         goal_source: GOAL_BENCH,
-        published: Some(Figure { value: 433.0 / 470.7, source: "seed 000: PSPS 433 of 470.7 Mbit/s" }),
+        published: Some(Figure { value: 433.0 / 470.7, source: "[PSPacer]: PSPS 433 of 470.7 Mbit/s" }),
         when: &[],
     },
     Claim {
@@ -270,7 +270,7 @@ pub const CLAIMS: &[Claim] = &[
         measure: Measure::Ratio { num: ("dynamic", "drops"), den: ("none", "drops") },
         goal: Goal::AtMost(0.2),
         goal_source: GOAL_BENCH,
-        published: Some(Figure { value: 285.0 / 1455.0, source: "seed 000: PSPD 285 / noPSP 1455 drops" }),
+        published: Some(Figure { value: 285.0 / 1455.0, source: "[PSPacer]: PSPD 285 / noPSP 1455 drops" }),
         when: &[],
     },
     Claim {
@@ -279,10 +279,10 @@ pub const CLAIMS: &[Claim] = &[
         measure: Measure::Ratio { num: ("dynamic", "goodput_mbps"), den: ("none", "goodput_mbps") },
         goal: Goal::AtLeast(1.0),
         goal_source: GOAL_BENCH,
-        published: Some(Figure { value: 315.0 / 200.0, source: "seed 000: PSPD 315 / noPSP 200 Mbit/s" }),
+        published: Some(Figure { value: 315.0 / 200.0, source: "[PSPacer]: PSPD 315 / noPSP 200 Mbit/s" }),
         when: &[],
     },
-    // ---- idle: seed 004's intermittent traffic.
+    // ---- idle: [HPC-TCP]'s intermittent traffic.
     Claim {
         scenario: "idle",
         text: "Resumed bursts with pacing finish within 1.5× of the ideal burst time",
@@ -291,7 +291,7 @@ pub const CLAIMS: &[Claim] = &[
         goal_source: GOAL_BENCH,
         published: Some(Figure {
             value: 1.0,
-            source: "seed 004: ideal 160 ms per 10 MB burst at 500 Mbit/s",
+            source: "[HPC-TCP]: ideal 160 ms per 10 MB burst at 500 Mbit/s",
         }),
         when: &[],
     },
@@ -307,14 +307,14 @@ pub const CLAIMS: &[Claim] = &[
         published: None,
         when: &[],
     },
-    // ---- gather: seed 003 §4.
+    // ---- gather: [GatherQoS] §4.
     Claim {
         scenario: "gather",
         text: "Buffer allocation meets the high-priority target (every client)",
         measure: Measure::Median { variant: "buffer", metric: "high_met" },
         goal: Goal::AtLeast(1.0),
         goal_source: GOAL_DIRECTION,
-        published: Some(Figure { value: 1.0, source: "seed 003 §4: met with margin at 100 KB" }),
+        published: Some(Figure { value: 1.0, source: "[GatherQoS] §4: met with margin at 100 KB" }),
         when: &[("model", "1"), ("pool", "100KB")],
     },
     Claim {
@@ -323,7 +323,7 @@ pub const CLAIMS: &[Claim] = &[
         measure: Measure::Median { variant: "buffer", metric: "low_met" },
         goal: Goal::AtLeast(1.0),
         goal_source: GOAL_DIRECTION,
-        published: Some(Figure { value: 1.0, source: "seed 003 §4: met with margin at 100 KB" }),
+        published: Some(Figure { value: 1.0, source: "[GatherQoS] §4: met with margin at 100 KB" }),
         when: &[("model", "1"), ("pool", "100KB")],
     },
     Claim {
@@ -332,7 +332,7 @@ pub const CLAIMS: &[Claim] = &[
         measure: Measure::Median { variant: "buffer+streams", metric: "high_mid_met" },
         goal: Goal::AtLeast(1.0),
         goal_source: GOAL_DIRECTION,
-        published: Some(Figure { value: 1.0, source: "seed 003 §4: met with connection-count tuning" }),
+        published: Some(Figure { value: 1.0, source: "[GatherQoS] §4: met with connection-count tuning" }),
         when: &[("model", "2")],
     },
     Claim {
@@ -341,17 +341,17 @@ pub const CLAIMS: &[Claim] = &[
         measure: Measure::Median { variant: "buffer", metric: "high_mid_met" },
         goal: Goal::AtMost(0.0),
         goal_source: GOAL_DIRECTION,
-        published: Some(Figure { value: 0.0, source: "seed 003 §4: missed by buffer tuning alone" }),
+        published: Some(Figure { value: 0.0, source: "[GatherQoS] §4: missed by buffer tuning alone" }),
         when: &[("model", "2")],
     },
-    // ---- lanes: seed 001.
+    // ---- lanes: [Lanes].
     Claim {
         scenario: "lanes-basic",
         text: "The deadline policy switches to LL at t_deadline (switch age ÷ t_deadline)",
         measure: Measure::OverParamMs { variant: "deadline", metric: "switch_ms", param: "t_deadline" },
         goal: Goal::Between(1.0, 1.25),
         goal_source: GOAL_DIRECTION,
-        published: Some(Figure { value: 1.0, source: "seed 001: switch at t_deadline = 300 ms" }),
+        published: Some(Figure { value: 1.0, source: "[Lanes]: switch at t_deadline = 300 ms" }),
         when: &[],
     },
     Claim {

@@ -25,7 +25,7 @@ pub struct Published {
     pub variant: String,
     pub metric: String,
     pub value: f64,
-    /// Where it comes from, e.g. "seed 000, table 1".
+    /// Where it comes from, e.g. "[PSPacer], table 1".
     pub source: String,
 }
 

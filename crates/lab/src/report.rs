@@ -707,7 +707,7 @@ mod tests {
             variant: "static".into(),
             metric: "goodput_mbps".into(),
             value: 433.0,
-            source: "seed 000".into(),
+            source: "[PSPacer]".into(),
         }];
         let mut d = RunData::default();
         d.push(Record::Run(h));
@@ -884,7 +884,7 @@ mod tests {
         // 2 metrics → 2 bars; 1 series → 1 time series; 1 flow class → 1 CDF.
         assert_eq!(n_plots, 4);
         assert_eq!(page.matches("<svg").count(), n_plots);
-        assert!(page.contains("seed 000, table 1"));
+        assert!(page.contains("[PSPacer], table 1"));
         assert!(page.contains("data-name=\"static\""));
         assert!(!page.contains("Incomplete run"));
     }

@@ -1,7 +1,7 @@
 //! The lanes daemon's configuration: TOML in, a validated [`Config`] out, in
 //! one step ("parse, don't validate").
 //!
-//! What it is: the file format, its defaults (seed 001's α = β = γ = δ = t0 = 1,
+//! What it is: the file format, its defaults ([Lanes]'s α = β = γ = δ = t0 = 1,
 //! t_deadline = 300 ms) and every check that needs only the file: lanes that
 //! overlap (an address in both SL and LL, a peer address used twice, two
 //! peers sharing an SL address), families that do not match, parameters out

@@ -1,4 +1,4 @@
-//! tcpaccel-lanes: the datacenter lanes daemon of seed 001 on stock Linux
+//! tcpaccel-lanes: the datacenter lanes daemon of [Lanes] on stock Linux
 //! MPTCP, through the userspace path manager.
 //!
 //! Every MPTCP connection a host opens from a Short-flow Lane (SL) address

@@ -5,12 +5,12 @@
 //! What it is: per connection, the SL pair it started on, its LL subflows
 //! (one per LL lane pair of its peer, opened as backup once the connection
 //! is established), and a [`LaneSwitcher`] from `tcpaccel_core::lanes` that
-//! holds the seed 001 policy (deadline, or eq. 5.7 link costs smoothed 3/4–1/4).
+//! holds the [Lanes] policy (deadline, or eq. 5.7 link costs smoothed 3/4–1/4).
 //! A switch is two kinds of SET_FLAGS: LL subflows non-backup first, then the
 //! SL subflow backup (with its source port), the order checked on this
 //! project's kernel (anchors.md, MPTCP).
 //!
-//! Measurements (seed 001 §5.2, eq. 5.4: ν = RTT − RTT_min, computed by the
+//! Measurements ([Lanes] §5.2, eq. 5.4: ν = RTT − RTT_min, computed by the
 //! core from raw RTTs): a subflow's smoothed RTT from sock_diag counts as a
 //! sample only when its `bytes_acked` grew since the last reading, i.e. ACKs
 //! arrived and the kernel's RTT estimate moved. An idle backup LL subflow

@@ -4,7 +4,7 @@
 //! `bpf/pace.bpf.o` and embedded here, so building needs no clang; CI
 //! rebuilds it with `scripts/build-bpf.sh --check` and fails if the bytes
 //! differ) caps SO_MAX_PACING_RATE of each TCP connection of the cgroup when
-//! it is established — statically, or per ACK with seed 000 eq. (1) — by
+//! it is established — statically, or per ACK with [PSPacer] eq. (1) — by
 //! destination rules. Programs need no cooperation: static binaries, Go
 //! programs and MPTCP subflows are paced alike, which the LD_PRELOAD shim
 //! cannot do.

@@ -78,7 +78,7 @@ pub enum RulePace {
     None,
     /// A fixed on-wire rate.
     Static { wire_bps: u64 },
-    /// seed 000 eq. (1) per ACK, under an optional on-wire ceiling.
+    /// [PSPacer] eq. (1) per ACK, under an optional on-wire ceiling.
     Dynamic { ceiling_bps: Option<u64> },
 }
 

@@ -26,7 +26,7 @@
 //!
 //! Dynamic pacing runs a background thread (started on the first dynamic
 //! socket) that reads TCP_INFO every 5 ms and sets `SO_MAX_PACING_RATE` to
-//! seed 000 eq. 1 (`cwnd·mss/RTT`, via `tcpaccel_core::pacing::DynamicPacer`).
+//! [PSPacer] eq. 1 (`cwnd·mss/RTT`, via `tcpaccel_core::pacing::DynamicPacer`).
 //! The kernel's internal pacing keeps no sender-side queue of its own (the
 //! segments wait in the socket, before RTT timing starts), so the local
 //! queueing correction is zero here. After `fork` the child has no such

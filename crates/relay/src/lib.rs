@@ -1,4 +1,4 @@
-//! tcpaccel-relay: the split-TCP relay of seed 002 as a correct network
+//! tcpaccel-relay: the split-TCP relay of [SplitTCP] as a correct network
 //! service — a SOCKS5 server (RFC 1928/1929) that can chain through further
 //! SOCKS5 hops, a fixed forwarder, a zero-copy data path (splice) with a copy
 //! fallback, per-hop socket tuning, access rules, a handshake budget that

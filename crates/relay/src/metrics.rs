@@ -34,7 +34,12 @@ impl Collector for RelayCollector {
     fn encode(&self, mut enc: DescriptorEncoder) -> Result<(), std::fmt::Error> {
         let s = self.0.snapshot();
         counter(&mut enc, "tcpaccel_relay_connections", "Client connections accepted", s.connections_total)?;
-        gauge(&mut enc, "tcpaccel_relay_connections_active", "Client connections open now", s.connections_active)?;
+        gauge(
+            &mut enc,
+            "tcpaccel_relay_connections_active",
+            "Client connections open now",
+            s.connections_active,
+        )?;
         gauge(
             &mut enc,
             "tcpaccel_relay_handshakes_active",
@@ -69,8 +74,12 @@ impl Collector for RelayCollector {
             "Connections that wanted splice pipes, could not get them and copied",
             s.pipe_failures,
         )?;
-        let mut m =
-            enc.encode_descriptor("tcpaccel_relay_errors", "Failed connections by kind", None, MetricType::Counter)?;
+        let mut m = enc.encode_descriptor(
+            "tcpaccel_relay_errors",
+            "Failed connections by kind",
+            None,
+            MetricType::Counter,
+        )?;
         for (kind, v) in &s.errors {
             ConstCounter::new(*v).encode(m.encode_family(&[("kind", *kind)])?)?;
         }

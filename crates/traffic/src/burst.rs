@@ -1,6 +1,6 @@
 //! Burst mode (`tcpaccel send --burst 10MB --every 2s --duration 20s`): an
 //! intermittent sender on one connection, with per-burst completion times
-//! and optional pacing of each burst that resumes after idle (seed 004).
+//! and optional pacing of each burst that resumes after idle ([HPC-TCP]).
 //!
 //! What it is: [`run_bursts`], a blocking function that connects like
 //! [`run_send`](crate::run_send) (same header: an upload of `duration`),
@@ -339,14 +339,14 @@ mod tests {
             last_data_sent: 1800,
             ..TcpInfo::default()
         };
-        // 1.8 s idle > 300 ms RTO: pace at the last delivery rate (seed 004).
+        // 1.8 s idle > 300 ms RTO: pace at the last delivery rate ([HPC-TCP]).
         let p = resume_plan(&i, 50_000_000, None).expect("a plan after idle");
         assert_eq!(p.rate, 50_000_000);
         // One window (1000 × 1448 bytes) at 50 MB/s: 28.96 ms.
         assert_eq!(p.hold, Duration::from_micros(28_960));
         // The static ceiling wins over a higher delivery rate.
         assert_eq!(resume_plan(&i, 50_000_000, Some(10_000_000)).map(|p| p.rate), Some(10_000_000));
-        // Without a measured rate: cwnd·mss/srtt = 14.48 MB/s (seed 000 eq. 1).
+        // Without a measured rate: cwnd·mss/srtt = 14.48 MB/s ([PSPacer] eq. 1).
         assert_eq!(resume_plan(&i, 0, None).map(|p| p.rate), Some(14_480_000));
         i.last_data_sent = 200;
         assert_eq!(resume_plan(&i, 50_000_000, None), None, "ACKs still clock the sender");

@@ -8,7 +8,7 @@
 //! [`LoopPace`]). What it is not: no sockets; the sender applies the rates
 //! this module computes, and namespace sysctls are the caller's business.
 //!
-//! ## `dynamic`: the PSPD rule, two ways (seed 000 eq. 1)
+//! ## `dynamic`: the PSPD rule, two ways ([PSPacer] eq. 1)
 //! - `dynamic=kernel`: the socket is only *marked* as paced
 //!   (`SO_MAX_PACING_RATE` set to the ceiling, or to just below "unlimited"),
 //!   and Linux's internal pacing runs at `mss·max(cwnd, packets_out)/srtt`
@@ -39,7 +39,7 @@
 //! beyond it: IP + TCP headers and options (40 + 12 = 52) plus Ethernet
 //! header, FCS, preamble/SFD and IFG (14 + 4 + 8 + 12 = 38), 90 in all. So
 //! `static:500mbit` paces payload at 500 × 1448/1538 = 470.7 Mbit/s of
-//! goodput and fills exactly 500 Mbit/s of wire, like seed 000's PSPS case.
+//! goodput and fills exactly 500 Mbit/s of wire, like [PSPacer]'s PSPS case.
 //! With several parallel streams the rate is the aggregate, split evenly.
 
 use std::time::Duration;
@@ -103,7 +103,7 @@ pub enum Pace {
     None,
     /// A fixed on-wire rate for the whole transfer (see the module docs).
     Static(Rate),
-    /// seed 000 eq. (1), `cwnd·mss/RTT`, never above `ceiling` (on-wire).
+    /// [PSPacer] eq. (1), `cwnd·mss/RTT`, never above `ceiling` (on-wire).
     Dynamic { mode: DynamicMode, ceiling: Option<Rate> },
 }
 
@@ -262,7 +262,7 @@ impl PaceControl for KernelPace {
     }
 }
 
-/// `dynamic=loop`: seed 000 eq. (1) from TCP_INFO every [`LOOP_PERIOD`].
+/// `dynamic=loop`: [PSPacer] eq. (1) from TCP_INFO every [`LOOP_PERIOD`].
 #[derive(Debug, Clone)]
 pub struct LoopPace {
     pacer: DynamicPacer,
@@ -420,7 +420,7 @@ mod tests {
         let mut c = Pace::parse("dynamic=loop").unwrap().controller(1).unwrap();
         assert_eq!(c.period(), Some(LOOP_PERIOD));
         assert_eq!(c.initial(f), Some(PACING_ON_UNCAPPED));
-        // 100 packets × 1448 bytes per 100 ms = 1_448_000 bytes/s (seed 000 eq. 1).
+        // 100 packets × 1448 bytes per 100 ms = 1_448_000 bytes/s ([PSPacer] eq. 1).
         let t = Instant::from_nanos(5_000_000);
         assert_eq!(c.on_sample(t, &info(100, 100_000, 100_000), f), Some(1_448_000));
         assert_eq!(c.on_sample(t, &info(100, 100_000, 100_000), f), None, "same cap written twice");

@@ -3,7 +3,7 @@
 //! What it is: one check per setting, each producing exactly one finding
 //! (ok, info, warn, critical, or unknown when the fact could not be read),
 //! with what the setting limits, by how much on this path, and the exact
-//! command that fixes it. The sizing rules come from seed 004 (socket
+//! command that fixes it. The sizing rules come from [HPC-TCP] (socket
 //! buffers of at least 2× the bandwidth-delay product, no slow start after
 //! idle for intermittent senders, no route metric cache for reproducible
 //! runs, a lower minimum RTO in low-RTT clusters); the interface queue is
@@ -156,7 +156,7 @@ const MSS: u64 = 1448;
 /// Linux's initial congestion window in segments (RFC 6928, `TCP_INIT_CWND`).
 const INITIAL_WINDOW: u64 = 10;
 
-/// Buffer size the path needs: 2× BDP (seed 004: "socket buffers at least
+/// Buffer size the path needs: 2× BDP ([HPC-TCP]: "socket buffers at least
 /// bandwidth × RTT; 2× BDP recommended"), rounded up to a MiB and kept
 /// within what an int sysctl accepts.
 pub fn buffer_need(bdp: u64) -> u64 {
@@ -198,7 +198,7 @@ pub fn describe_path(facts: &Facts) -> String {
     let p = &facts.path;
     match (p.rate, p.rtt, p.bdp()) {
         (Some(r), Some(t), Some(bdp)) => format!(
-            "{r} × {} ({}) → BDP {}; buffers should hold ≥ {} (2× BDP, seed 004)",
+            "{r} × {} ({}) → BDP {}; buffers should hold ≥ {} (2× BDP, [HPC-TCP])",
             format_duration(t),
             p.rtt_source.as_deref().unwrap_or("given"),
             Bytes(bdp),
@@ -272,7 +272,7 @@ fn checks(facts: &Facts) -> Vec<Finding> {
         "net.ipv4.tcp_no_metrics_save",
         Severity::Info,
         "reproducibility",
-        "the kernel caches ssthresh/RTT per destination, so a connection after a lossy one starts in congestion avoidance; runs are not reproducible (seed 004)",
+        "the kernel caches ssthresh/RTT per destination, so a connection after a lossy one starts in congestion avoidance; runs are not reproducible ([HPC-TCP])",
     ));
     out.push(switch_off_bad(
         facts,
@@ -736,7 +736,7 @@ fn slow_start_after_idle(facts: &Facts) -> Finding {
         Fact::Unknown(why) => unknown(id, key, &why, limits),
         Fact::Known(0) => Finding::new(id, Severity::Ok, "no slow start after idle").limits(limits),
         Fact::Known(_) => {
-            let mut s = "after an idle period longer than the RTO, the window restarts from the initial window (seed 004: 10 MB bursts every 2 s never reach the link rate)".to_string();
+            let mut s = "after an idle period longer than the RTO, the window restarts from the initial window ([HPC-TCP]: 10 MB bursts every 2 s never reach the link rate)".to_string();
             if let (Some(bdp), Some(rtt)) = (facts.path.bdp(), facts.path.rtt) {
                 // Slow start doubles per RTT from the initial ~10 segments.
                 let w = bdp / MSS;
@@ -910,7 +910,7 @@ fn rto_min(facts: &Facts) -> Finding {
         id,
         Severity::Warn,
         format!(
-            "minimum RTO {} ({source}) is {ratio:.0}× the {} RTT: a lost last packet of a message waits ≥ {} (seed 004, all-to-all MPI); {} is enough here",
+            "minimum RTO {} ({source}) is {ratio:.0}× the {} RTT: a lost last packet of a message waits ≥ {} ([HPC-TCP], all-to-all MPI); {} is enough here",
             format_duration(floor),
             format_duration(rtt),
             format_duration(floor),
@@ -1109,7 +1109,7 @@ fn interface(facts: &Facts, i: &Interface) -> Vec<Finding> {
                 Finding::new(
                     format!("mtu:{}", i.name),
                     Severity::Info,
-                    format!("{}: MTU {} at {r}: jumbo frames cut per-packet cost (seed 004: 949 → 991 Mbit/s on GbE) if every hop supports them", i.name, i.mtu),
+                    format!("{}: MTU {} at {r}: jumbo frames cut per-packet cost ([HPC-TCP]: 949 → 991 Mbit/s on GbE) if every hop supports them", i.name, i.mtu),
                 )
                 .limits("per-packet overhead")
                 .fix(Fix::Advice { command: format!("ip link set dev {} mtu 9000", i.name) }),

@@ -1,6 +1,6 @@
 //! The connection tracer: `tcp_info` of matching sockets, sampled through
 //! sock_diag on an absolute tick schedule, written as CSV or JSON Lines and
-//! plotted like the tutorial's tcp_probe cwnd/ssthresh traces (seed 004).
+//! plotted like the tutorial's tcp_probe cwnd/ssthresh traces ([HPC-TCP]).
 //!
 //! What it is: a [`Selector`] (port, destination, process), a [`Tracer`]
 //! that does one netlink dump per tick for all sockets (not one query per

@@ -1,5 +1,5 @@
 //! `tcpaccel gather serve|send|status`: the gathering server with priority
-//! QoS (seed 003), its client and its status view. Parses and validates the
+//! QoS ([GatherQoS]), its client and its status view. Parses and validates the
 //! flags into `tcpaccel_gather` types; the work is in that crate.
 use crate::exit::{self, Verdict};
 use anyhow::Context;
@@ -33,7 +33,7 @@ struct ServeArgs {
     /// Address to listen on (control, data and status share it).
     #[arg(long, default_value = "127.0.0.1:7070")]
     listen: String,
-    /// Receive-buffer bytes shared by all data streams (seed 003 §3.1), e.g. 100KB.
+    /// Receive-buffer bytes shared by all data streams ([GatherQoS] §3.1), e.g. 100KB.
     #[arg(long)]
     buffer_pool: String,
     /// A class NAME=TARGET[,PRIORITY] (larger priority is more important; default 1). Repeat.

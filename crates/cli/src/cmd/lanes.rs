@@ -1,4 +1,4 @@
-//! `tcpaccel lanes`: the datacenter lanes daemon (seed 001) for a namespace
+//! `tcpaccel lanes`: the datacenter lanes daemon ([Lanes]) for a namespace
 //! with `net.mptcp.path_manager=userspace`. Flags become a validated config
 //! here; the daemon itself is `tcpaccel_lanes`.
 //!

@@ -34,7 +34,7 @@ pub struct Args {
 
 #[derive(clap::Args, Clone)]
 pub struct RuleArgs {
-    /// Pacing for connections no rule matches: none, static:RATE (on-wire), dynamic (cwnd·mss/RTT per ACK, seed 000 eq. 1), dynamic:CEILING.
+    /// Pacing for connections no rule matches: none, static:RATE (on-wire), dynamic (cwnd·mss/RTT per ACK, [PSPacer] eq. 1), dynamic:CEILING.
     #[arg(long, default_value = "dynamic")]
     pace: String,
     /// A per-destination rule DEST=PACE, DEST being CIDR or CIDR:PORT ([V6CIDR]:PORT); repeatable. A rule with a port wins over one without.

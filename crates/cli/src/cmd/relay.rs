@@ -1,6 +1,6 @@
 //! `tcpaccel relay`: the split-TCP relay daemon (SOCKS5, chainable, or fixed
 //! forwarding), and `tcpaccel relay plan`, which places relays on a path
-//! (seed 002). Flags and the TOML file become one validated config here; the
+//! ([SplitTCP]). Flags and the TOML file become one validated config here; the
 //! relay itself lives in `tcpaccel-relay`, the planner in `tcpaccel_core::split`.
 
 use std::net::SocketAddr;
@@ -24,7 +24,7 @@ pub struct Args {
 
 #[derive(clap::Subcommand)]
 enum Sub {
-    /// Choose relays and their order to equalise segment RTTs, and predict throughput (seed 002 eq. 2-6).
+    /// Choose relays and their order to equalise segment RTTs, and predict throughput ([SplitTCP] eq. 2-6).
     Plan(PlanArgs),
 }
 
@@ -145,7 +145,7 @@ struct PlanArgs {
     /// At most this many relays.
     #[arg(long, default_value_t = 4)]
     max_relays: usize,
-    /// Per-relay cost as a fraction of the direct throughput (seed 002 fitted 0.3 for Dante).
+    /// Per-relay cost as a fraction of the direct throughput ([SplitTCP] fitted 0.3 for Dante).
     #[arg(long, default_value_t = 0.3)]
     overhead: f64,
     /// Direct-path throughput, to print absolute predictions (e.g. 83mbit).
@@ -399,7 +399,7 @@ fn plan(a: PlanArgs) -> anyhow::Result<Verdict> {
         )
     };
     println!(
-        "direct path {}, per-relay overhead {:.2} x T (seed 002 eq. 2-6)",
+        "direct path {}, per-relay overhead {:.2} x T ([SplitTCP] eq. 2-6)",
         format_duration(total),
         a.overhead
     );

@@ -28,7 +28,7 @@ use tcpaccel_traffic::pace::Framing;
 
 #[derive(clap::Args)]
 pub struct Args {
-    /// Pacing: none, static:RATE (on-wire, e.g. static:500mbit), dynamic (cwnd·mss/RTT, seed 000 eq. 1), dynamic:RATE (with a ceiling).
+    /// Pacing: none, static:RATE (on-wire, e.g. static:500mbit), dynamic (cwnd·mss/RTT, [PSPacer] eq. 1), dynamic:RATE (with a ceiling).
     #[arg(long, default_value = "none")]
     pace: String,
     /// Congestion control for the program's TCP sockets (see net.ipv4.tcp_available_congestion_control).

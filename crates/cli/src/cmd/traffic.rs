@@ -59,7 +59,7 @@ pub struct SendArgs {
     #[arg(long)]
     bind: Option<String>,
     /// none | static:RATE (RATE on the bottleneck's wire, frames + 24 bytes; split over streams)
-    /// | dynamic[:CEILING] (cwnd x mss / RTT, seed 000 eq. 1, by our TCP_INFO loop)
+    /// | dynamic[:CEILING] (cwnd x mss / RTT, [PSPacer] eq. 1, by our TCP_INFO loop)
     /// | dynamic=loop[:CEILING] | dynamic=kernel[:CEILING] (Linux's own pacing; needs
     /// tcp_pacing_ss_ratio=100 and tcp_pacing_ca_ratio=100 in the namespace).
     #[arg(long, default_value = "none", allow_hyphen_values = true, value_parser = values::pace)]
@@ -72,7 +72,7 @@ pub struct SendArgs {
     #[arg(long, requires = "burst", value_parser = values::duration)]
     every: Option<Duration>,
     /// With --burst: a burst that starts after an idle period longer than the RTO
-    /// is paced at the last measured delivery rate for one window (seed 004).
+    /// is paced at the last measured delivery rate for one window ([HPC-TCP]).
     /// Keeping cwnd over idle needs net.ipv4.tcp_slow_start_after_idle=0 in the
     /// namespace (no per-socket equivalent exists).
     #[arg(long, requires = "burst")]
@@ -258,7 +258,7 @@ fn sysctl_warnings(cfg: &SendConfig, resume: bool) {
             if let Some(v) = sysctl(k).filter(|v| v != "100") {
                 eprintln!(
                     "warning: --pace dynamic=kernel paces at {k}={v}% of cwnd x mss / srtt; these ratios are \
-                     per-namespace sysctls (set both to 100 for seed 000's rule; no socket option can)"
+                     per-namespace sysctls (set both to 100 for [PSPacer]'s rule; no socket option can)"
                 );
             }
         }

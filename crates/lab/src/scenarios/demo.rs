@@ -1,6 +1,6 @@
 //! `lab demo`: the tour on an emulated long fat path. Kernel defaults against
-//! buffers sized to the bandwidth-delay product (seed 004's first lesson),
-//! then the same with static pacing at the bottleneck rate (seed 000's PSPS)
+//! buffers sized to the bandwidth-delay product ([HPC-TCP]'s first lesson),
+//! then the same with static pacing at the bottleneck rate ([PSPacer]'s PSPS)
 //! and with BBR, side by side in one run.
 
 use super::dumbbell::{bulk, HostSetup, Path2};
@@ -25,7 +25,7 @@ impl Scenario for Demo {
     }
     fn description(&self) -> &'static str {
         "One bulk CUBIC transfer per variant over an emulated bottleneck: kernel default buffers, \
-         buffers sized to 2×BDP (seed 004), plus static pacing at the bottleneck rate (seed 000), \
+         buffers sized to 2×BDP ([HPC-TCP]), plus static pacing at the bottleneck rate ([PSPacer]), \
          and BBR with the same buffers."
     }
     fn params(&self) -> Vec<ParamSpec> {
@@ -71,7 +71,7 @@ impl Scenario for Demo {
     }
 }
 
-/// Goodput, drops at the bottleneck, retransmits: the columns of seed 000's table.
+/// Goodput, drops at the bottleneck, retransmits: the columns of [PSPacer]'s table.
 pub fn standard_metrics() -> Vec<MetricSpec> {
     vec![
         MetricSpec {

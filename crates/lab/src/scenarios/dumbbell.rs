@@ -1,5 +1,5 @@
 //! The testbed most scenarios share: two hosts joined by one emulated
-//! bottleneck (seed 000's GtrcNET-1 setup in software), one bulk transfer per
+//! bottleneck ([PSPacer]'s GtrcNET-1 setup in software), one bulk transfer per
 //! run, built fresh for every run so no queue, route-metric or socket state
 //! leaks from one variant into the next.
 //!
@@ -92,7 +92,7 @@ pub fn sysctls(net: &Network, node: &str, kv: &[(String, String)]) -> Result<()>
     Ok(())
 }
 
-/// The reproducibility baseline of seed 000/004: no cached route metrics.
+/// The reproducibility baseline of [PSPacer]/[HPC-TCP]: no cached route metrics.
 pub fn baseline_sysctls() -> Vec<(String, String)> {
     vec![("net.ipv4.tcp_no_metrics_save".into(), "1".into())]
 }

@@ -1,4 +1,4 @@
-//! The datacenter of the lanes scenarios (seed 001 §6): hosts with one
+//! The datacenter of the lanes scenarios ([Lanes] §6): hosts with one
 //! interface per fabric, each fabric a leaf–spine of router namespaces whose
 //! every link direction is a tbf rate limit over a drop-tail bfifo. Fabric 0
 //! carries the Short-flow Lane (SL), fabrics 1.. the Long-flow Lanes (LL).

@@ -1,4 +1,4 @@
-//! `lab run gather`: seed 003's gathering server with priority QoS. A star:
+//! `lab run gather`: [GatherQoS]'s gathering server with priority QoS. A star:
 //! the server `srv` sits behind one emulated shared link (rate, RTT, drop-tail
 //! buffer) to the router `hub`; high- and low-priority clients hang off the
 //! hub on plain veth links and send backlogged for the whole run. The server
@@ -6,7 +6,7 @@
 //! client's goodput every interval; those reports are the samples.
 //!
 //! Variants: `equal` (the pool split evenly, the paper's baseline), `buffer`
-//! (seed 003 §3.1 allocation only) and `buffer+streams` (§3.1 plus the §3.2
+//! ([GatherQoS] §3.1 allocation only) and `buffer+streams` (§3.1 plus the §3.2
 //! stream-count search). `share` picks who holds a demand on the pool (see
 //! `tcpaccel_gather::share`): per client, streams only split the client's
 //! window; per connection, each stream brings its own window, so
@@ -17,7 +17,7 @@
 //! third of the run (the paper's Model 2 interferes for 100–500 s).
 //!
 //! The shared link's rate decides whether Model 2 shows the paper's effect.
-//! Seed 003 §4 explains it by the link: with interference "each connection's
+//! [GatherQoS] §4 explains it by the link: with interference "each connection's
 //! effective bandwidth becomes small", so a window sized for the target is not
 //! enough and more connections win more of the link. The default 7 Mbit/s is
 //! just above what the 100 KB pool's windows carry at 120 ms (6.6 Mbit/s), so
@@ -66,11 +66,11 @@ impl Scenario for Gather {
         "gather"
     }
     fn title(&self) -> &'static str {
-        "Gathering server QoS: buffer allocation and stream tuning (seed 003)"
+        "Gathering server QoS: buffer allocation and stream tuning ([GatherQoS])"
     }
     fn description(&self) -> &'static str {
         "High- and low-priority clients send backlogged to one gathering server behind a shared emulated link. \
-         The server splits its receive-buffer pool evenly (equal), by seed 003's allocation (buffer), or by the \
+         The server splits its receive-buffer pool evenly (equal), by [GatherQoS]'s allocation (buffer), or by the \
          allocation plus the parallel-stream search (buffer+streams). Per-client goodput over time against the \
          class targets; model=2 adds interfering bulk flows on the shared link for the middle third."
     }
@@ -94,7 +94,7 @@ impl Scenario for Gather {
                 "7mbit",
                 "shared link rate (server side): just above what the 100 KB pool's windows carry at 120 ms \
                  (6.6 Mbit/s), so Model 1 stays pool-limited and Model 2's interferers shrink every connection's \
-                 share of the link below the high target (seed 003 §4); at 10mbit they do not",
+                 share of the link below the high target ([GatherQoS] §4); at 10mbit they do not",
             ),
             ParamSpec::new("rtt", "120ms", "round-trip delay of the shared link"),
             ParamSpec::new("buffer", "60KB", "drop-tail buffer of the shared link (about 40 packets)"),
@@ -105,7 +105,7 @@ impl Scenario for Gather {
             ParamSpec::new(
                 "cc",
                 "reno",
-                "congestion control of every sender (clients and interferers), set per socket (seed 003 §4 \
+                "congestion control of every sender (clients and interferers), set per socket ([GatherQoS] §4 \
                  Table 1: TCP Reno)",
             ),
             ParamSpec::new(
@@ -181,7 +181,7 @@ impl Scenario for Gather {
             "converge_s",
             "s",
             false,
-            "stream-count search time (seed 003 §3.2): per client and phase (start, and with model=2 the \
+            "stream-count search time ([GatherQoS] §3.2): per client and phase (start, and with model=2 the \
              interference's start and end), from the interval that started the search to the last stream-count \
              change in that phase; the largest (0 when the count never moved; resolution one interval)",
         ));
@@ -200,13 +200,13 @@ impl Scenario for Gather {
                 variant: "*".into(),
                 metric: "high_mbps".into(),
                 value: 1.0,
-                source: "seed 003 §4: high-priority target".into(),
+                source: "[GatherQoS] §4: high-priority target".into(),
             },
             Published {
                 variant: "*".into(),
                 metric: "low_mbps".into(),
                 value: 0.5,
-                source: "seed 003 §4: low-priority target".into(),
+                source: "[GatherQoS] §4: low-priority target".into(),
             },
         ]
     }
@@ -229,7 +229,7 @@ impl Scenario for Gather {
             n.push(
                 "share=connection: every data stream is a demand on the pool with its client's target \
                  (W = T_t·RTT each), so in buffer+streams a client that gets more streams gets a larger window \
-                 and the others' shares shrink (seed 003 §3.1 'per connection' read literally)."
+                 and the others' shares shrink ([GatherQoS] §3.1 'per connection' read literally)."
                     .into(),
             );
         }
@@ -805,7 +805,7 @@ mod tests {
     }
 
     /// Root test: a short run of all three variants (1 + 1 clients, 8 s).
-    /// Seed 003's allocation gives high about twice low's window at 100 KB
+    /// [GatherQoS]'s allocation gives high about twice low's window at 100 KB
     /// (§3.1, surplus split by target), so high must clearly lead in `buffer`.
     #[test]
     fn short_run_orders_classes_by_allocation() {

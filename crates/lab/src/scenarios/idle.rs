@@ -1,13 +1,13 @@
-//! `lab idle`: seed 004's intermittent sender — 10 MB every 2 s over
+//! `lab idle`: [HPC-TCP]'s intermittent sender — 10 MB every 2 s over
 //! 500 Mbit/s / 100 ms — and what slow start after idle costs each burst.
 //!
 //! Variants: `defaults` (Linux restarts slow start after an idle longer
 //! than the RTO), `no-ssai` (`net.ipv4.tcp_slow_start_after_idle=0` in the
 //! sender's namespace: the window survives the pause, and the whole window
 //! leaves as one burst), `no-ssai-resume` (that plus `--resume-pacing`: the
-//! resumed window is paced at the last delivery rate, seed 004),
+//! resumed window is paced at the last delivery rate, [HPC-TCP]),
 //! `no-ssai-bpf` (that plus the cgroup pacer's per-ACK dynamic pacing: the
-//! cap the last ACK before the pause set, cwnd·mss/RTT by seed 000 eq. 1,
+//! cap the last ACK before the pause set, cwnd·mss/RTT by [PSPacer] eq. 1,
 //! spreads the resumed window over one RTT, with no userspace timer). Each burst
 //! is a flow record (completion time from the receiver's cumulative ACK, see
 //! `tcpaccel_traffic::burst`), so the report draws their CDF.
@@ -36,7 +36,7 @@ impl Scenario for Idle {
         "idle"
     }
     fn title(&self) -> &'static str {
-        "seed 004: bursts after idle — slow start after idle vs kept window vs resume pacing"
+        "[HPC-TCP]: bursts after idle — slow start after idle vs kept window vs resume pacing"
     }
     fn description(&self) -> &'static str {
         "A sender that writes 10 MB every 2 s over a 500 Mbit/s, 100 ms path: per-burst completion \
@@ -104,7 +104,7 @@ impl Scenario for Idle {
                 variant: (*v).into(),
                 metric: "burst_p50_ms".into(),
                 value: 160.0,
-                source: "seed 004, ideal (10 MB at 500 Mbit/s)".into(),
+                source: "[HPC-TCP], ideal (10 MB at 500 Mbit/s)".into(),
             })
             .collect()
     }

@@ -1,4 +1,4 @@
-//! The datacenter-lanes scenarios (seed 001 §6–7) on the dual-fabric
+//! The datacenter-lanes scenarios ([Lanes] §6–7) on the dual-fabric
 //! datacenter of [`super::fabric`]: `lanes-basic`, `lanes-buildup`,
 //! `lanes-websearch`, `lanes-datamining` and `lanes-params`.
 //!
@@ -75,7 +75,7 @@ fn common_params(fabrics: &str, hosts: &str, rate: &str) -> Vec<ParamSpec> {
         ParamSpec::new("rate", rate, "rate of every link (the thesis: 1 Gbit/s; scaled for 2 cores)"),
         ParamSpec::new("buffer", "128KB", "drop-tail queue of every link direction (the thesis: 128 KB)"),
         ParamSpec::new("cc", "reno", "congestion control of every flow (the thesis: NewReno)"),
-        ParamSpec::new("t_deadline", "300ms", "lanes: switch deadline (seed 001: 300 ms)"),
+        ParamSpec::new("t_deadline", "300ms", "lanes: switch deadline ([Lanes]: 300 ms)"),
         ParamSpec::new("alpha", "1", "lanes link-cost: α of eq. 5.7"),
         ParamSpec::new("gamma", "1", "lanes link-cost: γ of eq. 5.7"),
         ParamSpec::new(
@@ -813,7 +813,7 @@ impl Scenario for LanesBasic {
         "lanes-basic"
     }
     fn title(&self) -> &'static str {
-        "Lanes basic: one long transfer over 1 SL + 2 LL (seed 001 Fig. 6.1–6.3)"
+        "Lanes basic: one long transfer over 1 SL + 2 LL ([Lanes] Fig. 6.1–6.3)"
     }
     fn description(&self) -> &'static str {
         "One host pair with three equal paths (a three-fabric datacenter): a long transfer from h0 to h1 under \
@@ -865,7 +865,7 @@ impl Scenario for LanesBuildup {
         "lanes-buildup"
     }
     fn title(&self) -> &'static str {
-        "Lanes queue buildup: 64 KB short flows vs 1..N long senders (seed 001 Fig. 6.5–6.6)"
+        "Lanes queue buildup: 64 KB short flows vs 1..N long senders ([Lanes] Fig. 6.5–6.6)"
     }
     fn description(&self) -> &'static str {
         "Eight hosts (2 back-end, 6 front-end) on two fabrics: 64 KB flows to the front-ends, Poisson with a \
@@ -935,8 +935,8 @@ impl Scenario for LanesRealistic {
     }
     fn title(&self) -> &'static str {
         match self.0 {
-            Mix::WebSearch => "Lanes, web search mix at load 0.1–0.8 (seed 001 Fig. 6.9–6.11)",
-            Mix::DataMining => "Lanes, data mining mix at load 0.1–0.8 (seed 001 Fig. 6.12–6.13)",
+            Mix::WebSearch => "Lanes, web search mix at load 0.1–0.8 ([Lanes] Fig. 6.9–6.11)",
+            Mix::DataMining => "Lanes, data mining mix at load 0.1–0.8 ([Lanes] Fig. 6.12–6.13)",
         }
     }
     fn description(&self) -> &'static str {
@@ -985,7 +985,7 @@ impl Scenario for LanesParams {
         "lanes-params"
     }
     fn title(&self) -> &'static str {
-        "Lanes link-cost parameters: switch time against α and γ (seed 001 Fig. 7.1–7.2)"
+        "Lanes link-cost parameters: switch time against α and γ ([Lanes] Fig. 7.1–7.2)"
     }
     fn description(&self) -> &'static str {
         "Long flows h0 → h1 under the link-cost policy while a single-path flow h2 → h1 keeps SL's queues \

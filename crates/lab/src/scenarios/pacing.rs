@@ -1,6 +1,6 @@
-//! `lab pacing`: seed 000's experiment (PSPacer on a 500 Mbit/s, 100 ms path
+//! `lab pacing`: [PSPacer]'s experiment (PSPacer on a 500 Mbit/s, 100 ms path
 //! with a 1 MB drop-tail buffer) on the emulated dumbbell. One bulk transfer
-//! per variant: unpaced CUBIC, dynamic pacing (seed 000 eq. 1) by our
+//! per variant: unpaced CUBIC, dynamic pacing ([PSPacer] eq. 1) by our
 //! TCP_INFO loop and by the kernel's own pacing with its ratios at 100%,
 //! static pacing at the bottleneck rate, the same with one segment per GSO
 //! packet on the sender's interface (`static-1seg`), and BBR.
@@ -12,12 +12,12 @@
 //! segments in back-to-back bunches every ~1 ms. `gso_max_segs 1` on the
 //! sender's interface makes each segment a packet of its own: the kernel
 //! then spaces single frames, the nearest this kernel (no fq) comes to
-//! PSPacer's frame-level gaps (seed 000).
+//! PSPacer's frame-level gaps ([PSPacer]).
 //!
 //! `static-bpf` and `dynamic-bpf` pace the same CUBIC sender through the
 //! cgroup pacer (`tcpaccel pace`, a BPF sock_ops program) instead of the
 //! traffic tool's own socket option: static at the same on-wire rate
-//! (converted with the socket's MSS), dynamic with seed 000 eq. 1 on every
+//! (converted with the socket's MSS), dynamic with [PSPacer] eq. 1 on every
 //! ACK instead of every 5 ms; `dynamic-bpf-hold` adds the pacer's `--hold`
 //! (delivery-rate hold while a queue shows, gentler slow start). See [`BpfPacing`] for how the sender gets into
 //! a paced cgroup.
@@ -74,7 +74,7 @@ impl Scenario for Pacing {
         "pacing"
     }
     fn title(&self) -> &'static str {
-        "seed 000: pacing on a long fat path with a small drop-tail buffer"
+        "[PSPacer]: pacing on a long fat path with a small drop-tail buffer"
     }
     fn description(&self) -> &'static str {
         "One bulk transfer per variant over a 500 Mbit/s, 100 ms bottleneck with a 1 MB drop-tail \
@@ -127,7 +127,7 @@ impl Scenario for Pacing {
         m
     }
     fn published(&self) -> Vec<Published> {
-        let src = "seed 000, table (GtrcNET-1, 500 Mbit/s, 100 ms, 1 MB)";
+        let src = "[PSPacer], table (GtrcNET-1, 500 Mbit/s, 100 ms, 1 MB)";
         let row = |variant: &str, metric: &str, value: f64| Published {
             variant: variant.into(),
             metric: metric.into(),
@@ -151,7 +151,7 @@ impl Scenario for Pacing {
         let bdp = bdp_bytes(rate, rtt);
         let mut n = vec![
             format!(
-                "Path: {rate}, RTT {}, drop-tail {buffer} = {:.2} of the BDP ({bdp} bytes); seed 000 had 1 MB \
+                "Path: {rate}, RTT {}, drop-tail {buffer} = {:.2} of the BDP ({bdp} bytes); [PSPacer] had 1 MB \
                  = 0.16 BDP at 500 Mbit/s and 100 ms. Scaled runs keep that ratio.",
                 tcpaccel_core::units::format_duration(rtt),
                 buffer.0 as f64 / bdp.max(1) as f64

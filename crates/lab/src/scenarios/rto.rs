@@ -1,4 +1,4 @@
-//! `lab run rto`: seed 004's all-to-all case. N hosts hang off one switch
+//! `lab run rto`: [HPC-TCP]'s all-to-all case. N hosts hang off one switch
 //! whose egress ports are rate-limited with a small drop-tail buffer (tbf +
 //! bfifo); every iteration each host sends one message of the same size to
 //! every other host at once (MPI_Alltoall's traffic shape), and the iteration
@@ -34,7 +34,7 @@ impl Scenario for Rto {
         "rto"
     }
     fn title(&self) -> &'static str {
-        "All-to-all exchanges and the minimum RTO (seed 004)"
+        "All-to-all exchanges and the minimum RTO ([HPC-TCP])"
     }
     fn description(&self) -> &'static str {
         "N hosts around one switch with small rate-limited egress buffers; each iteration every host sends a \

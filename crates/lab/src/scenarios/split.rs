@@ -1,4 +1,4 @@
-//! `lab run split`: seed 002's split-TCP relay chains. A client and an HTTP
+//! `lab run split`: [SplitTCP]'s split-TCP relay chains. A client and an HTTP
 //! server (nginx) are joined by a chain of emulated links whose RTTs add up
 //! to 50 ms; relays on the hosts at the joints split the one TCP connection
 //! into one connection per segment. Relays are tcpaccel (`tcpaccel relay`,
@@ -45,7 +45,7 @@ const RAW_PORT: u16 = 5201;
 /// The paper's guests ran CentOS 6.4: autotuning on, 4 MB maximum buffers.
 const CENTOS6_RMEM: &str = "4096 87380";
 const CENTOS6_WMEM: &str = "4096 16384";
-const SOURCE: &str = "seed 002, tables 4-8";
+const SOURCE: &str = "[SplitTCP], tables 4-8";
 
 /// Who relays at the joints.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -244,7 +244,7 @@ pub fn parse_curl(out: &str) -> Result<(u64, f64, f64)> {
 }
 
 /// The fit T_n = T·(a + b·n) of (segments, MB/s) points, T the 1-segment value:
-/// (a, b, r²). seed 002 eq. (8) (the paper's fit of table 6, a = 0.3, b = 0.7);
+/// (a, b, r²). [SplitTCP] eq. (8) (the paper's fit of table 6, a = 0.3, b = 0.7);
 /// with eq. (6) T_n = n·T − f·(n−1), rewritten as eq. (9)-(10), the per-relay
 /// overhead is f/T = 1 − b.
 pub fn fit(points: &[(f64, f64)]) -> Option<(f64, f64, f64)> {
@@ -398,7 +398,7 @@ impl Scenario for Split {
         "split"
     }
     fn title(&self) -> &'static str {
-        "Split-TCP relay chains: tcpaccel, Dante and Squid (seed 002)"
+        "Split-TCP relay chains: tcpaccel, Dante and Squid ([SplitTCP])"
     }
     fn description(&self) -> &'static str {
         "A 50 ms RTT path cut into 1..5 segments of equal RTT (and 2-segment uneven splits) by relays at the \
@@ -807,7 +807,7 @@ impl SplitBed {
         if got != self.size {
             bail!("curl received {got} bytes of {}", self.size);
         }
-        // seed 002 eq. (7): T_n = size / s, in MB/s.
+        // [SplitTCP] eq. (7): T_n = size / s, in MB/s.
         Ok((got as f64 / 1e6 / secs, first))
     }
 

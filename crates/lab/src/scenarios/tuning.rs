@@ -1,4 +1,4 @@
-//! `lab run tuning`: seed 004's long-fat-network lesson (1 Gbit/s, 100 ms:
+//! `lab run tuning`: [HPC-TCP]'s long-fat-network lesson (1 Gbit/s, 100 ms:
 //! 240 Mbit/s with default settings, 940 Mbit/s tuned). Kernel defaults
 //! against the settings `tcpaccel doctor` applies for this path, one bulk
 //! transfer each; the doctor's findings go into the report.
@@ -30,7 +30,7 @@ impl Scenario for Tuning {
         "tuning"
     }
     fn title(&self) -> &'static str {
-        "Host tuning on a long fat network (seed 004): defaults vs doctor-applied"
+        "Host tuning on a long fat network ([HPC-TCP]): defaults vs doctor-applied"
     }
     fn description(&self) -> &'static str {
         "One CUBIC bulk transfer over an emulated 1 Gbit/s, 100 ms path with kernel defaults, and with the \
@@ -54,7 +54,7 @@ impl Scenario for Tuning {
         standard_metrics()
     }
     fn published(&self) -> Vec<Published> {
-        let src = "seed 004 (1 Gbit/s, 100 ms)";
+        let src = "[HPC-TCP] (1 Gbit/s, 100 ms)";
         vec![
             Published {
                 variant: "defaults".into(),
