@@ -18,6 +18,7 @@ pub mod abi;
 pub mod attach;
 pub mod cgroup;
 pub mod error;
+pub mod metrics;
 pub mod rules;
 
 pub use attach::{attach, detach_pinned, pinned_ids, status, AttachStatus, Attachment, Released};

@@ -50,7 +50,7 @@ struct ServeArgs {
     json: bool,
     /// Serve Prometheus metrics on this address (PORT alone = 127.0.0.1:PORT): per client its
     /// target, goodput, streams and pool share; joins, ends, errors. Off by default.
-    #[arg(long, value_name = "ADDR", value_parser = metrics_addr)]
+    #[arg(long, value_name = "ADDR", value_parser = crate::cmd::values::metrics_addr)]
     metrics: Option<SocketAddr>,
     #[arg(long, default_value_t = 8)]
     max_streams_per_client: u32,
@@ -159,10 +159,6 @@ fn serve_config(a: &ServeArgs) -> anyhow::Result<ServerConfig> {
     cfg.sharing = Sharing::parse(&a.share)
         .ok_or_else(|| exit::usage(format!("--share {:?}: expected client or connection", a.share)))?;
     Ok(cfg)
-}
-
-fn metrics_addr(s: &str) -> Result<SocketAddr, String> {
-    tcpaccel_metrics::parse_listen(s).map_err(|e| e.to_string())
 }
 
 fn error_chain(e: &dyn std::error::Error) -> String {

@@ -36,12 +36,8 @@ pub struct Args {
     check: bool,
     /// Serve Prometheus metrics on this address (PORT alone = 127.0.0.1:PORT): connections,
     /// switches, refused commands, reloads, bytes acknowledged per lane. Off by default.
-    #[arg(long, value_name = "ADDR", value_parser = metrics_addr)]
+    #[arg(long, value_name = "ADDR", value_parser = crate::cmd::values::metrics_addr)]
     metrics: Option<std::net::SocketAddr>,
-}
-
-fn metrics_addr(s: &str) -> Result<std::net::SocketAddr, String> {
-    tcpaccel_metrics::parse_listen(s).map_err(|e| e.to_string())
 }
 
 pub fn run(args: Args) -> anyhow::Result<Verdict> {

@@ -75,6 +75,10 @@ enum Sub {
     Status {
         #[arg(long)]
         json: bool,
+        /// Instead of printing once, serve the same counters as Prometheus metrics on this
+        /// address (PORT alone = 127.0.0.1:PORT) until SIGINT/SIGTERM.
+        #[arg(long, value_name = "ADDR", value_parser = crate::cmd::values::metrics_addr)]
+        metrics: Option<std::net::SocketAddr>,
     },
     /// Detach pacing and set the sockets it paced back to unlimited.
     Detach {
@@ -148,7 +152,27 @@ pub fn run(a: Args) -> anyhow::Result<Verdict> {
             let status = run_paced(&cfg, cgroup.as_deref(), cmd, &format!("{:?}", command[0]))?;
             std::process::exit(exit_code(status));
         }
-        Sub::Status { json } => {
+        Sub::Status { json, metrics: Some(at) } => {
+            exit::require_root("tcpaccel pace status (reads pinned BPF maps)")?;
+            let stop = exit::stop_on_signal()?;
+            let mut reg = tcpaccel_metrics::Registry::default();
+            tcpaccel_pacer::metrics::register(&mut reg);
+            let ep = tcpaccel_metrics::Endpoint::serve(at, std::sync::Arc::new(reg))
+                .context("starting the metrics endpoint")?;
+            if json {
+                println!(
+                    "{}",
+                    serde_json::json!({"type": "metrics", "url": format!("http://{}/metrics", ep.addr())})
+                );
+            } else {
+                eprintln!("pacer metrics on http://{}/metrics (SIGINT/SIGTERM stops)", ep.addr());
+            }
+            while !stop.load(Ordering::Relaxed) {
+                std::thread::sleep(Duration::from_millis(100));
+            }
+            Ok(Verdict::Ok)
+        }
+        Sub::Status { json, metrics: None } => {
             exit::require_root("tcpaccel pace status (reads pinned BPF maps)")?;
             let st = tcpaccel_pacer::status().map_err(pacer_err)?;
             print_status(&st, json);

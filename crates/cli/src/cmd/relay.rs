@@ -116,12 +116,8 @@ struct ServeArgs {
     json_logs: bool,
     /// Serve Prometheus metrics on this address (PORT alone = 127.0.0.1:PORT): connections,
     /// bytes per direction, splice vs copy, errors by kind. Off by default.
-    #[arg(long, value_name = "ADDR", value_parser = metrics_addr)]
+    #[arg(long, value_name = "ADDR", value_parser = crate::cmd::values::metrics_addr)]
     metrics: Option<SocketAddr>,
-}
-
-fn metrics_addr(s: &str) -> Result<SocketAddr, String> {
-    tcpaccel_metrics::parse_listen(s).map_err(|e| e.to_string())
 }
 
 #[derive(clap::Args)]

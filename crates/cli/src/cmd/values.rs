@@ -34,6 +34,11 @@ pub fn socket_addr(s: &str) -> Result<SocketAddr, String> {
     s.trim().parse().map_err(|_| format!("{s:?} is not IP:PORT (e.g. 10.0.0.2:5201 or [fd00::2]:5201)"))
 }
 
+/// `--metrics`: PORT alone is loopback (see `tcpaccel_metrics::parse_listen`).
+pub fn metrics_addr(s: &str) -> Result<SocketAddr, String> {
+    tcpaccel_metrics::parse_listen(s).map_err(|e| e.to_string())
+}
+
 /// A link rate that may be `unlimited`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct RateSetting(pub Option<Rate>);
