@@ -79,9 +79,10 @@ fn run_preloads_the_built_in_shim_when_none_is_installed() {
     assert!(log.contains("connect") && log.contains("cc=reno"), "{log}");
     assert!(l.accept().is_ok());
 
-    // Nowhere to cache it: a clear usage error, not a silent run without the shim.
+    // Nowhere to cache it: a clear usage error, not a silent run without the
+    // shim (--cc needs the shim; a run that needs nothing of it preloads none).
     let out = Command::new(&exe)
-        .args(["run", "--", "true"])
+        .args(["run", "--cc", "reno", "--", "true"])
         .env_remove("HOME")
         .env_remove("XDG_CACHE_HOME")
         .env_remove("TCPACCEL_PRELOAD_LIB")
@@ -94,7 +95,7 @@ fn run_preloads_the_built_in_shim_when_none_is_installed() {
 #[test]
 fn a_named_shim_must_exist() {
     let out = Command::new(bin())
-        .args(["run", "--preload", "/nonexistent/libtcpaccel_preload.so", "--", "true"])
+        .args(["run", "--cc", "reno", "--preload", "/nonexistent/libtcpaccel_preload.so", "--", "true"])
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(2), "{out:?}");

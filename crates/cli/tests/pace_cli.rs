@@ -145,6 +145,40 @@ fn attach_status_detach_through_the_cli() {
     );
     assert_eq!(mine["attachment"]["cgroup"].as_str(), Some(cg.to_str().unwrap()));
 
+    // The same counters as Prometheus metrics, read from the pins on each scrape.
+    let port = free_port().to_string();
+    let mut m = Reaper(
+        Command::new(bin())
+            .args(["pace", "status", "--json", "--metrics", &port])
+            .stdout(Stdio::piped())
+            .spawn()
+            .unwrap(),
+    );
+    let mut line = String::new();
+    std::io::BufRead::read_line(&mut std::io::BufReader::new(m.0.stdout.take().unwrap()), &mut line).unwrap();
+    assert!(line.contains("/metrics"), "{line}");
+    let body = {
+        use std::io::{Read, Write};
+        let mut s = std::net::TcpStream::connect(("127.0.0.1", port.parse::<u16>().unwrap())).unwrap();
+        s.write_all(b"GET /metrics HTTP/1.1\r\n\r\n").unwrap();
+        let mut b = String::new();
+        s.read_to_string(&mut b).unwrap();
+        b
+    };
+    let cgl = format!("cgroup=\"{}\"", cg.display());
+    assert!(
+        body.lines().any(|l| l.starts_with("tcpaccel_pacer_attachments ") && !l.ends_with(" 0")),
+        "{body}"
+    );
+    assert!(
+        body.lines().any(|l| l.starts_with("tcpaccel_pacer_connections_total{")
+            && l.contains(&cgl)
+            && l.contains("rule=\"10.9.0.0/16:80\"")),
+        "{body}"
+    );
+    assert!(Command::new("kill").args(["-INT", &m.0.id().to_string()]).status().unwrap().success());
+    assert_eq!(m.0.wait().unwrap().code(), Some(0));
+
     let d = Command::new(bin()).args(["pace", "detach", "--cgroup"]).arg(&cg).arg("--json").output().unwrap();
     assert!(d.status.success(), "{}", String::from_utf8_lossy(&d.stderr));
     assert!(!PathBuf::from(format!("/sys/fs/bpf/tcpaccel/pace-{id}")).exists());

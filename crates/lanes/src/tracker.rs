@@ -827,23 +827,14 @@ mod tests {
         let l: SocketAddr = l.parse().unwrap();
         let r: SocketAddr = r.parse().unwrap();
         Event {
-            kind,
             token: Some(token),
             family: Some(2),
-            loc_id: None,
-            rem_id: None,
             saddr: Some(l.ip()),
             daddr: Some(r.ip()),
             sport: Some(l.port()),
             dport: Some(r.port()),
             backup: Some(false),
-            error: None,
-            flags: None,
-            timeout: None,
-            if_index: None,
-            reset_reason: None,
-            reset_flags: None,
-            server_side: None,
+            ..Event::new(kind)
         }
     }
 

@@ -11,6 +11,9 @@ use std::time::{Duration, Instant};
 
 use tcpaccel_relay::{Config, RawConfig, Relay, Stats};
 
+mod common;
+use common::echo_server;
+
 struct TestRelay {
     _rt: tokio::runtime::Runtime,
     addr: SocketAddr,
@@ -27,25 +30,6 @@ fn start(raw: RawConfig) -> TestRelay {
     let stats = relay.stats();
     rt.spawn(relay.run(std::future::pending()));
     TestRelay { _rt: rt, addr, stats }
-}
-
-fn echo_server() -> SocketAddr {
-    let l = TcpListener::bind("127.0.0.1:0").expect("bind echo");
-    let addr = l.local_addr().expect("addr");
-    std::thread::spawn(move || {
-        for s in l.incoming() {
-            let Ok(mut s) = s else { continue };
-            std::thread::spawn(move || {
-                let mut b = [0u8; 4096];
-                while let Ok(n) = s.read(&mut b) {
-                    if n == 0 || s.write_all(&b[..n]).is_err() {
-                        break;
-                    }
-                }
-            });
-        }
-    });
-    addr
 }
 
 fn connect_req(addr: SocketAddr) -> Vec<u8> {

@@ -11,6 +11,9 @@ use std::time::Duration;
 
 use tcpaccel_relay::{Config, RawConfig, Relay};
 
+mod common;
+use common::echo_server;
+
 const CHILD_ENV: &str = "TCPACCEL_RELAY_EMFILE_CHILD";
 
 #[test]
@@ -53,25 +56,6 @@ fn cpu_of(pid: u32) -> Duration {
         }
     }
     Duration::from_nanos(ns)
-}
-
-fn echo_server() -> SocketAddr {
-    let l = TcpListener::bind("127.0.0.1:0").expect("bind echo");
-    let addr = l.local_addr().expect("addr");
-    std::thread::spawn(move || {
-        for s in l.incoming() {
-            let Ok(mut s) = s else { continue };
-            std::thread::spawn(move || {
-                let mut b = [0u8; 4096];
-                while let Ok(n) = s.read(&mut b) {
-                    if n == 0 || s.write_all(&b[..n]).is_err() {
-                        break;
-                    }
-                }
-            });
-        }
-    });
-    addr
 }
 
 #[test]

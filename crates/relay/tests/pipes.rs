@@ -13,6 +13,9 @@ use std::time::Duration;
 
 use tcpaccel_relay::{Config, RawConfig, Relay};
 
+mod common;
+use common::echo_server;
+
 const CHILD_ENV: &str = "TCPACCEL_RELAY_PIPES_CHILD";
 
 #[test]
@@ -56,26 +59,6 @@ fn relay_without_pipes_child() {
         drop(hogs);
         println!("STATS {}", serde_json::to_string(&stats.snapshot()).expect("json"));
     });
-}
-
-fn echo_server() -> SocketAddr {
-    let l = TcpListener::bind("127.0.0.1:0").expect("bind echo");
-    let addr = l.local_addr().expect("addr");
-    std::thread::spawn(move || {
-        for s in l.incoming() {
-            let Ok(mut s) = s else { continue };
-            std::thread::spawn(move || {
-                let mut b = [0u8; 4096];
-                while let Ok(n) = s.read(&mut b) {
-                    if n == 0 || s.write_all(&b[..n]).is_err() {
-                        break;
-                    }
-                }
-                let _ = s.shutdown(Shutdown::Write);
-            });
-        }
-    });
-    addr
 }
 
 #[test]
