@@ -4,7 +4,7 @@
 //! cannot push out the handshakes of another. Loopback only, a few seconds.
 
 use std::io::{ErrorKind, Read, Write};
-use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::net::{SocketAddr, TcpStream};
 use std::process::Command;
 use std::sync::Arc;
 use std::time::{Duration, Instant};

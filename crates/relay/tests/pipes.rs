@@ -7,7 +7,7 @@
 //! client's and the upstream socket still fit, and no pipe does.
 
 use std::io::{BufRead, BufReader, Read, Write};
-use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream};
+use std::net::{Shutdown, SocketAddr, TcpStream};
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
