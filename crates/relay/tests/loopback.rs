@@ -11,6 +11,10 @@ use sha2::{Digest, Sha256};
 use tcpaccel_relay::stats::ErrorKind as Err;
 use tcpaccel_relay::{Config, RawConfig, Relay, Stats};
 
+mod common;
+// Echo server: sends back everything, then closes after the client's FIN.
+use common::echo_server;
+
 struct TestRelay {
     _rt: tokio::runtime::Runtime,
     addr: SocketAddr,
@@ -76,32 +80,6 @@ fn http_server(data: Arc<Vec<u8>>) -> SocketAddr {
                 let _ = s.shutdown(Shutdown::Write);
                 let mut sink = Vec::new();
                 let _ = s.read_to_end(&mut sink);
-            });
-        }
-    });
-    addr
-}
-
-/// Echo server: sends back everything, then closes after the client's FIN.
-fn echo_server() -> SocketAddr {
-    let l = TcpListener::bind("127.0.0.1:0").expect("bind echo");
-    let addr = l.local_addr().expect("addr");
-    std::thread::spawn(move || {
-        for s in l.incoming() {
-            let Ok(mut s) = s else { continue };
-            std::thread::spawn(move || {
-                let mut buf = vec![0u8; 65536];
-                loop {
-                    match s.read(&mut buf) {
-                        Ok(0) | Err(_) => break,
-                        Ok(n) => {
-                            if s.write_all(&buf[..n]).is_err() {
-                                return;
-                            }
-                        }
-                    }
-                }
-                let _ = s.shutdown(Shutdown::Write);
             });
         }
     });
