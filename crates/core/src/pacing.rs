@@ -431,9 +431,23 @@ pub const BPF_RATE_MAX: u64 = 0xFFFF_FFFE;
 /// (tested below), computed the way the program can: in u64, which holds
 /// `wire · mss` for any wire rate below 2^47 bit/s.
 pub fn bpf_payload_rate(wire: Rate, mss: u32, ipv6: bool) -> u64 {
+    bpf_payload_rate_opts(wire, mss, ipv6, 0)
+}
+
+/// TCP option bytes an MPTCP subflow's data segment carries beyond the
+/// timestamps (`MPTCP_DSS_BYTES` in pace.bpf.c): a DSS option with a 64-bit
+/// data ACK and a 64-bit mapping, 4 + 8 + 14, padded to 28 (RFC 8684
+/// §3.3). The MSS the program reads does not count them.
+pub const MPTCP_DSS_BYTES: u32 = 28;
+
+/// Pure twin of `payload_rate` with its `opts` argument: segments that
+/// carry `opts` option bytes beyond the timestamps hold that much less
+/// payload in a frame of the same size (what an MPTCP subflow sends).
+pub fn bpf_payload_rate_opts(wire: Rate, mss: u32, ipv6: bool, opts: u32) -> u64 {
     let mss = if mss == 0 { 1448 } else { mss as u64 };
     let frame = mss + if ipv6 { 40 } else { 20 } + 32 + 38;
-    wire.0.wrapping_mul(mss) / (8 * frame)
+    let payload = mss.saturating_sub(opts as u64).max(1);
+    wire.0.wrapping_mul(payload) / (8 * frame)
 }
 
 /// One RTT sample as the BPF program reads it from `struct bpf_sock_ops`.
@@ -739,6 +753,23 @@ mod tests {
                 }
             }
         }
+    }
+
+    #[test]
+    fn a_subflows_dss_option_comes_out_of_the_payload() {
+        // 1448 − 28 = 1420 payload bytes in the same 1538-byte frame:
+        // 40e6 · 1420 / (8 · 1538) = 4_616_384.9.
+        assert_eq!(bpf_payload_rate_opts(Rate::mbps(40), 1448, false, MPTCP_DSS_BYTES), 4_616_384);
+        assert_eq!(
+            bpf_payload_rate_opts(Rate::mbps(40), 1448, false, 0),
+            bpf_payload_rate(Rate::mbps(40), 1448, false)
+        );
+        // The frame a subflow sends at that payload rate fills the wire rate:
+        // 4_616_384 / 1420 frames/s · 1538 · 8 bit = 39.99999 Mbit/s.
+        let wire: f64 = 4_616_384.0 / 1420.0 * 1538.0 * 8.0;
+        assert!((wire - 40e6).abs() < 20.0, "{wire}");
+        // Options larger than the MSS leave one byte, never zero or a wrap.
+        assert_eq!(bpf_payload_rate_opts(Rate::mbps(8), 20, false, 28), 8_000_000 / (8 * 110));
     }
 
     #[test]

@@ -46,6 +46,11 @@ enum rule_kind { RULE_NONE = 0, RULE_STATIC = 1, RULE_DYNAMIC = 2 };
 
 /* rule.flags: cap dynamic pacing by the measured delivery rate (below). */
 #define RULE_HOLD 1u
+/* rule.flags: detach is under way. New connections are left alone, and a
+ * socket the rule paced gets its cap lifted (set to unlimited) on its next
+ * RTT sample: the way to reach what no file descriptor leads to (MPTCP
+ * subflows), since a socket keeps its cap after the program is gone. */
+#define RULE_RELEASE 2u
 
 struct rule {
 	__u32 kind;
@@ -59,6 +64,7 @@ struct rule_stats {
 	__u64 updates;    /* bpf_setsockopt calls that succeeded */
 	__u64 errors;     /* bpf_setsockopt calls that failed */
 	__u64 last_rate;  /* payload bytes/s last set */
+	__u64 released;   /* sockets this program set back to unlimited (RULE_RELEASE) */
 };
 
 struct dst_key {
@@ -112,15 +118,35 @@ static __always_inline __u32 clamp_rate(__u64 r)
 	return r > RATE_MAX ? RATE_MAX : (__u32)r;
 }
 
+/* TCP option bytes an MPTCP subflow's data segment carries beyond the
+ * timestamps: a DSS option with a 64-bit data ACK and a 64-bit mapping
+ * (4 + 8 + 14), padded to 28. mss_cache does not count them (the kernel
+ * takes them off per segment), so a subflow's segments carry that much less
+ * payload in a frame of the same size. */
+#define MPTCP_DSS_BYTES 28
+
 /* Payload bytes/s of full segments that fill `wire_bps` on an Ethernet
  * wire: IP + TCP with timestamps (Linux's default) + 38 bytes of Ethernet
- * header, FCS, preamble and gap; the traffic tool's static:RATE. */
-static __always_inline __u64 payload_rate(__u64 wire_bps, __u32 mss, int v6)
+ * header, FCS, preamble and gap; the traffic tool's static:RATE. `opts`:
+ * option bytes each segment carries beyond that (MPTCP_DSS_BYTES on a
+ * subflow), which come out of the payload, not on top of the frame. */
+static __always_inline __u64 payload_rate(__u64 wire_bps, __u32 mss, int v6, __u32 opts)
 {
 	if (mss == 0)
 		mss = 1448;
 	__u64 frame = (__u64)mss + (v6 ? 40 : 20) + 32 + 38;
-	return wire_bps * mss / (8 * frame);
+	__u64 payload = mss > opts ? mss - opts : 1;
+	return wire_bps * payload / (8 * frame);
+}
+
+/* MPTCP_DSS_BYTES on an MPTCP subflow, 0 on a plain TCP socket. */
+static __always_inline __u32 extra_opts(struct bpf_sock_ops *skops)
+{
+	struct bpf_sock *sk = skops->sk;
+
+	if (!sk)
+		return 0;
+	return bpf_skc_to_mptcp_sock(sk) ? MPTCP_DSS_BYTES : 0;
 }
 
 /* seed 000 eq. (1): cwnd * mss / RTT, with RTT = max(srtt, min_rtt) (the
@@ -199,12 +225,13 @@ static __always_inline __u32 rule_rate(struct bpf_sock_ops *skops, struct rule *
 {
 	int v6 = skops->family == AF_INET6;
 	__u64 wire = r->wire_bps;
+	__u32 opts = wire ? extra_opts(skops) : 0;
 
 	if (r->kind == RULE_STATIC) {
-		__u64 p = payload_rate(wire, skops->mss_cache, v6);
+		__u64 p = payload_rate(wire, skops->mss_cache, v6, opts);
 		return clamp_rate(p ? p : 1);
 	}
-	__u64 ceiling = wire ? payload_rate(wire, skops->mss_cache, v6) : 0;
+	__u64 ceiling = wire ? payload_rate(wire, skops->mss_cache, v6, opts) : 0;
 	if (wire && ceiling == 0)
 		ceiling = 1;
 	return clamp_rate(dynamic_rate(skops, ceiling));
@@ -218,7 +245,7 @@ static __always_inline void on_established(struct bpf_sock_ops *skops)
 	struct rule_stats *stats;
 	__u64 cookie;
 
-	if (!r || r->kind == RULE_NONE)
+	if (!r || r->kind == RULE_NONE || (r->flags & RULE_RELEASE))
 		return;
 	set_rate(skops, idx, &st, rule_rate(skops, r));
 	if (st.updates == 0)
@@ -228,9 +255,26 @@ static __always_inline void on_established(struct bpf_sock_ops *skops)
 		__sync_fetch_and_add(&stats->conns, 1);
 	cookie = bpf_get_socket_cookie(skops);
 	bpf_map_update_elem(&pace_socks, &cookie, &st, BPF_ANY);
-	bpf_sock_ops_cb_flags_set(skops, r->kind == RULE_DYNAMIC
-					 ? BPF_SOCK_OPS_RTT_CB_FLAG | BPF_SOCK_OPS_STATE_CB_FLAG
-					 : BPF_SOCK_OPS_STATE_CB_FLAG);
+	/* RTT samples for static sockets too: only so that a detach can
+	 * release them (RULE_RELEASE) where no file descriptor reaches. */
+	bpf_sock_ops_cb_flags_set(skops, BPF_SOCK_OPS_RTT_CB_FLAG | BPF_SOCK_OPS_STATE_CB_FLAG);
+}
+
+/* RULE_RELEASE: lift the cap, forget the socket and stop its callbacks. */
+static __always_inline void release(struct bpf_sock_ops *skops, __u32 rule_idx, __u64 cookie)
+{
+	struct rule_stats *stats = bpf_map_lookup_elem(&pace_stats, &rule_idx);
+	int unlimited = -1; /* ~0U: the kernel's "no cap" */
+
+	if (bpf_setsockopt(skops, SOL_SOCKET, SO_MAX_PACING_RATE, &unlimited, sizeof(unlimited))) {
+		if (stats)
+			__sync_fetch_and_add(&stats->errors, 1);
+		return;
+	}
+	if (stats)
+		__sync_fetch_and_add(&stats->released, 1);
+	bpf_map_delete_elem(&pace_socks, &cookie);
+	bpf_sock_ops_cb_flags_set(skops, 0);
 }
 
 /* RULE_HOLD, against slow-start and probing overshoot into a small buffer
@@ -284,7 +328,13 @@ static __always_inline void on_rtt(struct bpf_sock_ops *skops)
 		return;
 	idx = st->rule;
 	r = bpf_map_lookup_elem(&pace_rules, &idx);
-	if (!r || r->kind != RULE_DYNAMIC)
+	if (!r)
+		return;
+	if (r->flags & RULE_RELEASE) {
+		release(skops, idx, cookie);
+		return;
+	}
+	if (r->kind != RULE_DYNAMIC)
 		return;
 	rate = rule_rate(skops, r);
 	if (r->flags & RULE_HOLD) {

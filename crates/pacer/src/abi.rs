@@ -15,6 +15,10 @@ pub const RULE_DYNAMIC: u32 = 2;
 /// `rule.flags` bit: cap dynamic pacing by the measured delivery rate
 /// (`hold_cap` in the C source, `tcpaccel_core::pacing::bpf_hold_cap`).
 pub const RULE_HOLD: u32 = 1;
+/// `rule.flags` bit: a detach is under way; the program lifts the cap of
+/// every socket the rule paced on its next RTT sample (`release` in the C
+/// source) and paces no new connection.
+pub const RULE_RELEASE: u32 = 2;
 
 /// `struct rule`: what to do with a connection.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -50,15 +54,18 @@ pub struct RuleStats {
     pub errors: u64,
     /// Payload bytes/s last set by this rule.
     pub last_rate: u64,
+    /// Sockets the program itself set back to unlimited during a detach.
+    pub released: u64,
 }
 
 impl Plain for RuleStats {
-    const SIZE: usize = 32;
+    const SIZE: usize = 40;
     fn write(&self, out: &mut [u8]) {
         self.conns.write(&mut out[0..8]);
         self.updates.write(&mut out[8..16]);
         self.errors.write(&mut out[16..24]);
         self.last_rate.write(&mut out[24..32]);
+        self.released.write(&mut out[32..40]);
     }
     fn read(b: &[u8]) -> Self {
         RuleStats {
@@ -66,6 +73,7 @@ impl Plain for RuleStats {
             updates: ne_u64(b, 8),
             errors: ne_u64(b, 16),
             last_rate: ne_u64(b, 24),
+            released: ne_u64(b, 32),
         }
     }
 }

@@ -12,31 +12,43 @@
 //!
 //! ## Releasing on detach
 //! A socket keeps the SO_MAX_PACING_RATE the program set after the program
-//! is gone, and an idle socket gets no callback that could undo it. So
-//! detach first stops the program (BPF_LINK_DETACH), then looks for every
-//! socket the program paced (the `pace_socks` map, keyed by socket cookie)
-//! among the open file descriptors of every process (pidfd_getfd, SO_COOKIE)
-//! and sets its cap back to unlimited. What that cannot reach is counted and
-//! reported: sockets without a file descriptor (MPTCP subflows, whose
-//! MPTCP socket refuses the option; sockets being closed). The kernel's own
-//! pacing stays switched on for a released socket (its rate is the kernel's
-//! `2·cwnd·mss/srtt` or `1.2·…`, not a cap); a socket option cannot switch
-//! it off again.
+//! is gone, and an idle socket gets no callback that could undo it. So a
+//! detach, before it stops the program:
+//! 1. flags every rule `RULE_RELEASE`: the program paces no new connection
+//!    and lifts the cap of every socket it paced on that socket's next RTT
+//!    sample (every paced socket has RTT callbacks on, static ones too);
+//! 2. looks for every socket the program paced (the `pace_socks` map, keyed
+//!    by socket cookie) among the open file descriptors of every process
+//!    (pidfd_getfd, SO_COOKIE) and sets its cap back to unlimited;
+//! 3. waits up to [`RELEASE_WAIT`] (or what the caller gives) for the
+//!    program to release the rest: sockets no file descriptor leads to,
+//!    which are MPTCP subflows (their MPTCP socket refuses the option) and
+//!    sockets being closed. A subflow that carries data is released within
+//!    a round trip; an idle one is not, and is counted as unreachable;
+//! 4. stops the program (BPF_LINK_DETACH) and removes the pins.
+//!
+//! The kernel's own pacing stays switched on for a released socket (its
+//! rate is the kernel's `2·cwnd·mss/srtt` or `1.2·…`, not a cap); a socket
+//! option cannot switch it off again.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fs;
 use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
 
 use serde::Serialize;
 use tcpaccel_sys::bpf::{self, Link, Map, Object, ATTACH_CGROUP_SOCK_OPS, UPDATE_ANY};
 
-use crate::abi::{DstKey, RuleAbi, RuleStats, SockState, MAX_RULES};
+use crate::abi::{DstKey, RuleAbi, RuleStats, SockState, MAX_RULES, RULE_NONE, RULE_RELEASE};
 use crate::cgroup::Cgroup;
 use crate::error::PacerError;
 use crate::rules::{Dest, PaceConfig, RulePace};
 use crate::PACE_OBJECT;
 
 const PROGRAM: &str = "tcpaccel_pace";
+/// How long a detach waits by default for the program to release the
+/// sockets no file descriptor reaches (step 3 of the module docs).
+pub const RELEASE_WAIT: Duration = Duration::from_secs(1);
 const MAPS: [&str; 4] = ["pace_rules", "pace_stats", "pace_dst", "pace_socks"];
 
 /// Where all tcpaccel pins live.
@@ -101,9 +113,13 @@ fn missing(name: &str) -> PacerError {
 pub struct Released {
     /// Sockets the program had paced and that were still open.
     pub tracked: usize,
-    /// Of those, reset to unlimited.
+    /// Of those, reset to unlimited through a process's file descriptor.
     pub released: usize,
-    /// Of those, not found behind any process's file descriptor.
+    /// Of those, reset to unlimited by the program on their next RTT
+    /// sample (MPTCP subflows, sockets being closed).
+    pub by_program: usize,
+    /// Of those, still capped: no file descriptor reached them and no ACK
+    /// came within the wait (idle subflows).
     pub unreachable: usize,
 }
 
@@ -117,12 +133,19 @@ impl Attachment {
         &self.pins
     }
 
-    /// Detaches now; see the module docs for what is released.
-    pub fn detach(mut self) -> Result<Released, PacerError> {
+    /// Detaches now, waiting up to [`RELEASE_WAIT`]; see the module docs
+    /// for what is released.
+    pub fn detach(self) -> Result<Released, PacerError> {
+        self.detach_within(RELEASE_WAIT)
+    }
+
+    /// Detaches now, waiting up to `wait` for the program to release what
+    /// no file descriptor reaches.
+    pub fn detach_within(mut self, wait: Duration) -> Result<Released, PacerError> {
         self.persist = true; // the work is done here, not again in Drop
         let link = self.link.take();
         let maps = std::mem::take(&mut self.maps);
-        detach_parts(&self.pins, link, &maps)
+        detach_parts(&self.pins, link, &maps, wait)
     }
 }
 
@@ -133,7 +156,7 @@ impl Drop for Attachment {
         }
         let link = self.link.take();
         let maps = std::mem::take(&mut self.maps);
-        match detach_parts(&self.pins, link, &maps) {
+        match detach_parts(&self.pins, link, &maps, RELEASE_WAIT) {
             Ok(r) => tracing::debug!(?r, "pacing detached on drop"),
             Err(e) => tracing::warn!("detaching pacing from {}: {e}", self.cgroup.path.display()),
         }
@@ -144,18 +167,23 @@ fn detach_parts(
     pins: &Path,
     link: Option<Link>,
     maps: &BTreeMap<String, Map>,
+    wait: Duration,
 ) -> Result<Released, PacerError> {
     let mut first_err = None;
+    let released = match (maps.get("pace_socks"), maps.get("pace_rules"), maps.get("pace_stats")) {
+        (Some(socks), Some(rules), Some(stats)) => {
+            // Without the link the program no longer runs: nothing to wait for.
+            let wait = if link.is_some() { wait } else { Duration::ZERO };
+            release(socks, rules, stats, wait)
+        }
+        _ => Ok(Released::default()),
+    };
     if let Some(link) = link {
         if let Err(e) = link.detach() {
             first_err.get_or_insert(PacerError::from(e));
         }
     }
     let _ = bpf::unpin(&pins.join("link"));
-    let released = match maps.get("pace_socks") {
-        Some(socks) => release(socks),
-        None => Ok(Released::default()),
-    };
     for name in MAPS {
         let _ = bpf::unpin(&pins.join(name));
     }
@@ -167,8 +195,27 @@ fn detach_parts(
     }
 }
 
-/// Sets every socket in `socks` that a process holds back to unlimited.
-fn release(socks: &Map) -> Result<Released, PacerError> {
+/// Sum of the program's own releases over every rule.
+fn program_releases(stats: &Map) -> Result<u64, PacerError> {
+    let mut n = 0;
+    for i in 0..MAX_RULES {
+        n += stats.lookup::<u32, RuleStats>(&i)?.map_or(0, |s| s.released);
+    }
+    Ok(n)
+}
+
+/// Steps 1–3 of the module docs: flag the rules, release every socket a
+/// process holds, wait for the program to release the rest.
+fn release(socks: &Map, rules: &Map, stats: &Map, wait: Duration) -> Result<Released, PacerError> {
+    let before = program_releases(stats)?;
+    for i in 0..MAX_RULES {
+        if let Some(mut r) = rules.lookup::<u32, RuleAbi>(&i)? {
+            if r.kind != RULE_NONE {
+                r.flags |= RULE_RELEASE;
+                rules.update(&i, &r, UPDATE_ANY)?;
+            }
+        }
+    }
     let cookies: BTreeSet<u64> = socks.keys::<u64>()?.into_iter().collect();
     let mut done = BTreeSet::new();
     if !cookies.is_empty() {
@@ -178,6 +225,8 @@ fn release(socks: &Map) -> Result<Released, PacerError> {
                 match tcpaccel_sys::sockopt::set_max_pacing_rate(&fd, tcpaccel_sys::sockopt::PACING_UNLIMITED)
                 {
                     Ok(()) => {
+                        // Released here: the program must not count it again.
+                        let _ = socks.delete(&c);
                         done.insert(c);
                     }
                     Err(e) => tracing::debug!("releasing socket {c}: {e}"),
@@ -185,7 +234,14 @@ fn release(socks: &Map) -> Result<Released, PacerError> {
             }
         });
     }
-    Ok(Released { tracked: cookies.len(), released: done.len(), unreachable: cookies.len() - done.len() })
+    let deadline = Instant::now() + wait;
+    let mut left = socks.keys::<u64>()?.len();
+    while left > 0 && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(5));
+        left = socks.keys::<u64>()?.len();
+    }
+    let by_program = (program_releases(stats)? - before) as usize;
+    Ok(Released { tracked: cookies.len(), released: done.len(), by_program, unreachable: left })
 }
 
 /// Calls `f` with a duplicate of every socket fd of every process.
@@ -301,8 +357,9 @@ fn status_of(dir: &Path) -> Result<AttachStatus, PacerError> {
     })
 }
 
-/// Detaches the attachment pinned for `cgroup_id` (made by any process).
-pub fn detach_pinned(cgroup_id: u64) -> Result<Released, PacerError> {
+/// Detaches the attachment pinned for `cgroup_id` (made by any process),
+/// waiting up to `wait` for the program's own releases.
+pub fn detach_pinned(cgroup_id: u64, wait: Duration) -> Result<Released, PacerError> {
     let dir = pin_dir(cgroup_id);
     if !dir.exists() {
         let path =
@@ -311,7 +368,7 @@ pub fn detach_pinned(cgroup_id: u64) -> Result<Released, PacerError> {
     }
     let link = Link::from_pin(&dir.join("link")).ok();
     let maps = open_maps(&dir).unwrap_or_default();
-    detach_parts(&dir, link, &maps)
+    detach_parts(&dir, link, &maps, wait)
 }
 
 /// Every cgroup id with an attachment pinned.

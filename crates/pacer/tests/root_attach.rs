@@ -151,3 +151,76 @@ fn a_second_attachment_to_one_cgroup_is_refused() {
     let e = attach(&cg.cgroup, &cfg).unwrap_err().to_string();
     assert!(e.contains("already has tcpaccel pacing attached"), "{e}");
 }
+
+/// An MPTCP socket refuses SO_MAX_PACING_RATE, so no file descriptor can
+/// lift the cap the program put on its subflows: the detach has the program
+/// itself release them on their next ACK. A python MPTCP client in the
+/// cgroup uploads to a loopback MPTCP listener here, paced at 8 Mbit/s (about
+/// 1 MB/s of payload); after the detach the same connection must run far
+/// faster (loopback: hundreds of MB/s; the margin asked is 5×).
+#[test]
+fn mptcp_subflows_are_released_by_the_program_on_detach() {
+    use std::io::Read;
+    use std::sync::atomic::{AtomicU64, Ordering};
+    use std::sync::Arc;
+    use tcpaccel_sys::sockopt;
+
+    need_root();
+    let cg = TempCgroup::create(&unique("mptcp")).unwrap();
+    let a = attach(&cg.cgroup, &PaceConfig::parse("static:8mbit", &[], None).unwrap()).unwrap();
+    let fd = sockopt::mptcp_socket(sockopt::Family::V4).expect("an MPTCP socket (is net.mptcp.enabled 1?)");
+    sockopt::bind(&fd, &"127.0.0.1:0".parse().unwrap()).unwrap();
+    sockopt::listen(&fd, 8).unwrap();
+    let listener = TcpListener::from(fd);
+    let port = listener.local_addr().unwrap().port();
+
+    let mut cmd = Command::new("python3");
+    cmd.arg("-c")
+        .arg(format!(
+            "import socket\n\
+             s = socket.socket(socket.AF_INET, socket.SOCK_STREAM, 262)\n\
+             s.connect(('127.0.0.1', {port}))\n\
+             print('connected', flush=True)\n\
+             b = b'x' * 65536\n\
+             while True:\n    s.sendall(b)\n"
+        ))
+        .stdout(Stdio::piped());
+    command_into_cgroup(&mut cmd, cg.cgroup.procs().unwrap());
+    let mut child = cmd.spawn().expect("spawn python3");
+    let mut line = String::new();
+    BufReader::new(child.stdout.as_mut().unwrap()).read_line(&mut line).unwrap();
+    assert_eq!(line.trim(), "connected");
+    let (mut conn, _) = listener.accept().unwrap();
+    let got = Arc::new(AtomicU64::new(0));
+    let g = got.clone();
+    std::thread::spawn(move || {
+        let mut buf = vec![0u8; 1 << 16];
+        while let Ok(n) = conn.read(&mut buf) {
+            if n == 0 {
+                break;
+            }
+            g.fetch_add(n as u64, Ordering::Relaxed);
+        }
+    });
+    let rate_over = |d: Duration| {
+        let b0 = got.load(Ordering::Relaxed);
+        std::thread::sleep(d);
+        (got.load(Ordering::Relaxed) - b0) as f64 / d.as_secs_f64()
+    };
+    std::thread::sleep(Duration::from_millis(300));
+    let paced = rate_over(Duration::from_secs(1));
+    assert!(paced < 2e6, "the subflow is paced at 8 Mbit/s (~1 MB/s): got {paced:.0} B/s");
+    let st = tcpaccel_pacer::status().unwrap();
+    let mine = st.iter().find(|s| s.cgroup_id == cg.cgroup.id).unwrap();
+    assert!(mine.rules[0].stats.conns >= 1, "the subflow was paced: {:?}", mine.rules[0].stats);
+
+    let r = a.detach_within(Duration::from_secs(2)).unwrap();
+    assert_eq!(r.released, 0, "an MPTCP socket's fd cannot take the option: {r:?}");
+    assert!(r.by_program >= 1 && r.unreachable == 0, "{r:?}");
+    std::thread::sleep(Duration::from_millis(200));
+    let free = rate_over(Duration::from_secs(1));
+    eprintln!("paced {paced:.0} B/s, after the detach {free:.0} B/s; {r:?}");
+    assert!(free > 5.0 * paced, "after the detach: {free:.0} B/s against {paced:.0} B/s paced");
+    child.kill().unwrap();
+    child.wait().unwrap();
+}

@@ -8,8 +8,10 @@
 //!   command's code. SIGINT/SIGTERM reach the command; the pacer detaches and
 //!   the cgroup is removed when it ends.
 //! - `pace status [--json]`: attached cgroups, rules, per-rule counters.
-//! - `pace detach --cgroup PATH | --all`: detach, and set the sockets the
-//!   program paced back to unlimited.
+//! - `pace detach --cgroup PATH | --all [--wait D]`: detach, and set the
+//!   sockets the program paced back to unlimited (through their file
+//!   descriptors, and by the program itself on their next ACK for MPTCP
+//!   subflows, waiting up to D).
 //!
 //! PACE is the traffic tool's grammar with its on-wire meaning: `none`,
 //! `static:RATE`, `dynamic`, `dynamic:CEILING`.
@@ -87,6 +89,9 @@ enum Sub {
         /// Every tcpaccel pacing attachment on this host.
         #[arg(long, conflicts_with = "cgroup")]
         all: bool,
+        /// How long to wait for the program to release sockets no file descriptor leads to (MPTCP subflows): each is released on its next ACK.
+        #[arg(long, default_value = "1s", value_parser = crate::cmd::values::duration)]
+        wait: Duration,
         #[arg(long)]
         json: bool,
     },
@@ -178,7 +183,7 @@ pub fn run(a: Args) -> anyhow::Result<Verdict> {
             print_status(&st, json);
             Ok(Verdict::Ok)
         }
-        Sub::Detach { cgroup, all, json } => {
+        Sub::Detach { cgroup, all, wait, json } => {
             exit::require_root("tcpaccel pace detach")?;
             let ids = if all {
                 tcpaccel_pacer::pinned_ids()
@@ -187,7 +192,7 @@ pub fn run(a: Args) -> anyhow::Result<Verdict> {
                 vec![Cgroup::open(&path).map_err(pacer_err)?.id]
             };
             for id in ids {
-                let r = tcpaccel_pacer::detach_pinned(id).map_err(pacer_err)?;
+                let r = tcpaccel_pacer::detach_pinned(id, wait).map_err(pacer_err)?;
                 print_released(id, &r, json);
             }
             Ok(Verdict::Ok)
@@ -200,8 +205,8 @@ fn print_released(id: u64, r: &Released, json: bool) {
         println!("{}", serde_json::json!({"type": "detached", "cgroup_id": id, "released": r}));
     } else {
         println!(
-            "detached from cgroup id {id}: {} paced sockets open, {} released, {} unreachable (no file descriptor: MPTCP subflows, closing sockets)",
-            r.tracked, r.released, r.unreachable
+            "detached from cgroup id {id}: {} paced sockets open, {} released through a file descriptor, {} by the program on their next ACK (MPTCP subflows), {} still capped (idle without a file descriptor)",
+            r.tracked, r.released, r.by_program, r.unreachable
         );
     }
 }

@@ -9,6 +9,7 @@ pub mod gather;
 pub mod idle;
 pub mod lanes;
 pub mod pacing;
+pub mod pacing_mptcp;
 pub mod rto;
 pub mod split;
 pub mod tuning;
@@ -21,6 +22,7 @@ pub fn all() -> Vec<Box<dyn Scenario>> {
         Box::new(rto::Rto),
         Box::new(split::Split),
         Box::new(pacing::Pacing),
+        Box::new(pacing_mptcp::PacingMptcp),
         Box::new(idle::Idle),
         Box::new(gather::Gather),
         Box::new(lanes::LanesBasic),
