@@ -497,11 +497,17 @@ pub fn bpf_dynamic_rate(a: BpfAck, ceiling: u64) -> u64 {
     rate.min(BPF_RATE_MAX)
 }
 
+/// The least queueing delay (µs, srtt − min_rtt) at which [`bpf_hold_cap`]
+/// holds (`HOLD_MIN_QUEUE_US` in pace.bpf.c): on a path of microseconds the
+/// host's scheduling moves srtt by more than min_rtt/16, no queue that
+/// slowing down would drain.
+pub const BPF_HOLD_MIN_QUEUE_US: u32 = 1000;
+
 /// Pure twin of `hold_cap` in `pace.bpf.c` (the cgroup pacer's `--hold`,
 /// issue 17 item 5), applied on top of eq. (1)'s `rate`: with a delivery
 /// rate `dlv` (payload bytes/s acked over the last srtt; 0 = not yet
 /// measured), pace no faster than 31/32 of `dlv` while the RTT shows a
-/// queue (srtt − min_rtt > min_rtt/16: keep the queue near that level
+/// queue (srtt − min_rtt > min_rtt/16 and > [`BPF_HOLD_MIN_QUEUE_US`]: keep the queue near that level
 /// instead of overflowing a small buffer, a full-pipe test after BBR's;
 /// just below `dlv` so that a delivery rate measured a little high cannot
 /// let the queue creep up), and otherwise no faster than 5/4 of it in slow
@@ -513,7 +519,10 @@ pub fn bpf_hold_cap(rate: u64, dlv: u64, srtt_us_x8: u32, rtt_min_us: u32, in_sl
     if dlv == 0 || rtt_min_us == 0 {
         return rate;
     }
-    if srtt > rtt_min_us && (srtt - rtt_min_us) as u64 * 16 > rtt_min_us as u64 {
+    if srtt > rtt_min_us
+        && (srtt - rtt_min_us) as u64 * 16 > rtt_min_us as u64
+        && srtt - rtt_min_us > BPF_HOLD_MIN_QUEUE_US
+    {
         return rate.min(dlv * 31 / 32);
     }
     if in_slow_start {
@@ -813,6 +822,10 @@ mod tests {
         // After slow start: 17/16, so leaving a hold does not release a grown window at once.
         assert_eq!(bpf_hold_cap(9_000, 4_000, us8(106_250), 100_000, false), 4_250);
         assert_eq!(bpf_hold_cap(9_000, 4_000, us8(100_000), 100_000, true), 5_000);
+        // A path of microseconds: 300 µs of scheduling noise on a 20 µs
+        // min_rtt is no queue (under 1 ms), so no hold; 1.2 ms is.
+        assert_eq!(bpf_hold_cap(9_000, 4_000, us8(320), 20, false), 4_250);
+        assert_eq!(bpf_hold_cap(9_000, 4_000, us8(1_220), 20, false), 3_875);
     }
 
     proptest! {

@@ -286,6 +286,13 @@ static __always_inline void release(struct bpf_sock_ops *skops, __u32 rule_idx, 
  * delivery rate per window instead of the window's doubling, so that the
  * one RTT the queue takes to show in the samples overfills the buffer by
  * an eighth of a BDP, not half of one. Pure twin: core's bpf_hold_cap. */
+/* ... and a queue is at least this deep (µs) before the hold acts: on a
+ * path of microseconds (veth, a LAN) the host's own scheduling moves srtt
+ * by far more than min_rtt/16, which is no queue that slowing down drains,
+ * and holding on it ratcheted the rate down by 31/32 per window (to 9 of
+ * 1000 Mbit/s on veth). */
+#define HOLD_MIN_QUEUE_US 1000u
+
 static __always_inline __u64 hold_cap(struct bpf_sock_ops *skops, struct sock_state *st, __u64 rate)
 {
 	__u64 now = bpf_ktime_get_ns();
@@ -303,7 +310,7 @@ static __always_inline __u64 hold_cap(struct bpf_sock_ops *skops, struct sock_st
 	}
 	if (st->dlv_rate == 0 || min_rtt == 0)
 		return rate;
-	if (srtt > min_rtt && (srtt - min_rtt) * 16 > min_rtt) {
+	if (srtt > min_rtt && (srtt - min_rtt) * 16 > min_rtt && srtt - min_rtt > HOLD_MIN_QUEUE_US) {
 		/* 31/32: a delivery rate measured a little high (ACK bunching)
 		 * must not let the queue creep up; the queue drains slowly and
 		 * eq. 1 takes over again once it is below the threshold. */

@@ -133,6 +133,13 @@ impl Attachment {
         &self.pins
     }
 
+    /// The kernel's run-time statistics of the attached program (counted
+    /// only while [`bpf::enable_stats`] is held by someone).
+    pub fn prog_stats(&self) -> Result<bpf::ProgStats, PacerError> {
+        let link = self.link.as_ref().ok_or_else(|| missing("link"))?;
+        Ok(bpf::prog_stats(link.info()?.prog_id)?)
+    }
+
     /// Detaches now, waiting up to [`RELEASE_WAIT`]; see the module docs
     /// for what is released.
     pub fn detach(self) -> Result<Released, PacerError> {

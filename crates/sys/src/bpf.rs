@@ -46,7 +46,9 @@ const BPF_MAP_GET_NEXT_KEY: u32 = 4;
 const BPF_PROG_LOAD: u32 = 5;
 const BPF_OBJ_PIN: u32 = 6;
 const BPF_OBJ_GET: u32 = 7;
+const BPF_PROG_GET_FD_BY_ID: u32 = 13;
 const BPF_OBJ_GET_INFO_BY_FD: u32 = 15;
+const BPF_ENABLE_STATS: u32 = 32;
 const BPF_LINK_CREATE: u32 = 28;
 const BPF_LINK_DETACH: u32 = 34;
 
@@ -700,6 +702,42 @@ impl Link {
             attach_type: ne_u32(&b, 24),
         })
     }
+}
+
+/// The kernel's run-time statistics of one program: how often it ran and
+/// for how long in all (`run_cnt`, `run_time_ns` of `struct bpf_prog_info`),
+/// counted while statistics are on ([`enable_stats`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct ProgStats {
+    pub run_time_ns: u64,
+    pub run_cnt: u64,
+}
+
+/// Keeps the kernel's per-program run-time statistics on while it lives
+/// (BPF_ENABLE_STATS; off again when the last holder closes it).
+#[derive(Debug)]
+pub struct StatsGuard {
+    _fd: OwnedFd,
+}
+
+/// Turns on run-time statistics for every BPF program (BPF_STATS_RUN_TIME)
+/// until the guard is dropped.
+pub fn enable_stats() -> Result<StatsGuard> {
+    let mut a = Attr::new();
+    a.u32(0, 0); // BPF_STATS_RUN_TIME
+    Ok(StatsGuard { _fd: bpf_fd(BPF_ENABLE_STATS, &mut a, || "enable BPF run-time statistics".into())? })
+}
+
+/// The statistics of the loaded program with id `prog_id` (e.g. a link's
+/// [`LinkInfo::prog_id`]).
+pub fn prog_stats(prog_id: u32) -> Result<ProgStats> {
+    let mut a = Attr::new();
+    a.u32(0, prog_id);
+    let fd = bpf_fd(BPF_PROG_GET_FD_BY_ID, &mut a, || format!("open BPF program id {prog_id}"))?;
+    // struct bpf_prog_info is 232 bytes on 6.x; run_time_ns at 192, run_cnt at 200.
+    let mut b = [0u8; 232];
+    obj_info(&fd, &mut b, "BPF program")?;
+    Ok(ProgStats { run_time_ns: ne_u64(&b, 192), run_cnt: ne_u64(&b, 200) })
 }
 
 /// True when a bpffs is mounted at `path` (per /proc/self/mounts).

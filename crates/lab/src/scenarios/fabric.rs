@@ -323,22 +323,33 @@ impl Fabric {
 /// `/proc/thread-self/net/dev` on a thread inside the namespace: /sys shows
 /// the namespace sysfs was mounted in, not the reading thread's.
 pub fn iface_tx_bytes(ns: &str, ifname: &str) -> Result<u64> {
-    let text = tcpaccel_sys::netns::run_in(ns, || std::fs::read_to_string("/proc/thread-self/net/dev"))
-        .with_context(|| format!("entering {ns}"))?
-        .with_context(|| format!("reading /proc/thread-self/net/dev in {ns}"))?;
-    dev_tx_bytes(&text, ifname).with_context(|| format!("no interface {ifname} in {ns}"))
+    iface_counter(ns, ifname, 8)
 }
 
 /// The tx byte counter of `ifname` in the text of `/proc/net/dev`.
 pub fn dev_tx_bytes(text: &str, ifname: &str) -> Option<u64> {
+    dev_counter(text, ifname, 8)
+}
+
+/// Column `n` of `ifname`'s row in a /proc/net/dev text: rx bytes (0),
+/// packets (1), errs drop fifo frame compressed multicast, then tx bytes (8),
+/// packets (9), ...
+pub fn dev_counter(text: &str, ifname: &str, n: usize) -> Option<u64> {
     text.lines().find_map(|l| {
         let (name, rest) = l.split_once(':')?;
         if name.trim() != ifname {
             return None;
         }
-        // rx: bytes packets errs drop fifo frame compressed multicast, then tx bytes.
-        rest.split_whitespace().nth(8)?.parse().ok()
+        rest.split_whitespace().nth(n)?.parse().ok()
     })
+}
+
+/// Column `n` (see [`dev_counter`]) of `ifname` in namespace `ns`.
+pub fn iface_counter(ns: &str, ifname: &str, n: usize) -> Result<u64> {
+    let text = tcpaccel_sys::netns::run_in(ns, || std::fs::read_to_string("/proc/thread-self/net/dev"))
+        .with_context(|| format!("entering {ns}"))?
+        .with_context(|| format!("reading /proc/thread-self/net/dev in {ns}"))?;
+    dev_counter(&text, ifname, n).with_context(|| format!("no interface {ifname} in {ns}"))
 }
 
 #[cfg(test)]

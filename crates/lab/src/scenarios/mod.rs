@@ -9,6 +9,7 @@ pub mod gather;
 pub mod idle;
 pub mod lanes;
 pub mod pacing;
+pub mod pacing_cpu;
 pub mod pacing_mptcp;
 pub mod rto;
 pub mod split;
@@ -23,6 +24,7 @@ pub fn all() -> Vec<Box<dyn Scenario>> {
         Box::new(split::Split),
         Box::new(pacing::Pacing),
         Box::new(pacing_mptcp::PacingMptcp),
+        Box::new(pacing_cpu::PacingCpu),
         Box::new(idle::Idle),
         Box::new(gather::Gather),
         Box::new(lanes::LanesBasic),

@@ -289,6 +289,12 @@ impl BpfPacing {
         Ok(BpfPacing { home, att: Some(att), cg: Some(cg) })
     }
 
+    /// The kernel's run-time statistics of the pacer's program so far.
+    pub fn prog_stats(&self) -> Result<tcpaccel_sys::bpf::ProgStats> {
+        let a = self.att.as_ref().context("the pacer is already detached")?;
+        Ok(a.prog_stats()?)
+    }
+
     /// Moves back home and detaches; what the detach released.
     pub fn leave(mut self) -> Result<tcpaccel_pacer::Released> {
         self.go_home()?;

@@ -1,0 +1,223 @@
+//! `lab pacing-cpu`: what the cgroup pacer's per-ACK program costs at
+//! 1 Gbit/s on a veth pair (issue 17). Every variant sends at the same rate,
+//! so the only difference is the program:
+//! - `none`: the traffic tool sets SO_MAX_PACING_RATE itself (the kernel's
+//!   pacing, no program);
+//! - `static-bpf`: the cgroup pacer sets the same cap once per connection
+//!   and is then called on every RTT sample only to check for a detach;
+//! - `dynamic-bpf`: [PSPacer] eq. (1) recomputed on every ACK, capped at the
+//!   same rate (`dynamic:RATE`);
+//! - `dynamic-bpf-hold`: the same with the delivery-rate hold.
+//!
+//! Two measures: the kernel's own accounting of the program (BPF run-time
+//! statistics, switched on for the run: calls, ns per call, and the share of
+//! one core that makes), and the whole machine's busy CPU time over the
+//! transfer from /proc/stat (user + system + irq + softirq of every core,
+//! as % of one core; the sender's softirq work lands on whichever thread
+//! runs it, so no per-process figure would hold it all). With offloads off
+//! (the default) every segment is a packet and the ACK rate is the highest
+//! a 1500-byte MTU gives: the program's worst case.
+
+use super::demo::standard_metrics;
+use super::dumbbell::{baseline_sysctls, sysctls, DATA_PORT, DEFAULT_CC};
+use super::pacing::BpfPacing;
+use crate::records::MetricSpec;
+use crate::scenario::{ParamSpec, Params, RunCtx, Scenario, Testbed};
+use anyhow::{bail, Context, Result};
+use std::net::SocketAddr;
+use std::path::Path;
+use std::time::{Duration, Instant};
+use tcpaccel_core::units::Rate;
+use tcpaccel_net::{Network, Topology};
+use tcpaccel_traffic::{run_send, spawn_recv, Pace, RecvConfig, SendConfig, Volume};
+
+pub struct PacingCpu;
+
+const VARIANTS: [&str; 4] = ["none", "static-bpf", "dynamic-bpf", "dynamic-bpf-hold"];
+
+impl Scenario for PacingCpu {
+    fn name(&self) -> &'static str {
+        "pacing-cpu"
+    }
+    fn title(&self) -> &'static str {
+        "The cgroup pacer's CPU cost at 1 Gbit/s on veth"
+    }
+    fn description(&self) -> &'static str {
+        "One paced upload per variant over a veth pair, all at the same rate: kernel pacing set by the \
+         sender itself, and the cgroup pacer's BPF program static and per-ACK dynamic. Reports the \
+         program's calls and run time (BPF statistics) and the machine's busy CPU."
+    }
+    fn params(&self) -> Vec<ParamSpec> {
+        vec![
+            ParamSpec::new("rate", "1gbit", "the pacing rate of every variant (on the wire)"),
+            ParamSpec::new(
+                "offloads",
+                "false",
+                "TSO/GSO/GRO on the veth pair (false: one packet per segment)",
+            ),
+            ParamSpec::new("duration", "10s", "length of each transfer"),
+            ParamSpec::new("variants", VARIANTS.join(","), "which variants to run"),
+        ]
+    }
+    fn quick(&self) -> Vec<(&'static str, &'static str)> {
+        vec![("duration", "3s"), ("rate", "200mbit")]
+    }
+    fn default_repeats(&self) -> u32 {
+        3
+    }
+    fn variants(&self, p: &Params) -> Result<Vec<String>> {
+        p.choice("variants", &VARIANTS)
+    }
+    fn metrics(&self) -> Vec<MetricSpec> {
+        let mut m = standard_metrics();
+        let spec = |name: &str, unit: &str, description: &str| MetricSpec {
+            name: name.into(),
+            unit: unit.into(),
+            higher_is_better: false,
+            description: description.into(),
+        };
+        m.push(spec("cpu_busy_pct", "% of a core", "busy CPU time of the whole machine over the transfer"));
+        m.push(spec("acks_per_s", "1/s", "packets the sender received per second (its ACKs)"));
+        m.push(spec("prog_calls_per_s", "1/s", "calls of the pacer's program per second (BPF statistics)"));
+        m.push(spec("prog_ns_per_call", "ns", "mean run time of one call of the pacer's program"));
+        m.push(spec("prog_cpu_pct", "% of a core", "the pacer's program's run time over the transfer"));
+        m
+    }
+    fn notes(&self, _p: &Params) -> Vec<String> {
+        vec![
+            "Every variant is paced at the same on-wire rate; `none` by the sender's own SO_MAX_PACING_RATE \
+             (no program), the others by the cgroup pacer."
+                .into(),
+            "cpu_busy_pct is the whole 2-core machine (sender, receiver and their softirq work) as % of one \
+             core; prog_* come from the kernel's BPF run-time statistics, on for the run only."
+                .into(),
+        ]
+    }
+    fn estimate(&self, p: &Params) -> Duration {
+        p.duration("duration").unwrap_or(Duration::from_secs(10)) + Duration::from_secs(3)
+    }
+    fn prepare(&self, p: &Params, _dir: &Path) -> Result<Box<dyn Testbed>> {
+        let rate = p.rate("rate")?;
+        if rate.bits_per_sec() == 0 {
+            bail!("rate must be above zero");
+        }
+        Ok(Box::new(CpuBed { rate, offloads: p.bool("offloads")?, duration: p.duration("duration")? }))
+    }
+}
+
+struct CpuBed {
+    rate: Rate,
+    offloads: bool,
+    duration: Duration,
+}
+
+impl CpuBed {
+    fn topology(&self) -> Result<Topology> {
+        let text = format!(
+            "name = \"lab-veth\"\n[[host]]\nname = \"h1\"\n[[host]]\nname = \"h2\"\n\
+             [[link]]\nname = \"v\"\nkind = \"veth\"\noffloads = {}\n\
+             a = {{ node = \"h1\", addr = \"10.9.0.1/24\" }}\n\
+             b = {{ node = \"h2\", addr = \"10.9.0.2/24\" }}\n",
+            self.offloads
+        );
+        Topology::from_toml_str(&text).context("building the veth topology")
+    }
+}
+
+/// Busy and total jiffies of all CPUs, from the first line of /proc/stat.
+pub fn cpu_jiffies(stat: &str) -> Result<(u64, u64)> {
+    let line = stat.lines().next().filter(|l| l.starts_with("cpu ")).context("/proc/stat has no cpu line")?;
+    let v: Vec<u64> = line
+        .split_whitespace()
+        .skip(1)
+        .map(|f| f.parse::<u64>().with_context(|| format!("/proc/stat field {f:?}")))
+        .collect::<Result<_>>()?;
+    if v.len() < 5 {
+        bail!("/proc/stat cpu line has {} fields, expected at least 5", v.len());
+    }
+    // user nice system idle iowait irq softirq steal guest guest_nice; guest
+    // time is already in user/nice.
+    let total: u64 = v.iter().take(8).sum();
+    let idle = v[3] + v[4];
+    Ok((total - idle, total))
+}
+
+fn read_cpu() -> Result<(u64, u64)> {
+    cpu_jiffies(&std::fs::read_to_string("/proc/stat").context("reading /proc/stat")?)
+}
+
+impl Testbed for CpuBed {
+    fn run_one(&mut self, ctx: &mut RunCtx<'_>) -> Result<()> {
+        let net = Network::up(&self.topology()?).context("building the veth pair")?;
+        for h in ["h1", "h2"] {
+            sysctls(&net, h, &baseline_sysctls())?;
+        }
+        let listen = SocketAddr::new(net.addr("h2")?, DATA_PORT);
+        let recv =
+            net.run_in("h2", move || spawn_recv(RecvConfig::new(listen)))?.context("receiver in h2")?;
+        let wire = self.rate;
+        let bpf = match ctx.variant.as_str() {
+            "none" => None,
+            "static-bpf" => Some(BpfPacing::join(&format!("static:{wire}"), false)?),
+            "dynamic-bpf" => Some(BpfPacing::join(&format!("dynamic:{wire}"), false)?),
+            "dynamic-bpf-hold" => Some(BpfPacing::join(&format!("dynamic:{wire}"), true)?),
+            v => bail!("unknown variant {v}"),
+        };
+        let _stats = tcpaccel_sys::bpf::enable_stats().context("turning on BPF run-time statistics")?;
+        let mut scfg = SendConfig::new(listen);
+        scfg.volume = Volume::Duration(self.duration);
+        scfg.cc = Some(DEFAULT_CC.to_string());
+        if bpf.is_none() {
+            scfg.pace = Pace::Static(wire);
+        }
+        scfg.seed = ctx.seed;
+        scfg.stop = Some(crate::scenario::stop_flag());
+        let h1 = net.ns("h1")?;
+        let ifname = net.end("h1", "v")?.ifname.clone();
+        let rx0 = super::fabric::iface_counter(&h1, &ifname, 1)?;
+        let p0 = bpf.as_ref().map(|b| b.prog_stats()).transpose()?;
+        let (busy0, total0) = read_cpu()?;
+        let t0 = Instant::now();
+        let sent = net.run_in("h1", move || run_send(scfg, |_| {}))?;
+        let elapsed = t0.elapsed().as_secs_f64();
+        let (busy1, total1) = read_cpu()?;
+        let p1 = bpf.as_ref().map(|b| b.prog_stats()).transpose()?;
+        let rx1 = super::fabric::iface_counter(&h1, &ifname, 1)?;
+        ctx.metric("acks_per_s", (rx1 - rx0) as f64 / elapsed);
+        if let Some(b) = bpf {
+            b.leave()?;
+        }
+        let summary = sent.context("the upload from h1")?;
+        let _ = recv.stop();
+        drop(net.teardown());
+        ctx.metric("goodput_mbps", summary.goodput_bps as f64 / 1e6);
+        ctx.metric("retransmits", summary.retransmits.unwrap_or(0) as f64);
+        // Jiffies of all CPUs: busy / total × number of CPUs = cores busy.
+        let cpus = std::thread::available_parallelism().map_or(1, |n| n.get()) as f64;
+        let busy = (busy1 - busy0) as f64 / (total1 - total0).max(1) as f64 * cpus;
+        ctx.metric("cpu_busy_pct", busy * 100.0);
+        if let (Some(a), Some(b)) = (p0, p1) {
+            let calls = b.run_cnt - a.run_cnt;
+            let ns = b.run_time_ns - a.run_time_ns;
+            ctx.metric("prog_calls_per_s", calls as f64 / elapsed);
+            ctx.metric("prog_ns_per_call", if calls > 0 { ns as f64 / calls as f64 } else { 0.0 });
+            ctx.metric("prog_cpu_pct", ns as f64 / (elapsed * 1e9) * 100.0);
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn proc_stat_busy_time_leaves_out_idle_and_iowait() {
+        let stat = "cpu  100 5 50 1000 20 3 7 2 40 0\ncpu0 50 2 25 500 10 1 3 1 20 0\nintr 1\n";
+        // total of the first 8: 100+5+50+1000+20+3+7+2 = 1187; idle 1020.
+        assert_eq!(cpu_jiffies(stat).unwrap(), (167, 1187));
+        assert!(cpu_jiffies("intr 1\n").is_err());
+        assert!(cpu_jiffies("cpu  1 2 x 4 5\n").unwrap_err().to_string().contains("\"x\""));
+        assert!(cpu_jiffies("cpu  1 2 3\n").is_err());
+    }
+}
