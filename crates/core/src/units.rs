@@ -83,8 +83,14 @@ impl Rate {
     pub fn bits_per_sec(self) -> u64 {
         self.0
     }
-    pub fn bytes_per_sec(self) -> u64 {
+    /// Whole bytes per second, rounded down (what `SO_MAX_PACING_RATE`
+    /// takes); exact for a rate made by [`Rate::from_bytes_per_sec`].
+    pub const fn bytes_per_sec(self) -> u64 {
         self.0 / 8
+    }
+    /// A rate given in bytes per second (saturating at `u64::MAX` bit/s).
+    pub const fn from_bytes_per_sec(b: u64) -> Rate {
+        Rate(b.saturating_mul(8))
     }
     pub fn as_mbps(self) -> f64 {
         self.0 as f64 / 1e6
@@ -336,6 +342,12 @@ impl std::str::FromStr for QueueLimit {
     fn from_str(s: &str) -> Result<Self, Self::Err> {
         QueueLimit::parse(s)
     }
+}
+
+/// Serializes a [`Rate`] as whole bytes per second, for JSON fields that
+/// have always carried bytes/s.
+pub fn serialize_bytes_per_sec<S: serde::Serializer>(r: &Rate, s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_u64(r.bytes_per_sec())
 }
 
 /// Bandwidth-delay product in bytes.

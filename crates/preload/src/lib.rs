@@ -217,7 +217,7 @@ fn register_dynamic(fd: c_int, ceiling: Option<u64>) {
     THREAD.get_or_init(|| {
         let _ = std::thread::Builder::new().name("tcpaccel-pace".into()).spawn(dynamic_loop);
     });
-    let cfg = DynamicConfig { ceiling, ..DynamicConfig::default() };
+    let cfg = DynamicConfig { ceiling: ceiling.map(Rate::from_bytes_per_sec), ..DynamicConfig::default() };
     if let Ok(mut p) = PACERS.lock() {
         p.retain(|(f, _)| *f != fd);
         p.push((fd, DynamicPacer::new(cfg)));
@@ -249,7 +249,7 @@ fn dynamic_loop() {
                 local_queue: Duration::ZERO,
             };
             if let Some(rate) = pacer.on_sample(now, &s).rate {
-                let _ = sockopt::set_max_pacing_rate(&b, rate);
+                let _ = sockopt::set_max_pacing_rate(&b, rate.bytes_per_sec());
             }
             true
         });

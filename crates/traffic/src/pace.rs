@@ -265,7 +265,7 @@ pub fn loop_sample(info: &TcpInfo) -> TcpSample {
 /// is paced by the ceiling or not capped at all.
 pub fn loop_cap(decision: &PaceDecision, ceiling: Option<Rate>, framing: Framing) -> u64 {
     let ceiling = ceiling.map(|c| framing.payload_bytes_per_sec(c).max(1));
-    match (decision.rate, ceiling) {
+    match (decision.rate.map(Rate::bytes_per_sec), ceiling) {
         (Some(r), Some(c)) => r.min(c),
         (Some(r), None) => r,
         (None, Some(c)) => c,

@@ -286,7 +286,7 @@ fn send_bursts(mut cfg: SendConfig, b: tcpaccel_traffic::Bursts, json: bool) -> 
         } else {
             let c = r.completion_ms.map_or("incomplete".to_string(), |c| format!("{c:.1} ms"));
             let resume = r.resume.map_or(String::new(), |p| {
-                format!(", resumed at {} for {}", Rate(p.rate * 8), format_duration(p.hold))
+                format!(", resumed at {} for {}", p.rate, format_duration(p.hold))
             });
             println!(
                 "burst {:>3} at {:>7.3} s: {} in {c} (cwnd {} after {} ms idle, {} retransmits{resume})",
