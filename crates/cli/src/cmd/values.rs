@@ -63,6 +63,33 @@ pub fn socket_addr(s: &str) -> Result<SocketAddr, String> {
     s.trim().parse().map_err(|_| format!("{s:?} is not IP:PORT (e.g. 10.0.0.2:5201 or [fd00::2]:5201)"))
 }
 
+/// `--bind`: IP (any port) or IP:PORT.
+pub fn bind_addr(s: &str) -> Result<SocketAddr, String> {
+    match s.trim().parse::<std::net::IpAddr>() {
+        Ok(ip) => Ok(SocketAddr::new(ip, 0)),
+        Err(_) => s
+            .trim()
+            .parse()
+            .map_err(|_| format!("{s:?} is not IP or IP:PORT (e.g. 10.0.0.1 or [fd00::1]:5000)")),
+    }
+}
+
+/// A report interval: a duration of at least 10 ms, or `off` (`None`).
+pub fn interval_or_off(s: &str) -> Result<Interval, String> {
+    if s.trim().eq_ignore_ascii_case("off") {
+        return Ok(Interval(None));
+    }
+    let d = duration(s)?;
+    if d < Duration::from_millis(10) {
+        return Err(format!("{s:?}: must be at least 10ms (or off)"));
+    }
+    Ok(Interval(Some(d)))
+}
+
+/// [`interval_or_off`]'s value: `None` for `off`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Interval(pub Option<Duration>);
+
 /// `--metrics`: PORT alone is loopback (see `tcpaccel_metrics::parse_listen`).
 pub fn metrics_addr(s: &str) -> Result<SocketAddr, String> {
     tcpaccel_metrics::parse_listen(s).map_err(|e| e.to_string())
