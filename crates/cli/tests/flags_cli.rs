@@ -38,6 +38,8 @@ fn bad_values_are_refused_naming_the_flag() {
         (&["relay", "--pipe-size", "big"], "--pipe-size", "big"),
         (&["relay", "plan", "--rtt-total", "soon"], "--rtt-total", "soon"),
         (&["relay", "plan", "--rtt-total", "50ms", "--candidates", "p1"], "--candidates", "p1"),
+        (&["relay", "plan", "--rtt-total", "50ms", "--pair", "p1p2=3ms"], "--pair", "p1p2=3ms"),
+        (&["relay", "plan", "--rtt-total", "50ms", "--probe", "p1=host:1080"], "--probe", "p1=host:1080"),
         (&["gather", "serve", "--buffer-pool", "lots", "--class", "a=1mbit"], "--buffer-pool", "lots"),
         (&["gather", "serve", "--buffer-pool", "1MB", "--class", "a=fast"], "--class", "a=fast"),
         (

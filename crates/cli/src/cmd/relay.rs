@@ -130,12 +130,12 @@ struct PlanArgs {
     #[arg(long, value_name = "NAME=RTT,...", value_parser = parse_candidates)]
     candidates: Option<Candidates>,
     /// Measure a candidate's RTT by TCP handshake time (median): [NAME=]HOST:PORT, repeatable.
-    #[arg(long, value_name = "[NAME=]HOST:PORT")]
-    probe: Vec<String>,
+    #[arg(long, value_name = "[NAME=]HOST:PORT", value_parser = parse_probe)]
+    probe: Vec<Probe>,
     /// A measured RTT between two points, overriding the on-path estimate |a - b|;
     /// repeatable: A-B=RTT with candidate names, `client` or `server` (e.g. p1-p2=14ms).
-    #[arg(long, value_name = "A-B=RTT")]
-    pair: Vec<String>,
+    #[arg(long, value_name = "A-B=RTT", value_parser = parse_pair)]
+    pair: Vec<Pair>,
     /// Handshakes per probe.
     #[arg(long, default_value_t = 5)]
     samples: usize,
@@ -274,12 +274,44 @@ fn parse_candidates(s: &str) -> Result<Candidates, String> {
     Ok(out)
 }
 
+/// `--pair A-B=RTT`: a measured RTT between two named points.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Pair {
+    a: String,
+    b: String,
+    rtt: Duration,
+}
+
+fn parse_pair(p: &str) -> Result<Pair, String> {
+    let bad = || format!("{p:?} is not A-B=RTT (e.g. p1-p2=14ms)");
+    let (ends, rtt) = p.rsplit_once('=').ok_or_else(bad)?;
+    let (a, b) = ends.split_once('-').ok_or_else(bad)?;
+    let rtt = parse_duration(rtt).map_err(|e| format!("{p:?}: {e}"))?;
+    Ok(Pair { a: a.trim().to_string(), b: b.trim().to_string(), rtt })
+}
+
+/// `--probe [NAME=]IP:PORT`: a candidate whose RTT is measured.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Probe {
+    name: String,
+    addr: SocketAddr,
+}
+
+fn parse_probe(spec: &str) -> Result<Probe, String> {
+    let (name, addr) = match spec.split_once('=') {
+        Some((n, a)) => (n.to_string(), a),
+        None => (spec.to_string(), spec),
+    };
+    let addr = addr.parse().map_err(|_| format!("{addr:?} must be IP:PORT (loopback or lab)"))?;
+    Ok(Probe { name, addr })
+}
+
 /// RTT matrix over client, candidates, server: on-path estimates `|a - b|`
 /// (client at 0, server at `total`), overridden symmetrically by `--pair`.
 fn pair_matrix(
     total: Duration,
     cands: &[(String, Duration)],
-    pairs: &[String],
+    pairs: &[Pair],
 ) -> anyhow::Result<Vec<Vec<Duration>>> {
     let mut pos = vec![Duration::ZERO];
     pos.extend(cands.iter().map(|c| c.1));
@@ -296,26 +328,15 @@ fn pair_matrix(
         }
     };
     for p in pairs {
-        let (ends, rtt) =
-            p.rsplit_once('=').ok_or_else(|| exit::usage(format!("--pair: {p:?} is not A-B=RTT")))?;
-        let (x, y) =
-            ends.split_once('-').ok_or_else(|| exit::usage(format!("--pair: {p:?} is not A-B=RTT")))?;
-        let rtt = parse_duration(rtt).with_context(|| format!("--pair {p}"))?;
-        let (i, j) = (index(x.trim())?, index(y.trim())?);
-        m[i][j] = rtt;
-        m[j][i] = rtt;
+        let (i, j) = (index(&p.a)?, index(&p.b)?);
+        m[i][j] = p.rtt;
+        m[j][i] = p.rtt;
     }
     Ok(m)
 }
 
-fn probe_candidate(spec: &str, samples: usize) -> anyhow::Result<(String, Duration)> {
-    let (name, addr) = match spec.split_once('=') {
-        Some((n, a)) => (n.to_string(), a),
-        None => (spec.to_string(), spec),
-    };
-    let addr: SocketAddr = addr
-        .parse()
-        .map_err(|_| exit::usage(format!("--probe: {addr:?} must be IP:PORT (loopback or lab)")))?;
+fn probe_candidate(p: &Probe, samples: usize) -> anyhow::Result<(String, Duration)> {
+    let (name, addr) = (p.name.clone(), p.addr);
     let rtts = tcpaccel_relay::probe::handshake_rtts(addr, samples.max(1), Duration::from_secs(3))?;
     let secs: Vec<f64> = rtts.iter().map(|d| d.as_secs_f64()).collect();
     let med = tcpaccel_core::stats::median(&secs).unwrap_or(0.0);
@@ -492,14 +513,19 @@ mod tests {
     #[test]
     fn pairs_override_the_on_path_estimate() {
         let c = parse_candidates("p1=10ms,p2=30ms").unwrap();
-        let m =
-            pair_matrix(Duration::from_millis(50), &c, &v(&["p1-p2=25ms", "server-client=60ms"])).unwrap();
+        let pairs = |ps: &[&str]| ps.iter().map(|p| parse_pair(p).unwrap()).collect::<Vec<_>>();
+        let m = pair_matrix(Duration::from_millis(50), &c, &pairs(&["p1-p2=25ms", "server-client=60ms"]))
+            .unwrap();
         assert_eq!(m[1][2], Duration::from_millis(25));
         assert_eq!(m[2][1], Duration::from_millis(25));
         assert_eq!(m[0][3], Duration::from_millis(60));
         assert_eq!(m[2][3], Duration::from_millis(20));
-        assert!(pair_matrix(Duration::from_millis(50), &c, &v(&["p1-p9=1ms"])).is_err());
-        assert!(pair_matrix(Duration::from_millis(50), &c, &v(&["p1p2=1ms"])).is_err());
+        assert!(pair_matrix(Duration::from_millis(50), &c, &pairs(&["p1-p9=1ms"])).is_err());
+        assert!(parse_pair("p1p2=1ms").unwrap_err().contains("\"p1p2=1ms\" is not A-B=RTT"));
+        assert!(parse_pair("p1-p2=soon").is_err());
+        assert_eq!(parse_probe("p1=127.0.0.1:1081").unwrap().name, "p1");
+        assert_eq!(parse_probe("127.0.0.1:1081").unwrap().name, "127.0.0.1:1081");
+        assert!(parse_probe("p1=somewhere:1081").unwrap_err().contains("must be IP:PORT"));
     }
 
     #[test]
