@@ -213,7 +213,7 @@ fn bad_rules_are_refused_with_the_offending_text() {
         (vec!["--rule", "10.0.0.0/8"], "rule \"10.0.0.0/8\": expected DEST=PACE"),
         (vec!["--rule", "10.0.0.0/8=static:fast"], "\"10.0.0.0/8=static:fast\""),
         (vec!["--pace", "warp"], "\"warp\""),
-        (vec!["--ceiling", "lots"], "--ceiling \"lots\""),
+        (vec!["--ceiling", "lots"], "'lots' for '--ceiling <CEILING>': cannot parse rate \"lots\""),
     ] {
         let out =
             Command::new(bin()).args(["pace", "run"]).args(&args).args(["--", "true"]).output().unwrap();

@@ -21,6 +21,7 @@ pub mod meter;
 pub mod aimd;
 pub mod alloc;
 pub mod lanes;
+pub mod pace_spec;
 pub mod pacing;
 pub mod split;
 pub mod workload;

@@ -16,6 +16,13 @@
 //!
 //! This module does not touch sockets, timers or clocks: shells read TCP_INFO,
 //! pass `now` and set `SO_MAX_PACING_RATE` (bytes per second) themselves.
+//!
+//! Rates are [`Rate`]s, bit/s, and say in their docs what they count
+//! (payload, or the wire); the payload rates are whole bytes per second
+//! ([`Rate::from_bytes_per_sec`]), since that is what the socket option
+//! takes. Two places keep raw `u64` bytes/s on purpose: the value handed to
+//! the socket ([`Framing::payload_bytes_per_sec`]) and the `bpf_*` twins of
+//! the BPF program, which mirror its C arithmetic line by line.
 
 use crate::time::Instant;
 use crate::units::Rate;
@@ -237,16 +244,19 @@ pub struct TcpSample {
     pub local_queue: Duration,
 }
 
+/// [`DynamicConfig::floor`]'s default: 12 500 bytes/s (100 kbit/s) of payload.
+pub const DEFAULT_FLOOR: Rate = Rate::from_bytes_per_sec(12_500);
+
 /// Tuning of [`DynamicPacer`].
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
 pub struct DynamicConfig {
     /// Multiplier on eq. (1). 1.0 is PSPacer's rule; the kernel's own pacing
     /// uses 2.0 in slow start and 1.2 after it.
     pub gain: f64,
-    /// Never pace below this (bytes/s), so a tiny early cwnd cannot stall a flow.
-    pub floor: u64,
-    /// Never pace above this (bytes/s): the static cap, if any.
-    pub ceiling: Option<u64>,
+    /// Never pace below this payload rate, so a tiny early cwnd cannot stall a flow.
+    pub floor: Rate,
+    /// Never pace above this payload rate: the static cap, if any.
+    pub ceiling: Option<Rate>,
     /// Weight of a new local-queueing sample in the EWMA, as a power of two:
     /// 4 means 1/16, PSPacer's weight.
     pub queue_weight_shift: u32,
@@ -254,7 +264,7 @@ pub struct DynamicConfig {
 
 impl Default for DynamicConfig {
     fn default() -> Self {
-        DynamicConfig { gain: 1.0, floor: 12_500, ceiling: None, queue_weight_shift: 4 }
+        DynamicConfig { gain: 1.0, floor: DEFAULT_FLOOR, ceiling: None, queue_weight_shift: 4 }
     }
 }
 
@@ -273,8 +283,8 @@ pub enum PaceLimit {
 /// One output of [`DynamicPacer::on_sample`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 pub struct PaceDecision {
-    /// Rate to set in bytes per second; `None` means "do not limit".
-    pub rate: Option<u64>,
+    /// Payload rate to set (whole bytes/s); `None` means "do not limit".
+    pub rate: Option<Rate>,
     /// RTT used in eq. (1): srtt minus the smoothed local queueing, not below min_rtt.
     pub rtt_used: Duration,
     /// Smoothed local queueing delay.
@@ -336,7 +346,7 @@ impl DynamicPacer {
         PaceDecision { rate: Some(rate), rtt_used, queue_estimate, limit }
     }
 
-    fn clamp(&self, rate: u64) -> (u64, PaceLimit) {
+    fn clamp(&self, rate: Rate) -> (Rate, PaceLimit) {
         if let Some(c) = self.cfg.ceiling {
             if rate > c {
                 return (c, PaceLimit::Ceiling);
@@ -351,19 +361,17 @@ impl DynamicPacer {
     }
 }
 
-/// `gain · cwnd · mss / rtt` in bytes per second, rounded down ([PSPacer] eq. (1)).
-pub fn window_rate(cwnd: u32, mss: u32, rtt: Duration, gain: f64) -> u64 {
+/// `gain · cwnd · mss / rtt` of payload, in whole bytes per second rounded
+/// down ([PSPacer] eq. (1)); a zero RTT gives the largest rate.
+pub fn window_rate(cwnd: u32, mss: u32, rtt: Duration, gain: f64) -> Rate {
     let ns = rtt.as_nanos();
     if ns == 0 {
-        return u64::MAX;
+        return Rate(u64::MAX);
     }
     let base = cwnd as u128 * mss as u128 * 1_000_000_000 / ns;
     let base = base.min(u64::MAX as u128) as u64;
-    if gain == 1.0 {
-        base
-    } else {
-        (base as f64 * gain.max(0.0)).min(u64::MAX as f64) as u64
-    }
+    let bytes = if gain == 1.0 { base } else { (base as f64 * gain.max(0.0)).min(u64::MAX as f64) as u64 };
+    Rate::from_bytes_per_sec(bytes)
 }
 
 /// State of a connection that is about to send again after a pause.
@@ -378,15 +386,16 @@ pub struct IdleState {
     /// Window kept across the idle period (tcp_slow_start_after_idle=0), packets.
     pub cwnd: u32,
     pub mss: u32,
-    /// Delivery rate measured before the pause (`tcpi_delivery_rate`), bytes/s; 0 if unknown.
-    pub last_delivery_rate: u64,
+    /// Payload delivery rate measured before the pause (`tcpi_delivery_rate`); 0 if unknown.
+    pub last_delivery_rate: Rate,
 }
 
 /// How to pace a resumed burst.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 pub struct ResumePlan {
-    /// Rate to set while the burst starts, bytes/s.
-    pub rate: u64,
+    /// Payload rate to set while the burst starts (in JSON: bytes/s, as always).
+    #[serde(serialize_with = "crate::units::serialize_bytes_per_sec")]
+    pub rate: Rate,
     /// How long to hold it: the time to send one window at `rate`. After that
     /// every packet in flight was paced and returning ACKs clock the rest.
     pub hold: Duration,
@@ -398,11 +407,11 @@ pub struct ResumePlan {
 /// it). Falls back to `cwnd · mss / srtt` ([PSPacer] eq. (1)) when no delivery
 /// rate is known. Returns `None` when the pause was shorter than the RTO
 /// (ACKs still clock the sender) or there is nothing to compute with.
-pub fn resume_after_idle(s: &IdleState, ceiling: Option<u64>) -> Option<ResumePlan> {
+pub fn resume_after_idle(s: &IdleState, ceiling: Option<Rate>) -> Option<ResumePlan> {
     if s.idle <= s.rto || s.cwnd == 0 || s.mss == 0 {
         return None;
     }
-    let mut rate = if s.last_delivery_rate > 0 {
+    let mut rate = if s.last_delivery_rate.0 > 0 {
         s.last_delivery_rate
     } else if !s.srtt.is_zero() {
         window_rate(s.cwnd, s.mss, s.srtt, 1.0)
@@ -412,11 +421,11 @@ pub fn resume_after_idle(s: &IdleState, ceiling: Option<u64>) -> Option<ResumePl
     if let Some(c) = ceiling {
         rate = rate.min(c);
     }
-    if rate == 0 {
+    if rate.0 == 0 {
         return None;
     }
-    let window = s.cwnd as u128 * s.mss as u128;
-    let hold_ns = (window * 1_000_000_000).div_ceil(rate as u128);
+    let window_bits = s.cwnd as u128 * s.mss as u128 * 8;
+    let hold_ns = (window_bits * 1_000_000_000).div_ceil(rate.0 as u128);
     Some(ResumePlan { rate, hold: Duration::from_nanos(hold_ns.min(u64::MAX as u128) as u64) })
 }
 
@@ -471,7 +480,7 @@ pub struct BpfAck {
 /// and ceiling as [`DynamicConfig::default`]'s floor and the rule's
 /// ceiling (`0` = none, payload bytes/s). Then capped at [`BPF_RATE_MAX`].
 pub fn bpf_dynamic_rate(a: BpfAck, ceiling: u64) -> u64 {
-    const FLOOR: u64 = 12_500;
+    const FLOOR: u64 = DEFAULT_FLOOR.bytes_per_sec();
     let srtt = a.srtt_us_x8 >> 3;
     let rtt = srtt.max(a.rtt_min_us) as u64;
     let rate = if rtt == 0 || a.snd_cwnd == 0 || a.mss_cache == 0 {
@@ -549,6 +558,11 @@ pub fn bpf_rule_rate(static_wire: Option<Rate>, dynamic_ceiling: Option<Rate>, a
 mod tests {
     use super::*;
     use proptest::prelude::*;
+
+    /// A payload rate in bytes/s, as the socket option takes it.
+    fn by(b: u64) -> Rate {
+        Rate::from_bytes_per_sec(b)
+    }
 
     #[test]
     fn layers_of_a_default_linux_packet() {
@@ -672,7 +686,7 @@ mod tests {
         let mut p = DynamicPacer::new(DynamicConfig::default());
         let d = p.on_sample(Instant::ZERO, &sample(100, 100, 0));
         // 100 * 1448 B / 0.1 s
-        assert_eq!(d.rate, Some(1_448_000));
+        assert_eq!(d.rate, Some(by(1_448_000)));
         assert_eq!(d.limit, PaceLimit::Window);
         assert_eq!(d.rtt_used, Duration::from_millis(100));
     }
@@ -683,12 +697,12 @@ mod tests {
         // First sample initialises the estimate: 16 ms -> RTT 84 ms.
         let d = p.on_sample(Instant::ZERO, &sample(100, 100, 16));
         assert_eq!(d.queue_estimate, Duration::from_millis(16));
-        assert_eq!(d.rate, Some(144_800 * 1000 / 84)); // 1 723 809
-                                                       // Queue empties: estimate moves 1/16 of the way, 16 -> 15 ms.
+        assert_eq!(d.rate, Some(by(144_800 * 1000 / 84))); // 1 723 809
+                                                           // Queue empties: estimate moves 1/16 of the way, 16 -> 15 ms.
         let d = p.on_sample(Instant::from_millis(10), &sample(100, 100, 0));
         assert_eq!(d.queue_estimate, Duration::from_millis(15));
         assert_eq!(d.rtt_used, Duration::from_millis(85));
-        assert_eq!(d.rate, Some(144_800 * 1000 / 85)); // 1 703 529
+        assert_eq!(d.rate, Some(by(144_800 * 1000 / 85))); // 1 703 529
         assert_eq!(p.last_sample(), Some(Instant::from_millis(10)));
     }
 
@@ -697,31 +711,32 @@ mod tests {
         let mut p = DynamicPacer::new(DynamicConfig::default());
         let d = p.on_sample(Instant::ZERO, &sample(10, 60, 40));
         assert_eq!(d.rtt_used, Duration::from_millis(50));
-        assert_eq!(d.rate, Some(289_600));
+        assert_eq!(d.rate, Some(by(289_600)));
     }
 
     #[test]
     fn clamps_and_missing_rtt() {
-        let cfg = DynamicConfig { ceiling: Some(1_000_000), floor: 50_000, ..DynamicConfig::default() };
+        let cfg =
+            DynamicConfig { ceiling: Some(by(1_000_000)), floor: by(50_000), ..DynamicConfig::default() };
         let mut p = DynamicPacer::new(cfg);
         let d = p.on_sample(Instant::ZERO, &sample(100, 100, 0));
-        assert_eq!((d.rate, d.limit), (Some(1_000_000), PaceLimit::Ceiling));
+        assert_eq!((d.rate, d.limit), (Some(by(1_000_000)), PaceLimit::Ceiling));
         let d = p.on_sample(Instant::ZERO, &sample(1, 100, 0));
-        assert_eq!((d.rate, d.limit), (Some(50_000), PaceLimit::Floor));
+        assert_eq!((d.rate, d.limit), (Some(by(50_000)), PaceLimit::Floor));
         let mut none = DynamicPacer::new(DynamicConfig::default());
         let s = TcpSample { srtt: Duration::ZERO, min_rtt: Duration::ZERO, ..sample(10, 0, 0) };
         let d = none.on_sample(Instant::ZERO, &s);
         assert_eq!((d.rate, d.limit), (None, PaceLimit::NoRtt));
         // A cap below the floor is respected.
-        let cfg = DynamicConfig { ceiling: Some(10_000), floor: 50_000, ..DynamicConfig::default() };
+        let cfg = DynamicConfig { ceiling: Some(by(10_000)), floor: by(50_000), ..DynamicConfig::default() };
         let d = DynamicPacer::new(cfg).on_sample(Instant::ZERO, &sample(1, 100, 0));
-        assert_eq!(d.rate, Some(10_000));
+        assert_eq!(d.rate, Some(by(10_000)));
     }
 
     #[test]
     fn gain_scales_like_the_kernel_ratios() {
-        assert_eq!(window_rate(100, 1448, Duration::from_millis(100), 2.0), 2_896_000);
-        assert_eq!(window_rate(100, 1448, Duration::from_millis(100), 1.2), 1_737_600);
+        assert_eq!(window_rate(100, 1448, Duration::from_millis(100), 2.0), by(2_896_000));
+        assert_eq!(window_rate(100, 1448, Duration::from_millis(100), 1.2), by(1_737_600));
     }
 
     #[test]
@@ -733,16 +748,18 @@ mod tests {
             srtt: Duration::from_millis(100),
             cwnd: 1000,
             mss: 1000,
-            last_delivery_rate: 10_000_000,
+            last_delivery_rate: by(10_000_000),
         };
         let plan = resume_after_idle(&s, None).unwrap();
-        assert_eq!(plan, ResumePlan { rate: 10_000_000, hold: Duration::from_millis(100) });
+        assert_eq!(plan, ResumePlan { rate: by(10_000_000), hold: Duration::from_millis(100) });
         // Capped by the static ceiling: the window takes longer.
-        let plan = resume_after_idle(&s, Some(5_000_000)).unwrap();
+        let plan = resume_after_idle(&s, Some(by(5_000_000))).unwrap();
         assert_eq!(plan.hold, Duration::from_millis(200));
         // No delivery rate: cwnd * mss / srtt.
-        let plan = resume_after_idle(&IdleState { last_delivery_rate: 0, ..s }, None).unwrap();
-        assert_eq!(plan.rate, 10_000_000);
+        let plan = resume_after_idle(&IdleState { last_delivery_rate: Rate(0), ..s }, None).unwrap();
+        assert_eq!(plan.rate, by(10_000_000));
+        // In JSON, bytes/s as before rates were typed.
+        assert_eq!(serde_json::to_value(plan).unwrap()["rate"], 10_000_000);
         // Short pause: the ACK clock still runs, nothing to do.
         assert_eq!(resume_after_idle(&IdleState { idle: Duration::from_millis(200), ..s }, None), None);
     }
@@ -836,11 +853,11 @@ mod tests {
                                                   srtt_us in 1u32..2_000_000, min_us in 0u32..2_000_000,
                                                   ceil in prop::option::of(12_500u64..4_000_000_000)) {
             let a = BpfAck { snd_cwnd: cwnd, mss_cache: mss, srtt_us_x8: srtt_us * 8, rtt_min_us: min_us };
-            let cfg = DynamicConfig { ceiling: ceil, ..DynamicConfig::default() };
+            let cfg = DynamicConfig { ceiling: ceil.map(by), ..DynamicConfig::default() };
             let s = TcpSample { cwnd, mss, srtt: Duration::from_micros(srtt_us as u64),
                 min_rtt: Duration::from_micros(min_us as u64), local_queue: Duration::ZERO };
             let d = DynamicPacer::new(cfg).on_sample(Instant::ZERO, &s);
-            prop_assert_eq!(bpf_dynamic_rate(a, ceil.unwrap_or(0)), d.rate.unwrap().min(BPF_RATE_MAX));
+            prop_assert_eq!(bpf_dynamic_rate(a, ceil.unwrap_or(0)), d.rate.unwrap().bytes_per_sec().min(BPF_RATE_MAX));
         }
     }
 
@@ -868,12 +885,12 @@ mod tests {
         #[test]
         fn dynamic_rate_respects_clamps(cwnd in 1u32..100_000, srtt_us in 1u64..2_000_000, q_us in 0u64..2_000_000,
                                         floor in 0u64..1_000_000, ceil in 1_000_000u64..10_000_000_000) {
-            let cfg = DynamicConfig { floor, ceiling: Some(ceil), ..DynamicConfig::default() };
+            let cfg = DynamicConfig { floor: by(floor), ceiling: Some(by(ceil)), ..DynamicConfig::default() };
             let mut p = DynamicPacer::new(cfg);
             let s = TcpSample { cwnd, mss: 1448, srtt: Duration::from_micros(srtt_us),
                 min_rtt: Duration::from_micros(srtt_us / 2), local_queue: Duration::from_micros(q_us) };
             let d = p.on_sample(Instant::ZERO, &s);
-            let r = d.rate.unwrap();
+            let r = d.rate.unwrap().bytes_per_sec();
             prop_assert!(r >= floor && r <= ceil);
             prop_assert!(d.rtt_used >= s.min_rtt);
         }

@@ -83,8 +83,14 @@ impl Rate {
     pub fn bits_per_sec(self) -> u64 {
         self.0
     }
-    pub fn bytes_per_sec(self) -> u64 {
+    /// Whole bytes per second, rounded down (what `SO_MAX_PACING_RATE`
+    /// takes); exact for a rate made by [`Rate::from_bytes_per_sec`].
+    pub const fn bytes_per_sec(self) -> u64 {
         self.0 / 8
+    }
+    /// A rate given in bytes per second (saturating at `u64::MAX` bit/s).
+    pub const fn from_bytes_per_sec(b: u64) -> Rate {
+        Rate(b.saturating_mul(8))
     }
     pub fn as_mbps(self) -> f64 {
         self.0 as f64 / 1e6
@@ -165,6 +171,39 @@ impl fmt::Display for Rate {
         } else {
             write!(f, "{}bit/s", self.0)
         }
+    }
+}
+
+/// [`Rate`] written so that [`Rate::parse`] reads back the same number
+/// (`Rate`'s own `Display` rounds to three decimals, for people).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ExactRate(pub Rate);
+
+impl Rate {
+    /// This rate in the largest unit that still writes it exactly:
+    /// `500Mbit/s`, `123.456789Mbit/s`, `7bit/s`. Exact through
+    /// [`Rate::parse`] up to 2^50 bit/s (parsing goes through an f64).
+    pub fn exact(self) -> ExactRate {
+        ExactRate(self)
+    }
+}
+
+impl fmt::Display for ExactRate {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let b = self.0 .0;
+        for (unit, digits, name) in
+            [(1_000_000_000, 9, "Gbit/s"), (1_000_000, 6, "Mbit/s"), (1_000, 3, "kbit/s")]
+        {
+            if b >= unit {
+                let frac = format!("{:0digits$}", b % unit);
+                let frac = frac.trim_end_matches('0');
+                return match frac {
+                    "" => write!(f, "{}{name}", b / unit),
+                    _ => write!(f, "{}.{frac}{name}", b / unit),
+                };
+            }
+        }
+        write!(f, "{b}bit/s")
     }
 }
 
@@ -305,6 +344,12 @@ impl std::str::FromStr for QueueLimit {
     }
 }
 
+/// Serializes a [`Rate`] as whole bytes per second, for JSON fields that
+/// have always carried bytes/s.
+pub fn serialize_bytes_per_sec<S: serde::Serializer>(r: &Rate, s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_u64(r.bytes_per_sec())
+}
+
 /// Bandwidth-delay product in bytes.
 pub fn bdp_bytes(rate: Rate, rtt: Duration) -> u64 {
     ((rate.0 as u128 * rtt.as_nanos()) / 8 / 1_000_000_000) as u64
@@ -376,6 +421,18 @@ mod tests {
         assert_eq!(Rate(0).time_for(1538), Duration::ZERO);
         assert_eq!(Rate::from_bytes_over(1_250_000, Duration::from_millis(100)), Rate::mbps(100));
         assert_eq!(bdp_bytes(Rate::mbps(500), Duration::from_millis(100)), 6_250_000);
+    }
+
+    #[test]
+    fn exact_display_is_exact() {
+        assert_eq!(Rate::mbps(500).exact().to_string(), "500Mbit/s");
+        assert_eq!(Rate(123_456_789).exact().to_string(), "123.456789Mbit/s");
+        assert_eq!(Rate(1_000_000_007).exact().to_string(), "1.000000007Gbit/s");
+        assert_eq!(Rate(2_500).exact().to_string(), "2.5kbit/s");
+        assert_eq!(Rate(999).exact().to_string(), "999bit/s");
+        for r in [1, 999, 1_001, 123_456_789, 10_000_000_001, 1 << 50] {
+            assert_eq!(Rate::parse(&Rate(r).exact().to_string()), Ok(Rate(r)), "{r}");
+        }
     }
 
     #[test]

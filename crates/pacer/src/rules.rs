@@ -1,8 +1,8 @@
 //! What `tcpaccel pace` is told: a default pacing, per-destination rules
 //! (`CIDR[:PORT]=PACE`) and a ceiling, parsed once into a [`PaceConfig`].
 //!
-//! PACE is the traffic tool's `--pace` grammar ([`Pace::parse`]), with the
-//! same on-wire meaning: `none`, `static:RATE`, `dynamic`, `dynamic:CEILING`.
+//! PACE is the one pacing grammar ([`PaceSpec`], in core) with its on-wire
+//! meaning: `none`, `static:RATE`, `dynamic`, `dynamic:CEILING`.
 //! `dynamic=kernel` and `dynamic=loop` name the traffic tool's own two
 //! implementations and are refused here: the cgroup pacer's `dynamic` is its
 //! own, per ACK, in the BPF program.
@@ -10,8 +10,8 @@
 use std::net::{IpAddr, Ipv6Addr};
 
 use serde::Serialize;
+use tcpaccel_core::pace_spec::PaceSpec;
 use tcpaccel_core::units::Rate;
-use tcpaccel_traffic::pace::{DynamicMode, Pace};
 
 use crate::abi::{DstKey, RuleAbi, MAX_RULES, RULE_DYNAMIC, RULE_HOLD, RULE_NONE, RULE_STATIC};
 
@@ -83,23 +83,35 @@ pub enum RulePace {
 }
 
 impl RulePace {
-    fn from_pace(p: Pace, text: &str) -> Result<RulePace, RuleError> {
+    /// The rule for a parsed pacing; a named `dynamic=kernel|loop` is refused.
+    pub fn from_spec(p: PaceSpec) -> Result<RulePace, RuleError> {
         Ok(match p {
-            Pace::None => RulePace::None,
-            Pace::Static(r) => RulePace::Static { wire_bps: r.0 },
-            Pace::Dynamic { mode, ceiling } => {
-                if text.to_ascii_lowercase().contains("dynamic=") {
-                    let m = if mode == DynamicMode::Kernel { "kernel" } else { "loop" };
-                    return Err(RuleError::Pace {
-                        text: text.to_string(),
-                        reason: format!(
-                            "dynamic={m} is the traffic tool's userspace pacing; the cgroup pacer's dynamic runs per ACK in the kernel: write dynamic or dynamic:CEILING"
-                        ),
-                    });
-                }
-                RulePace::Dynamic { ceiling_bps: ceiling.map(|c| c.0) }
+            PaceSpec::None => RulePace::None,
+            PaceSpec::Static(r) => RulePace::Static { wire_bps: r.bits_per_sec() },
+            PaceSpec::Dynamic { mode: Some(m), .. } => {
+                return Err(RuleError::Pace {
+                    text: p.to_string(),
+                    reason: format!(
+                        "dynamic={} is the traffic tool's userspace pacing; the cgroup pacer's dynamic runs per ACK in the kernel: write dynamic or dynamic:CEILING",
+                        m.name()
+                    ),
+                })
+            }
+            PaceSpec::Dynamic { mode: None, ceiling } => {
+                RulePace::Dynamic { ceiling_bps: ceiling.map(Rate::bits_per_sec) }
             }
         })
+    }
+
+    /// The pacing in the grammar's terms.
+    pub fn spec(self) -> PaceSpec {
+        match self {
+            RulePace::None => PaceSpec::None,
+            RulePace::Static { wire_bps } => PaceSpec::Static(Rate(wire_bps)),
+            RulePace::Dynamic { ceiling_bps } => {
+                PaceSpec::Dynamic { mode: None, ceiling: ceiling_bps.map(Rate) }
+            }
+        }
     }
 
     /// Under a global ceiling: a static rate above it is lowered, a dynamic
@@ -134,14 +146,10 @@ impl RulePace {
     }
 }
 
+/// The grammar's form, which [`parse_pace`] reads back unchanged.
 impl std::fmt::Display for RulePace {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            RulePace::None => write!(f, "none"),
-            RulePace::Static { wire_bps } => write!(f, "static:{}", Rate(*wire_bps)),
-            RulePace::Dynamic { ceiling_bps: None } => write!(f, "dynamic"),
-            RulePace::Dynamic { ceiling_bps: Some(c) } => write!(f, "dynamic:{}", Rate(*c)),
-        }
+        self.spec().fmt(f)
     }
 }
 
@@ -155,9 +163,12 @@ pub struct DstRule {
 
 /// Parses one `PACE` (the default pacing, or a rule's right-hand side).
 pub fn parse_pace(text: &str) -> Result<RulePace, RuleError> {
-    let p =
-        Pace::parse(text).map_err(|e| RuleError::Pace { text: text.to_string(), reason: e.to_string() })?;
-    RulePace::from_pace(p, text)
+    let p = PaceSpec::parse(text)
+        .map_err(|e| RuleError::Pace { text: text.to_string(), reason: e.to_string() })?;
+    RulePace::from_spec(p).map_err(|e| match e {
+        RuleError::Pace { reason, .. } => RuleError::Pace { text: text.to_string(), reason },
+        other => other,
+    })
 }
 
 fn parse_dest(text: &str, d: &str) -> Result<Dest, RuleError> {
@@ -228,6 +239,13 @@ pub fn parse_rule(text: &str) -> Result<DstRule, RuleError> {
     Ok(DstRule { text: t.to_string(), dest, pace })
 }
 
+impl std::str::FromStr for DstRule {
+    type Err = RuleError;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        parse_rule(s)
+    }
+}
+
 /// Everything one attachment applies.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct PaceConfig {
@@ -245,10 +263,23 @@ pub struct PaceConfig {
 impl PaceConfig {
     /// Validates a default pacing, rules and a ceiling in one step.
     pub fn parse(default: &str, rules: &[String], ceiling: Option<Rate>) -> Result<PaceConfig, RuleError> {
-        let default = parse_pace(default)?;
+        let default = PaceSpec::parse(default)
+            .map_err(|e| RuleError::Pace { text: default.to_string(), reason: e.to_string() })?;
+        let rules = rules.iter().map(|r| parse_rule(r)).collect::<Result<Vec<_>, _>>()?;
+        PaceConfig::new(default, rules, ceiling)
+    }
+
+    /// The configuration of already parsed parts: refuses a named
+    /// `dynamic=MODE` default, two rules for one destination, and more rules
+    /// than the BPF map holds.
+    pub fn new(
+        default: PaceSpec,
+        rules: Vec<DstRule>,
+        ceiling: Option<Rate>,
+    ) -> Result<PaceConfig, RuleError> {
+        let default = RulePace::from_spec(default)?;
         let mut parsed: Vec<DstRule> = Vec::new();
-        for r in rules {
-            let rule = parse_rule(r)?;
+        for rule in rules {
             if let Some(o) = parsed.iter().find(|o| o.dest.key() == rule.dest.key()) {
                 return Err(RuleError::Duplicate { text: rule.text, other: o.text.clone() });
             }
@@ -257,7 +288,7 @@ impl PaceConfig {
         if parsed.len() >= MAX_RULES as usize {
             return Err(RuleError::TooMany { count: parsed.len(), max: MAX_RULES - 1 });
         }
-        Ok(PaceConfig { default, rules: parsed, ceiling: ceiling.map(|c| c.0), hold: false })
+        Ok(PaceConfig { default, rules: parsed, ceiling: ceiling.map(Rate::bits_per_sec), hold: false })
     }
 
     /// The `pace_rules` array (index 0: the default) and the `pace_dst`
@@ -335,6 +366,41 @@ mod tests {
         );
         let e = PaceConfig::parse("dynamic=kernel", &[], None).unwrap_err().to_string();
         assert!(e.contains("dynamic=kernel"), "{e}");
+    }
+
+    #[test]
+    fn defaults_and_rules_take_the_one_grammar() {
+        use tcpaccel_core::pace_spec::{Takes, FRONT_END_CASES};
+        for (text, takes) in FRONT_END_CASES {
+            let rule = format!("10.0.0.0/8={text}");
+            for r in [parse_pace(text).map(|_| ()), parse_rule(&rule).map(|_| ())] {
+                match r {
+                    Ok(()) => assert_eq!(*takes, Takes::All, "{text}"),
+                    Err(e) => {
+                        assert_ne!(*takes, Takes::All, "{text}: {e}");
+                        assert!(e.to_string().contains(text.trim()), "{text}: {e}");
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn rule_paces_print_the_grammar_back() {
+        for text in ["none", "static:100Mbit/s", "static:123.456789Mbit/s", "dynamic", "dynamic:1Gbit/s"] {
+            let p = parse_pace(text).unwrap();
+            assert_eq!(p.to_string(), text);
+            assert_eq!(RulePace::from_abi(p.abi()), p, "{text}");
+        }
+        let r: DstRule = "10.0.0.0/8=static:1mbit".parse().unwrap();
+        assert_eq!(r.pace, RulePace::Static { wire_bps: 1_000_000 });
+        // Parsed parts give the configuration the text gives.
+        let rules = vec![r.clone()];
+        let a = PaceConfig::new(PaceSpec::parse("dynamic:50mbit").unwrap(), rules, None).unwrap();
+        let b = PaceConfig::parse("dynamic:50mbit", &["10.0.0.0/8=static:1mbit".into()], None).unwrap();
+        assert_eq!(a, b);
+        let e = PaceConfig::new(PaceSpec::parse("dynamic=loop").unwrap(), vec![], None).unwrap_err();
+        assert!(e.to_string().contains("dynamic=loop is the traffic tool's"), "{e}");
     }
 
     #[test]

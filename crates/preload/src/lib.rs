@@ -12,8 +12,11 @@
 //! cannot be had, the plain socket the program asked for is created.
 //!
 //! Configuration comes from the environment, set by `tcpaccel run`:
-//! `TCPACCEL_PACE` (`static:BYTES_PER_SEC` — already converted from the
-//! on-wire rate by `tcpaccel run` — or `dynamic`, or `dynamic:CEILING`),
+//! `TCPACCEL_PACE` (a pacing in the one grammar, `tcpaccel_core::pace_spec`:
+//! `none`, `static:RATE`, `dynamic`, `dynamic:CEILING`, rates on the wire,
+//! which the shim converts to `SO_MAX_PACING_RATE`'s payload bytes/s with
+//! `Framing::ETHERNET_1500_TS`, as a socket's MSS is not known before it
+//! connects; a value it cannot use is logged on every socket, never applied),
 //! `TCPACCEL_CC`, `TCPACCEL_SNDBUF`, `TCPACCEL_RCVBUF` (bytes),
 //! `TCPACCEL_MPTCP=1`, `TCPACCEL_BIND` (source IP), `TCPACCEL_LOG` (a file).
 //!
@@ -40,13 +43,44 @@ use std::os::fd::BorrowedFd;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Mutex, OnceLock};
 use std::time::Duration;
-use tcpaccel_core::pacing::{DynamicConfig, DynamicPacer, TcpSample};
+use tcpaccel_core::pace_spec::PaceSpec;
+use tcpaccel_core::pacing::{DynamicConfig, DynamicPacer, Framing, TcpSample};
+use tcpaccel_core::units::Rate;
 use tcpaccel_sys::sockopt;
+
+/// What `TCPACCEL_PACE` asks for, in `SO_MAX_PACING_RATE`'s payload bytes/s.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+enum ShimPace {
+    #[default]
+    None,
+    Static(u64),
+    /// The TCP_INFO loop, under an optional ceiling.
+    Dynamic {
+        ceiling: Option<u64>,
+    },
+}
+
+/// Reads `TCPACCEL_PACE` with the one pacing grammar. The on-wire rates
+/// become payload caps of full 1500-byte-MTU segments with timestamps (what
+/// `tcpaccel run` always promised: the MSS is not known before connect).
+fn parse_pace(v: &str) -> Result<ShimPace, String> {
+    let cap = |r: Rate| Framing::ETHERNET_1500_TS.payload_bytes_per_sec(r).max(1);
+    match PaceSpec::parse(v).map_err(|e| e.to_string())? {
+        PaceSpec::None => Ok(ShimPace::None),
+        PaceSpec::Static(r) => Ok(ShimPace::Static(cap(r))),
+        PaceSpec::Dynamic { mode: Some(m), .. } => Err(format!(
+            "pacing {v:?}: dynamic={} names one of the traffic tool's pacers; the shim's dynamic is its own TCP_INFO loop: write dynamic or dynamic:CEILING",
+            m.name()
+        )),
+        PaceSpec::Dynamic { mode: None, ceiling } => Ok(ShimPace::Dynamic { ceiling: ceiling.map(cap) }),
+    }
+}
 
 #[derive(Debug, Default, Clone)]
 struct Config {
-    static_rate: Option<u64>,
-    dynamic: Option<Option<u64>>,
+    pace: ShimPace,
+    /// Why `TCPACCEL_PACE` was not used, logged on each socket.
+    pace_refused: Option<String>,
     cc: Option<String>,
     sndbuf: Option<u64>,
     rcvbuf: Option<u64>,
@@ -63,15 +97,9 @@ fn config() -> &'static Config {
     static CFG: OnceLock<Config> = OnceLock::new();
     CFG.get_or_init(|| {
         let mut c = Config { log: env("TCPACCEL_LOG"), ..Config::default() };
-        match env("TCPACCEL_PACE").as_deref() {
-            Some("dynamic") => c.dynamic = Some(None),
-            Some(p) => {
-                if let Some(v) = p.strip_prefix("static:") {
-                    c.static_rate = v.parse().ok();
-                } else if let Some(v) = p.strip_prefix("dynamic:") {
-                    c.dynamic = Some(v.parse().ok());
-                }
-            }
+        match env("TCPACCEL_PACE").as_deref().map(parse_pace) {
+            Some(Ok(p)) => c.pace = p,
+            Some(Err(why)) => c.pace_refused = Some(why),
             None => {}
         }
         c.cc = env("TCPACCEL_CC");
@@ -167,12 +195,16 @@ fn apply(fd: c_int, before_connect: bool) -> String {
     if let Some(cc) = &c.cc {
         note(format!("cc={cc}"), sockopt::set_congestion(&b, cc));
     }
-    if let Some(r) = c.static_rate {
-        note(format!("pacing={r}"), sockopt::set_max_pacing_rate(&b, r));
+    match c.pace {
+        ShimPace::None => {}
+        ShimPace::Static(r) => note(format!("pacing={r}"), sockopt::set_max_pacing_rate(&b, r)),
+        ShimPace::Dynamic { ceiling } => {
+            register_dynamic(fd, ceiling);
+            done.push("pacing=dynamic".into());
+        }
     }
-    if let Some(ceiling) = c.dynamic {
-        register_dynamic(fd, ceiling);
-        done.push("pacing=dynamic".into());
+    if let Some(why) = &c.pace_refused {
+        done.push(format!("pacing=refused({why})"));
     }
     done.join(" ")
 }
@@ -185,7 +217,7 @@ fn register_dynamic(fd: c_int, ceiling: Option<u64>) {
     THREAD.get_or_init(|| {
         let _ = std::thread::Builder::new().name("tcpaccel-pace".into()).spawn(dynamic_loop);
     });
-    let cfg = DynamicConfig { ceiling, ..DynamicConfig::default() };
+    let cfg = DynamicConfig { ceiling: ceiling.map(Rate::from_bytes_per_sec), ..DynamicConfig::default() };
     if let Ok(mut p) = PACERS.lock() {
         p.retain(|(f, _)| *f != fd);
         p.push((fd, DynamicPacer::new(cfg)));
@@ -217,7 +249,7 @@ fn dynamic_loop() {
                 local_queue: Duration::ZERO,
             };
             if let Some(rate) = pacer.on_sample(now, &s).rate {
-                let _ = sockopt::set_max_pacing_rate(&b, rate);
+                let _ = sockopt::set_max_pacing_rate(&b, rate.bytes_per_sec());
             }
             true
         });
@@ -344,4 +376,40 @@ pub unsafe extern "C" fn close(fd: c_int) -> c_int {
     forget(fd);
     // SAFETY: the caller's own argument.
     unsafe { real_close(fd) }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pace_variable_takes_the_one_grammar_on_the_wire() {
+        // 20 Mbit/s on the wire = 2.5 MB/s × 1448/1538 of payload.
+        assert_eq!(parse_pace("static:20mbit"), Ok(ShimPace::Static(2_353_706)));
+        assert_eq!(parse_pace("static:20Mbit/s"), Ok(ShimPace::Static(2_353_706)));
+        assert_eq!(parse_pace("none"), Ok(ShimPace::None));
+        assert_eq!(parse_pace("dynamic"), Ok(ShimPace::Dynamic { ceiling: None }));
+        assert_eq!(parse_pace("dynamic:20mbit"), Ok(ShimPace::Dynamic { ceiling: Some(2_353_706) }));
+        // The tiniest rate still paces (1 byte/s), never "0 = unlimited".
+        assert_eq!(parse_pace("static:7bit/s"), Ok(ShimPace::Static(1)));
+        // The old payload-bytes form is a bit/s rate now: never read as bytes.
+        assert_eq!(parse_pace("static:1250000"), Ok(ShimPace::Static(147_106)));
+        for bad in ["turbo", "static:0", "static:", "dynamic=kernel", "dynamic=loop:1gbit"] {
+            let e = parse_pace(bad).unwrap_err();
+            assert!(e.contains(&format!("{bad:?}")), "{e}");
+        }
+    }
+
+    #[test]
+    fn takes_what_the_other_front_ends_take_and_what_run_passes() {
+        use tcpaccel_core::pace_spec::{Takes, FRONT_END_CASES};
+        for (text, takes) in FRONT_END_CASES {
+            let p = parse_pace(text);
+            assert_eq!(p.is_ok(), *takes == Takes::All, "{text}: {p:?}");
+            // `tcpaccel run` passes the parsed value's Display: the same pacing.
+            if let Ok(spec) = PaceSpec::parse(text) {
+                assert_eq!(parse_pace(&spec.to_string()).ok(), p.clone().ok(), "{text} as {spec}");
+            }
+        }
+    }
 }

@@ -72,11 +72,23 @@ fn connect_gets_source_address_cc_and_pacing() {
     let (line, log) = run_child(&[
         ("TCPACCEL_BIND", "127.0.0.2"),
         ("TCPACCEL_CC", "reno"),
-        ("TCPACCEL_PACE", "static:1250000"),
+        // What `tcpaccel run --pace static:20mbit` passes: the grammar's own form.
+        ("TCPACCEL_PACE", "static:20Mbit/s"),
     ]);
-    assert_eq!(line, "shim-child local=127.0.0.2 proto=6 cc=reno pacing=1250000", "log: {log}");
-    assert!(log.contains("connect bind=127.0.0.2 cc=reno pacing=1250000"), "{log}");
+    // 20 Mbit/s on the wire = 2.5 MB/s × 1448/1538 of payload.
+    assert_eq!(line, "shim-child local=127.0.0.2 proto=6 cc=reno pacing=2353706", "log: {log}");
+    assert!(log.contains("connect bind=127.0.0.2 cc=reno pacing=2353706"), "{log}");
     assert!(!log.contains("failed"), "{log}");
+}
+
+#[test]
+fn a_pacing_the_shim_cannot_use_is_logged_not_applied() {
+    for bad in ["static:fast", "dynamic=kernel"] {
+        let (line, log) = run_child(&[("TCPACCEL_PACE", bad), ("TCPACCEL_CC", "reno")]);
+        let unpaced = format!("pacing={}", sockopt::PACING_UNLIMITED);
+        assert!(line.ends_with(&unpaced), "{bad}: {line}\nlog: {log}");
+        assert!(log.contains("cc=reno pacing=refused(pacing ") && log.contains(&format!("{bad:?}")), "{log}");
+    }
 }
 
 #[test]

@@ -36,6 +36,7 @@ use std::time::{Duration, Instant};
 
 use serde::Serialize;
 use tcpaccel_core::pacing::{resume_after_idle, IdleState, ResumePlan};
+use tcpaccel_core::units::Rate;
 use tcpaccel_sys::sockopt::{self, PACING_UNLIMITED};
 use tcpaccel_sys::tcpinfo::{self, TcpInfo};
 use tracing::{debug, warn};
@@ -108,7 +109,8 @@ pub fn acked_target(data: u64) -> u64 {
 }
 
 /// The resume plan for a burst about to start, from a TCP_INFO sample and
-/// the delivery rate (bytes/s) measured when the previous burst completed.
+/// the delivery rate (`tcpi_delivery_rate`, bytes/s) measured when the
+/// previous burst completed; `ceiling` is the payload cap of `--pace`, bytes/s.
 pub fn resume_plan(info: &TcpInfo, last_delivery_rate: u64, ceiling: Option<u64>) -> Option<ResumePlan> {
     let s = IdleState {
         idle: Duration::from_millis(u64::from(info.last_data_sent)),
@@ -116,9 +118,9 @@ pub fn resume_plan(info: &TcpInfo, last_delivery_rate: u64, ceiling: Option<u64>
         srtt: info.srtt(),
         cwnd: info.snd_cwnd,
         mss: info.snd_mss,
-        last_delivery_rate,
+        last_delivery_rate: Rate::from_bytes_per_sec(last_delivery_rate),
     };
-    resume_after_idle(&s, ceiling)
+    resume_after_idle(&s, ceiling.map(Rate::from_bytes_per_sec))
 }
 
 /// Runs the bursts over one connection; `cfg.volume` must be a duration
@@ -246,9 +248,9 @@ fn drive(
         let plan = if b.resume_pacing { resume_plan(&i0, delivery_rate, ceiling) } else { None };
         let mut hold_until = None;
         if let Some(p) = plan {
-            sockopt::set_max_pacing_rate(sock, p.rate)?;
+            sockopt::set_max_pacing_rate(sock, p.rate.bytes_per_sec())?;
             hold_until = Some(start + p.hold);
-            debug!(index, rate = p.rate, hold = ?p.hold, "resume pacing");
+            debug!(index, rate = p.rate.bytes_per_sec(), hold = ?p.hold, "resume pacing");
         }
         cum += b.bytes;
         tx.send(b.bytes).map_err(|_| Error::Protocol { peer, msg: "burst writer stopped".into() })?;
@@ -341,13 +343,16 @@ mod tests {
         };
         // 1.8 s idle > 300 ms RTO: pace at the last delivery rate ([HPC-TCP]).
         let p = resume_plan(&i, 50_000_000, None).expect("a plan after idle");
-        assert_eq!(p.rate, 50_000_000);
+        assert_eq!(p.rate.bytes_per_sec(), 50_000_000);
         // One window (1000 × 1448 bytes) at 50 MB/s: 28.96 ms.
         assert_eq!(p.hold, Duration::from_micros(28_960));
         // The static ceiling wins over a higher delivery rate.
-        assert_eq!(resume_plan(&i, 50_000_000, Some(10_000_000)).map(|p| p.rate), Some(10_000_000));
+        assert_eq!(
+            resume_plan(&i, 50_000_000, Some(10_000_000)).map(|p| p.rate.bytes_per_sec()),
+            Some(10_000_000)
+        );
         // Without a measured rate: cwnd·mss/srtt = 14.48 MB/s ([PSPacer] eq. 1).
-        assert_eq!(resume_plan(&i, 0, None).map(|p| p.rate), Some(14_480_000));
+        assert_eq!(resume_plan(&i, 0, None).map(|p| p.rate.bytes_per_sec()), Some(14_480_000));
         i.last_data_sent = 200;
         assert_eq!(resume_plan(&i, 50_000_000, None), None, "ACKs still clock the sender");
     }

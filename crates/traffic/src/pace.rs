@@ -1,7 +1,9 @@
 //! Pacing choices of the traffic tool and the honest conversion of an
 //! on-wire rate into the kernel's pacing cap.
 //!
-//! What it is: the `--pace` value (`none`, `static:RATE`, `dynamic`), the
+//! What it is: the `--pace` value as this tool runs it ([`Pace`]: the one
+//! pacing grammar, [`tcpaccel_core::pace_spec`], with a plain `dynamic`
+//! resolved to [`DEFAULT_DYNAMIC`]), the
 //! TCP_INFO side of the framing arithmetic (the arithmetic itself is
 //! [`tcpaccel_core::pacing::Framing`]), the [`PaceControl`] extension point the sender calls
 //! with TCP_INFO samples, and the two dynamic policies ([`KernelPace`],
@@ -45,6 +47,7 @@
 use std::time::Duration;
 
 use serde::Serialize;
+use tcpaccel_core::pace_spec::{PaceSpec, PaceSpecError};
 use tcpaccel_core::pacing::{DynamicConfig, DynamicPacer, PaceDecision, TcpSample};
 use tcpaccel_core::units::Rate;
 use tcpaccel_core::Instant;
@@ -71,15 +74,9 @@ pub fn serialize_framing<S: serde::Serializer>(f: &Framing, s: S) -> Result<S::O
     st.end()
 }
 
-/// How `--pace dynamic` computes its rate (module docs).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum DynamicMode {
-    /// Linux's internal pacing; the namespace's pacing ratios must be 100.
-    Kernel,
-    /// Our TCP_INFO control loop with [`tcpaccel_core::pacing::DynamicPacer`].
-    Loop,
-}
+/// How `--pace dynamic` computes its rate (module docs); the type is core's,
+/// beside the grammar that names it.
+pub use tcpaccel_core::pace_spec::DynamicMode;
 
 /// What `--pace dynamic` means without `=kernel` / `=loop`.
 ///
@@ -94,7 +91,9 @@ pub const DEFAULT_DYNAMIC: DynamicMode = DynamicMode::Loop;
 /// How often [`LoopPace`] samples TCP_INFO.
 pub const LOOP_PERIOD: Duration = Duration::from_millis(5);
 
-/// The `--pace` option.
+/// The `--pace` option as the traffic tool runs it: a
+/// [`PaceSpec`] (the one pacing grammar, parsed in core) with the mode of a
+/// plain `dynamic` resolved to [`DEFAULT_DYNAMIC`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "lowercase", tag = "kind", content = "wire_rate_bps")]
 pub enum Pace {
@@ -107,61 +106,41 @@ pub enum Pace {
     Dynamic { mode: DynamicMode, ceiling: Option<Rate> },
 }
 
-/// `--pace` could not be parsed or is not available.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum PaceError {
-    #[error(
-        "--pace {0:?}: expected none, static:RATE (e.g. static:500mbit) or dynamic[=kernel|=loop][:CEILING]"
-    )]
-    Form(String),
-    #[error("--pace {value:?}: {reason}")]
-    Rate { value: String, reason: String },
+/// `--pace` could not be parsed: the grammar's own error.
+pub type PaceError = PaceSpecError;
+
+impl From<PaceSpec> for Pace {
+    fn from(p: PaceSpec) -> Pace {
+        match p {
+            PaceSpec::None => Pace::None,
+            PaceSpec::Static(r) => Pace::Static(r),
+            PaceSpec::Dynamic { mode, ceiling } => {
+                Pace::Dynamic { mode: mode.unwrap_or(DEFAULT_DYNAMIC), ceiling }
+            }
+        }
+    }
+}
+
+impl From<Pace> for PaceSpec {
+    fn from(p: Pace) -> PaceSpec {
+        match p {
+            Pace::None => PaceSpec::None,
+            Pace::Static(r) => PaceSpec::Static(r),
+            Pace::Dynamic { mode, ceiling } => PaceSpec::Dynamic { mode: Some(mode), ceiling },
+        }
+    }
 }
 
 impl Pace {
-    /// Parses `none`, `static:RATE`, `dynamic`, `dynamic:CEILING`,
-    /// `dynamic=kernel`, `dynamic=loop[:CEILING]`. RATE uses
-    /// `core::units::Rate`, which refuses zero, negative and unparseable values.
+    /// Parses the pacing grammar ([`PaceSpec::parse`]) and resolves a plain
+    /// `dynamic` to [`DEFAULT_DYNAMIC`].
     pub fn parse(s: &str) -> Result<Pace, PaceError> {
-        let s = s.trim();
-        let rate = |r: &str| {
-            Rate::parse(r).map_err(|e| PaceError::Rate { value: s.to_string(), reason: e.to_string() })
-        };
-        if s.eq_ignore_ascii_case("none") {
-            return Ok(Pace::None);
-        }
-        if let Some(r) = s.strip_prefix("static:") {
-            return rate(r).map(Pace::Static);
-        }
-        let Some(rest) = s.strip_prefix("dynamic") else {
-            return Err(PaceError::Form(s.to_string()));
-        };
-        let (mode, rest) = if let Some(m) = rest.strip_prefix('=') {
-            let (name, tail) = m.split_once(':').map_or((m, None), |(a, b)| (a, Some(b)));
-            let mode = match name.to_ascii_lowercase().as_str() {
-                "kernel" => DynamicMode::Kernel,
-                "loop" => DynamicMode::Loop,
-                _ => return Err(PaceError::Form(s.to_string())),
-            };
-            (mode, tail)
-        } else if rest.is_empty() {
-            (DEFAULT_DYNAMIC, None)
-        } else if let Some(r) = rest.strip_prefix(':') {
-            (DEFAULT_DYNAMIC, Some(r))
-        } else {
-            return Err(PaceError::Form(s.to_string()));
-        };
-        let ceiling = rest.map(rate).transpose()?;
-        Ok(Pace::Dynamic { mode, ceiling })
+        PaceSpec::parse(s).map(Pace::from)
     }
 
     /// The on-wire rate this pacing never exceeds, if any.
     pub fn ceiling(self) -> Option<Rate> {
-        match self {
-            Pace::None => None,
-            Pace::Static(r) => Some(r),
-            Pace::Dynamic { ceiling, .. } => ceiling,
-        }
+        PaceSpec::from(self).ceiling()
     }
 
     /// A controller for one of `streams` parallel streams, or `None` when
@@ -184,23 +163,10 @@ impl Pace {
     }
 }
 
+/// The grammar's form, which [`Pace::parse`] reads back unchanged.
 impl std::fmt::Display for Pace {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            Pace::None => write!(f, "none"),
-            Pace::Static(r) => write!(f, "static:{r}"),
-            Pace::Dynamic { mode, ceiling } => {
-                let m = match mode {
-                    DynamicMode::Kernel => "kernel",
-                    DynamicMode::Loop => "loop",
-                };
-                write!(f, "dynamic={m}")?;
-                match ceiling {
-                    Some(c) => write!(f, ":{c}"),
-                    None => Ok(()),
-                }
-            }
-        }
+        PaceSpec::from(*self).fmt(f)
     }
 }
 
@@ -299,7 +265,7 @@ pub fn loop_sample(info: &TcpInfo) -> TcpSample {
 /// is paced by the ceiling or not capped at all.
 pub fn loop_cap(decision: &PaceDecision, ceiling: Option<Rate>, framing: Framing) -> u64 {
     let ceiling = ceiling.map(|c| framing.payload_bytes_per_sec(c).max(1));
-    match (decision.rate, ceiling) {
+    match (decision.rate.map(Rate::bytes_per_sec), ceiling) {
         (Some(r), Some(c)) => r.min(c),
         (Some(r), None) => r,
         (None, Some(c)) => c,
@@ -384,16 +350,30 @@ mod tests {
             Pace::parse("dynamic=loop:1gbit"),
             Ok(Pace::Dynamic { mode: DynamicMode::Loop, ceiling: Some(Rate::mbps(1000)) })
         );
-        assert!(matches!(Pace::parse("dynamic=fast"), Err(PaceError::Form(_))));
-        assert!(matches!(Pace::parse("dynamicx"), Err(PaceError::Form(_))));
+        assert!(matches!(Pace::parse("dynamic=fast"), Err(PaceError::Form { .. })));
+        assert!(matches!(Pace::parse("dynamicx"), Err(PaceError::Form { .. })));
         assert!(matches!(Pace::parse("dynamic:0"), Err(PaceError::Rate { .. })));
         assert!(matches!(Pace::parse("static:0"), Err(PaceError::Rate { .. })));
         assert!(matches!(Pace::parse("static:-5mbit"), Err(PaceError::Rate { .. })));
         assert!(matches!(Pace::parse("static:fast"), Err(PaceError::Rate { .. })));
-        assert!(matches!(Pace::parse("500mbit"), Err(PaceError::Form(_))));
+        assert!(matches!(Pace::parse("500mbit"), Err(PaceError::Form { .. })));
         for v in ["none", "static:20mbit", "dynamic=kernel", "dynamic=loop:400mbit"] {
             assert_eq!(Pace::parse(&Pace::parse(v).unwrap().to_string()), Pace::parse(v), "{v}");
         }
+    }
+
+    #[test]
+    fn takes_every_form_of_the_one_grammar() {
+        use tcpaccel_core::pace_spec::{Takes, FRONT_END_CASES};
+        for (text, takes) in FRONT_END_CASES {
+            let p = Pace::parse(text);
+            assert_eq!(p.is_ok(), *takes != Takes::None, "{text}: {p:?}");
+            if let Err(e) = p {
+                assert!(e.to_string().contains(&format!("{:?}", text.trim())), "{e}");
+            }
+        }
+        // A plain dynamic is the default loop, and says so when printed.
+        assert_eq!(Pace::parse("dynamic").unwrap().to_string(), "dynamic=loop");
     }
 
     #[test]

@@ -15,13 +15,14 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use anyhow::Context;
-use tcpaccel_core::units::{parse_duration, Rate};
+use tcpaccel_core::units::Rate;
 use tcpaccel_tune::apply::{self, ApplyError, Saved};
 use tcpaccel_tune::collect::{self, CollectError, Probe};
 use tcpaccel_tune::facts::{Fact, Facts, PathSpec};
 use tcpaccel_tune::judge::{self, Finding};
 use tcpaccel_tune::report;
 
+use crate::cmd::values;
 use crate::exit::{self, Fail, Verdict};
 
 #[derive(clap::Args)]
@@ -29,19 +30,19 @@ pub struct Args {
     /// Bottleneck rate of the path, e.g. 1Gbit, 500mbit.
     // Hyphen values reach our parser, which names a negative value, instead
     // of clap reporting it as an unknown flag.
-    #[arg(long, allow_hyphen_values = true)]
-    rate: Option<String>,
+    #[arg(long, allow_hyphen_values = true, value_parser = values::rate)]
+    rate: Option<Rate>,
     /// Round-trip time of the path, e.g. 100ms (measured with --target if omitted).
-    #[arg(long, allow_hyphen_values = true)]
-    rtt: Option<String>,
+    #[arg(long, allow_hyphen_values = true, value_parser = values::duration)]
+    rtt: Option<Duration>,
     /// HOST:PORT: measure the RTT by TCP handshakes (median) and read the
     /// limit counters of live connections to it.
     #[arg(long)]
     target: Option<String>,
     /// Also measure goodput by sending to a `tcpaccel recv` at --target for
     /// this long (e.g. 3s), and read that transfer's limit counters.
-    #[arg(long, requires = "target", allow_hyphen_values = true)]
-    bandwidth: Option<String>,
+    #[arg(long, requires = "target", allow_hyphen_values = true, value_parser = values::duration)]
+    bandwidth: Option<Duration>,
     /// Number of handshakes for the --target RTT.
     #[arg(long, default_value_t = 5)]
     handshakes: usize,
@@ -153,8 +154,7 @@ pub fn run(args: Args) -> anyhow::Result<Verdict> {
     if args.apply {
         exit::require_root("doctor --apply")?;
     }
-    let rate = args.rate.as_deref().map(Rate::parse).transpose().context("--rate")?;
-    let rtt = args.rtt.as_deref().map(parse_duration).transpose().context("--rtt")?;
+    let (rate, rtt) = (args.rate, args.rtt);
     if let Some(ns) = &args.netns {
         // Before anything else: no report of a namespace that is not there.
         if !tcpaccel_sys::netns::exists(ns) {
@@ -187,7 +187,7 @@ pub fn run(args: Args) -> anyhow::Result<Verdict> {
         }
     };
     let path = PathSpec { rate, rtt, rtt_source: rtt.map(|_| "given".to_string()), egress_dev: None };
-    let bandwidth = args.bandwidth.as_deref().map(parse_duration).transpose().context("--bandwidth")?;
+    let bandwidth = args.bandwidth;
     let probe =
         Probe { target, handshakes: args.handshakes.max(1), timeout: Duration::from_secs(2), bandwidth };
     let netns = args.netns.as_deref();

@@ -1,12 +1,15 @@
 //! `tcpaccel gather serve|send|status`: the gathering server with priority
 //! QoS ([GatherQoS]), its client and its status view. Parses and validates the
 //! flags into `tcpaccel_gather` types; the work is in that crate.
+use crate::cmd::values;
 use crate::exit::{self, Verdict};
 use anyhow::Context;
 use std::io::Write;
 use std::net::SocketAddr;
 use std::path::PathBuf;
-use tcpaccel_core::units::{parse_duration, Bytes, Rate};
+use std::time::Duration;
+use tcpaccel_core::units::{format_duration, Bytes, Rate};
+use tcpaccel_gather::Class;
 use tcpaccel_gather::{
     client::ClientError, parse_class, Event, Limit, Policy, SendOptions, ServerConfig, Sharing, SinkSpec,
     Source,
@@ -31,20 +34,20 @@ enum Cmd {
 #[derive(clap::Args)]
 struct ServeArgs {
     /// Address to listen on (control, data and status share it).
-    #[arg(long, default_value = "127.0.0.1:7070")]
-    listen: String,
+    #[arg(long, default_value = "127.0.0.1:7070", value_parser = values::socket_addr)]
+    listen: SocketAddr,
     /// Receive-buffer bytes shared by all data streams ([GatherQoS] §3.1), e.g. 100KB.
-    #[arg(long)]
-    buffer_pool: String,
+    #[arg(long, value_parser = values::bytes)]
+    buffer_pool: Bytes,
     /// A class NAME=TARGET[,PRIORITY] (larger priority is more important; default 1). Repeat.
-    #[arg(long = "class", required = true)]
-    classes: Vec<String>,
+    #[arg(long = "class", required = true, value_name = "NAME=TARGET[,PRIORITY]", value_parser = class)]
+    classes: Vec<Class>,
     /// Write each client's data to DIR/<id>.data (else discard).
     #[arg(long)]
     out: Option<PathBuf>,
     /// Measurement, stream tuning and status interval.
-    #[arg(long, default_value = "1s")]
-    status_interval: String,
+    #[arg(long, default_value = "1s", value_parser = values::duration)]
+    status_interval: Duration,
     /// JSON Lines on stdout (type = status, allocation, client_join, client_end, connection_error).
     #[arg(long)]
     json: bool,
@@ -58,8 +61,8 @@ struct ServeArgs {
     #[arg(long)]
     max_streams: Option<u32>,
     /// Data chunk size asked of clients.
-    #[arg(long, default_value = "64KiB")]
-    chunk: String,
+    #[arg(long, default_value = "64KiB", value_parser = values::bytes)]
+    chunk: Bytes,
     /// Ask clients to CRC-32 every chunk.
     #[arg(long)]
     checksum: bool,
@@ -67,38 +70,55 @@ struct ServeArgs {
     #[arg(long)]
     no_stream_tuning: bool,
     /// How to divide the pool: seed003 (by target and priority) or equal (per client).
-    #[arg(long, default_value = "seed003")]
-    allocation: String,
+    #[arg(long, default_value = "seed003", value_enum)]
+    allocation: Allocation,
     /// Who holds a demand on the pool: client (one window per client, split over its
     /// streams) or connection (one window per data stream, so streams enlarge a client's share).
-    #[arg(long, default_value = "client")]
-    share: String,
+    #[arg(long, default_value = "client", value_parser = sharing)]
+    share: Sharing,
+}
+
+/// `--allocation`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+enum Allocation {
+    /// By target and priority ([GatherQoS]).
+    Seed003,
+    /// The same share per client.
+    Equal,
+}
+
+fn class(s: &str) -> Result<Class, String> {
+    parse_class(s).map_err(|e| error_chain(&e))
+}
+
+fn sharing(s: &str) -> Result<Sharing, String> {
+    Sharing::parse(s).ok_or_else(|| format!("{s:?}: expected client or connection"))
 }
 
 #[derive(clap::Args)]
 struct SendArgs {
-    #[arg(long)]
-    server: String,
+    #[arg(long, value_parser = values::socket_addr)]
+    server: SocketAddr,
     #[arg(long)]
     class: String,
     /// Client id (names its file on the server); default client-<pid>.
     #[arg(long)]
     id: Option<String>,
     /// A lower target than the class's.
-    #[arg(long)]
-    target: Option<String>,
+    #[arg(long, value_parser = values::rate)]
+    target: Option<Rate>,
     /// Send this file ("-" for stdin).
     #[arg(long, conflicts_with_all = ["rate", "bytes", "duration"])]
     file: Option<String>,
     /// Synthetic source at this rate.
-    #[arg(long)]
-    rate: Option<String>,
+    #[arg(long, value_parser = values::rate)]
+    rate: Option<Rate>,
     /// Synthetic source: stop after this many bytes.
-    #[arg(long, conflicts_with = "duration")]
-    bytes: Option<String>,
+    #[arg(long, conflicts_with = "duration", value_parser = values::bytes)]
+    bytes: Option<Bytes>,
     /// Synthetic source: stop after this long.
-    #[arg(long)]
-    duration: Option<String>,
+    #[arg(long, value_parser = values::duration)]
+    duration: Option<Duration>,
     /// Seed of the synthetic bytes.
     #[arg(long, default_value_t = 1)]
     seed: u64,
@@ -107,16 +127,16 @@ struct SendArgs {
     cc: Option<String>,
     /// Fail (exit 5) when the server sends nothing for this long, or confirms no more
     /// bytes for this long after the end of data (at least 3 status intervals).
-    #[arg(long, default_value = "30s")]
-    timeout: String,
+    #[arg(long, default_value = "30s", value_parser = values::duration)]
+    timeout: Duration,
     #[arg(long)]
     json: bool,
 }
 
 #[derive(clap::Args)]
 struct StatusArgs {
-    #[arg(long)]
-    server: String,
+    #[arg(long, value_parser = values::socket_addr)]
+    server: SocketAddr,
     #[arg(long)]
     json: bool,
 }
@@ -129,35 +149,24 @@ pub fn run(args: Args) -> anyhow::Result<Verdict> {
     }
 }
 
-fn addr(s: &str, flag: &str) -> anyhow::Result<SocketAddr> {
-    s.parse().map_err(|_| exit::usage(format!("{flag} {s:?} is not an IP:PORT address")))
-}
-
 fn serve_config(a: &ServeArgs) -> anyhow::Result<ServerConfig> {
-    let pool = Bytes::parse(&a.buffer_pool).context("--buffer-pool")?.get();
-    let interval = parse_duration(&a.status_interval).context("--status-interval")?;
+    let pool = a.buffer_pool.get();
+    let interval = a.status_interval;
     if interval.as_millis() < 10 {
-        return Err(exit::usage(format!("--status-interval {} is below 10ms", a.status_interval)));
+        return Err(exit::usage(format!("--status-interval {} is below 10ms", format_duration(interval))));
     }
-    let classes = a
-        .classes
-        .iter()
-        .map(|c| parse_class(c))
-        .collect::<Result<Vec<_>, _>>()
-        .map_err(|e| exit::usage(format!("{e:#}")))?;
-    let chunk = Bytes::parse(&a.chunk).context("--chunk")?.get();
+    let classes = a.classes.clone();
+    let chunk = a.chunk.get();
     let mut cfg = ServerConfig::new(classes, pool, a.max_streams, a.max_streams_per_client, interval)
         .and_then(|c| c.with_chunk_size(chunk))
         .map_err(|e| exit::usage(error_chain(&e)))?;
     cfg.checksum = a.checksum;
     cfg.tune_streams = !a.no_stream_tuning;
-    cfg.policy = match a.allocation.as_str() {
-        "seed003" => Policy::Seed003,
-        "equal" => Policy::Equal,
-        other => return Err(exit::usage(format!("--allocation {other:?}: expected seed003 or equal"))),
+    cfg.policy = match a.allocation {
+        Allocation::Seed003 => Policy::Seed003,
+        Allocation::Equal => Policy::Equal,
     };
-    cfg.sharing = Sharing::parse(&a.share)
-        .ok_or_else(|| exit::usage(format!("--share {:?}: expected client or connection", a.share)))?;
+    cfg.sharing = a.share;
     Ok(cfg)
 }
 
@@ -174,7 +183,7 @@ fn error_chain(e: &dyn std::error::Error) -> String {
 
 fn serve(a: ServeArgs) -> anyhow::Result<Verdict> {
     let cfg = serve_config(&a)?;
-    let listen = addr(&a.listen, "--listen")?;
+    let listen = a.listen;
     let sink = match &a.out {
         Some(d) => SinkSpec::Dir(d.clone()),
         None => SinkSpec::Discard,
@@ -246,16 +255,15 @@ fn human(e: &Event) -> String {
 }
 
 fn send(a: SendArgs) -> anyhow::Result<Verdict> {
-    let server = addr(&a.server, "--server")?;
-    let target = a.target.as_deref().map(Rate::parse).transpose().context("--target")?;
-    let source = match (&a.file, &a.rate, &a.bytes, &a.duration) {
+    let server = a.server;
+    let target = a.target;
+    let source = match (&a.file, a.rate, a.bytes, a.duration) {
         (Some(f), ..) if f == "-" => Source::Stdin,
         (Some(f), ..) => Source::File(PathBuf::from(f)),
         (None, rate, bytes, duration) => {
-            let rate = rate.as_deref().map(Rate::parse).transpose().context("--rate")?;
             let limit = match (bytes, duration) {
-                (Some(b), _) => Limit::Bytes(Bytes::parse(b).context("--bytes")?.get()),
-                (None, Some(d)) => Limit::Duration(parse_duration(d).context("--duration")?),
+                (Some(b), _) => Limit::Bytes(b.get()),
+                (None, Some(d)) => Limit::Duration(d),
                 (None, None) => {
                     return Err(exit::usage("give --file PATH, --file -, or a synthetic source with --bytes N or --duration D (and optionally --rate R)"))
                 }
@@ -263,7 +271,7 @@ fn send(a: SendArgs) -> anyhow::Result<Verdict> {
             Source::Synthetic { rate, limit, seed: a.seed }
         }
     };
-    let timeout = parse_duration(&a.timeout).context("--timeout")?;
+    let timeout = a.timeout;
     if timeout.is_zero() {
         return Err(exit::usage("--timeout 0: give a duration above zero, e.g. 30s"));
     }
@@ -303,7 +311,7 @@ fn send(a: SendArgs) -> anyhow::Result<Verdict> {
 }
 
 fn status(a: StatusArgs) -> anyhow::Result<Verdict> {
-    let server = addr(&a.server, "--server")?;
+    let server = a.server;
     let clients =
         tcpaccel_gather::blocking::status(server).with_context(|| format!("gather status of {server}"))?;
     let mut out = std::io::stdout().lock();
@@ -332,9 +340,13 @@ mod tests {
         args: Args,
     }
 
+    /// The exit code of `tcpaccel gather ARGV`: clap's for a flag it
+    /// refuses (2), else the command's.
     fn code(argv: &[&str]) -> std::process::ExitCode {
-        let cli = Cli::try_parse_from(std::iter::once("gather").chain(argv.iter().copied())).unwrap();
-        exit::code(run(cli.args))
+        match Cli::try_parse_from(std::iter::once("gather").chain(argv.iter().copied())) {
+            Ok(cli) => exit::code(run(cli.args)),
+            Err(e) => std::process::ExitCode::from(e.exit_code() as u8),
+        }
     }
 
     #[test]

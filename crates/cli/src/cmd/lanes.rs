@@ -29,8 +29,8 @@ pub struct Args {
     #[arg(long)]
     json: bool,
     /// Stop by itself after this long (e.g. 30s); by default run until SIGINT/SIGTERM.
-    #[arg(long)]
-    duration: Option<String>,
+    #[arg(long, value_parser = crate::cmd::values::duration)]
+    duration: Option<std::time::Duration>,
     /// Only check the configuration and the namespace, then exit.
     #[arg(long)]
     check: bool,
@@ -42,12 +42,7 @@ pub struct Args {
 
 pub fn run(args: Args) -> anyhow::Result<Verdict> {
     let cfg = tcpaccel_lanes::Config::load(&args.config).map_err(|e| exit::usage(e.to_string()))?;
-    let duration = args
-        .duration
-        .as_deref()
-        .map(tcpaccel_core::units::parse_duration)
-        .transpose()
-        .map_err(|e| exit::usage(format!("--duration: {e}")))?;
+    let duration = args.duration;
     exit::require_root("tcpaccel lanes (MPTCP path-manager netlink)")?;
     // Bound before entering --netns, so the endpoint is reachable from the
     // host (a socket keeps the namespace it was made in).

@@ -10,7 +10,7 @@ use std::sync::mpsc::RecvTimeoutError;
 use std::time::{Duration, Instant};
 
 use anyhow::Context;
-use tcpaccel_core::units::{format_duration, parse_duration};
+use tcpaccel_core::units::format_duration;
 use tcpaccel_net::{clean, signals, state, LinkKind, MeterOptions, Network, Topology};
 
 use crate::exit::{self, Fail, Verdict};
@@ -45,8 +45,8 @@ struct UpArgs {
     #[arg(long, value_name = "DIR")]
     meter_dir: Option<PathBuf>,
     /// Tear down after this long instead of waiting for a signal (e.g. 30s).
-    #[arg(long = "for", value_name = "DURATION")]
-    hold: Option<String>,
+    #[arg(long = "for", value_name = "DURATION", value_parser = crate::cmd::values::duration)]
+    hold: Option<std::time::Duration>,
 }
 
 #[derive(clap::Args)]
@@ -105,7 +105,7 @@ fn up(a: UpArgs) -> anyhow::Result<Verdict> {
         let msg = e.to_string();
         exit::usage(if msg.contains(&file) { msg } else { format!("{file}: {msg}") })
     })?;
-    let hold = a.hold.as_deref().map(parse_duration).transpose().context("--for")?;
+    let hold = a.hold;
     exit::require_root("tcpaccel net up")?;
     // Before building: a signal during the build still tears down and exits.
     let signals = signals::subscribe().context("installing the SIGINT/SIGTERM handler")?;

@@ -13,8 +13,9 @@
 //!   descriptors, and by the program itself on their next ACK for MPTCP
 //!   subflows, waiting up to D).
 //!
-//! PACE is the traffic tool's grammar with its on-wire meaning: `none`,
-//! `static:RATE`, `dynamic`, `dynamic:CEILING`.
+//! PACE is the one pacing grammar (`tcpaccel_core::pace_spec`) with its
+//! on-wire meaning: `none`, `static:RATE`, `dynamic`, `dynamic:CEILING`;
+//! clap parses each flag into its type, so a bad one exits 2 naming the flag.
 
 use std::ffi::OsString;
 use std::path::PathBuf;
@@ -23,9 +24,12 @@ use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 use anyhow::Context;
+use tcpaccel_core::pace_spec::PaceSpec;
 use tcpaccel_core::units::Rate;
+use tcpaccel_pacer::rules::DstRule;
 use tcpaccel_pacer::{AttachStatus, Attachment, Cgroup, Class, PaceConfig, PacerError, Released, TempCgroup};
 
+use crate::cmd::values;
 use crate::exit::{self, Fail, Verdict};
 
 #[derive(clap::Args)]
@@ -37,14 +41,14 @@ pub struct Args {
 #[derive(clap::Args, Clone)]
 pub struct RuleArgs {
     /// Pacing for connections no rule matches: none, static:RATE (on-wire), dynamic (cwnd·mss/RTT per ACK, [PSPacer] eq. 1), dynamic:CEILING.
-    #[arg(long, default_value = "dynamic")]
-    pace: String,
+    #[arg(long, default_value = "dynamic", value_parser = values::pace_own_dynamic)]
+    pace: PaceSpec,
     /// A per-destination rule DEST=PACE, DEST being CIDR or CIDR:PORT ([V6CIDR]:PORT); repeatable. A rule with a port wins over one without.
-    #[arg(long = "rule")]
-    rules: Vec<String>,
+    #[arg(long = "rule", value_parser = values::pace_rule)]
+    rules: Vec<DstRule>,
     /// An on-wire ceiling over every rule (static rates above it are lowered).
-    #[arg(long)]
-    ceiling: Option<String>,
+    #[arg(long, value_parser = values::rate)]
+    ceiling: Option<Rate>,
     /// Dynamic rules also hold the rate at the measured delivery rate while the RTT shows a queue, and grow it by at most 5/4 per RTT in slow start (against overshoot into small buffers).
     #[arg(long)]
     hold: bool,
@@ -110,18 +114,15 @@ pub fn pacer_err(e: PacerError) -> anyhow::Error {
 
 impl RuleArgs {
     /// One pacing for every connection (`tcpaccel run --pace`).
-    pub fn single(pace: &str) -> RuleArgs {
-        RuleArgs { pace: pace.to_string(), rules: Vec::new(), ceiling: None, hold: false }
+    pub fn single(pace: PaceSpec) -> RuleArgs {
+        RuleArgs { pace, rules: Vec::new(), ceiling: None, hold: false }
     }
 
-    /// Parses the rules in one step; bad input is a usage error naming it.
+    /// The configuration of the parsed flags; what only the whole can show
+    /// (two rules for one destination, too many rules) is a usage error.
     pub fn config(&self) -> anyhow::Result<PaceConfig> {
-        let ceiling = self
-            .ceiling
-            .as_deref()
-            .map(|c| Rate::parse(c).map_err(|e| exit::usage(format!("--ceiling {c:?}: {e}"))))
-            .transpose()?;
-        let cfg = PaceConfig::parse(&self.pace, &self.rules, ceiling).map_err(|e| pacer_err(e.into()))?;
+        let cfg =
+            PaceConfig::new(self.pace, self.rules.clone(), self.ceiling).map_err(|e| pacer_err(e.into()))?;
         Ok(PaceConfig { hold: self.hold, ..cfg })
     }
 }

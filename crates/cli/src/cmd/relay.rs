@@ -8,9 +8,10 @@ use std::time::Duration;
 
 use anyhow::Context;
 use tcpaccel_core::split::{self, PathModel, PlanParams};
-use tcpaccel_core::units::{format_duration, parse_duration, Rate};
+use tcpaccel_core::units::{format_duration, parse_duration, Bytes, Rate};
 use tcpaccel_relay::{Config, RawConfig};
 
+use crate::cmd::values;
 use crate::exit::{self, Verdict};
 
 #[derive(clap::Args)]
@@ -59,30 +60,30 @@ struct ServeArgs {
     #[arg(long)]
     cc: Option<String>,
     /// Pacing cap for upstream sockets (SO_MAX_PACING_RATE), e.g. 500mbit.
-    #[arg(long, value_name = "RATE")]
-    pace: Option<String>,
+    #[arg(long, value_name = "RATE", value_parser = values::rate)]
+    pace: Option<Rate>,
     /// SO_SNDBUF for upstream sockets (disables send autotuning).
-    #[arg(long, value_name = "BYTES")]
-    sndbuf: Option<String>,
+    #[arg(long, value_name = "BYTES", value_parser = values::bytes)]
+    sndbuf: Option<Bytes>,
     /// SO_RCVBUF for upstream sockets, set before connect (disables receive autotuning).
-    #[arg(long, value_name = "BYTES")]
-    rcvbuf: Option<String>,
+    #[arg(long, value_name = "BYTES", value_parser = values::bytes)]
+    rcvbuf: Option<Bytes>,
     /// TCP_NOTSENT_LOWAT for upstream sockets.
-    #[arg(long, value_name = "BYTES")]
-    notsent_lowat: Option<String>,
+    #[arg(long, value_name = "BYTES", value_parser = values::bytes)]
+    notsent_lowat: Option<Bytes>,
     /// Close a connection after this long without traffic in either direction [default: 5m].
-    #[arg(long, value_name = "DURATION")]
-    idle_timeout: Option<String>,
+    #[arg(long, value_name = "DURATION", value_parser = values::duration)]
+    idle_timeout: Option<Duration>,
     /// Limit for the client's whole SOCKS negotiation [default: 5s].
-    #[arg(long, value_name = "DURATION")]
-    handshake_timeout: Option<String>,
+    #[arg(long, value_name = "DURATION", value_parser = values::duration)]
+    handshake_timeout: Option<Duration>,
     /// Close a SOCKS client that sends nothing for this long after it connects
     /// (capped at --handshake-timeout) [default: 2s].
-    #[arg(long, value_name = "DURATION")]
-    first_byte_timeout: Option<String>,
+    #[arg(long, value_name = "DURATION", value_parser = values::duration)]
+    first_byte_timeout: Option<Duration>,
     /// Limit for connecting upstream, through the whole chain [default: 10s].
-    #[arg(long, value_name = "DURATION")]
-    connect_timeout: Option<String>,
+    #[arg(long, value_name = "DURATION", value_parser = values::duration)]
+    connect_timeout: Option<Duration>,
     /// Connections held at once, in the SOCKS handshake or relaying; more wait
     /// in the listen backlog (see --backlog) [default: 1024].
     #[arg(long, value_name = "N")]
@@ -106,8 +107,8 @@ struct ServeArgs {
     #[arg(long)]
     copy: bool,
     /// Pipe capacity per direction for splice [default: 256KiB].
-    #[arg(long, value_name = "BYTES")]
-    pipe_size: Option<String>,
+    #[arg(long, value_name = "BYTES", value_parser = values::bytes)]
+    pipe_size: Option<Bytes>,
     /// TOML file with the same settings (flags given here override it).
     #[arg(long, value_name = "FILE.toml")]
     config: Option<String>,
@@ -123,18 +124,18 @@ struct ServeArgs {
 #[derive(clap::Args)]
 struct PlanArgs {
     /// RTT of the direct client-server path.
-    #[arg(long, value_name = "DURATION")]
-    rtt_total: String,
+    #[arg(long, value_name = "DURATION", value_parser = values::duration)]
+    rtt_total: Duration,
     /// Candidate relays on the path with their RTT from the client: "p1=12ms,p2=25ms".
-    #[arg(long, value_name = "NAME=RTT,...")]
-    candidates: Option<String>,
+    #[arg(long, value_name = "NAME=RTT,...", value_parser = parse_candidates)]
+    candidates: Option<Candidates>,
     /// Measure a candidate's RTT by TCP handshake time (median): [NAME=]HOST:PORT, repeatable.
-    #[arg(long, value_name = "[NAME=]HOST:PORT")]
-    probe: Vec<String>,
+    #[arg(long, value_name = "[NAME=]HOST:PORT", value_parser = parse_probe)]
+    probe: Vec<Probe>,
     /// A measured RTT between two points, overriding the on-path estimate |a - b|;
     /// repeatable: A-B=RTT with candidate names, `client` or `server` (e.g. p1-p2=14ms).
-    #[arg(long, value_name = "A-B=RTT")]
-    pair: Vec<String>,
+    #[arg(long, value_name = "A-B=RTT", value_parser = parse_pair)]
+    pair: Vec<Pair>,
     /// Handshakes per probe.
     #[arg(long, default_value_t = 5)]
     samples: usize,
@@ -145,8 +146,8 @@ struct PlanArgs {
     #[arg(long, default_value_t = 0.3)]
     overhead: f64,
     /// Direct-path throughput, to print absolute predictions (e.g. 83mbit).
-    #[arg(long, value_name = "RATE")]
-    direct_rate: Option<String>,
+    #[arg(long, value_name = "RATE", value_parser = values::rate)]
+    direct_rate: Option<Rate>,
     /// SOCKS port assumed for candidates named without one.
     #[arg(long, default_value_t = 1080)]
     port: u16,
@@ -199,23 +200,33 @@ fn raw_from_flags(a: &ServeArgs, argv: &[String]) -> RawConfig {
         auth_file: a.auth_file.clone(),
         rules: ordered_rules(&a.allow, &a.deny, argv),
         cc: a.cc.clone(),
-        pace: a.pace.clone(),
-        sndbuf: a.sndbuf.clone(),
-        rcvbuf: a.rcvbuf.clone(),
-        notsent_lowat: a.notsent_lowat.clone(),
-        idle_timeout: a.idle_timeout.clone(),
-        handshake_timeout: a.handshake_timeout.clone(),
-        first_byte_timeout: a.first_byte_timeout.clone(),
-        connect_timeout: a.connect_timeout.clone(),
+        pace: a.pace.map(|r| r.exact().to_string()),
+        sndbuf: a.sndbuf.map(raw_bytes),
+        rcvbuf: a.rcvbuf.map(raw_bytes),
+        notsent_lowat: a.notsent_lowat.map(raw_bytes),
+        idle_timeout: a.idle_timeout.map(raw_duration),
+        handshake_timeout: a.handshake_timeout.map(raw_duration),
+        first_byte_timeout: a.first_byte_timeout.map(raw_duration),
+        connect_timeout: a.connect_timeout.map(raw_duration),
         max_conns: a.max_conns,
         max_handshakes: a.max_handshakes,
         per_source_handshakes: a.per_source_handshakes,
         backlog: a.backlog,
         copy: a.copy.then_some(true),
-        pipe_size: a.pipe_size.clone(),
+        pipe_size: a.pipe_size.map(raw_bytes),
         buffer_size: None,
         json_logs: a.json_logs.then_some(true),
     }
+}
+
+/// A typed flag in the text form `RawConfig` (shared with the TOML file)
+/// reads back exactly: whole bytes, nanoseconds.
+fn raw_bytes(b: Bytes) -> String {
+    b.get().to_string()
+}
+
+fn raw_duration(d: Duration) -> String {
+    format!("{}ns", d.as_nanos())
 }
 
 /// The configuration from the file (if any) with the flags over it; run
@@ -248,17 +259,51 @@ fn serve(a: ServeArgs) -> anyhow::Result<Verdict> {
     Ok(Verdict::Ok)
 }
 
+/// `--candidates`: names and RTTs from the client.
+type Candidates = Vec<(String, Duration)>;
+
 /// Parses `"p1=12ms,p2=25ms"`.
-fn parse_candidates(s: &str) -> anyhow::Result<Vec<(String, Duration)>> {
+fn parse_candidates(s: &str) -> Result<Candidates, String> {
     let mut out = Vec::new();
     for item in s.split(',').map(str::trim).filter(|i| !i.is_empty()) {
-        let (name, rtt) = item
-            .rsplit_once('=')
-            .ok_or_else(|| exit::usage(format!("--candidates: {item:?} is not NAME=RTT (e.g. p1=12ms)")))?;
-        let rtt = parse_duration(rtt).with_context(|| format!("--candidates: RTT of {name}"))?;
+        let (name, rtt) =
+            item.rsplit_once('=').ok_or_else(|| format!("{item:?} is not NAME=RTT (e.g. p1=12ms)"))?;
+        let rtt = parse_duration(rtt).map_err(|e| format!("RTT of {}: {e}", name.trim()))?;
         out.push((name.trim().to_string(), rtt));
     }
     Ok(out)
+}
+
+/// `--pair A-B=RTT`: a measured RTT between two named points.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Pair {
+    a: String,
+    b: String,
+    rtt: Duration,
+}
+
+fn parse_pair(p: &str) -> Result<Pair, String> {
+    let bad = || format!("{p:?} is not A-B=RTT (e.g. p1-p2=14ms)");
+    let (ends, rtt) = p.rsplit_once('=').ok_or_else(bad)?;
+    let (a, b) = ends.split_once('-').ok_or_else(bad)?;
+    let rtt = parse_duration(rtt).map_err(|e| format!("{p:?}: {e}"))?;
+    Ok(Pair { a: a.trim().to_string(), b: b.trim().to_string(), rtt })
+}
+
+/// `--probe [NAME=]IP:PORT`: a candidate whose RTT is measured.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Probe {
+    name: String,
+    addr: SocketAddr,
+}
+
+fn parse_probe(spec: &str) -> Result<Probe, String> {
+    let (name, addr) = match spec.split_once('=') {
+        Some((n, a)) => (n.to_string(), a),
+        None => (spec.to_string(), spec),
+    };
+    let addr = addr.parse().map_err(|_| format!("{addr:?} must be IP:PORT (loopback or lab)"))?;
+    Ok(Probe { name, addr })
 }
 
 /// RTT matrix over client, candidates, server: on-path estimates `|a - b|`
@@ -266,7 +311,7 @@ fn parse_candidates(s: &str) -> anyhow::Result<Vec<(String, Duration)>> {
 fn pair_matrix(
     total: Duration,
     cands: &[(String, Duration)],
-    pairs: &[String],
+    pairs: &[Pair],
 ) -> anyhow::Result<Vec<Vec<Duration>>> {
     let mut pos = vec![Duration::ZERO];
     pos.extend(cands.iter().map(|c| c.1));
@@ -283,26 +328,15 @@ fn pair_matrix(
         }
     };
     for p in pairs {
-        let (ends, rtt) =
-            p.rsplit_once('=').ok_or_else(|| exit::usage(format!("--pair: {p:?} is not A-B=RTT")))?;
-        let (x, y) =
-            ends.split_once('-').ok_or_else(|| exit::usage(format!("--pair: {p:?} is not A-B=RTT")))?;
-        let rtt = parse_duration(rtt).with_context(|| format!("--pair {p}"))?;
-        let (i, j) = (index(x.trim())?, index(y.trim())?);
-        m[i][j] = rtt;
-        m[j][i] = rtt;
+        let (i, j) = (index(&p.a)?, index(&p.b)?);
+        m[i][j] = p.rtt;
+        m[j][i] = p.rtt;
     }
     Ok(m)
 }
 
-fn probe_candidate(spec: &str, samples: usize) -> anyhow::Result<(String, Duration)> {
-    let (name, addr) = match spec.split_once('=') {
-        Some((n, a)) => (n.to_string(), a),
-        None => (spec.to_string(), spec),
-    };
-    let addr: SocketAddr = addr
-        .parse()
-        .map_err(|_| exit::usage(format!("--probe: {addr:?} must be IP:PORT (loopback or lab)")))?;
+fn probe_candidate(p: &Probe, samples: usize) -> anyhow::Result<(String, Duration)> {
+    let (name, addr) = (p.name.clone(), p.addr);
     let rtts = tcpaccel_relay::probe::handshake_rtts(addr, samples.max(1), Duration::from_secs(3))?;
     let secs: Vec<f64> = rtts.iter().map(|d| d.as_secs_f64()).collect();
     let med = tcpaccel_core::stats::median(&secs).unwrap_or(0.0);
@@ -325,15 +359,12 @@ fn ms(d: Duration) -> f64 {
 }
 
 fn plan(a: PlanArgs) -> anyhow::Result<Verdict> {
-    let total = parse_duration(&a.rtt_total).context("--rtt-total")?;
-    let mut cands = match &a.candidates {
-        Some(s) => parse_candidates(s)?,
-        None => Vec::new(),
-    };
+    let total = a.rtt_total;
+    let mut cands = a.candidates.clone().unwrap_or_default();
     for p in &a.probe {
         cands.push(probe_candidate(p, a.samples)?);
     }
-    let direct_rate = a.direct_rate.as_deref().map(Rate::parse).transpose().context("--direct-rate")?;
+    let direct_rate = a.direct_rate;
     let model = if a.pair.is_empty() {
         PathModel::on_path(total, &cands)
     } else {
@@ -439,17 +470,62 @@ mod tests {
         assert_eq!(r, v(&["deny b", "allow a"]));
     }
 
+    /// Typed flags reach the relay's config (which the TOML file shares, as
+    /// text) with exactly the values given, and a bad one is clap's exit 2.
+    #[test]
+    fn typed_flags_reach_the_config_exactly() {
+        use clap::Parser;
+        #[derive(clap::Parser)]
+        struct Cli {
+            #[command(flatten)]
+            args: Args,
+        }
+        let argv = [
+            "relay",
+            "--pace",
+            "123456789",
+            "--sndbuf",
+            "12.5MB",
+            "--notsent-lowat",
+            "16KiB",
+            "--idle-timeout",
+            "1.2345678s",
+            "--pipe-size",
+            "64KiB",
+        ];
+        let a = Cli::try_parse_from(argv).unwrap().args.serve;
+        let cfg = load(None, &raw_from_flags(&a, &v(&argv))).unwrap();
+        assert_eq!(cfg.tuning.pace, Some(Rate(123_456_789)));
+        assert_eq!(cfg.tuning.sndbuf, Some(12_500_000));
+        assert_eq!(cfg.tuning.notsent_lowat, Some(16_384));
+        assert_eq!(cfg.idle_timeout, Duration::from_nanos(1_234_567_800));
+        assert_eq!(cfg.pipe_size, 65_536);
+        for (flag, bad) in [("--pace", "fast"), ("--sndbuf", "lots"), ("--connect-timeout", "10")] {
+            let e = Cli::try_parse_from(["relay", flag, bad]).err().expect(flag);
+            assert_eq!(e.exit_code(), 2, "{flag}");
+            let msg = e.to_string();
+            assert!(msg.contains(flag) && msg.contains(bad), "{msg}");
+        }
+        let e = Cli::try_parse_from(["relay", "plan", "--rtt-total", "50ms", "--candidates", "p1"]).err();
+        assert!(e.expect("bad candidates").to_string().contains("\"p1\" is not NAME=RTT"));
+    }
+
     #[test]
     fn pairs_override_the_on_path_estimate() {
         let c = parse_candidates("p1=10ms,p2=30ms").unwrap();
-        let m =
-            pair_matrix(Duration::from_millis(50), &c, &v(&["p1-p2=25ms", "server-client=60ms"])).unwrap();
+        let pairs = |ps: &[&str]| ps.iter().map(|p| parse_pair(p).unwrap()).collect::<Vec<_>>();
+        let m = pair_matrix(Duration::from_millis(50), &c, &pairs(&["p1-p2=25ms", "server-client=60ms"]))
+            .unwrap();
         assert_eq!(m[1][2], Duration::from_millis(25));
         assert_eq!(m[2][1], Duration::from_millis(25));
         assert_eq!(m[0][3], Duration::from_millis(60));
         assert_eq!(m[2][3], Duration::from_millis(20));
-        assert!(pair_matrix(Duration::from_millis(50), &c, &v(&["p1-p9=1ms"])).is_err());
-        assert!(pair_matrix(Duration::from_millis(50), &c, &v(&["p1p2=1ms"])).is_err());
+        assert!(pair_matrix(Duration::from_millis(50), &c, &pairs(&["p1-p9=1ms"])).is_err());
+        assert!(parse_pair("p1p2=1ms").unwrap_err().contains("\"p1p2=1ms\" is not A-B=RTT"));
+        assert!(parse_pair("p1-p2=soon").is_err());
+        assert_eq!(parse_probe("p1=127.0.0.1:1081").unwrap().name, "p1");
+        assert_eq!(parse_probe("127.0.0.1:1081").unwrap().name, "127.0.0.1:1081");
+        assert!(parse_probe("p1=somewhere:1081").unwrap_err().contains("must be IP:PORT"));
     }
 
     #[test]

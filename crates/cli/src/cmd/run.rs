@@ -13,24 +13,27 @@
 //!
 //! Rates are on-wire rates, as everywhere in tcpaccel: `static:500mbit` fills
 //! 500 Mbit/s of Ethernet wire, i.e. paces TCP payload at 500 × 1448/1538
-//! (the traffic tool's `Framing::ETHERNET_1500_TS`; the MSS of a program's
-//! socket is not known before it connects).
+//! (`Framing::ETHERNET_1500_TS`, applied by the shim; the MSS of a program's
+//! socket is not known before it connects). `--pace` takes the one pacing
+//! grammar (`tcpaccel_core::pace_spec`), and the shim is handed the parsed
+//! value in that grammar's form.
 
 use crate::cmd::install::SHIM_FILE;
+use crate::cmd::values;
 use crate::exit::{self, Verdict};
 use anyhow::Context;
 use std::ffi::OsString;
 use std::net::IpAddr;
 use std::os::unix::process::CommandExt;
 use std::path::PathBuf;
-use tcpaccel_core::units::{Bytes, Rate};
-use tcpaccel_traffic::pace::Framing;
+use tcpaccel_core::pace_spec::PaceSpec;
+use tcpaccel_core::units::Bytes;
 
 #[derive(clap::Args)]
 pub struct Args {
     /// Pacing: none, static:RATE (on-wire, e.g. static:500mbit), dynamic (cwnd·mss/RTT, [PSPacer] eq. 1), dynamic:RATE (with a ceiling).
-    #[arg(long, default_value = "none")]
-    pace: String,
+    #[arg(long, default_value = "none", value_parser = values::pace_own_dynamic)]
+    pace: PaceSpec,
     /// Congestion control for the program's TCP sockets (see net.ipv4.tcp_available_congestion_control).
     #[arg(long)]
     cc: Option<String>,
@@ -86,30 +89,11 @@ fn choose_cgroup(via: PaceVia) -> anyhow::Result<Result<(), String>> {
     }
 }
 
-/// The value of TCPACCEL_PACE for the shim.
-pub fn pace_env(pace: &str) -> anyhow::Result<Option<String>> {
-    let bad = |why: String| {
-        exit::usage(format!(
-            "--pace {pace:?}: {why}; accepted forms: none, static:RATE, dynamic, dynamic:RATE (RATE like 500mbit)"
-        ))
-    };
-    let wire = |r: &str| -> anyhow::Result<u64> {
-        let rate = Rate::parse(r).map_err(|e| bad(e.to_string()))?;
-        Ok(Framing::ETHERNET_1500_TS.payload_bytes_per_sec(rate).max(1))
-    };
-    Ok(match pace {
-        "none" => None,
-        "dynamic" => Some("dynamic".into()),
-        p => {
-            if let Some(r) = p.strip_prefix("static:") {
-                Some(format!("static:{}", wire(r)?))
-            } else if let Some(r) = p.strip_prefix("dynamic:") {
-                Some(format!("dynamic:{}", wire(r)?))
-            } else {
-                return Err(bad("unknown pacing mode".into()));
-            }
-        }
-    })
+/// The value of TCPACCEL_PACE for the shim: the pacing in the grammar's own
+/// form (the shim parses it with the same grammar and converts the on-wire
+/// rate to payload bytes/s itself), or nothing for `none`.
+pub fn pace_env(pace: PaceSpec) -> Option<String> {
+    (pace != PaceSpec::None).then(|| pace.to_string())
 }
 
 fn available_cc() -> Vec<String> {
@@ -147,7 +131,13 @@ pub fn find_shim(explicit: Option<PathBuf>) -> anyhow::Result<PathBuf> {
             ]
         })
         .collect();
-    match candidates.iter().find(|p| p.is_file()) {
+    // The newest: `cargo test` refreshes deps/ but not the copy beside the
+    // binary, and a stale shim would not read what this binary passes it.
+    let newest = candidates
+        .iter()
+        .filter(|p| p.is_file())
+        .max_by_key(|p| std::fs::metadata(p).and_then(|m| m.modified()).ok());
+    match newest {
         // Canonical: /usr/lib/tcpaccel/…, not /usr/bin/../lib/tcpaccel/….
         Some(p) => check_preloadable(std::fs::canonicalize(p).unwrap_or_else(|_| p.clone())),
         None => check_preloadable(crate::cmd::install::embedded_shim()?),
@@ -167,7 +157,7 @@ fn check_preloadable(p: PathBuf) -> anyhow::Result<PathBuf> {
 }
 
 pub fn run(a: Args) -> anyhow::Result<Verdict> {
-    let shim_pace = pace_env(&a.pace)?;
+    let shim_pace = pace_env(a.pace);
     if let Some(cc) = &a.cc {
         let avail = available_cc();
         if !avail.is_empty() && !avail.contains(cc) {
@@ -181,7 +171,7 @@ pub fn run(a: Args) -> anyhow::Result<Verdict> {
     let cgroup_cfg = match shim_pace {
         None => None,
         Some(_) => {
-            let cfg = crate::cmd::pace::RuleArgs::single(&a.pace).config()?;
+            let cfg = crate::cmd::pace::RuleArgs::single(a.pace).config()?;
             match choose_cgroup(a.pace_via)? {
                 Ok(()) => {
                     eprintln!("tcpaccel run: pacing {} through the cgroup pacer (BPF sock_ops)", a.pace);
@@ -252,13 +242,14 @@ mod tests {
 
     #[test]
     fn pace_forms() {
-        assert_eq!(pace_env("none").unwrap(), None);
-        assert_eq!(pace_env("dynamic").unwrap().as_deref(), Some("dynamic"));
-        // 20 Mbit/s on the wire = 2.5 MB/s × 1448/1538 of payload.
-        assert_eq!(pace_env("static:20mbit").unwrap().as_deref(), Some("static:2353706"));
-        for bad in ["static:0", "static:fast", "static:-1mbit", "turbo", "static:"] {
-            let e = pace_env(bad).unwrap_err().to_string();
-            assert!(e.contains(bad) && e.contains("accepted forms"), "{e}");
+        let env = |s: &str| values::pace_own_dynamic(s).map(pace_env);
+        assert_eq!(env("none").unwrap(), None);
+        assert_eq!(env("dynamic").unwrap().as_deref(), Some("dynamic"));
+        assert_eq!(env("static:20mbit").unwrap().as_deref(), Some("static:20Mbit/s"));
+        assert_eq!(env("dynamic:2.5MB/s").unwrap().as_deref(), Some("dynamic:20Mbit/s"));
+        for bad in ["static:0", "static:fast", "static:-1mbit", "turbo", "static:", "dynamic=loop"] {
+            let e = env(bad).unwrap_err();
+            assert!(e.contains(&format!("{bad:?}")), "{e}");
         }
     }
 }

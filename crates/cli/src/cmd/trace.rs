@@ -15,9 +15,10 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use anyhow::Context;
-use tcpaccel_core::units::{format_duration, parse_duration};
+use tcpaccel_core::units::format_duration;
 use tcpaccel_tune::trace::{self, Format, PlotRows, RowWriter, Selector, TraceError, Tracer};
 
+use crate::cmd::values;
 use crate::exit::{self, Verdict};
 
 #[derive(clap::Args)]
@@ -27,17 +28,17 @@ pub struct Args {
     #[arg(long)]
     port: Option<u16>,
     /// Sockets whose remote end is ADDR or ADDR:PORT ([V6]:PORT for IPv6).
-    #[arg(long)]
-    dst: Option<String>,
+    #[arg(long, value_parser = dst)]
+    dst: Option<Selector>,
     /// Sockets owned by process PID.
     #[arg(long)]
     pid: Option<u32>,
     /// Sampling interval (10ms = 100 Hz).
-    #[arg(long, default_value = "10ms")]
-    interval: String,
+    #[arg(long, default_value = "10ms", value_parser = values::duration)]
+    interval: Duration,
     /// Stop after this long (default: until SIGINT/SIGTERM).
-    #[arg(long)]
-    duration: Option<String>,
+    #[arg(long, value_parser = values::duration)]
+    duration: Option<Duration>,
     /// Output file: .csv, or .jsonl/.json for JSON Lines (default: CSV on stdout).
     #[arg(long)]
     out: Option<PathBuf>,
@@ -52,8 +53,8 @@ pub struct Args {
     /// Dump (find sockets) only this often and re-query the known sockets
     /// exactly in between: cheaper on hosts with many sockets, new sockets
     /// appear within this delay. Default: one dump per tick.
-    #[arg(long)]
-    discover: Option<String>,
+    #[arg(long, value_parser = values::duration)]
+    discover: Option<Duration>,
     /// Sample sockets of this network namespace.
     #[arg(long)]
     netns: Option<String>,
@@ -73,16 +74,19 @@ fn trace_err(e: TraceError) -> anyhow::Error {
     }
 }
 
+fn dst(s: &str) -> Result<Selector, String> {
+    Selector::parse_dst(s).ok_or_else(|| format!("{s:?}: expected ADDR, ADDR:PORT or [V6]:PORT"))
+}
+
 pub fn run(args: Args) -> anyhow::Result<Verdict> {
-    let interval = parse_duration(&args.interval).context("--interval")?;
+    let interval = args.interval;
     if interval < Duration::from_millis(1) {
         return Err(exit::usage("--interval must be at least 1ms"));
     }
-    let duration = args.duration.as_deref().map(parse_duration).transpose().context("--duration")?;
+    let duration = args.duration;
     let sel = match (&args.port, &args.dst, &args.pid) {
         (Some(p), _, _) => Selector::Port(*p),
-        (_, Some(d), _) => Selector::parse_dst(d)
-            .ok_or_else(|| exit::usage(format!("--dst {d:?}: expected ADDR, ADDR:PORT or [V6]:PORT")))?,
+        (_, Some(d), _) => d.clone(),
         (_, _, Some(pid)) => Selector::Pid(*pid),
         _ => Selector::All,
     };
@@ -91,7 +95,7 @@ pub fn run(args: Args) -> anyhow::Result<Verdict> {
             return Err(exit::usage(format!("network namespace {ns:?} not found (looked in /run/netns)")));
         }
     }
-    let discover = args.discover.as_deref().map(parse_duration).transpose().context("--discover")?;
+    let discover = args.discover;
     let mut tracer = Tracer::open(sel.clone(), args.netns.as_deref()).map_err(trace_err)?;
     if let Some(d) = discover {
         tracer = tracer.hybrid(d);

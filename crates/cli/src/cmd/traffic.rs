@@ -15,11 +15,11 @@
 //! SIGTERM ended a `send` early (after its summary). `recv` ends on
 //! SIGINT/SIGTERM (or after `--once`) with its summary and exit code 0.
 
-use std::net::{IpAddr, SocketAddr};
+use std::net::SocketAddr;
 use std::time::Duration;
 
 use anyhow::Context;
-use tcpaccel_core::units::{format_duration, parse_duration, Bytes, Rate};
+use tcpaccel_core::units::{format_duration, Bytes, Rate};
 use tcpaccel_traffic::{
     report::human_bytes, run_send, spawn_recv, ConnReport, ConnStatus, Event, Pace, RecvConfig, RecvSummary,
     Report, SendConfig, SendSummary, Volume,
@@ -56,8 +56,8 @@ pub struct SendArgs {
     #[arg(long)]
     mptcp: bool,
     /// Local address to bind: IP or IP:PORT.
-    #[arg(long)]
-    bind: Option<String>,
+    #[arg(long, value_parser = values::bind_addr)]
+    bind: Option<SocketAddr>,
     /// none | static:RATE (RATE on the bottleneck's wire, frames + 24 bytes; split over streams)
     /// | dynamic[:CEILING] (cwnd x mss / RTT, [PSPacer] eq. 1, by our TCP_INFO loop)
     /// | dynamic=loop[:CEILING] | dynamic=kernel[:CEILING] (Linux's own pacing; needs
@@ -77,9 +77,9 @@ pub struct SendArgs {
     /// namespace (no per-socket equivalent exists).
     #[arg(long, requires = "burst")]
     resume_pacing: bool,
-    /// Report interval (e.g. 1s, 100ms), or "off".
-    #[arg(long, default_value = "1s")]
-    interval: String,
+    /// Report interval (e.g. 1s, 100ms; at least 10ms), or "off".
+    #[arg(long, default_value = "1s", value_parser = values::interval_or_off)]
+    interval: values::Interval,
     /// JSON Lines output (types: interval, summary).
     #[arg(long)]
     json: bool,
@@ -132,12 +132,6 @@ pub struct RecvArgs {
     /// Run inside this network namespace (needs root).
     #[arg(long)]
     netns: Option<String>,
-}
-
-fn parse_addr(flag: &str, s: &str) -> anyhow::Result<SocketAddr> {
-    s.parse::<SocketAddr>().map_err(|_| {
-        exit::usage(format!("{flag} {s:?}: expected IP:PORT, e.g. 10.0.0.2:5201 or [fd00::2]:5201"))
-    })
 }
 
 /// A size flag's value, which must be above zero.
@@ -199,28 +193,14 @@ fn send_config(args: &SendArgs) -> anyhow::Result<SendConfig> {
     cfg.sndbuf = nonzero("--sndbuf", args.sndbuf)?;
     cfg.rcvbuf = nonzero("--rcvbuf", args.rcvbuf)?;
     cfg.mptcp = args.mptcp;
-    cfg.bind = match args.bind.as_deref() {
-        None => None,
-        Some(b) => Some(match b.parse::<IpAddr>() {
-            Ok(ip) => SocketAddr::new(ip, 0),
-            Err(_) => parse_addr("--bind", b)?,
-        }),
-    };
+    cfg.bind = args.bind;
     if let Some(b) = cfg.bind {
         if b.is_ipv4() != to.is_ipv4() {
             return Err(exit::usage(format!("--bind {b} and --to {to} are of different address families")));
         }
     }
     cfg.pace = args.pace;
-    cfg.interval = if args.interval.eq_ignore_ascii_case("off") {
-        None
-    } else {
-        let i = parse_duration(&args.interval).map_err(|e| exit::usage(format!("--interval: {e}")))?;
-        if i < Duration::from_millis(10) {
-            return Err(exit::usage(format!("--interval {}: must be at least 10ms (or off)", args.interval)));
-        }
-        Some(i)
-    };
+    cfg.interval = args.interval.0;
     cfg.reverse = args.reverse;
     cfg.checksum = args.checksum;
     if cfg.reverse && cfg.checksum && matches!(cfg.volume, Volume::Duration(_)) {
@@ -286,7 +266,7 @@ fn send_bursts(mut cfg: SendConfig, b: tcpaccel_traffic::Bursts, json: bool) -> 
         } else {
             let c = r.completion_ms.map_or("incomplete".to_string(), |c| format!("{c:.1} ms"));
             let resume = r.resume.map_or(String::new(), |p| {
-                format!(", resumed at {} for {}", Rate(p.rate * 8), format_duration(p.hold))
+                format!(", resumed at {} for {}", p.rate, format_duration(p.hold))
             });
             println!(
                 "burst {:>3} at {:>7.3} s: {} in {c} (cwnd {} after {} ms idle, {} retransmits{resume})",

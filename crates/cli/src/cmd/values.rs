@@ -7,7 +7,9 @@ use std::net::SocketAddr;
 use std::time::Duration;
 
 use tcpaccel_core::loss::LossSpec;
+use tcpaccel_core::pace_spec::PaceSpec;
 use tcpaccel_core::units::{parse_duration, Bytes, QueueLimit, Rate};
+use tcpaccel_pacer::rules::DstRule;
 use tcpaccel_traffic::pace::Pace;
 
 pub fn duration(s: &str) -> Result<Duration, String> {
@@ -26,13 +28,67 @@ pub fn loss(s: &str) -> Result<LossSpec, String> {
     LossSpec::parse(s).map_err(|e| e.to_string())
 }
 
+/// `send`/`recv --pace`: the one pacing grammar, a plain `dynamic` being the
+/// traffic tool's default loop.
 pub fn pace(s: &str) -> Result<Pace, String> {
     Pace::parse(s).map_err(|e| e.to_string())
+}
+
+/// `run --pace` and `pace --pace`: the same grammar, for front ends whose
+/// `dynamic` is the cgroup pacer's (or the shim's) own, so the traffic
+/// tool's `dynamic=kernel|loop` is refused, naming it.
+pub fn pace_own_dynamic(s: &str) -> Result<PaceSpec, String> {
+    let p = PaceSpec::parse(s).map_err(|e| e.to_string())?;
+    match p.mode() {
+        Some(m) => Err(format!(
+            "pacing {:?}: dynamic={} names one of the traffic tool's userspace pacers (send/recv); \
+             here dynamic is the cgroup pacer's per-ACK one (or the preload shim's loop): write dynamic or dynamic:CEILING",
+            s.trim(),
+            m.name()
+        )),
+        None => Ok(p),
+    }
+}
+
+/// `pace --rule DEST=PACE`.
+pub fn pace_rule(s: &str) -> Result<DstRule, String> {
+    s.parse().map_err(|e: tcpaccel_pacer::rules::RuleError| e.to_string())
+}
+
+pub fn rate(s: &str) -> Result<Rate, String> {
+    Rate::parse(s).map_err(|e| e.to_string())
 }
 
 pub fn socket_addr(s: &str) -> Result<SocketAddr, String> {
     s.trim().parse().map_err(|_| format!("{s:?} is not IP:PORT (e.g. 10.0.0.2:5201 or [fd00::2]:5201)"))
 }
+
+/// `--bind`: IP (any port) or IP:PORT.
+pub fn bind_addr(s: &str) -> Result<SocketAddr, String> {
+    match s.trim().parse::<std::net::IpAddr>() {
+        Ok(ip) => Ok(SocketAddr::new(ip, 0)),
+        Err(_) => s
+            .trim()
+            .parse()
+            .map_err(|_| format!("{s:?} is not IP or IP:PORT (e.g. 10.0.0.1 or [fd00::1]:5000)")),
+    }
+}
+
+/// A report interval: a duration of at least 10 ms, or `off` (`None`).
+pub fn interval_or_off(s: &str) -> Result<Interval, String> {
+    if s.trim().eq_ignore_ascii_case("off") {
+        return Ok(Interval(None));
+    }
+    let d = duration(s)?;
+    if d < Duration::from_millis(10) {
+        return Err(format!("{s:?}: must be at least 10ms (or off)"));
+    }
+    Ok(Interval(Some(d)))
+}
+
+/// [`interval_or_off`]'s value: `None` for `off`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Interval(pub Option<Duration>);
 
 /// `--metrics`: PORT alone is loopback (see `tcpaccel_metrics::parse_listen`).
 pub fn metrics_addr(s: &str) -> Result<SocketAddr, String> {
@@ -50,6 +106,29 @@ pub fn rate_setting(s: &str) -> Result<RateSetting, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// `send --pace`, `run --pace`, `pace --pace` and `pace --rule` take the
+    /// same texts (the shim's table test is in crates/preload).
+    #[test]
+    fn every_pace_flag_takes_the_one_grammar() {
+        use tcpaccel_core::pace_spec::{Takes, FRONT_END_CASES};
+        for (text, takes) in FRONT_END_CASES {
+            let send = pace(text).map(|_| ());
+            let own = pace_own_dynamic(text).map(|_| ());
+            let rule = pace_rule(&format!("10.0.0.0/8={text}")).map(|_| ());
+            assert_eq!(send.is_ok(), *takes != Takes::None, "send --pace {text}: {send:?}");
+            assert_eq!(own.is_ok(), *takes == Takes::All, "run/pace --pace {text}: {own:?}");
+            assert_eq!(rule.is_ok(), *takes == Takes::All, "pace --rule {text}: {rule:?}");
+            for e in [send, own, rule].into_iter().filter_map(Result::err) {
+                assert!(e.contains(text.trim()), "{e} does not name {text}");
+            }
+            // What `run` parses is what the cgroup pacer is configured with.
+            if let Ok(p) = pace_own_dynamic(text) {
+                let cfg = tcpaccel_pacer::PaceConfig::new(p, vec![], None).expect(text);
+                assert_eq!(cfg.default.spec(), p, "{text}");
+            }
+        }
+    }
 
     #[test]
     fn each_parser_takes_its_grammar_and_names_a_bad_value() {

@@ -23,7 +23,7 @@ use anyhow::{bail, Context, Result};
 use std::net::SocketAddr;
 use std::path::Path;
 use std::time::Duration;
-use tcpaccel_core::units::{Bytes, Rate};
+use tcpaccel_core::units::Bytes;
 use tcpaccel_net::Network;
 use tcpaccel_traffic::{run_bursts, spawn_recv, BurstRecord, Bursts, RecvConfig, SendConfig, Volume};
 
@@ -204,7 +204,7 @@ impl Testbed for IdleBed {
                 ctx.sample("cwnd_1ms", r.start_s, f64::from(c))?;
             }
             if let Some(p) = r.resume {
-                ctx.sample("resume_rate_mbps", r.start_s, Rate(p.rate * 8).as_mbps())?;
+                ctx.sample("resume_rate_mbps", r.start_s, p.rate.as_mbps())?;
             }
             match (r.index, r.completion_ms) {
                 (0, Some(c)) => ctx.metric("first_burst_ms", c),
