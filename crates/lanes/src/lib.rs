@@ -17,6 +17,7 @@
 //! `tcpaccel_sys::mptcp`) or the switching formulas (`tcpaccel_core::lanes`).
 #![forbid(unsafe_code)]
 
+pub mod bpf;
 pub mod config;
 pub mod daemon;
 pub mod env;

@@ -51,6 +51,10 @@ pub struct Ready {
     pub sl_lanes: Vec<String>,
     pub ll_lanes: Vec<String>,
     pub peers: usize,
+    /// Where the signals come from: "bpf" or "diag" (absent in records of
+    /// daemons from before issue 13).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub signals: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -144,6 +144,9 @@ struct Conn {
     applied: Option<Decision>,
     switch_retries: u32,
     switch_retry_at: Option<Instant>,
+    /// Taken over by [`Tracker::adopt`]: with BPF signals, judged by
+    /// sock_diag readings still (see [`Tracker::use_bpf_signals`]).
+    adopted: bool,
 }
 
 /// Retries of what the kernel refused too early: an LL backup (asked for
@@ -172,6 +175,8 @@ pub struct Tracker {
     conns: BTreeMap<u32, Conn>,
     acked: HashMap<u64, u64>,
     probes: BTreeMap<(IpAddr, IpAddr), ProbeState>,
+    /// The BPF program decides for connections opened while it runs.
+    bpf: bool,
 }
 
 fn secs(d: Duration) -> f64 {
@@ -194,7 +199,29 @@ fn sock_text(a: SocketAddr) -> String {
 
 impl Tracker {
     pub fn new(cfg: Config, start: Instant) -> Tracker {
-        Tracker { cfg, start, conns: BTreeMap::new(), acked: HashMap::new(), probes: BTreeMap::new() }
+        Tracker {
+            cfg,
+            start,
+            conns: BTreeMap::new(),
+            acked: HashMap::new(),
+            probes: BTreeMap::new(),
+            bpf: false,
+        }
+    }
+
+    /// The BPF program (`crate::bpf`) sends the signals from now on: the
+    /// connections it sees open are decided by [`Tracker::on_signal`] only,
+    /// and [`Tracker::on_readings`] judges only adopted connections — open
+    /// before the daemon started, whose sockets the program gets no
+    /// callback for unless an earlier daemon's program switched them on.
+    pub fn use_bpf_signals(&mut self) {
+        self.bpf = true;
+    }
+
+    /// Whether sock_diag readings are needed now: always without BPF
+    /// signals; with them, while an adopted connection has not switched.
+    pub fn wants_readings(&self) -> bool {
+        !self.bpf || self.conns.values().any(|c| c.adopted && matches!(c.switch, SwitchState::No))
     }
 
     pub fn config(&self) -> &Config {
@@ -217,6 +244,7 @@ impl Tracker {
             let Some(init) = e.subflows.iter().find(|s| s.initial) else { continue };
             let Some(mut c) = self.new_conn(now, init.local, init.remote, e.server_side) else { continue };
             c.established = true;
+            c.adopted = true;
             let mut ll_active = false;
             for s in e.subflows.iter().filter(|s| !s.initial) {
                 if let Some(l) = c.ll.iter_mut().find(|l| {
@@ -437,6 +465,7 @@ impl Tracker {
             applied: None,
             switch_retries: 0,
             switch_retry_at: None,
+            adopted: false,
         })
     }
 
@@ -694,7 +723,7 @@ impl Tracker {
         for token in tokens {
             let decision = {
                 let Some(c) = self.conns.get_mut(&token) else { continue };
-                if !c.established || !matches!(c.switch, SwitchState::No) {
+                if !c.established || !matches!(c.switch, SwitchState::No) || (self.bpf && !c.adopted) {
                     continue;
                 }
                 let sl = fresh.iter().find(|(r, _)| r.local == c.local && r.remote == c.remote);
@@ -744,6 +773,37 @@ impl Tracker {
             }
         }
         out
+    }
+
+    /// A signal of the BPF program (`crate::bpf`): the connection the
+    /// subflow `sig.local → sig.remote` belongs to reached its size
+    /// threshold or deadline, or its cheapest lane became a Long-flow Lane.
+    /// The program computed the costs; the switch is applied at once (or
+    /// waits for an LL subflow) exactly like one decided here. A signal
+    /// for a connection not managed or already switched changes nothing.
+    pub fn on_signal(&mut self, now: Instant, sig: &crate::bpf::Signal) -> Vec<Action> {
+        use tcpaccel_core::lanes::bpf::SignalKind;
+        let found = self.conns.iter().find(|(_, c)| {
+            (c.local == sig.local && c.remote == sig.remote)
+                || c.ll.iter().any(|s| s.established == Some((sig.local, sig.remote)))
+        });
+        let Some((&token, c)) = found else { return Vec::new() };
+        if !matches!(c.switch, SwitchState::No) {
+            return Vec::new();
+        }
+        let reason = match sig.kind {
+            SignalKind::Size => Reason::Size,
+            SignalKind::Deadline => Reason::Deadline,
+            SignalKind::LinkCost => Reason::LinkCost,
+        };
+        // The program names a lane by slot; one this peer has no pair on
+        // (another peer's LL) falls back to the first of this peer's.
+        let lane = sig
+            .lane
+            .filter(|l| c.ll.iter().any(|s| s.pair.lane == *l))
+            .or_else(|| c.ll.first().map(|s| s.pair.lane));
+        let d = Decision::SwitchToLong { reason, lane, age_ms: sig.age_ms, costs: sig.costs };
+        self.apply_switch(now, token, d)
     }
 
     /// LL lane pairs that need an active probe now (link-cost policy only):
@@ -798,6 +858,16 @@ impl Tracker {
             }
         }
         out
+    }
+
+    /// A probe's result when the BPF program keeps the costs: the probe is
+    /// no longer in flight; returns the LL lane of the pair, whose sample
+    /// the shell hands to the program.
+    pub fn probe_done(&mut self, pair: (IpAddr, IpAddr)) -> Option<LaneId> {
+        if let Some(st) = self.probes.get_mut(&pair) {
+            st.in_flight = false;
+        }
+        self.cfg.peers.iter().flat_map(|p| p.ll.iter()).find(|s| (s.local, s.remote) == pair).map(|s| s.lane)
     }
 
     /// The peer index a managed connection belongs to (for tests and logs).
