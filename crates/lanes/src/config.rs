@@ -637,6 +637,21 @@ mod tests {
         assert!(refused(&with("[probe]\nport = 0")).contains("probe.port"));
         assert!(refused(&with("[probe]\nsample_interval = \"0ms\"")).contains("probe.sample_interval"));
         assert!(refused(&with("[policy]\nbogus = 1")).contains("bogus"));
+        assert!(refused(&with("[signals]\nsource = \"ebpf\"")).contains("signals.source"));
+        assert!(refused(&with("[signals]\ncgroup = \"../x\"")).contains("signals.cgroup"));
+        // An explicit "bpf" must be computable by the program: named fields.
+        for (policy, field) in [
+            ("beta = 3.0", "policy.beta"),
+            ("alpha = 0.1", "policy.alpha"),
+            ("nu_unit = \"1500ns\"", "policy.nu_unit"),
+        ] {
+            let e = refused(&with(&format!("[policy]\n{policy}\n[signals]\nsource = \"bpf\"")));
+            assert!(e.contains("signals.source") && e.contains(field), "{policy}: {e}");
+        }
+        assert!(
+            Config::parse(&with("[policy]\nbeta = 3.0\n[signals]\nsource = \"auto\""), "t").is_ok(),
+            "auto falls back at start"
+        );
         assert!(refused(&with("[policy]\nkind = \"size\"")).contains("policy.size_threshold"));
         assert!(refused(&with("[policy]\nsize_threshold = \"0B\"")).contains("policy.size_threshold"));
         assert!(refused(&with("[policy]\nsize_threshold = \"lots\"")).contains("policy.size_threshold"));

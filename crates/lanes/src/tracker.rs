@@ -975,6 +975,72 @@ mod tests {
         assert!(commands(&again).is_empty());
     }
 
+    fn signal(kind: tcpaccel_core::lanes::bpf::SignalKind, l: &str, r: &str) -> crate::bpf::Signal {
+        crate::bpf::Signal {
+            kind,
+            lane: Some(LaneId::long(1)),
+            age_ms: 12.5,
+            bytes: 1_000_000,
+            costs: Some(tcpaccel_core::lanes::Costs { sl: 4.0, ll: 2.0 }),
+            local: l.parse().unwrap(),
+            remote: r.parse().unwrap(),
+        }
+    }
+
+    #[test]
+    fn a_bpf_signal_switches_its_connection_at_once_and_only_once() {
+        use tcpaccel_core::lanes::bpf::SignalKind;
+        let mut tr = Tracker::new(cfg("link-cost"), at(0));
+        tr.use_bpf_signals();
+        established(&mut tr, 7);
+        assert!(!tr.wants_readings(), "no sock_diag while BPF decides every connection");
+        // A signal from a subflow of no managed connection changes nothing.
+        let stray = signal(SignalKind::Size, "10.1.0.1:49999", "10.1.0.2:5201");
+        assert!(tr.on_signal(at(9), &stray).is_empty());
+        // The program's lane and costs go into the switch: the chosen LL
+        // active, SL backup, in that order.
+        let a = tr.on_signal(at(10), &signal(SignalKind::LinkCost, "10.1.0.1:40000", "10.1.0.2:5201"));
+        let d = decisions(&a);
+        assert_eq!(d.len(), 1, "{a:?}");
+        assert_eq!((d[0].action, d[0].reason.as_deref()), (DecisionAction::Switch, Some("link_cost")));
+        assert_eq!((d[0].lane.as_deref(), d[0].cost_sl, d[0].cost_ll), (Some("ll1"), Some(4.0), Some(2.0)));
+        assert_eq!(d[0].age_ms, 12.5);
+        let cmds = commands(&a);
+        let PmCommand::SetFlags { local, .. } = cmds.last().unwrap() else { panic!("{cmds:?}") };
+        assert_eq!(local.flags, Some(flags::BACKUP), "SL made backup last");
+        // A later signal (e.g. from an LL subflow's ACK) does nothing more.
+        let again = signal(SignalKind::Size, "10.2.0.1:40001", "10.2.0.2:5201");
+        assert!(tr.on_signal(at(20), &again).is_empty());
+        // Readings judge only adopted connections now: 7 is not.
+        let r = reading(1, "10.1.0.1:40000", "10.1.0.2:5201", 5, 10_000_000);
+        assert!(decisions(&tr.on_readings(at(30), &[r])).is_empty());
+    }
+
+    #[test]
+    fn with_bpf_signals_adopted_connections_are_still_judged_by_readings() {
+        let mut tr = Tracker::new(cfg("deadline"), at(0));
+        tr.use_bpf_signals();
+        let existing = [Existing {
+            token: 3,
+            server_side: false,
+            subflows: vec![ExistingSubflow {
+                local: "10.1.0.1:40000".parse().unwrap(),
+                remote: "10.1.0.2:5201".parse().unwrap(),
+                initial: true,
+                backup: false,
+            }],
+        }];
+        tr.adopt(at(0), &existing);
+        assert!(tr.wants_readings(), "an adopted, unswitched connection needs readings");
+        tr.on_event(at(5), &ev(EventKind::SubEstablished, 3, "10.2.0.1:40001", "10.2.0.2:5201"));
+        let r = |acked| reading(1, "10.1.0.1:40000", "10.1.0.2:5201", 5, acked);
+        assert!(decisions(&tr.on_readings(at(100), &[r(1000)])).is_empty());
+        let d = decisions(&tr.on_readings(at(320), &[r(2000)]));
+        assert_eq!(d.len(), 1);
+        assert_eq!(d[0].reason.as_deref(), Some("deadline"));
+        assert!(!tr.wants_readings(), "switched: readings no longer needed");
+    }
+
     #[test]
     fn size_policy_switches_a_connection_once_it_moved_the_threshold() {
         let text = CFG.replace("kind = \"deadline\"", "kind = \"size\"\nsize_threshold = \"1MB\"");

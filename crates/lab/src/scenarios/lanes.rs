@@ -96,6 +96,13 @@ fn common_params(fabrics: &str, hosts: &str, rate: &str) -> Vec<ParamSpec> {
              100 KB)",
         ),
         ParamSpec::new(
+            "signals",
+            "auto",
+            "lanes: where each daemon's signals come from: bpf (per-ACK costs in a BPF program, an event only \
+             when a connection's decision changes), diag (sock_diag every sample_interval), auto (bpf where the \
+             policy and kernel allow, else diag with a warning)",
+        ),
+        ParamSpec::new(
             "sample_interval",
             "20ms",
             "lanes: how often each daemon reads sock_diag (every dump walks the TCP hash of all namespaces; the \
@@ -124,6 +131,8 @@ pub struct PolicyParams {
     pub gamma: f64,
     pub nu_unit: Duration,
     pub sample_interval: Duration,
+    /// `[signals] source`: "auto", "bpf" or "diag".
+    pub signals: String,
     /// Switch after this many bytes too (`size_threshold` in the config).
     pub size_threshold: Option<u64>,
     /// Serve the daemons' metrics here while they run.
@@ -152,6 +161,10 @@ impl PolicyParams {
             gamma: p.f64("gamma")?,
             nu_unit: p.duration("nu_unit")?,
             sample_interval: p.duration("sample_interval")?,
+            signals: match p.choice("signals", &["auto", "bpf", "diag"])?.as_slice() {
+                [one] => one.clone(),
+                _ => bail!("signals: exactly one of auto, bpf, diag"),
+            },
         })
     }
 }
@@ -161,16 +174,17 @@ impl PolicyParams {
 pub fn daemon_config(spec: &FabricSpec, h: u32, policy: &PolicyParams) -> String {
     let mut t = format!(
         "[policy]\nkind = \"{}\"\nt_deadline = \"{}us\"\nalpha = {:?}\ngamma = {:?}\nnu_unit = \"{}ns\"\n\n\
-         [probe]\nport = 9\nsample_interval = \"{}us\"\n\n",
+         [signals]\nsource = \"{}\"\n\n[probe]\nport = 9\nsample_interval = \"{}us\"\n\n",
         policy.kind,
         policy.t_deadline.as_micros(),
         policy.alpha,
         policy.gamma,
         policy.nu_unit.as_nanos(),
+        policy.signals,
         policy.sample_interval.as_micros()
     );
     if let Some(b) = policy.size_threshold {
-        t = t.replacen("\n\n[probe]", &format!("\nsize_threshold = \"{b}B\"\n\n[probe]"), 1);
+        t = t.replacen("\n\n[signals]", &format!("\nsize_threshold = \"{b}B\"\n\n[signals]"), 1);
     }
     for peer in (0..spec.hosts).filter(|&p| p != h) {
         t.push_str(&format!(
@@ -196,7 +210,7 @@ struct Daemons {
     /// The metrics endpoint, while the daemons run.
     _endpoint: Option<tcpaccel_metrics::Endpoint>,
     stop: Arc<AtomicBool>,
-    handles: Vec<(String, JoinHandle<Result<tcpaccel_lanes::Summary>>)>,
+    handles: Vec<(String, JoinHandle<Result<(tcpaccel_lanes::Summary, f64)>>)>,
     files: Vec<PathBuf>,
 }
 
@@ -231,7 +245,7 @@ impl Daemons {
             let ns_thread = ns.clone();
             let handle = std::thread::Builder::new()
                 .name(format!("lanes-h{h}"))
-                .spawn(move || -> Result<tcpaccel_lanes::Summary> {
+                .spawn(move || -> Result<(tcpaccel_lanes::Summary, f64)> {
                     tcpaccel_sys::netns::enter(&ns_thread)
                         .with_context(|| format!("entering {ns_thread}"))?;
                     let opts = tcpaccel_lanes::Options {
@@ -241,7 +255,9 @@ impl Daemons {
                         reload: None,
                         metrics: m,
                     };
-                    Ok(tcpaccel_lanes::run(cfg, &opts, &mut out, &stop)?)
+                    let cpu0 = thread_cpu_s();
+                    let summary = tcpaccel_lanes::run(cfg, &opts, &mut out, &stop)?;
+                    Ok((summary, thread_cpu_s() - cpu0))
                 })
                 .context("starting a lanes daemon thread")?;
             d.handles.push((ns, handle));
@@ -276,9 +292,11 @@ impl Daemons {
         let mut rep = DaemonReport::default();
         for (ns, h) in self.handles {
             match h.join() {
-                Ok(Ok(s)) => {
+                Ok(Ok((s, cpu))) => {
                     rep.connections += s.connections;
                     rep.failed_commands += s.failed_commands;
+                    rep.cpu_s.push(cpu);
+                    rep.signals = s.signals;
                 }
                 Ok(Err(e)) => bail!("the lanes daemon in {ns} failed: {e:#}"),
                 Err(_) => bail!("the lanes daemon in {ns} panicked"),
@@ -304,6 +322,23 @@ struct DaemonReport {
     connections: u64,
     failed_commands: u64,
     switch_ages_ms: Vec<f64>,
+    /// CPU time (user + system) of each daemon's thread over the run, s.
+    cpu_s: Vec<f64>,
+    /// "bpf" or "diag": what the daemons ran on.
+    signals: &'static str,
+}
+
+/// CPU time (user + system) the calling thread has used, in seconds, from
+/// /proc/thread-self/stat (fields 14 and 15, in clock ticks of 1/100 s;
+/// Linux's USER_HZ is 100 on every architecture it exports to user space).
+fn thread_cpu_s() -> f64 {
+    let Ok(stat) = std::fs::read_to_string("/proc/thread-self/stat") else { return f64::NAN };
+    // The command name (field 2) may hold spaces; fields count from after it.
+    let Some(rest) = stat.rfind(')').map(|i| &stat[i + 1..]) else { return f64::NAN };
+    let f: Vec<&str> = rest.split_whitespace().collect();
+    let tick = |i: usize| f.get(i).and_then(|v| v.parse::<u64>().ok()).unwrap_or(0);
+    // After ")": field 3 (state) is index 0, so utime (14) is 11, stime (15) 12.
+    (tick(11) + tick(12)) as f64 / 100.0
 }
 
 /// What one workload under one policy produced.
@@ -436,6 +471,15 @@ fn record_outcome(ctx: &mut RunCtx<'_>, o: &Outcome, suffix: &str, flows_too: bo
     if let Some(d) = &o.daemons {
         put(ctx, format!("switches{suffix}"), d.switch_ages_ms.len() as f64);
         put(ctx, format!("failed_pm_commands{suffix}"), d.failed_commands as f64);
+        // Each daemon's own thread only: the BPF program's per-ACK work is
+        // charged to the threads and softirqs that handle the ACKs.
+        let wall = o.wall.as_secs_f64().max(1e-9);
+        if let Some(max) = d.cpu_s.iter().copied().reduce(f64::max) {
+            let mean = d.cpu_s.iter().sum::<f64>() / d.cpu_s.len() as f64;
+            put(ctx, format!("daemon_cpu_pct_mean{suffix}"), mean * 100.0 / wall);
+            put(ctx, format!("daemon_cpu_pct_max{suffix}"), max * 100.0 / wall);
+        }
+        put(ctx, format!("daemon_bpf_signals{suffix}"), if d.signals == "bpf" { 1.0 } else { 0.0 });
     }
     let cut = o.results.iter().filter(|r| r.error.as_ref().is_some_and(|e| e.is_time_limit())).count();
     put(ctx, format!("cut_by_limit{suffix}"), cut as f64);
@@ -846,9 +890,10 @@ impl Scenario for LanesBasic {
             "The thesis shows pure MPTCP using all three paths, RepFlow one path, and the lane policies moving the \
              flow from SL to the two LLs after t_deadline (deadline) or once LL is cheaper (link-cost)."
                 .into(),
-            "The daemon smooths costs per sock_diag reading (every sample_interval), not per ACK as the thesis's \
-             kernel code: the 3/4-1/4 average lags a cost that grows 1 per ms by 3 readings, so on lanes without \
-             queueing link-cost switches about 3 × sample_interval after t_deadline."
+            "With signals=diag the daemon smooths costs per sock_diag reading (every sample_interval), not per \
+             ACK as the thesis's kernel code: the 3/4-1/4 average lags a cost that grows 1 per ms by 3 readings, \
+             so on lanes without queueing link-cost switches about 3 × sample_interval after t_deadline. With \
+             signals=bpf (or auto where BPF works) the program smooths per ACK, as the thesis did."
                 .into(),
         ]
     }
@@ -1056,6 +1101,7 @@ mod tests {
             gamma: 0.5,
             nu_unit: Duration::from_micros(10),
             sample_interval: Duration::from_millis(50),
+            signals: "bpf".into(),
             size_threshold: None,
             metrics: None,
         };
@@ -1075,6 +1121,23 @@ mod tests {
             (cfg.switch.policy, cfg.switch.size_threshold),
             (tcpaccel_core::lanes::Policy::LinkCost, Some(100_000))
         );
+        assert_eq!(cfg.signals.source, tcpaccel_lanes::config::SignalSource::Bpf);
+        let diag = PolicyParams { signals: "diag".into(), ..sized };
+        let cfg = tcpaccel_lanes::Config::parse(&daemon_config(&spec, 1, &diag), "test").unwrap();
+        assert_eq!(cfg.signals.source, tcpaccel_lanes::config::SignalSource::Diag);
+    }
+
+    #[test]
+    fn thread_cpu_time_grows_with_work() {
+        let a = thread_cpu_s();
+        let mut x = 0u64;
+        let t = Instant::now();
+        while t.elapsed() < Duration::from_millis(150) {
+            x = x.wrapping_mul(6364136223846793005).wrapping_add(1);
+        }
+        std::hint::black_box(x);
+        let b = thread_cpu_s();
+        assert!(a.is_finite() && b - a >= 0.05, "busy 150 ms counted {} s", b - a);
     }
 
     #[test]
