@@ -7,6 +7,16 @@
 //! probes the tracker asks for, run the path-manager commands it returns
 //! and print its records.
 //!
+//! With BPF signals (`[signals] source = "bpf"`, or `"auto"` where the
+//! program loads and the policy fits it; see [`crate::bpf`]) it waits on
+//! the event socket and the program's ring buffer together, hands each
+//! signal to [`Tracker::on_signal`] and runs the switch at once; sock_diag
+//! is then read only at start (adoption) and, every `probe.sample_interval`,
+//! only while an adopted connection has not switched (no program saw it
+//! open, so only readings can judge it). Handshake probes still time idle
+//! LL lanes for link cost; their RTTs go to the program's lane samples.
+//! `"auto"` that cannot use BPF says why in a warning record.
+//!
 //! What it is not: it never closes, resets or reconfigures a connection on
 //! exit. Stopping the daemon (signal, `stop` flag, `--duration`) leaves
 //! every connection and subflow as it is: a switched connection stays on LL,

@@ -31,10 +31,12 @@
 //!   or from TCP handshake probes at `probe.interval`. A handshake is one
 //!   small packet each way, like the thesis's cwnd-1 probe, but it crosses
 //!   the path outside the connection and so only samples the queue.
-//! - The thesis recomputed costs on every ACK in the kernel; here costs are
-//!   updated at each sock_diag reading (`probe.sample_interval`, 20 ms by
-//!   default) from the kernel's smoothed RTT, so the 3/4–1/4 smoothing runs
-//!   over readings rather than ACKs.
+//! - The thesis recomputed costs on every ACK in the kernel. With BPF
+//!   signals (`crate::bpf`) so does this daemon: the program smooths the
+//!   costs per ACK and [`Tracker::on_signal`] gets only the decision. On
+//!   the sock_diag fallback costs are updated at each reading
+//!   (`probe.sample_interval`, 20 ms by default) from the kernel's smoothed
+//!   RTT, so the 3/4–1/4 smoothing runs over readings rather than ACKs.
 
 use std::collections::{BTreeMap, HashMap};
 use std::net::{IpAddr, SocketAddr};
