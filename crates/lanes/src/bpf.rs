@@ -237,6 +237,11 @@ pub struct Stats {
     pub dropped: u64,
     /// Sockets tracked at ESTABLISHED.
     pub subflows: u64,
+    /// The kernel's accounting of the program (every run, for every socket
+    /// of the cgroup, other namespaces' included), counted only while BPF
+    /// run-time statistics are on (`tcpaccel_sys::bpf::enable_run_stats`).
+    pub run_ns: u64,
+    pub runs: u64,
 }
 
 impl Plain for Stats {
@@ -248,7 +253,7 @@ impl Plain for Stats {
     }
     fn read(b: &[u8]) -> Self {
         let q = |i: usize| bpf::ne_u64(b, i * 8);
-        Stats { acks: q(0), events: q(1), dropped: q(2), subflows: q(3) }
+        Stats { acks: q(0), events: q(1), dropped: q(2), subflows: q(3), run_ns: 0, runs: 0 }
     }
 }
 
@@ -380,7 +385,12 @@ impl BpfSignals {
     }
 
     pub fn stats(&self) -> Stats {
-        self.stats.lookup::<u32, Stats>(&0).ok().flatten().unwrap_or_default()
+        let mut s = self.stats.lookup::<u32, Stats>(&0).ok().flatten().unwrap_or_default();
+        if let Ok((ns, runs)) = self._loaded.program(PROGRAM).and_then(|p| p.run_stats()) {
+            s.run_ns = ns;
+            s.runs = runs;
+        }
+        s
     }
 }
 

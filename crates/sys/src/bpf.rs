@@ -49,6 +49,7 @@ const BPF_OBJ_GET: u32 = 7;
 const BPF_OBJ_GET_INFO_BY_FD: u32 = 15;
 const BPF_LINK_CREATE: u32 = 28;
 const BPF_LINK_DETACH: u32 = 34;
+const BPF_ENABLE_STATS: u32 = 32;
 
 /// `enum bpf_prog_type` value of a cgroup sock_ops program.
 pub const PROG_TYPE_SOCK_OPS: u32 = 13;
@@ -641,6 +642,15 @@ impl Program {
         &self.name
     }
 
+    /// The kernel's run-time statistics of the program: (total run time in
+    /// ns, number of runs), counted only while statistics are enabled
+    /// ([`enable_run_stats`]); offsets of `struct bpf_prog_info` (uapi).
+    pub fn run_stats(&self) -> Result<(u64, u64)> {
+        let mut b = [0u8; 216];
+        obj_info(&self.fd, &mut b, &format!("BPF program {}", self.name))?;
+        Ok((ne_u64(&b, 192), ne_u64(&b, 200)))
+    }
+
     /// Attaches the program to the cgroup open as `cgroup` (a directory of
     /// the cgroup2 mount) through a BPF link: other programs attached to
     /// the cgroup stay, and the attachment lasts as long as the link.
@@ -700,6 +710,15 @@ impl Link {
             attach_type: ne_u32(&b, 24),
         })
     }
+}
+
+/// Turns on the kernel's run-time accounting of every BPF program
+/// (BPF_ENABLE_STATS, Linux 5.8) for as long as the returned fd is open:
+/// two clock reads per program run, so only for measurements.
+pub fn enable_run_stats() -> Result<OwnedFd> {
+    let mut a = Attr::new();
+    a.u32(0, 0); // BPF_STATS_RUN_TIME
+    bpf_fd(BPF_ENABLE_STATS, &mut a, || "enable BPF run-time statistics".into())
 }
 
 /// True when a bpffs is mounted at `path` (per /proc/self/mounts).

@@ -211,6 +211,9 @@ struct Daemons {
     _endpoint: Option<tcpaccel_metrics::Endpoint>,
     stop: Arc<AtomicBool>,
     handles: Vec<(String, JoinHandle<Result<(tcpaccel_lanes::Summary, f64)>>)>,
+    /// BPF run-time statistics on while the daemons run (their programs'
+    /// CPU is reported beside the daemons' own).
+    _bpf_stats: Option<std::os::fd::OwnedFd>,
     files: Vec<PathBuf>,
 }
 
@@ -230,8 +233,19 @@ impl Daemons {
             ),
             None => None,
         };
-        let mut d =
-            Daemons { _endpoint: endpoint, stop: stop.clone(), handles: Vec::new(), files: Vec::new() };
+        let bpf_stats = match policy.signals.as_str() {
+            "diag" => None,
+            _ => tcpaccel_sys::bpf::enable_run_stats()
+                .map_err(|e| tracing::warn!("BPF run-time statistics unavailable: {e}"))
+                .ok(),
+        };
+        let mut d = Daemons {
+            _endpoint: endpoint,
+            stop: stop.clone(),
+            handles: Vec::new(),
+            files: Vec::new(),
+            _bpf_stats: bpf_stats,
+        };
         for h in 0..fab.spec.hosts {
             let m = policy.metrics.map(|_| metrics[h as usize].clone());
             let text = daemon_config(&fab.spec, h, policy);
@@ -297,6 +311,10 @@ impl Daemons {
                     rep.failed_commands += s.failed_commands;
                     rep.cpu_s.push(cpu);
                     rep.signals = s.signals;
+                    if let Some(b) = s.bpf_stats {
+                        rep.bpf_run_s += b.run_ns as f64 / 1e9;
+                        rep.bpf_signals += b.events;
+                    }
                 }
                 Ok(Err(e)) => bail!("the lanes daemon in {ns} failed: {e:#}"),
                 Err(_) => bail!("the lanes daemon in {ns} panicked"),
@@ -326,6 +344,9 @@ struct DaemonReport {
     cpu_s: Vec<f64>,
     /// "bpf" or "diag": what the daemons ran on.
     signals: &'static str,
+    /// The daemons' BPF programs' run time, all hosts, s; and their signals.
+    bpf_run_s: f64,
+    bpf_signals: u64,
 }
 
 /// CPU time (user + system) the calling thread has used, in seconds, from
@@ -479,7 +500,12 @@ fn record_outcome(ctx: &mut RunCtx<'_>, o: &Outcome, suffix: &str, flows_too: bo
             put(ctx, format!("daemon_cpu_pct_mean{suffix}"), mean * 100.0 / wall);
             put(ctx, format!("daemon_cpu_pct_max{suffix}"), max * 100.0 / wall);
         }
-        put(ctx, format!("daemon_bpf_signals{suffix}"), if d.signals == "bpf" { 1.0 } else { 0.0 });
+        put(ctx, format!("daemons_on_bpf{suffix}"), if d.signals == "bpf" { 1.0 } else { 0.0 });
+        if d.signals == "bpf" {
+            let hosts = d.cpu_s.len().max(1) as f64;
+            put(ctx, format!("bpf_prog_cpu_pct_mean{suffix}"), d.bpf_run_s * 100.0 / wall / hosts);
+            put(ctx, format!("bpf_signals{suffix}"), d.bpf_signals as f64);
+        }
     }
     let cut = o.results.iter().filter(|r| r.error.as_ref().is_some_and(|e| e.is_time_limit())).count();
     put(ctx, format!("cut_by_limit{suffix}"), cut as f64);
