@@ -491,7 +491,7 @@ pub mod bpf {
         /// The fixed-point form of `cfg`, or why there is none.
         pub fn new(cfg: &SwitchConfig) -> Result<BpfParams, Unsupported> {
             let nu_ns = cfg.nu_unit.as_nanos();
-            if nu_ns == 0 || nu_ns % 1000 != 0 {
+            if nu_ns == 0 || (nu_ns / 1000) * 1000 != nu_ns {
                 return Err(Unsupported {
                     field: "policy.nu_unit",
                     msg: format!("{:?} is not a whole number of microseconds", cfg.nu_unit),

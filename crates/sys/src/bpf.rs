@@ -924,7 +924,7 @@ impl RingBuf {
         let size = map.def.max_entries as usize;
         // SAFETY: sysconf takes no pointers.
         let page = unsafe { libc::sysconf(libc::_SC_PAGESIZE) } as usize;
-        if !size.is_power_of_two() || size % page != 0 {
+        if !size.is_power_of_two() || size & (page - 1) != 0 {
             return Err(bad("BPF ring buffer", format!("size {size} is not a power-of-two number of pages")));
         }
         let fd = map.fd.try_clone().map_err(|e| Error::os("dup a BPF ring buffer fd", e))?;

@@ -205,12 +205,15 @@ pub fn daemon_config(spec: &FabricSpec, h: u32, policy: &PolicyParams) -> String
     t
 }
 
+/// A daemon thread's summary and the CPU time it used (s).
+type DaemonRun = (tcpaccel_lanes::Summary, f64);
+
 /// Lanes daemons running in every host, each writing JSON Lines to a file.
 struct Daemons {
     /// The metrics endpoint, while the daemons run.
     _endpoint: Option<tcpaccel_metrics::Endpoint>,
     stop: Arc<AtomicBool>,
-    handles: Vec<(String, JoinHandle<Result<(tcpaccel_lanes::Summary, f64)>>)>,
+    handles: Vec<(String, JoinHandle<Result<DaemonRun>>)>,
     /// BPF run-time statistics on while the daemons run (their programs'
     /// CPU is reported beside the daemons' own).
     _bpf_stats: Option<std::os::fd::OwnedFd>,
@@ -259,7 +262,7 @@ impl Daemons {
             let ns_thread = ns.clone();
             let handle = std::thread::Builder::new()
                 .name(format!("lanes-h{h}"))
-                .spawn(move || -> Result<(tcpaccel_lanes::Summary, f64)> {
+                .spawn(move || -> Result<DaemonRun> {
                     tcpaccel_sys::netns::enter(&ns_thread)
                         .with_context(|| format!("entering {ns_thread}"))?;
                     let opts = tcpaccel_lanes::Options {
