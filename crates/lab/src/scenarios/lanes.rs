@@ -1158,15 +1158,23 @@ mod tests {
 
     #[test]
     fn thread_cpu_time_grows_with_work() {
+        // Busy until the thread has 50 ms of CPU (any machine load gives
+        // that within 10 s); the reading must grow, and never beyond the
+        // wall time spent (this thread's time, not the process's).
         let a = thread_cpu_s();
-        let mut x = 0u64;
         let t = Instant::now();
-        while t.elapsed() < Duration::from_millis(150) {
-            x = x.wrapping_mul(6364136223846793005).wrapping_add(1);
+        let mut x = 0u64;
+        let mut b = a;
+        while b - a < 0.05 && t.elapsed() < Duration::from_secs(10) {
+            for _ in 0..100_000 {
+                x = x.wrapping_mul(6364136223846793005).wrapping_add(1);
+            }
+            b = thread_cpu_s();
         }
         std::hint::black_box(x);
-        let b = thread_cpu_s();
-        assert!(a.is_finite() && b - a >= 0.05, "busy 150 ms counted {} s", b - a);
+        let wall = t.elapsed().as_secs_f64();
+        assert!(a.is_finite() && b - a >= 0.05, "busy {wall} s counted {} s", b - a);
+        assert!(b - a <= wall + 0.02, "{} s of CPU in {wall} s of wall time", b - a);
     }
 
     #[test]
