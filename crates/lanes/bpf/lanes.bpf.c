@@ -119,6 +119,7 @@ struct lanes_event {
 	__u16 lport;
 	__u16 rport;
 	__u32 pad;
+	__u64 ktime_ns;         /* bpf_ktime_get_ns() at the decision */
 };
 
 struct lanes_stats {
@@ -443,6 +444,7 @@ static __always_inline void on_rtt(struct bpf_sock_ops *skops)
 	fill_addrs(skops, ev->local, ev->remote);
 	ev->lport = (__u16)skops->local_port;
 	ev->rport = __builtin_bswap16((__u16)(skops->remote_port >> 16));
+	ev->ktime_ns = bpf_ktime_get_ns();
 	bpf_ringbuf_submit(ev, 0);
 	c->done = 1;
 	if (st)

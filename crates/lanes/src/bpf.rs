@@ -271,10 +271,12 @@ pub struct Signal {
     /// The subflow whose ACK decided.
     pub local: SocketAddr,
     pub remote: SocketAddr,
+    /// When the program decided (CLOCK_MONOTONIC, ns).
+    pub ktime_ns: u64,
 }
 
 /// Size of `struct lanes_event`.
-pub const EVENT_SIZE: usize = 88;
+pub const EVENT_SIZE: usize = 96;
 
 /// Decodes one ring-buffer record; `None` for a record of the wrong size or
 /// an unknown kind.
@@ -302,6 +304,7 @@ pub fn parse_event(b: &[u8], slots: &Slots) -> Option<Signal> {
         costs: have.then(|| Costs { sl: to_f64(sl), ll: to_f64(ll) }),
         local: SocketAddr::new(unmapped(local, family), lport),
         remote: SocketAddr::new(unmapped(remote, family), rport),
+        ktime_ns: bpf::ne_u64(b, 88),
     })
 }
 
@@ -465,6 +468,7 @@ mod tests {
         b[64..80].copy_from_slice(&mapped("10.1.0.2".parse().unwrap()));
         b[80..82].copy_from_slice(&40000u16.to_ne_bytes());
         b[82..84].copy_from_slice(&5201u16.to_ne_bytes());
+        b[88..96].copy_from_slice(&123_456_789u64.to_ne_bytes());
         let s = parse_event(&b, &slots).unwrap();
         assert_eq!(s.kind, SignalKind::LinkCost);
         assert_eq!(s.lane, Some(LaneId::long(1)));
@@ -472,8 +476,9 @@ mod tests {
         assert_eq!(s.costs, Some(Costs { sl: 3.0, ll: -0.5 }));
         assert_eq!(s.local, "10.1.0.1:40000".parse().unwrap());
         assert_eq!(s.remote, "10.1.0.2:5201".parse().unwrap());
+        assert_eq!(s.ktime_ns, 123_456_789);
         b[0] = 9;
         assert_eq!(parse_event(&b, &slots), None, "unknown kind");
-        assert_eq!(parse_event(&b[..40], &slots), None, "short record");
+        assert_eq!(parse_event(&b[..88], &slots), None, "short record");
     }
 }

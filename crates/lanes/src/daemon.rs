@@ -242,7 +242,7 @@ pub fn run(
             let t = now();
             let actions = tracker.adopt(t, &existing);
             summary.connections += tracker.managed_count() as u64;
-            execute(actions, t, &mut tracker, &mut pm, &mut out, &mut summary)?;
+            execute(actions, t, None, &mut tracker, &mut pm, &mut out, &mut summary)?;
         }
         Err(e) => {
             tracing::warn!("sock_diag dump for connections open before the start failed: {e}");
@@ -299,7 +299,7 @@ pub fn run(
                     if !was && ev.token.is_some_and(|tok| tracker.is_managed(tok)) {
                         summary.connections += 1;
                     }
-                    execute(actions, t, &mut tracker, &mut pm, &mut out, &mut summary)?;
+                    execute(actions, t, None, &mut tracker, &mut pm, &mut out, &mut summary)?;
                 }
                 Incoming::Malformed(e) => {
                     tracing::warn!("skipped a malformed mptcp_pm event: {e}");
@@ -327,7 +327,7 @@ pub fn run(
                 if actions.is_empty() {
                     summary.bpf_unmatched += 1;
                 }
-                execute(actions, t, &mut tracker, &mut pm, &mut out, &mut summary)?;
+                execute(actions, t, Some(sig.ktime_ns), &mut tracker, &mut pm, &mut out, &mut summary)?;
             }
             if bad > 0 {
                 out.emit(&Record::Warning(Warning {
@@ -338,7 +338,7 @@ pub fn run(
         }
         let t = now();
         let retries = tracker.retries_due(t);
-        execute(retries, t, &mut tracker, &mut pm, &mut out, &mut summary)?;
+        execute(retries, t, None, &mut tracker, &mut pm, &mut out, &mut summary)?;
         for (pair, rtt) in prober.results() {
             let t = now();
             if let Some(b) = &bpf {
@@ -351,7 +351,7 @@ pub fn run(
                 continue;
             }
             let actions = tracker.on_probe(t, pair, rtt);
-            execute(actions, t, &mut tracker, &mut pm, &mut out, &mut summary)?;
+            execute(actions, t, None, &mut tracker, &mut pm, &mut out, &mut summary)?;
         }
         let t = now();
         if t >= next_sample && bpf.is_some() && !tracker.wants_readings() {
@@ -371,7 +371,7 @@ pub fn run(
                         m.add_lane_bytes(&lane_bytes.update(tracker.config(), &readings));
                     }
                     let actions = tracker.on_readings(t, &readings);
-                    execute(actions, t, &mut tracker, &mut pm, &mut out, &mut summary)?;
+                    execute(actions, t, None, &mut tracker, &mut pm, &mut out, &mut summary)?;
                 }
                 Err(e) => {
                     // Keep running: the next reading may work; say it once.
@@ -472,9 +472,14 @@ fn connection_gone(e: &PmError) -> bool {
     }
 }
 
+/// Runs the actions' commands and prints their records; `signal_ktime`
+/// is the kernel time of the BPF signal they answer, whose delay to the
+/// commands' completion goes into a switch's record.
+#[allow(clippy::too_many_arguments)]
 fn execute(
     actions: Vec<Action>,
     now: Instant,
+    signal_ktime: Option<u64>,
     tracker: &mut Tracker,
     pm: &mut PmClient,
     out: &mut Out<'_>,
@@ -524,6 +529,10 @@ fn execute(
                 }
                 if record.ok && record.action == crate::record::DecisionAction::Switch {
                     summary.switches += 1;
+                    if let Some(k) = signal_ktime {
+                        let now_ns = tcpaccel_sys::bpf::monotonic_ns();
+                        record.signal_ms = Some(now_ns.saturating_sub(k) as f64 / 1e6);
+                    }
                 }
                 out.emit(&Record::Decision(record))?;
             }

@@ -514,6 +514,7 @@ impl Tracker {
                     )],
                     ok: true,
                     error: None,
+                    signal_ms: None,
                 },
             });
         }
@@ -620,6 +621,7 @@ impl Tracker {
             subflows: Vec::new(),
             ok: true,
             error: None,
+            signal_ms: None,
         }
     }
 
@@ -986,6 +988,7 @@ mod tests {
             costs: Some(tcpaccel_core::lanes::Costs { sl: 4.0, ll: 2.0 }),
             local: l.parse().unwrap(),
             remote: r.parse().unwrap(),
+            ktime_ns: 0,
         }
     }
 

@@ -444,7 +444,13 @@ fn size_policy_moves_a_20mb_flow(source: &str) {
     assert!(sw[0].ok, "{:?}", sw[0]);
     assert_eq!(sw[0].reason.as_deref(), Some("size"));
     let (sl, ll) = (sl2 - sl1, ll2 - ll1);
-    eprintln!("20 MB flow: SL {sl} bytes, LL {ll} bytes (frames), switched at {} ms", sw[0].age_ms);
+    eprintln!(
+        "20 MB flow: SL {sl} bytes, LL {ll} bytes (frames), switched at {} ms, {:?} ms after the BPF signal",
+        sw[0].age_ms, sw[0].signal_ms
+    );
+    // A switch on a BPF signal says how long the daemon took to apply it.
+    assert_eq!(sw[0].signal_ms.is_some(), source == "bpf", "{:?}", sw[0]);
+    assert!(sw[0].signal_ms.is_none_or(|ms| (0.0..2000.0).contains(&ms)), "{:?}", sw[0]);
     // The threshold counts acknowledged bytes, so SL also carries what was
     // in flight and queued when the switch landed (the tbf holds up to
     // 100 ms = 625 KB, the subflow's send queue more) plus up to one 20 ms

@@ -847,6 +847,15 @@ pub fn netns_cookie(fd: &impl AsFd) -> Result<u64> {
     Ok(v)
 }
 
+/// CLOCK_MONOTONIC in ns: the clock `bpf_ktime_get_ns` reads, so a
+/// program's timestamps can be compared with user space's.
+pub fn monotonic_ns() -> u64 {
+    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    // SAFETY: ts is a valid timespec for the kernel to fill.
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+}
+
 /// The network-namespace cookie of the calling thread's namespace (through
 /// a throwaway UDP socket).
 pub fn current_netns_cookie() -> Result<u64> {

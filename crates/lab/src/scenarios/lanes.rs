@@ -330,6 +330,7 @@ impl Daemons {
                 if let Ok(Record::Decision(d)) = serde_json::from_str::<Record>(&line) {
                     if d.action == DecisionAction::Switch {
                         rep.switch_ages_ms.push(d.age_ms);
+                        rep.signal_ms.extend(d.signal_ms.filter(|_| d.ok));
                     }
                 }
             }
@@ -350,6 +351,9 @@ struct DaemonReport {
     /// The daemons' BPF programs' run time, all hosts, s; and their signals.
     bpf_run_s: f64,
     bpf_signals: u64,
+    /// Switches on BPF signals: ms from the program's decision to the
+    /// path-manager commands' completion.
+    signal_ms: Vec<f64>,
 }
 
 /// CPU time (user + system) the calling thread has used, in seconds, from
@@ -508,6 +512,12 @@ fn record_outcome(ctx: &mut RunCtx<'_>, o: &Outcome, suffix: &str, flows_too: bo
             let hosts = d.cpu_s.len().max(1) as f64;
             put(ctx, format!("bpf_prog_cpu_pct_mean{suffix}"), d.bpf_run_s * 100.0 / wall / hosts);
             put(ctx, format!("bpf_signals{suffix}"), d.bpf_signals as f64);
+            let mut v = d.signal_ms.clone();
+            v.sort_by(f64::total_cmp);
+            if !v.is_empty() {
+                put(ctx, format!("signal_to_switch_ms_p50{suffix}"), percentile_sorted(&v, 50.0));
+                put(ctx, format!("signal_to_switch_ms_p99{suffix}"), percentile_sorted(&v, 99.0));
+            }
         }
     }
     let cut = o.results.iter().filter(|r| r.error.as_ref().is_some_and(|e| e.is_time_limit())).count();
