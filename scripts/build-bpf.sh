@@ -23,7 +23,7 @@ out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
 status=0
 # source -> committed object
-for src in crates/pacer/bpf/*.bpf.c; do
+for src in crates/pacer/bpf/*.bpf.c crates/lanes/bpf/*.bpf.c; do
   dir=$(dirname "$src"); name=$(basename "$src" .c)
   ( cd "$dir" && "$CLANG" -O2 -target bpfel -mcpu=v2 -Wall -Werror \
       -idirafter "/usr/include/$multiarch" -c "$name.c" -o "$out/$name.o" )

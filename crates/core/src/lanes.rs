@@ -413,6 +413,313 @@ impl LaneSwitcher {
     }
 }
 
+/// The integer twin of the lanes BPF program (`crates/lanes/bpf/lanes.bpf.c`):
+/// every line of its arithmetic and its per-ACK decision, so that the
+/// kernel side is tested here, exactly, against the float eq. (5.7) above.
+///
+/// What the BPF path supports: β, δ ∈ {1, 2}; α, γ, t0 multiples of 1/1024
+/// in [0, 1024] (t0 above 0); `nu_unit` a whole number of microseconds;
+/// at most [`MAX_SLOTS`] lanes. [`BpfParams::new`] refuses anything else by
+/// name, and the daemon then reads sock_diag instead (saying so).
+/// Costs are fixed point with [`FP_SHIFT`] fractional bits; ν^β and
+/// |t − t_deadline|^δ saturate at 2^30 (in fixed point), i.e. at 2^20
+/// units for β = 1 and 1024 units for β = 2 — beyond that every lane is
+/// "very congested" alike.
+pub mod bpf {
+    use super::{LaneKind, Policy, SwitchConfig};
+    use crate::lanes::BaseRtt;
+
+    pub const FP_SHIFT: u32 = 10;
+    pub const FP_ONE: u64 = 1 << FP_SHIFT;
+    pub const POW_MAX: u64 = 1 << 30;
+    pub const SQ_BASE_MAX: u64 = 1 << 20;
+    pub const MAX_SLOTS: usize = 8;
+    /// Largest α, γ, t0 the BPF path takes (keeps the products in 64 bits).
+    pub const COEFF_MAX: f64 = 1024.0;
+
+    /// The program's policy numbers.
+    pub const POLICY_DEADLINE: u32 = 0;
+    pub const POLICY_LINK_COST: u32 = 1;
+    pub const POLICY_SIZE: u32 = 2;
+
+    /// The parameters as the program holds them (`struct lanes_cfg`).
+    #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+    pub struct BpfParams {
+        pub policy: u32,
+        pub size_threshold: u64,
+        pub t_deadline_us: u64,
+        pub nu_unit_us: u64,
+        pub t0_fp: u64,
+        pub alpha_fp: u64,
+        pub gamma_fp: u64,
+        pub beta: u32,
+        pub delta: u32,
+        pub per_lane_base: bool,
+    }
+
+    /// Why a configuration cannot run on the BPF path.
+    #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+    #[error("{field}: {msg} (the BPF signal path cannot express it; use signals = \"diag\")")]
+    pub struct Unsupported {
+        pub field: &'static str,
+        pub msg: String,
+    }
+
+    fn fixed(field: &'static str, v: f64, zero_ok: bool) -> Result<u64, Unsupported> {
+        let scaled = v * FP_ONE as f64;
+        if !(0.0..=COEFF_MAX).contains(&v) || (!zero_ok && v == 0.0) || scaled.fract() != 0.0 {
+            return Err(Unsupported {
+                field,
+                msg: format!(
+                    "{v} is not a multiple of 1/{FP_ONE} in {}..={COEFF_MAX}",
+                    if zero_ok { "0" } else { "(0" }
+                ),
+            });
+        }
+        Ok(scaled as u64)
+    }
+
+    fn exponent(field: &'static str, v: f64) -> Result<u32, Unsupported> {
+        if v == 1.0 || v == 2.0 {
+            Ok(v as u32)
+        } else {
+            Err(Unsupported { field, msg: format!("{v}: only 1 and 2 are supported") })
+        }
+    }
+
+    impl BpfParams {
+        /// The fixed-point form of `cfg`, or why there is none.
+        pub fn new(cfg: &SwitchConfig) -> Result<BpfParams, Unsupported> {
+            let nu_ns = cfg.nu_unit.as_nanos();
+            if nu_ns == 0 || (nu_ns / 1000) * 1000 != nu_ns {
+                return Err(Unsupported {
+                    field: "policy.nu_unit",
+                    msg: format!("{:?} is not a whole number of microseconds", cfg.nu_unit),
+                });
+            }
+            Ok(BpfParams {
+                policy: match cfg.policy {
+                    Policy::Deadline => POLICY_DEADLINE,
+                    Policy::LinkCost => POLICY_LINK_COST,
+                    Policy::Size => POLICY_SIZE,
+                },
+                size_threshold: cfg.size_threshold.unwrap_or(0),
+                t_deadline_us: cfg.t_deadline.as_micros().min(u64::MAX as u128) as u64,
+                nu_unit_us: (nu_ns / 1000) as u64,
+                t0_fp: fixed("policy.t0", cfg.t0, false)?,
+                alpha_fp: fixed("policy.alpha", cfg.alpha, true)?,
+                gamma_fp: fixed("policy.gamma", cfg.gamma, true)?,
+                beta: exponent("policy.beta", cfg.beta)?,
+                delta: exponent("policy.delta", cfg.delta)?,
+                per_lane_base: cfg.base == BaseRtt::PerLane,
+            })
+        }
+    }
+
+    /// A fixed-point value as a float (for records and comparisons).
+    pub fn to_f64(v: i64) -> f64 {
+        v as f64 / FP_ONE as f64
+    }
+
+    /// eq. (5.4): ν = (RTT − RTT_min) / unit, fixed point, saturated.
+    pub fn nu_fp(rtt_us: u32, base_us: u32, unit_us: u64) -> u64 {
+        let d = rtt_us.saturating_sub(base_us) as u64;
+        let unit = if unit_us == 0 { 1000 } else { unit_us };
+        ((d << FP_SHIFT) / unit).min(POW_MAX)
+    }
+
+    /// v^e for e ∈ {1, 2} (any other e counts as 1), saturated at [`POW_MAX`].
+    pub fn pow_fp(v: u64, e: u32) -> u64 {
+        let v = v.min(POW_MAX);
+        if e != 2 {
+            return v;
+        }
+        if v > SQ_BASE_MAX {
+            return POW_MAX;
+        }
+        (v * v) >> FP_SHIFT
+    }
+
+    /// eq. (5.7), LL: t0·(1 + α·ν^β).
+    pub fn cost_ll_fp(p: &BpfParams, nu: u64) -> i64 {
+        let inner = (p.alpha_fp * pow_fp(nu, p.beta)) >> FP_SHIFT;
+        ((p.t0_fp * (FP_ONE + inner)) >> FP_SHIFT) as i64
+    }
+
+    /// eq. (5.7), deadline term sgn(t − t_d)·γ·|t − t_d|^δ, t − t_d in ms.
+    pub fn deadline_term_fp(p: &BpfParams, age_us: u64) -> i64 {
+        let td = p.t_deadline_us;
+        let x_us = age_us.abs_diff(td);
+        let x = ((x_us << FP_SHIFT) / 1000).min(POW_MAX);
+        let term = ((p.gamma_fp * pow_fp(x, p.delta)) >> FP_SHIFT) as i64;
+        if age_us < td {
+            -term
+        } else {
+            term
+        }
+    }
+
+    /// Algorithm 1 line 9 in integers: (3·old + measured) / 4, floored.
+    pub fn smooth_fp(old: i64, measured: i64) -> i64 {
+        (3 * old + measured) >> 2
+    }
+
+    /// What the program reports (`struct lanes_event`).
+    #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+    pub enum SignalKind {
+        Size,
+        Deadline,
+        LinkCost,
+    }
+
+    impl SignalKind {
+        pub fn raw(self) -> u32 {
+            match self {
+                SignalKind::Size => 1,
+                SignalKind::Deadline => 2,
+                SignalKind::LinkCost => 3,
+            }
+        }
+        pub fn from_raw(v: u32) -> Option<SignalKind> {
+            match v {
+                1 => Some(SignalKind::Size),
+                2 => Some(SignalKind::Deadline),
+                3 => Some(SignalKind::LinkCost),
+                _ => None,
+            }
+        }
+    }
+
+    /// A connection's decision changed.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+    pub struct Signal {
+        pub kind: SignalKind,
+        /// The cheapest LL slot when an LL cost is known.
+        pub slot: Option<u8>,
+        pub age_us: u64,
+        pub bytes: u64,
+        /// Cheapest SL and LL costs (fixed point) when both are known.
+        pub costs: Option<(i64, i64)>,
+    }
+
+    /// The latest RTT sample of one lane from any socket on its pair.
+    #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+    pub struct LaneSample {
+        pub seq: u64,
+        pub rtt_us: u32,
+    }
+
+    /// One ACK of a subflow, as the program sees it.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+    pub struct Ack {
+        pub slot: u8,
+        pub kind: LaneKind,
+        /// `srtt_us >> 3`.
+        pub rtt_us: u32,
+        /// The subflow's bytes_acked + bytes_received.
+        pub bytes: u64,
+        pub age_us: u64,
+    }
+
+    /// Per-connection state of the program (`struct conn_state`), keyed
+    /// there by the connection; the subflows' last byte counts are kept by
+    /// the caller (`struct sf_state`) and passed as deltas.
+    #[derive(Debug, Clone, Default, PartialEq, Eq)]
+    pub struct BpfConn {
+        pub bytes: u64,
+        pub cost: [i64; MAX_SLOTS],
+        pub lane_seq: [u64; MAX_SLOTS],
+        pub min_rtt: [u32; MAX_SLOTS],
+        pub conn_min_rtt: u32,
+        pub have: u32,
+        pub done: bool,
+    }
+
+    impl BpfConn {
+        /// One RTT sample on lane `slot` (the program's `sample`).
+        pub fn sample(&mut self, p: &BpfParams, ll_mask: u32, s: usize, rtt_us: u32, age_us: u64) {
+            if s >= MAX_SLOTS || rtt_us == 0 {
+                return;
+            }
+            if self.min_rtt[s] == 0 || rtt_us < self.min_rtt[s] {
+                self.min_rtt[s] = rtt_us;
+            }
+            if self.conn_min_rtt == 0 || rtt_us < self.conn_min_rtt {
+                self.conn_min_rtt = rtt_us;
+            }
+            let base = if p.per_lane_base { self.min_rtt[s] } else { self.conn_min_rtt };
+            let mut m = cost_ll_fp(p, nu_fp(rtt_us, base, p.nu_unit_us));
+            if ll_mask & (1 << s) == 0 {
+                m += deadline_term_fp(p, age_us);
+            }
+            if self.have & (1 << s) != 0 {
+                self.cost[s] = smooth_fp(self.cost[s], m);
+            } else {
+                self.cost[s] = m;
+                self.have |= 1 << s;
+            }
+        }
+
+        /// An ACK of one of the connection's subflows that moved
+        /// `bytes_delta` bytes; `lanes` are the lane samples now. Returns
+        /// the signal the program would put in the ring buffer (once).
+        pub fn on_ack(
+            &mut self,
+            p: &BpfParams,
+            ll_mask: u32,
+            ack: Ack,
+            bytes_delta: u64,
+            lanes: &[LaneSample; MAX_SLOTS],
+        ) -> Option<Signal> {
+            self.bytes = self.bytes.wrapping_add(bytes_delta);
+            if self.done {
+                return None;
+            }
+            if p.policy != POLICY_DEADLINE {
+                if ack.kind == LaneKind::Short {
+                    self.sample(p, ll_mask, ack.slot as usize, ack.rtt_us, ack.age_us);
+                }
+                for (s, l) in lanes.iter().enumerate() {
+                    if ll_mask & (1 << s) == 0 || l.seq == self.lane_seq[s] {
+                        continue;
+                    }
+                    self.lane_seq[s] = l.seq;
+                    self.sample(p, ll_mask, s, l.rtt_us, ack.age_us);
+                }
+            }
+            let (mut best_sl, mut best_ll, mut slot) = (None::<i64>, None::<i64>, None);
+            for s in 0..MAX_SLOTS {
+                if self.have & (1 << s) == 0 {
+                    continue;
+                }
+                let c = self.cost[s];
+                if ll_mask & (1 << s) != 0 {
+                    if best_ll.is_none_or(|b| c < b) {
+                        best_ll = Some(c);
+                        slot = Some(s as u8);
+                    }
+                } else if best_sl.is_none_or(|b| c < b) {
+                    best_sl = Some(c);
+                }
+            }
+            let kind = if p.size_threshold != 0 && self.bytes >= p.size_threshold {
+                SignalKind::Size
+            } else if p.policy == POLICY_DEADLINE && ack.age_us >= p.t_deadline_us {
+                SignalKind::Deadline
+            } else if p.policy == POLICY_LINK_COST
+                && matches!((best_sl, best_ll), (Some(sl), Some(ll)) if ll < sl)
+            {
+                SignalKind::LinkCost
+            } else {
+                return None;
+            };
+            self.done = true;
+            let costs = best_sl.zip(best_ll);
+            Some(Signal { kind, slot, age_us: ack.age_us, bytes: self.bytes, costs })
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -658,6 +965,210 @@ mod tests {
         let cfg: SwitchConfig =
             serde_json::from_str(&serde_json::to_string(&SwitchConfig::default()).unwrap()).unwrap();
         assert_eq!(cfg, SwitchConfig::default());
+    }
+
+    mod bpf_twin {
+        use super::super::bpf::*;
+        use super::super::*;
+        use super::{at, d_us, LL, SL};
+        use proptest::prelude::*;
+
+        fn params(cfg: &SwitchConfig) -> BpfParams {
+            BpfParams::new(cfg).unwrap()
+        }
+
+        #[test]
+        fn fixed_point_costs_equal_the_float_formula_on_exact_inputs() {
+            // Inputs chosen so that every fixed-point step is exact: ν in
+            // whole units, t − t_d in multiples of 125 µs (1024/1000 = 128/125).
+            for (alpha, beta, gamma, delta, t0) in
+                [(1.0, 1.0, 1.0, 1.0, 1.0), (2.0, 2.0, 0.5, 2.0, 0.5), (0.25, 1.0, 3.0, 2.0, 4.0)]
+            {
+                let cfg = SwitchConfig { alpha, beta, gamma, delta, t0, ..SwitchConfig::default() };
+                let p = params(&cfg);
+                for nu_units in [0u32, 1, 3, 17, 250, 1000] {
+                    let (rtt, base) = (1000 + nu_units * 1000, 1000); // unit 1 ms
+                    let nu = nu_fp(rtt, base, p.nu_unit_us);
+                    assert_eq!(nu, (nu_units as u64) << FP_SHIFT);
+                    let float =
+                        cost_ll(&cfg, relative_delay(d_us(rtt as u64), d_us(base as u64), cfg.nu_unit));
+                    assert_eq!(to_f64(cost_ll_fp(&p, nu)), float, "cost_ll ν={nu_units} {cfg:?}");
+                    for age_us in [0u64, 125, 100_000, 299_875, 300_000, 300_125, 450_000, 1_000_000] {
+                        let age = d_us(age_us);
+                        let want = cost_sl(
+                            &cfg,
+                            relative_delay(d_us(rtt as u64), d_us(base as u64), cfg.nu_unit),
+                            age,
+                        );
+                        let got = cost_ll_fp(&p, nu) + deadline_term_fp(&p, age_us);
+                        assert_eq!(to_f64(got), want, "cost_sl ν={nu_units} age={age_us}µs {cfg:?}");
+                    }
+                }
+            }
+            // The µs unit of the thesis's Fig. 7.1 reading: 37 µs of queue is ν = 37.
+            let cfg = SwitchConfig { nu_unit: d_us(1), ..SwitchConfig::default() };
+            let p = params(&cfg);
+            assert_eq!(to_f64(cost_ll_fp(&p, nu_fp(537, 500, p.nu_unit_us))), 38.0);
+            // Smoothing of exact values is exact: 3/4·9 + 1/4·1 = 7.
+            assert_eq!(smooth_fp(9 << FP_SHIFT, 1 << FP_SHIFT), 7 << FP_SHIFT);
+            assert_eq!(to_f64(smooth_fp(-(300 << FP_SHIFT), 1 << FP_SHIFT)), smooth(-300.0, 1.0));
+        }
+
+        #[test]
+        fn large_terms_saturate_instead_of_overflowing() {
+            let cfg = SwitchConfig {
+                beta: 2.0,
+                delta: 2.0,
+                alpha: 1024.0,
+                gamma: 1024.0,
+                t0: 1024.0,
+                ..SwitchConfig::default()
+            };
+            let p = params(&cfg);
+            assert_eq!(pow_fp(SQ_BASE_MAX, 2), POW_MAX);
+            assert_eq!(pow_fp(SQ_BASE_MAX + 1, 2), POW_MAX);
+            assert_eq!(pow_fp(u64::MAX, 1), POW_MAX);
+            let top = cost_ll_fp(&p, nu_fp(u32::MAX, 0, 1));
+            assert!(top > 0 && top < 1 << 62, "{top}");
+            assert_eq!(top, cost_ll_fp(&p, POW_MAX));
+            let t = deadline_term_fp(&p, u64::MAX / 2048);
+            assert!(t > 0 && t < 1 << 62);
+            assert_eq!(deadline_term_fp(&p, 0), -deadline_term_fp(&p, 600_000), "symmetric around t_d");
+            // Even the largest costs smooth without overflow.
+            assert!(smooth_fp(top + t, top + t) > 0);
+        }
+
+        #[test]
+        fn configs_the_bpf_path_cannot_express_are_refused_by_name() {
+            let refuse = |cfg: SwitchConfig| BpfParams::new(&cfg).unwrap_err();
+            let d = SwitchConfig::default();
+            assert_eq!(refuse(SwitchConfig { beta: 1.5, ..d }).field, "policy.beta");
+            assert_eq!(refuse(SwitchConfig { delta: 3.0, ..d }).field, "policy.delta");
+            assert_eq!(refuse(SwitchConfig { alpha: 0.3, ..d }).field, "policy.alpha");
+            assert_eq!(refuse(SwitchConfig { gamma: 2000.0, ..d }).field, "policy.gamma");
+            assert_eq!(refuse(SwitchConfig { t0: 0.0, ..d }).field, "policy.t0");
+            let e = refuse(SwitchConfig { nu_unit: Duration::from_nanos(1500), ..d });
+            assert_eq!(e.field, "policy.nu_unit");
+            assert!(e.to_string().contains("signals = \"diag\""), "{e}");
+            let p = params(&SwitchConfig { alpha: 0.5, gamma: 0.0, size_threshold: Some(1 << 20), ..d });
+            assert_eq!((p.alpha_fp, p.gamma_fp, p.t0_fp, p.size_threshold), (512, 0, 1024, 1 << 20));
+            assert_eq!((p.t_deadline_us, p.nu_unit_us, p.policy), (300_000, 1000, POLICY_LINK_COST));
+        }
+
+        const LL_MASK: u32 = 0b10; // slot 0 SL, slot 1 LL
+
+        fn ack(kind: LaneKind, rtt_us: u32, age_ms: u64) -> Ack {
+            let slot = if kind == LaneKind::Short { 0 } else { 1 };
+            Ack { slot, kind, rtt_us, bytes: 0, age_us: age_ms * 1000 }
+        }
+
+        #[test]
+        fn size_signal_once_after_the_threshold_with_the_cheapest_lane() {
+            let cfg = SwitchConfig {
+                policy: Policy::Size,
+                size_threshold: Some(1_000_000),
+                ..SwitchConfig::default()
+            };
+            let p = params(&cfg);
+            let mut c = BpfConn::default();
+            let mut lanes = [LaneSample::default(); MAX_SLOTS];
+            assert_eq!(c.on_ack(&p, LL_MASK, ack(LaneKind::Short, 1000, 1), 64_000, &lanes), None);
+            lanes[1] = LaneSample { seq: 1, rtt_us: 1000 };
+            assert_eq!(c.on_ack(&p, LL_MASK, ack(LaneKind::Short, 1000, 2), 935_999, &lanes), None);
+            let s = c.on_ack(&p, LL_MASK, ack(LaneKind::Short, 1000, 3), 1, &lanes).unwrap();
+            assert_eq!((s.kind, s.slot, s.bytes, s.age_us), (SignalKind::Size, Some(1), 1_000_000, 3000));
+            // SL: 1 + (3 − 300) = −296; the LL sample counted once: 1.
+            assert_eq!(s.costs.map(|(sl, ll)| (to_f64(sl), to_f64(ll))), Some((-297.3125, 1.0)));
+            assert_eq!(c.on_ack(&p, LL_MASK, ack(LaneKind::Short, 1000, 4), 1_000_000, &lanes), None, "once");
+            assert_eq!(c.bytes, 2_000_000, "bytes still counted");
+        }
+
+        #[test]
+        fn deadline_signal_on_the_first_ack_at_or_past_t_deadline() {
+            let p = params(&SwitchConfig { policy: Policy::Deadline, ..SwitchConfig::default() });
+            let mut c = BpfConn::default();
+            let lanes = [LaneSample::default(); MAX_SLOTS];
+            assert_eq!(c.on_ack(&p, LL_MASK, ack(LaneKind::Short, 500, 299), 1, &lanes), None);
+            let s = c.on_ack(&p, LL_MASK, ack(LaneKind::Short, 500, 300), 1, &lanes).unwrap();
+            assert_eq!((s.kind, s.slot, s.costs), (SignalKind::Deadline, None, None));
+            assert_eq!(c.have, 0, "no costs kept under the deadline policy");
+        }
+
+        #[test]
+        fn link_cost_signal_matches_the_float_switcher_on_equal_lanes() {
+            // The float LaneSwitcher and the twin, fed the same samples every
+            // ms (LL's path 0.5 ms longer), switch on the same ACK just after
+            // the deadline. Not on equal lanes: there the float cost of SL
+            // crosses LL's by a transient of 3·0.75^303 that the twin's
+            // floored smoothing drops, one ACK later (a knife edge, not a
+            // difference in the formula).
+            let cfg = SwitchConfig::default();
+            let p = params(&cfg);
+            let mut c = BpfConn::default();
+            let mut f = LaneSwitcher::new(cfg, at(0));
+            let mut lanes = [LaneSample::default(); MAX_SLOTS];
+            let mut twin_at = None;
+            let mut float_at = None;
+            for t in 0..400u64 {
+                lanes[1] = LaneSample { seq: t + 1, rtt_us: 2500 };
+                if twin_at.is_none()
+                    && c.on_ack(&p, LL_MASK, ack(LaneKind::Short, 2000, t), 1448, &lanes).is_some()
+                {
+                    twin_at = Some(t);
+                }
+                f.on_sample(at(t), LL, d_us(2500));
+                if float_at.is_none()
+                    && matches!(f.on_sample(at(t), SL, d_us(2000)), Decision::SwitchToLong { .. })
+                {
+                    float_at = Some(t);
+                }
+            }
+            assert_eq!(twin_at, float_at);
+            assert!(twin_at.is_some_and(|t| t > 300 && t < 310), "{twin_at:?}");
+        }
+
+        #[test]
+        fn a_lane_sample_is_applied_once_per_connection() {
+            let p = params(&SwitchConfig::default());
+            let mut c = BpfConn::default();
+            let mut lanes = [LaneSample::default(); MAX_SLOTS];
+            lanes[1] = LaneSample { seq: 7, rtt_us: 9000 };
+            c.on_ack(&p, LL_MASK, ack(LaneKind::Short, 1000, 1), 1, &lanes);
+            assert_eq!(to_f64(c.cost[1]), 9.0); // ν 8 ms over the connection's base of 1 ms
+            c.on_ack(&p, LL_MASK, ack(LaneKind::Short, 1000, 2), 1, &lanes);
+            assert_eq!(to_f64(c.cost[1]), 9.0, "same sequence number: not applied again");
+            lanes[1] = LaneSample { seq: 8, rtt_us: 1000 };
+            c.on_ack(&p, LL_MASK, ack(LaneKind::Short, 1000, 3), 1, &lanes);
+            assert_eq!(to_f64(c.cost[1]), 7.0);
+        }
+
+        proptest! {
+            #[test]
+            fn twin_costs_stay_within_a_unit_of_the_float_formula(
+                nu_us in 0u32..200_000, base in 1u32..10_000, age_us in 0u64..2_000_000,
+                alpha in 0u64..4096, gamma in 0u64..4096, beta in 1u32..3, delta in 1u32..3,
+                unit in prop::sample::select(vec![1u64, 10, 100, 1000]),
+            ) {
+                let cfg = SwitchConfig {
+                    alpha: alpha as f64 / 1024.0, gamma: gamma as f64 / 1024.0,
+                    beta: beta as f64, delta: delta as f64, nu_unit: d_us(unit),
+                    ..SwitchConfig::default()
+                };
+                let p = params(&cfg);
+                let nu_units = nu_us as f64 / unit as f64;
+                let x_ms = (age_us as f64 - 300_000.0).abs() / 1000.0;
+                // Stay below the saturation points.
+                prop_assume!(nu_units.powf(cfg.beta) < (1u64 << 20) as f64 && x_ms.powf(cfg.delta) < (1u64 << 20) as f64);
+                let rtt = base + nu_us;
+                let nu = nu_fp(rtt, base, p.nu_unit_us);
+                let got = to_f64(cost_ll_fp(&p, nu) + deadline_term_fp(&p, age_us));
+                let want = cost_sl(&cfg, relative_delay(d_us(rtt as u64), d_us(base as u64), cfg.nu_unit), d_us(age_us));
+                // Truncation of ν and |x| to 1/1024 of a unit, squared at
+                // most, times coefficients of at most 4: a few units at most.
+                let tol = 4.0 * (1.0 + 2.0 * nu_units.max(x_ms)) / 1024.0 * 4.0 + 0.01;
+                prop_assert!((got - want).abs() <= tol, "got {got} want {want} tol {tol}");
+            }
+        }
     }
 
     proptest! {

@@ -93,6 +93,47 @@ impl Default for ProbeConfig {
     }
 }
 
+/// Where the daemon's per-connection signals come from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum SignalSource {
+    /// The BPF program when the kernel and the policy allow it, else
+    /// sock_diag readings, with a warning that says why.
+    Auto,
+    /// The BPF program (`crate::bpf`): per-ACK costs in the kernel, an
+    /// event only when a connection's decision changes. Refused when the
+    /// policy needs what the program cannot compute or the kernel lacks BPF.
+    Bpf,
+    /// sock_diag readings every `probe.sample_interval`.
+    Diag,
+}
+
+impl SignalSource {
+    pub fn name(self) -> &'static str {
+        match self {
+            SignalSource::Auto => "auto",
+            SignalSource::Bpf => "bpf",
+            SignalSource::Diag => "diag",
+        }
+    }
+}
+
+/// `[signals]`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SignalsConfig {
+    pub source: SignalSource,
+    /// The cgroup (relative to the cgroup2 mount) the BPF program is
+    /// attached to; "/" (the default) is every process of the host, of
+    /// which the program keeps the daemon's network namespace only.
+    pub cgroup: std::path::PathBuf,
+}
+
+impl Default for SignalsConfig {
+    fn default() -> Self {
+        SignalsConfig { source: SignalSource::Auto, cgroup: "/".into() }
+    }
+}
+
 /// One local address and the peer address it pairs with.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct LanePair {
@@ -124,6 +165,8 @@ pub struct Config {
     /// manage_server_side`). Off by default: when both ends run the
     /// daemon, each would open its own LL subflows.
     pub server_side: bool,
+    /// `[signals]`: BPF or sock_diag.
+    pub signals: SignalsConfig,
 }
 
 impl Config {
@@ -203,11 +246,20 @@ struct RawPeer {
     ll: Vec<RawPair>,
 }
 
+#[derive(Debug, Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+struct RawSignals {
+    source: Option<String>,
+    cgroup: Option<String>,
+}
+
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct RawConfig {
     #[serde(default)]
     policy: RawPolicy,
+    #[serde(default)]
+    signals: RawSignals,
     #[serde(default)]
     probe: RawProbe,
     #[serde(default)]
@@ -383,7 +435,41 @@ impl RawConfig {
         }
         check_overlap(&peers, &sl_lanes, &ll_lanes)?;
         let server_side = self.policy.manage_server_side.unwrap_or(false);
-        Ok(Config { switch, switch_to, probe, peers, sl_lanes, ll_lanes, server_side })
+        let source = match self.signals.source.as_deref().map(str::trim) {
+            None | Some("auto") => SignalSource::Auto,
+            Some("bpf") => SignalSource::Bpf,
+            Some("diag") => SignalSource::Diag,
+            Some(other) => {
+                return Err(invalid(
+                    "signals.source",
+                    format!("{other:?}: expected \"auto\", \"bpf\" or \"diag\""),
+                ))
+            }
+        };
+        let cgroup: std::path::PathBuf = self.signals.cgroup.as_deref().unwrap_or("/").trim().into();
+        if cgroup.as_os_str().is_empty() || cgroup.components().any(|c| c == std::path::Component::ParentDir)
+        {
+            return Err(invalid(
+                "signals.cgroup",
+                format!("{:?}: a path inside the cgroup2 mount, \"/\" for its root", cgroup),
+            ));
+        }
+        let cfg = Config {
+            switch,
+            switch_to,
+            probe,
+            peers,
+            sl_lanes,
+            ll_lanes,
+            server_side,
+            signals: SignalsConfig { source, cgroup },
+        };
+        // An explicit "bpf" must be runnable by the program: refused here,
+        // with the field, rather than at start.
+        if source == SignalSource::Bpf {
+            crate::bpf::check(&cfg).map_err(|e| invalid("signals.source", format!("\"bpf\": {e}")))?;
+        }
+        Ok(cfg)
     }
 }
 
@@ -551,6 +637,21 @@ mod tests {
         assert!(refused(&with("[probe]\nport = 0")).contains("probe.port"));
         assert!(refused(&with("[probe]\nsample_interval = \"0ms\"")).contains("probe.sample_interval"));
         assert!(refused(&with("[policy]\nbogus = 1")).contains("bogus"));
+        assert!(refused(&with("[signals]\nsource = \"ebpf\"")).contains("signals.source"));
+        assert!(refused(&with("[signals]\ncgroup = \"../x\"")).contains("signals.cgroup"));
+        // An explicit "bpf" must be computable by the program: named fields.
+        for (policy, field) in [
+            ("beta = 3.0", "policy.beta"),
+            ("alpha = 0.1", "policy.alpha"),
+            ("nu_unit = \"1500ns\"", "policy.nu_unit"),
+        ] {
+            let e = refused(&with(&format!("[policy]\n{policy}\n[signals]\nsource = \"bpf\"")));
+            assert!(e.contains("signals.source") && e.contains(field), "{policy}: {e}");
+        }
+        assert!(
+            Config::parse(&with("[policy]\nbeta = 3.0\n[signals]\nsource = \"auto\""), "t").is_ok(),
+            "auto falls back at start"
+        );
         assert!(refused(&with("[policy]\nkind = \"size\"")).contains("policy.size_threshold"));
         assert!(refused(&with("[policy]\nsize_threshold = \"0B\"")).contains("policy.size_threshold"));
         assert!(refused(&with("[policy]\nsize_threshold = \"lots\"")).contains("policy.size_threshold"));

@@ -7,6 +7,16 @@
 //! probes the tracker asks for, run the path-manager commands it returns
 //! and print its records.
 //!
+//! With BPF signals (`[signals] source = "bpf"`, or `"auto"` where the
+//! program loads and the policy fits it; see [`crate::bpf`]) it waits on
+//! the event socket and the program's ring buffer together, hands each
+//! signal to [`Tracker::on_signal`] and runs the switch at once; sock_diag
+//! is then read only at start (adoption) and, every `probe.sample_interval`,
+//! only while an adopted connection has not switched (no program saw it
+//! open, so only readings can judge it). Handshake probes still time idle
+//! LL lanes for link cost; their RTTs go to the program's lane samples.
+//! `"auto"` that cannot use BPF says why in a warning record.
+//!
 //! What it is not: it never closes, resets or reconfigures a connection on
 //! exit. Stopping the daemon (signal, `stop` flag, `--duration`) leaves
 //! every connection and subflow as it is: a switched connection stays on LL,
@@ -23,12 +33,14 @@ use tcpaccel_core::Instant;
 use tcpaccel_sys::diag::{self, DiagSocketConn, DumpRequest};
 use tcpaccel_sys::mptcp::{EventListener, Incoming, PmClient, PmError};
 
-use crate::config::Config;
+use crate::bpf::BpfSignals;
+use crate::config::{Config, SignalSource};
 use crate::env::{self, EnvError};
 use crate::metrics::{LaneBytes, LanesMetrics};
 use crate::probe::Prober;
 use crate::record::{Ready, Record, Warning};
 use crate::tracker::{Action, Existing, ExistingSubflow, PmCommand, Reading, Tracker};
+use std::os::fd::AsFd;
 
 /// Output format.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -76,6 +88,10 @@ pub enum DaemonError {
     Output(std::io::Error),
     #[error("starting the probe thread: {0}")]
     Spawn(std::io::Error),
+    #[error("BPF lane signals (signals.source = \"bpf\"): {0}")]
+    Bpf(crate::bpf::BpfError),
+    #[error("reading the BPF ring buffer: {0}")]
+    Ring(tcpaccel_sys::Error),
 }
 
 impl DaemonError {
@@ -84,12 +100,14 @@ impl DaemonError {
         match self {
             DaemonError::Env(e) => e.is_missing_feature(),
             DaemonError::Open { source, .. } => source.is_unsupported(),
+            DaemonError::Bpf(e) => e.is_missing_feature(),
             _ => false,
         }
     }
     /// True when the configuration does not fit the namespace (exit code 2).
     pub fn is_config(&self) -> bool {
         matches!(self, DaemonError::Env(e) if !e.is_missing_feature())
+            || matches!(self, DaemonError::Bpf(e) if e.is_config())
     }
 }
 
@@ -110,6 +128,14 @@ pub struct Summary {
     /// Switches whose SET_FLAGS found no subflow yet (a join not yet in the
     /// connection's list) and that were applied again a moment later.
     pub switch_retries: u64,
+    /// Where the signals came from: "bpf" or "diag".
+    pub signals: &'static str,
+    /// BPF signals read from the ring buffer, and those that named no
+    /// managed, unswitched connection (e.g. one not on an SL pair).
+    pub bpf_signals: u64,
+    pub bpf_unmatched: u64,
+    /// The program's counters at the end (ACKs seen, events, ring full).
+    pub bpf_stats: Option<crate::bpf::Stats>,
 }
 
 struct Out<'a> {
@@ -157,6 +183,20 @@ pub fn run(
     let dump = DumpRequest { families, ..DumpRequest::default() };
     let locals: Vec<IpAddr> = cfg.local_addresses().collect();
     let mut sample_every = cfg.probe.sample_interval;
+    // Per-ACK signals from the kernel where possible (see crate::bpf).
+    let mut fallback_note = None;
+    let mut bpf = match cfg.signals.source {
+        SignalSource::Diag => None,
+        SignalSource::Bpf => Some(BpfSignals::start(&cfg, &cfg.signals.cgroup).map_err(DaemonError::Bpf)?),
+        SignalSource::Auto => match BpfSignals::start(&cfg, &cfg.signals.cgroup) {
+            Ok(b) => Some(b),
+            Err(e) => {
+                tracing::warn!("BPF lane signals unavailable, reading sock_diag instead: {e}");
+                fallback_note = Some(format!("BPF lane signals unavailable, reading sock_diag instead: {e}"));
+                None
+            }
+        },
+    };
     let mut lane_bytes = LaneBytes::default();
 
     // Connections open before this start (e.g. across a restart) are taken
@@ -183,19 +223,26 @@ pub fn run(
         sl_lanes: cfg.sl_lanes.iter().map(|a| a.to_string()).collect(),
         ll_lanes: cfg.ll_lanes.iter().map(|a| a.to_string()).collect(),
         peers: cfg.peers.len(),
+        signals: Some(if bpf.is_some() { "bpf" } else { "diag" }.into()),
     }))?;
+    if let Some(note) = fallback_note {
+        out.emit(&Record::Warning(Warning { t: 0.0, message: note }))?;
+    }
     tracing::info!("lanes daemon ready in {ns_label}");
 
     let clock = std::time::Instant::now();
     let now = || Instant::from_nanos(clock.elapsed().as_nanos().min(u64::MAX as u128) as u64);
     let mut tracker = Tracker::new(cfg.clone(), now());
-    let mut summary = Summary::default();
+    if bpf.is_some() {
+        tracker.use_bpf_signals();
+    }
+    let mut summary = Summary { signals: if bpf.is_some() { "bpf" } else { "diag" }, ..Summary::default() };
     match before_start {
         Ok(existing) => {
             let t = now();
             let actions = tracker.adopt(t, &existing);
             summary.connections += tracker.managed_count() as u64;
-            execute(actions, t, &mut tracker, &mut pm, &mut out, &mut summary)?;
+            execute(actions, t, None, &mut tracker, &mut pm, &mut out, &mut summary)?;
         }
         Err(e) => {
             tracing::warn!("sock_diag dump for connections open before the start failed: {e}");
@@ -235,7 +282,14 @@ pub fn run(
             out.emit(&record)?;
         }
         let wait = next_sample.saturating_since(t).min(Duration::from_millis(100));
-        let items = events.recv(Some(wait)).map_err(DaemonError::Events)?;
+        let items = match &bpf {
+            // Woken by whichever comes first: a path-manager event or a signal.
+            Some(b) => match b.ring().wait_with(events.as_fd(), wait).map_err(DaemonError::Ring)? {
+                (_, true) => events.recv(Some(Duration::ZERO)).map_err(DaemonError::Events)?,
+                _ => Vec::new(),
+            },
+            None => events.recv(Some(wait)).map_err(DaemonError::Events)?,
+        };
         for item in items {
             let t = now();
             match item {
@@ -245,7 +299,7 @@ pub fn run(
                     if !was && ev.token.is_some_and(|tok| tracker.is_managed(tok)) {
                         summary.connections += 1;
                     }
-                    execute(actions, t, &mut tracker, &mut pm, &mut out, &mut summary)?;
+                    execute(actions, t, None, &mut tracker, &mut pm, &mut out, &mut summary)?;
                 }
                 Incoming::Malformed(e) => {
                     tracing::warn!("skipped a malformed mptcp_pm event: {e}");
@@ -264,16 +318,50 @@ pub fn run(
                 }
             }
         }
-        let t = now();
-        let retries = tracker.retries_due(t);
-        execute(retries, t, &mut tracker, &mut pm, &mut out, &mut summary)?;
-        for (pair, rtt) in prober.results() {
-            let t = now();
-            let actions = tracker.on_probe(t, pair, rtt);
-            execute(actions, t, &mut tracker, &mut pm, &mut out, &mut summary)?;
+        if let Some(b) = bpf.as_mut() {
+            let (signals, bad) = b.drain();
+            for sig in signals {
+                let t = now();
+                summary.bpf_signals += 1;
+                let actions = tracker.on_signal(t, &sig);
+                if actions.is_empty() {
+                    summary.bpf_unmatched += 1;
+                }
+                execute(actions, t, Some(sig.ktime_ns), &mut tracker, &mut pm, &mut out, &mut summary)?;
+            }
+            if bad > 0 {
+                out.emit(&Record::Warning(Warning {
+                    t: secs(now()),
+                    message: format!("skipped {bad} undecodable BPF ring-buffer record(s)"),
+                }))?;
+            }
         }
         let t = now();
-        if t >= next_sample {
+        let retries = tracker.retries_due(t);
+        execute(retries, t, None, &mut tracker, &mut pm, &mut out, &mut summary)?;
+        for (pair, rtt) in prober.results() {
+            let t = now();
+            if let Some(b) = &bpf {
+                // The program keeps the costs: the probe is one more LL sample.
+                if let (Some(lane), Some(rtt)) = (tracker.probe_done(pair), rtt.filter(|r| !r.is_zero())) {
+                    if let Err(e) = b.lane_sample(lane, rtt) {
+                        tracing::warn!("handing a probe sample to the BPF program: {e}");
+                    }
+                }
+                continue;
+            }
+            let actions = tracker.on_probe(t, pair, rtt);
+            execute(actions, t, None, &mut tracker, &mut pm, &mut out, &mut summary)?;
+        }
+        let t = now();
+        if t >= next_sample && bpf.is_some() && !tracker.wants_readings() {
+            // No readings: the program decides. Probes still time LL lanes
+            // for link cost (an idle backup subflow carries no ACKs).
+            next_sample = t + sample_every;
+            for pair in tracker.probes_due(t) {
+                prober.request(pair);
+            }
+        } else if t >= next_sample {
             next_sample = t + sample_every;
             match diag_conn.dump_into(&dump, &mut sockets) {
                 Ok(_) => {
@@ -283,7 +371,7 @@ pub fn run(
                         m.add_lane_bytes(&lane_bytes.update(tracker.config(), &readings));
                     }
                     let actions = tracker.on_readings(t, &readings);
-                    execute(actions, t, &mut tracker, &mut pm, &mut out, &mut summary)?;
+                    execute(actions, t, None, &mut tracker, &mut pm, &mut out, &mut summary)?;
                 }
                 Err(e) => {
                     // Keep running: the next reading may work; say it once.
@@ -305,6 +393,7 @@ pub fn run(
             m.observe(&summary, tracker.managed_count());
         }
     }
+    summary.bpf_stats = bpf.as_ref().map(|b| b.stats());
     Ok(summary)
 }
 
@@ -383,9 +472,14 @@ fn connection_gone(e: &PmError) -> bool {
     }
 }
 
+/// Runs the actions' commands and prints their records; `signal_ktime`
+/// is the kernel time of the BPF signal they answer, whose delay to the
+/// commands' completion goes into a switch's record.
+#[allow(clippy::too_many_arguments)]
 fn execute(
     actions: Vec<Action>,
     now: Instant,
+    signal_ktime: Option<u64>,
     tracker: &mut Tracker,
     pm: &mut PmClient,
     out: &mut Out<'_>,
@@ -435,6 +529,10 @@ fn execute(
                 }
                 if record.ok && record.action == crate::record::DecisionAction::Switch {
                     summary.switches += 1;
+                    if let Some(k) = signal_ktime {
+                        let now_ns = tcpaccel_sys::bpf::monotonic_ns();
+                        record.signal_ms = Some(now_ns.saturating_sub(k) as f64 / 1e6);
+                    }
                 }
                 out.emit(&Record::Decision(record))?;
             }

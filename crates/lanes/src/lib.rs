@@ -10,13 +10,15 @@
 //! Modules: [`config`] (the TOML file, validated), [`env`] (namespace
 //! checks), [`tracker`] (pure bookkeeping and decisions; the notes on what
 //! upstream MPTCP cannot do that the thesis did are there), [`probe`]
-//! (handshake probes), [`daemon`] (the I/O loop), [`record`] (output lines),
+//! (handshake probes), [`bpf`] (the per-ACK signal program: load, attach,
+//! ring buffer), [`daemon`] (the I/O loop), [`record`] (output lines),
 //! [`metrics`] (the `--metrics` counters). The lab's flow engine that drives
 //! workloads through lanes is `tcpaccel_lab::flows`.
 //! What it is not: the path-manager netlink encoding (that is
 //! `tcpaccel_sys::mptcp`) or the switching formulas (`tcpaccel_core::lanes`).
 #![forbid(unsafe_code)]
 
+pub mod bpf;
 pub mod config;
 pub mod daemon;
 pub mod env;

@@ -51,6 +51,10 @@ pub struct Ready {
     pub sl_lanes: Vec<String>,
     pub ll_lanes: Vec<String>,
     pub peers: usize,
+    /// Where the signals come from: "bpf" or "diag" (absent in records of
+    /// daemons from before issue 13).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub signals: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -109,6 +113,10 @@ pub struct DecisionRecord {
     pub ok: bool,
     /// The failed command and the kernel's reason.
     pub error: Option<String>,
+    /// A switch on a BPF signal: ms from the program's decision (in the
+    /// kernel, at the ACK) to the path-manager commands' completion.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub signal_ms: Option<f64>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -203,6 +211,7 @@ mod tests {
             subflows: vec!["10.2.0.1:4000 -> 10.2.0.2:5201".into()],
             ok: true,
             error: None,
+            signal_ms: None,
         });
         let line = serde_json::to_string(&d).unwrap();
         let v: serde_json::Value = serde_json::from_str(&line).unwrap();

@@ -31,10 +31,12 @@
 //!   or from TCP handshake probes at `probe.interval`. A handshake is one
 //!   small packet each way, like the thesis's cwnd-1 probe, but it crosses
 //!   the path outside the connection and so only samples the queue.
-//! - The thesis recomputed costs on every ACK in the kernel; here costs are
-//!   updated at each sock_diag reading (`probe.sample_interval`, 20 ms by
-//!   default) from the kernel's smoothed RTT, so the 3/4–1/4 smoothing runs
-//!   over readings rather than ACKs.
+//! - The thesis recomputed costs on every ACK in the kernel. With BPF
+//!   signals (`crate::bpf`) so does this daemon: the program smooths the
+//!   costs per ACK and [`Tracker::on_signal`] gets only the decision. On
+//!   the sock_diag fallback costs are updated at each reading
+//!   (`probe.sample_interval`, 20 ms by default) from the kernel's smoothed
+//!   RTT, so the 3/4–1/4 smoothing runs over readings rather than ACKs.
 
 use std::collections::{BTreeMap, HashMap};
 use std::net::{IpAddr, SocketAddr};
@@ -144,6 +146,9 @@ struct Conn {
     applied: Option<Decision>,
     switch_retries: u32,
     switch_retry_at: Option<Instant>,
+    /// Taken over by [`Tracker::adopt`]: with BPF signals, judged by
+    /// sock_diag readings still (see [`Tracker::use_bpf_signals`]).
+    adopted: bool,
 }
 
 /// Retries of what the kernel refused too early: an LL backup (asked for
@@ -172,6 +177,8 @@ pub struct Tracker {
     conns: BTreeMap<u32, Conn>,
     acked: HashMap<u64, u64>,
     probes: BTreeMap<(IpAddr, IpAddr), ProbeState>,
+    /// The BPF program decides for connections opened while it runs.
+    bpf: bool,
 }
 
 fn secs(d: Duration) -> f64 {
@@ -194,7 +201,29 @@ fn sock_text(a: SocketAddr) -> String {
 
 impl Tracker {
     pub fn new(cfg: Config, start: Instant) -> Tracker {
-        Tracker { cfg, start, conns: BTreeMap::new(), acked: HashMap::new(), probes: BTreeMap::new() }
+        Tracker {
+            cfg,
+            start,
+            conns: BTreeMap::new(),
+            acked: HashMap::new(),
+            probes: BTreeMap::new(),
+            bpf: false,
+        }
+    }
+
+    /// The BPF program (`crate::bpf`) sends the signals from now on: the
+    /// connections it sees open are decided by [`Tracker::on_signal`] only,
+    /// and [`Tracker::on_readings`] judges only adopted connections — open
+    /// before the daemon started, whose sockets the program gets no
+    /// callback for unless an earlier daemon's program switched them on.
+    pub fn use_bpf_signals(&mut self) {
+        self.bpf = true;
+    }
+
+    /// Whether sock_diag readings are needed now: always without BPF
+    /// signals; with them, while an adopted connection has not switched.
+    pub fn wants_readings(&self) -> bool {
+        !self.bpf || self.conns.values().any(|c| c.adopted && matches!(c.switch, SwitchState::No))
     }
 
     pub fn config(&self) -> &Config {
@@ -217,6 +246,7 @@ impl Tracker {
             let Some(init) = e.subflows.iter().find(|s| s.initial) else { continue };
             let Some(mut c) = self.new_conn(now, init.local, init.remote, e.server_side) else { continue };
             c.established = true;
+            c.adopted = true;
             let mut ll_active = false;
             for s in e.subflows.iter().filter(|s| !s.initial) {
                 if let Some(l) = c.ll.iter_mut().find(|l| {
@@ -437,6 +467,7 @@ impl Tracker {
             applied: None,
             switch_retries: 0,
             switch_retry_at: None,
+            adopted: false,
         })
     }
 
@@ -483,6 +514,7 @@ impl Tracker {
                     )],
                     ok: true,
                     error: None,
+                    signal_ms: None,
                 },
             });
         }
@@ -589,6 +621,7 @@ impl Tracker {
             subflows: Vec::new(),
             ok: true,
             error: None,
+            signal_ms: None,
         }
     }
 
@@ -694,7 +727,7 @@ impl Tracker {
         for token in tokens {
             let decision = {
                 let Some(c) = self.conns.get_mut(&token) else { continue };
-                if !c.established || !matches!(c.switch, SwitchState::No) {
+                if !c.established || !matches!(c.switch, SwitchState::No) || (self.bpf && !c.adopted) {
                     continue;
                 }
                 let sl = fresh.iter().find(|(r, _)| r.local == c.local && r.remote == c.remote);
@@ -744,6 +777,37 @@ impl Tracker {
             }
         }
         out
+    }
+
+    /// A signal of the BPF program (`crate::bpf`): the connection the
+    /// subflow `sig.local → sig.remote` belongs to reached its size
+    /// threshold or deadline, or its cheapest lane became a Long-flow Lane.
+    /// The program computed the costs; the switch is applied at once (or
+    /// waits for an LL subflow) exactly like one decided here. A signal
+    /// for a connection not managed or already switched changes nothing.
+    pub fn on_signal(&mut self, now: Instant, sig: &crate::bpf::Signal) -> Vec<Action> {
+        use tcpaccel_core::lanes::bpf::SignalKind;
+        let found = self.conns.iter().find(|(_, c)| {
+            (c.local == sig.local && c.remote == sig.remote)
+                || c.ll.iter().any(|s| s.established == Some((sig.local, sig.remote)))
+        });
+        let Some((&token, c)) = found else { return Vec::new() };
+        if !matches!(c.switch, SwitchState::No) {
+            return Vec::new();
+        }
+        let reason = match sig.kind {
+            SignalKind::Size => Reason::Size,
+            SignalKind::Deadline => Reason::Deadline,
+            SignalKind::LinkCost => Reason::LinkCost,
+        };
+        // The program names a lane by slot; one this peer has no pair on
+        // (another peer's LL) falls back to the first of this peer's.
+        let lane = sig
+            .lane
+            .filter(|l| c.ll.iter().any(|s| s.pair.lane == *l))
+            .or_else(|| c.ll.first().map(|s| s.pair.lane));
+        let d = Decision::SwitchToLong { reason, lane, age_ms: sig.age_ms, costs: sig.costs };
+        self.apply_switch(now, token, d)
     }
 
     /// LL lane pairs that need an active probe now (link-cost policy only):
@@ -798,6 +862,16 @@ impl Tracker {
             }
         }
         out
+    }
+
+    /// A probe's result when the BPF program keeps the costs: the probe is
+    /// no longer in flight; returns the LL lane of the pair, whose sample
+    /// the shell hands to the program.
+    pub fn probe_done(&mut self, pair: (IpAddr, IpAddr)) -> Option<LaneId> {
+        if let Some(st) = self.probes.get_mut(&pair) {
+            st.in_flight = false;
+        }
+        self.cfg.peers.iter().flat_map(|p| p.ll.iter()).find(|s| (s.local, s.remote) == pair).map(|s| s.lane)
     }
 
     /// The peer index a managed connection belongs to (for tests and logs).
@@ -903,6 +977,73 @@ mod tests {
         // A second ESTABLISHED does not open more.
         let again = tr.on_event(at(9), &ev(EventKind::Established, 7, "10.1.0.1:40000", "10.1.0.2:5201"));
         assert!(commands(&again).is_empty());
+    }
+
+    fn signal(kind: tcpaccel_core::lanes::bpf::SignalKind, l: &str, r: &str) -> crate::bpf::Signal {
+        crate::bpf::Signal {
+            kind,
+            lane: Some(LaneId::long(1)),
+            age_ms: 12.5,
+            bytes: 1_000_000,
+            costs: Some(tcpaccel_core::lanes::Costs { sl: 4.0, ll: 2.0 }),
+            local: l.parse().unwrap(),
+            remote: r.parse().unwrap(),
+            ktime_ns: 0,
+        }
+    }
+
+    #[test]
+    fn a_bpf_signal_switches_its_connection_at_once_and_only_once() {
+        use tcpaccel_core::lanes::bpf::SignalKind;
+        let mut tr = Tracker::new(cfg("link-cost"), at(0));
+        tr.use_bpf_signals();
+        established(&mut tr, 7);
+        assert!(!tr.wants_readings(), "no sock_diag while BPF decides every connection");
+        // A signal from a subflow of no managed connection changes nothing.
+        let stray = signal(SignalKind::Size, "10.1.0.1:49999", "10.1.0.2:5201");
+        assert!(tr.on_signal(at(9), &stray).is_empty());
+        // The program's lane and costs go into the switch: the chosen LL
+        // active, SL backup, in that order.
+        let a = tr.on_signal(at(10), &signal(SignalKind::LinkCost, "10.1.0.1:40000", "10.1.0.2:5201"));
+        let d = decisions(&a);
+        assert_eq!(d.len(), 1, "{a:?}");
+        assert_eq!((d[0].action, d[0].reason.as_deref()), (DecisionAction::Switch, Some("link_cost")));
+        assert_eq!((d[0].lane.as_deref(), d[0].cost_sl, d[0].cost_ll), (Some("ll1"), Some(4.0), Some(2.0)));
+        assert_eq!(d[0].age_ms, 12.5);
+        let cmds = commands(&a);
+        let PmCommand::SetFlags { local, .. } = cmds.last().unwrap() else { panic!("{cmds:?}") };
+        assert_eq!(local.flags, Some(flags::BACKUP), "SL made backup last");
+        // A later signal (e.g. from an LL subflow's ACK) does nothing more.
+        let again = signal(SignalKind::Size, "10.2.0.1:40001", "10.2.0.2:5201");
+        assert!(tr.on_signal(at(20), &again).is_empty());
+        // Readings judge only adopted connections now: 7 is not.
+        let r = reading(1, "10.1.0.1:40000", "10.1.0.2:5201", 5, 10_000_000);
+        assert!(decisions(&tr.on_readings(at(30), &[r])).is_empty());
+    }
+
+    #[test]
+    fn with_bpf_signals_adopted_connections_are_still_judged_by_readings() {
+        let mut tr = Tracker::new(cfg("deadline"), at(0));
+        tr.use_bpf_signals();
+        let existing = [Existing {
+            token: 3,
+            server_side: false,
+            subflows: vec![ExistingSubflow {
+                local: "10.1.0.1:40000".parse().unwrap(),
+                remote: "10.1.0.2:5201".parse().unwrap(),
+                initial: true,
+                backup: false,
+            }],
+        }];
+        tr.adopt(at(0), &existing);
+        assert!(tr.wants_readings(), "an adopted, unswitched connection needs readings");
+        tr.on_event(at(5), &ev(EventKind::SubEstablished, 3, "10.2.0.1:40001", "10.2.0.2:5201"));
+        let r = |acked| reading(1, "10.1.0.1:40000", "10.1.0.2:5201", 5, acked);
+        assert!(decisions(&tr.on_readings(at(100), &[r(1000)])).is_empty());
+        let d = decisions(&tr.on_readings(at(320), &[r(2000)]));
+        assert_eq!(d.len(), 1);
+        assert_eq!(d[0].reason.as_deref(), Some("deadline"));
+        assert!(!tr.wants_readings(), "switched: readings no longer needed");
     }
 
     #[test]

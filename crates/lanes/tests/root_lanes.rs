@@ -189,6 +189,8 @@ fn send(mut s: TcpStream, dur: Duration, size: Option<usize>) -> u64 {
 struct Daemon {
     child: Child,
     records: Receiver<Record>,
+    /// The `signals` of its ready record.
+    signals: Option<String>,
 }
 
 impl Drop for Daemon {
@@ -223,9 +225,12 @@ impl Daemon {
                 }
             }
         });
-        let d = Daemon { child, records };
+        let mut d = Daemon { child, records, signals: None };
         match d.records.recv_timeout(Duration::from_secs(20)) {
-            Ok(Record::Ready(_)) => d,
+            Ok(Record::Ready(r)) => {
+                d.signals = r.signals;
+                d
+            }
             other => panic!("daemon did not get ready: {other:?}"),
         }
     }
@@ -275,11 +280,19 @@ fn daemon_child() {
     tcpaccel_lanes::run(cfg, &opts, &mut out, &stop).expect("daemon");
 }
 
+/// A configuration reading sock_diag (the fallback path).
 fn config(policy: &str) -> String {
+    config_from(policy, "diag")
+}
+
+/// A configuration with `signals.source = source` ("bpf" or "diag").
+fn config_from(policy: &str, source: &str) -> String {
     format!(
         r#"
         [policy]
         {policy}
+        [signals]
+        source = "{source}"
         [probe]
         # Nothing listens there: the RST times the handshake and the sink
         # sees no probe connections.
@@ -314,10 +327,19 @@ fn switches(records: &[Record], token: u32) -> Vec<&tcpaccel_lanes::record::Deci
 
 #[test]
 fn deadline_moves_a_long_transfer_to_ll_and_leaves_a_short_flow_on_sl() {
+    deadline_moves_a_long_transfer(&config("kind = \"deadline\"\nt_deadline = \"300ms\""));
+}
+
+#[test]
+fn bpf_deadline_moves_a_long_transfer_to_ll_and_leaves_a_short_flow_on_sl() {
+    deadline_moves_a_long_transfer(&config_from("kind = \"deadline\"\nt_deadline = \"300ms\"", "bpf"));
+}
+
+fn deadline_moves_a_long_transfer(cfg: &str) {
     let _g = heavy();
     let lab = Lab::new(true);
     let sink = sink(&lab);
-    let daemon = Daemon::start(&lab, &config("kind = \"deadline\"\nt_deadline = \"300ms\""));
+    let daemon = Daemon::start(&lab, cfg);
     let mut seen = Vec::new();
 
     // A 64 KB flow: finishes long before the deadline and never leaves SL.
@@ -372,11 +394,26 @@ fn deadline_moves_a_long_transfer_to_ll_and_leaves_a_short_flow_on_sl() {
 
 #[test]
 fn size_policy_moves_a_20mb_flow_after_its_threshold_and_leaves_64kb_on_sl() {
+    size_policy_moves_a_20mb_flow("diag");
+}
+
+/// The same with per-ACK signals from the BPF program: the daemon reads no
+/// sock_diag at all (its summary says "bpf"), the program counts the bytes.
+#[test]
+fn bpf_size_policy_moves_a_20mb_flow_after_its_threshold_and_leaves_64kb_on_sl() {
+    size_policy_moves_a_20mb_flow("bpf");
+}
+
+fn size_policy_moves_a_20mb_flow(source: &str) {
     let _g = heavy();
     let lab = Lab::new(true);
     let sink = sink(&lab);
     const THRESHOLD: u64 = 2_000_000;
-    let daemon = Daemon::start(&lab, &config(&format!("kind = \"size\"\nsize_threshold = \"{THRESHOLD}B\"")));
+    let daemon = Daemon::start(
+        &lab,
+        &config_from(&format!("kind = \"size\"\nsize_threshold = \"{THRESHOLD}B\""), source),
+    );
+    assert_eq!(daemon.signals.as_deref(), Some(source), "the daemon runs on the signals asked for");
     let mut seen = Vec::new();
 
     // 64 KB: under the threshold, never switched however long it lives.
@@ -407,7 +444,13 @@ fn size_policy_moves_a_20mb_flow_after_its_threshold_and_leaves_64kb_on_sl() {
     assert!(sw[0].ok, "{:?}", sw[0]);
     assert_eq!(sw[0].reason.as_deref(), Some("size"));
     let (sl, ll) = (sl2 - sl1, ll2 - ll1);
-    eprintln!("20 MB flow: SL {sl} bytes, LL {ll} bytes (frames), switched at {} ms", sw[0].age_ms);
+    eprintln!(
+        "20 MB flow: SL {sl} bytes, LL {ll} bytes (frames), switched at {} ms, {:?} ms after the BPF signal",
+        sw[0].age_ms, sw[0].signal_ms
+    );
+    // A switch on a BPF signal says how long the daemon took to apply it.
+    assert_eq!(sw[0].signal_ms.is_some(), source == "bpf", "{:?}", sw[0]);
+    assert!(sw[0].signal_ms.is_none_or(|ms| (0.0..2000.0).contains(&ms)), "{:?}", sw[0]);
     // The threshold counts acknowledged bytes, so SL also carries what was
     // in flight and queued when the switch landed (the tbf holds up to
     // 100 ms = 625 KB, the subflow's send queue more) plus up to one 20 ms
@@ -455,10 +498,22 @@ fn about(r: &Record, token: u32) -> bool {
 
 #[test]
 fn a_restarted_daemon_readopts_a_switched_connection_and_adopts_one_opened_before_it() {
+    restarted_daemon_readopts(&config("kind = \"deadline\"\nt_deadline = \"200ms\""));
+}
+
+/// With BPF signals: the connection opened before any daemon is judged by
+/// sock_diag (no program saw it open); after the restart the new program
+/// instance must not act on the switched connection either.
+#[test]
+fn bpf_a_restarted_daemon_readopts_a_switched_connection_and_adopts_one_opened_before_it() {
+    restarted_daemon_readopts(&config_from("kind = \"deadline\"\nt_deadline = \"200ms\"", "bpf"));
+}
+
+fn restarted_daemon_readopts(cfg: &str) {
     let _g = heavy();
     let lab = Lab::new(true);
     let sink = sink(&lab);
-    let cfg = config("kind = \"deadline\"\nt_deadline = \"200ms\"");
+    let cfg = cfg.to_string();
 
     // A connection opened while no daemon runs stays on SL alone ...
     let s = connect(&lab);
@@ -510,13 +565,26 @@ fn a_restarted_daemon_readopts_a_switched_connection_and_adopts_one_opened_befor
 
 #[test]
 fn link_cost_switches_a_queue_building_flow_before_the_deadline() {
+    link_cost_switches_early("diag");
+}
+
+/// The same with the costs smoothed per ACK in the kernel; LL's cost comes
+/// from the daemon's handshake probes handed to the program.
+#[test]
+fn bpf_link_cost_switches_a_queue_building_flow_before_the_deadline() {
+    link_cost_switches_early("bpf");
+}
+
+fn link_cost_switches_early(source: &str) {
     let _g = heavy();
     let lab = Lab::new(true);
     let sink = sink(&lab);
     // γ = 0 removes the deadline term of eq. 5.7: only lane delays (ν)
     // decide. A saturating flow queues on SL (several ms behind the tbf)
     // while LL is idle, so LL must become cheaper long before 4 s.
-    let daemon = Daemon::start(&lab, &config("kind = \"link-cost\"\nt_deadline = \"4s\"\ngamma = 0.0"));
+    let daemon =
+        Daemon::start(&lab, &config_from("kind = \"link-cost\"\nt_deadline = \"4s\"\ngamma = 0.0", source));
+    assert_eq!(daemon.signals.as_deref(), Some(source));
     let s = connect(&lab);
     let local = s.local_addr().expect("local addr");
     let writer = std::thread::spawn(move || send(s, Duration::from_secs(3), None));
@@ -536,6 +604,26 @@ fn link_cost_switches_a_queue_building_flow_before_the_deadline() {
     assert!(sw[0].age_ms < 4000.0, "switched at {} ms, not before the deadline", sw[0].age_ms);
     let (sl, ll) = (sw[0].cost_sl.expect("SL cost"), sw[0].cost_ll.expect("LL cost (probes)"));
     assert!(ll < sl, "LL {ll} must be cheaper than SL {sl}");
+}
+
+/// `auto` runs on sock_diag when the policy is one the program cannot
+/// compute, and says so in a warning record (never silently); `bpf` with
+/// the same policy is refused when the file is read.
+#[test]
+fn auto_signals_fall_back_to_sock_diag_out_loud_and_bpf_refuses_the_config() {
+    let lab = Lab::new(true);
+    let daemon = Daemon::start(&lab, &config_from("beta = 1.5", "auto"));
+    assert_eq!(daemon.signals.as_deref(), Some("diag"));
+    let mut seen = Vec::new();
+    assert!(
+        daemon.wait_for(&mut seen, Duration::from_secs(5), |r| matches!(r,
+            Record::Warning(w) if w.message.contains("policy.beta") && w.message.contains("sock_diag"))),
+        "no warning about the fallback: {seen:?}"
+    );
+    let err = tcpaccel_lanes::Config::parse(&config_from("beta = 1.5", "bpf"), "t").unwrap_err().to_string();
+    assert!(err.contains("signals.source") && err.contains("policy.beta"), "{err}");
+    let daemon = Daemon::start(&lab, &config_from("", "auto"));
+    assert_eq!(daemon.signals.as_deref(), Some("bpf"), "auto takes BPF where it can");
 }
 
 #[test]

@@ -13,7 +13,7 @@
 //!
 //! Generic on purpose: issue 13 (lanes) loads a second sock_ops program with
 //! a ring buffer through the same [`Object`] → [`Loaded`] → [`Program::attach_cgroup`]
-//! path; ring-buffer reading (mmap) would be added here.
+//! path, and reads its events with [`RingBuf`] (mmap of the ring).
 //!
 //! Map values cross the syscall boundary as bytes: a value type implements
 //! [`Plain`] (a fixed size and an explicit little/native-endian layout written
@@ -48,9 +48,9 @@ const BPF_OBJ_PIN: u32 = 6;
 const BPF_OBJ_GET: u32 = 7;
 const BPF_PROG_GET_FD_BY_ID: u32 = 13;
 const BPF_OBJ_GET_INFO_BY_FD: u32 = 15;
-const BPF_ENABLE_STATS: u32 = 32;
 const BPF_LINK_CREATE: u32 = 28;
 const BPF_LINK_DETACH: u32 = 34;
+const BPF_ENABLE_STATS: u32 = 32;
 
 /// `enum bpf_prog_type` value of a cgroup sock_ops program.
 pub const PROG_TYPE_SOCK_OPS: u32 = 13;
@@ -643,6 +643,12 @@ impl Program {
         &self.name
     }
 
+    /// The kernel's run-time statistics of the program, counted only while
+    /// statistics are enabled ([`enable_stats`]).
+    pub fn run_stats(&self) -> Result<ProgStats> {
+        read_prog_stats(&self.fd, &format!("BPF program {}", self.name))
+    }
+
     /// Attaches the program to the cgroup open as `cgroup` (a directory of
     /// the cgroup2 mount) through a BPF link: other programs attached to
     /// the cgroup stay, and the attachment lasts as long as the link.
@@ -734,9 +740,14 @@ pub fn prog_stats(prog_id: u32) -> Result<ProgStats> {
     let mut a = Attr::new();
     a.u32(0, prog_id);
     let fd = bpf_fd(BPF_PROG_GET_FD_BY_ID, &mut a, || format!("open BPF program id {prog_id}"))?;
-    // struct bpf_prog_info is 232 bytes on 6.x; run_time_ns at 192, run_cnt at 200.
-    let mut b = [0u8; 232];
-    obj_info(&fd, &mut b, "BPF program")?;
+    read_prog_stats(&fd, &format!("BPF program id {prog_id}"))
+}
+
+/// `run_time_ns` and `run_cnt` of `struct bpf_prog_info` (uapi offsets 192
+/// and 200) of the program open as `fd`.
+fn read_prog_stats(fd: &OwnedFd, what: &str) -> Result<ProgStats> {
+    let mut b = [0u8; 216];
+    obj_info(fd, &mut b, what)?;
     Ok(ProgStats { run_time_ns: ne_u64(&b, 192), run_cnt: ne_u64(&b, 200) })
 }
 
@@ -835,6 +846,228 @@ pub fn socket_cookie(fd: &impl AsFd) -> Result<u64> {
         return Err(Error::last("getsockopt(SO_COOKIE)"));
     }
     Ok(v)
+}
+
+/// SO_NETNS_COOKIE of a socket: the id of its network namespace, the
+/// value `bpf_get_netns_cookie` returns in a program running for a socket
+/// of that namespace (Linux 5.14).
+pub fn netns_cookie(fd: &impl AsFd) -> Result<u64> {
+    const SO_NETNS_COOKIE: libc::c_int = 71;
+    let mut v: u64 = 0;
+    let mut len = std::mem::size_of::<u64>() as libc::socklen_t;
+    // SAFETY: v and len are valid for writes of the sizes given.
+    let r = unsafe {
+        libc::getsockopt(
+            fd.as_fd().as_raw_fd(),
+            libc::SOL_SOCKET,
+            SO_NETNS_COOKIE,
+            (&mut v as *mut u64).cast(),
+            &mut len,
+        )
+    };
+    if r != 0 {
+        let e = io::Error::last_os_error();
+        return Err(match e.raw_os_error() {
+            Some(libc::ENOPROTOOPT) => {
+                Error::Unsupported { op: "getsockopt(SO_NETNS_COOKIE)".into(), source: e }
+            }
+            _ => Error::os("getsockopt(SO_NETNS_COOKIE)", e),
+        });
+    }
+    Ok(v)
+}
+
+/// CLOCK_MONOTONIC in ns: the clock `bpf_ktime_get_ns` reads, so a
+/// program's timestamps can be compared with user space's.
+pub fn monotonic_ns() -> u64 {
+    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    // SAFETY: ts is a valid timespec for the kernel to fill.
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+}
+
+/// The network-namespace cookie of the calling thread's namespace (through
+/// a throwaway UDP socket).
+pub fn current_netns_cookie() -> Result<u64> {
+    // SAFETY: socket(2) takes no pointers.
+    let fd = unsafe { libc::socket(libc::AF_INET, libc::SOCK_DGRAM | libc::SOCK_CLOEXEC, 0) };
+    if fd < 0 {
+        return Err(Error::last("socket(AF_INET, SOCK_DGRAM)"));
+    }
+    // SAFETY: a fresh fd from the kernel, owned by no one else.
+    let fd = unsafe { OwnedFd::from_raw_fd(fd) };
+    netns_cookie(&fd)
+}
+
+// Ring buffer layout (kernel/bpf/ringbuf.c, tools/lib/bpf/ringbuf.c): the
+// map fd is mmap()ed as one writable consumer page, then (read-only) one
+// producer page followed by the data area mapped twice in a row, so that a
+// record that wraps around the end reads as one contiguous slice.
+const RINGBUF_BUSY: u32 = 1 << 31;
+const RINGBUF_DISCARD: u32 = 1 << 30;
+const RINGBUF_HDR: usize = 8;
+
+/// A mapping that is unmapped on drop.
+#[derive(Debug)]
+struct Mapping {
+    ptr: *mut u8,
+    len: usize,
+}
+
+impl Mapping {
+    fn new(fd: &OwnedFd, len: usize, prot: libc::c_int, offset: libc::off_t, what: &str) -> Result<Mapping> {
+        // SAFETY: a fresh shared mapping of a BPF ring buffer map fd; the
+        // kernel checks the length, protection and offset against the map.
+        let p =
+            unsafe { libc::mmap(std::ptr::null_mut(), len, prot, libc::MAP_SHARED, fd.as_raw_fd(), offset) };
+        if p == libc::MAP_FAILED {
+            return Err(Error::last(format!("mmap the {what} of a BPF ring buffer")));
+        }
+        Ok(Mapping { ptr: p.cast(), len })
+    }
+}
+
+impl Drop for Mapping {
+    fn drop(&mut self) {
+        // SAFETY: ptr/len are exactly what mmap returned; nothing borrows
+        // the mapping past its owner (RingBuf hands out copies only).
+        unsafe {
+            libc::munmap(self.ptr.cast(), self.len);
+        }
+    }
+}
+
+/// A consumer of a `BPF_MAP_TYPE_RINGBUF` map: records the program
+/// submitted, read in order, each copied out once, and the consumer
+/// position advanced after each. Readiness: [`RingBuf::wait`] (poll(2) on
+/// the map fd, which the kernel wakes on submit).
+#[derive(Debug)]
+pub struct RingBuf {
+    fd: OwnedFd,
+    consumer: Mapping,
+    producer: Mapping,
+    mask: u64,
+    page: usize,
+}
+
+// SAFETY: the mappings are plain shared memory owned by this value; the
+// positions are read and written with atomic operations only.
+unsafe impl Send for RingBuf {}
+
+impl RingBuf {
+    /// Maps the ring buffer `map` (its fd is duplicated and kept).
+    pub fn new(map: &Map) -> Result<RingBuf> {
+        if map.def.map_type != map_type::RINGBUF {
+            return Err(bad("BPF ring buffer", format!("map {} is not a ring buffer", map.name)));
+        }
+        let size = map.def.max_entries as usize;
+        // SAFETY: sysconf takes no pointers.
+        let page = unsafe { libc::sysconf(libc::_SC_PAGESIZE) } as usize;
+        if !size.is_power_of_two() || size & (page - 1) != 0 {
+            return Err(bad("BPF ring buffer", format!("size {size} is not a power-of-two number of pages")));
+        }
+        let fd = map.fd.try_clone().map_err(|e| Error::os("dup a BPF ring buffer fd", e))?;
+        let consumer = Mapping::new(&fd, page, libc::PROT_READ | libc::PROT_WRITE, 0, "consumer page")?;
+        let producer = Mapping::new(&fd, page + 2 * size, libc::PROT_READ, page as libc::off_t, "data")?;
+        Ok(RingBuf { fd, consumer, producer, mask: size as u64 - 1, page })
+    }
+
+    fn consumer_pos(&self) -> &std::sync::atomic::AtomicU64 {
+        // SAFETY: the consumer page starts with the 8-byte, 8-aligned
+        // consumer position (page aligned); the mapping lives as long as self.
+        unsafe { &*(self.consumer.ptr as *const std::sync::atomic::AtomicU64) }
+    }
+
+    fn producer_pos(&self) -> &std::sync::atomic::AtomicU64 {
+        // SAFETY: as above, for the producer position at the start of the
+        // producer page.
+        unsafe { &*(self.producer.ptr as *const std::sync::atomic::AtomicU64) }
+    }
+
+    /// Calls `f` with every record available now (data only, without the
+    /// header; discarded records are skipped). Returns how many were read.
+    pub fn consume(&mut self, mut f: impl FnMut(&[u8])) -> usize {
+        use std::sync::atomic::{AtomicU32, Ordering};
+        let mut n = 0;
+        let mut cons = self.consumer_pos().load(Ordering::Acquire);
+        loop {
+            let prod = self.producer_pos().load(Ordering::Acquire);
+            if cons >= prod {
+                break;
+            }
+            let off = self.page + (cons & self.mask) as usize;
+            // SAFETY: off is inside the first copy of the data area, and a
+            // record header is 8-aligned; the kernel writes the length word
+            // with release semantics when it submits or discards.
+            let hdr = unsafe { &*(self.producer.ptr.add(off) as *const AtomicU32) }.load(Ordering::Acquire);
+            if hdr & RINGBUF_BUSY != 0 {
+                break; // reserved, not yet submitted
+            }
+            let len = (hdr & !(RINGBUF_BUSY | RINGBUF_DISCARD)) as usize;
+            if hdr & RINGBUF_DISCARD == 0 {
+                let start = off + RINGBUF_HDR;
+                if start + len <= self.producer.len {
+                    // SAFETY: the record (at most the ring's size) lies in the
+                    // double mapping right after its header; checked above.
+                    let data = unsafe { std::slice::from_raw_parts(self.producer.ptr.add(start), len) };
+                    f(data);
+                    n += 1;
+                }
+            }
+            cons += ((len + RINGBUF_HDR + 7) & !7) as u64;
+            self.consumer_pos().store(cons, Ordering::Release);
+        }
+        n
+    }
+
+    /// Waits up to `timeout` for the ring buffer to have data (poll(2)).
+    /// True when it does.
+    pub fn wait(&self, timeout: std::time::Duration) -> Result<bool> {
+        let mut pfd = libc::pollfd { fd: self.fd.as_raw_fd(), events: libc::POLLIN, revents: 0 };
+        let ms = timeout.as_millis().min(i32::MAX as u128) as i32;
+        // SAFETY: pfd is one valid pollfd for the duration of the call.
+        let rc = unsafe { libc::poll(&mut pfd, 1, ms) };
+        if rc < 0 {
+            let e = io::Error::last_os_error();
+            if e.kind() == io::ErrorKind::Interrupted {
+                return Ok(false);
+            }
+            return Err(Error::os("poll a BPF ring buffer", e));
+        }
+        Ok(rc > 0)
+    }
+}
+
+impl RingBuf {
+    /// Waits up to `timeout` for the ring buffer or `other` to be readable
+    /// (one poll(2) on both): (ring ready, other ready).
+    pub fn wait_with(
+        &self,
+        other: std::os::fd::BorrowedFd<'_>,
+        timeout: std::time::Duration,
+    ) -> Result<(bool, bool)> {
+        let mut pfds = [
+            libc::pollfd { fd: self.fd.as_raw_fd(), events: libc::POLLIN, revents: 0 },
+            libc::pollfd { fd: other.as_raw_fd(), events: libc::POLLIN, revents: 0 },
+        ];
+        let ms = timeout.as_millis().min(i32::MAX as u128) as i32;
+        // SAFETY: pfds is an array of two valid pollfds for the duration of the call.
+        let rc = unsafe { libc::poll(pfds.as_mut_ptr(), 2, ms) };
+        if rc < 0 {
+            let e = io::Error::last_os_error();
+            if e.kind() == io::ErrorKind::Interrupted {
+                return Ok((false, false));
+            }
+            return Err(Error::os("poll a BPF ring buffer and a socket", e));
+        }
+        Ok((pfds[0].revents != 0, pfds[1].revents != 0))
+    }
+}
+
+impl AsFd for RingBuf {
+    fn as_fd(&self) -> std::os::fd::BorrowedFd<'_> {
+        self.fd.as_fd()
+    }
 }
 
 #[cfg(test)]

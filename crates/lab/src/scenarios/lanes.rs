@@ -96,6 +96,13 @@ fn common_params(fabrics: &str, hosts: &str, rate: &str) -> Vec<ParamSpec> {
              100 KB)",
         ),
         ParamSpec::new(
+            "signals",
+            "auto",
+            "lanes: where each daemon's signals come from: bpf (per-ACK costs in a BPF program, an event only \
+             when a connection's decision changes), diag (sock_diag every sample_interval), auto (bpf where the \
+             policy and kernel allow, else diag with a warning)",
+        ),
+        ParamSpec::new(
             "sample_interval",
             "20ms",
             "lanes: how often each daemon reads sock_diag (every dump walks the TCP hash of all namespaces; the \
@@ -124,6 +131,8 @@ pub struct PolicyParams {
     pub gamma: f64,
     pub nu_unit: Duration,
     pub sample_interval: Duration,
+    /// `[signals] source`: "auto", "bpf" or "diag".
+    pub signals: String,
     /// Switch after this many bytes too (`size_threshold` in the config).
     pub size_threshold: Option<u64>,
     /// Serve the daemons' metrics here while they run.
@@ -152,6 +161,10 @@ impl PolicyParams {
             gamma: p.f64("gamma")?,
             nu_unit: p.duration("nu_unit")?,
             sample_interval: p.duration("sample_interval")?,
+            signals: match p.choice("signals", &["auto", "bpf", "diag"])?.as_slice() {
+                [one] => one.clone(),
+                _ => bail!("signals: exactly one of auto, bpf, diag"),
+            },
         })
     }
 }
@@ -161,16 +174,17 @@ impl PolicyParams {
 pub fn daemon_config(spec: &FabricSpec, h: u32, policy: &PolicyParams) -> String {
     let mut t = format!(
         "[policy]\nkind = \"{}\"\nt_deadline = \"{}us\"\nalpha = {:?}\ngamma = {:?}\nnu_unit = \"{}ns\"\n\n\
-         [probe]\nport = 9\nsample_interval = \"{}us\"\n\n",
+         [signals]\nsource = \"{}\"\n\n[probe]\nport = 9\nsample_interval = \"{}us\"\n\n",
         policy.kind,
         policy.t_deadline.as_micros(),
         policy.alpha,
         policy.gamma,
         policy.nu_unit.as_nanos(),
+        policy.signals,
         policy.sample_interval.as_micros()
     );
     if let Some(b) = policy.size_threshold {
-        t = t.replacen("\n\n[probe]", &format!("\nsize_threshold = \"{b}B\"\n\n[probe]"), 1);
+        t = t.replacen("\n\n[signals]", &format!("\nsize_threshold = \"{b}B\"\n\n[signals]"), 1);
     }
     for peer in (0..spec.hosts).filter(|&p| p != h) {
         t.push_str(&format!(
@@ -191,12 +205,18 @@ pub fn daemon_config(spec: &FabricSpec, h: u32, policy: &PolicyParams) -> String
     t
 }
 
+/// A daemon thread's summary and the CPU time it used (s).
+type DaemonRun = (tcpaccel_lanes::Summary, f64);
+
 /// Lanes daemons running in every host, each writing JSON Lines to a file.
 struct Daemons {
     /// The metrics endpoint, while the daemons run.
     _endpoint: Option<tcpaccel_metrics::Endpoint>,
     stop: Arc<AtomicBool>,
-    handles: Vec<(String, JoinHandle<Result<tcpaccel_lanes::Summary>>)>,
+    handles: Vec<(String, JoinHandle<Result<DaemonRun>>)>,
+    /// BPF run-time statistics on while the daemons run (their programs'
+    /// CPU is reported beside the daemons' own).
+    _bpf_stats: Option<tcpaccel_sys::bpf::StatsGuard>,
     files: Vec<PathBuf>,
 }
 
@@ -216,8 +236,19 @@ impl Daemons {
             ),
             None => None,
         };
-        let mut d =
-            Daemons { _endpoint: endpoint, stop: stop.clone(), handles: Vec::new(), files: Vec::new() };
+        let bpf_stats = match policy.signals.as_str() {
+            "diag" => None,
+            _ => tcpaccel_sys::bpf::enable_stats()
+                .map_err(|e| tracing::warn!("BPF run-time statistics unavailable: {e}"))
+                .ok(),
+        };
+        let mut d = Daemons {
+            _endpoint: endpoint,
+            stop: stop.clone(),
+            handles: Vec::new(),
+            files: Vec::new(),
+            _bpf_stats: bpf_stats,
+        };
         for h in 0..fab.spec.hosts {
             let m = policy.metrics.map(|_| metrics[h as usize].clone());
             let text = daemon_config(&fab.spec, h, policy);
@@ -231,7 +262,7 @@ impl Daemons {
             let ns_thread = ns.clone();
             let handle = std::thread::Builder::new()
                 .name(format!("lanes-h{h}"))
-                .spawn(move || -> Result<tcpaccel_lanes::Summary> {
+                .spawn(move || -> Result<DaemonRun> {
                     tcpaccel_sys::netns::enter(&ns_thread)
                         .with_context(|| format!("entering {ns_thread}"))?;
                     let opts = tcpaccel_lanes::Options {
@@ -241,7 +272,9 @@ impl Daemons {
                         reload: None,
                         metrics: m,
                     };
-                    Ok(tcpaccel_lanes::run(cfg, &opts, &mut out, &stop)?)
+                    let cpu0 = thread_cpu_s();
+                    let summary = tcpaccel_lanes::run(cfg, &opts, &mut out, &stop)?;
+                    Ok((summary, thread_cpu_s() - cpu0))
                 })
                 .context("starting a lanes daemon thread")?;
             d.handles.push((ns, handle));
@@ -276,9 +309,15 @@ impl Daemons {
         let mut rep = DaemonReport::default();
         for (ns, h) in self.handles {
             match h.join() {
-                Ok(Ok(s)) => {
+                Ok(Ok((s, cpu))) => {
                     rep.connections += s.connections;
                     rep.failed_commands += s.failed_commands;
+                    rep.cpu_s.push(cpu);
+                    rep.signals = s.signals;
+                    if let Some(b) = s.bpf_stats {
+                        rep.bpf_run_s += b.run_ns as f64 / 1e9;
+                        rep.bpf_signals += b.events;
+                    }
                 }
                 Ok(Err(e)) => bail!("the lanes daemon in {ns} failed: {e:#}"),
                 Err(_) => bail!("the lanes daemon in {ns} panicked"),
@@ -291,6 +330,7 @@ impl Daemons {
                 if let Ok(Record::Decision(d)) = serde_json::from_str::<Record>(&line) {
                     if d.action == DecisionAction::Switch {
                         rep.switch_ages_ms.push(d.age_ms);
+                        rep.signal_ms.extend(d.signal_ms.filter(|_| d.ok));
                     }
                 }
             }
@@ -304,6 +344,29 @@ struct DaemonReport {
     connections: u64,
     failed_commands: u64,
     switch_ages_ms: Vec<f64>,
+    /// CPU time (user + system) of each daemon's thread over the run, s.
+    cpu_s: Vec<f64>,
+    /// "bpf" or "diag": what the daemons ran on.
+    signals: &'static str,
+    /// The daemons' BPF programs' run time, all hosts, s; and their signals.
+    bpf_run_s: f64,
+    bpf_signals: u64,
+    /// Switches on BPF signals: ms from the program's decision to the
+    /// path-manager commands' completion.
+    signal_ms: Vec<f64>,
+}
+
+/// CPU time (user + system) the calling thread has used, in seconds, from
+/// /proc/thread-self/stat (fields 14 and 15, in clock ticks of 1/100 s;
+/// Linux's USER_HZ is 100 on every architecture it exports to user space).
+fn thread_cpu_s() -> f64 {
+    let Ok(stat) = std::fs::read_to_string("/proc/thread-self/stat") else { return f64::NAN };
+    // The command name (field 2) may hold spaces; fields count from after it.
+    let Some(rest) = stat.rfind(')').map(|i| &stat[i + 1..]) else { return f64::NAN };
+    let f: Vec<&str> = rest.split_whitespace().collect();
+    let tick = |i: usize| f.get(i).and_then(|v| v.parse::<u64>().ok()).unwrap_or(0);
+    // After ")": field 3 (state) is index 0, so utime (14) is 11, stime (15) 12.
+    (tick(11) + tick(12)) as f64 / 100.0
 }
 
 /// What one workload under one policy produced.
@@ -436,6 +499,26 @@ fn record_outcome(ctx: &mut RunCtx<'_>, o: &Outcome, suffix: &str, flows_too: bo
     if let Some(d) = &o.daemons {
         put(ctx, format!("switches{suffix}"), d.switch_ages_ms.len() as f64);
         put(ctx, format!("failed_pm_commands{suffix}"), d.failed_commands as f64);
+        // Each daemon's own thread only: the BPF program's per-ACK work is
+        // charged to the threads and softirqs that handle the ACKs.
+        let wall = o.wall.as_secs_f64().max(1e-9);
+        if let Some(max) = d.cpu_s.iter().copied().reduce(f64::max) {
+            let mean = d.cpu_s.iter().sum::<f64>() / d.cpu_s.len() as f64;
+            put(ctx, format!("daemon_cpu_pct_mean{suffix}"), mean * 100.0 / wall);
+            put(ctx, format!("daemon_cpu_pct_max{suffix}"), max * 100.0 / wall);
+        }
+        put(ctx, format!("daemons_on_bpf{suffix}"), if d.signals == "bpf" { 1.0 } else { 0.0 });
+        if d.signals == "bpf" {
+            let hosts = d.cpu_s.len().max(1) as f64;
+            put(ctx, format!("bpf_prog_cpu_pct_mean{suffix}"), d.bpf_run_s * 100.0 / wall / hosts);
+            put(ctx, format!("bpf_signals{suffix}"), d.bpf_signals as f64);
+            let mut v = d.signal_ms.clone();
+            v.sort_by(f64::total_cmp);
+            if !v.is_empty() {
+                put(ctx, format!("signal_to_switch_ms_p50{suffix}"), percentile_sorted(&v, 50.0));
+                put(ctx, format!("signal_to_switch_ms_p99{suffix}"), percentile_sorted(&v, 99.0));
+            }
+        }
     }
     let cut = o.results.iter().filter(|r| r.error.as_ref().is_some_and(|e| e.is_time_limit())).count();
     put(ctx, format!("cut_by_limit{suffix}"), cut as f64);
@@ -846,9 +929,10 @@ impl Scenario for LanesBasic {
             "The thesis shows pure MPTCP using all three paths, RepFlow one path, and the lane policies moving the \
              flow from SL to the two LLs after t_deadline (deadline) or once LL is cheaper (link-cost)."
                 .into(),
-            "The daemon smooths costs per sock_diag reading (every sample_interval), not per ACK as the thesis's \
-             kernel code: the 3/4-1/4 average lags a cost that grows 1 per ms by 3 readings, so on lanes without \
-             queueing link-cost switches about 3 × sample_interval after t_deadline."
+            "With signals=diag the daemon smooths costs per sock_diag reading (every sample_interval), not per \
+             ACK as the thesis's kernel code: the 3/4-1/4 average lags a cost that grows 1 per ms by 3 readings, \
+             so on lanes without queueing link-cost switches about 3 × sample_interval after t_deadline. With \
+             signals=bpf (or auto where BPF works) the program smooths per ACK, as the thesis did."
                 .into(),
         ]
     }
@@ -1056,6 +1140,7 @@ mod tests {
             gamma: 0.5,
             nu_unit: Duration::from_micros(10),
             sample_interval: Duration::from_millis(50),
+            signals: "bpf".into(),
             size_threshold: None,
             metrics: None,
         };
@@ -1075,6 +1160,31 @@ mod tests {
             (cfg.switch.policy, cfg.switch.size_threshold),
             (tcpaccel_core::lanes::Policy::LinkCost, Some(100_000))
         );
+        assert_eq!(cfg.signals.source, tcpaccel_lanes::config::SignalSource::Bpf);
+        let diag = PolicyParams { signals: "diag".into(), ..sized };
+        let cfg = tcpaccel_lanes::Config::parse(&daemon_config(&spec, 1, &diag), "test").unwrap();
+        assert_eq!(cfg.signals.source, tcpaccel_lanes::config::SignalSource::Diag);
+    }
+
+    #[test]
+    fn thread_cpu_time_grows_with_work() {
+        // Busy until the thread has 50 ms of CPU (any machine load gives
+        // that within 10 s); the reading must grow, and never beyond the
+        // wall time spent (this thread's time, not the process's).
+        let a = thread_cpu_s();
+        let t = Instant::now();
+        let mut x = 0u64;
+        let mut b = a;
+        while b - a < 0.05 && t.elapsed() < Duration::from_secs(10) {
+            for _ in 0..100_000 {
+                x = x.wrapping_mul(6364136223846793005).wrapping_add(1);
+            }
+            b = thread_cpu_s();
+        }
+        std::hint::black_box(x);
+        let wall = t.elapsed().as_secs_f64();
+        assert!(a.is_finite() && b - a >= 0.05, "busy {wall} s counted {} s", b - a);
+        assert!(b - a <= wall + 0.02, "{} s of CPU in {wall} s of wall time", b - a);
     }
 
     #[test]
