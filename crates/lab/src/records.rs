@@ -38,6 +38,12 @@ pub struct MetricSpec {
     pub description: String,
 }
 
+impl MetricSpec {
+    pub fn new(name: &str, unit: &str, higher_is_better: bool, description: &str) -> MetricSpec {
+        MetricSpec { name: name.into(), unit: unit.into(), higher_is_better, description: description.into() }
+    }
+}
+
 /// The header of a run.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct RunHeader {

@@ -830,6 +830,11 @@ pub fn command_into_cgroup(cmd: &mut std::process::Command, procs: File) {
 
 /// SO_COOKIE of a socket: the id `bpf_get_socket_cookie` returns for it.
 pub fn socket_cookie(fd: &impl AsFd) -> Result<u64> {
+    socket_u64(fd, libc::SO_COOKIE, "getsockopt(SO_COOKIE)")
+}
+
+/// A u64 SOL_SOCKET option; ENOPROTOOPT (a kernel without it) is a missing feature.
+fn socket_u64(fd: &impl AsFd, name: libc::c_int, op: &str) -> Result<u64> {
     let mut v: u64 = 0;
     let mut len = std::mem::size_of::<u64>() as libc::socklen_t;
     // SAFETY: v and len are valid for writes of the sizes given.
@@ -837,13 +842,17 @@ pub fn socket_cookie(fd: &impl AsFd) -> Result<u64> {
         libc::getsockopt(
             fd.as_fd().as_raw_fd(),
             libc::SOL_SOCKET,
-            libc::SO_COOKIE,
+            name,
             (&mut v as *mut u64).cast(),
             &mut len,
         )
     };
     if r != 0 {
-        return Err(Error::last("getsockopt(SO_COOKIE)"));
+        let e = io::Error::last_os_error();
+        return Err(match e.raw_os_error() {
+            Some(libc::ENOPROTOOPT) => Error::Unsupported { op: op.into(), source: e },
+            _ => Error::os(op, e),
+        });
     }
     Ok(v)
 }
@@ -853,28 +862,7 @@ pub fn socket_cookie(fd: &impl AsFd) -> Result<u64> {
 /// of that namespace (Linux 5.14).
 pub fn netns_cookie(fd: &impl AsFd) -> Result<u64> {
     const SO_NETNS_COOKIE: libc::c_int = 71;
-    let mut v: u64 = 0;
-    let mut len = std::mem::size_of::<u64>() as libc::socklen_t;
-    // SAFETY: v and len are valid for writes of the sizes given.
-    let r = unsafe {
-        libc::getsockopt(
-            fd.as_fd().as_raw_fd(),
-            libc::SOL_SOCKET,
-            SO_NETNS_COOKIE,
-            (&mut v as *mut u64).cast(),
-            &mut len,
-        )
-    };
-    if r != 0 {
-        let e = io::Error::last_os_error();
-        return Err(match e.raw_os_error() {
-            Some(libc::ENOPROTOOPT) => {
-                Error::Unsupported { op: "getsockopt(SO_NETNS_COOKIE)".into(), source: e }
-            }
-            _ => Error::os("getsockopt(SO_NETNS_COOKIE)", e),
-        });
-    }
-    Ok(v)
+    socket_u64(fd, SO_NETNS_COOKIE, "getsockopt(SO_NETNS_COOKIE)")
 }
 
 /// CLOCK_MONOTONIC in ns: the clock `bpf_ktime_get_ns` reads, so a

@@ -105,12 +105,8 @@ impl Scenario for Pacing {
     }
     fn metrics(&self) -> Vec<MetricSpec> {
         let mut m = standard_metrics();
-        let spec = |name: &str, unit: &str, description: &str| MetricSpec {
-            name: name.into(),
-            unit: unit.into(),
-            higher_is_better: false,
-            description: description.into(),
-        };
+        let spec =
+            |name: &str, unit: &str, description: &str| MetricSpec::new(name, unit, false, description);
         m.push(spec("drops_after_2s", "packets", "bottleneck drops after the first 2 s (after slow start)"));
         m.push(spec(
             "gap_dev_p50_us",

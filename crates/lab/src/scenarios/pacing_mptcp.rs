@@ -80,27 +80,26 @@ impl Scenario for PacingMptcp {
     }
     fn metrics(&self) -> Vec<MetricSpec> {
         let mut m = standard_metrics();
-        let spec = |name: &str, unit: &str, higher_is_better: bool, description: &str| MetricSpec {
-            name: name.into(),
-            unit: unit.into(),
-            higher_is_better,
-            description: description.into(),
-        };
         for p in PATHS {
-            m.push(spec(
+            m.push(MetricSpec::new(
                 &format!("{p}_wire_mbps"),
                 "Mbit/s",
                 true,
                 &format!("on-wire rate the sender put on path {p} over the measuring window"),
             ));
-            m.push(spec(
+            m.push(MetricSpec::new(
                 &format!("{p}_pace_err_pct"),
                 "%",
                 false,
                 &format!("static-bpf: |path {p}'s on-wire rate − the rule's rate| ÷ the rule's rate"),
             ));
         }
-        m.push(spec("paths_used", "paths", true, "paths that carried more than 1 Mbit/s from the sender"));
+        m.push(MetricSpec::new(
+            "paths_used",
+            "paths",
+            true,
+            "paths that carried more than 1 Mbit/s from the sender",
+        ));
         m
     }
     fn notes(&self, p: &Params) -> Vec<String> {
