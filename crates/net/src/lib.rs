@@ -14,7 +14,6 @@ pub mod clean;
 mod emulator;
 pub mod error;
 pub mod network;
-mod shell;
 pub mod signals;
 pub mod spec;
 pub mod state;

@@ -27,10 +27,10 @@ use tcpaccel_sys::netns;
 use crate::clean::{self, NS_PREFIX};
 use crate::emulator::{self, EmuHandle, EmuSummary, MeterOptions};
 use crate::error::{Error, Result};
-use crate::shell::{ip, tc};
 use crate::signals::{self, lock, Live, LiveRef};
 use crate::spec::{End, Link, LinkKind, Role, Shaping, Topology};
 use crate::state::{self, EmuState, IfaceState, NodeState, RunState};
+use tcpaccel_sys::command::{ip, tc};
 
 /// Interface names inside an emulator namespace: the side towards end `a`, and towards `b`.
 pub const EMU_IF_A: &str = "emu-a";
@@ -459,7 +459,8 @@ impl Drop for Network {
 
 /// A veth pair whose ends are created directly in their namespaces.
 fn veth(if_a: &str, ns_a: &str, if_b: &str, ns_b: &str) -> Result<()> {
-    ip(&["link", "add", if_a, "netns", ns_a, "type", "veth", "peer", "name", if_b, "netns", ns_b]).map(|_| ())
+    ip(&["link", "add", if_a, "netns", ns_a, "type", "veth", "peer", "name", if_b, "netns", ns_b])?;
+    Ok(())
 }
 
 /// MTU and txqueuelen of one interface, when the file sets them.

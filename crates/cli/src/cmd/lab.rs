@@ -138,12 +138,12 @@ pub fn run(args: Args) -> anyhow::Result<Verdict> {
         }
         LabCmd::EmuBench { duration, rates, json } => {
             exit::require_root("lab emu-bench (network namespaces, AF_PACKET)")?;
-            let opts = tcpaccel_emu::bench::BenchOptions {
+            let opts = tcpaccel_lab::emu_bench::BenchOptions {
                 duration,
                 rates,
-                ..tcpaccel_emu::bench::BenchOptions::default()
+                ..tcpaccel_lab::emu_bench::BenchOptions::default()
             };
-            let report = tcpaccel_emu::bench::run(&opts)?;
+            let report = tcpaccel_lab::emu_bench::run(&opts)?;
             if json {
                 println!("{}", serde_json::to_string(&report)?);
             } else {
