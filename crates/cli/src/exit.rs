@@ -121,7 +121,7 @@ impl std::error::Error for Fail {}
 /// (the service then stops normally, see the module docs); a second signal
 /// exits at once with 128 + the signal.
 pub fn stop_on_signal() -> anyhow::Result<Arc<AtomicBool>> {
-    let signals = tcpaccel_net::signals::subscribe().context("installing SIGINT/SIGTERM handling")?;
+    let signals = tcpaccel_sys::signals::subscribe().context("installing SIGINT/SIGTERM handling")?;
     let stop = Arc::new(AtomicBool::new(false));
     let flag = Arc::clone(&stop);
     std::thread::Builder::new()

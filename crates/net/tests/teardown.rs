@@ -149,7 +149,7 @@ fn child_holds_a_network() {
     let Some(mode) = std::env::var_os(CHILD_ENV) else { return };
     let topo = Topology::from_toml_str(PAIR).unwrap();
     if mode == "subscribe" {
-        let rx = tcpaccel_net::signals::subscribe().expect("child: subscribe");
+        let rx = tcpaccel_sys::signals::subscribe().expect("child: subscribe");
         let mut net = Network::up(&topo).expect("child: network up");
         net.persist(Some("teardown-test child")).expect("child: state file");
         println!("RUN {}", net.run_id());

@@ -163,7 +163,7 @@ pub fn run(args: Args) -> anyhow::Result<Verdict> {
     let cfg = config(&args)?;
     let duration = args.duration;
     // Subscribe before starting so a signal during start-up is not lost.
-    let signals = tcpaccel_net::signals::subscribe().context("installing SIGINT/SIGTERM handling")?;
+    let signals = tcpaccel_sys::signals::subscribe().context("installing SIGINT/SIGTERM handling")?;
     let emu = match &args.netns {
         Some(ns) => {
             let c = cfg.clone();

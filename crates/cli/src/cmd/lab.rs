@@ -188,7 +188,7 @@ fn verdict(data: &tcpaccel_lab::records::RunData) -> anyhow::Result<Verdict> {
 /// incomplete end record and the report, and the networks' Drop guards tear
 /// down. A second signal makes the topology crate tear down and exit at once.
 fn install_interrupt() {
-    let Ok(rx) = tcpaccel_net::signals::subscribe() else {
+    let Ok(rx) = tcpaccel_sys::signals::subscribe() else {
         return; // the topology crate's own handler still cleans up and exits
     };
     std::thread::spawn(move || {

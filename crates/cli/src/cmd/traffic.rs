@@ -329,7 +329,7 @@ pub fn send(args: SendArgs) -> anyhow::Result<Verdict> {
     sysctl_warnings(&cfg, args.resume_pacing);
     // The first SIGINT/SIGTERM ends the run early but in order (uploads
     // still collect their receipts), so the summary prints; exit 130.
-    let signals = tcpaccel_net::signals::subscribe().context("installing SIGINT/SIGTERM handling")?;
+    let signals = tcpaccel_sys::signals::subscribe().context("installing SIGINT/SIGTERM handling")?;
     let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
     cfg.stop = Some(std::sync::Arc::clone(&stop));
     let flag = std::sync::Arc::clone(&stop);
@@ -440,7 +440,7 @@ pub fn recv(args: RecvArgs) -> anyhow::Result<Verdict> {
     enter_netns(&args.netns, "tcpaccel recv --netns")?;
     let listen = cfg.listen;
     // The first SIGINT/SIGTERM comes to us so the summary still prints.
-    let signals = tcpaccel_net::signals::subscribe().context("installing SIGINT/SIGTERM handling")?;
+    let signals = tcpaccel_sys::signals::subscribe().context("installing SIGINT/SIGTERM handling")?;
     let handle = spawn_recv(cfg).map_err(|e| lib_error(e, &format!("listening on {listen}")))?;
     let local = handle.local_addr();
     if args.json {
