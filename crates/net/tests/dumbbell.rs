@@ -51,14 +51,9 @@ fn thread_names() -> Vec<String> {
 }
 
 fn handshake_rtt(net: &Network, to: SocketAddr) -> Duration {
-    net.run_in("h1", move || {
-        let t0 = Instant::now();
-        let s = TcpStream::connect_timeout(&to, Duration::from_secs(5)).expect("connect h1 -> h2");
-        let rtt = t0.elapsed();
-        drop(s);
-        rtt
-    })
-    .expect("run in h1")
+    net.run_in("h1", move || tcpaccel_sys::probe::handshake(None, to, Duration::from_secs(5))?.accepted())
+        .expect("run in h1")
+        .expect("connect h1 -> h2")
 }
 
 #[test]

@@ -26,6 +26,8 @@ pub mod netlink;
 pub mod netns;
 /// AF_PACKET raw sockets bound to an interface (batched receive, send).
 pub mod packet;
+/// The handshake-RTT probe: one TCP handshake timed, from a chosen local address.
+pub mod probe;
 /// SIGINT/SIGTERM: one handler thread, foreground subscribers, clean-up hooks on the exit path.
 pub mod signals;
 /// setsockopt/getsockopt helpers: SO_MAX_PACING_RATE, TCP_CONGESTION, buffers, TCP_WINDOW_CLAMP, ...

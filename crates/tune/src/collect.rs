@@ -12,8 +12,8 @@
 //! ([`crate::apply`]). `/sys/class/net` is not used: it shows the
 //! namespace sysfs was mounted in, not the thread's.
 
-use std::net::{SocketAddr, TcpStream};
-use std::time::{Duration, Instant};
+use std::net::SocketAddr;
+use std::time::Duration;
 
 use tcpaccel_sys::diag::{DiagSocketConn, DumpRequest};
 
@@ -247,17 +247,14 @@ fn target_route(target: SocketAddr) -> Fact<Route> {
     }
 }
 
-/// Median TCP handshake time to `target` over `n` attempts.
+/// Median TCP handshake time to a listening `target` over `n` attempts (a
+/// failed attempt is left out; all failing is an error naming the last cause).
 pub fn handshake_rtt(target: SocketAddr, n: usize, timeout: Duration) -> Result<Duration, String> {
     let mut times = Vec::with_capacity(n);
     let mut last_err = None;
     for _ in 0..n.max(1) {
-        let t0 = Instant::now();
-        match TcpStream::connect_timeout(&target, timeout) {
-            Ok(s) => {
-                times.push(t0.elapsed().as_secs_f64());
-                drop(s);
-            }
+        match tcpaccel_sys::probe::handshake(None, target, timeout).and_then(|h| h.accepted()) {
+            Ok(rtt) => times.push(rtt.as_secs_f64()),
             Err(e) => last_err = Some(e),
         }
     }
@@ -433,6 +430,8 @@ pub fn collect(netns: Option<&str>, path: PathSpec, probe: &Probe) -> Result<Fac
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::net::TcpStream;
+    use std::time::Instant;
 
     #[test]
     fn sysctl_paths_stay_under_proc_sys() {

@@ -303,7 +303,7 @@ fn probe_candidate(spec: &str, samples: usize) -> anyhow::Result<(String, Durati
     let addr: SocketAddr = addr
         .parse()
         .map_err(|_| exit::usage(format!("--probe: {addr:?} must be IP:PORT (loopback or lab)")))?;
-    let rtts = tcpaccel_relay::probe::handshake_rtts(addr, samples.max(1), Duration::from_secs(3))?;
+    let rtts = tcpaccel_sys::probe::handshake_rtts(addr, samples.max(1), Duration::from_secs(3))?;
     let secs: Vec<f64> = rtts.iter().map(|d| d.as_secs_f64()).collect();
     let med = tcpaccel_core::stats::median(&secs).unwrap_or(0.0);
     tracing::info!(%addr, samples = rtts.len(), median_ms = med * 1e3, "probed");
