@@ -13,6 +13,7 @@ pub mod records;
 pub mod report;
 pub mod scenario;
 pub mod scenarios;
+pub mod workloads;
 
 #[cfg(test)]
 mod testdata;
