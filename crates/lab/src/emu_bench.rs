@@ -670,11 +670,8 @@ mod tests {
     /// `cargo test -p tcpaccel-lab --release -- --ignored emu_bench`.
     #[test]
     #[ignore]
-    fn emu_bench_short() {
-        assert!(
-            tcpaccel_sys::privilege::is_root(),
-            "this test needs root (CI runs as root); it does not skip"
-        );
+    fn root_emu_bench_short() {
+        tcpaccel_sys::testing::require_root();
         // EMU_BENCH_PARTS=paths,rates,delay picks parts; EMU_BENCH_SECS the
         // length; EMU_BENCH_RATES=1gbit,... the rates.
         let parts = std::env::var("EMU_BENCH_PARTS").unwrap_or_else(|_| "paths,rates,delay".into());

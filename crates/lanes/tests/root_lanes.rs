@@ -32,10 +32,6 @@ const LL_LOCAL: &str = "10.31.2.1";
 const LL_PEER: &str = "10.31.2.2";
 const PORT: u16 = 5201;
 
-fn require_root() {
-    assert!(tcpaccel_sys::privilege::is_root(), "these tests need root (CI runs as root)");
-}
-
 /// Two namespaces, deleted on drop.
 struct Lab {
     client: String,
@@ -54,7 +50,7 @@ impl Lab {
     /// Client with SL and LL veths to the server; `userspace_pm` selects
     /// the client's path manager.
     fn new(userspace_pm: bool) -> Lab {
-        require_root();
+        tcpaccel_sys::testing::require_root();
         let id = unique();
         let lab = Lab {
             client: format!("tcpaccel-lanestest-{id}-c"),
@@ -313,7 +309,7 @@ fn switches(records: &[Record], token: u32) -> Vec<&tcpaccel_lanes::record::Deci
 }
 
 #[test]
-fn deadline_moves_a_long_transfer_to_ll_and_leaves_a_short_flow_on_sl() {
+fn root_deadline_moves_a_long_transfer_to_ll_and_leaves_a_short_flow_on_sl() {
     let _g = heavy();
     let lab = Lab::new(true);
     let sink = sink(&lab);
@@ -371,7 +367,7 @@ fn deadline_moves_a_long_transfer_to_ll_and_leaves_a_short_flow_on_sl() {
 }
 
 #[test]
-fn size_policy_moves_a_20mb_flow_after_its_threshold_and_leaves_64kb_on_sl() {
+fn root_size_policy_moves_a_20mb_flow_after_its_threshold_and_leaves_64kb_on_sl() {
     let _g = heavy();
     let lab = Lab::new(true);
     let sink = sink(&lab);
@@ -418,7 +414,7 @@ fn size_policy_moves_a_20mb_flow_after_its_threshold_and_leaves_64kb_on_sl() {
 }
 
 #[test]
-fn killing_the_daemon_mid_transfer_leaves_the_connection_alive() {
+fn root_killing_the_daemon_mid_transfer_leaves_the_connection_alive() {
     let _g = heavy();
     let lab = Lab::new(true);
     let sink = sink(&lab);
@@ -454,7 +450,7 @@ fn about(r: &Record, token: u32) -> bool {
 }
 
 #[test]
-fn a_restarted_daemon_readopts_a_switched_connection_and_adopts_one_opened_before_it() {
+fn root_a_restarted_daemon_readopts_a_switched_connection_and_adopts_one_opened_before_it() {
     let _g = heavy();
     let lab = Lab::new(true);
     let sink = sink(&lab);
@@ -509,7 +505,7 @@ fn a_restarted_daemon_readopts_a_switched_connection_and_adopts_one_opened_befor
 }
 
 #[test]
-fn link_cost_switches_a_queue_building_flow_before_the_deadline() {
+fn root_link_cost_switches_a_queue_building_flow_before_the_deadline() {
     let _g = heavy();
     let lab = Lab::new(true);
     let sink = sink(&lab);
@@ -539,7 +535,7 @@ fn link_cost_switches_a_queue_building_flow_before_the_deadline() {
 }
 
 #[test]
-fn path_manager_failures_name_the_command() {
+fn root_path_manager_failures_name_the_command() {
     let lab = Lab::new(true);
     let ns = lab.client.clone();
     let err = netns::run_in(&ns, || {
@@ -554,7 +550,7 @@ fn path_manager_failures_name_the_command() {
 }
 
 #[test]
-fn namespaces_without_the_userspace_pm_or_the_addresses_are_refused() {
+fn root_namespaces_without_the_userspace_pm_or_the_addresses_are_refused() {
     let lab = Lab::new(false);
     let cfg = tcpaccel_lanes::Config::parse(&config("kind = \"deadline\""), "t").expect("config");
     let ns = lab.client.clone();
@@ -584,7 +580,7 @@ fn namespaces_without_the_userspace_pm_or_the_addresses_are_refused() {
 }
 
 #[test]
-fn in_kernel_pm_limits_and_endpoints_round_trip() {
+fn root_in_kernel_pm_limits_and_endpoints_round_trip() {
     let lab = Lab::new(true);
     let ns = lab.server.clone();
     let (limits, endpoints) = netns::run_in(&ns, || {

@@ -36,3 +36,5 @@ pub mod sockopt;
 pub mod splice;
 /// `struct tcp_info`, parsed by length so older and newer kernels work.
 pub mod tcpinfo;
+/// `require_root` and the naming convention of root-only tests.
+pub mod testing;
