@@ -7,14 +7,13 @@
 //! client's and the upstream socket still fit, and no pipe does.
 
 use std::io::{BufRead, BufReader, Read, Write};
-use std::net::{Shutdown, SocketAddr, TcpStream};
+use std::net::{Shutdown, SocketAddr};
 use std::process::{Command, Stdio};
-use std::time::Duration;
 
 use tcpaccel_relay::{Config, RawConfig, Relay};
 
 mod common;
-use common::echo_server;
+use common::{connect_req, echo_server, socks_connect};
 
 const CHILD_ENV: &str = "TCPACCEL_RELAY_PIPES_CHILD";
 
@@ -82,20 +81,8 @@ fn counters_report_copy_when_pipes_cannot_be_made() {
         }
     };
     let echo = echo_server();
-    let mut s = TcpStream::connect(addr).expect("connect");
-    s.set_read_timeout(Some(Duration::from_secs(10))).expect("timeout");
-    s.write_all(&[5, 1, 0]).expect("greeting");
-    let mut m = [0u8; 2];
-    s.read_exact(&mut m).expect("method reply");
-    assert_eq!(m, [5, 0]);
-    let SocketAddr::V4(e) = echo else { unreachable!() };
-    let mut req = vec![5, 1, 0, 1];
-    req.extend_from_slice(&e.ip().octets());
-    req.extend_from_slice(&e.port().to_be_bytes());
-    s.write_all(&req).expect("request");
-    let mut rep = [0u8; 10];
-    s.read_exact(&mut rep).expect("reply");
-    assert_eq!(rep[1], 0, "the upstream socket fits in the limit");
+    let (mut s, code) = socks_connect(addr, &connect_req(echo));
+    assert_eq!(code, 0, "the upstream socket fits in the limit");
     let msg: Vec<u8> = (0..200_000u32).map(|i| (i * 7 + i / 251) as u8).collect();
     let mut w = s.try_clone().expect("clone");
     let m2 = msg.clone();

@@ -2,7 +2,10 @@
 #![allow(dead_code)]
 
 use std::io::{Read, Write};
-use std::net::{Shutdown, SocketAddr, TcpListener};
+use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream};
+use std::time::Duration;
+
+use tcpaccel_relay::{Config, Relay};
 
 /// A loopback echo server on its own threads, one per connection, that
 /// half-closes after the client does; its address.
@@ -24,4 +27,51 @@ pub fn echo_server() -> SocketAddr {
         }
     });
     addr
+}
+
+/// SOCKS5 handshake by hand (no authentication, then `request`); returns
+/// the stream and the reply code.
+pub fn socks_connect(relay: SocketAddr, request: &[u8]) -> (TcpStream, u8) {
+    let mut s = TcpStream::connect(relay).expect("connect relay");
+    s.set_read_timeout(Some(Duration::from_secs(10))).expect("timeout");
+    s.write_all(&[5, 1, 0]).expect("greeting");
+    let mut m = [0u8; 2];
+    s.read_exact(&mut m).expect("method reply");
+    assert_eq!(m, [5, 0]);
+    s.write_all(request).expect("request");
+    let mut head = [0u8; 10];
+    s.read_exact(&mut head).expect("reply");
+    assert_eq!(head[0], 5);
+    assert_eq!(head[3], 1, "replies carry an IPv4 bound address");
+    (s, head[1])
+}
+
+/// A SOCKS5 CONNECT request for an IPv4 `addr`.
+pub fn connect_req(addr: SocketAddr) -> Vec<u8> {
+    let SocketAddr::V4(a) = addr else { panic!("v4 only here") };
+    let mut r = vec![5, 1, 0, 1];
+    r.extend_from_slice(&a.ip().octets());
+    r.extend_from_slice(&a.port().to_be_bytes());
+    r
+}
+
+/// The body of a relay child process: serves `cfg` on `rt`, prints
+/// `ADDR <addr>` once listening, runs until its stdin closes, then prints
+/// `STATS <json>` (the parent reads both lines).
+pub fn serve_until_stdin_closes(cfg: Config, rt: tokio::runtime::Runtime) {
+    rt.block_on(async {
+        let relay = Relay::bind(cfg).await.expect("bind");
+        println!("ADDR {}", relay.local_addrs()[0]);
+        let stats = relay.stats();
+        let stdin_closed = tokio::task::spawn_blocking(|| {
+            let mut s = String::new();
+            let _ = std::io::stdin().read_to_string(&mut s);
+        });
+        relay
+            .run(async {
+                let _ = stdin_closed.await;
+            })
+            .await;
+        println!("STATS {}", serde_json::to_string(&stats.snapshot()).expect("json"));
+    });
 }
