@@ -182,9 +182,9 @@ fn fatal(e: &tcpaccel_sys::Error) -> bool {
 
 /// The few errno values we branch on (this crate has no libc dependency).
 mod libc_codes {
-    pub const ENXIO: i32 = 6;
-    pub const EBADF: i32 = 9;
-    pub const ENODEV: i32 = 19;
+    pub(super) const ENXIO: i32 = 6;
+    pub(super) const EBADF: i32 = 9;
+    pub(super) const ENODEV: i32 = 19;
 }
 
 impl Worker {
@@ -192,7 +192,7 @@ impl Worker {
         Instant(self.epoch.elapsed().as_nanos() as u64)
     }
 
-    pub fn run(mut self, slots: &Mutex<DirectionSummary>) {
+    pub(crate) fn run(mut self, slots: &Mutex<DirectionSummary>) {
         if let Err(e) = tcpaccel_sys::packet::set_timer_slack(1) {
             tracing::debug!("timer slack unchanged: {e}");
         }

@@ -9,7 +9,7 @@ use tcpaccel_lab::scenario::{self, RunOptions};
 use tcpaccel_lab::{report, scenarios};
 
 #[derive(clap::Args)]
-pub struct Args {
+pub(crate) struct Args {
     #[command(subcommand)]
     cmd: LabCmd,
 }
@@ -76,7 +76,7 @@ enum LabCmd {
     },
 }
 
-pub fn run(args: Args) -> anyhow::Result<Verdict> {
+pub(crate) fn run(args: Args) -> anyhow::Result<Verdict> {
     match args.cmd {
         LabCmd::List { json } => {
             let mut text = String::new();

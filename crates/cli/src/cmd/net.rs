@@ -16,7 +16,7 @@ use tcpaccel_net::{clean, state, LinkKind, MeterOptions, Network, Topology};
 use crate::exit::{self, Fail, Verdict};
 
 #[derive(clap::Args)]
-pub struct Args {
+pub(crate) struct Args {
     #[command(subcommand)]
     cmd: Cmd,
 }
@@ -79,7 +79,7 @@ struct ListArgs {
     json: bool,
 }
 
-pub fn run(args: Args) -> anyhow::Result<Verdict> {
+pub(crate) fn run(args: Args) -> anyhow::Result<Verdict> {
     match args.cmd {
         Cmd::Up(a) => up(a),
         Cmd::Down(a) => down(a),

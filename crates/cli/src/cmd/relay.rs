@@ -15,7 +15,7 @@ use crate::exit::{self, Verdict};
 
 #[derive(clap::Args)]
 #[command(args_conflicts_with_subcommands = true)]
-pub struct Args {
+pub(crate) struct Args {
     #[command(subcommand)]
     command: Option<Sub>,
     #[command(flatten)]
@@ -155,7 +155,7 @@ struct PlanArgs {
     json: bool,
 }
 
-pub fn run(args: Args) -> anyhow::Result<Verdict> {
+pub(crate) fn run(args: Args) -> anyhow::Result<Verdict> {
     match args.command {
         Some(Sub::Plan(p)) => plan(p),
         None => serve(args.serve),

@@ -22,7 +22,7 @@ use crate::exit::{self, Verdict};
 
 #[derive(clap::Args)]
 #[command(group(clap::ArgGroup::new("select").args(["port", "dst", "pid"])))]
-pub struct Args {
+pub(crate) struct Args {
     /// Sockets whose local or remote port is P.
     #[arg(long)]
     port: Option<u16>,
@@ -73,7 +73,7 @@ fn trace_err(e: TraceError) -> anyhow::Error {
     }
 }
 
-pub fn run(args: Args) -> anyhow::Result<Verdict> {
+pub(crate) fn run(args: Args) -> anyhow::Result<Verdict> {
     let interval = parse_duration(&args.interval).context("--interval")?;
     if interval < Duration::from_millis(1) {
         return Err(exit::usage("--interval must be at least 1ms"));

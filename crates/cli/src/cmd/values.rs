@@ -10,40 +10,40 @@ use tcpaccel_core::loss::LossSpec;
 use tcpaccel_core::units::{parse_duration, Bytes, QueueLimit, Rate};
 use tcpaccel_traffic::pace::Pace;
 
-pub fn duration(s: &str) -> Result<Duration, String> {
+pub(crate) fn duration(s: &str) -> Result<Duration, String> {
     parse_duration(s).map_err(|e| e.to_string())
 }
 
-pub fn bytes(s: &str) -> Result<Bytes, String> {
+pub(crate) fn bytes(s: &str) -> Result<Bytes, String> {
     Bytes::parse(s).map_err(|e| e.to_string())
 }
 
-pub fn queue_limit(s: &str) -> Result<QueueLimit, String> {
+pub(crate) fn queue_limit(s: &str) -> Result<QueueLimit, String> {
     QueueLimit::parse(s).map_err(|e| e.to_string())
 }
 
-pub fn loss(s: &str) -> Result<LossSpec, String> {
+pub(crate) fn loss(s: &str) -> Result<LossSpec, String> {
     LossSpec::parse(s).map_err(|e| e.to_string())
 }
 
-pub fn pace(s: &str) -> Result<Pace, String> {
+pub(crate) fn pace(s: &str) -> Result<Pace, String> {
     Pace::parse(s).map_err(|e| e.to_string())
 }
 
-pub fn socket_addr(s: &str) -> Result<SocketAddr, String> {
+pub(crate) fn socket_addr(s: &str) -> Result<SocketAddr, String> {
     s.trim().parse().map_err(|_| format!("{s:?} is not IP:PORT (e.g. 10.0.0.2:5201 or [fd00::2]:5201)"))
 }
 
 /// `--metrics`: PORT alone is loopback (see `tcpaccel_metrics::parse_listen`).
-pub fn metrics_addr(s: &str) -> Result<SocketAddr, String> {
+pub(crate) fn metrics_addr(s: &str) -> Result<SocketAddr, String> {
     tcpaccel_metrics::parse_listen(s).map_err(|e| e.to_string())
 }
 
 /// A link rate that may be `unlimited`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct RateSetting(pub Option<Rate>);
+pub(crate) struct RateSetting(pub Option<Rate>);
 
-pub fn rate_setting(s: &str) -> Result<RateSetting, String> {
+pub(crate) fn rate_setting(s: &str) -> Result<RateSetting, String> {
     tcpaccel_emu::config::parse_rate_setting(s).map(RateSetting).map_err(|e| e.to_string())
 }
 

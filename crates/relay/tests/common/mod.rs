@@ -9,7 +9,7 @@ use tcpaccel_relay::{Config, Relay};
 
 /// A loopback echo server on its own threads, one per connection, that
 /// half-closes after the client does; its address.
-pub fn echo_server() -> SocketAddr {
+pub(crate) fn echo_server() -> SocketAddr {
     let l = TcpListener::bind("127.0.0.1:0").expect("bind echo");
     let addr = l.local_addr().expect("addr");
     std::thread::spawn(move || {
@@ -31,7 +31,7 @@ pub fn echo_server() -> SocketAddr {
 
 /// SOCKS5 handshake by hand (no authentication, then `request`); returns
 /// the stream and the reply code.
-pub fn socks_connect(relay: SocketAddr, request: &[u8]) -> (TcpStream, u8) {
+pub(crate) fn socks_connect(relay: SocketAddr, request: &[u8]) -> (TcpStream, u8) {
     let mut s = TcpStream::connect(relay).expect("connect relay");
     s.set_read_timeout(Some(Duration::from_secs(10))).expect("timeout");
     s.write_all(&[5, 1, 0]).expect("greeting");
@@ -47,7 +47,7 @@ pub fn socks_connect(relay: SocketAddr, request: &[u8]) -> (TcpStream, u8) {
 }
 
 /// A SOCKS5 CONNECT request for an IPv4 `addr`.
-pub fn connect_req(addr: SocketAddr) -> Vec<u8> {
+pub(crate) fn connect_req(addr: SocketAddr) -> Vec<u8> {
     let SocketAddr::V4(a) = addr else { panic!("v4 only here") };
     let mut r = vec![5, 1, 0, 1];
     r.extend_from_slice(&a.ip().octets());
@@ -58,7 +58,7 @@ pub fn connect_req(addr: SocketAddr) -> Vec<u8> {
 /// The body of a relay child process: serves `cfg` on `rt`, prints
 /// `ADDR <addr>` once listening, runs until its stdin closes, then prints
 /// `STATS <json>` (the parent reads both lines).
-pub fn serve_until_stdin_closes(cfg: Config, rt: tokio::runtime::Runtime) {
+pub(crate) fn serve_until_stdin_closes(cfg: Config, rt: tokio::runtime::Runtime) {
     rt.block_on(async {
         let relay = Relay::bind(cfg).await.expect("bind");
         println!("ADDR {}", relay.local_addrs()[0]);
