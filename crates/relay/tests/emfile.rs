@@ -4,15 +4,14 @@
 //! The relay runs in a child process (this test binary re-executed under
 //! `prlimit --nofile`) so the low limit touches nothing else.
 
-use std::io::{BufRead, BufReader, Read, Write};
-use std::net::{SocketAddr, TcpStream};
-use std::process::{Command, Stdio};
+use std::io::{Read, Write};
+use std::net::TcpStream;
 use std::time::Duration;
 
 use tcpaccel_relay::{Config, RawConfig};
 
 mod common;
-use common::{connect_req, echo_server, serve_until_stdin_closes, socks_connect};
+use common::{connect_req, echo_server, serve_until_stdin_closes, socks_connect, spawn_limited_child};
 
 const CHILD_ENV: &str = "TCPACCEL_RELAY_EMFILE_CHILD";
 
@@ -46,25 +45,8 @@ fn cpu_of(pid: u32) -> Duration {
 
 #[test]
 fn accept_backs_off_when_out_of_descriptors() {
-    let exe = std::env::current_exe().expect("test exe");
-    let mut child = Command::new("prlimit")
-        .arg("--nofile=40:40")
-        .arg(&exe)
-        .args(["--ignored", "--exact", "relay_child", "--nocapture", "--test-threads=1"])
-        .env(CHILD_ENV, "1")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .spawn()
-        .expect("spawn `prlimit` (util-linux) to run the relay with a low descriptor limit");
+    let (mut child, mut lines, addr) = spawn_limited_child(40, "relay_child", CHILD_ENV);
     let pid = child.id();
-    let mut lines = BufReader::new(child.stdout.take().expect("stdout")).lines();
-    let addr: SocketAddr = loop {
-        let line = lines.next().expect("child exited before printing its address").expect("read");
-        // libtest prints "test relay_child ... " on the same line.
-        if let Some((_, a)) = line.split_once("ADDR ") {
-            break a.trim().parse().expect("address");
-        }
-    };
     // Silent clients each hold a descriptor in the relay (handshake timeout 60 s),
     // far more than the limit allows: accept starts failing with EMFILE.
     let hogs: Vec<TcpStream> = (0..60).map(|_| TcpStream::connect(addr).expect("backlog accepts")).collect();

@@ -6,14 +6,13 @@
 //! `prlimit --nofile`) that fills its descriptor table so that exactly the
 //! client's and the upstream socket still fit, and no pipe does.
 
-use std::io::{BufRead, BufReader, Read, Write};
-use std::net::{Shutdown, SocketAddr};
-use std::process::{Command, Stdio};
+use std::io::{Read, Write};
+use std::net::Shutdown;
 
 use tcpaccel_relay::{Config, RawConfig, Relay};
 
 mod common;
-use common::{connect_req, echo_server, socks_connect};
+use common::{connect_req, echo_server, socks_connect, spawn_limited_child};
 
 const CHILD_ENV: &str = "TCPACCEL_RELAY_PIPES_CHILD";
 
@@ -62,24 +61,7 @@ fn relay_without_pipes_child() {
 
 #[test]
 fn counters_report_copy_when_pipes_cannot_be_made() {
-    let exe = std::env::current_exe().expect("test exe");
-    let mut child = Command::new("prlimit")
-        .arg("--nofile=64:64")
-        .arg(&exe)
-        .args(["--ignored", "--exact", "relay_without_pipes_child", "--nocapture", "--test-threads=1"])
-        .env(CHILD_ENV, "1")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .spawn()
-        .expect("spawn `prlimit` (util-linux) to run the relay with a low descriptor limit");
-    let mut lines = BufReader::new(child.stdout.take().expect("stdout")).lines();
-    let addr: SocketAddr = loop {
-        let line = lines.next().expect("child exited before printing its address").expect("read");
-        // libtest prints "test relay_without_pipes_child ... " on the same line.
-        if let Some((_, a)) = line.split_once("ADDR ") {
-            break a.trim().parse().expect("address");
-        }
-    };
+    let (mut child, mut lines, addr) = spawn_limited_child(64, "relay_without_pipes_child", CHILD_ENV);
     let echo = echo_server();
     let (mut s, code) = socks_connect(addr, &connect_req(echo));
     assert_eq!(code, 0, "the upstream socket fits in the limit");

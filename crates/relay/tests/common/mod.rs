@@ -75,3 +75,35 @@ pub(crate) fn serve_until_stdin_closes(cfg: Config, rt: tokio::runtime::Runtime)
         println!("STATS {}", serde_json::to_string(&stats.snapshot()).expect("json"));
     });
 }
+
+/// Runs this test binary's ignored test `child_test` as a child relay under
+/// `prlimit --nofile=N:N` with `env` set (the child checks it), and waits for
+/// the `ADDR` line it prints; the child, its remaining stdout lines and the
+/// relay's address. Closing the child's stdin stops it.
+pub(crate) fn spawn_limited_child(
+    nofile: u32,
+    child_test: &str,
+    env: &str,
+) -> (std::process::Child, std::io::Lines<std::io::BufReader<std::process::ChildStdout>>, SocketAddr) {
+    use std::io::BufRead;
+    use std::process::{Command, Stdio};
+    let exe = std::env::current_exe().expect("test exe");
+    let mut child = Command::new("prlimit")
+        .arg(format!("--nofile={nofile}:{nofile}"))
+        .arg(&exe)
+        .args(["--ignored", "--exact", child_test, "--nocapture", "--test-threads=1"])
+        .env(env, "1")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("spawn `prlimit` (util-linux) to run the relay with a low descriptor limit");
+    let mut lines = std::io::BufReader::new(child.stdout.take().expect("stdout")).lines();
+    let addr: SocketAddr = loop {
+        let line = lines.next().expect("child exited before printing its address").expect("read");
+        // libtest prints "test <child_test> ... " on the same line.
+        if let Some((_, a)) = line.split_once("ADDR ") {
+            break a.trim().parse().expect("address");
+        }
+    };
+    (child, lines, addr)
+}
