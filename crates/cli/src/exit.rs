@@ -28,14 +28,14 @@ use std::sync::Arc;
 
 /// What a subcommand concluded when it did not fail.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Verdict {
+pub(crate) enum Verdict {
     Ok,
     Negative,
 }
 
 /// Errors that carry their own exit code; attach them with `anyhow::Error::from`.
 #[derive(Debug)]
-pub enum Fail {
+pub(crate) enum Fail {
     Usage(String),
     Privilege(String),
     Feature(String),
@@ -58,12 +58,12 @@ impl std::fmt::Display for Fail {
     }
 }
 
-pub fn usage(msg: impl Into<String>) -> anyhow::Error {
+pub(crate) fn usage(msg: impl Into<String>) -> anyhow::Error {
     anyhow::Error::new(Fail::Usage(msg.into()))
 }
 
 /// Maps a result to the exit code table above, printing the error chain on stderr.
-pub fn code(result: anyhow::Result<Verdict>) -> ExitCode {
+pub(crate) fn code(result: anyhow::Result<Verdict>) -> ExitCode {
     match result {
         Ok(Verdict::Ok) => ExitCode::SUCCESS,
         Ok(Verdict::Negative) => ExitCode::from(1),
@@ -107,7 +107,7 @@ fn classify(e: &anyhow::Error) -> u8 {
 }
 
 /// Fails with exit code 3 unless running as root; `what` says what needs it.
-pub fn require_root(what: &str) -> anyhow::Result<()> {
+pub(crate) fn require_root(what: &str) -> anyhow::Result<()> {
     if tcpaccel_sys::privilege::is_root() {
         Ok(())
     } else {
@@ -120,8 +120,8 @@ impl std::error::Error for Fail {}
 /// For a long-running service: a flag the first SIGINT or SIGTERM sets
 /// (the service then stops normally, see the module docs); a second signal
 /// exits at once with 128 + the signal.
-pub fn stop_on_signal() -> anyhow::Result<Arc<AtomicBool>> {
-    let signals = tcpaccel_net::signals::subscribe().context("installing SIGINT/SIGTERM handling")?;
+pub(crate) fn stop_on_signal() -> anyhow::Result<Arc<AtomicBool>> {
+    let signals = tcpaccel_sys::signals::subscribe().context("installing SIGINT/SIGTERM handling")?;
     let stop = Arc::new(AtomicBool::new(false));
     let flag = Arc::clone(&stop);
     std::thread::Builder::new()
@@ -142,7 +142,7 @@ fn broken_pipe_message(msg: &str) -> bool {
 }
 
 /// True for the payload of a `println!` that hit a closed pipe.
-pub fn is_broken_pipe_panic(payload: &(dyn std::any::Any + Send)) -> bool {
+pub(crate) fn is_broken_pipe_panic(payload: &(dyn std::any::Any + Send)) -> bool {
     let msg = payload
         .downcast_ref::<String>()
         .map(String::as_str)
@@ -153,7 +153,7 @@ pub fn is_broken_pipe_panic(payload: &(dyn std::any::Any + Send)) -> bool {
 
 /// Installs a panic hook that stays silent for broken-pipe prints on the
 /// main thread (main catches those) and reports every other panic as before.
-pub fn quiet_broken_pipe_panics() {
+pub(crate) fn quiet_broken_pipe_panics() {
     let default = std::panic::take_hook();
     std::panic::set_hook(Box::new(move |info| {
         let main = std::thread::current().name() == Some("main");

@@ -23,10 +23,6 @@ fn text(b: &[u8]) -> String {
     String::from_utf8_lossy(b).into_owned()
 }
 
-fn need_root() {
-    assert!(tcpaccel_sys::privilege::is_root(), "this test needs root (CI runs as root); it does not skip");
-}
-
 /// A namespace of this test; deleted on drop, also when the test panics.
 struct Netns(String);
 
@@ -81,8 +77,8 @@ fn json_lines(out: &[u8]) -> Vec<serde_json::Value> {
 /// Item 9: a user who may not enter the namespace gets exit 3 and no
 /// report, instead of 15 unknown findings and "healthy": true.
 #[test]
-fn non_root_doctor_of_a_namespace_exits_3_without_a_report() {
-    need_root();
+fn root_non_root_doctor_of_a_namespace_exits_3_without_a_report() {
+    tcpaccel_sys::testing::require_root();
     let ns = Netns::new("nonroot");
     let out = Command::new("setpriv")
         .args([
@@ -146,8 +142,8 @@ fn bad_values_exit_2_naming_them_and_print_no_report() {
 /// Item 14: a missing or malformed --revert file is a usage error (2) that
 /// names the file.
 #[test]
-fn a_bad_revert_file_exits_2_naming_it() {
-    need_root();
+fn root_a_bad_revert_file_exits_2_naming_it() {
+    tcpaccel_sys::testing::require_root();
     let missing = tmp("missing.json");
     let _ = std::fs::remove_file(&missing);
     let garbage = tmp("garbage.json");
@@ -164,8 +160,8 @@ fn a_bad_revert_file_exits_2_naming_it() {
 /// Item 14: --revert does not silently undo a change made after --apply;
 /// it names it, changes nothing, and restores only with --force.
 #[test]
-fn revert_refuses_values_changed_since_apply_unless_forced() {
-    need_root();
+fn root_revert_refuses_values_changed_since_apply_unless_forced() {
+    tcpaccel_sys::testing::require_root();
     let ns = Netns::new("revert");
     ns.set("net.ipv4.tcp_rmem", "4096 131072 1000000");
     ns.set("net.ipv4.tcp_slow_start_after_idle", "1");
@@ -227,8 +223,8 @@ fn recv_in(ns: &Netns) -> (Reaper, BufReader<std::process::ChildStdout>, u16) {
 /// default one), judges no interface but the egress (lo), and its
 /// handshake probes show up at the receiver as empty connections, not errors.
 #[test]
-fn loopback_target_advises_only_its_own_route() {
-    need_root();
+fn root_loopback_target_advises_only_its_own_route() {
+    tcpaccel_sys::testing::require_root();
     let ns = Netns::new("route");
     ip(&["-n", &ns.0, "link", "add", "dva", "type", "veth", "peer", "name", "dvb"]);
     ip(&["-n", &ns.0, "addr", "add", "10.211.0.1/24", "dev", "dva"]);

@@ -64,8 +64,8 @@ fn unknown_scenario_and_key_are_usage_errors_listing_valid_ones() {
 /// Root: a tiny real run (two variants, 2 s each) through the emulator yields a
 /// complete record set, and its copy renders the same tables.
 #[test]
-fn quick_run_in_namespaces_gives_complete_records() {
-    assert!(tcpaccel_sys::privilege::is_root(), "this test needs root (CI runs as root)");
+fn root_quick_run_in_namespaces_gives_complete_records() {
+    tcpaccel_sys::testing::require_root();
     let out_dir = tmp("quick");
     let _ = std::fs::remove_dir_all(&out_dir);
     let out = Command::new(bin())
@@ -118,8 +118,8 @@ fn quick_run_in_namespaces_gives_complete_records() {
 /// spreads one long transfer over the three fabrics; the deadline policy
 /// starts it on SL and moves it to the two LLs after about t_deadline.
 #[test]
-fn lanes_basic_quick_run_moves_a_long_flow_off_sl() {
-    assert!(tcpaccel_sys::privilege::is_root(), "this test needs root (CI runs as root)");
+fn root_lanes_basic_quick_run_moves_a_long_flow_off_sl() {
+    tcpaccel_sys::testing::require_root();
     let out_dir = tmp("lanes");
     let _ = std::fs::remove_dir_all(&out_dir);
     let out = Command::new(bin())

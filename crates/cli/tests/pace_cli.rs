@@ -12,10 +12,6 @@ use std::process::{Command, Stdio};
 mod common;
 use common::{bin, Reaper};
 
-fn need_root() {
-    assert!(tcpaccel_sys::privilege::is_root(), "pace tests need root (BPF, cgroups); run them as root");
-}
-
 fn free_port() -> u16 {
     TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
 }
@@ -56,8 +52,8 @@ fn send_args(port: u16, secs: &str) -> Vec<String> {
 }
 
 #[test]
-fn transfer_in_the_cgroup_is_paced_and_one_outside_is_not() {
-    need_root();
+fn root_transfer_in_the_cgroup_is_paced_and_one_outside_is_not() {
+    tcpaccel_sys::testing::require_root();
     let port = free_port();
     let _recv = receiver(port);
     let out = Command::new(bin())
@@ -91,8 +87,8 @@ fn assert_no_leftovers(stderr: &[u8]) {
 }
 
 #[test]
-fn attach_status_detach_through_the_cli() {
-    need_root();
+fn root_attach_status_detach_through_the_cli() {
+    tcpaccel_sys::testing::require_root();
     let mount = tcpaccel_pacer::cgroup2_mount().unwrap();
     let cg = mount.join("tcpaccel-test").join(format!("cli-{}", std::process::id()));
     std::fs::create_dir_all(&cg).unwrap();
@@ -224,8 +220,8 @@ fn bad_rules_are_refused_with_the_offending_text() {
 }
 
 #[test]
-fn not_root_is_exit_3() {
-    need_root();
+fn root_not_root_is_exit_3() {
+    tcpaccel_sys::testing::require_root();
     let out = Command::new("setpriv")
         .args(["--reuid=65534", "--regid=65534", "--clear-groups", "--"])
         .arg(bin())
@@ -248,8 +244,8 @@ fn mp_capable_synacks() -> u64 {
 }
 
 #[test]
-fn run_pace_takes_the_cgroup_path_and_paces_mptcp_subflows() {
-    need_root();
+fn root_run_pace_takes_the_cgroup_path_and_paces_mptcp_subflows() {
+    tcpaccel_sys::testing::require_root();
     let port = free_port();
     let child = Command::new(bin())
         .args(["recv", "--mptcp", "--listen", &format!("127.0.0.1:{port}")])
@@ -290,8 +286,8 @@ fn run_pace_takes_the_cgroup_path_and_paces_mptcp_subflows() {
 }
 
 #[test]
-fn sigint_during_pace_run_leaves_no_cgroup_and_no_pins() {
-    need_root();
+fn root_sigint_during_pace_run_leaves_no_cgroup_and_no_pins() {
+    tcpaccel_sys::testing::require_root();
     use std::io::{BufRead, BufReader};
     let mut child = Command::new(bin())
         .args(["pace", "run", "--pace", "static:10mbit", "--", "sleep", "30"])

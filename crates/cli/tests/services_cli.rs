@@ -131,8 +131,8 @@ fn ip(args: &[&str]) {
 }
 
 #[test]
-fn lanes_daemon_stops_with_0_on_sigint() {
-    assert!(tcpaccel_sys::privilege::is_root(), "this test needs root (CI runs as root); it does not skip");
+fn root_lanes_daemon_stops_with_0_on_sigint() {
+    tcpaccel_sys::testing::require_root();
     let ns = Netns(format!("tcpaccel-clisig-{}", std::process::id()));
     ip(&["netns", "add", &ns.0]);
     ip(&["-n", &ns.0, "link", "set", "lo", "up"]);
@@ -176,8 +176,8 @@ fn scrape(addr: &str) -> String {
 }
 
 #[test]
-fn lanes_daemon_reloads_on_sighup_and_serves_metrics() {
-    assert!(tcpaccel_sys::privilege::is_root(), "this test needs root (CI runs as root); it does not skip");
+fn root_lanes_daemon_reloads_on_sighup_and_serves_metrics() {
+    tcpaccel_sys::testing::require_root();
     let ns = Netns(format!("tcpaccel-clihup-{}", std::process::id()));
     ip(&["netns", "add", &ns.0]);
     ip(&["-n", &ns.0, "link", "set", "lo", "up"]);

@@ -11,7 +11,9 @@
 //!   replayed from its recorded seed.
 //!
 //! It opens no sockets and reads no clock: flow start times are [`Instant`]s
-//! from a caller-given origin; the lab turns flows into transfers.
+//! from a caller-given origin; the lab turns flows into transfers. The
+//! thesis' experiments built from these parts (host mixes, queue buildup)
+//! are the lab's (`tcpaccel_lab::workloads`).
 
 use crate::rng::Rng;
 use crate::time::Instant;
@@ -403,139 +405,6 @@ impl Iterator for Workload {
     }
 }
 
-/// The thesis' two realistic mixes ([Lanes] Table 6.1).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Mix {
-    /// Front-end Pareto(a = 1.5, mean 50 KB); back-end Pareto(a = 1.2, mean 10 MB).
-    WebSearch,
-    /// Front-end Pareto(a = 1.5, mean 10 KB); back-end 800 MB from n senders.
-    DataMining,
-}
-
-/// The hosts of a lanes experiment ([Lanes]: 25 % back-end, 75 % front-end).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct Hosts {
-    pub front: Vec<HostId>,
-    pub back: Vec<HostId>,
-}
-
-impl Hosts {
-    /// Hosts 0..n, the first quarter back-end (2 of 8, 4 of 16 as in the thesis).
-    pub fn quarter_back(n: u32) -> Hosts {
-        let b = n / 4;
-        Hosts { back: (0..b).collect(), front: (b..n).collect() }
-    }
-    pub fn all(&self) -> Vec<HostId> {
-        let mut v = self.back.clone();
-        v.extend(&self.front);
-        v
-    }
-}
-
-/// Queue-buildup scenario ([Lanes] §6.3): every front-end host receives
-/// 64 KB short flows (64 KiB, as the thesis' simulation code counts KB),
-/// Poisson with a mean gap of 200 ms, from random other hosts; `long_senders`
-/// hosts each run one long transfer of `long_bytes` to a back-end host.
-pub fn queue_buildup(
-    seed: u64,
-    origin: Instant,
-    hosts: &Hosts,
-    long_senders: u32,
-    long_bytes: u64,
-) -> Result<Workload, WorkloadError> {
-    let all = hosts.all();
-    let short = Stream {
-        name: "short".into(),
-        class: FlowClass::Short,
-        sizes: SizeDist::fixed(64 * 1024),
-        arrivals: Arrivals::Poisson { per_dst: 1.0 / 0.2 },
-        dsts: hosts.front.clone(),
-        srcs: all.clone(),
-        fan_in: 1,
-    };
-    let mut streams = vec![short];
-    if long_senders > 0 {
-        // One long flow per sender, spread over the back-end hosts.
-        let senders: Vec<HostId> = hosts.front.iter().copied().take(long_senders as usize).collect();
-        if senders.len() < long_senders as usize {
-            return Err(WorkloadError::Stream {
-                stream: "long".into(),
-                reason: format!("{long_senders} senders asked, {} front-end hosts exist", senders.len()),
-            });
-        }
-        for (i, &s) in senders.iter().enumerate() {
-            let dst = hosts.back[i % hosts.back.len().max(1)];
-            streams.push(Stream {
-                name: format!("long-{i}"),
-                class: FlowClass::Long,
-                sizes: SizeDist::fixed(long_bytes),
-                arrivals: Arrivals::AtStart,
-                dsts: vec![dst],
-                srcs: vec![s],
-                fan_in: 1,
-            });
-        }
-    }
-    Workload::new(seed, origin, streams)
-}
-
-/// Realistic scenario ([Lanes] §6.4): front-end and back-end traffic of a
-/// [`Mix`] at `load` of each destination's link of rate `link`.
-///
-/// The thesis defines its "Load" as the fraction of nodes that communicate
-/// with each target and gives no arrival rate; here load is the offered load
-/// on each destination's access link (λ = ρ·C/mean per destination, the usual
-/// definition of the DCTCP and pFabric workloads), which the lab can state
-/// and reproduce. Data-mining back-end jobs (800 MB from `fan_in` senders) run
-/// from the start, as the thesis' continuous back-end transfers.
-pub fn realistic(
-    seed: u64,
-    origin: Instant,
-    hosts: &Hosts,
-    mix: Mix,
-    load: f64,
-    link: Rate,
-    fan_in: u32,
-) -> Result<Workload, WorkloadError> {
-    let all = hosts.all();
-    let (fe, be) = match mix {
-        Mix::WebSearch => (SizeDist::pareto(1.5, 50e3)?, SizeDist::pareto(1.2, 10e6)?),
-        Mix::DataMining => (SizeDist::pareto(1.5, 10e3)?, SizeDist::fixed(800_000_000)),
-    };
-    let fe_rate = load_to_rate(load, link, fe.mean())?;
-    let front = Stream {
-        name: "front-end".into(),
-        class: FlowClass::Short,
-        sizes: fe,
-        arrivals: Arrivals::Poisson { per_dst: fe_rate },
-        dsts: hosts.front.clone(),
-        srcs: all.clone(),
-        fan_in: 1,
-    };
-    let back = match mix {
-        Mix::WebSearch => Stream {
-            name: "back-end".into(),
-            class: FlowClass::Long,
-            arrivals: Arrivals::Poisson { per_dst: load_to_rate(load, link, be.mean())? },
-            sizes: be,
-            dsts: hosts.back.clone(),
-            srcs: all,
-            fan_in: 1,
-        },
-        Mix::DataMining => Stream {
-            name: "back-end".into(),
-            class: FlowClass::Long,
-            sizes: be,
-            arrivals: Arrivals::AtStart,
-            dsts: hosts.back.clone(),
-            srcs: all,
-            fan_in: fan_in.max(1),
-        },
-    };
-    Workload::new(seed, origin, vec![front, back])
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -631,85 +500,6 @@ mod tests {
     }
 
     #[test]
-    fn same_seed_same_flows() {
-        let hosts = Hosts::quarter_back(16);
-        let mk = |seed| {
-            realistic(seed, Instant::ZERO, &hosts, Mix::WebSearch, 0.5, Rate::mbps(100), 1)
-                .unwrap()
-                .until(Instant::from_millis(5_000))
-        };
-        let a = mk(7);
-        assert_eq!(a, mk(7));
-        assert_ne!(a, mk(8));
-        assert!(!a.is_empty());
-    }
-
-    #[test]
-    fn realistic_websearch_rates_classes_and_hosts() {
-        let hosts = Hosts::quarter_back(16);
-        assert_eq!((hosts.back.len(), hosts.front.len()), (4, 12));
-        let secs = 200;
-        let flows = realistic(11, Instant::from_millis(10), &hosts, Mix::WebSearch, 0.5, Rate::mbps(100), 1)
-            .unwrap()
-            .until(Instant::from_millis(10 + secs * 1000));
-        let mut last = Instant::ZERO;
-        for (i, f) in flows.iter().enumerate() {
-            assert_eq!(f.id, i as u64);
-            assert!(f.start >= last && f.start >= Instant::from_millis(10));
-            last = f.start;
-            assert_ne!(f.src, f.dst);
-            match f.class {
-                FlowClass::Short => assert!(hosts.front.contains(&f.dst)),
-                FlowClass::Long => assert!(hosts.back.contains(&f.dst)),
-            }
-        }
-        // Front-end: 125 flows/s per host x 12 hosts; back-end 0.625/s x 4.
-        let short = flows.iter().filter(|f| f.class == FlowClass::Short).count() as f64;
-        let want = 125.0 * 12.0 * secs as f64;
-        assert!((short / want - 1.0).abs() < 0.02, "{short} vs {want}");
-        let long = flows.iter().filter(|f| f.class == FlowClass::Long).count() as f64;
-        let want = 0.625 * 4.0 * secs as f64;
-        assert!((long / want - 1.0).abs() < 0.1, "{long} vs {want}");
-    }
-
-    #[test]
-    fn datamining_backend_fans_in_from_distinct_senders() {
-        let hosts = Hosts::quarter_back(16);
-        let flows = realistic(3, Instant::ZERO, &hosts, Mix::DataMining, 0.3, Rate::mbps(100), 5)
-            .unwrap()
-            .until(Instant::from_millis(1000));
-        let back: Vec<&Flow> = flows.iter().filter(|f| f.class == FlowClass::Long).collect();
-        assert_eq!(back.len(), 4 * 5);
-        for &dst in &hosts.back {
-            let parts: Vec<&&Flow> = back.iter().filter(|f| f.dst == dst).collect();
-            assert_eq!(parts.len(), 5);
-            assert_eq!(parts.iter().map(|f| f.bytes).sum::<u64>(), 800_000_000);
-            let mut srcs: Vec<HostId> = parts.iter().map(|f| f.src).collect();
-            srcs.sort_unstable();
-            srcs.dedup();
-            assert_eq!(srcs.len(), 5);
-            assert!(parts.iter().all(|f| f.start == Instant::ZERO && f.src != dst));
-        }
-    }
-
-    #[test]
-    fn queue_buildup_shape() {
-        let hosts = Hosts::quarter_back(8);
-        let flows = queue_buildup(1, Instant::ZERO, &hosts, 3, 1_000_000_000)
-            .unwrap()
-            .until(Instant::from_millis(100_000));
-        let long: Vec<&Flow> = flows.iter().filter(|f| f.class == FlowClass::Long).collect();
-        assert_eq!(long.len(), 3);
-        assert!(long.iter().all(|f| hosts.back.contains(&f.dst) && f.bytes == 1_000_000_000));
-        let short: Vec<&Flow> = flows.iter().filter(|f| f.class == FlowClass::Short).collect();
-        assert!(short.iter().all(|f| f.bytes == 65_536 && hosts.front.contains(&f.dst)));
-        // 6 front-end hosts, one flow per 200 ms each, over 100 s.
-        let want = 6.0 * 5.0 * 100.0;
-        assert!((short.len() as f64 / want - 1.0).abs() < 0.05, "{}", short.len());
-        assert!(queue_buildup(1, Instant::ZERO, &hosts, 7, 1).is_err());
-    }
-
-    #[test]
     fn streams_are_validated() {
         let s = Stream {
             name: "x".into(),
@@ -739,8 +529,17 @@ mod tests {
 
         #[test]
         fn poisson_starts_never_decrease(seed in any::<u64>()) {
-            let hosts = Hosts::quarter_back(8);
-            let flows = queue_buildup(seed, Instant::ZERO, &hosts, 2, 1000).unwrap().until(Instant::from_millis(2000));
+            let short = Stream {
+                name: "short".into(),
+                class: FlowClass::Short,
+                sizes: SizeDist::fixed(1000),
+                arrivals: Arrivals::Poisson { per_dst: 5.0 },
+                dsts: (2..8).collect(),
+                srcs: (0..8).collect(),
+                fan_in: 1,
+            };
+            let long = Stream { name: "long".into(), class: FlowClass::Long, arrivals: Arrivals::AtStart, dsts: vec![0, 1], ..short.clone() };
+            let flows = Workload::new(seed, Instant::ZERO, vec![short, long]).unwrap().until(Instant::from_millis(2000));
             prop_assert!(flows.windows(2).all(|w| w[0].start <= w[1].start));
         }
     }

@@ -17,12 +17,13 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 //!
-//! Precision (see [`mod@bench`]; the worker module explains the mechanics): the
-//! model decides every departure exactly, so the mean rate is exact; a frame
-//! leaves within about ±20 µs of its time on a lightly loaded link and ±60 µs
-//! on a saturated one (frames due within that window go out together), plus
-//! the platform's scheduling noise. Arrival times are the kernel's receive
-//! timestamps. The threads ask for SCHED_FIFO (see [`Scheduling`]).
+//! Precision: the model decides every departure exactly, so the mean rate is
+//! exact; a frame leaves within some microseconds of its time (frames due
+//! within that window go out together), plus the platform's scheduling
+//! noise; the worker module explains the mechanics, and BENCHMARKS.md, "The
+//! link emulator", has the figures `tcpaccel lab emu-bench` measured.
+//! Arrival times are the kernel's receive timestamps. The threads ask for
+//! SCHED_FIFO (see [`Scheduling`]).
 //!
 //! What it does not do: create interfaces or namespaces, switch offloads off
 //! (the topology builder does both, with `tcpaccel_sys::ethtool`), or parse
@@ -31,7 +32,6 @@
 //! and drops them as oversize.
 #![forbid(unsafe_code)]
 
-pub mod bench;
 pub mod config;
 pub mod frame;
 pub mod ring;

@@ -4,18 +4,19 @@
 //!
 //! Per loop: receive what is waiting (`recvmmsg` batches, bounded so sending
 //! is never starved), send everything due (`sendmmsg` batches), then wait.
-//! Timing rests on three facts measured on this 2-vCPU VM:
+//! Timing rests on three facts of the platform (BENCHMARKS.md, "The link
+//! emulator", has the figures `tcpaccel lab emu-bench` measured):
 //! - a frame's arrival time is the kernel's receive timestamp, so however
 //!   late the thread reads it, its delay and queueing start when it arrived;
 //!   while delay + backlog leave room, arrivals are read in batches without
 //!   waking the thread for each;
-//! - ppoll/nanosleep wake up late (p50 25 µs, p99 ~150 µs), so an idle link
+//! - ppoll/nanosleep wake up late, more so on a VM, so an idle link
 //!   sleeps until [`WAKE_MARGIN`] before a deadline and spins the rest, within
 //!   a CPU budget ([`SPIN_SHARE`]);
 //! - arming a timer costs a VM exit, so a busy link sends the frames due
 //!   within [`EARLY_BUSY`] together and sleeps at least twice that: each frame
-//!   leaves within ±60 µs of its time and the mean rate stays exact (the model,
-//!   not the send times, decides departures).
+//!   leaves about that early or late and the mean rate stays exact (the
+//!   model, not the send times, decides departures).
 //!
 //! Nothing here allocates per frame or logs per frame.
 
@@ -181,9 +182,9 @@ fn fatal(e: &tcpaccel_sys::Error) -> bool {
 
 /// The few errno values we branch on (this crate has no libc dependency).
 mod libc_codes {
-    pub const ENXIO: i32 = 6;
-    pub const EBADF: i32 = 9;
-    pub const ENODEV: i32 = 19;
+    pub(super) const ENXIO: i32 = 6;
+    pub(super) const EBADF: i32 = 9;
+    pub(super) const ENODEV: i32 = 19;
 }
 
 impl Worker {
@@ -191,7 +192,7 @@ impl Worker {
         Instant(self.epoch.elapsed().as_nanos() as u64)
     }
 
-    pub fn run(mut self, slots: &Mutex<DirectionSummary>) {
+    pub(crate) fn run(mut self, slots: &Mutex<DirectionSummary>) {
         if let Err(e) = tcpaccel_sys::packet::set_timer_slack(1) {
             tracing::debug!("timer slack unchanged: {e}");
         }

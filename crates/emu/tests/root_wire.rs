@@ -92,7 +92,7 @@ fn inject_bad_frames(h1: &str) {
 
 #[test]
 fn root_emulated_wire_rtt_goodput_and_bad_frames() {
-    assert!(tcpaccel_sys::privilege::is_root(), "this test needs root (CI runs as root); it does not skip");
+    tcpaccel_sys::testing::require_root();
     // MTU 9000 on the veths so a 3000-byte frame can reach the emulator; TCP
     // still uses 1500-byte frames because the routes get an MTU of 1500.
     let topo = build(9000);
@@ -222,7 +222,7 @@ fn root_emulated_wire_rtt_goodput_and_bad_frames() {
 #[test]
 #[ignore]
 fn root_cubic_drops_match_retransmits() {
-    assert!(tcpaccel_sys::privilege::is_root(), "this test needs root (CI runs as root); it does not skip");
+    tcpaccel_sys::testing::require_root();
     let topo = build(1500);
     // Room for 2 x BDP (6.25 MB) of window on both hosts.
     for ns in [&topo.h1, &topo.h2] {

@@ -27,24 +27,21 @@
 //!   a low-priority client that once missed its target keeps its extra
 //!   streams, and their windows, until the search restarts.
 //!
-//! Measured (`lab run gather --set model=2 --set share=...`, 100 KB, three
-//! repeats): per connection, both classes miss under interference and both
-//! search, the streams push the pool into shortage, and §3.1's shortage rules
-//! then equalize the windows per stream — the high class's worst client did
-//! worse with streams (0.86–0.95 Mbit/s) than with the buffer alone
-//! (0.98–1.13), and at 60 KB (Model 1) the low class fell to 0.37 Mbit/s.
-//! Per client, streams met the high target in all repeats (1.16–1.18).
-//! Hence per client stays the default.
+//! Per connection, in `lab run gather --set model=2 --set share=...`, both
+//! classes miss under interference and both search, the streams push the
+//! pool into shortage, and §3.1's shortage rules then equalize the windows
+//! per stream, so the high class's worst client did worse with streams than
+//! with the buffer alone; per client, streams met the high target. Hence per
+//! client stays the default (figures: BENCHMARKS.md, "Pool sharing per client
+//! vs per connection").
 //!
-//! No headroom is added to eq. (1)'s `W = T_t · RTT` ([GatherQoS] §3.1). Measured
-//! with Reno senders in `lab run gather` (10 Mbit/s, 120 ms): most clamps
-//! carried 96–99% of clamp ÷ RTT, but for some sizes (10,000 B and 12,430 B)
-//! the sender left the last partial segment unused (exactly 6 and 8 segments
-//! of 1448 B in flight, 85% and 93%). Rounding every clamp down to whole
-//! segments and handing the freed bytes to higher priorities was tried: the
-//! remaining gap of about 0.4 KB per client stayed, and at 60 KB the low
-//! class fell from 0.49 to 0.45 Mbit/s while high rose from 0.76 to 0.80,
-//! breaking §4's "low holds its target" — so the shares stay the paper's.
+//! No headroom is added to eq. (1)'s `W = T_t · RTT` ([GatherQoS] §3.1). With
+//! Reno senders most clamps carry nearly clamp ÷ RTT, but for some sizes the
+//! sender leaves the last partial segment unused. Rounding every clamp down
+//! to whole segments and handing the freed bytes to higher priorities was
+//! tried: the gap per client stayed, and the low class lost what the high
+//! one gained, breaking §4's "low holds its target", so the shares stay the
+//! paper's (figures: BENCHMARKS.md, "Model 1 and 2 at 10 Mbit/s").
 
 use crate::config::{Sharing, MIN_STREAM_WINDOW};
 use std::time::Duration;

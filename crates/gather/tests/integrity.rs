@@ -11,45 +11,16 @@
 
 use sha2::{Digest, Sha256};
 use std::net::SocketAddr;
-use std::path::PathBuf;
 use std::time::Duration;
 use tcpaccel_core::units::Rate;
 use tcpaccel_gather::client::{ClientError, DEFAULT_TIMEOUT};
 use tcpaccel_gather::proto::{self, Control, ErrorCode, FrameHeader, Kind, SessionId, Token};
-use tcpaccel_gather::{
-    parse_class, Event, Limit, SendOptions, Server, ServerConfig, Sharing, SinkSpec, Source,
-};
+use tcpaccel_gather::{Event, Limit, SendOptions, Sharing, SinkSpec, Source};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
-use tokio::sync::mpsc::UnboundedReceiver;
 
-fn config() -> ServerConfig {
-    let classes = vec![parse_class("high=2gbit,2").unwrap(), parse_class("low=500mbit,1").unwrap()];
-    ServerConfig::new(classes, 8 << 20, None, 4, Duration::from_millis(200)).unwrap()
-}
-
-async fn start(cfg: ServerConfig, sink: SinkSpec) -> (SocketAddr, UnboundedReceiver<Event>) {
-    let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
-    let server = Server::bind(cfg, "127.0.0.1:0".parse().unwrap(), sink, Some(tx)).await.unwrap();
-    let addr = server.local_addr().unwrap();
-    tokio::spawn(server.run());
-    (addr, rx)
-}
-
-struct TempDir(PathBuf);
-impl TempDir {
-    fn new(tag: &str) -> TempDir {
-        let p = std::env::temp_dir().join(format!("tcpaccel-gather-int-{tag}-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&p);
-        std::fs::create_dir_all(&p).unwrap();
-        TempDir(p)
-    }
-}
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
+mod common;
+use common::{config, start, TempDir};
 
 async fn read_control(s: &mut TcpStream) -> Option<Control> {
     let mut len = [0u8; 4];
@@ -157,7 +128,7 @@ enum LastChunk {
 /// and offset 1000 at once (before the fix it closed the stream, logged it,
 /// and left the control connection waiting forever).
 async fn last_chunk_fails(how: LastChunk) {
-    let (addr, mut rx) = start(config(), SinkSpec::Discard).await;
+    let (addr, mut rx) = start(config(8 << 20, 200), SinkSpec::Discard).await;
     let mut c = Raw::hello(addr, &format!("last-{how:?}")).await;
     let data = bytes(2000, 7);
     let mut d = c.attach(0).await;
@@ -232,7 +203,7 @@ async fn truncated_last_chunk_fails_the_transfer_at_once() {
 /// was accepted).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn checksum_is_enforced_when_negotiated() {
-    let mut cfg = config();
+    let mut cfg = config(8 << 20, 200);
     cfg.checksum = true;
     let (addr, _rx) = start(cfg, SinkSpec::Discard).await;
     let r = send_to(addr, "honest", Limit::Bytes(1_000_000), DEFAULT_TIMEOUT).await.unwrap();
@@ -348,7 +319,7 @@ async fn client_gives_up_on_a_server_that_never_confirms() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn ids_that_used_to_collide_get_their_own_files() {
     let dir = TempDir::new("names");
-    let (addr, _rx) = start(config(), SinkSpec::Dir(dir.0.clone())).await;
+    let (addr, _rx) = start(config(8 << 20, 200), SinkSpec::Dir(dir.0.clone())).await;
     // Paced so that both are connected at once (they shared x_y.partial before).
     let mk = |id: &str, seed: u64| SendOptions {
         source: Source::Synthetic {
@@ -379,7 +350,7 @@ async fn ids_that_used_to_collide_get_their_own_files() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_stream_must_present_its_sessions_token() {
     let dir = TempDir::new("token");
-    let (addr, mut rx) = start(config(), SinkSpec::Dir(dir.0.clone())).await;
+    let (addr, mut rx) = start(config(8 << 20, 200), SinkSpec::Dir(dir.0.clone())).await;
     let mut victim = Raw::hello(addr, "victim").await;
     let attacker = Raw::hello(addr, "attacker").await;
     assert_ne!(victim.session, attacker.session);
@@ -431,7 +402,7 @@ async fn a_stream_must_present_its_sessions_token() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn streams_beyond_the_grant_are_refused_with_per_connection_sharing() {
-    let mut cfg = config();
+    let mut cfg = config(8 << 20, 200);
     cfg.sharing = Sharing::PerConnection;
     // The server never grows anyone's streams here: the grant stays at the welcome's.
     cfg.tune_streams = false;
@@ -493,7 +464,7 @@ async fn streams_beyond_the_grant_are_refused_with_per_connection_sharing() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_wrong_sha256_in_end_fails_the_transfer_with_mismatch() {
     let dir = TempDir::new("sha");
-    let (addr, mut rx) = start(config(), SinkSpec::Dir(dir.0.clone())).await;
+    let (addr, mut rx) = start(config(8 << 20, 200), SinkSpec::Dir(dir.0.clone())).await;
     let mut c = Raw::hello(addr, "liar").await;
     let data = bytes(4000, 9);
     let mut d = c.attach(0).await;

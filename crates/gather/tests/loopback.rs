@@ -9,38 +9,13 @@ use std::path::PathBuf;
 use std::time::Duration;
 use tcpaccel_core::units::Rate;
 use tcpaccel_gather::proto::{self, Control, ErrorCode, FrameHeader, Kind};
-use tcpaccel_gather::{parse_class, Event, Limit, SendOptions, Server, ServerConfig, SinkSpec, Source};
+use tcpaccel_gather::{parse_class, Event, Limit, SendOptions, ServerConfig, SinkSpec, Source};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 use tokio::sync::mpsc::UnboundedReceiver;
 
-fn config(pool: u64, interval_ms: u64) -> ServerConfig {
-    let classes = vec![parse_class("high=2gbit,2").unwrap(), parse_class("low=500mbit,1").unwrap()];
-    ServerConfig::new(classes, pool, None, 4, Duration::from_millis(interval_ms)).unwrap()
-}
-
-struct TempDir(PathBuf);
-impl TempDir {
-    fn new(tag: &str) -> TempDir {
-        let p = std::env::temp_dir().join(format!("tcpaccel-gather-{tag}-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&p);
-        std::fs::create_dir_all(&p).unwrap();
-        TempDir(p)
-    }
-}
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
-
-async fn start(cfg: ServerConfig, sink: SinkSpec) -> (SocketAddr, UnboundedReceiver<Event>) {
-    let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
-    let server = Server::bind(cfg, "127.0.0.1:0".parse().unwrap(), sink, Some(tx)).await.unwrap();
-    let addr = server.local_addr().unwrap();
-    tokio::spawn(server.run());
-    (addr, rx)
-}
+mod common;
+use common::{config, start, TempDir};
 
 fn synthetic(server: SocketAddr, id: &str, class: &str, rate: Option<Rate>, limit: Limit) -> SendOptions {
     SendOptions {

@@ -5,6 +5,7 @@
 //! summary to `records.jsonl`. Reports are rendered from those records alone.
 #![forbid(unsafe_code)]
 
+pub mod emu_bench;
 pub mod flows;
 pub mod progress;
 pub mod published;
@@ -12,6 +13,7 @@ pub mod records;
 pub mod report;
 pub mod scenario;
 pub mod scenarios;
+pub mod workloads;
 
 #[cfg(test)]
 mod testdata;

@@ -344,7 +344,7 @@ pub fn run(s: &dyn Scenario, opts: &RunOptions) -> Result<RunData> {
 /// temporary directory (removed after), every variant required to complete.
 #[cfg(test)]
 pub(crate) fn run_short(s: &dyn Scenario, sets: &[(&str, &str)]) -> RunData {
-    assert!(tcpaccel_sys::privilege::is_root(), "this test needs root (network namespaces)");
+    tcpaccel_sys::testing::require_root();
     let out = std::env::temp_dir().join(format!("tcpaccel-lab-{}-test-{}", s.name(), std::process::id()));
     let opts = RunOptions {
         quick: true,

@@ -3,7 +3,7 @@
 use crate::records::*;
 use std::collections::BTreeMap;
 
-pub fn header() -> RunHeader {
+pub(crate) fn header() -> RunHeader {
     RunHeader {
         version: RECORDS_VERSION,
         scenario: "fixture".into(),
@@ -50,7 +50,7 @@ pub fn header() -> RunHeader {
     }
 }
 
-pub fn run() -> RunData {
+pub(crate) fn run() -> RunData {
     let mut d = RunData::default();
     d.push(Record::Run(header()));
     let vals = [

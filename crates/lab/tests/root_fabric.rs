@@ -14,7 +14,7 @@ use tcpaccel_lab::scenarios::fabric::{iface_tx_bytes, Fabric, FabricSpec, MptcpM
 const MB: usize = 1 << 20;
 
 fn fabric() -> Fabric {
-    assert!(tcpaccel_sys::privilege::is_root(), "this test needs root (CI runs as root)");
+    tcpaccel_sys::testing::require_root();
     Fabric::up(FabricSpec {
         hosts: 4,
         fabrics: 2,
@@ -75,7 +75,7 @@ fn tx(fab: &Fabric, h: usize, f: u32) -> u64 {
 }
 
 #[test]
-fn each_lane_pair_stays_in_its_fabric_both_ways() {
+fn root_each_lane_pair_stays_in_its_fabric_both_ways() {
     let fab = fabric();
     fab.set_mptcp(MptcpMode::Plain).expect("mptcp settings");
     let (a, b) = (0usize, 3usize); // different leaves
@@ -114,7 +114,7 @@ fn each_lane_pair_stays_in_its_fabric_both_ways() {
 }
 
 #[test]
-fn mptcp_modes_set_the_path_manager_and_endpoints() {
+fn root_mptcp_modes_set_the_path_manager_and_endpoints() {
     let fab = fabric();
     fab.set_mptcp(MptcpMode::Kernel).unwrap();
     let ep = fab.net.exec("h1", &["ip", "mptcp", "endpoint", "show"]).unwrap().output().unwrap();

@@ -46,10 +46,7 @@ impl Drop for Lab {
 
 impl Lab {
     fn new() -> Lab {
-        assert!(
-            tcpaccel_sys::privilege::is_root(),
-            "these tests need root (CI runs as root); they do not skip"
-        );
+        tcpaccel_sys::testing::require_root();
         let id = unique();
         let lab = Lab { a: format!("tcpaccel-flowtest-{id}-a"), b: format!("tcpaccel-flowtest-{id}-b") };
         let (a, b) = (lab.a.as_str(), lab.b.as_str());
@@ -357,7 +354,7 @@ fn root_time_limit_cuts_and_stop_interrupts() {
 #[test]
 fn root_missing_namespace_and_bad_input_are_refused() {
     // No lab needed: the namespace does not exist.
-    assert!(tcpaccel_sys::privilege::is_root(), "this test needs root (CI runs as root); it does not skip");
+    tcpaccel_sys::testing::require_root();
     let ghost = format!("tcpaccel-flowtest-{}-missing", unique());
     let hosts = vec![
         HostAddrs {

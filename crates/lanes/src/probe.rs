@@ -9,11 +9,9 @@
 //!
 //! The worker inherits the network namespace of the thread that spawns it.
 
-use std::net::{IpAddr, SocketAddr, TcpStream};
+use std::net::{IpAddr, SocketAddr};
 use std::sync::mpsc::{channel, Receiver, Sender};
 use std::time::Duration;
-
-use tcpaccel_sys::sockopt::{self, Family};
 
 /// One finished probe: the lane pair and the handshake time (`None` when it
 /// failed or timed out).
@@ -21,19 +19,8 @@ pub type ProbeResult = ((IpAddr, IpAddr), Option<Duration>);
 
 /// Times one handshake from `local` to `remote`.
 pub fn handshake_rtt(local: IpAddr, remote: SocketAddr, timeout: Duration) -> Option<Duration> {
-    let fd = sockopt::tcp_socket(Family::of(&remote)).ok()?;
-    sockopt::bind(&fd, &SocketAddr::new(local, 0)).ok()?;
-    let stream = TcpStream::from(fd);
-    // SO_SNDTIMEO bounds a blocking connect.
-    stream.set_write_timeout(Some(timeout)).ok()?;
-    let t0 = std::time::Instant::now();
-    let r = sockopt::connect(&stream, &remote);
-    let took = t0.elapsed();
-    match r {
-        Ok(()) => Some(took),
-        Err(tcpaccel_sys::Error::Io { source, .. }) if source.raw_os_error() == Some(libc::ECONNREFUSED) => {
-            Some(took)
-        }
+    match tcpaccel_sys::probe::handshake(Some(local), remote, timeout) {
+        Ok(h) => Some(h.rtt),
         Err(e) => {
             tracing::debug!("probe {local} -> {remote}: {e}");
             None

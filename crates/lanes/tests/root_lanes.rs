@@ -32,10 +32,6 @@ const LL_LOCAL: &str = "10.31.2.1";
 const LL_PEER: &str = "10.31.2.2";
 const PORT: u16 = 5201;
 
-fn require_root() {
-    assert!(tcpaccel_sys::privilege::is_root(), "these tests need root (CI runs as root)");
-}
-
 /// Two namespaces, deleted on drop.
 struct Lab {
     client: String,
@@ -54,7 +50,7 @@ impl Lab {
     /// Client with SL and LL veths to the server; `userspace_pm` selects
     /// the client's path manager.
     fn new(userspace_pm: bool) -> Lab {
-        require_root();
+        tcpaccel_sys::testing::require_root();
         let id = unique();
         let lab = Lab {
             client: format!("tcpaccel-lanestest-{id}-c"),
@@ -326,12 +322,12 @@ fn switches(records: &[Record], token: u32) -> Vec<&tcpaccel_lanes::record::Deci
 }
 
 #[test]
-fn deadline_moves_a_long_transfer_to_ll_and_leaves_a_short_flow_on_sl() {
+fn root_deadline_moves_a_long_transfer_to_ll_and_leaves_a_short_flow_on_sl() {
     deadline_moves_a_long_transfer(&config("kind = \"deadline\"\nt_deadline = \"300ms\""));
 }
 
 #[test]
-fn bpf_deadline_moves_a_long_transfer_to_ll_and_leaves_a_short_flow_on_sl() {
+fn root_bpf_deadline_moves_a_long_transfer_to_ll_and_leaves_a_short_flow_on_sl() {
     deadline_moves_a_long_transfer(&config_from("kind = \"deadline\"\nt_deadline = \"300ms\"", "bpf"));
 }
 
@@ -393,14 +389,14 @@ fn deadline_moves_a_long_transfer(cfg: &str) {
 }
 
 #[test]
-fn size_policy_moves_a_20mb_flow_after_its_threshold_and_leaves_64kb_on_sl() {
+fn root_size_policy_moves_a_20mb_flow_after_its_threshold_and_leaves_64kb_on_sl() {
     size_policy_moves_a_20mb_flow("diag");
 }
 
 /// The same with per-ACK signals from the BPF program: the daemon reads no
 /// sock_diag at all (its summary says "bpf"), the program counts the bytes.
 #[test]
-fn bpf_size_policy_moves_a_20mb_flow_after_its_threshold_and_leaves_64kb_on_sl() {
+fn root_bpf_size_policy_moves_a_20mb_flow_after_its_threshold_and_leaves_64kb_on_sl() {
     size_policy_moves_a_20mb_flow("bpf");
 }
 
@@ -461,7 +457,7 @@ fn size_policy_moves_a_20mb_flow(source: &str) {
 }
 
 #[test]
-fn killing_the_daemon_mid_transfer_leaves_the_connection_alive() {
+fn root_killing_the_daemon_mid_transfer_leaves_the_connection_alive() {
     let _g = heavy();
     let lab = Lab::new(true);
     let sink = sink(&lab);
@@ -497,7 +493,7 @@ fn about(r: &Record, token: u32) -> bool {
 }
 
 #[test]
-fn a_restarted_daemon_readopts_a_switched_connection_and_adopts_one_opened_before_it() {
+fn root_a_restarted_daemon_readopts_a_switched_connection_and_adopts_one_opened_before_it() {
     restarted_daemon_readopts(&config("kind = \"deadline\"\nt_deadline = \"200ms\""));
 }
 
@@ -505,7 +501,7 @@ fn a_restarted_daemon_readopts_a_switched_connection_and_adopts_one_opened_befor
 /// sock_diag (no program saw it open); after the restart the new program
 /// instance must not act on the switched connection either.
 #[test]
-fn bpf_a_restarted_daemon_readopts_a_switched_connection_and_adopts_one_opened_before_it() {
+fn root_bpf_a_restarted_daemon_readopts_a_switched_connection_and_adopts_one_opened_before_it() {
     restarted_daemon_readopts(&config_from("kind = \"deadline\"\nt_deadline = \"200ms\"", "bpf"));
 }
 
@@ -564,14 +560,14 @@ fn restarted_daemon_readopts(cfg: &str) {
 }
 
 #[test]
-fn link_cost_switches_a_queue_building_flow_before_the_deadline() {
+fn root_link_cost_switches_a_queue_building_flow_before_the_deadline() {
     link_cost_switches_early("diag");
 }
 
 /// The same with the costs smoothed per ACK in the kernel; LL's cost comes
 /// from the daemon's handshake probes handed to the program.
 #[test]
-fn bpf_link_cost_switches_a_queue_building_flow_before_the_deadline() {
+fn root_bpf_link_cost_switches_a_queue_building_flow_before_the_deadline() {
     link_cost_switches_early("bpf");
 }
 
@@ -610,7 +606,7 @@ fn link_cost_switches_early(source: &str) {
 /// compute, and says so in a warning record (never silently); `bpf` with
 /// the same policy is refused when the file is read.
 #[test]
-fn auto_signals_fall_back_to_sock_diag_out_loud_and_bpf_refuses_the_config() {
+fn root_auto_signals_fall_back_to_sock_diag_out_loud_and_bpf_refuses_the_config() {
     let lab = Lab::new(true);
     let daemon = Daemon::start(&lab, &config_from("beta = 1.5", "auto"));
     assert_eq!(daemon.signals.as_deref(), Some("diag"));
@@ -627,7 +623,7 @@ fn auto_signals_fall_back_to_sock_diag_out_loud_and_bpf_refuses_the_config() {
 }
 
 #[test]
-fn path_manager_failures_name_the_command() {
+fn root_path_manager_failures_name_the_command() {
     let lab = Lab::new(true);
     let ns = lab.client.clone();
     let err = netns::run_in(&ns, || {
@@ -642,7 +638,7 @@ fn path_manager_failures_name_the_command() {
 }
 
 #[test]
-fn namespaces_without_the_userspace_pm_or_the_addresses_are_refused() {
+fn root_namespaces_without_the_userspace_pm_or_the_addresses_are_refused() {
     let lab = Lab::new(false);
     let cfg = tcpaccel_lanes::Config::parse(&config("kind = \"deadline\""), "t").expect("config");
     let ns = lab.client.clone();
@@ -672,7 +668,7 @@ fn namespaces_without_the_userspace_pm_or_the_addresses_are_refused() {
 }
 
 #[test]
-fn in_kernel_pm_limits_and_endpoints_round_trip() {
+fn root_in_kernel_pm_limits_and_endpoints_round_trip() {
     let lab = Lab::new(true);
     let ns = lab.server.clone();
     let (limits, endpoints) = netns::run_in(&ns, || {

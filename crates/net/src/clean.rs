@@ -10,8 +10,8 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use crate::error::{Error, Result};
-use crate::shell;
 use crate::state::{self, RunState};
+use tcpaccel_sys::command;
 
 /// Prefix of every namespace tcpaccel creates.
 pub const NS_PREFIX: &str = "tcpaccel-";
@@ -35,14 +35,15 @@ pub fn namespaces_with_prefix(prefix: &str) -> Result<Vec<String>> {
 
 /// Pids of the processes whose network namespace is `ns` (`ip netns pids`).
 pub fn pids_in(ns: &str) -> Result<Vec<u32>> {
-    let out = shell::ip(&["netns", "pids", ns])?;
+    let out = command::ip(&["netns", "pids", ns])?;
     Ok(out.split_whitespace().filter_map(|p| p.parse().ok()).collect())
 }
 
 /// Sends `signal` (e.g. "TERM", "KILL") to a process with kill(1); the library
 /// has no unsafe code, and this is rare enough that a fork does not matter.
 pub(crate) fn signal(pid: u32, signal: &str) -> Result<()> {
-    shell::run("kill", &[&format!("-{signal}"), &pid.to_string()]).map(|_| ())
+    command::run("kill", &[&format!("-{signal}"), &pid.to_string()])?;
+    Ok(())
 }
 
 /// True while `/proc/PID` exists (the process or a zombie of it).
@@ -68,10 +69,10 @@ pub fn delete_namespace(ns: &str) -> Result<()> {
         }
         Err(e) => tracing::warn!(ns, "cannot list processes in namespace: {e}"),
     }
-    match shell::ip(&["netns", "del", ns]) {
+    match command::ip(&["netns", "del", ns]) {
         Ok(_) => Ok(()),
         Err(_) if !tcpaccel_sys::netns::exists(ns) => Ok(()),
-        Err(e) => Err(e),
+        Err(e) => Err(e.into()),
     }
 }
 

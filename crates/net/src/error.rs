@@ -7,12 +7,9 @@ use crate::spec::SpecError;
 pub enum Error {
     #[error(transparent)]
     Spec(#[from] SpecError),
-    /// A helper program (`ip`, `tc`) ran and failed.
-    #[error("`{cmd}` failed ({status}): {stderr}")]
-    Command { cmd: String, status: String, stderr: String },
-    /// A helper program could not be started at all.
-    #[error("cannot run `{cmd}`: {source}")]
-    Spawn { cmd: String, source: std::io::Error },
+    /// A helper program (`ip`, `tc`, `kill`) failed or could not be started.
+    #[error(transparent)]
+    Command(#[from] tcpaccel_sys::command::CommandError),
     /// A call into the syscall layer (setns, ethtool) failed.
     #[error("{op}: {source}")]
     Sys { op: String, source: tcpaccel_sys::Error },
@@ -40,12 +37,8 @@ impl Error {
     pub fn is_privilege(&self) -> bool {
         match self {
             Error::Sys { source, .. } => source.is_privilege(),
-            Error::Command { stderr, .. } => {
-                stderr.contains("Operation not permitted") || stderr.contains("Permission denied")
-            }
-            Error::Io { source, .. } | Error::Spawn { source, .. } => {
-                source.kind() == std::io::ErrorKind::PermissionDenied
-            }
+            Error::Command(e) => e.is_privilege(),
+            Error::Io { source, .. } => source.kind() == std::io::ErrorKind::PermissionDenied,
             _ => false,
         }
     }

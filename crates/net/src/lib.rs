@@ -2,7 +2,8 @@
 //! routers and links ([`spec`]); [`Network::up`] builds it out of network
 //! namespaces, veth pairs, tbf/fifo qdiscs, routes, sysctls and userspace
 //! emulators, and dropping the [`Network`] removes all of it, also on panic
-//! and on SIGINT/SIGTERM ([`signals`]). [`clean_leftovers`] removes what a
+//! and on SIGINT/SIGTERM (it hooks [`live::teardown_all`] into
+//! `tcpaccel_sys::signals`). [`clean_leftovers`] removes what a
 //! crashed run left behind; [`state`] lets other processes find a live run.
 //!
 //! It does not generate traffic or measure anything: the traffic tool and the
@@ -13,9 +14,8 @@ pub mod addr;
 pub mod clean;
 mod emulator;
 pub mod error;
+pub mod live;
 pub mod network;
-mod shell;
-pub mod signals;
 pub mod spec;
 pub mod state;
 

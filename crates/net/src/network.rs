@@ -27,10 +27,10 @@ use tcpaccel_sys::netns;
 use crate::clean::{self, NS_PREFIX};
 use crate::emulator::{self, EmuHandle, EmuSummary, MeterOptions};
 use crate::error::{Error, Result};
-use crate::shell::{ip, tc};
-use crate::signals::{self, lock, Live, LiveRef};
+use crate::live::{self, lock, Live, LiveRef};
 use crate::spec::{End, Link, LinkKind, Role, Shaping, Topology};
 use crate::state::{self, EmuState, IfaceState, NodeState, RunState};
+use tcpaccel_sys::command::{ip, tc};
 
 /// Interface names inside an emulator namespace: the side towards end `a`, and towards `b`.
 pub const EMU_IF_A: &str = "emu-a";
@@ -106,7 +106,8 @@ impl std::fmt::Debug for Network {
 impl Network {
     /// Builds `topo` under a fresh run id. On any failure everything built so
     /// far is removed before the error is returned. Installs the SIGINT/SIGTERM
-    /// handler of [`crate::signals`].
+    /// handler of `tcpaccel_sys::signals` with [`crate::live::teardown_all`]
+    /// on its exit path.
     pub fn up(topo: &Topology) -> Result<Network> {
         Network::up_with(topo, &MeterOptions::default())
     }
@@ -114,13 +115,14 @@ impl Network {
     /// [`Network::up`] with the emulators metering as `meter` says (e.g. one
     /// CSV file per emulated link).
     pub fn up_with(topo: &Topology, meter: &MeterOptions) -> Result<Network> {
-        signals::install()?;
+        tcpaccel_sys::signals::on_exit(live::teardown_all);
+        tcpaccel_sys::signals::install().map_err(|e| Error::sys("install signal handling", e))?;
         if let Some(dir) = &meter.dir {
             std::fs::create_dir_all(dir)
                 .map_err(|e| Error::io(format!("create meter directory {}", dir.display()), e))?;
         }
         let live: LiveRef = Arc::new(Mutex::new(Live::default()));
-        let key = signals::register(live.clone());
+        let key = live::register(live.clone());
         let mut net = Network {
             run_id: fresh_run_id(),
             topo: topo.clone(),
@@ -443,7 +445,7 @@ impl Network {
                 }
             }
         }
-        signals::unregister(self.key);
+        live::unregister(self.key);
         for e in &report.errors {
             tracing::warn!(run_id = %self.run_id, "teardown: {e}");
         }
@@ -459,7 +461,8 @@ impl Drop for Network {
 
 /// A veth pair whose ends are created directly in their namespaces.
 fn veth(if_a: &str, ns_a: &str, if_b: &str, ns_b: &str) -> Result<()> {
-    ip(&["link", "add", if_a, "netns", ns_a, "type", "veth", "peer", "name", if_b, "netns", ns_b]).map(|_| ())
+    ip(&["link", "add", if_a, "netns", ns_a, "type", "veth", "peer", "name", if_b, "netns", ns_b])?;
+    Ok(())
 }
 
 /// MTU and txqueuelen of one interface, when the file sets them.

@@ -39,8 +39,8 @@ fn every_example_parses() {
 }
 
 #[test]
-fn every_example_builds_and_routes() {
-    assert!(tcpaccel_sys::privilege::is_root(), "this test builds network namespaces and must run as root");
+fn root_every_example_builds_and_routes() {
+    tcpaccel_sys::testing::require_root();
     for f in examples() {
         let topo = Topology::load(&f).unwrap();
         let net = Network::up(&topo).unwrap_or_else(|e| panic!("{}: up: {e}", f.display()));

@@ -17,10 +17,6 @@ use tcpaccel_sys::bpf::{command_into_cgroup, steal_fd};
 use tcpaccel_sys::sockopt::{get_max_pacing_rate, PACING_UNLIMITED};
 use tcpaccel_sys::tcpinfo::tcp_info;
 
-fn need_root() {
-    assert!(tcpaccel_sys::privilege::is_root(), "these tests need root (BPF, cgroups); run them as root");
-}
-
 /// A bash in `cg` holding a TCP connection to `port` on fd 3 until killed.
 fn client_in(cg: &TempCgroup, port: u16) -> Child {
     let mut cmd = Command::new("bash");
@@ -40,8 +36,8 @@ fn unique(name: &str) -> String {
 }
 
 #[test]
-fn static_cap_is_set_in_the_cgroup_and_released_on_detach() {
-    need_root();
+fn root_static_cap_is_set_in_the_cgroup_and_released_on_detach() {
+    tcpaccel_sys::testing::require_root();
     let cg = TempCgroup::create(&unique("static")).unwrap();
     let cfg = PaceConfig::parse("static:30mbit", &[], None).unwrap();
     let a = attach(&cg.cgroup, &cfg).unwrap();
@@ -79,8 +75,8 @@ fn static_cap_is_set_in_the_cgroup_and_released_on_detach() {
 }
 
 #[test]
-fn rules_pick_by_destination_and_port() {
-    need_root();
+fn root_rules_pick_by_destination_and_port() {
+    tcpaccel_sys::testing::require_root();
     let cg = TempCgroup::create(&unique("rules")).unwrap();
     let l1 = TcpListener::bind("127.0.0.1:0").unwrap();
     let l2 = TcpListener::bind("127.0.0.2:0").unwrap();
@@ -124,8 +120,8 @@ fn rules_pick_by_destination_and_port() {
 }
 
 #[test]
-fn a_panic_leaves_no_pins_and_no_cgroup() {
-    need_root();
+fn root_a_panic_leaves_no_pins_and_no_cgroup() {
+    tcpaccel_sys::testing::require_root();
     let name = unique("panic");
     let seen = std::sync::Mutex::new(None);
     let r = std::panic::catch_unwind(|| {
@@ -143,8 +139,8 @@ fn a_panic_leaves_no_pins_and_no_cgroup() {
 }
 
 #[test]
-fn a_second_attachment_to_one_cgroup_is_refused() {
-    need_root();
+fn root_a_second_attachment_to_one_cgroup_is_refused() {
+    tcpaccel_sys::testing::require_root();
     let cg = TempCgroup::create(&unique("twice")).unwrap();
     let cfg = PaceConfig::parse("static:10mbit", &[], None).unwrap();
     let _a = attach(&cg.cgroup, &cfg).unwrap();
@@ -159,13 +155,13 @@ fn a_second_attachment_to_one_cgroup_is_refused() {
 /// 1 MB/s of payload); after the detach the same connection must run far
 /// faster (loopback: hundreds of MB/s; the margin asked is 5×).
 #[test]
-fn mptcp_subflows_are_released_by_the_program_on_detach() {
+fn root_mptcp_subflows_are_released_by_the_program_on_detach() {
     use std::io::Read;
     use std::sync::atomic::{AtomicU64, Ordering};
     use std::sync::Arc;
     use tcpaccel_sys::sockopt;
 
-    need_root();
+    tcpaccel_sys::testing::require_root();
     let cg = TempCgroup::create(&unique("mptcp")).unwrap();
     let a = attach(&cg.cgroup, &PaceConfig::parse("static:8mbit", &[], None).unwrap()).unwrap();
     let fd = sockopt::mptcp_socket(sockopt::Family::V4).expect("an MPTCP socket (is net.mptcp.enabled 1?)");

@@ -99,7 +99,9 @@ fn mptcp_socket_is_bound_to_the_lane_address() {
 }
 
 #[test]
-fn an_address_of_the_other_family_is_not_bound() {
+fn root_an_address_of_the_other_family_is_not_bound() {
+    // Root: it asks for cubic (see root_raw_socket_bind_listen_connect in sys).
+    tcpaccel_sys::testing::require_root();
     // An IPv6 source for an IPv4 socket: the shim leaves the socket alone
     // rather than failing the program's connect.
     let (line, log) = run_child(&[("TCPACCEL_BIND", "::1"), ("TCPACCEL_CC", "cubic")]);

@@ -10,12 +10,17 @@
 //!
 //! cargo run --release -p tcpaccel-relay --example handshake_flood -- [IDLE] [FRESH] [--relay ADDR]
 
-use std::io::{BufRead, BufReader, Read, Write};
-use std::net::{SocketAddr, TcpListener};
+use std::io::{BufRead, BufReader};
+use std::net::SocketAddr;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use tcpaccel_relay::{Config, RawConfig, Relay};
+use tcpaccel_relay::{Config, RawConfig};
+
+// The integration tests' helpers: the child relay's body and the echo server.
+#[path = "../tests/common/mod.rs"]
+mod common;
+use common::echo_server;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
@@ -25,21 +30,7 @@ fn child_relay() -> ! {
     let raw = RawConfig { listen: Some("127.0.0.1:0".into()), ..raw };
     let cfg = Config::from_raw(&raw).expect("config");
     let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build().expect("runtime");
-    rt.block_on(async {
-        let relay = Relay::bind(cfg).await.expect("bind");
-        println!("ADDR {}", relay.local_addrs()[0]);
-        let stats = relay.stats();
-        let stdin_closed = tokio::task::spawn_blocking(|| {
-            let mut s = String::new();
-            let _ = std::io::stdin().read_to_string(&mut s);
-        });
-        relay
-            .run(async {
-                let _ = stdin_closed.await;
-            })
-            .await;
-        println!("STATS {}", serde_json::to_string(&stats.snapshot()).expect("json"));
-    });
+    common::serve_until_stdin_closes(cfg, rt);
     std::process::exit(0)
 }
 
@@ -66,25 +57,6 @@ fn raise_nofile(want: u64) {
         .expect("run prlimit (util-linux) to raise RLIMIT_NOFILE");
     assert!(st.success(), "prlimit --nofile={new} failed");
     eprintln!("RLIMIT_NOFILE raised from {soft} to {new}");
-}
-
-fn echo_server() -> SocketAddr {
-    let l = TcpListener::bind("127.0.0.1:0").expect("bind echo");
-    let addr = l.local_addr().expect("addr");
-    std::thread::spawn(move || {
-        for s in l.incoming() {
-            let Ok(mut s) = s else { continue };
-            std::thread::spawn(move || {
-                let mut b = [0u8; 4096];
-                while let Ok(n) = s.read(&mut b) {
-                    if n == 0 || s.write_all(&b[..n]).is_err() {
-                        break;
-                    }
-                }
-            });
-        }
-    });
-    addr
 }
 
 /// One fresh client: connect, greeting, CONNECT; returns the time to the

@@ -2,9 +2,9 @@
 //! service — a SOCKS5 server (RFC 1928/1929) that can chain through further
 //! SOCKS5 hops, a fixed forwarder, a zero-copy data path (splice) with a copy
 //! fallback, per-hop socket tuning, access rules, a handshake budget that
-//! keeps idle handshakes from starving other clients (`admit`), and counters
-//! — plus the RTT
-//! probe that feeds the placement planner (`tcpaccel_core::split`).
+//! keeps idle handshakes from starving other clients (`admit`), and counters.
+//! The RTT probe that feeds the placement planner (`tcpaccel_core::split`)
+//! is `tcpaccel_sys::probe`.
 //!
 //! It does not set up logging (the binary does), decide placement (core does)
 //! nor build lab topologies.
@@ -14,7 +14,6 @@ pub mod acl;
 pub mod admit;
 pub mod config;
 pub mod metrics;
-pub mod probe;
 pub mod pump;
 pub mod server;
 pub mod socks;

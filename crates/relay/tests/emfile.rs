@@ -4,15 +4,14 @@
 //! The relay runs in a child process (this test binary re-executed under
 //! `prlimit --nofile`) so the low limit touches nothing else.
 
-use std::io::{BufRead, BufReader, Read, Write};
-use std::net::{SocketAddr, TcpStream};
-use std::process::{Command, Stdio};
+use std::io::{Read, Write};
+use std::net::TcpStream;
 use std::time::Duration;
 
-use tcpaccel_relay::{Config, RawConfig, Relay};
+use tcpaccel_relay::{Config, RawConfig};
 
 mod common;
-use common::echo_server;
+use common::{connect_req, echo_server, serve_until_stdin_closes, socks_connect, spawn_limited_child};
 
 const CHILD_ENV: &str = "TCPACCEL_RELAY_EMFILE_CHILD";
 
@@ -31,21 +30,7 @@ fn relay_child() {
     };
     let cfg = Config::from_raw(&raw).expect("config");
     let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("runtime");
-    rt.block_on(async {
-        let relay = Relay::bind(cfg).await.expect("bind");
-        println!("ADDR {}", relay.local_addrs()[0]);
-        let stats = relay.stats();
-        let stdin_closed = tokio::task::spawn_blocking(|| {
-            let mut s = String::new();
-            let _ = std::io::stdin().read_to_string(&mut s);
-        });
-        relay
-            .run(async {
-                let _ = stdin_closed.await;
-            })
-            .await;
-        println!("STATS {}", serde_json::to_string(&stats.snapshot()).expect("json"));
-    });
+    serve_until_stdin_closes(cfg, rt);
 }
 
 fn cpu_of(pid: u32) -> Duration {
@@ -60,25 +45,8 @@ fn cpu_of(pid: u32) -> Duration {
 
 #[test]
 fn accept_backs_off_when_out_of_descriptors() {
-    let exe = std::env::current_exe().expect("test exe");
-    let mut child = Command::new("prlimit")
-        .arg("--nofile=40:40")
-        .arg(&exe)
-        .args(["--ignored", "--exact", "relay_child", "--nocapture", "--test-threads=1"])
-        .env(CHILD_ENV, "1")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .spawn()
-        .expect("spawn `prlimit` (util-linux) to run the relay with a low descriptor limit");
+    let (mut child, mut lines, addr) = spawn_limited_child(40, "relay_child", CHILD_ENV);
     let pid = child.id();
-    let mut lines = BufReader::new(child.stdout.take().expect("stdout")).lines();
-    let addr: SocketAddr = loop {
-        let line = lines.next().expect("child exited before printing its address").expect("read");
-        // libtest prints "test relay_child ... " on the same line.
-        if let Some((_, a)) = line.split_once("ADDR ") {
-            break a.trim().parse().expect("address");
-        }
-    };
     // Silent clients each hold a descriptor in the relay (handshake timeout 60 s),
     // far more than the limit allows: accept starts failing with EMFILE.
     let hogs: Vec<TcpStream> = (0..60).map(|_| TcpStream::connect(addr).expect("backlog accepts")).collect();
@@ -94,20 +62,8 @@ fn accept_backs_off_when_out_of_descriptors() {
     drop(hogs);
     // Descriptors are free again: a normal SOCKS connection is served.
     let echo = echo_server();
-    let mut s = TcpStream::connect(addr).expect("connect");
-    s.set_read_timeout(Some(Duration::from_secs(10))).expect("timeout");
-    s.write_all(&[5, 1, 0]).expect("greeting");
-    let mut m = [0u8; 2];
-    s.read_exact(&mut m).expect("served after descriptors were freed");
-    assert_eq!(m, [5, 0]);
-    let SocketAddr::V4(e) = echo else { unreachable!() };
-    let mut req = vec![5, 1, 0, 1];
-    req.extend_from_slice(&e.ip().octets());
-    req.extend_from_slice(&e.port().to_be_bytes());
-    s.write_all(&req).expect("request");
-    let mut rep = [0u8; 10];
-    s.read_exact(&mut rep).expect("reply");
-    assert_eq!(rep[1], 0);
+    let (mut s, code) = socks_connect(addr, &connect_req(echo));
+    assert_eq!(code, 0, "served after descriptors were freed");
     s.write_all(b"back").expect("write");
     let mut b = [0u8; 4];
     s.read_exact(&mut b).expect("echo");

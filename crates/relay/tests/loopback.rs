@@ -13,7 +13,7 @@ use tcpaccel_relay::{Config, RawConfig, Relay, Stats};
 
 mod common;
 // Echo server: sends back everything, then closes after the client's FIN.
-use common::echo_server;
+use common::{connect_req, echo_server, socks_connect};
 
 struct TestRelay {
     _rt: tokio::runtime::Runtime,
@@ -97,30 +97,6 @@ fn curl(proxy_flag: &str, relay: &TestRelay, url: &str) -> Vec<u8> {
         .expect("run curl (is curl installed?)");
     assert!(out.status.success(), "curl failed: {}", String::from_utf8_lossy(&out.stderr));
     out.stdout
-}
-
-/// SOCKS5 handshake by hand; returns the stream and the reply code.
-fn socks_connect(relay: SocketAddr, request: &[u8]) -> (TcpStream, u8) {
-    let mut s = TcpStream::connect(relay).expect("connect relay");
-    s.set_read_timeout(Some(Duration::from_secs(10))).expect("timeout");
-    s.write_all(&[5, 1, 0]).expect("greeting");
-    let mut m = [0u8; 2];
-    s.read_exact(&mut m).expect("method reply");
-    assert_eq!(m, [5, 0]);
-    s.write_all(request).expect("request");
-    let mut head = [0u8; 10];
-    s.read_exact(&mut head).expect("reply");
-    assert_eq!(head[0], 5);
-    assert_eq!(head[3], 1, "replies carry an IPv4 bound address");
-    (s, head[1])
-}
-
-fn connect_req(addr: SocketAddr) -> Vec<u8> {
-    let SocketAddr::V4(a) = addr else { panic!("v4 only here") };
-    let mut r = vec![5, 1, 0, 1];
-    r.extend_from_slice(&a.ip().octets());
-    r.extend_from_slice(&a.port().to_be_bytes());
-    r
 }
 
 fn domain_req(cmd: u8, name: &str, port: u16) -> Vec<u8> {

@@ -6,15 +6,13 @@
 //! `prlimit --nofile`) that fills its descriptor table so that exactly the
 //! client's and the upstream socket still fit, and no pipe does.
 
-use std::io::{BufRead, BufReader, Read, Write};
-use std::net::{Shutdown, SocketAddr, TcpStream};
-use std::process::{Command, Stdio};
-use std::time::Duration;
+use std::io::{Read, Write};
+use std::net::Shutdown;
 
 use tcpaccel_relay::{Config, RawConfig, Relay};
 
 mod common;
-use common::echo_server;
+use common::{connect_req, echo_server, socks_connect, spawn_limited_child};
 
 const CHILD_ENV: &str = "TCPACCEL_RELAY_PIPES_CHILD";
 
@@ -63,39 +61,10 @@ fn relay_without_pipes_child() {
 
 #[test]
 fn counters_report_copy_when_pipes_cannot_be_made() {
-    let exe = std::env::current_exe().expect("test exe");
-    let mut child = Command::new("prlimit")
-        .arg("--nofile=64:64")
-        .arg(&exe)
-        .args(["--ignored", "--exact", "relay_without_pipes_child", "--nocapture", "--test-threads=1"])
-        .env(CHILD_ENV, "1")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .spawn()
-        .expect("spawn `prlimit` (util-linux) to run the relay with a low descriptor limit");
-    let mut lines = BufReader::new(child.stdout.take().expect("stdout")).lines();
-    let addr: SocketAddr = loop {
-        let line = lines.next().expect("child exited before printing its address").expect("read");
-        // libtest prints "test relay_without_pipes_child ... " on the same line.
-        if let Some((_, a)) = line.split_once("ADDR ") {
-            break a.trim().parse().expect("address");
-        }
-    };
+    let (mut child, mut lines, addr) = spawn_limited_child(64, "relay_without_pipes_child", CHILD_ENV);
     let echo = echo_server();
-    let mut s = TcpStream::connect(addr).expect("connect");
-    s.set_read_timeout(Some(Duration::from_secs(10))).expect("timeout");
-    s.write_all(&[5, 1, 0]).expect("greeting");
-    let mut m = [0u8; 2];
-    s.read_exact(&mut m).expect("method reply");
-    assert_eq!(m, [5, 0]);
-    let SocketAddr::V4(e) = echo else { unreachable!() };
-    let mut req = vec![5, 1, 0, 1];
-    req.extend_from_slice(&e.ip().octets());
-    req.extend_from_slice(&e.port().to_be_bytes());
-    s.write_all(&req).expect("request");
-    let mut rep = [0u8; 10];
-    s.read_exact(&mut rep).expect("reply");
-    assert_eq!(rep[1], 0, "the upstream socket fits in the limit");
+    let (mut s, code) = socks_connect(addr, &connect_req(echo));
+    assert_eq!(code, 0, "the upstream socket fits in the limit");
     let msg: Vec<u8> = (0..200_000u32).map(|i| (i * 7 + i / 251) as u8).collect();
     let mut w = s.try_clone().expect("clone");
     let m2 = msg.clone();

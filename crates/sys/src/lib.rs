@@ -12,6 +12,8 @@ pub mod privilege;
 
 /// BPF: a minimal object loader, maps, cgroup links, pins (tcpaccel pace).
 pub mod bpf;
+/// Running `ip` and `tc` (iproute2): one runner, failures name the command line and stderr.
+pub mod command;
 /// sock_diag / inet_diag netlink dumps of TCP sockets with their tcp_info.
 pub mod diag;
 /// ethtool ioctl: switch TSO/GSO/GRO/tx-checksum offloads off.
@@ -24,9 +26,15 @@ pub mod netlink;
 pub mod netns;
 /// AF_PACKET raw sockets bound to an interface (batched receive, send).
 pub mod packet;
+/// The handshake-RTT probe: one TCP handshake timed, from a chosen local address.
+pub mod probe;
+/// SIGINT/SIGTERM: one handler thread, foreground subscribers, clean-up hooks on the exit path.
+pub mod signals;
 /// setsockopt/getsockopt helpers: SO_MAX_PACING_RATE, TCP_CONGESTION, buffers, TCP_WINDOW_CLAMP, ...
 pub mod sockopt;
 /// splice(2) and pipes for zero-copy relaying; SO_LINGER helpers live in sockopt.
 pub mod splice;
 /// `struct tcp_info`, parsed by length so older and newer kernels work.
 pub mod tcpinfo;
+/// `require_root` and the naming convention of root-only tests.
+pub mod testing;

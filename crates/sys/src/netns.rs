@@ -160,7 +160,7 @@ mod tests {
     /// inside it through `run_in`, and reads them back.
     #[test]
     fn root_enter_and_disable_offloads() {
-        assert!(crate::privilege::is_root(), "this test needs root (CI runs as root); it does not skip");
+        crate::testing::require_root();
         struct Ns(String);
         impl Drop for Ns {
             fn drop(&mut self) {

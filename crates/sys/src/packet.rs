@@ -564,7 +564,7 @@ mod tests {
     /// reported with the real length.
     #[test]
     fn root_veth_round_trip() {
-        assert!(crate::privilege::is_root(), "this test needs root (CI runs as root); it does not skip");
+        crate::testing::require_root();
         struct Ns(String);
         impl Drop for Ns {
             fn drop(&mut self) {

@@ -586,7 +586,10 @@ mod tests {
     }
 
     #[test]
-    fn raw_socket_bind_listen_connect() {
+    fn root_raw_socket_bind_listen_connect() {
+        // Root: it sets cubic, which an unprivileged process may only do
+        // when net.ipv4.tcp_allowed_congestion_control lists it.
+        crate::testing::require_root();
         let lfd = tcp_socket(Family::V4).unwrap();
         set_reuseaddr(&lfd, true).unwrap();
         bind(&lfd, &"127.0.0.1:0".parse().unwrap()).unwrap();

@@ -11,7 +11,6 @@
 //! only (see [`crate::judge::Fix::Advice`]); they are never applied here.
 
 use std::io::Write;
-use std::process::Command;
 
 use serde::{Deserialize, Serialize};
 
@@ -119,14 +118,8 @@ pub fn write_sysctl(key: &str, value: &str) -> Result<(), ApplyError> {
 }
 
 fn txqueuelen_of(dev: &str) -> Result<u32, ApplyError> {
-    let out = Command::new("ip")
-        .args(["-j", "link", "show", "dev", dev])
-        .output()
-        .map_err(|e| ApplyError::Failed { what: format!("ip link show dev {dev}"), msg: e.to_string() })?;
-    let v: serde_json::Value = serde_json::from_slice(&out.stdout).map_err(|_| ApplyError::Failed {
-        what: format!("ip link show dev {dev}"),
-        msg: String::from_utf8_lossy(&out.stderr).trim().to_string(),
-    })?;
+    let v = crate::collect::ip_json(&["link", "show", "dev", dev])
+        .map_err(|msg| ApplyError::Failed { what: format!("ip link show dev {dev}"), msg })?;
     v.get(0)
         .and_then(|l| l.get("txqlen"))
         .and_then(|q| q.as_u64())
@@ -139,18 +132,13 @@ fn txqueuelen_of(dev: &str) -> Result<u32, ApplyError> {
 
 fn set_txqueuelen(dev: &str, q: u32) -> Result<(), ApplyError> {
     let what = format!("ip link set dev {dev} txqueuelen {q}");
-    let out = Command::new("ip")
-        .args(["link", "set", "dev", dev, "txqueuelen", &q.to_string()])
-        .output()
-        .map_err(|e| ApplyError::Failed { what: what.clone(), msg: e.to_string() })?;
-    if out.status.success() {
-        return Ok(());
+    match tcpaccel_sys::command::ip(&["link", "set", "dev", dev, "txqueuelen", &q.to_string()]) {
+        Ok(_) => Ok(()),
+        Err(e) if e.is_privilege() => {
+            Err(ApplyError::Privilege { what, source: std::io::Error::from_raw_os_error(1 /* EPERM */) })
+        }
+        Err(e) => Err(ApplyError::Failed { what, msg: e.to_string() }),
     }
-    let msg = String::from_utf8_lossy(&out.stderr).trim().to_string();
-    if msg.contains("Operation not permitted") {
-        return Err(ApplyError::Privilege { what, source: std::io::Error::from_raw_os_error(1) });
-    }
-    Err(ApplyError::Failed { what, msg })
 }
 
 /// Applies `plan` in the calling thread's namespace.

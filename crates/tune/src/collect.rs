@@ -12,9 +12,8 @@
 //! ([`crate::apply`]). `/sys/class/net` is not used: it shows the
 //! namespace sysfs was mounted in, not the thread's.
 
-use std::net::{SocketAddr, TcpStream};
-use std::process::Command;
-use std::time::{Duration, Instant};
+use std::net::SocketAddr;
+use std::time::Duration;
 
 use tcpaccel_sys::diag::{DiagSocketConn, DumpRequest};
 
@@ -84,21 +83,11 @@ fn writable(key: &str) -> bool {
         .unwrap_or(false)
 }
 
-fn ip_json(args: &[&str]) -> Result<serde_json::Value, String> {
-    let out = Command::new("ip")
-        .arg("-j")
-        .args(args)
-        .output()
-        .map_err(|e| format!("running `ip -j {}`: {e}", args.join(" ")))?;
-    if !out.status.success() {
-        return Err(format!(
-            "`ip -j {}` failed: {}",
-            args.join(" "),
-            String::from_utf8_lossy(&out.stderr).trim()
-        ));
-    }
-    serde_json::from_slice(&out.stdout)
-        .map_err(|e| format!("`ip -j {}` printed unexpected JSON: {e}", args.join(" ")))
+/// `ip -j ARGS..` parsed as JSON.
+pub(crate) fn ip_json(args: &[&str]) -> Result<serde_json::Value, String> {
+    let argv: Vec<&str> = std::iter::once("-j").chain(args.iter().copied()).collect();
+    let out = tcpaccel_sys::command::ip(&argv).map_err(|e| e.to_string())?;
+    serde_json::from_str(&out).map_err(|e| format!("`ip -j {}` printed unexpected JSON: {e}", args.join(" ")))
 }
 
 /// One link as `ip -j -d link show` prints it.
@@ -190,11 +179,15 @@ fn link_speed(link: &Link, from: SpeedFrom) -> Option<u64> {
             std::fs::read_to_string(format!("{dir}/speed")).ok()?,
         ),
         SpeedFrom::Netns(ns) => {
-            let out = Command::new("ip")
-                .args(["netns", "exec", ns, "cat", &format!("{dir}/ifindex"), &format!("{dir}/speed")])
-                .output()
-                .ok()?;
-            let text = String::from_utf8_lossy(&out.stdout).into_owned();
+            let text = tcpaccel_sys::command::ip(&[
+                "netns",
+                "exec",
+                ns,
+                "cat",
+                &format!("{dir}/ifindex"),
+                &format!("{dir}/speed"),
+            ])
+            .ok()?;
             let mut lines = text.lines();
             (lines.next()?.to_string(), lines.next()?.to_string())
         }
@@ -254,17 +247,14 @@ fn target_route(target: SocketAddr) -> Fact<Route> {
     }
 }
 
-/// Median TCP handshake time to `target` over `n` attempts.
+/// Median TCP handshake time to a listening `target` over `n` attempts (a
+/// failed attempt is left out; all failing is an error naming the last cause).
 pub fn handshake_rtt(target: SocketAddr, n: usize, timeout: Duration) -> Result<Duration, String> {
     let mut times = Vec::with_capacity(n);
     let mut last_err = None;
     for _ in 0..n.max(1) {
-        let t0 = Instant::now();
-        match TcpStream::connect_timeout(&target, timeout) {
-            Ok(s) => {
-                times.push(t0.elapsed().as_secs_f64());
-                drop(s);
-            }
+        match tcpaccel_sys::probe::handshake(None, target, timeout).and_then(|h| h.accepted()) {
+            Ok(rtt) => times.push(rtt.as_secs_f64()),
             Err(e) => last_err = Some(e),
         }
     }
@@ -440,6 +430,8 @@ pub fn collect(netns: Option<&str>, path: PathSpec, probe: &Probe) -> Result<Fac
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::net::TcpStream;
+    use std::time::Instant;
 
     #[test]
     fn sysctl_paths_stay_under_proc_sys() {

@@ -26,7 +26,7 @@ use crate::cmd::values;
 use crate::exit::{self, Fail, Verdict};
 
 #[derive(clap::Args)]
-pub struct Args {
+pub(crate) struct Args {
     /// Bottleneck rate of the path, e.g. 1Gbit, 500mbit.
     // Hyphen values reach our parser, which names a negative value, instead
     // of clap reporting it as an unknown flag.
@@ -146,7 +146,7 @@ fn default_save_path() -> PathBuf {
     PathBuf::from(format!("tcpaccel-doctor-saved-{secs}.json"))
 }
 
-pub fn run(args: Args) -> anyhow::Result<Verdict> {
+pub(crate) fn run(args: Args) -> anyhow::Result<Verdict> {
     if let Some(file) = &args.revert {
         return revert(file, args.force, args.json);
     }

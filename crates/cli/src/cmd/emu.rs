@@ -27,7 +27,7 @@ use crate::exit::{self, Verdict};
     k = loss probability in Good (default 0)).\n\
 Per-direction flags (--rate-ab, --delay-ba, ...) override the flag for both directions.\n\
 a->b is what arrives on --a and leaves on --b.")]
-pub struct Args {
+pub(crate) struct Args {
     /// Interface of side A.
     #[arg(long, value_name = "IFACE")]
     a: String,
@@ -159,11 +159,11 @@ fn start_error(e: EmuError) -> anyhow::Error {
     }
 }
 
-pub fn run(args: Args) -> anyhow::Result<Verdict> {
+pub(crate) fn run(args: Args) -> anyhow::Result<Verdict> {
     let cfg = config(&args)?;
     let duration = args.duration;
     // Subscribe before starting so a signal during start-up is not lost.
-    let signals = tcpaccel_net::signals::subscribe().context("installing SIGINT/SIGTERM handling")?;
+    let signals = tcpaccel_sys::signals::subscribe().context("installing SIGINT/SIGTERM handling")?;
     let emu = match &args.netns {
         Some(ns) => {
             let c = cfg.clone();

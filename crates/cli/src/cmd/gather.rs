@@ -16,7 +16,7 @@ use tcpaccel_gather::{
 };
 
 #[derive(clap::Args)]
-pub struct Args {
+pub(crate) struct Args {
     #[command(subcommand)]
     cmd: Cmd,
 }
@@ -141,7 +141,7 @@ struct StatusArgs {
     json: bool,
 }
 
-pub fn run(args: Args) -> anyhow::Result<Verdict> {
+pub(crate) fn run(args: Args) -> anyhow::Result<Verdict> {
     match args.cmd {
         Cmd::Serve(a) => serve(a),
         Cmd::Send(a) => send(a),

@@ -15,31 +15,31 @@ use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 
 /// The shim built from this source tree (crates/preload), as bytes.
-pub static SHIM: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/libtcpaccel_preload.so"));
+pub(crate) static SHIM: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/libtcpaccel_preload.so"));
 
-pub const SHIM_FILE: &str = "libtcpaccel_preload.so";
+pub(crate) const SHIM_FILE: &str = "libtcpaccel_preload.so";
 
 #[derive(clap::Args)]
-pub struct CompletionsArgs {
+pub(crate) struct CompletionsArgs {
     /// The shell: bash, zsh, fish, elvish, powershell.
     shell: clap_complete::Shell,
 }
 
 #[derive(clap::Args)]
-pub struct ManArgs {
+pub(crate) struct ManArgs {
     /// Directory to write tcpaccel.1 and one page per subcommand (tcpaccel-lab-run.1, …) into.
     dir: PathBuf,
 }
 
 #[derive(clap::Args)]
-pub struct ShimArgs {
+pub(crate) struct ShimArgs {
     /// Write the embedded shim to this file instead (e.g. to install it system-wide).
     #[arg(long)]
     out: Option<PathBuf>,
 }
 
 /// Prints the completion script for `shell` to stdout.
-pub fn completions(a: CompletionsArgs, mut cli: clap::Command) -> anyhow::Result<Verdict> {
+pub(crate) fn completions(a: CompletionsArgs, mut cli: clap::Command) -> anyhow::Result<Verdict> {
     let mut buf = Vec::new();
     clap_complete::generate(a.shell, &mut cli, "tcpaccel", &mut buf);
     write_stdout(&buf)?;
@@ -47,7 +47,7 @@ pub fn completions(a: CompletionsArgs, mut cli: clap::Command) -> anyhow::Result
 }
 
 /// Every page a `tcpaccel` man tree has: (file name, roff text).
-pub fn man_pages(cli: clap::Command) -> anyhow::Result<Vec<(String, Vec<u8>)>> {
+pub(crate) fn man_pages(cli: clap::Command) -> anyhow::Result<Vec<(String, Vec<u8>)>> {
     let mut cli = cli;
     // Propagates global arguments (--log) and the version into the subcommands.
     cli.build();
@@ -75,7 +75,7 @@ fn collect_pages(cmd: &clap::Command, name: &str, pages: &mut Vec<(String, Vec<u
 }
 
 /// Writes every man page into `DIR` and lists the files written.
-pub fn man(a: ManArgs, cli: clap::Command) -> anyhow::Result<Verdict> {
+pub(crate) fn man(a: ManArgs, cli: clap::Command) -> anyhow::Result<Verdict> {
     std::fs::create_dir_all(&a.dir).with_context(|| format!("creating {}", a.dir.display()))?;
     let mut list = String::new();
     for (file, roff) in man_pages(cli)? {
@@ -89,7 +89,7 @@ pub fn man(a: ManArgs, cli: clap::Command) -> anyhow::Result<Verdict> {
 
 /// Prints the shim `run` would preload (writing the embedded copy to the cache
 /// if no shim file is installed), or writes the embedded shim to `--out`.
-pub fn shim(a: ShimArgs) -> anyhow::Result<Verdict> {
+pub(crate) fn shim(a: ShimArgs) -> anyhow::Result<Verdict> {
     let path = match a.out {
         Some(out) => {
             write_atomically(&out, SHIM).with_context(|| format!("writing the shim to {}", out.display()))?;
@@ -114,7 +114,7 @@ fn fnv1a(b: &[u8]) -> u64 {
 }
 
 /// `$XDG_CACHE_HOME/tcpaccel`, else `$HOME/.cache/tcpaccel` (absolute paths only, per the XDG spec).
-pub fn cache_dir() -> Option<PathBuf> {
+pub(crate) fn cache_dir() -> Option<PathBuf> {
     let abs = |v: std::ffi::OsString| Some(PathBuf::from(v)).filter(|p| p.is_absolute());
     std::env::var_os("XDG_CACHE_HOME")
         .and_then(abs)
@@ -124,7 +124,7 @@ pub fn cache_dir() -> Option<PathBuf> {
 
 /// The embedded shim as a file in `dir` (created 0700 if missing): reused when
 /// a file of that name holds exactly these bytes, else written anew.
-pub fn cached_shim(dir: &Path, shim: &[u8]) -> anyhow::Result<PathBuf> {
+pub(crate) fn cached_shim(dir: &Path, shim: &[u8]) -> anyhow::Result<PathBuf> {
     std::fs::DirBuilder::new()
         .recursive(true)
         .mode(0o700)
@@ -157,7 +157,7 @@ fn write_atomically(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
 }
 
 /// The embedded shim from the cache, or a usage error saying where it looked.
-pub fn embedded_shim() -> anyhow::Result<PathBuf> {
+pub(crate) fn embedded_shim() -> anyhow::Result<PathBuf> {
     let dir = cache_dir().ok_or_else(|| {
         exit::usage(
             "neither XDG_CACHE_HOME nor HOME is an absolute path, so the embedded shim has nowhere to go; \

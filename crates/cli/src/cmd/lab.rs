@@ -9,7 +9,7 @@ use tcpaccel_lab::scenario::{self, RunOptions};
 use tcpaccel_lab::{report, scenarios};
 
 #[derive(clap::Args)]
-pub struct Args {
+pub(crate) struct Args {
     #[command(subcommand)]
     cmd: LabCmd,
 }
@@ -76,7 +76,7 @@ enum LabCmd {
     },
 }
 
-pub fn run(args: Args) -> anyhow::Result<Verdict> {
+pub(crate) fn run(args: Args) -> anyhow::Result<Verdict> {
     match args.cmd {
         LabCmd::List { json } => {
             let mut text = String::new();
@@ -138,12 +138,12 @@ pub fn run(args: Args) -> anyhow::Result<Verdict> {
         }
         LabCmd::EmuBench { duration, rates, json } => {
             exit::require_root("lab emu-bench (network namespaces, AF_PACKET)")?;
-            let opts = tcpaccel_emu::bench::BenchOptions {
+            let opts = tcpaccel_lab::emu_bench::BenchOptions {
                 duration,
                 rates,
-                ..tcpaccel_emu::bench::BenchOptions::default()
+                ..tcpaccel_lab::emu_bench::BenchOptions::default()
             };
-            let report = tcpaccel_emu::bench::run(&opts)?;
+            let report = tcpaccel_lab::emu_bench::run(&opts)?;
             if json {
                 println!("{}", serde_json::to_string(&report)?);
             } else {
@@ -188,7 +188,7 @@ fn verdict(data: &tcpaccel_lab::records::RunData) -> anyhow::Result<Verdict> {
 /// incomplete end record and the report, and the networks' Drop guards tear
 /// down. A second signal makes the topology crate tear down and exit at once.
 fn install_interrupt() {
-    let Ok(rx) = tcpaccel_net::signals::subscribe() else {
+    let Ok(rx) = tcpaccel_sys::signals::subscribe() else {
         return; // the topology crate's own handler still cleans up and exits
     };
     std::thread::spawn(move || {

@@ -18,7 +18,7 @@ use anyhow::Context;
 use crate::exit::{self, Fail, Verdict};
 
 #[derive(clap::Args)]
-pub struct Args {
+pub(crate) struct Args {
     /// Lane configuration (TOML): peers with their SL and LL address pairs, policy, probes.
     #[arg(long, short = 'c')]
     config: PathBuf,
@@ -40,7 +40,7 @@ pub struct Args {
     metrics: Option<std::net::SocketAddr>,
 }
 
-pub fn run(args: Args) -> anyhow::Result<Verdict> {
+pub(crate) fn run(args: Args) -> anyhow::Result<Verdict> {
     let cfg = tcpaccel_lanes::Config::load(&args.config).map_err(|e| exit::usage(e.to_string()))?;
     let duration = args.duration;
     exit::require_root("tcpaccel lanes (MPTCP path-manager netlink)")?;

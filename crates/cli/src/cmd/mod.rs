@@ -1,14 +1,14 @@
 //! One module per subcommand: its clap arguments beside its code.
-pub mod doctor;
-pub mod emu;
-pub mod gather;
-pub mod install;
-pub mod lab;
-pub mod lanes;
-pub mod net;
-pub mod pace;
-pub mod relay;
-pub mod run;
-pub mod trace;
-pub mod traffic;
-pub mod values;
+pub(crate) mod doctor;
+pub(crate) mod emu;
+pub(crate) mod gather;
+pub(crate) mod install;
+pub(crate) mod lab;
+pub(crate) mod lanes;
+pub(crate) mod net;
+pub(crate) mod pace;
+pub(crate) mod relay;
+pub(crate) mod run;
+pub(crate) mod trace;
+pub(crate) mod traffic;
+pub(crate) mod values;

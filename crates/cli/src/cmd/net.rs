@@ -11,12 +11,12 @@ use std::time::{Duration, Instant};
 
 use anyhow::Context;
 use tcpaccel_core::units::format_duration;
-use tcpaccel_net::{clean, signals, state, LinkKind, MeterOptions, Network, Topology};
+use tcpaccel_net::{clean, state, LinkKind, MeterOptions, Network, Topology};
 
 use crate::exit::{self, Fail, Verdict};
 
 #[derive(clap::Args)]
-pub struct Args {
+pub(crate) struct Args {
     #[command(subcommand)]
     cmd: Cmd,
 }
@@ -79,7 +79,7 @@ struct ListArgs {
     json: bool,
 }
 
-pub fn run(args: Args) -> anyhow::Result<Verdict> {
+pub(crate) fn run(args: Args) -> anyhow::Result<Verdict> {
     match args.cmd {
         Cmd::Up(a) => up(a),
         Cmd::Down(a) => down(a),
@@ -108,7 +108,7 @@ fn up(a: UpArgs) -> anyhow::Result<Verdict> {
     let hold = a.hold;
     exit::require_root("tcpaccel net up")?;
     // Before building: a signal during the build still tears down and exits.
-    let signals = signals::subscribe().context("installing the SIGINT/SIGTERM handler")?;
+    let signals = tcpaccel_sys::signals::subscribe().context("installing the SIGINT/SIGTERM handler")?;
     let meter = MeterOptions { dir: a.meter_dir.clone(), ..MeterOptions::default() };
     let mut net = Network::up_with(&topo, &meter).map_err(|e| net_error(e, &format!("building {file}")))?;
     let state_file = net.persist(Some(&file)).map_err(|e| net_error(e, "writing the run state file"))?;

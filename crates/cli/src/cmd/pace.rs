@@ -33,13 +33,13 @@ use crate::cmd::values;
 use crate::exit::{self, Fail, Verdict};
 
 #[derive(clap::Args)]
-pub struct Args {
+pub(crate) struct Args {
     #[command(subcommand)]
     cmd: Sub,
 }
 
 #[derive(clap::Args, Clone)]
-pub struct RuleArgs {
+pub(crate) struct RuleArgs {
     /// Pacing for connections no rule matches: none, static:RATE (on-wire), dynamic (cwnd·mss/RTT per ACK, [PSPacer] eq. 1), dynamic:CEILING.
     #[arg(long, default_value = "dynamic", value_parser = values::pace_own_dynamic)]
     pace: PaceSpec,
@@ -102,7 +102,7 @@ enum Sub {
 }
 
 /// Maps a pacer error to the exit-code table.
-pub fn pacer_err(e: PacerError) -> anyhow::Error {
+pub(crate) fn pacer_err(e: PacerError) -> anyhow::Error {
     let msg = e.to_string();
     match e.class() {
         Class::Usage => exit::usage(msg),
@@ -114,13 +114,13 @@ pub fn pacer_err(e: PacerError) -> anyhow::Error {
 
 impl RuleArgs {
     /// One pacing for every connection (`tcpaccel run --pace`).
-    pub fn single(pace: PaceSpec) -> RuleArgs {
+    pub(crate) fn single(pace: PaceSpec) -> RuleArgs {
         RuleArgs { pace, rules: Vec::new(), ceiling: None, hold: false }
     }
 
     /// The configuration of the parsed flags; what only the whole can show
     /// (two rules for one destination, too many rules) is a usage error.
-    pub fn config(&self) -> anyhow::Result<PaceConfig> {
+    pub(crate) fn config(&self) -> anyhow::Result<PaceConfig> {
         let cfg =
             PaceConfig::new(self.pace, self.rules.clone(), self.ceiling).map_err(|e| pacer_err(e.into()))?;
         Ok(PaceConfig { hold: self.hold, ..cfg })
@@ -128,12 +128,12 @@ impl RuleArgs {
 }
 
 /// Root, cgroup2 and bpf(2): the exit code says which is missing.
-pub fn check_available() -> anyhow::Result<()> {
+pub(crate) fn check_available() -> anyhow::Result<()> {
     exit::require_root("tcpaccel pace (BPF programs, cgroups)")?;
     tcpaccel_pacer::available().map_err(pacer_err)
 }
 
-pub fn run(a: Args) -> anyhow::Result<Verdict> {
+pub(crate) fn run(a: Args) -> anyhow::Result<Verdict> {
     match a.cmd {
         Sub::Attach { cgroup, rules, json } => {
             let cfg = rules.config()?;
@@ -251,7 +251,7 @@ fn print_status(st: &[AttachStatus], json: bool) {
 }
 
 /// `status` as an exit code: the code, or 128 + the signal.
-pub fn exit_code(s: ExitStatus) -> i32 {
+pub(crate) fn exit_code(s: ExitStatus) -> i32 {
     use std::os::unix::process::ExitStatusExt;
     s.code().unwrap_or_else(|| 128 + s.signal().unwrap_or(0))
 }
@@ -260,7 +260,7 @@ pub fn exit_code(s: ExitStatus) -> i32 {
 /// and removes the new cgroup when it ends, also on SIGINT/SIGTERM (which
 /// reach the command through the terminal; one sent to us alone is passed
 /// on as SIGKILL after 2 s) and on a panic (the guards' Drop).
-pub fn run_paced(
+pub(crate) fn run_paced(
     cfg: &PaceConfig,
     cgroup: Option<&std::path::Path>,
     mut cmd: Command,

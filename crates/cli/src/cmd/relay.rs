@@ -16,7 +16,7 @@ use crate::exit::{self, Verdict};
 
 #[derive(clap::Args)]
 #[command(args_conflicts_with_subcommands = true)]
-pub struct Args {
+pub(crate) struct Args {
     #[command(subcommand)]
     command: Option<Sub>,
     #[command(flatten)]
@@ -156,7 +156,7 @@ struct PlanArgs {
     json: bool,
 }
 
-pub fn run(args: Args) -> anyhow::Result<Verdict> {
+pub(crate) fn run(args: Args) -> anyhow::Result<Verdict> {
     match args.command {
         Some(Sub::Plan(p)) => plan(p),
         None => serve(args.serve),
@@ -337,7 +337,7 @@ fn pair_matrix(
 
 fn probe_candidate(p: &Probe, samples: usize) -> anyhow::Result<(String, Duration)> {
     let (name, addr) = (p.name.clone(), p.addr);
-    let rtts = tcpaccel_relay::probe::handshake_rtts(addr, samples.max(1), Duration::from_secs(3))?;
+    let rtts = tcpaccel_sys::probe::handshake_rtts(addr, samples.max(1), Duration::from_secs(3))?;
     let secs: Vec<f64> = rtts.iter().map(|d| d.as_secs_f64()).collect();
     let med = tcpaccel_core::stats::median(&secs).unwrap_or(0.0);
     tracing::info!(%addr, samples = rtts.len(), median_ms = med * 1e3, "probed");

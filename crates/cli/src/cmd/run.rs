@@ -30,7 +30,7 @@ use tcpaccel_core::pace_spec::PaceSpec;
 use tcpaccel_core::units::Bytes;
 
 #[derive(clap::Args)]
-pub struct Args {
+pub(crate) struct Args {
     /// Pacing: none, static:RATE (on-wire, e.g. static:500mbit), dynamic (cwnd·mss/RTT, [PSPacer] eq. 1), dynamic:RATE (with a ceiling).
     #[arg(long, default_value = "none", value_parser = values::pace_own_dynamic)]
     pace: PaceSpec,
@@ -65,7 +65,7 @@ pub struct Args {
 
 /// Which mechanism paces the program's sockets.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum PaceVia {
+pub(crate) enum PaceVia {
     Auto,
     Cgroup,
     Preload,
@@ -92,7 +92,7 @@ fn choose_cgroup(via: PaceVia) -> anyhow::Result<Result<(), String>> {
 /// The value of TCPACCEL_PACE for the shim: the pacing in the grammar's own
 /// form (the shim parses it with the same grammar and converts the on-wire
 /// rate to payload bytes/s itself), or nothing for `none`.
-pub fn pace_env(pace: PaceSpec) -> Option<String> {
+pub(crate) fn pace_env(pace: PaceSpec) -> Option<String> {
     (pace != PaceSpec::None).then(|| pace.to_string())
 }
 
@@ -106,7 +106,7 @@ fn available_cc() -> Vec<String> {
 /// binary (cargo build) or in deps/ (cargo test), `../lib/tcpaccel/` (the
 /// .deb's /usr/lib/tcpaccel), and last the copy embedded in this binary,
 /// written to a private cache file (`cargo install` installs no libraries).
-pub fn find_shim(explicit: Option<PathBuf>) -> anyhow::Result<PathBuf> {
+pub(crate) fn find_shim(explicit: Option<PathBuf>) -> anyhow::Result<PathBuf> {
     let named: Vec<PathBuf> =
         explicit.into_iter().chain(std::env::var_os("TCPACCEL_PRELOAD_LIB").map(PathBuf::from)).collect();
     // A path the user named must exist: falling back to another shim would hide the mistake.
@@ -156,7 +156,7 @@ fn check_preloadable(p: PathBuf) -> anyhow::Result<PathBuf> {
     Ok(p)
 }
 
-pub fn run(a: Args) -> anyhow::Result<Verdict> {
+pub(crate) fn run(a: Args) -> anyhow::Result<Verdict> {
     let shim_pace = pace_env(a.pace);
     if let Some(cc) = &a.cc {
         let avail = available_cc();

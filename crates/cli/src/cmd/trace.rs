@@ -23,7 +23,7 @@ use crate::exit::{self, Verdict};
 
 #[derive(clap::Args)]
 #[command(group(clap::ArgGroup::new("select").args(["port", "dst", "pid"])))]
-pub struct Args {
+pub(crate) struct Args {
     /// Sockets whose local or remote port is P.
     #[arg(long)]
     port: Option<u16>,
@@ -78,7 +78,7 @@ fn dst(s: &str) -> Result<Selector, String> {
     Selector::parse_dst(s).ok_or_else(|| format!("{s:?}: expected ADDR, ADDR:PORT or [V6]:PORT"))
 }
 
-pub fn run(args: Args) -> anyhow::Result<Verdict> {
+pub(crate) fn run(args: Args) -> anyhow::Result<Verdict> {
     let interval = args.interval;
     if interval < Duration::from_millis(1) {
         return Err(exit::usage("--interval must be at least 1ms"));

@@ -29,7 +29,7 @@ use crate::cmd::values;
 use crate::exit::{self, Fail, Verdict};
 
 #[derive(clap::Args)]
-pub struct SendArgs {
+pub(crate) struct SendArgs {
     /// Receiver address, IP:PORT (e.g. 10.0.0.2:5201 or [fd00::2]:5201).
     #[arg(long, required = true, value_parser = values::socket_addr)]
     to: Option<SocketAddr>,
@@ -98,7 +98,7 @@ pub struct SendArgs {
 }
 
 #[derive(clap::Args)]
-pub struct RecvArgs {
+pub(crate) struct RecvArgs {
     /// Address to listen on, IP:PORT.
     #[arg(long, default_value = "0.0.0.0:5201", value_parser = values::socket_addr)]
     listen: SocketAddr,
@@ -302,14 +302,14 @@ fn send_bursts(mut cfg: SendConfig, b: tcpaccel_traffic::Bursts, json: bool) -> 
     Ok(Verdict::Ok)
 }
 
-pub fn send(args: SendArgs) -> anyhow::Result<Verdict> {
+pub(crate) fn send(args: SendArgs) -> anyhow::Result<Verdict> {
     let mut cfg = send_config(&args)?;
     let bursts = bursts(&args)?;
     enter_netns(&args.netns, "tcpaccel send --netns")?;
     sysctl_warnings(&cfg, args.resume_pacing);
     // The first SIGINT/SIGTERM ends the run early but in order (uploads
     // still collect their receipts), so the summary prints; exit 130.
-    let signals = tcpaccel_net::signals::subscribe().context("installing SIGINT/SIGTERM handling")?;
+    let signals = tcpaccel_sys::signals::subscribe().context("installing SIGINT/SIGTERM handling")?;
     let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
     cfg.stop = Some(std::sync::Arc::clone(&stop));
     let flag = std::sync::Arc::clone(&stop);
@@ -415,12 +415,12 @@ fn recv_config(args: &RecvArgs) -> anyhow::Result<RecvConfig> {
     Ok(cfg)
 }
 
-pub fn recv(args: RecvArgs) -> anyhow::Result<Verdict> {
+pub(crate) fn recv(args: RecvArgs) -> anyhow::Result<Verdict> {
     let cfg = recv_config(&args)?;
     enter_netns(&args.netns, "tcpaccel recv --netns")?;
     let listen = cfg.listen;
     // The first SIGINT/SIGTERM comes to us so the summary still prints.
-    let signals = tcpaccel_net::signals::subscribe().context("installing SIGINT/SIGTERM handling")?;
+    let signals = tcpaccel_sys::signals::subscribe().context("installing SIGINT/SIGTERM handling")?;
     let handle = spawn_recv(cfg).map_err(|e| lib_error(e, &format!("listening on {listen}")))?;
     let local = handle.local_addr();
     if args.json {

@@ -12,32 +12,32 @@ use tcpaccel_core::units::{parse_duration, Bytes, QueueLimit, Rate};
 use tcpaccel_pacer::rules::DstRule;
 use tcpaccel_traffic::pace::Pace;
 
-pub fn duration(s: &str) -> Result<Duration, String> {
+pub(crate) fn duration(s: &str) -> Result<Duration, String> {
     parse_duration(s).map_err(|e| e.to_string())
 }
 
-pub fn bytes(s: &str) -> Result<Bytes, String> {
+pub(crate) fn bytes(s: &str) -> Result<Bytes, String> {
     Bytes::parse(s).map_err(|e| e.to_string())
 }
 
-pub fn queue_limit(s: &str) -> Result<QueueLimit, String> {
+pub(crate) fn queue_limit(s: &str) -> Result<QueueLimit, String> {
     QueueLimit::parse(s).map_err(|e| e.to_string())
 }
 
-pub fn loss(s: &str) -> Result<LossSpec, String> {
+pub(crate) fn loss(s: &str) -> Result<LossSpec, String> {
     LossSpec::parse(s).map_err(|e| e.to_string())
 }
 
 /// `send`/`recv --pace`: the one pacing grammar, a plain `dynamic` being the
 /// traffic tool's default loop.
-pub fn pace(s: &str) -> Result<Pace, String> {
+pub(crate) fn pace(s: &str) -> Result<Pace, String> {
     Pace::parse(s).map_err(|e| e.to_string())
 }
 
 /// `run --pace` and `pace --pace`: the same grammar, for front ends whose
 /// `dynamic` is the cgroup pacer's (or the shim's) own, so the traffic
 /// tool's `dynamic=kernel|loop` is refused, naming it.
-pub fn pace_own_dynamic(s: &str) -> Result<PaceSpec, String> {
+pub(crate) fn pace_own_dynamic(s: &str) -> Result<PaceSpec, String> {
     let p = PaceSpec::parse(s).map_err(|e| e.to_string())?;
     match p.mode() {
         Some(m) => Err(format!(
@@ -51,20 +51,20 @@ pub fn pace_own_dynamic(s: &str) -> Result<PaceSpec, String> {
 }
 
 /// `pace --rule DEST=PACE`.
-pub fn pace_rule(s: &str) -> Result<DstRule, String> {
+pub(crate) fn pace_rule(s: &str) -> Result<DstRule, String> {
     s.parse().map_err(|e: tcpaccel_pacer::rules::RuleError| e.to_string())
 }
 
-pub fn rate(s: &str) -> Result<Rate, String> {
+pub(crate) fn rate(s: &str) -> Result<Rate, String> {
     Rate::parse(s).map_err(|e| e.to_string())
 }
 
-pub fn socket_addr(s: &str) -> Result<SocketAddr, String> {
+pub(crate) fn socket_addr(s: &str) -> Result<SocketAddr, String> {
     s.trim().parse().map_err(|_| format!("{s:?} is not IP:PORT (e.g. 10.0.0.2:5201 or [fd00::2]:5201)"))
 }
 
 /// `--bind`: IP (any port) or IP:PORT.
-pub fn bind_addr(s: &str) -> Result<SocketAddr, String> {
+pub(crate) fn bind_addr(s: &str) -> Result<SocketAddr, String> {
     match s.trim().parse::<std::net::IpAddr>() {
         Ok(ip) => Ok(SocketAddr::new(ip, 0)),
         Err(_) => s
@@ -75,7 +75,7 @@ pub fn bind_addr(s: &str) -> Result<SocketAddr, String> {
 }
 
 /// A report interval: a duration of at least 10 ms, or `off` (`None`).
-pub fn interval_or_off(s: &str) -> Result<Interval, String> {
+pub(crate) fn interval_or_off(s: &str) -> Result<Interval, String> {
     if s.trim().eq_ignore_ascii_case("off") {
         return Ok(Interval(None));
     }
@@ -88,18 +88,18 @@ pub fn interval_or_off(s: &str) -> Result<Interval, String> {
 
 /// [`interval_or_off`]'s value: `None` for `off`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Interval(pub Option<Duration>);
+pub(crate) struct Interval(pub(crate) Option<Duration>);
 
 /// `--metrics`: PORT alone is loopback (see `tcpaccel_metrics::parse_listen`).
-pub fn metrics_addr(s: &str) -> Result<SocketAddr, String> {
+pub(crate) fn metrics_addr(s: &str) -> Result<SocketAddr, String> {
     tcpaccel_metrics::parse_listen(s).map_err(|e| e.to_string())
 }
 
 /// A link rate that may be `unlimited`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct RateSetting(pub Option<Rate>);
+pub(crate) struct RateSetting(pub Option<Rate>);
 
-pub fn rate_setting(s: &str) -> Result<RateSetting, String> {
+pub(crate) fn rate_setting(s: &str) -> Result<RateSetting, String> {
     tcpaccel_emu::config::parse_rate_setting(s).map(RateSetting).map_err(|e| e.to_string())
 }
 

@@ -5,12 +5,12 @@
 use std::process::Child;
 
 /// The `tcpaccel` binary cargo built for these tests.
-pub fn bin() -> &'static str {
+pub(crate) fn bin() -> &'static str {
     env!("CARGO_BIN_EXE_tcpaccel")
 }
 
 /// Kills a spawned service if a test fails before it exits by itself.
-pub struct Reaper(pub Child);
+pub(crate) struct Reaper(pub Child);
 
 impl Drop for Reaper {
     fn drop(&mut self) {

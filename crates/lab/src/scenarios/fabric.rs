@@ -29,9 +29,7 @@
 //! interface a packet addressed to its SL address.
 
 use std::fmt::Write as _;
-use std::io::Write as _;
 use std::net::Ipv4Addr;
-use std::process::{Command, Stdio};
 
 use crate::flows::HostAddrs;
 use anyhow::{bail, Context, Result};
@@ -217,23 +215,9 @@ fn write_routes(t: &mut String, routes: &[(String, Ipv4Addr)]) {
 
 /// Runs `ip -n NS -batch -` with `lines`, naming the namespace on failure.
 pub fn ip_batch(ns: &str, lines: &[String]) -> Result<()> {
-    let mut child = Command::new("ip")
-        .args(["-n", ns, "-batch", "-"])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .context("running ip -batch")?;
-    {
-        let mut stdin = child.stdin.take().context("ip -batch stdin")?;
-        for l in lines {
-            writeln!(stdin, "{l}").context("writing to ip -batch")?;
-        }
-    }
-    let out = child.wait_with_output().context("waiting for ip -batch")?;
-    if !out.status.success() {
-        bail!("ip -n {ns} -batch failed on {lines:?}: {}", String::from_utf8_lossy(&out.stderr).trim());
-    }
+    let input = lines.iter().map(|l| format!("{l}\n")).collect::<String>();
+    tcpaccel_sys::command::run_with_input("ip", &["-n", ns, "-batch", "-"], Some(&input))
+        .with_context(|| format!("ip -batch in {ns} on {lines:?}"))?;
     Ok(())
 }
 

@@ -22,9 +22,10 @@
 //! enough and more connections win more of the link. The default 7 Mbit/s is
 //! just above what the 100 KB pool's windows carry at 120 ms (6.6 Mbit/s), so
 //! without interference the pool, not the link, limits (Model 1 unchanged);
-//! with three Reno interferers the high class falls below 1 Mbit/s unless it
+//! with three Reno interferers the high class misses its target unless it
 //! opens streams. At 10 Mbit/s the interferers leave the gather flows enough
-//! link that the high window alone still carries the target (BENCHMARKS.md).
+//! link that the high window alone still carries the target (BENCHMARKS.md,
+//! "Model 2 at 7 Mbit/s" and "Model 1 and 2 at 10 Mbit/s", has the figures).
 //!
 //! What it is not: not ns-2. The clients use TCP Reno as in the paper (param
 //! `cc`, set per socket: a namespace inherits the host's default, bbr here),
@@ -808,7 +809,7 @@ mod tests {
     /// [GatherQoS]'s allocation gives high about twice low's window at 100 KB
     /// (§3.1, surplus split by target), so high must clearly lead in `buffer`.
     #[test]
-    fn short_run_orders_classes_by_allocation() {
+    fn root_short_run_orders_classes_by_allocation() {
         let d =
             crate::scenario::run_short(&Gather, &[("clients", "1"), ("duration", "8s"), ("warmup", "2s")]);
         let buffer = d.summaries.iter().find(|s| s.variant == "buffer").expect("buffer summary");

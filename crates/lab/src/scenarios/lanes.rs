@@ -27,9 +27,10 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use crate::flows::{run_flows, FlowResult, Received, RunOptions, Sinks, Transport};
+use crate::workloads::{self as workload, Hosts, Mix};
 use anyhow::{bail, Context, Result};
 use tcpaccel_core::stats::percentile_sorted;
-use tcpaccel_core::workload::{self, Flow, FlowClass, Hosts, Mix};
+use tcpaccel_core::workload::{Flow, FlowClass};
 use tcpaccel_lanes::record::{DecisionAction, Record};
 
 use super::fabric::{Fabric, FabricSpec, MptcpMode};

@@ -29,8 +29,8 @@ pub fn all() -> Vec<Box<dyn Scenario>> {
         Box::new(gather::Gather),
         Box::new(lanes::LanesBasic),
         Box::new(lanes::LanesBuildup),
-        Box::new(lanes::LanesRealistic(tcpaccel_core::workload::Mix::WebSearch)),
-        Box::new(lanes::LanesRealistic(tcpaccel_core::workload::Mix::DataMining)),
+        Box::new(lanes::LanesRealistic(crate::workloads::Mix::WebSearch)),
+        Box::new(lanes::LanesRealistic(crate::workloads::Mix::DataMining)),
         Box::new(lanes::LanesParams),
     ]
 }

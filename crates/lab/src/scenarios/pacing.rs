@@ -543,7 +543,7 @@ mod tests {
     /// 123 µs against 6 µs (an ideal gap of 123 µs), so a factor of 3 is a
     /// wide margin; both must keep most of the rate.
     #[test]
-    fn one_segment_per_packet_spaces_paced_frames() {
+    fn root_one_segment_per_packet_spaces_paced_frames() {
         let d = crate::scenario::run_short(
             &Pacing,
             &[

@@ -2,11 +2,14 @@
 #![allow(dead_code)]
 
 use std::io::{Read, Write};
-use std::net::{Shutdown, SocketAddr, TcpListener};
+use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream};
+use std::time::Duration;
+
+use tcpaccel_relay::{Config, Relay};
 
 /// A loopback echo server on its own threads, one per connection, that
 /// half-closes after the client does; its address.
-pub fn echo_server() -> SocketAddr {
+pub(crate) fn echo_server() -> SocketAddr {
     let l = TcpListener::bind("127.0.0.1:0").expect("bind echo");
     let addr = l.local_addr().expect("addr");
     std::thread::spawn(move || {
@@ -24,4 +27,83 @@ pub fn echo_server() -> SocketAddr {
         }
     });
     addr
+}
+
+/// SOCKS5 handshake by hand (no authentication, then `request`); returns
+/// the stream and the reply code.
+pub(crate) fn socks_connect(relay: SocketAddr, request: &[u8]) -> (TcpStream, u8) {
+    let mut s = TcpStream::connect(relay).expect("connect relay");
+    s.set_read_timeout(Some(Duration::from_secs(10))).expect("timeout");
+    s.write_all(&[5, 1, 0]).expect("greeting");
+    let mut m = [0u8; 2];
+    s.read_exact(&mut m).expect("method reply");
+    assert_eq!(m, [5, 0]);
+    s.write_all(request).expect("request");
+    let mut head = [0u8; 10];
+    s.read_exact(&mut head).expect("reply");
+    assert_eq!(head[0], 5);
+    assert_eq!(head[3], 1, "replies carry an IPv4 bound address");
+    (s, head[1])
+}
+
+/// A SOCKS5 CONNECT request for an IPv4 `addr`.
+pub(crate) fn connect_req(addr: SocketAddr) -> Vec<u8> {
+    let SocketAddr::V4(a) = addr else { panic!("v4 only here") };
+    let mut r = vec![5, 1, 0, 1];
+    r.extend_from_slice(&a.ip().octets());
+    r.extend_from_slice(&a.port().to_be_bytes());
+    r
+}
+
+/// The body of a relay child process: serves `cfg` on `rt`, prints
+/// `ADDR <addr>` once listening, runs until its stdin closes, then prints
+/// `STATS <json>` (the parent reads both lines).
+pub(crate) fn serve_until_stdin_closes(cfg: Config, rt: tokio::runtime::Runtime) {
+    rt.block_on(async {
+        let relay = Relay::bind(cfg).await.expect("bind");
+        println!("ADDR {}", relay.local_addrs()[0]);
+        let stats = relay.stats();
+        let stdin_closed = tokio::task::spawn_blocking(|| {
+            let mut s = String::new();
+            let _ = std::io::stdin().read_to_string(&mut s);
+        });
+        relay
+            .run(async {
+                let _ = stdin_closed.await;
+            })
+            .await;
+        println!("STATS {}", serde_json::to_string(&stats.snapshot()).expect("json"));
+    });
+}
+
+/// Runs this test binary's ignored test `child_test` as a child relay under
+/// `prlimit --nofile=N:N` with `env` set (the child checks it), and waits for
+/// the `ADDR` line it prints; the child, its remaining stdout lines and the
+/// relay's address. Closing the child's stdin stops it.
+pub(crate) fn spawn_limited_child(
+    nofile: u32,
+    child_test: &str,
+    env: &str,
+) -> (std::process::Child, std::io::Lines<std::io::BufReader<std::process::ChildStdout>>, SocketAddr) {
+    use std::io::BufRead;
+    use std::process::{Command, Stdio};
+    let exe = std::env::current_exe().expect("test exe");
+    let mut child = Command::new("prlimit")
+        .arg(format!("--nofile={nofile}:{nofile}"))
+        .arg(&exe)
+        .args(["--ignored", "--exact", child_test, "--nocapture", "--test-threads=1"])
+        .env(env, "1")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("spawn `prlimit` (util-linux) to run the relay with a low descriptor limit");
+    let mut lines = std::io::BufReader::new(child.stdout.take().expect("stdout")).lines();
+    let addr: SocketAddr = loop {
+        let line = lines.next().expect("child exited before printing its address").expect("read");
+        // libtest prints "test <child_test> ... " on the same line.
+        if let Some((_, a)) = line.split_once("ADDR ") {
+            break a.trim().parse().expect("address");
+        }
+    };
+    (child, lines, addr)
 }

@@ -196,16 +196,12 @@ mod tests {
     use super::super::flags;
     use super::*;
 
-    fn require_root() {
-        assert!(crate::privilege::is_root(), "this test needs root (CI runs as root)");
-    }
-
     /// Root: the family resolves in this namespace, and a command with a
     /// token no connection has fails naming the command and the kernel's
     /// reason.
     #[test]
     fn root_bad_token_names_the_command() {
-        require_root();
+        crate::testing::require_root();
         let mut pm = PmClient::open().expect("mptcp_pm must be registered (MPTCP on)");
         assert!(pm.family().group(EVENTS_GROUP).is_some(), "{:?}", pm.family());
         assert_eq!(resolve_family(FAMILY_NAME).expect("resolve").id, pm.family().id);

@@ -36,13 +36,6 @@ mtu = 1400
 txqueuelen = 500
 "#;
 
-fn require_root() {
-    assert!(
-        tcpaccel_sys::privilege::is_root(),
-        "this test builds network namespaces and must run as root (CI runs as root)"
-    );
-}
-
 fn output(net: &Network, node: &str, argv: &[&str]) -> String {
     let out = net.exec(node, argv).unwrap().output().expect("spawn ip netns exec");
     assert!(out.status.success(), "{argv:?} in {node}: {}", String::from_utf8_lossy(&out.stderr));
@@ -58,8 +51,8 @@ fn reach(net: &Network, from: &str, to: &str, addr: SocketAddr) {
 }
 
 #[test]
-fn chain_of_veths_routes_shapes_and_tears_down() {
-    require_root();
+fn root_chain_of_veths_routes_shapes_and_tears_down() {
+    tcpaccel_sys::testing::require_root();
     let topo = Topology::from_toml_str(CHAIN).expect("valid topology");
     let net = Network::up(&topo).expect("network up");
     let run = net.run_id().to_string();
@@ -144,8 +137,8 @@ fn chain_of_veths_routes_shapes_and_tears_down() {
 }
 
 #[test]
-fn failure_midway_removes_what_was_built() {
-    require_root();
+fn root_failure_midway_removes_what_was_built() {
+    tcpaccel_sys::testing::require_root();
     // A sysctl that does not exist fails after the namespaces and links exist.
     let topo = Topology::from_toml_str(
         r#"

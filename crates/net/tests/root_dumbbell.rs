@@ -30,13 +30,6 @@ buffer = "375KB"
 /// with timestamps).
 const GOODPUT_LIMIT_BPS: f64 = 50e6 * 1448.0 / 1538.0;
 
-fn require_root() {
-    assert!(
-        tcpaccel_sys::privilege::is_root(),
-        "this test builds network namespaces and must run as root (CI runs as root)"
-    );
-}
-
 /// Names of this process's threads (comm, truncated to 15 characters by the kernel).
 fn thread_names() -> Vec<String> {
     let mut out = Vec::new();
@@ -51,19 +44,14 @@ fn thread_names() -> Vec<String> {
 }
 
 fn handshake_rtt(net: &Network, to: SocketAddr) -> Duration {
-    net.run_in("h1", move || {
-        let t0 = Instant::now();
-        let s = TcpStream::connect_timeout(&to, Duration::from_secs(5)).expect("connect h1 -> h2");
-        let rtt = t0.elapsed();
-        drop(s);
-        rtt
-    })
-    .expect("run in h1")
+    net.run_in("h1", move || tcpaccel_sys::probe::handshake(None, to, Duration::from_secs(5))?.accepted())
+        .expect("run in h1")
+        .expect("connect h1 -> h2")
 }
 
 #[test]
-fn dumbbell_rtt_goodput_and_clean_teardown() {
-    require_root();
+fn root_dumbbell_rtt_goodput_and_clean_teardown() {
+    tcpaccel_sys::testing::require_root();
     let topo = Topology::from_toml_str(DUMBBELL).expect("valid topology");
     let net = Network::up(&topo).expect("network up");
     let prefix = format!("tcpaccel-{}-", net.run_id());

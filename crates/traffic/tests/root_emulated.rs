@@ -45,13 +45,6 @@ fn transfer(net: &Network, pace: Pace, volume: Volume) -> (SendSummary, u64) {
     (summary, emu.a_to_b.drops.queue + emu.a_to_b.drops.loss)
 }
 
-fn require_root() {
-    assert!(
-        tcpaccel_sys::privilege::is_root(),
-        "this test needs root (network namespaces); CI runs it as root"
-    );
-}
-
 /// Wire bit rates of the h1→h2 direction in consecutive `window` windows
 /// from the meter CSV, from `skip` seconds on.
 fn wire_rates(csv: &Path, window: f64, skip: f64) -> Vec<f64> {
@@ -85,8 +78,8 @@ fn wire_rates(csv: &Path, window: f64, skip: f64) -> Vec<f64> {
 /// frames reach the bottleneck evenly: in 25 ms windows (~40 frames) the
 /// arrival rate stays near 20 Mbit/s.
 #[test]
-fn static_pacing_through_an_emulated_link_is_exact_and_even() {
-    require_root();
+fn root_static_pacing_through_an_emulated_link_is_exact_and_even() {
+    tcpaccel_sys::testing::require_root();
     let dir = std::env::temp_dir().join(format!("tcpaccel-traffic-meter-{}", std::process::id()));
     let net = Network::up_with(
         &topology("50mbit", "5ms", "100KB"),
@@ -125,8 +118,8 @@ fn static_pacing_through_an_emulated_link_is_exact_and_even() {
 /// Issue 4: a short bursty run (slow start into a 20-packet buffer) drops
 /// far fewer frames paced just below the bottleneck than unpaced.
 #[test]
-fn pacing_drops_fewer_frames_than_bursting() {
-    require_root();
+fn root_pacing_drops_fewer_frames_than_bursting() {
+    tcpaccel_sys::testing::require_root();
     let run = |pace: Pace| {
         let net = Network::up(&topology("50mbit", "10ms", "30KB")).expect("build the emulated path");
         let (s, drops) = transfer(&net, pace, Volume::Bytes(4_000_000));

@@ -39,11 +39,8 @@ impl Drop for Netns {
 }
 
 #[test]
-fn sockets_live_in_the_callers_namespace() {
-    assert!(
-        tcpaccel_sys::privilege::is_root(),
-        "this test needs root (network namespaces); CI runs it as root"
-    );
+fn root_sockets_live_in_the_callers_namespace() {
+    tcpaccel_sys::testing::require_root();
     let ns = Netns::create();
     let handle =
         tcpaccel_sys::netns::run_in(&ns.0, || spawn_recv(RecvConfig::new("127.0.0.1:0".parse().unwrap())))
@@ -84,11 +81,8 @@ fn sockets_live_in_the_callers_namespace() {
 /// pacing at 20 Mbit/s on the wire gives 20 × 1448/1538 = 18.83 Mbit/s of
 /// goodput in the steady state.
 #[test]
-fn static_pacing_over_a_1500_mtu_veth_uses_ethernet_framing() {
-    assert!(
-        tcpaccel_sys::privilege::is_root(),
-        "this test needs root (network namespaces); CI runs it as root"
-    );
+fn root_static_pacing_over_a_1500_mtu_veth_uses_ethernet_framing() {
+    tcpaccel_sys::testing::require_root();
     let pid = std::process::id();
     let a = Netns::named(&format!("tcpaccel-tra-{pid}"));
     let b = Netns::named(&format!("tcpaccel-trb-{pid}"));

@@ -61,8 +61,8 @@ fn snapshot() -> Vec<Fact<String>> {
 }
 
 #[test]
-fn apply_then_revert_restores_every_value_in_a_namespace() {
-    assert!(tcpaccel_sys::privilege::is_root(), "this test needs root (CI runs as root)");
+fn root_apply_then_revert_restores_every_value_in_a_namespace() {
+    tcpaccel_sys::testing::require_root();
     let ns = Ns::new();
     let host_before: Vec<_> = SYSCTLS.iter().map(|k| read_sysctl(k)).collect();
     // Make the namespace clearly untuned.

@@ -22,17 +22,16 @@
 
 use serde::Serialize;
 use std::net::{SocketAddr, TcpListener, TcpStream};
-use std::process::Command;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use tcpaccel_core::stats;
 use tcpaccel_core::units::{format_duration, Rate};
+use tcpaccel_emu::{EmuConfig, EmuError, EmuHandle, Emulator, LinkConfig, Summary};
+use tcpaccel_sys::command::{self, CommandError};
 use tcpaccel_sys::packet::{Options, PacketSocket, RecvBatch};
 use tcpaccel_sys::{ethtool, netns};
-
-use crate::{EmuConfig, EmuError, EmuHandle, Emulator, LinkConfig, Summary};
 
 /// What to measure and for how long.
 #[derive(Debug, Clone)]
@@ -192,8 +191,8 @@ impl BenchReport {
 pub enum BenchError {
     #[error("emu-bench needs root (network namespaces, packet sockets)")]
     NotRoot,
-    #[error("`{cmd}` failed: {stderr}")]
-    Command { cmd: String, stderr: String },
+    #[error(transparent)]
+    Command(#[from] CommandError),
     #[error("{op}: {source}")]
     Sys { op: String, source: tcpaccel_sys::Error },
     #[error(transparent)]
@@ -205,18 +204,7 @@ pub enum BenchError {
 type Result<T> = std::result::Result<T, BenchError>;
 
 fn ip(args: &[&str]) -> Result<String> {
-    let cmd = format!("ip {}", args.join(" "));
-    let out = Command::new("ip")
-        .args(args)
-        .output()
-        .map_err(|e| BenchError::Command { cmd: cmd.clone(), stderr: e.to_string() })?;
-    if !out.status.success() {
-        return Err(BenchError::Command {
-            cmd,
-            stderr: String::from_utf8_lossy(&out.stderr).trim().to_string(),
-        });
-    }
-    Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+    Ok(command::ip(args)?)
 }
 
 fn sys<T>(op: &str, r: std::result::Result<T, tcpaccel_sys::Error>) -> Result<T> {
@@ -233,7 +221,9 @@ struct Lab {
 impl Drop for Lab {
     fn drop(&mut self) {
         for ns in [&self.h1, &self.h2, &self.emu] {
-            let _ = Command::new("ip").args(["netns", "del", ns]).status();
+            if let Err(e) = command::ip(&["netns", "del", ns]) {
+                tracing::warn!("emu-bench: {e}");
+            }
         }
     }
 }
@@ -677,14 +667,11 @@ mod tests {
     }
 
     /// Root only and slow: a short run of the whole benchmark. Run with
-    /// `cargo test -p tcpaccel-emu --release -- --ignored emu_bench`.
+    /// `cargo test -p tcpaccel-lab --release -- --ignored emu_bench`.
     #[test]
     #[ignore]
-    fn emu_bench_short() {
-        assert!(
-            tcpaccel_sys::privilege::is_root(),
-            "this test needs root (CI runs as root); it does not skip"
-        );
+    fn root_emu_bench_short() {
+        tcpaccel_sys::testing::require_root();
         // EMU_BENCH_PARTS=paths,rates,delay picks parts; EMU_BENCH_SECS the
         // length; EMU_BENCH_RATES=1gbit,... the rates.
         let parts = std::env::var("EMU_BENCH_PARTS").unwrap_or_else(|_| "paths,rates,delay".into());

@@ -26,13 +26,6 @@ rate = "10mbit"
 
 const CHILD_ENV: &str = "TCPACCEL_NET_TEARDOWN_CHILD";
 
-fn require_root() {
-    assert!(
-        tcpaccel_sys::privilege::is_root(),
-        "this test builds network namespaces and must run as root (CI runs as root)"
-    );
-}
-
 fn emulator_threads() -> Vec<String> {
     let mut out = Vec::new();
     if let Ok(dir) = std::fs::read_dir("/proc/self/task") {
@@ -49,8 +42,8 @@ fn emulator_threads() -> Vec<String> {
 }
 
 #[test]
-fn panic_with_network_up_leaves_nothing() {
-    require_root();
+fn root_panic_with_network_up_leaves_nothing() {
+    tcpaccel_sys::testing::require_root();
     let topo = Topology::from_toml_str(PAIR).unwrap();
     let run_id = Mutex::new(String::new());
     let result = std::panic::catch_unwind(|| {
@@ -103,7 +96,7 @@ fn spawn_child(mode: &str) -> (std::process::Child, String) {
 }
 
 fn signal_child_and_check(mode: &str, sig: &str, expect_code: i32) {
-    require_root();
+    tcpaccel_sys::testing::require_root();
     let (mut child, id) = spawn_child(mode);
     let prefix = format!("tcpaccel-{id}-");
     assert_eq!(clean::namespaces_with_prefix(&prefix).unwrap().len(), 3, "p1, p2, pw while up");
@@ -128,17 +121,17 @@ fn signal_child_and_check(mode: &str, sig: &str, expect_code: i32) {
 }
 
 #[test]
-fn sigterm_tears_down_and_exits_143() {
+fn root_sigterm_tears_down_and_exits_143() {
     signal_child_and_check("exit", "TERM", 143);
 }
 
 #[test]
-fn sigint_tears_down_and_exits_130() {
+fn root_sigint_tears_down_and_exits_130() {
     signal_child_and_check("exit", "INT", 130);
 }
 
 #[test]
-fn subscriber_gets_the_signal_and_tears_down_itself() {
+fn root_subscriber_gets_the_signal_and_tears_down_itself() {
     // The child returns normally from its test after a graceful teardown.
     signal_child_and_check("subscribe", "TERM", 0);
 }
@@ -149,7 +142,7 @@ fn child_holds_a_network() {
     let Some(mode) = std::env::var_os(CHILD_ENV) else { return };
     let topo = Topology::from_toml_str(PAIR).unwrap();
     if mode == "subscribe" {
-        let rx = tcpaccel_net::signals::subscribe().expect("child: subscribe");
+        let rx = tcpaccel_sys::signals::subscribe().expect("child: subscribe");
         let mut net = Network::up(&topo).expect("child: network up");
         net.persist(Some("teardown-test child")).expect("child: state file");
         println!("RUN {}", net.run_id());
@@ -168,8 +161,8 @@ fn child_holds_a_network() {
 }
 
 #[test]
-fn clean_prefix_removes_leftovers_and_refuses_foreign_names() {
-    require_root();
+fn root_clean_prefix_removes_leftovers_and_refuses_foreign_names() {
+    tcpaccel_sys::testing::require_root();
     assert!(clean::clean_prefix("netns-of-someone-else").is_err());
     // A leftover as a crashed run would leave it: a namespace with a veth, no owner.
     let prefix = format!("tcpaccel-cleantest{}-", std::process::id());

@@ -17,8 +17,8 @@ impl Drop for Ns {
 }
 
 #[test]
-fn tracer_in_a_namespace_sees_only_its_sockets() {
-    assert!(tcpaccel_sys::privilege::is_root(), "this test needs root (CI runs as root)");
+fn root_tracer_in_a_namespace_sees_only_its_sockets() {
+    tcpaccel_sys::testing::require_root();
     let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().subsec_nanos();
     let ns = Ns(format!("tcpaccel-tracetest-{}-{nanos:x}", std::process::id()));
     let ok = Command::new("ip").args(["netns", "add", &ns.0]).status().expect("spawn ip");

@@ -35,8 +35,8 @@ fn random_tag() -> String {
 }
 
 #[test]
-fn class_ordering_holds_under_a_shared_bottleneck() {
-    assert!(tcpaccel_sys::privilege::is_root(), "this test needs root (network namespaces, tc)");
+fn root_class_ordering_holds_under_a_shared_bottleneck() {
+    tcpaccel_sys::testing::require_root();
     let tag = random_tag();
     let (ns_s, ns_c) = (format!("tcpaccel-gathertest-{tag}-s"), format!("tcpaccel-gathertest-{tag}-c"));
     sh(&["ip", "netns", "add", &ns_s]);
