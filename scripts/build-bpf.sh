@@ -25,7 +25,9 @@ status=0
 # source -> committed object
 for src in crates/pacer/bpf/*.bpf.c crates/lanes/bpf/*.bpf.c; do
   dir=$(dirname "$src"); name=$(basename "$src" .c)
-  ( cd "$dir" && "$CLANG" -O2 -target bpfel -mcpu=v2 -Wall -Werror \
+  # The shared header (bpf/include/tcpaccel_bpf.h), by a relative path too.
+  inc=$(realpath --relative-to="$dir" bpf/include)
+  ( cd "$dir" && "$CLANG" -O2 -target bpfel -mcpu=v2 -Wall -Werror -I "$inc" \
       -idirafter "/usr/include/$multiarch" -c "$name.c" -o "$out/$name.o" )
   if [ $check = 1 ]; then
     if cmp -s "$out/$name.o" "$dir/$name.o"; then

@@ -26,11 +26,7 @@
  * No globals, no subprograms, no BTF (crates/sys/src/bpf.rs loads classic
  * "maps" definitions only).
  */
-#include <linux/bpf.h>
-#include <bpf/bpf_helpers.h>
-
-#define AF_INET 2
-#define AF_INET6 10
+#include "tcpaccel_bpf.h"
 
 #define MAX_SLOTS 8
 #define FP_SHIFT 10
@@ -44,14 +40,6 @@ enum { POLICY_DEADLINE = 0, POLICY_LINK_COST = 1, POLICY_SIZE = 2 };
 enum { EV_SIZE = 1, EV_DEADLINE = 2, EV_LINK_COST = 3 };
 enum { KIND_SL = 0, KIND_LL = 1 };
 #define NO_SLOT 0xffffffffu
-
-struct map_def {
-	__u32 type;
-	__u32 key_size;
-	__u32 value_size;
-	__u32 max_entries;
-	__u32 flags;
-};
 
 /* Written by the daemon (crates/lanes/src/bpf.rs, CfgAbi). */
 struct lanes_cfg {

@@ -16,14 +16,7 @@
  * No globals, no subprograms, no BTF: the loader in crates/sys/src/bpf.rs
  * handles classic "maps" definitions and map relocations only.
  */
-#include <linux/bpf.h>
-#include <bpf/bpf_helpers.h>
-
-/* Not in the uapi headers that linux/bpf.h pulls in. */
-#define AF_INET 2
-#define AF_INET6 10
-#define SOL_SOCKET 1
-#define SO_MAX_PACING_RATE 47
+#include "tcpaccel_bpf.h"
 
 #define MAX_RULES 64
 /* SO_MAX_PACING_RATE takes a 4-byte int through bpf_setsockopt; ~0U means
@@ -32,15 +25,6 @@
 /* Never pace a dynamic socket below this (bytes/s), so a tiny early window
  * cannot stall it: core's DynamicConfig::default().floor. */
 #define DYNAMIC_FLOOR 12500u
-
-/* The loader's map definition (crates/sys/src/bpf.rs, MapDef). */
-struct map_def {
-	__u32 type;
-	__u32 key_size;
-	__u32 value_size;
-	__u32 max_entries;
-	__u32 flags;
-};
 
 enum rule_kind { RULE_NONE = 0, RULE_STATIC = 1, RULE_DYNAMIC = 2 };
 
