@@ -53,15 +53,6 @@ const BULK_PORT: u16 = 7301;
 /// A client's mean goodput counts as meeting its target within this fraction.
 const MET_MARGIN: f64 = 0.05;
 
-fn metric(name: &str, unit: &str, higher: bool, description: &str) -> MetricSpec {
-    MetricSpec {
-        name: name.into(),
-        unit: unit.into(),
-        higher_is_better: higher,
-        description: description.into(),
-    }
-}
-
 impl Scenario for Gather {
     fn name(&self) -> &'static str {
         "gather"
@@ -134,51 +125,51 @@ impl Scenario for Gather {
     fn metrics(&self) -> Vec<MetricSpec> {
         let mut m = Vec::new();
         for c in ["high", "low"] {
-            m.push(metric(
+            m.push(MetricSpec::new(
                 &format!("{c}_mean_mbps"),
                 "Mbit/s",
                 true,
                 &format!("mean goodput of a {c}-priority client after warm-up"),
             ));
-            m.push(metric(
+            m.push(MetricSpec::new(
                 &format!("{c}_min_mbps"),
                 "Mbit/s",
                 true,
                 &format!("mean goodput of the worst {c}-priority client"),
             ));
-            m.push(metric(
+            m.push(MetricSpec::new(
                 &format!("{c}_below_frac"),
                 "fraction",
                 false,
                 &format!("fraction of {c}-priority client intervals below the target"),
             ));
-            m.push(metric(
+            m.push(MetricSpec::new(
                 &format!("{c}_met"),
                 "0/1",
                 true,
                 &format!("1 when every {c}-priority client's mean is within 5% of its target or above"),
             ));
-            m.push(metric(
+            m.push(MetricSpec::new(
                 &format!("{c}_mid_mbps"),
                 "Mbit/s",
                 true,
                 &format!("mean {c}-priority goodput in the middle third (interference with model=2)"),
             ));
-            m.push(metric(
+            m.push(MetricSpec::new(
                 &format!("{c}_mid_min_mbps"),
                 "Mbit/s",
                 true,
                 &format!("middle-third mean of the worst {c}-priority client"),
             ));
-            m.push(metric(
+            m.push(MetricSpec::new(
                 &format!("{c}_mid_met"),
                 "0/1",
                 true,
                 &format!("1 when every {c}-priority client's middle-third mean is within 5% of its target or above"),
             ));
         }
-        m.push(metric("streams_max", "streams", false, "most streams any client had"));
-        m.push(metric(
+        m.push(MetricSpec::new("streams_max", "streams", false, "most streams any client had"));
+        m.push(MetricSpec::new(
             "converge_s",
             "s",
             false,
@@ -186,7 +177,7 @@ impl Scenario for Gather {
              interference's start and end), from the interval that started the search to the last stream-count \
              change in that phase; the largest (0 when the count never moved; resolution one interval)",
         ));
-        m.push(metric(
+        m.push(MetricSpec::new(
             "settle_s",
             "s",
             false,

@@ -52,15 +52,6 @@ const POLICIES: [&str; 7] = ["mptcp", "single", "repflow", "deadline", "link-cos
 /// the threshold and the link cost comes first (beyond the thesis).
 const LANES_POLICIES: [&str; 4] = ["deadline", "link-cost", "size", "size-link-cost"];
 
-fn metric(name: &str, unit: &str, higher: bool, description: &str) -> MetricSpec {
-    MetricSpec {
-        name: name.into(),
-        unit: unit.into(),
-        higher_is_better: higher,
-        description: description.into(),
-    }
-}
-
 /// The parameters every lanes scenario shares.
 fn common_params(fabrics: &str, hosts: &str, rate: &str) -> Vec<ParamSpec> {
     vec![
@@ -920,9 +911,9 @@ impl Scenario for LanesBasic {
     }
     fn metrics(&self) -> Vec<MetricSpec> {
         vec![
-            metric("goodput_mbps", "Mbit/s", true, "the transfer's goodput at the receiver"),
-            metric("sl_share_pct", "%", false, "share of h0's sent bytes that went out on SL"),
-            metric("switch_ms", "ms", false, "connection age at the switch to LL"),
+            MetricSpec::new("goodput_mbps", "Mbit/s", true, "the transfer's goodput at the receiver"),
+            MetricSpec::new("sl_share_pct", "%", false, "share of h0's sent bytes that went out on SL"),
+            MetricSpec::new("switch_ms", "ms", false, "connection age at the switch to LL"),
         ]
     }
     fn notes(&self, _p: &Params) -> Vec<String> {
@@ -973,7 +964,7 @@ impl Scenario for LanesBuildup {
         p.choice("variants", &POLICIES)
     }
     fn metrics(&self) -> Vec<MetricSpec> {
-        vec![metric(
+        vec![MetricSpec::new(
             "p95_growth_x",
             "×",
             false,
@@ -1004,9 +995,9 @@ fn realistic_params(fan_in: &str, rate: &str) -> Vec<ParamSpec> {
 
 fn realistic_metrics() -> Vec<MetricSpec> {
     vec![
-        metric("short_p99_ms@0.5", "ms", false, "99th-percentile FCT of flows ≤ 100 KB at load 0.5"),
-        metric("short_avg_ms@0.5", "ms", false, "mean FCT of flows ≤ 100 KB at load 0.5"),
-        metric("long_mbps@0.5", "Mbit/s", true, "long-flow goodput per back-end host at load 0.5"),
+        MetricSpec::new("short_p99_ms@0.5", "ms", false, "99th-percentile FCT of flows ≤ 100 KB at load 0.5"),
+        MetricSpec::new("short_avg_ms@0.5", "ms", false, "mean FCT of flows ≤ 100 KB at load 0.5"),
+        MetricSpec::new("long_mbps@0.5", "Mbit/s", true, "long-flow goodput per back-end host at load 0.5"),
     ]
 }
 
