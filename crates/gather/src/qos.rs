@@ -1,9 +1,10 @@
 //! The decisions of the server's QoS tick, without its I/O: per client, how
 //! many streams it may have, what goodput it had over the last interval,
 //! whether the [GatherQoS] §3.2 stream search runs and what it asks for, and
-//! what the client demands of the pool. The tick in `server.rs` reads the
-//! counters and locks, calls this with `now`, and acts: sends `set_streams`,
-//! recomputes the pool (`share.rs`), sets window clamps and reports.
+//! what the client demands of the pool; then the pool's division by the
+//! configured policy and each stream's window clamp. The tick in `server.rs`
+//! reads the counters and locks, calls this with `now`, and acts: sends
+//! `set_streams`, sets the clamps and reports.
 //!
 //! Like `lanes/src/tracker.rs`: no sockets, no clock, no tasks; every call
 //! takes `now`, so it is tested exactly on a manual clock.
@@ -14,7 +15,9 @@ use tcpaccel_core::aimd::{divide_streams, AimdConfig, StreamTuner};
 use tcpaccel_core::units::Rate;
 use tcpaccel_core::Instant;
 
-use crate::config::{Sharing, MIN_STREAM_WINDOW};
+use crate::config::{Policy, Sharing, MIN_STREAM_WINDOW};
+use crate::share::{equal_split, share_pool, ClientNeed, ClientShare};
+use tcpaccel_core::alloc::AllocError;
 
 /// Intervals after a client's join before its stream search starts: the
 /// first tick after the join measures a partial interval, the second a full
@@ -171,6 +174,59 @@ pub fn useful_streams(sharing: Sharing, allocation: u64, attached: u32) -> u32 {
     n.min(u64::from(u32::MAX)) as u32
 }
 
+/// The pool divided at one tick.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Division {
+    /// The rule that applied: the core's serde name (e.g. `lowered_targets`),
+    /// or `equal` under [`Policy::Equal`].
+    pub rule: String,
+    /// Bytes eq. (1) asks for at the targets, and at the lowered targets
+    /// (0 under [`Policy::Equal`]).
+    pub needed: u64,
+    pub needed_lowered: u64,
+    /// One per client, in the order of the needs.
+    pub shares: Vec<ClientShare>,
+}
+
+/// Divides `pool` bytes over the clients' needs by `policy`
+/// ([GatherQoS] §3.1 through [`share_pool`], or an equal split).
+pub fn divide_pool(
+    policy: Policy,
+    needs: &[ClientNeed],
+    pool: u64,
+    sharing: Sharing,
+) -> Result<Division, AllocError> {
+    Ok(match policy {
+        Policy::Seed003 => {
+            let (plan, shares) = share_pool(needs, pool, sharing)?;
+            let rule = serde_json::to_value(plan.rule).ok().and_then(|v| v.as_str().map(String::from));
+            Division {
+                rule: rule.unwrap_or_default(),
+                needed: plan.needed,
+                needed_lowered: plan.needed_lowered,
+                shares,
+            }
+        }
+        Policy::Equal => Division {
+            rule: "equal".into(),
+            needed: 0,
+            needed_lowered: 0,
+            shares: equal_split(needs, pool, sharing),
+        },
+    })
+}
+
+/// The window clamp of each of a client's streams: its share's per-stream
+/// value, or, while it keeps more streams open than asked for, its bytes
+/// split over all of them (so the extra streams take nothing from others).
+pub fn stream_clamp(share: &ClientShare, attached: u32, wanted: u32) -> u32 {
+    if attached > wanted {
+        (share.bytes / u64::from(attached)).max(MIN_STREAM_WINDOW).min(i32::MAX as u64) as u32
+    } else {
+        share.per_stream
+    }
+}
+
 /// The global stream budget divided over the clients, highest priorities
 /// first (`tcpaccel_core::aimd::divide_streams`): `(seq, priority)` in, each
 /// client's limit out, in the same order.
@@ -276,6 +332,44 @@ mod tests {
         assert_eq!(useful_streams(Sharing::PerConnection, 8 * m, 4), u32::MAX);
         assert_eq!(useful_streams(Sharing::PerConnection, 7 * m, 4), 4);
         assert_eq!(useful_streams(Sharing::PerConnection, 0, 0), 1);
+    }
+
+    /// A client told to go from 3 streams to 2 that keeps all 3 open holds
+    /// the pool of 2 (per connection: two demands), split over the 3.
+    #[test]
+    fn streams_kept_past_a_decrease_take_no_share() {
+        let need = |session, streams| ClientNeed {
+            session,
+            priority: 1,
+            target: Rate::mbps(1),
+            rtt: Duration::from_millis(100),
+            streams,
+        };
+        let honest = [need(1, demand_streams(2, 2)), need(2, 1)];
+        let keeps = [need(1, demand_streams(3, 2)), need(2, 1)];
+        let a = divide_pool(Policy::Seed003, &honest, 1_000_000, Sharing::PerConnection).unwrap();
+        let b = divide_pool(Policy::Seed003, &keeps, 1_000_000, Sharing::PerConnection).unwrap();
+        assert_eq!(a, b, "the extra stream changes nobody's share");
+        let b = &b.shares;
+        assert_eq!(stream_clamp(&b[0], 3, 2) as u64, b[0].bytes / 3);
+        assert_eq!(stream_clamp(&b[0], 2, 2), b[0].per_stream);
+        assert!(3 * u64::from(stream_clamp(&b[0], 3, 2)) <= b[0].bytes);
+    }
+
+    #[test]
+    fn equal_policy_splits_evenly_and_names_its_rule() {
+        let need = |session, priority| ClientNeed {
+            session,
+            priority,
+            target: Rate::mbps(priority.into()),
+            rtt: Duration::from_millis(50),
+            streams: 1,
+        };
+        let d = divide_pool(Policy::Equal, &[need(1, 4), need(2, 1)], 100_000, Sharing::PerClient).unwrap();
+        assert_eq!((d.rule.as_str(), d.needed, d.needed_lowered), ("equal", 0, 0));
+        assert_eq!(d.shares.iter().map(|s| s.bytes).collect::<Vec<_>>(), [50_000, 50_000]);
+        let d = divide_pool(Policy::Seed003, &[need(1, 4), need(2, 1)], 100_000, Sharing::PerClient).unwrap();
+        assert!(d.shares[0].bytes > d.shares[1].bytes, "{d:?}");
     }
 
     #[test]

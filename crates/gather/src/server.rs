@@ -26,11 +26,11 @@
 //! connection's share is applied and re-applied live with `TCP_WINDOW_CLAMP`,
 //! which caps the advertised window without touching the scale.
 
-use crate::config::{Policy, ServerConfig, Sharing};
+use crate::config::{ServerConfig, Sharing};
 use crate::proto::{self, Control, ErrorCode, FrameHeader, FrameType, Kind, ProtoError, SessionId, Token};
-use crate::qos::{stream_limits, ClientQos, Observed, QosSettings};
+use crate::qos::{stream_limits, ClientQos, Division, Observed, QosSettings};
 use crate::reasm::{Offer, Reassembly};
-use crate::share::{equal_split, share_pool, ClientNeed};
+use crate::share::ClientNeed;
 use crate::status::{ClientStatus, Event};
 use sha2::{Digest, Sha256};
 use std::collections::{HashMap, HashSet};
@@ -939,17 +939,6 @@ async fn data_loop(
     }
 }
 
-/// The window clamp of each of a client's streams: its share's per-stream
-/// value, or, while it keeps more streams open than asked for, its bytes
-/// split over all of them (so the extra streams take nothing from others).
-fn stream_clamp(share: &crate::share::ClientShare, attached: u32, wanted: u32) -> u32 {
-    if attached > wanted {
-        (share.bytes / u64::from(attached)).max(crate::config::MIN_STREAM_WINDOW).min(i32::MAX as u64) as u32
-    } else {
-        share.per_stream
-    }
-}
-
 /// Asks the client for `n` streams; an increase grants the new indices.
 fn set_wanted(c: &Client, g: &mut ClientInner, n: u32) {
     if n > g.wanted {
@@ -1025,22 +1014,12 @@ fn tick(shared: &Shared, measure: bool) {
         });
     }
 
-    let computed = match shared.cfg.policy {
-        Policy::Seed003 => share_pool(&needs, shared.cfg.pool, shared.cfg.sharing).map(|(plan, shares)| {
-            // The core's serde name of the rule, e.g. "lowered_targets".
-            let rule = serde_json::to_value(plan.rule).ok().and_then(|v| v.as_str().map(String::from));
-            (rule.unwrap_or_default(), plan.needed, plan.needed_lowered, shares)
-        }),
-        Policy::Equal => {
-            Ok(("equal".to_string(), 0, 0, equal_split(&needs, shared.cfg.pool, shared.cfg.sharing)))
-        }
-    };
-    match computed {
-        Ok((rule, needed, needed_lowered, shares)) => {
+    match crate::qos::divide_pool(shared.cfg.policy, &needs, shared.cfg.pool, shared.cfg.sharing) {
+        Ok(Division { rule, needed, needed_lowered, shares }) => {
             for (c, s) in clients.iter().zip(&shares) {
                 let mut g = lock(&c.inner);
                 g.allocation = s.bytes;
-                let per_stream = stream_clamp(s, g.streams.len() as u32, g.wanted);
+                let per_stream = crate::qos::stream_clamp(s, g.streams.len() as u32, g.wanted);
                 for slot in g.streams.values() {
                     slot.clamp.send_if_modified(|v| {
                         let changed = *v != per_stream;
@@ -1112,28 +1091,6 @@ fn tick(shared: &Shared, measure: bool) {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    /// A client told to go from 3 streams to 2 that keeps all 3 open holds
-    /// the pool of 2 (per connection: two demands), split over the 3.
-    #[test]
-    fn streams_kept_past_a_decrease_take_no_share() {
-        use crate::share::{share_pool, ClientNeed};
-        let need = |session, streams| ClientNeed {
-            session,
-            priority: 1,
-            target: Rate::mbps(1),
-            rtt: Duration::from_millis(100),
-            streams,
-        };
-        let honest = [need(1, crate::qos::demand_streams(2, 2)), need(2, 1)];
-        let keeps = [need(1, crate::qos::demand_streams(3, 2)), need(2, 1)];
-        let (_, a) = share_pool(&honest, 1_000_000, Sharing::PerConnection).unwrap();
-        let (_, b) = share_pool(&keeps, 1_000_000, Sharing::PerConnection).unwrap();
-        assert_eq!(a, b, "the extra stream changes nobody's share");
-        assert_eq!(stream_clamp(&b[0], 3, 2) as u64, b[0].bytes / 3);
-        assert_eq!(stream_clamp(&b[0], 2, 2), b[0].per_stream);
-        assert!(3 * u64::from(stream_clamp(&b[0], 3, 2)) <= b[0].bytes);
-    }
 
     #[test]
     fn file_stems_are_injective_and_safe() {
