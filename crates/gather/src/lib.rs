@@ -20,6 +20,8 @@ pub mod reasm;
 pub mod server;
 pub mod share;
 pub mod status;
+#[cfg(feature = "testing")]
+pub mod testing;
 
 pub use client::{query_status, send, Limit, SendOptions, SendReport, Source};
 pub use config::{parse_class, Class, ConfigError, Policy, ServerConfig, Sharing};
