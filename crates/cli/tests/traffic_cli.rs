@@ -18,10 +18,11 @@ fn json_lines(out: &[u8]) -> Vec<Value> {
         .collect()
 }
 
-/// Starts `recv --once --json` on an ephemeral port; returns it and its address.
+/// Starts `recv --json` with `extra` on an ephemeral port; returns it, its
+/// output after the `listening` line, and its address.
 fn start_recv(extra: &[&str]) -> (Reaper, BufReader<std::process::ChildStdout>, String) {
     let mut child = Command::new(bin())
-        .args(["recv", "--listen", "127.0.0.1:0", "--once", "--json"])
+        .args(["recv", "--listen", "127.0.0.1:0", "--json"])
         .args(extra)
         .stdout(Stdio::piped())
         .stderr(Stdio::inherit())
@@ -43,7 +44,7 @@ fn send(args: &[&str]) -> Output {
 
 #[test]
 fn json_transfer_counts_exactly_and_checksums_match() {
-    let (mut recv, mut reader, addr) = start_recv(&[]);
+    let (mut recv, mut reader, addr) = start_recv(&["--once"]);
     let out =
         send(&["--to", &addr, "--bytes", "3MB", "-P", "2", "--checksum", "--json", "--interval", "50ms"]);
     assert!(out.status.success(), "send failed: {}", String::from_utf8_lossy(&out.stderr));
@@ -74,7 +75,7 @@ fn json_transfer_counts_exactly_and_checksums_match() {
 
 #[test]
 fn text_reverse_run_prints_a_summary() {
-    let (mut recv, _reader, addr) = start_recv(&[]);
+    let (mut recv, _reader, addr) = start_recv(&["--once"]);
     let out = send(&["--to", &addr, "--bytes", "1MiB", "--reverse", "--checksum", "--interval", "off"]);
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(out.status.success(), "{text}{}", String::from_utf8_lossy(&out.stderr));
@@ -122,18 +123,8 @@ fn unreachable_receiver_and_unknown_cc_have_their_codes() {
 
 #[test]
 fn recv_prints_its_summary_on_sigint() {
-    let mut child = Command::new(bin())
-        .args(["recv", "--listen", "127.0.0.1:0", "--json"])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("spawn tcpaccel recv");
-    let stdout = child.stdout.take().expect("recv stdout");
-    let mut reader = BufReader::new(stdout);
-    let mut first = String::new();
-    reader.read_line(&mut first).expect("listening line");
-    let addr = serde_json::from_str::<Value>(&first).unwrap()["listen"].as_str().unwrap().to_string();
-    let mut recv = Reaper(child);
+    // Without --once: it serves until the signal.
+    let (mut recv, mut reader, addr) = start_recv(&[]);
     let out = send(&["--to", &addr, "--bytes", "100000", "--interval", "off"]);
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let kill = Command::new("kill").args(["-INT", &recv.0.id().to_string()]).status().expect("kill(1)");
@@ -150,7 +141,7 @@ fn recv_prints_its_summary_on_sigint() {
 
 #[test]
 fn send_stops_in_order_on_sigint() {
-    let (_recv, _reader, addr) = start_recv(&[]);
+    let (_recv, _reader, addr) = start_recv(&["--once"]);
     let child = Command::new(bin())
         .args([
             "send",
@@ -189,7 +180,7 @@ fn send_stops_in_order_on_sigint() {
 
 #[test]
 fn burst_mode_reports_each_burst_and_the_receiver_counts_them_all() {
-    let (mut recv, _reader, addr) = start_recv(&[]);
+    let (mut recv, _reader, addr) = start_recv(&["--once"]);
     let out = send(&[
         "--to",
         &addr,

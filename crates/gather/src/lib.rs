@@ -6,7 +6,8 @@
 //! parallel streams is searched with AIMD (§3.2). The algorithms are pure and
 //! live in `tcpaccel_core::{alloc, aimd}`; this crate is the shell: protocol
 //! ([`proto`], `docs/gather-protocol.md`), reassembly ([`reasm`]), server
-//! ([`server`]), client ([`client`]) and status records ([`status`]).
+//! ([`server`]) with its QoS tick's decisions apart ([`qos`], sans-IO), client
+//! ([`client`]) and status records ([`status`]).
 #![forbid(unsafe_code)]
 
 pub mod blocking;
@@ -14,10 +15,13 @@ pub mod client;
 pub mod config;
 pub mod metrics;
 pub mod proto;
+pub mod qos;
 pub mod reasm;
 pub mod server;
 pub mod share;
 pub mod status;
+#[cfg(feature = "testing")]
+pub mod testing;
 
 pub use client::{query_status, send, Limit, SendOptions, SendReport, Source};
 pub use config::{parse_class, Class, ConfigError, Policy, ServerConfig, Sharing};

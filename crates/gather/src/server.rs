@@ -26,10 +26,11 @@
 //! connection's share is applied and re-applied live with `TCP_WINDOW_CLAMP`,
 //! which caps the advertised window without touching the scale.
 
-use crate::config::{Policy, ServerConfig, Sharing};
+use crate::config::{ServerConfig, Sharing};
 use crate::proto::{self, Control, ErrorCode, FrameHeader, FrameType, Kind, ProtoError, SessionId, Token};
+use crate::qos::{stream_limits, ClientQos, Division, Observed, QosSettings};
 use crate::reasm::{Offer, Reassembly};
-use crate::share::{equal_split, share_pool, ClientNeed};
+use crate::share::ClientNeed;
 use crate::status::{ClientStatus, Event};
 use sha2::{Digest, Sha256};
 use std::collections::{HashMap, HashSet};
@@ -40,7 +41,6 @@ use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
-use tcpaccel_core::aimd::{divide_streams, AimdConfig, StreamTuner};
 use tcpaccel_core::units::Rate;
 use tcpaccel_core::Instant;
 use tcpaccel_sys::sockopt;
@@ -158,17 +158,9 @@ struct ClientInner {
     granted: u32,
     /// Indices already attached once (never reused).
     used: HashSet<u16>,
-    tuner: StreamTuner,
+    /// The stream search, goodput and warm-up ([`crate::qos`]).
+    qos: ClientQos,
     wanted: u32,
-    last_arrived: u64,
-    last_t: Instant,
-    /// No stream search before this: the first intervals after a join hold
-    /// the handshake, a partial interval and slow start, which read as a
-    /// missed target and made every client add a stream at its join (with
-    /// `--share connection` those streams keep their windows and take pool
-    /// from the other clients).
-    tune_from: Instant,
-    goodput: Rate,
     allocation: u64,
     rtt: Duration,
 }
@@ -442,15 +434,9 @@ async fn control(shared: Arc<Shared>, mut stream: TcpStream, peer: SocketAddr) {
                 }
             }
         };
-        let aimd = AimdConfig {
-            max_streams: shared.cfg.max_streams_per_client,
-            settle: shared.cfg.interval / 2,
-            ..AimdConfig::default()
-        };
-        let tuner = StreamTuner::new(aimd, target);
+        let qos = ClientQos::new(&qos_settings(&shared.cfg), target, shared.now());
         let chunk = chunk_for(target, shared.cfg.interval, shared.cfg.chunk_size);
-        let wanted = tuner.streams();
-        let now = shared.now();
+        let wanted = qos.initial_streams();
         let client = Arc::new(Client {
             session,
             token,
@@ -469,14 +455,10 @@ async fn control(shared: Arc<Shared>, mut stream: TcpStream, peer: SocketAddr) {
                 claimed_sha256: None,
                 finished: false,
                 streams: HashMap::new(),
-                tuner,
+                qos,
                 wanted,
                 granted: wanted,
                 used: HashSet::new(),
-                last_arrived: 0,
-                last_t: now,
-                tune_from: now + JOIN_WARMUP_INTERVALS * shared.cfg.interval,
-                goodput: Rate(0),
                 allocation: 0,
                 rtt: Duration::ZERO,
             }),
@@ -957,23 +939,6 @@ async fn data_loop(
     }
 }
 
-/// Streams that count as demands on the pool: no more than the server asked
-/// for, so streams kept open past a decrease bring no share of their own.
-fn demand_streams(attached: u32, wanted: u32) -> u32 {
-    attached.min(wanted)
-}
-
-/// The window clamp of each of a client's streams: its share's per-stream
-/// value, or, while it keeps more streams open than asked for, its bytes
-/// split over all of them (so the extra streams take nothing from others).
-fn stream_clamp(share: &crate::share::ClientShare, attached: u32, wanted: u32) -> u32 {
-    if attached > wanted {
-        (share.bytes / u64::from(attached)).max(crate::config::MIN_STREAM_WINDOW).min(i32::MAX as u64) as u32
-    } else {
-        share.per_stream
-    }
-}
-
 /// Asks the client for `n` streams; an increase grants the new indices.
 fn set_wanted(c: &Client, g: &mut ClientInner, n: u32) {
     if n > g.wanted {
@@ -983,11 +948,16 @@ fn set_wanted(c: &Client, g: &mut ClientInner, n: u32) {
     let _ = c.ctl.send(Control::SetStreams { streams: n });
 }
 
-/// Intervals after a client's join before its stream search starts (see
-/// `ClientInner::tune_from`): the first tick after the join measures a
-/// partial interval, the second a full one that may still hold slow start;
-/// the third is the first the search trusts.
-const JOIN_WARMUP_INTERVALS: u32 = 2;
+/// The settings [`crate::qos`] decides with.
+fn qos_settings(cfg: &ServerConfig) -> QosSettings {
+    QosSettings {
+        interval: cfg.interval,
+        sharing: cfg.sharing,
+        tune_streams: cfg.tune_streams,
+        max_streams_per_client: cfg.max_streams_per_client,
+        max_streams: cfg.max_streams,
+    }
+}
 
 /// Every interval: measure goodput, run the stream search, recompute the
 /// allocation, publish status. Join/leave/stream changes recompute the
@@ -1011,89 +981,45 @@ fn tick(shared: &Shared, measure: bool) {
     let mut clients: Vec<Arc<Client>> = lock(&shared.state).clients.values().cloned().collect();
     clients.sort_by_key(|c| c.seq);
 
-    // Global stream budget, highest priorities first (tcpaccel_core::aimd::divide_streams).
-    let requests: Vec<(u64, u32, u32)> =
-        clients.iter().map(|c| (c.seq, c.priority, shared.cfg.max_streams_per_client)).collect();
-    let limits = divide_streams(&requests, 1, shared.cfg.max_streams);
+    // The decisions are crate::qos's; this reads the counters and acts.
+    let settings = qos_settings(&shared.cfg);
+    let prios: Vec<(u64, u32)> = clients.iter().map(|c| (c.seq, c.priority)).collect();
+    let limits = stream_limits(&prios, &settings);
 
     let mut needs = Vec::with_capacity(clients.len());
-    for (c, &(_, limit)) in clients.iter().zip(&limits) {
+    for (c, &limit) in clients.iter().zip(&limits) {
         let mut g = lock(&c.inner);
         let rtt_us = g.streams.values().map(|s| s.rtt_us.load(Ordering::Relaxed)).max().unwrap_or(0);
         g.rtt = Duration::from_micros(rtt_us);
-        // A stream needs a useful window: never ask for more streams than
-        // leave two minimum windows each. Per client, the client's share is
-        // split over its streams, so that bounds the count; otherwise the
-        // per-stream floor would let a client grow past its share by adding
-        // streams ([GatherQoS] §3.2 would read that as success). Per connection
-        // each new stream brings its own demand, so only a stream share that
-        // has already fallen below two minimum windows stops further streams.
-        let min2 = 2 * crate::config::MIN_STREAM_WINDOW;
-        let useful = match shared.cfg.sharing {
-            Sharing::PerClient => (g.allocation / min2).max(1),
-            Sharing::PerConnection => {
-                let n = (g.streams.len() as u64).max(1);
-                if g.allocation / n >= min2 {
-                    u64::from(u32::MAX)
-                } else {
-                    n
-                }
-            }
+        let observed = Observed {
+            arrived: c.arrived.load(Ordering::Relaxed),
+            attached: g.streams.len() as u32,
+            wanted: g.wanted,
+            allocation: g.allocation,
+            rtt: g.rtt,
+            app_limited: c.app_limited.load(Ordering::Relaxed),
+            finished: g.finished,
         };
-        let limit = limit.min(useful.min(u64::from(u32::MAX)) as u32);
-        g.tuner.set_limit(limit);
-        if measure {
-            let dt = now.saturating_since(g.last_t);
-            let arrived = c.arrived.load(Ordering::Relaxed);
-            g.goodput = Rate::from_bytes_over(arrived - g.last_arrived, dt);
-            g.last_arrived = arrived;
-            g.last_t = now;
-            let settled = g.streams.len() as u32 == g.wanted;
-            let warm = now >= g.tune_from;
-            if shared.cfg.tune_streams
-                && settled
-                && warm
-                && !c.app_limited.load(Ordering::Relaxed)
-                && !g.finished
-            {
-                let (goodput, rtt) = (g.goodput, g.rtt);
-                let d = g.tuner.on_interval(now, goodput, rtt);
-                if d.streams != g.wanted {
-                    tracing::debug!(id = %c.id, from = g.wanted, to = d.streams, step = ?d.step, "gather: streams");
-                    set_wanted(c, &mut g, d.streams);
-                }
-            }
+        let step = g.qos.on_tick(&settings, now, measure, limit, &observed);
+        if let Some(n) = step.set_streams {
+            tracing::debug!(id = %c.id, from = g.wanted, to = n, "gather: streams");
+            set_wanted(c, &mut g, n);
         }
-        if g.wanted > limit {
-            set_wanted(c, &mut g, limit.max(1));
-        }
-        // Streams kept open past a decrease hold no demand of their own:
-        // the client's share is then split over all of them (below).
         needs.push(ClientNeed {
             session: c.seq,
             priority: c.priority,
             target: c.target,
             rtt: g.rtt,
-            streams: demand_streams(g.streams.len() as u32, g.wanted),
+            streams: step.demand_streams,
         });
     }
 
-    let computed = match shared.cfg.policy {
-        Policy::Seed003 => share_pool(&needs, shared.cfg.pool, shared.cfg.sharing).map(|(plan, shares)| {
-            // The core's serde name of the rule, e.g. "lowered_targets".
-            let rule = serde_json::to_value(plan.rule).ok().and_then(|v| v.as_str().map(String::from));
-            (rule.unwrap_or_default(), plan.needed, plan.needed_lowered, shares)
-        }),
-        Policy::Equal => {
-            Ok(("equal".to_string(), 0, 0, equal_split(&needs, shared.cfg.pool, shared.cfg.sharing)))
-        }
-    };
-    match computed {
-        Ok((rule, needed, needed_lowered, shares)) => {
+    match crate::qos::divide_pool(shared.cfg.policy, &needs, shared.cfg.pool, shared.cfg.sharing) {
+        Ok(Division { rule, needed, needed_lowered, shares }) => {
             for (c, s) in clients.iter().zip(&shares) {
                 let mut g = lock(&c.inner);
                 g.allocation = s.bytes;
-                let per_stream = stream_clamp(s, g.streams.len() as u32, g.wanted);
+                let per_stream = crate::qos::stream_clamp(s, g.streams.len() as u32, g.wanted);
                 for slot in g.streams.values() {
                     slot.clamp.send_if_modified(|v| {
                         let changed = *v != per_stream;
@@ -1138,7 +1064,7 @@ fn tick(shared: &Shared, measure: bool) {
                 class: c.class.clone(),
                 priority: c.priority,
                 target_bps: c.target.0,
-                goodput_bps: g.goodput.0,
+                goodput_bps: g.qos.goodput().0,
                 streams: g.streams.len() as u32,
                 streams_wanted: g.wanted,
                 allocation: g.allocation,
@@ -1165,28 +1091,6 @@ fn tick(shared: &Shared, measure: bool) {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    /// A client told to go from 3 streams to 2 that keeps all 3 open holds
-    /// the pool of 2 (per connection: two demands), split over the 3.
-    #[test]
-    fn streams_kept_past_a_decrease_take_no_share() {
-        use crate::share::{share_pool, ClientNeed};
-        let need = |session, streams| ClientNeed {
-            session,
-            priority: 1,
-            target: Rate::mbps(1),
-            rtt: Duration::from_millis(100),
-            streams,
-        };
-        let honest = [need(1, demand_streams(2, 2)), need(2, 1)];
-        let keeps = [need(1, demand_streams(3, 2)), need(2, 1)];
-        let (_, a) = share_pool(&honest, 1_000_000, Sharing::PerConnection).unwrap();
-        let (_, b) = share_pool(&keeps, 1_000_000, Sharing::PerConnection).unwrap();
-        assert_eq!(a, b, "the extra stream changes nobody's share");
-        assert_eq!(stream_clamp(&b[0], 3, 2) as u64, b[0].bytes / 3);
-        assert_eq!(stream_clamp(&b[0], 2, 2), b[0].per_stream);
-        assert!(3 * u64::from(stream_clamp(&b[0], 3, 2)) <= b[0].bytes);
-    }
 
     #[test]
     fn file_stems_are_injective_and_safe() {

@@ -17,7 +17,7 @@ use tcpaccel_gather::client::{ClientError, DEFAULT_TIMEOUT};
 use tcpaccel_gather::proto::{self, Control, ErrorCode, FrameHeader, Kind, SessionId, Token};
 use tcpaccel_gather::{Event, Limit, SendOptions, Sharing, SinkSpec, Source};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::{TcpListener, TcpStream};
+use tokio::net::TcpStream;
 
 mod common;
 use common::{config, start, TempDir};
@@ -248,61 +248,12 @@ async fn send_to(
         .expect("send must return within 30 s")
 }
 
-/// A fake server: welcomes every client, swallows its data, never says
-/// `done`. With `heartbeat` it sends `received {0}` every 100 ms, else
-/// nothing after the welcome.
-async fn fake_server(heartbeat: bool) -> SocketAddr {
-    let l = TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = l.local_addr().unwrap();
-    tokio::spawn(async move {
-        loop {
-            let (mut s, _) = l.accept().await.unwrap();
-            tokio::spawn(async move {
-                let mut pre = [0u8; proto::PREFACE_LEN];
-                s.read_exact(&mut pre).await.unwrap();
-                if proto::decode_preface(&pre).unwrap() == Kind::Control {
-                    let _hello = read_control(&mut s).await;
-                    let w = Control::Welcome {
-                        session: SessionId::random().unwrap(),
-                        token: Token::random().unwrap(),
-                        streams: 1,
-                        chunk_size: 65536,
-                        checksum: false,
-                        interval_ms: 100,
-                        target_bps: 1_000_000,
-                        priority: 1,
-                    };
-                    s.write_all(&proto::encode_control(&w)).await.unwrap();
-                    let (mut rd, mut wr) = s.into_split();
-                    tokio::spawn(async move {
-                        let mut sink = [0u8; 4096];
-                        while matches!(rd.read(&mut sink).await, Ok(n) if n > 0) {}
-                    });
-                    loop {
-                        tokio::time::sleep(Duration::from_millis(100)).await;
-                        if heartbeat {
-                            let m = proto::encode_control(&Control::Received { bytes: 0 });
-                            if wr.write_all(&m).await.is_err() {
-                                return;
-                            }
-                        }
-                    }
-                } else {
-                    let mut sink = [0u8; 65536];
-                    while matches!(s.read(&mut sink).await, Ok(n) if n > 0) {}
-                }
-            });
-        }
-    });
-    addr
-}
-
 /// Before the fix `send` waited for `done` with no deadline (this test's
 /// 30 s guard then fails); now it gives up after its timeout.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn client_gives_up_on_a_server_that_never_confirms() {
     for heartbeat in [true, false] {
-        let addr = fake_server(heartbeat).await;
+        let addr = tcpaccel_gather::testing::silent_server(heartbeat);
         let t0 = std::time::Instant::now();
         let e = send_to(addr, "waiting", Limit::Bytes(100_000), Duration::from_secs(1)).await.unwrap_err();
         let took = t0.elapsed();

@@ -415,7 +415,9 @@ pub fn line_chart(c: &Chart) -> String {
     svg
 }
 
-fn draw_axes(svg: &mut String, ax: &Axes, xl: &str, yl: &str, yt: &[f64]) {
+/// The plot frame, the horizontal grid lines at `yt` with their labels, and
+/// the y axis title: what both chart kinds draw first.
+fn draw_frame_and_y(svg: &mut String, ax: &Axes, yl: &str, yt: &[f64]) {
     let (l, r, t, b) = (MARGIN_L, ax.w - MARGIN_R, ax.top, ax.h - MARGIN_B);
     let _ = write!(
         svg,
@@ -433,6 +435,17 @@ fn draw_axes(svg: &mut String, ax: &Axes, xl: &str, yl: &str, yt: &[f64]) {
             fmt_tick(*v)
         );
     }
+    let _ = write!(
+        svg,
+        r#"<text class="ylabel" transform="translate(16,{}) rotate(-90)" text-anchor="middle">{}</text>"#,
+        (t + b) / 2.0,
+        escape(yl)
+    );
+}
+
+fn draw_axes(svg: &mut String, ax: &Axes, xl: &str, yl: &str, yt: &[f64]) {
+    draw_frame_and_y(svg, ax, yl, yt);
+    let (l, r, t, b) = (MARGIN_L, ax.w - MARGIN_R, ax.top, ax.h - MARGIN_B);
     let xt: Vec<(f64, String)> = if ax.x_log {
         ((ax.x0 as i32)..=(ax.x1 as i32)).map(|e| (10f64.powi(e), fmt_tick(10f64.powi(e)))).collect()
     } else {
@@ -452,12 +465,6 @@ fn draw_axes(svg: &mut String, ax: &Axes, xl: &str, yl: &str, yt: &[f64]) {
         (l + r) / 2.0,
         ax.h - 12.0,
         escape(xl)
-    );
-    let _ = write!(
-        svg,
-        r#"<text class="ylabel" transform="translate(16,{}) rotate(-90)" text-anchor="middle">{}</text>"#,
-        (t + b) / 2.0,
-        escape(yl)
     );
 }
 
@@ -607,29 +614,8 @@ pub fn bar_chart(title: &str, y_label: &str, bars: &[Bar]) -> String {
     let ax = Axes { x0: 0.0, x1: 1.0, y0: 0.0, y1: ymax, w, h, x_log: false, top };
     let mut svg = String::new();
     header(&mut svg, w, h, title);
-    let (l, r, t, b) = (MARGIN_L, w - MARGIN_R, ax.top, h - MARGIN_B);
-    let _ = write!(
-        svg,
-        r##"<rect x="{l}" y="{t}" width="{}" height="{}" fill="none" stroke="#333"/>"##,
-        r - l,
-        b - t
-    );
-    for v in &yt {
-        let y = ax.py(*v);
-        let _ = write!(
-            svg,
-            r##"<line x1="{l}" x2="{r}" y1="{y:.1}" y2="{y:.1}" stroke="#ddd"/><text x="{}" y="{:.1}" text-anchor="end">{}</text>"##,
-            l - 6.0,
-            y + 4.0,
-            fmt_tick(*v)
-        );
-    }
-    let _ = write!(
-        svg,
-        r#"<text class="ylabel" transform="translate(16,{}) rotate(-90)" text-anchor="middle">{}</text>"#,
-        (t + b) / 2.0,
-        escape(y_label)
-    );
+    draw_frame_and_y(&mut svg, &ax, y_label, &yt);
+    let (l, r, b) = (MARGIN_L, w - MARGIN_R, h - MARGIN_B);
     let gw = (r - l) / groups.len().max(1) as f64;
     let bw = gw * 0.8 / labels.len().max(1) as f64;
     for (gi, g) in groups.iter().enumerate() {

@@ -11,16 +11,17 @@ use std::time::Duration;
 use tcpaccel_relay::{Config, RawConfig};
 
 mod common;
-use common::{connect_req, echo_server, serve_until_stdin_closes, socks_connect, spawn_limited_child};
+use common::{
+    connect_req, echo_server, is_child, serve_until_stdin_closes, socks_connect, spawn_limited_child,
+    stop_child,
+};
 
 const CHILD_ENV: &str = "TCPACCEL_RELAY_EMFILE_CHILD";
 
 #[test]
 #[ignore = "helper process of accept_backs_off_when_out_of_descriptors"]
 fn relay_child() {
-    if std::env::var_os(CHILD_ENV).is_none() {
-        // Not a test of its own: only the parent test starts it (with a low limit).
-        eprintln!("relay_child is a helper process; run accept_backs_off_when_out_of_descriptors");
+    if !is_child(CHILD_ENV, "accept_backs_off_when_out_of_descriptors") {
         return;
     }
     let raw = RawConfig {
@@ -45,7 +46,7 @@ fn cpu_of(pid: u32) -> Duration {
 
 #[test]
 fn accept_backs_off_when_out_of_descriptors() {
-    let (mut child, mut lines, addr) = spawn_limited_child(40, "relay_child", CHILD_ENV);
+    let (child, mut lines, addr) = spawn_limited_child(40, "relay_child", CHILD_ENV);
     let pid = child.id();
     // Silent clients each hold a descriptor in the relay (handshake timeout 60 s),
     // far more than the limit allows: accept starts failing with EMFILE.
@@ -69,14 +70,7 @@ fn accept_backs_off_when_out_of_descriptors() {
     s.read_exact(&mut b).expect("echo");
     assert_eq!(&b, b"back");
     drop(s);
-    drop(child.stdin.take());
-    let stats = loop {
-        let line = lines.next().expect("child exited before printing its counters").expect("read");
-        if let Some((_, j)) = line.split_once("STATS ") {
-            break serde_json::from_str::<serde_json::Value>(j).expect("counters json");
-        }
-    };
-    let _ = child.wait();
+    let stats = stop_child(child, &mut lines);
     let exhausted = stats["errors"]["accept_fd_exhausted"].as_u64().unwrap_or(0);
     assert!(exhausted >= 1, "the test never ran the relay out of descriptors: {stats}");
     // Backoff doubles from 10 ms to 1 s: a handful of failed accepts, not thousands.

@@ -57,3 +57,28 @@ impl Error {
 }
 
 pub type Result<T> = std::result::Result<T, Error>;
+
+/// A TCP (or MPTCP) socket for `addr`'s family with the buffer requests and
+/// congestion control both ends take from their configuration; the sender
+/// connects it, the receiver listens on it (accepted sockets inherit them).
+pub(crate) fn socket(
+    addr: &SocketAddr,
+    mptcp: bool,
+    sndbuf: Option<u64>,
+    rcvbuf: Option<u64>,
+    cc: Option<&str>,
+) -> Result<std::os::fd::OwnedFd> {
+    use tcpaccel_sys::sockopt::{self, Family};
+    let family = Family::of(addr);
+    let fd = if mptcp { sockopt::mptcp_socket(family)? } else { sockopt::tcp_socket(family)? };
+    if let Some(b) = sndbuf {
+        sockopt::set_send_buffer(&fd, b)?;
+    }
+    if let Some(b) = rcvbuf {
+        sockopt::set_recv_buffer(&fd, b)?;
+    }
+    if let Some(cc) = cc {
+        sockopt::set_congestion(&fd, cc)?;
+    }
+    Ok(fd)
+}

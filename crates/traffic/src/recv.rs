@@ -19,7 +19,7 @@ use std::time::{Duration, Instant};
 use serde::Serialize;
 use sha2::{Digest, Sha256};
 use tcpaccel_core::units::Rate;
-use tcpaccel_sys::sockopt::{self, Family};
+use tcpaccel_sys::sockopt;
 use tcpaccel_sys::tcpinfo;
 use tracing::{debug, warn};
 
@@ -206,18 +206,8 @@ fn summarize(listen: SocketAddr, conns: Vec<ConnReport>) -> RecvSummary {
 /// Binds and starts serving; returns at once. The listening socket is
 /// created on the calling thread.
 pub fn spawn_recv(cfg: RecvConfig) -> Result<RecvHandle> {
-    let family = Family::of(&cfg.listen);
-    let fd = if cfg.mptcp { sockopt::mptcp_socket(family)? } else { sockopt::tcp_socket(family)? };
+    let fd = crate::socket(&cfg.listen, cfg.mptcp, cfg.sndbuf, cfg.rcvbuf, cfg.cc.as_deref())?;
     sockopt::set_reuseaddr(&fd, true)?;
-    if let Some(b) = cfg.sndbuf {
-        sockopt::set_send_buffer(&fd, b)?;
-    }
-    if let Some(b) = cfg.rcvbuf {
-        sockopt::set_recv_buffer(&fd, b)?;
-    }
-    if let Some(cc) = &cfg.cc {
-        sockopt::set_congestion(&fd, cc)?;
-    }
     sockopt::bind(&fd, &cfg.listen)?;
     sockopt::listen(&fd, 1024)?;
     let listener = TcpListener::from(fd);

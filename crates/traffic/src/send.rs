@@ -16,7 +16,7 @@ use std::time::{Duration, Instant};
 
 use serde::Serialize;
 use sha2::{Digest, Sha256};
-use tcpaccel_sys::sockopt::{self, Family};
+use tcpaccel_sys::sockopt;
 use tcpaccel_sys::tcpinfo::{self, TcpInfo};
 use tracing::{debug, warn};
 
@@ -174,17 +174,7 @@ pub(crate) fn session_id(seed: u64) -> u64 {
 }
 
 pub(crate) fn connect(cfg: &SendConfig) -> Result<TcpStream> {
-    let family = Family::of(&cfg.to);
-    let fd = if cfg.mptcp { sockopt::mptcp_socket(family)? } else { sockopt::tcp_socket(family)? };
-    if let Some(b) = cfg.sndbuf {
-        sockopt::set_send_buffer(&fd, b)?;
-    }
-    if let Some(b) = cfg.rcvbuf {
-        sockopt::set_recv_buffer(&fd, b)?;
-    }
-    if let Some(cc) = &cfg.cc {
-        sockopt::set_congestion(&fd, cc)?;
-    }
+    let fd = crate::socket(&cfg.to, cfg.mptcp, cfg.sndbuf, cfg.rcvbuf, cfg.cc.as_deref())?;
     if let Some(b) = &cfg.bind {
         sockopt::bind(&fd, b)?;
     }

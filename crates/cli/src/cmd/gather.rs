@@ -369,40 +369,7 @@ mod tests {
     /// (before `--timeout` existed it waited for `done` forever).
     #[test]
     fn send_times_out_on_a_server_that_never_confirms() {
-        use std::io::{Read, Write};
-        use tcpaccel_gather::proto::{self, Control, SessionId, Token};
-        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-        let addr = l.local_addr().unwrap().to_string();
-        std::thread::spawn(move || {
-            for s in l.incoming() {
-                let Ok(mut s) = s else { return };
-                std::thread::spawn(move || {
-                    let mut pre = [0u8; proto::PREFACE_LEN];
-                    if s.read_exact(&mut pre).is_err() {
-                        return;
-                    }
-                    if proto::decode_preface(&pre).ok() == Some(proto::Kind::Control) {
-                        let mut len = [0u8; 4];
-                        let _ = s.read_exact(&mut len);
-                        let mut hello = vec![0u8; u32::from_be_bytes(len) as usize];
-                        let _ = s.read_exact(&mut hello);
-                        let w = Control::Welcome {
-                            session: SessionId::random().unwrap(),
-                            token: Token::random().unwrap(),
-                            streams: 1,
-                            chunk_size: 65536,
-                            checksum: false,
-                            interval_ms: 100,
-                            target_bps: 1_000_000,
-                            priority: 1,
-                        };
-                        let _ = s.write_all(&proto::encode_control(&w));
-                    }
-                    let mut sink = [0u8; 65536];
-                    while matches!(s.read(&mut sink), Ok(n) if n > 0) {}
-                });
-            }
-        });
+        let addr = tcpaccel_gather::testing::silent_server(false).to_string();
         let t0 = std::time::Instant::now();
         let got = code(&["send", "--server", &addr, "--class", "a", "--bytes", "10KB", "--timeout", "1s"]);
         assert_eq!(got, std::process::ExitCode::from(5));

@@ -59,21 +59,64 @@ pub(crate) fn connect_req(addr: SocketAddr) -> Vec<u8> {
 /// `ADDR <addr>` once listening, runs until its stdin closes, then prints
 /// `STATS <json>` (the parent reads both lines).
 pub(crate) fn serve_until_stdin_closes(cfg: Config, rt: tokio::runtime::Runtime) {
+    serve_until_stdin_closes_with(cfg, rt, || ());
+}
+
+/// [`serve_until_stdin_closes`], with `prepare` run after the bind and
+/// before `ADDR` is printed (so the parent connects only after it); what it
+/// returns is held until the relay stops.
+pub(crate) fn serve_until_stdin_closes_with<G>(
+    cfg: Config,
+    rt: tokio::runtime::Runtime,
+    prepare: impl FnOnce() -> G,
+) {
     rt.block_on(async {
         let relay = Relay::bind(cfg).await.expect("bind");
-        println!("ADDR {}", relay.local_addrs()[0]);
+        let addr = relay.local_addrs()[0];
         let stats = relay.stats();
         let stdin_closed = tokio::task::spawn_blocking(|| {
             let mut s = String::new();
             let _ = std::io::stdin().read_to_string(&mut s);
         });
+        tokio::task::yield_now().await;
+        let held = prepare();
+        println!("ADDR {addr}");
         relay
             .run(async {
                 let _ = stdin_closed.await;
             })
             .await;
+        drop(held);
         println!("STATS {}", serde_json::to_string(&stats.snapshot()).expect("json"));
     });
+}
+
+/// In a helper test that [`spawn_limited_child`] runs: true when this is the
+/// child (its `env` is set); otherwise says the test belongs to `parent`.
+pub(crate) fn is_child(env: &str, parent: &str) -> bool {
+    if std::env::var_os(env).is_some() {
+        return true;
+    }
+    // Not a test of its own: only the parent test starts it (with a low limit).
+    eprintln!("a helper process; run {parent}");
+    false
+}
+
+/// Closes the child's stdin (the relay stops), reads its `STATS` line and
+/// waits for it; the counters.
+pub(crate) fn stop_child(
+    mut child: std::process::Child,
+    lines: &mut std::io::Lines<std::io::BufReader<std::process::ChildStdout>>,
+) -> serde_json::Value {
+    drop(child.stdin.take());
+    let stats = loop {
+        let line = lines.next().expect("child exited before printing its counters").expect("read");
+        if let Some((_, j)) = line.split_once("STATS ") {
+            break serde_json::from_str::<serde_json::Value>(j).expect("counters json");
+        }
+    };
+    let _ = child.wait();
+    stats
 }
 
 /// Runs this test binary's ignored test `child_test` as a child relay under
