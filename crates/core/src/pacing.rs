@@ -506,115 +506,38 @@ pub fn bpf_dynamic_rate(a: BpfAck, ceiling: u64) -> u64 {
     rate.min(BPF_RATE_MAX)
 }
 
-/// The least queueing delay (µs, srtt − min_rtt) at which [`BpfHold`]
-/// acts (`HOLD_MIN_QUEUE_US` in pace.bpf.c): on a path of microseconds the
-/// host's scheduling moves srtt by more than a fraction of min_rtt, no
-/// queue that slowing down would drain.
-pub const BPF_HOLD_MIN_QUEUE_US: u64 = 1000;
-/// Below this cwnd (packets) the hold makes no queue test: a delayed ACK
-/// alone moves srtt by milliseconds (`HOLD_SS_LOW_WINDOW`; HyStart has no
-/// delay test below its low window either).
-pub const BPF_HOLD_LOW_WINDOW: u32 = 32;
-/// ln(5/4) × 1024: the hold's slow-start growth per srtt (`HOLD_LN_FAST`).
-const HOLD_LN_FAST: u64 = 228;
-/// ln(11/10) × 1024: the same once the RTT shows a first sign of a queue.
-const HOLD_LN_SLOW: u64 = 98;
-/// Queue thresholds as fractions of min_rtt: first sign, hold in slow
-/// start, hold after slow start.
-const HOLD_WARN_DIV: u64 = 400;
-const HOLD_SS_FULL_DIV: u64 = 64;
-const HOLD_CA_DIV: u64 = 32;
-
-/// What [`BpfHold::on_ack`] reads of one ACK (the `bpf_sock_ops` fields).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct HoldAck {
-    /// `bpf_ktime_get_ns()`.
-    pub now_ns: u64,
-    pub bytes_acked: u64,
-    /// The kernel's `srtt_us`: microseconds × 8.
-    pub srtt_us_x8: u32,
-    pub rtt_min_us: u32,
-    pub snd_cwnd: u32,
-    pub snd_ssthresh: u32,
-}
+/// The least queueing delay (µs, srtt − min_rtt) at which [`bpf_hold_cap`]
+/// holds (`HOLD_MIN_QUEUE_US` in pace.bpf.c): on a path of microseconds the
+/// host's scheduling moves srtt by more than min_rtt/16, no queue that
+/// slowing down would drain.
+pub const BPF_HOLD_MIN_QUEUE_US: u32 = 1000;
 
 /// Pure twin of `hold_cap` in `pace.bpf.c` (the cgroup pacer's `--hold`,
-/// issue 17 item 5), the per-socket state and decision applied on top of
-/// eq. (1)'s rate on every ACK, in the program's integer arithmetic:
-/// - delivery rate: payload bytes acked over windows of one srtt;
-/// - slow start (cwnd below ssthresh): a cap that grows continuously in
-///   time by 5/4 per srtt, by 11/10 once the RTT shows a first sign of a
-///   queue (more than min_rtt/400);
-/// - while the RTT shows a queue (min_rtt/64 in slow start, min_rtt/32
-///   after it, and [`BPF_HOLD_MIN_QUEUE_US`]): 31/32 of the delivery rate,
-///   so the queue drains, and in slow start the cap restarts from there;
-///   after slow start otherwise at most 33/32 of the delivery rate;
-/// - no queue test below [`BPF_HOLD_LOW_WINDOW`] packets of cwnd.
-///
-/// Why: on [PSPacer]'s path the buffer is 0.16 of the BDP, and doubling
-/// per RTT overfills it by half a BDP in the RTT the queue takes to show
-/// (BENCHMARKS.md, "In-kernel pacing").
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub struct BpfHold {
-    pub win_start_ns: u64,
-    pub win_acked: u64,
-    /// Payload bytes/s acked over the last window; 0 until measured.
-    pub dlv_rate: u64,
-    /// The slow-start cap (payload bytes/s; 0 until the first ACK) and
-    /// when it last grew.
-    pub ss_cap: u64,
-    pub ss_last_ns: u64,
-}
-
-impl BpfHold {
-    /// The cap for this ACK, given eq. (1)'s `rate` (payload bytes/s).
-    pub fn on_ack(&mut self, rate: u64, a: HoldAck) -> u64 {
-        let srtt = (a.srtt_us_x8 >> 3) as u64;
-        let min_rtt = a.rtt_min_us as u64;
-        let ss = a.snd_cwnd < a.snd_ssthresh;
-        let low = a.snd_cwnd < BPF_HOLD_LOW_WINDOW;
-        let queue = srtt.saturating_sub(min_rtt);
-        if self.win_start_ns == 0 {
-            self.win_start_ns = a.now_ns;
-            self.win_acked = a.bytes_acked;
-        } else if srtt != 0 && a.now_ns.wrapping_sub(self.win_start_ns) >= srtt * 1000 {
-            let dt = a.now_ns.wrapping_sub(self.win_start_ns);
-            self.dlv_rate = a.bytes_acked.wrapping_sub(self.win_acked).wrapping_mul(1_000_000_000) / dt;
-            self.win_start_ns = a.now_ns;
-            self.win_acked = a.bytes_acked;
-        }
-        if ss && srtt != 0 {
-            if self.ss_cap == 0 {
-                self.ss_cap = rate;
-            } else {
-                let dt_us = (a.now_ns.wrapping_sub(self.ss_last_ns) / 1000).min(srtt);
-                let ln = if !low && queue * HOLD_WARN_DIV > min_rtt { HOLD_LN_SLOW } else { HOLD_LN_FAST };
-                self.ss_cap += (self.ss_cap * ln / 1024) * dt_us / srtt;
-            }
-            self.ss_last_ns = a.now_ns;
-        }
-        if min_rtt == 0 {
-            return rate;
-        }
-        let div = if ss { HOLD_SS_FULL_DIV } else { HOLD_CA_DIV };
-        if self.dlv_rate != 0 && queue > BPF_HOLD_MIN_QUEUE_US && !(ss && low) && queue * div > min_rtt {
-            let hold = self.dlv_rate * 31 / 32;
-            if ss && self.ss_cap > hold {
-                self.ss_cap = hold;
-            }
-            return rate.min(hold);
-        }
-        if ss {
-            let mut cap = self.ss_cap;
-            if self.dlv_rate != 0 && cap > self.dlv_rate * 2 {
-                cap = self.dlv_rate * 2;
-            }
-            return rate.min(cap);
-        }
-        if self.dlv_rate == 0 {
-            return rate;
-        }
-        rate.min(self.dlv_rate * 33 / 32)
+/// issue 17 item 5), applied on top of eq. (1)'s `rate`: with a delivery
+/// rate `dlv` (payload bytes/s acked over the last srtt; 0 = not yet
+/// measured), pace no faster than 31/32 of `dlv` while the RTT shows a
+/// queue (srtt − min_rtt > min_rtt/16 and > [`BPF_HOLD_MIN_QUEUE_US`]: keep the queue near that level
+/// instead of overflowing a small buffer, a full-pipe test after BBR's;
+/// just below `dlv` so that a delivery rate measured a little high cannot
+/// let the queue creep up), and otherwise no faster than 5/4 of it in slow
+/// start (`in_slow_start`: cwnd below ssthresh; the rate grows by a quarter
+/// per RTT instead of doubling) and 17/16 of it after slow start (leaving
+/// a hold does not release at once the window CUBIC grew meanwhile).
+pub fn bpf_hold_cap(rate: u64, dlv: u64, srtt_us_x8: u32, rtt_min_us: u32, in_slow_start: bool) -> u64 {
+    let srtt = srtt_us_x8 >> 3;
+    if dlv == 0 || rtt_min_us == 0 {
+        return rate;
+    }
+    if srtt > rtt_min_us
+        && (srtt - rtt_min_us) as u64 * 16 > rtt_min_us as u64
+        && srtt - rtt_min_us > BPF_HOLD_MIN_QUEUE_US
+    {
+        return rate.min(dlv * 31 / 32);
+    }
+    if in_slow_start {
+        rate.min(dlv * 5 / 4)
+    } else {
+        rate.min(dlv * 17 / 16)
     }
 }
 
@@ -902,105 +825,24 @@ mod tests {
         assert_eq!(bpf_rule_rate(None, None, a, false), 1_448_000);
     }
 
-    /// One ACK for the hold tests: 100 ms min RTT, cwnd 100 of an
-    /// infinite ssthresh unless changed.
-    fn hack(now_ms: u64, acked: u64, srtt_us: u32) -> HoldAck {
-        HoldAck {
-            now_ns: now_ms * 1_000_000,
-            bytes_acked: acked,
-            srtt_us_x8: srtt_us * 8,
-            rtt_min_us: 100_000,
-            snd_cwnd: 100,
-            snd_ssthresh: u32::MAX,
-        }
-    }
-
     #[test]
-    fn hold_grows_slow_start_by_a_quarter_per_rtt_and_a_tenth_near_a_queue() {
-        let mut h = BpfHold::default();
-        // First ACK: window starts, the slow-start cap starts at eq. (1)'s rate.
-        assert_eq!(h.on_ack(1_000_000, hack(1, 0, 100_000)), 1_000_000);
-        assert_eq!((h.ss_cap, h.dlv_rate), (1_000_000, 0));
-        // One srtt later (no queue): + ln(5/4) = 228/1024 of the cap, and
-        // the window closes: 100 000 bytes in 100 ms.
-        assert_eq!(h.on_ack(u64::MAX, hack(101, 100_000, 100_000)), 1_222_656);
-        assert_eq!(h.dlv_rate, 1_000_000);
-        // Half an srtt with a first sign of a queue (300 µs > 100 ms/400):
-        // + 98/1024 of the cap × 50/100.3 ms.
-        assert_eq!(h.on_ack(u64::MAX, hack(151, 150_000, 100_300)), 1_222_656 + 58_331);
-        // A gap longer than an srtt grows by one srtt's worth, not more.
-        let before = h.ss_cap;
-        h.on_ack(u64::MAX, hack(1_151, 200_000, 100_300));
-        assert_eq!(h.ss_cap, before + (before * 98 / 1024));
-        // eq. (1) below the cap wins.
-        assert_eq!(h.on_ack(5_000, hack(1_152, 200_000, 100_000)), 5_000);
-    }
-
-    #[test]
-    fn hold_caps_slow_start_at_twice_the_delivery_rate() {
-        let mut h = BpfHold {
-            dlv_rate: 100_000,
-            ss_cap: 1_000_000,
-            ss_last_ns: 1_000_000,
-            win_start_ns: 1_000_000,
-            ..BpfHold::default()
-        };
-        assert_eq!(h.on_ack(u64::MAX, hack(1, 0, 100_000)), 200_000);
-    }
-
-    #[test]
-    fn hold_holds_a_queue_at_31_32_of_delivery_and_restarts_slow_start_there() {
-        let mut h = BpfHold {
-            dlv_rate: 64_000,
-            ss_cap: 90_000,
-            ss_last_ns: 1_000_000,
-            win_start_ns: 1_000_000,
-            ..BpfHold::default()
-        };
-        // 1.5 ms of queue on a 100 ms path: below min_rtt/64 (1.5625 ms): no hold.
-        assert_eq!(h.on_ack(80_000, hack(1, 0, 101_500)), 80_000);
-        assert_eq!(h.ss_cap, 90_000);
-        // 2 ms: hold at 31/32 of the delivery rate, and the slow-start cap
-        // restarts from there.
-        assert_eq!(h.on_ack(80_000, hack(1, 0, 102_000)), 62_000);
-        assert_eq!(h.ss_cap, 62_000);
-        // The queue gone, slow start goes on from the held rate.
-        assert_eq!(h.on_ack(80_000, hack(1, 0, 100_000)), 62_000);
-        // After slow start (cwnd at ssthresh): 3 ms (< min_rtt/32 =
-        // 3.125 ms) is no hold, growth at most 33/32; 3.2 ms is a hold.
-        let ca = |srtt_us: u32| HoldAck { snd_ssthresh: 100, ..hack(1, 0, srtt_us) };
-        assert_eq!(h.on_ack(80_000, ca(103_000)), 66_000);
-        assert_eq!(h.on_ack(80_000, ca(103_200)), 62_000);
-        // eq. (1) below either wins.
-        assert_eq!(h.on_ack(10_000, ca(103_200)), 10_000);
-        assert_eq!(h.ss_cap, 62_000);
-    }
-
-    #[test]
-    fn hold_makes_no_queue_test_in_a_small_window_or_on_a_microsecond_path() {
-        // Slow start with cwnd 24: 5 ms of "queue" (a delayed ACK) is neither
-        // full nor a first sign: the cap grows at 5/4.
-        let mut h = BpfHold {
-            dlv_rate: 64_000,
-            ss_cap: 100_000,
-            ss_last_ns: 1_000_000,
-            win_start_ns: 1_000_000,
-            ..BpfHold::default()
-        };
-        let small = HoldAck { snd_cwnd: 24, ..hack(101, 0, 105_000) };
-        assert_eq!(h.on_ack(u64::MAX, small), 100_000 + 21_204);
-        // A 20 µs path after slow start: 300 µs of scheduling noise is no
-        // queue (under 1 ms), 1.2 ms is.
-        let mut h = BpfHold { dlv_rate: 4_000, win_start_ns: 1_000_000, ..BpfHold::default() };
-        let veth = |srtt_us: u32| HoldAck { rtt_min_us: 20, snd_ssthresh: 100, ..hack(1, 0, srtt_us) };
-        assert_eq!(h.on_ack(9_000, veth(320)), 4_125);
-        assert_eq!(h.on_ack(9_000, veth(1_220)), 3_875);
-        // No min RTT or no delivery rate yet: eq. (1) as is after slow start.
-        let ca = |min_us: u32| HoldAck { rtt_min_us: min_us, snd_ssthresh: 100, ..hack(1, 0, 120_000) };
-        let mut h = BpfHold { win_start_ns: 1_000_000, ..BpfHold::default() };
-        assert_eq!(h.on_ack(9_000, ca(100_000)), 9_000);
-        let mut h = BpfHold { dlv_rate: 5_000, win_start_ns: 1_000_000, ..BpfHold::default() };
-        assert_eq!(h.on_ack(9_000, ca(0)), 9_000);
+    fn hold_cap_holds_a_queue_and_slows_slow_start() {
+        let us8 = |us: u32| us * 8;
+        // No delivery rate yet, or no min RTT: eq. (1) as is.
+        assert_eq!(bpf_hold_cap(9_000, 0, us8(120_000), 100_000, true), 9_000);
+        assert_eq!(bpf_hold_cap(9_000, 5_000, us8(120_000), 0, true), 9_000);
+        // 10 ms of queue on a 100 ms path (> 6.25 ms): hold at 31/32 of the delivery rate.
+        assert_eq!(bpf_hold_cap(9_000, 6_400, us8(110_000), 100_000, false), 6_200);
+        assert_eq!(bpf_hold_cap(4_000, 6_400, us8(110_000), 100_000, false), 4_000);
+        // Exactly a sixteenth is not yet a queue; slow start grows by 5/4 at most.
+        assert_eq!(bpf_hold_cap(9_000, 4_000, us8(106_250), 100_000, true), 5_000);
+        // After slow start: 17/16, so leaving a hold does not release a grown window at once.
+        assert_eq!(bpf_hold_cap(9_000, 4_000, us8(106_250), 100_000, false), 4_250);
+        assert_eq!(bpf_hold_cap(9_000, 4_000, us8(100_000), 100_000, true), 5_000);
+        // A path of microseconds: 300 µs of scheduling noise on a 20 µs
+        // min_rtt is no queue (under 1 ms), so no hold; 1.2 ms is.
+        assert_eq!(bpf_hold_cap(9_000, 4_000, us8(320), 20, false), 4_250);
+        assert_eq!(bpf_hold_cap(9_000, 4_000, us8(1_220), 20, false), 3_875);
     }
 
     proptest! {

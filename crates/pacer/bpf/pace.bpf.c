@@ -64,12 +64,8 @@ struct sock_state {
 	/* Delivery-rate window (RULE_HOLD): start time and bytes_acked then. */
 	__u64 win_start_ns;
 	__u64 win_acked;
-	__u64 dlv_rate;   /* payload bytes/s acked over the last window */
-	/* Slow-start cap (RULE_HOLD): payload bytes/s, grown in time, and when. */
-	__u64 ss_cap;
-	__u64 ss_last_ns;
+	__u64 dlv_rate;   /* payload bytes/s acked over the last window of one srtt */
 };
-
 
 struct map_def SEC("maps") pace_rules = {
 	.type = BPF_MAP_TYPE_ARRAY,
@@ -266,41 +262,20 @@ static __always_inline void release(struct bpf_sock_ops *skops, __u32 rule_idx, 
 }
 
 /* RULE_HOLD, against slow-start and probing overshoot into a small buffer
- * (issue 17 item 5). Pure twin: core's BpfHold, tested exactly; keep the
- * two in step.
- *
- * - Delivery rate: payload bytes acked over windows of one srtt.
- * - Slow start (cwnd below ssthresh): the cap grows continuously in time
- *   by 5/4 per srtt instead of the window's doubling per RTT, and by 11/10
- *   once the RTT shows the first sign of a queue (srtt above min_rtt by
- *   more than min_rtt/400: the sender's own packet trains queueing as the
- *   rate nears the bottleneck's). With a buffer of 0.16 BDP, doubling
- *   overfills it by half a BDP in the RTT the queue takes to show; a
- *   quarter per RTT, slowed near the rate, leaves it unfilled.
- * - While the RTT shows a queue (min_rtt/64 in slow start, min_rtt/32
- *   after it, and HOLD_MIN_QUEUE_US): pace at 31/32 of the delivery rate,
- *   so the queue drains instead of growing into the buffer (a full-pipe
- *   test after BBR's), and in slow start restart the cap from there;
- *   after slow start grow by at most 33/32 of it per window otherwise, so
- *   a hold ends without releasing at once the window CUBIC grew meanwhile.
- * - Below HOLD_SS_LOW_WINDOW packets of cwnd the RTT says nothing about a
- *   queue (a delayed ACK alone moves it by milliseconds): no queue tests
- *   there, as HyStart has no delay test below its low window. */
-/* A queue is at least this deep (µs) before the hold acts: on a path of
- * microseconds (veth, a LAN) the host's own scheduling moves srtt by far
- * more than a fraction of min_rtt, which is no queue that slowing down
- * drains, and holding on it ratcheted the rate down by 31/32 per window
- * (to 9 of 1000 Mbit/s on veth). */
+ * (issue 17 item 5): measure the delivery rate over windows of one srtt;
+ * while the RTT shows a queue (srtt above min_rtt by more than min_rtt/16)
+ * pace at 31/32 of that delivery rate, which keeps the queue near the
+ * threshold instead of letting the window overflow it (a full-pipe test
+ * after BBR's); in slow start otherwise, grow the rate by at most 5/4 of the
+ * delivery rate per window instead of the window's doubling, so that the
+ * one RTT the queue takes to show in the samples overfills the buffer by
+ * an eighth of a BDP, not half of one. Pure twin: core's bpf_hold_cap. */
+/* ... and a queue is at least this deep (µs) before the hold acts: on a
+ * path of microseconds (veth, a LAN) the host's own scheduling moves srtt
+ * by far more than min_rtt/16, which is no queue that slowing down drains,
+ * and holding on it ratcheted the rate down by 31/32 per window (to 9 of
+ * 1000 Mbit/s on veth). */
 #define HOLD_MIN_QUEUE_US 1000u
-#define HOLD_SS_LOW_WINDOW 32u
-/* ln(5/4) and ln(11/10), times 1024: slow-start growth per srtt. */
-#define HOLD_LN_FAST 228u
-#define HOLD_LN_SLOW 98u
-/* Queue thresholds as fractions of min_rtt: first sign, full in slow
- * start, hold after slow start. */
-#define HOLD_WARN_DIV 400u
-#define HOLD_SS_FULL_DIV 64u
-#define HOLD_CA_DIV 32u
 
 static __always_inline __u64 hold_cap(struct bpf_sock_ops *skops, struct sock_state *st, __u64 rate)
 {
@@ -308,10 +283,6 @@ static __always_inline __u64 hold_cap(struct bpf_sock_ops *skops, struct sock_st
 	__u64 acked = skops->bytes_acked;
 	__u32 srtt = skops->srtt_us >> 3;
 	__u32 min_rtt = skops->rtt_min;
-	__u32 cwnd = skops->snd_cwnd;
-	int ss = cwnd < skops->snd_ssthresh;
-	int low = cwnd < HOLD_SS_LOW_WINDOW;
-	__u64 queue = srtt > min_rtt ? srtt - min_rtt : 0;
 
 	if (st->win_start_ns == 0) {
 		st->win_start_ns = now;
@@ -321,42 +292,19 @@ static __always_inline __u64 hold_cap(struct bpf_sock_ops *skops, struct sock_st
 		st->win_start_ns = now;
 		st->win_acked = acked;
 	}
-	if (ss && srtt) {
-		if (st->ss_cap == 0) {
-			st->ss_cap = rate;
-		} else {
-			__u64 dt_us = (now - st->ss_last_ns) / 1000;
-			__u64 ln = !low && queue * HOLD_WARN_DIV > min_rtt ? HOLD_LN_SLOW : HOLD_LN_FAST;
-
-			if (dt_us > srtt)
-				dt_us = srtt;
-			st->ss_cap += (st->ss_cap * ln / 1024) * dt_us / srtt;
-		}
-		st->ss_last_ns = now;
-	}
-	if (min_rtt == 0)
+	if (st->dlv_rate == 0 || min_rtt == 0)
 		return rate;
-	if (st->dlv_rate && queue > HOLD_MIN_QUEUE_US && !(ss && low) &&
-	    queue * (ss ? HOLD_SS_FULL_DIV : HOLD_CA_DIV) > min_rtt) {
+	if (srtt > min_rtt && (srtt - min_rtt) * 16 > min_rtt && srtt - min_rtt > HOLD_MIN_QUEUE_US) {
+		/* 31/32: a delivery rate measured a little high (ACK bunching)
+		 * must not let the queue creep up; the queue drains slowly and
+		 * eq. 1 takes over again once it is below the threshold. */
 		__u64 hold = st->dlv_rate * 31 / 32;
-
-		/* Slow start goes on from the rate held, not from the cap
-		 * it had reached: a real queue restarts growth below the
-		 * bottleneck's rate, a burst of host noise costs a little. */
-		if (ss && st->ss_cap > hold)
-			st->ss_cap = hold;
 		return rate < hold ? rate : hold;
 	}
-	if (ss) {
-		__u64 cap = st->ss_cap;
-
-		if (st->dlv_rate && cap > st->dlv_rate * 2)
-			cap = st->dlv_rate * 2;
-		return rate < cap ? rate : cap;
-	}
-	if (st->dlv_rate == 0)
-		return rate;
-	__u64 cap = st->dlv_rate * 33 / 32;
+	/* Grow by at most 5/4 per window in slow start and 17/16 after it, so
+	 * that leaving the hold with a window CUBIC kept growing meanwhile
+	 * does not release it at once. */
+	__u64 cap = skops->snd_cwnd < skops->snd_ssthresh ? st->dlv_rate * 5 / 4 : st->dlv_rate * 17 / 16;
 	return rate < cap ? rate : cap;
 }
 

@@ -13,7 +13,7 @@ pub const RULE_STATIC: u32 = 1;
 pub const RULE_DYNAMIC: u32 = 2;
 
 /// `rule.flags` bit: cap dynamic pacing by the measured delivery rate
-/// (`hold_cap` in the C source, `tcpaccel_core::pacing::BpfHold`).
+/// (`hold_cap` in the C source, `tcpaccel_core::pacing::bpf_hold_cap`).
 pub const RULE_HOLD: u32 = 1;
 /// `rule.flags` bit: a detach is under way; the program lifts the cap of
 /// every socket the rule paced on its next RTT sample (`release` in the C
@@ -113,13 +113,10 @@ pub struct SockState {
     pub win_acked: u64,
     /// Delivery rate (payload bytes/s) of the last window (RULE_HOLD only).
     pub dlv_rate: u64,
-    /// Slow-start cap (payload bytes/s) and when it last grew (RULE_HOLD only).
-    pub ss_cap: u64,
-    pub ss_last_ns: u64,
 }
 
 impl Plain for SockState {
-    const SIZE: usize = 56;
+    const SIZE: usize = 40;
     fn write(&self, out: &mut [u8]) {
         self.rule.write(&mut out[0..4]);
         self.rate.write(&mut out[4..8]);
@@ -127,8 +124,6 @@ impl Plain for SockState {
         self.win_start_ns.write(&mut out[16..24]);
         self.win_acked.write(&mut out[24..32]);
         self.dlv_rate.write(&mut out[32..40]);
-        self.ss_cap.write(&mut out[40..48]);
-        self.ss_last_ns.write(&mut out[48..56]);
     }
     fn read(b: &[u8]) -> Self {
         SockState {
@@ -138,8 +133,6 @@ impl Plain for SockState {
             win_start_ns: ne_u64(b, 16),
             win_acked: ne_u64(b, 24),
             dlv_rate: ne_u64(b, 32),
-            ss_cap: ne_u64(b, 40),
-            ss_last_ns: ne_u64(b, 48),
         }
     }
 }

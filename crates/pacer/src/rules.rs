@@ -256,8 +256,7 @@ pub struct PaceConfig {
     pub ceiling: Option<u64>,
     /// Dynamic rules also hold the rate just below the measured delivery
     /// rate while the RTT shows a queue, and grow it by at most 5/4 per RTT in slow
-    /// start, 11/10 near a queue (`hold_cap` in the BPF source, twin
-    /// `tcpaccel_core::pacing::BpfHold`; issue 17 item 5).
+    /// start (`hold_cap` in the BPF source; issue 17 item 5).
     pub hold: bool,
 }
 

@@ -49,7 +49,7 @@ pub(crate) struct RuleArgs {
     /// An on-wire ceiling over every rule (static rates above it are lowered).
     #[arg(long, value_parser = values::rate)]
     ceiling: Option<Rate>,
-    /// Dynamic rules also hold the rate just below the measured delivery rate while the RTT shows a queue, and grow it by at most 5/4 per RTT in slow start, 11/10 near a queue (against overshoot into small buffers).
+    /// Dynamic rules also hold the rate at the measured delivery rate while the RTT shows a queue, and grow it by at most 5/4 per RTT in slow start (against overshoot into small buffers).
     #[arg(long)]
     hold: bool,
 }
