@@ -13,8 +13,8 @@ use std::net::SocketAddr;
 use std::path::Path;
 use std::time::Duration;
 use tcpaccel_core::meter::GapDeviation;
-use tcpaccel_core::units::{format_duration, Bytes, Rate};
-use tcpaccel_net::{MeterOptions, Network, Topology};
+use tcpaccel_core::units::{Bytes, QueueLimit, Rate};
+use tcpaccel_net::{Cidr, EndSpec, LinkSpec, MeterOptions, Network, Topology, TopologyBuilder};
 use tcpaccel_traffic::{run_send, spawn_recv, Pace, RecvConfig, Report, SendConfig, Volume};
 
 pub const DATA_PORT: u16 = 5201;
@@ -37,19 +37,23 @@ pub struct Path2 {
 impl Path2 {
     /// The topology: h1 (10.9.0.1) == emulator == h2 (10.9.0.2), delay RTT/2 each way.
     pub fn topology(&self) -> Result<Topology> {
-        let text = format!(
-            "name = \"lab-dumbbell\"\n\
-             [[host]]\nname = \"h1\"\n[[host]]\nname = \"h2\"\n\
-             [[link]]\nname = \"wan\"\nkind = \"emulated\"\n\
-             a = {{ node = \"h1\", addr = \"10.9.0.1/24\" }}\n\
-             b = {{ node = \"h2\", addr = \"10.9.0.2/24\" }}\n\
-             rate = \"{}bit\"\ndelay = \"{}\"\nbuffer = \"{}\"\n",
-            self.rate.bits_per_sec(),
-            format_duration(self.rtt / 2),
-            self.buffer.0
+        let mut t = TopologyBuilder::new("lab-dumbbell");
+        t.host("h1");
+        t.host("h2");
+        t.link(
+            LinkSpec::emulated(end_v4("h1", [10, 9, 0, 1], 24), end_v4("h2", [10, 9, 0, 2], 24))
+                .name("wan")
+                .rate(self.rate)
+                .delay(self.rtt / 2)
+                .buffer(QueueLimit::Bytes(self.buffer.0)),
         );
-        Topology::from_toml_str(&text).context("building the dumbbell topology")
+        t.build().context("building the dumbbell topology")
     }
+}
+
+/// A link end in `node` with the IPv4 address `addr/prefix`.
+pub(crate) fn end_v4(node: &str, addr: [u8; 4], prefix: u8) -> EndSpec {
+    EndSpec::new(node).addr(Cidr::new(addr, prefix))
 }
 
 /// What a variant changes on the end hosts.
@@ -221,4 +225,34 @@ pub fn meter_series(ctx: &mut RunCtx<'_>, file: &Path) -> Result<Option<f64>> {
         }
     }
     Ok(first)
+}
+
+#[cfg(test)]
+mod toml_equality {
+    use super::*;
+    use tcpaccel_core::units::format_duration;
+
+    /// The TOML text this scenario generated before it built the topology in code.
+    fn old_toml(p: &Path2) -> String {
+        format!(
+            "name = \"lab-dumbbell\"\n\
+             [[host]]\nname = \"h1\"\n[[host]]\nname = \"h2\"\n\
+             [[link]]\nname = \"wan\"\nkind = \"emulated\"\n\
+             a = {{ node = \"h1\", addr = \"10.9.0.1/24\" }}\n\
+             b = {{ node = \"h2\", addr = \"10.9.0.2/24\" }}\n\
+             rate = \"{}bit\"\ndelay = \"{}\"\nbuffer = \"{}\"\n",
+            p.rate.bits_per_sec(),
+            format_duration(p.rtt / 2),
+            p.buffer.0
+        )
+    }
+
+    #[test]
+    fn built_equals_old_toml() {
+        // demo, pacing, idle defaults, and an odd RTT.
+        for (rate, rtt, buf) in [(300, 100, 1_000_000), (500, 100, 1_000_000), (100, 37, 123_457)] {
+            let p = Path2 { rate: Rate::mbps(rate), rtt: Duration::from_millis(rtt), buffer: Bytes(buf) };
+            assert_eq!(p.topology().unwrap(), Topology::from_toml_str(&old_toml(&p)).unwrap());
+        }
+    }
 }

@@ -19,6 +19,7 @@
 //! a 1500-byte MTU gives: the program's worst case.
 
 use super::demo::standard_metrics;
+use super::dumbbell::end_v4;
 use super::dumbbell::{baseline_sysctls, sysctls, DATA_PORT, DEFAULT_CC};
 use super::pacing::BpfPacing;
 use crate::records::MetricSpec;
@@ -28,7 +29,7 @@ use std::net::SocketAddr;
 use std::path::Path;
 use std::time::{Duration, Instant};
 use tcpaccel_core::units::Rate;
-use tcpaccel_net::{Network, Topology};
+use tcpaccel_net::{LinkSpec, Network, Topology, TopologyBuilder};
 use tcpaccel_traffic::{run_send, spawn_recv, Pace, RecvConfig, SendConfig, Volume};
 
 pub struct PacingCpu;
@@ -109,14 +110,15 @@ struct CpuBed {
 
 impl CpuBed {
     fn topology(&self) -> Result<Topology> {
-        let text = format!(
-            "name = \"lab-veth\"\n[[host]]\nname = \"h1\"\n[[host]]\nname = \"h2\"\n\
-             [[link]]\nname = \"v\"\nkind = \"veth\"\noffloads = {}\n\
-             a = {{ node = \"h1\", addr = \"10.9.0.1/24\" }}\n\
-             b = {{ node = \"h2\", addr = \"10.9.0.2/24\" }}\n",
-            self.offloads
+        let mut t = TopologyBuilder::new("lab-veth");
+        t.host("h1");
+        t.host("h2");
+        t.link(
+            LinkSpec::veth(end_v4("h1", [10, 9, 0, 1], 24), end_v4("h2", [10, 9, 0, 2], 24))
+                .name("v")
+                .offloads(self.offloads),
         );
-        Topology::from_toml_str(&text).context("building the veth topology")
+        t.build().context("building the veth topology")
     }
 }
 
@@ -215,5 +217,29 @@ mod tests {
         assert!(cpu_jiffies("intr 1\n").is_err());
         assert!(cpu_jiffies("cpu  1 2 x 4 5\n").unwrap_err().to_string().contains("\"x\""));
         assert!(cpu_jiffies("cpu  1 2 3\n").is_err());
+    }
+}
+
+#[cfg(test)]
+mod toml_equality {
+    use super::*;
+
+    /// The TOML text this scenario generated before it built the topology in code.
+    fn old_toml(bed: &CpuBed) -> String {
+        format!(
+            "name = \"lab-veth\"\n[[host]]\nname = \"h1\"\n[[host]]\nname = \"h2\"\n\
+             [[link]]\nname = \"v\"\nkind = \"veth\"\noffloads = {}\n\
+             a = {{ node = \"h1\", addr = \"10.9.0.1/24\" }}\n\
+             b = {{ node = \"h2\", addr = \"10.9.0.2/24\" }}\n",
+            bed.offloads
+        )
+    }
+
+    #[test]
+    fn built_equals_old_toml() {
+        for offloads in [false, true] {
+            let bed = CpuBed { rate: Rate::gbps(1), offloads, duration: Duration::from_secs(10) };
+            assert_eq!(bed.topology().unwrap(), Topology::from_toml_str(&old_toml(&bed)).unwrap());
+        }
     }
 }

@@ -23,6 +23,7 @@
 //! on-wire rate.
 
 use super::demo::standard_metrics;
+use super::dumbbell::end_v4;
 use super::dumbbell::{baseline_sysctls, sysctls, DATA_PORT, DEFAULT_CC};
 use super::fabric::ip_batch;
 use super::pacing::{parse_bins, BpfPacing, MeterBin};
@@ -32,8 +33,8 @@ use anyhow::{bail, Context, Result};
 use std::net::SocketAddr;
 use std::path::Path;
 use std::time::Duration;
-use tcpaccel_core::units::{format_duration, Bytes, Rate};
-use tcpaccel_net::{MeterOptions, Network, Topology};
+use tcpaccel_core::units::{format_duration, Bytes, QueueLimit, Rate};
+use tcpaccel_net::{LinkSpec, MeterOptions, Network, Topology, TopologyBuilder};
 use tcpaccel_traffic::{run_send, spawn_recv, RecvConfig, SendConfig, Volume};
 
 pub struct PacingMptcp;
@@ -158,22 +159,23 @@ struct MptcpBed {
 
 impl MptcpBed {
     fn topology(&self) -> Result<Topology> {
-        let mut text = String::from(
-            "name = \"lab-mptcp2\"\n\
-             [[host]]\nname = \"h1\"\n[[host]]\nname = \"h2\"\n",
-        );
+        let mut t = TopologyBuilder::new("lab-mptcp2");
+        t.host("h1");
+        t.host("h2");
         for (i, p) in PATHS.iter().enumerate() {
-            text.push_str(&format!(
-                "[[link]]\nname = \"{p}\"\nkind = \"emulated\"\n\
-                 a = {{ node = \"h1\", addr = \"10.9.{i}.1/24\", ifname = \"{p}\" }}\n\
-                 b = {{ node = \"h2\", addr = \"10.9.{i}.2/24\", ifname = \"{p}\" }}\n\
-                 rate = \"{}bit\"\ndelay = \"{}\"\nbuffer = \"{}\"\n",
-                self.rate.bits_per_sec(),
-                format_duration(self.rtt / 2),
-                self.buffer.0
-            ));
+            let i = i as u8;
+            t.link(
+                LinkSpec::emulated(
+                    end_v4("h1", [10, 9, i, 1], 24).ifname(*p),
+                    end_v4("h2", [10, 9, i, 2], 24).ifname(*p),
+                )
+                .name(*p)
+                .rate(self.rate)
+                .delay(self.rtt / 2)
+                .buffer(QueueLimit::Bytes(self.buffer.0)),
+            );
         }
-        Topology::from_toml_str(&text).context("building the two-path topology")
+        t.build().context("building the two-path topology")
     }
 
     /// MPTCP on both hosts: the in-kernel path manager, one extra subflow
@@ -359,5 +361,43 @@ mod tests {
         .unwrap();
         let e = PacingMptcp.prepare(&p, Path::new("/nonexistent")).err().expect("refused");
         assert!(e.to_string().contains("warmup 2s leaves no measuring window"), "{e}");
+    }
+}
+
+#[cfg(test)]
+mod toml_equality {
+    use super::*;
+
+    /// The TOML text this scenario generated before it built the topology in code.
+    fn old_toml(bed: &MptcpBed) -> String {
+        let mut text = String::from(
+            "name = \"lab-mptcp2\"\n\
+             [[host]]\nname = \"h1\"\n[[host]]\nname = \"h2\"\n",
+        );
+        for (i, p) in PATHS.iter().enumerate() {
+            text.push_str(&format!(
+                "[[link]]\nname = \"{p}\"\nkind = \"emulated\"\n\
+                 a = {{ node = \"h1\", addr = \"10.9.{i}.1/24\", ifname = \"{p}\" }}\n\
+                 b = {{ node = \"h2\", addr = \"10.9.{i}.2/24\", ifname = \"{p}\" }}\n\
+                 rate = \"{}bit\"\ndelay = \"{}\"\nbuffer = \"{}\"\n",
+                bed.rate.bits_per_sec(),
+                format_duration(bed.rtt / 2),
+                bed.buffer.0
+            ));
+        }
+        text
+    }
+
+    #[test]
+    fn built_equals_old_toml() {
+        let bed = MptcpBed {
+            rate: Rate::mbps(100),
+            rtt: Duration::from_millis(20),
+            buffer: Bytes(250_000),
+            pace: Rate::mbps(40),
+            duration: Duration::from_secs(10),
+            warmup: Duration::from_secs(2),
+        };
+        assert_eq!(bed.topology().unwrap(), Topology::from_toml_str(&old_toml(&bed)).unwrap());
     }
 }

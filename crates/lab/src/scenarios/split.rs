@@ -32,8 +32,8 @@ use std::process::{Child, Stdio};
 use std::time::{Duration, Instant};
 use tcpaccel_core::rng::Rng;
 use tcpaccel_core::stats::{linear_fit, median};
-use tcpaccel_core::units::{format_duration, parse_duration};
-use tcpaccel_net::{Network, Topology};
+use tcpaccel_core::units::{parse_duration, QueueLimit};
+use tcpaccel_net::{Cidr, EndSpec, LinkSpec, Network, Topology, TopologyBuilder};
 use tcpaccel_traffic::{run_send, spawn_recv, RecvConfig, SendConfig, Volume};
 
 pub struct Split;
@@ -141,25 +141,26 @@ impl Chain {
     /// one emulated link per segment with delay RTT/2 each way and no rate limit.
     pub fn topology(&self) -> Result<Topology> {
         let nodes = self.nodes();
-        let mut t = String::from("name = \"lab-split\"\n");
+        let mut t = TopologyBuilder::new("lab-split");
         for n in &nodes {
-            t += &format!("[[host]]\nname = \"{n}\"\n");
+            t.host(n);
         }
         for (i, rtt) in self.rtts.iter().enumerate() {
             let seg = i + 1;
-            t += &format!(
-                "[[link]]\nname = \"seg{seg}\"\nkind = \"emulated\"\n\
-                 a = {{ node = \"{}\", addr = \"{}/24\", ifname = \"right\" }}\n\
-                 b = {{ node = \"{}\", addr = \"{}/24\", ifname = \"left\" }}\n\
-                 delay = \"{}\"\nbuffer = \"16MB\"\n",
-                nodes[i],
-                Self::left_of_segment(seg),
-                nodes[i + 1],
-                Self::right_of_segment(seg),
-                format_duration(*rtt / 2),
+            let end = |node: &str, addr: Ipv4Addr, ifname: &str| {
+                EndSpec::new(node).addr(Cidr::new(addr, 24)).ifname(ifname)
+            };
+            t.link(
+                LinkSpec::emulated(
+                    end(&nodes[i], Self::left_of_segment(seg), "right"),
+                    end(&nodes[i + 1], Self::right_of_segment(seg), "left"),
+                )
+                .name(format!("seg{seg}"))
+                .delay(*rtt / 2)
+                .buffer(QueueLimit::Bytes(16_000_000)),
             );
         }
-        Topology::from_toml_str(&t).context("building the split chain topology")
+        t.build().context("building the split chain topology")
     }
 }
 
@@ -1089,5 +1090,59 @@ mod tests {
         assert_eq!(x.len(), 100_003);
         assert_eq!(x, y);
         assert!(x.iter().filter(|&&c| c == 0).count() < 2_000, "random, not zeros");
+    }
+}
+
+#[cfg(test)]
+mod toml_equality {
+    use super::*;
+    use tcpaccel_core::units::format_duration;
+
+    /// The TOML text this scenario generated before it built the topology in code.
+    fn old_toml(c: &Chain) -> String {
+        let nodes = c.nodes();
+        let mut t = String::from("name = \"lab-split\"\n");
+        for n in &nodes {
+            t += &format!("[[host]]\nname = \"{n}\"\n");
+        }
+        for (i, rtt) in c.rtts.iter().enumerate() {
+            let seg = i + 1;
+            t += &format!(
+                "[[link]]\nname = \"seg{seg}\"\nkind = \"emulated\"\n\
+                 a = {{ node = \"{}\", addr = \"{}/24\", ifname = \"right\" }}\n\
+                 b = {{ node = \"{}\", addr = \"{}/24\", ifname = \"left\" }}\n\
+                 delay = \"{}\"\nbuffer = \"16MB\"\n",
+                nodes[i],
+                Chain::left_of_segment(seg),
+                nodes[i + 1],
+                Chain::right_of_segment(seg),
+                format_duration(*rtt / 2),
+            );
+        }
+        t
+    }
+
+    #[test]
+    fn built_equals_old_toml() {
+        let total = Duration::from_millis(50);
+        for name in ["direct", "tcpaccel/2", "squid/5", "tcpaccel/10-40", "dante/4"] {
+            let c = Chain::parse(name, total).unwrap();
+            assert_eq!(c.topology().unwrap(), Topology::from_toml_str(&old_toml(&c)).unwrap(), "{name}");
+        }
+        // 50 ms / 3 / 2 is not a whole number of microseconds: the text
+        // rounded it to 8.333 ms, the typed value keeps 8.333333 ms.
+        for name in ["dante/3", "tcpaccel/7"] {
+            let c = Chain::parse(name, total).unwrap();
+            let mut built = c.topology().unwrap();
+            for l in &mut built.links {
+                if let tcpaccel_net::LinkKind::Emulated { a_to_b, b_to_a } = &mut l.kind {
+                    for d in [a_to_b, b_to_a] {
+                        let ns = d.delay.as_nanos() as u64;
+                        d.delay = Duration::from_nanos((ns + 500) / 1000 * 1000);
+                    }
+                }
+            }
+            assert_eq!(built, Topology::from_toml_str(&old_toml(&c)).unwrap(), "{name}");
+        }
     }
 }
