@@ -226,33 +226,3 @@ pub fn meter_series(ctx: &mut RunCtx<'_>, file: &Path) -> Result<Option<f64>> {
     }
     Ok(first)
 }
-
-#[cfg(test)]
-mod toml_equality {
-    use super::*;
-    use tcpaccel_core::units::format_duration;
-
-    /// The TOML text this scenario generated before it built the topology in code.
-    fn old_toml(p: &Path2) -> String {
-        format!(
-            "name = \"lab-dumbbell\"\n\
-             [[host]]\nname = \"h1\"\n[[host]]\nname = \"h2\"\n\
-             [[link]]\nname = \"wan\"\nkind = \"emulated\"\n\
-             a = {{ node = \"h1\", addr = \"10.9.0.1/24\" }}\n\
-             b = {{ node = \"h2\", addr = \"10.9.0.2/24\" }}\n\
-             rate = \"{}bit\"\ndelay = \"{}\"\nbuffer = \"{}\"\n",
-            p.rate.bits_per_sec(),
-            format_duration(p.rtt / 2),
-            p.buffer.0
-        )
-    }
-
-    #[test]
-    fn built_equals_old_toml() {
-        // demo, pacing, idle defaults, and an odd RTT.
-        for (rate, rtt, buf) in [(300, 100, 1_000_000), (500, 100, 1_000_000), (100, 37, 123_457)] {
-            let p = Path2 { rate: Rate::mbps(rate), rtt: Duration::from_millis(rtt), buffer: Bytes(buf) };
-            assert_eq!(p.topology().unwrap(), Topology::from_toml_str(&old_toml(&p)).unwrap());
-        }
-    }
-}

@@ -219,27 +219,3 @@ mod tests {
         assert!(cpu_jiffies("cpu  1 2 3\n").is_err());
     }
 }
-
-#[cfg(test)]
-mod toml_equality {
-    use super::*;
-
-    /// The TOML text this scenario generated before it built the topology in code.
-    fn old_toml(bed: &CpuBed) -> String {
-        format!(
-            "name = \"lab-veth\"\n[[host]]\nname = \"h1\"\n[[host]]\nname = \"h2\"\n\
-             [[link]]\nname = \"v\"\nkind = \"veth\"\noffloads = {}\n\
-             a = {{ node = \"h1\", addr = \"10.9.0.1/24\" }}\n\
-             b = {{ node = \"h2\", addr = \"10.9.0.2/24\" }}\n",
-            bed.offloads
-        )
-    }
-
-    #[test]
-    fn built_equals_old_toml() {
-        for offloads in [false, true] {
-            let bed = CpuBed { rate: Rate::gbps(1), offloads, duration: Duration::from_secs(10) };
-            assert_eq!(bed.topology().unwrap(), Topology::from_toml_str(&old_toml(&bed)).unwrap());
-        }
-    }
-}

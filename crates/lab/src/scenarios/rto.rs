@@ -267,34 +267,21 @@ impl Testbed for RtoBed {
 }
 
 #[cfg(test)]
-mod toml_equality {
+mod topology_tests {
     use super::*;
-
-    /// The TOML text this scenario generated before it built the topology in code.
-    fn old_toml(hosts: usize, rate: Rate, buffer: Bytes) -> String {
-        let mut t = String::from("name = \"lab-alltoall\"\n[[router]]\nname = \"sw\"\n");
-        for i in 1..=hosts {
-            t += &format!(
-                "[[host]]\nname = \"h{i}\"\nroute = [{{ to = \"default\", via = \"10.8.{i}.1\" }}]\n"
-            );
-        }
-        for i in 1..=hosts {
-            t += &format!(
-                "[[link]]\nname = \"p{i}\"\na = {{ node = \"sw\", addr = \"10.8.{i}.1/24\", ifname = \"p{i}\" }}\n\
-                 b = {{ node = \"h{i}\", addr = \"10.8.{i}.2/24\" }}\n\
-                 a_to_b = {{ rate = \"{}bit\", buffer = \"{}\" }}\n",
-                rate.bits_per_sec(),
-                buffer.0
-            );
-        }
-        t
-    }
+    use tcpaccel_net::LinkKind;
 
     #[test]
-    fn built_equals_old_toml() {
-        for (hosts, rate, buf) in [(8, Rate::mbps(100), Bytes(32_000)), (3, Rate(12_345_678), Bytes(1500))] {
-            let built = topology(hosts, rate, buf).unwrap();
-            assert_eq!(built, Topology::from_toml_str(&old_toml(hosts, rate, buf)).unwrap());
+    fn the_switch_shapes_towards_each_host_only() {
+        let t = topology(4, Rate::mbps(100), Bytes(32_000)).unwrap();
+        assert_eq!(t.links.len(), 4);
+        for (i, l) in t.links.iter().enumerate() {
+            let LinkKind::Veth { a_to_b, b_to_a } = l.kind else { panic!("{} is not veth", l.name) };
+            assert_eq!(l.a.node, "sw");
+            assert_eq!(a_to_b.rate, Some(Rate::mbps(100)));
+            assert!(b_to_a.is_none(), "host to switch is not shaped");
+            let host = t.node(&format!("h{}", i + 1)).unwrap();
+            assert_eq!(host.routes[0].via, Some(IpAddr::V4(Ipv4Addr::new(10, 8, i as u8 + 1, 1))));
         }
     }
 }
