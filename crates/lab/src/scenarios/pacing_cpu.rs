@@ -71,8 +71,7 @@ impl Scenario for PacingCpu {
     }
     fn metrics(&self) -> Vec<MetricSpec> {
         let mut m = standard_metrics();
-        let spec =
-            |name: &str, unit: &str, description: &str| MetricSpec::new(name, unit, false, description);
+        let spec = MetricSpec::lower_is_better;
         m.push(spec("cpu_busy_pct", "% of a core", "busy CPU time of the whole machine over the transfer"));
         m.push(spec("acks_per_s", "1/s", "packets the sender received per second (its ACKs)"));
         m.push(spec("prog_calls_per_s", "1/s", "calls of the pacer's program per second (BPF statistics)"));
