@@ -42,6 +42,11 @@ impl MetricSpec {
     pub fn new(name: &str, unit: &str, higher_is_better: bool, description: &str) -> MetricSpec {
         MetricSpec { name: name.into(), unit: unit.into(), higher_is_better, description: description.into() }
     }
+
+    /// A metric where lower is better, or that has no better direction (drops, delays, CPU time).
+    pub fn lower_is_better(name: &str, unit: &str, description: &str) -> MetricSpec {
+        MetricSpec::new(name, unit, false, description)
+    }
 }
 
 /// The header of a run.

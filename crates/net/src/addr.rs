@@ -13,6 +13,21 @@ pub struct Cidr {
 }
 
 impl Cidr {
+    /// An address and prefix as given; [`Cidr::check_prefix`] (which a
+    /// topology's validation runs) refuses a prefix too long for the family.
+    pub fn new(addr: impl Into<IpAddr>, prefix: u8) -> Cidr {
+        Cidr { addr: addr.into(), prefix }
+    }
+
+    /// Refuses a prefix longer than the address family has bits.
+    pub fn check_prefix(&self) -> Result<(), String> {
+        let max = max_prefix(self.addr);
+        if self.prefix > max {
+            return Err(format!("prefix /{} of {self} is longer than /{max}", self.prefix));
+        }
+        Ok(())
+    }
+
     /// Parses `ADDR/PREFIX`; the prefix is required (a bare address is ambiguous
     /// about its subnet, and the subnet decides the connected route).
     pub fn parse(s: &str) -> Result<Cidr, String> {

@@ -91,29 +91,23 @@ pub(crate) fn stop(h: EmuHandle) -> Result<EmuSummary> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::spec::{LinkKind, Topology};
+    use crate::spec::{EndSpec, LinkKind, LinkSpec, TopologyBuilder};
     use tcpaccel_core::units::{QueueLimit, Rate};
 
     #[test]
     fn directions_map_onto_the_emulator_config() {
-        let t = Topology::from_toml_str(
-            r#"
-            [[host]]
-            name = "h1"
-            [[host]]
-            name = "h2"
-            [[link]]
-            name = "wan"
-            kind = "emulated"
-            a = { node = "h1" }
-            b = { node = "h2" }
-            rate = "50mbit"
-            delay = "20ms"
-            mtu = 9000
-            b_to_a = { buffer = "100p", seed = 7 }
-            "#,
-        )
-        .unwrap();
+        let mut wan = LinkSpec::emulated(EndSpec::new("h1"), EndSpec::new("h2"))
+            .name("wan")
+            .rate(Rate::mbps(50))
+            .delay(Duration::from_millis(20));
+        wan.mtu = Some(9000);
+        wan.b_to_a.buffer = Some(QueueLimit::Packets(100));
+        wan.b_to_a.seed = Some(7);
+        let mut b = TopologyBuilder::default();
+        b.host("h1");
+        b.host("h2");
+        b.link(wan);
+        let t = b.build().unwrap();
         let l = &t.links[0];
         let LinkKind::Emulated { a_to_b, b_to_a } = &l.kind else { panic!() };
         let meter = MeterOptions { dir: Some("/tmp/m".into()), jsonl: false, bin: None };

@@ -1,5 +1,5 @@
-//! tcpaccel-net: the topology builder of the lab. A TOML file describes hosts,
-//! routers and links ([`spec`]); [`Network::up`] builds it out of network
+//! tcpaccel-net: the topology builder of the lab. A TOML file, or code through
+//! a [`TopologyBuilder`], describes hosts, routers and links ([`spec`]); [`Network::up`] builds it out of network
 //! namespaces, veth pairs, tbf/fifo qdiscs, routes, sysctls and userspace
 //! emulators, and dropping the [`Network`] removes all of it, also on panic
 //! and on SIGINT/SIGTERM (it hooks [`live::teardown_all`] into
@@ -24,4 +24,7 @@ pub use clean::clean_leftovers;
 pub use emulator::{EmuHandle, EmuSummary, MeterOptions};
 pub use error::{Error, Result};
 pub use network::{Network, Teardown};
-pub use spec::{Direction, End, Link, LinkKind, Node, Role, Route, Shaping, SpecError, Topology};
+pub use spec::{
+    DirSpec, Direction, End, EndSpec, Link, LinkKind, LinkSpec, LinkType, Node, NodeSpec, Role, Route,
+    RouteSpec, RouteTo, Shaping, SpecError, Topology, TopologyBuilder,
+};

@@ -1,6 +1,10 @@
-//! The topology file: TOML read into raw serde structs, then turned in one
-//! step into a validated, typed [`Topology`] ("parse, don't validate"). Every
-//! error names the host, link or route and the offending value. Values are
+//! A topology: hosts, routers and links. Both ways of describing one end in
+//! a [`TopologyBuilder`] of typed values, and [`TopologyBuilder::build`]
+//! checks it into a validated [`Topology`] ("parse, don't validate"): code
+//! (the lab's scenarios) fills the builder directly, and a topology file is
+//! read into it by [`file`] ([`Topology::from_toml_str`], [`Topology::load`]).
+//! The same checks, with the same errors, apply to both; every error names
+//! the host, link or route and the offending value. Values in a file are
 //! parsed only with `tcpaccel_core::units`.
 //!
 //! This module does not touch the system; [`crate::Network::up`] builds what
@@ -47,16 +51,17 @@
 //! b_to_a = { rate = "10mbit" } # ... unless a direction overrides
 //! ```
 
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::{HashMap, HashSet};
 use std::net::IpAddr;
-use std::path::Path;
 use std::time::Duration;
 
-use serde::{Deserialize, Serialize, Serializer};
+use serde::{Serialize, Serializer};
 use tcpaccel_core::loss::LossSpec;
-use tcpaccel_core::units::{parse_duration, ParseError, QueueLimit, Rate};
+use tcpaccel_core::units::{ParseError, QueueLimit, Rate};
 
 use crate::addr::Cidr;
+
+mod file;
 
 /// Longest interface name Linux accepts (IFNAMSIZ 16 with the NUL).
 pub const IFNAME_MAX: usize = 15;
@@ -221,20 +226,6 @@ pub struct Topology {
 }
 
 impl Topology {
-    /// Reads and validates a topology file.
-    pub fn load(path: impl AsRef<Path>) -> Result<Topology, SpecError> {
-        let path = path.as_ref();
-        let text = std::fs::read_to_string(path)
-            .map_err(|source| SpecError::Read { path: path.display().to_string(), source })?;
-        Topology::from_toml_str(&text)
-    }
-
-    /// Parses and validates topology TOML.
-    pub fn from_toml_str(text: &str) -> Result<Topology, SpecError> {
-        let raw: RawTopology = toml::from_str(text).map_err(|e| SpecError::Toml(e.to_string()))?;
-        raw.validate()
-    }
-
     pub fn node(&self, name: &str) -> Option<&Node> {
         self.nodes.iter().find(|n| n.name == name)
     }
@@ -252,107 +243,240 @@ impl Topology {
 }
 
 // ---------------------------------------------------------------------------
-// Raw serde structs, as written in the file.
+// What a topology is built from: typed values, not yet checked against each
+// other. The topology file is read into these ([`file`]), and code builds
+// them directly; [`TopologyBuilder::build`] is the one validator for both.
 
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct RawTopology {
-    name: Option<String>,
-    #[serde(default, rename = "host")]
-    hosts: Vec<RawNode>,
-    #[serde(default, rename = "router")]
-    routers: Vec<RawNode>,
-    #[serde(default, rename = "link")]
-    links: Vec<RawLink>,
+/// The destination of a route before validation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RouteTo {
+    /// The default route of the gateway's family (IPv4 without a gateway).
+    Default,
+    /// A network; host bits must be zero.
+    Net(Cidr),
 }
 
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct RawNode {
-    name: String,
-    #[serde(default)]
-    sysctl: BTreeMap<String, toml::Value>,
-    #[serde(default)]
-    route: Vec<RawRoute>,
+impl std::fmt::Display for RouteTo {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            RouteTo::Default => f.write_str("default"),
+            RouteTo::Net(c) => c.fmt(f),
+        }
+    }
 }
 
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct RawRoute {
-    to: String,
-    via: Option<String>,
-    dev: Option<String>,
+/// A static route as written: a gateway, an output interface, or both.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RouteSpec {
+    pub to: RouteTo,
+    pub via: Option<IpAddr>,
+    pub dev: Option<String>,
 }
 
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct RawEnd {
-    node: String,
-    addr: Option<String>,
-    addr6: Option<String>,
-    ifname: Option<String>,
+/// A host or router as written.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NodeSpec {
+    pub name: String,
+    pub role: Role,
+    /// Sysctl name and value, set in this order.
+    pub sysctls: Vec<(String, String)>,
+    pub routes: Vec<RouteSpec>,
 }
 
-#[derive(Debug, Clone, Copy, Default, Deserialize, PartialEq, Eq)]
-#[serde(rename_all = "lowercase")]
-enum RawKind {
-    #[default]
-    Veth,
-    Emulated,
+impl NodeSpec {
+    pub fn sysctl(&mut self, key: impl Into<String>, value: impl ToString) -> &mut Self {
+        self.sysctls.push((key.into(), value.to_string()));
+        self
+    }
+
+    /// A route through gateway `via`.
+    pub fn route_via(&mut self, to: RouteTo, via: impl Into<IpAddr>) -> &mut Self {
+        self.routes.push(RouteSpec { to, via: Some(via.into()), dev: None });
+        self
+    }
 }
 
-/// Per-direction settings; the link's own fields are the defaults for both.
-#[derive(Debug, Clone, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct RawDir {
-    rate: Option<String>,
-    delay: Option<String>,
-    jitter: Option<String>,
-    buffer: Option<String>,
-    loss: Option<toml::Value>,
-    seed: Option<u64>,
-    overhead: Option<u32>,
+/// One end of a link as written; `ifname` defaults to `ethN`, N counting
+/// this node's ends in link order.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EndSpec {
+    pub node: String,
+    pub ifname: Option<String>,
+    pub addr: Option<Cidr>,
+    pub addr6: Option<Cidr>,
 }
 
-impl RawDir {
+impl EndSpec {
+    pub fn new(node: impl Into<String>) -> EndSpec {
+        EndSpec { node: node.into(), ifname: None, addr: None, addr6: None }
+    }
+    pub fn addr(mut self, addr: Cidr) -> EndSpec {
+        self.addr = Some(addr);
+        self
+    }
+    pub fn addr6(mut self, addr6: Cidr) -> EndSpec {
+        self.addr6 = Some(addr6);
+        self
+    }
+    pub fn ifname(mut self, ifname: impl Into<String>) -> EndSpec {
+        self.ifname = Some(ifname.into());
+        self
+    }
+}
+
+/// Settings of one direction of a link, or of both (a link's own values);
+/// `None` is "not given". Which fields a link may have depends on its kind.
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub struct DirSpec {
+    pub rate: Option<Rate>,
+    pub delay: Option<Duration>,
+    pub jitter: Option<Duration>,
+    pub buffer: Option<QueueLimit>,
+    pub loss: Option<LossSpec>,
+    pub seed: Option<u64>,
+    pub overhead: Option<u32>,
+}
+
+impl DirSpec {
     /// `self` with unset fields taken from `base`.
-    fn over(&self, base: &RawDir) -> RawDir {
-        RawDir {
-            rate: self.rate.clone().or_else(|| base.rate.clone()),
-            delay: self.delay.clone().or_else(|| base.delay.clone()),
-            jitter: self.jitter.clone().or_else(|| base.jitter.clone()),
-            buffer: self.buffer.clone().or_else(|| base.buffer.clone()),
-            loss: self.loss.clone().or_else(|| base.loss.clone()),
+    fn over(&self, base: &DirSpec) -> DirSpec {
+        DirSpec {
+            rate: self.rate.or(base.rate),
+            delay: self.delay.or(base.delay),
+            jitter: self.jitter.or(base.jitter),
+            buffer: self.buffer.or(base.buffer),
+            loss: self.loss.or(base.loss),
             seed: self.seed.or(base.seed),
             overhead: self.overhead.or(base.overhead),
         }
     }
 }
 
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct RawLink {
-    name: Option<String>,
-    #[serde(default)]
-    kind: RawKind,
-    a: RawEnd,
-    b: RawEnd,
-    mtu: Option<u32>,
-    txqueuelen: Option<u32>,
-    offloads: Option<bool>,
-    rate: Option<String>,
-    delay: Option<String>,
-    jitter: Option<String>,
-    buffer: Option<String>,
-    loss: Option<toml::Value>,
-    seed: Option<u64>,
-    overhead: Option<u32>,
-    a_to_b: Option<RawDir>,
-    b_to_a: Option<RawDir>,
+/// What carries a link, before its settings are checked.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum LinkType {
+    #[default]
+    Veth,
+    Emulated,
+}
+
+/// A link as written. `both` applies to each direction unless `a_to_b` or
+/// `b_to_a` sets the field.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LinkSpec {
+    /// `None` is `A-B`, or `A-B-2`, ... when taken.
+    pub name: Option<String>,
+    pub kind: LinkType,
+    pub a: EndSpec,
+    pub b: EndSpec,
+    pub mtu: Option<u32>,
+    pub txqueuelen: Option<u32>,
+    /// `None` is on for veth, off for emulated links.
+    pub offloads: Option<bool>,
+    pub both: DirSpec,
+    pub a_to_b: DirSpec,
+    pub b_to_a: DirSpec,
+}
+
+impl LinkSpec {
+    pub fn new(kind: LinkType, a: EndSpec, b: EndSpec) -> LinkSpec {
+        LinkSpec {
+            name: None,
+            kind,
+            a,
+            b,
+            mtu: None,
+            txqueuelen: None,
+            offloads: None,
+            both: DirSpec::default(),
+            a_to_b: DirSpec::default(),
+            b_to_a: DirSpec::default(),
+        }
+    }
+    pub fn veth(a: EndSpec, b: EndSpec) -> LinkSpec {
+        LinkSpec::new(LinkType::Veth, a, b)
+    }
+    pub fn emulated(a: EndSpec, b: EndSpec) -> LinkSpec {
+        LinkSpec::new(LinkType::Emulated, a, b)
+    }
+    pub fn name(mut self, name: impl Into<String>) -> LinkSpec {
+        self.name = Some(name.into());
+        self
+    }
+    pub fn offloads(mut self, on: bool) -> LinkSpec {
+        self.offloads = Some(on);
+        self
+    }
+    /// Rate of both directions.
+    pub fn rate(mut self, rate: Rate) -> LinkSpec {
+        self.both.rate = Some(rate);
+        self
+    }
+    /// One-way delay of both directions.
+    pub fn delay(mut self, delay: Duration) -> LinkSpec {
+        self.both.delay = Some(delay);
+        self
+    }
+    /// Drop-tail buffer of both directions.
+    pub fn buffer(mut self, buffer: QueueLimit) -> LinkSpec {
+        self.both.buffer = Some(buffer);
+        self
+    }
+}
+
+/// A topology under construction; [`TopologyBuilder::build`] checks it
+/// (the same checks, and errors, as a topology file gets).
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct TopologyBuilder {
+    pub name: Option<String>,
+    /// In the order they were added (a topology file lists hosts first).
+    pub nodes: Vec<NodeSpec>,
+    pub links: Vec<LinkSpec>,
+}
+
+impl TopologyBuilder {
+    pub fn new(name: impl Into<String>) -> TopologyBuilder {
+        TopologyBuilder { name: Some(name.into()), ..TopologyBuilder::default() }
+    }
+
+    pub fn node(&mut self, role: Role, name: impl Into<String>) -> &mut NodeSpec {
+        self.nodes.push(NodeSpec { name: name.into(), role, sysctls: Vec::new(), routes: Vec::new() });
+        self.nodes.last_mut().expect("just pushed")
+    }
+
+    pub fn host(&mut self, name: impl Into<String>) -> &mut NodeSpec {
+        self.node(Role::Host, name)
+    }
+
+    pub fn router(&mut self, name: impl Into<String>) -> &mut NodeSpec {
+        self.node(Role::Router, name)
+    }
+
+    pub fn link(&mut self, link: LinkSpec) -> &mut Self {
+        self.links.push(link);
+        self
+    }
+}
+
+/// The name of a link that has none: `A-B`, or `A-B-2`, ... if that is taken.
+fn default_link_name(a: &str, b: &str, taken: &HashSet<String>) -> String {
+    let base = format!("{a}-{b}");
+    let mut n = base.clone();
+    let mut k = 2;
+    while taken.contains(&n) {
+        n = format!("{base}-{k}");
+        k += 1;
+    }
+    n
+}
+
+/// The link's name: its own, or the default one given the names so far.
+fn link_name(l: &LinkSpec, taken: &HashSet<String>) -> String {
+    l.name.clone().unwrap_or_else(|| default_link_name(&l.a.node, &l.b.node, taken))
 }
 
 // ---------------------------------------------------------------------------
-// Validation.
+// Validation: the one place a topology is checked.
 
 fn check_name(context: &str, name: &str) -> Result<(), SpecError> {
     if name.is_empty() || name.len() > NAME_MAX {
@@ -383,51 +507,59 @@ fn check_ifname(context: &str, name: &str) -> Result<(), SpecError> {
     Ok(())
 }
 
-fn value<T>(context: &str, r: Result<T, ParseError>) -> Result<T, SpecError> {
-    r.map_err(|source| SpecError::Value { context: context.to_string(), source })
+fn check_sysctl(context: &str, key: &str, value: &str) -> Result<(), SpecError> {
+    let sctx = format!("{context}: sysctl {key:?}");
+    let key_ok = !key.is_empty()
+        && !key.starts_with('.')
+        && !key.contains("..")
+        && key.chars().all(|c| c.is_ascii_alphanumeric() || "._-".contains(c));
+    if !key_ok {
+        return Err(invalid(sctx, "not a sysctl name like net.ipv4.tcp_ecn"));
+    }
+    if value.contains('\n') {
+        return Err(invalid(sctx, format!("value {value:?} must be one line")));
+    }
+    Ok(())
 }
 
-/// A loss value: a number is a Bernoulli probability (0.01 = 1%); a string is
-/// any form `LossSpec::parse` accepts ("1%", "ge:p=1%,r=25%").
-fn parse_loss(context: &str, v: &toml::Value) -> Result<LossSpec, SpecError> {
-    let p = match v {
-        toml::Value::String(s) => return value(context, LossSpec::parse(s)),
-        toml::Value::Float(f) => *f,
-        toml::Value::Integer(i) => *i as f64,
-        other => {
-            return Err(invalid(
+/// A probability in [0, 1].
+fn is_probability(p: f64) -> bool {
+    p.is_finite() && (0.0..=1.0).contains(&p)
+}
+
+/// A loss model with its parameters in range; Bernoulli with p = 0 is no loss.
+fn check_loss(context: &str, loss: LossSpec) -> Result<LossSpec, SpecError> {
+    match loss {
+        LossSpec::None => Ok(LossSpec::None),
+        LossSpec::Bernoulli { p } if !is_probability(p) => {
+            Err(invalid(context, format!("loss {p} is not a probability between 0 and 1")))
+        }
+        LossSpec::Bernoulli { p: 0.0 } => Ok(LossSpec::None),
+        LossSpec::GilbertElliott { p, r, h, k }
+            if ![p, r, h, k].into_iter().all(is_probability) || p + r == 0.0 =>
+        {
+            Err(invalid(
                 context,
-                format!(
-                "loss {other} must be a probability (0.01) or a string such as \"1%\" or \"ge:p=1%,r=25%\""
-            ),
+                format!("loss {loss}: p, r, h and k must be probabilities between 0 and 1, and p and r not both 0"),
             ))
         }
-    };
-    if !p.is_finite() || !(0.0..=1.0).contains(&p) {
-        return Err(invalid(context, format!("loss {v} is not a probability between 0 and 1")));
+        other => Ok(other),
     }
-    Ok(if p == 0.0 { LossSpec::None } else { LossSpec::Bernoulli { p } })
 }
 
-fn parse_dir(context: &str, d: &RawDir, default_seed: u64) -> Result<Direction, SpecError> {
-    let dur = |field: &Option<String>| -> Result<Duration, SpecError> {
-        match field {
-            Some(s) => value(context, parse_duration(s)),
-            None => Ok(Duration::ZERO),
-        }
-    };
+fn check_dir(context: &str, d: &DirSpec, default_seed: u64) -> Result<Direction, SpecError> {
     Ok(Direction {
-        rate: d.rate.as_deref().map(|s| value(context, Rate::parse(s))).transpose()?,
-        delay: dur(&d.delay)?,
-        jitter: dur(&d.jitter)?,
-        buffer: d.buffer.as_deref().map(|s| value(context, QueueLimit::parse(s))).transpose()?,
-        loss: d.loss.as_ref().map(|v| parse_loss(context, v)).transpose()?.unwrap_or(LossSpec::None),
+        rate: d.rate,
+        delay: d.delay.unwrap_or(Duration::ZERO),
+        jitter: d.jitter.unwrap_or(Duration::ZERO),
+        buffer: d.buffer,
+        loss: check_loss(context, d.loss.unwrap_or_default())?,
         seed: d.seed.unwrap_or(default_seed),
         overhead: d.overhead,
     })
 }
 
-fn parse_shaping(context: &str, d: &RawDir) -> Result<Shaping, SpecError> {
+fn check_shaping(context: &str, d: &DirSpec) -> Result<Shaping, SpecError> {
     let netem_only = [
         ("delay", d.delay.is_some()),
         ("jitter", d.jitter.is_some()),
@@ -444,67 +576,47 @@ fn parse_shaping(context: &str, d: &RawDir) -> Result<Shaping, SpecError> {
             ),
         ));
     }
-    let shaping = Shaping {
-        rate: d.rate.as_deref().map(|s| value(context, Rate::parse(s))).transpose()?,
-        buffer: d.buffer.as_deref().map(|s| value(context, QueueLimit::parse(s))).transpose()?,
-    };
-    if let Some(QueueLimit::Packets(0) | QueueLimit::Bytes(0)) = shaping.buffer {
+    if let Some(QueueLimit::Packets(0) | QueueLimit::Bytes(0)) = d.buffer {
         return Err(invalid(context, "buffer must not be zero"));
     }
-    Ok(shaping)
+    Ok(Shaping { rate: d.rate, buffer: d.buffer })
 }
 
-fn parse_addr(context: &str, field: &str, s: &str, want_v4: bool) -> Result<Cidr, SpecError> {
-    let c = Cidr::parse(s).map_err(|m| invalid(context, format!("{field}: {m}")))?;
+/// An interface address: the right family, a valid prefix, a host address.
+fn check_addr(context: &str, field: &str, c: Cidr, want_v4: bool) -> Result<Cidr, SpecError> {
     if c.is_v4() != want_v4 {
         let (fam, other) = if want_v4 { ("IPv4", "addr6") } else { ("IPv6", "addr") };
-        return Err(invalid(context, format!("{field} {s:?} is not an {fam} address (use {other} for it)")));
+        return Err(invalid(
+            context,
+            format!("{field} \"{c}\" is not an {fam} address (use {other} for it)"),
+        ));
     }
+    c.check_prefix().map_err(|m| invalid(context, format!("{field}: {m}")))?;
     c.check_host().map_err(|m| invalid(context, format!("{field}: {m}")))?;
     Ok(c)
 }
 
-impl RawTopology {
-    fn validate(self) -> Result<Topology, SpecError> {
+impl TopologyBuilder {
+    /// Checks every name, address, route and setting, and resolves the
+    /// defaults (link names, interface names, seeds). Errors name the host,
+    /// link or route and the offending value.
+    pub fn build(self) -> Result<Topology, SpecError> {
         // Nodes.
-        let mut nodes: Vec<(Node, Vec<RawRoute>)> = Vec::new();
+        let mut nodes: Vec<(Node, Vec<RouteSpec>)> = Vec::new();
         let mut seen = HashSet::new();
-        let all = self
-            .hosts
-            .into_iter()
-            .map(|n| (Role::Host, n))
-            .chain(self.routers.into_iter().map(|n| (Role::Router, n)));
-        for (role, raw) in all {
-            let what = if role == Role::Host { "host" } else { "router" };
-            let ctx = format!("{what} {:?}", raw.name);
-            check_name(&ctx, &raw.name)?;
-            if !seen.insert(raw.name.clone()) {
+        for n in self.nodes {
+            let ctx = node_context(n.role, &n.name);
+            check_name(&ctx, &n.name)?;
+            if !seen.insert(n.name.clone()) {
                 return Err(invalid(ctx, "defined twice (host and router names share one namespace)"));
             }
-            let mut sysctls = Vec::new();
-            for (k, v) in &raw.sysctl {
-                let sctx = format!("{ctx}: sysctl {k:?}");
-                let key_ok = !k.is_empty()
-                    && !k.starts_with('.')
-                    && !k.contains("..")
-                    && k.chars().all(|c| c.is_ascii_alphanumeric() || "._-".contains(c));
-                if !key_ok {
-                    return Err(invalid(sctx, "not a sysctl name like net.ipv4.tcp_ecn"));
-                }
-                let v = match v {
-                    toml::Value::String(s) if !s.contains('\n') => s.clone(),
-                    toml::Value::Integer(i) => i.to_string(),
-                    toml::Value::Boolean(b) => u8::from(*b).to_string(),
-                    other => {
-                        return Err(invalid(
-                            sctx,
-                            format!("value {other} must be a string, integer or boolean"),
-                        ))
-                    }
-                };
-                sysctls.push((k.clone(), v));
+            for (k, v) in &n.sysctls {
+                check_sysctl(&ctx, k, v)?;
             }
-            nodes.push((Node { name: raw.name, role, sysctls, routes: Vec::new() }, raw.route));
+            nodes.push((
+                Node { name: n.name, role: n.role, sysctls: n.sysctls, routes: Vec::new() },
+                n.routes,
+            ));
         }
         if nodes.is_empty() {
             return Err(invalid("topology", "has no [[host]] or [[router]]"));
@@ -516,20 +628,8 @@ impl RawTopology {
         let mut ifnames: HashMap<String, HashSet<String>> = HashMap::new();
         let mut if_count: HashMap<String, usize> = HashMap::new();
         let mut addrs: HashMap<IpAddr, String> = HashMap::new();
-        for (i, raw) in self.links.into_iter().enumerate() {
-            let name = match &raw.name {
-                Some(n) => n.clone(),
-                None => {
-                    let base = format!("{}-{}", raw.a.node, raw.b.node);
-                    let mut n = base.clone();
-                    let mut k = 2;
-                    while link_names.contains(&n) {
-                        n = format!("{base}-{k}");
-                        k += 1;
-                    }
-                    n
-                }
-            };
+        for (i, l) in self.links.into_iter().enumerate() {
+            let name = link_name(&l, &link_names);
             let ctx = format!("link {name:?}");
             check_name(&ctx, &name)?;
             if !link_names.insert(name.clone()) {
@@ -538,12 +638,12 @@ impl RawTopology {
             if seen.contains(&name) {
                 return Err(invalid(ctx, "has the name of a node; link and node names must differ"));
             }
-            if raw.a.node == raw.b.node {
-                return Err(invalid(ctx, format!("connects node {:?} to itself", raw.a.node)));
+            if l.a.node == l.b.node {
+                return Err(invalid(ctx, format!("connects node {:?} to itself", l.a.node)));
             }
             let mut ends = Vec::new();
-            for (side, e) in [("a", &raw.a), ("b", &raw.b)] {
-                let ectx = format!("{ctx} end {side} ({:?})", e.node);
+            for (side, e) in [("a", &l.a), ("b", &l.b)] {
+                let ectx = end_context(&name, side, &e.node);
                 if !seen.contains(&e.node) {
                     return Err(invalid(
                         ectx,
@@ -560,8 +660,8 @@ impl RawTopology {
                         format!("interface name {ifname:?} is used twice in this node"),
                     ));
                 }
-                let addr = e.addr.as_deref().map(|s| parse_addr(&ectx, "addr", s, true)).transpose()?;
-                let addr6 = e.addr6.as_deref().map(|s| parse_addr(&ectx, "addr6", s, false)).transpose()?;
+                let addr = e.addr.map(|c| check_addr(&ectx, "addr", c, true)).transpose()?;
+                let addr6 = e.addr6.map(|c| check_addr(&ectx, "addr6", c, false)).transpose()?;
                 for c in addr.iter().chain(addr6.iter()) {
                     if let Some(prev) = addrs.insert(c.addr, ectx.clone()) {
                         return Err(invalid(ectx, format!("duplicate address {}: also on {prev}", c.addr)));
@@ -578,84 +678,70 @@ impl RawTopology {
                     }
                 }
             }
-            if let Some(m) = raw.mtu {
+            if let Some(m) = l.mtu {
                 if !(68..=65535).contains(&m) {
                     return Err(invalid(&ctx, format!("mtu {m} is outside 68..=65535")));
                 }
             }
-            let base = RawDir {
-                rate: raw.rate.clone(),
-                delay: raw.delay.clone(),
-                jitter: raw.jitter.clone(),
-                buffer: raw.buffer.clone(),
-                loss: raw.loss.clone(),
-                seed: raw.seed,
-                overhead: raw.overhead,
-            };
-            let ab = raw.a_to_b.clone().unwrap_or_default().over(&base);
-            let ba = raw.b_to_a.clone().unwrap_or_default().over(&base);
+            let ab = l.a_to_b.over(&l.both);
+            let ba = l.b_to_a.over(&l.both);
             // The link's own values first, so an error in them names the link
             // rather than the direction that inherited it.
-            match raw.kind {
-                RawKind::Veth => parse_shaping(&ctx, &base).map(|_| ())?,
-                RawKind::Emulated => parse_dir(&ctx, &base, 0).map(|_| ())?,
-            }
-            let kind = match raw.kind {
-                RawKind::Veth => LinkKind::Veth {
-                    a_to_b: parse_shaping(&format!("{ctx} a_to_b"), &ab)?,
-                    b_to_a: parse_shaping(&format!("{ctx} b_to_a"), &ba)?,
-                },
-                RawKind::Emulated => {
+            let kind = match l.kind {
+                LinkType::Veth => {
+                    check_shaping(&ctx, &l.both)?;
+                    LinkKind::Veth {
+                        a_to_b: check_shaping(&format!("{ctx} a_to_b"), &ab)?,
+                        b_to_a: check_shaping(&format!("{ctx} b_to_a"), &ba)?,
+                    }
+                }
+                LinkType::Emulated => {
+                    check_dir(&ctx, &l.both, 0)?;
                     // Distinct default seeds per link and direction, fixed by
                     // position in the file so a run replays without naming seeds.
                     let seed = 2 * i as u64 + 1;
                     LinkKind::Emulated {
-                        a_to_b: parse_dir(&format!("{ctx} a_to_b"), &ab, seed)?,
-                        b_to_a: parse_dir(&format!("{ctx} b_to_a"), &ba, seed + 1)?,
+                        a_to_b: check_dir(&format!("{ctx} a_to_b"), &ab, seed)?,
+                        b_to_a: check_dir(&format!("{ctx} b_to_a"), &ba, seed + 1)?,
                     }
                 }
             };
-            if raw.kind == RawKind::Emulated && raw.offloads == Some(true) {
+            if l.kind == LinkType::Emulated && l.offloads == Some(true) {
                 return Err(invalid(
                     &ctx,
                     "offloads = true is not possible on an emulated link: the emulator needs wire-sized frames",
                 ));
             }
-            let offloads = raw.kind == RawKind::Veth && raw.offloads.unwrap_or(true);
-            links.push(Link { name, a, b, kind, mtu: raw.mtu, txqueuelen: raw.txqueuelen, offloads });
+            let offloads = l.kind == LinkType::Veth && l.offloads.unwrap_or(true);
+            links.push(Link { name, a, b, kind, mtu: l.mtu, txqueuelen: l.txqueuelen, offloads });
         }
 
         // Routes, now that every node's interfaces and subnets are known.
         let mut out = Vec::new();
-        for (mut node, raw_routes) in nodes {
-            let ctx = format!("{} {:?}", if node.role == Role::Host { "host" } else { "router" }, node.name);
+        for (mut node, routes) in nodes {
+            let ctx = node_context(node.role, &node.name);
             let my_ends: Vec<&End> =
                 links.iter().flat_map(|l| [&l.a, &l.b]).filter(|e| e.node == node.name).collect();
-            for r in raw_routes {
-                let rctx = format!("{ctx}: route to {:?}", r.to);
-                let via = r
-                    .via
-                    .as_deref()
-                    .map(|v| {
-                        v.trim()
-                            .parse::<IpAddr>()
-                            .map_err(|_| invalid(&rctx, format!("via {v:?} is not an IP address")))
-                    })
-                    .transpose()?;
-                let to = if r.to.trim() == "default" {
-                    let v6 = matches!(via, Some(IpAddr::V6(_)));
-                    Cidr::parse(if v6 { "::/0" } else { "0.0.0.0/0" }).map_err(|m| invalid(&rctx, m))?
-                } else {
-                    let c = Cidr::parse(&r.to).map_err(|m| invalid(&rctx, m))?;
-                    if !c.is_network() {
-                        return Err(invalid(
-                            &rctx,
-                            format!("{c} has host bits set; did you mean {}/{}?", c.network(), c.prefix),
-                        ));
+            for r in routes {
+                let rctx = route_context(&ctx, &r.to.to_string());
+                let to = match r.to {
+                    RouteTo::Default => {
+                        let v6 = matches!(r.via, Some(IpAddr::V6(_)));
+                        let any = if v6 { IpAddr::from([0u16; 8]) } else { IpAddr::from([0u8; 4]) };
+                        Cidr::new(any, 0)
                     }
-                    c
+                    RouteTo::Net(c) => {
+                        c.check_prefix().map_err(|m| invalid(&rctx, m))?;
+                        if !c.is_network() {
+                            return Err(invalid(
+                                &rctx,
+                                format!("{c} has host bits set; did you mean {}/{}?", c.network(), c.prefix),
+                            ));
+                        }
+                        c
+                    }
                 };
-                if let Some(v) = via {
+                if let Some(v) = r.via {
                     if v.is_ipv4() != to.is_v4() {
                         return Err(invalid(&rctx, format!("via {v} is not of the same family as {}", r.to)));
                     }
@@ -678,15 +764,30 @@ impl RawTopology {
                         ));
                     }
                 }
-                if via.is_none() && r.dev.is_none() {
+                if r.via.is_none() && r.dev.is_none() {
                     return Err(invalid(&rctx, "needs via (a gateway) or dev (an interface), or both"));
                 }
-                node.routes.push(Route { to, via, dev: r.dev });
+                node.routes.push(Route { to, via: r.via, dev: r.dev });
             }
             out.push(node);
         }
         Ok(Topology { name: self.name, nodes: out, links })
     }
+}
+
+/// How errors name a node: `host "h1"`.
+fn node_context(role: Role, name: &str) -> String {
+    format!("{} {name:?}", if role == Role::Host { "host" } else { "router" })
+}
+
+/// How errors name a link end: `link "wan" end a ("h1")`.
+fn end_context(link: &str, side: &str, node: &str) -> String {
+    format!("link {link:?} end {side} ({node:?})")
+}
+
+/// How errors name a route: `host "h1": route to "default"`.
+fn route_context(node_context: &str, to: &str) -> String {
+    format!("{node_context}: route to {to:?}")
 }
 
 fn ser_display<S: Serializer, T: std::fmt::Display>(v: &T, s: S) -> Result<S::Ok, S::Error> {
@@ -707,265 +808,197 @@ fn ser_duration<S: Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::net::Ipv4Addr;
 
-    const DUMBBELL: &str = r#"
-        name = "test"
-        [[host]]
-        name = "h1"
-        sysctl = { "net.ipv4.tcp_congestion_control" = "cubic", "net.ipv4.tcp_ecn" = 1 }
-        [[host]]
-        name = "h2"
-        [[link]]
-        kind = "emulated"
-        a = { node = "h1", addr = "10.0.0.1/24", addr6 = "fd00::1/64" }
-        b = { node = "h2", addr = "10.0.0.2/24", addr6 = "fd00::2/64" }
-        rate = "50mbit"
-        delay = "20ms"
-        buffer = "500KB"
-        loss = "1%"
-        b_to_a = { rate = "10mbit", loss = 0 }
-    "#;
+    fn v4(a: [u8; 4], prefix: u8) -> Cidr {
+        Cidr::new(Ipv4Addr::from(a), prefix)
+    }
 
-    fn err_of(toml: &str) -> String {
+    /// h1 and h2, and one link made by `link` from their two ends.
+    fn two_hosts(link: impl FnOnce(EndSpec, EndSpec) -> LinkSpec) -> TopologyBuilder {
+        let mut b = TopologyBuilder::default();
+        b.host("h1");
+        b.host("h2");
+        b.link(link(EndSpec::new("h1"), EndSpec::new("h2")));
+        b
+    }
+
+    fn err_of(b: TopologyBuilder) -> String {
+        match b.build() {
+            Ok(t) => panic!("expected an error, got {t:?}"),
+            Err(e) => e.to_string(),
+        }
+    }
+
+    fn file_err(toml: &str) -> String {
         match Topology::from_toml_str(toml) {
             Ok(t) => panic!("expected an error, got {t:?}"),
             Err(e) => e.to_string(),
         }
     }
 
-    #[test]
-    fn dumbbell_parses_with_per_direction_overrides() {
-        let t = Topology::from_toml_str(DUMBBELL).unwrap();
-        assert_eq!(t.nodes.len(), 2);
-        assert_eq!(
-            t.nodes[0].sysctls,
-            vec![
-                ("net.ipv4.tcp_congestion_control".to_string(), "cubic".to_string()),
-                ("net.ipv4.tcp_ecn".to_string(), "1".to_string())
-            ]
-        );
-        let l = &t.links[0];
-        assert_eq!(l.name, "h1-h2");
-        assert_eq!(l.a.ifname, "eth0");
-        assert_eq!(l.b.ifname, "eth0");
-        assert_eq!(l.a.addr, Some(Cidr::parse("10.0.0.1/24").unwrap()));
-        let LinkKind::Emulated { a_to_b, b_to_a } = l.kind else { panic!("not emulated") };
-        assert_eq!(a_to_b.rate, Some(Rate::mbps(50)));
-        assert_eq!(b_to_a.rate, Some(Rate::mbps(10)));
-        assert_eq!(a_to_b.delay, Duration::from_millis(20));
-        assert_eq!(b_to_a.delay, Duration::from_millis(20));
-        assert_eq!(a_to_b.buffer, Some(QueueLimit::Bytes(500_000)));
-        assert_eq!(a_to_b.loss, LossSpec::Bernoulli { p: 0.01 });
-        assert_eq!(b_to_a.loss, LossSpec::None);
-        assert_ne!(a_to_b.seed, b_to_a.seed);
-        // Serializes for state files and --json.
-        let j = serde_json::to_value(&t).unwrap();
-        assert_eq!(j["links"][0]["kind"], "emulated");
-        assert_eq!(j["links"][0]["a"]["addr"], "10.0.0.1/24");
-        assert_eq!(j["links"][0]["a_to_b"]["delay"], "20ms");
-    }
-
-    #[test]
-    fn ifnames_count_per_node_and_names_default_uniquely() {
-        let t = Topology::from_toml_str(
-            r#"
-            [[host]]
-            name = "h1"
-            [[host]]
-            name = "h2"
-            [[link]]
-            a = { node = "h1" }
-            b = { node = "h2" }
-            [[link]]
-            a = { node = "h1" }
-            b = { node = "h2", ifname = "second" }
-            "#,
-        )
-        .unwrap();
-        assert_eq!(t.links[0].name, "h1-h2");
-        assert_eq!(t.links[1].name, "h1-h2-2");
-        assert_eq!(t.links[1].a.ifname, "eth1");
-        assert_eq!(t.links[1].b.ifname, "second");
-        assert_eq!(t.ends_of("h1").count(), 2);
-        assert!(matches!(t.links[0].kind, LinkKind::Veth { .. }));
-        assert!(t.links[0].offloads);
-    }
-
-    #[test]
-    fn routes_resolve_against_connected_subnets() {
-        let t = Topology::from_toml_str(
-            r#"
-            [[host]]
-            name = "h1"
-            route = [{ to = "default", via = "10.0.1.2" }, { to = "fd00:2::/64", via = "fd00:1::2" }]
-            [[router]]
-            name = "r1"
-            [[link]]
-            a = { node = "h1", addr = "10.0.1.1/24", addr6 = "fd00:1::1/64" }
-            b = { node = "r1", addr = "10.0.1.2/24", addr6 = "fd00:1::2/64" }
-            rate = "10mbit"
-            buffer = "100p"
-            "#,
-        )
-        .unwrap();
-        let h1 = t.node("h1").unwrap();
-        assert_eq!(h1.routes[0].dest(), "default");
-        assert!(h1.routes[0].to.is_v4());
-        assert_eq!(h1.routes[1].dest(), "fd00:2::/64");
-        assert_eq!(t.node("r1").unwrap().role, Role::Router);
-        let LinkKind::Veth { a_to_b, .. } = t.links[0].kind else { panic!() };
-        assert_eq!(a_to_b, Shaping { rate: Some(Rate::mbps(10)), buffer: Some(QueueLimit::Packets(100)) });
-    }
-
     const TWO_HOSTS: &str = "[[host]]\nname = \"h1\"\n[[host]]\nname = \"h2\"\n";
 
-    fn with_link(link: &str) -> String {
-        format!("{TWO_HOSTS}[[link]]\n{link}\n")
-    }
-
     #[test]
-    fn errors_name_the_offender() {
-        let cases: &[(&str, &[&str])] = &[
+    fn builder_refuses_what_the_file_refuses_with_the_same_message() {
+        let emulated = |a, b| LinkSpec::emulated(a, b);
+        let cases: Vec<(TopologyBuilder, &str)> = vec![
             (
-                r#"a = { node = "h1" }
-                   b = { node = "h9" }"#,
-                &["h9", "unknown node", "link \"h1-h9\""],
+                two_hosts(|a, _| LinkSpec::veth(a, EndSpec::new("h9"))),
+                "[[link]]\na = { node = \"h1\" }\nb = { node = \"h9\" }",
             ),
             (
-                r#"a = { node = "h1", addr = "10.0.0.1/24" }
-                   b = { node = "h2", addr = "10.0.0.1/24" }"#,
-                &["duplicate address 10.0.0.1"],
+                two_hosts(|a, b| LinkSpec::veth(a.addr(v4([10, 0, 0, 1], 24)), b.addr(v4([10, 0, 0, 1], 24)))),
+                "[[link]]\na = { node = \"h1\", addr = \"10.0.0.1/24\" }\nb = { node = \"h2\", addr = \"10.0.0.1/24\" }",
             ),
             (
-                r#"a = { node = "h1", addr = "10.0.0.300/24" }
-                   b = { node = "h2" }"#,
-                &["10.0.0.300", "end a"],
+                two_hosts(|a, b| LinkSpec::veth(a.addr("fd00::1".parse::<IpAddr>().map(|ip| Cidr::new(ip, 64)).unwrap()), b)),
+                "[[link]]\na = { node = \"h1\", addr = \"fd00::1/64\" }\nb = { node = \"h2\" }",
             ),
             (
-                r#"a = { node = "h1", addr = "10.0.0.1" }
-                   b = { node = "h2" }"#,
-                &["no prefix length"],
+                two_hosts(|a, b| LinkSpec::veth(a.addr(v4([10, 0, 0, 255], 24)), b)),
+                "[[link]]\na = { node = \"h1\", addr = \"10.0.0.255/24\" }\nb = { node = \"h2\" }",
             ),
             (
-                r#"a = { node = "h1", addr = "fd00::1/64" }
-                   b = { node = "h2" }"#,
-                &["not an IPv4", "addr6"],
+                two_hosts(|a, b| LinkSpec::veth(a.addr(v4([10, 0, 0, 1], 24)), b.addr(v4([10, 0, 1, 1], 24)))),
+                "[[link]]\na = { node = \"h1\", addr = \"10.0.0.1/24\" }\nb = { node = \"h2\", addr = \"10.0.1.1/24\" }",
             ),
             (
-                r#"a = { node = "h1", addr = "10.0.0.1/24" }
-                   b = { node = "h2", addr = "10.0.1.1/24" }"#,
-                &["not in one subnet"],
+                two_hosts(|a, b| LinkSpec::veth(a, b).delay(Duration::from_millis(20))),
+                "[[link]]\na = { node = \"h1\" }\nb = { node = \"h2\" }\ndelay = \"20ms\"",
             ),
             (
-                r#"name = "wan"
-                   a = { node = "h1" }
-                   b = { node = "h2" }
-                   rate = "100 furlongs""#,
-                &["link \"wan\": cannot parse rate", "100 furlongs", "accepted forms"],
+                two_hosts(|a, b| {
+                    let mut l = LinkSpec::veth(a, b);
+                    l.b_to_a.buffer = Some(QueueLimit::Packets(0));
+                    l
+                }),
+                "[[link]]\na = { node = \"h1\" }\nb = { node = \"h2\" }\nb_to_a = { buffer = \"0p\" }",
             ),
             (
-                r#"a = { node = "h1" }
-                   b = { node = "h2" }
-                   b_to_a = { rate = "fast" }"#,
-                &["link \"h1-h2\" b_to_a", "\"fast\""],
+                two_hosts(|a, b| {
+                    let mut l = emulated(a, b);
+                    l.both.loss = Some(LossSpec::Bernoulli { p: 1.5 });
+                    l
+                }),
+                "[[link]]\nkind = \"emulated\"\na = { node = \"h1\" }\nb = { node = \"h2\" }\nloss = 1.5",
             ),
             (
-                r#"kind = "emulated"
-                   a = { node = "h1" }
-                   b = { node = "h2" }
-                   delay = "20""#,
-                &["\"20\"", "missing unit"],
+                two_hosts(|a, b| LinkSpec::veth(a.ifname("a-very-long-ifname"), b)),
+                "[[link]]\na = { node = \"h1\", ifname = \"a-very-long-ifname\" }\nb = { node = \"h2\" }",
             ),
             (
-                r#"a = { node = "h1" }
-                   b = { node = "h2" }
-                   delay = "20ms""#,
-                &["delay needs kind = \"emulated\""],
+                two_hosts(|a, _| LinkSpec::veth(a, EndSpec::new("h1"))),
+                "[[link]]\na = { node = \"h1\" }\nb = { node = \"h1\" }",
             ),
             (
-                r#"kind = "emulated"
-                   a = { node = "h1" }
-                   b = { node = "h2" }
-                   loss = 1.5"#,
-                &["loss", "probability"],
+                two_hosts(|a, b| emulated(a, b).offloads(true)),
+                "[[link]]\nkind = \"emulated\"\na = { node = \"h1\" }\nb = { node = \"h2\" }\noffloads = true",
             ),
             (
-                r#"a = { node = "h1", ifname = "a-very-long-ifname" }
-                   b = { node = "h2" }"#,
-                &["a-very-long-ifname", "15"],
+                two_hosts(|a, b| LinkSpec::veth(a, b).name("h1")),
+                "[[link]]\nname = \"h1\"\na = { node = \"h1\" }\nb = { node = \"h2\" }",
             ),
             (
-                r#"a = { node = "h1" }
-                   b = { node = "h1" }"#,
-                &["itself"],
-            ),
-            (
-                r#"kind = "emulated"
-                   a = { node = "h1" }
-                   b = { node = "h2" }
-                   offloads = true"#,
-                &["offloads = true", "emulated"],
-            ),
-            (
-                r#"kind = "wormhole"
-                   a = { node = "h1" }
-                   b = { node = "h2" }"#,
-                &["wormhole"],
-            ),
-            (
-                r#"a = { node = "h1" }
-                   b = { node = "h2" }
-                   colour = "blue""#,
-                &["colour"],
+                {
+                    let mut b = two_hosts(LinkSpec::veth);
+                    b.link(LinkSpec::veth(EndSpec::new("h1"), EndSpec::new("h2")).name("h1-h2"));
+                    b
+                },
+                "[[link]]\na = { node = \"h1\" }\nb = { node = \"h2\" }\n\
+                 [[link]]\nname = \"h1-h2\"\na = { node = \"h1\" }\nb = { node = \"h2\" }",
             ),
         ];
-        for (link, needles) in cases {
-            let msg = err_of(&with_link(link));
-            for n in *needles {
-                assert!(msg.contains(n), "error {msg:?} should mention {n:?}");
-            }
+        for (builder, link) in cases {
+            let file = format!("{TWO_HOSTS}{link}\n");
+            assert_eq!(err_of(builder), file_err(&file), "for the file\n{file}");
         }
     }
 
     #[test]
-    fn node_and_route_errors() {
-        assert!(err_of("").contains("no [[host]]"));
-        assert!(err_of("[[host]]\nname = \"h1\"\n[[router]]\nname = \"h1\"\n").contains("defined twice"));
-        assert!(err_of("[[host]]\nname = \"h 1\"\n").contains("\"h 1\""));
-        let route = |r: &str| {
-            err_of(&format!(
+    fn builder_refuses_bad_nodes_and_routes_like_the_file() {
+        let routed = |route: RouteSpec| {
+            let mut b = TopologyBuilder::default();
+            b.host("h1").routes.push(route);
+            b.host("h2");
+            b.link(LinkSpec::veth(
+                EndSpec::new("h1").addr(v4([10, 0, 0, 1], 24)),
+                EndSpec::new("h2").addr(v4([10, 0, 0, 2], 24)),
+            ));
+            b
+        };
+        let route_file = |r: &str| {
+            format!(
                 "[[host]]\nname = \"h1\"\nroute = [{r}]\n[[host]]\nname = \"h2\"\n[[link]]\n\
                  a = {{ node = \"h1\", addr = \"10.0.0.1/24\" }}\nb = {{ node = \"h2\", addr = \"10.0.0.2/24\" }}\n"
-            ))
+            )
         };
-        let m = route(r#"{ to = "default", via = "10.9.9.9" }"#);
-        assert!(m.contains("host \"h1\"") && m.contains("10.9.9.9") && m.contains("not in a subnet"), "{m}");
-        assert!(route(r#"{ to = "10.1.0.1/16", via = "10.0.0.2" }"#).contains("did you mean 10.1.0.0/16"));
-        assert!(route(r#"{ to = "10.1.0.0/16" }"#).contains("needs via"));
-        assert!(route(r#"{ to = "10.1.0.0/16", dev = "eth7" }"#).contains("eth7"));
-        assert!(route(r#"{ to = "10.1.0.0/16", via = "fd00::1" }"#).contains("same family"));
-        assert!(err_of("[[host]]\nname = \"h1\"\nsysctl = { \"../etc\" = 1 }\n").contains("../etc"));
+        let gw = |a: [u8; 4]| Some(IpAddr::from(a));
+        let cases: Vec<(RouteSpec, &str)> = vec![
+            (
+                RouteSpec { to: RouteTo::Default, via: gw([10, 9, 9, 9]), dev: None },
+                r#"{ to = "default", via = "10.9.9.9" }"#,
+            ),
+            (
+                RouteSpec { to: RouteTo::Net(v4([10, 1, 0, 1], 16)), via: gw([10, 0, 0, 2]), dev: None },
+                r#"{ to = "10.1.0.1/16", via = "10.0.0.2" }"#,
+            ),
+            (
+                RouteSpec { to: RouteTo::Net(v4([10, 1, 0, 0], 16)), via: None, dev: None },
+                r#"{ to = "10.1.0.0/16" }"#,
+            ),
+            (
+                RouteSpec { to: RouteTo::Net(v4([10, 1, 0, 0], 16)), via: None, dev: Some("eth7".into()) },
+                r#"{ to = "10.1.0.0/16", dev = "eth7" }"#,
+            ),
+            (
+                RouteSpec {
+                    to: RouteTo::Net(v4([10, 1, 0, 0], 16)),
+                    via: Some("fd00::1".parse().unwrap()),
+                    dev: None,
+                },
+                r#"{ to = "10.1.0.0/16", via = "fd00::1" }"#,
+            ),
+        ];
+        for (route, text) in cases {
+            assert_eq!(err_of(routed(route)), file_err(&route_file(text)), "for the route {text}");
+        }
+
+        assert_eq!(err_of(TopologyBuilder::default()), file_err(""));
+        let mut twice = TopologyBuilder::default();
+        twice.host("h1");
+        twice.router("h1");
+        assert_eq!(err_of(twice), file_err("[[host]]\nname = \"h1\"\n[[router]]\nname = \"h1\"\n"));
+        let mut spaced = TopologyBuilder::default();
+        spaced.host("h 1");
+        assert_eq!(err_of(spaced), file_err("[[host]]\nname = \"h 1\"\n"));
+        let mut sysctl = TopologyBuilder::default();
+        sysctl.host("h1").sysctl("../etc", 1);
+        assert_eq!(err_of(sysctl), file_err("[[host]]\nname = \"h1\"\nsysctl = { \"../etc\" = 1 }\n"));
     }
 
     #[test]
-    fn gilbert_elliott_loss() {
-        let t = Topology::from_toml_str(&with_link(
-            r#"kind = "emulated"
-               a = { node = "h1" }
-               b = { node = "h2" }
-               loss = "ge:p=1%,r=25%"
-               b_to_a = { loss = 0.5 }"#,
-        ))
-        .unwrap();
-        let LinkKind::Emulated { a_to_b, b_to_a } = t.links[0].kind else { panic!() };
-        assert_eq!(a_to_b.loss, LossSpec::GilbertElliott { p: 0.01, r: 0.25, h: 1.0, k: 0.0 });
-        assert_eq!(b_to_a.loss, LossSpec::Bernoulli { p: 0.5 });
-        let m = err_of(&with_link(
-            r#"kind = "emulated"
-               a = { node = "h1" }
-               b = { node = "h2" }
-               loss = "ge:p=1%""#,
+    fn typed_values_a_file_cannot_hold_are_refused_too() {
+        // A prefix longer than the family has bits (Cidr::parse refuses it in a file).
+        let m = err_of(two_hosts(|a, b| LinkSpec::veth(a.addr(v4([10, 0, 0, 1], 40)), b)));
+        assert_eq!(m, "link \"h1-h2\" end a (\"h1\"): addr: prefix /40 of 10.0.0.1/40 is longer than /32");
+        let mut r = TopologyBuilder::default();
+        r.host("h1").route_via(RouteTo::Net(v4([10, 1, 0, 0], 33)), Ipv4Addr::new(10, 0, 0, 2));
+        r.host("h2");
+        r.link(LinkSpec::veth(
+            EndSpec::new("h1").addr(v4([10, 0, 0, 1], 24)),
+            EndSpec::new("h2").addr(v4([10, 0, 0, 2], 24)),
         ));
-        assert!(m.contains("ge:p=1%") && m.contains("accepted forms"), "{m}");
+        assert!(err_of(r).contains("prefix /33"));
+        // Gilbert-Elliott parameters out of range, and a sysctl value of two lines.
+        let m = err_of(two_hosts(|a, b| {
+            let mut l = LinkSpec::emulated(a, b);
+            l.a_to_b.loss = Some(LossSpec::GilbertElliott { p: 0.01, r: 1.5, h: 1.0, k: 0.0 });
+            l
+        }));
+        assert!(m.starts_with("link \"h1-h2\" a_to_b: loss ") && m.contains("between 0 and 1"), "{m}");
+        let mut s = TopologyBuilder::default();
+        s.host("h1").sysctl("net.ipv4.tcp_ecn", "1\n2");
+        assert!(err_of(s).contains("one line"));
     }
 }

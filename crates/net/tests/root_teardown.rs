@@ -8,21 +8,20 @@ use std::process::{Command, Stdio};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-use tcpaccel_net::{clean, state, Network, Topology};
+use std::net::Ipv4Addr;
+
+use tcpaccel_core::units::Rate;
+use tcpaccel_net::{clean, state, Cidr, EndSpec, LinkSpec, Network, Topology, TopologyBuilder};
 
 /// An emulated link without delay: quick to build, and it starts emulator threads.
-const PAIR: &str = r#"
-[[host]]
-name = "p1"
-[[host]]
-name = "p2"
-[[link]]
-name = "pw"
-kind = "emulated"
-a = { node = "p1", addr = "10.77.0.1/24" }
-b = { node = "p2", addr = "10.77.0.2/24" }
-rate = "10mbit"
-"#;
+fn pair() -> Topology {
+    let end = |node: &str, host: u8| EndSpec::new(node).addr(Cidr::new(Ipv4Addr::new(10, 77, 0, host), 24));
+    let mut b = TopologyBuilder::default();
+    b.host("p1");
+    b.host("p2");
+    b.link(LinkSpec::emulated(end("p1", 1), end("p2", 2)).name("pw").rate(Rate::mbps(10)));
+    b.build().expect("valid topology")
+}
 
 const CHILD_ENV: &str = "TCPACCEL_NET_TEARDOWN_CHILD";
 
@@ -44,7 +43,7 @@ fn emulator_threads() -> Vec<String> {
 #[test]
 fn root_panic_with_network_up_leaves_nothing() {
     tcpaccel_sys::testing::require_root();
-    let topo = Topology::from_toml_str(PAIR).unwrap();
+    let topo = pair();
     let run_id = Mutex::new(String::new());
     let result = std::panic::catch_unwind(|| {
         let mut net = Network::up(&topo).expect("network up");
@@ -140,7 +139,7 @@ fn root_subscriber_gets_the_signal_and_tears_down_itself() {
 #[test]
 fn child_holds_a_network() {
     let Some(mode) = std::env::var_os(CHILD_ENV) else { return };
-    let topo = Topology::from_toml_str(PAIR).unwrap();
+    let topo = pair();
     if mode == "subscribe" {
         let rx = tcpaccel_sys::signals::subscribe().expect("child: subscribe");
         let mut net = Network::up(&topo).expect("child: network up");

@@ -29,13 +29,12 @@ impl Scenario for Demo {
          and BBR with the same buffers."
     }
     fn params(&self) -> Vec<ParamSpec> {
-        vec![
-            ParamSpec::new("rate", "300mbit", "bottleneck rate (on the wire)"),
-            ParamSpec::new("rtt", "100ms", "round-trip propagation delay"),
-            ParamSpec::new("buffer", "1MB", "drop-tail buffer at the bottleneck"),
+        let mut v = Path2::params("300mbit", "100ms", "1MB");
+        v.extend([
             ParamSpec::new("duration", "25s", "length of each transfer"),
             ParamSpec::new("variants", VARIANTS.join(","), "which variants to run"),
-        ]
+        ]);
+        v
     }
     fn quick(&self) -> Vec<(&'static str, &'static str)> {
         vec![("duration", "6s"), ("rate", "100mbit")]
@@ -64,10 +63,7 @@ impl Scenario for Demo {
         p.duration("duration").unwrap_or(Duration::from_secs(20)) + Duration::from_secs(3)
     }
     fn prepare(&self, p: &Params, _dir: &Path) -> Result<Box<dyn Testbed>> {
-        Ok(Box::new(DemoBed {
-            path: Path2 { rate: p.rate("rate")?, rtt: p.duration("rtt")?, buffer: p.bytes("buffer")? },
-            duration: p.duration("duration")?,
-        }))
+        Ok(Box::new(DemoBed { path: Path2::from_params(p)?, duration: p.duration("duration")? }))
     }
 }
 

@@ -7,14 +7,14 @@
 //! emulator's drops, and from its 500 µs meter both a 100 ms bandwidth series
 //! and a 500 µs zoom around the first drop (the paper's Fig. 2 and Fig. 3).
 
-use crate::scenario::RunCtx;
+use crate::scenario::{ParamSpec, Params, RunCtx};
 use anyhow::{Context, Result};
 use std::net::SocketAddr;
 use std::path::Path;
 use std::time::Duration;
 use tcpaccel_core::meter::GapDeviation;
-use tcpaccel_core::units::{format_duration, Bytes, Rate};
-use tcpaccel_net::{MeterOptions, Network, Topology};
+use tcpaccel_core::units::{Bytes, QueueLimit, Rate};
+use tcpaccel_net::{Cidr, EndSpec, LinkSpec, MeterOptions, Network, Topology, TopologyBuilder};
 use tcpaccel_traffic::{run_send, spawn_recv, Pace, RecvConfig, Report, SendConfig, Volume};
 
 pub const DATA_PORT: u16 = 5201;
@@ -35,21 +35,45 @@ pub struct Path2 {
 }
 
 impl Path2 {
+    /// The `rate`, `rtt` and `buffer` parameters of a scenario on this path,
+    /// with the scenario's defaults.
+    pub fn params(rate: &str, rtt: &str, buffer: &str) -> Vec<ParamSpec> {
+        vec![
+            ParamSpec::new("rate", rate, "bottleneck rate (on the wire)"),
+            ParamSpec::new("rtt", rtt, "round-trip propagation delay"),
+            ParamSpec::new("buffer", buffer, "drop-tail buffer at the bottleneck"),
+        ]
+    }
+
+    /// The path those parameters describe.
+    pub fn from_params(p: &Params) -> Result<Path2> {
+        Ok(Path2 { rate: p.rate("rate")?, rtt: p.duration("rtt")?, buffer: p.bytes("buffer")? })
+    }
+
     /// The topology: h1 (10.9.0.1) == emulator == h2 (10.9.0.2), delay RTT/2 each way.
     pub fn topology(&self) -> Result<Topology> {
-        let text = format!(
-            "name = \"lab-dumbbell\"\n\
-             [[host]]\nname = \"h1\"\n[[host]]\nname = \"h2\"\n\
-             [[link]]\nname = \"wan\"\nkind = \"emulated\"\n\
-             a = {{ node = \"h1\", addr = \"10.9.0.1/24\" }}\n\
-             b = {{ node = \"h2\", addr = \"10.9.0.2/24\" }}\n\
-             rate = \"{}bit\"\ndelay = \"{}\"\nbuffer = \"{}\"\n",
-            self.rate.bits_per_sec(),
-            format_duration(self.rtt / 2),
-            self.buffer.0
+        let mut t = TopologyBuilder::new("lab-dumbbell");
+        t.host("h1");
+        t.host("h2");
+        t.link(
+            LinkSpec::emulated(end_v4("h1", [10, 9, 0, 1], 24), end_v4("h2", [10, 9, 0, 2], 24))
+                .name("wan")
+                .rate(self.rate)
+                .delay(self.rtt / 2)
+                .buffer(QueueLimit::Bytes(self.buffer.0)),
         );
-        Topology::from_toml_str(&text).context("building the dumbbell topology")
+        t.build().context("building the dumbbell topology")
     }
+}
+
+/// The `sockbuf` parameter: the tcp_rmem/tcp_wmem maxima on both hosts.
+pub fn sockbuf_param(default: &str) -> ParamSpec {
+    ParamSpec::new("sockbuf", default, "socket buffer maximum (tcp_rmem/tcp_wmem) on both hosts")
+}
+
+/// A link end in `node` with the IPv4 address `addr/prefix`.
+pub(crate) fn end_v4(node: &str, addr: [u8; 4], prefix: u8) -> EndSpec {
+    EndSpec::new(node).addr(Cidr::new(addr, prefix))
 }
 
 /// What a variant changes on the end hosts.

@@ -3,10 +3,10 @@
 //! every link direction is a tbf rate limit over a drop-tail bfifo. Fabric 0
 //! carries the Short-flow Lane (SL), fabrics 1.. the Long-flow Lanes (LL).
 //!
-//! What it is: a generator of a [`Topology`] (the same TOML the `net`
-//! commands take, so `tcpaccel net up` can build it by hand too) plus the
-//! routing the TOML cannot express (policy rules by source address) and the
-//! MPTCP settings each variant needs. What it is not: a FatTree. The thesis
+//! What it is: a generator of a [`Topology`] (built with the `net` crate's
+//! builder, so it gets the checks a topology file gets) plus the routing a
+//! topology cannot express (policy rules by source address) and the MPTCP
+//! settings each variant needs. What it is not: a FatTree. The thesis
 //! used a k = 4 dual-homed FatTree at 1 Gbit/s; here each fabric is a
 //! two-tier leaf–spine (one leaf per `hosts_per_leaf` hosts, `spines` spines,
 //! the spine of a destination chosen by the destination host, a static
@@ -28,14 +28,13 @@
 //! queue. Reverse-path filtering is off, since a host may receive on its LL
 //! interface a packet addressed to its SL address.
 
-use std::fmt::Write as _;
 use std::net::Ipv4Addr;
 
 use crate::flows::HostAddrs;
 use anyhow::{bail, Context, Result};
-use tcpaccel_core::units::{Bytes, Rate};
+use tcpaccel_core::units::{Bytes, QueueLimit, Rate};
 use tcpaccel_core::workload::HostId;
-use tcpaccel_net::{Network, Topology};
+use tcpaccel_net::{Cidr, EndSpec, LinkSpec, Network, NodeSpec, RouteTo, Topology, TopologyBuilder};
 
 /// Shape of the datacenter.
 #[derive(Debug, Clone)]
@@ -110,80 +109,72 @@ impl FabricSpec {
         self.fabrics * (self.hosts + self.leaves() * self.spines)
     }
 
-    /// The topology file of this datacenter.
-    pub fn toml(&self) -> Result<String> {
+    /// The datacenter as a topology: hosts first, then each fabric's leaves
+    /// and spines, then each fabric's host and uplink links.
+    pub fn topology(&self) -> Result<Topology> {
         self.check()?;
-        let mut t = String::new();
-        let rate = format!("{}bit", self.rate.bits_per_sec());
-        let buffer = format!("{}B", self.buffer.0);
-        let _ = writeln!(t, "name = \"lanes-fabric\"\n");
+        let mut t = TopologyBuilder::new("lanes-fabric");
         for h in 0..self.hosts {
-            let gw0 = Self::host_gw(h, 0);
-            let _ = writeln!(t, "[[host]]\nname = \"{}\"", Self::host_name(h));
-            let _ = write!(t, "route = [{{ to = \"default\", via = \"{gw0}\" }}");
+            let host = t.host(Self::host_name(h));
+            host.route_via(RouteTo::Default, Self::host_gw(h, 0));
             for f in 1..self.fabrics {
-                let _ = write!(t, ", {{ to = \"10.{}.0.0/16\", via = \"{}\" }}", 10 + f, Self::host_gw(h, f));
+                host.route_via(RouteTo::Net(Cidr::new([10, (10 + f) as u8, 0, 0], 16)), Self::host_gw(h, f));
             }
-            let _ = writeln!(t, "]");
-            let _ = writeln!(t, "sysctl = {{ \"net.ipv4.conf.all.rp_filter\" = 0, \"net.ipv4.conf.default.rp_filter\" = 0 }}\n");
+            no_rp_filter(host);
         }
+        // Host h's subnet on fabric x.
+        let subnet = |h: u32, x: u32| RouteTo::Net(Cidr::new([10, (10 + x) as u8, h as u8, 0], 24));
         for f in 0..self.fabrics {
             for l in 0..self.leaves() {
-                let _ = writeln!(t, "[[router]]\nname = \"f{f}l{l}\"");
-                let mut routes = Vec::new();
+                let leaf = t.router(format!("f{f}l{l}"));
                 for h in 0..self.hosts {
                     for x in 0..self.fabrics {
-                        let to = format!("10.{}.{h}.0/24", 10 + x);
-                        if self.leaf_of(h) == l {
-                            if x != f {
-                                routes.push((to, Self::host_addr(h, f)));
-                            }
-                        } else {
-                            routes.push((to, Self::uplink(f, l, self.spine_for(h), true)));
+                        if self.leaf_of(h) != l {
+                            leaf.route_via(subnet(h, x), Self::uplink(f, l, self.spine_for(h), true));
+                        } else if x != f {
+                            leaf.route_via(subnet(h, x), Self::host_addr(h, f));
                         }
                     }
                 }
-                write_routes(&mut t, &routes);
+                no_rp_filter(leaf);
             }
             for s in 0..self.spines {
-                let _ = writeln!(t, "[[router]]\nname = \"f{f}s{s}\"");
-                let mut routes = Vec::new();
+                let spine = t.router(format!("f{f}s{s}"));
                 for h in 0..self.hosts {
                     for x in 0..self.fabrics {
-                        routes.push((
-                            format!("10.{}.{h}.0/24", 10 + x),
-                            Self::uplink(f, self.leaf_of(h), s, false),
-                        ));
+                        spine.route_via(subnet(h, x), Self::uplink(f, self.leaf_of(h), s, false));
                     }
                 }
-                write_routes(&mut t, &routes);
+                no_rp_filter(spine);
             }
         }
-        let shaping = format!("rate = \"{rate}\"\nbuffer = \"{buffer}\"\noffloads = false\n");
+        let end = |node: String, addr: Ipv4Addr, ifname: String| {
+            EndSpec::new(node).addr(Cidr::new(addr, 24)).ifname(ifname)
+        };
+        let shaped = |l: LinkSpec| l.rate(self.rate).buffer(QueueLimit::Bytes(self.buffer.0)).offloads(false);
         for f in 0..self.fabrics {
             for h in 0..self.hosts {
-                let _ = writeln!(
-                    t,
-                    "[[link]]\nname = \"h{h}-f{f}\"\na = {{ node = \"h{h}\", addr = \"{}/24\", ifname = \"f{f}\" }}\n\
-                     b = {{ node = \"f{f}l{}\", addr = \"{}/24\", ifname = \"h{h}\" }}\n{shaping}",
-                    Self::host_addr(h, f),
-                    self.leaf_of(h),
-                    Self::host_gw(h, f),
-                );
+                t.link(shaped(
+                    LinkSpec::veth(
+                        end(Self::host_name(h), Self::host_addr(h, f), format!("f{f}")),
+                        end(format!("f{f}l{}", self.leaf_of(h)), Self::host_gw(h, f), format!("h{h}")),
+                    )
+                    .name(format!("h{h}-f{f}")),
+                ));
             }
             for l in 0..self.leaves() {
                 for s in 0..self.spines {
-                    let _ = writeln!(
-                        t,
-                        "[[link]]\nname = \"f{f}l{l}-s{s}\"\na = {{ node = \"f{f}l{l}\", addr = \"{}/24\", ifname = \"s{s}\" }}\n\
-                         b = {{ node = \"f{f}s{s}\", addr = \"{}/24\", ifname = \"l{l}\" }}\n{shaping}",
-                        Self::uplink(f, l, s, false),
-                        Self::uplink(f, l, s, true),
-                    );
+                    t.link(shaped(
+                        LinkSpec::veth(
+                            end(format!("f{f}l{l}"), Self::uplink(f, l, s, false), format!("s{s}")),
+                            end(format!("f{f}s{s}"), Self::uplink(f, l, s, true), format!("l{l}")),
+                        )
+                        .name(format!("f{f}l{l}-s{s}")),
+                    ));
                 }
             }
         }
-        Ok(t)
+        t.build().context("the generated fabric topology")
     }
 
     /// Every host's lanes, for the flow engine and the daemon configs.
@@ -201,16 +192,10 @@ impl FabricSpec {
     }
 }
 
-fn write_routes(t: &mut String, routes: &[(String, Ipv4Addr)]) {
-    let _ = write!(t, "route = [");
-    for (i, (to, via)) in routes.iter().enumerate() {
-        let sep = if i == 0 { "" } else { ", " };
-        let _ = write!(t, "{sep}{{ to = \"{to}\", via = \"{via}\" }}");
-    }
-    let _ = writeln!(
-        t,
-        "]\nsysctl = {{ \"net.ipv4.conf.all.rp_filter\" = 0, \"net.ipv4.conf.default.rp_filter\" = 0 }}\n"
-    );
+/// Multipath traffic leaves by one fabric and returns by another: no
+/// reverse-path filter may drop it.
+fn no_rp_filter(node: &mut NodeSpec) {
+    node.sysctl("net.ipv4.conf.all.rp_filter", 0).sysctl("net.ipv4.conf.default.rp_filter", 0);
 }
 
 /// Runs `ip -n NS -batch -` with `lines`, naming the namespace on failure.
@@ -242,8 +227,7 @@ pub enum MptcpMode {
 
 impl Fabric {
     pub fn up(spec: FabricSpec) -> Result<Fabric> {
-        let text = spec.toml()?;
-        let topo = Topology::from_toml_str(&text).context("the generated fabric topology")?;
+        let topo = spec.topology()?;
         let net = Network::up(&topo).context("building the dual-fabric datacenter")?;
         for h in 0..spec.hosts {
             let ns = net.ns(&FabricSpec::host_name(h))?;
@@ -354,7 +338,7 @@ mod tests {
     #[test]
     fn generated_topology_parses_with_every_node_and_link() {
         let s = spec(8, 2);
-        let topo = Topology::from_toml_str(&s.toml().unwrap()).unwrap();
+        let topo = s.topology().unwrap();
         // 8 hosts + per fabric 2 leaves and 2 spines.
         assert_eq!(topo.nodes.len(), 8 + 2 * (2 + 2));
         assert_eq!(topo.links.len() as u32, s.links());
@@ -367,7 +351,7 @@ mod tests {
     #[test]
     fn every_router_knows_every_host_address_of_every_fabric() {
         let s = spec(8, 3);
-        let topo = Topology::from_toml_str(&s.toml().unwrap()).unwrap();
+        let topo = s.topology().unwrap();
         for n in topo.nodes.iter().filter(|n| n.name.starts_with('f')) {
             for h in 0..8 {
                 for x in 0..3 {
@@ -393,12 +377,12 @@ mod tests {
 
     #[test]
     fn bad_shapes_are_refused_with_the_number() {
-        let e = spec(8, 1).toml().unwrap_err().to_string();
+        let e = spec(8, 1).topology().unwrap_err().to_string();
         assert!(e.contains("got 1"), "{e}");
-        let e = spec(1, 2).toml().unwrap_err().to_string();
+        let e = spec(1, 2).topology().unwrap_err().to_string();
         assert!(e.contains("got 1"), "{e}");
         let mut s = spec(8, 2);
         s.rate = Rate(0);
-        assert!(s.toml().is_err());
+        assert!(s.topology().is_err());
     }
 }

@@ -31,19 +31,21 @@
 //! `cc`, set per socket: a namespace inherits the host's default, bbr here),
 //! and so do the interferers; the shapes are scaled to what a 2-core VM sustains.
 
+use super::dumbbell::end_v4;
 use crate::records::{MetricSpec, Published};
 use crate::scenario::{interrupted, stop_flag, ParamSpec, Params, RunCtx, Scenario, Testbed};
 use anyhow::{bail, Context, Result};
 use std::collections::{BTreeMap, HashMap};
+use std::net::Ipv4Addr;
 use std::net::SocketAddr;
 use std::path::Path;
 use std::time::{Duration, Instant};
-use tcpaccel_core::units::{format_duration, Bytes, Rate};
+use tcpaccel_core::units::{format_duration, Bytes, QueueLimit, Rate};
 use tcpaccel_gather::{
     parse_class, Event, Limit, Policy, SendOptions, SendReport, Server, ServerConfig, Sharing, SinkSpec,
     Source,
 };
-use tcpaccel_net::{Network, Topology};
+use tcpaccel_net::{LinkSpec, Network, RouteTo, Topology, TopologyBuilder};
 use tcpaccel_traffic::{run_send, spawn_recv, RecvConfig, SendConfig, Volume};
 
 pub struct Gather;
@@ -315,35 +317,35 @@ fn client_list(n: usize) -> Vec<(String, &'static str)> {
 /// The star: `srv` == emulated shared link == `hub`, and every client (and
 /// the interferer `x`) on its own veth to `hub`.
 fn topology(bed: &GatherBed) -> Result<Topology> {
-    let mut t = String::from(
-        "name = \"lab-gather\"\n[[router]]\nname = \"hub\"\n\
-         [[host]]\nname = \"srv\"\nroute = [{ to = \"default\", via = \"10.31.0.2\" }]\n",
-    );
+    let mut t = TopologyBuilder::new("lab-gather");
+    t.host("srv").route_via(RouteTo::Default, Ipv4Addr::new(10, 31, 0, 2));
     let mut nodes: Vec<String> = client_list(bed.clients).into_iter().map(|(n, _)| n).collect();
     nodes.push("x".into());
     for (i, n) in nodes.iter().enumerate() {
-        let net = i + 1;
-        t +=
-            &format!("[[host]]\nname = \"{n}\"\nroute = [{{ to = \"default\", via = \"10.31.{net}.1\" }}]\n");
+        t.host(n).route_via(RouteTo::Default, Ipv4Addr::new(10, 31, i as u8 + 1, 1));
     }
-    t += &format!(
-        "[[link]]\nname = \"shared\"\nkind = \"emulated\"\n\
-         a = {{ node = \"srv\", addr = \"10.31.0.1/24\" }}\n\
-         b = {{ node = \"hub\", addr = \"10.31.0.2/24\", ifname = \"shared\" }}\n\
-         rate = \"{}bit\"\ndelay = \"{}\"\nbuffer = \"{}\"\n",
-        bed.rate.bits_per_sec(),
-        format_duration(bed.rtt / 2),
-        bed.buffer.0
+    t.router("hub");
+    t.link(
+        LinkSpec::emulated(
+            end_v4("srv", [10, 31, 0, 1], 24),
+            end_v4("hub", [10, 31, 0, 2], 24).ifname("shared"),
+        )
+        .name("shared")
+        .rate(bed.rate)
+        .delay(bed.rtt / 2)
+        .buffer(QueueLimit::Bytes(bed.buffer.0)),
     );
     for (i, n) in nodes.iter().enumerate() {
-        let net = i + 1;
-        t += &format!(
-            "[[link]]\nname = \"a-{n}\"\n\
-             a = {{ node = \"hub\", addr = \"10.31.{net}.1/24\", ifname = \"p{net}\" }}\n\
-             b = {{ node = \"{n}\", addr = \"10.31.{net}.2/24\" }}\n"
+        let net = i as u8 + 1;
+        t.link(
+            LinkSpec::veth(
+                end_v4("hub", [10, 31, net, 1], 24).ifname(format!("p{net}")),
+                end_v4(n, [10, 31, net, 2], 24),
+            )
+            .name(format!("a-{n}")),
         );
     }
-    Topology::from_toml_str(&t).context("building the gathering star")
+    t.build().context("building the gathering star")
 }
 
 /// One status report of one client, in seconds since the clients started.

@@ -15,7 +15,7 @@
 //! What it is not: one connection per run, built fresh per run (no state
 //! leaks between variants); no application think time beyond the schedule.
 
-use super::dumbbell::{baseline_sysctls, sysctls, Path2, DATA_PORT, DEFAULT_CC};
+use super::dumbbell::{baseline_sysctls, sockbuf_param, sysctls, Path2, DATA_PORT, DEFAULT_CC};
 use super::pacing::sockbuf_sysctls;
 use crate::records::{MetricSpec, Published};
 use crate::scenario::{ParamSpec, Params, RunCtx, Scenario, Testbed};
@@ -44,11 +44,9 @@ impl Scenario for Idle {
          the resumed burst at the last delivery rate."
     }
     fn params(&self) -> Vec<ParamSpec> {
-        vec![
-            ParamSpec::new("rate", "500mbit", "bottleneck rate (on the wire)"),
-            ParamSpec::new("rtt", "100ms", "round-trip propagation delay"),
-            ParamSpec::new("buffer", "1MB", "drop-tail buffer at the bottleneck"),
-            ParamSpec::new("sockbuf", "12.5MB", "socket buffer maximum (tcp_rmem/tcp_wmem) on both hosts"),
+        let mut v = Path2::params("500mbit", "100ms", "1MB");
+        v.extend([
+            sockbuf_param("12.5MB"),
             ParamSpec::new("burst", "10MB", "bytes per burst"),
             ParamSpec::new("every", "2s", "period between burst starts"),
             ParamSpec::new("duration", "20s", "length of each run"),
@@ -59,7 +57,8 @@ impl Scenario for Idle {
                 "sender's congestion control, set per socket (a namespace inherits the host's default). Linux \
                  skips the restart after idle for a module with its own cong_control, such as bbr",
             ),
-        ]
+        ]);
+        v
     }
     fn quick(&self) -> Vec<(&'static str, &'static str)> {
         // A fifth of the rate, burst, buffers: same burst time and BDP ratios.
@@ -130,7 +129,7 @@ impl Scenario for Idle {
     }
     fn prepare(&self, p: &Params, _dir: &Path) -> Result<Box<dyn Testbed>> {
         Ok(Box::new(IdleBed {
-            path: Path2 { rate: p.rate("rate")?, rtt: p.duration("rtt")?, buffer: p.bytes("buffer")? },
+            path: Path2::from_params(p)?,
             sockbuf: p.bytes("sockbuf")?,
             burst: p.bytes("burst")?,
             every: p.duration("every")?,

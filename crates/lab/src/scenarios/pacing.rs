@@ -37,7 +37,7 @@
 //!   by frames: bursts at the bin scale and above, not jitter between frames.
 
 use super::demo::standard_metrics;
-use super::dumbbell::{bulk, HostSetup, Path2};
+use super::dumbbell::{bulk, sockbuf_param, HostSetup, Path2};
 use crate::records::{MetricSpec, Published};
 use crate::scenario::{ParamSpec, Params, RunCtx, Scenario, Testbed};
 use anyhow::{bail, Context, Result};
@@ -82,15 +82,14 @@ impl Scenario for Pacing {
          loop and by kernel pacing at ratio 100, static pacing at the bottleneck rate, BBR."
     }
     fn params(&self) -> Vec<ParamSpec> {
-        vec![
-            ParamSpec::new("rate", "500mbit", "bottleneck rate (on the wire)"),
-            ParamSpec::new("rtt", "100ms", "round-trip propagation delay"),
-            ParamSpec::new("buffer", "1MB", "drop-tail buffer at the bottleneck"),
-            ParamSpec::new("sockbuf", "12.5MB", "socket buffer maximum (tcp_rmem/tcp_wmem) on both hosts"),
+        let mut v = Path2::params("500mbit", "100ms", "1MB");
+        v.extend([
+            sockbuf_param("12.5MB"),
             ParamSpec::new("static_rate", "bottleneck", "rate of the static variant (on the wire)"),
             ParamSpec::new("duration", "60s", "length of each transfer"),
             ParamSpec::new("variants", DEFAULT_VARIANTS.join(","), "which variants to run"),
-        ]
+        ]);
+        v
     }
     fn quick(&self) -> Vec<(&'static str, &'static str)> {
         // A fifth of the rate with buffer and socket buffers scaled alike:
@@ -178,9 +177,8 @@ impl Scenario for Pacing {
         p.duration("duration").unwrap_or(Duration::from_secs(60)) + Duration::from_secs(4)
     }
     fn prepare(&self, p: &Params, _dir: &Path) -> Result<Box<dyn Testbed>> {
-        let rate = p.rate("rate")?;
         Ok(Box::new(PacingBed {
-            path: Path2 { rate, rtt: p.duration("rtt")?, buffer: p.bytes("buffer")? },
+            path: Path2::from_params(p)?,
             sockbuf: p.bytes("sockbuf")?,
             static_rate: static_rate(p)?,
             duration: p.duration("duration")?,

@@ -19,6 +19,7 @@
 //! a 1500-byte MTU gives: the program's worst case.
 
 use super::demo::standard_metrics;
+use super::dumbbell::end_v4;
 use super::dumbbell::{baseline_sysctls, sysctls, DATA_PORT, DEFAULT_CC};
 use super::pacing::BpfPacing;
 use crate::records::MetricSpec;
@@ -28,7 +29,7 @@ use std::net::SocketAddr;
 use std::path::Path;
 use std::time::{Duration, Instant};
 use tcpaccel_core::units::Rate;
-use tcpaccel_net::{Network, Topology};
+use tcpaccel_net::{LinkSpec, Network, Topology, TopologyBuilder};
 use tcpaccel_traffic::{run_send, spawn_recv, Pace, RecvConfig, SendConfig, Volume};
 
 pub struct PacingCpu;
@@ -70,8 +71,7 @@ impl Scenario for PacingCpu {
     }
     fn metrics(&self) -> Vec<MetricSpec> {
         let mut m = standard_metrics();
-        let spec =
-            |name: &str, unit: &str, description: &str| MetricSpec::new(name, unit, false, description);
+        let spec = MetricSpec::lower_is_better;
         m.push(spec("cpu_busy_pct", "% of a core", "busy CPU time of the whole machine over the transfer"));
         m.push(spec("acks_per_s", "1/s", "packets the sender received per second (its ACKs)"));
         m.push(spec("prog_calls_per_s", "1/s", "calls of the pacer's program per second (BPF statistics)"));
@@ -109,14 +109,15 @@ struct CpuBed {
 
 impl CpuBed {
     fn topology(&self) -> Result<Topology> {
-        let text = format!(
-            "name = \"lab-veth\"\n[[host]]\nname = \"h1\"\n[[host]]\nname = \"h2\"\n\
-             [[link]]\nname = \"v\"\nkind = \"veth\"\noffloads = {}\n\
-             a = {{ node = \"h1\", addr = \"10.9.0.1/24\" }}\n\
-             b = {{ node = \"h2\", addr = \"10.9.0.2/24\" }}\n",
-            self.offloads
+        let mut t = TopologyBuilder::new("lab-veth");
+        t.host("h1");
+        t.host("h2");
+        t.link(
+            LinkSpec::veth(end_v4("h1", [10, 9, 0, 1], 24), end_v4("h2", [10, 9, 0, 2], 24))
+                .name("v")
+                .offloads(self.offloads),
         );
-        Topology::from_toml_str(&text).context("building the veth topology")
+        t.build().context("building the veth topology")
     }
 }
 

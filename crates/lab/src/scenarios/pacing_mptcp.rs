@@ -23,6 +23,7 @@
 //! on-wire rate.
 
 use super::demo::standard_metrics;
+use super::dumbbell::end_v4;
 use super::dumbbell::{baseline_sysctls, sysctls, DATA_PORT, DEFAULT_CC};
 use super::fabric::ip_batch;
 use super::pacing::{parse_bins, BpfPacing, MeterBin};
@@ -32,8 +33,8 @@ use anyhow::{bail, Context, Result};
 use std::net::SocketAddr;
 use std::path::Path;
 use std::time::Duration;
-use tcpaccel_core::units::{format_duration, Bytes, Rate};
-use tcpaccel_net::{MeterOptions, Network, Topology};
+use tcpaccel_core::units::{format_duration, Bytes, QueueLimit, Rate};
+use tcpaccel_net::{LinkSpec, MeterOptions, Network, Topology, TopologyBuilder};
 use tcpaccel_traffic::{run_send, spawn_recv, RecvConfig, SendConfig, Volume};
 
 pub struct PacingMptcp;
@@ -158,22 +159,23 @@ struct MptcpBed {
 
 impl MptcpBed {
     fn topology(&self) -> Result<Topology> {
-        let mut text = String::from(
-            "name = \"lab-mptcp2\"\n\
-             [[host]]\nname = \"h1\"\n[[host]]\nname = \"h2\"\n",
-        );
+        let mut t = TopologyBuilder::new("lab-mptcp2");
+        t.host("h1");
+        t.host("h2");
         for (i, p) in PATHS.iter().enumerate() {
-            text.push_str(&format!(
-                "[[link]]\nname = \"{p}\"\nkind = \"emulated\"\n\
-                 a = {{ node = \"h1\", addr = \"10.9.{i}.1/24\", ifname = \"{p}\" }}\n\
-                 b = {{ node = \"h2\", addr = \"10.9.{i}.2/24\", ifname = \"{p}\" }}\n\
-                 rate = \"{}bit\"\ndelay = \"{}\"\nbuffer = \"{}\"\n",
-                self.rate.bits_per_sec(),
-                format_duration(self.rtt / 2),
-                self.buffer.0
-            ));
+            let i = i as u8;
+            t.link(
+                LinkSpec::emulated(
+                    end_v4("h1", [10, 9, i, 1], 24).ifname(*p),
+                    end_v4("h2", [10, 9, i, 2], 24).ifname(*p),
+                )
+                .name(*p)
+                .rate(self.rate)
+                .delay(self.rtt / 2)
+                .buffer(QueueLimit::Bytes(self.buffer.0)),
+            );
         }
-        Topology::from_toml_str(&text).context("building the two-path topology")
+        t.build().context("building the two-path topology")
     }
 
     /// MPTCP on both hosts: the in-kernel path manager, one extra subflow

@@ -12,6 +12,7 @@
 //! holds its time, so the report shows CDFs; timeouts are the hosts' TcpExt
 //! `TCPTimeouts` counters, summed, before and after.
 
+use super::dumbbell::end_v4;
 use crate::records::{MetricSpec, Published};
 use crate::scenario::{interrupted, ParamSpec, Params, RunCtx, Scenario, Testbed};
 use anyhow::{bail, Context, Result};
@@ -22,8 +23,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Barrier};
 use std::time::{Duration, Instant};
 use tcpaccel_core::stats::{mean, percentile};
-use tcpaccel_core::units::{format_duration, parse_duration, Bytes, Rate};
-use tcpaccel_net::{Network, Topology};
+use tcpaccel_core::units::{format_duration, parse_duration, Bytes, QueueLimit, Rate};
+use tcpaccel_net::{LinkSpec, Network, RouteTo, Topology, TopologyBuilder};
 
 pub struct Rto;
 
@@ -128,20 +129,22 @@ fn host_addr(i: usize) -> IpAddr {
 
 /// The star: switch `sw` with one port per host, shaped towards the host only.
 fn topology(hosts: usize, rate: Rate, buffer: Bytes) -> Result<Topology> {
-    let mut t = String::from("name = \"lab-alltoall\"\n[[router]]\nname = \"sw\"\n");
+    let mut t = TopologyBuilder::new("lab-alltoall");
     for i in 1..=hosts {
-        t += &format!("[[host]]\nname = \"h{i}\"\nroute = [{{ to = \"default\", via = \"10.8.{i}.1\" }}]\n");
+        t.host(format!("h{i}")).route_via(RouteTo::Default, Ipv4Addr::new(10, 8, i as u8, 1));
     }
+    t.router("sw");
     for i in 1..=hosts {
-        t += &format!(
-            "[[link]]\nname = \"p{i}\"\na = {{ node = \"sw\", addr = \"10.8.{i}.1/24\", ifname = \"p{i}\" }}\n\
-             b = {{ node = \"h{i}\", addr = \"10.8.{i}.2/24\" }}\n\
-             a_to_b = {{ rate = \"{}bit\", buffer = \"{}\" }}\n",
-            rate.bits_per_sec(),
-            buffer.0
-        );
+        let mut port = LinkSpec::veth(
+            end_v4("sw", [10, 8, i as u8, 1], 24).ifname(format!("p{i}")),
+            end_v4(&format!("h{i}"), [10, 8, i as u8, 2], 24),
+        )
+        .name(format!("p{i}"));
+        port.a_to_b.rate = Some(rate);
+        port.a_to_b.buffer = Some(QueueLimit::Bytes(buffer.0));
+        t.link(port);
     }
-    Topology::from_toml_str(&t).context("building the all-to-all star")
+    t.build().context("building the all-to-all star")
 }
 
 /// TCPTimeouts of one namespace (TcpExt in /proc/net/netstat).
@@ -260,5 +263,25 @@ impl Testbed for RtoBed {
         ctx.metric("iter_p99_ms", percentile(&times, 99.0).unwrap_or(f64::NAN));
         ctx.metric("timeouts", after.saturating_sub(before) as f64);
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod topology_tests {
+    use super::*;
+    use tcpaccel_net::LinkKind;
+
+    #[test]
+    fn the_switch_shapes_towards_each_host_only() {
+        let t = topology(4, Rate::mbps(100), Bytes(32_000)).unwrap();
+        assert_eq!(t.links.len(), 4);
+        for (i, l) in t.links.iter().enumerate() {
+            let LinkKind::Veth { a_to_b, b_to_a } = l.kind else { panic!("{} is not veth", l.name) };
+            assert_eq!(l.a.node, "sw");
+            assert_eq!(a_to_b.rate, Some(Rate::mbps(100)));
+            assert!(b_to_a.is_none(), "host to switch is not shaped");
+            let host = t.node(&format!("h{}", i + 1)).unwrap();
+            assert_eq!(host.routes[0].via, Some(IpAddr::V4(Ipv4Addr::new(10, 8, i as u8 + 1, 1))));
+        }
     }
 }

@@ -32,8 +32,8 @@ use std::process::{Child, Stdio};
 use std::time::{Duration, Instant};
 use tcpaccel_core::rng::Rng;
 use tcpaccel_core::stats::{linear_fit, median};
-use tcpaccel_core::units::{format_duration, parse_duration};
-use tcpaccel_net::{Network, Topology};
+use tcpaccel_core::units::{parse_duration, QueueLimit};
+use tcpaccel_net::{Cidr, EndSpec, LinkSpec, Network, Topology, TopologyBuilder};
 use tcpaccel_traffic::{run_send, spawn_recv, RecvConfig, SendConfig, Volume};
 
 pub struct Split;
@@ -141,25 +141,26 @@ impl Chain {
     /// one emulated link per segment with delay RTT/2 each way and no rate limit.
     pub fn topology(&self) -> Result<Topology> {
         let nodes = self.nodes();
-        let mut t = String::from("name = \"lab-split\"\n");
+        let mut t = TopologyBuilder::new("lab-split");
         for n in &nodes {
-            t += &format!("[[host]]\nname = \"{n}\"\n");
+            t.host(n);
         }
         for (i, rtt) in self.rtts.iter().enumerate() {
             let seg = i + 1;
-            t += &format!(
-                "[[link]]\nname = \"seg{seg}\"\nkind = \"emulated\"\n\
-                 a = {{ node = \"{}\", addr = \"{}/24\", ifname = \"right\" }}\n\
-                 b = {{ node = \"{}\", addr = \"{}/24\", ifname = \"left\" }}\n\
-                 delay = \"{}\"\nbuffer = \"16MB\"\n",
-                nodes[i],
-                Self::left_of_segment(seg),
-                nodes[i + 1],
-                Self::right_of_segment(seg),
-                format_duration(*rtt / 2),
+            let end = |node: &str, addr: Ipv4Addr, ifname: &str| {
+                EndSpec::new(node).addr(Cidr::new(addr, 24)).ifname(ifname)
+            };
+            t.link(
+                LinkSpec::emulated(
+                    end(&nodes[i], Self::left_of_segment(seg), "right"),
+                    end(&nodes[i + 1], Self::right_of_segment(seg), "left"),
+                )
+                .name(format!("seg{seg}"))
+                .delay(*rtt / 2)
+                .buffer(QueueLimit::Bytes(16_000_000)),
             );
         }
-        Topology::from_toml_str(&t).context("building the split chain topology")
+        t.build().context("building the split chain topology")
     }
 }
 
@@ -1089,5 +1090,27 @@ mod tests {
         assert_eq!(x.len(), 100_003);
         assert_eq!(x, y);
         assert!(x.iter().filter(|&&c| c == 0).count() < 2_000, "random, not zeros");
+    }
+}
+
+#[cfg(test)]
+mod topology_tests {
+    use super::*;
+    use tcpaccel_net::LinkKind;
+
+    #[test]
+    fn each_segment_delays_half_its_rtt_exactly() {
+        // 50 ms / 3 is no whole number of microseconds; the delays are not
+        // rounded (they were while the topology went through TOML text).
+        let c = Chain::parse("dante/3", Duration::from_millis(50)).unwrap();
+        let t = c.topology().unwrap();
+        assert_eq!(t.links.len(), 3);
+        for (l, rtt) in t.links.iter().zip(&c.rtts) {
+            let LinkKind::Emulated { a_to_b, b_to_a } = l.kind else { panic!("{} is not emulated", l.name) };
+            assert_eq!(a_to_b.delay, *rtt / 2);
+            assert_eq!(b_to_a.delay, *rtt / 2);
+            assert_eq!(a_to_b.rate, None, "no rate limit");
+        }
+        assert_eq!(t.links[0].b.addr.unwrap().addr, IpAddr::V4(Chain::right_of_segment(1)));
     }
 }

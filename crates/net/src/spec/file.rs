@@ -1,0 +1,547 @@
+//! The topology file: TOML read into raw serde structs, each value parsed
+//! with `tcpaccel_core::units` into a [`TopologyBuilder`], which then checks
+//! the whole topology exactly as it does one built in code. Errors here are
+//! about the text (a value that does not parse, a TOML type that does not
+//! fit); they name the host, link or route as the builder's errors do.
+
+use std::collections::{BTreeMap, HashSet};
+use std::net::IpAddr;
+use std::path::Path;
+use std::time::Duration;
+
+use serde::Deserialize;
+use tcpaccel_core::loss::LossSpec;
+use tcpaccel_core::units::{parse_duration, ParseError, QueueLimit, Rate};
+
+use super::{
+    default_link_name, end_context, invalid, node_context, route_context, DirSpec, EndSpec, LinkSpec,
+    LinkType, NodeSpec, Role, RouteSpec, RouteTo, SpecError, Topology, TopologyBuilder,
+};
+use crate::addr::Cidr;
+
+impl Topology {
+    /// Reads and validates a topology file.
+    pub fn load(path: impl AsRef<Path>) -> Result<Topology, SpecError> {
+        let path = path.as_ref();
+        let text = std::fs::read_to_string(path)
+            .map_err(|source| SpecError::Read { path: path.display().to_string(), source })?;
+        Topology::from_toml_str(&text)
+    }
+
+    /// Parses and validates topology TOML.
+    pub fn from_toml_str(text: &str) -> Result<Topology, SpecError> {
+        let raw: RawTopology = toml::from_str(text).map_err(|e| SpecError::Toml(e.to_string()))?;
+        raw.into_builder()?.build()
+    }
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawTopology {
+    name: Option<String>,
+    #[serde(default, rename = "host")]
+    hosts: Vec<RawNode>,
+    #[serde(default, rename = "router")]
+    routers: Vec<RawNode>,
+    #[serde(default, rename = "link")]
+    links: Vec<RawLink>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawNode {
+    name: String,
+    #[serde(default)]
+    sysctl: BTreeMap<String, toml::Value>,
+    #[serde(default)]
+    route: Vec<RawRoute>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawRoute {
+    to: String,
+    via: Option<String>,
+    dev: Option<String>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawEnd {
+    node: String,
+    addr: Option<String>,
+    addr6: Option<String>,
+    ifname: Option<String>,
+}
+
+#[derive(Debug, Clone, Copy, Default, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+enum RawKind {
+    #[default]
+    Veth,
+    Emulated,
+}
+
+/// Per-direction settings; in a `[[link]]` the same fields set both directions.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawDir {
+    rate: Option<String>,
+    delay: Option<String>,
+    jitter: Option<String>,
+    buffer: Option<String>,
+    loss: Option<toml::Value>,
+    seed: Option<u64>,
+    overhead: Option<u32>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawLink {
+    name: Option<String>,
+    #[serde(default)]
+    kind: RawKind,
+    a: RawEnd,
+    b: RawEnd,
+    mtu: Option<u32>,
+    txqueuelen: Option<u32>,
+    offloads: Option<bool>,
+    rate: Option<String>,
+    delay: Option<String>,
+    jitter: Option<String>,
+    buffer: Option<String>,
+    loss: Option<toml::Value>,
+    seed: Option<u64>,
+    overhead: Option<u32>,
+    a_to_b: Option<RawDir>,
+    b_to_a: Option<RawDir>,
+}
+
+fn value<T>(context: &str, r: Result<T, ParseError>) -> Result<T, SpecError> {
+    r.map_err(|source| SpecError::Value { context: context.to_string(), source })
+}
+
+/// A loss value: a number is a Bernoulli probability (0.01 = 1%; the builder
+/// checks its range); a string is any form `LossSpec::parse` accepts ("1%",
+/// "ge:p=1%,r=25%").
+fn parse_loss(context: &str, v: &toml::Value) -> Result<LossSpec, SpecError> {
+    let p = match v {
+        toml::Value::String(s) => return value(context, LossSpec::parse(s)),
+        toml::Value::Float(f) => *f,
+        toml::Value::Integer(i) => *i as f64,
+        other => {
+            return Err(invalid(
+                context,
+                format!(
+                "loss {other} must be a probability (0.01) or a string such as \"1%\" or \"ge:p=1%,r=25%\""
+            ),
+            ))
+        }
+    };
+    Ok(LossSpec::Bernoulli { p })
+}
+
+impl RawDir {
+    fn parse(&self, context: &str) -> Result<DirSpec, SpecError> {
+        let dur = |s: &Option<String>| -> Result<Option<Duration>, SpecError> {
+            s.as_deref().map(|s| value(context, parse_duration(s))).transpose()
+        };
+        Ok(DirSpec {
+            rate: self.rate.as_deref().map(|s| value(context, Rate::parse(s))).transpose()?,
+            delay: dur(&self.delay)?,
+            jitter: dur(&self.jitter)?,
+            buffer: self.buffer.as_deref().map(|s| value(context, QueueLimit::parse(s))).transpose()?,
+            loss: self.loss.as_ref().map(|v| parse_loss(context, v)).transpose()?,
+            seed: self.seed,
+            overhead: self.overhead,
+        })
+    }
+}
+
+fn parse_cidr(context: &str, field: &str, s: &Option<String>) -> Result<Option<Cidr>, SpecError> {
+    s.as_deref().map(|s| Cidr::parse(s).map_err(|m| invalid(context, format!("{field}: {m}")))).transpose()
+}
+
+impl RawNode {
+    fn into_spec(self, role: Role) -> Result<NodeSpec, SpecError> {
+        let ctx = node_context(role, &self.name);
+        let mut sysctls = Vec::new();
+        for (k, v) in self.sysctl {
+            let v = match v {
+                toml::Value::String(s) => s,
+                toml::Value::Integer(i) => i.to_string(),
+                toml::Value::Boolean(b) => u8::from(b).to_string(),
+                other => {
+                    return Err(invalid(
+                        format!("{ctx}: sysctl {k:?}"),
+                        format!("value {other} must be a string, integer or boolean"),
+                    ))
+                }
+            };
+            sysctls.push((k, v));
+        }
+        let mut routes = Vec::new();
+        for r in self.route {
+            let rctx = route_context(&ctx, &r.to);
+            let via = r
+                .via
+                .as_deref()
+                .map(|v| {
+                    v.trim()
+                        .parse::<IpAddr>()
+                        .map_err(|_| invalid(&rctx, format!("via {v:?} is not an IP address")))
+                })
+                .transpose()?;
+            let to = if r.to.trim() == "default" {
+                RouteTo::Default
+            } else {
+                RouteTo::Net(Cidr::parse(&r.to).map_err(|m| invalid(&rctx, m))?)
+            };
+            routes.push(RouteSpec { to, via, dev: r.dev });
+        }
+        Ok(NodeSpec { name: self.name, role, sysctls, routes })
+    }
+}
+
+impl RawTopology {
+    /// Parses every value; the builder checks how they fit together.
+    fn into_builder(self) -> Result<TopologyBuilder, SpecError> {
+        let mut nodes = Vec::new();
+        for n in self.hosts {
+            nodes.push(n.into_spec(Role::Host)?);
+        }
+        for n in self.routers {
+            nodes.push(n.into_spec(Role::Router)?);
+        }
+        let mut links = Vec::new();
+        let mut names = HashSet::new();
+        for raw in self.links {
+            // Name the link as the builder will, for the errors.
+            let name =
+                raw.name.clone().unwrap_or_else(|| default_link_name(&raw.a.node, &raw.b.node, &names));
+            names.insert(name.clone());
+            let ctx = format!("link {name:?}");
+            let end = |e: RawEnd, side: &str| -> Result<EndSpec, SpecError> {
+                let ectx = end_context(&name, side, &e.node);
+                Ok(EndSpec {
+                    addr: parse_cidr(&ectx, "addr", &e.addr)?,
+                    addr6: parse_cidr(&ectx, "addr6", &e.addr6)?,
+                    node: e.node,
+                    ifname: e.ifname,
+                })
+            };
+            let kind = match raw.kind {
+                RawKind::Veth => LinkType::Veth,
+                RawKind::Emulated => LinkType::Emulated,
+            };
+            let mut l = LinkSpec::new(kind, end(raw.a, "a")?, end(raw.b, "b")?);
+            l.name = raw.name;
+            l.mtu = raw.mtu;
+            l.txqueuelen = raw.txqueuelen;
+            l.offloads = raw.offloads;
+            let both = RawDir {
+                rate: raw.rate,
+                delay: raw.delay,
+                jitter: raw.jitter,
+                buffer: raw.buffer,
+                loss: raw.loss,
+                seed: raw.seed,
+                overhead: raw.overhead,
+            };
+            l.both = both.parse(&ctx)?;
+            l.a_to_b = raw.a_to_b.unwrap_or_default().parse(&format!("{ctx} a_to_b"))?;
+            l.b_to_a = raw.b_to_a.unwrap_or_default().parse(&format!("{ctx} b_to_a"))?;
+            links.push(l);
+        }
+        Ok(TopologyBuilder { name: self.name, nodes, links })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::spec::{LinkKind, Shaping};
+
+    const DUMBBELL: &str = r#"
+        name = "test"
+        [[host]]
+        name = "h1"
+        sysctl = { "net.ipv4.tcp_congestion_control" = "cubic", "net.ipv4.tcp_ecn" = 1 }
+        [[host]]
+        name = "h2"
+        [[link]]
+        kind = "emulated"
+        a = { node = "h1", addr = "10.0.0.1/24", addr6 = "fd00::1/64" }
+        b = { node = "h2", addr = "10.0.0.2/24", addr6 = "fd00::2/64" }
+        rate = "50mbit"
+        delay = "20ms"
+        buffer = "500KB"
+        loss = "1%"
+        b_to_a = { rate = "10mbit", loss = 0 }
+    "#;
+
+    fn err_of(toml: &str) -> String {
+        match Topology::from_toml_str(toml) {
+            Ok(t) => panic!("expected an error, got {t:?}"),
+            Err(e) => e.to_string(),
+        }
+    }
+
+    #[test]
+    fn dumbbell_parses_with_per_direction_overrides() {
+        let t = Topology::from_toml_str(DUMBBELL).unwrap();
+        assert_eq!(t.nodes.len(), 2);
+        assert_eq!(
+            t.nodes[0].sysctls,
+            vec![
+                ("net.ipv4.tcp_congestion_control".to_string(), "cubic".to_string()),
+                ("net.ipv4.tcp_ecn".to_string(), "1".to_string())
+            ]
+        );
+        let l = &t.links[0];
+        assert_eq!(l.name, "h1-h2");
+        assert_eq!(l.a.ifname, "eth0");
+        assert_eq!(l.b.ifname, "eth0");
+        assert_eq!(l.a.addr, Some(Cidr::parse("10.0.0.1/24").unwrap()));
+        let LinkKind::Emulated { a_to_b, b_to_a } = l.kind else { panic!("not emulated") };
+        assert_eq!(a_to_b.rate, Some(Rate::mbps(50)));
+        assert_eq!(b_to_a.rate, Some(Rate::mbps(10)));
+        assert_eq!(a_to_b.delay, Duration::from_millis(20));
+        assert_eq!(b_to_a.delay, Duration::from_millis(20));
+        assert_eq!(a_to_b.buffer, Some(QueueLimit::Bytes(500_000)));
+        assert_eq!(a_to_b.loss, LossSpec::Bernoulli { p: 0.01 });
+        assert_eq!(b_to_a.loss, LossSpec::None);
+        assert_ne!(a_to_b.seed, b_to_a.seed);
+        // Serializes for state files and --json.
+        let j = serde_json::to_value(&t).unwrap();
+        assert_eq!(j["links"][0]["kind"], "emulated");
+        assert_eq!(j["links"][0]["a"]["addr"], "10.0.0.1/24");
+        assert_eq!(j["links"][0]["a_to_b"]["delay"], "20ms");
+    }
+
+    /// The file is read into the builder code uses: the same topology built
+    /// in code equals it, defaults (link name, ifnames, seeds) included.
+    #[test]
+    fn the_dumbbell_built_in_code_equals_the_file() {
+        let end = |node: &str, host: u8| {
+            let v6: IpAddr = format!("fd00::{host}").parse().unwrap();
+            EndSpec::new(node).addr(Cidr::new([10, 0, 0, host], 24)).addr6(Cidr::new(v6, 64))
+        };
+        let mut b = TopologyBuilder::new("test");
+        b.host("h1").sysctl("net.ipv4.tcp_congestion_control", "cubic").sysctl("net.ipv4.tcp_ecn", 1);
+        b.host("h2");
+        let mut l = LinkSpec::emulated(end("h1", 1), end("h2", 2))
+            .rate(Rate::mbps(50))
+            .delay(Duration::from_millis(20))
+            .buffer(QueueLimit::Bytes(500_000));
+        l.both.loss = Some(LossSpec::Bernoulli { p: 0.01 });
+        l.b_to_a.rate = Some(Rate::mbps(10));
+        l.b_to_a.loss = Some(LossSpec::Bernoulli { p: 0.0 });
+        b.link(l);
+        assert_eq!(b.build().unwrap(), Topology::from_toml_str(DUMBBELL).unwrap());
+    }
+
+    #[test]
+    fn ifnames_count_per_node_and_names_default_uniquely() {
+        let t = Topology::from_toml_str(
+            r#"
+            [[host]]
+            name = "h1"
+            [[host]]
+            name = "h2"
+            [[link]]
+            a = { node = "h1" }
+            b = { node = "h2" }
+            [[link]]
+            a = { node = "h1" }
+            b = { node = "h2", ifname = "second" }
+            "#,
+        )
+        .unwrap();
+        assert_eq!(t.links[0].name, "h1-h2");
+        assert_eq!(t.links[1].name, "h1-h2-2");
+        assert_eq!(t.links[1].a.ifname, "eth1");
+        assert_eq!(t.links[1].b.ifname, "second");
+        assert_eq!(t.ends_of("h1").count(), 2);
+        assert!(matches!(t.links[0].kind, LinkKind::Veth { .. }));
+        assert!(t.links[0].offloads);
+    }
+
+    #[test]
+    fn routes_resolve_against_connected_subnets() {
+        let t = Topology::from_toml_str(
+            r#"
+            [[host]]
+            name = "h1"
+            route = [{ to = "default", via = "10.0.1.2" }, { to = "fd00:2::/64", via = "fd00:1::2" }]
+            [[router]]
+            name = "r1"
+            [[link]]
+            a = { node = "h1", addr = "10.0.1.1/24", addr6 = "fd00:1::1/64" }
+            b = { node = "r1", addr = "10.0.1.2/24", addr6 = "fd00:1::2/64" }
+            rate = "10mbit"
+            buffer = "100p"
+            "#,
+        )
+        .unwrap();
+        let h1 = t.node("h1").unwrap();
+        assert_eq!(h1.routes[0].dest(), "default");
+        assert!(h1.routes[0].to.is_v4());
+        assert_eq!(h1.routes[1].dest(), "fd00:2::/64");
+        assert_eq!(t.node("r1").unwrap().role, Role::Router);
+        let LinkKind::Veth { a_to_b, .. } = t.links[0].kind else { panic!() };
+        assert_eq!(a_to_b, Shaping { rate: Some(Rate::mbps(10)), buffer: Some(QueueLimit::Packets(100)) });
+    }
+
+    const TWO_HOSTS: &str = "[[host]]\nname = \"h1\"\n[[host]]\nname = \"h2\"\n";
+
+    fn with_link(link: &str) -> String {
+        format!("{TWO_HOSTS}[[link]]\n{link}\n")
+    }
+
+    #[test]
+    fn errors_name_the_offender() {
+        let cases: &[(&str, &[&str])] = &[
+            (
+                r#"a = { node = "h1" }
+                   b = { node = "h9" }"#,
+                &["h9", "unknown node", "link \"h1-h9\""],
+            ),
+            (
+                r#"a = { node = "h1", addr = "10.0.0.1/24" }
+                   b = { node = "h2", addr = "10.0.0.1/24" }"#,
+                &["duplicate address 10.0.0.1"],
+            ),
+            (
+                r#"a = { node = "h1", addr = "10.0.0.300/24" }
+                   b = { node = "h2" }"#,
+                &["10.0.0.300", "end a"],
+            ),
+            (
+                r#"a = { node = "h1", addr = "10.0.0.1" }
+                   b = { node = "h2" }"#,
+                &["no prefix length"],
+            ),
+            (
+                r#"a = { node = "h1", addr = "fd00::1/64" }
+                   b = { node = "h2" }"#,
+                &["not an IPv4", "addr6"],
+            ),
+            (
+                r#"a = { node = "h1", addr = "10.0.0.1/24" }
+                   b = { node = "h2", addr = "10.0.1.1/24" }"#,
+                &["not in one subnet"],
+            ),
+            (
+                r#"name = "wan"
+                   a = { node = "h1" }
+                   b = { node = "h2" }
+                   rate = "100 furlongs""#,
+                &["link \"wan\": cannot parse rate", "100 furlongs", "accepted forms"],
+            ),
+            (
+                r#"a = { node = "h1" }
+                   b = { node = "h2" }
+                   b_to_a = { rate = "fast" }"#,
+                &["link \"h1-h2\" b_to_a", "\"fast\""],
+            ),
+            (
+                r#"kind = "emulated"
+                   a = { node = "h1" }
+                   b = { node = "h2" }
+                   delay = "20""#,
+                &["\"20\"", "missing unit"],
+            ),
+            (
+                r#"a = { node = "h1" }
+                   b = { node = "h2" }
+                   delay = "20ms""#,
+                &["delay needs kind = \"emulated\""],
+            ),
+            (
+                r#"kind = "emulated"
+                   a = { node = "h1" }
+                   b = { node = "h2" }
+                   loss = 1.5"#,
+                &["loss", "probability"],
+            ),
+            (
+                r#"a = { node = "h1", ifname = "a-very-long-ifname" }
+                   b = { node = "h2" }"#,
+                &["a-very-long-ifname", "15"],
+            ),
+            (
+                r#"a = { node = "h1" }
+                   b = { node = "h1" }"#,
+                &["itself"],
+            ),
+            (
+                r#"kind = "emulated"
+                   a = { node = "h1" }
+                   b = { node = "h2" }
+                   offloads = true"#,
+                &["offloads = true", "emulated"],
+            ),
+            (
+                r#"kind = "wormhole"
+                   a = { node = "h1" }
+                   b = { node = "h2" }"#,
+                &["wormhole"],
+            ),
+            (
+                r#"a = { node = "h1" }
+                   b = { node = "h2" }
+                   colour = "blue""#,
+                &["colour"],
+            ),
+        ];
+        for (link, needles) in cases {
+            let msg = err_of(&with_link(link));
+            for n in *needles {
+                assert!(msg.contains(n), "error {msg:?} should mention {n:?}");
+            }
+        }
+    }
+
+    #[test]
+    fn node_and_route_errors() {
+        assert!(err_of("").contains("no [[host]]"));
+        assert!(err_of("[[host]]\nname = \"h1\"\n[[router]]\nname = \"h1\"\n").contains("defined twice"));
+        assert!(err_of("[[host]]\nname = \"h 1\"\n").contains("\"h 1\""));
+        let route = |r: &str| {
+            err_of(&format!(
+                "[[host]]\nname = \"h1\"\nroute = [{r}]\n[[host]]\nname = \"h2\"\n[[link]]\n\
+                 a = {{ node = \"h1\", addr = \"10.0.0.1/24\" }}\nb = {{ node = \"h2\", addr = \"10.0.0.2/24\" }}\n"
+            ))
+        };
+        let m = route(r#"{ to = "default", via = "10.9.9.9" }"#);
+        assert!(m.contains("host \"h1\"") && m.contains("10.9.9.9") && m.contains("not in a subnet"), "{m}");
+        assert!(route(r#"{ to = "10.1.0.1/16", via = "10.0.0.2" }"#).contains("did you mean 10.1.0.0/16"));
+        assert!(route(r#"{ to = "10.1.0.0/16" }"#).contains("needs via"));
+        assert!(route(r#"{ to = "10.1.0.0/16", dev = "eth7" }"#).contains("eth7"));
+        assert!(route(r#"{ to = "10.1.0.0/16", via = "fd00::1" }"#).contains("same family"));
+        assert!(err_of("[[host]]\nname = \"h1\"\nsysctl = { \"../etc\" = 1 }\n").contains("../etc"));
+    }
+
+    #[test]
+    fn gilbert_elliott_loss() {
+        let t = Topology::from_toml_str(&with_link(
+            r#"kind = "emulated"
+               a = { node = "h1" }
+               b = { node = "h2" }
+               loss = "ge:p=1%,r=25%"
+               b_to_a = { loss = 0.5 }"#,
+        ))
+        .unwrap();
+        let LinkKind::Emulated { a_to_b, b_to_a } = t.links[0].kind else { panic!() };
+        assert_eq!(a_to_b.loss, LossSpec::GilbertElliott { p: 0.01, r: 0.25, h: 1.0, k: 0.0 });
+        assert_eq!(b_to_a.loss, LossSpec::Bernoulli { p: 0.5 });
+        let m = err_of(&with_link(
+            r#"kind = "emulated"
+               a = { node = "h1" }
+               b = { node = "h2" }
+               loss = "ge:p=1%""#,
+        ));
+        assert!(m.contains("ge:p=1%") && m.contains("accepted forms"), "{m}");
+    }
+}
