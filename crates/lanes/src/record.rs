@@ -117,6 +117,11 @@ pub struct DecisionRecord {
     /// kernel, at the ACK) to the path-manager commands' completion.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub signal_ms: Option<f64>,
+    /// The program's decision time itself (CLOCK_MONOTONIC, ns: the
+    /// kernel's `bpf_ktime_get_ns`), to line up with other clocks, e.g.
+    /// the lab's interface counters (`lanes-basic`'s switch latency).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub signal_ktime_ns: Option<u64>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -212,6 +217,7 @@ mod tests {
             ok: true,
             error: None,
             signal_ms: None,
+            signal_ktime_ns: None,
         });
         let line = serde_json::to_string(&d).unwrap();
         let v: serde_json::Value = serde_json::from_str(&line).unwrap();
