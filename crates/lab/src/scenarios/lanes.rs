@@ -305,6 +305,8 @@ impl Daemons {
                     rep.connections += s.connections;
                     rep.failed_commands += s.failed_commands;
                     rep.cpu_s.push(cpu);
+                    rep.probe_cpu_s.push(s.probe_cpu_s);
+                    rep.start_cpu_s.push(s.start_cpu_s);
                     rep.signals = s.signals;
                     if let Some(b) = s.bpf_stats {
                         rep.bpf_run_s += b.run_ns as f64 / 1e9;
@@ -338,6 +340,10 @@ struct DaemonReport {
     switch_ages_ms: Vec<f64>,
     /// CPU time (user + system) of each daemon's thread over the run, s.
     cpu_s: Vec<f64>,
+    /// Of each daemon's probe thread, s.
+    probe_cpu_s: Vec<f64>,
+    /// Of each daemon's thread until it was ready (program loaded), s.
+    start_cpu_s: Vec<f64>,
     /// "bpf" or "diag": what the daemons ran on.
     signals: &'static str,
     /// The daemons' BPF programs' run time, all hosts, s; and their signals.
@@ -348,18 +354,7 @@ struct DaemonReport {
     signal_ms: Vec<f64>,
 }
 
-/// CPU time (user + system) the calling thread has used, in seconds, from
-/// /proc/thread-self/stat (fields 14 and 15, in clock ticks of 1/100 s;
-/// Linux's USER_HZ is 100 on every architecture it exports to user space).
-fn thread_cpu_s() -> f64 {
-    let Ok(stat) = std::fs::read_to_string("/proc/thread-self/stat") else { return f64::NAN };
-    // The command name (field 2) may hold spaces; fields count from after it.
-    let Some(rest) = stat.rfind(')').map(|i| &stat[i + 1..]) else { return f64::NAN };
-    let f: Vec<&str> = rest.split_whitespace().collect();
-    let tick = |i: usize| f.get(i).and_then(|v| v.parse::<u64>().ok()).unwrap_or(0);
-    // After ")": field 3 (state) is index 0, so utime (14) is 11, stime (15) 12.
-    (tick(11) + tick(12)) as f64 / 100.0
-}
+use tcpaccel_lanes::probe::thread_cpu_s;
 
 /// What one workload under one policy produced.
 struct Outcome {
@@ -498,6 +493,11 @@ fn record_outcome(ctx: &mut RunCtx<'_>, o: &Outcome, suffix: &str, flows_too: bo
             let mean = d.cpu_s.iter().sum::<f64>() / d.cpu_s.len() as f64;
             put(ctx, format!("daemon_cpu_pct_mean{suffix}"), mean * 100.0 / wall);
             put(ctx, format!("daemon_cpu_pct_max{suffix}"), max * 100.0 / wall);
+            let hosts = d.cpu_s.len() as f64;
+            let probes = d.probe_cpu_s.iter().sum::<f64>() / hosts;
+            put(ctx, format!("daemon_probe_cpu_pct_mean{suffix}"), probes * 100.0 / wall);
+            let start = d.start_cpu_s.iter().sum::<f64>() / hosts;
+            put(ctx, format!("daemon_start_cpu_ms_mean{suffix}"), start * 1e3);
         }
         put(ctx, format!("daemons_on_bpf{suffix}"), if d.signals == "bpf" { 1.0 } else { 0.0 });
         if d.signals == "bpf" {
