@@ -89,6 +89,9 @@ pub enum DecisionAction {
     /// The policy chose to switch but no LL subflow is established yet; the
     /// switch is applied when one is.
     SwitchPending,
+    /// An LL subflow established after its connection switched, made
+    /// active like those the switch found (SET_FLAGS).
+    Activate,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -164,6 +167,7 @@ impl Record {
                     DecisionAction::OpenBackup => "open-backup",
                     DecisionAction::Switch => "switch",
                     DecisionAction::SwitchPending => "switch-pending",
+                    DecisionAction::Activate => "activate",
                 };
                 let mut s =
                     format!("{:9.3}s decision {action} token {:#010x} age {:.0} ms", d.t, d.token, d.age_ms);

@@ -411,13 +411,19 @@ impl Tracker {
                 let rec = self.event_record(now, ev, token, self.conns.get(&token));
                 out.push(Action::Emit(rec));
                 if let (Some(c), Some(l), Some(r)) = (self.conns.get_mut(&token), ev.local(), ev.remote()) {
+                    let mut joined = None;
                     if let Some(s) = c.ll.iter_mut().find(|s| {
                         s.pair.local == l.ip() && s.pair.remote == r.ip() && s.established.is_none()
                     }) {
                         s.established = Some((l, r));
+                        joined = Some(s.pair.lane);
                     }
-                    if let SwitchState::Pending(d) = c.switch.clone() {
-                        out.extend(self.apply_switch(now, token, d));
+                    match c.switch.clone() {
+                        SwitchState::Pending(d) => out.extend(self.apply_switch(now, token, d)),
+                        SwitchState::Done => {
+                            out.extend(joined.and_then(|lane| self.activate(now, token, lane, l, r)))
+                        }
+                        SwitchState::No => {}
                     }
                 }
             }
@@ -502,7 +508,7 @@ impl Tracker {
             return Vec::new(); // already done
         }
         c.established = true;
-        if bpf && !c.adopted {
+        if bpf && !c.adopted && self.cfg.signals.backups == crate::config::BackupsAt::Prepare {
             return Vec::new();
         }
         c.backups = true;
@@ -653,6 +659,39 @@ impl Tracker {
             signal_ms: None,
             signal_ktime_ns: self.conns.get(&token).and_then(|c| c.signal_ktime_ns),
         }
+    }
+
+    /// An LL subflow that came up after its connection switched (with BPF
+    /// signals the backups open late, so a switch may find only the first
+    /// one up): made active too when the switch would have taken it —
+    /// every LL lane, or under `switch_to = "cheapest"` the chosen one.
+    fn activate(
+        &self,
+        now: Instant,
+        token: u32,
+        lane: LaneId,
+        l: SocketAddr,
+        r: SocketAddr,
+    ) -> Option<Action> {
+        let c = self.conns.get(&token)?;
+        let chosen = match c.applied {
+            Some(Decision::SwitchToLong { lane, .. }) => lane,
+            _ => None,
+        };
+        if self.cfg.switch_to == SwitchTo::Cheapest && chosen.is_some_and(|ch| ch != lane) {
+            return None;
+        }
+        let d = c.applied?;
+        let mut record = self.switch_record(now, token, &d, DecisionAction::Activate);
+        record.lane = Some(lane_name(lane));
+        record.subflows = vec![format!("{l} -> {r} active")];
+        record.signal_ktime_ns = None;
+        let commands = vec![PmCommand::SetFlags {
+            token,
+            local: PmAddr::sock(l).with_flags(0),
+            remote: PmAddr::sock(r),
+        }];
+        Some(Action::Apply { commands, record })
     }
 
     /// Applies a switch decision, or records it as pending while no LL
@@ -1137,6 +1176,13 @@ mod tests {
         let d = decisions(&a);
         assert_eq!((d[0].action, d[0].signal_ktime_ns), (DecisionAction::Switch, Some(42)));
         assert!(!tr.switch_pending());
+        // The other LL subflow comes up after the switch: made active too.
+        let a = tr.on_event(at(16), &ev(EventKind::SubEstablished, 8, "10.2.0.1:40012", "10.2.0.2:5201"));
+        let d = decisions(&a);
+        assert_eq!((d.len(), d[0].action, d[0].lane.as_deref()), (1, DecisionAction::Activate, Some("ll0")));
+        let cmds = commands(&a);
+        let [PmCommand::SetFlags { local, .. }] = cmds.as_slice() else { panic!("{cmds:?}") };
+        assert_eq!((local.port, local.flags), (Some(40012), Some(0)));
     }
 
     #[test]
