@@ -61,7 +61,16 @@ impl BpfError {
     /// True when the kernel lacks something (no BPF, no ring buffer, a
     /// verifier that refuses the program): the daemon may fall back.
     pub fn is_missing_feature(&self) -> bool {
-        matches!(self, BpfError::NoCgroup2 | BpfError::Sys(_))
+        match self {
+            BpfError::NoCgroup2 => true,
+            BpfError::Sys(e) => !e.is_privilege(),
+            _ => false,
+        }
+    }
+    /// True when loading or attaching was refused for want of privilege
+    /// (not root, no CAP_BPF/CAP_SYS_ADMIN): exit code 3, not 4.
+    pub fn is_missing_privilege(&self) -> bool {
+        matches!(self, BpfError::Sys(e) if e.is_privilege())
     }
     /// True when the configuration is what the BPF path cannot run.
     pub fn is_config(&self) -> bool {
@@ -360,8 +369,8 @@ pub struct BpfSignals {
 
 /// The cgroup2 directory `rel` names: absolute, or relative to the mount.
 fn cgroup_dir(rel: &Path) -> Result<PathBuf, BpfError> {
-    let mount = tcpaccel_pacer::cgroup2_mount().map_err(|_| BpfError::NoCgroup2)?;
-    let cg = tcpaccel_pacer::Cgroup::open(rel.strip_prefix("/").unwrap_or(rel))
+    let mount = tcpaccel_sys::cgroup::cgroup2_mount().map_err(|_| BpfError::NoCgroup2)?;
+    let cg = tcpaccel_sys::cgroup::Cgroup::open(rel.strip_prefix("/").unwrap_or(rel))
         .map_err(|e| BpfError::Cgroup { path: mount.join(rel), reason: e.to_string() })?;
     Ok(cg.path)
 }
