@@ -104,6 +104,10 @@ impl DaemonError {
             _ => false,
         }
     }
+    /// True when the daemon lacks a privilege it needs (exit code 3).
+    pub fn is_missing_privilege(&self) -> bool {
+        matches!(self, DaemonError::Bpf(e) if e.is_missing_privilege())
+    }
     /// True when the configuration does not fit the namespace (exit code 2).
     pub fn is_config(&self) -> bool {
         matches!(self, DaemonError::Env(e) if !e.is_missing_feature())
@@ -614,6 +618,19 @@ mod tests {
             message: message.map(Into::into),
             missing_attr: None,
         }
+    }
+
+    /// A BPF permission error (EPERM from bpf(2)) is a missing privilege,
+    /// exit 3, not a missing kernel feature (it was classed as one, exit 4).
+    #[test]
+    fn a_bpf_permission_error_is_a_missing_privilege_not_a_missing_feature() {
+        let sys =
+            |errno| tcpaccel_sys::Error::os("load BPF program", std::io::Error::from_raw_os_error(errno));
+        let denied = DaemonError::Bpf(crate::bpf::BpfError::Sys(sys(libc::EPERM)));
+        assert!(denied.is_missing_privilege() && !denied.is_missing_feature());
+        let missing = DaemonError::Bpf(crate::bpf::BpfError::Sys(sys(libc::EOPNOTSUPP)));
+        assert!(missing.is_missing_feature() && !missing.is_missing_privilege());
+        assert!(DaemonError::Bpf(crate::bpf::BpfError::NoCgroup2).is_missing_feature());
     }
 
     #[test]
