@@ -9,8 +9,11 @@
 //!
 //! With BPF signals (`[signals] source = "bpf"`, or `"auto"` where the
 //! program loads and the policy fits it; see [`crate::bpf`]) it waits on
-//! the event socket and the program's ring buffer together, hands each
-//! signal to [`Tracker::on_signal`] and runs the switch at once; sock_diag
+//! the program's ring buffer, reads the path-manager events queued
+//! meanwhile in batches ([`EVENT_BATCH`]; at once while a switch waits on
+//! an LL subflow's event), hands each signal to [`Tracker::on_signal`] and
+//! runs the switch at once; backup LL subflows open only at the program's
+//! prepare signal (`signals.backups`); sock_diag
 //! is then read only at start (adoption) and, every `probe.sample_interval`,
 //! only while an adopted connection has not switched (no program saw it
 //! open, so only readings can judge it). Handshake probes still time idle
