@@ -13,6 +13,18 @@
  * t_deadline while ACKs arrive (deadline policy), or its cheapest lane
  * becomes a Long-flow Lane (link-cost policy). One event per connection.
  *
+ * One earlier event per connection, EV_PREPARE, says that the decision may
+ * come soon: the bytes reached half the size threshold, or the age half of
+ * t_deadline while ACKs arrive. The daemon opens the connection's backup LL
+ * subflows only then, so the many short flows that never get there cost no
+ * subflow handshake, and those that do have their LL subflows up by the
+ * time they switch. It is a hint, not a decision: it changes no cost and
+ * is not part of the twin below (its rule is tcpaccel_lanes::bpf::prepare_due).
+ *
+ * Connections accepted here (passive open) are tracked only when the daemon
+ * manages server-side connections (lanes_cfg.passive); otherwise their SL
+ * subflows are skipped and their LL subflows give lane samples only.
+ *
  * Integer only: costs are fixed point with 10 fractional bits, beta and
  * delta are 1 or 2, and large terms saturate. The pure twin of every line of
  * arithmetic and of the decision is tcpaccel_core::lanes::bpf, tested there
@@ -37,7 +49,7 @@
 #define SQ_BASE_MAX (1ull << 20)
 
 enum { POLICY_DEADLINE = 0, POLICY_LINK_COST = 1, POLICY_SIZE = 2 };
-enum { EV_SIZE = 1, EV_DEADLINE = 2, EV_LINK_COST = 3 };
+enum { EV_SIZE = 1, EV_DEADLINE = 2, EV_LINK_COST = 3, EV_PREPARE = 4 };
 enum { KIND_SL = 0, KIND_LL = 1 };
 #define NO_SLOT 0xffffffffu
 
@@ -56,6 +68,8 @@ struct lanes_cfg {
 	__u32 per_lane_base;
 	__u32 ll_mask;          /* bit s: slot s is a Long-flow Lane */
 	__u32 enabled;
+	__u32 passive;          /* track passively opened connections too */
+	__u32 pad;
 };
 
 struct pair_key {
@@ -90,6 +104,7 @@ struct conn_state {
 	__u32 conn_min_rtt;
 	__u32 have;             /* bit s: cost[s] is set */
 	__u32 done;             /* the decision was signalled */
+	__u32 prepared;         /* EV_PREPARE was signalled */
 	__u32 subflows;
 };
 
@@ -142,14 +157,14 @@ struct map_def SEC("maps") lanes_socks = {
 	.type = BPF_MAP_TYPE_LRU_HASH,
 	.key_size = sizeof(__u64),
 	.value_size = sizeof(struct sf_state),
-	.max_entries = 65536,
+	.max_entries = 16384,
 };
 
 struct map_def SEC("maps") lanes_conns = {
 	.type = BPF_MAP_TYPE_LRU_HASH,
 	.key_size = sizeof(__u64),
 	.value_size = sizeof(struct conn_state),
-	.max_entries = 32768,
+	.max_entries = 8192,
 };
 
 struct map_def SEC("maps") lanes_events = {
@@ -272,7 +287,7 @@ static __always_inline void lane_sample(__u32 slot, __u32 rtt_us)
 	__sync_fetch_and_add(&ls->seq, 1);
 }
 
-static __always_inline void on_established(struct bpf_sock_ops *skops)
+static __always_inline void on_established(struct bpf_sock_ops *skops, int passive)
 {
 	__u32 zero = 0;
 	struct lanes_cfg *cfg = bpf_map_lookup_elem(&lanes_cfg, &zero);
@@ -302,6 +317,8 @@ static __always_inline void on_established(struct bpf_sock_ops *skops)
 	if (!sk)
 		return;
 	msk = bpf_skc_to_mptcp_sock(sk);
+	if (msk && passive && !cfg->passive)
+		msk = 0; /* not managed here: at most a lane sample */
 	if (msk) {
 		/* The connection's address is its key while it lives (root
 		 * loads this program, so the verifier lets it be a value). */
@@ -348,7 +365,7 @@ static __always_inline void on_rtt(struct bpf_sock_ops *skops)
 		/* A socket whose RTT callbacks an earlier instance of this
 		 * program switched on (the daemon restarted): taken over now,
 		 * its age counted from here, as the daemon's adoption does. */
-		on_established(skops);
+		on_established(skops, 0);
 		sf = bpf_map_lookup_elem(&lanes_socks, &cookie);
 		if (!sf)
 			return;
@@ -412,6 +429,10 @@ static __always_inline void on_rtt(struct bpf_sock_ops *skops)
 		kind = EV_DEADLINE;
 	else if (cfg->policy == POLICY_LINK_COST && have_sl && have_ll && best_ll < best_sl)
 		kind = EV_LINK_COST;
+	/* Twin: tcpaccel_lanes::bpf::prepare_due. */
+	else if (!c->prepared && ((cfg->size_threshold && c->bytes >= cfg->size_threshold / 2) ||
+				  (cfg->policy != POLICY_SIZE && age_us >= cfg->t_deadline_us / 2)))
+		kind = EV_PREPARE;
 	if (!kind)
 		return;
 	ev = bpf_ringbuf_reserve(&lanes_events, sizeof(*ev), 0);
@@ -434,6 +455,10 @@ static __always_inline void on_rtt(struct bpf_sock_ops *skops)
 	ev->rport = __builtin_bswap16((__u16)(skops->remote_port >> 16));
 	ev->ktime_ns = bpf_ktime_get_ns();
 	bpf_ringbuf_submit(ev, 0);
+	if (kind == EV_PREPARE) {
+		c->prepared = 1;
+		return;
+	}
 	c->done = 1;
 	if (st)
 		__sync_fetch_and_add(&st->events, 1);
@@ -466,8 +491,10 @@ int tcpaccel_lanes(struct bpf_sock_ops *skops)
 {
 	switch (skops->op) {
 	case BPF_SOCK_OPS_ACTIVE_ESTABLISHED_CB:
+		on_established(skops, 0);
+		break;
 	case BPF_SOCK_OPS_PASSIVE_ESTABLISHED_CB:
-		on_established(skops);
+		on_established(skops, 1);
 		break;
 	case BPF_SOCK_OPS_RTT_CB:
 		on_rtt(skops);

@@ -61,7 +61,16 @@ impl BpfError {
     /// True when the kernel lacks something (no BPF, no ring buffer, a
     /// verifier that refuses the program): the daemon may fall back.
     pub fn is_missing_feature(&self) -> bool {
-        matches!(self, BpfError::NoCgroup2 | BpfError::Sys(_))
+        match self {
+            BpfError::NoCgroup2 => true,
+            BpfError::Sys(e) => !e.is_privilege(),
+            _ => false,
+        }
+    }
+    /// True when loading or attaching was refused for want of privilege
+    /// (not root, no CAP_BPF/CAP_SYS_ADMIN): exit code 3, not 4.
+    pub fn is_missing_privilege(&self) -> bool {
+        matches!(self, BpfError::Sys(e) if e.is_privilege())
     }
     /// True when the configuration is what the BPF path cannot run.
     pub fn is_config(&self) -> bool {
@@ -106,10 +115,13 @@ pub struct CfgAbi {
     pub params: BpfParams,
     pub ll_mask: u32,
     pub enabled: bool,
+    /// Track passively opened (server-side) connections too
+    /// (`manage_server_side`); otherwise the program sends no signal for them.
+    pub passive: bool,
 }
 
 impl Plain for CfgAbi {
-    const SIZE: usize = 80;
+    const SIZE: usize = 88;
     fn write(&self, o: &mut [u8]) {
         let p = &self.params;
         let u64s = [
@@ -124,7 +136,16 @@ impl Plain for CfgAbi {
         for (i, v) in u64s.iter().enumerate() {
             v.write(&mut o[i * 8..i * 8 + 8]);
         }
-        let u32s = [p.policy, p.beta, p.delta, p.per_lane_base as u32, self.ll_mask, self.enabled as u32];
+        let u32s = [
+            p.policy,
+            p.beta,
+            p.delta,
+            p.per_lane_base as u32,
+            self.ll_mask,
+            self.enabled as u32,
+            self.passive as u32,
+            0,
+        ];
         for (i, v) in u32s.iter().enumerate() {
             v.write(&mut o[56 + i * 4..60 + i * 4]);
         }
@@ -148,6 +169,7 @@ impl Plain for CfgAbi {
             },
             ll_mask: d(4),
             enabled: d(5) != 0,
+            passive: d(6) != 0,
         }
     }
 }
@@ -257,11 +279,36 @@ impl Plain for Stats {
     }
 }
 
-/// A connection's decision changed (one `struct lanes_event`), typed for
-/// the tracker.
+/// What a ring-buffer event says.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    /// The decision may come soon (see [`prepare_due`]): open the
+    /// connection's backup LL subflows now.
+    Prepare,
+    /// The connection's decision: switch, for this reason.
+    Decision(SignalKind),
+}
+
+/// `EV_PREPARE` of the program.
+pub const EV_PREPARE: u32 = 4;
+
+/// The program's rule for [`Kind::Prepare`] (the C mirrors it line for
+/// line): half the size threshold moved, or, under the deadline and
+/// link-cost policies (whose costs grow towards t_deadline), half of
+/// t_deadline passed while ACKs arrive. Half, so that a flow that reaches
+/// the threshold at the link's rate has its LL subflows established
+/// (two round trips) long before; most short flows end earlier and open
+/// none.
+pub fn prepare_due(p: &BpfParams, bytes: u64, age_us: u64) -> bool {
+    (p.size_threshold != 0 && bytes >= p.size_threshold / 2)
+        || (p.policy != tcpaccel_core::lanes::bpf::POLICY_SIZE && age_us >= p.t_deadline_us / 2)
+}
+
+/// A connection's decision changed, or may soon (one `struct lanes_event`),
+/// typed for the tracker.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Signal {
-    pub kind: SignalKind,
+    pub kind: Kind,
     /// The cheapest LL lane, when the program had an LL cost.
     pub lane: Option<LaneId>,
     pub age_ms: f64,
@@ -284,7 +331,8 @@ pub fn parse_event(b: &[u8], slots: &Slots) -> Option<Signal> {
     if b.len() < EVENT_SIZE {
         return None;
     }
-    let kind = SignalKind::from_raw(bpf::ne_u32(b, 0))?;
+    let raw = bpf::ne_u32(b, 0);
+    let kind = if raw == EV_PREPARE { Kind::Prepare } else { Kind::Decision(SignalKind::from_raw(raw)?) };
     let slot = bpf::ne_u32(b, 4);
     let age_us = bpf::ne_u64(b, 8);
     let bytes = bpf::ne_u64(b, 16);
@@ -321,8 +369,8 @@ pub struct BpfSignals {
 
 /// The cgroup2 directory `rel` names: absolute, or relative to the mount.
 fn cgroup_dir(rel: &Path) -> Result<PathBuf, BpfError> {
-    let mount = tcpaccel_pacer::cgroup2_mount().map_err(|_| BpfError::NoCgroup2)?;
-    let cg = tcpaccel_pacer::Cgroup::open(rel.strip_prefix("/").unwrap_or(rel))
+    let mount = tcpaccel_sys::cgroup::cgroup2_mount().map_err(|_| BpfError::NoCgroup2)?;
+    let cg = tcpaccel_sys::cgroup::Cgroup::open(rel.strip_prefix("/").unwrap_or(rel))
         .map_err(|e| BpfError::Cgroup { path: mount.join(rel), reason: e.to_string() })?;
     Ok(cg.path)
 }
@@ -347,7 +395,13 @@ impl BpfSignals {
                 )?;
             }
         }
-        let abi = CfgAbi { netns_cookie, params, ll_mask: slots.ll_mask(), enabled: true };
+        let abi = CfgAbi {
+            netns_cookie,
+            params,
+            ll_mask: slots.ll_mask(),
+            enabled: true,
+            passive: cfg.server_side,
+        };
         loaded.map("lanes_cfg")?.update(&0u32, &abi, UPDATE_ANY)?;
         let ring = RingBuf::new(loaded.map("lanes_events")?)?;
         let dir_file = std::fs::File::open(&dir)
@@ -439,12 +493,14 @@ mod tests {
     #[test]
     fn abi_layouts_match_the_c_structs() {
         let (params, _) = check(&cfg("size_threshold = \"2MB\"")).unwrap();
-        let c = CfgAbi { netns_cookie: 0x1122_3344_5566_7788, params, ll_mask: 6, enabled: true };
+        let c =
+            CfgAbi { netns_cookie: 0x1122_3344_5566_7788, params, ll_mask: 6, enabled: true, passive: true };
         let mut b = [0u8; CfgAbi::SIZE];
         c.write(&mut b);
         assert_eq!(CfgAbi::read(&b), c);
         assert_eq!(bpf::ne_u64(&b, 8), 2_000_000, "size_threshold at offset 8");
         assert_eq!(bpf::ne_u32(&b, 72), 6, "ll_mask at offset 72");
+        assert_eq!(bpf::ne_u32(&b, 80), 1, "passive at offset 80");
         let k = PairKey { local: "10.1.0.1".parse().unwrap(), remote: "fd00::2".parse().unwrap() };
         let mut b = [0u8; 32];
         k.write(&mut b);
@@ -470,15 +526,31 @@ mod tests {
         b[82..84].copy_from_slice(&5201u16.to_ne_bytes());
         b[88..96].copy_from_slice(&123_456_789u64.to_ne_bytes());
         let s = parse_event(&b, &slots).unwrap();
-        assert_eq!(s.kind, SignalKind::LinkCost);
+        assert_eq!(s.kind, Kind::Decision(SignalKind::LinkCost));
         assert_eq!(s.lane, Some(LaneId::long(1)));
         assert_eq!((s.age_ms, s.bytes), (301.5, 5_000_000));
         assert_eq!(s.costs, Some(Costs { sl: 3.0, ll: -0.5 }));
         assert_eq!(s.local, "10.1.0.1:40000".parse().unwrap());
         assert_eq!(s.remote, "10.1.0.2:5201".parse().unwrap());
         assert_eq!(s.ktime_ns, 123_456_789);
+        b[0] = 4;
+        assert_eq!(parse_event(&b, &slots).map(|s| s.kind), Some(Kind::Prepare));
         b[0] = 9;
         assert_eq!(parse_event(&b, &slots), None, "unknown kind");
         assert_eq!(parse_event(&b[..88], &slots), None, "short record");
+    }
+
+    #[test]
+    fn prepare_comes_at_half_the_threshold_or_half_the_deadline() {
+        let (size, _) = check(&cfg("kind = \"size\"\nsize_threshold = \"100KB\"")).unwrap();
+        assert!(!prepare_due(&size, 49_999, 10_000_000), "size: age alone never prepares");
+        assert!(prepare_due(&size, 50_000, 0));
+        let (dl, _) = check(&cfg("kind = \"deadline\"\nt_deadline = \"300ms\"")).unwrap();
+        assert!(!prepare_due(&dl, u64::MAX, 149_999), "no size threshold: bytes alone never prepare");
+        assert!(prepare_due(&dl, 0, 150_000));
+        let (both, _) =
+            check(&cfg("kind = \"link-cost\"\nt_deadline = \"300ms\"\nsize_threshold = \"2MB\"")).unwrap();
+        assert!(prepare_due(&both, 1_000_000, 0) && prepare_due(&both, 0, 150_000));
+        assert!(!prepare_due(&both, 999_999, 149_999));
     }
 }

@@ -17,6 +17,10 @@
 //! size_threshold = "1MB"      # optional with link-cost/deadline, required by "size"
 //! manage_server_side = false  # true: also connections this host accepted
 //!
+//! [signals]
+//! source = "auto"             # "bpf" (per-ACK, in the kernel), "diag" (sock_diag polling)
+//! backups = "prepare"         # BPF: LL backups at the program's prepare signal, or "established"
+//!
 //! [[peer]]
 //! name = "server"
 //! sl = [{ local = "10.1.0.1", remote = "10.1.0.2" }]
@@ -126,11 +130,27 @@ pub struct SignalsConfig {
     /// attached to; "/" (the default) is every process of the host, of
     /// which the program keeps the daemon's network namespace only.
     pub cgroup: std::path::PathBuf,
+    /// With BPF signals, when a connection's backup LL subflows are opened
+    /// (`signals.backups`).
+    pub backups: BackupsAt,
+}
+
+/// `signals.backups`: when a connection gets its backup LL subflows on the
+/// BPF path. The sock_diag path always opens them at ESTABLISHED.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BackupsAt {
+    /// At the program's prepare signal (half the size threshold or of
+    /// t_deadline), or with the decision if it comes first: no subflow
+    /// handshake for the many connections that end before (the default).
+    Prepare,
+    /// At ESTABLISHED, for every connection: LL subflows are up long before
+    /// any switch, at the cost of one handshake per connection.
+    Established,
 }
 
 impl Default for SignalsConfig {
     fn default() -> Self {
-        SignalsConfig { source: SignalSource::Auto, cgroup: "/".into() }
+        SignalsConfig { source: SignalSource::Auto, cgroup: "/".into(), backups: BackupsAt::Prepare }
     }
 }
 
@@ -251,6 +271,7 @@ struct RawPeer {
 struct RawSignals {
     source: Option<String>,
     cgroup: Option<String>,
+    backups: Option<String>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -454,6 +475,16 @@ impl RawConfig {
                 format!("{:?}: a path inside the cgroup2 mount, \"/\" for its root", cgroup),
             ));
         }
+        let backups = match self.signals.backups.as_deref().map(str::trim) {
+            None | Some("prepare") => BackupsAt::Prepare,
+            Some("established") => BackupsAt::Established,
+            Some(other) => {
+                return Err(invalid(
+                    "signals.backups",
+                    format!("{other:?}: expected \"prepare\" or \"established\""),
+                ))
+            }
+        };
         let cfg = Config {
             switch,
             switch_to,
@@ -462,7 +493,7 @@ impl RawConfig {
             sl_lanes,
             ll_lanes,
             server_side,
-            signals: SignalsConfig { source, cgroup },
+            signals: SignalsConfig { source, cgroup, backups },
         };
         // An explicit "bpf" must be runnable by the program: refused here,
         // with the field, rather than at start.
@@ -639,6 +670,7 @@ mod tests {
         assert!(refused(&with("[policy]\nbogus = 1")).contains("bogus"));
         assert!(refused(&with("[signals]\nsource = \"ebpf\"")).contains("signals.source"));
         assert!(refused(&with("[signals]\ncgroup = \"../x\"")).contains("signals.cgroup"));
+        assert!(refused(&with("[signals]\nbackups = \"later\"")).contains("signals.backups"));
         // An explicit "bpf" must be computable by the program: named fields.
         for (policy, field) in [
             ("beta = 3.0", "policy.beta"),

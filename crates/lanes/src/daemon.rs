@@ -9,8 +9,11 @@
 //!
 //! With BPF signals (`[signals] source = "bpf"`, or `"auto"` where the
 //! program loads and the policy fits it; see [`crate::bpf`]) it waits on
-//! the event socket and the program's ring buffer together, hands each
-//! signal to [`Tracker::on_signal`] and runs the switch at once; sock_diag
+//! the program's ring buffer, reads the path-manager events queued
+//! meanwhile in batches ([`EVENT_BATCH`]; at once while a switch waits on
+//! an LL subflow's event), hands each signal to [`Tracker::on_signal`] and
+//! runs the switch at once; backup LL subflows open only at the program's
+//! prepare signal (`signals.backups`); sock_diag
 //! is then read only at start (adoption) and, every `probe.sample_interval`,
 //! only while an adopted connection has not switched (no program saw it
 //! open, so only readings can judge it). Handshake probes still time idle
@@ -39,7 +42,7 @@ use crate::env::{self, EnvError};
 use crate::metrics::{LaneBytes, LanesMetrics};
 use crate::probe::Prober;
 use crate::record::{Ready, Record, Warning};
-use crate::tracker::{Action, Existing, ExistingSubflow, PmCommand, Reading, Tracker};
+use crate::tracker::{Action, Existing, ExistingSubflow, PmCommand, Reading, Tracker, RETRY_DELAY};
 use std::os::fd::AsFd;
 
 /// Output format.
@@ -104,6 +107,10 @@ impl DaemonError {
             _ => false,
         }
     }
+    /// True when the daemon lacks a privilege it needs (exit code 3).
+    pub fn is_missing_privilege(&self) -> bool {
+        matches!(self, DaemonError::Bpf(e) if e.is_missing_privilege())
+    }
     /// True when the configuration does not fit the namespace (exit code 2).
     pub fn is_config(&self) -> bool {
         matches!(self, DaemonError::Env(e) if !e.is_missing_feature())
@@ -112,7 +119,7 @@ impl DaemonError {
 }
 
 /// Counts of what happened during a run.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
 pub struct Summary {
     pub connections: u64,
     pub switches: u64,
@@ -136,20 +143,33 @@ pub struct Summary {
     pub bpf_unmatched: u64,
     /// The program's counters at the end (ACKs seen, events, ring full).
     pub bpf_stats: Option<crate::bpf::Stats>,
+    /// CPU time (user + system, s) of the probe thread over the run.
+    pub probe_cpu_s: f64,
+    /// CPU time (s) of the calling thread from the start to `ready`
+    /// (loading the program, creating its maps, adopting connections).
+    pub start_cpu_s: f64,
 }
 
+/// The record lines, buffered: written out (one write) whenever the loop
+/// is about to wait, not one write per line.
 struct Out<'a> {
-    w: &'a mut dyn Write,
+    w: std::io::BufWriter<&'a mut dyn Write>,
     format: Format,
 }
 
 impl Out<'_> {
     fn emit(&mut self, r: &Record) -> Result<(), DaemonError> {
-        let line = match self.format {
-            Format::Json => serde_json::to_string(r).map_err(|e| DaemonError::Output(e.into()))?,
-            Format::Text => r.to_text(),
-        };
-        writeln!(self.w, "{line}").and_then(|_| self.w.flush()).map_err(DaemonError::Output)
+        match self.format {
+            Format::Json => {
+                serde_json::to_writer(&mut self.w, r).map_err(|e| DaemonError::Output(e.into()))?
+            }
+            Format::Text => self.w.write_all(r.to_text().as_bytes()).map_err(DaemonError::Output)?,
+        }
+        self.w.write_all(b"\n").map_err(DaemonError::Output)
+    }
+
+    fn flush(&mut self) -> Result<(), DaemonError> {
+        self.w.flush().map_err(DaemonError::Output)
     }
 }
 
@@ -162,6 +182,7 @@ pub fn run(
     out: &mut dyn Write,
     stop: &AtomicBool,
 ) -> Result<Summary, DaemonError> {
+    let cpu0 = crate::probe::thread_cpu_s();
     let ns_label = opts.netns.clone().map(|n| format!("namespace {n:?}")).unwrap_or("this namespace".into());
     env::check(&cfg, &ns_label)?;
     let mut events = EventListener::open()
@@ -209,7 +230,7 @@ pub fn run(
         ..DumpRequest::default()
     };
     let before_start = diag_conn.dump(&adopt_req).map(|socks| existing_connections(&socks));
-    let mut out = Out { w: out, format: opts.format };
+    let mut out = Out { w: std::io::BufWriter::with_capacity(64 * 1024, out), format: opts.format };
     let s = &cfg.switch;
     out.emit(&Record::Ready(Ready {
         netns: opts.netns.clone(),
@@ -228,6 +249,7 @@ pub fn run(
     if let Some(note) = fallback_note {
         out.emit(&Record::Warning(Warning { t: 0.0, message: note }))?;
     }
+    out.flush()?;
     tracing::info!("lanes daemon ready in {ns_label}");
 
     let clock = std::time::Instant::now();
@@ -236,13 +258,17 @@ pub fn run(
     if bpf.is_some() {
         tracker.use_bpf_signals();
     }
-    let mut summary = Summary { signals: if bpf.is_some() { "bpf" } else { "diag" }, ..Summary::default() };
+    let mut summary = Summary {
+        signals: if bpf.is_some() { "bpf" } else { "diag" },
+        start_cpu_s: crate::probe::thread_cpu_s() - cpu0,
+        ..Summary::default()
+    };
     match before_start {
         Ok(existing) => {
             let t = now();
             let actions = tracker.adopt(t, &existing);
             summary.connections += tracker.managed_count() as u64;
-            execute(actions, t, None, &mut tracker, &mut pm, &mut out, &mut summary)?;
+            execute(actions, t, &mut tracker, &mut pm, &mut out, &mut summary)?;
         }
         Err(e) => {
             tracing::warn!("sock_diag dump for connections open before the start failed: {e}");
@@ -281,13 +307,33 @@ pub fn run(
             sample_every = tracker.config().probe.sample_interval;
             out.emit(&record)?;
         }
-        let wait = next_sample.saturating_since(t).min(Duration::from_millis(100));
+        // With BPF signals and no readings wanted, the timer only serves
+        // probes and retries: no wake-ups while neither can be due.
+        let idle = bpf.is_some() && !tracker.wants_readings() && !tracker.may_probe();
+        let wait = if idle && !tracker.retry_pending() {
+            Duration::from_millis(200)
+        } else if idle {
+            RETRY_DELAY
+        } else {
+            next_sample.saturating_since(t).min(Duration::from_millis(100))
+        };
+        out.flush()?;
         let items = match &bpf {
-            // Woken by whichever comes first: a path-manager event or a signal.
-            Some(b) => match b.ring().wait_with(events.as_fd(), wait).map_err(DaemonError::Ring)? {
-                (_, true) => events.recv(Some(Duration::ZERO)).map_err(DaemonError::Events)?,
-                _ => Vec::new(),
-            },
+            // Woken by whichever comes first: a path-manager event or a
+            // signal, when a switch waits for an LL subflow's event.
+            Some(b) if tracker.switch_pending() => {
+                match b.ring().wait_with(events.as_fd(), wait).map_err(DaemonError::Ring)? {
+                    (_, true) => drain_events(&mut events)?,
+                    _ => Vec::new(),
+                }
+            }
+            // Otherwise no event is urgent: woken by a signal, or every
+            // EVENT_BATCH to take the events queued meanwhile in one go
+            // (most are short connections opening and closing).
+            Some(b) => {
+                b.ring().wait(wait.min(EVENT_BATCH)).map_err(DaemonError::Ring)?;
+                drain_events(&mut events)?
+            }
             None => events.recv(Some(wait)).map_err(DaemonError::Events)?,
         };
         for item in items {
@@ -299,7 +345,7 @@ pub fn run(
                     if !was && ev.token.is_some_and(|tok| tracker.is_managed(tok)) {
                         summary.connections += 1;
                     }
-                    execute(actions, t, None, &mut tracker, &mut pm, &mut out, &mut summary)?;
+                    execute(actions, t, &mut tracker, &mut pm, &mut out, &mut summary)?;
                 }
                 Incoming::Malformed(e) => {
                     tracing::warn!("skipped a malformed mptcp_pm event: {e}");
@@ -327,7 +373,7 @@ pub fn run(
                 if actions.is_empty() {
                     summary.bpf_unmatched += 1;
                 }
-                execute(actions, t, Some(sig.ktime_ns), &mut tracker, &mut pm, &mut out, &mut summary)?;
+                execute(actions, t, &mut tracker, &mut pm, &mut out, &mut summary)?;
             }
             if bad > 0 {
                 out.emit(&Record::Warning(Warning {
@@ -338,7 +384,7 @@ pub fn run(
         }
         let t = now();
         let retries = tracker.retries_due(t);
-        execute(retries, t, None, &mut tracker, &mut pm, &mut out, &mut summary)?;
+        execute(retries, t, &mut tracker, &mut pm, &mut out, &mut summary)?;
         for (pair, rtt) in prober.results() {
             let t = now();
             if let Some(b) = &bpf {
@@ -351,7 +397,7 @@ pub fn run(
                 continue;
             }
             let actions = tracker.on_probe(t, pair, rtt);
-            execute(actions, t, None, &mut tracker, &mut pm, &mut out, &mut summary)?;
+            execute(actions, t, &mut tracker, &mut pm, &mut out, &mut summary)?;
         }
         let t = now();
         if t >= next_sample && bpf.is_some() && !tracker.wants_readings() {
@@ -371,7 +417,7 @@ pub fn run(
                         m.add_lane_bytes(&lane_bytes.update(tracker.config(), &readings));
                     }
                     let actions = tracker.on_readings(t, &readings);
-                    execute(actions, t, None, &mut tracker, &mut pm, &mut out, &mut summary)?;
+                    execute(actions, t, &mut tracker, &mut pm, &mut out, &mut summary)?;
                 }
                 Err(e) => {
                     // Keep running: the next reading may work; say it once.
@@ -394,11 +440,34 @@ pub fn run(
         }
     }
     summary.bpf_stats = bpf.as_ref().map(|b| b.stats());
+    out.flush()?;
+    summary.probe_cpu_s = prober.stop();
     Ok(summary)
 }
 
 fn secs(t: Instant) -> f64 {
     t.as_secs_f64()
+}
+
+/// With BPF signals and no switch waiting on an LL subflow, path-manager
+/// events are read this often (and whenever a signal wakes the loop, before
+/// the signal, so a signal never names a connection not yet seen). At the
+/// lab's ~200 events/s per host most wake-ups were one event each; a batch
+/// this short keeps well inside the event socket's buffer (an overrun is
+/// reported as a warning record).
+pub const EVENT_BATCH: Duration = Duration::from_millis(10);
+
+/// Every path-manager event queued now (at most 1024, the rest next time).
+fn drain_events(events: &mut EventListener) -> Result<Vec<Incoming>, DaemonError> {
+    let mut all = Vec::new();
+    for _ in 0..1024 {
+        let got = events.recv(Some(Duration::ZERO)).map_err(DaemonError::Events)?;
+        if got.is_empty() {
+            break;
+        }
+        all.extend(got);
+    }
+    Ok(all)
 }
 
 /// TCP sockets on the daemon's local addresses, with what the tracker needs.
@@ -472,14 +541,14 @@ fn connection_gone(e: &PmError) -> bool {
     }
 }
 
-/// Runs the actions' commands and prints their records; `signal_ktime`
-/// is the kernel time of the BPF signal they answer, whose delay to the
-/// commands' completion goes into a switch's record.
+/// Runs the actions' commands and prints their records. A switch decided
+/// on a BPF signal (`signal_ktime_ns` in its record, also when it waited
+/// for its LL subflow) gets the delay from the signal to the commands'
+/// completion.
 #[allow(clippy::too_many_arguments)]
 fn execute(
     actions: Vec<Action>,
     now: Instant,
-    signal_ktime: Option<u64>,
     tracker: &mut Tracker,
     pm: &mut PmClient,
     out: &mut Out<'_>,
@@ -529,7 +598,7 @@ fn execute(
                 }
                 if record.ok && record.action == crate::record::DecisionAction::Switch {
                     summary.switches += 1;
-                    if let Some(k) = signal_ktime {
+                    if let Some(k) = record.signal_ktime_ns {
                         let now_ns = tcpaccel_sys::bpf::monotonic_ns();
                         record.signal_ms = Some(now_ns.saturating_sub(k) as f64 / 1e6);
                     }
@@ -552,6 +621,19 @@ mod tests {
             message: message.map(Into::into),
             missing_attr: None,
         }
+    }
+
+    /// A BPF permission error (EPERM from bpf(2)) is a missing privilege,
+    /// exit 3, not a missing kernel feature (it was classed as one, exit 4).
+    #[test]
+    fn a_bpf_permission_error_is_a_missing_privilege_not_a_missing_feature() {
+        let sys =
+            |errno| tcpaccel_sys::Error::os("load BPF program", std::io::Error::from_raw_os_error(errno));
+        let denied = DaemonError::Bpf(crate::bpf::BpfError::Sys(sys(libc::EPERM)));
+        assert!(denied.is_missing_privilege() && !denied.is_missing_feature());
+        let missing = DaemonError::Bpf(crate::bpf::BpfError::Sys(sys(libc::EOPNOTSUPP)));
+        assert!(missing.is_missing_feature() && !missing.is_missing_privilege());
+        assert!(DaemonError::Bpf(crate::bpf::BpfError::NoCgroup2).is_missing_feature());
     }
 
     #[test]

@@ -32,6 +32,7 @@ pub fn handshake_rtt(local: IpAddr, remote: SocketAddr, timeout: Duration) -> Op
 pub struct Prober {
     tx: Sender<(IpAddr, IpAddr)>,
     rx: Receiver<ProbeResult>,
+    worker: std::thread::JoinHandle<f64>,
 }
 
 impl Prober {
@@ -39,15 +40,24 @@ impl Prober {
     pub fn spawn(port: u16, timeout: Duration) -> std::io::Result<Prober> {
         let (tx, req_rx) = channel::<(IpAddr, IpAddr)>();
         let (res_tx, rx) = channel::<ProbeResult>();
-        std::thread::Builder::new().name("lanes-probe".into()).spawn(move || {
+        let worker = std::thread::Builder::new().name("lanes-probe".into()).spawn(move || {
+            let cpu0 = thread_cpu_s();
             for (local, remote) in req_rx {
                 let rtt = handshake_rtt(local, SocketAddr::new(remote, port), timeout);
                 if res_tx.send(((local, remote), rtt)).is_err() {
                     break;
                 }
             }
+            thread_cpu_s() - cpu0
         })?;
-        Ok(Prober { tx, rx })
+        Ok(Prober { tx, rx, worker })
+    }
+
+    /// Stops the worker (after the probe in progress) and returns the CPU
+    /// time it used, s (NaN where /proc cannot say).
+    pub fn stop(self) -> f64 {
+        drop(self.tx);
+        self.worker.join().unwrap_or(f64::NAN)
     }
 
     /// Queues a probe of a lane pair.
@@ -59,6 +69,23 @@ impl Prober {
     /// Results that arrived since the last call.
     pub fn results(&self) -> Vec<ProbeResult> {
         self.rx.try_iter().collect()
+    }
+}
+
+/// CPU time (user + system) the calling thread has used, in seconds, from
+/// /proc/thread-self/stat (fields 14 and 15, in clock ticks of 1/100 s:
+/// Linux's USER_HZ is 100 on every architecture it exports to user space).
+/// NaN where the file cannot be read.
+pub fn thread_cpu_s() -> f64 {
+    let Ok(stat) = std::fs::read_to_string("/proc/thread-self/stat") else { return f64::NAN };
+    // The command name (field 2) may hold spaces; fields count from after it.
+    let Some(rest) = stat.rfind(')').map(|i| &stat[i + 1..]) else { return f64::NAN };
+    let f: Vec<&str> = rest.split_whitespace().collect();
+    let tick = |i: usize| f.get(i).and_then(|v| v.parse::<u64>().ok());
+    // After ")": field 3 (state) is index 0, so utime (14) is 11, stime (15) 12.
+    match (tick(11), tick(12)) {
+        (Some(u), Some(s)) => (u + s) as f64 / 100.0,
+        _ => f64::NAN,
     }
 }
 

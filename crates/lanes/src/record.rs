@@ -89,6 +89,9 @@ pub enum DecisionAction {
     /// The policy chose to switch but no LL subflow is established yet; the
     /// switch is applied when one is.
     SwitchPending,
+    /// An LL subflow established after its connection switched, made
+    /// active like those the switch found (SET_FLAGS).
+    Activate,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -117,6 +120,11 @@ pub struct DecisionRecord {
     /// kernel, at the ACK) to the path-manager commands' completion.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub signal_ms: Option<f64>,
+    /// The program's decision time itself (CLOCK_MONOTONIC, ns: the
+    /// kernel's `bpf_ktime_get_ns`), to line up with other clocks, e.g.
+    /// the lab's interface counters (`lanes-basic`'s switch latency).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub signal_ktime_ns: Option<u64>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -159,6 +167,7 @@ impl Record {
                     DecisionAction::OpenBackup => "open-backup",
                     DecisionAction::Switch => "switch",
                     DecisionAction::SwitchPending => "switch-pending",
+                    DecisionAction::Activate => "activate",
                 };
                 let mut s =
                     format!("{:9.3}s decision {action} token {:#010x} age {:.0} ms", d.t, d.token, d.age_ms);
@@ -212,6 +221,7 @@ mod tests {
             ok: true,
             error: None,
             signal_ms: None,
+            signal_ktime_ns: None,
         });
         let line = serde_json::to_string(&d).unwrap();
         let v: serde_json::Value = serde_json::from_str(&line).unwrap();

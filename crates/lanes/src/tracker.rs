@@ -149,13 +149,23 @@ struct Conn {
     /// Taken over by [`Tracker::adopt`]: with BPF signals, judged by
     /// sock_diag readings still (see [`Tracker::use_bpf_signals`]).
     adopted: bool,
+    /// Its backup LL subflows were asked for: at ESTABLISHED, or with BPF
+    /// signals only once the program says the decision may come (see
+    /// [`Tracker::on_signal`]).
+    backups: bool,
+    /// The kernel time of the BPF signal its switch answers.
+    signal_ktime_ns: Option<u64>,
 }
 
 /// Retries of what the kernel refused too early: an LL backup (asked for
 /// again once the connection's switch waits on it) or a switch whose
-/// subflow was not listed yet — at most this often and this many times.
-pub const RETRY_DELAY: Duration = Duration::from_millis(20);
-pub const RETRIES: u32 = 25;
+/// subflow was not listed yet — at most this often and this many times
+/// (half a second in all: the refusals were seen to last 45–90 ms under
+/// load). Each retry is one command; a short delay matters since with BPF
+/// signals a switch decided early (link cost) opens its backups only then
+/// and waits on them.
+pub const RETRY_DELAY: Duration = Duration::from_millis(5);
+pub const RETRIES: u32 = 100;
 
 /// A connection none of whose subflows sock_diag has shown for this long
 /// is forgotten (its CLOSED event was lost, e.g. in a buffer overrun).
@@ -177,6 +187,9 @@ pub struct Tracker {
     conns: BTreeMap<u32, Conn>,
     acked: HashMap<u64, u64>,
     probes: BTreeMap<(IpAddr, IpAddr), ProbeState>,
+    /// With BPF signals: probes per LL lane (the program keeps one sample
+    /// per lane, whichever pair it came from).
+    lane_probes: HashMap<LaneId, ProbeState>,
     /// The BPF program decides for connections opened while it runs.
     bpf: bool,
 }
@@ -207,6 +220,7 @@ impl Tracker {
             conns: BTreeMap::new(),
             acked: HashMap::new(),
             probes: BTreeMap::new(),
+            lane_probes: HashMap::new(),
             bpf: false,
         }
     }
@@ -273,6 +287,9 @@ impl Tracker {
                 error: None,
             })));
             if !switched {
+                if let Some(c) = self.conns.get_mut(&e.token) {
+                    c.backups = true;
+                }
                 out.extend(self.backup_actions(now, e.token));
             }
         }
@@ -394,13 +411,19 @@ impl Tracker {
                 let rec = self.event_record(now, ev, token, self.conns.get(&token));
                 out.push(Action::Emit(rec));
                 if let (Some(c), Some(l), Some(r)) = (self.conns.get_mut(&token), ev.local(), ev.remote()) {
+                    let mut joined = None;
                     if let Some(s) = c.ll.iter_mut().find(|s| {
                         s.pair.local == l.ip() && s.pair.remote == r.ip() && s.established.is_none()
                     }) {
                         s.established = Some((l, r));
+                        joined = Some(s.pair.lane);
                     }
-                    if let SwitchState::Pending(d) = c.switch.clone() {
-                        out.extend(self.apply_switch(now, token, d));
+                    match c.switch.clone() {
+                        SwitchState::Pending(d) => out.extend(self.apply_switch(now, token, d)),
+                        SwitchState::Done => {
+                            out.extend(joined.and_then(|lane| self.activate(now, token, lane, l, r)))
+                        }
+                        SwitchState::No => {}
                     }
                 }
             }
@@ -468,16 +491,27 @@ impl Tracker {
             switch_retries: 0,
             switch_retry_at: None,
             adopted: false,
+            backups: false,
+            signal_ktime_ns: None,
         })
     }
 
-    /// One SUBFLOW_CREATE with the BACKUP flag per LL lane pair.
+    /// One SUBFLOW_CREATE with the BACKUP flag per LL lane pair, at
+    /// ESTABLISHED. With BPF signals not yet: most connections end before
+    /// the program's [`crate::bpf::Kind::Prepare`], and each backup is a
+    /// subflow handshake (the kernel connects it inside the command, and
+    /// the veth delivery of its packets runs on the daemon's thread).
     fn open_backups(&mut self, now: Instant, token: u32) -> Vec<Action> {
+        let bpf = self.bpf;
         let Some(c) = self.conns.get_mut(&token) else { return Vec::new() };
         if c.established {
             return Vec::new(); // already done
         }
         c.established = true;
+        if bpf && !c.adopted && self.cfg.signals.backups == crate::config::BackupsAt::Prepare {
+            return Vec::new();
+        }
+        c.backups = true;
         self.backup_actions(now, token)
     }
 
@@ -515,6 +549,7 @@ impl Tracker {
                     ok: true,
                     error: None,
                     signal_ms: None,
+                    signal_ktime_ns: None,
                 },
             });
         }
@@ -622,7 +657,41 @@ impl Tracker {
             ok: true,
             error: None,
             signal_ms: None,
+            signal_ktime_ns: self.conns.get(&token).and_then(|c| c.signal_ktime_ns),
         }
+    }
+
+    /// An LL subflow that came up after its connection switched (with BPF
+    /// signals the backups open late, so a switch may find only the first
+    /// one up): made active too when the switch would have taken it —
+    /// every LL lane, or under `switch_to = "cheapest"` the chosen one.
+    fn activate(
+        &self,
+        now: Instant,
+        token: u32,
+        lane: LaneId,
+        l: SocketAddr,
+        r: SocketAddr,
+    ) -> Option<Action> {
+        let c = self.conns.get(&token)?;
+        let chosen = match c.applied {
+            Some(Decision::SwitchToLong { lane, .. }) => lane,
+            _ => None,
+        };
+        if self.cfg.switch_to == SwitchTo::Cheapest && chosen.is_some_and(|ch| ch != lane) {
+            return None;
+        }
+        let d = c.applied?;
+        let mut record = self.switch_record(now, token, &d, DecisionAction::Activate);
+        record.lane = Some(lane_name(lane));
+        record.subflows = vec![format!("{l} -> {r} active")];
+        record.signal_ktime_ns = None;
+        let commands = vec![PmCommand::SetFlags {
+            token,
+            local: PmAddr::sock(l).with_flags(0),
+            remote: PmAddr::sock(r),
+        }];
+        Some(Action::Apply { commands, record })
     }
 
     /// Applies a switch decision, or records it as pending while no LL
@@ -785,9 +854,15 @@ impl Tracker {
     /// The program computed the costs; the switch is applied at once (or
     /// waits for an LL subflow) exactly like one decided here. A signal
     /// for a connection not managed or already switched changes nothing.
+    ///
+    /// The backup LL subflows are opened at the program's
+    /// [`crate::bpf::Kind::Prepare`] (half the threshold or deadline), or
+    /// with the decision when it comes first (a link-cost switch early in a
+    /// connection's life): the switch then waits for them as pending.
     pub fn on_signal(&mut self, now: Instant, sig: &crate::bpf::Signal) -> Vec<Action> {
+        use crate::bpf::Kind;
         use tcpaccel_core::lanes::bpf::SignalKind;
-        let found = self.conns.iter().find(|(_, c)| {
+        let found = self.conns.iter_mut().find(|(_, c)| {
             (c.local == sig.local && c.remote == sig.remote)
                 || c.ll.iter().any(|s| s.established == Some((sig.local, sig.remote)))
         });
@@ -795,10 +870,20 @@ impl Tracker {
         if !matches!(c.switch, SwitchState::No) {
             return Vec::new();
         }
+        let mut out = Vec::new();
+        if !matches!(sig.kind, Kind::Prepare) {
+            c.signal_ktime_ns = Some(sig.ktime_ns);
+        }
+        if !c.backups {
+            c.backups = true;
+            out = self.backup_actions(now, token);
+        }
+        let Some(c) = self.conns.get(&token) else { return out };
         let reason = match sig.kind {
-            SignalKind::Size => Reason::Size,
-            SignalKind::Deadline => Reason::Deadline,
-            SignalKind::LinkCost => Reason::LinkCost,
+            Kind::Prepare => return out,
+            Kind::Decision(SignalKind::Size) => Reason::Size,
+            Kind::Decision(SignalKind::Deadline) => Reason::Deadline,
+            Kind::Decision(SignalKind::LinkCost) => Reason::LinkCost,
         };
         // The program names a lane by slot; one this peer has no pair on
         // (another peer's LL) falls back to the first of this peer's.
@@ -807,7 +892,8 @@ impl Tracker {
             .filter(|l| c.ll.iter().any(|s| s.pair.lane == *l))
             .or_else(|| c.ll.first().map(|s| s.pair.lane));
         let d = Decision::SwitchToLong { reason, lane, age_ms: sig.age_ms, costs: sig.costs };
-        self.apply_switch(now, token, d)
+        out.extend(self.apply_switch(now, token, d));
+        out
     }
 
     /// LL lane pairs that need an active probe now (link-cost policy only):
@@ -825,7 +911,12 @@ impl Tracker {
             }
             for s in &c.ll {
                 let key = (s.pair.local, s.pair.remote);
-                let st = self.probes.entry(key).or_default();
+                // With BPF signals one probe per lane: the program keeps one
+                // sample per LL lane, applied to every connection on it.
+                let st = match self.bpf && !c.adopted {
+                    true => self.lane_probes.entry(s.pair.lane).or_default(),
+                    false => self.probes.entry(key).or_default(),
+                };
                 let recent = |t: Option<Instant>| t.is_some_and(|t| now.saturating_since(t) < every);
                 if st.in_flight || recent(st.last_sent) || recent(st.last_fresh) {
                     continue;
@@ -871,7 +962,39 @@ impl Tracker {
         if let Some(st) = self.probes.get_mut(&pair) {
             st.in_flight = false;
         }
-        self.cfg.peers.iter().flat_map(|p| p.ll.iter()).find(|s| (s.local, s.remote) == pair).map(|s| s.lane)
+        let lane = self
+            .cfg
+            .peers
+            .iter()
+            .flat_map(|p| p.ll.iter())
+            .find(|s| (s.local, s.remote) == pair)
+            .map(|s| s.lane);
+        if let Some(st) = lane.and_then(|l| self.lane_probes.get_mut(&l)) {
+            st.in_flight = false;
+        }
+        lane
+    }
+
+    /// Whether [`Tracker::probes_due`] may have work: link-cost with probes
+    /// on and an established, unswitched connection (the shell's loop need
+    /// not wake for probes otherwise).
+    pub fn may_probe(&self) -> bool {
+        self.cfg.switch.policy == Policy::LinkCost
+            && self.cfg.probe.enabled
+            && self.conns.values().any(|c| c.established && matches!(c.switch, SwitchState::No))
+    }
+
+    /// Whether a switch waits for an LL subflow (its SUB_ESTABLISHED event
+    /// applies it).
+    pub fn switch_pending(&self) -> bool {
+        self.conns.values().any(|c| matches!(c.switch, SwitchState::Pending(_)))
+    }
+
+    /// Whether a refused backup or switch waits for [`Tracker::retries_due`].
+    pub fn retry_pending(&self) -> bool {
+        self.conns.values().any(|c| {
+            c.switch_retry_at.is_some() || (c.backup_refused && matches!(c.switch, SwitchState::Pending(_)))
+        })
     }
 
     /// The peer index a managed connection belongs to (for tests and logs).
@@ -981,7 +1104,7 @@ mod tests {
 
     fn signal(kind: tcpaccel_core::lanes::bpf::SignalKind, l: &str, r: &str) -> crate::bpf::Signal {
         crate::bpf::Signal {
-            kind,
+            kind: crate::bpf::Kind::Decision(kind),
             lane: Some(LaneId::long(1)),
             age_ms: 12.5,
             bytes: 1_000_000,
@@ -1019,6 +1142,74 @@ mod tests {
         // Readings judge only adopted connections now: 7 is not.
         let r = reading(1, "10.1.0.1:40000", "10.1.0.2:5201", 5, 10_000_000);
         assert!(decisions(&tr.on_readings(at(30), &[r])).is_empty());
+    }
+
+    #[test]
+    fn with_bpf_signals_backups_open_at_the_programs_prepare_or_with_an_early_decision() {
+        use crate::bpf::Kind;
+        use tcpaccel_core::lanes::bpf::SignalKind;
+        let mut tr = Tracker::new(cfg("link-cost"), at(0));
+        tr.use_bpf_signals();
+        let sl = ("10.1.0.1:40000", "10.1.0.2:5201");
+        tr.on_event(at(0), &ev(EventKind::Created, 7, sl.0, sl.1));
+        let a = tr.on_event(at(5), &ev(EventKind::Established, 7, sl.0, sl.1));
+        assert!(commands(&a).is_empty(), "no backup before the program asks: {a:?}");
+        let mut prep = signal(SignalKind::Size, sl.0, sl.1);
+        prep.kind = Kind::Prepare;
+        let a = tr.on_signal(at(10), &prep);
+        assert_eq!(commands(&a).len(), 2, "one backup per LL pair: {a:?}");
+        assert!(decisions(&a).iter().all(|d| d.action == DecisionAction::OpenBackup));
+        assert!(tr.on_signal(at(11), &prep).is_empty(), "opened once");
+
+        // A decision before any prepare: backups and a pending switch, which
+        // the LL subflow's event applies, timed from the signal.
+        tr.on_event(at(0), &ev(EventKind::Created, 8, "10.1.0.1:40010", sl.1));
+        tr.on_event(at(5), &ev(EventKind::Established, 8, "10.1.0.1:40010", sl.1));
+        let mut early = signal(SignalKind::LinkCost, "10.1.0.1:40010", sl.1);
+        early.ktime_ns = 42;
+        let a = tr.on_signal(at(12), &early);
+        assert_eq!(commands(&a).len(), 2, "{a:?}");
+        let d = decisions(&a);
+        assert_eq!(d.last().map(|d| d.action), Some(DecisionAction::SwitchPending), "{a:?}");
+        assert!(tr.switch_pending());
+        let a = tr.on_event(at(15), &ev(EventKind::SubEstablished, 8, "10.3.0.1:40011", "10.3.0.2:5201"));
+        let d = decisions(&a);
+        assert_eq!((d[0].action, d[0].signal_ktime_ns), (DecisionAction::Switch, Some(42)));
+        assert!(!tr.switch_pending());
+        // The other LL subflow comes up after the switch: made active too.
+        let a = tr.on_event(at(16), &ev(EventKind::SubEstablished, 8, "10.2.0.1:40012", "10.2.0.2:5201"));
+        let d = decisions(&a);
+        assert_eq!((d.len(), d[0].action, d[0].lane.as_deref()), (1, DecisionAction::Activate, Some("ll0")));
+        let cmds = commands(&a);
+        let [PmCommand::SetFlags { local, .. }] = cmds.as_slice() else { panic!("{cmds:?}") };
+        assert_eq!((local.port, local.flags), (Some(40012), Some(0)));
+    }
+
+    #[test]
+    fn with_bpf_signals_one_probe_per_ll_lane_serves_every_peer() {
+        let text = CFG.replace("deadline", "link-cost")
+            + r#"
+        [[peer]]
+        sl = [{ local = "10.1.0.1", remote = "10.1.0.3" }]
+        ll = [{ local = "10.2.0.1", remote = "10.2.0.3" }, { local = "10.3.0.1", remote = "10.3.0.3" }]
+        "#;
+        let run = |bpf: bool| {
+            let mut tr = Tracker::new(Config::parse(&text, "t").unwrap(), at(0));
+            if bpf {
+                tr.use_bpf_signals();
+            }
+            for (tok, peer) in [(1, "10.1.0.2:5201"), (2, "10.1.0.3:5201")] {
+                tr.on_event(at(0), &ev(EventKind::Created, tok, "10.1.0.1:40000", peer));
+                tr.on_event(at(1), &ev(EventKind::Established, tok, "10.1.0.1:40000", peer));
+            }
+            let first = tr.probes_due(at(10));
+            for p in &first {
+                tr.probe_done(*p);
+            }
+            (first.len(), tr.probes_due(at(11)).len(), tr.probes_due(at(70)).len())
+        };
+        assert_eq!(run(false), (4, 0, 4), "sock_diag path: every pair of every peer");
+        assert_eq!(run(true), (2, 0, 2), "BPF path: one pair per LL lane, again after probe.interval");
     }
 
     #[test]
@@ -1129,11 +1320,12 @@ mod tests {
         let again = tr.retries_due(at(321));
         assert_eq!(commands(&again).len(), 2, "both LL pairs again");
         assert_eq!(decisions(&again)[0].action, DecisionAction::OpenBackup);
-        assert!(commands(&tr.retries_due(at(330))).is_empty(), "only after a new refusal");
+        let delay = RETRY_DELAY.as_millis() as u64;
+        assert!(commands(&tr.retries_due(at(321 + delay))).is_empty(), "only after a new refusal");
         // Refused again: asked again after the delay, at most RETRIES times.
         assert!(tr.backup_not_ready(7));
-        assert!(commands(&tr.retries_due(at(335))).is_empty(), "not before the delay");
-        assert_eq!(commands(&tr.retries_due(at(341))).len(), 2);
+        assert!(commands(&tr.retries_due(at(321 + delay - 1))).is_empty(), "not before the delay");
+        assert_eq!(commands(&tr.retries_due(at(321 + delay))).len(), 2);
         for i in 3..=RETRIES {
             assert!(tr.backup_not_ready(7), "retry {i}");
             assert_eq!(commands(&tr.retries_due(at(400 + u64::from(i) * 20))).len(), 2, "retry {i}");
@@ -1161,8 +1353,9 @@ mod tests {
         let first = commands(&a);
         // "subflow not found": the same commands again after the delay, bounded.
         assert!(tr.switch_not_ready(at(321), 4));
-        assert!(commands(&tr.retries_due(at(330))).is_empty(), "not before the delay");
-        let again = tr.retries_due(at(341));
+        let delay = RETRY_DELAY.as_millis() as u64;
+        assert!(commands(&tr.retries_due(at(321 + delay - 1))).is_empty(), "not before the delay");
+        let again = tr.retries_due(at(321 + delay));
         assert_eq!(decisions(&again)[0].action, DecisionAction::Switch);
         assert_eq!(commands(&again), first);
         assert!(commands(&tr.retries_due(at(400))).is_empty(), "once per refusal");

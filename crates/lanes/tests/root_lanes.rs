@@ -110,6 +110,22 @@ impl Drop for Sink {
     }
 }
 
+/// What every heavy test starts with: the lock that runs them one at a
+/// time, the namespaces, and the sink on the server. Destructured as
+/// `Bed { _g, lab, sink }` so the sink drops first and the lock last.
+struct Bed {
+    _g: std::sync::MutexGuard<'static, ()>,
+    lab: Lab,
+    sink: Sink,
+}
+
+fn bed() -> Bed {
+    let _g = heavy();
+    let lab = Lab::new(true);
+    let sink = sink(&lab);
+    Bed { _g, lab, sink }
+}
+
 fn sink(lab: &Lab) -> Sink {
     let stop = Arc::new(AtomicBool::new(false));
     let (tx, totals) = channel();
@@ -332,9 +348,7 @@ fn root_bpf_deadline_moves_a_long_transfer_to_ll_and_leaves_a_short_flow_on_sl()
 }
 
 fn deadline_moves_a_long_transfer(cfg: &str) {
-    let _g = heavy();
-    let lab = Lab::new(true);
-    let sink = sink(&lab);
+    let Bed { _g, lab, sink } = bed();
     let daemon = Daemon::start(&lab, cfg);
     let mut seen = Vec::new();
 
@@ -401,9 +415,7 @@ fn root_bpf_size_policy_moves_a_20mb_flow_after_its_threshold_and_leaves_64kb_on
 }
 
 fn size_policy_moves_a_20mb_flow(source: &str) {
-    let _g = heavy();
-    let lab = Lab::new(true);
-    let sink = sink(&lab);
+    let Bed { _g, lab, sink } = bed();
     const THRESHOLD: u64 = 2_000_000;
     let daemon = Daemon::start(
         &lab,
@@ -458,9 +470,7 @@ fn size_policy_moves_a_20mb_flow(source: &str) {
 
 #[test]
 fn root_killing_the_daemon_mid_transfer_leaves_the_connection_alive() {
-    let _g = heavy();
-    let lab = Lab::new(true);
-    let sink = sink(&lab);
+    let Bed { _g, lab, sink } = bed();
     let mut daemon = Daemon::start(&lab, &config("kind = \"deadline\"\nt_deadline = \"200ms\""));
     let s = connect(&lab);
     let local = s.local_addr().expect("local addr");
@@ -506,9 +516,7 @@ fn root_bpf_a_restarted_daemon_readopts_a_switched_connection_and_adopts_one_ope
 }
 
 fn restarted_daemon_readopts(cfg: &str) {
-    let _g = heavy();
-    let lab = Lab::new(true);
-    let sink = sink(&lab);
+    let Bed { _g, lab, sink } = bed();
     let cfg = cfg.to_string();
 
     // A connection opened while no daemon runs stays on SL alone ...
@@ -572,9 +580,7 @@ fn root_bpf_link_cost_switches_a_queue_building_flow_before_the_deadline() {
 }
 
 fn link_cost_switches_early(source: &str) {
-    let _g = heavy();
-    let lab = Lab::new(true);
-    let sink = sink(&lab);
+    let Bed { _g, lab, sink } = bed();
     // γ = 0 removes the deadline term of eq. 5.7: only lane delays (ν)
     // decide. A saturating flow queues on SL (several ms behind the tbf)
     // while LL is idle, so LL must become cheaper long before 4 s.

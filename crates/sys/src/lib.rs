@@ -12,6 +12,8 @@ pub mod privilege;
 
 /// BPF: a minimal object loader, maps, cgroup links, pins (tcpaccel pace).
 pub mod bpf;
+/// cgroup v2: the mount, cgroups by path or id, throwaway cgroups.
+pub mod cgroup;
 /// Running `ip` and `tc` (iproute2): one runner, failures name the command line and stderr.
 pub mod command;
 /// sock_diag / inet_diag netlink dumps of TCP sockets with their tcp_info.

@@ -96,6 +96,7 @@ pub(crate) fn run(args: Args) -> anyhow::Result<Verdict> {
             Ok(Verdict::Ok)
         }
         Err(e) if e.is_missing_feature() => Err(anyhow::Error::new(Fail::Feature(e.to_string()))),
+        Err(e) if e.is_missing_privilege() => Err(anyhow::Error::new(Fail::Privilege(e.to_string()))),
         Err(e) if e.is_config() => Err(exit::usage(e.to_string())),
         Err(e) => Err(anyhow::Error::new(e).context("lanes daemon")),
     }

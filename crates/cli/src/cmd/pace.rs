@@ -102,7 +102,8 @@ enum Sub {
 }
 
 /// Maps a pacer error to the exit-code table.
-pub(crate) fn pacer_err(e: PacerError) -> anyhow::Error {
+pub(crate) fn pacer_err(e: impl Into<PacerError>) -> anyhow::Error {
+    let e = e.into();
     let msg = e.to_string();
     match e.class() {
         Class::Usage => exit::usage(msg),
@@ -121,8 +122,7 @@ impl RuleArgs {
     /// The configuration of the parsed flags; what only the whole can show
     /// (two rules for one destination, too many rules) is a usage error.
     pub(crate) fn config(&self) -> anyhow::Result<PaceConfig> {
-        let cfg =
-            PaceConfig::new(self.pace, self.rules.clone(), self.ceiling).map_err(|e| pacer_err(e.into()))?;
+        let cfg = PaceConfig::new(self.pace, self.rules.clone(), self.ceiling).map_err(pacer_err)?;
         Ok(PaceConfig { hold: self.hold, ..cfg })
     }
 }

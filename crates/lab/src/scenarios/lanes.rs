@@ -95,6 +95,12 @@ fn common_params(fabrics: &str, hosts: &str, rate: &str) -> Vec<ParamSpec> {
              policy and kernel allow, else diag with a warning)",
         ),
         ParamSpec::new(
+            "backups",
+            "prepare",
+            "lanes, BPF signals: when a connection's backup LL subflows open: prepare (at the program's signal, \
+             half the size threshold or of t_deadline) or established (every connection, at once)",
+        ),
+        ParamSpec::new(
             "sample_interval",
             "20ms",
             "lanes: how often each daemon reads sock_diag (every dump walks the TCP hash of all namespaces; the \
@@ -125,6 +131,8 @@ pub struct PolicyParams {
     pub sample_interval: Duration,
     /// `[signals] source`: "auto", "bpf" or "diag".
     pub signals: String,
+    /// `[signals] backups`: "prepare" or "established".
+    pub backups: String,
     /// Switch after this many bytes too (`size_threshold` in the config).
     pub size_threshold: Option<u64>,
     /// Serve the daemons' metrics here while they run.
@@ -157,6 +165,10 @@ impl PolicyParams {
                 [one] => one.clone(),
                 _ => bail!("signals: exactly one of auto, bpf, diag"),
             },
+            backups: match p.choice("backups", &["prepare", "established"])?.as_slice() {
+                [one] => one.clone(),
+                _ => bail!("backups: exactly one of prepare, established"),
+            },
         })
     }
 }
@@ -166,13 +178,14 @@ impl PolicyParams {
 pub fn daemon_config(spec: &FabricSpec, h: u32, policy: &PolicyParams) -> String {
     let mut t = format!(
         "[policy]\nkind = \"{}\"\nt_deadline = \"{}us\"\nalpha = {:?}\ngamma = {:?}\nnu_unit = \"{}ns\"\n\n\
-         [signals]\nsource = \"{}\"\n\n[probe]\nport = 9\nsample_interval = \"{}us\"\n\n",
+         [signals]\nsource = \"{}\"\nbackups = \"{}\"\n\n[probe]\nport = 9\nsample_interval = \"{}us\"\n\n",
         policy.kind,
         policy.t_deadline.as_micros(),
         policy.alpha,
         policy.gamma,
         policy.nu_unit.as_nanos(),
         policy.signals,
+        policy.backups,
         policy.sample_interval.as_micros()
     );
     if let Some(b) = policy.size_threshold {
@@ -305,6 +318,8 @@ impl Daemons {
                     rep.connections += s.connections;
                     rep.failed_commands += s.failed_commands;
                     rep.cpu_s.push(cpu);
+                    rep.probe_cpu_s.push(s.probe_cpu_s);
+                    rep.start_cpu_s.push(s.start_cpu_s);
                     rep.signals = s.signals;
                     if let Some(b) = s.bpf_stats {
                         rep.bpf_run_s += b.run_ns as f64 / 1e9;
@@ -320,9 +335,11 @@ impl Daemons {
             for line in BufReader::new(file).lines() {
                 let line = line?;
                 if let Ok(Record::Decision(d)) = serde_json::from_str::<Record>(&line) {
-                    if d.action == DecisionAction::Switch {
+                    // A refused attempt that is retried is not a switch.
+                    if d.action == DecisionAction::Switch && d.ok {
                         rep.switch_ages_ms.push(d.age_ms);
-                        rep.signal_ms.extend(d.signal_ms.filter(|_| d.ok));
+                        rep.signal_ms.extend(d.signal_ms);
+                        rep.signal_ktime_ns.extend(d.signal_ktime_ns);
                     }
                 }
             }
@@ -338,6 +355,10 @@ struct DaemonReport {
     switch_ages_ms: Vec<f64>,
     /// CPU time (user + system) of each daemon's thread over the run, s.
     cpu_s: Vec<f64>,
+    /// Of each daemon's probe thread, s.
+    probe_cpu_s: Vec<f64>,
+    /// Of each daemon's thread until it was ready (program loaded), s.
+    start_cpu_s: Vec<f64>,
     /// "bpf" or "diag": what the daemons ran on.
     signals: &'static str,
     /// The daemons' BPF programs' run time, all hosts, s; and their signals.
@@ -346,20 +367,11 @@ struct DaemonReport {
     /// Switches on BPF signals: ms from the program's decision to the
     /// path-manager commands' completion.
     signal_ms: Vec<f64>,
+    /// Their decisions' kernel times (CLOCK_MONOTONIC, ns).
+    signal_ktime_ns: Vec<u64>,
 }
 
-/// CPU time (user + system) the calling thread has used, in seconds, from
-/// /proc/thread-self/stat (fields 14 and 15, in clock ticks of 1/100 s;
-/// Linux's USER_HZ is 100 on every architecture it exports to user space).
-fn thread_cpu_s() -> f64 {
-    let Ok(stat) = std::fs::read_to_string("/proc/thread-self/stat") else { return f64::NAN };
-    // The command name (field 2) may hold spaces; fields count from after it.
-    let Some(rest) = stat.rfind(')').map(|i| &stat[i + 1..]) else { return f64::NAN };
-    let f: Vec<&str> = rest.split_whitespace().collect();
-    let tick = |i: usize| f.get(i).and_then(|v| v.parse::<u64>().ok()).unwrap_or(0);
-    // After ")": field 3 (state) is index 0, so utime (14) is 11, stime (15) 12.
-    (tick(11) + tick(12)) as f64 / 100.0
-}
+use tcpaccel_lanes::probe::thread_cpu_s;
 
 /// What one workload under one policy produced.
 struct Outcome {
@@ -498,6 +510,11 @@ fn record_outcome(ctx: &mut RunCtx<'_>, o: &Outcome, suffix: &str, flows_too: bo
             let mean = d.cpu_s.iter().sum::<f64>() / d.cpu_s.len() as f64;
             put(ctx, format!("daemon_cpu_pct_mean{suffix}"), mean * 100.0 / wall);
             put(ctx, format!("daemon_cpu_pct_max{suffix}"), max * 100.0 / wall);
+            let hosts = d.cpu_s.len() as f64;
+            let probes = d.probe_cpu_s.iter().sum::<f64>() / hosts;
+            put(ctx, format!("daemon_probe_cpu_pct_mean{suffix}"), probes * 100.0 / wall);
+            let start = d.start_cpu_s.iter().sum::<f64>() / hosts;
+            put(ctx, format!("daemon_start_cpu_ms_mean{suffix}"), start * 1e3);
         }
         put(ctx, format!("daemons_on_bpf{suffix}"), if d.signals == "bpf" { 1.0 } else { 0.0 });
         if d.signals == "bpf" {
@@ -607,12 +624,27 @@ impl LanesBed {
         let spec = self.run_spec(ctx, &dir, &variant, duration, tag)?;
         let ns = self.fab.hosts[0].ns.clone();
         let fabrics = self.fab.spec.fabrics as usize;
-        let sampler = TxSampler::start(&ns, fabrics, Duration::from_millis(100))?;
+        let lanes = spec.policy.is_some();
+        // A daemon's switch is timed against the counters: sample fast then.
+        let every = if lanes { Duration::from_micros(100) } else { Duration::from_millis(100) };
+        if lanes {
+            let rtt = ll_rtt_ms(&ns, fabrics)?;
+            put(ctx, "ll_rtt_ms".into(), rtt);
+        }
+        let sampler = TxSampler::start(&ns, fabrics, every)?;
         let o = run_policy(&self.fab, &flows, &spec)?;
         let points = sampler.stop()?;
-        for w in points.windows(2) {
-            let (t0, a) = &w[0];
-            let (t1, b) = &w[1];
+        if let Some(k) = o.daemons.as_ref().and_then(|d| d.signal_ktime_ns.first()) {
+            if let Some((ms, res_ms)) = switch_latency_ms(&points, *k) {
+                put(ctx, "switch_latency_ms".into(), ms);
+                put(ctx, "switch_latency_resolution_ms".into(), res_ms);
+            }
+        }
+        let step = (Duration::from_millis(100).as_nanos() / every.as_nanos()).max(1) as usize;
+        let coarse: Vec<&TxPoint> = points.iter().step_by(step).collect();
+        for w in coarse.windows(2) {
+            let (t0, _, a) = w[0];
+            let (t1, _, b) = w[1];
             let dt = t1 - t0;
             let mut total = 0.0;
             for f in 0..fabrics {
@@ -812,8 +844,48 @@ impl Background {
     }
 }
 
-/// Per-fabric tx byte counters read at a time (s since the sampler started).
-type TxPoints = Vec<(f64, Vec<u64>)>;
+/// Per-fabric tx byte counters read at a time: s since the sampler started,
+/// and CLOCK_MONOTONIC ns (the clock of the BPF program's decisions).
+type TxPoint = (f64, u64, Vec<u64>);
+type TxPoints = Vec<TxPoint>;
+
+/// LL data beyond this many bytes after the threshold was crossed counts as
+/// "LL carrying the data": three full frames, more than the MP_PRIO and
+/// ACK packets a switch itself puts on LL.
+const LL_DATA_BYTES: u64 = 3 * 1514;
+
+/// Switch latency from interface counters ([issue 13]): from the program's
+/// decision at `crossed_ns` (the ACK that crossed the size threshold or
+/// deadline, `signal_ktime_ns`) to the first counter reading in which the
+/// LL interfaces (fabrics 1..) sent [`LL_DATA_BYTES`] more than at the last
+/// reading before the decision. Returns (latency, the reading interval
+/// around it), both in ms; `None` if LL never carried that much after.
+fn switch_latency_ms(points: &[TxPoint], crossed_ns: u64) -> Option<(f64, f64)> {
+    let ll = |v: &[u64]| v.iter().skip(1).sum::<u64>();
+    let before = points.iter().rev().find(|(_, ns, _)| *ns <= crossed_ns)?;
+    let base = ll(&before.2);
+    let i = points.iter().position(|(_, ns, v)| *ns > crossed_ns && ll(v) >= base + LL_DATA_BYTES)?;
+    let (_, at, _) = &points[i];
+    let prev = points.get(i.wrapping_sub(1)).map(|p| p.1).unwrap_or(*at);
+    Some(((at - crossed_ns) as f64 / 1e6, (at - prev) as f64 / 1e6))
+}
+
+/// The round trip of h0's first LL pair (h0 → h1 on fabric 1), idle:
+/// the fastest of five TCP handshakes (a closed port's RST answers too).
+fn ll_rtt_ms(ns: &str, fabrics: usize) -> Result<f64> {
+    if fabrics < 2 {
+        return Ok(f64::NAN);
+    }
+    let local = std::net::IpAddr::from(FabricSpec::host_addr(0, 1));
+    let remote = std::net::SocketAddr::new(FabricSpec::host_addr(1, 1).into(), 9);
+    let rtts = tcpaccel_sys::netns::run_in(ns, move || {
+        (0..5)
+            .filter_map(|_| tcpaccel_sys::probe::handshake(Some(local), remote, Duration::from_secs(1)).ok())
+            .map(|h| h.rtt.as_secs_f64() * 1e3)
+            .fold(f64::NAN, f64::min)
+    })?;
+    Ok(rtts)
+}
 
 /// Polls one host's per-fabric tx counters from a thread inside its namespace.
 struct TxSampler {
@@ -835,7 +907,7 @@ impl TxSampler {
                 let v = (0..fabrics)
                     .map(|f| super::fabric::dev_tx_bytes(&text, &format!("f{f}")).unwrap_or(0))
                     .collect();
-                out.push((t0.elapsed().as_secs_f64(), v));
+                out.push((t0.elapsed().as_secs_f64(), tcpaccel_sys::bpf::monotonic_ns(), v));
                 std::thread::sleep(every);
             }
             Ok(out)
@@ -914,6 +986,14 @@ impl Scenario for LanesBasic {
             MetricSpec::new("goodput_mbps", "Mbit/s", true, "the transfer's goodput at the receiver"),
             MetricSpec::new("sl_share_pct", "%", false, "share of h0's sent bytes that went out on SL"),
             MetricSpec::new("switch_ms", "ms", false, "connection age at the switch to LL"),
+            MetricSpec::new(
+                "switch_latency_ms",
+                "ms",
+                false,
+                "BPF signals: from the ACK that crossed the threshold (the program's decision) to LL carrying \
+                 data, from h0's interface counters read every ~0.1 ms (issue 13: ≤ 2 RTT + 1 ms)",
+            ),
+            MetricSpec::new("ll_rtt_ms", "ms", false, "h0 → h1 round trip on the first LL, idle (fastest of 5 handshakes)"),
         ]
     }
     fn notes(&self, _p: &Params) -> Vec<String> {
@@ -1133,6 +1213,7 @@ mod tests {
             nu_unit: Duration::from_micros(10),
             sample_interval: Duration::from_millis(50),
             signals: "bpf".into(),
+            backups: "established".into(),
             size_threshold: None,
             metrics: None,
         };
@@ -1153,9 +1234,27 @@ mod tests {
             (tcpaccel_core::lanes::Policy::LinkCost, Some(100_000))
         );
         assert_eq!(cfg.signals.source, tcpaccel_lanes::config::SignalSource::Bpf);
+        assert_eq!(cfg.signals.backups, tcpaccel_lanes::config::BackupsAt::Established);
         let diag = PolicyParams { signals: "diag".into(), ..sized };
         let cfg = tcpaccel_lanes::Config::parse(&daemon_config(&spec, 1, &diag), "test").unwrap();
         assert_eq!(cfg.signals.source, tcpaccel_lanes::config::SignalSource::Diag);
+    }
+
+    #[test]
+    fn switch_latency_counts_from_the_decision_to_three_frames_on_ll() {
+        // (s, monotonic ns, per-fabric tx bytes): SL then LL.
+        let p = |ns: u64, sl: u64, ll: u64| (0.0, ns, vec![sl, ll, 0]);
+        let points = vec![
+            p(1_000_000, 100_000, 500),
+            p(2_000_000, 200_000, 600), // the last reading before the decision
+            p(3_000_000, 300_000, 700), // the switch's own small packets
+            p(4_000_000, 310_000, 600 + LL_DATA_BYTES - 1),
+            p(4_500_000, 310_000, 600 + LL_DATA_BYTES),
+            p(5_000_000, 310_000, 90_000),
+        ];
+        assert_eq!(switch_latency_ms(&points, 2_500_000), Some((2.0, 0.5)));
+        assert_eq!(switch_latency_ms(&points, 500_000), None, "no reading before the decision");
+        assert_eq!(switch_latency_ms(&points[..4], 2_500_000), None, "LL never carried data");
     }
 
     #[test]
