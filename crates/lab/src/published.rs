@@ -670,6 +670,8 @@ const NAMES: &[(&str, &str)] = &[
     ("sl_share_pct", "Bytes on the short-flow lane"),
     ("switch_ms", "Connection age at the switch to LL"),
     ("switches", "Switches to LL"),
+    ("switch_latency_ms", "Switch latency, threshold to LL carrying data"),
+    ("ll_rtt_ms", "Idle LL round trip"),
     ("failed_pm_commands", "Failed path-manager commands"),
     ("cut_by_limit", "Flows cut by the time limit"),
     ("p95_growth_x", "Short-flow p95 growth (most ÷ fewest long senders)"),
