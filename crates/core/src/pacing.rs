@@ -506,38 +506,186 @@ pub fn bpf_dynamic_rate(a: BpfAck, ceiling: u64) -> u64 {
     rate.min(BPF_RATE_MAX)
 }
 
-/// The least queueing delay (µs, srtt − min_rtt) at which [`bpf_hold_cap`]
-/// holds (`HOLD_MIN_QUEUE_US` in pace.bpf.c): on a path of microseconds the
-/// host's scheduling moves srtt by more than min_rtt/16, no queue that
-/// slowing down would drain.
-pub const BPF_HOLD_MIN_QUEUE_US: u32 = 1000;
+/// The least queueing delay (µs, srtt − min_rtt) at which [`BpfHold`]
+/// acts (`HOLD_MIN_QUEUE_US` in pace.bpf.c): on a path of microseconds the
+/// host's scheduling moves srtt by more than a fraction of min_rtt, no
+/// queue that slowing down would drain.
+pub const BPF_HOLD_MIN_QUEUE_US: u64 = 1000;
+/// Slow start stays unpaced below this cwnd (packets), so that its windows
+/// leave as bursts and come back as ACK trains (`HOLD_LOW_WINDOW`).
+pub const BPF_HOLD_LOW_WINDOW: u32 = 64;
+/// ACKs further apart than this (µs, or min_rtt/8 if less) end a train.
+pub const BPF_HOLD_TRAIN_GAP_US: u64 = 2000;
+/// A train counts once it acks this many segments.
+pub const BPF_HOLD_TRAIN_MIN_SEGS: u64 = 8;
+/// ln(2), ln(5/4), ln(17/16), ln(11/10), ln(33/32), times 1024: growth of
+/// the cap per srtt.
+const HOLD_LN_DOUBLE: u64 = 710;
+const HOLD_LN_SS: u64 = 228;
+const HOLD_LN_NEAR_BTL: u64 = 62;
+const HOLD_LN_NEAR: u64 = 98;
+const HOLD_LN_CA: u64 = 32;
+/// Queue thresholds, as divisors of min_rtt: first sign, hold in slow
+/// start, hold after it.
+const HOLD_WARN_DIV: u64 = 400;
+const HOLD_SS_DIV: u64 = 64;
+const HOLD_CA_DIV: u64 = 32;
+const HOLD_FULL_WINDOWS: u32 = 2;
+/// What [`BpfHold::on_ack`] returns while slow start is still unpaced: the
+/// kernel's "no cap" (`RATE_UNPACED`), which unlike any other value leaves
+/// its internal pacing off.
+pub const BPF_RATE_UNPACED: u64 = u32::MAX as u64;
+
+/// What [`BpfHold::on_ack`] reads of one ACK (the `bpf_sock_ops` fields).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct HoldAck {
+    /// `bpf_ktime_get_ns()`.
+    pub now_ns: u64,
+    pub bytes_acked: u64,
+    /// The kernel's `srtt_us`: microseconds × 8.
+    pub srtt_us_x8: u32,
+    pub rtt_min_us: u32,
+    pub snd_cwnd: u32,
+    pub snd_ssthresh: u32,
+    pub mss_cache: u32,
+}
 
 /// Pure twin of `hold_cap` in `pace.bpf.c` (the cgroup pacer's `--hold`,
-/// issue 17 item 5), applied on top of eq. (1)'s `rate`: with a delivery
-/// rate `dlv` (payload bytes/s acked over the last srtt; 0 = not yet
-/// measured), pace no faster than 31/32 of `dlv` while the RTT shows a
-/// queue (srtt − min_rtt > min_rtt/16 and > [`BPF_HOLD_MIN_QUEUE_US`]: keep the queue near that level
-/// instead of overflowing a small buffer, a full-pipe test after BBR's;
-/// just below `dlv` so that a delivery rate measured a little high cannot
-/// let the queue creep up), and otherwise no faster than 5/4 of it in slow
-/// start (`in_slow_start`: cwnd below ssthresh; the rate grows by a quarter
-/// per RTT instead of doubling) and 17/16 of it after slow start (leaving
-/// a hold does not release at once the window CUBIC grew meanwhile).
-pub fn bpf_hold_cap(rate: u64, dlv: u64, srtt_us_x8: u32, rtt_min_us: u32, in_slow_start: bool) -> u64 {
-    let srtt = srtt_us_x8 >> 3;
-    if dlv == 0 || rtt_min_us == 0 {
-        return rate;
+/// issue 17 item 5): per-socket state and the cap on eq. (1)'s rate, in the
+/// program's integer arithmetic, on every ACK (the program runs per
+/// received segment: `BPF_SOCK_OPS_PARSE_HDR_OPT_CB`). Keep the two in step.
+///
+/// - Probe: below [`BPF_HOLD_LOW_WINDOW`] in slow start the socket stays
+///   unpaced and the ACK trains of its bursts give a bottleneck estimate
+///   (the train with the most bytes: bytes acked from its first ACK to its
+///   last over the time between them; packet-train dispersion).
+/// - Slow start, paced: a cap grown in time per srtt while it binds:
+///   doubling below half the estimate, 1/16 above; without an estimate 5/4,
+///   11/10 once srtt − min_rtt exceeds min_rtt/400.
+/// - A queue (srtt − min_rtt above min_rtt/64 in slow start, min_rtt/32
+///   after, and above [`BPF_HOLD_MIN_QUEUE_US`], with a delivery rate of at
+///   least half the cap): the cap falls to 31/32 of the delivery rate.
+/// - Full pipe: two windows ending with a queue and no 1/8 growth of the
+///   delivery rate; from then on (and after a loss) growth is 33/32 per
+///   srtt.
+///
+/// Why: on [PSPacer]'s path the buffer is 0.16 of the BDP; doubling per
+/// RTT overfills it by half a BDP in the RTT a queue takes to show, and
+/// growing by an eighth all the way takes seconds (BENCHMARKS.md).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct BpfHold {
+    pub win_start_ns: u64,
+    pub win_acked: u64,
+    /// Payload bytes/s acked over the last window of one srtt; 0 until measured.
+    pub dlv_rate: u64,
+    /// The cap (payload bytes/s; 0 until slow start is paced) and when it last grew.
+    pub cap: u64,
+    pub cap_ns: u64,
+    pub full_dlv: u64,
+    pub full_cnt: u32,
+    pub full: bool,
+    pub train_ns: u64,
+    pub train_acked: u64,
+    pub last_ns: u64,
+    pub last_acked: u64,
+    /// Bottleneck estimate (payload bytes/s; 0 = none) and its train's bytes.
+    pub btl_rate: u64,
+    pub btl_bytes: u64,
+}
+
+impl BpfHold {
+    fn train(&mut self, now: u64, acked: u64, mss: u32, min_rtt: u64) {
+        let gap_us = if min_rtt != 0 && min_rtt / 8 < BPF_HOLD_TRAIN_GAP_US {
+            min_rtt / 8
+        } else {
+            BPF_HOLD_TRAIN_GAP_US
+        };
+        if self.last_ns != 0 && now.wrapping_sub(self.last_ns) <= gap_us * 1000 {
+            self.last_ns = now;
+            self.last_acked = acked;
+            return;
+        }
+        let bytes = self.last_acked.wrapping_sub(self.train_acked);
+        let dur = self.last_ns.wrapping_sub(self.train_ns);
+        if self.last_ns != 0
+            && dur != 0
+            && bytes >= BPF_HOLD_TRAIN_MIN_SEGS * mss as u64
+            && bytes > self.btl_bytes
+        {
+            self.btl_rate = bytes.wrapping_mul(1_000_000_000) / dur;
+            self.btl_bytes = bytes;
+        }
+        self.train_ns = now;
+        self.train_acked = acked;
+        self.last_ns = now;
+        self.last_acked = acked;
     }
-    if srtt > rtt_min_us
-        && (srtt - rtt_min_us) as u64 * 16 > rtt_min_us as u64
-        && srtt - rtt_min_us > BPF_HOLD_MIN_QUEUE_US
-    {
-        return rate.min(dlv * 31 / 32);
-    }
-    if in_slow_start {
-        rate.min(dlv * 5 / 4)
-    } else {
-        rate.min(dlv * 17 / 16)
+
+    /// The cap for this ACK given eq. (1)'s `rate` (payload bytes/s), or
+    /// [`BPF_RATE_UNPACED`] during the probe.
+    pub fn on_ack(&mut self, rate: u64, a: HoldAck) -> u64 {
+        let now = a.now_ns;
+        let srtt = (a.srtt_us_x8 >> 3) as u64;
+        let min_rtt = a.rtt_min_us as u64;
+        let mut new_win = false;
+        if self.win_start_ns == 0 {
+            self.win_start_ns = now;
+            self.win_acked = a.bytes_acked;
+        } else if srtt != 0 && now.wrapping_sub(self.win_start_ns) >= srtt * 1000 {
+            let dt = now.wrapping_sub(self.win_start_ns);
+            self.dlv_rate = a.bytes_acked.wrapping_sub(self.win_acked).wrapping_mul(1_000_000_000) / dt;
+            self.win_start_ns = now;
+            self.win_acked = a.bytes_acked;
+            new_win = true;
+        }
+        let fast = a.snd_cwnd < a.snd_ssthresh && !self.full;
+        if fast && a.snd_cwnd < BPF_HOLD_LOW_WINDOW && self.cap == 0 {
+            self.train(now, a.bytes_acked, a.mss_cache, min_rtt);
+            return BPF_RATE_UNPACED;
+        }
+        if srtt == 0 || min_rtt == 0 {
+            return rate;
+        }
+        if self.cap == 0 {
+            self.cap = rate;
+            self.cap_ns = now;
+            return rate;
+        }
+        let queue = srtt.saturating_sub(min_rtt);
+        let div = if fast { HOLD_SS_DIV } else { HOLD_CA_DIV };
+        let queued = self.dlv_rate * 2 >= self.cap && queue > BPF_HOLD_MIN_QUEUE_US && queue * div > min_rtt;
+        if new_win && !self.full {
+            if self.dlv_rate * 8 >= self.full_dlv * 9 {
+                self.full_dlv = self.dlv_rate;
+                self.full_cnt = 0;
+            } else if queued {
+                self.full_cnt += 1;
+                if self.full_cnt >= HOLD_FULL_WINDOWS {
+                    self.full = true;
+                }
+            }
+        }
+        if queued {
+            self.cap = self.cap.min(self.dlv_rate * 31 / 32);
+        } else if rate >= self.cap {
+            let dt_us = (now.wrapping_sub(self.cap_ns) / 1000).min(srtt);
+            let ln = if !fast {
+                HOLD_LN_CA
+            } else if self.btl_rate != 0 {
+                if self.cap * 2 < self.btl_rate {
+                    HOLD_LN_DOUBLE
+                } else {
+                    HOLD_LN_NEAR_BTL
+                }
+            } else if queue * HOLD_WARN_DIV > min_rtt {
+                HOLD_LN_NEAR
+            } else {
+                HOLD_LN_SS
+            };
+            self.cap += self.cap * ln / 1024 * dt_us / srtt;
+        }
+        self.cap_ns = now;
+        rate.min(self.cap)
     }
 }
 
@@ -825,24 +973,154 @@ mod tests {
         assert_eq!(bpf_rule_rate(None, None, a, false), 1_448_000);
     }
 
+    /// One ACK for the hold tests: 100 ms min RTT, 1448-byte MSS, cwnd 100
+    /// of an infinite ssthresh unless changed.
+    fn hack(now_us: u64, acked: u64, srtt_us: u32) -> HoldAck {
+        HoldAck {
+            now_ns: now_us * 1000,
+            bytes_acked: acked,
+            srtt_us_x8: srtt_us * 8,
+            rtt_min_us: 100_000,
+            snd_cwnd: 100,
+            snd_ssthresh: u32::MAX,
+            mss_cache: 1448,
+        }
+    }
+
     #[test]
-    fn hold_cap_holds_a_queue_and_slows_slow_start() {
-        let us8 = |us: u32| us * 8;
-        // No delivery rate yet, or no min RTT: eq. (1) as is.
-        assert_eq!(bpf_hold_cap(9_000, 0, us8(120_000), 100_000, true), 9_000);
-        assert_eq!(bpf_hold_cap(9_000, 5_000, us8(120_000), 0, true), 9_000);
-        // 10 ms of queue on a 100 ms path (> 6.25 ms): hold at 31/32 of the delivery rate.
-        assert_eq!(bpf_hold_cap(9_000, 6_400, us8(110_000), 100_000, false), 6_200);
-        assert_eq!(bpf_hold_cap(4_000, 6_400, us8(110_000), 100_000, false), 4_000);
-        // Exactly a sixteenth is not yet a queue; slow start grows by 5/4 at most.
-        assert_eq!(bpf_hold_cap(9_000, 4_000, us8(106_250), 100_000, true), 5_000);
-        // After slow start: 17/16, so leaving a hold does not release a grown window at once.
-        assert_eq!(bpf_hold_cap(9_000, 4_000, us8(106_250), 100_000, false), 4_250);
-        assert_eq!(bpf_hold_cap(9_000, 4_000, us8(100_000), 100_000, true), 5_000);
-        // A path of microseconds: 300 µs of scheduling noise on a 20 µs
-        // min_rtt is no queue (under 1 ms), so no hold; 1.2 ms is.
-        assert_eq!(bpf_hold_cap(9_000, 4_000, us8(320), 20, false), 4_250);
-        assert_eq!(bpf_hold_cap(9_000, 4_000, us8(1_220), 20, false), 3_875);
+    fn hold_probes_the_bottleneck_with_the_ack_trains_of_unpaced_slow_start() {
+        let mut h = BpfHold::default();
+        let probe = |t_us: u64, acked: u64| HoldAck { snd_cwnd: 20, ..hack(t_us, acked, 100_000) };
+        // A train of 10 ACKs 24 µs apart (one 1448-byte segment each: 482.7
+        // Mbit/s of payload), unpaced throughout.
+        for i in 0..10u64 {
+            assert_eq!(h.on_ack(1_000_000, probe(1_000 + 24 * i, 1448 * i)), BPF_RATE_UNPACED);
+        }
+        assert_eq!(h.btl_rate, 0, "a train counts only once it has ended");
+        // 100 ms later the next round's first ACK ends it: 9 segments in
+        // 216 µs.
+        h.on_ack(1_000_000, probe(101_000, 1448 * 10));
+        assert_eq!((h.btl_rate, h.btl_bytes), (1448 * 9 * 1_000_000 / 216, 1448 * 9));
+        // A shorter train (7 segments) does not count, nor does a faster
+        // train with fewer bytes than the best.
+        for i in 1..8u64 {
+            h.on_ack(1_000_000, probe(101_000 + 10 * i, 1448 * (10 + i)));
+        }
+        h.on_ack(1_000_000, probe(201_000, 1448 * 30));
+        assert_eq!(h.btl_bytes, 1448 * 9);
+        // At cwnd 64 pacing starts: the cap starts at eq. (1)'s rate.
+        assert_eq!(h.on_ack(800_000, hack(201_100, 1448 * 31, 100_000)), 800_000);
+        assert_eq!(h.cap, 800_000);
+    }
+
+    #[test]
+    fn hold_doubles_below_half_the_estimate_and_grows_a_sixteenth_above() {
+        let mut h = BpfHold {
+            cap: 1_000_000,
+            cap_ns: 1_000_000,
+            win_start_ns: 1_000_000,
+            btl_rate: 10_000_000,
+            ..BpfHold::default()
+        };
+        // Half an srtt at ln 2 (710/1024 per srtt): + 1_000_000 × 710/1024 × 50/100.
+        assert_eq!(h.on_ack(u64::MAX, hack(51_000, 0, 100_000)), 1_000_000 + 693_359 * 50_000 / 100_000);
+        // Above half the estimate: ln(17/16) = 62/1024 per srtt.
+        let mut h = BpfHold {
+            cap: 6_000_000,
+            cap_ns: 1_000_000,
+            win_start_ns: 1_000_000,
+            btl_rate: 10_000_000,
+            ..BpfHold::default()
+        };
+        assert_eq!(h.on_ack(u64::MAX, hack(101_000, 0, 100_000)), 6_000_000 + 6_000_000 * 62 / 1024);
+        // A gap of several srtt grows by one srtt's worth, no more; eq. (1)
+        // under the cap neither grows nor is capped.
+        let mut h2 = h;
+        assert_eq!(h2.on_ack(u64::MAX, hack(1_101_000, 0, 100_000)), h.cap + h.cap * 62 / 1024);
+        assert_eq!(h.on_ack(5_000, hack(1_101_000, 0, 100_000)), 5_000);
+        assert_eq!(h.cap, 6_363_281);
+    }
+
+    #[test]
+    fn hold_without_an_estimate_grows_a_quarter_and_a_tenth_near_a_queue() {
+        let mut h =
+            BpfHold { cap: 1_000_000, cap_ns: 1_000_000, win_start_ns: 1_000_000, ..BpfHold::default() };
+        assert_eq!(h.on_ack(u64::MAX, hack(101_000, 0, 100_000)), 1_222_656);
+        // 300 µs of queue (> 100 ms/400) but no hold: + 98/1024 per srtt.
+        assert_eq!(
+            h.on_ack(u64::MAX, hack(201_000, 0, 100_300)),
+            1_222_656 + 1_222_656 * 98 / 1024 * 100_000 / 100_300
+        );
+    }
+
+    #[test]
+    fn hold_holds_a_queue_at_31_32_of_delivery_and_finds_the_pipe_full() {
+        let mut h = BpfHold {
+            cap: 90_000,
+            cap_ns: 1_000_000,
+            win_start_ns: 1_000_000,
+            win_acked: 0,
+            dlv_rate: 64_000,
+            full_dlv: 64_000,
+            ..BpfHold::default()
+        };
+        // 1.5 ms of queue on a 100 ms path: below min_rtt/64 (1.5625 ms): no hold.
+        assert_eq!(h.on_ack(80_000, hack(1_000, 0, 101_500)), 80_000);
+        assert_eq!(h.cap, 90_000);
+        // 2 ms: the cap falls to 31/32 of the delivery rate.
+        assert_eq!(h.on_ack(80_000, hack(1_000, 0, 102_000)), 62_000);
+        // A window ends (6 400 bytes in 102 ms: no 1/8 growth) with the
+        // queue still there: one; the second such window finds it full.
+        h.on_ack(80_000, hack(103_000, 6_400, 102_000));
+        assert_eq!((h.full_cnt, h.full, h.dlv_rate), (1, false, 62_745));
+        h.on_ack(80_000, hack(205_000, 12_800, 102_000));
+        assert_eq!((h.full_cnt, h.full), (2, true));
+        // Full: 3 ms (< min_rtt/32 = 3.125 ms) is no queue, and the cap
+        // grows by ln(33/32) = 32/1024 per srtt.
+        let cap = h.cap;
+        assert_eq!(
+            h.on_ack(u64::MAX, hack(308_000, 12_800, 103_000)),
+            cap + cap * 32 / 1024 * 103_000 / 103_000
+        );
+    }
+
+    #[test]
+    fn hold_ignores_noise_a_limited_socket_and_a_microsecond_path() {
+        // A window of no growth with the queue gone in between: the count
+        // resets once the delivery rate grows by 1/8 again.
+        let mut h = BpfHold {
+            cap: 100_000,
+            cap_ns: 1_000_000,
+            win_start_ns: 1_000_000,
+            dlv_rate: 64_000,
+            full_dlv: 64_000,
+            full_cnt: 1,
+            ..BpfHold::default()
+        };
+        h.on_ack(u64::MAX, hack(101_000, 7_300, 100_000));
+        assert_eq!((h.full_cnt, h.full_dlv), (0, 73_000));
+        // Delivery under half the cap: the socket was limited elsewhere, a
+        // queue is no reason to hold.
+        let mut h = BpfHold {
+            cap: 200_000,
+            cap_ns: 1_000_000,
+            win_start_ns: 1_000_000,
+            dlv_rate: 64_000,
+            ..BpfHold::default()
+        };
+        assert_eq!(h.on_ack(150_000, hack(1_000, 0, 110_000)), 150_000);
+        // A path of microseconds: 300 µs of noise on a 20 µs min_rtt is no
+        // queue (under 1 ms); 1.2 ms is.
+        let micro = |srtt_us: u32| HoldAck { rtt_min_us: 20, snd_ssthresh: 10, ..hack(1_000, 0, srtt_us) };
+        let mut h = BpfHold {
+            cap: 4_000,
+            cap_ns: 1_000_000,
+            win_start_ns: 1_000_000,
+            dlv_rate: 4_000,
+            ..BpfHold::default()
+        };
+        assert_eq!(h.on_ack(3_000, micro(320)), 3_000);
+        assert_eq!(h.on_ack(9_000, micro(1_220)), 3_875);
     }
 
     proptest! {

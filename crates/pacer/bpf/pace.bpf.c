@@ -7,8 +7,11 @@
  * Rules come from user space (crates/pacer): a default rule (index 0) and
  * per-destination rules found through an LPM trie keyed by remote port and
  * address. A rule is static (a fixed on-wire rate) or dynamic (seed 000
- * eq. 1, cwnd * mss / RTT, recomputed on every RTT sample, i.e. every ACK
- * that carries one). Rates are given on the wire and turned into payload
+ * eq. 1, cwnd * mss / RTT, recomputed on every segment received:
+ * BPF_SOCK_OPS_PARSE_HDR_OPT_CB with BPF_SOCK_OPS_PARSE_ALL_HDR_OPT_CB_FLAG.
+ * BPF_SOCK_OPS_RTT_CB alone runs once per round trip, not per ACK; there
+ * the socket's fields are those before the segment is processed, one ACK
+ * behind). Rates are given on the wire and turned into payload
  * bytes per second here, per socket, with the socket's own MSS: the pure
  * twin of this arithmetic is tcpaccel_core::pacing::bpf_payload_rate and
  * bpf_dynamic_rate, tested exactly there. Keep the two in step.
@@ -22,6 +25,9 @@
 /* SO_MAX_PACING_RATE takes a 4-byte int through bpf_setsockopt; ~0U means
  * unlimited, so the largest cap is one below. */
 #define RATE_MAX 0xFFFFFFFEu
+/* ~0U: no cap. Unlike any other value it leaves the kernel's internal
+ * pacing off on a socket that never had a cap (net/core/sock.c). */
+#define RATE_UNPACED 0xFFFFFFFFu
 /* Never pace a dynamic socket below this (bytes/s), so a tiny early window
  * cannot stall it: core's DynamicConfig::default().floor. */
 #define DYNAMIC_FLOOR 12500u
@@ -65,6 +71,26 @@ struct sock_state {
 	__u64 win_start_ns;
 	__u64 win_acked;
 	__u64 dlv_rate;   /* payload bytes/s acked over the last window of one srtt */
+	/* RULE_HOLD: the cap (payload bytes/s), grown in time while it binds,
+	 * and when it was last grown. */
+	__u64 cap;
+	__u64 cap_ns;
+	/* RULE_HOLD's full-pipe test: the delivery rate of the last window
+	 * that grew by 1/8 or more, the windows with a queue since, and
+	 * whether the pipe was found full (then growth is 33/32 per srtt). */
+	__u64 full_dlv;
+	__u32 full_cnt;
+	__u32 full;
+	/* RULE_HOLD's bottleneck estimate from the ACK trains of slow start's
+	 * first, unpaced windows: the train being measured (its first ACK's
+	 * time and bytes_acked, its last ACK's), and the estimate (payload
+	 * bytes/s) from the train with the most bytes so far. */
+	__u64 train_ns;
+	__u64 train_acked;
+	__u64 last_ns;
+	__u64 last_acked;
+	__u64 btl_rate;
+	__u64 btl_bytes;
 };
 
 struct map_def SEC("maps") pace_rules = {
@@ -231,7 +257,8 @@ static __always_inline void on_established(struct bpf_sock_ops *skops)
 
 	if (!r || r->kind == RULE_NONE || (r->flags & RULE_RELEASE))
 		return;
-	set_rate(skops, idx, &st, rule_rate(skops, r));
+	/* --hold leaves slow start's first windows unpaced (hold_cap). */
+	set_rate(skops, idx, &st, r->kind == RULE_DYNAMIC && (r->flags & RULE_HOLD) ? RATE_UNPACED : rule_rate(skops, r));
 	if (st.updates == 0)
 		return;
 	stats = bpf_map_lookup_elem(&pace_stats, &idx);
@@ -239,9 +266,11 @@ static __always_inline void on_established(struct bpf_sock_ops *skops)
 		__sync_fetch_and_add(&stats->conns, 1);
 	cookie = bpf_get_socket_cookie(skops);
 	bpf_map_update_elem(&pace_socks, &cookie, &st, BPF_ANY);
-	/* RTT samples for static sockets too: only so that a detach can
-	 * release them (RULE_RELEASE) where no file descriptor reaches. */
-	bpf_sock_ops_cb_flags_set(skops, BPF_SOCK_OPS_RTT_CB_FLAG | BPF_SOCK_OPS_STATE_CB_FLAG);
+	/* RTT callbacks (once per round trip) for static sockets too: only so
+	 * that a detach can release them (RULE_RELEASE) where no file
+	 * descriptor reaches. Dynamic ones run on every segment received. */
+	bpf_sock_ops_cb_flags_set(skops, BPF_SOCK_OPS_RTT_CB_FLAG | BPF_SOCK_OPS_STATE_CB_FLAG |
+				  (r->kind == RULE_DYNAMIC ? BPF_SOCK_OPS_PARSE_ALL_HDR_OPT_CB_FLAG : 0));
 }
 
 /* RULE_RELEASE: lift the cap, forget the socket and stop its callbacks. */
@@ -262,27 +291,91 @@ static __always_inline void release(struct bpf_sock_ops *skops, __u32 rule_idx, 
 }
 
 /* RULE_HOLD, against slow-start and probing overshoot into a small buffer
- * (issue 17 item 5): measure the delivery rate over windows of one srtt;
- * while the RTT shows a queue (srtt above min_rtt by more than min_rtt/16)
- * pace at 31/32 of that delivery rate, which keeps the queue near the
- * threshold instead of letting the window overflow it (a full-pipe test
- * after BBR's); in slow start otherwise, grow the rate by at most 5/4 of the
- * delivery rate per window instead of the window's doubling, so that the
- * one RTT the queue takes to show in the samples overfills the buffer by
- * an eighth of a BDP, not half of one. Pure twin: core's bpf_hold_cap. */
-/* ... and a queue is at least this deep (µs) before the hold acts: on a
- * path of microseconds (veth, a LAN) the host's own scheduling moves srtt
- * by far more than min_rtt/16, which is no queue that slowing down drains,
- * and holding on it ratcheted the rate down by 31/32 per window (to 9 of
- * 1000 Mbit/s on veth). */
+ * (issue 17 item 5). Pure twin: core's BpfHold, tested exactly; keep the
+ * two in step.
+ *
+ * With a buffer of 0.16 BDP and one RTT before a queue shows in the ACKs,
+ * a rate may grow by about 1/8 per RTT near the bottleneck's rate without
+ * overfilling it, but growing that slowly all the way from slow start's
+ * first windows takes seconds on a long fat path. So the program first
+ * measures the bottleneck, then grows fast below half of it and slowly
+ * above:
+ * - Probe: while cwnd is below HOLD_LOW_WINDOW in slow start the socket
+ *   stays unpaced, so each window leaves as a burst and comes back as a
+ *   train of ACKs spaced by the bottleneck (packet-train dispersion, as
+ *   PSPacer's gap arithmetic inverts). The train with the most bytes gives
+ *   the estimate: bytes acked from its first ACK to its last over the time
+ *   between them; ACKs more than HOLD_TRAIN_GAP_US apart end a train.
+ * - Slow start, paced: a cap on eq. 1's rate, grown in time per srtt and
+ *   only while it binds: doubling below half the estimate, 1/16 above it;
+ *   without an estimate (no train of 8 segments) 5/4, and 11/10 once the
+ *   RTT shows the first sign of a queue (min_rtt/400).
+ * - While the RTT shows a queue (min_rtt/64 in slow start, min_rtt/32
+ *   after, and at least HOLD_MIN_QUEUE_US): the cap falls to 31/32 of the
+ *   delivery rate (payload bytes acked per srtt), so the queue drains
+ *   instead of growing into the buffer, and growth goes on from there.
+ * - Full pipe (after BBR's): HOLD_FULL_WINDOWS windows that end with a
+ *   queue while the delivery rate has not grown by 1/8. One srtt of host
+ *   noise does not set it (the delivery rate still grows); from then on,
+ *   and after a loss (cwnd at or above ssthresh), the cap grows by 33/32
+ *   per srtt, so the end of a hold does not release at once the window
+ *   CUBIC grew meanwhile. */
+/* A queue is at least this deep (µs) before the hold acts: on a path of
+ * microseconds (veth, a LAN) the host's own scheduling moves srtt by far
+ * more than a fraction of min_rtt, which is no queue that slowing down
+ * drains, and holding on it ratcheted the rate down by 31/32 per window
+ * (to 9 of 1000 Mbit/s on veth). */
 #define HOLD_MIN_QUEUE_US 1000u
+#define HOLD_LOW_WINDOW 64u
+#define HOLD_TRAIN_GAP_US 2000u
+#define HOLD_TRAIN_MIN_SEGS 8u
+/* ln(2), ln(5/4), ln(17/16), ln(11/10) and ln(33/32), times 1024: growth
+ * per srtt. */
+#define HOLD_LN_DOUBLE 710u
+#define HOLD_LN_SS 228u
+#define HOLD_LN_NEAR_BTL 62u
+#define HOLD_LN_NEAR 98u
+#define HOLD_LN_CA 32u
+/* Queue thresholds, as divisors of min_rtt: first sign, hold in slow
+ * start, hold after it. */
+#define HOLD_WARN_DIV 400u
+#define HOLD_SS_DIV 64u
+#define HOLD_CA_DIV 32u
+#define HOLD_FULL_WINDOWS 2u
 
+/* The probe's train bookkeeping, on every ACK while the socket is unpaced. */
+static __always_inline void hold_train(struct sock_state *st, __u64 now, __u64 acked, __u32 mss, __u32 min_rtt)
+{
+	__u64 gap_us = min_rtt && min_rtt / 8 < HOLD_TRAIN_GAP_US ? min_rtt / 8 : HOLD_TRAIN_GAP_US;
+
+	if (st->last_ns && now - st->last_ns <= gap_us * 1000) {
+		st->last_ns = now;
+		st->last_acked = acked;
+		return;
+	}
+	/* The train before ends here. */
+	__u64 bytes = st->last_acked - st->train_acked;
+	__u64 dur = st->last_ns - st->train_ns;
+
+	if (st->last_ns && dur && bytes >= (__u64)HOLD_TRAIN_MIN_SEGS * mss && bytes > st->btl_bytes) {
+		st->btl_rate = bytes * 1000000000ull / dur;
+		st->btl_bytes = bytes;
+	}
+	st->train_ns = now;
+	st->train_acked = acked;
+	st->last_ns = now;
+	st->last_acked = acked;
+}
+
+/* The cap for eq. 1's `rate`, or RATE_UNPACED during the probe. */
 static __always_inline __u64 hold_cap(struct bpf_sock_ops *skops, struct sock_state *st, __u64 rate)
 {
 	__u64 now = bpf_ktime_get_ns();
 	__u64 acked = skops->bytes_acked;
 	__u32 srtt = skops->srtt_us >> 3;
 	__u32 min_rtt = skops->rtt_min;
+	__u32 cwnd = skops->snd_cwnd;
+	int new_win = 0;
 
 	if (st->win_start_ns == 0) {
 		st->win_start_ns = now;
@@ -291,24 +384,59 @@ static __always_inline __u64 hold_cap(struct bpf_sock_ops *skops, struct sock_st
 		st->dlv_rate = (acked - st->win_acked) * 1000000000ull / (now - st->win_start_ns);
 		st->win_start_ns = now;
 		st->win_acked = acked;
+		new_win = 1;
 	}
-	if (st->dlv_rate == 0 || min_rtt == 0)
+	int fast = cwnd < skops->snd_ssthresh && !st->full;
+	if (fast && cwnd < HOLD_LOW_WINDOW && st->cap == 0) {
+		hold_train(st, now, acked, skops->mss_cache, min_rtt);
+		return RATE_UNPACED;
+	}
+	if (srtt == 0 || min_rtt == 0)
 		return rate;
-	if (srtt > min_rtt && (srtt - min_rtt) * 16 > min_rtt && srtt - min_rtt > HOLD_MIN_QUEUE_US) {
-		/* 31/32: a delivery rate measured a little high (ACK bunching)
-		 * must not let the queue creep up; the queue drains slowly and
-		 * eq. 1 takes over again once it is below the threshold. */
-		__u64 hold = st->dlv_rate * 31 / 32;
-		return rate < hold ? rate : hold;
+	if (st->cap == 0) {
+		st->cap = rate;
+		st->cap_ns = now;
+		return rate;
 	}
-	/* Grow by at most 5/4 per window in slow start and 17/16 after it, so
-	 * that leaving the hold with a window CUBIC kept growing meanwhile
-	 * does not release it at once. */
-	__u64 cap = skops->snd_cwnd < skops->snd_ssthresh ? st->dlv_rate * 5 / 4 : st->dlv_rate * 17 / 16;
-	return rate < cap ? rate : cap;
+	__u64 queue = srtt > min_rtt ? srtt - min_rtt : 0;
+	/* A delivery rate under half the cap says the socket was limited by
+	 * something else (its window, the receiver, the application): then a
+	 * queue is no sign that its own rate is too high. */
+	int queued = st->dlv_rate * 2 >= st->cap && queue > HOLD_MIN_QUEUE_US &&
+		     queue * (fast ? HOLD_SS_DIV : HOLD_CA_DIV) > min_rtt;
+
+	if (new_win && !st->full) {
+		if (st->dlv_rate * 8 >= st->full_dlv * 9) {
+			st->full_dlv = st->dlv_rate;
+			st->full_cnt = 0;
+		} else if (queued && ++st->full_cnt >= HOLD_FULL_WINDOWS) {
+			st->full = 1;
+		}
+	}
+	if (queued) {
+		__u64 hold = st->dlv_rate * 31 / 32;
+
+		if (st->cap > hold)
+			st->cap = hold;
+	} else if (rate >= st->cap) {
+		__u64 dt_us = (now - st->cap_ns) / 1000;
+		__u64 ln;
+
+		if (!fast)
+			ln = HOLD_LN_CA;
+		else if (st->btl_rate)
+			ln = st->cap * 2 < st->btl_rate ? HOLD_LN_DOUBLE : HOLD_LN_NEAR_BTL;
+		else
+			ln = queue * HOLD_WARN_DIV > min_rtt ? HOLD_LN_NEAR : HOLD_LN_SS;
+		if (dt_us > srtt)
+			dt_us = srtt;
+		st->cap += st->cap * ln / 1024 * dt_us / srtt;
+	}
+	st->cap_ns = now;
+	return rate < st->cap ? rate : st->cap;
 }
 
-static __always_inline void on_rtt(struct bpf_sock_ops *skops)
+static __always_inline void on_ack(struct bpf_sock_ops *skops)
 {
 	__u64 cookie = bpf_get_socket_cookie(skops);
 	struct sock_state *st = bpf_map_lookup_elem(&pace_socks, &cookie);
@@ -330,7 +458,7 @@ static __always_inline void on_rtt(struct bpf_sock_ops *skops)
 	rate = rule_rate(skops, r);
 	if (r->flags & RULE_HOLD) {
 		__u64 h = hold_cap(skops, st, rate);
-		rate = clamp_rate(h < DYNAMIC_FLOOR ? DYNAMIC_FLOOR : h);
+		rate = h == RATE_UNPACED ? RATE_UNPACED : clamp_rate(h < DYNAMIC_FLOOR ? DYNAMIC_FLOOR : h);
 	}
 	if (rate != st->rate)
 		set_rate(skops, idx, st, rate);
@@ -345,7 +473,8 @@ int tcpaccel_pace(struct bpf_sock_ops *skops)
 		on_established(skops);
 		break;
 	case BPF_SOCK_OPS_RTT_CB:
-		on_rtt(skops);
+	case BPF_SOCK_OPS_PARSE_HDR_OPT_CB:
+		on_ack(skops);
 		break;
 	case BPF_SOCK_OPS_STATE_CB:
 		if (skops->args[1] == BPF_TCP_CLOSE) {

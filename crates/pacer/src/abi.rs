@@ -13,7 +13,7 @@ pub const RULE_STATIC: u32 = 1;
 pub const RULE_DYNAMIC: u32 = 2;
 
 /// `rule.flags` bit: cap dynamic pacing by the measured delivery rate
-/// (`hold_cap` in the C source, `tcpaccel_core::pacing::bpf_hold_cap`).
+/// (`hold_cap` in the C source, `tcpaccel_core::pacing::BpfHold`).
 pub const RULE_HOLD: u32 = 1;
 /// `rule.flags` bit: a detach is under way; the program lifts the cap of
 /// every socket the rule paced on its next RTT sample (`release` in the C
@@ -113,10 +113,27 @@ pub struct SockState {
     pub win_acked: u64,
     /// Delivery rate (payload bytes/s) of the last window (RULE_HOLD only).
     pub dlv_rate: u64,
+    /// RULE_HOLD: the cap on eq. 1 (payload bytes/s) and when it last grew.
+    pub cap: u64,
+    pub cap_ns: u64,
+    /// RULE_HOLD's full-pipe test: the last delivery rate that grew by 1/8,
+    /// windows with a queue since, and whether the pipe was found full.
+    pub full_dlv: u64,
+    pub full_cnt: u32,
+    pub full: u32,
+    /// RULE_HOLD's bottleneck probe: the ACK train being measured (first
+    /// ACK's time and bytes_acked, last ACK's) and the estimate (payload
+    /// bytes/s) from the longest train, with that train's bytes.
+    pub train_ns: u64,
+    pub train_acked: u64,
+    pub last_ns: u64,
+    pub last_acked: u64,
+    pub btl_rate: u64,
+    pub btl_bytes: u64,
 }
 
 impl Plain for SockState {
-    const SIZE: usize = 40;
+    const SIZE: usize = 120;
     fn write(&self, out: &mut [u8]) {
         self.rule.write(&mut out[0..4]);
         self.rate.write(&mut out[4..8]);
@@ -124,6 +141,17 @@ impl Plain for SockState {
         self.win_start_ns.write(&mut out[16..24]);
         self.win_acked.write(&mut out[24..32]);
         self.dlv_rate.write(&mut out[32..40]);
+        self.cap.write(&mut out[40..48]);
+        self.cap_ns.write(&mut out[48..56]);
+        self.full_dlv.write(&mut out[56..64]);
+        self.full_cnt.write(&mut out[64..68]);
+        self.full.write(&mut out[68..72]);
+        self.train_ns.write(&mut out[72..80]);
+        self.train_acked.write(&mut out[80..88]);
+        self.last_ns.write(&mut out[88..96]);
+        self.last_acked.write(&mut out[96..104]);
+        self.btl_rate.write(&mut out[104..112]);
+        self.btl_bytes.write(&mut out[112..120]);
     }
     fn read(b: &[u8]) -> Self {
         SockState {
@@ -133,6 +161,17 @@ impl Plain for SockState {
             win_start_ns: ne_u64(b, 16),
             win_acked: ne_u64(b, 24),
             dlv_rate: ne_u64(b, 32),
+            cap: ne_u64(b, 40),
+            cap_ns: ne_u64(b, 48),
+            full_dlv: ne_u64(b, 56),
+            full_cnt: ne_u32(b, 64),
+            full: ne_u32(b, 68),
+            train_ns: ne_u64(b, 72),
+            train_acked: ne_u64(b, 80),
+            last_ns: ne_u64(b, 88),
+            last_acked: ne_u64(b, 96),
+            btl_rate: ne_u64(b, 104),
+            btl_bytes: ne_u64(b, 112),
         }
     }
 }

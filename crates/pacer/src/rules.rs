@@ -254,9 +254,12 @@ pub struct PaceConfig {
     pub rules: Vec<DstRule>,
     /// On-wire ceiling over every rule.
     pub ceiling: Option<u64>,
-    /// Dynamic rules also hold the rate just below the measured delivery
-    /// rate while the RTT shows a queue, and grow it by at most 5/4 per RTT in slow
-    /// start (`hold_cap` in the BPF source; issue 17 item 5).
+    /// Dynamic rules also guard small buffers against overshoot: a
+    /// bottleneck estimate from the ACK trains of slow start's unpaced
+    /// first windows, growth fast below half of it and slow above, and a
+    /// hold just below the delivery rate while the RTT shows a queue
+    /// (`hold_cap` in the BPF source, `tcpaccel_core::pacing::BpfHold`;
+    /// issue 17 item 5).
     pub hold: bool,
 }
 

@@ -49,7 +49,7 @@ pub(crate) struct RuleArgs {
     /// An on-wire ceiling over every rule (static rates above it are lowered).
     #[arg(long, value_parser = values::rate)]
     ceiling: Option<Rate>,
-    /// Dynamic rules also hold the rate at the measured delivery rate while the RTT shows a queue, and grow it by at most 5/4 per RTT in slow start (against overshoot into small buffers).
+    /// Dynamic rules also guard small buffers against overshoot: slow start's first windows go unpaced and their ACK trains estimate the bottleneck, the rate then doubles per RTT up to half of it and grows by 1/16 above; while the RTT shows a queue it is held just below the delivery rate.
     #[arg(long)]
     hold: bool,
 }
