@@ -282,6 +282,29 @@ pub const CLAIMS: &[Claim] = &[
         published: Some(Figure { value: 315.0 / 200.0, source: "[PSPacer]: PSPD 315 / noPSP 200 Mbit/s" }),
         when: &[],
     },
+    // The cgroup pacer's targets (issue 17): the hold against unpaced CUBIC
+    // and against static pacing, in the same run.
+    Claim {
+        scenario: "pacing",
+        text: "The cgroup pacer's hold cuts drops to a fifth of unpaced (dynamic-bpf-hold ÷ none)",
+        measure: Measure::Ratio { num: ("dynamic-bpf-hold", "drops"), den: ("none", "drops") },
+        goal: Goal::AtMost(0.2),
+        goal_source: GOAL_BENCH,
+        published: Some(Figure { value: 285.0 / 1455.0, source: "[PSPacer]: PSPD 285 / noPSP 1455 drops" }),
+        when: &[],
+    },
+    Claim {
+        scenario: "pacing",
+        text: "The cgroup pacer's hold keeps 95% of static pacing's goodput (dynamic-bpf-hold ÷ static-bpf)",
+        measure: Measure::Ratio {
+            num: ("dynamic-bpf-hold", "goodput_mbps"),
+            den: ("static-bpf", "goodput_mbps"),
+        },
+        goal: Goal::AtLeast(0.95),
+        goal_source: GOAL_BENCH,
+        published: Some(Figure { value: 315.0 / 433.0, source: "[PSPacer]: PSPD 315 / PSPS 433 Mbit/s" }),
+        when: &[],
+    },
     // ---- idle: [HPC-TCP]'s intermittent traffic.
     Claim {
         scenario: "idle",

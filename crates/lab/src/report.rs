@@ -738,10 +738,12 @@ mod tests {
         let block = page.split("<section class=\"verdict\"").nth(1).expect("a verdict block");
         let block = block.split("</section>").next().unwrap();
         // static drops 0 (met), static 464 of 470.7 (met), dynamic ÷ none drops 0.397 (missed),
-        // dynamic ÷ none goodput 1.97 (met).
+        // dynamic ÷ none goodput 1.97 (met); the cgroup pacer's two claims
+        // have no dynamic-bpf-hold in this run (unknown).
         assert_eq!(block.matches("<tr class=\"met\">").count(), 3, "{block}");
         assert_eq!(block.matches("<tr class=\"missed\">").count(), 1, "{block}");
-        assert!(block.contains("3 met, 1 missed of 4 claim(s)"), "{block}");
+        assert_eq!(block.matches("<tr class=\"unknown\">").count(), 2, "{block}");
+        assert!(block.contains("3 met, 1 missed, 2 unknown of 6 claim(s)"), "{block}");
         assert!(block.contains("0.397 (883 / 2222)") && block.contains("≤ 0.2"), "{block}");
         // At the top: before the parameters and the results.
         let at = |s: &str| page.find(s).unwrap();
@@ -758,8 +760,9 @@ mod tests {
         let mut d = pacing_run();
         d.summaries.retain(|s| s.variant != "dynamic");
         let block = verdict_html(&d);
-        assert_eq!(block.matches("<tr class=\"unknown\">").count(), 2, "{block}");
+        assert_eq!(block.matches("<tr class=\"unknown\">").count(), 4, "{block}");
         assert!(block.contains("no drops for variant dynamic"), "{block}");
+        assert!(block.contains("no drops for variant dynamic-bpf-hold"), "{block}");
         // The fixture scenario has no claims: the block says so instead of judging.
         let block = verdict_html(&testdata::run());
         assert!(block.contains("No published figure or goal") && !block.contains("<tr"), "{block}");

@@ -60,8 +60,17 @@ const VARIANTS: [&str; 10] = [
     "static-bpf",
     "bbr",
 ];
-const DEFAULT_VARIANTS: [&str; 8] =
-    ["none", "dynamic", "dynamic-kernel", "dynamic-bpf", "static", "static-1seg", "static-bpf", "bbr"];
+const DEFAULT_VARIANTS: [&str; 9] = [
+    "none",
+    "dynamic",
+    "dynamic-kernel",
+    "dynamic-bpf",
+    "dynamic-bpf-hold",
+    "static",
+    "static-1seg",
+    "static-bpf",
+    "bbr",
+];
 /// Ethernet preamble + SFD (8), FCS (4), inter-frame gap (12): wire bytes a
 /// frame costs beyond what the meter counts (header + payload).
 const WIRE_EXTRA: f64 = 24.0;
