@@ -302,10 +302,11 @@ static __always_inline void release(struct bpf_sock_ops *skops, __u32 rule_idx, 
  * above:
  * - Probe: while cwnd is below HOLD_LOW_WINDOW in slow start the socket
  *   stays unpaced, so each window leaves as a burst and comes back as a
- *   train of ACKs spaced by the bottleneck (packet-train dispersion, as
- *   PSPacer's gap arithmetic inverts). The train with the most bytes gives
- *   the estimate: bytes acked from its first ACK to its last over the time
- *   between them; ACKs more than HOLD_TRAIN_GAP_US apart end a train.
+ *   train of ACKs spaced by the bottleneck (packet-train dispersion: the
+ *   bottleneck spaces a burst by its serialization time). The train with
+ *   the most bytes gives the estimate: bytes acked from its first ACK to
+ *   its last over the time between them; ACKs more than
+ *   HOLD_TRAIN_GAP_US apart end a train.
  * - Slow start, paced: a cap on eq. 1's rate, grown in time per srtt and
  *   only while it binds: doubling below half the estimate, 1/16 above it;
  *   without an estimate (no train of 8 segments) 5/4, and 11/10 once the
