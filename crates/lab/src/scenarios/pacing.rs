@@ -113,8 +113,7 @@ impl Scenario for Pacing {
     }
     fn metrics(&self) -> Vec<MetricSpec> {
         let mut m = standard_metrics();
-        let spec =
-            |name: &str, unit: &str, description: &str| MetricSpec::new(name, unit, false, description);
+        let spec = MetricSpec::lower_is_better;
         m.push(spec("drops_after_2s", "packets", "bottleneck drops after the first 2 s (after slow start)"));
         m.push(spec(
             "gap_dev_p50_us",
