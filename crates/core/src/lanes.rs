@@ -609,7 +609,9 @@ pub mod bpf {
         pub rtt_us: u32,
     }
 
-    /// One ACK of a subflow, as the program sees it.
+    /// One segment received by a subflow, as the program sees it: the
+    /// socket's state before the segment is processed, i.e. after the
+    /// previous one (the program runs at `BPF_SOCK_OPS_PARSE_HDR_OPT_CB`).
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub struct Ack {
         pub slot: u8,
@@ -619,6 +621,21 @@ pub mod bpf {
         /// The subflow's bytes_acked + bytes_received.
         pub bytes: u64,
         pub age_us: u64,
+        /// `rtt_us` holds a new RTT sample: see [`Ack::fresh_rtt`]. Only
+        /// such segments give the SL lane a cost sample, so the smoothing
+        /// steps once per ACK of the sender, as Algorithm 1 line 9 does,
+        /// and a download's data segments do not re-read a stale srtt.
+        pub fresh: bool,
+    }
+
+    impl Ack {
+        /// The program's test for a new RTT sample: the subflow's
+        /// bytes_acked moved since its previous callback, so the segment
+        /// before this one acknowledged new data and the kernel measured
+        /// its RTT (`tcp_ack` → `tcp_rtt_estimator`, net/ipv4/tcp_input.c).
+        pub fn fresh_rtt(last_acked: u64, bytes_acked: u64) -> bool {
+            bytes_acked != last_acked
+        }
     }
 
     /// Per-connection state of the program (`struct conn_state`), keyed
@@ -660,9 +677,10 @@ pub mod bpf {
             }
         }
 
-        /// An ACK of one of the connection's subflows that moved
-        /// `bytes_delta` bytes; `lanes` are the lane samples now. Returns
-        /// the signal the program would put in the ring buffer (once).
+        /// A segment received by one of the connection's subflows, whose
+        /// previous segment moved `bytes_delta` bytes; `lanes` are the lane
+        /// samples now. Returns the signal the program would put in the
+        /// ring buffer (once).
         pub fn on_ack(
             &mut self,
             p: &BpfParams,
@@ -676,7 +694,7 @@ pub mod bpf {
                 return None;
             }
             if p.policy != POLICY_DEADLINE {
-                if ack.kind == LaneKind::Short {
+                if ack.kind == LaneKind::Short && ack.fresh {
                     self.sample(p, ll_mask, ack.slot as usize, ack.rtt_us, ack.age_us);
                 }
                 for (s, l) in lanes.iter().enumerate() {
@@ -1059,7 +1077,38 @@ mod tests {
 
         fn ack(kind: LaneKind, rtt_us: u32, age_ms: u64) -> Ack {
             let slot = if kind == LaneKind::Short { 0 } else { 1 };
-            Ack { slot, kind, rtt_us, bytes: 0, age_us: age_ms * 1000 }
+            Ack { slot, kind, rtt_us, bytes: 0, age_us: age_ms * 1000, fresh: true }
+        }
+
+        #[test]
+        fn only_segments_after_new_acknowledgements_sample_sl() {
+            // A download: the connection's SL subflow receives data and
+            // acknowledges nothing new, so srtt_us keeps its handshake value.
+            // Those segments count bytes and age (size and deadline still
+            // decide) but give SL no cost sample; the ACK of the sender's
+            // next data does.
+            assert!(!Ack::fresh_rtt(1000, 1000));
+            assert!(Ack::fresh_rtt(1000, 2448));
+            let p = params(&SwitchConfig::default());
+            let mut c = BpfConn::default();
+            let lanes = [LaneSample::default(); MAX_SLOTS];
+            let stale = Ack { fresh: false, ..ack(LaneKind::Short, 3000, 10) };
+            for _ in 0..100 {
+                assert_eq!(c.on_ack(&p, LL_MASK, stale, 1448, &lanes), None);
+            }
+            assert_eq!((c.have, c.bytes), (0, 144_800), "bytes counted, no SL cost");
+            c.on_ack(&p, LL_MASK, ack(LaneKind::Short, 3000, 11), 1448, &lanes);
+            assert_eq!(to_f64(c.cost[0]), 1.0 + (11.0 - 300.0), "the first sample sets the cost");
+            c.on_ack(&p, LL_MASK, Ack { fresh: false, ..ack(LaneKind::Short, 3000, 12) }, 1448, &lanes);
+            assert_eq!(to_f64(c.cost[0]), -288.0, "a stale segment does not smooth it again");
+            c.on_ack(&p, LL_MASK, ack(LaneKind::Short, 3000, 15), 1448, &lanes);
+            assert_eq!(to_f64(c.cost[0]), (3.0 * -288.0 + (1.0 + 15.0 - 300.0)) / 4.0);
+            // Under the deadline policy a download still switches on time.
+            let d = params(&SwitchConfig { policy: Policy::Deadline, ..SwitchConfig::default() });
+            let mut c = BpfConn::default();
+            let late = Ack { fresh: false, ..ack(LaneKind::Short, 3000, 300) };
+            let s = c.on_ack(&d, LL_MASK, late, 1448, &lanes).expect("deadline on a data segment");
+            assert_eq!((s.kind, s.age_us), (SignalKind::Deadline, 300_000));
         }
 
         #[test]

@@ -7,23 +7,44 @@
  * per-subflow state; for MPTCP subflows it groups them by connection and
  * keeps, per connection, the bytes moved and one smoothed eq. (5.7) cost per
  * lane ([Lanes] ch. 5, Algorithm 1 line 9: cost <- 3/4 cost + 1/4 measured,
- * here on every ACK that carries an RTT sample, as in the thesis). It tells
+ * on every ACK that brings a new RTT sample, as in the thesis). It tells
  * the daemon through the ring buffer `lanes_events` only when a connection's
  * decision changes: its bytes reach the size threshold, its age reaches
- * t_deadline while ACKs arrive (deadline policy), or its cheapest lane
+ * t_deadline while segments arrive (deadline policy), or its cheapest lane
  * becomes a Long-flow Lane (link-cost policy). One event per connection.
+ *
+ * Per ACK, not per round trip: BPF_SOCK_OPS_RTT_CB runs once per round trip
+ * only (net/ipv4/tcp_input.c, tcp_rtt_estimator: tcp_bpf_rtt is called when
+ * snd_una passes rtt_seq, i.e. once per window), so a connection's subflows
+ * get BPF_SOCK_OPS_PARSE_ALL_HDR_OPT_CB_FLAG and the program runs as
+ * BPF_SOCK_OPS_PARSE_HDR_OPT_CB on every segment the subflow receives
+ * (tcp_validate_incoming; MPTCP subflows never take the header-prediction
+ * fast path). That callback comes before the segment is processed: the
+ * socket's counters and srtt_us are those after the previous segment, one
+ * ACK behind. Bytes (bytes_acked + bytes_received) are counted on every
+ * segment, so a downloading connection reaches its size threshold too. A
+ * cost sample is taken only when bytes_acked moved since the subflow's
+ * previous callback: the previous segment acknowledged new data, so the
+ * kernel took an RTT sample and srtt_us is new. Data segments of a
+ * download, which acknowledge nothing new, re-read no stale srtt_us: the
+ * smoothing stays one step per ACK of the sender, as the thesis's.
+ * Once a connection's decision is signalled its subflows drop the per-
+ * segment callbacks (LL subflows keep the per-RTT one for lane samples):
+ * the long flows, which carry most bytes, cost per segment only until they
+ * are decided.
  *
  * One earlier event per connection, EV_PREPARE, says that the decision may
  * come soon: the bytes reached half the size threshold, or the age half of
- * t_deadline while ACKs arrive. The daemon opens the connection's backup LL
- * subflows only then, so the many short flows that never get there cost no
- * subflow handshake, and those that do have their LL subflows up by the
+ * t_deadline while segments arrive. The daemon opens the connection's backup
+ * LL subflows only then, so the many short flows that never get there cost
+ * no subflow handshake, and those that do have their LL subflows up by the
  * time they switch. It is a hint, not a decision: it changes no cost and
  * is not part of the twin below (its rule is tcpaccel_lanes::bpf::prepare_due).
  *
  * Connections accepted here (passive open) are tracked only when the daemon
  * manages server-side connections (lanes_cfg.passive); otherwise their SL
- * subflows are skipped and their LL subflows give lane samples only.
+ * subflows are skipped (no callbacks after ESTABLISHED) and their LL
+ * subflows give lane samples only, once per round trip.
  *
  * Integer only: costs are fixed point with 10 fractional bits, beta and
  * delta are 1 or 2, and large terms saturate. The pure twin of every line of
@@ -90,9 +111,12 @@ struct lane_sample {
 
 struct sf_state {
 	__u64 conn;             /* connection key, 0 for a plain TCP socket */
-	__u64 last_bytes;       /* bytes_acked + bytes_received at the last ACK */
+	__u64 last_bytes;       /* bytes_acked + bytes_received at the last callback */
+	__u64 last_acked;       /* bytes_acked at the last callback */
 	__u32 slot;
 	__u32 kind;
+	__u32 quiet;            /* per-segment callbacks switched off (decided) */
+	__u32 pad;
 };
 
 struct conn_state {
@@ -126,7 +150,7 @@ struct lanes_event {
 };
 
 struct lanes_stats {
-	__u64 acks;
+	__u64 acks;             /* callbacks of tracked connections (segments) */
 	__u64 events;
 	__u64 dropped;
 	__u64 subflows;
@@ -287,6 +311,19 @@ static __always_inline void lane_sample(__u32 slot, __u32 rtt_us)
 	__sync_fetch_and_add(&ls->seq, 1);
 }
 
+/* The callbacks a tracked subflow gets: every received segment while its
+ * connection is undecided; afterwards (and for a socket that only samples
+ * a lane) an LL subflow keeps the per-round-trip one for lane samples and
+ * an SL subflow only the close. */
+static __always_inline int cb_flags(struct sf_state *sf)
+{
+	if (!sf->quiet)
+		return BPF_SOCK_OPS_PARSE_ALL_HDR_OPT_CB_FLAG | BPF_SOCK_OPS_STATE_CB_FLAG;
+	if (sf->kind == KIND_LL)
+		return BPF_SOCK_OPS_RTT_CB_FLAG | BPF_SOCK_OPS_STATE_CB_FLAG;
+	return BPF_SOCK_OPS_STATE_CB_FLAG;
+}
+
 static __always_inline void on_established(struct bpf_sock_ops *skops, int passive)
 {
 	__u32 zero = 0;
@@ -335,34 +372,43 @@ static __always_inline void on_established(struct bpf_sock_ops *skops, int passi
 		if (!c)
 			return;
 		__sync_fetch_and_add(&c->subflows, 1);
+		/* A subflow joining a decided connection (the LL subflows
+		 * opened for the switch) needs no per-segment callbacks. */
+		sf.quiet = c->done;
 	} else if (sf.kind != KIND_LL) {
 		return; /* a plain TCP socket on SL says nothing about a lane */
+	} else {
+		sf.quiet = 1; /* lane samples only: once per round trip */
 	}
 	sf.conn = conn;
 	sf.last_bytes = skops->bytes_acked + skops->bytes_received;
+	sf.last_acked = skops->bytes_acked;
 	cookie = bpf_get_socket_cookie(skops);
 	bpf_map_update_elem(&lanes_socks, &cookie, &sf, BPF_ANY);
 	st = bpf_map_lookup_elem(&lanes_stats, &zero);
 	if (st)
 		__sync_fetch_and_add(&st->subflows, 1);
-	bpf_sock_ops_cb_flags_set(skops, BPF_SOCK_OPS_RTT_CB_FLAG | BPF_SOCK_OPS_STATE_CB_FLAG);
+	bpf_sock_ops_cb_flags_set(skops, cb_flags(&sf));
 }
 
-static __always_inline void on_rtt(struct bpf_sock_ops *skops)
+/* Every segment a tracked subflow receives (BPF_SOCK_OPS_PARSE_HDR_OPT_CB,
+ * the socket as it was before the segment), and the per-round-trip
+ * BPF_SOCK_OPS_RTT_CB of lane-sampling sockets. */
+static __always_inline void on_ack(struct bpf_sock_ops *skops)
 {
 	__u64 cookie = bpf_get_socket_cookie(skops);
 	struct sf_state *sf = bpf_map_lookup_elem(&lanes_socks, &cookie);
-	__u32 zero = 0, rtt_us, kind = 0, slot = NO_SLOT;
+	__u32 zero = 0, rtt_us, kind = 0, slot = NO_SLOT, fresh;
 	struct lanes_cfg *cfg;
 	struct conn_state *c;
 	struct lanes_stats *st;
 	struct lanes_event *ev;
-	__u64 cur, age_us, conn;
+	__u64 cur, acked, age_us, conn;
 	__s64 best_sl = 0, best_ll = 0;
 	__u32 have_sl = 0, have_ll = 0;
 
 	if (!sf) {
-		/* A socket whose RTT callbacks an earlier instance of this
+		/* A socket whose callbacks an earlier instance of this
 		 * program switched on (the daemon restarted): taken over now,
 		 * its age counted from here, as the daemon's adoption does. */
 		on_established(skops, 0);
@@ -370,8 +416,14 @@ static __always_inline void on_rtt(struct bpf_sock_ops *skops)
 		if (!sf)
 			return;
 	}
+	/* Twin: bpf::Ack::fresh_rtt. bytes_acked moved since the last
+	 * callback: the segment before this one acknowledged new data and
+	 * srtt_us holds its RTT sample. */
+	acked = skops->bytes_acked;
+	fresh = acked != sf->last_acked;
+	sf->last_acked = acked;
 	rtt_us = skops->srtt_us >> 3;
-	if (sf->kind == KIND_LL)
+	if (sf->kind == KIND_LL && fresh)
 		lane_sample(sf->slot, rtt_us);
 	conn = sf->conn;
 	if (!conn)
@@ -384,14 +436,19 @@ static __always_inline void on_rtt(struct bpf_sock_ops *skops)
 	if (st)
 		__sync_fetch_and_add(&st->acks, 1);
 	/* Twin: bpf::BpfConn::on_ack from here. */
-	cur = skops->bytes_acked + skops->bytes_received;
+	cur = acked + skops->bytes_received;
 	c->bytes += cur - sf->last_bytes;
 	sf->last_bytes = cur;
-	if (c->done)
+	if (c->done) {
+		if (!sf->quiet) {
+			sf->quiet = 1;
+			bpf_sock_ops_cb_flags_set(skops, cb_flags(sf));
+		}
 		return;
+	}
 	age_us = (bpf_ktime_get_ns() - c->start_ns) / 1000;
 	if (cfg->policy != POLICY_DEADLINE) {
-		if (sf->kind == KIND_SL)
+		if (sf->kind == KIND_SL && fresh)
 			sample(cfg, c, sf->slot, rtt_us, age_us);
 #pragma unroll
 		for (__u32 s = 0; s < MAX_SLOTS; s++) {
@@ -497,7 +554,8 @@ int tcpaccel_lanes(struct bpf_sock_ops *skops)
 		on_established(skops, 1);
 		break;
 	case BPF_SOCK_OPS_RTT_CB:
-		on_rtt(skops);
+	case BPF_SOCK_OPS_PARSE_HDR_OPT_CB:
+		on_ack(skops);
 		break;
 	case BPF_SOCK_OPS_STATE_CB:
 		if (skops->args[1] == BPF_TCP_CLOSE)

@@ -8,6 +8,12 @@
 //! typed [`Signal`]s for the tracker. Dropping [`BpfSignals`] detaches the
 //! program: nothing is pinned, a stopped daemon leaves no program behind.
 //!
+//! Per ACK means per received segment: the program asks for
+//! `BPF_SOCK_OPS_PARSE_HDR_OPT_CB` on every segment of an undecided
+//! connection's subflows (`BPF_SOCK_OPS_RTT_CB` runs only once per round
+//! trip), sees the socket one ACK behind, and takes a cost sample only
+//! after an ACK of new data; see the program's header comment.
+//!
 //! Which cgroup: by default the root of the cgroup2 hierarchy, so that
 //! every socket of the machine passes the program, and the program keeps
 //! only those of the daemon's own network namespace (the cookie in
@@ -251,11 +257,15 @@ impl Plain for LaneSampleAbi {
 /// `struct lanes_stats`.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
 pub struct Stats {
-    /// ACKs with an RTT sample of tracked connections.
+    /// Program runs on tracked connections' subflows: one per received
+    /// segment until the connection is decided (the socket as it was
+    /// after the previous segment), then one per round trip on its LL
+    /// subflows only (lane samples).
     pub acks: u64,
     /// Signals put in the ring buffer.
     pub events: u64,
-    /// Signals the ring buffer had no room for (asked again on the next ACK).
+    /// Signals the ring buffer had no room for (asked again on the next
+    /// segment).
     pub dropped: u64,
     /// Sockets tracked at ESTABLISHED.
     pub subflows: u64,

@@ -32,8 +32,9 @@
 //!   small packet each way, like the thesis's cwnd-1 probe, but it crosses
 //!   the path outside the connection and so only samples the queue.
 //! - The thesis recomputed costs on every ACK in the kernel. With BPF
-//!   signals (`crate::bpf`) so does this daemon: the program smooths the
-//!   costs per ACK and [`Tracker::on_signal`] gets only the decision. On
+//!   signals (`crate::bpf`) so does this daemon: the program runs on every
+//!   segment a subflow receives, smooths the costs once per ACK of new data
+//!   and [`Tracker::on_signal`] gets only the decision. On
 //!   the sock_diag fallback costs are updated at each reading
 //!   (`probe.sample_interval`, 20 ms by default) from the kernel's smoothed
 //!   RTT, so the 3/4–1/4 smoothing runs over readings rather than ACKs.

@@ -468,6 +468,79 @@ fn size_policy_moves_a_20mb_flow(source: &str) {
     assert!(ll > SIZE as u64 - 2 * THRESHOLD, "LL carried only {ll} bytes");
 }
 
+/// The program runs on every segment a tracked subflow receives, not once
+/// per round trip (`BPF_SOCK_OPS_RTT_CB` alone, the old program, ran about
+/// once per window: a few dozen times for these 2 MB), and once the
+/// connection is decided its subflows stop costing a run per segment. No
+/// daemon: the program alone, in this process, on the client namespace;
+/// the connection stays on SL.
+#[test]
+fn root_bpf_program_runs_per_segment_until_the_decision_then_stops() {
+    let Bed { _g, lab, sink } = bed();
+    const THRESHOLD: u64 = 2_000_000;
+    let cfg = tcpaccel_lanes::Config::parse(
+        &config_from(&format!("kind = \"size\"\nsize_threshold = \"{THRESHOLD}B\""), "bpf"),
+        "t",
+    )
+    .expect("config");
+    let (stop_tx, stop_rx) = channel::<()>();
+    let (ready_tx, ready_rx) = channel();
+    let ns = lab.client.clone();
+    let program = std::thread::spawn(move || {
+        netns::enter(&ns).expect("enter client namespace");
+        let mut sig = tcpaccel_lanes::bpf::BpfSignals::start(&cfg, std::path::Path::new("/"))
+            .expect("load and attach the lanes program");
+        ready_tx.send(()).expect("ready");
+        // (the size signal, the program's callback count when it was read)
+        let mut decided = None;
+        while stop_rx.try_recv().is_err() {
+            let _ = sig.ring().wait(Duration::from_millis(5));
+            for s in sig.drain().0 {
+                if s.kind == tcpaccel_lanes::bpf::Kind::Decision(tcpaccel_core::lanes::bpf::SignalKind::Size)
+                {
+                    decided = Some((s, sig.stats().acks));
+                }
+            }
+        }
+        (decided, sig.stats())
+    });
+    ready_rx.recv_timeout(Duration::from_secs(10)).expect("program attached");
+    let s = connect(&lab);
+    let sent = send(s, Duration::from_secs(3), None);
+    assert_eq!(sink.totals.recv_timeout(Duration::from_secs(20)).expect("transfer done"), sent);
+    stop_tx.send(()).expect("stop");
+    let (decided, stats) = program.join().expect("program thread");
+    let (signal, acks_at_decision) =
+        decided.unwrap_or_else(|| panic!("no size signal for {sent} bytes: {stats:?}"));
+    eprintln!(
+        "{sent} bytes sent; size signal at {} bytes ({} past the threshold), {acks_at_decision} callbacks by then, \
+         {} in all; {stats:?}",
+        signal.bytes,
+        signal.bytes - THRESHOLD,
+        stats.acks
+    );
+    assert!(stats.subflows >= 1, "the connection was not tracked: {stats:?}");
+    // Per segment: at 50 Mbit/s an ACK covers a few segments (the receiver
+    // acknowledges every second one; GSO packets through the tbf at most
+    // its 32 KB burst). One run per 16 KB is a floor that per-segment runs
+    // clear several times over and per-round-trip runs miss by far: the
+    // window grows into the tbf's 625 KB queue.
+    assert!(
+        acks_at_decision >= signal.bytes / 16_384,
+        "{acks_at_decision} runs for the first {} bytes: not per segment",
+        signal.bytes
+    );
+    // Decided: the SL subflow drops the per-segment callback at its next
+    // segment. The ~15 MB sent afterwards (2.6 s, dozens of round trips)
+    // add at most a handful of runs (those already under way).
+    assert!(
+        stats.acks - acks_at_decision <= 10,
+        "{} runs after the decision (of {} bytes): the subflow still runs the program",
+        stats.acks - acks_at_decision,
+        sent - signal.bytes
+    );
+}
+
 #[test]
 fn root_killing_the_daemon_mid_transfer_leaves_the_connection_alive() {
     let Bed { _g, lab, sink } = bed();

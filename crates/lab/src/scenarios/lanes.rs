@@ -503,8 +503,8 @@ fn record_outcome(ctx: &mut RunCtx<'_>, o: &Outcome, suffix: &str, flows_too: bo
     if let Some(d) = &o.daemons {
         put(ctx, format!("switches{suffix}"), d.switch_ages_ms.len() as f64);
         put(ctx, format!("failed_pm_commands{suffix}"), d.failed_commands as f64);
-        // Each daemon's own thread only: the BPF program's per-ACK work is
-        // charged to the threads and softirqs that handle the ACKs.
+        // Each daemon's own thread only: the BPF program's per-segment work
+        // is charged to the threads and softirqs that receive the segments.
         let wall = o.wall.as_secs_f64().max(1e-9);
         if let Some(max) = d.cpu_s.iter().copied().reduce(f64::max) {
             let mean = d.cpu_s.iter().sum::<f64>() / d.cpu_s.len() as f64;
@@ -855,8 +855,10 @@ type TxPoints = Vec<TxPoint>;
 const LL_DATA_BYTES: u64 = 3 * 1514;
 
 /// Switch latency from interface counters ([issue 13]): from the program's
-/// decision at `crossed_ns` (the ACK that crossed the size threshold or
-/// deadline, `signal_ktime_ns`) to the first counter reading in which the
+/// decision at `crossed_ns` (`signal_ktime_ns`: the program runs at every
+/// segment with the socket one ACK behind, so it decides at the segment
+/// after the ACK that crossed the size threshold, or at the first segment
+/// past the deadline) to the first counter reading in which the
 /// LL interfaces (fabrics 1..) sent [`LL_DATA_BYTES`] more than at the last
 /// reading before the decision. Returns (latency, the reading interval
 /// around it), both in ms; `None` if LL never carried that much after.
