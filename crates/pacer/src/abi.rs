@@ -2,6 +2,7 @@
 //! values. Each `SIZE` is the C `sizeof`; the offsets are the C field
 //! offsets. Change both sides together.
 
+use tcpaccel_core::pacing::BpfHold;
 use tcpaccel_sys::bpf::{ne_u32, ne_u64, Plain};
 
 /// Number of entries of `pace_rules` / `pace_stats`; rule 0 is the default.
@@ -103,75 +104,59 @@ impl Plain for DstKey {
 }
 
 /// `struct sock_state`: a socket the program paced (key: socket cookie).
+/// Behind the first three fields the C struct holds `--hold`'s state, whose
+/// pure twin is [`BpfHold`] (same fields, same order).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct SockState {
     pub rule: u32,
     /// Payload bytes/s last set on the socket.
     pub rate: u32,
     pub updates: u64,
-    pub win_start_ns: u64,
-    pub win_acked: u64,
-    /// Delivery rate (payload bytes/s) of the last window (RULE_HOLD only).
-    pub dlv_rate: u64,
-    /// RULE_HOLD: the cap on eq. 1 (payload bytes/s) and when it last grew.
-    pub cap: u64,
-    pub cap_ns: u64,
-    /// RULE_HOLD's full-pipe test: the last delivery rate that grew by 1/8,
-    /// windows with a queue since, and whether the pipe was found full.
-    pub full_dlv: u64,
-    pub full_cnt: u32,
-    pub full: u32,
-    /// RULE_HOLD's bottleneck probe: the ACK train being measured (first
-    /// ACK's time and bytes_acked, last ACK's) and the estimate (payload
-    /// bytes/s) from the longest train, with that train's bytes.
-    pub train_ns: u64,
-    pub train_acked: u64,
-    pub last_ns: u64,
-    pub last_acked: u64,
-    pub btl_rate: u64,
-    pub btl_bytes: u64,
+    /// RULE_HOLD only: the delivery-rate window, the cap, the full-pipe
+    /// test and the bottleneck probe.
+    pub hold: BpfHold,
 }
 
 impl Plain for SockState {
     const SIZE: usize = 120;
     fn write(&self, out: &mut [u8]) {
+        let h = &self.hold;
         self.rule.write(&mut out[0..4]);
         self.rate.write(&mut out[4..8]);
         self.updates.write(&mut out[8..16]);
-        self.win_start_ns.write(&mut out[16..24]);
-        self.win_acked.write(&mut out[24..32]);
-        self.dlv_rate.write(&mut out[32..40]);
-        self.cap.write(&mut out[40..48]);
-        self.cap_ns.write(&mut out[48..56]);
-        self.full_dlv.write(&mut out[56..64]);
-        self.full_cnt.write(&mut out[64..68]);
-        self.full.write(&mut out[68..72]);
-        self.train_ns.write(&mut out[72..80]);
-        self.train_acked.write(&mut out[80..88]);
-        self.last_ns.write(&mut out[88..96]);
-        self.last_acked.write(&mut out[96..104]);
-        self.btl_rate.write(&mut out[104..112]);
-        self.btl_bytes.write(&mut out[112..120]);
+        let u64s = [h.win_start_ns, h.win_acked, h.dlv_rate, h.cap, h.cap_ns, h.full_dlv];
+        for (k, v) in u64s.iter().enumerate() {
+            v.write(&mut out[16 + 8 * k..24 + 8 * k]);
+        }
+        h.full_cnt.write(&mut out[64..68]);
+        u32::from(h.full).write(&mut out[68..72]);
+        let u64s = [h.train_ns, h.train_acked, h.last_ns, h.last_acked, h.btl_rate, h.btl_bytes];
+        for (k, v) in u64s.iter().enumerate() {
+            v.write(&mut out[72 + 8 * k..80 + 8 * k]);
+        }
     }
     fn read(b: &[u8]) -> Self {
+        let q = |at: usize| ne_u64(b, at);
         SockState {
             rule: ne_u32(b, 0),
             rate: ne_u32(b, 4),
-            updates: ne_u64(b, 8),
-            win_start_ns: ne_u64(b, 16),
-            win_acked: ne_u64(b, 24),
-            dlv_rate: ne_u64(b, 32),
-            cap: ne_u64(b, 40),
-            cap_ns: ne_u64(b, 48),
-            full_dlv: ne_u64(b, 56),
-            full_cnt: ne_u32(b, 64),
-            full: ne_u32(b, 68),
-            train_ns: ne_u64(b, 72),
-            train_acked: ne_u64(b, 80),
-            last_ns: ne_u64(b, 88),
-            last_acked: ne_u64(b, 96),
-            btl_rate: ne_u64(b, 104),
-            btl_bytes: ne_u64(b, 112),
+            updates: q(8),
+            hold: BpfHold {
+                win_start_ns: q(16),
+                win_acked: q(24),
+                dlv_rate: q(32),
+                cap: q(40),
+                cap_ns: q(48),
+                full_dlv: q(56),
+                full_cnt: ne_u32(b, 64),
+                full: ne_u32(b, 68) != 0,
+                train_ns: q(72),
+                train_acked: q(80),
+                last_ns: q(88),
+                last_acked: q(96),
+                btl_rate: q(104),
+                btl_bytes: q(112),
+            },
         }
     }
 }
@@ -190,5 +175,20 @@ mod tests {
         assert_eq!(&b[4..6], &[0x14, 0x51]);
         assert_eq!(&b[22..], &[0, 0]);
         assert_eq!(DstKey::read(&b), k);
+    }
+
+    #[test]
+    fn sock_state_layout_matches_the_c_struct() {
+        // rule, rate (u32) and updates (u64); six u64 (window, delivery
+        // rate, cap, its time, full_dlv); full_cnt and full (u32); six u64
+        // (train, last ACK, estimate): 120 bytes, no padding.
+        let hold =
+            BpfHold { dlv_rate: 3, full_cnt: 2, full: true, train_ns: 5, btl_bytes: 9, ..BpfHold::default() };
+        let s = SockState { rule: 7, rate: 11, updates: 13, hold };
+        let mut b = [0xAAu8; 120];
+        s.write(&mut b);
+        assert_eq!((ne_u64(&b, 32), ne_u32(&b, 64), ne_u32(&b, 68)), (3, 2, 1));
+        assert_eq!((ne_u64(&b, 72), ne_u64(&b, 112)), (5, 9));
+        assert_eq!(SockState::read(&b), s);
     }
 }
