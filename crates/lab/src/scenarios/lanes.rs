@@ -992,8 +992,9 @@ impl Scenario for LanesBasic {
                 "switch_latency_ms",
                 "ms",
                 false,
-                "BPF signals: from the ACK that crossed the threshold (the program's decision) to LL carrying \
-                 data, from h0's interface counters read every ~0.1 ms (issue 13: ≤ 2 RTT + 1 ms)",
+                "BPF signals: from the program's decision (the segment after the ACK that crossed the threshold, \
+                 or the first past the deadline) to LL carrying data, from h0's interface counters read every ~0.1 \
+                 ms (issue 13: ≤ 2 RTT + 1 ms)",
             ),
             MetricSpec::new("ll_rtt_ms", "ms", false, "h0 → h1 round trip on the first LL, idle (fastest of 5 handshakes)"),
         ]
