@@ -337,6 +337,31 @@ fn switches(records: &[Record], token: u32) -> Vec<&tcpaccel_lanes::record::Deci
         .collect()
 }
 
+/// A 64 KB flow, sent and received in full, then `settle` for a late
+/// switch: never switched, all of it on SL and under 16 KB on LL. Adds the
+/// daemon's records to `seen`; returns the lanes' byte counters after it.
+fn short_flow_stays_on_sl(
+    lab: &Lab,
+    sink: &Sink,
+    daemon: &Daemon,
+    settle: Duration,
+    seen: &mut Vec<Record>,
+) -> (u64, u64) {
+    let (sl0, ll0) = lab.lanes();
+    let s = connect(lab);
+    let local = s.local_addr().expect("local addr");
+    send(s, Duration::ZERO, Some(64 * 1024));
+    assert_eq!(sink.totals.recv_timeout(Duration::from_secs(10)).expect("short flow done"), 64 * 1024);
+    std::thread::sleep(settle);
+    let (sl1, ll1) = lab.lanes();
+    seen.extend(daemon.drain());
+    let short = token_of(seen, local).expect("the daemon saw the 64 KB connection");
+    assert!(switches(seen, short).is_empty(), "64 KB flow switched: {seen:?}");
+    assert!(sl1 - sl0 >= 64 * 1024, "64 KB flow: {} bytes on SL", sl1 - sl0);
+    assert!(ll1 - ll0 < 16 * 1024, "64 KB flow put {} bytes on LL", ll1 - ll0);
+    (sl1, ll1)
+}
+
 #[test]
 fn root_deadline_moves_a_long_transfer_to_ll_and_leaves_a_short_flow_on_sl() {
     deadline_moves_a_long_transfer(&config("kind = \"deadline\"\nt_deadline = \"300ms\""));
@@ -352,19 +377,9 @@ fn deadline_moves_a_long_transfer(cfg: &str) {
     let daemon = Daemon::start(&lab, cfg);
     let mut seen = Vec::new();
 
-    // A 64 KB flow: finishes long before the deadline and never leaves SL.
-    let (sl0, ll0) = lab.lanes();
-    let s = connect(&lab);
-    let short_local = s.local_addr().expect("local addr");
-    send(s, Duration::ZERO, Some(64 * 1024));
-    assert_eq!(sink.totals.recv_timeout(Duration::from_secs(10)).expect("short flow done"), 64 * 1024);
-    std::thread::sleep(Duration::from_millis(800));
-    let (sl1, ll1) = lab.lanes();
-    seen.extend(daemon.drain());
-    let short = token_of(&seen, short_local).expect("the daemon saw the short connection");
-    assert!(switches(&seen, short).is_empty(), "short flow switched: {seen:?}");
-    assert!(sl1 - sl0 >= 64 * 1024, "short flow bytes on SL: {}", sl1 - sl0);
-    assert!(ll1 - ll0 < 16 * 1024, "short flow put {} bytes on LL", ll1 - ll0);
+    // A 64 KB flow: finishes long before the deadline and never leaves SL,
+    // even 800 ms later (past t_deadline).
+    let (sl1, ll1) = short_flow_stays_on_sl(&lab, &sink, &daemon, Duration::from_millis(800), &mut seen);
 
     // A 3 s transfer: starts on SL, moves to LL after about t_deadline.
     let s = connect(&lab);
@@ -425,17 +440,7 @@ fn size_policy_moves_a_20mb_flow(source: &str) {
     let mut seen = Vec::new();
 
     // 64 KB: under the threshold, never switched however long it lives.
-    let (sl0, ll0) = lab.lanes();
-    let s = connect(&lab);
-    let short_local = s.local_addr().expect("local addr");
-    send(s, Duration::ZERO, Some(64 * 1024));
-    assert_eq!(sink.totals.recv_timeout(Duration::from_secs(10)).expect("short flow done"), 64 * 1024);
-    std::thread::sleep(Duration::from_millis(500));
-    let (sl1, ll1) = lab.lanes();
-    seen.extend(daemon.drain());
-    let short = token_of(&seen, short_local).expect("the daemon saw the short connection");
-    assert!(switches(&seen, short).is_empty(), "64 KB flow switched: {seen:?}");
-    assert!(sl1 - sl0 >= 64 * 1024 && ll1 - ll0 < 16 * 1024, "SL {} / LL {}", sl1 - sl0, ll1 - ll0);
+    let (sl1, ll1) = short_flow_stays_on_sl(&lab, &sink, &daemon, Duration::from_millis(500), &mut seen);
 
     // 20 MB at 50 Mbit/s (~3.4 s): SL carries about the threshold, LL the rest.
     const SIZE: usize = 20_000_000;
