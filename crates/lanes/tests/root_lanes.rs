@@ -773,3 +773,60 @@ fn root_in_kernel_pm_limits_and_endpoints_round_trip() {
         "{endpoints:?}"
     );
 }
+
+/// The program in the server's namespace, with the server's view of the
+/// lanes, while the client uploads 3 MB (no daemon): an accepted
+/// connection is tracked and decided only when the daemon manages
+/// server-side connections (`manage_server_side`); otherwise its SL
+/// subflow costs no state and no signal.
+#[test]
+fn root_bpf_program_tracks_accepted_connections_only_when_told_to() {
+    for manage in [false, true] {
+        let Bed { _g, lab, sink } = bed();
+        let text = format!(
+            r#"
+            [policy]
+            kind = "size"
+            size_threshold = "1MB"
+            manage_server_side = {manage}
+            [signals]
+            source = "bpf"
+            [probe]
+            port = 9
+            [[peer]]
+            name = "client"
+            sl = [{{ local = "{SL_PEER}", remote = "{SL_LOCAL}" }}]
+            ll = [{{ local = "{LL_PEER}", remote = "{LL_LOCAL}" }}]
+            "#
+        );
+        let cfg = tcpaccel_lanes::Config::parse(&text, "server view").expect("config");
+        let (stop_tx, stop_rx) = channel::<()>();
+        let (ready_tx, ready_rx) = channel();
+        let ns = lab.server.clone();
+        let program = std::thread::spawn(move || {
+            netns::enter(&ns).expect("enter server namespace");
+            let mut sig = tcpaccel_lanes::bpf::BpfSignals::start(&cfg, std::path::Path::new("/"))
+                .expect("load and attach the lanes program");
+            ready_tx.send(()).expect("ready");
+            let mut kinds = Vec::new();
+            while stop_rx.try_recv().is_err() {
+                let _ = sig.ring().wait(Duration::from_millis(5));
+                kinds.extend(sig.drain().0.into_iter().map(|s| s.kind));
+            }
+            (kinds, sig.stats())
+        });
+        ready_rx.recv_timeout(Duration::from_secs(10)).expect("program attached");
+        const SIZE: usize = 3_000_000;
+        send(connect(&lab), Duration::ZERO, Some(SIZE));
+        assert_eq!(sink.totals.recv_timeout(Duration::from_secs(20)).expect("upload done"), SIZE as u64);
+        stop_tx.send(()).expect("stop");
+        let (kinds, stats) = program.join().expect("program thread");
+        let size = tcpaccel_lanes::bpf::Kind::Decision(tcpaccel_core::lanes::bpf::SignalKind::Size);
+        if manage {
+            assert!(stats.subflows >= 1, "the accepted connection was not tracked: {stats:?}");
+            assert!(kinds.contains(&size), "no size signal for 3 MB received: {kinds:?} {stats:?}");
+        } else {
+            assert_eq!((stats.subflows, stats.events), (0, 0), "unmanaged, yet tracked: {kinds:?} {stats:?}");
+        }
+    }
+}
