@@ -473,6 +473,48 @@ fn size_policy_moves_a_20mb_flow(source: &str) {
     assert!(ll > SIZE as u64 - 2 * THRESHOLD, "LL carried only {ll} bytes");
 }
 
+const SIZE_SIGNAL: tcpaccel_lanes::bpf::Kind =
+    tcpaccel_lanes::bpf::Kind::Decision(tcpaccel_core::lanes::bpf::SignalKind::Size);
+
+/// The lanes program alone, no daemon: loaded by a thread in namespace `ns`
+/// with `cfg` and read until [`Program::stop`].
+struct Program {
+    stop: std::sync::mpsc::Sender<()>,
+    thread: std::thread::JoinHandle<(Vec<(tcpaccel_lanes::bpf::Signal, u64)>, tcpaccel_lanes::bpf::Stats)>,
+}
+
+impl Program {
+    /// Returns once the program is attached.
+    fn start(ns: &str, cfg: tcpaccel_lanes::Config) -> Program {
+        let (stop, stop_rx) = channel::<()>();
+        let (ready_tx, ready_rx) = channel();
+        let ns = ns.to_string();
+        let thread = std::thread::spawn(move || {
+            netns::enter(&ns).expect("enter the namespace");
+            let mut sig = tcpaccel_lanes::bpf::BpfSignals::start(&cfg, std::path::Path::new("/"))
+                .expect("load and attach the lanes program");
+            ready_tx.send(()).expect("ready");
+            let mut signals = Vec::new();
+            while stop_rx.try_recv().is_err() {
+                let _ = sig.ring().wait(Duration::from_millis(5));
+                for s in sig.drain().0 {
+                    signals.push((s, sig.stats().acks));
+                }
+            }
+            (signals, sig.stats())
+        });
+        ready_rx.recv_timeout(Duration::from_secs(10)).expect("program attached");
+        Program { stop, thread }
+    }
+
+    /// Every signal with the program's run count when it was read, and the
+    /// program's statistics at the end.
+    fn stop(self) -> (Vec<(tcpaccel_lanes::bpf::Signal, u64)>, tcpaccel_lanes::bpf::Stats) {
+        self.stop.send(()).expect("stop");
+        self.thread.join().expect("program thread")
+    }
+}
+
 /// The program runs on every segment a tracked subflow receives, not once
 /// per round trip (`BPF_SOCK_OPS_RTT_CB` alone, the old program, ran about
 /// once per window: a few dozen times for these 2 MB), and once the
@@ -488,33 +530,12 @@ fn root_bpf_program_runs_per_segment_until_the_decision_then_stops() {
         "t",
     )
     .expect("config");
-    let (stop_tx, stop_rx) = channel::<()>();
-    let (ready_tx, ready_rx) = channel();
-    let ns = lab.client.clone();
-    let program = std::thread::spawn(move || {
-        netns::enter(&ns).expect("enter client namespace");
-        let mut sig = tcpaccel_lanes::bpf::BpfSignals::start(&cfg, std::path::Path::new("/"))
-            .expect("load and attach the lanes program");
-        ready_tx.send(()).expect("ready");
-        // (the size signal, the program's callback count when it was read)
-        let mut decided = None;
-        while stop_rx.try_recv().is_err() {
-            let _ = sig.ring().wait(Duration::from_millis(5));
-            for s in sig.drain().0 {
-                if s.kind == tcpaccel_lanes::bpf::Kind::Decision(tcpaccel_core::lanes::bpf::SignalKind::Size)
-                {
-                    decided = Some((s, sig.stats().acks));
-                }
-            }
-        }
-        (decided, sig.stats())
-    });
-    ready_rx.recv_timeout(Duration::from_secs(10)).expect("program attached");
+    let program = Program::start(&lab.client, cfg);
     let s = connect(&lab);
     let sent = send(s, Duration::from_secs(3), None);
     assert_eq!(sink.totals.recv_timeout(Duration::from_secs(20)).expect("transfer done"), sent);
-    stop_tx.send(()).expect("stop");
-    let (decided, stats) = program.join().expect("program thread");
+    let (signals, stats) = program.stop();
+    let decided = signals.into_iter().rev().find(|(s, _)| s.kind == SIZE_SIGNAL);
     let (signal, acks_at_decision) =
         decided.unwrap_or_else(|| panic!("no size signal for {sent} bytes: {stats:?}"));
     eprintln!(
@@ -800,31 +821,15 @@ fn root_bpf_program_tracks_accepted_connections_only_when_told_to() {
             "#
         );
         let cfg = tcpaccel_lanes::Config::parse(&text, "server view").expect("config");
-        let (stop_tx, stop_rx) = channel::<()>();
-        let (ready_tx, ready_rx) = channel();
-        let ns = lab.server.clone();
-        let program = std::thread::spawn(move || {
-            netns::enter(&ns).expect("enter server namespace");
-            let mut sig = tcpaccel_lanes::bpf::BpfSignals::start(&cfg, std::path::Path::new("/"))
-                .expect("load and attach the lanes program");
-            ready_tx.send(()).expect("ready");
-            let mut kinds = Vec::new();
-            while stop_rx.try_recv().is_err() {
-                let _ = sig.ring().wait(Duration::from_millis(5));
-                kinds.extend(sig.drain().0.into_iter().map(|s| s.kind));
-            }
-            (kinds, sig.stats())
-        });
-        ready_rx.recv_timeout(Duration::from_secs(10)).expect("program attached");
+        let program = Program::start(&lab.server, cfg);
         const SIZE: usize = 3_000_000;
         send(connect(&lab), Duration::ZERO, Some(SIZE));
         assert_eq!(sink.totals.recv_timeout(Duration::from_secs(20)).expect("upload done"), SIZE as u64);
-        stop_tx.send(()).expect("stop");
-        let (kinds, stats) = program.join().expect("program thread");
-        let size = tcpaccel_lanes::bpf::Kind::Decision(tcpaccel_core::lanes::bpf::SignalKind::Size);
+        let (signals, stats) = program.stop();
+        let kinds: Vec<_> = signals.iter().map(|(s, _)| s.kind).collect();
         if manage {
             assert!(stats.subflows >= 1, "the accepted connection was not tracked: {stats:?}");
-            assert!(kinds.contains(&size), "no size signal for 3 MB received: {kinds:?} {stats:?}");
+            assert!(kinds.contains(&SIZE_SIGNAL), "no size signal for 3 MB received: {kinds:?} {stats:?}");
         } else {
             assert_eq!((stats.subflows, stats.events), (0, 0), "unmanaged, yet tracked: {kinds:?} {stats:?}");
         }
