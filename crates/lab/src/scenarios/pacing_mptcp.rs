@@ -15,7 +15,8 @@
 //!
 //! Variants: `none` (unpaced MPTCP: each subflow fills its path),
 //! `static-bpf` (one rule, `static:PACE`, applied to every subflow) and
-//! `dynamic-bpf` ([PSPacer] eq. 1 per subflow, on every ACK).
+//! `dynamic-bpf` ([PSPacer] eq. 1 per subflow, on every ACK) and
+//! `dynamic-bpf-hold` (the same with the pacer's `--hold`, per subflow).
 //! The paced rate is measured where it counts, on the wire of each path:
 //! what arrived at each emulator's queue from h1 (frame bytes plus the
 //! 24 bytes of preamble, FCS and gap per frame) over the steady part of the
@@ -39,7 +40,7 @@ use tcpaccel_traffic::{run_send, spawn_recv, RecvConfig, SendConfig, Volume};
 
 pub struct PacingMptcp;
 
-const VARIANTS: [&str; 3] = ["none", "static-bpf", "dynamic-bpf"];
+const VARIANTS: [&str; 4] = ["none", "static-bpf", "dynamic-bpf", "dynamic-bpf-hold"];
 const DEFAULT_VARIANTS: [&str; 2] = ["none", "static-bpf"];
 /// The two paths, by link name.
 const PATHS: [&str; 2] = ["p0", "p1"];
@@ -226,6 +227,7 @@ impl Testbed for MptcpBed {
             "none" => None,
             "static-bpf" => Some(BpfPacing::join(&format!("static:{}", self.pace), false)?),
             "dynamic-bpf" => Some(BpfPacing::join("dynamic", false)?),
+            "dynamic-bpf-hold" => Some(BpfPacing::join("dynamic", true)?),
             v => bail!("unknown variant {v}"),
         };
         let mut scfg = SendConfig::new(listen);
