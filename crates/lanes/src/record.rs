@@ -84,6 +84,11 @@ pub struct EventRecord {
 pub enum DecisionAction {
     /// Opened one LL subflow of a lane pair as backup (SUBFLOW_CREATE).
     OpenBackup,
+    /// Opened one LL subflow without the backup flag (SUBFLOW_CREATE): the
+    /// connection had decided to switch before it had LL subflows, so this
+    /// one is active from its handshake and the switch only makes SL a
+    /// backup.
+    OpenActive,
     /// Switched: LL subflows active, SL backup (SET_FLAGS).
     Switch,
     /// The policy chose to switch but no LL subflow is established yet; the
@@ -165,6 +170,7 @@ impl Record {
             Record::Decision(d) => {
                 let action = match d.action {
                     DecisionAction::OpenBackup => "open-backup",
+                    DecisionAction::OpenActive => "open-active",
                     DecisionAction::Switch => "switch",
                     DecisionAction::SwitchPending => "switch-pending",
                     DecisionAction::Activate => "activate",

@@ -110,6 +110,9 @@ struct LlSubflow {
     pair: LanePair,
     /// The subflow's endpoints once SUB_ESTABLISHED reported it.
     established: Option<(SocketAddr, SocketAddr)>,
+    /// Opened without the backup flag, because its connection had already
+    /// decided to switch to it: active from its handshake, no SET_FLAGS.
+    opened_active: bool,
 }
 
 #[derive(Debug, Clone)]
@@ -291,7 +294,7 @@ impl Tracker {
                 if let Some(c) = self.conns.get_mut(&e.token) {
                     c.backups = true;
                 }
-                out.extend(self.backup_actions(now, e.token));
+                out.extend(self.backup_actions(now, e.token, None));
             }
         }
         out
@@ -472,7 +475,11 @@ impl Tracker {
         server_side: bool,
     ) -> Option<Conn> {
         let (peer, pair) = self.cfg.sl_pair(local.ip(), remote.ip())?;
-        let ll = self.cfg.peers[peer].ll.iter().map(|p| LlSubflow { pair: *p, established: None }).collect();
+        let ll = self.cfg.peers[peer]
+            .ll
+            .iter()
+            .map(|p| LlSubflow { pair: *p, established: None, opened_active: false })
+            .collect();
         Some(Conn {
             peer,
             local,
@@ -513,23 +520,37 @@ impl Tracker {
             return Vec::new();
         }
         c.backups = true;
-        self.backup_actions(now, token)
+        self.backup_actions(now, token, None)
     }
 
-    /// The SUBFLOW_CREATE commands for the LL pairs without a subflow yet.
-    fn backup_actions(&self, now: Instant, token: u32) -> Vec<Action> {
+    /// The SUBFLOW_CREATE commands for the LL pairs without a subflow yet:
+    /// as backups, or, when the connection has already decided to switch
+    /// (`decided`), active on the lanes the switch takes (every LL lane, or
+    /// under `switch_to = "cheapest"` the chosen one), which spares their
+    /// SET_FLAGS and lets data onto them from the handshake on.
+    fn backup_actions(&mut self, now: Instant, token: u32, decided: Option<Option<LaneId>>) -> Vec<Action> {
         let t = self.t(now);
         let policy = self.policy_name();
+        let cheapest = self.cfg.switch_to == SwitchTo::Cheapest;
         let Some(c) = self.conns.get(&token) else { return Vec::new() };
         if c.server_side {
             return Vec::new();
         }
         let age_ms = ms(now.saturating_since(c.created));
+        let takes = |lane: LaneId| match decided {
+            None => false,
+            Some(chosen) => !cheapest || chosen.is_none_or(|ch| ch == lane),
+        };
         let mut out = Vec::new();
-        for s in c.ll.iter().filter(|s| s.established.is_none()) {
-            let local =
-                PmAddr::ip(s.pair.local).with_id(self.cfg.address_id(s.pair.lane)).with_flags(flags::BACKUP);
+        let mut opened_active = Vec::new();
+        for (i, s) in c.ll.iter().enumerate().filter(|(_, s)| s.established.is_none()) {
+            let active = takes(s.pair.lane);
+            let flags = if active { 0 } else { flags::BACKUP };
+            let local = PmAddr::ip(s.pair.local).with_id(self.cfg.address_id(s.pair.lane)).with_flags(flags);
             let remote = PmAddr::ip(s.pair.remote).with_port(c.remote.port());
+            if active {
+                opened_active.push(i);
+            }
             out.push(Action::Apply {
                 commands: vec![PmCommand::SubflowCreate { token, local, remote }],
                 record: DecisionRecord {
@@ -537,7 +558,7 @@ impl Tracker {
                     token,
                     age_ms,
                     policy: policy.clone(),
-                    action: DecisionAction::OpenBackup,
+                    action: if active { DecisionAction::OpenActive } else { DecisionAction::OpenBackup },
                     reason: None,
                     lane: Some(lane_name(s.pair.lane)),
                     cost_sl: None,
@@ -553,6 +574,11 @@ impl Tracker {
                     signal_ktime_ns: None,
                 },
             });
+        }
+        if let Some(c) = self.conns.get_mut(&token) {
+            for i in opened_active {
+                c.ll[i].opened_active = true;
+            }
         }
         out
     }
@@ -624,7 +650,11 @@ impl Tracker {
                 c.open_retries += 1;
                 c.open_retry_at = Some(now + RETRY_DELAY);
             }
-            out.extend(self.backup_actions(now, token));
+            let decided = self.conns.get(&token).and_then(|c| match c.switch {
+                SwitchState::Pending(Decision::SwitchToLong { lane, .. }) => Some(lane),
+                _ => None,
+            });
+            out.extend(self.backup_actions(now, token, decided));
         }
         out
     }
@@ -682,6 +712,10 @@ impl Tracker {
         if self.cfg.switch_to == SwitchTo::Cheapest && chosen.is_some_and(|ch| ch != lane) {
             return None;
         }
+        // Opened active (decided before it was opened): already so.
+        if c.ll.iter().any(|s| s.established == Some((l, r)) && s.opened_active) {
+            return None;
+        }
         let d = c.applied?;
         let mut record = self.switch_record(now, token, &d, DecisionAction::Activate);
         record.lane = Some(lane_name(lane));
@@ -722,11 +756,14 @@ impl Tracker {
         let mut subflows = Vec::new();
         for s in &active {
             if let Some((l, r)) = s.established {
-                commands.push(PmCommand::SetFlags {
-                    token,
-                    local: PmAddr::sock(l).with_flags(0),
-                    remote: PmAddr::sock(r),
-                });
+                // One opened active is already so: nothing to send.
+                if !s.opened_active {
+                    commands.push(PmCommand::SetFlags {
+                        token,
+                        local: PmAddr::sock(l).with_flags(0),
+                        remote: PmAddr::sock(r),
+                    });
+                }
                 subflows.push(format!("{l} -> {r} active"));
             }
         }
@@ -875,16 +912,11 @@ impl Tracker {
         if !matches!(sig.kind, Kind::Prepare) {
             c.signal_ktime_ns = Some(sig.ktime_ns);
         }
-        if !c.backups {
-            c.backups = true;
-            out = self.backup_actions(now, token);
-        }
-        let Some(c) = self.conns.get(&token) else { return out };
         let reason = match sig.kind {
-            Kind::Prepare => return out,
-            Kind::Decision(SignalKind::Size) => Reason::Size,
-            Kind::Decision(SignalKind::Deadline) => Reason::Deadline,
-            Kind::Decision(SignalKind::LinkCost) => Reason::LinkCost,
+            Kind::Prepare => None,
+            Kind::Decision(SignalKind::Size) => Some(Reason::Size),
+            Kind::Decision(SignalKind::Deadline) => Some(Reason::Deadline),
+            Kind::Decision(SignalKind::LinkCost) => Some(Reason::LinkCost),
         };
         // The program names a lane by slot; one this peer has no pair on
         // (another peer's LL) falls back to the first of this peer's.
@@ -892,6 +924,13 @@ impl Tracker {
             .lane
             .filter(|l| c.ll.iter().any(|s| s.pair.lane == *l))
             .or_else(|| c.ll.first().map(|s| s.pair.lane));
+        if !c.backups {
+            c.backups = true;
+            // Decided before any backup: the LL subflows the switch takes
+            // open active (the switch then only makes SL a backup).
+            out = self.backup_actions(now, token, reason.map(|_| lane));
+        }
+        let Some(reason) = reason else { return out };
         let d = Decision::SwitchToLong { reason, lane, age_ms: sig.age_ms, costs: sig.costs };
         out.extend(self.apply_switch(now, token, d));
         out
@@ -1172,18 +1211,24 @@ mod tests {
         assert_eq!(commands(&a).len(), 2, "{a:?}");
         let d = decisions(&a);
         assert_eq!(d.last().map(|d| d.action), Some(DecisionAction::SwitchPending), "{a:?}");
+        // Decided first: the LL subflows open active (no backup flag).
+        assert_eq!(d.iter().filter(|d| d.action == DecisionAction::OpenActive).count(), 2, "{a:?}");
+        assert!(commands(&a)
+            .iter()
+            .all(|c| matches!(c, PmCommand::SubflowCreate { local, .. } if local.flags == Some(0))));
         assert!(tr.switch_pending());
         let a = tr.on_event(at(15), &ev(EventKind::SubEstablished, 8, "10.3.0.1:40011", "10.3.0.2:5201"));
         let d = decisions(&a);
         assert_eq!((d[0].action, d[0].signal_ktime_ns), (DecisionAction::Switch, Some(42)));
         assert!(!tr.switch_pending());
-        // The other LL subflow comes up after the switch: made active too.
-        let a = tr.on_event(at(16), &ev(EventKind::SubEstablished, 8, "10.2.0.1:40012", "10.2.0.2:5201"));
-        let d = decisions(&a);
-        assert_eq!((d.len(), d[0].action, d[0].lane.as_deref()), (1, DecisionAction::Activate, Some("ll0")));
+        // Only SL is set: the LL subflow is active already.
         let cmds = commands(&a);
         let [PmCommand::SetFlags { local, .. }] = cmds.as_slice() else { panic!("{cmds:?}") };
-        assert_eq!((local.port, local.flags), (Some(40012), Some(0)));
+        assert_eq!((local.port, local.flags), (Some(40010), Some(flags::BACKUP)));
+        // The other LL subflow comes up after the switch, active from its
+        // handshake: nothing to do.
+        let a = tr.on_event(at(16), &ev(EventKind::SubEstablished, 8, "10.2.0.1:40012", "10.2.0.2:5201"));
+        assert!(commands(&a).is_empty() && decisions(&a).is_empty(), "{a:?}");
     }
 
     #[test]
@@ -1320,7 +1365,14 @@ mod tests {
         assert_eq!(decisions(&a)[0].action, DecisionAction::SwitchPending);
         let again = tr.retries_due(at(321));
         assert_eq!(commands(&again).len(), 2, "both LL pairs again");
-        assert_eq!(decisions(&again)[0].action, DecisionAction::OpenBackup);
+        // The switch waits on them: they open active, not as backups.
+        assert!(decisions(&again).iter().all(|d| d.action == DecisionAction::OpenActive), "{again:?}");
+        assert!(
+            commands(&again)
+                .iter()
+                .all(|c| matches!(c, PmCommand::SubflowCreate { local, .. } if local.flags == Some(0))),
+            "{again:?}"
+        );
         let delay = RETRY_DELAY.as_millis() as u64;
         assert!(commands(&tr.retries_due(at(321 + delay))).is_empty(), "only after a new refusal");
         // Refused again: asked again after the delay, at most RETRIES times.
@@ -1336,6 +1388,11 @@ mod tests {
         // A pair that comes up at last carries the pending switch.
         let a = tr.on_event(at(3001), &ev(EventKind::SubEstablished, 7, "10.2.0.1:40001", "10.2.0.2:5201"));
         assert_eq!(decisions(&a)[0].action, DecisionAction::Switch);
+        let cmds = commands(&a);
+        let [PmCommand::SetFlags { local, .. }] = cmds.as_slice() else {
+            panic!("only SL made a backup: {cmds:?}")
+        };
+        assert_eq!((local.port, local.flags), (Some(40000), Some(flags::BACKUP)));
         // Unknown or closed connections are not retried.
         assert!(!tr.backup_not_ready(99));
         tr.on_event(at(2001), &ev(EventKind::Closed, 7, sl.0, sl.1));
