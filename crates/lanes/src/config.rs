@@ -140,8 +140,9 @@ pub struct SignalsConfig {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum BackupsAt {
     /// At the program's prepare signal (half the size threshold or of
-    /// t_deadline), or with the decision if it comes first: no subflow
-    /// handshake for the many connections that end before (the default).
+    /// t_deadline), or with the decision if it comes first (then opened
+    /// active, not as backups): no subflow handshake for the many
+    /// connections that end before (the default).
     Prepare,
     /// At ESTABLISHED, for every connection: LL subflows are up long before
     /// any switch, at the cost of one handshake per connection.

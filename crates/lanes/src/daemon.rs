@@ -13,7 +13,8 @@
 //! meanwhile in batches ([`EVENT_BATCH`]; at once while a switch waits on
 //! an LL subflow's event), hands each signal to [`Tracker::on_signal`] and
 //! runs the switch at once; backup LL subflows open only at the program's
-//! prepare signal (`signals.backups`); sock_diag
+//! prepare signal (`signals.backups`), or active with a decision that
+//! comes first; sock_diag
 //! is then read only at start (adoption) and, every `probe.sample_interval`,
 //! only while an adopted connection has not switched (no program saw it
 //! open, so only readings can judge it). Handshake probes still time idle
