@@ -280,6 +280,7 @@ pub fn run(
         }
     }
     let mut next_sample = now() + sample_every;
+    let mut last_flush = now();
     let mut sockets = Vec::new();
     let mut diag_failing = false;
 
@@ -318,7 +319,13 @@ pub fn run(
         } else {
             next_sample.saturating_since(t).min(Duration::from_millis(100))
         };
-        out.flush()?;
+        // Records reach the output within FLUSH_EVERY (about one write per
+        // FLUSH_EVERY while busy instead of one per wake-up), at once
+        // before a long wait.
+        if wait >= FLUSH_EVERY || t.saturating_since(last_flush) >= FLUSH_EVERY {
+            out.flush()?;
+            last_flush = t;
+        }
         let items = match &bpf {
             // Woken by whichever comes first: a path-manager event or a
             // signal, when a switch waits for an LL subflow's event.
@@ -457,6 +464,11 @@ fn secs(t: Instant) -> f64 {
 /// this short keeps well inside the event socket's buffer (an overrun is
 /// reported as a warning record).
 pub const EVENT_BATCH: Duration = Duration::from_millis(10);
+
+/// How long a record may wait in the daemon's output buffer while the loop
+/// is busy. Writing it out at every wake-up was 8 % of the daemons' CPU in
+/// the web-search mix (BENCHMARKS.md, "Where the daemons' CPU goes").
+pub const FLUSH_EVERY: Duration = Duration::from_millis(100);
 
 /// Every path-manager event queued now (at most 1024, the rest next time).
 fn drain_events(events: &mut EventListener) -> Result<Vec<Incoming>, DaemonError> {
