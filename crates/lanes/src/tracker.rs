@@ -532,25 +532,22 @@ impl Tracker {
         let t = self.t(now);
         let policy = self.policy_name();
         let cheapest = self.cfg.switch_to == SwitchTo::Cheapest;
-        let Some(c) = self.conns.get(&token) else { return Vec::new() };
+        let Some(c) = self.conns.get_mut(&token) else { return Vec::new() };
         if c.server_side {
             return Vec::new();
         }
+        for s in c.ll.iter_mut().filter(|s| s.established.is_none()) {
+            s.opened_active =
+                decided.is_some_and(|chosen| !cheapest || chosen.is_none_or(|ch| ch == s.pair.lane));
+        }
+        let c = &self.conns[&token];
         let age_ms = ms(now.saturating_since(c.created));
-        let takes = |lane: LaneId| match decided {
-            None => false,
-            Some(chosen) => !cheapest || chosen.is_none_or(|ch| ch == lane),
-        };
         let mut out = Vec::new();
-        let mut opened_active = Vec::new();
-        for (i, s) in c.ll.iter().enumerate().filter(|(_, s)| s.established.is_none()) {
-            let active = takes(s.pair.lane);
+        for s in c.ll.iter().filter(|s| s.established.is_none()) {
+            let active = s.opened_active;
             let flags = if active { 0 } else { flags::BACKUP };
             let local = PmAddr::ip(s.pair.local).with_id(self.cfg.address_id(s.pair.lane)).with_flags(flags);
             let remote = PmAddr::ip(s.pair.remote).with_port(c.remote.port());
-            if active {
-                opened_active.push(i);
-            }
             out.push(Action::Apply {
                 commands: vec![PmCommand::SubflowCreate { token, local, remote }],
                 record: DecisionRecord {
@@ -574,11 +571,6 @@ impl Tracker {
                     signal_ktime_ns: None,
                 },
             });
-        }
-        if let Some(c) = self.conns.get_mut(&token) {
-            for i in opened_active {
-                c.ll[i].opened_active = true;
-            }
         }
         out
     }
