@@ -11,6 +11,9 @@ use tcpaccel_core::units::{ParseError, Rate};
 /// full-size segments the sender stalls on silly-window avoidance, and the
 /// kernel raises any `TCP_WINDOW_CLAMP` below about 1.1 KB anyway.
 pub const MIN_STREAM_WINDOW: u64 = 4096;
+/// The segment size (MSS) on Linux loopback (MTU 65536, less IP, TCP and
+/// timestamp headers): two of them per stream is the floor there.
+pub const LOOPBACK_SEGMENT: u64 = 65_483;
 /// Default chunk size of data frames.
 pub const DEFAULT_CHUNK: u32 = 64 * 1024;
 /// Upper bound of the derived total stream budget.

@@ -39,7 +39,7 @@ pub const MAX_CHUNK: u32 = 4 << 20;
 /// Errors from decoding what a peer sent.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum ProtoError {
-    #[error("bad magic {0:02x?} (not a gather peer)")]
+    #[error("bad magic {} (hex; not a gather peer)", hex::encode(.0))]
     BadMagic([u8; 4]),
     #[error("protocol version {theirs} is not supported (this side speaks {ours})")]
     Version { theirs: u16, ours: u16 },
@@ -409,7 +409,11 @@ pub fn check_sha256(s: &str) -> Result<(), ProtoError> {
     if s.len() == 64 && s.bytes().all(|c| c.is_ascii_digit() || (b'a'..=b'f').contains(&c)) {
         Ok(())
     } else {
-        Err(ProtoError::Hex(crate::session::HexError { what: "sha256", len: 64, got: s.chars().take(80).collect() }))
+        Err(ProtoError::Hex(crate::session::HexError {
+            what: "sha256",
+            len: 64,
+            got: s.chars().take(80).collect(),
+        }))
     }
 }
 
@@ -518,8 +522,11 @@ mod tests {
     /// unsigned 64-bit; larger or negative ones make the message `malformed`.
     #[test]
     fn json_integers_are_unsigned_64_bit() {
-        assert!(decode_control(br#"{"type":"progress","sent":18446744073709551615,"app_limited":false}"#).is_ok());
-        assert!(decode_control(br#"{"type":"progress","sent":18446744073709551616,"app_limited":false}"#).is_err());
+        assert!(
+            decode_control(br#"{"type":"progress","sent":18446744073709551615,"app_limited":false}"#).is_ok()
+        );
+        assert!(decode_control(br#"{"type":"progress","sent":18446744073709551616,"app_limited":false}"#)
+            .is_err());
         assert!(decode_control(br#"{"type":"progress","sent":-1,"app_limited":false}"#).is_err());
         assert!(decode_control(br#"{"type":"set_streams","streams":4294967296}"#).is_err());
     }

@@ -162,6 +162,14 @@ pub fn stream_floor(segment: u64) -> u64 {
     2 * segment.max(MIN_STREAM_WINDOW)
 }
 
+/// Two segments, and at least one [`MIN_STREAM_WINDOW`]: what admission
+/// keeps for every stream of a client sending data (the server refuses a
+/// client that would leave less). Equal to the old per-stream minimum of
+/// 4 KiB on Ethernet (1448 B segments); about 128 KiB on loopback.
+pub fn two_segments(segment: u64) -> u64 {
+    (2 * segment).max(MIN_STREAM_WINDOW)
+}
+
 /// A stream needs a useful window: never ask for more streams than leave
 /// each [`stream_floor`] (two segments). Per client, the client's share is
 /// split over its streams, so that bounds the count; otherwise the per-stream
@@ -354,6 +362,8 @@ mod tests {
         let lo = 65_483;
         assert_eq!(stream_floor(lo), 130_966);
         assert_eq!(stream_floor(1_448), 2 * MIN_STREAM_WINDOW);
+        assert_eq!(two_segments(lo), 130_966);
+        assert_eq!(two_segments(1_448), MIN_STREAM_WINDOW);
         assert_eq!(useful_streams(Sharing::PerClient, 256_000, 1, lo), 1);
         assert_eq!(useful_streams(Sharing::PerClient, 256_000, 1, 0), 31);
         assert_eq!(useful_streams(Sharing::PerConnection, 256_000, 2, lo), 2);

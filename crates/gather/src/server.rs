@@ -184,7 +184,7 @@ struct StreamSlot {
     /// What the kernel reports after the last set.
     clamp_actual: AtomicU32,
     rtt_us: AtomicU64,
-    /// The segment size the kernel sees on this stream (`tcpi_rcv_mss`).
+    /// The segment size of this stream (`tcpi_advmss`, the most the peer may send).
     mss: AtomicU64,
 }
 
@@ -314,7 +314,8 @@ async fn connection(shared: Arc<Shared>, mut stream: TcpStream, peer: SocketAddr
                 _ => Some(ErrorCode::Malformed),
             };
             if let Some(code) = code {
-                let msg = Control::Error { code, message: e.to_string(), server_version: Some(proto::VERSION) };
+                let msg =
+                    Control::Error { code, message: e.to_string(), server_version: Some(proto::VERSION) };
                 let _ = stream.write_all(&proto::encode_control(&msg)).await;
                 let _ = stream.shutdown().await;
             }
@@ -422,7 +423,8 @@ async fn refuse(shared: &Shared, stream: &mut TcpStream, peer: SocketAddr, code:
 /// message loop ([`control_loop`]) until the transfer ends, then the close.
 async fn control(shared: Arc<Shared>, mut stream: TcpStream, peer: SocketAddr) {
     // A deadline for the whole hello, not an idle timeout (§6).
-    let hello = tokio::time::timeout(HANDSHAKE_TIMEOUT, read_control(&shared, &mut stream, proto::MAX_HELLO_LEN));
+    let hello =
+        tokio::time::timeout(HANDSHAKE_TIMEOUT, read_control(&shared, &mut stream, proto::MAX_HELLO_LEN));
     let hello = match hello.await {
         Ok(Ok(Some(h))) => h,
         Ok(Ok(None)) => return shared.conn_error(peer, "hello", "closed before hello"),
@@ -467,7 +469,10 @@ fn admit(shared: &Arc<Shared>, hello: Control, peer: SocketAddr) -> Result<(Arc<
         return Err((ErrorCode::Malformed, format!("expected hello, got {}", hello.type_name())));
     };
     if client_id.is_empty() || client_id.len() > 200 {
-        return Err((ErrorCode::Malformed, format!("client id must be 1..=200 bytes (got {})", client_id.len())));
+        return Err((
+            ErrorCode::Malformed,
+            format!("client id must be 1..=200 bytes (got {})", client_id.len()),
+        ));
     }
     let cls = shared.cfg.class(&class).map_err(|e| (ErrorCode::UnknownClass, e.to_string()))?.clone();
     let target = match target_bps {
@@ -486,7 +491,10 @@ fn admit(shared: &Arc<Shared>, hello: Control, peer: SocketAddr) -> Result<(Arc<
     let (session, token) = match (SessionId::random(), Token::random()) {
         (Ok(s), Ok(t)) => (s, t),
         (Err(e), _) | (_, Err(e)) => {
-            return Err((ErrorCode::Internal, format!("no session id: the system's random source failed: {e}")))
+            return Err((
+                ErrorCode::Internal,
+                format!("no session id: the system's random source failed: {e}"),
+            ))
         }
     };
     let (client, evicted) = register(shared, &client_id, &stem, &cls, target, session, token, peer)?;
@@ -544,7 +552,8 @@ fn register(
     // more; it guards the one property that matters (two live clients
     // never share a file) even if the escaping ever changes.
     if let Some(other) = st.clients.values().find(|c| c.stem == stem) {
-        let m = format!("client id {client_id:?} would write the same file as connected client {:?}", other.id);
+        let m =
+            format!("client id {client_id:?} would write the same file as connected client {:?}", other.id);
         return Err((ErrorCode::Duplicate, m));
     }
     if st.clients.contains_key(&session) {
@@ -560,7 +569,7 @@ fn register(
         return Err((ErrorCode::Capacity, m));
     }
     let segment = shared.segment.load(Ordering::Relaxed);
-    let floor = crate::qos::stream_floor(segment);
+    let floor = crate::qos::two_segments(segment);
     if segment > 0 && (active + 1) * floor > cfg.pool {
         let m = format!(
             "the server's pool of {} B holds two segments of {segment} B for {} stream(s), and {active} client(s) are sending",
@@ -569,7 +578,8 @@ fn register(
         );
         return Err((ErrorCode::Capacity, m));
     }
-    let mut waiting: Vec<&Arc<Client>> = st.clients.values().filter(|c| c.waiting.load(Ordering::Relaxed)).collect();
+    let mut waiting: Vec<&Arc<Client>> =
+        st.clients.values().filter(|c| c.waiting.load(Ordering::Relaxed)).collect();
     let from_peer = waiting.iter().filter(|c| c.peer.ip() == peer.ip()).count() as u64;
     if from_peer >= u64::from(cfg.max_waiting_per_source) {
         let m = format!(
@@ -676,7 +686,9 @@ async fn control_loop(
         let outcome = match msg {
             Ok(Some(m)) => on_control(shared, client, m),
             Ok(None) => Err((None, "control connection closed before the end of data".to_string())),
-            Err((ErrorCode::StreamLost, e)) => Err((Some(ErrorCode::StreamLost), format!("control connection: {e}"))),
+            Err((ErrorCode::StreamLost, e)) => {
+                Err((Some(ErrorCode::StreamLost), format!("control connection: {e}")))
+            }
             Err((code, e)) => Err((Some(code), e)),
         };
         if let Err((code, m)) = outcome {
@@ -692,7 +704,11 @@ async fn control_loop(
 /// One message from a client after its hello. `Err((code, why))` ends the
 /// transfer: with a code the server tells the client; without one (the
 /// client's own `error`, or a close) it just ends.
-fn on_control(shared: &Arc<Shared>, client: &Arc<Client>, msg: Control) -> Result<(), (Option<ErrorCode>, String)> {
+fn on_control(
+    shared: &Arc<Shared>,
+    client: &Arc<Client>,
+    msg: Control,
+) -> Result<(), (Option<ErrorCode>, String)> {
     match msg {
         Control::Progress { sent, app_limited } => {
             client.sent.store(sent, Ordering::Relaxed);
@@ -706,7 +722,9 @@ fn on_control(shared: &Arc<Shared>, client: &Arc<Client>, msg: Control) -> Resul
                 if g.reasm.end().is_some() {
                     return Err((Some(ErrorCode::Malformed), "a second end: end is sent once".to_string()));
                 }
-                g.reasm.set_end(total).map_err(|e| (Some(ErrorCode::Malformed), format!("bad end of data: {e}")))?;
+                g.reasm
+                    .set_end(total)
+                    .map_err(|e| (Some(ErrorCode::Malformed), format!("bad end of data: {e}")))?;
                 g.claimed_sha256 = Some(sha256);
             }
             finish_if_complete(shared, client);
@@ -876,7 +894,8 @@ async fn data(shared: Arc<Shared>, mut stream: TcpStream, peer: SocketAddr) {
             // A nonzero reserved field from the session's owner fails its
             // transfer (its data would be missing); from a stranger, nothing.
             let (session, token) = proto::attach_owner(&att);
-            let owner = lock(&shared.state).clients.get(&session).filter(|c| token.matches(&c.token)).cloned();
+            let owner =
+                lock(&shared.state).clients.get(&session).filter(|c| token.matches(&c.token)).cloned();
             shared.conn_error(peer, "attach", &e);
             if let Some(c) = owner {
                 fail_transfer(&shared, &c, ErrorCode::Malformed, &format!("attach record: {e}"));
@@ -995,7 +1014,8 @@ fn apply_clamp(stream: &TcpStream, slot: &StreamSlot, bytes: u32, peer: SocketAd
 fn sample_rtt(stream: &TcpStream, slot: &StreamSlot) {
     if let Ok(ti) = tcpaccel_sys::tcpinfo::tcp_info(stream) {
         slot.rtt_us.store(receiver_rtt_us(ti.rcv_rtt, ti.rtt), Ordering::Relaxed);
-        slot.mss.store(u64::from(ti.rcv_mss), Ordering::Relaxed);
+        // The largest segment the peer may send us (what it sends when it has data).
+        slot.mss.store(u64::from(ti.advmss.max(ti.rcv_mss)), Ordering::Relaxed);
     }
 }
 
@@ -1163,9 +1183,10 @@ fn note_segment(shared: &Shared, segment: u64) {
     if segment <= before {
         return;
     }
-    let floor = crate::qos::stream_floor(segment);
+    let floor = crate::qos::two_segments(segment);
     let fits = shared.cfg.pool / floor;
-    if fits < u64::from(shared.cfg.max_streams) && crate::qos::stream_floor(before) * u64::from(shared.cfg.max_streams) <= shared.cfg.pool {
+    let max = u64::from(shared.cfg.max_streams);
+    if fits < max && crate::qos::two_segments(before) * max <= shared.cfg.pool {
         tracing::warn!(
             segment,
             pool = shared.cfg.pool,
@@ -1197,7 +1218,10 @@ fn check_stalls(shared: &Shared, clients: &[Arc<Client>], now: Instant) {
         }
         if c.waiting.load(Ordering::Relaxed) {
             if now.saturating_since(g.joined) >= cfg.no_data_timeout {
-                let m = format!("no data within {} of the welcome (the server's no-data timeout)", fmt(cfg.no_data_timeout));
+                let m = format!(
+                    "no data within {} of the welcome (the server's no-data timeout)",
+                    fmt(cfg.no_data_timeout)
+                );
                 stalled.push((c.clone(), m));
             }
         } else if now.saturating_since(g.arrived_at) >= cfg.stall_timeout {
@@ -1242,6 +1266,8 @@ fn tick(shared: &Shared, measure: bool) {
     everyone.sort_by_key(|c| c.seq);
     if measure {
         check_stalls(shared, &everyone, now);
+        // Those it failed (and any that completed) have left.
+        everyone.retain(|c| !lock(&c.inner).finished);
     }
     // Sessions still waiting for their first data hold no stream budget and
     // no pool share (docs/gather-protocol.md §3); status shows them.
@@ -1379,6 +1405,18 @@ mod tests {
         for s in &stems {
             assert!(!s.contains('/') && !s.starts_with('.'), "{s}");
         }
+    }
+
+    /// Issue 28: on loopback the receive-side estimate of a pausing sender
+    /// read 1001151 us and the pool was sized from it; the handshake's RTT
+    /// bounds it now. Queueing above the handshake's RTT still shows.
+    #[test]
+    fn receiver_rtt_is_bounded_by_the_handshake() {
+        assert_eq!(receiver_rtt_us(1_001_151, 45), 1_000);
+        assert_eq!(receiver_rtt_us(1_001_151, 20_000), 160_000);
+        assert_eq!(receiver_rtt_us(35_000, 20_000), 35_000);
+        assert_eq!(receiver_rtt_us(0, 20_000), 20_000);
+        assert_eq!(receiver_rtt_us(700, 0), 700);
     }
 
     #[test]

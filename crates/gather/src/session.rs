@@ -99,4 +99,3 @@ impl std::fmt::Debug for Token {
         f.write_str("Token(..)")
     }
 }
-
