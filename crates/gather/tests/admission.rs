@@ -284,3 +284,44 @@ async fn the_pool_keeps_two_segments_per_stream() {
         Err(other) => panic!("{other:?}"),
     }
 }
+
+/// Item 5: an unknown connection kind or a nonzero reserved byte in the
+/// preface gets an `error` (`malformed`) before the close; before, the
+/// connection was closed without a word. A stranger (bad magic) still gets nothing.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bad_prefaces_are_told_why() {
+    let (addr, _ev) = start(config(1 << 20, 100), SinkSpec::Discard).await;
+    let mut kind9 = proto::encode_preface(proto::VERSION, Kind::Control);
+    kind9[6] = 9;
+    let mut reserved = proto::encode_preface(proto::VERSION, Kind::Control);
+    reserved[7] = 1;
+    for pre in [kind9, reserved] {
+        let mut c = TcpStream::connect(addr).await.unwrap();
+        c.write_all(&pre).await.unwrap();
+        match read_control(&mut c, 3).await {
+            Some(Control::Error { code: ErrorCode::Malformed, .. }) => {}
+            other => panic!("preface {pre:02x?}: expected malformed, got {other:?}"),
+        }
+    }
+    let mut c = TcpStream::connect(addr).await.unwrap();
+    c.write_all(b"GET / HT").await.unwrap();
+    assert!(read_control(&mut c, 3).await.is_none(), "a stranger is closed without a reply");
+}
+
+/// Item 5: `end` is sent once; a second one is `malformed` (before, it
+/// silently replaced the first).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_second_end_is_malformed() {
+    let (addr, _ev) = start(config(1 << 20, 100), SinkSpec::Discard).await;
+    let mut j = join(addr, "twice", None).await.unwrap();
+    let sha = hex::encode(Sha256::digest([1u8; 10]));
+    for total in [10, 10] {
+        j.ctl.write_all(&proto::encode_control(&Control::End { total, sha256: sha.clone() })).await.unwrap();
+    }
+    match verdict(&mut j.ctl, 3).await {
+        Some(Control::Error { code: ErrorCode::Malformed, message, .. }) => {
+            assert!(message.contains("second end"), "{message}")
+        }
+        other => panic!("expected malformed, got {other:?}"),
+    }
+}
