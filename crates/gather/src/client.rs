@@ -41,7 +41,7 @@ pub enum ClientError {
         #[source]
         source: std::io::Error,
     },
-    #[error("server refused ({code:?}): {message}")]
+    #[error("server refused ({code}): {message}")]
     Refused { code: ErrorCode, message: String, server_version: Option<u16> },
     #[error("protocol: {0}")]
     Protocol(String),
@@ -239,7 +239,7 @@ fn refused(m: Control) -> ClientError {
         Control::Error { code, message, server_version } => {
             ClientError::Refused { code, message, server_version }
         }
-        other => ClientError::Protocol(format!("unexpected message {other:?}")),
+        other => ClientError::Protocol(format!("unexpected message {} from the server", other.type_name())),
     }
 }
 
@@ -310,199 +310,19 @@ async fn stream_loop(
     }
 }
 
-/// Sends the whole source and waits for the server's receipt.
+/// Sends the whole source and waits for the server's receipt: set-up
+/// ([`open_source`], [`join`]), then the transfer's event loop
+/// ([`Transfer::run`]) with one handler per event.
 pub async fn send(opts: SendOptions) -> Result<SendReport, ClientError> {
     let started = tokio::time::Instant::now();
-    let timeout = opts.timeout;
-    let reader = match &opts.source {
-        Source::File(p) => {
-            Reader::File(tokio::fs::File::open(p).await.map_err(io_err(format!("open {}", p.display())))?)
-        }
-        Source::Stdin => Reader::Stdin(tokio::io::stdin()),
-        Source::Synthetic { rate, limit, seed } => {
-            Reader::Synthetic { rng: Rng::seeded(*seed), rate: *rate, limit: *limit }
-        }
-    };
-    let mut ctl = connect(opts.server, Kind::Control, opts.cc.as_deref()).await?;
-    let hello = Control::Hello {
-        client_id: opts.id.clone(),
-        class: opts.class.clone(),
-        target_bps: opts.target.map(|r| r.0),
-    };
-    ctl.write_all(&proto::encode_control(&hello)).await.map_err(io_err("send hello"))?;
-    let welcome = tokio::time::timeout(timeout, read_msg(&mut ctl)).await.map_err(|_| {
-        ClientError::Timeout(format!(
-            "no answer to hello within {}",
-            tcpaccel_core::units::format_duration(timeout)
-        ))
-    })?;
-    let (session, token, streams, chunk, checksum, interval_ms) = match welcome? {
-        Some(Control::Welcome { session, token, streams, chunk_size, checksum, interval_ms, .. }) => {
-            if chunk_size == 0 || chunk_size > proto::MAX_CHUNK {
-                return Err(ClientError::Protocol(format!("server asked for chunks of {chunk_size} bytes")));
-            }
-            (session, token, streams.max(1), chunk_size as usize, checksum, interval_ms.max(10))
-        }
-        Some(m) => return Err(refused(m)),
-        None => return Err(ClientError::Protocol("server closed before welcome".into())),
-    };
-    tracing::info!(%session, streams, chunk, "gather: welcomed");
-    // The heartbeat comes once per interval: never expect it more often.
-    let timeout = timeout.max(Duration::from_millis(interval_ms) * 3);
-    let idle_ns = Arc::new(AtomicU64::new(0));
-    let done = Arc::new(AtomicBool::new(false));
-    // A paced source sends chunks of at most ~50 ms of its rate, so that a
-    // slow client's goodput is smooth at the server's interval.
-    let chunk = match &opts.source {
-        Source::Synthetic { rate: Some(r), .. } => ((r.bytes_per_sec() / 20) as usize).clamp(1024, chunk),
-        _ => chunk,
-    };
-    let cursor = Arc::new(Mutex::new(Cursor {
-        reader,
-        offset: 0,
-        hasher: Sha256::new(),
-        start: tokio::time::Instant::now(),
-        exhausted: false,
-        done: done.clone(),
-        idle_ns: idle_ns.clone(),
-    }));
-    let (want_tx, want_rx) = watch::channel(streams);
-    let sent = Arc::new(AtomicU64::new(0));
-    let ctx = Arc::new(StreamCtx {
-        server: opts.server,
-        cc: opts.cc.clone(),
-        session,
-        token,
-        chunk,
-        checksum,
-        cursor: cursor.clone(),
-        want: want_rx,
-        active: Arc::new(AtomicU32::new(0)),
-        sent: sent.clone(),
-    });
-    let (mut rd, mut wr) = ctl.into_split();
-    // Control messages are read by their own task: a read cut short by the
-    // other branches of the loop's select would lose bytes of a message.
-    let (msg_tx, mut msg_rx) = tokio::sync::mpsc::unbounded_channel();
-    let mut reader_task = JoinSet::new();
-    reader_task.spawn(async move {
-        loop {
-            let m = read_msg(&mut rd).await;
-            let last = !matches!(m, Ok(Some(_)));
-            if msg_tx.send(m).is_err() || last {
-                break;
-            }
-        }
-    });
-    let mut tasks: JoinSet<(u16, Result<(), ClientError>)> = JoinSet::new();
-    // Each new stream gets a fresh index, so a stream that is still closing
-    // never collides with its replacement at the server.
-    let mut next_index: u16 = 0;
-    let mut max_streams = 0u32;
-    let mut changes = 0u32;
-    let interval = Duration::from_millis(interval_ms);
-    let mut progress = tokio::time::interval(interval);
-    progress.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-    let mut last_progress = tokio::time::Instant::now();
-    let mut ended: Option<tokio::time::Instant> = None;
-    let mut last_heard = tokio::time::Instant::now();
-    let (mut confirmed, mut confirmed_at) = (0u64, tokio::time::Instant::now());
-    let fmt = tcpaccel_core::units::format_duration;
-    let (sha, total) = loop {
-        // Open any stream the server wants and we do not run yet.
-        let want = *want_tx.borrow();
-        while !done.load(Ordering::Relaxed) && ctx.active.load(Ordering::Relaxed) < want {
-            ctx.active.fetch_add(1, Ordering::Relaxed);
-            let (c, i) = (ctx.clone(), next_index);
-            next_index = next_index.wrapping_add(1);
-            tasks.spawn(async move { (i, stream_task(c, i).await) });
-        }
-        max_streams = max_streams.max(ctx.active.load(Ordering::Relaxed));
-        if tasks.is_empty() && ended.is_none() && done.load(Ordering::Relaxed) {
-            let c = cursor.lock().await;
-            let total = c.offset;
-            let sha = hex::encode(c.hasher.clone().finalize());
-            drop(c);
-            let end = Control::End { total, sha256: sha };
-            wr.write_all(&proto::encode_control(&end)).await.map_err(io_err("send end"))?;
-            ended = Some(tokio::time::Instant::now());
-            tracing::info!(total, "gather: end of data sent");
-        }
-        // The server sends `received` every interval: silence means it is
-        // gone; after our end, a count that stops moving means the transfer
-        // is stuck (its data will not arrive).
-        let silent_by = last_heard + timeout;
-        let stalled_by = ended.map(|e| e.max(confirmed_at) + timeout);
-        let deadline = stalled_by.map_or(silent_by, |s| s.min(silent_by));
-        tokio::select! {
-            m = msg_rx.recv() => {
-                last_heard = tokio::time::Instant::now();
-                match m {
-                    Some(Ok(Some(Control::SetStreams { streams }))) => {
-                        changes += 1;
-                        let _ = want_tx.send(streams.max(1));
-                    }
-                    Some(Ok(Some(Control::Received { bytes }))) => {
-                        if bytes > confirmed {
-                            (confirmed, confirmed_at) = (bytes, last_heard);
-                        }
-                    }
-                    Some(Ok(Some(Control::Done { total, sha256, complete }))) => {
-                        if ended.is_none() {
-                            return Err(ClientError::Protocol("done before end of data".into()));
-                        }
-                        let c = cursor.lock().await;
-                        let ours = hex::encode(c.hasher.clone().finalize());
-                        let ok = complete && total == c.offset && sha256 == ours;
-                        drop(c);
-                        break ((ours, sha256, ok), total);
-                    }
-                    Some(Ok(Some(m))) => return Err(refused(m)),
-                    Some(Err(e)) => return Err(e),
-                    Some(Ok(None)) | None => {
-                        return Err(ClientError::Protocol("server closed the control connection".into()))
-                    }
-                }
-            },
-            Some(j) = tasks.join_next(), if !tasks.is_empty() => match j {
-                Ok((_, Ok(()))) => {}
-                Ok((i, Err(e))) => {
-                    let mut m = format!("data stream {i} failed: {e}");
-                    let mut cause = std::error::Error::source(&e);
-                    while let Some(c) = cause {
-                        m.push_str(&format!(": {c}"));
-                        cause = c.source();
-                    }
-                    return Err(ClientError::Protocol(m));
-                }
-                Err(e) => return Err(ClientError::Protocol(format!("data stream task: {e}"))),
-            },
-            _ = progress.tick() => {
-                let el = last_progress.elapsed();
-                last_progress = tokio::time::Instant::now();
-                let idle = Duration::from_nanos(idle_ns.swap(0, Ordering::Relaxed));
-                // Idle for over a fifth of the interval: the source, not the
-                // network, set the pace; the server must not add streams for it.
-                let app_limited = idle * 5 > el;
-                let p = Control::Progress { sent: sent.load(Ordering::Relaxed), app_limited };
-                wr.write_all(&proto::encode_control(&p)).await.map_err(io_err("send progress"))?;
-            }
-            _ = tokio::time::sleep_until(deadline) => {
-                let total = cursor.lock().await.offset;
-                return Err(ClientError::Timeout(if deadline == silent_by {
-                    format!("the server sent nothing for {}", fmt(timeout))
-                } else {
-                    format!(
-                        "the server confirmed {confirmed} of {total} bytes and no more for {} after the end of data",
-                        fmt(timeout)
-                    )
-                }));
-            }
-        }
-    };
-    let _ = wr.shutdown().await;
+    let reader = open_source(&opts.source).await?;
+    let (ctl, welcome) = join(&opts).await?;
+    tracing::info!(session = %welcome.session, streams = welcome.streams, chunk = welcome.chunk, "gather: welcomed");
+    let session = welcome.session;
+    let mut t = Transfer::new(&opts, ctl, welcome, reader);
+    let ((ours, theirs, complete), total) = t.run().await?;
+    let _ = t.wr.shutdown().await;
     let secs = started.elapsed().as_secs_f64();
-    let ((ours, theirs, complete), total) = (sha, total);
     Ok(SendReport {
         id: opts.id,
         session,
@@ -512,7 +332,313 @@ pub async fn send(opts: SendOptions) -> Result<SendReport, ClientError> {
         complete,
         seconds: secs,
         goodput_bps: if secs > 0.0 { (total as f64 * 8.0 / secs) as u64 } else { 0 },
-        max_streams,
-        stream_changes: changes,
+        max_streams: t.max_streams,
+        stream_changes: t.changes,
     })
+}
+
+async fn open_source(source: &Source) -> Result<Reader, ClientError> {
+    Ok(match source {
+        Source::File(p) => {
+            Reader::File(tokio::fs::File::open(p).await.map_err(io_err(format!("open {}", p.display())))?)
+        }
+        Source::Stdin => Reader::Stdin(tokio::io::stdin()),
+        Source::Synthetic { rate, limit, seed } => {
+            Reader::Synthetic { rng: Rng::seeded(*seed), rate: *rate, limit: *limit }
+        }
+    })
+}
+
+/// What the welcome said, checked.
+struct Welcome {
+    session: SessionId,
+    token: Token,
+    streams: u32,
+    chunk: usize,
+    checksum: bool,
+    interval: Duration,
+}
+
+/// Connects the control connection, says hello and reads the welcome.
+async fn join(opts: &SendOptions) -> Result<(TcpStream, Welcome), ClientError> {
+    let mut ctl = connect(opts.server, Kind::Control, opts.cc.as_deref()).await?;
+    let hello = Control::Hello {
+        client_id: opts.id.clone(),
+        class: opts.class.clone(),
+        target_bps: opts.target.map(|r| r.0),
+    };
+    ctl.write_all(&proto::encode_control(&hello)).await.map_err(io_err("send hello"))?;
+    let timeout = opts.timeout;
+    let answer = tokio::time::timeout(timeout, read_msg(&mut ctl)).await.map_err(|_| {
+        ClientError::Timeout(format!(
+            "no answer to hello within {}",
+            tcpaccel_core::units::format_duration(timeout)
+        ))
+    })?;
+    let w = match answer? {
+        Some(Control::Welcome { session, token, streams, chunk_size, checksum, interval_ms, .. }) => {
+            if chunk_size == 0 || chunk_size > proto::MAX_CHUNK {
+                return Err(ClientError::Protocol(format!("server asked for chunks of {chunk_size} bytes")));
+            }
+            Welcome {
+                session,
+                token,
+                streams: streams.max(1),
+                chunk: chunk_size as usize,
+                checksum,
+                interval: Duration::from_millis(interval_ms.max(10)),
+            }
+        }
+        Some(m) => return Err(refused(m)),
+        None => return Err(ClientError::Protocol("server closed before welcome".into())),
+    };
+    Ok((ctl, w))
+}
+
+/// The digests (ours, the server's, whether all agrees) and the total.
+type Outcome = ((String, String, bool), u64);
+
+/// A transfer after the welcome: its data streams, its control connection
+/// and the clocks of its timeout.
+struct Transfer {
+    ctx: Arc<StreamCtx>,
+    cursor: Arc<Mutex<Cursor>>,
+    want_tx: watch::Sender<u32>,
+    done: Arc<AtomicBool>,
+    idle_ns: Arc<AtomicU64>,
+    sent: Arc<AtomicU64>,
+    wr: tokio::net::tcp::OwnedWriteHalf,
+    msg_rx: tokio::sync::mpsc::UnboundedReceiver<Result<Option<Control>, ClientError>>,
+    _reader_task: JoinSet<()>,
+    tasks: JoinSet<(u16, Result<(), ClientError>)>,
+    /// Each new stream gets a fresh index, so a stream that is still closing
+    /// never collides with its replacement at the server.
+    next_index: u16,
+    /// Most data streams running at once (counted at spawn: a short
+    /// transfer's stream may finish before the loop looks again).
+    max_streams: u32,
+    changes: u32,
+    /// The welcome's interval: `progress` is sent this often.
+    interval: Duration,
+    timeout: Duration,
+    last_progress: tokio::time::Instant,
+    ended: Option<tokio::time::Instant>,
+    last_heard: tokio::time::Instant,
+    confirmed: u64,
+    confirmed_at: tokio::time::Instant,
+}
+
+impl Transfer {
+    fn new(opts: &SendOptions, ctl: TcpStream, w: Welcome, reader: Reader) -> Transfer {
+        // The heartbeat comes once per interval: never expect it more often.
+        let timeout = opts.timeout.max(w.interval * 3);
+        let idle_ns = Arc::new(AtomicU64::new(0));
+        let done = Arc::new(AtomicBool::new(false));
+        // A paced source sends chunks of at most ~50 ms of its rate, so that a
+        // slow client's goodput is smooth at the server's interval.
+        let chunk = match &opts.source {
+            Source::Synthetic { rate: Some(r), .. } => {
+                ((r.bytes_per_sec() / 20) as usize).clamp(1024, w.chunk)
+            }
+            _ => w.chunk,
+        };
+        let cursor = Arc::new(Mutex::new(Cursor {
+            reader,
+            offset: 0,
+            hasher: Sha256::new(),
+            start: tokio::time::Instant::now(),
+            exhausted: false,
+            done: done.clone(),
+            idle_ns: idle_ns.clone(),
+        }));
+        let (want_tx, want_rx) = watch::channel(w.streams);
+        let sent = Arc::new(AtomicU64::new(0));
+        let ctx = Arc::new(StreamCtx {
+            server: opts.server,
+            cc: opts.cc.clone(),
+            session: w.session,
+            token: w.token,
+            chunk,
+            checksum: w.checksum,
+            cursor: cursor.clone(),
+            want: want_rx,
+            active: Arc::new(AtomicU32::new(0)),
+            sent: sent.clone(),
+        });
+        let (mut rd, wr) = ctl.into_split();
+        // Control messages are read by their own task: a read cut short by the
+        // other branches of the loop's select would lose bytes of a message.
+        let (msg_tx, msg_rx) = tokio::sync::mpsc::unbounded_channel();
+        let mut reader_task = JoinSet::new();
+        reader_task.spawn(async move {
+            loop {
+                let m = read_msg(&mut rd).await;
+                let last = !matches!(m, Ok(Some(_)));
+                if msg_tx.send(m).is_err() || last {
+                    break;
+                }
+            }
+        });
+        let now = tokio::time::Instant::now();
+        Transfer {
+            ctx,
+            cursor,
+            want_tx,
+            done,
+            idle_ns,
+            sent,
+            wr,
+            msg_rx,
+            _reader_task: reader_task,
+            tasks: JoinSet::new(),
+            next_index: 0,
+            max_streams: 0,
+            changes: 0,
+            interval: w.interval,
+            timeout,
+            last_progress: now,
+            ended: None,
+            last_heard: now,
+            confirmed: 0,
+            confirmed_at: now,
+        }
+    }
+
+    /// The event loop: open streams, send `end` when the data is out, and
+    /// handle the next message, stream result, progress tick or timeout.
+    async fn run(&mut self) -> Result<Outcome, ClientError> {
+        let mut progress = tokio::time::interval(self.interval);
+        progress.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        loop {
+            self.open_wanted_streams();
+            self.send_end_when_out().await?;
+            // The server sends `received` every interval: silence means it is
+            // gone; after our end, a count that stops moving means the transfer
+            // is stuck (its data will not arrive).
+            let silent_by = self.last_heard + self.timeout;
+            let stalled_by = self.ended.map(|e| e.max(self.confirmed_at) + self.timeout);
+            let deadline = stalled_by.map_or(silent_by, |s| s.min(silent_by));
+            tokio::select! {
+                m = self.msg_rx.recv() => {
+                    if let Some(outcome) = self.on_message(m).await? {
+                        return Ok(outcome);
+                    }
+                }
+                Some(j) = self.tasks.join_next(), if !self.tasks.is_empty() => on_stream_done(j)?,
+                _ = progress.tick() => self.on_progress_tick().await?,
+                _ = tokio::time::sleep_until(deadline) => {
+                    return Err(self.timed_out(deadline == silent_by).await);
+                }
+            }
+        }
+    }
+
+    /// Opens any stream the server wants and we do not run yet.
+    fn open_wanted_streams(&mut self) {
+        let want = *self.want_tx.borrow();
+        while !self.done.load(Ordering::Relaxed) && self.ctx.active.load(Ordering::Relaxed) < want {
+            self.ctx.active.fetch_add(1, Ordering::Relaxed);
+            let (c, i) = (self.ctx.clone(), self.next_index);
+            self.next_index = self.next_index.wrapping_add(1);
+            self.tasks.spawn(async move { (i, stream_task(c, i).await) });
+            let running = self.ctx.active.load(Ordering::Relaxed).max(self.tasks.len() as u32);
+            self.max_streams = self.max_streams.max(running.min(want.max(1)));
+        }
+    }
+
+    /// Once the source is exhausted and every stream has ended: `end`.
+    async fn send_end_when_out(&mut self) -> Result<(), ClientError> {
+        if !(self.tasks.is_empty() && self.ended.is_none() && self.done.load(Ordering::Relaxed)) {
+            return Ok(());
+        }
+        let c = self.cursor.lock().await;
+        let total = c.offset;
+        let sha = hex::encode(c.hasher.clone().finalize());
+        drop(c);
+        let end = Control::End { total, sha256: sha };
+        self.wr.write_all(&proto::encode_control(&end)).await.map_err(io_err("send end"))?;
+        self.ended = Some(tokio::time::Instant::now());
+        tracing::info!(total, "gather: end of data sent");
+        Ok(())
+    }
+
+    /// A message from the server; `Some` when the transfer is over.
+    async fn on_message(
+        &mut self,
+        m: Option<Result<Option<Control>, ClientError>>,
+    ) -> Result<Option<Outcome>, ClientError> {
+        self.last_heard = tokio::time::Instant::now();
+        match m {
+            Some(Ok(Some(Control::SetStreams { streams }))) => {
+                self.changes += 1;
+                let _ = self.want_tx.send(streams.max(1));
+                Ok(None)
+            }
+            Some(Ok(Some(Control::Received { bytes }))) => {
+                if bytes > self.confirmed {
+                    (self.confirmed, self.confirmed_at) = (bytes, self.last_heard);
+                }
+                Ok(None)
+            }
+            Some(Ok(Some(Control::Done { total, sha256, complete }))) => {
+                if self.ended.is_none() {
+                    return Err(ClientError::Protocol("done before end of data".into()));
+                }
+                let c = self.cursor.lock().await;
+                let ours = hex::encode(c.hasher.clone().finalize());
+                let ok = complete && total == c.offset && sha256 == ours;
+                Ok(Some(((ours, sha256, ok), total)))
+            }
+            Some(Ok(Some(m))) => Err(refused(m)),
+            Some(Err(e)) => Err(e),
+            Some(Ok(None)) | None => {
+                Err(ClientError::Protocol("server closed the control connection".into()))
+            }
+        }
+    }
+
+    /// Every interval: `progress` with the bytes sent and whether the source held us back.
+    async fn on_progress_tick(&mut self) -> Result<(), ClientError> {
+        let el = self.last_progress.elapsed();
+        self.last_progress = tokio::time::Instant::now();
+        let idle = Duration::from_nanos(self.idle_ns.swap(0, Ordering::Relaxed));
+        // Idle for over a fifth of the interval: the source, not the
+        // network, set the pace; the server must not add streams for it.
+        let app_limited = idle * 5 > el;
+        let p = Control::Progress { sent: self.sent.load(Ordering::Relaxed), app_limited };
+        self.wr.write_all(&proto::encode_control(&p)).await.map_err(io_err("send progress"))
+    }
+
+    async fn timed_out(&self, silent: bool) -> ClientError {
+        let fmt = tcpaccel_core::units::format_duration;
+        let total = self.cursor.lock().await.offset;
+        ClientError::Timeout(if silent {
+            format!("the server sent nothing for {}", fmt(self.timeout))
+        } else {
+            format!(
+                "the server confirmed {} of {total} bytes and no more for {} after the end of data",
+                self.confirmed,
+                fmt(self.timeout)
+            )
+        })
+    }
+}
+
+/// A data stream's task ended: an error fails the transfer, naming the stream.
+fn on_stream_done(
+    j: Result<(u16, Result<(), ClientError>), tokio::task::JoinError>,
+) -> Result<(), ClientError> {
+    match j {
+        Ok((_, Ok(()))) => Ok(()),
+        Ok((i, Err(e))) => {
+            let mut m = format!("data stream {i} failed: {e}");
+            let mut cause = std::error::Error::source(&e);
+            while let Some(c) = cause {
+                m.push_str(&format!(": {c}"));
+                cause = c.source();
+            }
+            Err(ClientError::Protocol(m))
+        }
+        Err(e) => Err(ClientError::Protocol(format!("data stream task: {e}"))),
+    }
 }

@@ -11,10 +11,23 @@ use tcpaccel_core::units::{ParseError, Rate};
 /// full-size segments the sender stalls on silly-window avoidance, and the
 /// kernel raises any `TCP_WINDOW_CLAMP` below about 1.1 KB anyway.
 pub const MIN_STREAM_WINDOW: u64 = 4096;
+/// The segment size (MSS) on Linux loopback (MTU 65536, less IP, TCP and
+/// timestamp headers): two of them per stream is the floor there.
+pub const LOOPBACK_SEGMENT: u64 = 65_483;
 /// Default chunk size of data frames.
 pub const DEFAULT_CHUNK: u32 = 64 * 1024;
 /// Upper bound of the derived total stream budget.
 const MAX_DERIVED_STREAMS: u64 = 65_536;
+/// Default of [`ServerConfig::control_memory`].
+pub const DEFAULT_CONTROL_MEMORY: u64 = 16 << 20;
+/// Default of [`ServerConfig::stall_timeout`].
+pub const DEFAULT_STALL_TIMEOUT: Duration = Duration::from_secs(60);
+/// Default of [`ServerConfig::no_data_timeout`].
+pub const DEFAULT_NO_DATA_TIMEOUT: Duration = Duration::from_secs(30);
+/// Default of [`ServerConfig::max_waiting`].
+pub const DEFAULT_MAX_WAITING: u32 = 64;
+/// Default of [`ServerConfig::max_waiting_per_source`].
+pub const DEFAULT_MAX_WAITING_PER_SOURCE: u32 = 8;
 
 /// A priority class: clients of it aim at `target`; a larger `priority` is
 /// more important ([GatherQoS] §3.1 orders leftovers by it).
@@ -98,6 +111,21 @@ pub struct ServerConfig {
     pub policy: Policy,
     /// Who holds a demand on the pool: each client, or each of its data streams.
     pub sharing: Sharing,
+    /// Bytes of incomplete control messages all connections together may
+    /// hold; a message that would exceed it closes its connection with a
+    /// `capacity` error (docs/gather-protocol.md §6).
+    pub control_memory: u64,
+    /// A transfer from which no chunk byte arrives for this long fails with
+    /// `stalled` and gives its share back.
+    pub stall_timeout: Duration,
+    /// A session that has sent no data yet ("waiting") fails with `stalled`
+    /// after this long.
+    pub no_data_timeout: Duration,
+    /// Sessions waiting for their first data at once; a hello beyond it
+    /// evicts the oldest waiting one. Waiting sessions hold no stream budget.
+    pub max_waiting: u32,
+    /// Waiting sessions from one source address; a hello beyond it is refused (`capacity`).
+    pub max_waiting_per_source: u32,
 }
 
 /// How the server divides its buffer pool.
@@ -192,6 +220,11 @@ impl ServerConfig {
             tune_streams: true,
             policy: Policy::Seed003,
             sharing: Sharing::PerClient,
+            control_memory: DEFAULT_CONTROL_MEMORY,
+            stall_timeout: DEFAULT_STALL_TIMEOUT,
+            no_data_timeout: DEFAULT_NO_DATA_TIMEOUT,
+            max_waiting: DEFAULT_MAX_WAITING,
+            max_waiting_per_source: DEFAULT_MAX_WAITING_PER_SOURCE,
         })
     }
 

@@ -18,6 +18,7 @@ pub mod proto;
 pub mod qos;
 pub mod reasm;
 pub mod server;
+pub mod session;
 pub mod share;
 pub mod status;
 #[cfg(feature = "testing")]

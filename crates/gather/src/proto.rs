@@ -27,13 +27,19 @@ pub const ATTACH_LEN: usize = 36;
 pub const FRAME_HEADER_LEN: usize = 32;
 /// Largest control message accepted (a status reply for many clients is the biggest).
 pub const MAX_CONTROL_LEN: u32 = 16 << 20;
+/// Largest message a server accepts before `hello` (a hello is a few hundred
+/// bytes: an id of at most 200 bytes, JSON-escaped at most 6 bytes each).
+pub const MAX_HELLO_LEN: u32 = 4 << 10;
+/// Largest message a server accepts from a client after `hello`
+/// (`progress`, `end`, `error`: all small).
+pub const MAX_CLIENT_MSG_LEN: u32 = 64 << 10;
 /// Largest chunk any server may ask for.
 pub const MAX_CHUNK: u32 = 4 << 20;
 
 /// Errors from decoding what a peer sent.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum ProtoError {
-    #[error("bad magic {0:02x?} (not a gather peer)")]
+    #[error("bad magic {} (hex; not a gather peer)", hex::encode(.0))]
     BadMagic([u8; 4]),
     #[error("protocol version {theirs} is not supported (this side speaks {ours})")]
     Version { theirs: u16, ours: u16 },
@@ -41,8 +47,8 @@ pub enum ProtoError {
     BadKind(u8),
     #[error("unknown frame type {0}")]
     BadFrameType(u8),
-    #[error("control message of {0} bytes exceeds the limit of {MAX_CONTROL_LEN}")]
-    TooLong(u32),
+    #[error("control message of {len} bytes exceeds the limit of {max} bytes here")]
+    TooLong { len: u32, max: u32 },
     #[error("undecodable control message: {0}")]
     Json(String),
     #[error("chunk of {len} bytes exceeds the negotiated chunk size {max}")]
@@ -55,95 +61,11 @@ pub enum ProtoError {
     Checksum { offset: u64, header: u32, data: u32 },
     #[error("reserved bits set in {0}")]
     Reserved(&'static str),
-    #[error("{what}: expected {len} lowercase hex digits, got {got:?}")]
-    Hex { what: &'static str, len: usize, got: String },
+    #[error(transparent)]
+    Hex(#[from] crate::session::HexError),
 }
 
-/// 128 bits, sent as 32 lowercase hex digits in JSON and as 16 raw bytes in
-/// the attach record. Two uses: [`SessionId`] names a client's session (it
-/// appears in status output), [`Token`] proves a data stream belongs to it
-/// (it is never shown).
-macro_rules! id128 {
-    ($name:ident, $what:literal) => {
-        #[derive(Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
-        pub struct $name(pub [u8; 16]);
-
-        impl $name {
-            /// 128 bits from the operating system's random source.
-            pub fn random() -> Result<$name, getrandom::Error> {
-                let mut b = [0u8; 16];
-                getrandom::fill(&mut b)?;
-                Ok($name(b))
-            }
-
-            pub fn to_hex(&self) -> String {
-                hex::encode(self.0)
-            }
-
-            pub fn from_hex(s: &str) -> Result<$name, ProtoError> {
-                let bad = || ProtoError::Hex { what: $what, len: 32, got: s.chars().take(40).collect() };
-                if s.len() != 32 || !s.bytes().all(|c| c.is_ascii_digit() || (b'a'..=b'f').contains(&c)) {
-                    return Err(bad());
-                }
-                let mut b = [0u8; 16];
-                hex::decode_to_slice(s, &mut b).map_err(|_| bad())?;
-                Ok($name(b))
-            }
-        }
-
-        impl Serialize for $name {
-            fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-                s.serialize_str(&self.to_hex())
-            }
-        }
-
-        impl<'de> Deserialize<'de> for $name {
-            fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<$name, D::Error> {
-                let s = String::deserialize(d)?;
-                $name::from_hex(&s).map_err(serde::de::Error::custom)
-            }
-        }
-    };
-}
-
-id128!(SessionId, "session id");
-id128!(Token, "token");
-
-impl SessionId {
-    /// The first 8 bytes as a big-endian u64: the `session` field of every
-    /// data-frame header, a check that a frame is on the stream it was meant for.
-    pub fn tag(&self) -> u64 {
-        let b = &self.0;
-        u64::from_be_bytes([b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7]])
-    }
-}
-
-impl std::fmt::Display for SessionId {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.to_hex())
-    }
-}
-
-impl std::fmt::Debug for SessionId {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "SessionId({})", self.to_hex())
-    }
-}
-
-impl Token {
-    /// Compares in time independent of where the tokens differ, so the
-    /// server's answer time says nothing about how much of a guess was right.
-    pub fn matches(&self, other: &Token) -> bool {
-        self.0.iter().zip(other.0.iter()).fold(0u8, |acc, (a, b)| acc | (a ^ b)) == 0
-    }
-}
-
-impl std::fmt::Debug for Token {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        // A secret: never printed.
-        f.write_str("Token(..)")
-    }
-}
+pub use crate::session::{SessionId, Token};
 
 /// What a connection is for, sent in its preface.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -193,6 +115,16 @@ pub fn encode_attach(session: &SessionId, token: &Token, stream: u16) -> [u8; AT
     b[16..32].copy_from_slice(&token.0);
     b[32..34].copy_from_slice(&stream.to_be_bytes());
     b
+}
+
+/// The session id and token of an attach record, whatever its other fields
+/// say (to tell a refused record's owner, docs/gather-protocol.md §4.1).
+pub fn attach_owner(b: &[u8; ATTACH_LEN]) -> (SessionId, Token) {
+    let mut session = [0u8; 16];
+    session.copy_from_slice(&b[..16]);
+    let mut token = [0u8; 16];
+    token.copy_from_slice(&b[16..32]);
+    (SessionId(session), Token(token))
 }
 
 pub fn decode_attach(b: &[u8; ATTACH_LEN]) -> Result<(SessionId, Token, u16), ProtoError> {
@@ -257,7 +189,7 @@ pub enum Control {
     StatusReply { clients: Vec<crate::status::ClientStatus> },
 }
 
-/// Why a peer was refused.
+/// Why a peer was refused (docs/gather-protocol.md §5).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum ErrorCode {
@@ -268,7 +200,54 @@ pub enum ErrorCode {
     Capacity,
     Mismatch,
     StreamLost,
+    /// No data arrived for the data-stall timeout (or, before any data, the
+    /// no-data timeout); the transfer fails and its share is given back.
+    Stalled,
     Internal,
+    /// A code this build does not know (a newer peer's); read as a failure.
+    #[serde(other)]
+    Unknown,
+}
+
+impl ErrorCode {
+    /// The wire spelling (`unknown_class`, ...), for messages.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ErrorCode::Version => "version",
+            ErrorCode::Malformed => "malformed",
+            ErrorCode::UnknownClass => "unknown_class",
+            ErrorCode::Duplicate => "duplicate",
+            ErrorCode::Capacity => "capacity",
+            ErrorCode::Mismatch => "mismatch",
+            ErrorCode::StreamLost => "stream_lost",
+            ErrorCode::Stalled => "stalled",
+            ErrorCode::Internal => "internal",
+            ErrorCode::Unknown => "unknown",
+        }
+    }
+}
+
+impl std::fmt::Display for ErrorCode {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl Control {
+    /// The message's `type` on the wire, for messages about it.
+    pub fn type_name(&self) -> &'static str {
+        match self {
+            Control::Hello { .. } => "hello",
+            Control::Welcome { .. } => "welcome",
+            Control::SetStreams { .. } => "set_streams",
+            Control::Progress { .. } => "progress",
+            Control::End { .. } => "end",
+            Control::Received { .. } => "received",
+            Control::Done { .. } => "done",
+            Control::Error { .. } => "error",
+            Control::StatusReply { .. } => "status_reply",
+        }
+    }
 }
 
 /// Length prefix plus JSON.
@@ -281,11 +260,17 @@ pub fn encode_control(msg: &Control) -> Vec<u8> {
     out
 }
 
-/// Checks a control message's length prefix.
+/// Checks a control message's length prefix against [`MAX_CONTROL_LEN`].
 pub fn control_len(prefix: [u8; 4]) -> Result<usize, ProtoError> {
+    control_len_max(prefix, MAX_CONTROL_LEN)
+}
+
+/// Checks a control message's length prefix against `max` (at most [`MAX_CONTROL_LEN`]).
+pub fn control_len_max(prefix: [u8; 4], max: u32) -> Result<usize, ProtoError> {
     let n = u32::from_be_bytes(prefix);
-    if n > MAX_CONTROL_LEN {
-        return Err(ProtoError::TooLong(n));
+    let max = max.min(MAX_CONTROL_LEN);
+    if n > max {
+        return Err(ProtoError::TooLong { len: n, max });
     }
     Ok(n as usize)
 }
@@ -424,7 +409,11 @@ pub fn check_sha256(s: &str) -> Result<(), ProtoError> {
     if s.len() == 64 && s.bytes().all(|c| c.is_ascii_digit() || (b'a'..=b'f').contains(&c)) {
         Ok(())
     } else {
-        Err(ProtoError::Hex { what: "sha256", len: 64, got: s.chars().take(80).collect() })
+        Err(ProtoError::Hex(crate::session::HexError {
+            what: "sha256",
+            len: 64,
+            got: s.chars().take(80).collect(),
+        }))
     }
 }
 
@@ -519,6 +508,30 @@ mod tests {
     }
 
     #[test]
+    fn error_codes_print_their_wire_names_and_unknown_ones_decode() {
+        assert_eq!(ErrorCode::UnknownClass.to_string(), "unknown_class");
+        let m = decode_control(br#"{"type":"error","code":"stalled","message":"m"}"#).unwrap();
+        assert!(matches!(m, Control::Error { code: ErrorCode::Stalled, .. }), "{m:?}");
+        // A newer peer's code is still an error, not an undecodable message.
+        let m = decode_control(br#"{"type":"error","code":"from_the_future","message":"m"}"#).unwrap();
+        assert!(matches!(m, Control::Error { code: ErrorCode::Unknown, .. }), "{m:?}");
+        assert_eq!(Control::SetStreams { streams: 1 }.type_name(), "set_streams");
+    }
+
+    /// Integer widths (docs/gather-protocol.md §2): JSON integers are
+    /// unsigned 64-bit; larger or negative ones make the message `malformed`.
+    #[test]
+    fn json_integers_are_unsigned_64_bit() {
+        assert!(
+            decode_control(br#"{"type":"progress","sent":18446744073709551615,"app_limited":false}"#).is_ok()
+        );
+        assert!(decode_control(br#"{"type":"progress","sent":18446744073709551616,"app_limited":false}"#)
+            .is_err());
+        assert!(decode_control(br#"{"type":"progress","sent":-1,"app_limited":false}"#).is_err());
+        assert!(decode_control(br#"{"type":"set_streams","streams":4294967296}"#).is_err());
+    }
+
+    #[test]
     fn control_round_trip() {
         let m = Control::Hello { client_id: "a".into(), class: "high".into(), target_bps: None };
         let b = encode_control(&m);
@@ -529,7 +542,7 @@ mod tests {
         assert!(decode_control(b"\xff\xfe").is_err());
         assert_eq!(
             control_len((MAX_CONTROL_LEN + 1).to_be_bytes()),
-            Err(ProtoError::TooLong(MAX_CONTROL_LEN + 1))
+            Err(ProtoError::TooLong { len: MAX_CONTROL_LEN + 1, max: MAX_CONTROL_LEN })
         );
     }
 }

@@ -57,6 +57,8 @@ pub struct Observed {
     pub app_limited: bool,
     /// All its data has arrived.
     pub finished: bool,
+    /// The largest segment (MSS) seen on its streams, bytes; 0 while unknown.
+    pub segment: u64,
 }
 
 /// What one tick decided for one client.
@@ -120,7 +122,7 @@ impl ClientQos {
         limit: u32,
         o: &Observed,
     ) -> Step {
-        let limit = limit.min(useful_streams(s.sharing, o.allocation, o.attached));
+        let limit = limit.min(useful_streams(s.sharing, o.allocation, o.attached, o.segment));
         self.tuner.set_limit(limit);
         let mut wanted = o.wanted;
         if measure {
@@ -151,20 +153,37 @@ pub fn demand_streams(attached: u32, wanted: u32) -> u32 {
     attached.min(wanted)
 }
 
+/// The smallest useful window of one stream: two segments (one segment in
+/// flight while the other is being acknowledged; below that the sender
+/// waits out delayed ACKs), and never below two [`MIN_STREAM_WINDOW`].
+/// `segment` is the MSS seen on the streams (0 while unknown). On loopback
+/// a segment is about 64 KiB, so this floor is about 128 KiB there.
+pub fn stream_floor(segment: u64) -> u64 {
+    2 * segment.max(MIN_STREAM_WINDOW)
+}
+
+/// Two segments, and at least one [`MIN_STREAM_WINDOW`]: what admission
+/// keeps for every stream of a client sending data (the server refuses a
+/// client that would leave less). Equal to the old per-stream minimum of
+/// 4 KiB on Ethernet (1448 B segments); about 128 KiB on loopback.
+pub fn two_segments(segment: u64) -> u64 {
+    (2 * segment).max(MIN_STREAM_WINDOW)
+}
+
 /// A stream needs a useful window: never ask for more streams than leave
-/// two minimum windows each. Per client, the client's share is split over
-/// its streams, so that bounds the count; otherwise the per-stream floor
-/// would let a client grow past its share by adding streams ([GatherQoS]
-/// §3.2 would read that as success). Per connection each new stream brings
-/// its own demand, so only a stream share that has already fallen below two
-/// minimum windows stops further streams.
-pub fn useful_streams(sharing: Sharing, allocation: u64, attached: u32) -> u32 {
-    let min2 = 2 * MIN_STREAM_WINDOW;
+/// each [`stream_floor`] (two segments). Per client, the client's share is
+/// split over its streams, so that bounds the count; otherwise the per-stream
+/// floor would let a client grow past its share by adding streams
+/// ([GatherQoS] §3.2 would read that as success). Per connection each new
+/// stream brings its own demand, so only a stream share that has already
+/// fallen below the floor stops further streams.
+pub fn useful_streams(sharing: Sharing, allocation: u64, attached: u32, segment: u64) -> u32 {
+    let floor = stream_floor(segment);
     let n = match sharing {
-        Sharing::PerClient => (allocation / min2).max(1),
+        Sharing::PerClient => (allocation / floor).max(1),
         Sharing::PerConnection => {
             let n = u64::from(attached).max(1);
-            if allocation / n >= min2 {
+            if allocation / n >= floor {
                 u64::from(u32::MAX)
             } else {
                 n
@@ -260,6 +279,7 @@ mod tests {
             rtt: Duration::from_millis(20),
             app_limited: false,
             finished: false,
+            segment: 0,
         }
     }
 
@@ -326,12 +346,32 @@ mod tests {
     #[test]
     fn useful_streams_per_client_and_per_connection() {
         let m = MIN_STREAM_WINDOW;
-        assert_eq!(useful_streams(Sharing::PerClient, 10 * m, 1), 5);
-        assert_eq!(useful_streams(Sharing::PerClient, 0, 1), 1);
+        assert_eq!(useful_streams(Sharing::PerClient, 10 * m, 1, 0), 5);
+        assert_eq!(useful_streams(Sharing::PerClient, 0, 1, 0), 1);
         // Per connection: unbounded while each stream's share holds two windows.
-        assert_eq!(useful_streams(Sharing::PerConnection, 8 * m, 4), u32::MAX);
-        assert_eq!(useful_streams(Sharing::PerConnection, 7 * m, 4), 4);
-        assert_eq!(useful_streams(Sharing::PerConnection, 0, 0), 1);
+        assert_eq!(useful_streams(Sharing::PerConnection, 8 * m, 4, 0), u32::MAX);
+        assert_eq!(useful_streams(Sharing::PerConnection, 7 * m, 4, 0), 4);
+        assert_eq!(useful_streams(Sharing::PerConnection, 0, 0, 0), 1);
+    }
+
+    /// On loopback a segment is 65483 B: a 256 KB share holds two segments
+    /// for one stream only, not the 31 that two 4 KiB minimum windows allow
+    /// (issue 26 item 4: four streams of 64000 B each ran at 6-12 Mbit/s).
+    #[test]
+    fn streams_keep_two_segments_each() {
+        let lo = 65_483;
+        assert_eq!(stream_floor(lo), 130_966);
+        assert_eq!(stream_floor(1_448), 2 * MIN_STREAM_WINDOW);
+        assert_eq!(two_segments(lo), 130_966);
+        assert_eq!(two_segments(1_448), MIN_STREAM_WINDOW);
+        assert_eq!(useful_streams(Sharing::PerClient, 256_000, 1, lo), 1);
+        assert_eq!(useful_streams(Sharing::PerClient, 256_000, 1, 0), 31);
+        assert_eq!(useful_streams(Sharing::PerConnection, 256_000, 2, lo), 2);
+        assert_eq!(useful_streams(Sharing::PerConnection, 262_000, 2, lo), u32::MAX);
+        let s = settings(Sharing::PerClient);
+        let mut q = ClientQos::new(&s, Rate::mbps(100), at(0));
+        let big = Observed { allocation: 256_000, segment: lo, ..obs(0, 4) };
+        assert_eq!(q.on_tick(&s, at(0), false, 8, &big).set_streams, Some(1));
     }
 
     /// A client told to go from 3 streams to 2 that keeps all 3 open holds

@@ -106,6 +106,10 @@ struct Shared {
     state: Mutex<State>,
     /// Join, leave and stream changes ask for a recomputation.
     realloc: Notify,
+    /// Bytes of incomplete control messages held now (see [`Reservation`]).
+    control_held: AtomicU64,
+    /// The largest segment (MSS) seen on any data stream, bytes; 0 before the first.
+    segment: AtomicU64,
 }
 
 #[derive(Default)]
@@ -129,6 +133,7 @@ struct Client {
     class: String,
     priority: u32,
     target: Rate,
+    peer: SocketAddr,
     ctl: mpsc::UnboundedSender<Control>,
     inner: Mutex<ClientInner>,
     /// Woken when the in-order point advances or the client goes away.
@@ -141,6 +146,9 @@ struct Client {
     /// Largest chunk this client may send (chosen for its target).
     chunk: u32,
     app_limited: AtomicBool,
+    /// No chunk byte has arrived yet: the session waits in its own small
+    /// room (per source and in all) and holds no stream budget or pool share.
+    waiting: AtomicBool,
 }
 
 struct ClientInner {
@@ -163,6 +171,12 @@ struct ClientInner {
     wanted: u32,
     allocation: u64,
     rtt: Duration,
+    /// The control connection's outgoing queue, taken by its writer.
+    ctl_rx: Option<mpsc::UnboundedReceiver<Control>>,
+    joined: Instant,
+    /// `arrived` at the last measuring tick that saw it move, and when.
+    arrived_seen: u64,
+    arrived_at: Instant,
 }
 
 struct StreamSlot {
@@ -170,6 +184,8 @@ struct StreamSlot {
     /// What the kernel reports after the last set.
     clamp_actual: AtomicU32,
     rtt_us: AtomicU64,
+    /// The segment size of this stream (`tcpi_advmss`, the most the peer may send).
+    mss: AtomicU64,
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -241,6 +257,8 @@ impl Server {
             events,
             state: Mutex::new(State::default()),
             realloc: Notify::new(),
+            control_held: AtomicU64::new(0),
+            segment: AtomicU64::new(0),
         });
         Ok(Server { listener, shared })
     }
@@ -288,13 +306,16 @@ async fn connection(shared: Arc<Shared>, mut stream: TcpStream, peer: SocketAddr
     let kind = match proto::decode_preface(&pre) {
         Ok(k) => k,
         Err(e) => {
-            if let ProtoError::Version { .. } = e {
-                // Told in the framing every version keeps (docs/gather-protocol.md).
-                let msg = Control::Error {
-                    code: ErrorCode::Version,
-                    message: e.to_string(),
-                    server_version: Some(proto::VERSION),
-                };
+            // Told in the framing every version keeps (docs/gather-protocol.md
+            // §1); a stranger (bad magic) gets nothing.
+            let code = match e {
+                ProtoError::Version { .. } => Some(ErrorCode::Version),
+                ProtoError::BadMagic(_) => None,
+                _ => Some(ErrorCode::Malformed),
+            };
+            if let Some(code) = code {
+                let msg =
+                    Control::Error { code, message: e.to_string(), server_version: Some(proto::VERSION) };
                 let _ = stream.write_all(&proto::encode_control(&msg)).await;
                 let _ = stream.shutdown().await;
             }
@@ -313,17 +334,64 @@ async fn connection(shared: Arc<Shared>, mut stream: TcpStream, peer: SocketAddr
     }
 }
 
-async fn read_control<R: AsyncReadExt + Unpin>(r: &mut R) -> Result<Option<Control>, String> {
+/// Bytes of incomplete control messages held server-wide, reserved when a
+/// message's length prefix arrives and released when it has been decoded
+/// (or the connection dropped): one 16 MiB claim per connection no longer
+/// multiplies by the number of connections (issue 26 item 1).
+struct Reservation<'a> {
+    held: &'a AtomicU64,
+    bytes: u64,
+}
+
+impl<'a> Reservation<'a> {
+    fn take(held: &'a AtomicU64, cap: u64, bytes: u64) -> Option<Reservation<'a>> {
+        let mut cur = held.load(Ordering::Relaxed);
+        loop {
+            if cur.saturating_add(bytes) > cap {
+                return None;
+            }
+            match held.compare_exchange_weak(cur, cur + bytes, Ordering::AcqRel, Ordering::Relaxed) {
+                Ok(_) => return Some(Reservation { held, bytes }),
+                Err(c) => cur = c,
+            }
+        }
+    }
+}
+
+impl Drop for Reservation<'_> {
+    fn drop(&mut self) {
+        self.held.fetch_sub(self.bytes, Ordering::AcqRel);
+    }
+}
+
+/// Why reading a control message failed: the code to tell the peer and the detail.
+type ReadFail = (ErrorCode, String);
+
+/// Reads one control message of at most `max` bytes, its body counted
+/// against the server-wide budget of incomplete messages. `Ok(None)`: the
+/// peer closed between messages.
+async fn read_control<R: AsyncReadExt + Unpin>(
+    shared: &Shared,
+    r: &mut R,
+    max: u32,
+) -> Result<Option<Control>, ReadFail> {
     let mut len = [0u8; 4];
     match r.read_exact(&mut len).await {
         Ok(_) => {}
         Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => return Ok(None),
-        Err(e) => return Err(e.to_string()),
+        Err(e) => return Err((ErrorCode::StreamLost, e.to_string())),
     }
-    let n = proto::control_len(len).map_err(|e| e.to_string())?;
+    let n = proto::control_len_max(len, max).map_err(|e| (ErrorCode::Malformed, e.to_string()))?;
+    let cap = shared.cfg.control_memory;
+    let Some(_held) = Reservation::take(&shared.control_held, cap, n as u64) else {
+        let m = format!(
+            "control message of {n} bytes refused: the server's memory for incomplete control messages ({cap} B) is in use"
+        );
+        return Err((ErrorCode::Capacity, m));
+    };
     let mut body = vec![0u8; n];
-    r.read_exact(&mut body).await.map_err(|e| e.to_string())?;
-    proto::decode_control(&body).map(Some).map_err(|e| e.to_string())
+    r.read_exact(&mut body).await.map_err(|e| (ErrorCode::StreamLost, e.to_string()))?;
+    proto::decode_control(&body).map(Some).map_err(|e| (ErrorCode::Malformed, e.to_string()))
 }
 
 /// The file name stem of a client id: bytes in `[A-Za-z0-9._-]` stay, every
@@ -351,29 +419,64 @@ async fn refuse(shared: &Shared, stream: &mut TcpStream, peer: SocketAddr, code:
     shared.conn_error(peer, "hello", message);
 }
 
+/// A control connection: the hello and admission ([`admit`]), then the
+/// message loop ([`control_loop`]) until the transfer ends, then the close.
 async fn control(shared: Arc<Shared>, mut stream: TcpStream, peer: SocketAddr) {
-    let hello = match tokio::time::timeout(HANDSHAKE_TIMEOUT, read_control(&mut stream)).await {
+    // A deadline for the whole hello, not an idle timeout (§6).
+    let hello =
+        tokio::time::timeout(HANDSHAKE_TIMEOUT, read_control(&shared, &mut stream, proto::MAX_HELLO_LEN));
+    let hello = match hello.await {
         Ok(Ok(Some(h))) => h,
         Ok(Ok(None)) => return shared.conn_error(peer, "hello", "closed before hello"),
-        Ok(Err(e)) => return refuse(&shared, &mut stream, peer, ErrorCode::Malformed, e).await,
-        Err(_) => return shared.conn_error(peer, "hello", "timed out"),
+        Ok(Err((ErrorCode::StreamLost, e))) => return shared.conn_error(peer, "hello", e),
+        Ok(Err((code, e))) => return refuse(&shared, &mut stream, peer, code, e).await,
+        Err(_) => return shared.conn_error(peer, "hello", "no complete hello within 10 s"),
     };
+    let (client, welcome) = match admit(&shared, hello, peer) {
+        Ok(v) => v,
+        Err((code, m)) => return refuse(&shared, &mut stream, peer, code, m).await,
+    };
+    let Some(mut ctl_rx) = lock(&client.inner).ctl_rx.take() else { return };
+    let (mut rd, mut wr) = stream.into_split();
+    let writer = tokio::spawn(async move {
+        if wr.write_all(&proto::encode_control(&welcome)).await.is_err() {
+            return;
+        }
+        while let Some(m) = ctl_rx.recv().await {
+            let last = matches!(m, Control::Done { .. } | Control::Error { .. });
+            if wr.write_all(&proto::encode_control(&m)).await.is_err() || last {
+                break;
+            }
+        }
+        let _ = wr.shutdown().await;
+    });
+    let reason = control_loop(&shared, &client, &mut rd, peer).await;
+    if lock(&client.inner).finished {
+        // Done or an error is on its way: give the client time to read it
+        // and close (or go silent) before the connection is dropped.
+        let _ = tokio::time::timeout(HANDSHAKE_TIMEOUT, read_until_closed(&mut rd)).await;
+    }
+    abandon(&shared, &client, &reason);
+    // Let the writer flush an error or Done, then stop it.
+    let _ = tokio::time::timeout(Duration::from_secs(2), writer).await;
+}
+
+/// Checks a hello and registers its client: the welcome to send, or the
+/// refusal (code and message). May evict the oldest session still waiting
+/// for its first data when the waiting room is full.
+fn admit(shared: &Arc<Shared>, hello: Control, peer: SocketAddr) -> Result<(Arc<Client>, Control), ReadFail> {
     let Control::Hello { client_id, class, target_bps } = hello else {
-        return refuse(&shared, &mut stream, peer, ErrorCode::Malformed, "expected hello".into()).await;
+        return Err((ErrorCode::Malformed, format!("expected hello, got {}", hello.type_name())));
     };
     if client_id.is_empty() || client_id.len() > 200 {
-        let m = format!("client id must be 1..=200 bytes (got {})", client_id.len());
-        return refuse(&shared, &mut stream, peer, ErrorCode::Malformed, m).await;
+        return Err((
+            ErrorCode::Malformed,
+            format!("client id must be 1..=200 bytes (got {})", client_id.len()),
+        ));
     }
-    let cls = match shared.cfg.class(&class) {
-        Ok(c) => c.clone(),
-        Err(e) => return refuse(&shared, &mut stream, peer, ErrorCode::UnknownClass, e.to_string()).await,
-    };
+    let cls = shared.cfg.class(&class).map_err(|e| (ErrorCode::UnknownClass, e.to_string()))?.clone();
     let target = match target_bps {
-        Some(0) => {
-            let m = "target 0 bit/s".to_string();
-            return refuse(&shared, &mut stream, peer, ErrorCode::Malformed, m).await;
-        }
+        Some(0) => return Err((ErrorCode::Malformed, "target 0 bit/s".to_string())),
         Some(t) => Rate(t).min(cls.target),
         None => cls.target,
     };
@@ -383,99 +486,25 @@ async fn control(shared: Arc<Shared>, mut stream: TcpStream, peer: SocketAddr) {
             "client id {client_id:?} escapes to a file name of {} bytes, above the {MAX_FILE_NAME} a file system allows (each byte outside [A-Za-z0-9._-] takes three)",
             stem.len() + ".incomplete".len()
         );
-        return refuse(&shared, &mut stream, peer, ErrorCode::Malformed, m).await;
+        return Err((ErrorCode::Malformed, m));
     }
     let (session, token) = match (SessionId::random(), Token::random()) {
         (Ok(s), Ok(t)) => (s, t),
         (Err(e), _) | (_, Err(e)) => {
-            let m = format!("no session id: the system's random source failed: {e}");
-            return refuse(&shared, &mut stream, peer, ErrorCode::Internal, m).await;
+            return Err((
+                ErrorCode::Internal,
+                format!("no session id: the system's random source failed: {e}"),
+            ))
         }
     };
-    let (ctl_tx, mut ctl_rx) = mpsc::unbounded_channel();
-    let registered = (|| {
-        let mut st = lock(&shared.state);
-        if st.clients.values().any(|c| c.id == client_id) {
-            return Err((ErrorCode::Duplicate, format!("client id {client_id:?} is already connected")));
-        }
-        // Stems are injective in the id, so this is the check above once
-        // more; it guards the one property that matters (two live clients
-        // never share a file) even if the escaping ever changes.
-        if let Some(other) = st.clients.values().find(|c| c.stem == stem) {
-            let m = format!(
-                "client id {client_id:?} would write the same file as connected client {:?}",
-                other.id
-            );
-            return Err((ErrorCode::Duplicate, m));
-        }
-        if st.clients.contains_key(&session) {
-            // 2^-128 per pair; refuse rather than mix two clients.
-            return Err((ErrorCode::Internal, "session id collision; retry".to_string()));
-        }
-        if st.clients.len() as u64 >= u64::from(shared.cfg.max_streams) {
-            let m = format!(
-                "{} clients already hold one stream each of the budget of {} (--max-streams)",
-                st.clients.len(),
-                shared.cfg.max_streams
-            );
-            return Err((ErrorCode::Capacity, m));
-        }
-        st.next_seq += 1;
-        let seq = st.next_seq;
-        let (sink, path) = match &shared.sink {
-            SinkSpec::Discard => (None, None),
-            SinkSpec::Dir(d) => {
-                let p = d.join(format!("{stem}.partial"));
-                match File::create(&p) {
-                    Ok(f) => (Some(BufWriter::with_capacity(64 * 1024, f)), Some(p)),
-                    Err(e) => {
-                        return Err((ErrorCode::Internal, format!("cannot create {}: {e}", p.display())))
-                    }
-                }
-            }
-        };
-        let qos = ClientQos::new(&qos_settings(&shared.cfg), target, shared.now());
-        let chunk = chunk_for(target, shared.cfg.interval, shared.cfg.chunk_size);
-        let wanted = qos.initial_streams();
-        let client = Arc::new(Client {
-            session,
-            token,
-            seq,
-            id: client_id.clone(),
-            stem: stem.clone(),
-            class: cls.name.clone(),
-            priority: cls.priority,
-            target,
-            ctl: ctl_tx,
-            inner: Mutex::new(ClientInner {
-                reasm: Reassembly::new(reorder_limit(chunk, shared.cfg.max_streams_per_client)),
-                sink,
-                path,
-                hasher: Sha256::new(),
-                claimed_sha256: None,
-                finished: false,
-                streams: HashMap::new(),
-                qos,
-                wanted,
-                granted: wanted,
-                used: HashSet::new(),
-                allocation: 0,
-                rtt: Duration::ZERO,
-            }),
-            advanced: Notify::new(),
-            closed: watch::channel(false).0,
-            sent: AtomicU64::new(0),
-            arrived: AtomicU64::new(0),
-            chunk,
-            app_limited: AtomicBool::new(false),
-        });
-        st.clients.insert(session, client.clone());
-        Ok(client)
-    })();
-    let client = match registered {
-        Ok(c) => c,
-        Err((code, m)) => return refuse(&shared, &mut stream, peer, code, m).await,
-    };
+    let (client, evicted) = register(shared, &client_id, &stem, &cls, target, session, token, peer)?;
+    if let Some(old) = evicted {
+        let m = format!(
+            "evicted: no data yet, and the server's {} places for sessions without data are taken by newer ones",
+            shared.cfg.max_waiting
+        );
+        fail_transfer(shared, &old, ErrorCode::Stalled, &m);
+    }
     let welcome = Control::Welcome {
         session: client.session,
         token: client.token,
@@ -496,83 +525,220 @@ async fn control(shared: Arc<Shared>, mut stream: TcpStream, peer: SocketAddr) {
         peer: peer.to_string(),
     });
     shared.realloc.notify_one();
+    Ok((client, welcome))
+}
 
-    let (mut rd, mut wr) = stream.into_split();
-    let writer = tokio::spawn(async move {
-        if wr.write_all(&proto::encode_control(&welcome)).await.is_err() {
-            return;
-        }
-        while let Some(m) = ctl_rx.recv().await {
-            let last = matches!(m, Control::Done { .. } | Control::Error { .. });
-            if wr.write_all(&proto::encode_control(&m)).await.is_err() || last {
-                break;
+/// Admission under the state lock (docs/gather-protocol.md §3): duplicates,
+/// the stream budget (held by clients that have sent data), two segments per
+/// stream, and the waiting room of sessions without data (per source and in
+/// all). Returns the new client and the waiting session it evicted, if any.
+#[allow(clippy::too_many_arguments)]
+fn register(
+    shared: &Arc<Shared>,
+    client_id: &str,
+    stem: &str,
+    cls: &crate::config::Class,
+    target: Rate,
+    session: SessionId,
+    token: Token,
+    peer: SocketAddr,
+) -> Result<(Arc<Client>, Option<Arc<Client>>), ReadFail> {
+    let cfg = &shared.cfg;
+    let mut st = lock(&shared.state);
+    if st.clients.values().any(|c| c.id == client_id) {
+        return Err((ErrorCode::Duplicate, format!("client id {client_id:?} is already connected")));
+    }
+    // Stems are injective in the id, so this is the check above once
+    // more; it guards the one property that matters (two live clients
+    // never share a file) even if the escaping ever changes.
+    if let Some(other) = st.clients.values().find(|c| c.stem == stem) {
+        let m =
+            format!("client id {client_id:?} would write the same file as connected client {:?}", other.id);
+        return Err((ErrorCode::Duplicate, m));
+    }
+    if st.clients.contains_key(&session) {
+        // 2^-128 per pair; refuse rather than mix two clients.
+        return Err((ErrorCode::Internal, "session id collision; retry".to_string()));
+    }
+    let active = st.clients.values().filter(|c| !c.waiting.load(Ordering::Relaxed)).count() as u64;
+    if active >= u64::from(cfg.max_streams) {
+        let m = format!(
+            "{active} clients that are sending data already hold one stream each of the server's budget of {}",
+            cfg.max_streams
+        );
+        return Err((ErrorCode::Capacity, m));
+    }
+    let segment = shared.segment.load(Ordering::Relaxed);
+    let floor = crate::qos::two_segments(segment);
+    if segment > 0 && (active + 1) * floor > cfg.pool {
+        let m = format!(
+            "the server's pool of {} B holds two segments of {segment} B for {} stream(s), and {active} client(s) are sending",
+            cfg.pool,
+            cfg.pool / floor
+        );
+        return Err((ErrorCode::Capacity, m));
+    }
+    let mut waiting: Vec<&Arc<Client>> =
+        st.clients.values().filter(|c| c.waiting.load(Ordering::Relaxed)).collect();
+    let from_peer = waiting.iter().filter(|c| c.peer.ip() == peer.ip()).count() as u64;
+    if from_peer >= u64::from(cfg.max_waiting_per_source) {
+        let m = format!(
+            "{from_peer} sessions from {} have sent no data yet (the server allows {} per address); send data on them or close them",
+            peer.ip(),
+            cfg.max_waiting_per_source
+        );
+        return Err((ErrorCode::Capacity, m));
+    }
+    let evicted = if waiting.len() as u64 >= u64::from(cfg.max_waiting) {
+        waiting.sort_by_key(|c| c.seq);
+        waiting.first().map(|c| (*c).clone())
+    } else {
+        None
+    };
+    if let Some(old) = &evicted {
+        // Out of the waiting count now; failed after the lock is released.
+        old.waiting.store(false, Ordering::Relaxed);
+        st.clients.remove(&old.session);
+    }
+    st.next_seq += 1;
+    let seq = st.next_seq;
+    let (sink, path) = match &shared.sink {
+        SinkSpec::Discard => (None, None),
+        SinkSpec::Dir(d) => {
+            let p = d.join(format!("{stem}.partial"));
+            match File::create(&p) {
+                Ok(f) => (Some(BufWriter::with_capacity(64 * 1024, f)), Some(p)),
+                Err(e) => return Err((ErrorCode::Internal, format!("cannot create {}: {e}", p.display()))),
             }
         }
-        let _ = wr.shutdown().await;
+    };
+    let now = shared.now();
+    let qos = ClientQos::new(&qos_settings(cfg), target, now);
+    let chunk = chunk_for(target, cfg.interval, cfg.chunk_size);
+    let wanted = qos.initial_streams();
+    let (ctl_tx, ctl_rx) = mpsc::unbounded_channel();
+    let client = Arc::new(Client {
+        session,
+        token,
+        seq,
+        id: client_id.to_string(),
+        stem: stem.to_string(),
+        class: cls.name.clone(),
+        priority: cls.priority,
+        target,
+        peer,
+        ctl: ctl_tx,
+        inner: Mutex::new(ClientInner {
+            reasm: Reassembly::new(reorder_limit(chunk, cfg.max_streams_per_client)),
+            sink,
+            path,
+            hasher: Sha256::new(),
+            claimed_sha256: None,
+            finished: false,
+            streams: HashMap::new(),
+            qos,
+            wanted,
+            granted: wanted,
+            used: HashSet::new(),
+            allocation: 0,
+            rtt: Duration::ZERO,
+            ctl_rx: Some(ctl_rx),
+            joined: now,
+            arrived_seen: 0,
+            arrived_at: now,
+        }),
+        advanced: Notify::new(),
+        closed: watch::channel(false).0,
+        sent: AtomicU64::new(0),
+        arrived: AtomicU64::new(0),
+        chunk,
+        app_limited: AtomicBool::new(false),
+        waiting: AtomicBool::new(true),
     });
+    st.clients.insert(session, client.clone());
+    Ok((client, evicted))
+}
+
+/// Reads the client's control messages until the transfer ends; returns
+/// why it ended (empty when a data stream or the completion ended it).
+async fn control_loop(
+    shared: &Arc<Shared>,
+    client: &Arc<Client>,
+    rd: &mut tokio::net::tcp::OwnedReadHalf,
+    peer: SocketAddr,
+) -> String {
     let idle = (shared.cfg.interval * CONTROL_IDLE_INTERVALS).max(CONTROL_IDLE_MIN);
     let mut closed = client.closed.subscribe();
-    let reason = loop {
+    loop {
         let msg = tokio::select! {
-            m = tokio::time::timeout(idle, read_control(&mut rd)) => m,
+            m = tokio::time::timeout(idle, read_control(shared, rd, proto::MAX_CLIENT_MSG_LEN)) => m,
             // A data stream failed the transfer (or it completed): stop reading.
-            _ = closed.wait_for(|c| *c) => break String::new(),
+            _ = closed.wait_for(|c| *c) => return String::new(),
         };
         let msg = match msg {
             Ok(m) => m,
             Err(_) => {
                 let m = format!("control connection silent for {} s", idle.as_secs());
-                fail_transfer(&shared, &client, ErrorCode::StreamLost, &m);
-                break m;
+                fail_transfer(shared, client, ErrorCode::StreamLost, &m);
+                return m;
             }
         };
-        match msg {
-            Ok(Some(Control::Progress { sent, app_limited })) => {
-                client.sent.store(sent, Ordering::Relaxed);
-                client.app_limited.store(app_limited, Ordering::Relaxed);
+        let outcome = match msg {
+            Ok(Some(m)) => on_control(shared, client, m),
+            Ok(None) => Err((None, "control connection closed before the end of data".to_string())),
+            Err((ErrorCode::StreamLost, e)) => {
+                Err((Some(ErrorCode::StreamLost), format!("control connection: {e}")))
             }
-            Ok(Some(Control::End { total, sha256 })) => {
-                if let Err(e) = proto::check_sha256(&sha256) {
-                    let m = format!("end: {e}");
-                    shared.conn_error(peer, "end", &m);
-                    fail_transfer(&shared, &client, ErrorCode::Malformed, &m);
-                    break m;
-                }
-                let r = {
-                    let mut g = lock(&client.inner);
-                    g.claimed_sha256 = Some(sha256);
-                    g.reasm.set_end(total)
-                };
-                if let Err(e) = r {
-                    let m = format!("bad end of data: {e}");
-                    shared.conn_error(peer, "end", &m);
-                    fail_transfer(&shared, &client, ErrorCode::Malformed, &m);
-                    break m;
-                }
-                finish_if_complete(&shared, &client);
+            Err((code, e)) => Err((Some(code), e)),
+        };
+        if let Err((code, m)) = outcome {
+            if let Some(code) = code {
+                shared.conn_error(peer, "control", &m);
+                fail_transfer(shared, client, code, &m);
             }
-            Ok(Some(other)) => {
-                let e = format!("unexpected control message {other:?}");
-                shared.conn_error(peer, "control", &e);
-                fail_transfer(&shared, &client, ErrorCode::Malformed, &e);
-                break e;
-            }
-            Ok(None) => break "control connection closed before the end of data".to_string(),
-            Err(e) => {
-                shared.conn_error(peer, "control", &e);
-                fail_transfer(&shared, &client, ErrorCode::Malformed, &e);
-                break e;
-            }
+            return m;
         }
-    };
-    if lock(&client.inner).finished {
-        // Done or an error is on its way: give the client time to read it
-        // and close (or go silent) before the connection is dropped.
-        let _ = tokio::time::timeout(HANDSHAKE_TIMEOUT, read_until_closed(&mut rd)).await;
     }
-    abandon(&shared, &client, &reason);
-    // Let the writer flush an error or Done, then stop it.
-    let _ = tokio::time::timeout(Duration::from_secs(2), writer).await;
+}
+
+/// One message from a client after its hello. `Err((code, why))` ends the
+/// transfer: with a code the server tells the client; without one (the
+/// client's own `error`, or a close) it just ends.
+fn on_control(
+    shared: &Arc<Shared>,
+    client: &Arc<Client>,
+    msg: Control,
+) -> Result<(), (Option<ErrorCode>, String)> {
+    match msg {
+        Control::Progress { sent, app_limited } => {
+            client.sent.store(sent, Ordering::Relaxed);
+            client.app_limited.store(app_limited, Ordering::Relaxed);
+            Ok(())
+        }
+        Control::End { total, sha256 } => {
+            proto::check_sha256(&sha256).map_err(|e| (Some(ErrorCode::Malformed), format!("end: {e}")))?;
+            {
+                let mut g = lock(&client.inner);
+                if g.reasm.end().is_some() {
+                    return Err((Some(ErrorCode::Malformed), "a second end: end is sent once".to_string()));
+                }
+                g.reasm
+                    .set_end(total)
+                    .map_err(|e| (Some(ErrorCode::Malformed), format!("bad end of data: {e}")))?;
+                g.claimed_sha256 = Some(sha256);
+            }
+            finish_if_complete(shared, client);
+            Ok(())
+        }
+        Control::Error { code, message, .. } => {
+            // The client gives up: no answer, the transfer ends incomplete.
+            Err((None, format!("the client reported an error ({code}): {message}")))
+        }
+        other => Err((
+            Some(ErrorCode::Malformed),
+            format!("unexpected control message {} from a client", other.type_name()),
+        )),
+    }
 }
 
 /// Reads and drops whatever the client still sends until it closes.
@@ -724,7 +890,18 @@ async fn data(shared: Arc<Shared>, mut stream: TcpStream, peer: SocketAddr) {
     }
     let (session, token, index) = match proto::decode_attach(&att) {
         Ok(v) => v,
-        Err(e) => return shared.conn_error(peer, "attach", e),
+        Err(e) => {
+            // A nonzero reserved field from the session's owner fails its
+            // transfer (its data would be missing); from a stranger, nothing.
+            let (session, token) = proto::attach_owner(&att);
+            let owner =
+                lock(&shared.state).clients.get(&session).filter(|c| token.matches(&c.token)).cloned();
+            shared.conn_error(peer, "attach", &e);
+            if let Some(c) = owner {
+                fail_transfer(&shared, &c, ErrorCode::Malformed, &format!("attach record: {e}"));
+            }
+            return;
+        }
     };
     let Some(client) = lock(&shared.state).clients.get(&session).cloned() else {
         return shared.conn_error(peer, "attach", format!("unknown session {session}"));
@@ -758,8 +935,13 @@ async fn data(shared: Arc<Shared>, mut stream: TcpStream, peer: SocketAddr) {
         if u32::from(index) >= g.granted {
             let granted = g.granted;
             drop(g);
+            let allowed = match granted {
+                0 => "none".to_string(),
+                1 => "index 0".to_string(),
+                n => format!("indices 0 to {}", n - 1),
+            };
             let m = format!(
-                "data stream {index}: beyond the {granted} stream(s) granted so far (indices 0..{granted}); open streams only when told"
+                "data stream {index}: beyond the {granted} stream(s) granted so far (allowed: {allowed}); open streams only when told"
             );
             return refuse_stream(ErrorCode::Capacity, m);
         }
@@ -772,8 +954,12 @@ async fn data(shared: Arc<Shared>, mut stream: TcpStream, peer: SocketAddr) {
         };
         let initial = (g.allocation / n).max(crate::config::MIN_STREAM_WINDOW).min(i32::MAX as u64) as u32;
         let (tx, rx) = watch::channel(initial);
-        let slot =
-            Arc::new(StreamSlot { clamp: tx, clamp_actual: AtomicU32::new(0), rtt_us: AtomicU64::new(0) });
+        let slot = Arc::new(StreamSlot {
+            clamp: tx,
+            clamp_actual: AtomicU32::new(0),
+            rtt_us: AtomicU64::new(0),
+            mss: AtomicU64::new(0),
+        });
         g.used.insert(index);
         g.streams.insert(index, slot.clone());
         (slot, rx)
@@ -824,12 +1010,36 @@ fn apply_clamp(stream: &TcpStream, slot: &StreamSlot, bytes: u32, peer: SocketAd
     }
 }
 
-/// The receiver's RTT estimate: the kernel's receive-side RTT (data only
-/// flows towards us, so `srtt` is the handshake's), else `srtt`.
+/// Reads the stream's RTT ([`receiver_rtt_us`]) and segment size from TCP_INFO.
 fn sample_rtt(stream: &TcpStream, slot: &StreamSlot) {
     if let Ok(ti) = tcpaccel_sys::tcpinfo::tcp_info(stream) {
-        let us = if ti.rcv_rtt > 0 { ti.rcv_rtt } else { ti.rtt };
-        slot.rtt_us.store(u64::from(us), Ordering::Relaxed);
+        slot.rtt_us.store(receiver_rtt_us(ti.rcv_rtt, ti.rtt), Ordering::Relaxed);
+        // The largest segment the peer may send us (what it sends when it has data).
+        slot.mss.store(u64::from(ti.advmss.max(ti.rcv_mss)), Ordering::Relaxed);
+    }
+}
+
+/// How far above the handshake's RTT the receive-side estimate is believed.
+const RCV_RTT_MAX_FACTOR: u64 = 8;
+/// ... and never capped below this (the handshake's sample on loopback is
+/// tens of microseconds).
+const RCV_RTT_CAP_FLOOR_US: u64 = 1_000;
+
+/// The receiver's RTT estimate, µs, from `tcpi_rcv_rtt` and `tcpi_rtt`.
+/// Data flows only towards us, so `tcpi_rtt` is the handshake's sample: the
+/// path's RTT without queueing. `tcpi_rcv_rtt` is measured as the time one
+/// window of data takes to arrive, which for a sender that pauses (paced,
+/// app-limited, or waiting on its other streams) is its pause, not the
+/// path: on loopback it read 1001151 us (issue 28). So the receive-side
+/// value is used (it sees queueing) but at most [`RCV_RTT_MAX_FACTOR`] times
+/// the handshake's and at least [`RCV_RTT_CAP_FLOOR_US`]; without it, the
+/// handshake's.
+pub fn receiver_rtt_us(rcv_rtt: u32, srtt: u32) -> u64 {
+    let (rcv, srtt) = (u64::from(rcv_rtt), u64::from(srtt));
+    match (rcv, srtt) {
+        (0, s) => s,
+        (r, 0) => r,
+        (r, s) => r.min((s * RCV_RTT_MAX_FACTOR).max(RCV_RTT_CAP_FLOOR_US)),
     }
 }
 
@@ -881,6 +1091,12 @@ async fn data_loop(
             }
             got += n;
             client.arrived.fetch_add(n as u64, Ordering::Relaxed);
+            if client.waiting.swap(false, Ordering::Relaxed) {
+                // First data: the session leaves the waiting room and joins
+                // the stream budget and the pool.
+                sample_rtt(stream, slot);
+                shared.realloc.notify_one();
+            }
         }
         h.verify(&data).map_err(|e| (ErrorCode::Mismatch, e.to_string()))?;
         loop {
@@ -959,6 +1175,74 @@ fn qos_settings(cfg: &ServerConfig) -> QosSettings {
     }
 }
 
+/// Records the largest segment seen; the first time it shows that the pool
+/// cannot give every stream of the budget two segments, says so once (new
+/// clients are then refused `capacity` beyond what fits, see [`register`]).
+fn note_segment(shared: &Shared, segment: u64) {
+    let before = shared.segment.fetch_max(segment, Ordering::Relaxed);
+    if segment <= before {
+        return;
+    }
+    let floor = crate::qos::two_segments(segment);
+    let fits = shared.cfg.pool / floor;
+    let max = u64::from(shared.cfg.max_streams);
+    if fits < max && crate::qos::two_segments(before) * max <= shared.cfg.pool {
+        tracing::warn!(
+            segment,
+            pool = shared.cfg.pool,
+            fits,
+            max_streams = shared.cfg.max_streams,
+            "gather: the pool holds two segments per stream for only {fits} of the {} streams of the budget; further clients are refused",
+            shared.cfg.max_streams
+        );
+    }
+}
+
+/// Fails transfers from which no data arrived for the data-stall timeout,
+/// and sessions that sent none within the no-data timeout, with `stalled`
+/// (docs/gather-protocol.md §6); their shares go back to the others.
+fn check_stalls(shared: &Shared, clients: &[Arc<Client>], now: Instant) {
+    let cfg = &shared.cfg;
+    let fmt = tcpaccel_core::units::format_duration;
+    let mut stalled = Vec::new();
+    for c in clients {
+        let mut g = lock(&c.inner);
+        if g.finished {
+            continue;
+        }
+        let arrived = c.arrived.load(Ordering::Relaxed);
+        if arrived != g.arrived_seen {
+            g.arrived_seen = arrived;
+            g.arrived_at = now;
+            continue;
+        }
+        if c.waiting.load(Ordering::Relaxed) {
+            if now.saturating_since(g.joined) >= cfg.no_data_timeout {
+                let m = format!(
+                    "no data within {} of the welcome (the server's no-data timeout)",
+                    fmt(cfg.no_data_timeout)
+                );
+                stalled.push((c.clone(), m));
+            }
+        } else if now.saturating_since(g.arrived_at) >= cfg.stall_timeout {
+            let end = match g.reasm.end() {
+                Some(e) => format!(" of the {e} its end announced"),
+                None => String::new(),
+            };
+            let m = format!(
+                "no data arrived for {} (the server's data-stall timeout); {} bytes received in order{end}",
+                fmt(cfg.stall_timeout),
+                g.reasm.delivered()
+            );
+            stalled.push((c.clone(), m));
+        }
+    }
+    for (c, m) in stalled {
+        shared.conn_error(c.peer, "data", &m);
+        fail_transfer(shared, &c, ErrorCode::Stalled, &m);
+    }
+}
+
 /// Every interval: measure goodput, run the stream search, recompute the
 /// allocation, publish status. Join/leave/stream changes recompute the
 /// allocation without measuring.
@@ -978,8 +1262,17 @@ async fn ticker(shared: Arc<Shared>) {
 fn tick(shared: &Shared, measure: bool) {
     let now = shared.now();
     let t = shared.t();
-    let mut clients: Vec<Arc<Client>> = lock(&shared.state).clients.values().cloned().collect();
-    clients.sort_by_key(|c| c.seq);
+    let mut everyone: Vec<Arc<Client>> = lock(&shared.state).clients.values().cloned().collect();
+    everyone.sort_by_key(|c| c.seq);
+    if measure {
+        check_stalls(shared, &everyone, now);
+        // Those it failed (and any that completed) have left.
+        everyone.retain(|c| !lock(&c.inner).finished);
+    }
+    // Sessions still waiting for their first data hold no stream budget and
+    // no pool share (docs/gather-protocol.md §3); status shows them.
+    let clients: Vec<Arc<Client>> =
+        everyone.iter().filter(|c| !c.waiting.load(Ordering::Relaxed)).cloned().collect();
 
     // The decisions are crate::qos's; this reads the counters and acts.
     let settings = qos_settings(&shared.cfg);
@@ -991,6 +1284,8 @@ fn tick(shared: &Shared, measure: bool) {
         let mut g = lock(&c.inner);
         let rtt_us = g.streams.values().map(|s| s.rtt_us.load(Ordering::Relaxed)).max().unwrap_or(0);
         g.rtt = Duration::from_micros(rtt_us);
+        let segment = g.streams.values().map(|s| s.mss.load(Ordering::Relaxed)).max().unwrap_or(0);
+        note_segment(shared, segment);
         let observed = Observed {
             arrived: c.arrived.load(Ordering::Relaxed),
             attached: g.streams.len() as u32,
@@ -999,6 +1294,7 @@ fn tick(shared: &Shared, measure: bool) {
             rtt: g.rtt,
             app_limited: c.app_limited.load(Ordering::Relaxed),
             finished: g.finished,
+            segment,
         };
         let step = g.qos.on_tick(&settings, now, measure, limit, &observed);
         if let Some(n) = step.set_streams {
@@ -1050,8 +1346,8 @@ fn tick(shared: &Shared, measure: bool) {
     }
 
     if measure {
-        let mut all = Vec::with_capacity(clients.len());
-        for c in &clients {
+        let mut all = Vec::with_capacity(everyone.len());
+        for c in &everyone {
             let g = lock(&c.inner);
             // The heartbeat the client's timeout watches (docs/gather-protocol.md §2).
             if !g.finished {
@@ -1109,6 +1405,18 @@ mod tests {
         for s in &stems {
             assert!(!s.contains('/') && !s.starts_with('.'), "{s}");
         }
+    }
+
+    /// Issue 28: on loopback the receive-side estimate of a pausing sender
+    /// read 1001151 us and the pool was sized from it; the handshake's RTT
+    /// bounds it now. Queueing above the handshake's RTT still shows.
+    #[test]
+    fn receiver_rtt_is_bounded_by_the_handshake() {
+        assert_eq!(receiver_rtt_us(1_001_151, 45), 1_000);
+        assert_eq!(receiver_rtt_us(1_001_151, 20_000), 160_000);
+        assert_eq!(receiver_rtt_us(35_000, 20_000), 35_000);
+        assert_eq!(receiver_rtt_us(0, 20_000), 20_000);
+        assert_eq!(receiver_rtt_us(700, 0), 700);
     }
 
     #[test]

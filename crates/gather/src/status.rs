@@ -12,7 +12,7 @@ pub struct ClientStatus {
     /// Seconds since the server started.
     pub t: f64,
     pub id: String,
-    pub session: crate::proto::SessionId,
+    pub session: crate::session::SessionId,
     pub class: String,
     pub priority: u32,
     pub target_bps: u64,
@@ -53,7 +53,7 @@ pub enum Event {
     ClientJoin {
         t: f64,
         id: String,
-        session: crate::proto::SessionId,
+        session: crate::session::SessionId,
         class: String,
         target_bps: u64,
         peer: String,
@@ -63,7 +63,7 @@ pub enum Event {
     ClientEnd {
         t: f64,
         id: String,
-        session: crate::proto::SessionId,
+        session: crate::session::SessionId,
         bytes: u64,
         complete: bool,
         sha256: String,

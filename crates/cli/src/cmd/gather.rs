@@ -39,11 +39,16 @@ struct ServeArgs {
     /// Receive-buffer bytes shared by all data streams ([GatherQoS] §3.1), e.g. 100KB.
     #[arg(long, value_parser = values::bytes)]
     buffer_pool: Bytes,
-    /// A class NAME=TARGET[,PRIORITY] (larger priority is more important; default 1). Repeat.
+    /// A class of clients: NAME=TARGET[,PRIORITY]. TARGET is a rate in bit/s with a unit
+    /// (500kbit, 1mbit, 2gbit, 10Mbit/s; bytes per second as 60MB/s); PRIORITY a whole
+    /// number, larger is more important (default 1). Repeat for each class, e.g.
+    /// --class high=1mbit,2 --class low=500kbit.
     #[arg(long = "class", required = true, value_name = "NAME=TARGET[,PRIORITY]", value_parser = class)]
     classes: Vec<Class>,
-    /// Write each client's data to DIR/<id>.data (else discard).
-    #[arg(long)]
+    /// Write each client's data to DIR/<stem>.data, where the stem is the client id with
+    /// every byte outside [A-Za-z0-9._-] written as %XX (docs/gather-protocol.md §6);
+    /// .partial while arriving, .incomplete when it failed. Without it the data is discarded.
+    #[arg(long, value_name = "DIR")]
     out: Option<PathBuf>,
     /// Measurement, stream tuning and status interval.
     #[arg(long, default_value = "1s", value_parser = values::duration)]
@@ -55,11 +60,32 @@ struct ServeArgs {
     /// target, goodput, streams and pool share; joins, ends, errors. Off by default.
     #[arg(long, value_name = "ADDR", value_parser = crate::cmd::values::metrics_addr)]
     metrics: Option<SocketAddr>,
-    #[arg(long, default_value_t = 8)]
+    /// The most data streams the server lets one client open in parallel (it adds
+    /// streams to a client that misses its target, up to this).
+    #[arg(long, default_value_t = 8, value_name = "N")]
     max_streams_per_client: u32,
-    /// Total data streams over all clients (default: as many as the pool gives a minimum window).
-    #[arg(long)]
+    /// Total data streams over all clients sending data (default: as many as the pool gives
+    /// a minimum window of 4 KiB; clients are also refused beyond two segments per stream).
+    #[arg(long, value_name = "N")]
     max_streams: Option<u32>,
+    /// Fail a transfer (error "stalled") when no data arrives from it for this long, and
+    /// give its pool share back, even while its control connection stays alive.
+    #[arg(long, default_value = "60s", value_parser = values::duration, value_name = "DURATION")]
+    stall_timeout: Duration,
+    /// Fail a session that has sent no data this long after its welcome (error "stalled").
+    #[arg(long, default_value = "30s", value_parser = values::duration, value_name = "DURATION")]
+    no_data_timeout: Duration,
+    /// Sessions that have sent no data yet, in all: they hold no stream budget; when the
+    /// room is full a new client evicts the one that has waited longest.
+    #[arg(long, default_value_t = tcpaccel_gather::config::DEFAULT_MAX_WAITING, value_name = "N")]
+    max_waiting: u32,
+    /// Sessions without data from one source address; more are refused ("capacity").
+    #[arg(long, default_value_t = tcpaccel_gather::config::DEFAULT_MAX_WAITING_PER_SOURCE, value_name = "N")]
+    max_waiting_per_source: u32,
+    /// Memory for control messages still arriving, over all connections; a message that
+    /// does not fit closes its connection with a "capacity" error.
+    #[arg(long, default_value = "16MiB", value_parser = values::bytes, value_name = "BYTES")]
+    control_memory: Bytes,
     /// Data chunk size asked of clients.
     #[arg(long, default_value = "64KiB", value_parser = values::bytes)]
     chunk: Bytes,
@@ -69,7 +95,10 @@ struct ServeArgs {
     /// Keep every client at one stream (buffer allocation only).
     #[arg(long)]
     no_stream_tuning: bool,
-    /// How to divide the pool: seed003 (by target and priority) or equal (per client).
+    /// How to divide the pool: seed003 is the method of the [GatherQoS] paper (seed 003 in
+    /// docs/references.md): each client's window is its target rate times its RTT, and when
+    /// the pool is short the higher priorities keep theirs first; equal gives every client
+    /// the same share.
     #[arg(long, default_value = "seed003", value_enum)]
     allocation: Allocation,
     /// Who holds a demand on the pool: client (one window per client, split over its
@@ -97,9 +126,11 @@ fn sharing(s: &str) -> Result<Sharing, String> {
 
 #[derive(clap::Args)]
 struct SendArgs {
-    #[arg(long, value_parser = values::socket_addr)]
+    /// Address of the gathering server (its --listen), e.g. 127.0.0.1:7070.
+    #[arg(long, value_parser = values::socket_addr, value_name = "ADDR")]
     server: SocketAddr,
-    #[arg(long)]
+    /// The class to join, one of the server's --class names; it sets the target rate and priority.
+    #[arg(long, value_name = "NAME")]
     class: String,
     /// Client id (names its file on the server); default client-<pid>.
     #[arg(long)]
@@ -129,14 +160,18 @@ struct SendArgs {
     /// bytes for this long after the end of data (at least 3 status intervals).
     #[arg(long, default_value = "30s", value_parser = values::duration)]
     timeout: Duration,
+    /// Print the result as one JSON object ({"type":"send","report":{...}}) instead of a sentence.
     #[arg(long)]
     json: bool,
 }
 
 #[derive(clap::Args)]
 struct StatusArgs {
-    #[arg(long, value_parser = values::socket_addr)]
+    /// Address of the gathering server (its --listen), e.g. 127.0.0.1:7070.
+    #[arg(long, value_parser = values::socket_addr, value_name = "ADDR")]
     server: SocketAddr,
+    /// Print one JSON object {"type":"status_reply","clients":[...]} (an empty list when no
+    /// client is connected) instead of one line per client.
     #[arg(long)]
     json: bool,
 }
@@ -167,7 +202,53 @@ fn serve_config(a: &ServeArgs) -> anyhow::Result<ServerConfig> {
         Allocation::Equal => Policy::Equal,
     };
     cfg.sharing = a.share;
+    cfg.stall_timeout = positive("--stall-timeout", a.stall_timeout)?;
+    cfg.no_data_timeout = positive("--no-data-timeout", a.no_data_timeout)?;
+    cfg.max_waiting = at_least_one("--max-waiting", a.max_waiting)?;
+    cfg.max_waiting_per_source = at_least_one("--max-waiting-per-source", a.max_waiting_per_source)?;
+    cfg.control_memory = a.control_memory.get();
+    if cfg.control_memory < u64::from(tcpaccel_gather::proto::MAX_CLIENT_MSG_LEN) {
+        return Err(exit::usage(format!(
+            "--control-memory {} B is below one client message ({} B)",
+            cfg.control_memory,
+            tcpaccel_gather::proto::MAX_CLIENT_MSG_LEN
+        )));
+    }
     Ok(cfg)
+}
+
+fn positive(flag: &str, d: Duration) -> anyhow::Result<Duration> {
+    if d.is_zero() {
+        return Err(exit::usage(format!("{flag} 0: give a duration above zero, e.g. 30s")));
+    }
+    Ok(d)
+}
+
+fn at_least_one(flag: &str, n: u32) -> anyhow::Result<u32> {
+    if n == 0 {
+        return Err(exit::usage(format!("{flag} 0: give at least 1")));
+    }
+    Ok(n)
+}
+
+/// On loopback a segment is about 64 KiB (MTU 65536): a pool that cannot give
+/// every stream of the budget two of them starves the streams (issue 26 item 4),
+/// so the start says how many fit; the server refuses clients beyond that.
+fn loopback_warning(cfg: &ServerConfig, listen: SocketAddr) -> Option<String> {
+    if !listen.ip().is_loopback() {
+        return None;
+    }
+    let floor = tcpaccel_gather::qos::two_segments(tcpaccel_gather::config::LOOPBACK_SEGMENT);
+    let fits = cfg.pool / floor;
+    (fits < u64::from(cfg.max_streams)).then(|| {
+        format!(
+            "gather: warning: on loopback a segment is {} B; the pool of {} B holds two per stream for {fits} stream(s), not the {} of --max-streams: clients beyond {fits} are refused (raise --buffer-pool to {} B for all)",
+            tcpaccel_gather::config::LOOPBACK_SEGMENT,
+            cfg.pool,
+            cfg.max_streams,
+            floor * u64::from(cfg.max_streams)
+        )
+    })
 }
 
 fn error_chain(e: &dyn std::error::Error) -> String {
@@ -190,6 +271,9 @@ fn serve(a: ServeArgs) -> anyhow::Result<Verdict> {
     };
     let json = a.json;
     let pool = cfg.pool;
+    if let Some(w) = loopback_warning(&cfg, listen) {
+        eprintln!("{w}");
+    }
     let (metrics, _endpoint) = match a.metrics {
         Some(at) => {
             let mut reg = tcpaccel_metrics::Registry::default();
@@ -297,7 +381,7 @@ fn send(a: SendArgs) -> anyhow::Result<Verdict> {
         println!("{}", serde_json::json!({"type": "send", "report": report}));
     } else {
         println!(
-            "sent {} B in {:.2} s ({:.3} Mbit/s, up to {} streams, {} changes); sha256 {}; server {}",
+            "sent {} B in {:.2} s ({:.3} Mbit/s, up to {} parallel streams, {} stream-count changes); sha256 {}; server {}",
             report.bytes,
             report.seconds,
             report.goodput_bps as f64 / 1e6,
@@ -315,16 +399,18 @@ fn status(a: StatusArgs) -> anyhow::Result<Verdict> {
     let clients =
         tcpaccel_gather::blocking::status(server).with_context(|| format!("gather status of {server}"))?;
     let mut out = std::io::stdout().lock();
-    if clients.is_empty() && !a.json {
+    if a.json {
+        // One JSON document whatever the number of clients (none is `[]`).
+        let reply = tcpaccel_gather::proto::Control::StatusReply { clients };
+        let s = serde_json::to_string(&reply).context("encode status")?;
+        writeln!(out, "{s}").context("write status")?;
+        return Ok(Verdict::Ok);
+    }
+    if clients.is_empty() {
         writeln!(out, "no clients").context("write status")?;
     }
     for c in clients {
-        let line = if a.json {
-            serde_json::to_string(&Event::Status(c)).context("encode status")?
-        } else {
-            human(&Event::Status(c))
-        };
-        writeln!(out, "{line}").context("write status")?;
+        writeln!(out, "{}", human(&Event::Status(c))).context("write status")?;
     }
     Ok(Verdict::Ok)
 }
@@ -346,6 +432,66 @@ mod tests {
         match Cli::try_parse_from(std::iter::once("gather").chain(argv.iter().copied())) {
             Ok(cli) => exit::code(run(cli.args)),
             Err(e) => std::process::ExitCode::from(e.exit_code() as u8),
+        }
+    }
+
+    fn serve_flags() -> std::collections::BTreeSet<String> {
+        let cmd = <Cli as clap::CommandFactory>::command();
+        let serve = cmd.find_subcommand("serve").expect("a serve subcommand");
+        serve
+            .get_arguments()
+            .filter_map(|a| a.get_long())
+            .filter(|l| *l != "help")
+            .map(|l| format!("--{l}"))
+            .collect()
+    }
+
+    /// Issue 26 item 8: the service's configuration (the env file of the
+    /// unit, whose GATHER_ARGS are the flags) and the flags are one set of
+    /// names. The file lists every `serve` flag and no other, its
+    /// GATHER_ARGS parse, and the unit's ExecStart uses only real flags.
+    #[test]
+    fn the_service_files_and_the_serve_flags_are_one_set_of_names() {
+        let env = include_str!("../../../../examples/gather/gather.env");
+        let unit = include_str!("../../../../examples/gather/tcpaccel-gather.service");
+        let flags = serve_flags();
+        let listed: std::collections::BTreeSet<String> = env
+            .lines()
+            .filter_map(|l| l.strip_prefix("#   --"))
+            .filter_map(|l| l.split_whitespace().next())
+            .map(|f| format!("--{f}"))
+            .collect();
+        assert_eq!(listed, flags, "the list in gather.env and `gather serve`'s flags differ");
+        let args =
+            env.lines().find_map(|l| l.strip_prefix("GATHER_ARGS=")).expect("GATHER_ARGS in gather.env");
+        let argv = ["gather", "serve"].into_iter().chain(args.split_whitespace());
+        let cli = Cli::try_parse_from(argv).unwrap_or_else(|e| panic!("GATHER_ARGS does not parse: {e}"));
+        match cli.args.cmd {
+            Cmd::Serve(a) => {
+                serve_config(&a).unwrap();
+            }
+            _ => unreachable!("parsed a serve command"),
+        }
+        let exec = unit.lines().find_map(|l| l.strip_prefix("ExecStart=")).expect("ExecStart in the unit");
+        for w in exec.split_whitespace().filter(|w| w.starts_with("--")) {
+            // --log is the program's own flag, before or after the subcommand.
+            assert!(
+                flags.contains(w) || w == "--log",
+                "the unit passes {w}, which `gather serve` does not take"
+            );
+        }
+    }
+
+    /// Issue 28: every flag of every gather command says what it is for.
+    #[test]
+    fn every_gather_flag_has_help() {
+        let cmd = <Cli as clap::CommandFactory>::command();
+        for sub in cmd.get_subcommands() {
+            for a in sub.get_arguments() {
+                let Some(long) = a.get_long() else { continue };
+                let help = a.get_help().map(|h| h.to_string()).unwrap_or_default();
+                assert!(!help.trim().is_empty(), "gather {} --{long} has no help text", sub.get_name());
+            }
         }
     }
 
