@@ -1011,18 +1011,9 @@ impl RingBuf {
     /// Waits up to `timeout` for the ring buffer to have data (poll(2)).
     /// True when it does.
     pub fn wait(&self, timeout: std::time::Duration) -> Result<bool> {
-        let mut pfd = libc::pollfd { fd: self.fd.as_raw_fd(), events: libc::POLLIN, revents: 0 };
-        let ms = timeout.as_millis().min(i32::MAX as u128) as i32;
-        // SAFETY: pfd is one valid pollfd for the duration of the call.
-        let rc = unsafe { libc::poll(&mut pfd, 1, ms) };
-        if rc < 0 {
-            let e = io::Error::last_os_error();
-            if e.kind() == io::ErrorKind::Interrupted {
-                return Ok(false);
-            }
-            return Err(Error::os("poll a BPF ring buffer", e));
-        }
-        Ok(rc > 0)
+        let [r] = crate::io::poll([(self.fd.as_fd(), crate::io::READABLE)], Some(timeout))
+            .map_err(|e| Error::os("poll a BPF ring buffer", e))?;
+        Ok(r != 0)
     }
 }
 
@@ -1034,21 +1025,12 @@ impl RingBuf {
         other: std::os::fd::BorrowedFd<'_>,
         timeout: std::time::Duration,
     ) -> Result<(bool, bool)> {
-        let mut pfds = [
-            libc::pollfd { fd: self.fd.as_raw_fd(), events: libc::POLLIN, revents: 0 },
-            libc::pollfd { fd: other.as_raw_fd(), events: libc::POLLIN, revents: 0 },
-        ];
-        let ms = timeout.as_millis().min(i32::MAX as u128) as i32;
-        // SAFETY: pfds is an array of two valid pollfds for the duration of the call.
-        let rc = unsafe { libc::poll(pfds.as_mut_ptr(), 2, ms) };
-        if rc < 0 {
-            let e = io::Error::last_os_error();
-            if e.kind() == io::ErrorKind::Interrupted {
-                return Ok((false, false));
-            }
-            return Err(Error::os("poll a BPF ring buffer and a socket", e));
-        }
-        Ok((pfds[0].revents != 0, pfds[1].revents != 0))
+        let [ring, o] = crate::io::poll(
+            [(self.fd.as_fd(), crate::io::READABLE), (other, crate::io::READABLE)],
+            Some(timeout),
+        )
+        .map_err(|e| Error::os("poll a BPF ring buffer and a socket", e))?;
+        Ok((ring != 0, o != 0))
     }
 }
 
