@@ -785,18 +785,13 @@ pub fn ensure_bpffs(path: &Path) -> Result<()> {
 /// A duplicate of file descriptor `fd` of process `pid` (pidfd_getfd(2),
 /// Linux 5.6; needs ptrace rights over the process).
 pub fn steal_fd(pid: u32, fd: RawFd) -> Result<OwnedFd> {
-    // SAFETY: pidfd_open takes a pid and flags; no pointers.
-    let pidfd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid as libc::c_long, 0 as libc::c_long) };
-    if pidfd < 0 {
-        return Err(Error::last(format!("pidfd_open({pid})")));
-    }
-    // SAFETY: a fresh fd from the kernel.
-    let pidfd = unsafe { OwnedFd::from_raw_fd(pidfd as RawFd) };
+    let pidfd = crate::process::Pidfd::open(pid)?
+        .ok_or_else(|| Error::os(format!("pidfd_open({pid})"), io::Error::from_raw_os_error(libc::ESRCH)))?;
     // SAFETY: pidfd_getfd takes two fds and flags; no pointers.
     let r = unsafe {
         libc::syscall(
             libc::SYS_pidfd_getfd,
-            pidfd.as_raw_fd() as libc::c_long,
+            pidfd.as_fd().as_raw_fd() as libc::c_long,
             fd as libc::c_long,
             0 as libc::c_long,
         )
