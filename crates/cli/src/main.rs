@@ -55,7 +55,7 @@ enum Command {
     /// Write man pages (tcpaccel.1 and one per subcommand) into a directory.
     Man(cmd::install::ManArgs),
     /// Print the path of the LD_PRELOAD shim `run` uses, or write the built-in one elsewhere (--out).
-    Shim(cmd::install::ShimArgs),
+    Shim(cmd::shim::ShimArgs),
 }
 
 fn main() -> ExitCode {
@@ -91,7 +91,7 @@ fn main() -> ExitCode {
         Command::Lanes(a) => cmd::lanes::run(a),
         Command::Completions(a) => cmd::install::completions(a, Cli::command()),
         Command::Man(a) => cmd::install::man(a, Cli::command()),
-        Command::Shim(a) => cmd::install::shim(a),
+        Command::Shim(a) => cmd::shim::shim(a),
     }));
     let result = match result {
         Ok(r) => r,

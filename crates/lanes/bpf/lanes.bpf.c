@@ -60,6 +60,7 @@
  * "maps" definitions only).
  */
 #include "tcpaccel_bpf.h"
+#include "lanes.abi.h"
 
 #define MAX_SLOTS 8
 #define FP_SHIFT 10
@@ -155,6 +156,9 @@ struct lanes_stats {
 	__u64 dropped;
 	__u64 subflows;
 };
+
+/* The structs the daemon shares against the ABI table (lanes.abi.h). */
+LANES_ABI(TCPACCEL_ABI_CHECK)
 
 struct map_def SEC("maps") lanes_cfg = {
 	.type = BPF_MAP_TYPE_ARRAY,
@@ -276,26 +280,11 @@ static __always_inline void sample(struct lanes_cfg *cfg, struct conn_state *c, 
 	}
 }
 
+/* The callers checked the family: AF_INET or AF_INET6. */
 static __always_inline void fill_addrs(struct bpf_sock_ops *skops, __u8 *local, __u8 *remote)
 {
-	if (skops->family == AF_INET) {
-		__u32 l = skops->local_ip4, r = skops->remote_ip4;
-		local[10] = 0xff;
-		local[11] = 0xff;
-		remote[10] = 0xff;
-		remote[11] = 0xff;
-		__builtin_memcpy(&local[12], &l, 4);
-		__builtin_memcpy(&remote[12], &r, 4);
-	} else {
-		/* One 4-byte load per word: the context takes no wider access,
-		 * and clang would merge plain reads of neighbours into one. */
-		volatile __u32 *lp = (volatile __u32 *)skops->local_ip6;
-		volatile __u32 *rp = (volatile __u32 *)skops->remote_ip6;
-		__u32 l[4] = { lp[0], lp[1], lp[2], lp[3] };
-		__u32 r[4] = { rp[0], rp[1], rp[2], rp[3] };
-		__builtin_memcpy(local, l, 16);
-		__builtin_memcpy(remote, r, 16);
-	}
+	tcpaccel_local_addr(skops, local);
+	tcpaccel_remote_addr(skops, remote);
 }
 
 static __always_inline void lane_sample(__u32 slot, __u32 rtt_us)

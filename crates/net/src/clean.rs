@@ -12,6 +12,7 @@ use std::time::{Duration, Instant};
 use crate::error::{Error, Result};
 use crate::state::{self, RunState};
 use tcpaccel_sys::command;
+use tcpaccel_sys::process::Signal;
 
 /// Prefix of every namespace tcpaccel creates.
 pub const NS_PREFIX: &str = "tcpaccel-";
@@ -39,10 +40,11 @@ pub fn pids_in(ns: &str) -> Result<Vec<u32>> {
     Ok(out.split_whitespace().filter_map(|p| p.parse().ok()).collect())
 }
 
-/// Sends `signal` (e.g. "TERM", "KILL") to a process with kill(1); the library
-/// has no unsafe code, and this is rare enough that a fork does not matter.
-pub(crate) fn signal(pid: u32, signal: &str) -> Result<()> {
-    command::run("kill", &[&format!("-{signal}"), &pid.to_string()])?;
+/// Sends `sig` to a process (kill(2), through `tcpaccel_sys::process`). A
+/// process that has already ended is not an error: ending it was the point.
+pub(crate) fn signal(pid: u32, sig: Signal) -> Result<()> {
+    tcpaccel_sys::process::signal(pid, sig)
+        .map_err(|e| Error::sys(format!("{} to process {pid}", sig.name()), e))?;
     Ok(())
 }
 
@@ -62,7 +64,7 @@ pub fn delete_namespace(ns: &str) -> Result<()> {
         Ok(pids) => {
             for pid in pids.into_iter().filter(|&p| p != me) {
                 tracing::debug!(ns, pid, "killing process left in namespace");
-                if let Err(e) = signal(pid, "KILL") {
+                if let Err(e) = signal(pid, Signal::Kill) {
                     tracing::warn!(ns, pid, "cannot kill process in namespace: {e}");
                 }
             }
@@ -84,7 +86,7 @@ pub fn stop_run(run: &RunState, wait: Duration) -> Result<Vec<String>> {
     let mut done = Vec::new();
     let me = std::process::id();
     if run.pid != me && run.owner_alive() {
-        signal(run.pid, "TERM")?;
+        signal(run.pid, Signal::Term)?;
         done.push(format!("sent SIGTERM to process {} (owner of run {})", run.pid, run.run_id));
         let deadline = Instant::now() + wait;
         while alive(run.pid) && Instant::now() < deadline {
@@ -130,7 +132,7 @@ pub fn clean_prefix(prefix: &str) -> Result<Vec<String>> {
             continue;
         }
         if run.pid != me && run.owner_alive() {
-            match signal(run.pid, "TERM") {
+            match signal(run.pid, Signal::Term) {
                 Ok(()) => {
                     removed.push(format!("process {} (owner of run {})", run.pid, run.run_id));
                     waiting.push(run.pid);

@@ -20,6 +20,7 @@
  * handles classic "maps" definitions and map relocations only.
  */
 #include "tcpaccel_bpf.h"
+#include "pace.abi.h"
 
 #define MAX_RULES 64
 /* SO_MAX_PACING_RATE takes a 4-byte int through bpf_setsockopt; ~0U means
@@ -61,6 +62,7 @@ struct dst_key {
 	__u32 prefixlen;
 	__u8 port[2];     /* network order; 0 = any port */
 	__u8 addr[16];    /* IPv6, or IPv4 mapped as ::ffff:a.b.c.d */
+	__u8 pad[2];      /* zero; beyond every prefix */
 };
 
 struct sock_state {
@@ -92,6 +94,9 @@ struct sock_state {
 	__u64 btl_rate;
 	__u64 btl_bytes;
 };
+
+/* The structs above against the ABI table (pace.abi.h). */
+PACE_ABI(TCPACCEL_ABI_CHECK)
 
 struct map_def SEC("maps") pace_rules = {
 	.type = BPF_MAP_TYPE_ARRAY,
@@ -186,17 +191,8 @@ static __always_inline __u32 find_rule(struct bpf_sock_ops *skops)
 	struct dst_key key = {};
 	__u32 *idx;
 
-	if (skops->family == AF_INET) {
-		key.addr[10] = 0xff;
-		key.addr[11] = 0xff;
-		__builtin_memcpy(&key.addr[12], &skops->remote_ip4, 4);
-	} else if (skops->family == AF_INET6) {
-		__u32 a[4] = { skops->remote_ip6[0], skops->remote_ip6[1],
-			       skops->remote_ip6[2], skops->remote_ip6[3] };
-		__builtin_memcpy(key.addr, a, 16);
-	} else {
+	if (!tcpaccel_remote_addr(skops, key.addr))
 		return 0;
-	}
 	/* A rule naming the port wins over one without. remote_port holds
 	 * the network-order port in its upper 16 bits on little-endian hosts
 	 * (the kernel shifts it there; net/core/filter.c, sock_ops ctx access). */

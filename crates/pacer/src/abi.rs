@@ -1,9 +1,21 @@
-//! The byte layouts of `bpf/pace.bpf.c`'s map keys and values, as [`Plain`]
-//! values. Each `SIZE` is the C `sizeof`; the offsets are the C field
-//! offsets. Change both sides together.
+//! The map keys and values of `bpf/pace.bpf.c`, as typed [`Plain`] values.
+//!
+//! Their byte layouts are not written here: `bpf/pace.abi.h` is the one
+//! table of every shared field (offset and C type), the C program checks its
+//! structs against it with `_Static_assert`, and the build script generates
+//! module [`c`] from it (bpf/abi_gen.rs). Each type below converts to and
+//! from its generated struct by struct literal, so a field added, dropped,
+//! renamed or retyped in the table does not compile until it is handled
+//! here.
 
 use tcpaccel_core::pacing::BpfHold;
-use tcpaccel_sys::bpf::{ne_u32, ne_u64, Plain};
+use tcpaccel_sys::bpf::Plain;
+
+/// The structs of `bpf/pace.abi.h`, field for field (generated).
+#[allow(dead_code)]
+pub(crate) mod c {
+    include!(concat!(env!("OUT_DIR"), "/pace.abi.rs"));
+}
 
 /// Number of entries of `pace_rules` / `pace_stats`; rule 0 is the default.
 pub const MAX_RULES: u32 = 64;
@@ -31,15 +43,13 @@ pub struct RuleAbi {
 }
 
 impl Plain for RuleAbi {
-    const SIZE: usize = 16;
+    const SIZE: usize = c::Rule::SIZE;
     fn write(&self, out: &mut [u8]) {
-        out.fill(0);
-        self.kind.write(&mut out[0..4]);
-        self.flags.write(&mut out[4..8]);
-        self.wire_bps.write(&mut out[8..16]);
+        c::Rule { kind: self.kind, flags: self.flags, wire_bps: self.wire_bps }.write(out);
     }
     fn read(b: &[u8]) -> Self {
-        RuleAbi { kind: ne_u32(b, 0), flags: ne_u32(b, 4), wire_bps: ne_u64(b, 8) }
+        let c::Rule { kind, flags, wire_bps } = c::Rule::read(b);
+        RuleAbi { kind, flags, wire_bps }
     }
 }
 
@@ -60,22 +70,14 @@ pub struct RuleStats {
 }
 
 impl Plain for RuleStats {
-    const SIZE: usize = 40;
+    const SIZE: usize = c::RuleStats::SIZE;
     fn write(&self, out: &mut [u8]) {
-        self.conns.write(&mut out[0..8]);
-        self.updates.write(&mut out[8..16]);
-        self.errors.write(&mut out[16..24]);
-        self.last_rate.write(&mut out[24..32]);
-        self.released.write(&mut out[32..40]);
+        let RuleStats { conns, updates, errors, last_rate, released } = *self;
+        c::RuleStats { conns, updates, errors, last_rate, released }.write(out);
     }
     fn read(b: &[u8]) -> Self {
-        RuleStats {
-            conns: ne_u64(b, 0),
-            updates: ne_u64(b, 8),
-            errors: ne_u64(b, 16),
-            last_rate: ne_u64(b, 24),
-            released: ne_u64(b, 32),
-        }
+        let c::RuleStats { conns, updates, errors, last_rate, released } = c::RuleStats::read(b);
+        RuleStats { conns, updates, errors, last_rate, released }
     }
 }
 
@@ -89,17 +91,14 @@ pub struct DstKey {
 }
 
 impl Plain for DstKey {
-    const SIZE: usize = 24;
+    const SIZE: usize = c::DstKey::SIZE;
     fn write(&self, out: &mut [u8]) {
-        out.fill(0);
-        self.prefixlen.write(&mut out[0..4]);
-        out[4..6].copy_from_slice(&self.port.to_be_bytes());
-        out[6..22].copy_from_slice(&self.addr);
+        c::DstKey { prefixlen: self.prefixlen, port: self.port.to_be_bytes(), addr: self.addr, pad: [0; 2] }
+            .write(out);
     }
     fn read(b: &[u8]) -> Self {
-        let mut addr = [0u8; 16];
-        addr.copy_from_slice(&b[6..22]);
-        DstKey { prefixlen: ne_u32(b, 0), port: u16::from_be_bytes([b[4], b[5]]), addr }
+        let c::DstKey { prefixlen, port, addr, pad: _ } = c::DstKey::read(b);
+        DstKey { prefixlen, port: u16::from_be_bytes(port), addr }
     }
 }
 
@@ -118,44 +117,84 @@ pub struct SockState {
 }
 
 impl Plain for SockState {
-    const SIZE: usize = 120;
+    const SIZE: usize = c::SockState::SIZE;
     fn write(&self, out: &mut [u8]) {
-        let h = &self.hold;
-        self.rule.write(&mut out[0..4]);
-        self.rate.write(&mut out[4..8]);
-        self.updates.write(&mut out[8..16]);
-        let u64s = [h.win_start_ns, h.win_acked, h.dlv_rate, h.cap, h.cap_ns, h.full_dlv];
-        for (k, v) in u64s.iter().enumerate() {
-            v.write(&mut out[16 + 8 * k..24 + 8 * k]);
+        let BpfHold {
+            win_start_ns,
+            win_acked,
+            dlv_rate,
+            cap,
+            cap_ns,
+            full_dlv,
+            full_cnt,
+            full,
+            train_ns,
+            train_acked,
+            last_ns,
+            last_acked,
+            btl_rate,
+            btl_bytes,
+        } = self.hold;
+        c::SockState {
+            rule: self.rule,
+            rate: self.rate,
+            updates: self.updates,
+            win_start_ns,
+            win_acked,
+            dlv_rate,
+            cap,
+            cap_ns,
+            full_dlv,
+            full_cnt,
+            full: u32::from(full),
+            train_ns,
+            train_acked,
+            last_ns,
+            last_acked,
+            btl_rate,
+            btl_bytes,
         }
-        h.full_cnt.write(&mut out[64..68]);
-        u32::from(h.full).write(&mut out[68..72]);
-        let u64s = [h.train_ns, h.train_acked, h.last_ns, h.last_acked, h.btl_rate, h.btl_bytes];
-        for (k, v) in u64s.iter().enumerate() {
-            v.write(&mut out[72 + 8 * k..80 + 8 * k]);
-        }
+        .write(out);
     }
     fn read(b: &[u8]) -> Self {
-        let q = |at: usize| ne_u64(b, at);
+        let c::SockState {
+            rule,
+            rate,
+            updates,
+            win_start_ns,
+            win_acked,
+            dlv_rate,
+            cap,
+            cap_ns,
+            full_dlv,
+            full_cnt,
+            full,
+            train_ns,
+            train_acked,
+            last_ns,
+            last_acked,
+            btl_rate,
+            btl_bytes,
+        } = c::SockState::read(b);
         SockState {
-            rule: ne_u32(b, 0),
-            rate: ne_u32(b, 4),
-            updates: q(8),
+            rule,
+            rate,
+            updates,
             hold: BpfHold {
-                win_start_ns: q(16),
-                win_acked: q(24),
-                dlv_rate: q(32),
-                cap: q(40),
-                cap_ns: q(48),
-                full_dlv: q(56),
-                full_cnt: ne_u32(b, 64),
-                full: ne_u32(b, 68) != 0,
-                train_ns: q(72),
-                train_acked: q(80),
-                last_ns: q(88),
-                last_acked: q(96),
-                btl_rate: q(104),
-                btl_bytes: q(112),
+                win_start_ns,
+                win_acked,
+                dlv_rate,
+                cap,
+                cap_ns,
+                full_dlv,
+                full_cnt,
+                full: full != 0,
+                train_ns,
+                train_acked,
+                last_ns,
+                last_acked,
+                btl_rate,
+                btl_bytes,
             },
         }
     }
@@ -165,30 +204,85 @@ impl Plain for SockState {
 mod tests {
     use super::*;
 
+    /// The generator, on the real table and on broken ones.
+    #[allow(dead_code)]
+    mod abi_gen {
+        include!("../../../bpf/abi_gen.rs");
+    }
+
+    const TABLE: &str = include_str!("../bpf/pace.abi.h");
+    const SOURCE: &str = include_str!("../bpf/pace.bpf.c");
+
     #[test]
-    fn dst_key_layout_matches_the_c_struct() {
-        // struct dst_key { u32 prefixlen; u8 port[2]; u8 addr[16]; } is 22
-        // bytes, padded to 24 by its 4-byte alignment.
-        let k = DstKey { prefixlen: 16 + 96 + 24, port: 5201, addr: [7; 16] };
-        let mut b = [0xAAu8; 24];
-        k.write(&mut b);
-        assert_eq!(&b[4..6], &[0x14, 0x51]);
-        assert_eq!(&b[22..], &[0, 0]);
-        assert_eq!(DstKey::read(&b), k);
+    fn the_program_checks_its_structs_against_the_table_the_rust_side_is_built_from() {
+        // The C side of the single source: the program includes the table
+        // and expands its assertions once. Without that line the C structs
+        // could drift from the table unnoticed.
+        assert!(SOURCE.contains("#include \"pace.abi.h\""));
+        assert!(SOURCE.contains("PACE_ABI(TCPACCEL_ABI_CHECK)"));
+        let structs = abi_gen::parse_abi(TABLE).unwrap();
+        let names: Vec<(&str, usize)> = structs.iter().map(|s| (s.name.as_str(), s.size)).collect();
+        assert_eq!(
+            names,
+            [
+                ("rule", RuleAbi::SIZE),
+                ("rule_stats", RuleStats::SIZE),
+                ("dst_key", DstKey::SIZE),
+                ("sock_state", SockState::SIZE)
+            ]
+        );
+        for s in &structs {
+            assert!(
+                SOURCE.contains(&format!("struct {} {{", s.name)),
+                "pace.bpf.c defines struct {}",
+                s.name
+            );
+        }
     }
 
     #[test]
-    fn sock_state_layout_matches_the_c_struct() {
-        // rule, rate (u32) and updates (u64); six u64 (window, delivery
-        // rate, cap, its time, full_dlv); full_cnt and full (u32); six u64
-        // (train, last ACK, estimate): 120 bytes, no padding.
+    fn a_table_with_a_gap_an_overlap_or_a_wrong_size_is_refused() {
+        let good = "S(x, 16)\nF(x, a, 0, __u32)\nF(x, b, 4, __u8[4])\nF(x, c, 8, __s64)\n";
+        let s = abi_gen::parse_abi(good).unwrap();
+        assert_eq!(s[0].fields.iter().map(|f| f.size()).collect::<Vec<_>>(), [4, 4, 8]);
+        for (bad, why) in [
+            (good.replace("F(x, b, 4,", "F(x, b, 5,"), "a gap"),
+            (good.replace("F(x, b, 4,", "F(x, b, 2,"), "an overlap"),
+            (good.replace("S(x, 16)", "S(x, 24)"), "fields short of the size"),
+            (good.replace("__s64", "__f64"), "an unknown type"),
+            (good.replace("F(x, c,", "F(y, c,"), "a struct without S()"),
+        ] {
+            assert!(abi_gen::parse_abi(&bad).is_err(), "{why} passed");
+        }
+    }
+
+    #[test]
+    fn keys_and_values_land_at_the_tables_offsets() {
+        // Offsets from the table, not from a copy of them: a value written
+        // through Plain is read back field by field where the table puts it.
+        let table = abi_gen::parse_abi(TABLE).unwrap();
+        let field = |st: &str, f: &str| {
+            let s = table.iter().find(|s| s.name == st).unwrap();
+            let f = s.fields.iter().find(|x| x.name == f).unwrap();
+            f.offset..f.offset + f.size()
+        };
+        let k = DstKey { prefixlen: 16 + 96 + 24, port: 5201, addr: [7; 16] };
+        let mut b = [0xAAu8; 24];
+        k.write(&mut b);
+        assert_eq!(&b[field("dst_key", "port")], &5201u16.to_be_bytes(), "port in network order");
+        assert_eq!(&b[field("dst_key", "addr")], &[7; 16]);
+        assert_eq!(&b[field("dst_key", "pad")], &[0, 0], "padding zeroed: it is part of the trie key");
+        assert_eq!(DstKey::read(&b), k);
+
         let hold =
             BpfHold { dlv_rate: 3, full_cnt: 2, full: true, train_ns: 5, btl_bytes: 9, ..BpfHold::default() };
         let s = SockState { rule: 7, rate: 11, updates: 13, hold };
         let mut b = [0xAAu8; 120];
         s.write(&mut b);
-        assert_eq!((ne_u64(&b, 32), ne_u32(&b, 64), ne_u32(&b, 68)), (3, 2, 1));
-        assert_eq!((ne_u64(&b, 72), ne_u64(&b, 112)), (5, 9));
+        let at = |f: &str| b[field("sock_state", f)].to_vec();
+        assert_eq!(at("dlv_rate"), 3u64.to_ne_bytes());
+        assert_eq!(at("full"), 1u32.to_ne_bytes());
+        assert_eq!(at("btl_bytes"), 9u64.to_ne_bytes());
         assert_eq!(SockState::read(&b), s);
     }
 }

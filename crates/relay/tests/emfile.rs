@@ -2,7 +2,8 @@
 //! listener that stays readable, and serve again once descriptors are free.
 //!
 //! The relay runs in a child process (this test binary re-executed under
-//! `prlimit --nofile`) so the low limit touches nothing else.
+//! `prlimit --nofile`, running this same test with `CHILD_ENV` set, which
+//! then serves instead of testing) so the low limit touches nothing else.
 
 use std::io::{Read, Write};
 use std::net::TcpStream;
@@ -18,12 +19,8 @@ use common::{
 
 const CHILD_ENV: &str = "TCPACCEL_RELAY_EMFILE_CHILD";
 
-#[test]
-#[ignore = "helper process of accept_backs_off_when_out_of_descriptors"]
+/// The relay of the child process (under the low descriptor limit).
 fn relay_child() {
-    if !is_child(CHILD_ENV, "accept_backs_off_when_out_of_descriptors") {
-        return;
-    }
     let raw = RawConfig {
         listen: Some("127.0.0.1:0".into()),
         handshake_timeout: Some("60s".into()),
@@ -46,7 +43,11 @@ fn cpu_of(pid: u32) -> Duration {
 
 #[test]
 fn accept_backs_off_when_out_of_descriptors() {
-    let (child, mut lines, addr) = spawn_limited_child(40, "relay_child", CHILD_ENV);
+    if is_child(CHILD_ENV) {
+        return relay_child();
+    }
+    let (child, mut lines, addr) =
+        spawn_limited_child(40, "accept_backs_off_when_out_of_descriptors", CHILD_ENV);
     let pid = child.id();
     // Silent clients each hold a descriptor in the relay (handshake timeout 60 s),
     // far more than the limit allows: accept starts failing with EMFILE.

@@ -3,7 +3,7 @@
 //! item 8: they used to report the configured path).
 //!
 //! The relay runs in a child process (this test binary re-executed under
-//! `prlimit --nofile`) that fills its descriptor table so that exactly the
+//! `prlimit --nofile`, running this same test with `CHILD_ENV` set) that fills its descriptor table so that exactly the
 //! client's and the upstream socket still fit, and no pipe does.
 
 use std::io::{Read, Write};
@@ -19,12 +19,8 @@ use common::{
 
 const CHILD_ENV: &str = "TCPACCEL_RELAY_PIPES_CHILD";
 
-#[test]
-#[ignore = "helper process of counters_report_copy_when_pipes_cannot_be_made"]
+/// The relay of the child process (under the low descriptor limit).
 fn relay_without_pipes_child() {
-    if !is_child(CHILD_ENV, "counters_report_copy_when_pipes_cannot_be_made") {
-        return;
-    }
     let raw = RawConfig { listen: Some("127.0.0.1:0".into()), ..Default::default() };
     let cfg = Config::from_raw(&raw).expect("config");
     assert!(cfg.splice, "splice is the default path");
@@ -48,7 +44,11 @@ fn relay_without_pipes_child() {
 
 #[test]
 fn counters_report_copy_when_pipes_cannot_be_made() {
-    let (child, mut lines, addr) = spawn_limited_child(64, "relay_without_pipes_child", CHILD_ENV);
+    if is_child(CHILD_ENV) {
+        return relay_without_pipes_child();
+    }
+    let (child, mut lines, addr) =
+        spawn_limited_child(64, "counters_report_copy_when_pipes_cannot_be_made", CHILD_ENV);
     let echo = echo_server();
     let (mut s, code) = socks_connect(addr, &connect_req(echo));
     assert_eq!(code, 0, "the upstream socket fits in the limit");

@@ -785,18 +785,13 @@ pub fn ensure_bpffs(path: &Path) -> Result<()> {
 /// A duplicate of file descriptor `fd` of process `pid` (pidfd_getfd(2),
 /// Linux 5.6; needs ptrace rights over the process).
 pub fn steal_fd(pid: u32, fd: RawFd) -> Result<OwnedFd> {
-    // SAFETY: pidfd_open takes a pid and flags; no pointers.
-    let pidfd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid as libc::c_long, 0 as libc::c_long) };
-    if pidfd < 0 {
-        return Err(Error::last(format!("pidfd_open({pid})")));
-    }
-    // SAFETY: a fresh fd from the kernel.
-    let pidfd = unsafe { OwnedFd::from_raw_fd(pidfd as RawFd) };
+    let pidfd = crate::process::Pidfd::open(pid)?
+        .ok_or_else(|| Error::os(format!("pidfd_open({pid})"), io::Error::from_raw_os_error(libc::ESRCH)))?;
     // SAFETY: pidfd_getfd takes two fds and flags; no pointers.
     let r = unsafe {
         libc::syscall(
             libc::SYS_pidfd_getfd,
-            pidfd.as_raw_fd() as libc::c_long,
+            pidfd.as_fd().as_raw_fd() as libc::c_long,
             fd as libc::c_long,
             0 as libc::c_long,
         )
@@ -1011,18 +1006,9 @@ impl RingBuf {
     /// Waits up to `timeout` for the ring buffer to have data (poll(2)).
     /// True when it does.
     pub fn wait(&self, timeout: std::time::Duration) -> Result<bool> {
-        let mut pfd = libc::pollfd { fd: self.fd.as_raw_fd(), events: libc::POLLIN, revents: 0 };
-        let ms = timeout.as_millis().min(i32::MAX as u128) as i32;
-        // SAFETY: pfd is one valid pollfd for the duration of the call.
-        let rc = unsafe { libc::poll(&mut pfd, 1, ms) };
-        if rc < 0 {
-            let e = io::Error::last_os_error();
-            if e.kind() == io::ErrorKind::Interrupted {
-                return Ok(false);
-            }
-            return Err(Error::os("poll a BPF ring buffer", e));
-        }
-        Ok(rc > 0)
+        let [r] = crate::io::poll([(self.fd.as_fd(), crate::io::READABLE)], Some(timeout))
+            .map_err(|e| Error::os("poll a BPF ring buffer", e))?;
+        Ok(r != 0)
     }
 }
 
@@ -1034,21 +1020,12 @@ impl RingBuf {
         other: std::os::fd::BorrowedFd<'_>,
         timeout: std::time::Duration,
     ) -> Result<(bool, bool)> {
-        let mut pfds = [
-            libc::pollfd { fd: self.fd.as_raw_fd(), events: libc::POLLIN, revents: 0 },
-            libc::pollfd { fd: other.as_raw_fd(), events: libc::POLLIN, revents: 0 },
-        ];
-        let ms = timeout.as_millis().min(i32::MAX as u128) as i32;
-        // SAFETY: pfds is an array of two valid pollfds for the duration of the call.
-        let rc = unsafe { libc::poll(pfds.as_mut_ptr(), 2, ms) };
-        if rc < 0 {
-            let e = io::Error::last_os_error();
-            if e.kind() == io::ErrorKind::Interrupted {
-                return Ok((false, false));
-            }
-            return Err(Error::os("poll a BPF ring buffer and a socket", e));
-        }
-        Ok((pfds[0].revents != 0, pfds[1].revents != 0))
+        let [ring, o] = crate::io::poll(
+            [(self.fd.as_fd(), crate::io::READABLE), (other, crate::io::READABLE)],
+            Some(timeout),
+        )
+        .map_err(|e| Error::os("poll a BPF ring buffer and a socket", e))?;
+        Ok((ring != 0, o != 0))
     }
 }
 

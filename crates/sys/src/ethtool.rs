@@ -183,8 +183,42 @@ mod tests {
 
     #[test]
     fn loopback_reads_back() {
-        // Every namespace has lo; reading needs no privilege.
+        // Every namespace has lo; reading needs no privilege. Its checksum
+        // and scatter-gather features are fixed on (drivers/net/loopback.c),
+        // so a get that decoded nothing would show here.
         let o = offloads("lo").expect("read lo offloads");
-        let _ = o.all_off();
+        assert!(o.tx_checksum && o.scatter_gather, "lo reads {o:?}");
+        assert!(!o.all_off());
+    }
+
+    /// A namespace of this test's own with a veth pair, deleted on drop.
+    struct VethNs(String);
+
+    impl Drop for VethNs {
+        fn drop(&mut self) {
+            let _ = crate::command::ip(&["netns", "del", &self.0]);
+        }
+    }
+
+    #[test]
+    fn root_disable_offloads_turns_all_four_off_on_a_veth() {
+        crate::testing::require_root();
+        let ns = VethNs(format!("tcpaccel-ethtool-{}", std::process::id()));
+        crate::command::ip(&["netns", "add", &ns.0]).expect("ip netns add");
+        crate::command::ip(&["-n", &ns.0, "link", "add", "eth0", "type", "veth", "peer", "name", "eth1"])
+            .expect("veth pair");
+        let (before, after, peer) = crate::netns::run_in(&ns.0, || {
+            let before = offloads("eth0")?;
+            disable_offloads("eth0")?;
+            Ok::<_, Error>((before, offloads("eth0")?, offloads("eth1")?))
+        })
+        .expect("enter the namespace")
+        .expect("ethtool in the namespace");
+        // A veth starts with TSO, GSO and tx checksumming on: switching them
+        // off is work the call must do, not a state it finds.
+        assert!(before.tso && before.gso && before.tx_checksum, "veth defaults: {before:?}");
+        assert!(!after.tso && !after.gso && !after.gro && !after.tx_checksum, "after: {after:?}");
+        assert!(after.all_off());
+        assert!(peer.tx_checksum, "only the named interface changes: {peer:?}");
     }
 }

@@ -20,6 +20,8 @@ pub mod command;
 pub mod diag;
 /// ethtool ioctl: switch TSO/GSO/GRO/tx-checksum offloads off.
 pub mod ethtool;
+/// The one EINTR policy and the one poll(2) wrapper of the crate.
+pub mod io;
 /// MPTCP generic netlink (`mptcp_pm`): path-manager commands and events.
 pub mod mptcp;
 /// The netlink layer under diag and mptcp: message codec, attributes, one socket type.
@@ -30,6 +32,8 @@ pub mod netns;
 pub mod packet;
 /// The handshake-RTT probe: one TCP handshake timed, from a chosen local address.
 pub mod probe;
+/// Signals to other processes: kill(2), and pidfds that a reused pid cannot fool.
+pub mod process;
 /// SIGINT/SIGTERM: one handler thread, foreground subscribers, clean-up hooks on the exit path.
 pub mod signals;
 /// setsockopt/getsockopt helpers: SO_MAX_PACING_RATE, TCP_CONGESTION, buffers, TCP_WINDOW_CLAMP, ...

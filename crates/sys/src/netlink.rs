@@ -10,7 +10,7 @@
 //!   `Vec<u8>`; parsers check every length and return a [`ParseError`](crate::netlink::ParseError) that
 //!   says what was short or broken, never panic.
 //! - the socket ([`NlSocket`](crate::netlink::NlSocket)): open and bind, send and receive with EINTR
-//!   retried in one place ([`retry_eintr`](crate::netlink::retry_eintr)), receive timeouts, waiting for
+//!   retried by the crate's one EINTR policy ([`retry_eintr`](crate::io::retry_eintr)), receive timeouts, waiting for
 //!   readability, multicast membership. It moves bytes and knows no message.
 //!
 //! What it is not: no family's messages (`inet_diag_msg`, `mptcp_pm`
@@ -431,17 +431,9 @@ impl AttrBuf {
 
 // ----------------------------------------------------------------- socket
 
-/// Runs a syscall again while it fails with EINTR: a signal that arrives
-/// while a netlink call blocks is not the call's failure. The one place
-/// where this crate's netlink calls decide that.
-pub fn retry_eintr<T>(mut call: impl FnMut() -> io::Result<T>) -> io::Result<T> {
-    loop {
-        match call() {
-            Err(e) if e.raw_os_error() == Some(libc::EINTR) => continue,
-            r => return r,
-        }
-    }
-}
+/// The crate's EINTR policy ([`crate::io`]): a netlink call interrupted by
+/// a signal is run again.
+pub use crate::io::retry_eintr;
 
 /// `sockaddr_nl` with port id 0 and no groups: the kernel as a destination,
 /// "pick one for me" as a bind address.
@@ -566,21 +558,9 @@ impl NlSocket {
     /// when the time passed, or when a signal interrupted the wait: a
     /// caller that waits in a loop then gets to look at its flags.
     pub fn wait_readable(&self, timeout: Option<Duration>, op: &str) -> Result<bool> {
-        let ms: libc::c_int = match timeout {
-            None => -1,
-            Some(t) => libc::c_int::try_from(t.as_millis()).unwrap_or(libc::c_int::MAX),
-        };
-        let mut pfd = libc::pollfd { fd: self.fd.as_raw_fd(), events: libc::POLLIN, revents: 0 };
-        // SAFETY: pfd is one valid pollfd for the duration of the call.
-        let rc = unsafe { libc::poll(&mut pfd, 1, ms) };
-        if rc < 0 {
-            let e = io::Error::last_os_error();
-            if e.raw_os_error() == Some(libc::EINTR) {
-                return Ok(false);
-            }
-            return Err(Error::os(format!("poll({op})"), e));
-        }
-        Ok(rc > 0)
+        let [r] = crate::io::poll([(self.fd.as_fd(), crate::io::READABLE)], timeout)
+            .map_err(|e| Error::os(format!("poll({op})"), e))?;
+        Ok(r != 0)
     }
 }
 

@@ -12,9 +12,10 @@
 //! whichever thread uses it later. This module decides nothing about timing;
 //! [`PacketSocket::wait_readable`] only waits (ppoll) for the caller.
 
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::os::fd::{AsFd, AsRawFd, FromRawFd, OwnedFd};
 use std::time::Duration;
 
+use crate::sockopt::set_raw;
 use crate::{Error, Result};
 
 /// `SO_TIMESTAMPNS` (= `SCM_TIMESTAMPNS`) on the 64-bit architectures we run
@@ -77,21 +78,9 @@ pub fn ifindex(ifname: &str) -> Result<i32> {
     Ok(idx as i32)
 }
 
-fn setsockopt<T>(fd: &OwnedFd, level: i32, name: i32, val: &T, what: &str) -> Result<()> {
-    // SAFETY: `val` points to a live T and we pass its exact size.
-    let rc = unsafe {
-        libc::setsockopt(
-            fd.as_raw_fd(),
-            level,
-            name,
-            (val as *const T).cast(),
-            std::mem::size_of::<T>() as libc::socklen_t,
-        )
-    };
-    if rc != 0 {
-        return Err(Error::last(what.to_string()));
-    }
-    Ok(())
+/// The socket buffer is full (or the device queue, ENOBUFS): try later.
+fn is_full(e: &std::io::Error) -> bool {
+    matches!(e.raw_os_error(), Some(libc::EAGAIN) | Some(libc::ENOBUFS))
 }
 
 fn eth_p_all_be() -> u16 {
@@ -118,14 +107,14 @@ impl PacketSocket {
 
         let one: libc::c_int = 1;
         let ignores_outgoing =
-            setsockopt(&fd, libc::SOL_PACKET, libc::PACKET_IGNORE_OUTGOING, &one, "PACKET_IGNORE_OUTGOING")
+            set_raw(&fd, libc::SOL_PACKET, libc::PACKET_IGNORE_OUTGOING, &one, "PACKET_IGNORE_OUTGOING")
                 .is_ok();
         if opts.qdisc_bypass {
             // Best effort: older kernels lack it and the emulator works anyway.
-            let _ = setsockopt(&fd, libc::SOL_PACKET, libc::PACKET_QDISC_BYPASS, &one, "PACKET_QDISC_BYPASS");
+            let _ = set_raw(&fd, libc::SOL_PACKET, libc::PACKET_QDISC_BYPASS, &one, "PACKET_QDISC_BYPASS");
         }
         if opts.timestamps {
-            setsockopt(&fd, libc::SOL_SOCKET, SO_TIMESTAMPNS, &one, &format!("SO_TIMESTAMPNS on {ifname}"))?;
+            set_raw(&fd, libc::SOL_SOCKET, SO_TIMESTAMPNS, &one, &format!("SO_TIMESTAMPNS on {ifname}"))?;
         }
         set_buffer(&fd, libc::SO_RCVBUFFORCE, libc::SO_RCVBUF, opts.rcvbuf, ifname)?;
         set_buffer(&fd, libc::SO_SNDBUFFORCE, libc::SO_SNDBUF, opts.sndbuf, ifname)?;
@@ -155,7 +144,7 @@ impl PacketSocket {
             let mut mreq: libc::packet_mreq = unsafe { std::mem::zeroed() };
             mreq.mr_ifindex = ifindex;
             mreq.mr_type = libc::PACKET_MR_PROMISC as u16;
-            setsockopt(
+            set_raw(
                 &fd,
                 libc::SOL_PACKET,
                 libc::PACKET_ADD_MEMBERSHIP,
@@ -178,28 +167,35 @@ impl PacketSocket {
     /// many are now in `batch` (0 when none were waiting).
     pub fn recv_batch(&self, batch: &mut RecvBatch) -> Result<usize> {
         batch.prepare();
-        // SAFETY: prepare() pointed every header at this batch's own buffers
-        // (iovecs, frame slots and address slots), which stay alive and unmoved
-        // during the call; vlen is the number of headers.
-        let n = unsafe {
-            libc::recvmmsg(
-                self.fd.as_raw_fd(),
-                batch.hdrs.as_mut_ptr(),
-                batch.hdrs.len() as libc::c_uint,
-                libc::MSG_DONTWAIT | libc::MSG_TRUNC,
-                std::ptr::null_mut(),
-            )
-        };
-        if n < 0 {
-            let e = std::io::Error::last_os_error();
-            return match e.raw_os_error() {
-                Some(libc::EAGAIN) | Some(libc::EINTR) => {
-                    batch.n = 0;
-                    Ok(0)
-                }
-                _ => Err(Error::os(format!("recvmmsg on {}", self.ifname), e)),
+        let hdrs = batch.hdrs.as_mut_ptr();
+        let vlen = batch.hdrs.len() as libc::c_uint;
+        let n = crate::io::retry_eintr(|| {
+            // SAFETY: prepare() pointed every header at this batch's own
+            // buffers (iovecs, frame slots and address slots), which stay
+            // alive and unmoved during the call; vlen is the number of headers.
+            let n = unsafe {
+                libc::recvmmsg(
+                    self.fd.as_raw_fd(),
+                    hdrs,
+                    vlen,
+                    libc::MSG_DONTWAIT | libc::MSG_TRUNC,
+                    std::ptr::null_mut(),
+                )
             };
-        }
+            if n < 0 {
+                Err(std::io::Error::last_os_error())
+            } else {
+                Ok(n)
+            }
+        });
+        let n = match n {
+            Ok(n) => n,
+            Err(e) if e.raw_os_error() == Some(libc::EAGAIN) => {
+                batch.n = 0;
+                return Ok(0);
+            }
+            Err(e) => return Err(Error::os(format!("recvmmsg on {}", self.ifname), e)),
+        };
         batch.n = n as usize;
         batch.parse_timestamps();
         if !self.ignores_outgoing {
@@ -211,16 +207,20 @@ impl PacketSocket {
     /// Sends one frame out of the interface. `Ok(false)` when the socket
     /// buffer is full (try again after [`PacketSocket::wait_writable`]).
     pub fn send(&self, frame: &[u8]) -> Result<bool> {
-        // SAFETY: frame is a live slice and we pass its exact length.
-        let n = unsafe { libc::send(self.fd.as_raw_fd(), frame.as_ptr().cast(), frame.len(), 0) };
-        if n < 0 {
-            let e = std::io::Error::last_os_error();
-            return match e.raw_os_error() {
-                Some(libc::EAGAIN) | Some(libc::ENOBUFS) | Some(libc::EINTR) => Ok(false),
-                _ => Err(Error::os(format!("send {} bytes on {}", frame.len(), self.ifname), e)),
-            };
+        let r = crate::io::retry_eintr(|| {
+            // SAFETY: frame is a live slice and we pass its exact length.
+            let n = unsafe { libc::send(self.fd.as_raw_fd(), frame.as_ptr().cast(), frame.len(), 0) };
+            if n < 0 {
+                Err(std::io::Error::last_os_error())
+            } else {
+                Ok(())
+            }
+        });
+        match r {
+            Ok(()) => Ok(true),
+            Err(e) if is_full(&e) => Ok(false),
+            Err(e) => Err(Error::os(format!("send {} bytes on {}", frame.len(), self.ifname), e)),
         }
-        Ok(true)
     }
 
     /// Sends up to 64 frames with one `sendmmsg`; returns how many went out
@@ -241,17 +241,21 @@ impl PacketSocket {
             hdrs[i].msg_hdr.msg_iov = &mut iov[i];
             hdrs[i].msg_hdr.msg_iovlen = 1;
         }
-        // SAFETY: each header points at one iovec describing a live frame
-        // slice; the kernel only reads them during the call.
-        let rc = unsafe { libc::sendmmsg(self.fd.as_raw_fd(), hdrs.as_mut_ptr(), n as libc::c_uint, 0) };
-        if rc < 0 {
-            let e = std::io::Error::last_os_error();
-            return match e.raw_os_error() {
-                Some(libc::EAGAIN) | Some(libc::ENOBUFS) | Some(libc::EINTR) => Ok(0),
-                _ => Err(Error::os(format!("sendmmsg on {}", self.ifname), e)),
-            };
+        let rc = crate::io::retry_eintr(|| {
+            // SAFETY: each header points at one iovec describing a live frame
+            // slice; the kernel only reads them during the call.
+            let rc = unsafe { libc::sendmmsg(self.fd.as_raw_fd(), hdrs.as_mut_ptr(), n as libc::c_uint, 0) };
+            if rc < 0 {
+                Err(std::io::Error::last_os_error())
+            } else {
+                Ok(rc as usize)
+            }
+        });
+        match rc {
+            Ok(sent) => Ok(sent),
+            Err(e) if is_full(&e) => Ok(0),
+            Err(e) => Err(Error::os(format!("sendmmsg on {}", self.ifname), e)),
         }
-        Ok(rc as usize)
     }
 
     /// Waits until a frame can be read or `timeout` passes (`None`: forever).
@@ -268,29 +272,16 @@ impl PacketSocket {
     }
 
     fn wait(&self, events: i16, timeout: Option<Duration>) -> Result<bool> {
-        let mut pfd = libc::pollfd { fd: self.fd.as_raw_fd(), events, revents: 0 };
-        let ts = timeout.map(|d| libc::timespec {
-            tv_sec: d.as_secs().min(i64::MAX as u64) as libc::time_t,
-            tv_nsec: d.subsec_nanos() as libc::c_long,
-        });
-        let tsp = ts.as_ref().map_or(std::ptr::null(), |t| t as *const libc::timespec);
-        // SAFETY: pfd and ts live across the call; nfds is 1; a null sigmask
-        // leaves the signal mask unchanged.
-        let rc = unsafe { libc::ppoll(&mut pfd, 1, tsp, std::ptr::null()) };
-        if rc < 0 {
-            let e = std::io::Error::last_os_error();
-            if e.raw_os_error() == Some(libc::EINTR) {
-                return Ok(false);
-            }
-            return Err(Error::os(format!("ppoll on {}", self.ifname), e));
-        }
-        if pfd.revents & (libc::POLLERR | libc::POLLNVAL) != 0 {
+        let op = || format!("ppoll on {}", self.ifname);
+        let [revents] =
+            crate::io::poll([(self.fd.as_fd(), events)], timeout).map_err(|e| Error::os(op(), e))?;
+        if revents & (libc::POLLERR | libc::POLLNVAL) != 0 {
             return Err(Error::Other {
-                op: format!("ppoll on {}", self.ifname),
-                msg: format!("socket error (revents {:#x}); is the interface gone?", pfd.revents),
+                op: op(),
+                msg: format!("socket error (revents {revents:#x}); is the interface gone?"),
             });
         }
-        Ok(rc > 0 && pfd.revents & events != 0)
+        Ok(revents & events != 0)
     }
 
     /// Frames the kernel dropped because the receive buffer was full, since
@@ -320,10 +311,10 @@ fn set_buffer(fd: &OwnedFd, force: i32, plain: i32, bytes: usize, ifname: &str) 
     let v: libc::c_int = bytes.min(i32::MAX as usize / 2) as libc::c_int;
     // The FORCE variants ignore net.core.{r,w}mem_max but need CAP_NET_ADMIN;
     // without it, the plain option is capped by the sysctl.
-    if setsockopt(fd, libc::SOL_SOCKET, force, &v, "SO_*BUFFORCE").is_ok() {
+    if set_raw(fd, libc::SOL_SOCKET, force, &v, "SO_*BUFFORCE").is_ok() {
         return Ok(());
     }
-    setsockopt(fd, libc::SOL_SOCKET, plain, &v, &format!("socket buffer size on {ifname}"))
+    set_raw(fd, libc::SOL_SOCKET, plain, &v, &format!("socket buffer size on {ifname}"))
 }
 
 /// One received frame in a [`RecvBatch`].

@@ -402,20 +402,26 @@ pub fn bind(fd: &impl AsFd, addr: &SocketAddr) -> Result<()> {
 pub fn connect(fd: &impl AsFd, addr: &SocketAddr) -> Result<()> {
     let (ss, len) = sockaddr_of(addr);
     loop {
-        // SAFETY: `ss` holds a valid sockaddr of `len` bytes for the call.
-        let rc = unsafe {
-            libc::connect(
-                fd.as_fd().as_raw_fd(),
-                (&ss as *const libc::sockaddr_storage).cast::<libc::sockaddr>(),
-                len,
-            )
+        let r = crate::io::retry_eintr(|| {
+            // SAFETY: `ss` holds a valid sockaddr of `len` bytes for the call.
+            let rc = unsafe {
+                libc::connect(
+                    fd.as_fd().as_raw_fd(),
+                    (&ss as *const libc::sockaddr_storage).cast::<libc::sockaddr>(),
+                    len,
+                )
+            };
+            if rc == 0 {
+                Ok(())
+            } else {
+                Err(io::Error::last_os_error())
+            }
+        });
+        let e = match r {
+            Ok(()) => return Ok(()),
+            Err(e) => e,
         };
-        if rc == 0 {
-            return Ok(());
-        }
-        let e = io::Error::last_os_error();
         match e.raw_os_error() {
-            Some(libc::EINTR) => continue,
             // A retry after EINTR while the handshake is still under way.
             Some(libc::EALREADY) => std::thread::sleep(std::time::Duration::from_millis(5)),
             // An interrupted connect keeps going in the background; EISCONN

@@ -83,7 +83,7 @@ impl Pipe {
 }
 
 fn splice_raw(from: libc::c_int, to: libc::c_int, len: usize) -> io::Result<Option<usize>> {
-    loop {
+    let r = crate::io::retry_eintr(|| {
         // SAFETY: both descriptors are open for the duration of the call (the
         // caller holds a BorrowedFd or the Pipe); null offsets are required for
         // pipes and sockets; no memory is passed.
@@ -98,14 +98,15 @@ fn splice_raw(from: libc::c_int, to: libc::c_int, len: usize) -> io::Result<Opti
             )
         };
         if n >= 0 {
-            return Ok(Some(n as usize));
+            Ok(n as usize)
+        } else {
+            Err(io::Error::last_os_error())
         }
-        let e = io::Error::last_os_error();
-        match e.raw_os_error() {
-            Some(libc::EINTR) => continue,
-            Some(libc::EAGAIN) => return Ok(None),
-            _ => return Err(e),
-        }
+    });
+    match r {
+        Ok(n) => Ok(Some(n)),
+        Err(e) if e.raw_os_error() == Some(libc::EAGAIN) => Ok(None),
+        Err(e) => Err(e),
     }
 }
 

@@ -6,7 +6,9 @@
 //! `cargo install` installs executables only. `run` prefers a shim file it
 //! finds on disk (beside the binary after `cargo build`, or under
 //! `../lib/tcpaccel/` in the .deb) and otherwise writes the embedded copy
-//! once to a private cache file named by its content hash.
+//! once to a private cache file named by its content hash (here). The
+//! `tcpaccel shim` command, which asks `run` where it finds one, is
+//! `cmd::shim`: this module does not depend on `run`.
 
 use crate::exit::{self, Verdict};
 use anyhow::Context;
@@ -29,13 +31,6 @@ pub(crate) struct CompletionsArgs {
 pub(crate) struct ManArgs {
     /// Directory to write tcpaccel.1 and one page per subcommand (tcpaccel-lab-run.1, …) into.
     dir: PathBuf,
-}
-
-#[derive(clap::Args)]
-pub(crate) struct ShimArgs {
-    /// Write the embedded shim to this file instead (e.g. to install it system-wide).
-    #[arg(long)]
-    out: Option<PathBuf>,
 }
 
 /// Prints the completion script for `shell` to stdout.
@@ -87,21 +82,7 @@ pub(crate) fn man(a: ManArgs, cli: clap::Command) -> anyhow::Result<Verdict> {
     Ok(Verdict::Ok)
 }
 
-/// Prints the shim `run` would preload (writing the embedded copy to the cache
-/// if no shim file is installed), or writes the embedded shim to `--out`.
-pub(crate) fn shim(a: ShimArgs) -> anyhow::Result<Verdict> {
-    let path = match a.out {
-        Some(out) => {
-            write_atomically(&out, SHIM).with_context(|| format!("writing the shim to {}", out.display()))?;
-            out
-        }
-        None => crate::cmd::run::find_shim(None)?,
-    };
-    write_stdout(format!("{}\n", path.display()).as_bytes())?;
-    Ok(Verdict::Ok)
-}
-
-fn write_stdout(b: &[u8]) -> anyhow::Result<()> {
+pub(crate) fn write_stdout(b: &[u8]) -> anyhow::Result<()> {
     match std::io::stdout().lock().write_all(b) {
         Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => Err(e).context("writing to stdout"),
         _ => Ok(()),
@@ -140,7 +121,7 @@ pub(crate) fn cached_shim(dir: &Path, shim: &[u8]) -> anyhow::Result<PathBuf> {
 
 /// Writes through a temporary file and a rename, so a concurrent `run` never
 /// preloads a half-written library.
-fn write_atomically(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+pub(crate) fn write_atomically(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     let dir = path.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
     let tmp = dir.join(format!(".{}.{}.tmp", SHIM_FILE, std::process::id()));
     let result = (|| {

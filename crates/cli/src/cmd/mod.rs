@@ -9,6 +9,7 @@ pub(crate) mod net;
 pub(crate) mod pace;
 pub(crate) mod relay;
 pub(crate) mod run;
+pub(crate) mod shim;
 pub(crate) mod trace;
 pub(crate) mod traffic;
 pub(crate) mod values;

@@ -267,10 +267,8 @@ struct Daemon {
 impl Daemon {
     fn stop(&mut self) {
         if let Ok(None) = self.child.try_wait() {
-            let _ = std::process::Command::new("kill")
-                .args(["-TERM", &self.child.id().to_string()])
-                .stderr(Stdio::null())
-                .status();
+            // Not reaped yet (try_wait saw it running), so its pid is still its own.
+            let _ = tcpaccel_sys::process::signal(self.child.id(), tcpaccel_sys::process::Signal::Term);
             let t0 = Instant::now();
             while t0.elapsed() < Duration::from_secs(3) {
                 if let Ok(Some(_)) = self.child.try_wait() {

@@ -91,15 +91,11 @@ pub(crate) fn serve_until_stdin_closes_with<G>(
     });
 }
 
-/// In a helper test that [`spawn_limited_child`] runs: true when this is the
-/// child (its `env` is set); otherwise says the test belongs to `parent`.
-pub(crate) fn is_child(env: &str, parent: &str) -> bool {
-    if std::env::var_os(env).is_some() {
-        return true;
-    }
-    // Not a test of its own: only the parent test starts it (with a low limit).
-    eprintln!("a helper process; run {parent}");
-    false
+/// True in the child process that [`spawn_limited_child`] starts (its `env`
+/// is set): the parent test then plays the relay instead of testing it.
+/// There is no helper test of its own, so nothing passes without asserting.
+pub(crate) fn is_child(env: &str) -> bool {
+    std::env::var_os(env).is_some()
 }
 
 /// Closes the child's stdin (the relay stops), reads its `STATS` line and
@@ -119,13 +115,14 @@ pub(crate) fn stop_child(
     stats
 }
 
-/// Runs this test binary's ignored test `child_test` as a child relay under
-/// `prlimit --nofile=N:N` with `env` set (the child checks it), and waits for
-/// the `ADDR` line it prints; the child, its remaining stdout lines and the
-/// relay's address. Closing the child's stdin stops it.
+/// Runs this test binary again, only test `test` (the caller itself), as a
+/// child relay under `prlimit --nofile=N:N` with `env` set (the test sees
+/// [`is_child`] and serves), and waits for the `ADDR` line it prints; the
+/// child, its remaining stdout lines and the relay's address. Closing the
+/// child's stdin stops it.
 pub(crate) fn spawn_limited_child(
     nofile: u32,
-    child_test: &str,
+    test: &str,
     env: &str,
 ) -> (std::process::Child, std::io::Lines<std::io::BufReader<std::process::ChildStdout>>, SocketAddr) {
     use std::io::BufRead;
@@ -134,7 +131,7 @@ pub(crate) fn spawn_limited_child(
     let mut child = Command::new("prlimit")
         .arg(format!("--nofile={nofile}:{nofile}"))
         .arg(&exe)
-        .args(["--ignored", "--exact", child_test, "--nocapture", "--test-threads=1"])
+        .args(["--exact", test, "--nocapture", "--test-threads=1"])
         .env(env, "1")
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
@@ -143,7 +140,7 @@ pub(crate) fn spawn_limited_child(
     let mut lines = std::io::BufReader::new(child.stdout.take().expect("stdout")).lines();
     let addr: SocketAddr = loop {
         let line = lines.next().expect("child exited before printing its address").expect("read");
-        // libtest prints "test <child_test> ... " on the same line.
+        // libtest prints "test <test> ... " on the same line.
         if let Some((_, a)) = line.split_once("ADDR ") {
             break a.trim().parse().expect("address");
         }

@@ -1,0 +1,57 @@
+/* SPDX-License-Identifier: MIT OR GPL-2.0 */
+/*
+ * The one source of the layouts pace.bpf.c shares with crates/pacer: every
+ * struct user space reads or writes, every field as (struct, field, offset,
+ * C type). pace.bpf.c checks its structs against this table
+ * (_Static_assert, bpf/include/tcpaccel_bpf.h); crates/pacer/build.rs
+ * generates the Rust side from it (bpf/abi_gen.rs), so src/abi.rs stops
+ * compiling when a field is added, dropped, renamed or retyped here.
+ * Changing a struct means changing this table, then both sides.
+ */
+#ifndef PACE_ABI_H
+#define PACE_ABI_H
+
+#define PACE_ABI(S)           \
+	S(rule, 16)           \
+	S(rule_stats, 40)     \
+	S(dst_key, 24)        \
+	S(sock_state, 120)
+
+#define ABI_FIELDS_rule(F)              \
+	F(rule, kind, 0, __u32)         \
+	F(rule, flags, 4, __u32)        \
+	F(rule, wire_bps, 8, __u64)
+
+#define ABI_FIELDS_rule_stats(F)              \
+	F(rule_stats, conns, 0, __u64)        \
+	F(rule_stats, updates, 8, __u64)      \
+	F(rule_stats, errors, 16, __u64)      \
+	F(rule_stats, last_rate, 24, __u64)   \
+	F(rule_stats, released, 32, __u64)
+
+#define ABI_FIELDS_dst_key(F)               \
+	F(dst_key, prefixlen, 0, __u32)     \
+	F(dst_key, port, 4, __u8[2])        \
+	F(dst_key, addr, 6, __u8[16])       \
+	F(dst_key, pad, 22, __u8[2])
+
+#define ABI_FIELDS_sock_state(F)                  \
+	F(sock_state, rule, 0, __u32)             \
+	F(sock_state, rate, 4, __u32)             \
+	F(sock_state, updates, 8, __u64)          \
+	F(sock_state, win_start_ns, 16, __u64)    \
+	F(sock_state, win_acked, 24, __u64)       \
+	F(sock_state, dlv_rate, 32, __u64)        \
+	F(sock_state, cap, 40, __u64)             \
+	F(sock_state, cap_ns, 48, __u64)          \
+	F(sock_state, full_dlv, 56, __u64)        \
+	F(sock_state, full_cnt, 64, __u32)        \
+	F(sock_state, full, 68, __u32)            \
+	F(sock_state, train_ns, 72, __u64)        \
+	F(sock_state, train_acked, 80, __u64)     \
+	F(sock_state, last_ns, 88, __u64)         \
+	F(sock_state, last_acked, 96, __u64)      \
+	F(sock_state, btl_rate, 104, __u64)       \
+	F(sock_state, btl_bytes, 112, __u64)
+
+#endif
