@@ -7,7 +7,6 @@
 //! already be inside the namespace). What it is not: it changes nothing; the
 //! operator (or the lab) sets `net.mptcp.path_manager=userspace`.
 
-use std::io::ErrorKind;
 use std::net::{IpAddr, SocketAddr, UdpSocket};
 
 use crate::config::Config;
@@ -28,8 +27,8 @@ pub enum EnvError {
     NotUserspace { ns: String, found: String },
     #[error("configured local address {addr} ({lane}) does not exist in {ns}")]
     NoAddress { addr: IpAddr, lane: String, ns: String },
-    #[error("cannot read {path}: {source}")]
-    Read { path: String, source: std::io::Error },
+    #[error(transparent)]
+    Read(#[from] tcpaccel_sys::sysctl::SysctlError),
 }
 
 impl EnvError {
@@ -40,15 +39,9 @@ impl EnvError {
     }
 }
 
-const MPTCP_SYSCTL: &str = "/proc/sys/net/mptcp";
-
+/// `net.mptcp.NAME` of the calling thread's namespace, `None` if absent.
 fn read_sysctl(name: &str) -> Result<Option<String>, EnvError> {
-    let path = format!("{MPTCP_SYSCTL}/{name}");
-    match std::fs::read_to_string(&path) {
-        Ok(s) => Ok(Some(s.trim().to_string())),
-        Err(e) if e.kind() == ErrorKind::NotFound => Ok(None),
-        Err(source) => Err(EnvError::Read { path, source }),
-    }
+    Ok(tcpaccel_sys::sysctl::read_opt(&format!("net.mptcp.{name}"))?)
 }
 
 /// The path manager this namespace selects: "kernel", "userspace", or what
@@ -74,7 +67,7 @@ pub fn address_exists(addr: IpAddr) -> bool {
 
 /// Runs every check; `ns` names the namespace in messages.
 pub fn check(cfg: &Config, ns: &str) -> Result<(), EnvError> {
-    if !std::path::Path::new(MPTCP_SYSCTL).exists() {
+    if !tcpaccel_sys::sysctl::exists("net.mptcp.enabled") {
         return Err(EnvError::NoMptcp);
     }
     if read_sysctl("enabled")?.as_deref() == Some("0") {

@@ -75,7 +75,7 @@ pub struct Attachment {
 pub fn attach(cgroup: &Cgroup, cfg: &PaceConfig) -> Result<Attachment, PacerError> {
     let pins = pin_dir(cgroup.id);
     if pins.join("link").exists() {
-        return Err(PacerError::AlreadyAttached { path: cgroup.path.clone(), pins });
+        return Err(PacerError::AlreadyAttached { path: cgroup.shown(), pins });
     }
     bpf::ensure_bpffs(Path::new(bpf::BPFFS))?;
     let obj = Object::parse(PACE_OBJECT)?;
@@ -100,7 +100,7 @@ pub fn attach(cgroup: &Cgroup, cfg: &PaceConfig) -> Result<Attachment, PacerErro
     let link = loaded.program(PROGRAM)?.attach_cgroup(&cgroup.dir()?, ATTACH_CGROUP_SOCK_OPS)?;
     link.pin(&a.pins.join("link"))?;
     a.link = Some(link);
-    tracing::debug!(cgroup = %cgroup.path.display(), "pacing attached");
+    tracing::debug!(cgroup = %cgroup.shown().display(), "pacing attached");
     Ok(a)
 }
 
@@ -165,7 +165,7 @@ impl Drop for Attachment {
         let maps = std::mem::take(&mut self.maps);
         match detach_parts(&self.pins, link, &maps, RELEASE_WAIT) {
             Ok(r) => tracing::debug!(?r, "pacing detached on drop"),
-            Err(e) => tracing::warn!("detaching pacing from {}: {e}", self.cgroup.path.display()),
+            Err(e) => tracing::warn!("detaching pacing from {}: {e}", self.cgroup.shown().display()),
         }
     }
 }
@@ -355,7 +355,7 @@ fn status_of(dir: &Path) -> Result<AttachStatus, PacerError> {
         });
     }
     Ok(AttachStatus {
-        cgroup: Cgroup::by_id(info.cgroup_id).map(|c| c.path),
+        cgroup: Cgroup::by_id(info.cgroup_id).map(|c| c.shown()),
         cgroup_id: info.cgroup_id,
         pins: dir.to_path_buf(),
         link_id: info.id,
@@ -370,7 +370,7 @@ pub fn detach_pinned(cgroup_id: u64, wait: Duration) -> Result<Released, PacerEr
     let dir = pin_dir(cgroup_id);
     if !dir.exists() {
         let path =
-            Cgroup::by_id(cgroup_id).map_or_else(|| PathBuf::from(format!("id {cgroup_id}")), |c| c.path);
+            Cgroup::by_id(cgroup_id).map_or_else(|| PathBuf::from(format!("id {cgroup_id}")), |c| c.shown());
         return Err(PacerError::NotAttached(path));
     }
     let link = Link::from_pin(&dir.join("link")).ok();

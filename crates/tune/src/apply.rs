@@ -10,11 +10,11 @@
 //! What it is not: route changes, qdisc changes and MTU changes are advice
 //! only (see [`crate::judge::Fix::Advice`]); they are never applied here.
 
-use std::io::Write;
-
 use serde::{Deserialize, Serialize};
 
-use crate::collect::{read_sysctl, sysctl_path};
+use tcpaccel_sys::sysctl::{self, SysctlError};
+
+use crate::collect::read_sysctl;
 use crate::facts::Fact;
 use crate::judge::{Finding, Fix};
 
@@ -94,21 +94,19 @@ pub enum ApplyError {
     BadSaved(String),
 }
 
-fn io_err(what: String, e: std::io::Error) -> ApplyError {
-    match e.kind() {
-        std::io::ErrorKind::PermissionDenied => ApplyError::Privilege { what, source: e },
-        _ => ApplyError::Failed { what, msg: e.to_string() },
+fn sysctl_err(what: String, e: SysctlError) -> ApplyError {
+    match e {
+        SysctlError::Privilege { err, .. } => ApplyError::Privilege { what, source: err },
+        e => ApplyError::Failed { what, msg: e.to_string() },
     }
 }
 
-fn open_sysctl(key: &str) -> Result<std::fs::File, ApplyError> {
-    let path = sysctl_path(key)
-        .ok_or_else(|| ApplyError::Failed { what: key.to_string(), msg: "invalid sysctl name".into() })?;
-    std::fs::OpenOptions::new().write(true).open(&path).map_err(|e| io_err(path, e))
+fn open_sysctl(key: &str) -> Result<sysctl::Writer, ApplyError> {
+    sysctl::open_write(key).map_err(|e| sysctl_err(key.to_string(), e))
 }
 
-fn write_open(mut f: std::fs::File, key: &str, value: &str) -> Result<(), ApplyError> {
-    f.write_all(format!("{value}\n").as_bytes()).map_err(|e| io_err(format!("write {key}={value}"), e))
+fn write_open(f: sysctl::Writer, key: &str, value: &str) -> Result<(), ApplyError> {
+    f.set(value).map_err(|e| sysctl_err(format!("{key}={value}"), e))
 }
 
 /// Writes one sysctl in the calling thread's namespace.

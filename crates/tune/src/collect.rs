@@ -47,40 +47,20 @@ pub struct Probe {
     pub bandwidth: Option<Duration>,
 }
 
-/// Path of a sysctl under `/proc/sys`, refusing anything but `[a-z0-9_.-]`
-/// so a tampered saved-state file cannot point elsewhere.
-pub fn sysctl_path(key: &str) -> Option<String> {
-    let ok = !key.is_empty()
-        && !key.starts_with('.')
-        && !key.contains("..")
-        && key
-            .chars()
-            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_' || c == '.' || c == '-');
-    ok.then(|| format!("/proc/sys/{}", key.replace('.', "/")))
-}
-
-/// Reads one sysctl in the calling thread's namespace, whitespace collapsed.
+/// Reads one sysctl in the calling thread's namespace, whitespace
+/// collapsed (`tcpaccel_sys::sysctl`, which refuses names outside
+/// `/proc/sys`, so a tampered saved-state file cannot point elsewhere).
 pub fn read_sysctl(key: &str) -> Fact<String> {
-    let Some(path) = sysctl_path(key) else {
-        return Fact::Unknown(format!("invalid sysctl name {key:?}"));
-    };
-    match std::fs::read_to_string(&path) {
+    match tcpaccel_sys::sysctl::read(key) {
         Ok(s) => Fact::Known(s.split_whitespace().collect::<Vec<_>>().join(" ")),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Fact::Unknown(format!(
-            "{path} does not exist here (not in this kernel, or a host-only setting seen from a namespace)"
-        )),
-        Err(e) => Fact::Unknown(format!("{path}: {e}")),
+        Err(e) => Fact::Unknown(e.to_string()),
     }
 }
 
 /// True when the sysctl's mode allows writing (root may still lack
 /// CAP_NET_ADMIN; that is found out when applying).
 fn writable(key: &str) -> bool {
-    use std::os::unix::fs::PermissionsExt;
-    sysctl_path(key)
-        .and_then(|p| std::fs::metadata(p).ok())
-        .map(|m| m.permissions().mode() & 0o222 != 0)
-        .unwrap_or(false)
+    tcpaccel_sys::sysctl::writable(key)
 }
 
 /// `ip -j ARGS..` parsed as JSON.
@@ -398,11 +378,8 @@ pub fn collect(netns: Option<&str>, path: PathSpec, probe: &Probe) -> Result<Fac
         let facts = collect_in(path, &probe, SpeedFrom::Netns(&name));
         // Sysctls that do not exist in a non-initial namespace are
         // host-global ones (netdev_max_backlog, tcp_mem).
-        let absent: Vec<&'static str> = SYSCTLS
-            .iter()
-            .copied()
-            .filter(|k| sysctl_path(k).is_some_and(|p| !std::path::Path::new(&p).exists()))
-            .collect();
+        let absent: Vec<&'static str> =
+            SYSCTLS.iter().copied().filter(|k| !tcpaccel_sys::sysctl::exists(k)).collect();
         (facts, absent)
     })
     .map_err(|e| match e {
@@ -434,14 +411,15 @@ mod tests {
     use std::time::Instant;
 
     #[test]
-    fn sysctl_paths_stay_under_proc_sys() {
-        assert_eq!(sysctl_path("net.ipv4.tcp_rmem").as_deref(), Some("/proc/sys/net/ipv4/tcp_rmem"));
+    fn sysctl_reads_stay_under_proc_sys() {
         for bad in ["", "../etc/passwd", "net..x", ".net", "net/ipv4", "NET.x", "net.ipv4.tcp rmem"] {
-            assert_eq!(sysctl_path(bad), None, "{bad:?}");
+            assert!(
+                matches!(read_sysctl(bad), Fact::Unknown(r) if r.contains("invalid sysctl name")),
+                "{bad:?}"
+            );
         }
-        assert!(matches!(read_sysctl("net/../../etc"), Fact::Unknown(_)));
         assert!(
-            matches!(read_sysctl("net.ipv4.no_such_sysctl_here"), Fact::Unknown(r) if r.contains("does not exist here"))
+            matches!(read_sysctl("net.ipv4.no_such_sysctl_here"), Fact::Unknown(r) if r.contains("does not exist"))
         );
     }
 

@@ -141,11 +141,11 @@ pub(crate) fn run(a: Args) -> anyhow::Result<Verdict> {
             let cg = Cgroup::open(&cgroup).map_err(pacer_err)?;
             let att = tcpaccel_pacer::attach(&cg, &cfg).map_err(pacer_err)?;
             if json {
-                let v = serde_json::json!({"type": "attached", "cgroup": cg.path, "cgroup_id": cg.id,
+                let v = serde_json::json!({"type": "attached", "cgroup": cg.shown(), "cgroup_id": cg.id,
                     "pins": att.pins(), "config": cfg});
                 println!("{v}");
             } else {
-                println!("attached to {} (pins {})", cg.path.display(), att.pins().display());
+                println!("attached to {} (pins {})", cg.shown().display(), att.pins().display());
             }
             att.persist();
             Ok(Verdict::Ok)
@@ -276,7 +276,7 @@ pub(crate) fn run_paced(
         }
     };
     let att: Attachment = tcpaccel_pacer::attach(&cg, cfg).map_err(pacer_err)?;
-    eprintln!("tcpaccel pace: running in cgroup {} (pins {})", cg.path.display(), att.pins().display());
+    eprintln!("tcpaccel pace: running in cgroup {} (pins {})", cg.shown().display(), att.pins().display());
     tcpaccel_sys::bpf::command_into_cgroup(&mut cmd, cg.procs().map_err(pacer_err)?);
     let mut child = cmd.spawn().with_context(|| format!("cannot run {what}"))?;
     let mut signalled: Option<Instant> = None;

@@ -97,9 +97,7 @@ pub(crate) fn pace_env(pace: PaceSpec) -> Option<String> {
 }
 
 fn available_cc() -> Vec<String> {
-    std::fs::read_to_string("/proc/sys/net/ipv4/tcp_available_congestion_control")
-        .map(|s| s.split_whitespace().map(String::from).collect())
-        .unwrap_or_default()
+    tcpaccel_sys::sysctl::read_words("net.ipv4.tcp_available_congestion_control").unwrap_or_default()
 }
 
 /// The shim to preload: --preload, $TCPACCEL_PRELOAD_LIB, a file beside the
