@@ -308,3 +308,95 @@ fn root_sigint_during_pace_run_leaves_no_cgroup_and_no_pins() {
     assert_eq!(status.code(), Some(128 + 9), "the command was killed: exit 137");
     assert_no_leftovers(line.as_bytes());
 }
+
+/// A network namespace made for one test, deleted at the end.
+struct TestNs(String);
+impl TestNs {
+    fn new(tag: &str) -> TestNs {
+        let ns = TestNs(format!("tcpaccel-{tag}-{}", std::process::id()));
+        assert!(Command::new("ip").args(["netns", "add", &ns.0]).status().unwrap().success());
+        assert!(Command::new("ip")
+            .args(["-n", &ns.0, "link", "set", "lo", "up"])
+            .status()
+            .unwrap()
+            .success());
+        ns
+    }
+    fn exec(&self) -> Command {
+        let mut c = Command::new("ip");
+        c.args(["netns", "exec", &self.0]);
+        c
+    }
+}
+impl Drop for TestNs {
+    fn drop(&mut self) {
+        let _ = Command::new("ip").args(["netns", "del", &self.0]).status();
+    }
+}
+
+/// The caps (max pacing rate, bit/s) `ss` shows for connections to `port` in `ns`.
+fn caps_in(ns: &TestNs, port: u16) -> Vec<f64> {
+    let out = ns
+        .exec()
+        .args(["ss", "-tinH", "state", "established", &format!("( dport = :{port} )")])
+        .output()
+        .expect("ss (iproute2)");
+    let text = String::from_utf8_lossy(&out.stdout);
+    // "pacing_rate 19945168bps/19945168bps": the rate, then the cap.
+    text.split_whitespace()
+        .skip_while(|w| *w != "pacing_rate")
+        .nth(1)
+        .and_then(|w| w.split('/').nth(1))
+        .and_then(|cap| cap.trim_end_matches("bps").parse().ok())
+        .into_iter()
+        .collect()
+}
+
+/// Issue 26 item 12: `ip netns exec` gives its command a fresh /sys with no
+/// cgroup2 mount; `pace run` and `run --pace` inside it still pace, and the
+/// kernel shows the cap on the socket.
+#[test]
+fn root_pace_run_inside_ip_netns_exec_paces_the_socket() {
+    tcpaccel_sys::testing::require_root();
+    let ns = TestNs::new("pacens");
+    let port = free_port();
+    let _recv = Reaper(
+        ns.exec()
+            .arg(bin())
+            .args(["recv", "--listen", &format!("127.0.0.1:{port}")])
+            .stdout(Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    let send = ns
+        .exec()
+        .arg(bin())
+        .args(["pace", "run", "--pace", "static:20mbit", "--"])
+        .arg(bin())
+        .args(send_args(port, "3s"))
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(1500));
+    let caps = caps_in(&ns, port);
+    let out = send.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "pace run inside ip netns exec: {err}");
+    assert_eq!(caps.len(), 1, "no paced connection seen by ss: {caps:?} ({err})");
+    assert!((15e6..25e6).contains(&caps[0]), "cap {:.1} Mbit/s", caps[0] / 1e6);
+    let paced = goodput(&out.stdout);
+    assert!((14e6..24e6).contains(&paced), "paced at {:.1} Mbit/s", paced / 1e6);
+    // The cgroup is named by its path in the hierarchy, and is gone.
+    let line = err.lines().find(|l| l.contains("running in cgroup")).unwrap_or_else(|| panic!("{err}"));
+    let cg = line.split("running in cgroup ").nth(1).unwrap().split(" (pins").next().unwrap();
+    assert!(cg.starts_with("/tcpaccel/run-"), "{line}");
+    let host = tcpaccel_pacer::cgroup2_mount().unwrap().join(cg.trim_start_matches('/'));
+    assert!(!host.exists(), "cgroup {} left behind", host.display());
+
+    // `run --pace` takes the cgroup path there too.
+    let out = ns.exec().arg(bin()).args(["run", "--pace", "static:20mbit", "--", "true"]).output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success() && err.contains("through the cgroup pacer"), "{err}");
+}

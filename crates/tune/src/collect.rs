@@ -63,6 +63,46 @@ fn writable(key: &str) -> bool {
     tcpaccel_sys::sysctl::writable(key)
 }
 
+/// Whether this kernel has qdisc `kind` (built in, or a module it can
+/// load): `tc qdisc add dev lo root KIND` in a throwaway namespace.
+pub fn qdisc_available(kind: &str) -> Fact<bool> {
+    let k = kind.to_string();
+    match tcpaccel_sys::netns::run_in_fresh(move || {
+        tcpaccel_sys::command::tc(&["qdisc", "add", "dev", "lo", "root", &k])
+    }) {
+        Err(e) => Fact::Unknown(format!("cannot try qdisc {kind} in a throwaway namespace: {e}")),
+        Ok(Ok(_)) => Fact::Known(true),
+        Ok(Err(e)) if e.to_string().contains("kind is unknown") => Fact::Known(false),
+        Ok(Err(e)) => Fact::Unknown(format!("trying qdisc {kind}: {e}")),
+    }
+}
+
+/// Whether `modprobe NAME` could load module `name`: listed in
+/// `/lib/modules/RELEASE/modules.dep` or `modules.builtin`.
+pub fn module_available(name: &str) -> Fact<bool> {
+    let release = match tcpaccel_sys::sysctl::read("kernel.osrelease") {
+        Ok(r) => r,
+        Err(e) => return Fact::Unknown(e.to_string()),
+    };
+    let dir = std::path::Path::new("/lib/modules").join(&release);
+    if !dir.exists() {
+        return Fact::Known(false);
+    }
+    let file = format!("/{name}.ko");
+    for list in ["modules.dep", "modules.builtin"] {
+        match std::fs::read_to_string(dir.join(list)) {
+            Ok(text) => {
+                if text.lines().any(|l| l.split(':').next().is_some_and(|m| m.contains(&file))) {
+                    return Fact::Known(true);
+                }
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(e) => return Fact::Unknown(format!("{}: {e}", dir.join(list).display())),
+        }
+    }
+    Fact::Known(false)
+}
+
 /// `ip -j ARGS..` parsed as JSON.
 pub(crate) fn ip_json(args: &[&str]) -> Result<serde_json::Value, String> {
     let argv: Vec<&str> = std::iter::once("-j").chain(args.iter().copied()).collect();
@@ -295,6 +335,10 @@ fn collect_in(path: PathSpec, probe: &Probe, speed_from: SpeedFrom) -> Facts {
         }
         facts.sysctls.insert(key.to_string(), v);
     }
+    facts.qdiscs.insert("fq".into(), qdisc_available("fq"));
+    for m in ["tcp_cubic", "tcp_bbr"] {
+        facts.modules.insert(m.into(), module_available(m));
+    }
     facts.interfaces = Some(interfaces(speed_from));
     facts.routes = Some(routes());
     if let Some(target) = probe.target {
@@ -393,6 +437,7 @@ pub fn collect(netns: Option<&str>, path: PathSpec, probe: &Probe) -> Result<Fac
     // (here), and mark them read-only so the judge advises the host instead
     // of planning a change it cannot make in the namespace.
     for key in absent {
+        facts.host_only.push(key.to_string());
         if let v @ Fact::Known(_) = read_sysctl(key) {
             facts.sysctls.insert(key.to_string(), v);
             if !facts.readonly.iter().any(|k| k == key) {
@@ -421,6 +466,15 @@ mod tests {
         assert!(
             matches!(read_sysctl("net.ipv4.no_such_sysctl_here"), Fact::Unknown(r) if r.contains("does not exist"))
         );
+    }
+
+    /// Root only: the qdisc probe tells a kind the kernel has from one it
+    /// does not, in a throwaway namespace.
+    #[test]
+    fn root_qdisc_probe_tells_kinds_apart() {
+        tcpaccel_sys::testing::require_root();
+        assert_eq!(qdisc_available("pfifo"), Fact::Known(true));
+        assert_eq!(qdisc_available("nosuchqdisc"), Fact::Known(false));
     }
 
     #[test]
