@@ -140,6 +140,18 @@ fn root_attach_status_detach_through_the_cli() {
         ]
     );
     assert_eq!(mine["attachment"]["cgroup"].as_str(), Some(cg.to_str().unwrap()));
+    // Issue 28: rates carry their unit in the key.
+    let stats = &mine["attachment"]["rules"][1]["stats"];
+    assert!(stats["last_rate_bps"].is_u64() && stats.get("last_rate").is_none(), "{stats}");
+    assert!(mine["attachment"]["rules"][1]["caps_bps"].is_array(), "{mine}");
+    // The table's current-caps column is never blank.
+    let st = Command::new(bin()).args(["pace", "status"]).output().unwrap();
+    let table = String::from_utf8_lossy(&st.stdout);
+    let rows: Vec<&str> =
+        table.lines().skip_while(|l| !l.starts_with(cg.to_str().unwrap())).skip(2).take(3).collect();
+    assert_eq!(rows.len(), 3, "{table}");
+    assert!(rows[0].trim_end().ends_with("- (not paced)"), "{table}");
+    assert!(rows[1].trim_end().ends_with("- (no socket paced yet)"), "{table}");
 
     // The same counters as Prometheus metrics, read from the pins on each scrape.
     let port = free_port().to_string();
@@ -177,6 +189,8 @@ fn root_attach_status_detach_through_the_cli() {
 
     let d = Command::new(bin()).args(["pace", "detach", "--cgroup"]).arg(&cg).arg("--json").output().unwrap();
     assert!(d.status.success(), "{}", String::from_utf8_lossy(&d.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&d.stdout).unwrap();
+    assert_eq!(v["cgroup"].as_str(), Some(cg.to_str().unwrap()), "the detach names the cgroup by path");
     assert!(!PathBuf::from(format!("/sys/fs/bpf/tcpaccel/pace-{id}")).exists());
     let d = Command::new(bin()).args(["pace", "detach", "--cgroup"]).arg(&cg).output().unwrap();
     assert_eq!(d.status.code(), Some(2), "detaching twice");
@@ -399,4 +413,46 @@ fn root_pace_run_inside_ip_netns_exec_paces_the_socket() {
     let out = ns.exec().arg(bin()).args(["run", "--pace", "static:20mbit", "--", "true"]).output().unwrap();
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success() && err.contains("through the cgroup pacer"), "{err}");
+}
+
+/// Issue 28: `pace detach` with neither --cgroup nor --all names both.
+#[test]
+fn detach_without_a_target_names_cgroup_and_all() {
+    let out = Command::new(bin()).args(["pace", "detach"]).output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("--cgroup") && err.contains("--all"), "{err}");
+}
+
+/// Issue 28: `run --pace` says when pacing could not have mattered: a
+/// program that connects nowhere, and one that only downloads; `pace run
+/// --json` says the same as JSON lines on stderr, and `pace status` never
+/// leaves the current-caps column blank.
+#[test]
+fn root_run_pace_warns_when_the_program_sends_little() {
+    tcpaccel_sys::testing::require_root();
+    let out = Command::new(bin()).args(["run", "--pace", "static:10mbit", "--", "true"]).output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    assert!(err.contains("warning") && err.contains("no TCP connection"), "{err}");
+
+    let port = free_port();
+    let _recv = receiver(port);
+    let mut args = send_args(port, "2s");
+    args.push("--reverse".into());
+    let out = Command::new(bin())
+        .args(["pace", "run", "--json", "--pace", "static:50mbit", "--"])
+        .arg(bin())
+        .args(&args)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    let lines: Vec<serde_json::Value> =
+        err.lines().filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok()).collect();
+    assert!(lines.iter().any(|v| v["type"] == "running" && v["cgroup"].is_string()), "{err}");
+    let warn = lines.iter().find(|v| v["type"] == "warning").unwrap_or_else(|| panic!("no warning: {err}"));
+    assert!(warn["received_bytes"].as_u64().unwrap() > 1 << 20, "{warn}");
+    assert!(warn["message"].as_str().unwrap().contains("download"), "{warn}");
+    assert!(lines.iter().any(|v| v["type"] == "detached"), "{err}");
 }

@@ -249,9 +249,12 @@ pub fn changed_since_here(saved: &Saved) -> Result<Vec<String>, ApplyError> {
     let mut out = Vec::new();
     for s in &saved.sysctls {
         // Compare as the kernel prints it (whitespace collapsed, as read).
-        let new = s.new.split_whitespace().collect::<Vec<_>>().join(" ");
+        let words = |v: &str| v.split_whitespace().collect::<Vec<_>>().join(" ");
+        let new = words(&s.new);
         match read_sysctl(&s.key) {
             Fact::Known(now) if now == new => {}
+            // Already back at the saved value: restoring undoes no one's change.
+            Fact::Known(now) if now == words(&s.old) => {}
             Fact::Known(now) => out.push(format!(
                 "{} is now {now:?}, not the {new:?} --apply set (saved old value {:?})",
                 s.key, s.old
@@ -263,7 +266,7 @@ pub fn changed_since_here(saved: &Saved) -> Result<Vec<String>, ApplyError> {
     }
     for q in &saved.txqueuelen {
         let now = txqueuelen_of(&q.dev)?;
-        if now != q.new {
+        if now != q.new && now != q.old {
             out.push(format!(
                 "{} txqueuelen is now {now}, not the {} --apply set (saved old value {})",
                 q.dev, q.new, q.old
@@ -271,6 +274,33 @@ pub fn changed_since_here(saved: &Saved) -> Result<Vec<String>, ApplyError> {
         }
     }
     Ok(out)
+}
+
+/// True when every value of `saved` holds its old value again (an earlier
+/// `--revert` ran), in the calling thread's namespace.
+pub fn restored_here(saved: &Saved) -> Result<bool, ApplyError> {
+    let words = |v: &str| v.split_whitespace().collect::<Vec<_>>().join(" ");
+    for s in &saved.sysctls {
+        match read_sysctl(&s.key) {
+            Fact::Known(now) if now == words(&s.old) => {}
+            Fact::Known(_) => return Ok(false),
+            Fact::Unknown(why) => {
+                return Err(ApplyError::Failed { what: format!("read {}", s.key), msg: why })
+            }
+        }
+    }
+    for q in &saved.txqueuelen {
+        if txqueuelen_of(&q.dev)? != q.old {
+            return Ok(false);
+        }
+    }
+    Ok(true)
+}
+
+/// [`restored_here`] in the namespace `saved` was taken in.
+pub fn restored(saved: &Saved) -> Result<bool, ApplyError> {
+    let s = saved.clone();
+    in_ns(saved.netns.as_deref(), move || restored_here(&s))
 }
 
 /// [`changed_since_here`] in the namespace `saved` was taken in.

@@ -226,7 +226,8 @@ pub(crate) fn run(a: Args) -> anyhow::Result<Verdict> {
     set(&mut cmd, "TCPACCEL_LOG", a.shim_log.map(|p| p.display().to_string()));
     if let Some(cfg) = cgroup_cfg {
         // We must outlive the program to detach and remove its cgroup.
-        let status = crate::cmd::pace::run_paced(&cfg, None, cmd, &format!("{:?}", a.command[0]))?;
+        let say = crate::cmd::pace::Say { who: "tcpaccel run", json: false };
+        let status = crate::cmd::pace::run_paced(&cfg, None, cmd, &format!("{:?}", a.command[0]), say)?;
         std::process::exit(crate::cmd::pace::exit_code(status));
     }
     // exec replaces this process: the program keeps our pid, signals and exit code.
