@@ -22,7 +22,7 @@ use std::path::PathBuf;
 pub enum SysctlError {
     #[error("invalid sysctl name {key:?} (expected words of a-z, 0-9, '_' or '-' joined by single dots)")]
     InvalidKey { key: String },
-    #[error("sysctl {key} does not exist{} (not in this kernel, or a host-only setting seen from a network namespace)", at(.ns))]
+    #[error("no such sysctl {key}{} (not in this kernel, or a host-only setting seen from a network namespace)", at(.ns))]
     Missing { key: String, ns: Option<String> },
     #[error("{op} sysctl {key}{}: permission denied (needs root, and outside the initial namespace some keys are read-only): {err}", at(.ns))]
     Privilege { op: &'static str, key: String, ns: Option<String>, err: io::Error },
