@@ -409,6 +409,18 @@ fn root_pace_run_inside_ip_netns_exec_paces_the_socket() {
     let host = tcpaccel_pacer::cgroup2_mount().unwrap().join(cg.trim_start_matches('/'));
     assert!(!host.exists(), "cgroup {} left behind", host.display());
 
+    // `pace attach` there would not outlast the mount namespace: refused.
+    let mount = tcpaccel_pacer::cgroup2_mount().unwrap();
+    let cg = mount.join("tcpaccel-test").join(format!("netns-{}", std::process::id()));
+    std::fs::create_dir_all(&cg).unwrap();
+    let _cleanup = scopeguard(cg.clone());
+    let rel = format!("tcpaccel-test/netns-{}", std::process::id());
+    let out = ns.exec().arg(bin()).args(["pace", "attach", "--cgroup", &rel]).output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("on the host"), "{err}");
+    assert!(tcpaccel_pacer::pinned_ids().iter().all(|id| *id != cgroup_id(&cg)), "nothing attached");
+
     // `run --pace` takes the cgroup path there too.
     let out = ns.exec().arg(bin()).args(["run", "--pace", "static:20mbit", "--", "true"]).output().unwrap();
     let err = String::from_utf8_lossy(&out.stderr);
@@ -455,4 +467,9 @@ fn root_run_pace_warns_when_the_program_sends_little() {
     assert!(warn["received_bytes"].as_u64().unwrap() > 1 << 20, "{warn}");
     assert!(warn["message"].as_str().unwrap().contains("download"), "{warn}");
     assert!(lines.iter().any(|v| v["type"] == "detached"), "{err}");
+}
+
+/// The cgroup id (inode) of a cgroup directory.
+fn cgroup_id(p: &std::path::Path) -> u64 {
+    std::os::unix::fs::MetadataExt::ino(&std::fs::metadata(p).unwrap())
 }

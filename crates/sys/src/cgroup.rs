@@ -83,6 +83,12 @@ fn private_mount() -> Result<&'static Path, String> {
     }
 }
 
+/// True when this process reaches the hierarchy through its own private
+/// mount (this mount namespace shows none: `ip netns exec`, `net exec`).
+pub fn hierarchy_is_private() -> bool {
+    matches!(PRIVATE.get(), Some(Ok(_)))
+}
+
 /// True when `path` is reached through the private mount.
 fn is_private(path: &Path) -> bool {
     path.starts_with("/proc/self/fd")

@@ -146,6 +146,16 @@ pub(crate) fn run(a: Args) -> anyhow::Result<Verdict> {
             let cfg = rules.config()?;
             check_available()?;
             let cg = Cgroup::open(&cgroup).map_err(pacer_err)?;
+            if tcpaccel_sys::cgroup::hierarchy_is_private() {
+                // Its pins would go into a bpffs of this mount namespace,
+                // which vanishes (detaching the program) when it does.
+                return Err(exit::usage(
+                    "pace attach leaves pacing attached after it exits, which this mount namespace cannot \
+                     hold (it hides the host's /sys, as `ip netns exec` and `tcpaccel net exec` do): run \
+                     `tcpaccel pace attach` on the host (the pacer paces the cgroup's sockets in every \
+                     network namespace), or use `pace run` here",
+                ));
+            }
             let att = tcpaccel_pacer::attach(&cg, &cfg).map_err(pacer_err)?;
             if json {
                 let v = serde_json::json!({"type": "attached", "cgroup": cg.shown(), "cgroup_id": cg.id,
