@@ -197,6 +197,12 @@ fn root_revert_refuses_values_changed_since_apply_unless_forced() {
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
     assert_eq!(ns.sysctl("net.ipv4.tcp_rmem"), "4096 131072 1000000");
     assert_eq!(ns.sysctl("net.ipv4.tcp_slow_start_after_idle"), "1");
+    // Issue 28: a second --revert finds everything restored: exit 0, no warnings.
+    let out = doctor(&["--revert", save.to_str().unwrap()]);
+    let (err, said) = (text(&out.stderr), text(&out.stdout));
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    assert!(!err.contains("warning"), "{err}");
+    assert!(said.contains("already restored"), "{said}");
     let _ = std::fs::remove_file(&save);
 }
 
@@ -338,5 +344,41 @@ fn trace_has_wall_clock_time_and_plots_senders_only() {
     let _ = r.join();
     for f in [&csv, &svg, &svg_all] {
         let _ = std::fs::remove_file(f);
+    }
+}
+
+/// Issue 28: `--plot` writes SVG only, so another extension is refused
+/// before tracing (it used to write SVG into a .png file).
+#[test]
+fn trace_refuses_a_plot_file_that_is_not_svg() {
+    let png = tmp("trace-plot.png");
+    let _ = std::fs::remove_file(&png);
+    let out = Command::new(bin())
+        .args(["trace", "--port", "9", "--duration", "10ms", "--plot", png.to_str().unwrap()])
+        .output()
+        .unwrap();
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains(".svg") && err.contains("trace-plot.png"), "{err}");
+    assert!(!png.exists(), "nothing written");
+}
+
+/// Issue 28: `--node` names a node of a running network instead of its
+/// namespace; it cannot be combined with --netns, and an unknown run is a
+/// usage error naming it.
+#[test]
+fn node_flag_is_taken_by_trace_and_doctor() {
+    for cmd in ["trace", "doctor"] {
+        let out = Command::new(bin()).args([cmd, "--node", "h1", "--netns", "x"]).output().unwrap();
+        assert_eq!(out.status.code(), Some(2), "{cmd}: {}", text(&out.stderr));
+        let extra: &[&str] = if cmd == "trace" { &["--duration", "10ms"] } else { &[] };
+        let out = Command::new(bin())
+            .args([cmd, "--node", "h1", "--run", "tcpaccel-no-such-run-id"])
+            .args(extra)
+            .output()
+            .unwrap();
+        let err = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{cmd}: {err}");
+        assert!(err.contains("tcpaccel-no-such-run-id"), "{cmd}: {err}");
     }
 }

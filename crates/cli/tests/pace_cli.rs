@@ -140,6 +140,18 @@ fn root_attach_status_detach_through_the_cli() {
         ]
     );
     assert_eq!(mine["attachment"]["cgroup"].as_str(), Some(cg.to_str().unwrap()));
+    // Issue 28: rates carry their unit in the key.
+    let stats = &mine["attachment"]["rules"][1]["stats"];
+    assert!(stats["last_rate_bps"].is_u64() && stats.get("last_rate").is_none(), "{stats}");
+    assert!(mine["attachment"]["rules"][1]["caps_bps"].is_array(), "{mine}");
+    // The table's current-caps column is never blank.
+    let st = Command::new(bin()).args(["pace", "status"]).output().unwrap();
+    let table = String::from_utf8_lossy(&st.stdout);
+    let rows: Vec<&str> =
+        table.lines().skip_while(|l| !l.starts_with(cg.to_str().unwrap())).skip(2).take(3).collect();
+    assert_eq!(rows.len(), 3, "{table}");
+    assert!(rows[0].trim_end().ends_with("- (not paced)"), "{table}");
+    assert!(rows[1].trim_end().ends_with("- (no socket paced yet)"), "{table}");
 
     // The same counters as Prometheus metrics, read from the pins on each scrape.
     let port = free_port().to_string();
@@ -177,6 +189,8 @@ fn root_attach_status_detach_through_the_cli() {
 
     let d = Command::new(bin()).args(["pace", "detach", "--cgroup"]).arg(&cg).arg("--json").output().unwrap();
     assert!(d.status.success(), "{}", String::from_utf8_lossy(&d.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&d.stdout).unwrap();
+    assert_eq!(v["cgroup"].as_str(), Some(cg.to_str().unwrap()), "the detach names the cgroup by path");
     assert!(!PathBuf::from(format!("/sys/fs/bpf/tcpaccel/pace-{id}")).exists());
     let d = Command::new(bin()).args(["pace", "detach", "--cgroup"]).arg(&cg).output().unwrap();
     assert_eq!(d.status.code(), Some(2), "detaching twice");
@@ -307,4 +321,155 @@ fn root_sigint_during_pace_run_leaves_no_cgroup_and_no_pins() {
     assert!(started.elapsed() < std::time::Duration::from_secs(15), "took {:?}", started.elapsed());
     assert_eq!(status.code(), Some(128 + 9), "the command was killed: exit 137");
     assert_no_leftovers(line.as_bytes());
+}
+
+/// A network namespace made for one test, deleted at the end.
+struct TestNs(String);
+impl TestNs {
+    fn new(tag: &str) -> TestNs {
+        let ns = TestNs(format!("tcpaccel-{tag}-{}", std::process::id()));
+        assert!(Command::new("ip").args(["netns", "add", &ns.0]).status().unwrap().success());
+        assert!(Command::new("ip")
+            .args(["-n", &ns.0, "link", "set", "lo", "up"])
+            .status()
+            .unwrap()
+            .success());
+        ns
+    }
+    fn exec(&self) -> Command {
+        let mut c = Command::new("ip");
+        c.args(["netns", "exec", &self.0]);
+        c
+    }
+}
+impl Drop for TestNs {
+    fn drop(&mut self) {
+        let _ = Command::new("ip").args(["netns", "del", &self.0]).status();
+    }
+}
+
+/// The caps (max pacing rate, bit/s) `ss` shows for connections to `port` in `ns`.
+fn caps_in(ns: &TestNs, port: u16) -> Vec<f64> {
+    let out = ns
+        .exec()
+        .args(["ss", "-tinH", "state", "established", &format!("( dport = :{port} )")])
+        .output()
+        .expect("ss (iproute2)");
+    let text = String::from_utf8_lossy(&out.stdout);
+    // "pacing_rate 19945168bps/19945168bps": the rate, then the cap.
+    text.split_whitespace()
+        .skip_while(|w| *w != "pacing_rate")
+        .nth(1)
+        .and_then(|w| w.split('/').nth(1))
+        .and_then(|cap| cap.trim_end_matches("bps").parse().ok())
+        .into_iter()
+        .collect()
+}
+
+/// Issue 26 item 12: `ip netns exec` gives its command a fresh /sys with no
+/// cgroup2 mount; `pace run` and `run --pace` inside it still pace, and the
+/// kernel shows the cap on the socket.
+#[test]
+fn root_pace_run_inside_ip_netns_exec_paces_the_socket() {
+    tcpaccel_sys::testing::require_root();
+    let ns = TestNs::new("pacens");
+    let port = free_port();
+    let _recv = Reaper(
+        ns.exec()
+            .arg(bin())
+            .args(["recv", "--listen", &format!("127.0.0.1:{port}")])
+            .stdout(Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    let send = ns
+        .exec()
+        .arg(bin())
+        .args(["pace", "run", "--pace", "static:20mbit", "--"])
+        .arg(bin())
+        .args(send_args(port, "3s"))
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(1500));
+    let caps = caps_in(&ns, port);
+    let out = send.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "pace run inside ip netns exec: {err}");
+    assert_eq!(caps.len(), 1, "no paced connection seen by ss: {caps:?} ({err})");
+    assert!((15e6..25e6).contains(&caps[0]), "cap {:.1} Mbit/s", caps[0] / 1e6);
+    let paced = goodput(&out.stdout);
+    assert!((14e6..24e6).contains(&paced), "paced at {:.1} Mbit/s", paced / 1e6);
+    // The cgroup is named by its path in the hierarchy, and is gone.
+    let line = err.lines().find(|l| l.contains("running in cgroup")).unwrap_or_else(|| panic!("{err}"));
+    let cg = line.split("running in cgroup ").nth(1).unwrap().split(" (pins").next().unwrap();
+    assert!(cg.starts_with("/tcpaccel/run-"), "{line}");
+    let host = tcpaccel_pacer::cgroup2_mount().unwrap().join(cg.trim_start_matches('/'));
+    assert!(!host.exists(), "cgroup {} left behind", host.display());
+
+    // `pace attach` there would not outlast the mount namespace: refused.
+    let mount = tcpaccel_pacer::cgroup2_mount().unwrap();
+    let cg = mount.join("tcpaccel-test").join(format!("netns-{}", std::process::id()));
+    std::fs::create_dir_all(&cg).unwrap();
+    let _cleanup = scopeguard(cg.clone());
+    let rel = format!("tcpaccel-test/netns-{}", std::process::id());
+    let out = ns.exec().arg(bin()).args(["pace", "attach", "--cgroup", &rel]).output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("on the host"), "{err}");
+    assert!(tcpaccel_pacer::pinned_ids().iter().all(|id| *id != cgroup_id(&cg)), "nothing attached");
+
+    // `run --pace` takes the cgroup path there too.
+    let out = ns.exec().arg(bin()).args(["run", "--pace", "static:20mbit", "--", "true"]).output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success() && err.contains("through the cgroup pacer"), "{err}");
+}
+
+/// Issue 28: `pace detach` with neither --cgroup nor --all names both.
+#[test]
+fn detach_without_a_target_names_cgroup_and_all() {
+    let out = Command::new(bin()).args(["pace", "detach"]).output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("--cgroup") && err.contains("--all"), "{err}");
+}
+
+/// Issue 28: `run --pace` says when pacing could not have mattered: a
+/// program that connects nowhere, and one that only downloads; `pace run
+/// --json` says the same as JSON lines on stderr, and `pace status` never
+/// leaves the current-caps column blank.
+#[test]
+fn root_run_pace_warns_when_the_program_sends_little() {
+    tcpaccel_sys::testing::require_root();
+    let out = Command::new(bin()).args(["run", "--pace", "static:10mbit", "--", "true"]).output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    assert!(err.contains("warning") && err.contains("no TCP connection"), "{err}");
+
+    let port = free_port();
+    let _recv = receiver(port);
+    let mut args = send_args(port, "2s");
+    args.push("--reverse".into());
+    let out = Command::new(bin())
+        .args(["pace", "run", "--json", "--pace", "static:50mbit", "--"])
+        .arg(bin())
+        .args(&args)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    let lines: Vec<serde_json::Value> =
+        err.lines().filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok()).collect();
+    assert!(lines.iter().any(|v| v["type"] == "running" && v["cgroup"].is_string()), "{err}");
+    let warn = lines.iter().find(|v| v["type"] == "warning").unwrap_or_else(|| panic!("no warning: {err}"));
+    assert!(warn["received_bytes"].as_u64().unwrap() > 1 << 20, "{warn}");
+    assert!(warn["message"].as_str().unwrap().contains("download"), "{warn}");
+    assert!(lines.iter().any(|v| v["type"] == "detached"), "{err}");
+}
+
+/// The cgroup id (inode) of a cgroup directory.
+fn cgroup_id(p: &std::path::Path) -> u64 {
+    std::os::unix::fs::MetadataExt::ino(&std::fs::metadata(p).unwrap())
 }

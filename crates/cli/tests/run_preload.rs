@@ -84,7 +84,10 @@ fn curl_socket_gets_rate_and_cc() {
     // static:20mbit on the wire = 2_500_000 B/s × 1448/1538 of payload.
     assert_eq!(info.max_pacing_rate, Some(2_353_706));
     let log = std::fs::read_to_string(&log).expect("shim log");
-    assert!(log.contains("connect") && log.contains("cc=reno") && log.contains("pacing=2353706"), "{log}");
+    assert!(
+        log.contains("connect") && log.contains("cc=reno") && log.contains("pacing_bytes_per_s=2353706"),
+        "{log}"
+    );
     assert!(!log.contains("failed"), "{log}");
 }
 

@@ -609,7 +609,7 @@ pub fn run(opts: &BenchOptions) -> Result<BenchReport> {
 
     Ok(BenchReport {
         kind: "emu_bench",
-        kernel: std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap_or_default().trim().to_string(),
+        kernel: crate::records::kernel_release(),
         cpus: std::thread::available_parallelism().map_or(1, |n| n.get()),
         duration_s: dur.as_secs_f64(),
         raw_veth: raw,

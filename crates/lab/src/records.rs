@@ -251,7 +251,7 @@ pub fn unix_now() -> f64 {
 
 /// Kernel release (`uname -r`) read from /proc.
 pub fn kernel_release() -> String {
-    std::fs::read_to_string("/proc/sys/kernel/osrelease").map(|s| s.trim().to_string()).unwrap_or_default()
+    tcpaccel_sys::sysctl::read("kernel.osrelease").unwrap_or_default()
 }
 
 #[cfg(test)]

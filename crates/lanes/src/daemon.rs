@@ -185,7 +185,7 @@ pub fn run(
 ) -> Result<Summary, DaemonError> {
     let cpu0 = crate::probe::thread_cpu_s();
     let ns_label = opts.netns.clone().map(|n| format!("namespace {n:?}")).unwrap_or("this namespace".into());
-    env::check(&cfg, &ns_label)?;
+    env::check_in(&cfg, opts.netns.as_deref())?;
     let mut events = EventListener::open()
         .map_err(|source| DaemonError::Open { what: "the mptcp_pm events group", source })?;
     let mut pm =

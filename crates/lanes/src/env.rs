@@ -7,7 +7,6 @@
 //! already be inside the namespace). What it is not: it changes nothing; the
 //! operator (or the lab) sets `net.mptcp.path_manager=userspace`.
 
-use std::io::ErrorKind;
 use std::net::{IpAddr, SocketAddr, UdpSocket};
 
 use crate::config::Config;
@@ -17,19 +16,21 @@ use crate::config::Config;
 pub enum EnvError {
     #[error("MPTCP is not available in this kernel or namespace (no /proc/sys/net/mptcp)")]
     NoMptcp,
+    /// `prefix` is what the suggested command needs to act in that
+    /// namespace (`ip netns exec NS `), empty for the caller's own.
     #[error(
-        "MPTCP is disabled in {ns} (net.mptcp.enabled = 0); enable it with `sysctl -w net.mptcp.enabled=1`"
+        "MPTCP is disabled in {ns} (net.mptcp.enabled = 0); enable it with `{prefix}sysctl -w net.mptcp.enabled=1`"
     )]
-    MptcpDisabled { ns: String },
+    MptcpDisabled { ns: String, prefix: String },
     #[error(
         "{ns} uses the {found:?} MPTCP path manager; the lanes daemon needs the userspace one: \
-         `sysctl -w net.mptcp.path_manager=userspace` (or net.mptcp.pm_type=1 on kernels before 6.15)"
+         `{prefix}sysctl -w net.mptcp.path_manager=userspace` (or net.mptcp.pm_type=1 on kernels before 6.15)"
     )]
-    NotUserspace { ns: String, found: String },
+    NotUserspace { ns: String, found: String, prefix: String },
     #[error("configured local address {addr} ({lane}) does not exist in {ns}")]
     NoAddress { addr: IpAddr, lane: String, ns: String },
-    #[error("cannot read {path}: {source}")]
-    Read { path: String, source: std::io::Error },
+    #[error(transparent)]
+    Read(#[from] tcpaccel_sys::sysctl::SysctlError),
 }
 
 impl EnvError {
@@ -40,15 +41,9 @@ impl EnvError {
     }
 }
 
-const MPTCP_SYSCTL: &str = "/proc/sys/net/mptcp";
-
+/// `net.mptcp.NAME` of the calling thread's namespace, `None` if absent.
 fn read_sysctl(name: &str) -> Result<Option<String>, EnvError> {
-    let path = format!("{MPTCP_SYSCTL}/{name}");
-    match std::fs::read_to_string(&path) {
-        Ok(s) => Ok(Some(s.trim().to_string())),
-        Err(e) if e.kind() == ErrorKind::NotFound => Ok(None),
-        Err(source) => Err(EnvError::Read { path, source }),
-    }
+    Ok(tcpaccel_sys::sysctl::read_opt(&format!("net.mptcp.{name}"))?)
 }
 
 /// The path manager this namespace selects: "kernel", "userspace", or what
@@ -72,17 +67,30 @@ pub fn address_exists(addr: IpAddr) -> bool {
     UdpSocket::bind(SocketAddr::new(addr, 0)).is_ok()
 }
 
+/// [`check`] for network namespace `netns` (`None`: the caller's own),
+/// which the calling thread must already be in: messages name it and the
+/// commands they suggest carry the `ip netns exec NS` they need.
+pub fn check_in(cfg: &Config, netns: Option<&str>) -> Result<(), EnvError> {
+    let label = netns.map_or_else(|| "this namespace".to_string(), |n| format!("namespace {n:?}"));
+    let prefix = netns.map_or_else(String::new, |n| format!("ip netns exec {n} "));
+    check_with(cfg, &label, &prefix)
+}
+
 /// Runs every check; `ns` names the namespace in messages.
 pub fn check(cfg: &Config, ns: &str) -> Result<(), EnvError> {
-    if !std::path::Path::new(MPTCP_SYSCTL).exists() {
+    check_with(cfg, ns, "")
+}
+
+fn check_with(cfg: &Config, ns: &str, prefix: &str) -> Result<(), EnvError> {
+    if !tcpaccel_sys::sysctl::exists("net.mptcp.enabled") {
         return Err(EnvError::NoMptcp);
     }
     if read_sysctl("enabled")?.as_deref() == Some("0") {
-        return Err(EnvError::MptcpDisabled { ns: ns.into() });
+        return Err(EnvError::MptcpDisabled { ns: ns.into(), prefix: prefix.into() });
     }
     let pm = path_manager()?;
     if pm != "userspace" {
-        return Err(EnvError::NotUserspace { ns: ns.into(), found: pm });
+        return Err(EnvError::NotUserspace { ns: ns.into(), found: pm, prefix: prefix.into() });
     }
     for (i, a) in cfg.sl_lanes.iter().enumerate() {
         if !address_exists(*a) {
@@ -110,14 +118,35 @@ mod tests {
 
     #[test]
     fn feature_errors_are_told_apart_from_config_errors() {
-        assert!(EnvError::NotUserspace { ns: "x".into(), found: "kernel".into() }.is_missing_feature());
+        assert!(EnvError::NotUserspace { ns: "x".into(), found: "kernel".into(), prefix: String::new() }
+            .is_missing_feature());
         assert!(!EnvError::NoAddress {
             addr: "10.0.0.1".parse().unwrap(),
             lane: "SL".into(),
             ns: "x".into()
         }
         .is_missing_feature());
-        let msg = EnvError::NotUserspace { ns: "ns a".into(), found: "kernel".into() }.to_string();
-        assert!(msg.contains("path_manager=userspace"), "{msg}");
+        let msg = EnvError::NotUserspace { ns: "ns a".into(), found: "kernel".into(), prefix: String::new() }
+            .to_string();
+        assert!(msg.contains("`sysctl -w net.mptcp.path_manager=userspace`"), "{msg}");
+    }
+
+    /// Issue 28: the command a check suggests for a namespace acts in that
+    /// namespace, not on the host.
+    #[test]
+    fn suggested_commands_carry_the_namespace() {
+        let prefix = "ip netns exec tcpaccel-1-h1 ".to_string();
+        let msg = EnvError::NotUserspace {
+            ns: "namespace \"tcpaccel-1-h1\"".into(),
+            found: "kernel".into(),
+            prefix,
+        }
+        .to_string();
+        assert!(
+            msg.contains("`ip netns exec tcpaccel-1-h1 sysctl -w net.mptcp.path_manager=userspace`"),
+            "{msg}"
+        );
+        let msg = EnvError::MptcpDisabled { ns: "x".into(), prefix: "ip netns exec x ".into() }.to_string();
+        assert!(msg.contains("`ip netns exec x sysctl -w net.mptcp.enabled=1`"), "{msg}");
     }
 }

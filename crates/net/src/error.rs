@@ -21,6 +21,8 @@ pub enum Error {
     UnknownLink(String),
     #[error("{op}: {source}")]
     Io { op: String, source: std::io::Error },
+    #[error(transparent)]
+    Sysctl(#[from] tcpaccel_sys::sysctl::SysctlError),
     /// A run's state file is missing, ambiguous or unreadable.
     #[error("{0}")]
     State(String),
@@ -38,6 +40,7 @@ impl Error {
         match self {
             Error::Sys { source, .. } => source.is_privilege(),
             Error::Command(e) => e.is_privilege(),
+            Error::Sysctl(e) => matches!(e, tcpaccel_sys::sysctl::SysctlError::Privilege { .. }),
             Error::Io { source, .. } => source.kind() == std::io::ErrorKind::PermissionDenied,
             _ => false,
         }

@@ -214,7 +214,7 @@ impl Network {
                 self.add_namespace(&ns_e)?;
                 // Before the veths exist, so that `default` covers them. A
                 // kernel without IPv6 has neither knob and needs neither.
-                if std::path::Path::new("/proc/sys/net/ipv6").exists() {
+                if tcpaccel_sys::sysctl::exists("net.ipv6.conf.all.disable_ipv6") {
                     write_sysctl(&ns_e, "net.ipv6.conf.all.disable_ipv6", "1")?;
                     write_sysctl(&ns_e, "net.ipv6.conf.default.disable_ipv6", "1")?;
                 }
@@ -304,12 +304,7 @@ impl Network {
     /// Reads sysctl `key` inside `node`'s namespace (trimmed).
     pub fn sysctl(&self, node: &str, key: &str) -> Result<String> {
         let ns = self.ns(node)?;
-        let path = format!("/proc/sys/{}", key.replace('.', "/"));
-        let p = path.clone();
-        netns::run_in(&ns, move || std::fs::read_to_string(&p))
-            .map_err(|e| Error::sys(format!("read sysctl {key} in {ns}"), e))?
-            .map(|v| v.trim().to_string())
-            .map_err(|e| Error::io(format!("read sysctl {key} ({path}) in {ns}"), e))
+        Ok(tcpaccel_sys::sysctl::read_in(&ns, key)?)
     }
 
     /// The first IPv6 address of `node`, in link order.
@@ -497,37 +492,26 @@ fn disable_offloads(ns: &str, ifname: &str) -> Result<()> {
         .map_err(|e| Error::sys(format!("switch offloads off on {ifname} in {ns}"), e))
 }
 
-/// Writes one sysctl inside `ns` through `/proc/sys`, which shows the
-/// namespace of the thread that opens it.
+/// Writes one sysctl inside `ns` (`tcpaccel_sys::sysctl`).
 pub(crate) fn write_sysctl(ns: &str, key: &str, value: &str) -> Result<()> {
-    let path = format!("/proc/sys/{}", key.replace('.', "/"));
-    let v = value.to_string();
-    let p = path.clone();
-    let r = netns::run_in(ns, move || std::fs::write(&p, v))
-        .map_err(|e| Error::sys(format!("set sysctl {key} in {ns}"), e))?;
-    r.map_err(|e| {
-        let why = if e.kind() == std::io::ErrorKind::NotFound {
-            std::io::Error::new(e.kind(), format!("no such sysctl ({path})"))
-        } else if e.kind() == std::io::ErrorKind::PermissionDenied && key == "net.ipv4.tcp_congestion_control"
-        {
+    use tcpaccel_sys::sysctl;
+    match sysctl::write_in(ns, key, value) {
+        Err(e @ sysctl::SysctlError::Privilege { .. }) if key == "net.ipv4.tcp_congestion_control" => {
             // net/ipv4/tcp_cong.c: outside the initial namespace only
             // "non-restricted" algorithms may become the default.
-            let allowed = std::fs::read_to_string("/proc/sys/net/ipv4/tcp_allowed_congestion_control")
-                .unwrap_or_default();
-            std::io::Error::new(
-                e.kind(),
+            let allowed = sysctl::read("net.ipv4.tcp_allowed_congestion_control").unwrap_or_default();
+            let why = std::io::Error::new(
+                std::io::ErrorKind::PermissionDenied,
                 format!(
                     "{e}: outside the initial namespace the default can only be one of \
-                     net.ipv4.tcp_allowed_congestion_control ({}); add it there, or set it per socket \
-                     (TCP_CONGESTION, allowed for root)",
-                    allowed.trim()
+                     net.ipv4.tcp_allowed_congestion_control ({allowed}); add it there, or set it per \
+                     socket (TCP_CONGESTION, allowed for root)"
                 ),
-            )
-        } else {
-            e
-        };
-        Error::io(format!("set sysctl {key}={value} in {ns}"), why)
-    })
+            );
+            Err(Error::io(format!("set sysctl {key}={value} in {ns}"), why))
+        }
+        r => Ok(r?),
+    }
 }
 
 /// The qdiscs of one direction of a veth link: a tbf for the rate with a

@@ -75,7 +75,7 @@ pub struct Attachment {
 pub fn attach(cgroup: &Cgroup, cfg: &PaceConfig) -> Result<Attachment, PacerError> {
     let pins = pin_dir(cgroup.id);
     if pins.join("link").exists() {
-        return Err(PacerError::AlreadyAttached { path: cgroup.path.clone(), pins });
+        return Err(PacerError::AlreadyAttached { path: cgroup.shown(), pins });
     }
     bpf::ensure_bpffs(Path::new(bpf::BPFFS))?;
     let obj = Object::parse(PACE_OBJECT)?;
@@ -100,12 +100,40 @@ pub fn attach(cgroup: &Cgroup, cfg: &PaceConfig) -> Result<Attachment, PacerErro
     let link = loaded.program(PROGRAM)?.attach_cgroup(&cgroup.dir()?, ATTACH_CGROUP_SOCK_OPS)?;
     link.pin(&a.pins.join("link"))?;
     a.link = Some(link);
-    tracing::debug!(cgroup = %cgroup.path.display(), "pacing attached");
+    tracing::debug!(cgroup = %cgroup.shown().display(), "pacing attached");
     Ok(a)
 }
 
 fn missing(name: &str) -> PacerError {
     PacerError::Sys(tcpaccel_sys::Error::Other { op: "BPF object".into(), msg: format!("no map {name}") })
+}
+
+/// Bytes the paced sockets sent (acknowledged) and received, as sampled
+/// while they were open ([`Attachment::sample_traffic`]).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Traffic {
+    /// Per socket cookie: (bytes acknowledged, bytes received), the largest seen.
+    pub by_socket: BTreeMap<u64, (u64, u64)>,
+}
+
+impl Traffic {
+    /// (sent, received) over every socket seen.
+    pub fn totals(&self) -> (u64, u64) {
+        self.by_socket.values().fold((0, 0), |(s, r), (a, b)| (s + a, r + b))
+    }
+
+    /// A warning when pacing could not have mattered: the program mostly
+    /// received (pacing caps only what a socket sends). `None` when nothing
+    /// was seen or the program sent a fair amount.
+    pub fn download_warning(&self) -> Option<String> {
+        let (sent, received) = self.totals();
+        (!self.by_socket.is_empty() && sent < 1 << 20 && received >= (1 << 20).max(4 * sent)).then(|| {
+            format!(
+                "the program sent {sent} B and received {received} B over its paced connections: pacing caps \
+                 what a program sends, so a download is not slowed; pace the sending side instead"
+            )
+        })
+    }
 }
 
 /// What a detach did.
@@ -131,6 +159,39 @@ impl Attachment {
 
     pub fn pins(&self) -> &Path {
         &self.pins
+    }
+
+    /// Connections paced so far, over every rule.
+    pub fn paced_conns(&self) -> Result<u64, PacerError> {
+        let stats = self.maps.get("pace_stats").ok_or_else(|| missing("pace_stats"))?;
+        let mut n = 0;
+        for i in 0..MAX_RULES {
+            n += stats.lookup::<u32, RuleStats>(&i)?.map_or(0, |s| s.conns);
+        }
+        Ok(n)
+    }
+
+    /// Adds what the paced sockets open now have sent and received (their
+    /// `tcp_info` through sock_diag, in the calling thread's namespace) to
+    /// `seen`, by socket cookie; sockets of other namespaces are not seen.
+    pub fn sample_traffic(&self, seen: &mut Traffic) -> Result<(), PacerError> {
+        let socks = self.maps.get("pace_socks").ok_or_else(|| missing("pace_socks"))?;
+        let cookies: BTreeSet<u64> = socks.keys::<u64>()?.into_iter().collect();
+        if cookies.is_empty() {
+            return Ok(());
+        }
+        let mut diag = tcpaccel_sys::diag::DiagSocketConn::open()?;
+        for s in diag.dump(&tcpaccel_sys::diag::DumpRequest::default())? {
+            if !cookies.contains(&s.cookie) {
+                continue;
+            }
+            if let Some(t) = s.tcp_info() {
+                let e = seen.by_socket.entry(s.cookie).or_default();
+                e.0 = e.0.max(t.bytes_acked.unwrap_or(0));
+                e.1 = e.1.max(t.bytes_received.unwrap_or(0));
+            }
+        }
+        Ok(())
     }
 
     /// The kernel's run-time statistics of the attached program (counted
@@ -165,7 +226,7 @@ impl Drop for Attachment {
         let maps = std::mem::take(&mut self.maps);
         match detach_parts(&self.pins, link, &maps, RELEASE_WAIT) {
             Ok(r) => tracing::debug!(?r, "pacing detached on drop"),
-            Err(e) => tracing::warn!("detaching pacing from {}: {e}", self.cgroup.path.display()),
+            Err(e) => tracing::warn!("detaching pacing from {}: {e}", self.cgroup.shown().display()),
         }
     }
 }
@@ -271,17 +332,45 @@ fn for_each_socket(mut f: impl FnMut(std::os::fd::OwnedFd)) {
     }
 }
 
-/// One rule as `status` shows it.
+/// One rule as `status` shows it. In JSON every rate carries its unit in
+/// its key: `stats.last_rate_bps` and `caps_bps` are payload bits/s.
 #[derive(Debug, Clone, Serialize)]
 pub struct RuleStatus {
     pub index: u32,
     /// `default`, or the destination.
     pub dest: String,
     pub pace: String,
+    #[serde(serialize_with = "stats_with_units")]
     pub stats: RuleStats,
     /// Sockets open now under this rule, and the caps they have (payload bytes/s).
     pub open: usize,
+    #[serde(rename = "caps_bps", serialize_with = "bytes_to_bits")]
     pub rates: Vec<u32>,
+}
+
+/// [`RuleStats`] with the rate in payload bits/s under a key that says so.
+fn stats_with_units<S: serde::Serializer>(s: &RuleStats, ser: S) -> Result<S::Ok, S::Error> {
+    #[derive(Serialize)]
+    struct WithUnits {
+        conns: u64,
+        updates: u64,
+        errors: u64,
+        last_rate_bps: u64,
+        released: u64,
+    }
+    WithUnits {
+        conns: s.conns,
+        updates: s.updates,
+        errors: s.errors,
+        last_rate_bps: s.last_rate.saturating_mul(8),
+        released: s.released,
+    }
+    .serialize(ser)
+}
+
+/// Payload bytes/s as bits/s.
+fn bytes_to_bits<S: serde::Serializer>(rates: &[u32], ser: S) -> Result<S::Ok, S::Error> {
+    ser.collect_seq(rates.iter().map(|r| u64::from(*r) * 8))
 }
 
 /// One attachment as `status` shows it.
@@ -355,7 +444,7 @@ fn status_of(dir: &Path) -> Result<AttachStatus, PacerError> {
         });
     }
     Ok(AttachStatus {
-        cgroup: Cgroup::by_id(info.cgroup_id).map(|c| c.path),
+        cgroup: Cgroup::by_id(info.cgroup_id).map(|c| c.shown()),
         cgroup_id: info.cgroup_id,
         pins: dir.to_path_buf(),
         link_id: info.id,
@@ -370,7 +459,7 @@ pub fn detach_pinned(cgroup_id: u64, wait: Duration) -> Result<Released, PacerEr
     let dir = pin_dir(cgroup_id);
     if !dir.exists() {
         let path =
-            Cgroup::by_id(cgroup_id).map_or_else(|| PathBuf::from(format!("id {cgroup_id}")), |c| c.path);
+            Cgroup::by_id(cgroup_id).map_or_else(|| PathBuf::from(format!("id {cgroup_id}")), |c| c.shown());
         return Err(PacerError::NotAttached(path));
     }
     let link = Link::from_pin(&dir.join("link")).ok();
@@ -389,4 +478,37 @@ pub fn pinned_ids() -> Vec<u64> {
         .collect();
     ids.sort_unstable();
     ids
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn status_json_names_its_units() {
+        let r = RuleStatus {
+            index: 0,
+            dest: "default".into(),
+            pace: "static:10Mbit/s".into(),
+            stats: RuleStats { conns: 1, updates: 1, errors: 0, last_rate: 1_250_000, released: 0 },
+            open: 1,
+            rates: vec![1_250_000],
+        };
+        let v = serde_json::to_value(&r).unwrap();
+        assert_eq!(v["stats"]["last_rate_bps"], 10_000_000);
+        assert!(v["stats"].get("last_rate").is_none(), "{v}");
+        assert_eq!(v["caps_bps"], serde_json::json!([10_000_000]));
+        assert!(v.get("rates").is_none(), "{v}");
+    }
+
+    #[test]
+    fn a_download_is_told_from_an_upload() {
+        let mut t = Traffic::default();
+        assert_eq!(t.download_warning(), None, "nothing seen: no claim");
+        t.by_socket.insert(1, (2_000, 50_000_000));
+        let w = t.download_warning().unwrap();
+        assert!(w.contains("sent 2000 B and received 50000000 B"), "{w}");
+        t.by_socket.insert(2, (40_000_000, 0));
+        assert_eq!(t.download_warning(), None);
+    }
 }

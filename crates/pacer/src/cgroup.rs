@@ -9,7 +9,7 @@ use crate::error::PacerError;
 impl From<CgroupError> for PacerError {
     fn from(e: CgroupError) -> Self {
         match e {
-            CgroupError::NoCgroup2 => PacerError::NoCgroup2,
+            CgroupError::NoCgroup2 { why } => PacerError::NoCgroup2 { why },
             CgroupError::NoCgroup { path, reason } => PacerError::NoCgroup { path, reason },
             CgroupError::Io { op, err } => PacerError::Io { op, source: err },
         }

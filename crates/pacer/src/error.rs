@@ -9,8 +9,8 @@ use crate::rules::RuleError;
 pub enum PacerError {
     #[error(transparent)]
     Rule(#[from] RuleError),
-    #[error("no cgroup2 hierarchy is mounted (looked for type cgroup2 in /proc/self/mounts)")]
-    NoCgroup2,
+    #[error("no cgroup2 hierarchy is mounted here (no type cgroup2 in /proc/self/mounts), and mounting it privately failed: {why}")]
+    NoCgroup2 { why: String },
     #[error("cgroup {path}: {reason}")]
     NoCgroup { path: PathBuf, reason: String },
     #[error("cgroup {path} already has tcpaccel pacing attached (pins in {pins}); `tcpaccel pace detach --cgroup {path}` first")]
@@ -39,7 +39,7 @@ impl PacerError {
             | PacerError::NoCgroup { .. }
             | PacerError::AlreadyAttached { .. }
             | PacerError::NotAttached(_) => Class::Usage,
-            PacerError::NoCgroup2 => Class::Feature,
+            PacerError::NoCgroup2 { .. } => Class::Feature,
             PacerError::Io { source, .. } if source.kind() == std::io::ErrorKind::PermissionDenied => {
                 Class::Privilege
             }

@@ -21,7 +21,7 @@ pub mod error;
 pub mod metrics;
 pub mod rules;
 
-pub use attach::{attach, detach_pinned, pinned_ids, status, AttachStatus, Attachment, Released};
+pub use attach::{attach, detach_pinned, pinned_ids, status, AttachStatus, Attachment, Released, Traffic};
 pub use cgroup::{cgroup2_mount, Cgroup, TempCgroup};
 pub use error::{Class, PacerError};
 pub use rules::{PaceConfig, RulePace};

@@ -186,10 +186,10 @@ fn apply(fd: c_int, before_connect: bool) -> String {
             }
         }
         if let Some(v) = c.sndbuf {
-            note(format!("sndbuf={v}"), sockopt::set_send_buffer(&b, v));
+            note(format!("sndbuf_bytes={v}"), sockopt::set_send_buffer(&b, v));
         }
         if let Some(v) = c.rcvbuf {
-            note(format!("rcvbuf={v}"), sockopt::set_recv_buffer(&b, v));
+            note(format!("rcvbuf_bytes={v}"), sockopt::set_recv_buffer(&b, v));
         }
     }
     if let Some(cc) = &c.cc {
@@ -197,7 +197,8 @@ fn apply(fd: c_int, before_connect: bool) -> String {
     }
     match c.pace {
         ShimPace::None => {}
-        ShimPace::Static(r) => note(format!("pacing={r}"), sockopt::set_max_pacing_rate(&b, r)),
+        // SO_MAX_PACING_RATE's unit (payload bytes/s) in the field's name.
+        ShimPace::Static(r) => note(format!("pacing_bytes_per_s={r}"), sockopt::set_max_pacing_rate(&b, r)),
         ShimPace::Dynamic { ceiling } => {
             register_dynamic(fd, ceiling);
             done.push("pacing=dynamic".into());

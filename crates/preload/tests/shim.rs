@@ -91,7 +91,7 @@ fn connect_gets_source_address_cc_and_pacing() {
     );
     // 20 Mbit/s on the wire = 2.5 MB/s × 1448/1538 of payload.
     assert_eq!(line, "shim-child local=127.0.0.2 proto=6 cc=reno pacing=2353706", "log: {log}");
-    assert!(log.contains("connect bind=127.0.0.2 cc=reno pacing=2353706"), "{log}");
+    assert!(log.contains("connect bind=127.0.0.2 cc=reno pacing_bytes_per_s=2353706"), "{log}");
     assert!(!log.contains("failed"), "{log}");
 }
 

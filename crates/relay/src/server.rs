@@ -99,7 +99,7 @@ impl Shared {
 
 /// The kernel's cap on listen backlogs in this network namespace, for the log.
 fn somaxconn() -> Option<u32> {
-    std::fs::read_to_string("/proc/sys/net/core/somaxconn").ok()?.trim().parse().ok()
+    tcpaccel_sys::sysctl::read("net.core.somaxconn").ok()?.parse().ok()
 }
 
 /// A listening socket with `backlog`. Asking for more than

@@ -5,9 +5,22 @@
 //! The cgroup2 hierarchy is found in the mount table, never assumed at
 //! `/sys/fs/cgroup`: on hosts that still mount the v1 controllers it is the
 //! `unified` mount beside them (`/sys/fs/cgroup/unified`).
+//!
+//! When this mount namespace shows no cgroup2 mount although the kernel has
+//! the hierarchy — `ip netns exec` (and so `tcpaccel net exec`) runs its
+//! command in a new mount namespace with a fresh /sys, which hides the
+//! host's — the hierarchy is mounted privately: `fsopen`/`fsmount` give a
+//! mount that is attached nowhere, seen by no one else and gone when this
+//! process exits, reached through its descriptor (`/proc/self/fd/N`). It
+//! is the same single cgroup2 hierarchy, so cgroups created there are the
+//! host's cgroups. [`Cgroup::shown`] names them by their path in the
+//! hierarchy (`/tcpaccel/run-42`, as `/proc/PID/cgroup` does), and
+//! [`Cgroup::open`] accepts that form, or a host path under
+//! `/sys/fs/cgroup`, back.
 
 use std::fs::{self, File, OpenOptions};
 use std::io::Write;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
@@ -15,8 +28,8 @@ use std::path::{Path, PathBuf};
 /// not `source`, so that a chain printer shows its text once.)
 #[derive(Debug, thiserror::Error)]
 pub enum CgroupError {
-    #[error("no cgroup2 hierarchy is mounted (looked for type cgroup2 in /proc/self/mounts)")]
-    NoCgroup2,
+    #[error("no cgroup2 hierarchy is mounted here (no type cgroup2 in /proc/self/mounts), and mounting it privately failed: {why}")]
+    NoCgroup2 { why: String },
     #[error("cgroup {path}: {reason}")]
     NoCgroup { path: PathBuf, reason: String },
     #[error("{op}: {err}")]
@@ -48,11 +61,92 @@ fn unescape(s: &str) -> String {
     String::from_utf8_lossy(&out).into_owned()
 }
 
-/// This host's cgroup2 mount point.
+/// Where this process reaches the cgroup2 hierarchy: its mount point in
+/// this mount namespace, or else a private mount (see the module docs).
 pub fn cgroup2_mount() -> Result<PathBuf, CgroupError> {
     let mounts = fs::read_to_string("/proc/self/mounts")
         .map_err(|e| CgroupError::Io { op: "read /proc/self/mounts".into(), err: e })?;
-    cgroup2_mount_in(&mounts).ok_or(CgroupError::NoCgroup2)
+    match cgroup2_mount_in(&mounts) {
+        Some(p) => Ok(p),
+        None => private_mount().map(Path::to_path_buf).map_err(|why| CgroupError::NoCgroup2 { why }),
+    }
+}
+
+static PRIVATE: std::sync::OnceLock<Result<(OwnedFd, PathBuf), String>> = std::sync::OnceLock::new();
+
+/// The private mount of the hierarchy, made once per process and kept
+/// (its descriptor) until the process exits.
+fn private_mount() -> Result<&'static Path, String> {
+    match PRIVATE.get_or_init(fsmount_cgroup2) {
+        Ok((_, p)) => Ok(p.as_path()),
+        Err(why) => Err(why.clone()),
+    }
+}
+
+/// True when this process reaches the hierarchy through its own private
+/// mount (this mount namespace shows none: `ip netns exec`, `net exec`).
+pub fn hierarchy_is_private() -> bool {
+    matches!(PRIVATE.get(), Some(Ok(_)))
+}
+
+/// True when `path` is reached through the private mount.
+fn is_private(path: &Path) -> bool {
+    path.starts_with("/proc/self/fd")
+}
+
+/// A detached mount of cgroup2 (fsopen, fsconfig CREATE, fsmount: Linux
+/// 5.2, CAP_SYS_ADMIN), reached as `/proc/self/fd/N`.
+fn fsmount_cgroup2() -> Result<(OwnedFd, PathBuf), String> {
+    const FSOPEN_CLOEXEC: libc::c_uint = 1;
+    const FSCONFIG_CMD_CREATE: libc::c_uint = 6;
+    const FSMOUNT_CLOEXEC: libc::c_uint = 1;
+    let name = c"cgroup2";
+    // SAFETY: fsopen reads the NUL-terminated name, which outlives the call.
+    let fs = unsafe { libc::syscall(libc::SYS_fsopen, name.as_ptr(), FSOPEN_CLOEXEC) };
+    if fs < 0 {
+        return Err(format!("fsopen(cgroup2): {}", std::io::Error::last_os_error()));
+    }
+    // SAFETY: a fresh descriptor from the kernel, owned from here on.
+    let fs = unsafe { OwnedFd::from_raw_fd(fs as libc::c_int) };
+    // SAFETY: FSCONFIG_CMD_CREATE takes no key, value or aux (null, null, 0).
+    let r = unsafe {
+        libc::syscall(
+            libc::SYS_fsconfig,
+            fs.as_raw_fd(),
+            FSCONFIG_CMD_CREATE,
+            std::ptr::null::<libc::c_char>(),
+            std::ptr::null::<libc::c_void>(),
+            0 as libc::c_int,
+        )
+    };
+    if r < 0 {
+        return Err(format!("fsconfig(cgroup2, create): {}", std::io::Error::last_os_error()));
+    }
+    // SAFETY: fsmount takes the filesystem context fd and two flag words.
+    let m = unsafe { libc::syscall(libc::SYS_fsmount, fs.as_raw_fd(), FSMOUNT_CLOEXEC, 0 as libc::c_uint) };
+    if m < 0 {
+        return Err(format!("fsmount(cgroup2): {}", std::io::Error::last_os_error()));
+    }
+    // SAFETY: a fresh descriptor from the kernel, owned from here on.
+    let m = unsafe { OwnedFd::from_raw_fd(m as libc::c_int) };
+    let path = PathBuf::from(format!("/proc/self/fd/{}", m.as_raw_fd()));
+    tracing::debug!("no cgroup2 mount in this mount namespace; mounted it privately at {}", path.display());
+    Ok((m, path))
+}
+
+/// `path` without `.` components, `None` if it has a `..` (a private mount's
+/// paths cannot be canonicalized: the kernel names the mount `/`).
+fn lexical(path: &Path) -> Option<PathBuf> {
+    use std::path::Component;
+    let mut out = PathBuf::new();
+    for c in path.components() {
+        match c {
+            Component::ParentDir => return None,
+            Component::CurDir => {}
+            c => out.push(c),
+        }
+    }
+    Some(out)
 }
 
 /// A cgroup v2 directory.
@@ -64,22 +158,67 @@ pub struct Cgroup {
 }
 
 impl Cgroup {
-    /// A cgroup by path: absolute, or relative to the cgroup2 mount.
+    /// A cgroup by path: absolute, or relative to the cgroup2 mount. Where
+    /// the hierarchy is mounted privately (see the module docs) an absolute
+    /// path is its path in the hierarchy (`/tcpaccel/x`, as [`Cgroup::shown`]
+    /// prints it) or a host path under `/sys/fs/cgroup[/unified]`.
     pub fn open(path: &Path) -> Result<Cgroup, CgroupError> {
         let mount = cgroup2_mount()?;
-        let full = if path.is_absolute() { path.to_path_buf() } else { mount.join(path) };
-        let full = fs::canonicalize(&full)
-            .map_err(|e| CgroupError::NoCgroup { path: full.clone(), reason: e.to_string() })?;
+        let full = if is_private(&mount) {
+            let rel = |p: &Path| mount.join(p.strip_prefix("/").unwrap_or(p));
+            let candidates: Vec<PathBuf> = if path.starts_with(&mount) || !path.is_absolute() {
+                vec![if path.is_absolute() { path.to_path_buf() } else { mount.join(path) }]
+            } else {
+                std::iter::once(rel(path))
+                    .chain(
+                        ["/sys/fs/cgroup/unified", "/sys/fs/cgroup"]
+                            .iter()
+                            .filter_map(|pre| path.strip_prefix(pre).ok().map(rel)),
+                    )
+                    .collect()
+            };
+            let first = candidates[0].clone();
+            let found = candidates.into_iter().find(|c| c.join("cgroup.procs").exists()).unwrap_or(first);
+            lexical(&found).ok_or_else(|| CgroupError::NoCgroup {
+                path: path.to_path_buf(),
+                reason:
+                    "a path with `..` cannot be resolved where the cgroup2 hierarchy is mounted privately"
+                        .into(),
+            })?
+        } else {
+            let full = if path.is_absolute() { path.to_path_buf() } else { mount.join(path) };
+            fs::canonicalize(&full)
+                .map_err(|e| CgroupError::NoCgroup { path: full.clone(), reason: e.to_string() })?
+        };
         if !full.starts_with(&mount) || !full.join("cgroup.procs").exists() {
-            return Err(CgroupError::NoCgroup {
-                path: full,
-                reason: format!("not a cgroup of the cgroup2 mount at {}", mount.display()),
-            });
+            let reason = if is_private(&mount) {
+                "no such cgroup in the cgroup2 hierarchy (mounted privately: this mount namespace shows none)"
+                    .to_string()
+            } else {
+                format!("not a cgroup of the cgroup2 mount at {}", mount.display())
+            };
+            return Err(CgroupError::NoCgroup { path: Cgroup::shown_path(&full), reason });
         }
         let id = fs::metadata(&full)
             .map_err(|e| CgroupError::NoCgroup { path: full.clone(), reason: e.to_string() })?
             .ino();
         Ok(Cgroup { path: full, id })
+    }
+
+    /// The path to show a user: [`Cgroup::path`], or where the hierarchy
+    /// is mounted privately its path in the hierarchy (`/tcpaccel/run-42`),
+    /// which [`Cgroup::open`] accepts back.
+    pub fn shown(&self) -> PathBuf {
+        Cgroup::shown_path(&self.path)
+    }
+
+    fn shown_path(path: &Path) -> PathBuf {
+        match PRIVATE.get() {
+            Some(Ok((_, m))) if path.starts_with(m) => {
+                Path::new("/").join(path.strip_prefix(m).unwrap_or(path))
+            }
+            _ => path.to_path_buf(),
+        }
     }
 
     /// The directory, open for `BPF_LINK_CREATE`.
@@ -159,7 +298,7 @@ impl Drop for TempCgroup {
             }
         }
         if let Err(e) = fs::remove_dir(&self.cgroup.path) {
-            tracing::warn!("could not remove cgroup {}: {e}", self.cgroup.path.display());
+            tracing::warn!("could not remove cgroup {}: {e}", self.cgroup.shown().display());
         }
         if let Some(p) = parent {
             let _ = fs::remove_dir(p); // only if no other tcpaccel cgroup is left

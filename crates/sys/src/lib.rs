@@ -40,6 +40,8 @@ pub mod signals;
 pub mod sockopt;
 /// splice(2) and pipes for zero-copy relaying; SO_LINGER helpers live in sockopt.
 pub mod splice;
+/// Sysctls: the one reader and writer of /proc/sys, here or in a named network namespace.
+pub mod sysctl;
 /// `struct tcp_info`, parsed by length so older and newer kernels work.
 pub mod tcpinfo;
 /// `require_root` and the naming convention of root-only tests.

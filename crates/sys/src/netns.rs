@@ -84,6 +84,29 @@ pub fn run_in<R: Send + 'static>(name: &str, f: impl FnOnce() -> R + Send + 'sta
     }
 }
 
+/// Runs `f` on a new thread inside a new, empty network namespace of its
+/// own (unshare(CLONE_NEWNET): only `lo`, down, and the kernel's default
+/// sysctls), which disappears when the thread ends. Used to ask the kernel
+/// what a fresh namespace has (which sysctls are per namespace, whether a
+/// qdisc kind exists) without touching any real one. Needs CAP_SYS_ADMIN.
+pub fn run_in_fresh<R: Send + 'static>(f: impl FnOnce() -> R + Send + 'static) -> Result<R> {
+    let handle = std::thread::Builder::new()
+        .name("netns-fresh".into())
+        .spawn(move || -> Result<R> {
+            // SAFETY: unshare takes flags only; it moves this thread alone
+            // (network namespaces are per thread) into a new namespace.
+            if unsafe { libc::unshare(libc::CLONE_NEWNET) } != 0 {
+                return Err(Error::last("unshare(CLONE_NEWNET)"));
+            }
+            Ok(f())
+        })
+        .map_err(|e| Error::os("spawn thread for netns::run_in_fresh", e))?;
+    match handle.join() {
+        Ok(r) => r,
+        Err(panic) => std::panic::resume_unwind(panic),
+    }
+}
+
 /// The calling thread's current network namespace, kept open so the thread can
 /// return to it later (see [`enter_scoped`]).
 pub struct Saved {

@@ -10,11 +10,11 @@
 //! What it is not: route changes, qdisc changes and MTU changes are advice
 //! only (see [`crate::judge::Fix::Advice`]); they are never applied here.
 
-use std::io::Write;
-
 use serde::{Deserialize, Serialize};
 
-use crate::collect::{read_sysctl, sysctl_path};
+use tcpaccel_sys::sysctl::{self, SysctlError};
+
+use crate::collect::read_sysctl;
 use crate::facts::Fact;
 use crate::judge::{Finding, Fix};
 
@@ -94,21 +94,19 @@ pub enum ApplyError {
     BadSaved(String),
 }
 
-fn io_err(what: String, e: std::io::Error) -> ApplyError {
-    match e.kind() {
-        std::io::ErrorKind::PermissionDenied => ApplyError::Privilege { what, source: e },
-        _ => ApplyError::Failed { what, msg: e.to_string() },
+fn sysctl_err(what: String, e: SysctlError) -> ApplyError {
+    match e {
+        SysctlError::Privilege { err, .. } => ApplyError::Privilege { what, source: err },
+        e => ApplyError::Failed { what, msg: e.to_string() },
     }
 }
 
-fn open_sysctl(key: &str) -> Result<std::fs::File, ApplyError> {
-    let path = sysctl_path(key)
-        .ok_or_else(|| ApplyError::Failed { what: key.to_string(), msg: "invalid sysctl name".into() })?;
-    std::fs::OpenOptions::new().write(true).open(&path).map_err(|e| io_err(path, e))
+fn open_sysctl(key: &str) -> Result<sysctl::Writer, ApplyError> {
+    sysctl::open_write(key).map_err(|e| sysctl_err(key.to_string(), e))
 }
 
-fn write_open(mut f: std::fs::File, key: &str, value: &str) -> Result<(), ApplyError> {
-    f.write_all(format!("{value}\n").as_bytes()).map_err(|e| io_err(format!("write {key}={value}"), e))
+fn write_open(f: sysctl::Writer, key: &str, value: &str) -> Result<(), ApplyError> {
+    f.set(value).map_err(|e| sysctl_err(format!("{key}={value}"), e))
 }
 
 /// Writes one sysctl in the calling thread's namespace.
@@ -251,9 +249,12 @@ pub fn changed_since_here(saved: &Saved) -> Result<Vec<String>, ApplyError> {
     let mut out = Vec::new();
     for s in &saved.sysctls {
         // Compare as the kernel prints it (whitespace collapsed, as read).
-        let new = s.new.split_whitespace().collect::<Vec<_>>().join(" ");
+        let words = |v: &str| v.split_whitespace().collect::<Vec<_>>().join(" ");
+        let new = words(&s.new);
         match read_sysctl(&s.key) {
             Fact::Known(now) if now == new => {}
+            // Already back at the saved value: restoring undoes no one's change.
+            Fact::Known(now) if now == words(&s.old) => {}
             Fact::Known(now) => out.push(format!(
                 "{} is now {now:?}, not the {new:?} --apply set (saved old value {:?})",
                 s.key, s.old
@@ -265,7 +266,7 @@ pub fn changed_since_here(saved: &Saved) -> Result<Vec<String>, ApplyError> {
     }
     for q in &saved.txqueuelen {
         let now = txqueuelen_of(&q.dev)?;
-        if now != q.new {
+        if now != q.new && now != q.old {
             out.push(format!(
                 "{} txqueuelen is now {now}, not the {} --apply set (saved old value {})",
                 q.dev, q.new, q.old
@@ -273,6 +274,33 @@ pub fn changed_since_here(saved: &Saved) -> Result<Vec<String>, ApplyError> {
         }
     }
     Ok(out)
+}
+
+/// True when every value of `saved` holds its old value again (an earlier
+/// `--revert` ran), in the calling thread's namespace.
+pub fn restored_here(saved: &Saved) -> Result<bool, ApplyError> {
+    let words = |v: &str| v.split_whitespace().collect::<Vec<_>>().join(" ");
+    for s in &saved.sysctls {
+        match read_sysctl(&s.key) {
+            Fact::Known(now) if now == words(&s.old) => {}
+            Fact::Known(_) => return Ok(false),
+            Fact::Unknown(why) => {
+                return Err(ApplyError::Failed { what: format!("read {}", s.key), msg: why })
+            }
+        }
+    }
+    for q in &saved.txqueuelen {
+        if txqueuelen_of(&q.dev)? != q.old {
+            return Ok(false);
+        }
+    }
+    Ok(true)
+}
+
+/// [`restored_here`] in the namespace `saved` was taken in.
+pub fn restored(saved: &Saved) -> Result<bool, ApplyError> {
+    let s = saved.clone();
+    in_ns(saved.netns.as_deref(), move || restored_here(&s))
 }
 
 /// [`changed_since_here`] in the namespace `saved` was taken in.

@@ -47,40 +47,60 @@ pub struct Probe {
     pub bandwidth: Option<Duration>,
 }
 
-/// Path of a sysctl under `/proc/sys`, refusing anything but `[a-z0-9_.-]`
-/// so a tampered saved-state file cannot point elsewhere.
-pub fn sysctl_path(key: &str) -> Option<String> {
-    let ok = !key.is_empty()
-        && !key.starts_with('.')
-        && !key.contains("..")
-        && key
-            .chars()
-            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_' || c == '.' || c == '-');
-    ok.then(|| format!("/proc/sys/{}", key.replace('.', "/")))
-}
-
-/// Reads one sysctl in the calling thread's namespace, whitespace collapsed.
+/// Reads one sysctl in the calling thread's namespace, whitespace
+/// collapsed (`tcpaccel_sys::sysctl`, which refuses names outside
+/// `/proc/sys`, so a tampered saved-state file cannot point elsewhere).
 pub fn read_sysctl(key: &str) -> Fact<String> {
-    let Some(path) = sysctl_path(key) else {
-        return Fact::Unknown(format!("invalid sysctl name {key:?}"));
-    };
-    match std::fs::read_to_string(&path) {
+    match tcpaccel_sys::sysctl::read(key) {
         Ok(s) => Fact::Known(s.split_whitespace().collect::<Vec<_>>().join(" ")),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Fact::Unknown(format!(
-            "{path} does not exist here (not in this kernel, or a host-only setting seen from a namespace)"
-        )),
-        Err(e) => Fact::Unknown(format!("{path}: {e}")),
+        Err(e) => Fact::Unknown(e.to_string()),
     }
 }
 
 /// True when the sysctl's mode allows writing (root may still lack
 /// CAP_NET_ADMIN; that is found out when applying).
 fn writable(key: &str) -> bool {
-    use std::os::unix::fs::PermissionsExt;
-    sysctl_path(key)
-        .and_then(|p| std::fs::metadata(p).ok())
-        .map(|m| m.permissions().mode() & 0o222 != 0)
-        .unwrap_or(false)
+    tcpaccel_sys::sysctl::writable(key)
+}
+
+/// Whether this kernel has qdisc `kind` (built in, or a module it can
+/// load): `tc qdisc add dev lo root KIND` in a throwaway namespace.
+pub fn qdisc_available(kind: &str) -> Fact<bool> {
+    let k = kind.to_string();
+    match tcpaccel_sys::netns::run_in_fresh(move || {
+        tcpaccel_sys::command::tc(&["qdisc", "add", "dev", "lo", "root", &k])
+    }) {
+        Err(e) => Fact::Unknown(format!("cannot try qdisc {kind} in a throwaway namespace: {e}")),
+        Ok(Ok(_)) => Fact::Known(true),
+        Ok(Err(e)) if e.to_string().contains("kind is unknown") => Fact::Known(false),
+        Ok(Err(e)) => Fact::Unknown(format!("trying qdisc {kind}: {e}")),
+    }
+}
+
+/// Whether `modprobe NAME` could load module `name`: listed in
+/// `/lib/modules/RELEASE/modules.dep` or `modules.builtin`.
+pub fn module_available(name: &str) -> Fact<bool> {
+    let release = match tcpaccel_sys::sysctl::read("kernel.osrelease") {
+        Ok(r) => r,
+        Err(e) => return Fact::Unknown(e.to_string()),
+    };
+    let dir = std::path::Path::new("/lib/modules").join(&release);
+    if !dir.exists() {
+        return Fact::Known(false);
+    }
+    let file = format!("/{name}.ko");
+    for list in ["modules.dep", "modules.builtin"] {
+        match std::fs::read_to_string(dir.join(list)) {
+            Ok(text) => {
+                if text.lines().any(|l| l.split(':').next().is_some_and(|m| m.contains(&file))) {
+                    return Fact::Known(true);
+                }
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(e) => return Fact::Unknown(format!("{}: {e}", dir.join(list).display())),
+        }
+    }
+    Fact::Known(false)
 }
 
 /// `ip -j ARGS..` parsed as JSON.
@@ -315,6 +335,10 @@ fn collect_in(path: PathSpec, probe: &Probe, speed_from: SpeedFrom) -> Facts {
         }
         facts.sysctls.insert(key.to_string(), v);
     }
+    facts.qdiscs.insert("fq".into(), qdisc_available("fq"));
+    for m in ["tcp_cubic", "tcp_bbr"] {
+        facts.modules.insert(m.into(), module_available(m));
+    }
     facts.interfaces = Some(interfaces(speed_from));
     facts.routes = Some(routes());
     if let Some(target) = probe.target {
@@ -398,11 +422,8 @@ pub fn collect(netns: Option<&str>, path: PathSpec, probe: &Probe) -> Result<Fac
         let facts = collect_in(path, &probe, SpeedFrom::Netns(&name));
         // Sysctls that do not exist in a non-initial namespace are
         // host-global ones (netdev_max_backlog, tcp_mem).
-        let absent: Vec<&'static str> = SYSCTLS
-            .iter()
-            .copied()
-            .filter(|k| sysctl_path(k).is_some_and(|p| !std::path::Path::new(&p).exists()))
-            .collect();
+        let absent: Vec<&'static str> =
+            SYSCTLS.iter().copied().filter(|k| !tcpaccel_sys::sysctl::exists(k)).collect();
         (facts, absent)
     })
     .map_err(|e| match e {
@@ -416,6 +437,7 @@ pub fn collect(netns: Option<&str>, path: PathSpec, probe: &Probe) -> Result<Fac
     // (here), and mark them read-only so the judge advises the host instead
     // of planning a change it cannot make in the namespace.
     for key in absent {
+        facts.host_only.push(key.to_string());
         if let v @ Fact::Known(_) = read_sysctl(key) {
             facts.sysctls.insert(key.to_string(), v);
             if !facts.readonly.iter().any(|k| k == key) {
@@ -434,15 +456,25 @@ mod tests {
     use std::time::Instant;
 
     #[test]
-    fn sysctl_paths_stay_under_proc_sys() {
-        assert_eq!(sysctl_path("net.ipv4.tcp_rmem").as_deref(), Some("/proc/sys/net/ipv4/tcp_rmem"));
+    fn sysctl_reads_stay_under_proc_sys() {
         for bad in ["", "../etc/passwd", "net..x", ".net", "net/ipv4", "NET.x", "net.ipv4.tcp rmem"] {
-            assert_eq!(sysctl_path(bad), None, "{bad:?}");
+            assert!(
+                matches!(read_sysctl(bad), Fact::Unknown(r) if r.contains("invalid sysctl name")),
+                "{bad:?}"
+            );
         }
-        assert!(matches!(read_sysctl("net/../../etc"), Fact::Unknown(_)));
         assert!(
-            matches!(read_sysctl("net.ipv4.no_such_sysctl_here"), Fact::Unknown(r) if r.contains("does not exist here"))
+            matches!(read_sysctl("net.ipv4.no_such_sysctl_here"), Fact::Unknown(r) if r.contains("no such sysctl"))
         );
+    }
+
+    /// Root only: the qdisc probe tells a kind the kernel has from one it
+    /// does not, in a throwaway namespace.
+    #[test]
+    fn root_qdisc_probe_tells_kinds_apart() {
+        tcpaccel_sys::testing::require_root();
+        assert_eq!(qdisc_available("pfifo"), Fact::Known(true));
+        assert_eq!(qdisc_available("nosuchqdisc"), Fact::Known(false));
     }
 
     #[test]

@@ -186,6 +186,18 @@ pub struct Facts {
     #[serde(default)]
     pub measured: Option<Fact<Measured>>,
     pub live: Vec<LiveConn>,
+    /// Qdisc kinds the doctor may advise (`fq`), and whether this kernel
+    /// has them (built in or loadable), tried in a throwaway namespace.
+    #[serde(default)]
+    pub qdiscs: BTreeMap<String, Fact<bool>>,
+    /// Congestion-control modules the doctor may advise loading
+    /// (`tcp_cubic`), and whether `modprobe` could find them.
+    #[serde(default)]
+    pub modules: BTreeMap<String, Fact<bool>>,
+    /// Sysctls that do not exist in this (non-initial) namespace: the
+    /// values shown are the host's, settable only there.
+    #[serde(default)]
+    pub host_only: Vec<String>,
 }
 
 impl Facts {

@@ -218,16 +218,32 @@ pub fn describe_path(facts: &Facts) -> String {
 pub fn judge(facts: &Facts) -> Vec<Finding> {
     let mut out = checks(facts);
     // A setting that is read-only here (a host-global value seen from a
-    // namespace) cannot be applied here: it becomes advice for the host.
+    // namespace, or one the namespace does not have at all) cannot be
+    // applied here: it becomes advice for the host, without the namespace
+    // prefix (the key may not even exist inside).
+    let global = |key: &str| facts.readonly.iter().chain(&facts.host_only).any(|k| k == key);
+    let note = |key: &str| {
+        if facts.host_only.iter().any(|k| k == key) {
+            "host-global, absent in this namespace"
+        } else {
+            "host-global, read-only in this namespace"
+        }
+    };
     for f in &mut out {
         let mut host_only = !f.fixes.is_empty();
+        let mut where_ = "";
         for fix in &mut f.fixes {
             match fix {
-                Fix::Sysctl { key, value } if facts.readonly.iter().any(|k| k == key) => {
+                Fix::Sysctl { key, value } if global(key) => {
                     let v = if value.contains(' ') { format!("\"{value}\"") } else { value.clone() };
-                    *fix = Fix::Advice {
-                        command: format!("sysctl -w {key}={v}  # host-global: run in the initial namespace"),
-                    };
+                    where_ = note(key);
+                    *fix =
+                        Fix::Advice { command: format!("sysctl -w {key}={v}  # {where_}: run on the host") };
+                }
+                Fix::Advice { command } if advised_key(command).is_some_and(global) => {
+                    let key = advised_key(command).unwrap_or_default();
+                    where_ = note(key);
+                    *command = format!("{command}  # {where_}: run on the host");
                 }
                 _ => host_only = false,
             }
@@ -235,10 +251,15 @@ pub fn judge(facts: &Facts) -> Vec<Finding> {
         // Nothing in this namespace can change it: inform, do not fail the verdict.
         if host_only && f.severity > Severity::Info {
             f.severity = Severity::Info;
-            f.summary.push_str(" (host-global: not settable from this namespace)");
+            f.summary.push_str(&format!(" ({where_}: settable only on the host)"));
         }
     }
     out
+}
+
+/// The key of an advised `sysctl -w KEY=VALUE` command.
+fn advised_key(command: &str) -> Option<&str> {
+    command.strip_prefix("sysctl -w ")?.split('=').next()
 }
 
 fn checks(facts: &Facts) -> Vec<Finding> {
@@ -721,11 +742,20 @@ fn congestion_control(facts: &Facts) -> Finding {
     )
     .limits("recovery after loss");
     let better = ["cubic", "bbr"].into_iter().find(|c| avail.iter().any(|a| a == c));
-    f = match better {
-        Some(c) => f.fix(Fix::Sysctl { key: key.into(), value: c.into() }),
-        None => f.fix(Fix::Advice { command: "modprobe tcp_cubic".into() }),
-    };
-    f
+    // A module is advised only where modprobe can find it.
+    let loadable = ["tcp_cubic", "tcp_bbr"]
+        .into_iter()
+        .find(|m| !matches!(facts.modules.get(*m), Some(Fact::Known(false))));
+    match (better, loadable) {
+        (Some(c), _) => f.fix(Fix::Sysctl { key: key.into(), value: c.into() }),
+        (None, Some(m)) => f.fix(Fix::Advice { command: format!("modprobe {m}") }),
+        (None, None) => {
+            f.summary.push_str(&format!(
+                "; no better algorithm is available (available: {avail_s}) and this kernel has no tcp_cubic or tcp_bbr module to load: use a kernel with CONFIG_TCP_CONG_CUBIC"
+            ));
+            f
+        }
+    }
 }
 
 fn slow_start_after_idle(facts: &Facts) -> Finding {
@@ -802,16 +832,33 @@ fn default_qdisc(facts: &Facts) -> Finding {
     let key = "net.core.default_qdisc";
     let id = "default_qdisc";
     let limits = "pacing";
-    match facts.sysctl(key) {
-        Fact::Unknown(why) => unknown(id, key, &why, limits),
-        Fact::Known(q) if q == "fq" => Finding::new(id, Severity::Ok, "default qdisc fq (pacing in the qdisc)"),
-        Fact::Known(q) => Finding::new(
+    let fq = facts.qdiscs.get("fq").cloned().unwrap_or_else(|| Fact::Unknown("not tried".into()));
+    match (facts.sysctl(key), fq) {
+        (Fact::Unknown(why), _) => unknown(id, key, &why, limits),
+        (Fact::Known(q), _) if q == "fq" => {
+            Finding::new(id, Severity::Ok, "default qdisc fq (pacing in the qdisc)").limits(limits)
+        }
+        // Advising fq where the kernel has none would only fail.
+        (Fact::Known(q), Fact::Known(false)) => Finding::new(
+            id,
+            Severity::Ok,
+            format!("default qdisc {q}: this kernel has no fq qdisc (neither built in nor loadable), so TCP paces itself with a timer (Linux ≥ 4.13); nothing to change"),
+        )
+        .limits(limits),
+        (Fact::Known(q), Fact::Known(true)) => Finding::new(
             id,
             Severity::Info,
-            format!("default qdisc {q}: TCP paces itself with a timer (Linux ≥ 4.13); fasterdata prefers fq where the module exists"),
+            format!("default qdisc {q}: TCP paces itself with a timer (Linux ≥ 4.13); fasterdata prefers fq, which this kernel has"),
         )
         .limits(limits)
         .fix(Fix::Advice { command: "sysctl -w net.core.default_qdisc=fq".into() }),
+        (Fact::Known(q), Fact::Unknown(why)) => Finding::new(
+            id,
+            Severity::Info,
+            format!("default qdisc {q}: TCP paces itself with a timer (Linux ≥ 4.13); fasterdata prefers fq, but whether this kernel has it is unknown ({why})"),
+        )
+        .limits(limits)
+        .fix(Fix::Advice { command: "sysctl -w net.core.default_qdisc=fq  # only if `tc qdisc add dev lo root fq` works in a test namespace".into() }),
     }
 }
 
@@ -1713,6 +1760,66 @@ mod tests {
             "host-global advice is not wrapped in the namespace"
         );
         assert!(sysctl_fix(find(&fs, "tcp_rmem")).is_some());
+    }
+
+    /// Issue 26 item 13: fq is advised only where the kernel has it, and
+    /// the finding says so when it has none.
+    #[test]
+    fn fq_is_advised_only_where_the_kernel_has_it() {
+        let mut f = defaults();
+        f.qdiscs.insert("fq".into(), Fact::Known(false));
+        let q = find(&judge(&f), "default_qdisc").clone();
+        assert!(q.fixes.is_empty(), "{:?}", q.fixes);
+        assert_eq!(q.severity, Severity::Ok);
+        assert!(q.summary.contains("no fq qdisc"), "{}", q.summary);
+        f.qdiscs.insert("fq".into(), Fact::Known(true));
+        let q = find(&judge(&f), "default_qdisc").clone();
+        assert!(
+            matches!(&q.fixes[..], [Fix::Advice { command }] if command == "sysctl -w net.core.default_qdisc=fq")
+        );
+        f.qdiscs.clear();
+        let q = find(&judge(&f), "default_qdisc").clone();
+        assert!(q.summary.contains("unknown"), "{}", q.summary);
+    }
+
+    #[test]
+    fn a_module_is_advised_only_where_modprobe_can_find_it() {
+        let mut f = defaults();
+        f.path = path(Rate::gbps(1), 100.0);
+        f.sysctls.insert("net.ipv4.tcp_congestion_control".into(), Fact::Known("reno".into()));
+        f.sysctls.insert("net.ipv4.tcp_available_congestion_control".into(), Fact::Known("reno".into()));
+        f.modules.insert("tcp_cubic".into(), Fact::Known(false));
+        f.modules.insert("tcp_bbr".into(), Fact::Known(true));
+        let c = find(&judge(&f), "congestion_control").clone();
+        assert!(
+            matches!(&c.fixes[..], [Fix::Advice { command }] if command == "modprobe tcp_bbr"),
+            "{:?}",
+            c.fixes
+        );
+        f.modules.insert("tcp_bbr".into(), Fact::Known(false));
+        let c = find(&judge(&f), "congestion_control").clone();
+        assert!(c.fixes.is_empty(), "{:?}", c.fixes);
+        assert!(c.summary.contains("no tcp_cubic or tcp_bbr module"), "{}", c.summary);
+    }
+
+    /// Issue 28: in a namespace, advice about a key the namespace does not
+    /// have is for the host, not wrapped in `ip netns exec`.
+    #[test]
+    fn advice_on_a_key_absent_in_the_namespace_is_for_the_host() {
+        let mut f = defaults();
+        f.netns = Some("ns1".into());
+        f.qdiscs.insert("fq".into(), Fact::Known(true));
+        f.host_only = vec!["net.core.default_qdisc".into(), "net.core.netdev_max_backlog".into()];
+        let q = find(&judge(&f), "default_qdisc").clone();
+        let cmd = q.fixes[0].command(Some("ns1"));
+        assert!(cmd.starts_with("sysctl -w net.core.default_qdisc=fq"), "{cmd}");
+        assert!(cmd.contains("absent in this namespace"), "{cmd}");
+        // A read-only mirror (rmem_max) is named as such.
+        f.path = path(Rate::gbps(1), 100.0);
+        f.readonly = vec!["net.core.rmem_max".into()];
+        let r = find(&judge(&f), "rmem_max").clone();
+        assert!(r.fixes[0].command(Some("ns1")).contains("read-only in this namespace"), "{:?}", r.fixes);
+        assert!(r.summary.contains("read-only in this namespace"), "{}", r.summary);
     }
 
     #[test]

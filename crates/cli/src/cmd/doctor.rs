@@ -47,8 +47,10 @@ pub(crate) struct Args {
     #[arg(long, default_value_t = 5)]
     handshakes: usize,
     /// Examine (and fix) this network namespace instead of the current one.
-    #[arg(long)]
+    #[arg(long, conflicts_with = "node")]
     netns: Option<String>,
+    #[command(flatten)]
+    node: crate::cmd::trace::NodeArgs,
     /// JSON Lines on stdout (records typed facts / finding / summary / applied).
     #[arg(long)]
     json: bool,
@@ -60,7 +62,7 @@ pub(crate) struct Args {
     save: Option<PathBuf>,
     /// Restore the values saved by an earlier --apply, exactly; needs root.
     /// Refuses (changing nothing) when a value was changed since --apply.
-    #[arg(long, conflicts_with_all = ["apply", "rate", "rtt", "target", "netns"])]
+    #[arg(long, conflicts_with_all = ["apply", "rate", "rtt", "target", "netns", "node"])]
     revert: Option<PathBuf>,
     /// With --revert: restore even values that were changed since --apply.
     #[arg(long, requires = "revert")]
@@ -105,6 +107,22 @@ fn revert(file: &Path, force: bool, json: bool) -> anyhow::Result<Verdict> {
     let saved: Saved = serde_json::from_str(&text).map_err(|e| {
         exit::usage(format!("--revert {}: not a doctor saved-state file: {e}", file.display()))
     })?;
+    // A second --revert: nothing left to do, and nothing wrong.
+    if apply::restored(&saved).map_err(apply_err)? {
+        if json {
+            println!(
+                "{}",
+                serde_json::json!({ "type": "reverted", "file": file, "netns": saved.netns, "restored": [], "already_restored": true })
+            );
+        } else {
+            println!(
+                "already restored: every value saved in {} holds its old value again (namespace {}); nothing to do",
+                file.display(),
+                saved.netns.as_deref().unwrap_or("(this one)")
+            );
+        }
+        return Ok(Verdict::Ok);
+    }
     // Someone (or something) may have changed a value since --apply:
     // restoring would silently undo their change. Refuse unless forced.
     let changed = apply::changed_since(&saved).map_err(apply_err)?;
@@ -146,7 +164,8 @@ fn default_save_path() -> PathBuf {
     PathBuf::from(format!("tcpaccel-doctor-saved-{secs}.json"))
 }
 
-pub(crate) fn run(args: Args) -> anyhow::Result<Verdict> {
+pub(crate) fn run(mut args: Args) -> anyhow::Result<Verdict> {
+    args.netns = args.node.netns(args.netns.take())?;
     if let Some(file) = &args.revert {
         return revert(file, args.force, args.json);
     }

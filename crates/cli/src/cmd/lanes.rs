@@ -64,7 +64,7 @@ pub(crate) fn run(args: Args) -> anyhow::Result<Verdict> {
     }
     let label = args.netns.as_ref().map(|n| format!("namespace {n:?}")).unwrap_or("this namespace".into());
     if args.check {
-        tcpaccel_lanes::env::check(&cfg, &label).map_err(classify_env)?;
+        tcpaccel_lanes::env::check_in(&cfg, args.netns.as_deref()).map_err(classify_env)?;
         tcpaccel_sys::mptcp::EventListener::open()
             .map_err(|e| anyhow::Error::new(Fail::Feature(format!("mptcp_pm events: {e}"))))?;
         println!("lanes configuration {} is usable in {label}", args.config.display());

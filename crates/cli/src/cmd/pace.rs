@@ -63,6 +63,7 @@ enum Sub {
         cgroup: PathBuf,
         #[command(flatten)]
         rules: RuleArgs,
+        /// Print the result as one JSON object (cgroup, its id, pins, configuration) instead of a sentence.
         #[arg(long)]
         json: bool,
     },
@@ -73,12 +74,16 @@ enum Sub {
         cgroup: Option<PathBuf>,
         #[command(flatten)]
         rules: RuleArgs,
+        /// Print tcpaccel's own lines (the cgroup used, warnings, what was released) as JSON objects on stderr; stdout stays the command's.
+        #[arg(long)]
+        json: bool,
         /// The program and its arguments.
         #[arg(last = true, required = true)]
         command: Vec<OsString>,
     },
     /// Show attached cgroups, their rules and per-rule counters.
     Status {
+        /// Print one JSON object per attachment instead of the table (rates in payload bits/s, in keys ending in _bps).
         #[arg(long)]
         json: bool,
         /// Instead of printing once, serve the same counters as Prometheus metrics on this
@@ -88,7 +93,8 @@ enum Sub {
     },
     /// Detach pacing and set the sockets it paced back to unlimited.
     Detach {
-        #[arg(long, required_unless_present = "all")]
+        /// The cgroup to detach from: its path in the cgroup2 mount, or relative to it, as `pace status` lists it.
+        #[arg(long)]
         cgroup: Option<PathBuf>,
         /// Every tcpaccel pacing attachment on this host.
         #[arg(long, conflicts_with = "cgroup")]
@@ -96,6 +102,7 @@ enum Sub {
         /// How long to wait for the program to release sockets no file descriptor leads to (MPTCP subflows): each is released on its next ACK.
         #[arg(long, default_value = "1s", value_parser = crate::cmd::values::duration)]
         wait: Duration,
+        /// Print one JSON object per detached cgroup (its path, id and the sockets released) instead of a sentence.
         #[arg(long)]
         json: bool,
     },
@@ -139,23 +146,34 @@ pub(crate) fn run(a: Args) -> anyhow::Result<Verdict> {
             let cfg = rules.config()?;
             check_available()?;
             let cg = Cgroup::open(&cgroup).map_err(pacer_err)?;
+            if tcpaccel_sys::cgroup::hierarchy_is_private() {
+                // Its pins would go into a bpffs of this mount namespace,
+                // which vanishes (detaching the program) when it does.
+                return Err(exit::usage(
+                    "pace attach leaves pacing attached after it exits, which this mount namespace cannot \
+                     hold (it hides the host's /sys, as `ip netns exec` and `tcpaccel net exec` do): run \
+                     `tcpaccel pace attach` on the host (the pacer paces the cgroup's sockets in every \
+                     network namespace), or use `pace run` here",
+                ));
+            }
             let att = tcpaccel_pacer::attach(&cg, &cfg).map_err(pacer_err)?;
             if json {
-                let v = serde_json::json!({"type": "attached", "cgroup": cg.path, "cgroup_id": cg.id,
+                let v = serde_json::json!({"type": "attached", "cgroup": cg.shown(), "cgroup_id": cg.id,
                     "pins": att.pins(), "config": cfg});
                 println!("{v}");
             } else {
-                println!("attached to {} (pins {})", cg.path.display(), att.pins().display());
+                println!("attached to {} (pins {})", cg.shown().display(), att.pins().display());
             }
             att.persist();
             Ok(Verdict::Ok)
         }
-        Sub::Run { cgroup, rules, command } => {
+        Sub::Run { cgroup, rules, json, command } => {
             let cfg = rules.config()?;
             check_available()?;
             let mut cmd = Command::new(&command[0]);
             cmd.args(&command[1..]);
-            let status = run_paced(&cfg, cgroup.as_deref(), cmd, &format!("{:?}", command[0]))?;
+            let say = Say { who: "tcpaccel pace", json };
+            let status = run_paced(&cfg, cgroup.as_deref(), cmd, &format!("{:?}", command[0]), say)?;
             std::process::exit(exit_code(status));
         }
         Sub::Status { json, metrics: Some(at) } => {
@@ -185,28 +203,46 @@ pub(crate) fn run(a: Args) -> anyhow::Result<Verdict> {
             Ok(Verdict::Ok)
         }
         Sub::Detach { cgroup, all, wait, json } => {
-            exit::require_root("tcpaccel pace detach")?;
-            let ids = if all {
-                tcpaccel_pacer::pinned_ids()
-            } else {
-                let path = cgroup.unwrap_or_default();
-                vec![Cgroup::open(&path).map_err(pacer_err)?.id]
-            };
+            let ids =
+                match (cgroup, all) {
+                    (_, true) => {
+                        exit::require_root("tcpaccel pace detach")?;
+                        tcpaccel_pacer::pinned_ids()
+                    }
+                    (Some(path), false) => {
+                        exit::require_root("tcpaccel pace detach")?;
+                        vec![Cgroup::open(&path).map_err(pacer_err)?.id]
+                    }
+                    (None, false) => return Err(exit::usage(
+                        "pace detach needs --cgroup PATH (one attachment) or --all (every tcpaccel pacing \
+                         attachment on this host); `tcpaccel pace status` lists them",
+                    )),
+                };
+            if ids.is_empty() && !json {
+                println!("no tcpaccel pacing attached");
+            }
             for id in ids {
+                // The path before detaching (a cgroup may go once its program does).
+                let path = Cgroup::by_id(id).map(|c| c.shown());
                 let r = tcpaccel_pacer::detach_pinned(id, wait).map_err(pacer_err)?;
-                print_released(id, &r, json);
+                print_released(id, path.as_deref(), &r, json);
             }
             Ok(Verdict::Ok)
         }
     }
 }
 
-fn print_released(id: u64, r: &Released, json: bool) {
+fn print_released(id: u64, path: Option<&std::path::Path>, r: &Released, json: bool) {
     if json {
-        println!("{}", serde_json::json!({"type": "detached", "cgroup_id": id, "released": r}));
-    } else {
         println!(
-            "detached from cgroup id {id}: {} paced sockets open, {} released through a file descriptor, {} by the program on their next ACK (MPTCP subflows), {} still capped (idle without a file descriptor)",
+            "{}",
+            serde_json::json!({"type": "detached", "cgroup": path, "cgroup_id": id, "released": r})
+        );
+    } else {
+        let cg =
+            path.map_or_else(|| format!("cgroup id {id} (no longer exists)"), |p| p.display().to_string());
+        println!(
+            "detached from {cg}: {} paced sockets open, {} released through a file descriptor, {} by the program on their next ACK (MPTCP subflows), {} still capped (idle without a file descriptor)",
             r.tracked, r.released, r.by_program, r.unreachable
         );
     }
@@ -233,8 +269,6 @@ fn print_status(st: &[AttachStatus], json: bool) {
             "rule", "pace", "conns", "updates", "errors", "open"
         );
         for r in &s.rules {
-            let rates: Vec<String> =
-                r.rates.iter().take(8).map(|b| format!("{:.1}", *b as f64 * 8.0 / 1e6)).collect();
             let more = if r.rates.len() > 8 { format!(" +{}", r.rates.len() - 8) } else { String::new() };
             println!(
                 "  {:<28} {:<22} {:>8} {:>8} {:>7} {:>6}  {}{more}",
@@ -244,9 +278,25 @@ fn print_status(st: &[AttachStatus], json: bool) {
                 r.stats.updates,
                 r.stats.errors,
                 r.open,
-                rates.join(" ")
+                caps_column(r)
             );
         }
+    }
+}
+
+/// The current-caps column: the caps of the sockets open now (Mbit/s of
+/// payload), or, with none open, what the rule last set, so it is never blank.
+fn caps_column(r: &tcpaccel_pacer::attach::RuleStatus) -> String {
+    let mbit = |bytes_per_s: u64| format!("{:.1}", bytes_per_s as f64 * 8.0 / 1e6);
+    if !r.rates.is_empty() {
+        return r.rates.iter().take(8).map(|b| mbit(u64::from(*b))).collect::<Vec<_>>().join(" ");
+    }
+    match r.stats.last_rate {
+        0 if r.pace == "none" => "- (not paced)".to_string(),
+        0 => "- (no socket paced yet)".to_string(),
+        // The program's "no cap" (~0U) after a release.
+        l if l >= u64::from(u32::MAX) => "- (none open; last released)".to_string(),
+        l => format!("- (none open; last set {})", mbit(l)),
     }
 }
 
@@ -260,11 +310,44 @@ pub(crate) fn exit_code(s: ExitStatus) -> i32 {
 /// and removes the new cgroup when it ends, also on SIGINT/SIGTERM (which
 /// reach the command through the terminal; one sent to us alone is passed
 /// on as SIGKILL after 2 s) and on a panic (the guards' Drop).
+/// Who speaks on stderr during [`run_paced`], and in which form.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Say {
+    pub(crate) who: &'static str,
+    pub(crate) json: bool,
+}
+
+impl Say {
+    fn line(&self, kind: &str, text: &str, fields: serde_json::Value) {
+        if self.json {
+            let mut v = serde_json::json!({"type": kind, "message": text});
+            if let (Some(o), serde_json::Value::Object(f)) = (v.as_object_mut(), fields) {
+                o.extend(f);
+            }
+            eprintln!("{v}");
+        } else if kind == "warning" {
+            eprintln!("{}: warning: {text}", self.who);
+        } else {
+            eprintln!("{}: {text}", self.who);
+        }
+    }
+}
+
+/// True when every connection of the cgroup would be paced (and so counted).
+fn cfg_paces(cfg: &PaceConfig) -> bool {
+    use tcpaccel_pacer::RulePace;
+    cfg.default != RulePace::None && cfg.rules.iter().all(|r| r.pace != RulePace::None)
+}
+
+/// How often [`run_paced`] samples what the paced sockets carry.
+const SAMPLE_EVERY: Duration = Duration::from_millis(250);
+
 pub(crate) fn run_paced(
     cfg: &PaceConfig,
     cgroup: Option<&std::path::Path>,
     mut cmd: Command,
     what: &str,
+    say: Say,
 ) -> anyhow::Result<ExitStatus> {
     let stop = exit::stop_on_signal()?;
     let (temp, cg) = match cgroup {
@@ -276,13 +359,25 @@ pub(crate) fn run_paced(
         }
     };
     let att: Attachment = tcpaccel_pacer::attach(&cg, cfg).map_err(pacer_err)?;
-    eprintln!("tcpaccel pace: running in cgroup {} (pins {})", cg.path.display(), att.pins().display());
+    say.line(
+        "running",
+        &format!("running in cgroup {} (pins {})", cg.shown().display(), att.pins().display()),
+        serde_json::json!({"cgroup": cg.shown(), "cgroup_id": cg.id, "pins": att.pins()}),
+    );
     tcpaccel_sys::bpf::command_into_cgroup(&mut cmd, cg.procs().map_err(pacer_err)?);
     let mut child = cmd.spawn().with_context(|| format!("cannot run {what}"))?;
     let mut signalled: Option<Instant> = None;
+    let mut traffic = tcpaccel_pacer::Traffic::default();
+    let mut sampled = Instant::now();
     let status = loop {
         if let Some(s) = child.try_wait().context("waiting for the command")? {
             break s;
+        }
+        if sampled.elapsed() >= SAMPLE_EVERY {
+            sampled = Instant::now();
+            if let Err(e) = att.sample_traffic(&mut traffic) {
+                tracing::debug!("sampling the paced sockets: {e}");
+            }
         }
         if stop.load(Ordering::Relaxed) && signalled.is_none() {
             signalled = Some(Instant::now());
@@ -292,8 +387,23 @@ pub(crate) fn run_paced(
         }
         std::thread::sleep(Duration::from_millis(20));
     };
+    // Pacing acts on what the program sends: say so when it did nothing.
+    let conns = att.paced_conns().unwrap_or(0);
+    if conns == 0 && cfg_paces(cfg) {
+        say.line(
+            "warning",
+            "the program established no TCP connection in its cgroup: nothing was paced",
+            serde_json::json!({"paced_connections": 0}),
+        );
+    } else if let Some(w) = traffic.download_warning() {
+        let (sent, received) = traffic.totals();
+        say.line("warning", &w, serde_json::json!({"sent_bytes": sent, "received_bytes": received}));
+    }
     let r = att.detach().map_err(pacer_err)?;
     tracing::debug!(?r, "pace run: detached");
+    if say.json {
+        say.line("detached", "detached", serde_json::json!({"paced_connections": conns, "released": r}));
+    }
     drop(temp);
     Ok(status)
 }

@@ -97,9 +97,7 @@ pub(crate) fn pace_env(pace: PaceSpec) -> Option<String> {
 }
 
 fn available_cc() -> Vec<String> {
-    std::fs::read_to_string("/proc/sys/net/ipv4/tcp_available_congestion_control")
-        .map(|s| s.split_whitespace().map(String::from).collect())
-        .unwrap_or_default()
+    tcpaccel_sys::sysctl::read_words("net.ipv4.tcp_available_congestion_control").unwrap_or_default()
 }
 
 /// The shim to preload: --preload, $TCPACCEL_PRELOAD_LIB, a file beside the
@@ -228,7 +226,8 @@ pub(crate) fn run(a: Args) -> anyhow::Result<Verdict> {
     set(&mut cmd, "TCPACCEL_LOG", a.shim_log.map(|p| p.display().to_string()));
     if let Some(cfg) = cgroup_cfg {
         // We must outlive the program to detach and remove its cgroup.
-        let status = crate::cmd::pace::run_paced(&cfg, None, cmd, &format!("{:?}", a.command[0]))?;
+        let say = crate::cmd::pace::Say { who: "tcpaccel run", json: false };
+        let status = crate::cmd::pace::run_paced(&cfg, None, cmd, &format!("{:?}", a.command[0]), say)?;
         std::process::exit(crate::cmd::pace::exit_code(status));
     }
     // exec replaces this process: the program keeps our pid, signals and exit code.

@@ -44,6 +44,7 @@ pub(crate) struct Args {
     out: Option<PathBuf>,
     /// Also write an SVG of cwnd, ssthresh and RTT over time, of the sockets
     /// that send data (a socket joins from its first acknowledged data).
+    /// The file name must end in .svg (the only format written).
     #[arg(long)]
     plot: Option<PathBuf>,
     /// Plot every matching socket, also receivers (accepted sockets that
@@ -56,8 +57,54 @@ pub(crate) struct Args {
     #[arg(long, value_parser = values::duration)]
     discover: Option<Duration>,
     /// Sample sockets of this network namespace.
-    #[arg(long)]
+    #[arg(long, conflicts_with = "node")]
     netns: Option<String>,
+    #[command(flatten)]
+    node: NodeArgs,
+}
+
+/// `--node NAME [--run ID]`: a node of a network `tcpaccel net up` started,
+/// resolved to its namespace from the run's state (so no one needs to copy
+/// `tcpaccel-<id>-h1` from the `net up` output).
+#[derive(clap::Args, Debug, Clone, Default)]
+pub(crate) struct NodeArgs {
+    /// A host or router of the running network (`tcpaccel net up`), instead of --netns.
+    #[arg(long, value_name = "NAME")]
+    node: Option<String>,
+    /// With --node: the run id, needed when several networks are up (`tcpaccel net list`).
+    #[arg(long, value_name = "ID", requires = "node")]
+    run: Option<String>,
+}
+
+impl NodeArgs {
+    /// The namespace to act in: `--netns` as given, or `--node`'s.
+    pub(crate) fn netns(&self, netns: Option<String>) -> anyhow::Result<Option<String>> {
+        let Some(node) = &self.node else { return Ok(netns) };
+        let run = tcpaccel_net::state::select(self.run.as_deref()).map_err(|e| exit::usage(e.to_string()))?;
+        match run.ns_of(node) {
+            Some(ns) => Ok(Some(ns.to_string())),
+            None => {
+                let names: Vec<&str> = run.nodes.iter().map(|n| n.name.as_str()).collect();
+                Err(exit::usage(format!(
+                    "--node {node:?}: run {} has no such node; its hosts and routers: {}",
+                    run.run_id,
+                    names.join(", ")
+                )))
+            }
+        }
+    }
+}
+
+/// `--plot` writes SVG only: any other extension is refused before tracing.
+fn check_plot_path(p: &std::path::Path) -> anyhow::Result<()> {
+    match p.extension().and_then(|e| e.to_str()) {
+        Some(e) if e.eq_ignore_ascii_case("svg") => Ok(()),
+        other => Err(exit::usage(format!(
+            "--plot {}: the plot is written as SVG only; name the file with .svg{}",
+            p.display(),
+            other.map_or(String::new(), |e| format!(" (.{e} would hold SVG, not {})", e.to_uppercase()))
+        ))),
+    }
 }
 
 /// The plot keeps the rows of this many sockets (the first plotted), so a long
@@ -78,7 +125,11 @@ fn dst(s: &str) -> Result<Selector, String> {
     Selector::parse_dst(s).ok_or_else(|| format!("{s:?}: expected ADDR, ADDR:PORT or [V6]:PORT"))
 }
 
-pub(crate) fn run(args: Args) -> anyhow::Result<Verdict> {
+pub(crate) fn run(mut args: Args) -> anyhow::Result<Verdict> {
+    if let Some(p) = &args.plot {
+        check_plot_path(p)?;
+    }
+    args.netns = args.node.netns(args.netns.take())?;
     let interval = args.interval;
     if interval < Duration::from_millis(1) {
         return Err(exit::usage("--interval must be at least 1ms"));

@@ -225,10 +225,9 @@ fn bursts(args: &SendArgs) -> anyhow::Result<Option<tcpaccel_traffic::Bursts>> {
     Ok(Some(tcpaccel_traffic::Bursts { bytes, every, resume_pacing: args.resume_pacing }))
 }
 
-/// Reads a namespace sysctl under /proc/sys (None if unreadable).
+/// Reads a sysctl of this namespace (None if unreadable).
 fn sysctl(key: &str) -> Option<String> {
-    let path = format!("/proc/sys/{}", key.replace('.', "/"));
-    std::fs::read_to_string(path).ok().map(|s| s.trim().to_string())
+    tcpaccel_sys::sysctl::read(key).ok()
 }
 
 /// Warnings about namespace sysctls the chosen pacing depends on.
