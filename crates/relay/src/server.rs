@@ -712,10 +712,12 @@ async fn open_upstream(target: &Target, cfg: &Config, shared: &Arc<Shared>) -> R
         })
         .collect();
     let first = &cfg.next[0];
-    let warm = take_warm(shared, cfg, first);
-    refill_pool(shared, cfg);
-    if let Some(mut s) = warm {
-        match chain_handshake(&mut s, &cfg.next, &dests, true).await {
+    // Refills start after this session's handshake, not during it: on a busy
+    // machine they would compete with it for the hops' CPU.
+    if let Some(mut s) = take_warm(shared, cfg, first) {
+        let r = chain_handshake(&mut s, &cfg.next, &dests, true).await;
+        refill_pool(shared, cfg);
+        match r {
             Ok(()) => return Ok(s),
             // The warm connection failed before its hop answered (closed by
             // the hop meanwhile, say): the request was not acted on, so a
@@ -727,14 +729,13 @@ async fn open_upstream(target: &Target, cfg: &Config, shared: &Arc<Shared>) -> R
         }
     }
     let mut s = connect_hop(first, &cfg.tuning).await?;
-    match chain_handshake(&mut s, &cfg.next, &dests, false).await {
-        Ok(()) => {
-            if cfg.pool_size > 0 {
-                shared.pool().got_through(first);
-                refill_pool(shared, cfg);
-            }
-            Ok(s)
-        }
+    let r = chain_handshake(&mut s, &cfg.next, &dests, false).await;
+    if r.is_ok() && cfg.pool_size > 0 {
+        shared.pool().got_through(first);
+    }
+    refill_pool(shared, cfg);
+    match r {
+        Ok(()) => Ok(s),
         Err((i, e)) => Err(hop_refusal(&cfg.next[i], &dests[i], e)),
     }
 }
@@ -865,20 +866,32 @@ fn greeting(hop: &Hop) -> Result<(u8, Vec<u8>), HopError> {
     Ok((method, out))
 }
 
-/// Reads the answers to `greeting`: the method choice, then the auth status.
-async fn read_greeting_answers(s: &mut TcpStream, hop: &Hop, method: u8) -> Result<(), HopError> {
+/// Reads the hop's method choice, which must be `method`.
+async fn read_method(s: &mut TcpStream, method: u8) -> Result<(), HopError> {
     let mut two = [0u8; 2];
     s.read_exact(&mut two).await.map_err(io_other)?;
     match socks::parse_pair(&two, socks::VERSION) {
-        Ok(Parse::Done(m, _)) if m == method => {}
-        Ok(_) => return Err(HopError::Other(format!("hop chose method {:#04x}", two[1]))),
-        Err(e) => return Err(HopError::Other(e.to_string())),
+        Ok(Parse::Done(m, _)) if m == method => Ok(()),
+        Ok(_) => Err(HopError::Other(format!("hop chose method {:#04x}", two[1]))),
+        Err(e) => Err(HopError::Other(e.to_string())),
     }
+}
+
+/// Reads the RFC 1929 status, which must be success.
+async fn read_auth_status(s: &mut TcpStream) -> Result<(), HopError> {
+    let mut two = [0u8; 2];
+    s.read_exact(&mut two).await.map_err(io_other)?;
+    if two != [socks::AUTH_VERSION, 0] {
+        return Err(HopError::Other("hop rejected our credentials".into()));
+    }
+    Ok(())
+}
+
+/// Reads the answers to `greeting`: the method choice, then the auth status.
+async fn read_greeting_answers(s: &mut TcpStream, hop: &Hop, method: u8) -> Result<(), HopError> {
+    read_method(s, method).await?;
     if hop.auth.is_some() {
-        s.read_exact(&mut two).await.map_err(io_other)?;
-        if two != [socks::AUTH_VERSION, 0] {
-            return Err(HopError::Other("hop rejected our credentials".into()));
-        }
+        read_auth_status(s).await?;
     }
     Ok(())
 }
@@ -891,21 +904,11 @@ async fn greet(s: &mut TcpStream, hop: &Hop) -> Result<(), HopError> {
         s.write_all(&msg).await.map_err(io_other)?;
         return read_greeting_answers(s, hop, method).await;
     }
-    // Greeting (3 bytes) first, credentials only after the hop chose them.
+    // The greeting (3 bytes) first, the credentials once the hop chose them.
     s.write_all(&msg[..3]).await.map_err(io_other)?;
-    let mut two = [0u8; 2];
-    s.read_exact(&mut two).await.map_err(io_other)?;
-    match socks::parse_pair(&two, socks::VERSION) {
-        Ok(Parse::Done(m, _)) if m == method => {}
-        Ok(_) => return Err(HopError::Other(format!("hop chose method {:#04x}", two[1]))),
-        Err(e) => return Err(HopError::Other(e.to_string())),
-    }
+    read_method(s, method).await?;
     s.write_all(&msg[3..]).await.map_err(io_other)?;
-    s.read_exact(&mut two).await.map_err(io_other)?;
-    if two != [socks::AUTH_VERSION, 0] {
-        return Err(HopError::Other("hop rejected our credentials".into()));
-    }
-    Ok(())
+    read_auth_status(s).await
 }
 
 /// Reads exactly one CONNECT reply, never payload that follows it.
@@ -958,9 +961,9 @@ async fn chain_handshake(
         let end = hops[i..].iter().position(|h| !h.pipeline).map_or(hops.len(), |n| i + n);
         let mut out = Vec::new();
         let mut methods = Vec::new();
-        for k in i..end {
+        for (k, hop) in hops.iter().enumerate().take(end).skip(i) {
             if k > i || fresh {
-                let (m, g) = greeting(&hops[k]).map_err(|e| (k, e))?;
+                let (m, g) = greeting(hop).map_err(|e| (k, e))?;
                 out.extend_from_slice(&g);
                 methods.push(Some(m));
             } else {
