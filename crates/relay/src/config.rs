@@ -127,18 +127,30 @@ impl RawConfig {
 pub struct Hop {
     pub addr: Target,
     pub auth: Option<(String, String)>,
+    /// Written `tcpaccel+socks5://`: the hop is a tcpaccel relay, which
+    /// accepts greeting, auth and CONNECT sent together and forwards bytes
+    /// that follow its request; other hops get the step-by-step handshake.
+    pub pipeline: bool,
 }
 
 impl Hop {
-    /// Parses `socks5://[user:pass@]HOST:PORT` (also `socks5h://`, or no scheme).
+    /// Parses `socks5://[user:pass@]HOST:PORT` (also `socks5h://`, or no
+    /// scheme), or `tcpaccel+socks5://...` for a hop that is a tcpaccel relay.
     pub fn parse(s: &str) -> Result<Hop, ConfigError> {
+        let pipeline = s.starts_with("tcpaccel+socks5://");
         let rest = s
             .strip_prefix("socks5://")
             .or_else(|| s.strip_prefix("socks5h://"))
+            .or_else(|| s.strip_prefix("tcpaccel+socks5://"))
             .unwrap_or(s)
             .trim_end_matches('/');
         if rest.contains("://") {
-            return Err(invalid("next", format!("{s:?}: only socks5:// hops are supported")));
+            return Err(invalid(
+                "next",
+                format!(
+                    "{s:?}: only socks5:// (or tcpaccel+socks5:// for a tcpaccel relay) hops are supported"
+                ),
+            ));
         }
         let (auth, hostport) = match rest.rsplit_once('@') {
             Some((cred, hp)) => {
@@ -149,7 +161,7 @@ impl Hop {
             None => (None, rest),
         };
         let addr = parse_target(hostport).map_err(|m| invalid("next", format!("{s:?}: {m}")))?;
-        Ok(Hop { addr, auth })
+        Ok(Hop { addr, auth, pipeline })
     }
 }
 
@@ -227,6 +239,12 @@ pub struct Config {
     pub pipe_size: usize,
     pub buffer_size: usize,
     pub json_logs: bool,
+    /// Warm connections kept to the first next hop (0: none); see `pool`.
+    /// Not a file key or flag yet: the default.
+    pub pool_size: usize,
+    /// A warm connection idle this long is closed (below our relays' 5 s
+    /// handshake timeout).
+    pub pool_idle: Duration,
 }
 
 impl Config {
@@ -399,6 +417,8 @@ impl Config {
             pipe_size: pipe_size as usize,
             buffer_size: buffer_size as usize,
             json_logs: raw.json_logs.unwrap_or(false),
+            pool_size: 2,
+            pool_idle: Duration::from_secs(3),
         })
     }
 }

@@ -14,6 +14,7 @@ pub mod acl;
 pub mod admit;
 pub mod config;
 pub mod metrics;
+pub mod pool;
 pub mod pump;
 pub mod server;
 pub mod socks;

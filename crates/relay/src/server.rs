@@ -13,6 +13,22 @@
 //! Failures are answered with the matching RFC 1928 code and counted. This
 //! module does not parse bytes itself (see `socks`) nor move payload (see
 //! `pump`).
+//!
+//! Chain set-up (issue 29) costs as few round trips as the hops allow:
+//! - The server reads the handshake through one buffer and never drops what
+//!   follows a message, so a client may send greeting, credentials, CONNECT
+//!   and its first data at once; bytes after the request go upstream as soon
+//!   as the path is up.
+//! - Toward a hop named `tcpaccel+socks5://` (a tcpaccel relay, so the above
+//!   holds), the greeting, credentials and CONNECT go in one write, and for a
+//!   run of such hops the messages of all of them; a hop named `socks5://`
+//!   (Dante, any other server) gets the step-by-step handshake. The relay
+//!   does not guess: the marker in the configuration decides.
+//! - Warm connections to the first hop, connected and greeted ahead (see
+//!   `pool`), save its TCP handshake and greeting; each is used by one
+//!   session only.
+//! - TCP_NODELAY on both sides: a handshake message never waits behind a
+//!   delayed ACK of the one before it.
 
 use std::future::Future;
 use std::io;
@@ -28,6 +44,7 @@ use tracing::Instrument;
 
 use crate::admit::{Gate, Ticket};
 use crate::config::{Config, Hop, Mode, Tuning};
+use crate::pool::Pool;
 use crate::pump::{self, Outcome, PumpOptions, Side};
 use crate::socks::{self, Parse, Reply, Target, WireError};
 use crate::stats::{ErrorKind, Snapshot, Stats};
@@ -58,8 +75,10 @@ struct Shared {
     stats: Arc<Stats>,
     limit: Arc<Semaphore>,
     handshakes: std::sync::Mutex<Handshakes>,
-    /// The gate's clock starts here.
+    /// The gate's and the pool's clock starts here.
     epoch: std::time::Instant,
+    /// Warm connections to the first next hop.
+    pool: std::sync::Mutex<Pool<TcpStream, Hop>>,
 }
 
 /// Applies reloaded configurations to a running relay.
@@ -89,6 +108,10 @@ struct Handshakes {
 impl Shared {
     fn config(&self) -> Arc<Config> {
         self.cfg.read().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+
+    fn pool(&self) -> std::sync::MutexGuard<'_, Pool<TcpStream, Hop>> {
+        self.pool.lock().unwrap_or_else(|p| p.into_inner())
     }
 
     fn handshakes(&self) -> std::sync::MutexGuard<'_, Handshakes> {
@@ -139,6 +162,7 @@ impl Relay {
                 limit,
                 handshakes,
                 epoch: std::time::Instant::now(),
+                pool: std::sync::Mutex::new(Pool::new()),
             }),
         })
     }
@@ -165,6 +189,9 @@ impl Relay {
         for (l, mode) in self.listeners {
             tasks.spawn(accept_loop(l, mode, self.shared.clone()));
         }
+        let now = self.shared.epoch.elapsed();
+        self.shared.pool().started(now);
+        tasks.spawn(keep_pool(self.shared.clone()));
         shutdown.await;
         tasks.abort_all();
         self.shared.stats.snapshot()
@@ -239,9 +266,10 @@ async fn handle(
     mut client: TcpStream,
     peer: SocketAddr,
     mode: Mode,
-    shared: &Shared,
+    shared: &Arc<Shared>,
     handshake: Option<(HandshakeSlot, oneshot::Receiver<()>)>,
 ) {
+    nodelay(&client);
     let stats = &shared.stats;
     stats.connections_total.fetch_add(1, Relaxed);
     stats.connections_active.fetch_add(1, Relaxed);
@@ -264,7 +292,8 @@ async fn handle(
         Ok(x) => x,
         Err(r) => return finish_refused(&mut client, peer, None, r, socks, shared).await,
     };
-    let upstream = match tokio::time::timeout(cfg.connect_timeout, open_upstream(&target, cfg)).await {
+    let upstream = match tokio::time::timeout(cfg.connect_timeout, open_upstream(&target, cfg, shared)).await
+    {
         Ok(Ok(s)) => s,
         Ok(Err(r)) => return finish_refused(&mut client, peer, Some(&target), r, socks, shared).await,
         Err(_) => {
@@ -650,7 +679,7 @@ async fn connect_tuned(addrs: &[SocketAddr], t: &Tuning, what: &str) -> Result<T
 
 /// Opens the upstream side: checks access rules, then connects directly or
 /// through the configured chain.
-async fn open_upstream(target: &Target, cfg: &Config) -> Result<TcpStream, Refusal> {
+async fn open_upstream(target: &Target, cfg: &Config, shared: &Arc<Shared>) -> Result<TcpStream, Refusal> {
     // Domain targets are resolved here when we connect directly, or when access
     // rules must see an address; through a chain the name travels on unresolved.
     let direct = cfg.next.is_empty();
@@ -670,43 +699,149 @@ async fn open_upstream(target: &Target, cfg: &Config) -> Result<TcpStream, Refus
         Vec::new()
     };
     if direct {
-        return connect_tuned(&resolved, &cfg.tuning, "target").await;
+        let s = connect_tuned(&resolved, &cfg.tuning, "target").await?;
+        nodelay(&s);
+        return Ok(s);
     }
-    let first = &cfg.next[0];
-    let addrs = resolve(&first.addr).await.map_err(|r| {
-        refuse(ErrorKind::ChainFailed, Some(Reply::HostUnreachable), format!("first hop: {}", r.msg))
-    })?;
-    let mut s = connect_tuned(&addrs, &cfg.tuning, "first hop").await.map_err(|mut r| {
-        r.kind = ErrorKind::ChainFailed;
-        r.msg = format!("{} ({})", r.msg, first.addr);
-        r
-    })?;
-    // Ask each hop in turn to connect to the next one, the last to the target.
     let via_ip = resolved.first().copied().filter(|_| matches!(target, Target::Ip(_)));
-    for (i, hop) in cfg.next.iter().enumerate() {
-        let dest = match cfg.next.get(i + 1) {
+    // Each hop is asked to connect to the next one, the last to the target.
+    let dests: Vec<Target> = (0..cfg.next.len())
+        .map(|i| match cfg.next.get(i + 1) {
             Some(n) => n.addr.clone(),
             None => via_ip.map(Target::Ip).unwrap_or_else(|| target.clone()),
-        };
-        match hop_connect(&mut s, hop, &dest).await {
-            Ok(()) => {}
-            Err(HopError::Refused(reply)) => {
-                return Err(refuse(
-                    ErrorKind::ChainFailed,
-                    Some(reply),
-                    format!("hop {} refused {dest}: {reply:?}", hop.addr),
-                ))
+        })
+        .collect();
+    let first = &cfg.next[0];
+    // Refills start after this session's handshake, not during it: on a busy
+    // machine they would compete with it for the hops' CPU.
+    if let Some(mut s) = take_warm(shared, cfg, first) {
+        let r = chain_handshake(&mut s, &cfg.next, &dests, true).await;
+        refill_pool(shared, cfg);
+        match r {
+            Ok(()) => return Ok(s),
+            // The warm connection failed before its hop answered (closed by
+            // the hop meanwhile, say): the request was not acted on, so a
+            // fresh connection gets the answer the client needs.
+            Err((0, HopError::Other(msg))) => {
+                tracing::debug!("warm connection to {} failed ({msg}); connecting afresh", first.addr)
             }
-            Err(HopError::Other(msg)) => {
-                return Err(refuse(
-                    ErrorKind::ChainFailed,
-                    Some(Reply::GeneralFailure),
-                    format!("hop {}: {msg}", hop.addr),
-                ))
-            }
+            Err((i, e)) => return Err(hop_refusal(&cfg.next[i], &dests[i], e)),
         }
     }
+    let mut s = connect_hop(first, &cfg.tuning).await?;
+    let r = chain_handshake(&mut s, &cfg.next, &dests, false).await;
+    if r.is_ok() && cfg.pool_size > 0 {
+        shared.pool().got_through(first);
+    }
+    refill_pool(shared, cfg);
+    match r {
+        Ok(()) => Ok(s),
+        Err((i, e)) => Err(hop_refusal(&cfg.next[i], &dests[i], e)),
+    }
+}
+
+/// Connects to `hop` (the first of the chain) with the upstream tuning.
+async fn connect_hop(hop: &Hop, t: &Tuning) -> Result<TcpStream, Refusal> {
+    let addrs = resolve(&hop.addr).await.map_err(|r| {
+        refuse(ErrorKind::ChainFailed, Some(Reply::HostUnreachable), format!("first hop: {}", r.msg))
+    })?;
+    let s = connect_tuned(&addrs, t, "first hop").await.map_err(|mut r| {
+        r.kind = ErrorKind::ChainFailed;
+        r.msg = format!("{} ({})", r.msg, hop.addr);
+        r
+    })?;
+    nodelay(&s);
     Ok(s)
+}
+
+/// Handshake messages are small and each waits for an answer: send them at
+/// once instead of behind a delayed ACK (Nagle). Relayed data is forwarded
+/// as it arrives, so it stays on for the data path too.
+fn nodelay(s: &TcpStream) {
+    if let Err(e) = s.set_nodelay(true) {
+        tracing::debug!("TCP_NODELAY: {e}");
+    }
+}
+
+fn hop_refusal(hop: &Hop, dest: &Target, e: HopError) -> Refusal {
+    match e {
+        HopError::Refused(reply) => {
+            refuse(ErrorKind::ChainFailed, Some(reply), format!("hop {} refused {dest}: {reply:?}", hop.addr))
+        }
+        HopError::Other(msg) => {
+            refuse(ErrorKind::ChainFailed, Some(Reply::GeneralFailure), format!("hop {}: {msg}", hop.addr))
+        }
+    }
+}
+
+/// A warm connection to `first` from the pool, if one is idle and alive.
+fn take_warm(shared: &Shared, cfg: &Config, first: &Hop) -> Option<TcpStream> {
+    if cfg.pool_size == 0 {
+        return None;
+    }
+    loop {
+        let (s, expired) = shared.pool().take(first, shared.epoch.elapsed(), cfg.pool_idle);
+        drop(expired);
+        let s = s?;
+        // A greeted connection has nothing to read until we send a request;
+        // anything readable (end of file, an error) means the hop gave up on it.
+        let mut one = [0u8; 1];
+        match s.try_read(&mut one) {
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Some(s),
+            _ => tracing::debug!("dropping a warm connection to {} the hop has closed", first.addr),
+        }
+    }
+}
+
+/// Opens warm connections to the first hop until the pool holds its cap.
+fn refill_pool(shared: &Arc<Shared>, cfg: &Config) {
+    let Some(first) = cfg.next.first() else { return };
+    if cfg.pool_size == 0 {
+        return;
+    }
+    let (n, old) = shared.pool().wanted(first, shared.epoch.elapsed(), cfg.pool_size, cfg.pool_idle);
+    drop(old);
+    for _ in 0..n {
+        let shared = shared.clone();
+        let hop = first.clone();
+        let (tuning, timeout, cap) = (cfg.tuning.clone(), cfg.connect_timeout, cfg.pool_size);
+        tokio::spawn(async move {
+            let opened = tokio::time::timeout(timeout, async {
+                let mut s = connect_hop(&hop, &tuning).await.map_err(|r| r.msg)?;
+                greet(&mut s, &hop).await.map_err(|e| match e {
+                    HopError::Refused(r) => format!("{r:?}"),
+                    HopError::Other(m) => m,
+                })?;
+                Ok::<_, String>(s)
+            })
+            .await
+            .unwrap_or_else(|_| Err("timed out".into()));
+            match opened {
+                Ok(s) => {
+                    let back = shared.pool().put(&hop, s, shared.epoch.elapsed(), cap);
+                    drop(back);
+                }
+                Err(msg) => {
+                    shared.pool().failed(&hop);
+                    tracing::debug!("warm connection to {}: {msg}", hop.addr);
+                }
+            }
+        });
+    }
+}
+
+/// Closes expired warm connections and replaces them while the pool is in
+/// use (see `pool`).
+async fn keep_pool(shared: Arc<Shared>) {
+    loop {
+        let cfg = shared.config();
+        if !cfg.next.is_empty() && cfg.pool_size > 0 {
+            let expired = shared.pool().expire(shared.epoch.elapsed(), cfg.pool_idle);
+            drop(expired);
+            refill_pool(&shared, &cfg);
+        }
+        tokio::time::sleep((cfg.pool_idle / 4).max(Duration::from_millis(50))).await;
+    }
 }
 
 enum HopError {
@@ -714,33 +849,73 @@ enum HopError {
     Other(String),
 }
 
-/// SOCKS5 client side toward one hop over an established stream. Reads
-/// exactly the hop's reply, never payload that follows it.
-async fn hop_connect(s: &mut TcpStream, hop: &Hop, dest: &Target) -> Result<(), HopError> {
-    let other = |e: io::Error| HopError::Other(e.to_string());
+fn io_other(e: io::Error) -> HopError {
+    HopError::Other(e.to_string())
+}
+
+/// The method we ask of `hop`, and the greeting (with the RFC 1929 request
+/// when the hop wants credentials) that asks for it.
+fn greeting(hop: &Hop) -> Result<(u8, Vec<u8>), HopError> {
     let method = if hop.auth.is_some() { socks::METHOD_USERPASS } else { socks::METHOD_NONE };
-    s.write_all(&[socks::VERSION, 1, method]).await.map_err(other)?;
-    let mut two = [0u8; 2];
-    s.read_exact(&mut two).await.map_err(other)?;
-    match socks::parse_pair(&two, socks::VERSION) {
-        Ok(Parse::Done(m, _)) if m == method => {}
-        Ok(_) => return Err(HopError::Other(format!("hop chose method {:#04x}", two[1]))),
-        Err(e) => return Err(HopError::Other(e.to_string())),
-    }
+    let mut out = vec![socks::VERSION, 1, method];
     if let Some((u, p)) = &hop.auth {
         let msg = socks::encode_userpass(u.as_bytes(), p.as_bytes())
             .ok_or_else(|| HopError::Other("credentials too long".into()))?;
-        s.write_all(&msg).await.map_err(other)?;
-        s.read_exact(&mut two).await.map_err(other)?;
-        if two != [socks::AUTH_VERSION, 0] {
-            return Err(HopError::Other("hop rejected our credentials".into()));
-        }
+        out.extend_from_slice(&msg);
     }
-    let req = socks::encode_connect(dest).map_err(|e| HopError::Other(e.to_string()))?;
-    s.write_all(&req).await.map_err(other)?;
+    Ok((method, out))
+}
+
+/// Reads the hop's method choice, which must be `method`.
+async fn read_method(s: &mut TcpStream, method: u8) -> Result<(), HopError> {
+    let mut two = [0u8; 2];
+    s.read_exact(&mut two).await.map_err(io_other)?;
+    match socks::parse_pair(&two, socks::VERSION) {
+        Ok(Parse::Done(m, _)) if m == method => Ok(()),
+        Ok(_) => Err(HopError::Other(format!("hop chose method {:#04x}", two[1]))),
+        Err(e) => Err(HopError::Other(e.to_string())),
+    }
+}
+
+/// Reads the RFC 1929 status, which must be success.
+async fn read_auth_status(s: &mut TcpStream) -> Result<(), HopError> {
+    let mut two = [0u8; 2];
+    s.read_exact(&mut two).await.map_err(io_other)?;
+    if two != [socks::AUTH_VERSION, 0] {
+        return Err(HopError::Other("hop rejected our credentials".into()));
+    }
+    Ok(())
+}
+
+/// Reads the answers to `greeting`: the method choice, then the auth status.
+async fn read_greeting_answers(s: &mut TcpStream, hop: &Hop, method: u8) -> Result<(), HopError> {
+    read_method(s, method).await?;
+    if hop.auth.is_some() {
+        read_auth_status(s).await?;
+    }
+    Ok(())
+}
+
+/// Greets `hop` (and authenticates): together for a tcpaccel hop, step by
+/// step for any other.
+async fn greet(s: &mut TcpStream, hop: &Hop) -> Result<(), HopError> {
+    let (method, msg) = greeting(hop)?;
+    if hop.pipeline || hop.auth.is_none() {
+        s.write_all(&msg).await.map_err(io_other)?;
+        return read_greeting_answers(s, hop, method).await;
+    }
+    // The greeting (3 bytes) first, the credentials once the hop chose them.
+    s.write_all(&msg[..3]).await.map_err(io_other)?;
+    read_method(s, method).await?;
+    s.write_all(&msg[3..]).await.map_err(io_other)?;
+    read_auth_status(s).await
+}
+
+/// Reads exactly one CONNECT reply, never payload that follows it.
+async fn read_connect_reply(s: &mut TcpStream) -> Result<(), HopError> {
     // VER REP RSV ATYP and the first address byte tell the reply's length.
     let mut head = vec![0u8; 5];
-    s.read_exact(&mut head).await.map_err(other)?;
+    s.read_exact(&mut head).await.map_err(io_other)?;
     let rest = match head[3] {
         1 => 4 + 2 - 1,
         4 => 16 + 2 - 1,
@@ -748,7 +923,7 @@ async fn hop_connect(s: &mut TcpStream, hop: &Hop, dest: &Target) -> Result<(), 
         t => return Err(HopError::Other(format!("reply address type {t:#04x}"))),
     };
     let mut tail = vec![0u8; rest];
-    s.read_exact(&mut tail).await.map_err(other)?;
+    s.read_exact(&mut tail).await.map_err(io_other)?;
     head.extend_from_slice(&tail);
     match socks::parse_reply(&head) {
         Ok(Parse::Done((Reply::Succeeded, _), _)) => Ok(()),
@@ -756,6 +931,56 @@ async fn hop_connect(s: &mut TcpStream, hop: &Hop, dest: &Target) -> Result<(), 
         Ok(Parse::Incomplete) => Err(HopError::Other("truncated reply".into())),
         Err(e) => Err(HopError::Other(e.to_string())),
     }
+}
+
+/// SOCKS5 client side through `hops` over `s` (connected to `hops[0]`,
+/// already greeted if `greeted`), asking hop `i` to connect to `dests[i]`.
+/// A run of tcpaccel hops gets all its messages in one write (each of our
+/// relays forwards what follows its request to its next hop once that is
+/// up), then the answers are read in order; any other hop is negotiated
+/// step by step. On failure, returns the index of the hop that failed.
+async fn chain_handshake(
+    s: &mut TcpStream,
+    hops: &[Hop],
+    dests: &[Target],
+    greeted: bool,
+) -> Result<(), (usize, HopError)> {
+    let encode = |i: usize| socks::encode_connect(&dests[i]).map_err(|e| (i, HopError::Other(e.to_string())));
+    let mut i = 0;
+    while i < hops.len() {
+        let fresh = !(greeted && i == 0);
+        if !hops[i].pipeline {
+            if fresh {
+                greet(s, &hops[i]).await.map_err(|e| (i, e))?;
+            }
+            s.write_all(&encode(i)?).await.map_err(|e| (i, io_other(e)))?;
+            read_connect_reply(s).await.map_err(|e| (i, e))?;
+            i += 1;
+            continue;
+        }
+        let end = hops[i..].iter().position(|h| !h.pipeline).map_or(hops.len(), |n| i + n);
+        let mut out = Vec::new();
+        let mut methods = Vec::new();
+        for (k, hop) in hops.iter().enumerate().take(end).skip(i) {
+            if k > i || fresh {
+                let (m, g) = greeting(hop).map_err(|e| (k, e))?;
+                out.extend_from_slice(&g);
+                methods.push(Some(m));
+            } else {
+                methods.push(None);
+            }
+            out.extend_from_slice(&encode(k)?);
+        }
+        s.write_all(&out).await.map_err(|e| (i, io_other(e)))?;
+        for (k, m) in (i..end).zip(methods) {
+            if let Some(m) = m {
+                read_greeting_answers(s, &hops[k], m).await.map_err(|e| (k, e))?;
+            }
+            read_connect_reply(s).await.map_err(|e| (k, e))?;
+        }
+        i = end;
+    }
+    Ok(())
 }
 
 #[cfg(test)]

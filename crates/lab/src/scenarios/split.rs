@@ -169,6 +169,12 @@ fn url(chain: &Chain) -> String {
     format!("http://{}:{HTTP_PORT}/payload.bin", Chain::right_of_segment(chain.segments()))
 }
 
+/// How a tcpaccel relay names the next relay: `tcpaccel+socks5://` tells it
+/// the hop is a tcpaccel relay, so the handshake to it is sent in one piece.
+pub fn next_hop(scheme: &str, addr: Ipv4Addr) -> String {
+    format!("{scheme}://{addr}:{SOCKS_PORT}")
+}
+
 /// Dante's configuration for relay `i` (1-based) of an `n`-segment chain.
 pub fn dante_conf(i: usize, n: usize) -> String {
     let mut c = format!(
@@ -431,6 +437,12 @@ impl Scenario for Split {
                 "http",
                 "http (nginx + curl) or raw (traffic tool; tcpaccel relays only)",
             ),
+            ParamSpec::new(
+                "tcpaccel_next",
+                "tcpaccel+socks5",
+                "scheme tcpaccel relays name their next relay with: tcpaccel+socks5 (pipelined handshake) \
+                 or socks5 (step by step, as toward any SOCKS5 server)",
+            ),
         ]
     }
     fn quick(&self) -> Vec<(&'static str, &'static str)> {
@@ -564,6 +576,10 @@ impl Scenario for Split {
             kinds.push(Chain::parse(&v, total)?.kind);
         }
         let raw = p.str("transport")? == "raw";
+        let next_scheme = match p.str("tcpaccel_next")? {
+            s @ ("tcpaccel+socks5" | "socks5") => s.to_string(),
+            other => bail!("tcpaccel_next={other:?}: expected tcpaccel+socks5 or socks5"),
+        };
         let bins = find_peers(&kinds, raw, find_bin)?;
         let tcpaccel = tcpaccel_bin()?;
         let work = std::env::temp_dir().join(format!("tcpaccel-split-{}", std::process::id()));
@@ -581,6 +597,7 @@ impl Scenario for Split {
             results: BTreeMap::new(),
             order: self.variants(p)?,
             raw,
+            next_scheme,
         }))
     }
 }
@@ -627,6 +644,8 @@ struct SplitBed {
     order: Vec<String>,
     /// Traffic tool through `--forward` chains instead of HTTP.
     raw: bool,
+    /// `tcpaccel+socks5` or `socks5`: how tcpaccel relays name their next one.
+    next_scheme: String,
 }
 
 /// Waits until `addr` accepts a connection from inside `node`.
@@ -713,7 +732,7 @@ impl SplitBed {
                 ];
                 if i + 1 < n {
                     a.push("--next".into());
-                    a.push(format!("socks5://{}:{SOCKS_PORT}", Chain::right_of_segment(i + 1)));
+                    a.push(next_hop(&self.next_scheme, Chain::right_of_segment(i + 1)));
                 }
                 ("tcpaccel relay", a, SOCKS_PORT)
             }
@@ -1011,6 +1030,14 @@ mod tests {
         assert!(!squid_conf(2, 3, Path::new("/x")).contains("cache_peer"));
         // Distinct hostnames: Squid would take its own name coming back as a forwarding loop.
         assert_ne!(squid_conf(1, 3, Path::new("/x")), squid_conf(2, 3, Path::new("/x")));
+    }
+
+    #[test]
+    fn tcpaccel_relays_mark_their_next_relay_as_ours() {
+        let a = Chain::right_of_segment(2);
+        // The relay's `Hop::parse` reads this scheme as "pipeline".
+        assert_eq!(next_hop("tcpaccel+socks5", a), format!("tcpaccel+socks5://{a}:{SOCKS_PORT}"));
+        assert_eq!(next_hop("socks5", a), format!("socks5://{a}:{SOCKS_PORT}"));
     }
 
     #[test]
