@@ -30,6 +30,8 @@ pub mod netns;
 pub mod packet;
 /// The handshake-RTT probe: one TCP handshake timed, from a chosen local address.
 pub mod probe;
+/// RLIMIT_NOFILE: read it, raise the soft limit to the hard one.
+pub mod rlimit;
 /// SIGINT/SIGTERM: one handler thread, foreground subscribers, clean-up hooks on the exit path.
 pub mod signals;
 /// setsockopt/getsockopt helpers: SO_MAX_PACING_RATE, TCP_CONGESTION, buffers, TCP_WINDOW_CLAMP, ...
