@@ -15,7 +15,7 @@ use std::net::SocketAddr;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use tcpaccel_relay::{Config, RawConfig};
+use tcpaccel_relay::{Config, Settings};
 
 // The integration tests' helpers: the child relay's body and the echo server.
 #[path = "../tests/common/mod.rs"]
@@ -26,9 +26,9 @@ use tokio::net::TcpStream;
 
 fn child_relay() -> ! {
     let toml_text = std::env::var("BENCH_RELAY_TOML").unwrap_or_default();
-    let raw: RawConfig = toml::from_str(&toml_text).expect("BENCH_RELAY_TOML is relay TOML");
-    let raw = RawConfig { listen: Some("127.0.0.1:0".into()), ..raw };
-    let cfg = Config::from_raw(&raw).expect("config");
+    let raw: Settings = toml::from_str(&toml_text).expect("BENCH_RELAY_TOML is relay TOML");
+    let raw = Settings { listen: Some("127.0.0.1:0".parse().unwrap()), ..raw };
+    let cfg = Config::from_settings(&raw).expect("config");
     let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build().expect("runtime");
     common::serve_until_stdin_closes(cfg, rt);
     std::process::exit(0)

@@ -8,7 +8,7 @@ use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::time::Duration;
 
-use tcpaccel_relay::{Config, RawConfig};
+use tcpaccel_relay::{Config, Settings};
 
 mod common;
 use common::{
@@ -24,12 +24,12 @@ fn relay_child() {
     if !is_child(CHILD_ENV, "accept_backs_off_when_out_of_descriptors") {
         return;
     }
-    let raw = RawConfig {
-        listen: Some("127.0.0.1:0".into()),
-        handshake_timeout: Some("60s".into()),
+    let raw = Settings {
+        listen: Some("127.0.0.1:0".parse().unwrap()),
+        handshake_timeout: Some(Duration::from_secs(60)),
         ..Default::default()
     };
-    let cfg = Config::from_raw(&raw).expect("config");
+    let cfg = Config::from_settings(&raw).expect("config");
     let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("runtime");
     serve_until_stdin_closes(cfg, rt);
 }
