@@ -12,7 +12,7 @@ pub fn nofile() -> Result<(u64, u64)> {
     if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut l) } != 0 {
         return Err(Error::os("getrlimit(RLIMIT_NOFILE)", std::io::Error::last_os_error()));
     }
-    Ok((l.rlim_cur as u64, l.rlim_max as u64))
+    Ok((l.rlim_cur, l.rlim_max))
 }
 
 /// Raises the soft RLIMIT_NOFILE to the hard limit; returns the soft limit
@@ -22,7 +22,7 @@ pub fn raise_nofile() -> Result<(u64, u64)> {
     if soft >= hard {
         return Ok((soft, soft));
     }
-    let l = libc::rlimit { rlim_cur: hard as libc::rlim_t, rlim_max: hard as libc::rlim_t };
+    let l = libc::rlimit { rlim_cur: hard, rlim_max: hard };
     // SAFETY: setrlimit reads one rlimit from a struct that lives across the call.
     if unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &l) } != 0 {
         return Err(Error::os(format!("setrlimit(RLIMIT_NOFILE, {hard})"), std::io::Error::last_os_error()));
