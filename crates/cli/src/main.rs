@@ -1,8 +1,10 @@
 //! `tcpaccel`: one binary, one subcommand per tool. `main` only parses flags,
 //! sets up logging, and maps results to exit codes (see [`exit`]).
 
-use clap::{CommandFactory, Parser, Subcommand};
+use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
+use std::io::IsTerminal;
 use std::process::ExitCode;
+use std::sync::OnceLock;
 
 mod cmd;
 mod exit;
@@ -13,7 +15,7 @@ mod exit;
     version,
     about = "Make TCP fast on long fat networks and multipath datacenters, and prove it in a built-in network lab."
 )]
-struct Cli {
+pub(crate) struct Cli {
     /// Log filter for diagnostics on stderr (e.g. info, debug, tcpaccel_emu=trace); also RUST_LOG.
     #[arg(long, global = true, default_value = "warn")]
     log: String,
@@ -58,8 +60,50 @@ enum Command {
     Shim(cmd::shim::ShimArgs),
 }
 
+/// Replaces the log filter set up in `main` (a service's `log` file key).
+type SetFilter = Box<dyn Fn(&str) -> Result<(), String> + Send + Sync>;
+static SET_LOG_FILTER: OnceLock<SetFilter> = OnceLock::new();
+
+/// Replaces the log filter (`--log` syntax) for the rest of the run.
+pub(crate) fn set_log_filter(directives: &str) -> Result<(), String> {
+    match SET_LOG_FILTER.get() {
+        Some(set) => set(directives),
+        None => Err("logging is not set up".into()),
+    }
+}
+
+/// Diagnostics on stderr: colour only on a terminal (a service's journal
+/// or a redirected file gets plain text), the filter replaceable later.
+fn setup_logging(filter: &str) {
+    use tracing_subscriber::EnvFilter;
+    let builder = tracing_subscriber::fmt()
+        .with_env_filter(EnvFilter::try_new(filter).unwrap_or_else(|_| "warn".into()))
+        .with_writer(std::io::stderr)
+        .with_ansi(std::io::stderr().is_terminal())
+        .with_filter_reloading();
+    let handle = builder.reload_handle();
+    builder.init();
+    let _ = SET_LOG_FILTER.set(Box::new(move |d: &str| {
+        let f = EnvFilter::try_new(d).map_err(|e| e.to_string())?;
+        handle.reload(f).map_err(|e| e.to_string())
+    }));
+}
+
+/// Services hold a descriptor per connection (the relay several): raise
+/// the soft RLIMIT_NOFILE, which a shell leaves at 1024, to the hard limit.
+fn raise_nofile() {
+    match tcpaccel_sys::rlimit::raise_nofile() {
+        Ok((before, after)) if before != after => {
+            tracing::info!("open-file limit raised from {before} to {after}")
+        }
+        Ok(_) => {}
+        Err(e) => tracing::warn!("cannot raise the open-file limit: {e}"),
+    }
+}
+
 fn main() -> ExitCode {
-    let cli = match Cli::try_parse() {
+    let parsed = Cli::command().try_get_matches().and_then(|m| Cli::from_arg_matches(&m).map(|c| (c, m)));
+    let (cli, matches) = match parsed {
         Ok(c) => c,
         Err(e) => {
             let code = if e.use_stderr() { 2 } else { 0 };
@@ -68,10 +112,10 @@ fn main() -> ExitCode {
         }
     };
     let filter = std::env::var("RUST_LOG").unwrap_or_else(|_| cli.log.clone());
-    tracing_subscriber::fmt()
-        .with_env_filter(tracing_subscriber::EnvFilter::try_new(&filter).unwrap_or_else(|_| "warn".into()))
-        .with_writer(std::io::stderr)
-        .init();
+    setup_logging(&filter);
+    if matches!(cli.command, Command::Relay(_) | Command::Gather(_) | Command::Lanes(_)) {
+        raise_nofile();
+    }
     // A reader that stops early (`tcpaccel doctor --json | head -1`) makes
     // println! panic with a broken pipe. That is not a failure: unwind (so
     // every Drop guard still tears its namespaces down) and exit 0 quietly.
@@ -82,7 +126,10 @@ fn main() -> ExitCode {
         Command::Recv(a) => cmd::traffic::recv(a),
         Command::Send(a) => cmd::traffic::send(a),
         Command::Lab(a) => cmd::lab::run(a),
-        Command::Relay(a) => cmd::relay::run(a),
+        Command::Relay(a) => {
+            let none = clap::ArgMatches::default();
+            cmd::relay::run(a, matches.subcommand_matches("relay").unwrap_or(&none))
+        }
         Command::Doctor(a) => cmd::doctor::run(a),
         Command::Trace(a) => cmd::trace::run(a),
         Command::Run(a) => cmd::run::run(a),

@@ -279,7 +279,7 @@ fn relay_reloads_its_rules_on_sighup_keeps_connections_and_serves_metrics() {
     let file = dir.join("relay.toml");
     let port = TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
     let listen = format!("127.0.0.1:{port}");
-    let rules = |r: &str| format!("listen = \"{listen}\"\nrules = [\"{r} 127.0.0.1/32\"]\n");
+    let rules = |r: &str| format!("listen = \"{listen}\"\n{r} = [\"127.0.0.1/32\"]\n");
     std::fs::write(&file, rules("allow")).unwrap();
     let mport = TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port().to_string();
     let mut relay = spawn(&["relay", "--config", file.to_str().unwrap(), "--metrics", &mport]);

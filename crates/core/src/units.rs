@@ -350,6 +350,58 @@ pub fn serialize_bytes_per_sec<S: serde::Serializer>(r: &Rate, s: S) -> Result<S
     s.serialize_u64(r.bytes_per_sec())
 }
 
+/// Serde for unit values as people write them in configuration files: a
+/// rate or a duration as text with its unit (`"500mbit"`, `"2m"`), a size as
+/// text (`"4MiB"`) or a whole number of bytes. Each parses with the same
+/// function as the command line, so a file and a flag take one grammar. For
+/// `Option` fields: `#[serde(default, deserialize_with = "units::text::rate")]`.
+pub mod text {
+    use super::{parse_duration, Bytes, Rate};
+    use serde::de::{self, Deserializer, Visitor};
+    use std::fmt;
+    use std::time::Duration;
+
+    struct Text<T>(fn(&str) -> Result<T, super::ParseError>, &'static str, bool);
+
+    impl<T> Visitor<'_> for Text<T> {
+        type Value = T;
+        fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+            f.write_str(self.1)
+        }
+        fn visit_str<E: de::Error>(self, v: &str) -> Result<T, E> {
+            (self.0)(v).map_err(E::custom)
+        }
+        fn visit_u64<E: de::Error>(self, v: u64) -> Result<T, E> {
+            if self.2 {
+                (self.0)(&v.to_string()).map_err(E::custom)
+            } else {
+                Err(E::invalid_type(de::Unexpected::Unsigned(v), &self))
+            }
+        }
+        fn visit_i64<E: de::Error>(self, v: i64) -> Result<T, E> {
+            match u64::try_from(v) {
+                Ok(u) => self.visit_u64(u),
+                Err(_) => Err(E::invalid_type(de::Unexpected::Signed(v), &self)),
+            }
+        }
+    }
+
+    /// An optional [`Rate`] written as text (`"500mbit"`).
+    pub fn rate<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Rate>, D::Error> {
+        d.deserialize_any(Text(Rate::parse, "a rate with its unit, e.g. \"500mbit\"", false)).map(Some)
+    }
+
+    /// An optional [`Bytes`] written as text (`"4MiB"`) or a whole number of bytes.
+    pub fn bytes<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Bytes>, D::Error> {
+        d.deserialize_any(Text(Bytes::parse, "a size, e.g. \"4MiB\" or 65536", true)).map(Some)
+    }
+
+    /// An optional duration written as text with its unit (`"300ms"`, `"2m"`).
+    pub fn duration<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Duration>, D::Error> {
+        d.deserialize_any(Text(parse_duration, "a duration with its unit, e.g. \"300ms\"", false)).map(Some)
+    }
+}
+
 /// Bandwidth-delay product in bytes.
 pub fn bdp_bytes(rate: Rate, rtt: Duration) -> u64 {
     ((rate.0 as u128 * rtt.as_nanos()) / 8 / 1_000_000_000) as u64
@@ -358,6 +410,33 @@ pub fn bdp_bytes(rate: Rate, rtt: Duration) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn file_values_take_the_flag_grammar() {
+        #[derive(serde::Deserialize, Default)]
+        #[serde(default)]
+        struct F {
+            #[serde(deserialize_with = "text::rate")]
+            pace: Option<Rate>,
+            #[serde(deserialize_with = "text::bytes")]
+            buf: Option<Bytes>,
+            #[serde(deserialize_with = "text::duration")]
+            wait: Option<Duration>,
+        }
+        let f: F = serde_json::from_str(r#"{"pace": "500mbit", "buf": "4MiB", "wait": "2m"}"#).unwrap();
+        assert_eq!(
+            (f.pace, f.buf, f.wait),
+            (Some(Rate(500_000_000)), Some(Bytes(4 << 20)), Some(Duration::from_secs(120)))
+        );
+        let f: F = serde_json::from_str(r#"{"buf": 65536}"#).unwrap();
+        assert_eq!((f.pace, f.buf, f.wait), (None, Some(Bytes(65536)), None));
+        for bad in [r#"{"wait": "10"}"#, r#"{"wait": 10}"#, r#"{"pace": "fast"}"#, r#"{"buf": -1}"#] {
+            let e = serde_json::from_str::<F>(bad).err().expect(bad).to_string();
+            assert!(!e.is_empty(), "{bad}");
+        }
+        let e = serde_json::from_str::<F>(r#"{"pace": "fast"}"#).err().unwrap().to_string();
+        assert!(e.contains("\"fast\"") && e.contains("accepted forms"), "{e}");
+    }
 
     #[test]
     fn rates_in_bits() {

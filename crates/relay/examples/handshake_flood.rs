@@ -8,14 +8,20 @@
 //! data. The relay runs in a child process with the library's defaults (or
 //! the TOML settings in `BENCH_RELAY_TOML`), or is any relay at `--relay ADDR`.
 //!
-//! cargo run --release -p tcpaccel-relay --example handshake_flood -- [IDLE] [FRESH] [--relay ADDR]
+//! With `--sources N` the idle connections come from N loopback source
+//! addresses (127.10.0.1 on) and send nothing, and each reconnects as soon
+//! as the relay closes it (issue 26 item 11's flood); `--pause-ms MS` makes
+//! each fresh client wait that long between its greeting and its request
+//! (a WAN round trip).
+//!
+//! cargo run --release -p tcpaccel-relay --example handshake_flood -- [IDLE] [FRESH] [--relay ADDR] [--sources N] [--pause-ms MS]
 
 use std::io::{BufRead, BufReader};
 use std::net::SocketAddr;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use tcpaccel_relay::{Config, RawConfig};
+use tcpaccel_relay::{Config, Settings};
 
 // The integration tests' helpers: the child relay's body and the echo server.
 #[path = "../tests/common/mod.rs"]
@@ -26,9 +32,9 @@ use tokio::net::TcpStream;
 
 fn child_relay() -> ! {
     let toml_text = std::env::var("BENCH_RELAY_TOML").unwrap_or_default();
-    let raw: RawConfig = toml::from_str(&toml_text).expect("BENCH_RELAY_TOML is relay TOML");
-    let raw = RawConfig { listen: Some("127.0.0.1:0".into()), ..raw };
-    let cfg = Config::from_raw(&raw).expect("config");
+    let raw: Settings = toml::from_str(&toml_text).expect("BENCH_RELAY_TOML is relay TOML");
+    let raw = Settings { listen: Some("127.0.0.1:0".parse().unwrap()), ..raw };
+    let cfg = Config::from_settings(&raw).expect("config");
     let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build().expect("runtime");
     common::serve_until_stdin_closes(cfg, rt);
     std::process::exit(0)
@@ -61,12 +67,13 @@ fn raise_nofile(want: u64) {
 
 /// One fresh client: connect, greeting, CONNECT; returns the time to the
 /// CONNECT reply, after checking one byte is echoed through.
-async fn fresh(relay: SocketAddr, target: SocketAddr) -> Result<Duration, String> {
+async fn fresh(relay: SocketAddr, target: SocketAddr, pause: Duration) -> Result<Duration, String> {
     let t0 = Instant::now();
     let mut s = TcpStream::connect(relay).await.map_err(|e| format!("connect: {e}"))?;
     s.write_all(&[5, 1, 0]).await.map_err(|e| format!("greeting: {e}"))?;
     let mut m = [0u8; 2];
     s.read_exact(&mut m).await.map_err(|e| format!("method reply: {e}"))?;
+    tokio::time::sleep(pause).await;
     let SocketAddr::V4(t) = target else { return Err("v4 target".into()) };
     let mut req = vec![5, 1, 0, 1];
     req.extend_from_slice(&t.ip().octets());
@@ -91,9 +98,15 @@ fn main() {
     }
     let mut pos = Vec::new();
     let mut external: Option<SocketAddr> = None;
+    let mut sources = 0u32;
+    let mut pause = Duration::ZERO;
     let mut it = args.iter().skip(1);
     while let Some(a) = it.next() {
-        if a == "--relay" {
+        if a == "--sources" {
+            sources = it.next().and_then(|v| v.parse().ok()).expect("--sources N");
+        } else if a == "--pause-ms" {
+            pause = Duration::from_millis(it.next().and_then(|v| v.parse().ok()).expect("--pause-ms MS"));
+        } else if a == "--relay" {
             external = Some(it.next().expect("--relay ADDR").parse().expect("--relay IP:PORT"));
         } else {
             pos.push(a.clone());
@@ -133,10 +146,36 @@ fn main() {
         // after 2 s (SYNs dropped by a full backlog) keep retrying meanwhile.
         let t0 = Instant::now();
         let established = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let reconnects = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
         let tasks: Vec<_> = (0..idle)
             .map(|i| {
                 let established = established.clone();
+                let (stop, reconnects) = (stop.clone(), reconnects.clone());
                 tokio::spawn(async move {
+                    if sources > 0 {
+                        // Silent, from its own source, reconnecting when closed.
+                        let k = i as u32 % sources;
+                        let src = std::net::Ipv4Addr::new(127, 10 + (k / 62_500) as u8, ((k / 250) % 250) as u8, 1 + (k % 250) as u8);
+                        let mut first = true;
+                        while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                            let sock = tokio::net::TcpSocket::new_v4().ok()?;
+                            sock.bind(SocketAddr::new(src.into(), 0)).ok()?;
+                            let Ok(mut s) = sock.connect(relay).await else {
+                                tokio::time::sleep(Duration::from_millis(50)).await;
+                                continue;
+                            };
+                            if first {
+                                established.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                                first = false;
+                            } else {
+                                reconnects.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                            }
+                            let mut b = [0u8; 16];
+                            let _ = s.read(&mut b).await;
+                        }
+                        return None;
+                    }
                     let mut s = TcpStream::connect(relay).await.ok()?;
                     established.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
                     if i % 2 == 1 {
@@ -155,7 +194,7 @@ fn main() {
         let mut times = Vec::new();
         for i in 0..fresh_n {
             tokio::time::sleep(Duration::from_millis(100)).await;
-            let r = tokio::time::timeout(Duration::from_secs(60), fresh(relay, target)).await;
+            let r = tokio::time::timeout(Duration::from_secs(60), fresh(relay, target, pause)).await;
             let r = r.unwrap_or_else(|_| Err("no reply in 60 s".into()));
             match &r {
                 Ok(d) => {
@@ -169,6 +208,8 @@ fn main() {
                 Err(e) => println!("{{\"type\":\"fresh_connect\",\"i\":{i},\"error\":{e:?}}}"),
             }
         }
+        stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        eprintln!("flood reconnects meanwhile: {}", reconnects.load(std::sync::atomic::Ordering::Relaxed));
         let mut held = Vec::new();
         for t in tasks {
             if t.is_finished() {

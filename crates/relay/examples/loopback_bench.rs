@@ -12,12 +12,15 @@ use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use tcpaccel_relay::{Config, RawConfig, Relay};
+use tcpaccel_relay::{Config, Relay, Settings};
 
 fn child_relay(mode: &str) -> ! {
-    let raw =
-        RawConfig { listen: Some("127.0.0.1:0".into()), copy: Some(mode == "copy"), ..Default::default() };
-    let cfg = Config::from_raw(&raw).expect("config");
+    let raw = Settings {
+        listen: Some("127.0.0.1:0".parse().unwrap()),
+        copy: Some(mode == "copy"),
+        ..Default::default()
+    };
+    let cfg = Config::from_settings(&raw).expect("config");
     let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("runtime");
     rt.block_on(async {
         let relay = Relay::bind(cfg).await.expect("bind");

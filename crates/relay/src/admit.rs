@@ -18,6 +18,13 @@
 //!    age. One source flooding thus displaces its own handshakes before
 //!    anyone else's, and handshakes can never take every connection slot.
 //!
+//! Both limits look first at the handshakes that have made the least
+//! progress (SOCKS messages received, reported through [`Gate::progress`]):
+//! under a reconnecting flood of silent handshakes from many sources, a
+//! client that has sent its greeting and waits a round trip before its
+//! request is older than most of the flood, and would otherwise be the one
+//! displaced (issue 26 item 11). Among equals, the rules above apply.
+//!
 //! Sans-IO: no sockets, no clock (the caller passes `now`), no locking; the
 //! server owns one `Gate` behind a mutex and closes whatever it is told to
 //! evict.
@@ -57,15 +64,23 @@ pub struct Admission {
     pub evict: Option<Ticket>,
 }
 
+#[derive(Debug, Clone, Copy)]
+struct Entry {
+    source: SourceKey,
+    admitted: Duration,
+    /// SOCKS messages received so far.
+    progress: u32,
+}
+
 #[derive(Debug)]
 pub struct Gate {
     max: usize,
     per_source: usize,
     stall: Duration,
     next: Ticket,
-    /// Every handshake in progress, oldest first, with its source and when
-    /// it was admitted (the caller's clock).
-    all: BTreeMap<Ticket, (SourceKey, Duration)>,
+    /// Every handshake in progress, oldest first, with its source, when it
+    /// was admitted (the caller's clock) and its progress.
+    all: BTreeMap<Ticket, Entry>,
     by_source: HashMap<SourceKey, BTreeSet<Ticket>>,
 }
 
@@ -95,22 +110,10 @@ impl Gate {
     /// the same for every call), displacing at most one older handshake.
     pub fn admit(&mut self, source: IpAddr, now: Duration) -> Admission {
         let key = SourceKey::of(source);
-        let oldest_of = |k: &SourceKey| self.by_source.get(k).and_then(|s| s.first().copied());
         let own = self.by_source.get(&key).map_or(0, BTreeSet::len);
-        let stalled =
-            |t: Ticket| self.all.get(&t).is_some_and(|(_, at)| now.saturating_sub(*at) >= self.stall);
-        let evict = match oldest_of(&key) {
-            Some(t) if own >= self.per_source && stalled(t) => Some(t),
-            _ if self.all.len() >= self.max => {
-                // The source holding the most; ties go to the one whose
-                // oldest handshake is oldest.
-                let heaviest = self
-                    .by_source
-                    .iter()
-                    .max_by_key(|(_, set)| (set.len(), std::cmp::Reverse(set.first().copied())))
-                    .map(|(k, _)| *k);
-                heaviest.and_then(|k| oldest_of(&k))
-            }
+        let evict = match self.least_advanced_of(key) {
+            Some(t) if own >= self.per_source && self.stalled(t, now) => Some(t),
+            _ if self.all.len() >= self.max => self.least_advanced_overall(),
             _ => None,
         };
         if let Some(t) = evict {
@@ -118,14 +121,46 @@ impl Gate {
         }
         let ticket = self.next;
         self.next += 1;
-        self.all.insert(ticket, (key, now));
+        self.all.insert(ticket, Entry { source: key, admitted: now, progress: 0 });
         self.by_source.entry(key).or_default().insert(ticket);
         Admission { ticket, evict }
     }
 
+    /// The handshake `ticket` received another message (greeting,
+    /// authentication, request); unknown tickets are ignored.
+    pub fn progress(&mut self, ticket: Ticket) {
+        if let Some(e) = self.all.get_mut(&ticket) {
+            e.progress = e.progress.saturating_add(1);
+        }
+    }
+
+    fn stalled(&self, t: Ticket, now: Duration) -> bool {
+        self.all.get(&t).is_some_and(|e| now.saturating_sub(e.admitted) >= self.stall)
+    }
+
+    /// The oldest of `key`'s handshakes among those with the least progress.
+    fn least_advanced_of(&self, key: SourceKey) -> Option<Ticket> {
+        let set = self.by_source.get(&key)?;
+        // Tickets ascend, so the first at the minimum is the oldest.
+        set.iter().copied().min_by_key(|t| (self.all.get(t).map_or(0, |e| e.progress), *t))
+    }
+
+    /// Among the handshakes with the least progress, the oldest of the
+    /// source holding the most of them (ties: the source whose oldest is
+    /// oldest).
+    fn least_advanced_overall(&self) -> Option<Ticket> {
+        let least = self.all.values().map(|e| e.progress).min()?;
+        let mut count: HashMap<SourceKey, (usize, Ticket)> = HashMap::new();
+        for (t, e) in self.all.iter().filter(|(_, e)| e.progress == least) {
+            // Iterated oldest first: the first ticket seen is the source's oldest.
+            count.entry(e.source).or_insert((0, *t)).0 += 1;
+        }
+        count.values().max_by_key(|(n, oldest)| (*n, std::cmp::Reverse(*oldest))).map(|(_, t)| *t)
+    }
+
     /// The handshake ended (finished, failed or evicted); unknown tickets are ignored.
     pub fn leave(&mut self, ticket: Ticket) {
-        let Some((key, _)) = self.all.remove(&ticket) else { return };
+        let Some(Entry { source: key, .. }) = self.all.remove(&ticket) else { return };
         if let Some(set) = self.by_source.get_mut(&key) {
             set.remove(&ticket);
             if set.is_empty() {
@@ -203,6 +238,55 @@ mod tests {
         assert_eq!(evicted.len(), 13, "20 arrivals, 7 places left beside the honest one");
         assert!(!evicted.contains(&honest));
         assert_eq!(g.from_source(ip("127.0.0.2")), 7);
+    }
+
+    /// Issue 26 item 11: 2500 sources reconnecting silent handshakes, and
+    /// one client that has sent its greeting and waits a round trip. With
+    /// the budget full, every newcomer displaces a handshake that has sent
+    /// nothing, never the one that is advancing.
+    #[test]
+    fn a_flood_of_silent_handshakes_displaces_them_before_an_advancing_one() {
+        let mut g = Gate::new(64, 8, STALL);
+        let flood = |i: u32| IpAddr::from(std::net::Ipv4Addr::from(0x0a00_0000 + i % 2500));
+        let mut now = 0;
+        for i in 0..40 {
+            g.admit(flood(i), ms(now));
+            now += 1;
+        }
+        let honest = g.admit(ip("192.0.2.7"), ms(now)).ticket;
+        g.progress(honest); // its greeting
+        for i in 40..5000 {
+            now += 1;
+            let a = g.admit(flood(i), ms(now));
+            assert_ne!(a.evict, Some(honest), "the advancing handshake was displaced at arrival {i}");
+        }
+        g.progress(honest); // its request, a round trip later
+        assert_eq!(g.from_source(ip("192.0.2.7")), 1);
+        // Among equals, age decides: with everyone advanced once, the oldest goes.
+        let mut g = Gate::new(2, 2, STALL);
+        let a = g.admit(ip("10.0.0.1"), ms(0)).ticket;
+        let b = g.admit(ip("10.0.0.2"), ms(1)).ticket;
+        g.progress(a);
+        g.progress(b);
+        assert_eq!(g.admit(ip("10.0.0.3"), ms(2)).evict, Some(a));
+        // And the least advanced goes even when it is the youngest.
+        let mut g = Gate::new(3, 3, STALL);
+        let a = g.admit(ip("10.0.0.1"), ms(0)).ticket;
+        let b = g.admit(ip("10.0.0.2"), ms(1)).ticket;
+        let c = g.admit(ip("10.0.0.3"), ms(2)).ticket;
+        g.progress(a);
+        g.progress(b);
+        g.progress(b);
+        assert_eq!(g.admit(ip("10.0.0.4"), ms(3)).evict, Some(c));
+    }
+
+    #[test]
+    fn a_full_source_displaces_its_least_advanced_first() {
+        let mut g = Gate::new(10, 2, STALL);
+        let a = g.admit(ip("10.0.0.1"), ms(0)).ticket;
+        let b = g.admit(ip("10.0.0.1"), ms(10)).ticket;
+        g.progress(a);
+        assert_eq!(g.admit(ip("10.0.0.1"), ms(2000)).evict, Some(b));
     }
 
     #[test]

@@ -1,22 +1,24 @@
-//! Relay configuration: the raw form shared by the TOML file and the command
-//! line ([`RawConfig`]), turned into a validated [`Config`] in one step.
+//! Relay configuration: [`Settings`], typed values as a user gives them in
+//! the TOML file or on the command line (one set of names: each file key is
+//! a long flag with `_` for `-`), merged with [`Settings::overlay`] and
+//! turned into a validated [`Config`] in one step.
 //!
-//! Values are parsed only with `tcpaccel_core::units`. This module does no
-//! I/O except reading an auth file named by the configuration.
+//! Values are parsed only with `tcpaccel_core::units` and the parsers here,
+//! the same for the file and the flags. This module does no I/O except
+//! reading the configuration file and an auth file named by it.
 
 use std::net::{IpAddr, SocketAddr};
+use std::path::PathBuf;
 use std::time::Duration;
 
-use tcpaccel_core::units::{parse_duration, Bytes, Rate};
+use tcpaccel_core::units::{self, Bytes, Rate};
 
 use crate::acl::{Acl, Action, Rule};
 use crate::socks::Target;
 
-/// Everything that can go wrong turning raw settings into a [`Config`].
+/// Everything that can go wrong turning settings into a [`Config`].
 #[derive(Debug, thiserror::Error)]
 pub enum ConfigError {
-    #[error("{field}: {source}")]
-    Value { field: &'static str, source: tcpaccel_core::units::ParseError },
     #[error(transparent)]
     Rule(#[from] crate::acl::RuleError),
     #[error("{field}: {msg}")]
@@ -35,33 +37,54 @@ fn invalid(field: &'static str, msg: impl Into<String>) -> ConfigError {
     ConfigError::Invalid { field, msg: msg.into() }
 }
 
-/// Settings as written by a user, in the TOML file or on the command line.
-/// Field names are the long flags with `_` for `-`.
-#[derive(Debug, Clone, Default, PartialEq, serde::Deserialize, serde::Serialize)]
+/// Settings as a user gives them, typed. The TOML file's keys are these
+/// fields' names; the command line's long flags are the same names with
+/// `-` for `_` (`tcpaccel relay`'s test walks both and fails on a
+/// mismatch). Absent is `None` or empty; [`Config::from_settings`] puts
+/// the defaults in.
+#[derive(Debug, Clone, Default, PartialEq, serde::Deserialize)]
 #[serde(deny_unknown_fields, default)]
-pub struct RawConfig {
+pub struct Settings {
     /// SOCKS5 listen address (default 127.0.0.1:1080 when no `forward` is given).
-    pub listen: Option<String>,
+    pub listen: Option<SocketAddr>,
     /// Further SOCKS5 hops, `socks5://[user:pass@]HOST:PORT`, first is nearest.
-    pub next: Vec<String>,
+    pub next: Vec<Hop>,
     /// Fixed forwards `LISTEN=TARGET` (no SOCKS).
-    pub forward: Vec<String>,
+    pub forward: Vec<Forward>,
     /// Accepted `user:pass` pairs (RFC 1929); none means no authentication.
-    pub auth: Vec<String>,
+    pub auth: Vec<Credentials>,
     /// File of `user:pass` lines (`#` comments).
-    pub auth_file: Option<String>,
-    /// Ordered access rules, each `"allow CIDR[:PORTS]"` or `"deny CIDR[:PORTS]"`.
-    pub rules: Vec<String>,
+    pub auth_file: Option<PathBuf>,
+    /// Destinations clients may reach, `CIDR[:PORTS]`.
+    #[serde(deserialize_with = "allow_rules")]
+    pub allow: Vec<Rule>,
+    /// Destinations refused, `CIDR[:PORTS]`. From a file, deny rules are
+    /// checked before allow rules.
+    #[serde(deserialize_with = "deny_rules")]
+    pub deny: Vec<Rule>,
+    /// The command line's `--allow`/`--deny` in the order given (first
+    /// match wins); when set, it is the rule list instead of `deny` then
+    /// `allow`. A file cannot interleave keys, so it has no such field.
+    #[serde(skip)]
+    pub rules_in_order: Option<Vec<Rule>>,
     pub cc: Option<String>,
-    pub pace: Option<String>,
-    pub sndbuf: Option<String>,
-    pub rcvbuf: Option<String>,
-    pub notsent_lowat: Option<String>,
-    pub idle_timeout: Option<String>,
-    pub handshake_timeout: Option<String>,
+    #[serde(deserialize_with = "units::text::rate")]
+    pub pace: Option<Rate>,
+    #[serde(deserialize_with = "units::text::bytes")]
+    pub sndbuf: Option<Bytes>,
+    #[serde(deserialize_with = "units::text::bytes")]
+    pub rcvbuf: Option<Bytes>,
+    #[serde(deserialize_with = "units::text::bytes")]
+    pub notsent_lowat: Option<Bytes>,
+    #[serde(deserialize_with = "units::text::duration")]
+    pub idle_timeout: Option<Duration>,
+    #[serde(deserialize_with = "units::text::duration")]
+    pub handshake_timeout: Option<Duration>,
     /// Limit for a new SOCKS client's first byte (shorter than the handshake's).
-    pub first_byte_timeout: Option<String>,
-    pub connect_timeout: Option<String>,
+    #[serde(deserialize_with = "units::text::duration")]
+    pub first_byte_timeout: Option<Duration>,
+    #[serde(deserialize_with = "units::text::duration")]
+    pub connect_timeout: Option<Duration>,
     pub max_conns: Option<usize>,
     /// Connections in the SOCKS handshake at once (part of `max_conns`).
     pub max_handshakes: Option<usize>,
@@ -73,23 +96,58 @@ pub struct RawConfig {
     /// Use the user-space copy instead of splice(2).
     pub copy: Option<bool>,
     /// Pipe capacity per direction for splice.
-    pub pipe_size: Option<String>,
+    #[serde(deserialize_with = "units::text::bytes")]
+    pub pipe_size: Option<Bytes>,
     /// Buffer per direction for the copy path.
-    pub buffer_size: Option<String>,
-    /// One JSON line per closed connection on stderr.
+    #[serde(deserialize_with = "units::text::bytes")]
+    pub buffer_size: Option<Bytes>,
+    /// Per-connection records as JSON lines on stderr instead of log lines.
     pub json_logs: Option<bool>,
+    /// Metrics endpoint: `PORT` (loopback) or `IP:PORT`.
+    #[serde(deserialize_with = "metrics_addr")]
+    pub metrics: Option<SocketAddr>,
+    /// Log filter (as `--log`, which wins when given; also RUST_LOG).
+    pub log: Option<String>,
 }
 
-impl RawConfig {
+fn rules<'de, D: serde::Deserializer<'de>>(d: D, action: Action) -> Result<Vec<Rule>, D::Error> {
+    let texts = <Vec<String> as serde::Deserialize>::deserialize(d)?;
+    texts.iter().map(|t| Rule::parse(action, t).map_err(serde::de::Error::custom)).collect()
+}
+
+fn allow_rules<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Vec<Rule>, D::Error> {
+    rules(d, Action::Allow)
+}
+
+fn deny_rules<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Vec<Rule>, D::Error> {
+    rules(d, Action::Deny)
+}
+
+fn metrics_addr<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<SocketAddr>, D::Error> {
+    #[derive(serde::Deserialize)]
+    #[serde(untagged)]
+    enum PortOrText {
+        Port(u16),
+        Text(String),
+    }
+    match <PortOrText as serde::Deserialize>::deserialize(d)? {
+        PortOrText::Port(p) => Ok(Some(SocketAddr::from(([127, 0, 0, 1], p)))),
+        PortOrText::Text(t) => tcpaccel_metrics::parse_listen(&t).map(Some).map_err(serde::de::Error::custom),
+    }
+}
+
+impl Settings {
     /// Reads a TOML file.
-    pub fn from_toml_file(path: &str) -> Result<RawConfig, ConfigError> {
-        let text = std::fs::read_to_string(path)
-            .map_err(|e| ConfigError::File { path: path.to_string(), msg: e.to_string() })?;
-        toml::from_str(&text).map_err(|e| ConfigError::File { path: path.to_string(), msg: e.to_string() })
+    pub fn from_toml_file(path: &std::path::Path) -> Result<Settings, ConfigError> {
+        let file = |msg: String| ConfigError::File { path: path.display().to_string(), msg };
+        let text = std::fs::read_to_string(path).map_err(|e| file(e.to_string()))?;
+        toml::from_str(&text).map_err(|e| file(e.to_string()))
     }
 
-    /// `self` with every setting given in `over` replacing it (lists replace whole).
-    pub fn overlay(mut self, over: RawConfig) -> RawConfig {
+    /// `self` with every setting given in `over` replacing it (lists
+    /// replace whole; the access rules, allow and deny together, are one
+    /// setting).
+    pub fn overlay(mut self, over: Settings) -> Settings {
         macro_rules! opt {
             ($($f:ident),*) => { $( if over.$f.is_some() { self.$f = over.$f; } )* };
         }
@@ -115,15 +173,142 @@ impl RawConfig {
             copy,
             pipe_size,
             buffer_size,
-            json_logs
+            json_logs,
+            metrics,
+            log
         );
-        list!(next, forward, auth, rules);
+        list!(next, forward, auth);
+        if over.rules_in_order.is_some() || !over.allow.is_empty() || !over.deny.is_empty() {
+            self.allow = over.allow;
+            self.deny = over.deny;
+            self.rules_in_order = over.rules_in_order;
+        }
         self
+    }
+
+    /// The access rules in the order they are checked.
+    pub fn rules(&self) -> Vec<Rule> {
+        match &self.rules_in_order {
+            Some(r) => r.clone(),
+            None => self.deny.iter().chain(&self.allow).cloned().collect(),
+        }
+    }
+}
+
+/// The keys the configuration file accepts, as serde sees [`Settings`]
+/// (read from its derived `Deserialize`, so it cannot drift from it).
+pub fn file_keys() -> &'static [&'static str] {
+    use serde::de::{Deserializer, Visitor};
+    #[derive(Debug)]
+    struct Fields(&'static [&'static str]);
+    impl std::fmt::Display for Fields {
+        fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            write!(f, "{:?}", self.0)
+        }
+    }
+    impl std::error::Error for Fields {}
+    impl serde::de::Error for Fields {
+        fn custom<T: std::fmt::Display>(_: T) -> Fields {
+            Fields(&[])
+        }
+    }
+    /// A deserializer that answers nothing and reports the struct's fields.
+    struct Probe;
+    impl<'de> Deserializer<'de> for Probe {
+        type Error = Fields;
+        fn deserialize_any<V: Visitor<'de>>(self, _: V) -> Result<V::Value, Fields> {
+            Err(Fields(&[]))
+        }
+        fn deserialize_struct<V: Visitor<'de>>(
+            self,
+            _: &'static str,
+            fields: &'static [&'static str],
+            _: V,
+        ) -> Result<V::Value, Fields> {
+            Err(Fields(fields))
+        }
+        serde::forward_to_deserialize_any! {
+            bool i8 i16 i32 i64 i128 u8 u16 u32 u64 u128 f32 f64 char str string bytes
+            byte_buf option unit unit_struct newtype_struct seq tuple tuple_struct map enum
+            identifier ignored_any
+        }
+    }
+    match <Settings as serde::Deserialize>::deserialize(Probe) {
+        Err(Fields(f)) => f,
+        Ok(_) => &[],
+    }
+}
+
+/// A fixed forward: connections to `listen` are relayed to `target`.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Deserialize)]
+#[serde(try_from = "String")]
+pub struct Forward {
+    pub listen: SocketAddr,
+    pub target: Target,
+}
+
+impl std::str::FromStr for Forward {
+    type Err = ConfigError;
+    /// Parses `LISTEN=TARGET`, e.g. `127.0.0.1:9000=localhost:80`.
+    fn from_str(f: &str) -> Result<Forward, ConfigError> {
+        let (l, t) =
+            f.split_once('=').ok_or_else(|| invalid("forward", format!("{f:?}: expected LISTEN=TARGET")))?;
+        let listen: SocketAddr =
+            l.parse().map_err(|_| invalid("forward", format!("{l:?}: listen address must be IP:PORT")))?;
+        let target = parse_target(t).map_err(|m| invalid("forward", format!("{t:?}: {m}")))?;
+        Ok(Forward { listen, target })
+    }
+}
+
+impl TryFrom<String> for Forward {
+    type Error = ConfigError;
+    fn try_from(s: String) -> Result<Forward, ConfigError> {
+        s.parse()
+    }
+}
+
+/// An accepted RFC 1929 user and password.
+#[derive(Clone, PartialEq, Eq, serde::Deserialize)]
+#[serde(try_from = "String")]
+pub struct Credentials {
+    pub user: String,
+    pub pass: String,
+}
+
+/// Never prints the password.
+impl std::fmt::Debug for Credentials {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}:***", self.user)
+    }
+}
+
+impl Credentials {
+    fn parse(field: &'static str, s: &str) -> Result<Credentials, ConfigError> {
+        let (u, p) = s.split_once(':').ok_or_else(|| invalid(field, "expected user:pass"))?;
+        if u.is_empty() || u.len() > 255 || p.len() > 255 {
+            return Err(invalid(field, "user must be 1-255 bytes and password at most 255 bytes"));
+        }
+        Ok(Credentials { user: u.to_string(), pass: p.to_string() })
+    }
+}
+
+impl std::str::FromStr for Credentials {
+    type Err = ConfigError;
+    fn from_str(s: &str) -> Result<Credentials, ConfigError> {
+        Credentials::parse("auth", s)
+    }
+}
+
+impl TryFrom<String> for Credentials {
+    type Error = ConfigError;
+    fn try_from(s: String) -> Result<Credentials, ConfigError> {
+        s.parse()
     }
 }
 
 /// A SOCKS5 hop this relay goes through.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Deserialize)]
+#[serde(try_from = "String")]
 pub struct Hop {
     pub addr: Target,
     pub auth: Option<(String, String)>,
@@ -165,6 +350,20 @@ impl Hop {
     }
 }
 
+impl std::str::FromStr for Hop {
+    type Err = ConfigError;
+    fn from_str(s: &str) -> Result<Hop, ConfigError> {
+        Hop::parse(s)
+    }
+}
+
+impl TryFrom<String> for Hop {
+    type Error = ConfigError;
+    fn try_from(s: String) -> Result<Hop, ConfigError> {
+        Hop::parse(&s)
+    }
+}
+
 /// Parses `HOST:PORT`, `IP:PORT` or `[IPv6]:PORT`.
 pub fn parse_target(s: &str) -> Result<Target, String> {
     if let Ok(a) = s.parse::<SocketAddr>() {
@@ -187,6 +386,16 @@ pub fn parse_target(s: &str) -> Result<Target, String> {
 pub enum Mode {
     Socks,
     Forward(Target),
+}
+
+/// For messages: `SOCKS5`, or `forward to TARGET`.
+impl std::fmt::Display for Mode {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Mode::Socks => f.write_str("SOCKS5"),
+            Mode::Forward(t) => write!(f, "forward to {t}"),
+        }
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -245,6 +454,8 @@ pub struct Config {
     /// A warm connection idle this long is closed (below our relays' 5 s
     /// handshake timeout).
     pub pool_idle: Duration,
+    /// Where the metrics endpoint listens, if anywhere.
+    pub metrics: Option<SocketAddr>,
 }
 
 impl Config {
@@ -262,6 +473,7 @@ impl Config {
             ("copy", self.splice != new.splice),
             ("pipe_size", self.pipe_size != new.pipe_size),
             ("buffer_size", self.buffer_size != new.buffer_size),
+            ("metrics", self.metrics != new.metrics),
         ];
         let changed = fixed.iter().filter(|(_, c)| *c).map(|(n, _)| *n).collect();
         let merged = Config {
@@ -274,6 +486,7 @@ impl Config {
             splice: self.splice,
             pipe_size: self.pipe_size,
             buffer_size: self.buffer_size,
+            metrics: self.metrics,
             ..new
         };
         (merged, changed)
@@ -283,90 +496,45 @@ impl Config {
 pub const DEFAULT_LISTEN: &str = "127.0.0.1:1080";
 pub const DEFAULT_MAX_CONNS: usize = 1024;
 
-fn dur(field: &'static str, v: &Option<String>, default: Duration) -> Result<Duration, ConfigError> {
-    match v {
-        Some(s) => parse_duration(s).map_err(|source| ConfigError::Value { field, source }),
-        None => Ok(default),
-    }
-}
-
-fn bytes(field: &'static str, v: &Option<String>) -> Result<Option<u64>, ConfigError> {
-    v.as_deref()
-        .map(|s| Bytes::parse(s).map(|b| b.get()).map_err(|source| ConfigError::Value { field, source }))
-        .transpose()
-}
-
-fn user_pass(field: &'static str, s: &str) -> Result<(String, String), ConfigError> {
-    let (u, p) = s.split_once(':').ok_or_else(|| invalid(field, "expected user:pass"))?;
-    if u.is_empty() || u.len() > 255 || p.len() > 255 {
-        return Err(invalid(field, "user must be 1-255 bytes and password at most 255 bytes"));
-    }
-    Ok((u.to_string(), p.to_string()))
-}
-
 impl Config {
-    pub fn from_raw(raw: &RawConfig) -> Result<Config, ConfigError> {
-        let mut listeners = Vec::new();
-        for f in &raw.forward {
-            let (l, t) = f
-                .split_once('=')
-                .ok_or_else(|| invalid("forward", format!("{f:?}: expected LISTEN=TARGET")))?;
-            let addr: SocketAddr = l
-                .parse()
-                .map_err(|_| invalid("forward", format!("{l:?}: listen address must be IP:PORT")))?;
-            let target = parse_target(t).map_err(|m| invalid("forward", format!("{t:?}: {m}")))?;
-            listeners.push(Listener { addr, mode: Mode::Forward(target) });
-        }
-        if raw.listen.is_some() || listeners.is_empty() {
-            let l = raw.listen.as_deref().unwrap_or(DEFAULT_LISTEN);
-            let addr: SocketAddr =
-                l.parse().map_err(|_| invalid("listen", format!("{l:?}: expected IP:PORT")))?;
+    pub fn from_settings(set: &Settings) -> Result<Config, ConfigError> {
+        let mut listeners: Vec<Listener> = set
+            .forward
+            .iter()
+            .map(|f| Listener { addr: f.listen, mode: Mode::Forward(f.target.clone()) })
+            .collect();
+        if set.listen.is_some() || listeners.is_empty() {
+            let addr = set.listen.unwrap_or_else(|| SocketAddr::from(([127, 0, 0, 1], 1080)));
             listeners.push(Listener { addr, mode: Mode::Socks });
         }
-        let next = raw.next.iter().map(|h| Hop::parse(h)).collect::<Result<Vec<_>, _>>()?;
-        let mut users = raw.auth.iter().map(|a| user_pass("auth", a)).collect::<Result<Vec<_>, _>>()?;
-        if let Some(path) = &raw.auth_file {
+        let mut users: Vec<(String, String)> =
+            set.auth.iter().map(|c| (c.user.clone(), c.pass.clone())).collect();
+        if let Some(path) = &set.auth_file {
             let text = std::fs::read_to_string(path)
-                .map_err(|source| ConfigError::AuthFile { path: path.clone(), source })?;
+                .map_err(|source| ConfigError::AuthFile { path: path.display().to_string(), source })?;
             for line in text.lines().map(str::trim).filter(|l| !l.is_empty() && !l.starts_with('#')) {
-                users.push(user_pass("auth_file", line)?);
+                let c = Credentials::parse("auth_file", line)?;
+                users.push((c.user, c.pass));
             }
         }
-        let mut acl = Acl::default();
-        for r in &raw.rules {
-            let (verb, spec) = r.trim().split_once(char::is_whitespace).unwrap_or((r.as_str(), ""));
-            let action = match verb {
-                "allow" => Action::Allow,
-                "deny" => Action::Deny,
-                _ => {
-                    return Err(invalid(
-                        "rules",
-                        format!("{r:?}: expected \"allow CIDR[:PORTS]\" or \"deny ...\""),
-                    ))
-                }
-            };
-            acl.rules.push(Rule::parse(action, spec.trim())?);
-        }
+        let acl = Acl { rules: set.rules() };
         for l in &listeners {
             if !l.addr.ip().is_loopback() && !acl.has_allow() {
                 return Err(ConfigError::OpenRelay(l.addr));
             }
         }
-        let notsent_lowat = bytes("notsent_lowat", &raw.notsent_lowat)?
-            .map(|v| u32::try_from(v).map_err(|_| invalid("notsent_lowat", "must fit in 32 bits")))
+        let notsent_lowat = set
+            .notsent_lowat
+            .map(|v| u32::try_from(v.get()).map_err(|_| invalid("notsent_lowat", "must fit in 32 bits")))
             .transpose()?;
         let tuning = Tuning {
-            cc: raw.cc.clone(),
-            pace: raw
-                .pace
-                .as_deref()
-                .map(|s| Rate::parse(s).map_err(|source| ConfigError::Value { field: "pace", source }))
-                .transpose()?,
-            sndbuf: bytes("sndbuf", &raw.sndbuf)?,
-            rcvbuf: bytes("rcvbuf", &raw.rcvbuf)?,
+            cc: set.cc.clone(),
+            pace: set.pace,
+            sndbuf: set.sndbuf.map(Bytes::get),
+            rcvbuf: set.rcvbuf.map(Bytes::get),
             notsent_lowat,
         };
-        let max_conns = raw.max_conns.unwrap_or(DEFAULT_MAX_CONNS);
+        let max_conns = set.max_conns.unwrap_or(DEFAULT_MAX_CONNS);
         if max_conns == 0 {
             return Err(invalid("max_conns", "must be at least 1"));
         }
@@ -374,7 +542,7 @@ impl Config {
         // ones can never hold all of them; a source a quarter of that, but at
         // least 8 (or the whole budget if smaller) for clients that open a
         // few connections at once.
-        let max_handshakes = raw.max_handshakes.unwrap_or((max_conns / 4).clamp(1, 256));
+        let max_handshakes = set.max_handshakes.unwrap_or((max_conns / 4).clamp(1, 256));
         if max_handshakes == 0 || max_handshakes > max_conns {
             return Err(invalid(
                 "max_handshakes",
@@ -382,43 +550,46 @@ impl Config {
             ));
         }
         let per_source_handshakes =
-            raw.per_source_handshakes.unwrap_or((max_handshakes / 4).max(max_handshakes.min(8)));
+            set.per_source_handshakes.unwrap_or((max_handshakes / 4).max(max_handshakes.min(8)));
         if per_source_handshakes == 0 {
             return Err(invalid("per_source_handshakes", "must be at least 1"));
         }
-        let backlog = raw.backlog.unwrap_or(u32::MAX);
+        let backlog = set.backlog.unwrap_or(u32::MAX);
         if backlog == 0 {
             return Err(invalid("backlog", "must be at least 1"));
         }
-        let handshake_timeout = dur("handshake_timeout", &raw.handshake_timeout, Duration::from_secs(5))?;
-        let first_byte_timeout = dur("first_byte_timeout", &raw.first_byte_timeout, Duration::from_secs(2))?
-            .min(handshake_timeout);
-        let pipe_size = bytes("pipe_size", &raw.pipe_size)?.unwrap_or(256 * 1024);
-        let buffer_size = bytes("buffer_size", &raw.buffer_size)?.unwrap_or(256 * 1024);
-        if !(4096..=64 << 20).contains(&pipe_size) || !(4096..=64 << 20).contains(&buffer_size) {
-            return Err(invalid("pipe_size/buffer_size", "must be between 4KiB and 64MiB"));
+        let handshake_timeout = set.handshake_timeout.unwrap_or(Duration::from_secs(5));
+        let first_byte_timeout =
+            set.first_byte_timeout.unwrap_or(Duration::from_secs(2)).min(handshake_timeout);
+        let pipe_size = set.pipe_size.map_or(256 * 1024, Bytes::get);
+        let buffer_size = set.buffer_size.map_or(256 * 1024, Bytes::get);
+        for (field, v) in [("pipe_size", pipe_size), ("buffer_size", buffer_size)] {
+            if !(4096..=64 << 20).contains(&v) {
+                return Err(invalid(field, format!("{} is outside 4KiB to 64MiB", Bytes(v))));
+            }
         }
         Ok(Config {
             listeners,
-            next,
+            next: set.next.clone(),
             users,
             acl,
             tuning,
-            idle_timeout: dur("idle_timeout", &raw.idle_timeout, Duration::from_secs(300))?,
+            idle_timeout: set.idle_timeout.unwrap_or(Duration::from_secs(300)),
             handshake_timeout,
             first_byte_timeout,
-            connect_timeout: dur("connect_timeout", &raw.connect_timeout, Duration::from_secs(10))?,
+            connect_timeout: set.connect_timeout.unwrap_or(Duration::from_secs(10)),
             max_conns,
             max_handshakes,
             per_source_handshakes,
             handshake_stall: Duration::from_secs(1),
             backlog,
-            splice: !raw.copy.unwrap_or(false),
+            splice: !set.copy.unwrap_or(false),
             pipe_size: pipe_size as usize,
             buffer_size: buffer_size as usize,
-            json_logs: raw.json_logs.unwrap_or(false),
+            json_logs: set.json_logs.unwrap_or(false),
             pool_size: 2,
             pool_idle: Duration::from_secs(3),
+            metrics: set.metrics,
         })
     }
 }
@@ -427,108 +598,172 @@ impl Config {
 mod tests {
     use super::*;
 
+    fn from_toml(text: &str) -> Result<Config, String> {
+        let set: Settings = toml::from_str(text).map_err(|e| e.to_string())?;
+        Config::from_settings(&set).map_err(|e| e.to_string())
+    }
+
     #[test]
     fn defaults_listen_on_loopback() {
-        let c = Config::from_raw(&RawConfig::default()).unwrap();
+        let c = Config::from_settings(&Settings::default()).unwrap();
         assert_eq!(c.listeners, vec![Listener { addr: DEFAULT_LISTEN.parse().unwrap(), mode: Mode::Socks }]);
         assert!(c.splice);
         assert!(c.users.is_empty());
+        assert_eq!(c.metrics, None);
     }
 
     #[test]
     fn handshake_budget_defaults_scale_with_max_conns() {
-        let c = Config::from_raw(&RawConfig::default()).unwrap();
+        let c = Config::from_settings(&Settings::default()).unwrap();
         assert_eq!((c.max_conns, c.max_handshakes, c.per_source_handshakes), (1024, 256, 64));
         assert_eq!(c.backlog, u32::MAX, "the kernel caps it at somaxconn");
         assert_eq!(
             (c.first_byte_timeout, c.handshake_timeout),
             (Duration::from_secs(2), Duration::from_secs(5))
         );
-        let c = Config::from_raw(&RawConfig { max_conns: Some(16), ..Default::default() }).unwrap();
-        assert_eq!((c.max_handshakes, c.per_source_handshakes), (4, 4));
-        let c = Config::from_raw(&RawConfig { max_conns: Some(100), ..Default::default() }).unwrap();
-        assert_eq!((c.max_handshakes, c.per_source_handshakes), (25, 8));
-        let c = Config::from_raw(&RawConfig { max_conns: Some(1), ..Default::default() }).unwrap();
-        assert_eq!((c.max_handshakes, c.per_source_handshakes), (1, 1));
+        let with = |n| Config::from_settings(&Settings { max_conns: Some(n), ..Default::default() }).unwrap();
+        assert_eq!((with(16).max_handshakes, with(16).per_source_handshakes), (4, 4));
+        assert_eq!((with(100).max_handshakes, with(100).per_source_handshakes), (25, 8));
+        assert_eq!((with(1).max_handshakes, with(1).per_source_handshakes), (1, 1));
         // The first-byte limit never outlasts the whole handshake.
-        let raw = RawConfig { handshake_timeout: Some("300ms".into()), ..Default::default() };
-        assert_eq!(Config::from_raw(&raw).unwrap().first_byte_timeout, Duration::from_millis(300));
+        let set = Settings { handshake_timeout: Some(Duration::from_millis(300)), ..Default::default() };
+        assert_eq!(Config::from_settings(&set).unwrap().first_byte_timeout, Duration::from_millis(300));
     }
 
     #[test]
     fn open_relay_is_refused_without_allow_rules() {
-        let raw = RawConfig { listen: Some("0.0.0.0:1080".into()), ..Default::default() };
-        assert!(matches!(Config::from_raw(&raw), Err(ConfigError::OpenRelay(_))));
-        let raw = RawConfig { rules: vec!["allow 10.0.0.0/8".into()], ..raw };
-        assert!(Config::from_raw(&raw).is_ok());
+        assert!(matches!(from_toml("listen = \"0.0.0.0:1080\""), Err(e) if e.contains("refusing")));
+        assert!(from_toml("listen = \"0.0.0.0:1080\"\nallow = [\"10.0.0.0/8\"]").is_ok());
     }
 
+    /// Issue 26 item 8: the file takes the flags' names (`metrics`,
+    /// `allow`, `deny`, `log`, `buffer_size`), with the flags' grammar.
     #[test]
-    fn toml_equivalent_to_flags() {
+    fn the_file_takes_every_setting_under_its_flag_name() {
         let text = r#"
             listen = "127.0.0.1:2080"
             next = ["socks5://alice:pw@127.0.0.1:2081", "socks5://[::1]:2082", "relay.example:1080"]
             forward = ["127.0.0.1:9000=localhost:80"]
             auth = ["bob:secret"]
-            rules = ["deny 127.0.0.1:25", "allow 127.0.0.0/8"]
+            auth_file = "/dev/null"
+            allow = ["127.0.0.0/8"]
+            deny = ["127.0.0.1:25"]
             cc = "bbr"
             pace = "500mbit"
             sndbuf = "4MB"
+            rcvbuf = 65536
             notsent_lowat = "128KB"
             idle_timeout = "2m"
+            handshake_timeout = "4s"
+            first_byte_timeout = "1s"
+            connect_timeout = "3s"
             max_conns = 50
+            max_handshakes = 10
+            per_source_handshakes = 5
+            backlog = 128
             copy = true
+            pipe_size = "64KiB"
+            buffer_size = "128KiB"
+            json_logs = true
+            metrics = "9464"
+            log = "info"
         "#;
-        let raw: RawConfig = toml::from_str(text).unwrap();
-        let c = Config::from_raw(&raw).unwrap();
+        let set: Settings = toml::from_str(text).unwrap();
+        assert_eq!(set.log.as_deref(), Some("info"));
+        let c = Config::from_settings(&set).unwrap();
         assert_eq!(c.listeners.len(), 2);
         assert_eq!(c.next[0].auth, Some(("alice".into(), "pw".into())));
         assert_eq!(c.next[1].addr, Target::Ip("[::1]:2082".parse().unwrap()));
         assert_eq!(c.next[2].addr, Target::Domain("relay.example".into(), 1080));
         assert_eq!(c.users, vec![("bob".to_string(), "secret".to_string())]);
+        // Deny first: 127.0.0.1:25 is refused although 127/8 is allowed.
         assert_eq!(c.acl.rules.len(), 2);
+        assert!(!c.acl.permits("127.0.0.1".parse().unwrap(), 25));
+        assert!(c.acl.permits("127.0.0.1".parse().unwrap(), 80));
         assert_eq!(c.tuning.pace, Some(Rate(500_000_000)));
+        assert_eq!(
+            (c.tuning.sndbuf, c.tuning.rcvbuf, c.tuning.notsent_lowat),
+            (Some(4_000_000), Some(65536), Some(128_000))
+        );
         assert_eq!(c.idle_timeout, Duration::from_secs(120));
+        assert_eq!((c.max_conns, c.max_handshakes, c.per_source_handshakes, c.backlog), (50, 10, 5, 128));
         assert!(!c.splice);
-        assert!(toml::from_str::<RawConfig>("lisen = \"x\"").is_err());
+        assert_eq!((c.pipe_size, c.buffer_size), (65536, 131072));
+        assert!(c.json_logs);
+        assert_eq!(c.metrics, Some("127.0.0.1:9464".parse().unwrap()));
+        assert_eq!(from_toml("metrics = 9465").unwrap().metrics, Some("127.0.0.1:9465".parse().unwrap()));
+        // Every key above is a file key, and every file key is above.
+        let mut written: Vec<&str> =
+            text.lines().filter_map(|l| l.split_once(" = ")).map(|(k, _)| k.trim()).collect();
+        let mut keys = file_keys().to_vec();
+        written.sort_unstable();
+        keys.sort_unstable();
+        assert_eq!(written, keys);
+    }
+
+    #[test]
+    fn bad_file_values_name_the_key_and_the_value() {
+        for (text, needle) in [
+            ("lisen = \"x\"", "lisen"),
+            ("rules = [\"allow any\"]", "rules"),
+            ("pace = \"fast\"", "\"fast\""),
+            ("idle_timeout = \"10\"", "missing unit"),
+            ("idle_timeout = 10", "idle_timeout"),
+            ("next = [\"http://x:1\"]", "only socks5"),
+            ("forward = [\"127.0.0.1:1\"]", "LISTEN=TARGET"),
+            ("allow = [\"10.0.0.0/33\"]", "10.0.0.0/33"),
+            ("auth = [\"nopass\"]", "user:pass"),
+            ("metrics = \"somewhere\"", "somewhere"),
+            ("max_conns = 0", "max_conns"),
+            ("max_conns = 8\nmax_handshakes = 9", "max_handshakes"),
+            ("max_handshakes = 0", "max_handshakes"),
+            ("per_source_handshakes = 0", "per_source_handshakes"),
+            ("backlog = 0", "backlog"),
+            ("buffer_size = 100", "buffer_size"),
+            ("first_byte_timeout = \"soon\"", "\"soon\""),
+        ] {
+            let e = from_toml(text).err().unwrap_or_else(|| panic!("{text} accepted"));
+            assert!(e.contains(needle), "{text}: {e}");
+        }
     }
 
     #[test]
     fn the_shipped_example_is_valid() {
         let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../examples/relay/relay.toml");
-        let raw = RawConfig::from_toml_file(path).unwrap();
-        let c = Config::from_raw(&raw).unwrap();
+        let set = Settings::from_toml_file(std::path::Path::new(path)).unwrap();
+        let c = Config::from_settings(&set).unwrap();
         assert!(!c.listeners[0].addr.ip().is_loopback());
         assert!(c.acl.has_allow());
         assert_eq!(c.next.len(), 1);
     }
 
     #[test]
-    fn overlay_replaces_given_fields() {
-        let a =
-            RawConfig { listen: Some("127.0.0.1:1".into()), next: vec!["a:1".into()], ..Default::default() };
-        let b = RawConfig { listen: Some("127.0.0.1:2".into()), ..Default::default() };
-        let c = a.overlay(b);
-        assert_eq!(c.listen.as_deref(), Some("127.0.0.1:2"));
-        assert_eq!(c.next, vec!["a:1".to_string()]);
+    fn overlay_replaces_given_fields_and_the_rules_as_one() {
+        let file: Settings = toml::from_str(
+            "listen = \"127.0.0.1:1\"\nnext = [\"a:1\"]\nallow = [\"10.0.0.0/8\"]\ndeny = [\"10.1.0.0/16\"]",
+        )
+        .unwrap();
+        let flags = Settings { listen: Some("127.0.0.1:2".parse().unwrap()), ..Default::default() };
+        let c = file.clone().overlay(flags);
+        assert_eq!(c.listen, Some("127.0.0.1:2".parse().unwrap()));
+        assert_eq!(c.next, vec![Hop::parse("a:1").unwrap()]);
+        assert_eq!(c.rules().len(), 2);
+        // Rules given on the command line replace the file's, in their order.
+        let allow = Rule::parse(Action::Allow, "10.1.2.0/24").unwrap();
+        let flags = Settings {
+            rules_in_order: Some(vec![allow.clone()]),
+            allow: vec![allow.clone()],
+            ..Default::default()
+        };
+        assert_eq!(file.overlay(flags).rules(), vec![allow]);
     }
 
     #[test]
-    fn bad_values_are_errors() {
-        for raw in [
-            RawConfig { next: vec!["http://x:1".into()], ..Default::default() },
-            RawConfig { forward: vec!["127.0.0.1:1".into()], ..Default::default() },
-            RawConfig { pace: Some("fast".into()), ..Default::default() },
-            RawConfig { rules: vec!["permit any".into()], ..Default::default() },
-            RawConfig { auth: vec!["nopass".into()], ..Default::default() },
-            RawConfig { max_conns: Some(0), ..Default::default() },
-            RawConfig { max_conns: Some(8), max_handshakes: Some(9), ..Default::default() },
-            RawConfig { max_handshakes: Some(0), ..Default::default() },
-            RawConfig { per_source_handshakes: Some(0), ..Default::default() },
-            RawConfig { backlog: Some(0), ..Default::default() },
-            RawConfig { first_byte_timeout: Some("soon".into()), ..Default::default() },
-        ] {
-            assert!(Config::from_raw(&raw).is_err(), "{raw:?}");
-        }
+    fn mode_and_credentials_print_for_people() {
+        assert_eq!(Mode::Socks.to_string(), "SOCKS5");
+        let f: Forward = "127.0.0.1:9000=localhost:80".parse().unwrap();
+        assert_eq!(Mode::Forward(f.target).to_string(), "forward to localhost:80");
+        let c: Credentials = "bob:secret".parse().unwrap();
+        assert!(!format!("{c:?}").contains("secret"));
     }
 }

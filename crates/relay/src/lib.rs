@@ -13,6 +13,7 @@
 pub mod acl;
 pub mod admit;
 pub mod config;
+pub mod connlog;
 pub mod metrics;
 pub mod pool;
 pub mod pump;
@@ -20,7 +21,7 @@ pub mod server;
 pub mod socks;
 pub mod stats;
 
-pub use config::{Config, ConfigError, RawConfig};
+pub use config::{Config, ConfigError, Settings};
 pub use server::{Relay, RelayError, Reloader};
 pub use stats::{Snapshot, Stats};
 
@@ -31,17 +32,29 @@ pub struct Hooks {
     /// Reads the configuration again (the same file and flags) on SIGHUP;
     /// an error keeps the running configuration.
     pub reload: Option<Box<dyn Fn() -> Result<Config, String> + Send + Sync>>,
-    /// Serve Prometheus metrics on this address (see [`metrics`]).
+    /// Called once every listener (and the metrics endpoint, if any) is
+    /// bound: the service's start line.
+    pub started: Box<dyn FnOnce(&Started) + Send>,
+}
+
+/// What a relay is serving, once bound.
+#[derive(Debug, Clone)]
+pub struct Started {
+    /// Each listener's bound address and what it does.
+    pub listeners: Vec<(std::net::SocketAddr, config::Mode)>,
+    /// The metrics endpoint's address.
     pub metrics: Option<std::net::SocketAddr>,
 }
 
 /// Runs a relay on its own multi-threaded runtime until SIGINT or SIGTERM:
 /// counters on SIGUSR1 and at exit, a reload on SIGHUP (access rules, users,
 /// next hops, tuning and timeouts; established connections keep theirs),
-/// and the metrics endpoint if asked for.
+/// and the metrics endpoint if the configuration names one.
 pub fn serve_blocking(cfg: Config, hooks: Hooks) -> Result<Snapshot, RelayError> {
     let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build().map_err(RelayError::Runtime)?;
-    let Hooks { report, reload, metrics } = hooks;
+    let Hooks { report, reload, started } = hooks;
+    let metrics = cfg.metrics;
+    let modes: Vec<config::Mode> = cfg.listeners.iter().map(|l| l.mode.clone()).collect();
     let report: std::sync::Arc<dyn Fn(&Snapshot) + Send + Sync> = std::sync::Arc::from(report);
     rt.block_on(async move {
         use tokio::signal::unix::{signal, SignalKind};
@@ -61,6 +74,10 @@ pub fn serve_blocking(cfg: Config, hooks: Hooks) -> Result<Snapshot, RelayError>
             }
             None => None,
         };
+        started(&Started {
+            listeners: relay.local_addrs().into_iter().zip(modes).collect(),
+            metrics: _endpoint.as_ref().map(|e| e.addr()),
+        });
         let r = report.clone();
         let on_usr1 = tokio::spawn(async move {
             while usr1.recv().await.is_some() {

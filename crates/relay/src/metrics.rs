@@ -74,6 +74,12 @@ impl Collector for RelayCollector {
             "Connections that wanted splice pipes, could not get them and copied",
             s.pipe_failures,
         )?;
+        counter(
+            &mut enc,
+            "tcpaccel_relay_log_suppressed",
+            "Per-connection log records left out under a flood",
+            s.log_suppressed,
+        )?;
         let mut m = enc.encode_descriptor(
             "tcpaccel_relay_errors",
             "Failed connections by kind",

@@ -44,6 +44,7 @@ use tracing::Instrument;
 
 use crate::admit::{Gate, Ticket};
 use crate::config::{Config, Hop, Mode, Tuning};
+use crate::connlog::Record;
 use crate::pool::Pool;
 use crate::pump::{self, Outcome, PumpOptions, Side};
 use crate::socks::{self, Parse, Reply, Target, WireError};
@@ -79,6 +80,8 @@ struct Shared {
     epoch: std::time::Instant,
     /// Warm connections to the first next hop.
     pool: std::sync::Mutex<Pool<TcpStream, Hop>>,
+    /// Per-connection records, rate-limited.
+    log: crate::connlog::ConnLog,
 }
 
 /// Applies reloaded configurations to a running relay.
@@ -145,7 +148,7 @@ impl Relay {
         for l in &cfg.listeners {
             let tl = listen(l.addr, cfg.backlog)?;
             let backlog = somaxconn().map_or(cfg.backlog, |m| m.min(cfg.backlog));
-            tracing::info!(addr = %tl.local_addr().map(|a| a.to_string()).unwrap_or_default(), mode = ?l.mode, backlog, "listening");
+            tracing::info!(addr = %tl.local_addr().map(|a| a.to_string()).unwrap_or_default(), mode = %l.mode, backlog, "listening");
             listeners.push((tl, l.mode.clone()));
         }
         let limit = Arc::new(Semaphore::new(cfg.max_conns));
@@ -163,6 +166,7 @@ impl Relay {
                 handshakes,
                 epoch: std::time::Instant::now(),
                 pool: std::sync::Mutex::new(Pool::new()),
+                log: Default::default(),
             }),
         })
     }
@@ -231,7 +235,7 @@ async fn accept_loop(listener: TcpListener, mode: Mode, shared: Arc<Shared>) {
                 // The pending connection stays in the backlog and the listener
                 // stays readable: sleep instead of spinning on it.
                 shared.stats.error(ErrorKind::AcceptExhausted);
-                tracing::warn!("accept: {e}; backing off {backoff:?}");
+                tracing::warn!("accept: {e}; backing off {}", tcpaccel_core::units::format_duration(backoff));
                 tokio::time::sleep(backoff).await;
                 backoff = (backoff * 2).min(Duration::from_secs(1));
             }
@@ -280,7 +284,7 @@ async fn handle(
         Mode::Forward(t) => Ok((t.clone(), Vec::new())),
         Mode::Socks => match handshake {
             Some((slot, evicted)) => {
-                let r = socks_handshake(&mut client, cfg, evicted).await;
+                let r = socks_handshake(&mut client, cfg, evicted, &|| slot.progress()).await;
                 drop(slot);
                 r
             }
@@ -341,13 +345,16 @@ async fn handle(
             if let Err(le) = tcpaccel_sys::sockopt::set_linger_zero(other) {
                 tracing::debug!("SO_LINGER 0: {le}");
             }
-            format!("{side:?} failed: {e}").to_lowercase()
+            let side = match side {
+                Side::Client => "client",
+                Side::Upstream => "upstream",
+            };
+            format!("{side} failed: {e}")
         }
     };
-    tracing::info!(%peer, target = %target, up = moved.up + early.len() as u64, down = moved.down, outcome = %outcome_name, "connection done");
-    if cfg.json_logs {
-        log_json(peer, Some(&target), &outcome_name, moved.up + early.len() as u64, moved.down, started);
-    }
+    let (up, down) = (moved.up + early.len() as u64, moved.down);
+    let record = Record { peer, target: Some(&target), outcome: &outcome_name, up, down, started };
+    shared.log.record(stats, cfg.json_logs, record);
 }
 
 fn is_reset(e: &io::Error) -> bool {
@@ -355,26 +362,6 @@ fn is_reset(e: &io::Error) -> bool {
         e.kind(),
         io::ErrorKind::ConnectionReset | io::ErrorKind::BrokenPipe | io::ErrorKind::ConnectionAborted
     )
-}
-
-fn log_json(
-    peer: SocketAddr,
-    target: Option<&Target>,
-    outcome: &str,
-    up: u64,
-    down: u64,
-    started: std::time::Instant,
-) {
-    let line = serde_json::json!({
-        "type": "relay_connection",
-        "peer": peer.to_string(),
-        "target": target.map(|t| t.to_string()),
-        "outcome": outcome,
-        "bytes_up": up,
-        "bytes_down": down,
-        "duration_ms": started.elapsed().as_millis() as u64,
-    });
-    eprintln!("{line}");
 }
 
 async fn finish_refused(
@@ -386,10 +373,13 @@ async fn finish_refused(
     shared: &Shared,
 ) {
     shared.stats.error(r.kind);
-    tracing::info!(%peer, target = ?target.map(|t| t.to_string()), reply = ?r.reply, "refused: {}", r.msg);
-    if shared.config().json_logs {
-        log_json(peer, target, &format!("refused: {}", r.msg), 0, 0, std::time::Instant::now());
-    }
+    let outcome = match r.reply {
+        Some(reply) if socks => format!("refused: {} (answered: {reply})", r.msg),
+        _ => format!("refused: {}", r.msg),
+    };
+    let record =
+        Record { peer, target, outcome: &outcome, up: 0, down: 0, started: std::time::Instant::now() };
+    shared.log.record(&shared.stats, shared.config().json_logs, record);
     if let (true, Some(reply)) = (socks, r.reply) {
         let _ = client.write_all(&socks::encode_reply(reply, None)).await;
     }
@@ -421,6 +411,12 @@ impl HandshakeSlot {
         shared.stats.handshakes_active.fetch_add(1, Relaxed);
         (HandshakeSlot { shared, ticket }, rx)
     }
+
+    /// The handshake received another SOCKS message: it is advancing, and
+    /// silent ones are displaced before it.
+    fn progress(&self) {
+        self.shared.handshakes().gate.progress(self.ticket);
+    }
 }
 
 impl Drop for HandshakeSlot {
@@ -439,6 +435,7 @@ async fn socks_handshake(
     client: &mut TcpStream,
     cfg: &Config,
     evicted: oneshot::Receiver<()>,
+    progress: &(dyn Fn() + Sync),
 ) -> Result<(Target, Vec<u8>), Refusal> {
     let deadline = tokio::time::Instant::now() + cfg.handshake_timeout;
     let work = async {
@@ -447,7 +444,14 @@ async fn socks_handshake(
         let mut one = [0u8; 1];
         let fb = tokio::time::timeout(cfg.first_byte_timeout, client.peek(&mut one)).await;
         match fb {
+            // Health checks and port scans connect and close: not a bad request.
+            Ok(Ok(0)) => {
+                return Err(refuse(ErrorKind::ClosedBeforeRequest, None, "closed before sending anything"))
+            }
             Ok(Ok(_)) => {}
+            Ok(Err(e)) if is_reset(&e) => {
+                return Err(refuse(ErrorKind::ClosedBeforeRequest, None, "reset before sending anything"))
+            }
             Ok(Err(e)) => {
                 return Err(refuse(ErrorKind::Io, None, format!("waiting for the first byte: {e}")))
             }
@@ -459,11 +463,14 @@ async fn socks_handshake(
                 return Err(refuse(
                     ErrorKind::FirstByteTimeout,
                     None,
-                    format!("nothing received within {:?}", cfg.first_byte_timeout),
+                    format!(
+                        "nothing received within {}",
+                        tcpaccel_core::units::format_duration(cfg.first_byte_timeout)
+                    ),
                 ))
             }
         }
-        match tokio::time::timeout_at(deadline, negotiate(client, cfg)).await {
+        match tokio::time::timeout_at(deadline, negotiate(client, cfg, progress)).await {
             Ok(r) => r,
             Err(_) => Err(refuse(ErrorKind::HandshakeTimeout, None, "handshake timeout")),
         }
@@ -533,11 +540,18 @@ fn ct_eq(a: &[u8], b: &[u8]) -> bool {
 
 /// SOCKS5 negotiation with a client: returns the requested target and any
 /// bytes the client already sent after its request.
-async fn negotiate(s: &mut TcpStream, cfg: &Config) -> Result<(Target, Vec<u8>), Refusal> {
+async fn negotiate(
+    s: &mut TcpStream,
+    cfg: &Config,
+    progress: &(dyn Fn() + Sync),
+) -> Result<(Target, Vec<u8>), Refusal> {
     let io_err = |e: io::Error| refuse(ErrorKind::Io, None, format!("write during handshake: {e}"));
     let mut buf = Vec::with_capacity(64);
     let methods = match read_msg(s, &mut buf, socks::parse_greeting).await? {
-        Ok(m) => m,
+        Ok(m) => {
+            progress();
+            m
+        }
         Err(e) => {
             let _ = s.write_all(&[socks::VERSION, socks::METHOD_UNACCEPTABLE]).await;
             return Err(refuse(ErrorKind::BadRequest, None, format!("greeting: {e}")));
@@ -547,12 +561,14 @@ async fn negotiate(s: &mut TcpStream, cfg: &Config) -> Result<(Target, Vec<u8>),
     if !methods.contains(&want) {
         s.write_all(&[socks::VERSION, socks::METHOD_UNACCEPTABLE]).await.map_err(io_err)?;
         let kind = if want == socks::METHOD_USERPASS { ErrorKind::AuthFailed } else { ErrorKind::BadRequest };
-        return Err(refuse(kind, None, format!("no acceptable method in {methods:?}")));
+        let offered: Vec<String> = methods.iter().map(|m| format!("{m:#04x}")).collect();
+        return Err(refuse(kind, None, format!("no acceptable method among {}", offered.join(", "))));
     }
     s.write_all(&[socks::VERSION, want]).await.map_err(io_err)?;
     if want == socks::METHOD_USERPASS {
         let ok = match read_msg(s, &mut buf, socks::parse_userpass).await? {
             Ok((u, p)) => {
+                progress();
                 cfg.users.iter().any(|(cu, cp)| ct_eq(cu.as_bytes(), &u) & ct_eq(cp.as_bytes(), &p))
             }
             Err(_) => false,
@@ -766,7 +782,7 @@ fn nodelay(s: &TcpStream) {
 fn hop_refusal(hop: &Hop, dest: &Target, e: HopError) -> Refusal {
     match e {
         HopError::Refused(reply) => {
-            refuse(ErrorKind::ChainFailed, Some(reply), format!("hop {} refused {dest}: {reply:?}", hop.addr))
+            refuse(ErrorKind::ChainFailed, Some(reply), format!("hop {} refused {dest}: {reply}", hop.addr))
         }
         HopError::Other(msg) => {
             refuse(ErrorKind::ChainFailed, Some(Reply::GeneralFailure), format!("hop {}: {msg}", hop.addr))
@@ -809,7 +825,7 @@ fn refill_pool(shared: &Arc<Shared>, cfg: &Config) {
             let opened = tokio::time::timeout(timeout, async {
                 let mut s = connect_hop(&hop, &tuning).await.map_err(|r| r.msg)?;
                 greet(&mut s, &hop).await.map_err(|e| match e {
-                    HopError::Refused(r) => format!("{r:?}"),
+                    HopError::Refused(r) => format!("{r}"),
                     HopError::Other(m) => m,
                 })?;
                 Ok::<_, String>(s)

@@ -77,6 +77,24 @@ impl Reply {
     }
 }
 
+/// The RFC 1928 §6 wording, with the code, for messages.
+impl std::fmt::Display for Reply {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let text = match self {
+            Reply::Succeeded => "succeeded",
+            Reply::GeneralFailure => "general SOCKS server failure",
+            Reply::NotAllowed => "connection not allowed by ruleset",
+            Reply::NetworkUnreachable => "network unreachable",
+            Reply::HostUnreachable => "host unreachable",
+            Reply::ConnectionRefused => "connection refused",
+            Reply::TtlExpired => "TTL expired",
+            Reply::CommandNotSupported => "command not supported",
+            Reply::AddressTypeNotSupported => "address type not supported",
+        };
+        write!(f, "{text} (reply {})", self.code())
+    }
+}
+
 /// A destination as the client named it.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub enum Target {

@@ -13,6 +13,9 @@ pub enum ErrorKind {
     /// A handshake displaced by a newcomer when the handshake budget (or its
     /// source's share) was spent.
     HandshakeEvicted,
+    /// A SOCKS client closed (or reset) before sending a byte: a health
+    /// check or a port scan, not a bad request.
+    ClosedBeforeRequest,
     BadRequest,
     UnsupportedCommand,
     AuthFailed,
@@ -26,7 +29,7 @@ pub enum ErrorKind {
     Io,
 }
 
-const KINDS: usize = 14;
+const KINDS: usize = 15;
 
 impl ErrorKind {
     fn index(self) -> usize {
@@ -37,6 +40,7 @@ impl ErrorKind {
             ErrorKind::HandshakeTimeout => "handshake_timeout",
             ErrorKind::FirstByteTimeout => "first_byte_timeout",
             ErrorKind::HandshakeEvicted => "handshake_evicted",
+            ErrorKind::ClosedBeforeRequest => "closed_before_request",
             ErrorKind::BadRequest => "bad_request",
             ErrorKind::UnsupportedCommand => "unsupported_command",
             ErrorKind::AuthFailed => "auth_failed",
@@ -54,6 +58,7 @@ impl ErrorKind {
         ErrorKind::HandshakeTimeout,
         ErrorKind::FirstByteTimeout,
         ErrorKind::HandshakeEvicted,
+        ErrorKind::ClosedBeforeRequest,
         ErrorKind::BadRequest,
         ErrorKind::UnsupportedCommand,
         ErrorKind::AuthFailed,
@@ -86,6 +91,8 @@ pub struct Stats {
     /// Connections that wanted pipes for splice and could not get them (out
     /// of descriptors or pipe quota) and so copy; counted as it happens.
     pub pipe_failures: AtomicU64,
+    /// Per-connection log records left out under a flood (see `connlog`).
+    pub log_suppressed: AtomicU64,
     errors: [AtomicU64; KINDS],
 }
 
@@ -102,6 +109,7 @@ pub struct Snapshot {
     pub spliced: u64,
     pub copied: u64,
     pub pipe_failures: u64,
+    pub log_suppressed: u64,
     pub errors: std::collections::BTreeMap<&'static str, u64>,
 }
 
@@ -125,6 +133,7 @@ impl Stats {
             spliced: self.spliced.load(Relaxed),
             copied: self.copied.load(Relaxed),
             pipe_failures: self.pipe_failures.load(Relaxed),
+            log_suppressed: self.log_suppressed.load(Relaxed),
             errors: ErrorKind::ALL.iter().map(|k| (k.name(), self.errors_of(*k))).collect(),
         }
     }

@@ -9,7 +9,7 @@ use std::process::Command;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use tcpaccel_relay::{Config, RawConfig, Relay, Stats};
+use tcpaccel_relay::{Config, Relay, Settings, Stats};
 
 mod common;
 use common::echo_server;
@@ -20,9 +20,9 @@ struct TestRelay {
     stats: Arc<Stats>,
 }
 
-fn start(raw: RawConfig) -> TestRelay {
-    let raw = RawConfig { listen: Some("127.0.0.1:0".into()), ..raw };
-    let cfg = Config::from_raw(&raw).expect("config");
+fn start(raw: Settings) -> TestRelay {
+    let raw = Settings { listen: Some("127.0.0.1:0".parse().unwrap()), ..raw };
+    let cfg = Config::from_settings(&raw).expect("config");
     let rt =
         tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().expect("runtime");
     let relay = rt.block_on(Relay::bind(cfg)).expect("bind relay");
@@ -86,10 +86,10 @@ fn idle_handshakes_do_not_starve_a_fresh_client() {
     let echo = echo_server();
     // Twice as many idle handshakes as connection slots, and timeouts far
     // longer than the test: only the handshake budget can let a client in.
-    let r = start(RawConfig {
+    let r = start(Settings {
         max_conns: Some(16),
-        handshake_timeout: Some("60s".into()),
-        first_byte_timeout: Some("60s".into()),
+        handshake_timeout: Some(Duration::from_secs(60)),
+        first_byte_timeout: Some(Duration::from_secs(60)),
         ..Default::default()
     });
     let idle: Vec<TcpStream> = (0..32)
@@ -116,9 +116,9 @@ fn idle_handshakes_do_not_starve_a_fresh_client() {
 
 #[test]
 fn first_byte_timeout_closes_silent_clients_before_the_handshake_timeout() {
-    let r = start(RawConfig {
-        first_byte_timeout: Some("300ms".into()),
-        handshake_timeout: Some("3s".into()),
+    let r = start(Settings {
+        first_byte_timeout: Some(Duration::from_millis(300)),
+        handshake_timeout: Some(Duration::from_secs(3)),
         ..Default::default()
     });
     let t0 = Instant::now();
@@ -143,11 +143,11 @@ fn first_byte_timeout_closes_silent_clients_before_the_handshake_timeout() {
 #[test]
 fn one_source_cannot_push_out_the_handshake_of_another() {
     let echo = echo_server();
-    let r = start(RawConfig {
+    let r = start(Settings {
         max_handshakes: Some(8),
         per_source_handshakes: Some(4),
-        first_byte_timeout: Some("60s".into()),
-        handshake_timeout: Some("60s".into()),
+        first_byte_timeout: Some(Duration::from_secs(60)),
+        handshake_timeout: Some(Duration::from_secs(60)),
         ..Default::default()
     });
     // A slow but honest client from 127.0.0.1 starts its handshake first...
@@ -198,8 +198,93 @@ fn the_listen_backlog_is_the_systems() {
         .trim()
         .parse()
         .expect("somaxconn");
-    let r = start(RawConfig::default());
+    let r = start(Settings::default());
     assert_eq!(listen_backlog(r.addr), somaxconn);
-    let small = start(RawConfig { backlog: Some(64), ..Default::default() });
+    let small = start(Settings { backlog: Some(64), ..Default::default() });
     assert_eq!(listen_backlog(small.addr), 64.min(somaxconn));
+}
+
+/// Issue 26 item 7: a connection that closes (or resets) before sending a
+/// byte — a health check, a port scan — is counted as its own kind, not as
+/// a bad request.
+#[test]
+fn a_connection_closed_before_its_first_byte_is_not_a_bad_request() {
+    use tcpaccel_relay::stats::ErrorKind as K;
+    let r = start(Settings::default());
+    for _ in 0..3 {
+        drop(TcpStream::connect(r.addr).expect("connect"));
+    }
+    // And one real bad request, to tell the two apart.
+    let mut bad = TcpStream::connect(r.addr).expect("connect");
+    bad.write_all(&[4, 1, 0, 80]).expect("write");
+    let t0 = Instant::now();
+    while r.stats.errors_of(K::ClosedBeforeRequest) + r.stats.errors_of(K::BadRequest) < 4 {
+        assert!(t0.elapsed() < Duration::from_secs(5), "{:?}", r.stats.snapshot().errors);
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert_eq!(r.stats.errors_of(K::ClosedBeforeRequest), 3, "{:?}", r.stats.snapshot().errors);
+    assert_eq!(r.stats.errors_of(K::BadRequest), 1, "{:?}", r.stats.snapshot().errors);
+}
+
+/// Issue 26 item 11: a reconnecting flood of silent handshakes from many
+/// sources keeps the handshake budget full; a client that pauses 100 ms
+/// (a WAN round trip) between its SOCKS messages still gets through,
+/// because the silent ones are displaced before it.
+#[test]
+fn an_advancing_handshake_survives_a_flood_of_silent_ones_from_many_sources() {
+    let echo = echo_server();
+    let r = start(Settings {
+        max_handshakes: Some(16),
+        per_source_handshakes: Some(4),
+        first_byte_timeout: Some(Duration::from_secs(30)),
+        handshake_timeout: Some(Duration::from_secs(30)),
+        ..Default::default()
+    });
+    let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    // Two threads each cycle over 100 sources: connect, hold, and
+    // reconnect once the relay closes the connection (displaced).
+    let flooders: Vec<_> = (0..2u8)
+        .map(|t| {
+            let (stop, addr) = (stop.clone(), r.addr);
+            std::thread::spawn(move || {
+                let mut held = std::collections::VecDeque::new();
+                let mut i = 0u32;
+                while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                    let src = format!("127.{}.0.{}", 10 + t, 1 + i % 100);
+                    held.push_back(connect_from(&src, addr));
+                    if held.len() > 40 {
+                        held.pop_front();
+                    }
+                    i += 1;
+                    std::thread::sleep(Duration::from_millis(2));
+                }
+            })
+        })
+        .collect();
+    std::thread::sleep(Duration::from_millis(300));
+    let mut ok = 0;
+    for _ in 0..5 {
+        let mut s = connect_from("127.0.0.9", r.addr);
+        s.set_read_timeout(Some(Duration::from_secs(5))).expect("timeout");
+        let honest = (|| -> std::io::Result<u8> {
+            s.write_all(&[5, 1, 0])?;
+            let mut m = [0u8; 2];
+            s.read_exact(&mut m)?;
+            std::thread::sleep(Duration::from_millis(100));
+            s.write_all(&connect_req(echo))?;
+            let mut rep = [0u8; 10];
+            s.read_exact(&mut rep)?;
+            Ok(rep[1])
+        })();
+        if matches!(honest, Ok(0)) {
+            ok += 1;
+        }
+    }
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    for f in flooders {
+        f.join().expect("flooder");
+    }
+    let evicted = r.stats.errors_of(tcpaccel_relay::stats::ErrorKind::HandshakeEvicted);
+    assert!(evicted > 20, "the flood never filled the budget ({evicted} evicted): the test proves nothing");
+    assert_eq!(ok, 5, "the advancing client got through {ok} of 5 times ({evicted} evicted)");
 }

@@ -8,8 +8,10 @@ use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use tcpaccel_relay::acl::{Action, Rule};
+use tcpaccel_relay::config::Hop;
 use tcpaccel_relay::stats::ErrorKind as Err;
-use tcpaccel_relay::{Config, RawConfig, Relay, Stats};
+use tcpaccel_relay::{Config, Relay, Settings, Stats};
 
 mod common;
 use common::{connect_req, echo_server, socks_connect};
@@ -20,9 +22,9 @@ struct TestRelay {
     stats: Arc<Stats>,
 }
 
-fn config(raw: RawConfig) -> Config {
-    let raw = RawConfig { listen: raw.listen.clone().or(Some("127.0.0.1:0".into())), ..raw };
-    Config::from_raw(&raw).expect("config")
+fn config(raw: Settings) -> Config {
+    let raw = Settings { listen: raw.listen.or(Some("127.0.0.1:0".parse().unwrap())), ..raw };
+    Config::from_settings(&raw).expect("config")
 }
 
 fn start_cfg(cfg: Config) -> TestRelay {
@@ -35,8 +37,13 @@ fn start_cfg(cfg: Config) -> TestRelay {
     TestRelay { _rt: rt, addr, stats }
 }
 
-fn start(raw: RawConfig) -> TestRelay {
+fn start(raw: Settings) -> TestRelay {
     start_cfg(config(raw))
+}
+
+/// A hop from its URL.
+fn hop_url(url: &str) -> Hop {
+    Hop::parse(url).expect("hop")
 }
 
 fn ours(r: &TestRelay) -> String {
@@ -76,7 +83,7 @@ fn wait_for(what: &str, limit: Duration, mut ok: impl FnMut() -> bool) {
 #[test]
 fn the_server_accepts_pipelined_and_step_by_step_handshakes() {
     let echo = echo_server();
-    let r = start(RawConfig::default());
+    let r = start(Settings::default());
     // Greeting, CONNECT and the first data in one write.
     let mut s = stream(r.addr);
     let mut all = vec![5, 1, 0];
@@ -106,7 +113,7 @@ fn the_server_accepts_pipelined_and_step_by_step_handshakes() {
     assert_eq!(read_reply(&mut s).0, 0);
     echo_back(&mut s, b"step by step");
     // With authentication: greeting, credentials, CONNECT and data at once.
-    let r = start(RawConfig { auth: vec!["alice:wonder".into()], ..Default::default() });
+    let r = start(Settings { auth: vec!["alice:wonder".parse().unwrap()], ..Default::default() });
     let mut s = stream(r.addr);
     let mut all = vec![5, 1, 2, 1, 5];
     all.extend_from_slice(b"alice");
@@ -202,9 +209,9 @@ fn a_hop_that_is_not_ours_gets_the_step_by_step_handshake() {
     let (hop, seen) = strict_hop();
     let any = "127.0.0.1:9".parse().unwrap();
     // Plain socks5://: step by step, with or without a warm connection.
-    let mut cold = config(RawConfig { next: vec![format!("socks5://{hop}")], ..Default::default() });
+    let mut cold = config(Settings { next: vec![hop_url(&format!("socks5://{hop}"))], ..Default::default() });
     cold.pool_size = 0;
-    let warm = config(RawConfig { next: vec![format!("socks5://{hop}")], ..Default::default() });
+    let warm = config(Settings { next: vec![hop_url(&format!("socks5://{hop}"))], ..Default::default() });
     for (cfg, pooled) in [(cold, 0), (warm, 2)] {
         let before = seen.lock().unwrap().len();
         let r = start_cfg(cfg);
@@ -224,7 +231,8 @@ fn a_hop_that_is_not_ours_gets_the_step_by_step_handshake() {
     drop(log);
     // The same hop marked as ours gets everything at once (and fails here):
     // the marker, not luck, is what keeps the plain hops step by step.
-    let mut cfg = config(RawConfig { next: vec![format!("tcpaccel+socks5://{hop}")], ..Default::default() });
+    let mut cfg =
+        config(Settings { next: vec![hop_url(&format!("tcpaccel+socks5://{hop}"))], ..Default::default() });
     cfg.pool_size = 0;
     let r = start_cfg(cfg);
     let (_s, rep) = socks_connect(r.addr, &connect_req(any));
@@ -237,14 +245,14 @@ fn a_hop_that_is_not_ours_gets_the_step_by_step_handshake() {
 #[test]
 fn pipelined_chains_of_our_relays_carry_data_byte_exact() {
     let echo = echo_server();
-    let r4 = start(RawConfig { auth: vec!["u:p".into()], ..Default::default() });
-    let r3 = start(RawConfig::default());
+    let r4 = start(Settings { auth: vec!["u:p".parse().unwrap()], ..Default::default() });
+    let r3 = start(Settings::default());
     // r2 negotiates through r3 and r4 itself, all in one write.
-    let r2 = start(RawConfig {
-        next: vec![ours(&r3), format!("tcpaccel+socks5://u:p@{}", r4.addr)],
+    let r2 = start(Settings {
+        next: vec![hop_url(&ours(&r3)), hop_url(&format!("tcpaccel+socks5://u:p@{}", r4.addr))],
         ..Default::default()
     });
-    let r1 = start(RawConfig { next: vec![ours(&r2)], ..Default::default() });
+    let r1 = start(Settings { next: vec![hop_url(&ours(&r2))], ..Default::default() });
     for i in 0..3u8 {
         let (mut s, rep) = socks_connect(r1.addr, &connect_req(echo));
         assert_eq!(rep, 0);
@@ -266,7 +274,7 @@ fn pipelined_chains_of_our_relays_carry_data_byte_exact() {
 #[test]
 fn warm_connections_are_never_shared_between_sessions() {
     let (hop, seen) = strict_hop();
-    let r = start(RawConfig { next: vec![format!("socks5://{hop}")], ..Default::default() });
+    let r = start(Settings { next: vec![hop_url(&format!("socks5://{hop}"))], ..Default::default() });
     // Let the pool fill, then open sessions at once, holding each open.
     wait_for("warm connections", Duration::from_secs(5), || seen.lock().unwrap().len() >= 2);
     let any = "127.0.0.1:9".parse().unwrap();
@@ -318,7 +326,7 @@ fn idle_warm_connections_expire() {
             });
         }
     });
-    let mut cfg = config(RawConfig { next: vec![format!("socks5://{hop}")], ..Default::default() });
+    let mut cfg = config(Settings { next: vec![hop_url(&format!("socks5://{hop}"))], ..Default::default() });
     cfg.pool_size = 2;
     cfg.pool_idle = Duration::from_millis(300);
     let _r = start_cfg(cfg);
@@ -333,8 +341,8 @@ fn idle_warm_connections_expire() {
 fn a_warm_connection_the_hop_closed_is_replaced_by_a_fresh_one() {
     let echo = echo_server();
     // The hop gives up on handshakes after 300 ms; the pool keeps them 3 s.
-    let r2 = start(RawConfig { handshake_timeout: Some("300ms".into()), ..Default::default() });
-    let r1 = start(RawConfig { next: vec![ours(&r2)], ..Default::default() });
+    let r2 = start(Settings { handshake_timeout: Some(Duration::from_millis(300)), ..Default::default() });
+    let r1 = start(Settings { next: vec![hop_url(&ours(&r2))], ..Default::default() });
     wait_for("the hop to time out the warm connections", Duration::from_secs(5), || {
         r2.stats.errors_of(Err::HandshakeTimeout) >= 2
     });
@@ -350,13 +358,19 @@ fn failed_hops_give_the_client_the_same_reply_codes() {
         let l = TcpListener::bind("127.0.0.1:0").unwrap();
         l.local_addr().unwrap()
     };
-    let r3 = start(RawConfig { rules: vec![format!("deny any:{}", echo.port())], ..Default::default() });
-    let r2 = start(RawConfig::default());
-    let locked = start(RawConfig { auth: vec!["u:p".into()], ..Default::default() });
+    let r3 = start(Settings {
+        deny: vec![Rule::parse(Action::Deny, &format!("any:{}", echo.port())).unwrap()],
+        ..Default::default()
+    });
+    let r2 = start(Settings::default());
+    let locked = start(Settings { auth: vec!["u:p".parse().unwrap()], ..Default::default() });
     for pool in [0, 2] {
         for marker in ["socks5://", "tcpaccel+socks5://"] {
             let chain = |next: Vec<String>| {
-                let mut c = config(RawConfig { next, ..Default::default() });
+                let mut c = config(Settings {
+                    next: next.iter().map(|u| hop_url(u)).collect(),
+                    ..Default::default()
+                });
                 c.pool_size = pool;
                 start_cfg(c)
             };

@@ -9,7 +9,7 @@ use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::time::Duration;
 
-use tcpaccel_relay::{Config, RawConfig};
+use tcpaccel_relay::{Config, Settings};
 
 mod common;
 use common::{
@@ -21,12 +21,12 @@ const CHILD_ENV: &str = "TCPACCEL_RELAY_EMFILE_CHILD";
 
 /// The relay of the child process (under the low descriptor limit).
 fn relay_child() {
-    let raw = RawConfig {
-        listen: Some("127.0.0.1:0".into()),
-        handshake_timeout: Some("60s".into()),
+    let raw = Settings {
+        listen: Some("127.0.0.1:0".parse().unwrap()),
+        handshake_timeout: Some(Duration::from_secs(60)),
         ..Default::default()
     };
-    let cfg = Config::from_raw(&raw).expect("config");
+    let cfg = Config::from_settings(&raw).expect("config");
     let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("runtime");
     serve_until_stdin_closes(cfg, rt);
 }

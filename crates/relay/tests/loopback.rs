@@ -8,8 +8,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use sha2::{Digest, Sha256};
+use tcpaccel_relay::acl::{Action, Rule};
+use tcpaccel_relay::config::Hop;
 use tcpaccel_relay::stats::ErrorKind as Err;
-use tcpaccel_relay::{Config, RawConfig, Relay, Stats};
+use tcpaccel_relay::{Config, Relay, Settings, Stats};
 
 mod common;
 // Echo server: sends back everything, then closes after the client's FIN.
@@ -21,9 +23,9 @@ struct TestRelay {
     stats: Arc<Stats>,
 }
 
-fn start(raw: RawConfig) -> TestRelay {
-    let raw = RawConfig { listen: raw.listen.clone().or(Some("127.0.0.1:0".into())), ..raw };
-    let cfg = Config::from_raw(&raw).expect("config");
+fn start(raw: Settings) -> TestRelay {
+    let raw = Settings { listen: raw.listen.or(Some("127.0.0.1:0".parse().unwrap())), ..raw };
+    let cfg = Config::from_settings(&raw).expect("config");
     let rt =
         tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().expect("runtime");
     let relay = rt.block_on(Relay::bind(cfg)).expect("bind relay");
@@ -33,8 +35,12 @@ fn start(raw: RawConfig) -> TestRelay {
     TestRelay { _rt: rt, addr, stats }
 }
 
-fn next(r: &TestRelay) -> String {
-    format!("socks5://{}", r.addr)
+fn next(r: &TestRelay) -> Hop {
+    hop(&format!("socks5://{}", r.addr))
+}
+
+fn hop(url: &str) -> Hop {
+    Hop::parse(url).expect("hop URL")
 }
 
 /// Deterministic pseudo-random bytes (xorshift64*).
@@ -111,9 +117,9 @@ fn curl_socks5_hostname_through_three_chained_relays() {
     let data = Arc::new(body(5 << 20, 1));
     let http = http_server(data.clone());
     // Each relay knows only its own next hop (Dante's `route` style).
-    let r3 = start(RawConfig::default());
-    let r2 = start(RawConfig { next: vec![next(&r3)], ..Default::default() });
-    let r1 = start(RawConfig { next: vec![next(&r2)], ..Default::default() });
+    let r3 = start(Settings::default());
+    let r2 = start(Settings { next: vec![next(&r3)], ..Default::default() });
+    let r1 = start(Settings { next: vec![next(&r2)], ..Default::default() });
     let got = curl("--socks5-hostname", &r1, &format!("http://localhost:{}/file", http.port()));
     assert_eq!(got.len(), data.len());
     assert_eq!(sha(&got), sha(&data));
@@ -130,9 +136,9 @@ fn curl_socks5_client_resolved_through_a_nested_chain() {
     let data = Arc::new(body(5 << 20, 2));
     let http = http_server(data.clone());
     // The first relay negotiates through both further hops itself.
-    let r3 = start(RawConfig::default());
-    let r2 = start(RawConfig::default());
-    let r1 = start(RawConfig { next: vec![next(&r2), next(&r3)], copy: Some(true), ..Default::default() });
+    let r3 = start(Settings::default());
+    let r2 = start(Settings::default());
+    let r1 = start(Settings { next: vec![next(&r2), next(&r3)], copy: Some(true), ..Default::default() });
     let got = curl("--socks5", &r1, &format!("http://127.0.0.1:{}/", http.port()));
     assert_eq!(sha(&got), sha(&data));
     assert_eq!(r1.stats.snapshot().copied, 1);
@@ -143,8 +149,9 @@ fn curl_socks5_client_resolved_through_a_nested_chain() {
 fn forward_mode_relays_without_socks() {
     let echo = echo_server();
     // Only a forward: no SOCKS listener is opened.
-    let raw = RawConfig { forward: vec![format!("127.0.0.1:0={echo}")], ..Default::default() };
-    let cfg = Config::from_raw(&raw).unwrap();
+    let raw =
+        Settings { forward: vec![format!("127.0.0.1:0={echo}").parse().unwrap()], ..Default::default() };
+    let cfg = Config::from_settings(&raw).unwrap();
     assert_eq!(cfg.listeners.len(), 1);
     let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(1).enable_all().build().unwrap();
     let relay = rt.block_on(Relay::bind(cfg)).unwrap();
@@ -181,7 +188,7 @@ fn half_close_keeps_the_other_direction_flowing() {
         s.write_all(&(req.len() as u64).to_be_bytes()).unwrap();
         s.write_all(&a2).unwrap();
     });
-    let r = start(RawConfig::default());
+    let r = start(Settings::default());
     let (mut s, rep) = socks_connect(r.addr, &connect_req(server));
     assert_eq!(rep, 0);
     s.write_all(&body(100_000, 5)).unwrap();
@@ -206,7 +213,7 @@ fn upstream_reset_is_propagated_as_reset() {
         tcpaccel_sys::sockopt::set_linger_zero(&s).unwrap();
         drop(s);
     });
-    let r = start(RawConfig::default());
+    let r = start(Settings::default());
     let (mut s, rep) = socks_connect(r.addr, &connect_req(server));
     assert_eq!(rep, 0);
     s.write_all(b"hello").unwrap();
@@ -229,7 +236,7 @@ fn client_reset_is_propagated_upstream() {
         let r = s.read_to_end(&mut got).map_err(|e| e.kind());
         let _ = tx.send(r);
     });
-    let r = start(RawConfig::default());
+    let r = start(Settings::default());
     let (mut s, rep) = socks_connect(r.addr, &connect_req(server));
     assert_eq!(rep, 0);
     s.write_all(b"abc").unwrap();
@@ -242,7 +249,7 @@ fn client_reset_is_propagated_upstream() {
 
 #[test]
 fn handshake_timeout_closes_a_silent_client() {
-    let r = start(RawConfig { handshake_timeout: Some("300ms".into()), ..Default::default() });
+    let r = start(Settings { handshake_timeout: Some(Duration::from_millis(300)), ..Default::default() });
     let mut s = TcpStream::connect(r.addr).unwrap();
     s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
     let t0 = std::time::Instant::now();
@@ -257,8 +264,9 @@ fn handshake_timeout_closes_a_silent_client() {
 #[test]
 fn access_rules_deny_with_reply_2() {
     let echo = echo_server();
-    let r = start(RawConfig {
-        rules: vec![format!("deny 127.0.0.1:{}", echo.port()), "allow 127.0.0.0/8".into()],
+    let r = start(Settings {
+        deny: vec![Rule::parse(Action::Deny, &format!("127.0.0.1:{}", echo.port())).unwrap()],
+        allow: vec![Rule::parse(Action::Allow, "127.0.0.0/8").unwrap()],
         ..Default::default()
     });
     let (_s, rep) = socks_connect(r.addr, &connect_req(echo));
@@ -274,7 +282,7 @@ fn access_rules_deny_with_reply_2() {
 
 #[test]
 fn authentication_failure_and_success() {
-    let r = start(RawConfig { auth: vec!["alice:wonder".into()], ..Default::default() });
+    let r = start(Settings { auth: vec!["alice:wonder".parse().unwrap()], ..Default::default() });
     // Offering only "no auth" gets 0xFF.
     let mut s = TcpStream::connect(r.addr).unwrap();
     s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
@@ -312,7 +320,7 @@ fn authentication_failure_and_success() {
 #[test]
 fn bad_input_gets_the_right_reply_and_the_server_keeps_serving() {
     let echo = echo_server();
-    let r = start(RawConfig::default());
+    let r = start(Settings::default());
     // BIND and UDP ASSOCIATE: 7.
     assert_eq!(socks_connect(r.addr, &domain_req(2, "localhost", 1)).1, 7);
     assert_eq!(socks_connect(r.addr, &domain_req(3, "localhost", 1)).1, 7);
@@ -353,8 +361,8 @@ fn bad_input_gets_the_right_reply_and_the_server_keeps_serving() {
 #[test]
 fn two_hundred_concurrent_transfers_are_byte_exact() {
     let echo = echo_server();
-    let r3 = start(RawConfig::default());
-    let r1 = start(RawConfig { next: vec![next(&r3)], ..Default::default() });
+    let r3 = start(Settings::default());
+    let r1 = start(Settings { next: vec![next(&r3)], ..Default::default() });
     let relay = r1.addr;
     let handles: Vec<_> = (0..200u64)
         .map(|i| {
@@ -387,7 +395,7 @@ fn two_hundred_concurrent_transfers_are_byte_exact() {
 #[test]
 fn connection_limit_queues_extra_clients() {
     let echo = echo_server();
-    let r = start(RawConfig { max_conns: Some(1), ..Default::default() });
+    let r = start(Settings { max_conns: Some(1), ..Default::default() });
     let (mut a, rep) = socks_connect(r.addr, &connect_req(echo));
     assert_eq!(rep, 0);
     // A second client is not served while the first holds the only slot.
@@ -424,7 +432,7 @@ fn idle_timeout_counts_both_directions() {
         let mut sink = Vec::new();
         let _ = s.read_to_end(&mut sink);
     });
-    let r = start(RawConfig { idle_timeout: Some("600ms".into()), ..Default::default() });
+    let r = start(Settings { idle_timeout: Some(Duration::from_millis(600)), ..Default::default() });
     let (mut s, rep) = socks_connect(r.addr, &connect_req(server));
     assert_eq!(rep, 0);
     let mut got = Vec::new();
@@ -444,7 +452,7 @@ fn ipv6_targets_and_ipv6_listener() {
         s.read_exact(&mut b).unwrap();
         s.write_all(&b).unwrap();
     });
-    let r = start(RawConfig { listen: Some("[::1]:0".into()), ..Default::default() });
+    let r = start(Settings { listen: Some("[::1]:0".parse().unwrap()), ..Default::default() });
     assert!(r.addr.is_ipv6());
     let SocketAddr::V6(a) = echo else { unreachable!() };
     let mut req = vec![5, 1, 0, 4];
@@ -470,8 +478,11 @@ fn ipv6_targets_and_ipv6_listener() {
 fn a_hop_failure_is_reported_with_the_hop_reply_code() {
     let echo = echo_server();
     // The last hop denies everything on the echo port; the first only chains.
-    let r2 = start(RawConfig { rules: vec![format!("deny any:{}", echo.port())], ..Default::default() });
-    let r1 = start(RawConfig { next: vec![next(&r2)], ..Default::default() });
+    let r2 = start(Settings {
+        deny: vec![Rule::parse(Action::Deny, &format!("any:{}", echo.port())).unwrap()],
+        ..Default::default()
+    });
+    let r1 = start(Settings { next: vec![next(&r2)], ..Default::default() });
     assert_eq!(socks_connect(r1.addr, &connect_req(echo)).1, 2);
     // Names travel unresolved through the chain; the last hop answers 4.
     assert_eq!(socks_connect(r1.addr, &domain_req(1, "nothing.invalid", 80)).1, 4);
@@ -482,7 +493,7 @@ fn a_hop_failure_is_reported_with_the_hop_reply_code() {
         let l = TcpListener::bind("127.0.0.1:0").unwrap();
         l.local_addr().unwrap()
     };
-    let r0 = start(RawConfig { next: vec![format!("socks5://{dead}")], ..Default::default() });
+    let r0 = start(Settings { next: vec![hop(&format!("socks5://{dead}"))], ..Default::default() });
     assert_eq!(socks_connect(r0.addr, &connect_req(echo)).1, 5);
     assert_eq!(socks_connect(r0.addr, &connect_req(echo)).1, 5);
 }
@@ -490,10 +501,10 @@ fn a_hop_failure_is_reported_with_the_hop_reply_code() {
 #[test]
 fn upstream_sockets_get_the_per_hop_tuning() {
     let echo = echo_server();
-    let r = start(RawConfig {
+    let r = start(Settings {
         cc: Some("reno".into()),
-        pace: Some("80mbit".into()),
-        notsent_lowat: Some("64KB".into()),
+        pace: Some(tcpaccel_core::units::Rate(80_000_000)),
+        notsent_lowat: Some(tcpaccel_core::units::Bytes(64_000)),
         ..Default::default()
     });
     let (mut s, rep) = socks_connect(r.addr, &connect_req(echo));
@@ -515,8 +526,9 @@ fn upstream_sockets_get_the_per_hop_tuning() {
 #[test]
 fn chain_hops_can_require_authentication() {
     let echo = echo_server();
-    let r2 = start(RawConfig { auth: vec!["hop:pw".into()], ..Default::default() });
-    let good = start(RawConfig { next: vec![format!("socks5://hop:pw@{}", r2.addr)], ..Default::default() });
+    let r2 = start(Settings { auth: vec!["hop:pw".parse().unwrap()], ..Default::default() });
+    let good =
+        start(Settings { next: vec![hop(&format!("socks5://hop:pw@{}", r2.addr))], ..Default::default() });
     let (mut s, rep) = socks_connect(good.addr, &connect_req(echo));
     assert_eq!(rep, 0);
     s.write_all(b"auth").unwrap();
@@ -524,7 +536,7 @@ fn chain_hops_can_require_authentication() {
     s.read_exact(&mut b).unwrap();
     assert_eq!(&b, b"auth");
     let bad =
-        start(RawConfig { next: vec![format!("socks5://hop:wrong@{}", r2.addr)], ..Default::default() });
+        start(Settings { next: vec![hop(&format!("socks5://hop:wrong@{}", r2.addr))], ..Default::default() });
     assert_eq!(socks_connect(bad.addr, &connect_req(echo)).1, 1);
     // The hop counts its failure after answering: wait for it. The bad
     // relay's warm connections (two) fail the same way, once: the pool does

@@ -9,7 +9,7 @@
 use std::io::{Read, Write};
 use std::net::Shutdown;
 
-use tcpaccel_relay::{Config, RawConfig};
+use tcpaccel_relay::{Config, Settings};
 
 mod common;
 use common::{
@@ -21,8 +21,8 @@ const CHILD_ENV: &str = "TCPACCEL_RELAY_PIPES_CHILD";
 
 /// The relay of the child process (under the low descriptor limit).
 fn relay_without_pipes_child() {
-    let raw = RawConfig { listen: Some("127.0.0.1:0".into()), ..Default::default() };
-    let cfg = Config::from_raw(&raw).expect("config");
+    let raw = Settings { listen: Some("127.0.0.1:0".parse().unwrap()), ..Default::default() };
+    let cfg = Config::from_settings(&raw).expect("config");
     assert!(cfg.splice, "splice is the default path");
     let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("runtime");
     // Once bound, take every free descriptor, then give back two: one for the

@@ -34,6 +34,8 @@ pub mod packet;
 pub mod probe;
 /// Signals to other processes: kill(2), and pidfds that a reused pid cannot fool.
 pub mod process;
+/// RLIMIT_NOFILE: read it, raise the soft limit to the hard one.
+pub mod rlimit;
 /// SIGINT/SIGTERM: one handler thread, foreground subscribers, clean-up hooks on the exit path.
 pub mod signals;
 /// setsockopt/getsockopt helpers: SO_MAX_PACING_RATE, TCP_CONGESTION, buffers, TCP_WINDOW_CLAMP, ...

@@ -4,12 +4,15 @@
 //! relay itself lives in `tcpaccel-relay`, the planner in `tcpaccel_core::split`.
 
 use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use anyhow::Context;
 use tcpaccel_core::split::{self, PathModel, PlanParams};
 use tcpaccel_core::units::{format_duration, parse_duration, Bytes, Rate};
-use tcpaccel_relay::{Config, RawConfig};
+use tcpaccel_relay::acl::{Action, Rule};
+use tcpaccel_relay::config::{Credentials, Forward, Hop};
+use tcpaccel_relay::{Config, Settings};
 
 use crate::cmd::values;
 use crate::exit::{self, Verdict};
@@ -32,30 +35,32 @@ enum Sub {
 /// Serve SOCKS5 (RFC 1928/1929) and/or fixed forwards. Counters are printed as
 /// JSON on stdout on SIGUSR1 and at exit (SIGINT/SIGTERM); SIGHUP re-reads the
 /// file and flags (access rules, users, next hops, tuning, timeouts) for new
-/// connections, leaving established ones alone.
+/// connections, leaving established ones alone. Every flag but --config is
+/// also a key of the --config file (the flag's name with `_` for `-`).
 #[derive(clap::Args)]
 struct ServeArgs {
     /// SOCKS5 listen address [default: 127.0.0.1:1080, unless only --forward is given].
     #[arg(long, value_name = "ADDR:PORT")]
-    listen: Option<String>,
+    listen: Option<SocketAddr>,
     /// Next SOCKS5 hop, repeatable for a chain negotiated from here: socks5://[user:pass@]HOST:PORT.
     #[arg(long, value_name = "URL")]
-    next: Vec<String>,
+    next: Vec<Hop>,
     /// Fixed forward without SOCKS, repeatable (goes through --next hops if any).
     #[arg(long, value_name = "LISTEN=TARGET")]
-    forward: Vec<String>,
+    forward: Vec<Forward>,
     /// Require RFC 1929 username/password; repeatable.
     #[arg(long, value_name = "USER:PASS")]
-    auth: Vec<String>,
+    auth: Vec<Credentials>,
     /// File of USER:PASS lines.
     #[arg(long, value_name = "FILE")]
-    auth_file: Option<String>,
-    /// Allow destinations CIDR[:PORT[-PORT]]; rules apply in command-line order; any allow makes the default deny.
-    #[arg(long, value_name = "CIDR[:PORTS]")]
-    allow: Vec<String>,
+    auth_file: Option<PathBuf>,
+    /// Allow destinations CIDR[:PORT[-PORT]]; --allow and --deny apply in command-line order, first
+    /// match wins; any allow makes the default deny.
+    #[arg(long, value_name = "CIDR[:PORTS]", value_parser = allow_rule)]
+    allow: Vec<Rule>,
     /// Deny destinations CIDR[:PORT[-PORT]].
-    #[arg(long, value_name = "CIDR[:PORTS]")]
-    deny: Vec<String>,
+    #[arg(long, value_name = "CIDR[:PORTS]", value_parser = deny_rule)]
+    deny: Vec<Rule>,
     /// Congestion control for upstream sockets (e.g. cubic, bbr).
     #[arg(long)]
     cc: Option<String>,
@@ -89,13 +94,13 @@ struct ServeArgs {
     #[arg(long, value_name = "N")]
     max_conns: Option<usize>,
     /// Of --max-conns, at most N in the SOCKS handshake. A new client is always
-    /// let in: when N are handshaking, the oldest handshake of the source with
-    /// the most is closed, so idle or slow handshakes cannot starve others
-    /// [default: max-conns/4, at most 256].
+    /// let in: when N are handshaking, a handshake that has made the least
+    /// progress is closed (the oldest of the source with the most), so idle or
+    /// slow handshakes cannot starve others [default: max-conns/4, at most 256].
     #[arg(long, value_name = "N")]
     max_handshakes: Option<usize>,
     /// At most N handshakes from one source (IPv4 address or IPv6 /64): over N,
-    /// a new one from that source closes its oldest once that is 1 s old
+    /// a new one from that source closes its least advanced once that is 1 s old
     /// (younger ones are a burst) [default: max-handshakes/4, at least 8 or all of max-handshakes].
     #[arg(long, value_name = "N")]
     per_source_handshakes: Option<usize>,
@@ -109,16 +114,28 @@ struct ServeArgs {
     /// Pipe capacity per direction for splice [default: 256KiB].
     #[arg(long, value_name = "BYTES", value_parser = values::bytes)]
     pipe_size: Option<Bytes>,
-    /// TOML file with the same settings (flags given here override it).
+    /// Buffer per direction for the user-space copy (--copy, or when no pipe can be made) [default: 256KiB].
+    #[arg(long, value_name = "BYTES", value_parser = values::bytes)]
+    buffer_size: Option<Bytes>,
+    /// TOML file with the same settings under the flags' names (flags given here override it).
     #[arg(long, value_name = "FILE.toml")]
-    config: Option<String>,
-    /// One JSON line per connection on stderr.
+    config: Option<PathBuf>,
+    /// Per-connection records as one JSON object per line on stderr, instead of log lines
+    /// (at most 50 a second; the next one written says how many were left out).
     #[arg(long)]
     json_logs: bool,
     /// Serve Prometheus metrics on this address (PORT alone = 127.0.0.1:PORT): connections,
     /// bytes per direction, splice vs copy, errors by kind. Off by default.
     #[arg(long, value_name = "ADDR", value_parser = crate::cmd::values::metrics_addr)]
     metrics: Option<SocketAddr>,
+}
+
+fn allow_rule(s: &str) -> Result<Rule, String> {
+    Rule::parse(Action::Allow, s).map_err(|e| e.to_string())
+}
+
+fn deny_rule(s: &str) -> Result<Rule, String> {
+    Rule::parse(Action::Deny, s).map_err(|e| e.to_string())
 }
 
 #[derive(clap::Args)]
@@ -156,107 +173,115 @@ struct PlanArgs {
     json: bool,
 }
 
-pub(crate) fn run(args: Args) -> anyhow::Result<Verdict> {
+/// `matches` are the relay subcommand's (for the order of --allow and
+/// --deny, and whether --log was given).
+pub(crate) fn run(args: Args, matches: &clap::ArgMatches) -> anyhow::Result<Verdict> {
     match args.command {
         Some(Sub::Plan(p)) => plan(p),
-        None => serve(args.serve),
+        None => serve(args.serve, matches),
     }
 }
 
-/// Interleaves `--allow`/`--deny` values in the order they appear in `argv`.
-/// Falls back to all denies before all allows if the scan disagrees with
-/// what clap parsed (e.g. values given in an unusual spelling).
-fn ordered_rules(allow: &[String], deny: &[String], argv: &[String]) -> Vec<String> {
-    let mut seen = Vec::new();
-    let mut it = argv.iter();
-    while let Some(a) = it.next() {
-        if a == "--" {
-            break;
-        }
-        let verb = if a == "--allow" || a.starts_with("--allow=") { "allow" } else { "deny" };
-        if a == "--allow" || a == "--deny" {
-            if let Some(v) = it.next() {
-                seen.push((verb, v.clone()));
-            }
-        } else if let Some((_, v)) = a.split_once('=').filter(|(f, _)| *f == "--allow" || *f == "--deny") {
-            seen.push((verb, v.to_string()));
-        }
-    }
-    let pick =
-        |verb: &str| seen.iter().filter(|(v, _)| *v == verb).map(|(_, x)| x.clone()).collect::<Vec<_>>();
-    if pick("allow") == allow && pick("deny") == deny {
-        seen.into_iter().map(|(v, x)| format!("{v} {x}")).collect()
-    } else {
-        deny.iter().map(|d| format!("deny {d}")).chain(allow.iter().map(|a| format!("allow {a}"))).collect()
-    }
+/// `--allow` and `--deny` in command-line order, from where clap found
+/// each value (typed already; nothing is parsed again).
+fn ordered_rules(allow: &[Rule], deny: &[Rule], m: &clap::ArgMatches) -> Vec<Rule> {
+    let at = |id: &str| m.indices_of(id).map(|i| i.collect::<Vec<usize>>()).unwrap_or_default();
+    let mut rules: Vec<(usize, Rule)> = at("allow").into_iter().zip(allow.iter().cloned()).collect();
+    rules.extend(at("deny").into_iter().zip(deny.iter().cloned()));
+    rules.sort_by_key(|(i, _)| *i);
+    rules.into_iter().map(|(_, r)| r).collect()
 }
 
-fn raw_from_flags(a: &ServeArgs, argv: &[String]) -> RawConfig {
-    RawConfig {
-        listen: a.listen.clone(),
+/// The flags as settings, to lay over the file's.
+fn settings_from_flags(a: &ServeArgs, m: &clap::ArgMatches) -> Settings {
+    let given_rules = !a.allow.is_empty() || !a.deny.is_empty();
+    Settings {
+        listen: a.listen,
         next: a.next.clone(),
         forward: a.forward.clone(),
         auth: a.auth.clone(),
         auth_file: a.auth_file.clone(),
-        rules: ordered_rules(&a.allow, &a.deny, argv),
+        allow: a.allow.clone(),
+        deny: a.deny.clone(),
+        rules_in_order: given_rules.then(|| ordered_rules(&a.allow, &a.deny, m)),
         cc: a.cc.clone(),
-        pace: a.pace.map(|r| r.exact().to_string()),
-        sndbuf: a.sndbuf.map(raw_bytes),
-        rcvbuf: a.rcvbuf.map(raw_bytes),
-        notsent_lowat: a.notsent_lowat.map(raw_bytes),
-        idle_timeout: a.idle_timeout.map(raw_duration),
-        handshake_timeout: a.handshake_timeout.map(raw_duration),
-        first_byte_timeout: a.first_byte_timeout.map(raw_duration),
-        connect_timeout: a.connect_timeout.map(raw_duration),
+        pace: a.pace,
+        sndbuf: a.sndbuf,
+        rcvbuf: a.rcvbuf,
+        notsent_lowat: a.notsent_lowat,
+        idle_timeout: a.idle_timeout,
+        handshake_timeout: a.handshake_timeout,
+        first_byte_timeout: a.first_byte_timeout,
+        connect_timeout: a.connect_timeout,
         max_conns: a.max_conns,
         max_handshakes: a.max_handshakes,
         per_source_handshakes: a.per_source_handshakes,
         backlog: a.backlog,
         copy: a.copy.then_some(true),
-        pipe_size: a.pipe_size.map(raw_bytes),
-        buffer_size: None,
+        pipe_size: a.pipe_size,
+        buffer_size: a.buffer_size,
         json_logs: a.json_logs.then_some(true),
+        metrics: a.metrics,
+        // The global --log: given on the command line it wins over the file
+        // (main set it up already); otherwise the file's applies.
+        log: None,
     }
 }
 
-/// A typed flag in the text form `RawConfig` (shared with the TOML file)
-/// reads back exactly: whole bytes, nanoseconds.
-fn raw_bytes(b: Bytes) -> String {
-    b.get().to_string()
-}
-
-fn raw_duration(d: Duration) -> String {
-    format!("{}ns", d.as_nanos())
-}
-
-/// The configuration from the file (if any) with the flags over it; run
+/// The settings from the file (if any) with the flags over them; run
 /// again on SIGHUP.
-fn load(config: Option<&str>, flags: &RawConfig) -> Result<Config, String> {
-    let raw = match config {
-        Some(path) => RawConfig::from_toml_file(path).map_err(|e| e.to_string())?.overlay(flags.clone()),
+fn load(config: Option<&Path>, flags: &Settings) -> Result<(Config, Settings), String> {
+    let set = match config {
+        Some(path) => Settings::from_toml_file(path).map_err(|e| e.to_string())?.overlay(flags.clone()),
         None => flags.clone(),
     };
-    Config::from_raw(&raw).map_err(|e| e.to_string())
+    let cfg = Config::from_settings(&set).map_err(|e| e.to_string())?;
+    Ok((cfg, set))
 }
 
-fn serve(a: ServeArgs) -> anyhow::Result<Verdict> {
-    let argv: Vec<String> = std::env::args().collect();
-    let flags = raw_from_flags(&a, &argv);
-    let cfg = load(a.config.as_deref(), &flags).map_err(exit::usage)?;
-    for l in &cfg.listeners {
-        tracing::info!(addr = %l.addr, mode = ?l.mode, "relay listener");
+fn serve(a: ServeArgs, m: &clap::ArgMatches) -> anyhow::Result<Verdict> {
+    let flags = settings_from_flags(&a, m);
+    let (cfg, set) = load(a.config.as_deref(), &flags).map_err(exit::usage)?;
+    let log_given = m.value_source("log") == Some(clap::parser::ValueSource::CommandLine)
+        || std::env::var_os("RUST_LOG").is_some();
+    if let (Some(filter), false) = (&set.log, log_given) {
+        crate::set_log_filter(filter)
+            .map_err(|e| exit::usage(format!("log = {filter:?} in the config file: {e}")))?;
     }
+    let json = cfg.json_logs;
     let file = a.config.clone();
     let hooks = tcpaccel_relay::Hooks {
         report: Box::new(|snap| match serde_json::to_string(snap) {
             Ok(line) => println!("{line}"),
             Err(e) => tracing::warn!("counters: {e}"),
         }),
-        reload: Some(Box::new(move || load(file.as_deref(), &flags))),
-        metrics: a.metrics,
+        reload: Some(Box::new(move || load(file.as_deref(), &flags).map(|(c, _)| c))),
+        started: Box::new(move |s| eprint!("{}", start_lines(s, json))),
     };
     tcpaccel_relay::serve_blocking(cfg, hooks).context("relay")?;
     Ok(Verdict::Ok)
+}
+
+/// The service's start line(s) on stderr: what it listens on.
+fn start_lines(s: &tcpaccel_relay::Started, json: bool) -> String {
+    let mut out = String::new();
+    for (addr, mode) in &s.listeners {
+        if json {
+            let j = serde_json::json!({"type": "relay_listening", "addr": addr.to_string(), "mode": mode.to_string()});
+            out.push_str(&format!("{j}\n"));
+        } else {
+            out.push_str(&format!("tcpaccel relay: listening on {addr} ({mode})\n"));
+        }
+    }
+    if let Some(m) = s.metrics {
+        if json {
+            let j = serde_json::json!({"type": "relay_metrics", "url": format!("http://{m}/metrics")});
+            out.push_str(&format!("{j}\n"));
+        } else {
+            out.push_str(&format!("tcpaccel relay: metrics on http://{m}/metrics\n"));
+        }
+    }
+    out
 }
 
 /// `--candidates`: names and RTTs from the client.
@@ -459,27 +484,81 @@ mod tests {
         s.iter().map(|x| x.to_string()).collect()
     }
 
-    #[test]
-    fn rules_keep_command_line_order() {
-        let argv =
-            v(&["tcpaccel", "relay", "--allow", "10.0.0.0/8", "--deny=10.1.0.0/16", "--allow", "any:443"]);
-        let r = ordered_rules(&v(&["10.0.0.0/8", "any:443"]), &v(&["10.1.0.0/16"]), &argv);
-        assert_eq!(r, v(&["allow 10.0.0.0/8", "deny 10.1.0.0/16", "allow any:443"]));
-        // Disagreement with clap: denies first.
-        let r = ordered_rules(&v(&["a"]), &v(&["b"]), &v(&["tcpaccel"]));
-        assert_eq!(r, v(&["deny b", "allow a"]));
+    #[derive(clap::Parser)]
+    struct Cli {
+        #[command(flatten)]
+        args: Args,
     }
 
-    /// Typed flags reach the relay's config (which the TOML file shares, as
-    /// text) with exactly the values given, and a bad one is clap's exit 2.
+    fn parse(argv: &[&str]) -> (ServeArgs, clap::ArgMatches) {
+        use clap::{CommandFactory, FromArgMatches};
+        let m = Cli::command().try_get_matches_from(argv).unwrap();
+        (Cli::from_arg_matches(&m).unwrap().args.serve, m)
+    }
+
+    #[test]
+    fn rules_keep_command_line_order() {
+        let (a, m) = parse(&[
+            "relay",
+            "--allow",
+            "10.0.0.0/8",
+            "--deny=10.1.0.0/16",
+            "--allow",
+            "any:443",
+            "--listen",
+            "127.0.0.1:1",
+        ]);
+        let r: Vec<String> = ordered_rules(&a.allow, &a.deny, &m)
+            .iter()
+            .map(|r| format!("{:?} {}", r.action, r.text))
+            .collect();
+        assert_eq!(r, v(&["Allow 10.0.0.0/8", "Deny 10.1.0.0/16", "Allow any:443"]));
+        let set = settings_from_flags(&a, &m);
+        let cfg = Config::from_settings(&set).unwrap();
+        // First match: 10.1.2.3 is allowed by the first rule.
+        assert!(cfg.acl.permits("10.1.2.3".parse().unwrap(), 80));
+        let (a, m) = parse(&["relay", "--deny=10.1.0.0/16", "--allow", "10.0.0.0/8"]);
+        let cfg = Config::from_settings(&settings_from_flags(&a, &m)).unwrap();
+        assert!(!cfg.acl.permits("10.1.2.3".parse().unwrap(), 80));
+    }
+
+    /// Issue 26 item 8: every flag of `relay` is a key of its file, under
+    /// the same name, and every key is a flag (`--log` is the global one;
+    /// `--config` names the file itself).
+    #[test]
+    fn every_flag_is_a_file_key_and_every_file_key_a_flag() {
+        use clap::CommandFactory;
+        let cmd = Cli::command();
+        let mut flags: Vec<String> = cmd
+            .get_arguments()
+            .filter_map(|a| a.get_long())
+            .filter(|l| !["help", "config"].contains(l))
+            .map(|l| l.replace('-', "_"))
+            .collect();
+        flags.push("log".into());
+        let crate_cli = crate::Cli::command();
+        let relay = crate_cli.find_subcommand("relay").expect("relay subcommand");
+        assert!(
+            relay.get_arguments().chain(crate_cli.get_arguments()).any(|a| a.get_long() == Some("log")),
+            "--log is a global flag"
+        );
+        let mut keys: Vec<String> =
+            tcpaccel_relay::config::file_keys().iter().map(|k| k.to_string()).collect();
+        flags.sort();
+        keys.sort();
+        let only_flags: Vec<&String> = flags.iter().filter(|f| !keys.contains(f)).collect();
+        let only_keys: Vec<&String> = keys.iter().filter(|k| !flags.contains(k)).collect();
+        assert!(
+            only_flags.is_empty() && only_keys.is_empty(),
+            "flags without a file key: {only_flags:?}; file keys without a flag: {only_keys:?}"
+        );
+    }
+
+    /// Typed flags reach the relay's config with exactly the values given
+    /// (no text form in between), and a bad one is clap's exit 2.
     #[test]
     fn typed_flags_reach_the_config_exactly() {
         use clap::Parser;
-        #[derive(clap::Parser)]
-        struct Cli {
-            #[command(flatten)]
-            args: Args,
-        }
         let argv = [
             "relay",
             "--pace",
@@ -492,15 +571,26 @@ mod tests {
             "1.2345678s",
             "--pipe-size",
             "64KiB",
+            "--buffer-size",
+            "32KiB",
+            "--metrics",
+            "9464",
         ];
-        let a = Cli::try_parse_from(argv).unwrap().args.serve;
-        let cfg = load(None, &raw_from_flags(&a, &v(&argv))).unwrap();
+        let (a, m) = parse(&argv);
+        let (cfg, _) = load(None, &settings_from_flags(&a, &m)).unwrap();
         assert_eq!(cfg.tuning.pace, Some(Rate(123_456_789)));
         assert_eq!(cfg.tuning.sndbuf, Some(12_500_000));
         assert_eq!(cfg.tuning.notsent_lowat, Some(16_384));
         assert_eq!(cfg.idle_timeout, Duration::from_nanos(1_234_567_800));
-        assert_eq!(cfg.pipe_size, 65_536);
-        for (flag, bad) in [("--pace", "fast"), ("--sndbuf", "lots"), ("--connect-timeout", "10")] {
+        assert_eq!((cfg.pipe_size, cfg.buffer_size), (65_536, 32_768));
+        assert_eq!(cfg.metrics, Some("127.0.0.1:9464".parse().unwrap()));
+        for (flag, bad) in [
+            ("--pace", "fast"),
+            ("--sndbuf", "lots"),
+            ("--connect-timeout", "10"),
+            ("--allow", "10.0.0.0/33"),
+            ("--next", "http://x:1"),
+        ] {
             let e = Cli::try_parse_from(["relay", flag, bad]).err().expect(flag);
             assert_eq!(e.exit_code(), 2, "{flag}");
             let msg = e.to_string();
@@ -508,6 +598,52 @@ mod tests {
         }
         let e = Cli::try_parse_from(["relay", "plan", "--rtt-total", "50ms", "--candidates", "p1"]).err();
         assert!(e.expect("bad candidates").to_string().contains("\"p1\" is not NAME=RTT"));
+    }
+
+    #[test]
+    fn flags_override_the_file() {
+        let dir = std::env::temp_dir().join(format!("tcpaccel-relaycfg-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let file = dir.join("relay.toml");
+        std::fs::write(
+            &file,
+            "max_conns = 40\nidle_timeout = \"1m\"\nallow = [\"10.0.0.0/8\"]\nlog = \"debug\"\n",
+        )
+        .unwrap();
+        let (a, m) = parse(&["relay", "--max-conns", "20", "--deny", "10.9.0.0/16"]);
+        let (cfg, set) = load(Some(&file), &settings_from_flags(&a, &m)).unwrap();
+        assert_eq!(cfg.max_conns, 20);
+        assert_eq!(cfg.idle_timeout, Duration::from_secs(60));
+        assert_eq!(cfg.acl.rules.len(), 1, "the command line's rules replace the file's");
+        assert_eq!(set.log.as_deref(), Some("debug"));
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn the_start_line_says_where_it_listens_in_words() {
+        let s = tcpaccel_relay::Started {
+            listeners: vec![
+                ("127.0.0.1:1080".parse().unwrap(), tcpaccel_relay::config::Mode::Socks),
+                (
+                    "127.0.0.1:9000".parse().unwrap(),
+                    tcpaccel_relay::config::Mode::Forward(
+                        tcpaccel_relay::config::parse_target("localhost:80").unwrap(),
+                    ),
+                ),
+            ],
+            metrics: Some("127.0.0.1:9464".parse().unwrap()),
+        };
+        let text = start_lines(&s, false);
+        assert_eq!(
+            text,
+            "tcpaccel relay: listening on 127.0.0.1:1080 (SOCKS5)\n\
+             tcpaccel relay: listening on 127.0.0.1:9000 (forward to localhost:80)\n\
+             tcpaccel relay: metrics on http://127.0.0.1:9464/metrics\n"
+        );
+        for line in start_lines(&s, true).lines() {
+            let j: serde_json::Value = serde_json::from_str(line).unwrap();
+            assert!(j["type"].as_str().unwrap().starts_with("relay_"), "{line}");
+        }
     }
 
     #[test]
