@@ -1,5 +1,5 @@
 //! The datacenter-lanes scenarios ([Lanes] §6–7) on the dual-fabric
-//! datacenter of [`super::fabric`]: `lanes-basic`, `lanes-buildup`,
+//! datacenter of [`crate::testbeds::fabric`]: `lanes-basic`, `lanes-buildup`,
 //! `lanes-websearch`, `lanes-datamining` and `lanes-params`.
 //!
 //! Variants (the same workload, seeded, replayed for each):
@@ -12,7 +12,7 @@
 //!   `tcpaccel lanes` daemon (userspace path manager) in every host.
 //!
 //! Flows come from `tcpaccel_core::workload` and run through
-//! `crate::flows` (FCT from the scheduled start to the receiver's
+//! `crate::engines::flows` (FCT from the scheduled start to the receiver's
 //! answer). What it is not: ns-3 at 1 Gbit/s with NewReno and initial window
 //! 12; the links run at `rate` (default 100 Mbit/s) with 128 KB drop-tail
 //! queues, so a full queue holds 10× more time than in the thesis (the same
@@ -26,16 +26,16 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use crate::flows::{run_flows, FlowResult, Received, RunOptions, Sinks, Transport};
-use crate::workloads::{self as workload, Hosts, Mix};
+use crate::engines::flows::{run_flows, FlowResult, Received, RunOptions, Sinks, Transport};
+use crate::engines::workloads::{self as workload, Hosts, Mix};
 use anyhow::{bail, Context, Result};
 use tcpaccel_core::stats::percentile_sorted;
 use tcpaccel_core::workload::{Flow, FlowClass};
 use tcpaccel_lanes::record::{DecisionAction, Record};
 
-use super::fabric::{Fabric, FabricSpec, MptcpMode};
-use crate::records::MetricSpec;
-use crate::scenario::{stop_flag, ParamSpec, Params, RunCtx, Scenario, Testbed};
+use crate::runner::records::MetricSpec;
+use crate::runner::scenario::{stop_flag, ParamSpec, Params, RunCtx, Scenario, Testbed};
+use crate::testbeds::fabric::{Fabric, FabricSpec, MptcpMode};
 
 const FLOW_PORT: u16 = 7400;
 /// Flows up to this size are the short flows the thesis measures ((0, 100 KB]).
@@ -532,7 +532,7 @@ fn record_outcome(ctx: &mut RunCtx<'_>, o: &Outcome, suffix: &str, flows_too: bo
     let cut = o.results.iter().filter(|r| r.error.as_ref().is_some_and(|e| e.is_time_limit())).count();
     put(ctx, format!("cut_by_limit{suffix}"), cut as f64);
     // Flows the time limit cut are counted above, not as failures.
-    let errors: Vec<&crate::flows::FlowFailure> =
+    let errors: Vec<&crate::engines::flows::FlowFailure> =
         o.results.iter().filter_map(|r| r.error.as_ref()).filter(|e| !e.is_time_limit()).collect();
     if !errors.is_empty() {
         ctx.note(format!("{} flow(s) failed{suffix}; first: {}", errors.len(), errors[0]))?;
@@ -695,7 +695,7 @@ impl LanesBed {
             sample(ctx, "short_avg_vs_senders_ms", f64::from(n), s.avg)?;
             sample(ctx, "short_p95_vs_senders_ms", f64::from(n), s.p95)?;
             p95s.push(s.p95);
-            if crate::scenario::interrupted() {
+            if crate::runner::scenario::interrupted() {
                 break;
             }
         }
@@ -729,7 +729,7 @@ impl LanesBed {
             sample(ctx, "short_avg_vs_load_ms", load, s.avg)?;
             sample(ctx, "short_p99_vs_load_ms", load, s.p99)?;
             sample(ctx, "long_vs_load_mbps", load, l)?;
-            if crate::scenario::interrupted() {
+            if crate::runner::scenario::interrupted() {
                 break;
             }
         }
@@ -907,7 +907,7 @@ impl TxSampler {
             while !s.load(Ordering::SeqCst) {
                 let text = std::fs::read_to_string("/proc/thread-self/net/dev")?;
                 let v = (0..fabrics)
-                    .map(|f| super::fabric::dev_tx_bytes(&text, &format!("f{f}")).unwrap_or(0))
+                    .map(|f| crate::testbeds::fabric::dev_tx_bytes(&text, &format!("f{f}")).unwrap_or(0))
                     .collect();
                 out.push((t0.elapsed().as_secs_f64(), tcpaccel_sys::bpf::monotonic_ns(), v));
                 std::thread::sleep(every);
