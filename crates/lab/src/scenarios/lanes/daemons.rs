@@ -10,27 +10,31 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
+use tcpaccel_core::lanes::Policy;
+use tcpaccel_core::units::Bytes;
+use tcpaccel_lanes::config::{BackupsAt, ConfigFile, SignalSource};
 use tcpaccel_lanes::probe::thread_cpu_s;
 use tcpaccel_lanes::record::{DecisionAction, Record};
 
 use crate::runner::scenario::Params;
 use crate::testbeds::fabric::{Fabric, FabricSpec};
 
-/// The switching policy a daemon runs.
+/// The switching policy a daemon runs, typed as the daemon's own
+/// configuration takes it.
 #[derive(Debug, Clone)]
 pub struct PolicyParams {
-    pub kind: String,
+    pub kind: Policy,
     pub t_deadline: Duration,
     pub alpha: f64,
     pub gamma: f64,
     pub nu_unit: Duration,
     pub sample_interval: Duration,
-    /// `[signals] source`: "auto", "bpf" or "diag".
-    pub signals: String,
-    /// `[signals] backups`: "prepare" or "established".
-    pub backups: String,
+    /// `[signals] source`.
+    pub signals: SignalSource,
+    /// `[signals] backups`.
+    pub backups: BackupsAt,
     /// Switch after this many bytes too (`size_threshold` in the config).
-    pub size_threshold: Option<u64>,
+    pub size_threshold: Option<Bytes>,
     /// Serve the daemons' metrics here while they run.
     pub metrics: Option<std::net::SocketAddr>,
 }
@@ -40,9 +44,11 @@ impl PolicyParams {
     /// policy plus the size threshold.
     pub(super) fn from(p: &Params, variant: &str) -> Result<PolicyParams> {
         let (kind, size) = match variant {
-            "size" => ("size", true),
-            "size-link-cost" => ("link-cost", true),
-            other => (other, false),
+            "deadline" => (Policy::Deadline, false),
+            "link-cost" => (Policy::LinkCost, false),
+            "size" => (Policy::Size, true),
+            "size-link-cost" => (Policy::LinkCost, true),
+            other => bail!("{other:?} is not a lanes policy; valid: {}", super::LANES_POLICIES.join(", ")),
         };
         let metrics = match p.str("metrics")? {
             "off" | "" => None,
@@ -50,19 +56,22 @@ impl PolicyParams {
         };
         Ok(PolicyParams {
             metrics,
-            size_threshold: if size { Some(p.bytes("size_threshold")?.0) } else { None },
-            kind: kind.into(),
+            size_threshold: if size { Some(p.bytes("size_threshold")?) } else { None },
+            kind,
             t_deadline: p.duration("t_deadline")?,
             alpha: p.f64("alpha")?,
             gamma: p.f64("gamma")?,
             nu_unit: p.duration("nu_unit")?,
             sample_interval: p.duration("sample_interval")?,
             signals: match p.choice("signals", &["auto", "bpf", "diag"])?.as_slice() {
-                [one] => one.clone(),
+                [one] if one == "bpf" => SignalSource::Bpf,
+                [one] if one == "diag" => SignalSource::Diag,
+                [_auto] => SignalSource::Auto,
                 _ => bail!("signals: exactly one of auto, bpf, diag"),
             },
             backups: match p.choice("backups", &["prepare", "established"])?.as_slice() {
-                [one] => one.clone(),
+                [one] if one == "established" => BackupsAt::Established,
+                [_prepare] => BackupsAt::Prepare,
                 _ => bail!("backups: exactly one of prepare, established"),
             },
         })
@@ -71,39 +80,24 @@ impl PolicyParams {
 
 /// The lanes daemon configuration of host `h`: every other host is a peer,
 /// SL pair on fabric 0, one LL pair per other fabric.
-fn daemon_config(spec: &FabricSpec, h: u32, policy: &PolicyParams) -> String {
-    let mut t = format!(
-        "[policy]\nkind = \"{}\"\nt_deadline = \"{}us\"\nalpha = {:?}\ngamma = {:?}\nnu_unit = \"{}ns\"\n\n\
-         [signals]\nsource = \"{}\"\nbackups = \"{}\"\n\n[probe]\nport = 9\nsample_interval = \"{}us\"\n\n",
-        policy.kind,
-        policy.t_deadline.as_micros(),
-        policy.alpha,
-        policy.gamma,
-        policy.nu_unit.as_nanos(),
-        policy.signals,
-        policy.backups,
-        policy.sample_interval.as_micros()
-    );
-    if let Some(b) = policy.size_threshold {
-        t = t.replacen("\n\n[signals]", &format!("\nsize_threshold = \"{b}B\"\n\n[signals]"), 1);
-    }
+fn daemon_config(spec: &FabricSpec, h: u32, policy: &PolicyParams) -> ConfigFile {
+    let mut f = ConfigFile::default();
+    f.policy.kind = policy.kind;
+    f.policy.t_deadline = policy.t_deadline;
+    f.policy.alpha = policy.alpha;
+    f.policy.gamma = policy.gamma;
+    f.policy.nu_unit = policy.nu_unit;
+    f.policy.size_threshold = policy.size_threshold;
+    f.signals.source = policy.signals;
+    f.signals.backups = policy.backups;
+    f.probe.sample_interval = policy.sample_interval;
+    let pair = |a: u32, b: u32, fabric: u32| {
+        (FabricSpec::host_addr(a, fabric).into(), FabricSpec::host_addr(b, fabric).into())
+    };
     for peer in (0..spec.hosts).filter(|&p| p != h) {
-        t.push_str(&format!(
-            "[[peer]]\nname = \"h{peer}\"\nsl = [{{ local = \"{}\", remote = \"{}\" }}]\nll = [",
-            FabricSpec::host_addr(h, 0),
-            FabricSpec::host_addr(peer, 0)
-        ));
-        for f in 1..spec.fabrics {
-            let sep = if f == 1 { "" } else { ", " };
-            t.push_str(&format!(
-                "{sep}{{ local = \"{}\", remote = \"{}\" }}",
-                FabricSpec::host_addr(h, f),
-                FabricSpec::host_addr(peer, f)
-            ));
-        }
-        t.push_str("]\n\n");
+        f.peer(format!("h{peer}"), pair(h, peer, 0), (1..spec.fabrics).map(|fabric| pair(h, peer, fabric)));
     }
-    t
+    f
 }
 
 /// A daemon thread's summary and the CPU time it used (s).
@@ -137,8 +131,8 @@ impl Daemons {
             ),
             None => None,
         };
-        let bpf_stats = match policy.signals.as_str() {
-            "diag" => None,
+        let bpf_stats = match policy.signals {
+            SignalSource::Diag => None,
             _ => tcpaccel_sys::bpf::enable_stats()
                 .map_err(|e| tracing::warn!("BPF run-time statistics unavailable: {e}"))
                 .ok(),
@@ -152,9 +146,9 @@ impl Daemons {
         };
         for h in 0..fab.spec.hosts {
             let m = policy.metrics.map(|_| metrics[h as usize].clone());
-            let text = daemon_config(&fab.spec, h, policy);
-            let cfg = tcpaccel_lanes::Config::parse(&text, &format!("lanes config of h{h}"))
-                .with_context(|| format!("the generated lanes config of h{h}"))?;
+            let cfg = daemon_config(&fab.spec, h, policy)
+                .build()
+                .with_context(|| format!("the lanes config of h{h}"))?;
             let ns = fab.hosts[h as usize].ns.clone();
             let file = dir.join(format!("lanes-{tag}-h{h}.jsonl"));
             let mut out =
@@ -279,41 +273,37 @@ mod tests {
             hosts_per_leaf: 2,
             spines: 1,
             rate: tcpaccel_core::units::Rate(100_000_000),
-            buffer: tcpaccel_core::units::Bytes(131072),
+            buffer: Bytes(131072),
         };
         let policy = PolicyParams {
-            kind: "link-cost".into(),
+            kind: Policy::LinkCost,
             t_deadline: Duration::from_millis(300),
             alpha: 2.0,
             gamma: 0.5,
             nu_unit: Duration::from_micros(10),
             sample_interval: Duration::from_millis(50),
-            signals: "bpf".into(),
-            backups: "established".into(),
+            signals: SignalSource::Bpf,
+            backups: BackupsAt::Established,
             size_threshold: None,
             metrics: None,
         };
-        let text = daemon_config(&spec, 1, &policy);
-        let cfg = tcpaccel_lanes::Config::parse(&text, "test").unwrap();
+        let cfg = daemon_config(&spec, 1, &policy).build().unwrap();
         assert_eq!(cfg.peers.len(), 3);
         assert!(cfg.peers.iter().all(|p| p.sl.len() == 1 && p.ll.len() == 2));
         assert_eq!(cfg.sl_lanes, vec![std::net::IpAddr::from(FabricSpec::host_addr(1, 0))]);
         assert_eq!(cfg.ll_lanes.len(), 2);
-        assert!(text.contains("alpha = 2.0") && text.contains("gamma = 0.5"), "{text}");
+        assert_eq!((cfg.switch.alpha, cfg.switch.gamma), (2.0, 0.5));
         assert_eq!(cfg.probe.sample_interval, Duration::from_millis(50));
         assert_eq!(cfg.switch.nu_unit, Duration::from_micros(10));
         assert_eq!(cfg.switch.size_threshold, None);
-        let sized = PolicyParams { size_threshold: Some(100_000), ..policy };
-        let cfg = tcpaccel_lanes::Config::parse(&daemon_config(&spec, 1, &sized), "test").unwrap();
-        assert_eq!(
-            (cfg.switch.policy, cfg.switch.size_threshold),
-            (tcpaccel_core::lanes::Policy::LinkCost, Some(100_000))
-        );
-        assert_eq!(cfg.signals.source, tcpaccel_lanes::config::SignalSource::Bpf);
-        assert_eq!(cfg.signals.backups, tcpaccel_lanes::config::BackupsAt::Established);
-        let diag = PolicyParams { signals: "diag".into(), ..sized };
-        let cfg = tcpaccel_lanes::Config::parse(&daemon_config(&spec, 1, &diag), "test").unwrap();
-        assert_eq!(cfg.signals.source, tcpaccel_lanes::config::SignalSource::Diag);
+        let sized = PolicyParams { size_threshold: Some(Bytes(100_000)), ..policy };
+        let cfg = daemon_config(&spec, 1, &sized).build().unwrap();
+        assert_eq!((cfg.switch.policy, cfg.switch.size_threshold), (Policy::LinkCost, Some(100_000)));
+        assert_eq!(cfg.signals.source, SignalSource::Bpf);
+        assert_eq!(cfg.signals.backups, BackupsAt::Established);
+        let diag = PolicyParams { signals: SignalSource::Diag, ..sized };
+        let cfg = daemon_config(&spec, 1, &diag).build().unwrap();
+        assert_eq!(cfg.signals.source, SignalSource::Diag);
     }
 
     #[test]
