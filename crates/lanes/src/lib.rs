@@ -28,4 +28,5 @@ pub mod record;
 pub mod tracker;
 
 pub use config::{Config, ConfigError};
-pub use daemon::{run, DaemonError, Format, Options, Reload, Summary};
+pub use daemon::{run, DaemonError, Format, Options, Reload};
+pub use record::Summary;

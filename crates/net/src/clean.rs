@@ -10,7 +10,7 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use crate::error::{Error, Result};
-use crate::state::{self, RunState};
+use crate::state::{self, alive, RunState};
 use tcpaccel_sys::command;
 
 /// Prefix of every namespace tcpaccel creates.
@@ -44,11 +44,6 @@ pub fn pids_in(ns: &str) -> Result<Vec<u32>> {
 pub(crate) fn signal(pid: u32, signal: &str) -> Result<()> {
     command::run("kill", &[&format!("-{signal}"), &pid.to_string()])?;
     Ok(())
-}
-
-/// True while `/proc/PID` exists (the process or a zombie of it).
-pub(crate) fn alive(pid: u32) -> bool {
-    Path::new(&format!("/proc/{pid}")).exists()
 }
 
 /// Kills every process inside `ns` (never this process), then deletes the
