@@ -185,6 +185,8 @@ pub struct Peer {
 /// A validated configuration.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Config {
+    /// How to run (the flags' keys); the daemon's caller applies them.
+    pub run: RunSettings,
     pub switch: SwitchConfig,
     pub switch_to: SwitchTo,
     pub probe: ProbeConfig,
@@ -304,6 +306,10 @@ pub struct PeerFile {
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ConfigFile {
+    /// How to run: the keys of `tcpaccel lanes`'s flags, of the same names
+    /// (a flag given wins over the file). Read at start, not on reload.
+    #[serde(flatten)]
+    pub run: RunSettings,
     #[serde(default)]
     pub policy: PolicyFile,
     #[serde(default)]
@@ -312,6 +318,43 @@ pub struct ConfigFile {
     pub probe: ProbeConfig,
     #[serde(default)]
     pub peer: Vec<PeerFile>,
+}
+
+/// The daemon's run settings that a file can hold as well as a flag: one
+/// set of names for both (`netns`, `json`, `duration`, `metrics`; the CLI's
+/// test walks its flags against these keys).
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RunSettings {
+    /// Run inside this network namespace.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub netns: Option<String>,
+    /// JSON Lines output instead of text.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub json: bool,
+    /// Stop after this long.
+    #[serde(default, with = "serde_duration::option", skip_serializing_if = "Option::is_none")]
+    pub duration: Option<Duration>,
+    /// Serve the metrics here (`PORT` alone is 127.0.0.1:PORT).
+    #[serde(default, with = "listen", skip_serializing_if = "Option::is_none")]
+    pub metrics: Option<std::net::SocketAddr>,
+}
+
+/// `metrics`: the address grammar of `tcpaccel_metrics::parse_listen`.
+mod listen {
+    use serde::{Deserialize, Deserializer, Serializer};
+    use std::net::SocketAddr;
+
+    pub(super) fn serialize<S: Serializer>(a: &Option<SocketAddr>, s: S) -> Result<S::Ok, S::Error> {
+        match a {
+            Some(a) => s.serialize_str(&a.to_string()),
+            None => s.serialize_none(),
+        }
+    }
+    pub(super) fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Option<SocketAddr>, D::Error> {
+        let text = String::deserialize(d)?;
+        tcpaccel_metrics::parse_listen(&text).map(Some).map_err(serde::de::Error::custom)
+    }
 }
 
 impl ConfigFile {
@@ -437,6 +480,7 @@ impl ConfigFile {
             ));
         }
         let cfg = Config {
+            run: self.run,
             switch,
             switch_to: p.switch_to,
             probe,
@@ -589,6 +633,22 @@ mod tests {
         // Checks that need the whole file still apply to built values.
         f.policy.beta = 0.0;
         assert!(f.build().unwrap_err().to_string().contains("policy.beta"));
+    }
+
+    #[test]
+    fn run_settings_are_keys_of_the_file_too() {
+        let c = Config::parse(
+            &format!("netns = \"c1\"\njson = true\nduration = \"30s\"\nmetrics = \"9100\"\n{GOOD}"),
+            "t",
+        )
+        .unwrap();
+        assert_eq!(c.run.netns.as_deref(), Some("c1"));
+        assert!(c.run.json);
+        assert_eq!(c.run.duration, Some(Duration::from_secs(30)));
+        assert_eq!(c.run.metrics, Some("127.0.0.1:9100".parse().unwrap()));
+        assert_eq!(Config::parse(GOOD, "t").unwrap().run, RunSettings::default());
+        assert!(refused(&format!("duration = \"30\"\n{GOOD}")).contains("missing unit"));
+        assert!(refused(&format!("netnz = \"c1\"\n{GOOD}")).contains("netnz"));
     }
 
     #[test]
