@@ -138,12 +138,14 @@ mod tests {
             .filter(|id| !INVOCATION_ONLY.contains(&id.as_str()) && id != "help")
             .collect();
         // The file schema, every optional key filled so that it shows.
-        let mut file = tcpaccel_lanes::config::ConfigFile::default();
-        file.run = tcpaccel_lanes::config::RunSettings {
-            netns: Some("ns".into()),
-            json: true,
-            duration: Some(std::time::Duration::from_secs(1)),
-            metrics: Some("127.0.0.1:9100".parse().unwrap()),
+        let mut file = tcpaccel_lanes::config::ConfigFile {
+            run: tcpaccel_lanes::config::RunSettings {
+                netns: Some("ns".into()),
+                json: true,
+                duration: Some(std::time::Duration::from_secs(1)),
+                metrics: Some("127.0.0.1:9100".parse().unwrap()),
+            },
+            ..Default::default()
         };
         let ip = std::net::IpAddr::from([10, 0, 0, 1]);
         file.peer("p", (ip, ip), [(ip, ip)]);
