@@ -63,8 +63,9 @@ fn split_number<'a>(
     Ok((v, unit.trim()))
 }
 
-/// A rate in bits per second.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+/// A rate in bits per second. Deserializes from a number (bit/s) or a string
+/// in the grammar of [`Rate::parse`] ("500mbit"); serializes as the number.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
 pub struct Rate(pub u64);
 
 impl Rate {
@@ -220,8 +221,9 @@ fn trim_float(v: f64) -> String {
     s.to_string()
 }
 
-/// A size in bytes.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize, Default)]
+/// A size in bytes. Deserializes from a number (bytes) or a string in the
+/// grammar of [`Bytes::parse`] ("1MB", "64KiB"); serializes as the number.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Default)]
 pub struct Bytes(pub u64);
 
 impl Bytes {
@@ -402,6 +404,76 @@ pub mod text {
     }
 }
 
+/// A number or a string in a unit grammar: the one deserializer of [`Rate`]
+/// and [`Bytes`], so a file says "500mbit" or 500000000 and means one thing.
+struct NumberOrText<T> {
+    what: &'static str,
+    parse: fn(&str) -> Result<T, ParseError>,
+    from: fn(u64) -> T,
+}
+
+impl<T> serde::de::Visitor<'_> for NumberOrText<T> {
+    type Value = T;
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "a {} as a whole number or a string with its unit", self.what)
+    }
+    fn visit_u64<E: serde::de::Error>(self, v: u64) -> Result<T, E> {
+        Ok((self.from)(v))
+    }
+    fn visit_i64<E: serde::de::Error>(self, v: i64) -> Result<T, E> {
+        u64::try_from(v).map(self.from).map_err(|_| E::custom(format!("a {} cannot be negative", self.what)))
+    }
+    fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<T, E> {
+        (self.parse)(v).map_err(E::custom)
+    }
+}
+
+impl<'de> Deserialize<'de> for Rate {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Rate, D::Error> {
+        d.deserialize_any(NumberOrText { what: "rate", parse: Rate::parse, from: Rate })
+    }
+}
+
+impl<'de> Deserialize<'de> for Bytes {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Bytes, D::Error> {
+        d.deserialize_any(NumberOrText { what: "size", parse: Bytes::parse, from: Bytes })
+    }
+}
+
+/// Serde for a [`Duration`] written as text in the grammar of
+/// [`parse_duration`] ("300ms"), for `#[serde(with = "...")]`; `option` is
+/// the same for an `Option<Duration>`.
+pub mod serde_duration {
+    use super::{format_duration, parse_duration};
+    use serde::{Deserialize, Deserializer, Serializer};
+    use std::time::Duration;
+
+    pub fn serialize<S: Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(&format_duration(*d))
+    }
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Duration, D::Error> {
+        let text = std::borrow::Cow::<str>::deserialize(d)?;
+        parse_duration(&text).map_err(serde::de::Error::custom)
+    }
+
+    pub mod option {
+        use serde::{Deserialize, Deserializer, Serializer};
+        use std::time::Duration;
+
+        pub fn serialize<S: Serializer>(d: &Option<Duration>, s: S) -> Result<S::Ok, S::Error> {
+            match d {
+                Some(d) => super::serialize(d, s),
+                None => s.serialize_none(),
+            }
+        }
+        pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Duration>, D::Error> {
+            #[derive(Deserialize)]
+            struct Text(#[serde(with = "super")] Duration);
+            Ok(Option::<Text>::deserialize(d)?.map(|t| t.0))
+        }
+    }
+}
+
 /// Bandwidth-delay product in bytes.
 pub fn bdp_bytes(rate: Rate, rtt: Duration) -> u64 {
     ((rate.0 as u128 * rtt.as_nanos()) / 8 / 1_000_000_000) as u64
@@ -436,6 +508,32 @@ mod tests {
         }
         let e = serde_json::from_str::<F>(r#"{"pace": "fast"}"#).err().unwrap().to_string();
         assert!(e.contains("\"fast\"") && e.contains("accepted forms"), "{e}");
+    }
+
+    #[test]
+    fn rates_sizes_and_durations_deserialize_from_text_or_numbers() {
+        let r: Rate = serde_json::from_str("\"500mbit\"").unwrap();
+        assert_eq!(r, Rate(500_000_000));
+        assert_eq!(serde_json::from_str::<Rate>("1000").unwrap(), Rate(1000));
+        assert_eq!(serde_json::to_string(&r).unwrap(), "500000000", "serialized as before: the number");
+        assert_eq!(serde_json::from_str::<Bytes>("\"64KiB\"").unwrap(), Bytes(65_536));
+        assert_eq!(serde_json::from_str::<Bytes>("131072").unwrap(), Bytes(131_072));
+        let e = serde_json::from_str::<Bytes>("\"lots\"").unwrap_err().to_string();
+        assert!(e.contains("lots"), "{e}");
+        assert!(serde_json::from_str::<Rate>("-1").unwrap_err().to_string().contains("negative"));
+        #[derive(Deserialize, Serialize, PartialEq, Debug)]
+        struct T {
+            #[serde(with = "serde_duration")]
+            d: Duration,
+            #[serde(default, with = "serde_duration::option")]
+            o: Option<Duration>,
+        }
+        let t: T = serde_json::from_str(r#"{"d": "300ms", "o": "10us"}"#).unwrap();
+        assert_eq!(t, T { d: Duration::from_millis(300), o: Some(Duration::from_micros(10)) });
+        assert_eq!(serde_json::from_str::<T>(r#"{"d": "1s"}"#).unwrap().o, None);
+        assert_eq!(serde_json::to_string(&t).unwrap(), r#"{"d":"300ms","o":"10us"}"#);
+        let e = serde_json::from_str::<T>(r#"{"d": "300"}"#).unwrap_err().to_string();
+        assert!(e.contains("missing unit"), "{e}");
     }
 
     #[test]

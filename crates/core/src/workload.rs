@@ -13,7 +13,7 @@
 //! It opens no sockets and reads no clock: flow start times are [`Instant`]s
 //! from a caller-given origin; the lab turns flows into transfers. The
 //! thesis' experiments built from these parts (host mixes, queue buildup)
-//! are the lab's (`tcpaccel_lab::workloads`).
+//! are the lab's (`tcpaccel_lab::engines::workloads`).
 
 use crate::rng::Rng;
 use crate::time::Instant;

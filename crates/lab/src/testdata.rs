@@ -1,6 +1,6 @@
 //! A small fixed record set for the report's golden tests.
 
-use crate::records::*;
+use crate::runner::records::*;
 use std::collections::BTreeMap;
 
 pub(crate) fn header() -> RunHeader {

@@ -1,4 +1,4 @@
-//! Root test of the lanes datacenter (crates/lab/src/scenarios/fabric.rs):
+//! Root test of the lanes datacenter (crates/lab/src/testbeds/fabric.rs):
 //! built for real, SL and LL traffic must stay in their own fabric — also
 //! the pure-MPTCP baseline's "LL address → peer's SL address" pairs.
 //!
@@ -9,7 +9,7 @@ use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::time::Duration;
 
 use tcpaccel_core::units::{Bytes, Rate};
-use tcpaccel_lab::scenarios::fabric::{iface_tx_bytes, Fabric, FabricSpec, MptcpMode};
+use tcpaccel_lab::testbeds::fabric::{iface_tx_bytes, Fabric, FabricSpec, MptcpMode};
 
 const MB: usize = 1 << 20;
 

@@ -1,4 +1,4 @@
-//! Root integration tests of the flow engine (`tcpaccel_lab::flows`) in
+//! Root integration tests of the flow engine (`tcpaccel_lab::engines::flows`) in
 //! namespaces made here.
 //!
 //! Topology (per test, names `tcpaccel-flowtest-<random>-{a,b}`, deleted by a
@@ -24,7 +24,7 @@ use std::time::{Duration, Instant};
 
 use tcpaccel_core::time::Instant as CoreInstant;
 use tcpaccel_core::workload::{Flow, FlowClass};
-use tcpaccel_lab::flows::{
+use tcpaccel_lab::engines::flows::{
     run_flows, CutAt, FlowError, FlowFailure, FlowResult, HostAddrs, RunOptions, Sinks, Transport,
 };
 

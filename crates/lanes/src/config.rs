@@ -1,5 +1,9 @@
-//! The lanes daemon's configuration: TOML in, a validated [`Config`] out, in
-//! one step ("parse, don't validate").
+//! The lanes daemon's configuration: TOML in, a validated [`Config`] out.
+//! The file deserializes straight into typed values ([`ConfigFile`]: every
+//! duration, size, address and name already of its type, unknown keys
+//! refused); [`ConfigFile::build`] checks what needs the whole file and
+//! indexes the lanes. Code builds a `ConfigFile` the same way (the lab does)
+//! and never writes TOML to parse it back.
 //!
 //! What it is: the file format, its defaults ([Lanes]'s α = β = γ = δ = t0 = 1,
 //! t_deadline = 300 ms) and every check that needs only the file: lanes that
@@ -38,9 +42,9 @@ use std::net::IpAddr;
 use std::path::Path;
 use std::time::Duration;
 
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use tcpaccel_core::lanes::{BaseRtt, LaneId, Policy, SwitchConfig};
-use tcpaccel_core::units::parse_duration;
+use tcpaccel_core::units::{serde_duration, Bytes};
 
 /// Why a configuration was refused.
 #[derive(Debug, thiserror::Error)]
@@ -60,7 +64,7 @@ fn invalid(field: impl Into<String>, msg: impl Into<String>) -> ConfigError {
 }
 
 /// Which LL subflows a switch makes active.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum SwitchTo {
     /// Every LL subflow of the connection (the lane choice decides *when*).
@@ -69,17 +73,22 @@ pub enum SwitchTo {
     Cheapest,
 }
 
-/// Active probe settings (link-cost policy only).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// Active probe settings (link-cost policy only): `[probe]`, missing keys
+/// at their defaults.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
 pub struct ProbeConfig {
     /// Peer TCP port a handshake probe connects to. A closed port answers
     /// with a RST, which times the round trip just as well.
     pub port: u16,
     /// Least time between two probes of one lane pair.
+    #[serde(with = "serde_duration")]
     pub interval: Duration,
     /// A probe not answered within this is dropped (no sample).
+    #[serde(with = "serde_duration")]
     pub timeout: Duration,
     /// How often sock_diag is read (RTT of each subflow, transfer activity).
+    #[serde(with = "serde_duration")]
     pub sample_interval: Duration,
     /// Probes are off when false: LL is then measured only by traffic on it.
     pub enabled: bool,
@@ -98,7 +107,7 @@ impl Default for ProbeConfig {
 }
 
 /// Where the daemon's per-connection signals come from.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum SignalSource {
     /// The BPF program when the kernel and the policy allow it, else
@@ -122,8 +131,9 @@ impl SignalSource {
     }
 }
 
-/// `[signals]`.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// `[signals]`, missing keys at their defaults.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
 pub struct SignalsConfig {
     pub source: SignalSource,
     /// The cgroup (relative to the cgroup2 mount) the BPF program is
@@ -137,7 +147,8 @@ pub struct SignalsConfig {
 
 /// `signals.backups`: when a connection gets its backup LL subflows on the
 /// BPF path. The sock_diag path always opens them at ESTABLISHED.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
 pub enum BackupsAt {
     /// At the program's prepare signal (half the size threshold or of
     /// t_deadline), or with the decision if it comes first (then opened
@@ -174,6 +185,8 @@ pub struct Peer {
 /// A validated configuration.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Config {
+    /// How to run (the flags' keys); the daemon's caller applies them.
+    pub run: RunSettings,
     pub switch: SwitchConfig,
     pub switch_to: SwitchTo,
     pub probe: ProbeConfig,
@@ -217,179 +230,183 @@ impl Config {
     }
     /// Parses and validates TOML text; `origin` names it in errors.
     pub fn parse(text: &str, origin: &str) -> Result<Config, ConfigError> {
-        let raw: RawConfig = toml::from_str(text)
+        let file: ConfigFile = toml::from_str(text)
             .map_err(|e| ConfigError::Syntax { path: origin.into(), msg: e.to_string() })?;
-        raw.validate()
+        file.build()
     }
 }
 
-#[derive(Debug, Deserialize, Default)]
-#[serde(deny_unknown_fields)]
-struct RawPolicy {
-    kind: Option<String>,
-    alpha: Option<f64>,
-    beta: Option<f64>,
-    gamma: Option<f64>,
-    delta: Option<f64>,
-    t0: Option<f64>,
-    t_deadline: Option<String>,
-    base_rtt: Option<String>,
-    switch_to: Option<String>,
-    nu_unit: Option<String>,
-    size_threshold: Option<String>,
-    manage_server_side: Option<bool>,
+/// `[policy]` as typed values: eq. 5.7's parameters and the policy.
+/// Missing keys take the thesis's defaults (`SwitchConfig::default()`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct PolicyFile {
+    pub kind: Policy,
+    pub alpha: f64,
+    pub beta: f64,
+    pub gamma: f64,
+    pub delta: f64,
+    pub t0: f64,
+    #[serde(with = "serde_duration")]
+    pub t_deadline: Duration,
+    pub base_rtt: BaseRtt,
+    pub switch_to: SwitchTo,
+    #[serde(with = "serde_duration")]
+    pub nu_unit: Duration,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub size_threshold: Option<Bytes>,
+    pub manage_server_side: bool,
 }
 
-#[derive(Debug, Deserialize, Default)]
-#[serde(deny_unknown_fields)]
-struct RawProbe {
-    port: Option<u16>,
-    interval: Option<String>,
-    timeout: Option<String>,
-    sample_interval: Option<String>,
-    enabled: Option<bool>,
-}
-
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct RawPair {
-    local: String,
-    remote: String,
-}
-
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct RawPeer {
-    name: Option<String>,
-    #[serde(default)]
-    sl: Vec<RawPair>,
-    #[serde(default)]
-    ll: Vec<RawPair>,
-}
-
-#[derive(Debug, Deserialize, Default)]
-#[serde(deny_unknown_fields)]
-struct RawSignals {
-    source: Option<String>,
-    cgroup: Option<String>,
-    backups: Option<String>,
-}
-
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct RawConfig {
-    #[serde(default)]
-    policy: RawPolicy,
-    #[serde(default)]
-    signals: RawSignals,
-    #[serde(default)]
-    probe: RawProbe,
-    #[serde(default)]
-    peer: Vec<RawPeer>,
-}
-
-fn duration(field: &str, v: &Option<String>, default: Duration) -> Result<Duration, ConfigError> {
-    match v {
-        None => Ok(default),
-        Some(s) => parse_duration(s).map_err(|e| invalid(field, e.to_string())),
+impl Default for PolicyFile {
+    fn default() -> Self {
+        let d = SwitchConfig::default();
+        PolicyFile {
+            kind: d.policy,
+            alpha: d.alpha,
+            beta: d.beta,
+            gamma: d.gamma,
+            delta: d.delta,
+            t0: d.t0,
+            t_deadline: d.t_deadline,
+            base_rtt: d.base,
+            switch_to: SwitchTo::All,
+            nu_unit: d.nu_unit,
+            size_threshold: d.size_threshold.map(Bytes),
+            manage_server_side: false,
+        }
     }
 }
 
-fn param(field: &str, v: Option<f64>, default: f64, allow_zero: bool) -> Result<f64, ConfigError> {
-    let x = v.unwrap_or(default);
-    if !x.is_finite() || x < 0.0 || (!allow_zero && x == 0.0) {
-        let need = if allow_zero { "a finite number >= 0" } else { "a finite number > 0" };
-        return Err(invalid(field, format!("{x} is not {need}")));
+/// One `{ local, remote }` lane pair of a `[[peer]]`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PairFile {
+    pub local: IpAddr,
+    pub remote: IpAddr,
+}
+
+/// One `[[peer]]`: its SL pairs (connections start there) and LL pairs.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PeerFile {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    #[serde(default)]
+    pub sl: Vec<PairFile>,
+    #[serde(default)]
+    pub ll: Vec<PairFile>,
+}
+
+/// The configuration file as typed values: what the TOML deserializes into
+/// (every value already of its type: durations, sizes, addresses, the
+/// policy's names) and what code fills in to build a [`Config`] without
+/// text (the lab does). [`ConfigFile::build`] makes the checks that need the
+/// whole file (ranges, lanes that overlap) and indexes the lanes.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ConfigFile {
+    /// How to run: the keys of `tcpaccel lanes`'s flags, of the same names
+    /// (a flag given wins over the file). Read at start, not on reload.
+    #[serde(flatten)]
+    pub run: RunSettings,
+    #[serde(default)]
+    pub policy: PolicyFile,
+    #[serde(default)]
+    pub signals: SignalsConfig,
+    #[serde(default)]
+    pub probe: ProbeConfig,
+    #[serde(default)]
+    pub peer: Vec<PeerFile>,
+}
+
+/// The daemon's run settings that a file can hold as well as a flag: one
+/// set of names for both (`netns`, `json`, `duration`, `metrics`; the CLI's
+/// test walks its flags against these keys).
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RunSettings {
+    /// Run inside this network namespace.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub netns: Option<String>,
+    /// JSON Lines output instead of text.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub json: bool,
+    /// Stop after this long.
+    #[serde(default, with = "serde_duration::option", skip_serializing_if = "Option::is_none")]
+    pub duration: Option<Duration>,
+    /// Serve the metrics here (`PORT` alone is 127.0.0.1:PORT).
+    #[serde(default, with = "listen", skip_serializing_if = "Option::is_none")]
+    pub metrics: Option<std::net::SocketAddr>,
+}
+
+/// `metrics`: the address grammar of `tcpaccel_metrics::parse_listen`.
+mod listen {
+    use serde::{Deserialize, Deserializer, Serializer};
+    use std::net::SocketAddr;
+
+    pub(super) fn serialize<S: Serializer>(a: &Option<SocketAddr>, s: S) -> Result<S::Ok, S::Error> {
+        match a {
+            Some(a) => s.serialize_str(&a.to_string()),
+            None => s.serialize_none(),
+        }
     }
-    Ok(x)
+    pub(super) fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Option<SocketAddr>, D::Error> {
+        let text = String::deserialize(d)?;
+        tcpaccel_metrics::parse_listen(&text).map(Some).map_err(serde::de::Error::custom)
+    }
 }
 
-fn ip(field: &str, s: &str) -> Result<IpAddr, ConfigError> {
-    s.trim().parse::<IpAddr>().map_err(|_| invalid(field, format!("{s:?} is not an IP address")))
-}
+impl ConfigFile {
+    /// Adds a peer with one SL pair and the given LL pairs.
+    pub fn peer(
+        &mut self,
+        name: impl Into<String>,
+        sl: (IpAddr, IpAddr),
+        ll: impl IntoIterator<Item = (IpAddr, IpAddr)>,
+    ) -> &mut Self {
+        let pair = |(local, remote)| PairFile { local, remote };
+        self.peer.push(PeerFile {
+            name: Some(name.into()),
+            sl: vec![pair(sl)],
+            ll: ll.into_iter().map(pair).collect(),
+        });
+        self
+    }
 
-impl RawConfig {
-    fn validate(self) -> Result<Config, ConfigError> {
+    /// The checks that need the whole file, and the lanes indexed: a
+    /// [`Config`] or the first problem, named by its file key.
+    pub fn build(self) -> Result<Config, ConfigError> {
         let p = &self.policy;
-        let defaults = SwitchConfig::default();
-        let policy = match p.kind.as_deref().map(str::trim) {
-            None | Some("link-cost") => Policy::LinkCost,
-            Some("deadline") => Policy::Deadline,
-            Some("size") => Policy::Size,
-            Some(other) => {
-                return Err(invalid(
-                    "policy.kind",
-                    format!("{other:?}: expected \"deadline\", \"link-cost\" or \"size\""),
-                ))
-            }
-        };
-        let size_threshold = match p.size_threshold.as_deref() {
-            None if policy == Policy::Size => {
+        let size_threshold = match p.size_threshold {
+            None if p.kind == Policy::Size => {
                 return Err(invalid(
                     "policy.size_threshold",
                     "kind = \"size\" needs a threshold, e.g. \"1MB\"",
                 ))
             }
-            None => None,
-            Some(s) => {
-                let b = tcpaccel_core::units::Bytes::parse(s)
-                    .map_err(|e| invalid("policy.size_threshold", e.to_string()))?;
-                if b.0 == 0 {
-                    return Err(invalid("policy.size_threshold", "must be above zero"));
-                }
-                Some(b.0)
-            }
+            Some(Bytes(0)) => return Err(invalid("policy.size_threshold", "must be above zero")),
+            other => other.map(|b| b.0),
         };
-        let base = match p.base_rtt.as_deref().map(str::trim) {
-            None | Some("connection") => BaseRtt::Connection,
-            Some("per-lane") => BaseRtt::PerLane,
-            Some(other) => {
-                return Err(invalid(
-                    "policy.base_rtt",
-                    format!("{other:?}: expected \"connection\" or \"per-lane\""),
-                ))
+        for (field, d) in [("policy.t_deadline", p.t_deadline), ("policy.nu_unit", p.nu_unit)] {
+            if d.is_zero() {
+                return Err(invalid(field, "must be above zero"));
             }
-        };
-        let switch_to = match p.switch_to.as_deref().map(str::trim) {
-            None | Some("all") => SwitchTo::All,
-            Some("cheapest") => SwitchTo::Cheapest,
-            Some(other) => {
-                return Err(invalid(
-                    "policy.switch_to",
-                    format!("{other:?}: expected \"all\" or \"cheapest\""),
-                ))
-            }
-        };
-        let t_deadline = duration("policy.t_deadline", &p.t_deadline, defaults.t_deadline)?;
-        if t_deadline.is_zero() {
-            return Err(invalid("policy.t_deadline", "must be above zero"));
-        }
-        let nu_unit = duration("policy.nu_unit", &p.nu_unit, defaults.nu_unit)?;
-        if nu_unit.is_zero() {
-            return Err(invalid("policy.nu_unit", "must be above zero"));
         }
         let switch = SwitchConfig {
-            policy,
-            alpha: param("policy.alpha", p.alpha, defaults.alpha, true)?,
-            beta: param("policy.beta", p.beta, defaults.beta, false)?,
-            gamma: param("policy.gamma", p.gamma, defaults.gamma, true)?,
-            delta: param("policy.delta", p.delta, defaults.delta, false)?,
-            t0: param("policy.t0", p.t0, defaults.t0, false)?,
-            t_deadline,
-            base,
-            nu_unit,
+            policy: p.kind,
+            alpha: param("policy.alpha", p.alpha, true)?,
+            beta: param("policy.beta", p.beta, false)?,
+            gamma: param("policy.gamma", p.gamma, true)?,
+            delta: param("policy.delta", p.delta, false)?,
+            t0: param("policy.t0", p.t0, false)?,
+            t_deadline: p.t_deadline,
+            base: p.base_rtt,
+            nu_unit: p.nu_unit,
             size_threshold,
         };
 
-        let d = ProbeConfig::default();
-        let q = &self.probe;
-        let probe = ProbeConfig {
-            port: q.port.unwrap_or(d.port),
-            interval: duration("probe.interval", &q.interval, d.interval)?,
-            timeout: duration("probe.timeout", &q.timeout, d.timeout)?,
-            sample_interval: duration("probe.sample_interval", &q.sample_interval, d.sample_interval)?,
-            enabled: q.enabled.unwrap_or(d.enabled),
-        };
+        let probe = self.probe;
         if probe.port == 0 {
             return Err(invalid("probe.port", "must be a port number 1-65535"));
         }
@@ -423,12 +440,10 @@ impl RawConfig {
                     "needs at least one sl pair and one ll pair (connections start on SL and move to LL)",
                 ));
             }
-            let pairs = |list: &[RawPair], kind: &str, lanes: &mut Vec<IpAddr>| {
+            let pairs = |list: &[PairFile], kind: &str, lanes: &mut Vec<IpAddr>| {
                 let mut out = Vec::new();
-                for (i, rpair) in list.iter().enumerate() {
+                for (i, &PairFile { local, remote }) in list.iter().enumerate() {
                     let f = format!("peer {name:?} {kind}[{i}]");
-                    let local = ip(&format!("{f}.local"), &rpair.local)?;
-                    let remote = ip(&format!("{f}.remote"), &rpair.remote)?;
                     if local.is_ipv4() != remote.is_ipv4() {
                         return Err(invalid(f, format!("{local} and {remote} are of different families")));
                     }
@@ -456,19 +471,7 @@ impl RawConfig {
             return Err(invalid("peer", "more than 254 LL local addresses (path-manager ids are 1-255)"));
         }
         check_overlap(&peers, &sl_lanes, &ll_lanes)?;
-        let server_side = self.policy.manage_server_side.unwrap_or(false);
-        let source = match self.signals.source.as_deref().map(str::trim) {
-            None | Some("auto") => SignalSource::Auto,
-            Some("bpf") => SignalSource::Bpf,
-            Some("diag") => SignalSource::Diag,
-            Some(other) => {
-                return Err(invalid(
-                    "signals.source",
-                    format!("{other:?}: expected \"auto\", \"bpf\" or \"diag\""),
-                ))
-            }
-        };
-        let cgroup: std::path::PathBuf = self.signals.cgroup.as_deref().unwrap_or("/").trim().into();
+        let cgroup = &self.signals.cgroup;
         if cgroup.as_os_str().is_empty() || cgroup.components().any(|c| c == std::path::Component::ParentDir)
         {
             return Err(invalid(
@@ -476,33 +479,32 @@ impl RawConfig {
                 format!("{:?}: a path inside the cgroup2 mount, \"/\" for its root", cgroup),
             ));
         }
-        let backups = match self.signals.backups.as_deref().map(str::trim) {
-            None | Some("prepare") => BackupsAt::Prepare,
-            Some("established") => BackupsAt::Established,
-            Some(other) => {
-                return Err(invalid(
-                    "signals.backups",
-                    format!("{other:?}: expected \"prepare\" or \"established\""),
-                ))
-            }
-        };
         let cfg = Config {
+            run: self.run,
             switch,
-            switch_to,
+            switch_to: p.switch_to,
             probe,
             peers,
             sl_lanes,
             ll_lanes,
-            server_side,
-            signals: SignalsConfig { source, cgroup, backups },
+            server_side: p.manage_server_side,
+            signals: self.signals,
         };
         // An explicit "bpf" must be runnable by the program: refused here,
         // with the field, rather than at start.
-        if source == SignalSource::Bpf {
+        if cfg.signals.source == SignalSource::Bpf {
             crate::bpf::check(&cfg).map_err(|e| invalid("signals.source", format!("\"bpf\": {e}")))?;
         }
         Ok(cfg)
     }
+}
+
+fn param(field: &str, x: f64, allow_zero: bool) -> Result<f64, ConfigError> {
+    if !x.is_finite() || x < 0.0 || (!allow_zero && x == 0.0) {
+        let need = if allow_zero { "a finite number >= 0" } else { "a finite number > 0" };
+        return Err(invalid(field, format!("{x} is not {need}")));
+    }
+    Ok(x)
 }
 
 fn check_overlap(peers: &[Peer], sl: &[IpAddr], ll: &[IpAddr]) -> Result<(), ConfigError> {
@@ -610,6 +612,46 @@ mod tests {
     }
 
     #[test]
+    fn a_built_config_equals_the_parsed_file() {
+        let ip = |s: &str| s.parse::<IpAddr>().unwrap();
+        let mut f = ConfigFile::default();
+        f.policy.kind = Policy::Deadline;
+        f.policy.t_deadline = Duration::from_millis(200);
+        f.policy.gamma = 2.0;
+        f.probe.port = 5201;
+        f.probe.interval = Duration::from_millis(100);
+        f.peer(
+            "b",
+            (ip("10.1.0.1"), ip("10.1.0.2")),
+            [(ip("10.2.0.1"), ip("10.2.0.2")), (ip("10.3.0.1"), ip("10.3.0.2"))],
+        );
+        f.peer("c", (ip("10.1.0.1"), ip("10.1.0.3")), [(ip("10.2.0.1"), ip("10.2.0.3"))]);
+        assert_eq!(f.clone().build().unwrap(), Config::parse(GOOD, "test").unwrap());
+        // The file form of the typed values reads back to the same values.
+        let text = toml::to_string(&f).unwrap();
+        assert_eq!(toml::from_str::<ConfigFile>(&text).unwrap(), f, "{text}");
+        // Checks that need the whole file still apply to built values.
+        f.policy.beta = 0.0;
+        assert!(f.build().unwrap_err().to_string().contains("policy.beta"));
+    }
+
+    #[test]
+    fn run_settings_are_keys_of_the_file_too() {
+        let c = Config::parse(
+            &format!("netns = \"c1\"\njson = true\nduration = \"30s\"\nmetrics = \"9100\"\n{GOOD}"),
+            "t",
+        )
+        .unwrap();
+        assert_eq!(c.run.netns.as_deref(), Some("c1"));
+        assert!(c.run.json);
+        assert_eq!(c.run.duration, Some(Duration::from_secs(30)));
+        assert_eq!(c.run.metrics, Some("127.0.0.1:9100".parse().unwrap()));
+        assert_eq!(Config::parse(GOOD, "t").unwrap().run, RunSettings::default());
+        assert!(refused(&format!("duration = \"30\"\n{GOOD}")).contains("missing unit"));
+        assert!(refused(&format!("netnz = \"c1\"\n{GOOD}")).contains("netnz"));
+    }
+
+    #[test]
     fn the_shipped_example_is_valid() {
         let c = Config::parse(include_str!("../../../examples/lanes/lanes.toml"), "example").unwrap();
         assert_eq!(c.switch, SwitchConfig::default());
@@ -659,19 +701,23 @@ mod tests {
             sl = [{ local = "10.1.0.1", remote = "10.1.0.2" }]
             ll = [{ local = "10.2.0.1", remote = "10.2.0.2" }]"#;
         let with = |extra: &str| format!("{extra}\n{pair}");
-        assert!(refused(&with("[policy]\nkind = \"fast\"")).contains("policy.kind"));
+        // Values of the wrong type or grammar: the parser's error shows the
+        // key's line and what it accepts.
+        let e = refused(&with("[policy]\nkind = \"fast\""));
+        assert!(e.contains("kind = \"fast\"") && e.contains("`deadline`, `link-cost`, `size`"), "{e}");
         assert!(refused(&with("[policy]\nbeta = 0.0")).contains("policy.beta"));
         assert!(refused(&with("[policy]\nalpha = -1.0")).contains("policy.alpha"));
-        assert!(refused(&with("[policy]\nt_deadline = \"300\"")).contains("policy.t_deadline"));
+        let e = refused(&with("[policy]\nt_deadline = \"300\""));
+        assert!(e.contains("t_deadline = \"300\"") && e.contains("missing unit"), "{e}");
         assert!(refused(&with("[policy]\nt_deadline = \"0ms\"")).contains("policy.t_deadline"));
         assert!(refused(&with("[policy]\nnu_unit = \"0us\"")).contains("policy.nu_unit"));
-        assert!(refused(&with("[policy]\nnu_unit = \"ten\"")).contains("policy.nu_unit"));
+        assert!(refused(&with("[policy]\nnu_unit = \"ten\"")).contains("nu_unit = \"ten\""));
         assert!(refused(&with("[probe]\nport = 0")).contains("probe.port"));
         assert!(refused(&with("[probe]\nsample_interval = \"0ms\"")).contains("probe.sample_interval"));
         assert!(refused(&with("[policy]\nbogus = 1")).contains("bogus"));
-        assert!(refused(&with("[signals]\nsource = \"ebpf\"")).contains("signals.source"));
+        assert!(refused(&with("[signals]\nsource = \"ebpf\"")).contains("`auto`, `bpf`, `diag`"));
         assert!(refused(&with("[signals]\ncgroup = \"../x\"")).contains("signals.cgroup"));
-        assert!(refused(&with("[signals]\nbackups = \"later\"")).contains("signals.backups"));
+        assert!(refused(&with("[signals]\nbackups = \"later\"")).contains("`prepare` or `established`"));
         // An explicit "bpf" must be computable by the program: named fields.
         for (policy, field) in [
             ("beta = 3.0", "policy.beta"),
@@ -687,7 +733,7 @@ mod tests {
         );
         assert!(refused(&with("[policy]\nkind = \"size\"")).contains("policy.size_threshold"));
         assert!(refused(&with("[policy]\nsize_threshold = \"0B\"")).contains("policy.size_threshold"));
-        assert!(refused(&with("[policy]\nsize_threshold = \"lots\"")).contains("policy.size_threshold"));
+        assert!(refused(&with("[policy]\nsize_threshold = \"lots\"")).contains("size_threshold = \"lots\""));
         let size = Config::parse(&with("[policy]\nkind = \"size\"\nsize_threshold = \"1MB\""), "t").unwrap();
         assert_eq!((size.switch.policy, size.switch.size_threshold), (Policy::Size, Some(1_000_000)));
         let both = Config::parse(&with("[policy]\nsize_threshold = \"64KiB\""), "t").unwrap();
@@ -698,7 +744,7 @@ mod tests {
         let bad_ip = r#"[[peer]]
             sl = [{ local = "10.1.0.300", remote = "10.1.0.2" }]
             ll = [{ local = "10.2.0.1", remote = "10.2.0.2" }]"#;
-        assert!(refused(bad_ip).contains("sl[0].local"));
+        assert!(refused(bad_ip).contains("local = \"10.1.0.300\"") && refused(bad_ip).contains("IP address"));
         let mixed = r#"[[peer]]
             sl = [{ local = "10.1.0.1", remote = "fd00::2" }]
             ll = [{ local = "10.2.0.1", remote = "10.2.0.2" }]"#;

@@ -42,7 +42,7 @@ use crate::config::{Config, SignalSource};
 use crate::env::{self, EnvError};
 use crate::metrics::{LaneBytes, LanesMetrics};
 use crate::probe::Prober;
-use crate::record::{Ready, Record, Warning};
+use crate::record::{Ready, Record, Summary, Warning};
 use crate::tracker::{Action, Existing, ExistingSubflow, PmCommand, Reading, Tracker, RETRY_DELAY};
 use std::os::fd::AsFd;
 
@@ -119,38 +119,6 @@ impl DaemonError {
     }
 }
 
-/// Counts of what happened during a run.
-#[derive(Debug, Clone, Copy, Default, PartialEq)]
-pub struct Summary {
-    pub connections: u64,
-    pub switches: u64,
-    pub failed_commands: u64,
-    /// Commands refused because the connection had already ended (a short
-    /// flow that closed between its event and the command): counted apart
-    /// from `failed_commands`, not warned about.
-    pub connection_gone: u64,
-    /// LL backups the kernel refused because the connection was not fully
-    /// established (yet, or any more): asked for again only if the
-    /// connection's switch comes to wait on them.
-    pub open_retries: u64,
-    /// Switches whose SET_FLAGS found no subflow yet (a join not yet in the
-    /// connection's list) and that were applied again a moment later.
-    pub switch_retries: u64,
-    /// Where the signals came from: "bpf" or "diag".
-    pub signals: &'static str,
-    /// BPF signals read from the ring buffer, and those that named no
-    /// managed, unswitched connection (e.g. one not on an SL pair).
-    pub bpf_signals: u64,
-    pub bpf_unmatched: u64,
-    /// The program's counters at the end (ACKs seen, events, ring full).
-    pub bpf_stats: Option<crate::bpf::Stats>,
-    /// CPU time (user + system, s) of the probe thread over the run.
-    pub probe_cpu_s: f64,
-    /// CPU time (s) of the calling thread from the start to `ready`
-    /// (loading the program, creating its maps, adopting connections).
-    pub start_cpu_s: f64,
-}
-
 /// The record lines, buffered: written out (one write) whenever the loop
 /// is about to wait, not one write per line.
 struct Out<'a> {
@@ -183,57 +151,437 @@ pub fn run(
     out: &mut dyn Write,
     stop: &AtomicBool,
 ) -> Result<Summary, DaemonError> {
-    let cpu0 = crate::probe::thread_cpu_s();
-    let ns_label = opts.netns.clone().map(|n| format!("namespace {n:?}")).unwrap_or("this namespace".into());
-    env::check_in(&cfg, opts.netns.as_deref())?;
-    let mut events = EventListener::open()
-        .map_err(|source| DaemonError::Open { what: "the mptcp_pm events group", source })?;
-    let mut pm =
-        PmClient::open().map_err(|source| DaemonError::Open { what: "the mptcp_pm family", source })?;
-    let mut diag_conn = DiagSocketConn::open().map_err(DaemonError::Diag)?;
-    let prober = Prober::spawn(cfg.probe.port, cfg.probe.timeout).map_err(DaemonError::Spawn)?;
-    let families = {
-        let mut f = Vec::new();
-        if cfg.local_addresses().any(|a| a.is_ipv4()) {
-            f.push(diag::Family::V4);
+    let mut d = Daemon::setup(cfg, opts, out)?;
+    while !stop.load(Ordering::Relaxed) {
+        let t = d.now();
+        if opts.duration.is_some_and(|limit| t.saturating_since(Instant::from_nanos(0)) >= limit) {
+            break;
         }
-        if cfg.local_addresses().any(|a| a.is_ipv6()) {
-            f.push(diag::Family::V6);
-        }
-        f
-    };
-    let dump = DumpRequest { families, ..DumpRequest::default() };
-    let locals: Vec<IpAddr> = cfg.local_addresses().collect();
-    let mut sample_every = cfg.probe.sample_interval;
-    // Per-ACK signals from the kernel where possible (see crate::bpf).
-    let mut fallback_note = None;
-    let mut bpf = match cfg.signals.source {
-        SignalSource::Diag => None,
-        SignalSource::Bpf => Some(BpfSignals::start(&cfg, &cfg.signals.cgroup).map_err(DaemonError::Bpf)?),
-        SignalSource::Auto => match BpfSignals::start(&cfg, &cfg.signals.cgroup) {
-            Ok(b) => Some(b),
-            Err(e) => {
-                tracing::warn!("BPF lane signals unavailable, reading sock_diag instead: {e}");
-                fallback_note = Some(format!("BPF lane signals unavailable, reading sock_diag instead: {e}"));
-                None
-            }
-        },
-    };
-    let mut lane_bytes = LaneBytes::default();
+        d.turn(t)?;
+    }
+    d.finish()
+}
 
-    // Connections open before this start (e.g. across a restart) are taken
-    // over; the kernel reports no event for them. Dumped before `ready`, so
-    // a connection made after `ready` is never both adopted and created.
-    let adopt_req = DumpRequest {
-        states: diag::state::CONNECTED | diag::state::bit(diag::state::LISTEN),
-        ext: diag::ext::INFO,
-        families: dump.families.clone(),
-        ..DumpRequest::default()
-    };
-    let before_start = diag_conn.dump(&adopt_req).map(|socks| existing_connections(&socks));
-    let mut out = Out { w: std::io::BufWriter::with_capacity(64 * 1024, out), format: opts.format };
+/// The daemon between setup and finish: its sockets, the tracker and the
+/// loop's timers. One [`Daemon::turn`] waits for what comes first and
+/// hands each thing that came to its handler.
+struct Daemon<'a> {
+    opts: &'a Options,
+    clock: std::time::Instant,
+    tracker: Tracker,
+    pm: PmClient,
+    out: Out<'a>,
+    summary: Summary,
+    events: EventListener,
+    diag_conn: DiagSocketConn,
+    /// The sock_diag request of the readings, and its last answer.
+    dump: DumpRequest,
+    sockets: Vec<diag::DiagSocket>,
+    locals: Vec<IpAddr>,
+    prober: Prober,
+    bpf: Option<BpfSignals>,
+    lane_bytes: LaneBytes,
+    sample_every: Duration,
+    next_sample: Instant,
+    last_flush: Instant,
+    /// The last reading failed (said once until one works again).
+    diag_failing: bool,
+}
+
+impl<'a> Daemon<'a> {
+    /// Opens the sockets, starts the probe thread and (where it can) the
+    /// BPF program, writes `ready` and adopts the connections already open.
+    fn setup(cfg: Config, opts: &'a Options, out: &'a mut dyn Write) -> Result<Daemon<'a>, DaemonError> {
+        let cpu0 = crate::probe::thread_cpu_s();
+        let ns_label =
+            opts.netns.clone().map(|n| format!("namespace {n:?}")).unwrap_or("this namespace".into());
+        env::check_in(&cfg, opts.netns.as_deref())?;
+        let events = EventListener::open()
+            .map_err(|source| DaemonError::Open { what: "the mptcp_pm events group", source })?;
+        let pm =
+            PmClient::open().map_err(|source| DaemonError::Open { what: "the mptcp_pm family", source })?;
+        let mut diag_conn = DiagSocketConn::open().map_err(DaemonError::Diag)?;
+        let prober = Prober::spawn(cfg.probe.port, cfg.probe.timeout).map_err(DaemonError::Spawn)?;
+        let families = {
+            let mut f = Vec::new();
+            if cfg.local_addresses().any(|a| a.is_ipv4()) {
+                f.push(diag::Family::V4);
+            }
+            if cfg.local_addresses().any(|a| a.is_ipv6()) {
+                f.push(diag::Family::V6);
+            }
+            f
+        };
+        let dump = DumpRequest { families, ..DumpRequest::default() };
+        // Per-ACK signals from the kernel where possible (see crate::bpf).
+        let mut fallback_note = None;
+        let bpf = match cfg.signals.source {
+            SignalSource::Diag => None,
+            SignalSource::Bpf => {
+                Some(BpfSignals::start(&cfg, &cfg.signals.cgroup).map_err(DaemonError::Bpf)?)
+            }
+            SignalSource::Auto => match BpfSignals::start(&cfg, &cfg.signals.cgroup) {
+                Ok(b) => Some(b),
+                Err(e) => {
+                    tracing::warn!("BPF lane signals unavailable, reading sock_diag instead: {e}");
+                    fallback_note =
+                        Some(format!("BPF lane signals unavailable, reading sock_diag instead: {e}"));
+                    None
+                }
+            },
+        };
+
+        // Connections open before this start (e.g. across a restart) are
+        // taken over; the kernel reports no event for them. Dumped before
+        // `ready`, so a connection made after `ready` is never both adopted
+        // and created.
+        let adopt_req = DumpRequest {
+            states: diag::state::CONNECTED | diag::state::bit(diag::state::LISTEN),
+            ext: diag::ext::INFO,
+            families: dump.families.clone(),
+            ..DumpRequest::default()
+        };
+        let before_start = diag_conn.dump(&adopt_req).map(|socks| existing_connections(&socks));
+        let mut out = Out { w: std::io::BufWriter::with_capacity(64 * 1024, out), format: opts.format };
+        out.emit(&Record::Ready(ready(&cfg, opts, bpf.is_some())))?;
+        if let Some(note) = fallback_note {
+            out.emit(&Record::Warning(Warning { t: 0.0, message: note }))?;
+        }
+        out.flush()?;
+        tracing::info!("lanes daemon ready in {ns_label}");
+
+        let clock = std::time::Instant::now();
+        let locals: Vec<IpAddr> = cfg.local_addresses().collect();
+        let sample_every = cfg.probe.sample_interval;
+        let mut tracker = Tracker::new(cfg, Instant::ZERO);
+        if bpf.is_some() {
+            tracker.use_bpf_signals();
+        }
+        let summary = Summary {
+            signals: if bpf.is_some() { "bpf" } else { "diag" },
+            start_cpu_s: crate::probe::thread_cpu_s() - cpu0,
+            ..Summary::default()
+        };
+        let mut d = Daemon {
+            opts,
+            clock,
+            tracker,
+            pm,
+            out,
+            summary,
+            events,
+            diag_conn,
+            dump,
+            sockets: Vec::new(),
+            locals,
+            prober,
+            bpf,
+            lane_bytes: LaneBytes::default(),
+            sample_every,
+            next_sample: Instant::ZERO,
+            last_flush: Instant::ZERO,
+            diag_failing: false,
+        };
+        match before_start {
+            Ok(existing) => {
+                let t = d.now();
+                let actions = d.tracker.adopt(t, &existing);
+                d.summary.connections += d.tracker.managed_count() as u64;
+                d.act(actions, t)?;
+            }
+            Err(e) => {
+                tracing::warn!("sock_diag dump for connections open before the start failed: {e}");
+                d.out.emit(&Record::Warning(Warning {
+                    t: 0.0,
+                    message: format!(
+                        "connections open before the start are not managed: sock_diag failed: {e}"
+                    ),
+                }))?;
+            }
+        }
+        d.next_sample = d.now() + d.sample_every;
+        d.last_flush = d.now();
+        Ok(d)
+    }
+
+    fn now(&self) -> Instant {
+        Instant::from_nanos(self.clock.elapsed().as_nanos().min(u64::MAX as u128) as u64)
+    }
+
+    /// One pass of the event loop: a reload if asked, a wait for events or
+    /// signals (at most until the next timer), then every handler in turn.
+    fn turn(&mut self, t: Instant) -> Result<(), DaemonError> {
+        self.reload_if_asked(t)?;
+        let wait = self.wait_time(t);
+        // Records reach the output within FLUSH_EVERY (about one write per
+        // FLUSH_EVERY while busy instead of one per wake-up), at once
+        // before a long wait.
+        if wait >= FLUSH_EVERY || t.saturating_since(self.last_flush) >= FLUSH_EVERY {
+            self.out.flush()?;
+            self.last_flush = t;
+        }
+        for item in self.wait_for_events(wait)? {
+            self.on_incoming(item)?;
+        }
+        self.on_signals()?;
+        let t = self.now();
+        let retries = self.tracker.retries_due(t);
+        self.act(retries, t)?;
+        self.on_probe_results()?;
+        self.on_sample_timer()?;
+        if let Some(m) = &self.opts.metrics {
+            m.observe(&self.summary, self.tracker.managed_count());
+        }
+        Ok(())
+    }
+
+    /// SIGHUP: the file read again and handed to the tracker (or refused).
+    fn reload_if_asked(&mut self, t: Instant) -> Result<(), DaemonError> {
+        let Some(r) = self.opts.reload.as_ref().filter(|r| r.requested.swap(false, Ordering::Relaxed)) else {
+            return Ok(());
+        };
+        let record = match Config::load(&r.path) {
+            Ok(new) => self.tracker.reload(t, new),
+            Err(e) => self.tracker.reload_refused(t, e.to_string()),
+        };
+        if let Record::Reload(rr) = &record {
+            match &rr.error {
+                None => tracing::info!("reloaded {}", r.path.display()),
+                Some(e) => tracing::warn!("reload of {} refused: {e}", r.path.display()),
+            }
+            if let Some(m) = &self.opts.metrics {
+                m.reloaded(rr.ok);
+            }
+        }
+        self.sample_every = self.tracker.config().probe.sample_interval;
+        self.out.emit(&record)
+    }
+
+    /// How long the next wait may last.
+    fn wait_time(&self, t: Instant) -> Duration {
+        // With BPF signals and no readings wanted, the timer only serves
+        // probes and retries: no wake-ups while neither can be due.
+        let idle = self.bpf.is_some() && !self.tracker.wants_readings() && !self.tracker.may_probe();
+        if idle && !self.tracker.retry_pending() {
+            Duration::from_millis(200)
+        } else if idle {
+            RETRY_DELAY
+        } else {
+            self.next_sample.saturating_since(t).min(Duration::from_millis(100))
+        }
+    }
+
+    /// Waits up to `wait` and returns the path-manager events that came.
+    fn wait_for_events(&mut self, wait: Duration) -> Result<Vec<Incoming>, DaemonError> {
+        Ok(match &self.bpf {
+            // Woken by whichever comes first: a path-manager event or a
+            // signal, when a switch waits for an LL subflow's event.
+            Some(b) if self.tracker.switch_pending() => {
+                match b.ring().wait_with(self.events.as_fd(), wait).map_err(DaemonError::Ring)? {
+                    (_, true) => drain_events(&mut self.events)?,
+                    _ => Vec::new(),
+                }
+            }
+            // Otherwise no event is urgent: woken by a signal, or every
+            // EVENT_BATCH to take the events queued meanwhile in one go
+            // (most are short connections opening and closing).
+            Some(b) => {
+                b.ring().wait(wait.min(EVENT_BATCH)).map_err(DaemonError::Ring)?;
+                drain_events(&mut self.events)?
+            }
+            None => self.events.recv(Some(wait)).map_err(DaemonError::Events)?,
+        })
+    }
+
+    /// One path-manager event (or what the listener said instead of one).
+    fn on_incoming(&mut self, item: Incoming) -> Result<(), DaemonError> {
+        let t = self.now();
+        match item {
+            Incoming::Event(ev) => {
+                let was = ev.token.is_some_and(|tok| self.tracker.is_managed(tok));
+                let actions = self.tracker.on_event(t, &ev);
+                if !was && ev.token.is_some_and(|tok| self.tracker.is_managed(tok)) {
+                    self.summary.connections += 1;
+                }
+                self.act(actions, t)
+            }
+            Incoming::Malformed(e) => {
+                tracing::warn!("skipped a malformed mptcp_pm event: {e}");
+                self.out.emit(&Record::Warning(Warning {
+                    t: secs(t),
+                    message: format!("skipped a malformed event: {e}"),
+                }))
+            }
+            Incoming::Overrun => {
+                tracing::warn!("mptcp_pm events were lost (socket buffer overrun)");
+                self.out.emit(&Record::Warning(Warning {
+                    t: secs(t),
+                    message: "events were lost (netlink buffer overrun); some connections may be missed"
+                        .into(),
+                }))
+            }
+        }
+    }
+
+    /// The BPF program's signals read from its ring buffer.
+    fn on_signals(&mut self) -> Result<(), DaemonError> {
+        let Some(b) = self.bpf.as_mut() else { return Ok(()) };
+        let (signals, bad) = b.drain();
+        for sig in signals {
+            let t = self.now();
+            self.summary.bpf_signals += 1;
+            let actions = self.tracker.on_signal(t, &sig);
+            if actions.is_empty() {
+                self.summary.bpf_unmatched += 1;
+            }
+            self.act(actions, t)?;
+        }
+        if bad > 0 {
+            let t = secs(self.now());
+            self.out.emit(&Record::Warning(Warning {
+                t,
+                message: format!("skipped {bad} undecodable BPF ring-buffer record(s)"),
+            }))?;
+        }
+        Ok(())
+    }
+
+    /// Handshake probes that finished: to the BPF program's lane samples,
+    /// or to the tracker.
+    fn on_probe_results(&mut self) -> Result<(), DaemonError> {
+        for (pair, rtt) in self.prober.results() {
+            let t = self.now();
+            if let Some(b) = &self.bpf {
+                // The program keeps the costs: the probe is one more LL sample.
+                if let (Some(lane), Some(rtt)) = (self.tracker.probe_done(pair), rtt.filter(|r| !r.is_zero()))
+                {
+                    if let Err(e) = b.lane_sample(lane, rtt) {
+                        tracing::warn!("handing a probe sample to the BPF program: {e}");
+                    }
+                }
+                continue;
+            }
+            let actions = self.tracker.on_probe(t, pair, rtt);
+            self.act(actions, t)?;
+        }
+        Ok(())
+    }
+
+    /// Every `probe.sample_interval`: a sock_diag reading when one is
+    /// wanted, and the probes that are due.
+    fn on_sample_timer(&mut self) -> Result<(), DaemonError> {
+        let t = self.now();
+        if t < self.next_sample {
+            return Ok(());
+        }
+        self.next_sample = t + self.sample_every;
+        // With BPF signals and no readings wanted the program decides;
+        // probes still time LL lanes for link cost (an idle backup subflow
+        // carries no ACKs).
+        if self.bpf.is_none() || self.tracker.wants_readings() {
+            self.read_sockets(t)?;
+        }
+        for pair in self.tracker.probes_due(t) {
+            self.prober.request(pair);
+        }
+        Ok(())
+    }
+
+    /// One sock_diag reading to the tracker (and the lane byte counters).
+    fn read_sockets(&mut self, t: Instant) -> Result<(), DaemonError> {
+        match self.diag_conn.dump_into(&self.dump, &mut self.sockets) {
+            Ok(_) => {
+                self.diag_failing = false;
+                let readings = to_readings(&self.sockets, &self.locals);
+                if let Some(m) = &self.opts.metrics {
+                    m.add_lane_bytes(&self.lane_bytes.update(self.tracker.config(), &readings));
+                }
+                let actions = self.tracker.on_readings(t, &readings);
+                self.act(actions, t)
+            }
+            Err(e) => {
+                // Keep running: the next reading may work; say it once.
+                if !self.diag_failing {
+                    tracing::warn!("sock_diag reading failed: {e}");
+                    self.out.emit(&Record::Warning(Warning {
+                        t: secs(t),
+                        message: format!("sock_diag reading failed: {e}"),
+                    }))?;
+                }
+                self.diag_failing = true;
+                Ok(())
+            }
+        }
+    }
+
+    /// The end of the run: the program's counters, the output flushed and
+    /// the probe thread stopped.
+    fn finish(mut self) -> Result<Summary, DaemonError> {
+        self.summary.bpf_stats = self.bpf.as_ref().map(|b| b.stats());
+        self.out.flush()?;
+        self.summary.probe_cpu_s = self.prober.stop();
+        Ok(self.summary)
+    }
+
+    /// Runs the actions' commands and prints their records. A switch decided
+    /// on a BPF signal (`signal_ktime_ns` in its record, also when it waited
+    /// for its LL subflow) gets the delay from the signal to the commands'
+    /// completion.
+    fn act(&mut self, actions: Vec<Action>, now: Instant) -> Result<(), DaemonError> {
+        for a in actions {
+            match a {
+                Action::Emit(r) => {
+                    if let Record::Warning(w) = &r {
+                        tracing::warn!("{}", w.message);
+                    }
+                    self.out.emit(&r)?
+                }
+                Action::Apply { commands, mut record } => {
+                    for c in &commands {
+                        if let Err((what, e)) = run_command(&mut self.pm, c) {
+                            let create = matches!(c, PmCommand::SubflowCreate { .. });
+                            self.count_refusal(now, record.token, create, &e, &what);
+                            record.ok = false;
+                            record.error = Some(format!("{e} ({what})"));
+                            break;
+                        }
+                    }
+                    if record.ok && record.action == crate::record::DecisionAction::Switch {
+                        self.summary.switches += 1;
+                        if let Some(k) = record.signal_ktime_ns {
+                            let now_ns = tcpaccel_sys::bpf::monotonic_ns();
+                            record.signal_ms = Some(now_ns.saturating_sub(k) as f64 / 1e6);
+                        }
+                    }
+                    self.out.emit(&Record::Decision(record))?;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// A refused command: retried (the tracker is told), gone, or failed.
+    fn count_refusal(&mut self, now: Instant, token: u32, create: bool, e: &PmError, what: &str) {
+        if create && not_fully_established(e) && self.tracker.backup_not_ready(token) {
+            tracing::debug!("token {token:#x}: not fully established yet, retrying: {e} ({what})");
+            self.summary.open_retries += 1;
+        } else if !create && subflow_not_found(e) && self.tracker.switch_not_ready(now, token) {
+            tracing::debug!("token {token:#x}: subflow not listed yet, switching again: {e} ({what})");
+            self.summary.switch_retries += 1;
+        } else if connection_gone(e) {
+            tracing::debug!("token {token:#x}: connection gone: {e} ({what})");
+            self.summary.connection_gone += 1;
+        } else {
+            tracing::warn!("token {token:#x}: {e} ({what})");
+            self.summary.failed_commands += 1;
+        }
+    }
+}
+
+/// The `ready` record: what the daemon runs with.
+fn ready(cfg: &Config, opts: &Options, bpf: bool) -> Ready {
     let s = &cfg.switch;
-    out.emit(&Record::Ready(Ready {
+    Ready {
         netns: opts.netns.clone(),
         policy: s.policy.name().into(),
         t_deadline_ms: s.t_deadline.as_secs_f64() * 1e3,
@@ -245,212 +593,20 @@ pub fn run(
         sl_lanes: cfg.sl_lanes.iter().map(|a| a.to_string()).collect(),
         ll_lanes: cfg.ll_lanes.iter().map(|a| a.to_string()).collect(),
         peers: cfg.peers.len(),
-        signals: Some(if bpf.is_some() { "bpf" } else { "diag" }.into()),
-    }))?;
-    if let Some(note) = fallback_note {
-        out.emit(&Record::Warning(Warning { t: 0.0, message: note }))?;
+        signals: Some(if bpf { "bpf" } else { "diag" }.into()),
     }
-    out.flush()?;
-    tracing::info!("lanes daemon ready in {ns_label}");
+}
 
-    let clock = std::time::Instant::now();
-    let now = || Instant::from_nanos(clock.elapsed().as_nanos().min(u64::MAX as u128) as u64);
-    let mut tracker = Tracker::new(cfg.clone(), now());
-    if bpf.is_some() {
-        tracker.use_bpf_signals();
-    }
-    let mut summary = Summary {
-        signals: if bpf.is_some() { "bpf" } else { "diag" },
-        start_cpu_s: crate::probe::thread_cpu_s() - cpu0,
-        ..Summary::default()
-    };
-    match before_start {
-        Ok(existing) => {
-            let t = now();
-            let actions = tracker.adopt(t, &existing);
-            summary.connections += tracker.managed_count() as u64;
-            execute(actions, t, &mut tracker, &mut pm, &mut out, &mut summary)?;
+/// One path-manager command; an error with the addresses it was for.
+fn run_command(pm: &mut PmClient, c: &PmCommand) -> Result<(), (String, PmError)> {
+    match c {
+        PmCommand::SubflowCreate { token, local, remote } => {
+            pm.subflow_create(*token, local, remote).map_err(|e| (format!("{local} -> {remote}"), e))
         }
-        Err(e) => {
-            tracing::warn!("sock_diag dump for connections open before the start failed: {e}");
-            out.emit(&Record::Warning(Warning {
-                t: 0.0,
-                message: format!("connections open before the start are not managed: sock_diag failed: {e}"),
-            }))?;
+        PmCommand::SetFlags { token, local, remote } => {
+            pm.set_flags(Some(*token), local, Some(remote)).map_err(|e| (format!("{local} -> {remote}"), e))
         }
     }
-    let mut next_sample = now() + sample_every;
-    let mut last_flush = now();
-    let mut sockets = Vec::new();
-    let mut diag_failing = false;
-
-    loop {
-        if stop.load(Ordering::Relaxed) {
-            break;
-        }
-        let t = now();
-        if opts.duration.is_some_and(|d| t.saturating_since(Instant::from_nanos(0)) >= d) {
-            break;
-        }
-        if let Some(r) = opts.reload.as_ref().filter(|r| r.requested.swap(false, Ordering::Relaxed)) {
-            let record = match Config::load(&r.path) {
-                Ok(new) => tracker.reload(t, new),
-                Err(e) => tracker.reload_refused(t, e.to_string()),
-            };
-            if let Record::Reload(rr) = &record {
-                match &rr.error {
-                    None => tracing::info!("reloaded {}", r.path.display()),
-                    Some(e) => tracing::warn!("reload of {} refused: {e}", r.path.display()),
-                }
-                if let Some(m) = &opts.metrics {
-                    m.reloaded(rr.ok);
-                }
-            }
-            sample_every = tracker.config().probe.sample_interval;
-            out.emit(&record)?;
-        }
-        // With BPF signals and no readings wanted, the timer only serves
-        // probes and retries: no wake-ups while neither can be due.
-        let idle = bpf.is_some() && !tracker.wants_readings() && !tracker.may_probe();
-        let wait = if idle && !tracker.retry_pending() {
-            Duration::from_millis(200)
-        } else if idle {
-            RETRY_DELAY
-        } else {
-            next_sample.saturating_since(t).min(Duration::from_millis(100))
-        };
-        // Records reach the output within FLUSH_EVERY (about one write per
-        // FLUSH_EVERY while busy instead of one per wake-up), at once
-        // before a long wait.
-        if wait >= FLUSH_EVERY || t.saturating_since(last_flush) >= FLUSH_EVERY {
-            out.flush()?;
-            last_flush = t;
-        }
-        let items = match &bpf {
-            // Woken by whichever comes first: a path-manager event or a
-            // signal, when a switch waits for an LL subflow's event.
-            Some(b) if tracker.switch_pending() => {
-                match b.ring().wait_with(events.as_fd(), wait).map_err(DaemonError::Ring)? {
-                    (_, true) => drain_events(&mut events)?,
-                    _ => Vec::new(),
-                }
-            }
-            // Otherwise no event is urgent: woken by a signal, or every
-            // EVENT_BATCH to take the events queued meanwhile in one go
-            // (most are short connections opening and closing).
-            Some(b) => {
-                b.ring().wait(wait.min(EVENT_BATCH)).map_err(DaemonError::Ring)?;
-                drain_events(&mut events)?
-            }
-            None => events.recv(Some(wait)).map_err(DaemonError::Events)?,
-        };
-        for item in items {
-            let t = now();
-            match item {
-                Incoming::Event(ev) => {
-                    let was = ev.token.is_some_and(|tok| tracker.is_managed(tok));
-                    let actions = tracker.on_event(t, &ev);
-                    if !was && ev.token.is_some_and(|tok| tracker.is_managed(tok)) {
-                        summary.connections += 1;
-                    }
-                    execute(actions, t, &mut tracker, &mut pm, &mut out, &mut summary)?;
-                }
-                Incoming::Malformed(e) => {
-                    tracing::warn!("skipped a malformed mptcp_pm event: {e}");
-                    out.emit(&Record::Warning(Warning {
-                        t: secs(t),
-                        message: format!("skipped a malformed event: {e}"),
-                    }))?;
-                }
-                Incoming::Overrun => {
-                    tracing::warn!("mptcp_pm events were lost (socket buffer overrun)");
-                    out.emit(&Record::Warning(Warning {
-                        t: secs(t),
-                        message: "events were lost (netlink buffer overrun); some connections may be missed"
-                            .into(),
-                    }))?;
-                }
-            }
-        }
-        if let Some(b) = bpf.as_mut() {
-            let (signals, bad) = b.drain();
-            for sig in signals {
-                let t = now();
-                summary.bpf_signals += 1;
-                let actions = tracker.on_signal(t, &sig);
-                if actions.is_empty() {
-                    summary.bpf_unmatched += 1;
-                }
-                execute(actions, t, &mut tracker, &mut pm, &mut out, &mut summary)?;
-            }
-            if bad > 0 {
-                out.emit(&Record::Warning(Warning {
-                    t: secs(now()),
-                    message: format!("skipped {bad} undecodable BPF ring-buffer record(s)"),
-                }))?;
-            }
-        }
-        let t = now();
-        let retries = tracker.retries_due(t);
-        execute(retries, t, &mut tracker, &mut pm, &mut out, &mut summary)?;
-        for (pair, rtt) in prober.results() {
-            let t = now();
-            if let Some(b) = &bpf {
-                // The program keeps the costs: the probe is one more LL sample.
-                if let (Some(lane), Some(rtt)) = (tracker.probe_done(pair), rtt.filter(|r| !r.is_zero())) {
-                    if let Err(e) = b.lane_sample(lane, rtt) {
-                        tracing::warn!("handing a probe sample to the BPF program: {e}");
-                    }
-                }
-                continue;
-            }
-            let actions = tracker.on_probe(t, pair, rtt);
-            execute(actions, t, &mut tracker, &mut pm, &mut out, &mut summary)?;
-        }
-        let t = now();
-        if t >= next_sample && bpf.is_some() && !tracker.wants_readings() {
-            // No readings: the program decides. Probes still time LL lanes
-            // for link cost (an idle backup subflow carries no ACKs).
-            next_sample = t + sample_every;
-            for pair in tracker.probes_due(t) {
-                prober.request(pair);
-            }
-        } else if t >= next_sample {
-            next_sample = t + sample_every;
-            match diag_conn.dump_into(&dump, &mut sockets) {
-                Ok(_) => {
-                    diag_failing = false;
-                    let readings = to_readings(&sockets, &locals);
-                    if let Some(m) = &opts.metrics {
-                        m.add_lane_bytes(&lane_bytes.update(tracker.config(), &readings));
-                    }
-                    let actions = tracker.on_readings(t, &readings);
-                    execute(actions, t, &mut tracker, &mut pm, &mut out, &mut summary)?;
-                }
-                Err(e) => {
-                    // Keep running: the next reading may work; say it once.
-                    if !diag_failing {
-                        tracing::warn!("sock_diag reading failed: {e}");
-                        out.emit(&Record::Warning(Warning {
-                            t: secs(t),
-                            message: format!("sock_diag reading failed: {e}"),
-                        }))?;
-                    }
-                    diag_failing = true;
-                }
-            }
-            for pair in tracker.probes_due(t) {
-                prober.request(pair);
-            }
-        }
-        if let Some(m) = &opts.metrics {
-            m.observe(&summary, tracker.managed_count());
-        }
-    }
-    summary.bpf_stats = bpf.as_ref().map(|b| b.stats());
-    out.flush()?;
-    summary.probe_cpu_s = prober.stop();
-    Ok(summary)
 }
 
 fn secs(t: Instant) -> f64 {
@@ -552,75 +708,6 @@ fn connection_gone(e: &PmError) -> bool {
         Some(libc::EINVAL) => e.kernel_message().is_some_and(|m| m.contains("invalid token")),
         _ => false,
     }
-}
-
-/// Runs the actions' commands and prints their records. A switch decided
-/// on a BPF signal (`signal_ktime_ns` in its record, also when it waited
-/// for its LL subflow) gets the delay from the signal to the commands'
-/// completion.
-#[allow(clippy::too_many_arguments)]
-fn execute(
-    actions: Vec<Action>,
-    now: Instant,
-    tracker: &mut Tracker,
-    pm: &mut PmClient,
-    out: &mut Out<'_>,
-    summary: &mut Summary,
-) -> Result<(), DaemonError> {
-    for a in actions {
-        match a {
-            Action::Emit(r) => out.emit(&r)?,
-            Action::Apply { commands, mut record } => {
-                for c in &commands {
-                    let r = match c {
-                        PmCommand::SubflowCreate { token, local, remote } => pm
-                            .subflow_create(*token, local, remote)
-                            .map_err(|e| (format!("{local} -> {remote}"), e)),
-                        PmCommand::SetFlags { token, local, remote } => pm
-                            .set_flags(Some(*token), local, Some(remote))
-                            .map_err(|e| (format!("{local} -> {remote}"), e)),
-                    };
-                    if let Err((what, e)) = r {
-                        let create = matches!(c, PmCommand::SubflowCreate { .. });
-                        if create && not_fully_established(&e) && tracker.backup_not_ready(record.token) {
-                            tracing::debug!(
-                                "token {:#x}: not fully established yet, retrying: {e} ({what})",
-                                record.token
-                            );
-                            summary.open_retries += 1;
-                        } else if !create
-                            && subflow_not_found(&e)
-                            && tracker.switch_not_ready(now, record.token)
-                        {
-                            tracing::debug!(
-                                "token {:#x}: subflow not listed yet, switching again: {e} ({what})",
-                                record.token
-                            );
-                            summary.switch_retries += 1;
-                        } else if connection_gone(&e) {
-                            tracing::debug!("token {:#x}: connection gone: {e} ({what})", record.token);
-                            summary.connection_gone += 1;
-                        } else {
-                            tracing::warn!("token {:#x}: {e} ({what})", record.token);
-                            summary.failed_commands += 1;
-                        }
-                        record.ok = false;
-                        record.error = Some(format!("{e} ({what})"));
-                        break;
-                    }
-                }
-                if record.ok && record.action == crate::record::DecisionAction::Switch {
-                    summary.switches += 1;
-                    if let Some(k) = record.signal_ktime_ns {
-                        let now_ns = tcpaccel_sys::bpf::monotonic_ns();
-                        record.signal_ms = Some(now_ns.saturating_sub(k) as f64 / 1e6);
-                    }
-                }
-                out.emit(&Record::Decision(record))?;
-            }
-        }
-    }
-    Ok(())
 }
 
 #[cfg(test)]

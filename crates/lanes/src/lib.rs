@@ -13,7 +13,7 @@
 //! (handshake probes), [`bpf`] (the per-ACK signal program: load, attach,
 //! ring buffer), [`daemon`] (the I/O loop), [`record`] (output lines),
 //! [`metrics`] (the `--metrics` counters). The lab's flow engine that drives
-//! workloads through lanes is `tcpaccel_lab::flows`.
+//! workloads through lanes is `tcpaccel_lab::engines::flows`.
 //! What it is not: the path-manager netlink encoding (that is
 //! `tcpaccel_sys::mptcp`) or the switching formulas (`tcpaccel_core::lanes`).
 #![forbid(unsafe_code)]
@@ -28,4 +28,5 @@ pub mod record;
 pub mod tracker;
 
 pub use config::{Config, ConfigError};
-pub use daemon::{run, DaemonError, Format, Options, Reload, Summary};
+pub use daemon::{run, DaemonError, Format, Options, Reload};
+pub use record::Summary;

@@ -14,7 +14,7 @@ use std::sync::Mutex;
 use tcpaccel_metrics::{Counter, EncodeLabelSet, Family, Gauge, Registry};
 
 use crate::config::Config;
-use crate::daemon::Summary;
+use crate::record::Summary;
 use crate::tracker::Reading;
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]

@@ -1,11 +1,44 @@
 //! The daemon's output: one JSON object per line, each with a `type` field
 //! (`ready`, `event`, `decision`, `warning`, `reload`), or the same as plain text.
 //!
-//! What it is: the record types (serde), so the CLI tests and the lab decode
+//! What it is: the record types (serde) and the run's [`Summary`], so the CLI tests and the lab decode
 //! exactly what the daemon writes. What it is not: logging (diagnostics go
 //! to `tracing` on stderr; results are never parsed back from logs).
 
 use serde::{Deserialize, Serialize};
+
+/// Counts of what happened during a run: what the daemon returns at the
+/// end, and what its metrics follow while it runs.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct Summary {
+    pub connections: u64,
+    pub switches: u64,
+    pub failed_commands: u64,
+    /// Commands refused because the connection had already ended (a short
+    /// flow that closed between its event and the command): counted apart
+    /// from `failed_commands`, not warned about.
+    pub connection_gone: u64,
+    /// LL backups the kernel refused because the connection was not fully
+    /// established (yet, or any more): asked for again only if the
+    /// connection's switch comes to wait on them.
+    pub open_retries: u64,
+    /// Switches whose SET_FLAGS found no subflow yet (a join not yet in the
+    /// connection's list) and that were applied again a moment later.
+    pub switch_retries: u64,
+    /// Where the signals came from: "bpf" or "diag".
+    pub signals: &'static str,
+    /// BPF signals read from the ring buffer, and those that named no
+    /// managed, unswitched connection (e.g. one not on an SL pair).
+    pub bpf_signals: u64,
+    pub bpf_unmatched: u64,
+    /// The program's counters at the end (ACKs seen, events, ring full).
+    pub bpf_stats: Option<crate::bpf::Stats>,
+    /// CPU time (user + system, s) of the probe thread over the run.
+    pub probe_cpu_s: f64,
+    /// CPU time (s) of the calling thread from the start to `ready`
+    /// (loading the program, creating its maps, adopting connections).
+    pub start_cpu_s: f64,
+}
 
 /// One output line.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

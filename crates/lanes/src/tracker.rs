@@ -196,6 +196,8 @@ pub struct Tracker {
     lane_probes: HashMap<LaneId, ProbeState>,
     /// The BPF program decides for connections opened while it runs.
     bpf: bool,
+    /// Peer LL addresses whose refused joins were already warned about.
+    refused_warned: std::collections::BTreeSet<IpAddr>,
 }
 
 fn secs(d: Duration) -> f64 {
@@ -226,6 +228,7 @@ impl Tracker {
             probes: BTreeMap::new(),
             lane_probes: HashMap::new(),
             bpf: false,
+            refused_warned: Default::default(),
         }
     }
 
@@ -434,6 +437,7 @@ impl Tracker {
             EventKind::SubClosed => {
                 let rec = self.event_record(now, ev, token, self.conns.get(&token));
                 out.push(Action::Emit(rec));
+                out.extend(self.join_refused(now, token, ev).map(Action::Emit));
                 if let (Some(c), Some(l)) = (self.conns.get_mut(&token), ev.local()) {
                     for s in c.ll.iter_mut() {
                         if s.established.map(|(sl, _)| sl) == Some(l) {
@@ -454,6 +458,38 @@ impl Tracker {
             _ => {}
         }
         out
+    }
+
+    /// A warning, once per peer LL address, when the peer refuses an LL
+    /// subflow's join (SUB_CLOSED with ECONNREFUSED): the usual cause is a
+    /// listener bound to the peer's SL address only, so joins to its LL
+    /// addresses find no listener, and a connection that decided to switch
+    /// waits at `switch_pending` for ever.
+    fn join_refused(&mut self, now: Instant, token: u32, ev: &Event) -> Option<Record> {
+        if ev.error != Some(libc::ECONNREFUSED as u8) {
+            return None;
+        }
+        let (l, r) = (ev.local()?, ev.remote()?);
+        let c = self.conns.get(&token)?;
+        c.ll.iter().find(|s| s.pair.local == l.ip() && s.pair.remote == r.ip())?;
+        if !self.refused_warned.insert(r.ip()) {
+            return None;
+        }
+        let waiting = if matches!(c.switch, SwitchState::Pending(_)) {
+            format!("; connection {token:#x} waits to switch until a join succeeds")
+        } else {
+            String::new()
+        };
+        Some(Record::Warning(crate::record::Warning {
+            t: self.t(now),
+            message: format!(
+                "the peer refused the LL subflow join {l} -> {r} (error {}, connection refused): its listener \
+                 is probably bound to one address (the SL address {}); listen on the wildcard (0.0.0.0 or ::) \
+                 so that joins to the LL addresses are accepted{waiting}",
+                libc::ECONNREFUSED,
+                c.remote.ip()
+            ),
+        }))
     }
 
     /// A connection is managed when it starts on a configured SL pair and is
@@ -1112,6 +1148,35 @@ mod tests {
         tr.on_event(at(8), &ev(EventKind::SubEstablished, token, "10.2.0.1:40001", "10.2.0.2:5201"));
         tr.on_event(at(8), &ev(EventKind::SubEstablished, token, "10.3.0.1:40002", "10.3.0.2:5201"));
         a
+    }
+
+    #[test]
+    fn refused_joins_are_warned_about_once_per_peer_address_with_the_cause() {
+        let mut tr = Tracker::new(cfg("deadline"), at(0));
+        let sl = ("10.1.0.1:40000", "10.1.0.2:5201");
+        tr.on_event(at(0), &ev(EventKind::Created, 7, sl.0, sl.1));
+        tr.on_event(at(5), &ev(EventKind::Established, 7, sl.0, sl.1));
+        let refused = |port: u16| Event {
+            error: Some(111),
+            ..ev(EventKind::SubClosed, 7, &format!("10.2.0.1:{port}"), "10.2.0.2:5201")
+        };
+        let warnings = |a: &[Action]| -> Vec<String> {
+            a.iter()
+                .filter_map(|a| match a {
+                    Action::Emit(Record::Warning(w)) => Some(w.message.clone()),
+                    _ => None,
+                })
+                .collect()
+        };
+        let first = warnings(&tr.on_event(at(10), &refused(40001)));
+        assert_eq!(first.len(), 1, "{first:?}");
+        assert!(first[0].contains("10.2.0.2:5201") && first[0].contains("0.0.0.0"), "{}", first[0]);
+        assert!(first[0].contains("10.1.0.2"), "names the SL address the listener is bound to: {}", first[0]);
+        assert!(warnings(&tr.on_event(at(20), &refused(40002))).is_empty(), "once per peer address");
+        // A subflow closed without an error, or on an address not of this
+        // connection's LL pairs, is no refused join.
+        let closed = ev(EventKind::SubClosed, 7, "10.3.0.1:40003", "10.3.0.2:5201");
+        assert!(warnings(&tr.on_event(at(30), &closed)).is_empty());
     }
 
     #[test]

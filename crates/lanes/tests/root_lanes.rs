@@ -6,8 +6,8 @@
 //! client egress shaped by `tbf` at 50 Mbit/s; the client uses the userspace
 //! path manager, the server the in-kernel one with its limits raised.
 //!
-//! The daemon runs as a child process (this test binary re-executed on the
-//! ignored `daemon_child` test) so that it can be killed for real. Bytes per
+//! The daemon runs as a child process (the `lanes-test-daemon` binary of
+//! this crate) so that it can be killed for real. Bytes per
 //! lane come from the client interfaces' counters. Checks are qualitative
 //! with wide margins (who carries the bytes, before/after), never timings.
 
@@ -214,26 +214,22 @@ impl Drop for Daemon {
 
 impl Daemon {
     fn start(lab: &Lab, config: &str) -> Daemon {
-        let exe = std::env::current_exe().expect("test binary");
-        let mut child = Command::new(exe)
-            .args(["daemon_child", "--exact", "--ignored", "--nocapture", "--test-threads=1"])
-            .env("TCPACCEL_LANES_CHILD_CONFIG", config)
-            .env("TCPACCEL_LANES_CHILD_NETNS", &lab.client)
+        let mut child = Command::new(env!("CARGO_BIN_EXE_lanes-test-daemon"))
+            .arg(&lab.client)
+            .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit())
             .spawn()
             .expect("spawn daemon");
+        child.stdin.take().expect("stdin").write_all(config.as_bytes()).expect("config to the daemon");
         let stdout = child.stdout.take().expect("stdout");
         let (tx, records) = channel();
         std::thread::spawn(move || {
             for line in BufReader::new(stdout).lines().map_while(Result::ok) {
-                // libtest may print "test daemon_child ... " before the first record.
-                if let Some(at) = line.find("{\"type\"") {
-                    let r: Record =
-                        serde_json::from_str(&line[at..]).unwrap_or_else(|e| panic!("bad line {line}: {e}"));
-                    if tx.send(r).is_err() {
-                        break;
-                    }
+                let r: Record =
+                    serde_json::from_str(&line).unwrap_or_else(|e| panic!("bad line {line}: {e}"));
+                if tx.send(r).is_err() {
+                    break;
                 }
             }
         });
@@ -266,30 +262,6 @@ impl Daemon {
             }
         }
     }
-}
-
-/// Not a test of its own: the daemon process of the tests above. Runs
-/// only when re-executed with the environment they set.
-#[test]
-#[ignore = "helper: the lanes daemon as a child process of the root tests"]
-fn daemon_child() {
-    let (Ok(cfg), Ok(ns)) =
-        (std::env::var("TCPACCEL_LANES_CHILD_CONFIG"), std::env::var("TCPACCEL_LANES_CHILD_NETNS"))
-    else {
-        return;
-    };
-    let cfg = tcpaccel_lanes::Config::parse(&cfg, "child").expect("config");
-    netns::enter(&ns).expect("enter namespace");
-    let opts = tcpaccel_lanes::Options {
-        netns: Some(ns),
-        format: tcpaccel_lanes::Format::Json,
-        duration: None,
-        reload: None,
-        metrics: None,
-    };
-    let stop = AtomicBool::new(false);
-    let mut out = std::io::stdout();
-    tcpaccel_lanes::run(cfg, &opts, &mut out, &stop).expect("daemon");
 }
 
 /// A configuration reading sock_diag (the fallback path).

@@ -10,7 +10,7 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use crate::error::{Error, Result};
-use crate::state::{self, RunState};
+use crate::state::{self, alive, RunState};
 use tcpaccel_sys::command;
 use tcpaccel_sys::process::Signal;
 
@@ -46,11 +46,6 @@ pub(crate) fn signal(pid: u32, sig: Signal) -> Result<()> {
     tcpaccel_sys::process::signal(pid, sig)
         .map_err(|e| Error::sys(format!("{} to process {pid}", sig.name()), e))?;
     Ok(())
-}
-
-/// True while `/proc/PID` exists (the process or a zombie of it).
-pub(crate) fn alive(pid: u32) -> bool {
-    Path::new(&format!("/proc/{pid}")).exists()
 }
 
 /// Kills every process inside `ns` (never this process), then deletes the

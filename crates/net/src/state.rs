@@ -65,13 +65,19 @@ impl RunState {
 
     /// True while the owning process exists.
     pub fn owner_alive(&self) -> bool {
-        crate::clean::alive(self.pid)
+        alive(self.pid)
     }
 
     /// True when the owner is alive and every namespace still exists.
     pub fn is_live(&self) -> bool {
         self.owner_alive() && self.namespaces().iter().all(|n| tcpaccel_sys::netns::exists(n))
     }
+}
+
+/// True while `/proc/PID` exists (the process or a zombie of it). Here, not
+/// in `clean`, so that clean uses state and not the other way round.
+pub(crate) fn alive(pid: u32) -> bool {
+    Path::new(&format!("/proc/{pid}")).exists()
 }
 
 /// Path of the state file of `run_id`.

@@ -4,8 +4,8 @@ use crate::exit::{self, Verdict};
 use anyhow::Context;
 use clap::Subcommand;
 use std::path::PathBuf;
-use tcpaccel_lab::records::read_run;
-use tcpaccel_lab::scenario::{self, RunOptions};
+use tcpaccel_lab::runner::records::read_run;
+use tcpaccel_lab::runner::scenario::{self, RunOptions};
 use tcpaccel_lab::{report, scenarios};
 
 #[derive(clap::Args)]
@@ -108,7 +108,10 @@ pub(crate) fn run(args: Args) -> anyhow::Result<Verdict> {
             exit::require_root(&format!("lab run {name} (network namespaces)"))?;
             install_interrupt();
             let out = out.unwrap_or_else(|| {
-                PathBuf::from(format!("lab-results/{name}-{}", tcpaccel_lab::records::unix_now() as u64))
+                PathBuf::from(format!(
+                    "lab-results/{name}-{}",
+                    tcpaccel_lab::runner::records::unix_now() as u64
+                ))
             });
             let opts = RunOptions { quick, repeats: repeat, out: out.clone(), sets, seed, json };
             let data = scenario::run(s.as_ref(), &opts)?;
@@ -165,7 +168,7 @@ pub(crate) fn run(args: Args) -> anyhow::Result<Verdict> {
     }
 }
 
-fn print_summary(data: &tcpaccel_lab::records::RunData, json: bool) -> anyhow::Result<()> {
+fn print_summary(data: &tcpaccel_lab::runner::records::RunData, json: bool) -> anyhow::Result<()> {
     if json {
         for t in report::tables(data) {
             let v = serde_json::json!({"type": "table", "complete": data.complete(), "table": t});
@@ -177,7 +180,7 @@ fn print_summary(data: &tcpaccel_lab::records::RunData, json: bool) -> anyhow::R
     Ok(())
 }
 
-fn verdict(data: &tcpaccel_lab::records::RunData) -> anyhow::Result<Verdict> {
+fn verdict(data: &tcpaccel_lab::runner::records::RunData) -> anyhow::Result<Verdict> {
     if scenario::interrupted() {
         return Err(anyhow::Error::new(exit::Fail::Interrupted));
     }

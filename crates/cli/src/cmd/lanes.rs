@@ -19,7 +19,8 @@ use crate::exit::{self, Fail, Verdict};
 
 #[derive(clap::Args)]
 pub(crate) struct Args {
-    /// Lane configuration (TOML): peers with their SL and LL address pairs, policy, probes.
+    /// Lane configuration (TOML): peers with their SL and LL address pairs, policy, probes; also
+    /// `netns`, `json`, `duration` and `metrics`, the flags below of the same names.
     #[arg(long, short = 'c')]
     config: PathBuf,
     /// Run inside this network namespace (a name from `ip netns`).
@@ -42,6 +43,14 @@ pub(crate) struct Args {
 
 pub(crate) fn run(args: Args) -> anyhow::Result<Verdict> {
     let cfg = tcpaccel_lanes::Config::load(&args.config).map_err(|e| exit::usage(e.to_string()))?;
+    // The file's keys of the same names as the flags; a flag given wins.
+    let args = Args {
+        netns: args.netns.or_else(|| cfg.run.netns.clone()),
+        json: args.json || cfg.run.json,
+        duration: args.duration.or(cfg.run.duration),
+        metrics: args.metrics.or(cfg.run.metrics),
+        ..args
+    };
     let duration = args.duration;
     exit::require_root("tcpaccel lanes (MPTCP path-manager netlink)")?;
     // Bound before entering --netns, so the endpoint is reachable from the
@@ -107,5 +116,46 @@ fn classify_env(e: tcpaccel_lanes::env::EnvError) -> anyhow::Error {
         anyhow::Error::new(Fail::Feature(e.to_string()))
     } else {
         exit::usage(e.to_string())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Flags that are not settings: the file itself, and an action.
+    const INVOCATION_ONLY: [&str; 2] = ["config", "check"];
+
+    /// Every flag but the invocation-only ones is a top-level key of the
+    /// configuration file with the same name, and every top-level key that
+    /// is not a section is a flag: one set of names (issue 26).
+    #[test]
+    fn flags_and_file_keys_are_one_set() {
+        let cmd = <Args as clap::Args>::augment_args(clap::Command::new("lanes"));
+        let flags: std::collections::BTreeSet<String> = cmd
+            .get_arguments()
+            .map(|a| a.get_id().as_str().to_string())
+            .filter(|id| !INVOCATION_ONLY.contains(&id.as_str()) && id != "help")
+            .collect();
+        // The file schema, every optional key filled so that it shows.
+        let mut file = tcpaccel_lanes::config::ConfigFile {
+            run: tcpaccel_lanes::config::RunSettings {
+                netns: Some("ns".into()),
+                json: true,
+                duration: Some(std::time::Duration::from_secs(1)),
+                metrics: Some("127.0.0.1:9100".parse().unwrap()),
+            },
+            ..Default::default()
+        };
+        let ip = std::net::IpAddr::from([10, 0, 0, 1]);
+        file.peer("p", (ip, ip), [(ip, ip)]);
+        let serde_json::Value::Object(top) = serde_json::to_value(&file).unwrap() else {
+            panic!("not an object")
+        };
+        let sections = ["policy", "signals", "probe", "peer"];
+        let keys: std::collections::BTreeSet<String> =
+            top.keys().filter(|k| !sections.contains(&k.as_str())).map(|k| k.replace('_', "-")).collect();
+        assert_eq!(flags, keys, "flags (left) and the file's top-level keys (right) differ");
+        assert!(sections.iter().all(|s| top.contains_key(*s)), "{top:?}");
     }
 }

@@ -15,10 +15,10 @@
 //! What it is not: one connection per run, built fresh per run (no state
 //! leaks between variants); no application think time beyond the schedule.
 
-use super::dumbbell::{baseline_sysctls, sockbuf_param, sysctls, Path2, DATA_PORT, DEFAULT_CC};
 use super::pacing::sockbuf_sysctls;
-use crate::records::{MetricSpec, Published};
-use crate::scenario::{ParamSpec, Params, RunCtx, Scenario, Testbed};
+use crate::runner::records::{MetricSpec, Published};
+use crate::runner::scenario::{ParamSpec, Params, RunCtx, Scenario, Testbed};
+use crate::testbeds::dumbbell::{baseline_sysctls, sockbuf_param, sysctls, Path2, DATA_PORT, DEFAULT_CC};
 use anyhow::{bail, Context, Result};
 use std::net::SocketAddr;
 use std::path::Path;
@@ -177,7 +177,7 @@ impl Testbed for IdleBed {
         cfg.interval = None;
         cfg.cc = Some(self.cc.clone());
         cfg.seed = ctx.seed;
-        cfg.stop = Some(crate::scenario::stop_flag());
+        cfg.stop = Some(crate::runner::scenario::stop_flag());
         let b = Bursts { bytes: self.burst.0, every: self.every, resume_pacing: resume };
         let (tx, rx) = std::sync::mpsc::channel::<BurstRecord>();
         let summary = net

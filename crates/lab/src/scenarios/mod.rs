@@ -1,10 +1,10 @@
-//! The registry of lab scenarios. Each mechanism adds its scenario here.
+//! The registry of lab scenarios: one experiment per file (the lanes
+//! experiments in `lanes/`, with the daemons they share), each registered in
+//! [`all`]. Topologies they share are in [`crate::testbeds`].
 
-use crate::scenario::Scenario;
+use crate::runner::scenario::Scenario;
 
 pub mod demo;
-pub mod dumbbell;
-pub mod fabric;
 pub mod gather;
 pub mod idle;
 pub mod lanes;
@@ -14,6 +14,10 @@ pub mod pacing_mptcp;
 pub mod rto;
 pub mod split;
 pub mod tuning;
+
+// `super::dumbbell` in split.rs, demo.rs and gather.rs (edited on other
+// branches while the lab was split); drop once they name `crate::testbeds`.
+pub(crate) use crate::testbeds::dumbbell;
 
 /// Every scenario, in the order `lab list` shows them.
 pub fn all() -> Vec<Box<dyn Scenario>> {
@@ -29,8 +33,8 @@ pub fn all() -> Vec<Box<dyn Scenario>> {
         Box::new(gather::Gather),
         Box::new(lanes::LanesBasic),
         Box::new(lanes::LanesBuildup),
-        Box::new(lanes::LanesRealistic(crate::workloads::Mix::WebSearch)),
-        Box::new(lanes::LanesRealistic(crate::workloads::Mix::DataMining)),
+        Box::new(lanes::LanesRealistic(crate::engines::workloads::Mix::WebSearch)),
+        Box::new(lanes::LanesRealistic(crate::engines::workloads::Mix::DataMining)),
         Box::new(lanes::LanesParams),
     ]
 }

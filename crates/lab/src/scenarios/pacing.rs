@@ -37,9 +37,9 @@
 //!   by frames: bursts at the bin scale and above, not jitter between frames.
 
 use super::demo::standard_metrics;
-use super::dumbbell::{bulk, sockbuf_param, HostSetup, Path2};
-use crate::records::{MetricSpec, Published};
-use crate::scenario::{ParamSpec, Params, RunCtx, Scenario, Testbed};
+use crate::runner::records::{MetricSpec, Published};
+use crate::runner::scenario::{ParamSpec, Params, RunCtx, Scenario, Testbed};
+use crate::testbeds::dumbbell::{bulk, sockbuf_param, HostSetup, Path2};
 use anyhow::{bail, Context, Result};
 use std::path::Path;
 use std::time::Duration;
@@ -277,7 +277,7 @@ impl BpfPacing {
             .find_map(|l| l.strip_prefix("0::"))
             .context("this process has no cgroup2 membership in /proc/self/cgroup")?;
         let home = mount.join(rel.trim_start_matches('/'));
-        let rule = format!("0.0.0.0/0:{}={pace}", super::dumbbell::DATA_PORT);
+        let rule = format!("0.0.0.0/0:{}={pace}", crate::testbeds::dumbbell::DATA_PORT);
         let cfg =
             tcpaccel_pacer::PaceConfig { hold, ..tcpaccel_pacer::PaceConfig::parse("none", &[rule], None)? };
         let cg = tcpaccel_pacer::TempCgroup::create(&format!("lab-{}", std::process::id()))?;
@@ -545,7 +545,7 @@ mod tests {
     /// wide margin; both must keep most of the rate.
     #[test]
     fn root_one_segment_per_packet_spaces_paced_frames() {
-        let d = crate::scenario::run_short(
+        let d = crate::runner::scenario::run_short(
             &Pacing,
             &[
                 ("variants", "static,static-1seg"),

@@ -19,11 +19,11 @@
 //! a 1500-byte MTU gives: the program's worst case.
 
 use super::demo::standard_metrics;
-use super::dumbbell::end_v4;
-use super::dumbbell::{baseline_sysctls, sysctls, DATA_PORT, DEFAULT_CC};
 use super::pacing::BpfPacing;
-use crate::records::MetricSpec;
-use crate::scenario::{ParamSpec, Params, RunCtx, Scenario, Testbed};
+use crate::runner::records::MetricSpec;
+use crate::runner::scenario::{ParamSpec, Params, RunCtx, Scenario, Testbed};
+use crate::testbeds::dumbbell::end_v4;
+use crate::testbeds::dumbbell::{baseline_sysctls, sysctls, DATA_PORT, DEFAULT_CC};
 use anyhow::{bail, Context, Result};
 use std::net::SocketAddr;
 use std::path::Path;
@@ -168,10 +168,10 @@ impl Testbed for CpuBed {
             scfg.pace = Pace::Static(wire);
         }
         scfg.seed = ctx.seed;
-        scfg.stop = Some(crate::scenario::stop_flag());
+        scfg.stop = Some(crate::runner::scenario::stop_flag());
         let h1 = net.ns("h1")?;
         let ifname = net.end("h1", "v")?.ifname.clone();
-        let rx0 = super::fabric::iface_counter(&h1, &ifname, 1)?;
+        let rx0 = crate::testbeds::fabric::iface_counter(&h1, &ifname, 1)?;
         let p0 = bpf.as_ref().map(|b| b.prog_stats()).transpose()?;
         let (busy0, total0) = read_cpu()?;
         let t0 = Instant::now();
@@ -179,7 +179,7 @@ impl Testbed for CpuBed {
         let elapsed = t0.elapsed().as_secs_f64();
         let (busy1, total1) = read_cpu()?;
         let p1 = bpf.as_ref().map(|b| b.prog_stats()).transpose()?;
-        let rx1 = super::fabric::iface_counter(&h1, &ifname, 1)?;
+        let rx1 = crate::testbeds::fabric::iface_counter(&h1, &ifname, 1)?;
         ctx.metric("acks_per_s", (rx1 - rx0) as f64 / elapsed);
         if let Some(b) = bpf {
             b.leave()?;

@@ -24,12 +24,12 @@
 //! on-wire rate.
 
 use super::demo::standard_metrics;
-use super::dumbbell::end_v4;
-use super::dumbbell::{baseline_sysctls, sysctls, DATA_PORT, DEFAULT_CC};
-use super::fabric::ip_batch;
 use super::pacing::{parse_bins, BpfPacing, MeterBin};
-use crate::records::MetricSpec;
-use crate::scenario::{ParamSpec, Params, RunCtx, Scenario, Testbed};
+use crate::runner::records::MetricSpec;
+use crate::runner::scenario::{ParamSpec, Params, RunCtx, Scenario, Testbed};
+use crate::testbeds::dumbbell::end_v4;
+use crate::testbeds::dumbbell::{baseline_sysctls, sysctls, DATA_PORT, DEFAULT_CC};
+use crate::testbeds::fabric::ip_batch;
 use anyhow::{bail, Context, Result};
 use std::net::SocketAddr;
 use std::path::Path;
@@ -235,7 +235,7 @@ impl Testbed for MptcpBed {
         scfg.cc = Some(DEFAULT_CC.to_string());
         scfg.mptcp = true;
         scfg.seed = ctx.seed;
-        scfg.stop = Some(crate::scenario::stop_flag());
+        scfg.stop = Some(crate::runner::scenario::stop_flag());
         let sent = net.run_in("h1", move || run_send(scfg, |_| {}))?;
         if let Some(b) = bpf {
             let released = b.leave()?;
@@ -355,7 +355,7 @@ mod tests {
 
     #[test]
     fn a_warmup_that_leaves_no_window_is_refused() {
-        let p = crate::scenario::resolve_params(
+        let p = crate::runner::scenario::resolve_params(
             &PacingMptcp,
             false,
             &[("duration".into(), "3s".into()), ("warmup".into(), "2s".into())],

@@ -12,9 +12,9 @@
 //! holds its time, so the report shows CDFs; timeouts are the hosts' TcpExt
 //! `TCPTimeouts` counters, summed, before and after.
 
-use super::dumbbell::end_v4;
-use crate::records::{MetricSpec, Published};
-use crate::scenario::{interrupted, ParamSpec, Params, RunCtx, Scenario, Testbed};
+use crate::runner::records::{MetricSpec, Published};
+use crate::runner::scenario::{interrupted, ParamSpec, Params, RunCtx, Scenario, Testbed};
+use crate::testbeds::dumbbell::end_v4;
 use anyhow::{bail, Context, Result};
 use std::io::{Read, Write};
 use std::net::{IpAddr, Ipv4Addr, SocketAddr, TcpListener, TcpStream};
@@ -168,7 +168,7 @@ impl Testbed for RtoBed {
         let net = Network::up(&topology(self.hosts, self.rate, self.buffer)?)?;
         let names: Vec<String> = (1..=self.hosts).map(|i| format!("h{i}")).collect();
         for (i, h) in names.iter().enumerate() {
-            super::dumbbell::sysctls(&net, h, &super::dumbbell::baseline_sysctls())?;
+            crate::testbeds::dumbbell::sysctls(&net, h, &crate::testbeds::dumbbell::baseline_sysctls())?;
             if rto == "low-rto" {
                 let via = format!("10.8.{}.1", i + 1);
                 let rto_min = format_duration(self.low_rto);
@@ -199,7 +199,7 @@ impl Testbed for RtoBed {
                     net.run_in(h, move || TcpStream::connect_timeout(&to, Duration::from_secs(5)))??;
                 let (inc, _) = l.accept()?;
                 // CUBIC per socket, as in the dumbbell testbed (the namespace default is the host's).
-                tcpaccel_sys::sockopt::set_congestion(&out, super::dumbbell::DEFAULT_CC)?;
+                tcpaccel_sys::sockopt::set_congestion(&out, crate::testbeds::dumbbell::DEFAULT_CC)?;
                 for s in [&out, &inc] {
                     s.set_nodelay(true)?;
                     s.set_read_timeout(Some(Duration::from_secs(20)))?;

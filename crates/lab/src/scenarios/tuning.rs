@@ -11,9 +11,9 @@
 //! need them.
 
 use super::demo::standard_metrics;
-use super::dumbbell::{bulk, HostSetup, Path2};
-use crate::records::{MetricSpec, Published};
-use crate::scenario::{ParamSpec, Params, RunCtx, Scenario, Testbed};
+use crate::runner::records::{MetricSpec, Published};
+use crate::runner::scenario::{ParamSpec, Params, RunCtx, Scenario, Testbed};
+use crate::testbeds::dumbbell::{bulk, HostSetup, Path2};
 use anyhow::{bail, Context, Result};
 use std::path::Path;
 use std::time::Duration;

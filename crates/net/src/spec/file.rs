@@ -82,7 +82,9 @@ enum RawKind {
     Emulated,
 }
 
-/// Per-direction settings; in a `[[link]]` the same fields set both directions.
+/// Per-direction settings: `a_to_b`, `b_to_a`, and flattened into the top of
+/// a `[[link]]`, where the same fields set both directions (an unknown key
+/// beside them is still refused: see the test).
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct RawDir {
@@ -106,13 +108,9 @@ struct RawLink {
     mtu: Option<u32>,
     txqueuelen: Option<u32>,
     offloads: Option<bool>,
-    rate: Option<String>,
-    delay: Option<String>,
-    jitter: Option<String>,
-    buffer: Option<String>,
-    loss: Option<toml::Value>,
-    seed: Option<u64>,
-    overhead: Option<u32>,
+    /// The per-direction fields at the top of a `[[link]]`: both directions.
+    #[serde(flatten)]
+    both: RawDir,
     a_to_b: Option<RawDir>,
     b_to_a: Option<RawDir>,
 }
@@ -239,16 +237,7 @@ impl RawTopology {
             l.mtu = raw.mtu;
             l.txqueuelen = raw.txqueuelen;
             l.offloads = raw.offloads;
-            let both = RawDir {
-                rate: raw.rate,
-                delay: raw.delay,
-                jitter: raw.jitter,
-                buffer: raw.buffer,
-                loss: raw.loss,
-                seed: raw.seed,
-                overhead: raw.overhead,
-            };
-            l.both = both.parse(&ctx)?;
+            l.both = raw.both.parse(&ctx)?;
             l.a_to_b = raw.a_to_b.unwrap_or_default().parse(&format!("{ctx} a_to_b"))?;
             l.b_to_a = raw.b_to_a.unwrap_or_default().parse(&format!("{ctx} b_to_a"))?;
             links.push(l);
@@ -285,6 +274,19 @@ mod tests {
             Ok(t) => panic!("expected an error, got {t:?}"),
             Err(e) => e.to_string(),
         }
+    }
+
+    #[test]
+    fn unknown_keys_of_a_link_are_refused_also_beside_the_flattened_direction() {
+        for (line, key) in [("ratee = \"1mbit\"", "ratee"), ("a_to_b = { delai = \"1ms\" }", "delai")] {
+            let text = DUMBBELL.replace("delay = \"20ms\"", &format!("delay = \"20ms\"\n        {line}"));
+            let e = err_of(&text);
+            assert!(e.contains(key), "{key}: {e}");
+        }
+        // The fields of both directions still parse at the top of a link.
+        let t = Topology::from_toml_str(DUMBBELL).unwrap();
+        let LinkKind::Emulated { a_to_b, .. } = t.links[0].kind else { panic!("not emulated") };
+        assert_eq!((a_to_b.rate, a_to_b.delay), (Some(Rate::mbps(50)), Duration::from_millis(20)));
     }
 
     #[test]

@@ -15,7 +15,7 @@
 //! Not here: judging a single repeat's noise. A verdict compares medians over
 //! the run's repeats with the goal; the tables beside it show the spread.
 
-use crate::records::RunData;
+use crate::runner::records::RunData;
 use std::collections::BTreeMap;
 use tcpaccel_core::stats::Spread;
 use tcpaccel_core::units::{parse_duration, Bytes, Rate};
@@ -757,7 +757,7 @@ pub fn human_name(scenario: &str, key: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::records::{Record, Summary};
+    use crate::runner::records::{Record, Summary};
     use crate::testdata;
 
     fn run_with(scenario: &str, params: &[(&str, &str)], rows: &[(&str, &str, f64)]) -> RunData {

@@ -1,13 +1,15 @@
 //! Renders a run directory's records into tables, SVG plots, a self-contained
 //! HTML page and a Markdown summary. Depends on the records alone (and on the
-//! claims in [`crate::published`], judged afresh at every rendering).
+//! claims in [`published`], judged afresh at every rendering).
 //!
 //! The page opens with a verdict block: one line per claim of the scenario,
 //! measured against the published figure and the goal, green when the goal
 //! is met, red when missed, grey when the run lacks what the claim needs.
 
-use crate::published::{self, human_name, Judged, Verdict};
-use crate::records::{RunData, RunHeader};
+pub mod published;
+
+use self::published::{human_name, Judged, Verdict};
+use crate::runner::records::{RunData, RunHeader};
 use std::collections::BTreeMap;
 use std::fmt::Write;
 use std::path::Path;
@@ -683,7 +685,7 @@ mod tests {
     #[test]
     fn markdown_golden() {
         let got = markdown(&testdata::run());
-        let want = include_str!("../tests/golden/summary.md");
+        let want = include_str!("../../tests/golden/summary.md");
         assert_eq!(got, want, "\n--- got ---\n{got}");
     }
 
@@ -697,7 +699,7 @@ mod tests {
 
     /// A pacing run shaped like BENCHMARKS.md's full-scale table.
     fn pacing_run() -> RunData {
-        use crate::records::{Published, Record, Sample, Summary};
+        use crate::runner::records::{Published, Record, Sample, Summary};
         let mut h = testdata::header();
         h.scenario = "pacing".into();
         h.params = BTreeMap::from([("rate".into(), "500mbit".into()), ("buffer".into(), "1MB".into())]);
@@ -809,7 +811,7 @@ mod tests {
 
     #[test]
     fn dense_overlapping_series_get_a_panel_each() {
-        use crate::records::{Record, Sample};
+        use crate::runner::records::{Record, Sample};
         let mut d = testdata::run();
         // Two variants of 1000 points each, swinging like the 500 µs zoom.
         for v in ["none", "static"] {
@@ -838,7 +840,7 @@ mod tests {
 
     #[test]
     fn published_markers_on_x_series() {
-        use crate::records::{Published, Record, Sample};
+        use crate::runner::records::{Published, Record, Sample};
         let mut h = testdata::header();
         h.scenario = "split".into();
         h.params = BTreeMap::from([("buf_max".into(), "4MB".into()), ("size".into(), "100MB".into())]);

@@ -2,7 +2,7 @@
 //! core's seeded generator ([`tcpaccel_core::workload`]): the front-end /
 //! back-end host split, the queue-buildup scenario and the two realistic
 //! mixes. Pure and seeded like the generator: the same seed gives the same
-//! flows; the lab's flow engine ([`crate::flows`]) turns them into transfers.
+//! flows; the lab's flow engine ([`crate::engines::flows`]) turns them into transfers.
 
 use serde::Serialize;
 use tcpaccel_core::units::Rate;

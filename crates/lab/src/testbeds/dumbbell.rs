@@ -7,7 +7,7 @@
 //! emulator's drops, and from its 500 µs meter both a 100 ms bandwidth series
 //! and a 500 µs zoom around the first drop (the paper's Fig. 2 and Fig. 3).
 
-use crate::scenario::{ParamSpec, Params, RunCtx};
+use crate::runner::scenario::{ParamSpec, Params, RunCtx};
 use anyhow::{Context, Result};
 use std::net::SocketAddr;
 use std::path::Path;
@@ -155,7 +155,7 @@ pub fn bulk(ctx: &mut RunCtx<'_>, path: &Path2, setup: &HostSetup, duration: Dur
     }
     scfg.interval = Some(Duration::from_millis(100));
     scfg.seed = ctx.seed;
-    scfg.stop = Some(crate::scenario::stop_flag());
+    scfg.stop = Some(crate::runner::scenario::stop_flag());
     let (tx, rx) = std::sync::mpsc::channel::<Report>();
     let summary = net
         .run_in("h1", move || {

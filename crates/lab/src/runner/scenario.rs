@@ -7,8 +7,8 @@
 //! interleaved (A B C A B C …) so machine drift hits all alike, writing every
 //! record as it goes, and renders the report at the end.
 
-use crate::progress::Progress;
-use crate::records::*;
+use crate::runner::progress::Progress;
+use crate::runner::records::*;
 use anyhow::{bail, Context, Result};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};

@@ -30,7 +30,7 @@
 
 use std::net::Ipv4Addr;
 
-use crate::flows::HostAddrs;
+use crate::engines::flows::HostAddrs;
 use anyhow::{bail, Context, Result};
 use tcpaccel_core::units::{Bytes, QueueLimit, Rate};
 use tcpaccel_core::workload::HostId;

@@ -1,0 +1,100 @@
+//! `lanes-buildup` ([Lanes] Fig. 6.5–6.6): 64 KB short flows to the
+//! front-ends while 1..N hosts send long flows to the back-ends; short-flow
+//! FCT against the number of long senders.
+
+use std::path::Path;
+use std::time::Duration;
+
+use anyhow::{Context, Result};
+
+use super::{
+    common_params, parse_list, prepare_bed, put, record_outcome, run_policy, sample, Bed, Experiment,
+};
+use super::{DRAIN, POLICIES};
+use crate::engines::workloads::{self as workload, Hosts};
+use crate::runner::records::MetricSpec;
+use crate::runner::scenario::{ParamSpec, Params, RunCtx, Scenario, Testbed};
+
+pub struct LanesBuildup;
+
+impl Scenario for LanesBuildup {
+    fn name(&self) -> &'static str {
+        "lanes-buildup"
+    }
+    fn title(&self) -> &'static str {
+        "Lanes queue buildup: 64 KB short flows vs 1..N long senders ([Lanes] Fig. 6.5–6.6)"
+    }
+    fn description(&self) -> &'static str {
+        "Eight hosts (2 back-end, 6 front-end) on two fabrics: 64 KB flows to the front-ends, Poisson with a \
+         200 ms mean gap, while 1..N front-end hosts each send one long flow to a back-end. Average and \
+         95th-percentile short-flow FCT against the number of long senders."
+    }
+    fn params(&self) -> Vec<ParamSpec> {
+        let mut v = common_params("2", "8", "100mbit");
+        v.push(ParamSpec::new("senders", "1,2,4,6", "long-flow sender counts to run"));
+        v.push(ParamSpec::new("duration", "10s", "arrivals window per sender count"));
+        v
+    }
+    fn quick(&self) -> Vec<(&'static str, &'static str)> {
+        vec![("senders", "1,4"), ("duration", "3s"), ("variants", "mptcp,link-cost")]
+    }
+    fn default_repeats(&self) -> u32 {
+        1
+    }
+    fn variants(&self, p: &Params) -> Result<Vec<String>> {
+        p.choice("variants", &POLICIES)
+    }
+    fn metrics(&self) -> Vec<MetricSpec> {
+        vec![MetricSpec::new(
+            "p95_growth_x",
+            "×",
+            false,
+            "short-flow p95 FCT at the most long senders ÷ at the fewest (flat = 1)",
+        )]
+    }
+    fn estimate(&self, p: &Params) -> Duration {
+        let n = p.list("senders").map(|l| l.len()).unwrap_or(4) as u32;
+        (p.duration("duration").unwrap_or(Duration::from_secs(10)) + DRAIN + Duration::from_secs(1)) * n
+    }
+    fn prepare(&self, p: &Params, _dir: &Path) -> Result<Box<dyn Testbed>> {
+        prepare_bed(p, LanesBuildup, true)
+    }
+}
+
+impl Experiment for LanesBuildup {
+    /// 64 KB short flows to front-ends while 1..N hosts send long flows to back-ends.
+    fn run(&self, bed: &Bed, ctx: &mut RunCtx<'_>) -> Result<()> {
+        let duration = bed.params.duration("duration")?;
+        let senders: Vec<u32> = parse_list(&bed.params, "senders")?;
+        let hosts = Hosts::quarter_back(bed.fab.spec.hosts);
+        let variant = ctx.variant.clone();
+        let dir = ctx.dir.to_path_buf();
+        let origin = tcpaccel_core::Instant::ZERO;
+        let mut p95s = Vec::new();
+        for &n in &senders {
+            let wl = workload::queue_buildup(ctx.seed ^ u64::from(n), origin, &hosts, n, 1 << 40)
+                .context("the queue-buildup workload")?;
+            let flows = wl.until(origin + duration);
+            let spec = bed.run_spec(
+                ctx,
+                &dir,
+                &variant,
+                duration + DRAIN,
+                format!("{variant}-s{n}-r{}", ctx.repeat),
+            )?;
+            let o = run_policy(&bed.fab, &flows, &spec)?;
+            let last = Some(&n) == senders.last();
+            let s = record_outcome(ctx, &o, &format!("@{n}"), last)?;
+            sample(ctx, "short_avg_vs_senders_ms", f64::from(n), s.avg)?;
+            sample(ctx, "short_p95_vs_senders_ms", f64::from(n), s.p95)?;
+            p95s.push(s.p95);
+            if crate::runner::scenario::interrupted() {
+                break;
+            }
+        }
+        if let (Some(first), Some(last)) = (p95s.first(), p95s.last()) {
+            put(ctx, "p95_growth_x".into(), last / first);
+        }
+        Ok(())
+    }
+}

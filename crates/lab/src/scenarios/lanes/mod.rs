@@ -1,0 +1,400 @@
+//! The datacenter-lanes scenarios ([Lanes] §6–7) on the dual-fabric
+//! datacenter of [`crate::testbeds::fabric`]: `lanes-basic`, `lanes-buildup`,
+//! `lanes-websearch`, `lanes-datamining` and `lanes-params`.
+//!
+//! Variants (the same workload, seeded, replayed for each):
+//! - `mptcp`: pure MPTCP, in-kernel path manager, one `subflow` endpoint
+//!   per LL address, default scheduler (the thesis's baseline);
+//! - `single`: plain TCP on one lane per flow, drawn at random (ECMP-like);
+//! - `repflow`: RepFlow — flows under 100 KB sent on SL and LL at once,
+//!   the first copy to finish counts; others as `single`;
+//! - `deadline` / `link-cost`: MPTCP from the SL address with a
+//!   `tcpaccel lanes` daemon (userspace path manager) in every host.
+//!
+//! Flows come from `tcpaccel_core::workload` and run through
+//! `crate::engines::flows` (FCT from the scheduled start to the receiver's
+//! answer). What it is not: ns-3 at 1 Gbit/s with NewReno and initial window
+//! 12; the links run at `rate` (default 100 Mbit/s) with 128 KB drop-tail
+//! queues, so a full queue holds 10× more time than in the thesis (the same
+//! bytes and packets), and every run is a few seconds, not 100 repeats.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use crate::engines::flows::{run_flows, FlowResult, Received, RunOptions, Sinks, Transport};
+use anyhow::{bail, Context, Result};
+use tcpaccel_core::stats::percentile_sorted;
+use tcpaccel_core::workload::{Flow, FlowClass};
+
+use crate::runner::scenario::{stop_flag, ParamSpec, Params, RunCtx, Testbed};
+use crate::testbeds::fabric::{Fabric, FabricSpec, MptcpMode};
+
+mod basic;
+mod buildup;
+mod daemons;
+mod params;
+mod realistic;
+
+pub use basic::LanesBasic;
+pub use buildup::LanesBuildup;
+pub use daemons::PolicyParams;
+pub use params::LanesParams;
+pub use realistic::LanesRealistic;
+
+use daemons::{DaemonReport, Daemons};
+
+const FLOW_PORT: u16 = 7400;
+/// Flows up to this size are the short flows the thesis measures ((0, 100 KB]).
+const SHORT_MAX: u64 = 100 * 1000;
+/// RepFlow replicates flows below this (anchors.md, Workloads).
+const REPFLOW_THRESHOLD: u64 = 100 * 1000;
+/// Time after the last arrival for flows to finish before they are cut.
+const DRAIN: Duration = Duration::from_secs(4);
+
+const POLICIES: [&str; 7] = ["mptcp", "single", "repflow", "deadline", "link-cost", "size", "size-link-cost"];
+
+/// The lanes policies (the variants that run a daemon): `size` switches a
+/// connection after `size_threshold` bytes, `size-link-cost` on whichever of
+/// the threshold and the link cost comes first (beyond the thesis).
+const LANES_POLICIES: [&str; 4] = ["deadline", "link-cost", "size", "size-link-cost"];
+
+/// The parameters every lanes scenario shares.
+fn common_params(fabrics: &str, hosts: &str, rate: &str) -> Vec<ParamSpec> {
+    vec![
+        ParamSpec::new(
+            "variants",
+            POLICIES.join(","),
+            "policies to compare (mptcp, single, repflow, deadline, link-cost)",
+        ),
+        ParamSpec::new("hosts", hosts, "hosts in the datacenter (a quarter are back-end hosts)"),
+        ParamSpec::new("fabrics", fabrics, "fabrics = lanes: 1 SL + the rest LL"),
+        ParamSpec::new("hosts_per_leaf", "4", "hosts under one leaf router"),
+        ParamSpec::new("spines", "2", "spine routers per fabric"),
+        ParamSpec::new("rate", rate, "rate of every link (the thesis: 1 Gbit/s; scaled for 2 cores)"),
+        ParamSpec::new("buffer", "128KB", "drop-tail queue of every link direction (the thesis: 128 KB)"),
+        ParamSpec::new("cc", "reno", "congestion control of every flow (the thesis: NewReno)"),
+        ParamSpec::new("t_deadline", "300ms", "lanes: switch deadline ([Lanes]: 300 ms)"),
+        ParamSpec::new("alpha", "1", "lanes link-cost: α of eq. 5.7"),
+        ParamSpec::new("gamma", "1", "lanes link-cost: γ of eq. 5.7"),
+        ParamSpec::new(
+            "nu_unit",
+            "1ms",
+            "lanes link-cost: the unit ν is counted in (1ms: queueing weighs little against the deadline term; \
+             1us at the thesis's 1 Gbit/s, 10us at 100 Mbit/s: a congested SL is left at once)",
+        ),
+        ParamSpec::new(
+            "metrics",
+            "off",
+            "serve every daemon's Prometheus metrics (label host) on this address while it runs, e.g. 9464",
+        ),
+        ParamSpec::new(
+            "size_threshold",
+            "100KB",
+            "lanes size, size-link-cost: bytes after which a connection moves to LL (the short-flow class ends at \
+             100 KB)",
+        ),
+        ParamSpec::new(
+            "signals",
+            "auto",
+            "lanes: where each daemon's signals come from: bpf (per-ACK costs in a BPF program, an event only \
+             when a connection's decision changes), diag (sock_diag every sample_interval), auto (bpf where the \
+             policy and kernel allow, else diag with a warning)",
+        ),
+        ParamSpec::new(
+            "backups",
+            "prepare",
+            "lanes, BPF signals: when a connection's backup LL subflows open: prepare (at the program's signal, \
+             half the size threshold or of t_deadline) or established (every connection, at once)",
+        ),
+        ParamSpec::new(
+            "sample_interval",
+            "20ms",
+            "lanes: how often each daemon reads sock_diag (every dump walks the TCP hash of all namespaces; the \
+             3/4-1/4 cost smoothing then lags a rising cost by about 3 intervals)",
+        ),
+    ]
+}
+
+fn fabric_spec(p: &Params) -> Result<FabricSpec> {
+    Ok(FabricSpec {
+        hosts: p.u64("hosts")? as u32,
+        fabrics: p.u64("fabrics")? as u32,
+        hosts_per_leaf: p.u64("hosts_per_leaf")? as u32,
+        spines: p.u64("spines")? as u32,
+        rate: p.rate("rate")?,
+        buffer: p.bytes("buffer")?,
+    })
+}
+
+/// What one workload under one policy produced.
+struct Outcome {
+    results: Vec<FlowResult>,
+    received: BTreeMap<u64, Received>,
+    daemons: Option<DaemonReport>,
+    /// Bytes the hosts sent per fabric during the run.
+    tx_per_fabric: Vec<u64>,
+    wall: Duration,
+    limit: Duration,
+}
+
+/// Options of one workload run.
+struct RunSpec<'a> {
+    variant: &'a str,
+    policy: Option<PolicyParams>,
+    cc: String,
+    seed: u64,
+    limit: Duration,
+    dir: &'a Path,
+    tag: String,
+}
+
+fn mode_of(variant: &str) -> Result<MptcpMode> {
+    Ok(match variant {
+        "mptcp" => MptcpMode::Kernel,
+        v if LANES_POLICIES.contains(&v) => MptcpMode::Userspace,
+        "single" | "repflow" => MptcpMode::Plain,
+        v => bail!("unknown variant {v:?}; valid: {}", POLICIES.join(", ")),
+    })
+}
+
+/// Runs `flows` on the fabric under one policy.
+fn run_policy(fab: &Fabric, flows: &[Flow], run: &RunSpec<'_>) -> Result<Outcome> {
+    let mode = mode_of(run.variant)?;
+    fab.set_mptcp(mode)?;
+    let sinks = Sinks::start(&fab.hosts, FLOW_PORT).context("starting the flow sinks")?;
+    let daemons = match mode {
+        MptcpMode::Userspace => {
+            let policy = run.policy.clone().context("a lanes variant without policy parameters")?;
+            Some(Daemons::start(fab, &policy, run.dir, &run.tag)?)
+        }
+        _ => None,
+    };
+    let transport = match run.variant {
+        "single" => Transport::SinglePath { seed: run.seed },
+        "repflow" => Transport::RepFlow { threshold: REPFLOW_THRESHOLD, seed: run.seed },
+        _ => Transport::Mptcp,
+    };
+    let opts =
+        RunOptions { transport, port: FLOW_PORT, cc: run.cc.clone(), limit: run.limit, max_in_flight: 1024 };
+    let tx0 = fab.tx_bytes_per_fabric()?;
+    let t0 = Instant::now();
+    let results = run_flows(flows, tcpaccel_core::Instant::ZERO, &fab.hosts, &opts, &stop_flag());
+    let wall = t0.elapsed();
+    let tx1 = fab.tx_bytes_per_fabric()?;
+    let daemons = match daemons {
+        Some(d) => Some(d.stop()?),
+        None => None,
+    };
+    let received = sinks.stop();
+    let results = results.context("running the flows")?;
+    let tx_per_fabric = tx1.iter().zip(&tx0).map(|(a, b)| a.saturating_sub(*b)).collect();
+    Ok(Outcome { results, received, daemons, tx_per_fabric, wall, limit: run.limit })
+}
+
+/// Short-flow FCT statistics of completed flows in (0, 100 KB], in ms.
+#[derive(Debug, Clone, Copy)]
+struct ShortStats {
+    n: usize,
+    incomplete: usize,
+    avg: f64,
+    p95: f64,
+    p99: f64,
+}
+
+fn short_stats(o: &Outcome) -> ShortStats {
+    let short: Vec<&FlowResult> = o.results.iter().filter(|r| r.bytes <= SHORT_MAX).collect();
+    let mut fct: Vec<f64> = short.iter().filter_map(|r| r.fct_s).map(|s| s * 1e3).collect();
+    fct.sort_by(f64::total_cmp);
+    let n = fct.len();
+    let avg = if n == 0 { f64::NAN } else { fct.iter().sum::<f64>() / n as f64 };
+    let pct = |p| if n == 0 { f64::NAN } else { percentile_sorted(&fct, p) };
+    ShortStats { n, incomplete: short.len() - n, avg, p95: pct(95.0), p99: pct(99.0) }
+}
+
+/// Goodput of long-class flows at their receivers: bytes received over the
+/// run's wall time, per back-end host, in Mbit/s.
+fn long_mbps(o: &Outcome, backends: usize) -> f64 {
+    let bytes: u64 = o
+        .results
+        .iter()
+        .filter(|r| r.class == FlowClass::Long)
+        .filter_map(|r| o.received.get(&r.id))
+        .map(|r| r.bytes)
+        .sum();
+    bytes as f64 * 8.0 / o.wall.as_secs_f64().max(1e-9) / 1e6 / backends.max(1) as f64
+}
+
+/// Writes flow records and the common metrics of one outcome.
+fn record_outcome(ctx: &mut RunCtx<'_>, o: &Outcome, suffix: &str, flows_too: bool) -> Result<ShortStats> {
+    let limit_s = o.limit.as_secs_f64();
+    if flows_too {
+        for r in &o.results {
+            // The point (`@0.5`, `@6`) is part of the class: flows are
+            // recorded at one point only, and the CDF titles should say which.
+            let class = if r.bytes <= SHORT_MAX {
+                format!("short (≤100 KB) {suffix}")
+            } else if r.class == FlowClass::Long {
+                format!("long {suffix}")
+            } else {
+                format!("medium {suffix}")
+            };
+            // An incomplete flow is recorded as such, with the time it had.
+            let fct_ms = r.fct_s.unwrap_or((limit_s - r.start_s).max(0.0)) * 1e3;
+            ctx.flow(r.id, class.trim_end(), r.bytes, r.start_s, fct_ms, r.fct_s.is_some())?;
+        }
+    }
+    let s = short_stats(o);
+    put(ctx, format!("short_flows{suffix}"), s.n as f64);
+    put(ctx, format!("short_avg_ms{suffix}"), s.avg);
+    put(ctx, format!("short_p95_ms{suffix}"), s.p95);
+    put(ctx, format!("short_p99_ms{suffix}"), s.p99);
+    put(ctx, format!("short_incomplete{suffix}"), s.incomplete as f64);
+    let total: u64 = o.tx_per_fabric.iter().sum();
+    if total > 0 {
+        put(ctx, format!("sl_share_pct{suffix}"), o.tx_per_fabric[0] as f64 * 100.0 / total as f64);
+    }
+    if let Some(d) = &o.daemons {
+        put(ctx, format!("switches{suffix}"), d.switch_ages_ms.len() as f64);
+        put(ctx, format!("failed_pm_commands{suffix}"), d.failed_commands as f64);
+        // Each daemon's own thread only: the BPF program's per-segment work
+        // is charged to the threads and softirqs that receive the segments.
+        let wall = o.wall.as_secs_f64().max(1e-9);
+        if let Some(max) = d.cpu_s.iter().copied().reduce(f64::max) {
+            let mean = d.cpu_s.iter().sum::<f64>() / d.cpu_s.len() as f64;
+            put(ctx, format!("daemon_cpu_pct_mean{suffix}"), mean * 100.0 / wall);
+            put(ctx, format!("daemon_cpu_pct_max{suffix}"), max * 100.0 / wall);
+            let hosts = d.cpu_s.len() as f64;
+            let probes = d.probe_cpu_s.iter().sum::<f64>() / hosts;
+            put(ctx, format!("daemon_probe_cpu_pct_mean{suffix}"), probes * 100.0 / wall);
+            let start = d.start_cpu_s.iter().sum::<f64>() / hosts;
+            put(ctx, format!("daemon_start_cpu_ms_mean{suffix}"), start * 1e3);
+        }
+        put(ctx, format!("daemons_on_bpf{suffix}"), if d.signals == "bpf" { 1.0 } else { 0.0 });
+        if d.signals == "bpf" {
+            let hosts = d.cpu_s.len().max(1) as f64;
+            put(ctx, format!("bpf_prog_cpu_pct_mean{suffix}"), d.bpf_run_s * 100.0 / wall / hosts);
+            put(ctx, format!("bpf_signals{suffix}"), d.bpf_signals as f64);
+            let mut v = d.signal_ms.clone();
+            v.sort_by(f64::total_cmp);
+            if !v.is_empty() {
+                put(ctx, format!("signal_to_switch_ms_p50{suffix}"), percentile_sorted(&v, 50.0));
+                put(ctx, format!("signal_to_switch_ms_p99{suffix}"), percentile_sorted(&v, 99.0));
+            }
+        }
+    }
+    let cut = o.results.iter().filter(|r| r.error.as_ref().is_some_and(|e| e.is_time_limit())).count();
+    put(ctx, format!("cut_by_limit{suffix}"), cut as f64);
+    // Flows the time limit cut are counted above, not as failures.
+    let errors: Vec<&crate::engines::flows::FlowFailure> =
+        o.results.iter().filter_map(|r| r.error.as_ref()).filter(|e| !e.is_time_limit()).collect();
+    if !errors.is_empty() {
+        ctx.note(format!("{} flow(s) failed{suffix}; first: {}", errors.len(), errors[0]))?;
+    }
+    Ok(s)
+}
+
+/// Sets a metric when it has a value (no short flow completed: left out, not NaN).
+fn put(ctx: &mut RunCtx<'_>, name: String, v: f64) {
+    if v.is_finite() {
+        ctx.metric(&name, v);
+    }
+}
+
+/// Writes a sample when it has a value.
+fn sample(ctx: &mut RunCtx<'_>, series: &str, x: f64, v: f64) -> Result<()> {
+    if v.is_finite() {
+        ctx.sample(series, x, v)?;
+    }
+    Ok(())
+}
+
+/// The testbed: the datacenter stays up across variants and repeats; each
+/// experiment ([`Experiment`]) runs its variants on it.
+struct LanesBed<E> {
+    bed: Bed,
+    experiment: E,
+}
+
+/// What one lanes experiment does with one variant × repeat on the datacenter.
+trait Experiment {
+    fn run(&self, bed: &Bed, ctx: &mut RunCtx<'_>) -> Result<()>;
+}
+
+/// The datacenter and the run's parameters, as an experiment sees them.
+struct Bed {
+    fab: Fabric,
+    params: Params,
+}
+
+impl Bed {
+    fn run_spec<'a>(
+        &self,
+        ctx: &RunCtx<'a>,
+        dir: &'a Path,
+        variant: &'a str,
+        limit: Duration,
+        tag: String,
+    ) -> Result<RunSpec<'a>> {
+        let policy = match variant {
+            v if LANES_POLICIES.contains(&v) => Some(PolicyParams::from(&self.params, v)?),
+            _ => None,
+        };
+        Ok(RunSpec {
+            variant,
+            policy,
+            cc: self.params.str("cc")?.to_string(),
+            seed: ctx.seed,
+            limit,
+            dir,
+            tag,
+        })
+    }
+}
+
+impl<E: Experiment> Testbed for LanesBed<E> {
+    fn run_one(&mut self, ctx: &mut RunCtx<'_>) -> Result<()> {
+        self.experiment.run(&self.bed, ctx)
+    }
+}
+
+fn parse_list<T: std::str::FromStr>(p: &Params, key: &str) -> Result<Vec<T>> {
+    let items = p.list(key)?;
+    let mut out = Vec::new();
+    for i in &items {
+        out.push(i.parse::<T>().map_err(|_| anyhow::anyhow!("{key}: {i:?} is not a number"))?);
+    }
+    if out.is_empty() {
+        bail!("{key}: give at least one value");
+    }
+    Ok(out)
+}
+
+/// Brings the datacenter up for `experiment`; `policies` says whether the
+/// variants are policies (checked before anything is built) or something
+/// else the experiment checks itself.
+fn prepare_bed<E: Experiment + 'static>(
+    p: &Params,
+    experiment: E,
+    policies: bool,
+) -> Result<Box<dyn Testbed>> {
+    let spec = fabric_spec(p)?;
+    if policies {
+        for v in p.list("variants")? {
+            mode_of(&v)?;
+        }
+    }
+    let fab = Fabric::up(spec)?;
+    Ok(Box::new(LanesBed { bed: Bed { fab, params: p.clone() }, experiment }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn unknown_variants_are_refused_with_the_valid_ones() {
+        let e = mode_of("ecmp").unwrap_err().to_string();
+        assert!(e.contains("ecmp") && e.contains("link-cost"), "{e}");
+    }
+}

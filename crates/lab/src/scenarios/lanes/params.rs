@@ -1,0 +1,186 @@
+//! `lanes-params` ([Lanes] Fig. 7.1–7.2): the link-cost policy's switch
+//! time against α and γ while a competing single-path flow keeps SL's
+//! queues full.
+
+use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use anyhow::{bail, Context, Result};
+use tcpaccel_core::stats::percentile_sorted;
+use tcpaccel_core::workload::{Flow, FlowClass};
+
+use super::{
+    common_params, parse_list, prepare_bed, run_policy, Bed, Experiment, PolicyParams, RunSpec, FLOW_PORT,
+};
+use crate::runner::records::MetricSpec;
+use crate::runner::scenario::{ParamSpec, Params, RunCtx, Scenario, Testbed};
+use crate::testbeds::fabric::{Fabric, FabricSpec};
+
+pub struct LanesParams;
+
+impl Scenario for LanesParams {
+    fn name(&self) -> &'static str {
+        "lanes-params"
+    }
+    fn title(&self) -> &'static str {
+        "Lanes link-cost parameters: switch time against α and γ ([Lanes] Fig. 7.1–7.2)"
+    }
+    fn description(&self) -> &'static str {
+        "Long flows h0 → h1 under the link-cost policy while a single-path flow h2 → h1 keeps SL's queues \
+         full. Variant alpha sweeps α (weight of the queueing delay), variant gamma sweeps γ (weight of the \
+         deadline term). Median connection age at the switch per value."
+    }
+    fn params(&self) -> Vec<ParamSpec> {
+        let mut v = common_params("2", "4", "100mbit");
+        v[0] = ParamSpec::new("variants", "alpha,gamma", "which parameter to sweep");
+        v[3] = ParamSpec::new(
+            "hosts_per_leaf",
+            "2",
+            "hosts under one leaf router (h0, h2 share a leaf; h1 is remote)",
+        );
+        v.push(ParamSpec::new("alphas", "0.25,1,4,16", "α values (variant alpha)"));
+        v.push(ParamSpec::new("gammas", "0.25,1,4,16", "γ values (variant gamma)"));
+        v.push(ParamSpec::new("flows", "3", "long flows per value, 2 s apart"));
+        v
+    }
+    fn quick(&self) -> Vec<(&'static str, &'static str)> {
+        vec![("alphas", "0.5,4"), ("gammas", "0.5,4"), ("flows", "1")]
+    }
+    fn default_repeats(&self) -> u32 {
+        1
+    }
+    fn variants(&self, p: &Params) -> Result<Vec<String>> {
+        p.choice("variants", &["alpha", "gamma"])
+    }
+    fn metrics(&self) -> Vec<MetricSpec> {
+        Vec::new()
+    }
+    fn notes(&self, _p: &Params) -> Vec<String> {
+        vec![
+            "Eq. 5.7 with ν in ms (core::lanes) switches once α·(ν_SL − ν_LL) exceeds γ·(t_deadline − t): at \
+             about t_deadline − α·Δν/γ. A 128 KB queue at 100 Mbit/s holds 10.5 ms per hop, so α and γ move the \
+             switch by tens of ms at their defaults and only large α/γ ratios pull it far before the deadline."
+                .into(),
+        ]
+    }
+    fn estimate(&self, p: &Params) -> Duration {
+        let n = p.list("alphas").map(|l| l.len()).unwrap_or(5) as u32;
+        let f = p.u64("flows").unwrap_or(3) as u32;
+        Duration::from_millis(u64::from(500 + 2000 * f + 1500)) * n
+    }
+    fn prepare(&self, p: &Params, _dir: &Path) -> Result<Box<dyn Testbed>> {
+        prepare_bed(p, LanesParams, false)
+    }
+}
+
+impl Experiment for LanesParams {
+    /// Switch time of a long flow against α or γ, SL congested by a
+    /// competing flow. With ν in ms, eq. 5.7 switches once
+    /// α·(ν_SL − ν_LL) > γ·(t_deadline − t), i.e. at about
+    /// t_deadline − α·Δν/γ: a larger α switches earlier, a larger γ later.
+    fn run(&self, bed: &Bed, ctx: &mut RunCtx<'_>) -> Result<()> {
+        let (key, values): (&str, Vec<f64>) = match ctx.variant.as_str() {
+            "alpha" => ("alpha", parse_list(&bed.params, "alphas")?),
+            "gamma" => ("gamma", parse_list(&bed.params, "gammas")?),
+            v => bail!("unknown variant {v:?}; valid: alpha, gamma"),
+        };
+        let flows_per = bed.params.u64("flows")?;
+        let dir = ctx.dir.to_path_buf();
+        let mut all = Vec::new();
+        for &v in &values {
+            let mut policy = PolicyParams::from(&bed.params, "link-cost")?;
+            if key == "alpha" {
+                policy.alpha = v;
+            } else {
+                policy.gamma = v;
+            }
+            // h0 → h1 long flows one after another, each cut after 2 s, while
+            // a single-path flow h2 → h1 on SL keeps the SL queues full.
+            let window = Duration::from_secs(2);
+            let bg = Background::start(&bed.fab, 2, 1, window * flows_per as u32 + Duration::from_secs(10))?;
+            let flow = Flow {
+                id: 0,
+                start: tcpaccel_core::Instant::ZERO,
+                src: 0,
+                dst: 1,
+                bytes: 1 << 40,
+                class: FlowClass::Long,
+            };
+            let mut ages = Vec::new();
+            for i in 0..flows_per {
+                let spec = RunSpec {
+                    variant: "link-cost",
+                    policy: Some(policy.clone()),
+                    cc: bed.params.str("cc")?.to_string(),
+                    seed: ctx.seed,
+                    limit: window,
+                    dir: &dir,
+                    tag: format!("{key}{v}-f{i}-r{}", ctx.repeat),
+                };
+                let o = run_policy(&bed.fab, &[flow], &spec)?;
+                ages.extend(o.daemons.map(|d| d.switch_ages_ms).unwrap_or_default());
+            }
+            bg.stop()?;
+            if ages.is_empty() {
+                ctx.note(format!("{key}={v}: no switch decision"))?;
+                continue;
+            }
+            let mut a = ages.clone();
+            a.sort_by(f64::total_cmp);
+            let med = percentile_sorted(&a, 50.0);
+            ctx.sample(&format!("switch_vs_{key}_ms"), v, med)?;
+            ctx.metric(&format!("switch_ms@{key}={v}"), med);
+            all.push(med);
+        }
+        if all.is_empty() {
+            bail!("no switch happened at any {key} value");
+        }
+        Ok(())
+    }
+}
+
+/// A single-path TCP bulk transfer on SL from `src` to `dst` (competing traffic).
+struct Background {
+    stop: Arc<AtomicBool>,
+    sender: JoinHandle<Result<()>>,
+    recv: tcpaccel_traffic::RecvHandle,
+}
+
+impl Background {
+    fn start(fab: &Fabric, src: u32, dst: u32, limit: Duration) -> Result<Background> {
+        let dst_addr = std::net::SocketAddr::new(FabricSpec::host_addr(dst, 0).into(), FLOW_PORT + 1);
+        let src_addr = std::net::SocketAddr::new(FabricSpec::host_addr(src, 0).into(), 0);
+        let recv = tcpaccel_sys::netns::run_in(&fab.hosts[dst as usize].ns, move || {
+            tcpaccel_traffic::spawn_recv(tcpaccel_traffic::RecvConfig::new(dst_addr))
+        })?
+        .context("starting the background receiver")?;
+        let stop = Arc::new(AtomicBool::new(false));
+        let mut cfg = tcpaccel_traffic::SendConfig::new(dst_addr);
+        cfg.volume = tcpaccel_traffic::Volume::Duration(limit + Duration::from_secs(1));
+        cfg.interval = None;
+        cfg.bind = Some(src_addr);
+        cfg.cc = Some("reno".into());
+        cfg.stop = Some(stop.clone());
+        let ns = fab.hosts[src as usize].ns.clone();
+        let sender = std::thread::spawn(move || -> Result<()> {
+            tcpaccel_sys::netns::enter(&ns)?;
+            tcpaccel_traffic::run_send(cfg, |_| {}).map(|_| ()).map_err(Into::into)
+        });
+        // Let it fill the queue before the measured flows start.
+        std::thread::sleep(Duration::from_millis(300));
+        Ok(Background { stop, sender, recv })
+    }
+
+    fn stop(self) -> Result<()> {
+        self.stop.store(true, Ordering::SeqCst);
+        let r = self.sender.join();
+        let _ = self.recv.stop();
+        match r {
+            Ok(r) => r.context("the background flow"),
+            Err(_) => bail!("the background sender panicked"),
+        }
+    }
+}

@@ -1,0 +1,128 @@
+//! `lanes-websearch` and `lanes-datamining` ([Lanes] Fig. 6.9–6.13): one
+//! experiment, two mixes: Poisson arrivals at several loads, short-flow FCT
+//! and long-flow goodput per load.
+
+use std::path::Path;
+use std::time::Duration;
+
+use anyhow::{Context, Result};
+
+use super::{
+    common_params, long_mbps, parse_list, prepare_bed, put, record_outcome, run_policy, sample, Bed,
+};
+use super::{Experiment, DRAIN, POLICIES};
+use crate::engines::workloads::{self as workload, Hosts, Mix};
+use crate::runner::records::MetricSpec;
+use crate::runner::scenario::{ParamSpec, Params, RunCtx, Scenario, Testbed};
+
+/// `lanes-websearch` (`Mix::WebSearch`) or `lanes-datamining`.
+pub struct LanesRealistic(pub Mix);
+
+fn realistic_params(fan_in: &str, rate: &str) -> Vec<ParamSpec> {
+    let mut v = common_params("2", "8", rate);
+    v.push(ParamSpec::new("loads", "0.2,0.5,0.8", "offered load per destination link"));
+    v.push(ParamSpec::new("duration", "10s", "arrivals window per load"));
+    v.push(ParamSpec::new("fan_in", fan_in, "data mining: senders a back-end job is split over"));
+    // Thousands of short connections: eight daemons dumping sock_diag every
+    // 20 ms took a core on their own.
+    for p in v.iter_mut().filter(|p| p.key == "sample_interval") {
+        p.default = "50ms".into();
+    }
+    v
+}
+
+fn realistic_metrics() -> Vec<MetricSpec> {
+    vec![
+        MetricSpec::new("short_p99_ms@0.5", "ms", false, "99th-percentile FCT of flows ≤ 100 KB at load 0.5"),
+        MetricSpec::new("short_avg_ms@0.5", "ms", false, "mean FCT of flows ≤ 100 KB at load 0.5"),
+        MetricSpec::new("long_mbps@0.5", "Mbit/s", true, "long-flow goodput per back-end host at load 0.5"),
+    ]
+}
+
+/// `lanes-websearch` and `lanes-datamining`: one scenario, two mixes.
+impl Scenario for LanesRealistic {
+    fn name(&self) -> &'static str {
+        match self.0 {
+            Mix::WebSearch => "lanes-websearch",
+            Mix::DataMining => "lanes-datamining",
+        }
+    }
+    fn title(&self) -> &'static str {
+        match self.0 {
+            Mix::WebSearch => "Lanes, web search mix at load 0.1–0.8 ([Lanes] Fig. 6.9–6.11)",
+            Mix::DataMining => "Lanes, data mining mix at load 0.1–0.8 ([Lanes] Fig. 6.12–6.13)",
+        }
+    }
+    fn description(&self) -> &'static str {
+        match self.0 {
+            Mix::WebSearch => {
+                "Front-end flows Pareto(1.5, mean 50 KB) to the front-end hosts and back-end flows Pareto(1.2, \
+                 mean 10 MB) to the back-end hosts, Poisson at each load (fraction of a destination link). \
+                 Short-flow (≤ 100 KB) mean and p99 FCT, long-flow goodput."
+            }
+            Mix::DataMining => {
+                "Front-end flows Pareto(1.5, mean 10 KB) to the front-end hosts, Poisson at each load; back-end \
+                 jobs of 800 MB split over fan_in senders run from the start. Short-flow mean and p99 FCT, \
+                 long-flow goodput."
+            }
+        }
+    }
+    fn params(&self) -> Vec<ParamSpec> {
+        match self.0 {
+            Mix::WebSearch => realistic_params("1", "50mbit"),
+            Mix::DataMining => realistic_params("2", "20mbit"),
+        }
+    }
+    fn quick(&self) -> Vec<(&'static str, &'static str)> {
+        vec![("loads", "0.5"), ("duration", "3s"), ("variants", "mptcp,link-cost")]
+    }
+    fn default_repeats(&self) -> u32 {
+        1
+    }
+    fn variants(&self, p: &Params) -> Result<Vec<String>> {
+        p.choice("variants", &POLICIES)
+    }
+    fn metrics(&self) -> Vec<MetricSpec> {
+        realistic_metrics()
+    }
+    fn estimate(&self, p: &Params) -> Duration {
+        let n = p.list("loads").map(|l| l.len()).unwrap_or(3) as u32;
+        (p.duration("duration").unwrap_or(Duration::from_secs(10)) + DRAIN + Duration::from_secs(1)) * n
+    }
+    fn prepare(&self, p: &Params, _dir: &Path) -> Result<Box<dyn Testbed>> {
+        prepare_bed(p, LanesRealistic(self.0), true)
+    }
+}
+
+impl Experiment for LanesRealistic {
+    /// Web search / data mining mixes at several loads.
+    fn run(&self, bed: &Bed, ctx: &mut RunCtx<'_>) -> Result<()> {
+        let duration = bed.params.duration("duration")?;
+        let loads: Vec<f64> = parse_list(&bed.params, "loads")?;
+        let fan_in = bed.params.u64("fan_in")? as u32;
+        let hosts = Hosts::quarter_back(bed.fab.spec.hosts);
+        let variant = ctx.variant.clone();
+        let dir = ctx.dir.to_path_buf();
+        let origin = tcpaccel_core::Instant::ZERO;
+        let rate = bed.fab.spec.rate;
+        let record_flows_at = if loads.contains(&0.5) { 0.5 } else { *loads.last().unwrap_or(&0.5) };
+        for &load in &loads {
+            let wl = workload::realistic(ctx.seed, origin, &hosts, self.0, load, rate, fan_in)
+                .context("the realistic workload")?;
+            let flows = wl.until(origin + duration);
+            let tag = format!("{variant}-l{load}-r{}", ctx.repeat);
+            let spec = bed.run_spec(ctx, &dir, &variant, duration + DRAIN, tag)?;
+            let o = run_policy(&bed.fab, &flows, &spec)?;
+            let s = record_outcome(ctx, &o, &format!("@{load}"), load == record_flows_at)?;
+            let l = long_mbps(&o, hosts.back.len());
+            put(ctx, format!("long_mbps@{load}"), l);
+            sample(ctx, "short_avg_vs_load_ms", load, s.avg)?;
+            sample(ctx, "short_p99_vs_load_ms", load, s.p99)?;
+            sample(ctx, "long_vs_load_mbps", load, l)?;
+            if crate::runner::scenario::interrupted() {
+                break;
+            }
+        }
+        Ok(())
+    }
+}
