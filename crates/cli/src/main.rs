@@ -126,11 +126,8 @@ mod tests {
         let mut args = Vec::new();
         walk(&Cli::command(), "tcpaccel", &mut args);
         assert!(args.len() > 100, "walked only {} arguments", args.len());
-        let empty: Vec<String> = args
-            .iter()
-            .filter(|(_, _, h)| h.trim().is_empty())
-            .map(|(p, n, _)| format!("{p} {n}"))
-            .collect();
+        let empty: Vec<String> =
+            args.iter().filter(|(_, _, h)| h.trim().is_empty()).map(|(p, n, _)| format!("{p} {n}")).collect();
         assert!(empty.is_empty(), "arguments without help text:\n{}", empty.join("\n"));
     }
 
@@ -139,7 +136,8 @@ mod tests {
         fn check(cmd: &clap::Command, path: &str, bad: &mut Vec<String>) {
             for sub in cmd.get_subcommands() {
                 let p = format!("{path} {}", sub.get_name());
-                if sub.get_name() != "help" && sub.get_about().is_none_or(|a| a.to_string().trim().is_empty()) {
+                if sub.get_name() != "help" && sub.get_about().is_none_or(|a| a.to_string().trim().is_empty())
+                {
                     bad.push(p.clone());
                 }
                 check(sub, &p, bad);

@@ -146,7 +146,9 @@ fn root_walkthrough_commands_run() {
                             if cmd.contains("net up") {
                                 run_id = text
                                     .lines()
-                                    .find_map(|l| l.strip_prefix("run ").and_then(|r| r.split_whitespace().next()))
+                                    .find_map(|l| {
+                                        l.strip_prefix("run ").and_then(|r| r.split_whitespace().next())
+                                    })
                                     .map(String::from);
                                 assert!(run_id.is_some(), "no run id in:\n{text}");
                             }
@@ -155,7 +157,10 @@ fn root_walkthrough_commands_run() {
                         if let Ok(Some(st)) = s.child.try_wait() {
                             panic!("step {i} `{cmd}` exited ({st}) before printing {wait:?}:\n{text}");
                         }
-                        assert!(Instant::now() < deadline, "step {i} `{cmd}` never printed {wait:?}:\n{text}");
+                        assert!(
+                            Instant::now() < deadline,
+                            "step {i} `{cmd}` never printed {wait:?}:\n{text}"
+                        );
                         std::thread::sleep(Duration::from_millis(100));
                     }
                     eprintln!("$ {} &   (ready)", s.cmd);

@@ -256,7 +256,8 @@ impl Bytes {
 /// otherwise (`1MB`, `12.5MB`); both forms parse back.
 impl fmt::Display for Bytes {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        const BINARY: [(u64, &str); 4] = [(1 << 40, "TiB"), (1 << 30, "GiB"), (1 << 20, "MiB"), (1 << 10, "KiB")];
+        const BINARY: [(u64, &str); 4] =
+            [(1 << 40, "TiB"), (1 << 30, "GiB"), (1 << 20, "MiB"), (1 << 10, "KiB")];
         if let Some(&(unit, name)) = BINARY.iter().find(|(unit, _)| self.0 >= *unit) {
             if (u128::from(self.0) * 1000) % u128::from(unit) == 0 {
                 return write!(f, "{}{name}", trim_float(self.0 as f64 / unit as f64));

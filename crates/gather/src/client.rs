@@ -41,7 +41,7 @@ pub enum ClientError {
         #[source]
         source: std::io::Error,
     },
-    #[error("server refused ({code:?}): {message}")]
+    #[error("server refused ({code}): {message}")]
     Refused { code: ErrorCode, message: String, server_version: Option<u16> },
     #[error("protocol: {0}")]
     Protocol(String),

@@ -271,6 +271,14 @@ pub enum ErrorCode {
     Internal,
 }
 
+/// The wire name (`unknown_class`), for messages.
+impl std::fmt::Display for ErrorCode {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let v = serde_json::to_value(self).ok();
+        f.write_str(v.as_ref().and_then(|v| v.as_str()).unwrap_or("unknown"))
+    }
+}
+
 /// Length prefix plus JSON.
 pub fn encode_control(msg: &Control) -> Vec<u8> {
     // Serializing these plain enums cannot fail (no maps with non-string keys).

@@ -55,6 +55,7 @@ struct ServeArgs {
     /// target, goodput, streams and pool share; joins, ends, errors. Off by default.
     #[arg(long, value_name = "ADDR", value_parser = crate::cmd::values::metrics_addr)]
     metrics: Option<SocketAddr>,
+    /// The most parallel streams one client may open (the tuner stays below it).
     #[arg(long, default_value_t = 8)]
     max_streams_per_client: u32,
     /// Total data streams over all clients (default: as many as the pool gives a minimum window).
@@ -97,8 +98,10 @@ fn sharing(s: &str) -> Result<Sharing, String> {
 
 #[derive(clap::Args)]
 struct SendArgs {
+    /// The gathering server, IP:PORT (as `gather serve --listen`).
     #[arg(long, value_parser = values::socket_addr)]
     server: SocketAddr,
+    /// The class to join, one of the server's --class names.
     #[arg(long)]
     class: String,
     /// Client id (names its file on the server); default client-<pid>.
@@ -129,14 +132,17 @@ struct SendArgs {
     /// bytes for this long after the end of data (at least 3 status intervals).
     #[arg(long, default_value = "30s", value_parser = values::duration)]
     timeout: Duration,
+    /// JSON Lines on stdout instead of text.
     #[arg(long)]
     json: bool,
 }
 
 #[derive(clap::Args)]
 struct StatusArgs {
+    /// The gathering server, IP:PORT.
     #[arg(long, value_parser = values::socket_addr)]
     server: SocketAddr,
+    /// One JSON object per client instead of the table.
     #[arg(long)]
     json: bool,
 }

@@ -63,6 +63,7 @@ enum Sub {
         cgroup: PathBuf,
         #[command(flatten)]
         rules: RuleArgs,
+        /// Print the attachment as one JSON object instead of text.
         #[arg(long)]
         json: bool,
     },
@@ -79,6 +80,7 @@ enum Sub {
     },
     /// Show attached cgroups, their rules and per-rule counters.
     Status {
+        /// One JSON object per attached cgroup instead of the table.
         #[arg(long)]
         json: bool,
         /// Instead of printing once, serve the same counters as Prometheus metrics on this
@@ -88,6 +90,7 @@ enum Sub {
     },
     /// Detach pacing and set the sockets it paced back to unlimited.
     Detach {
+        /// The cgroup to release (as given to attach, or as `pace status` lists it); or --all.
         #[arg(long, required_unless_present = "all")]
         cgroup: Option<PathBuf>,
         /// Every tcpaccel pacing attachment on this host.
@@ -96,6 +99,7 @@ enum Sub {
         /// How long to wait for the program to release sockets no file descriptor leads to (MPTCP subflows): each is released on its next ACK.
         #[arg(long, default_value = "1s", value_parser = crate::cmd::values::duration)]
         wait: Duration,
+        /// One JSON object per released cgroup instead of text.
         #[arg(long)]
         json: bool,
     },

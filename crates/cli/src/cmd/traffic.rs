@@ -114,9 +114,10 @@ pub(crate) struct RecvArgs {
     /// Listen with MPTCP (plain TCP clients still connect).
     #[arg(long)]
     mptcp: bool,
-    /// SO_SNDBUF / SO_RCVBUF requests for accepted connections (e.g. 12.5MB).
+    /// SO_SNDBUF request for accepted connections (e.g. 12.5MB; Linux doubles it).
     #[arg(long, value_parser = values::bytes)]
     sndbuf: Option<Bytes>,
+    /// SO_RCVBUF request, set on the listener so accepted connections' window scale follows it.
     #[arg(long, value_parser = values::bytes)]
     rcvbuf: Option<Bytes>,
     /// Default congestion control of accepted connections.
