@@ -2,8 +2,9 @@
 //! order, as a reader would in several terminals.
 //!
 //! A fenced block whose info string is `sh walkthrough` holds commands that
-//! must finish with exit code 0 (one `sh -c` per block, from the workspace
-//! root, with this build's `tcpaccel` first on PATH).
+//! must finish with exit code 0, or one of those `exit=0|1` lists (one
+//! `sh -c` per block, from the workspace root, with this build's `tcpaccel`
+//! first on PATH).
 //! `sh walkthrough-bg wait="TEXT"` holds one long-running command (its own
 //! terminal in the doc): it is started in the background and the test waits
 //! until its output shows TEXT. When a `net up` prints its run id, the test
@@ -21,8 +22,13 @@ use common::bin;
 
 #[derive(Debug)]
 enum Step {
-    Run(String),
-    Background { cmd: String, wait: String },
+    /// Commands, the exit codes that count as success, a text their output
+    /// must hold and one it must not.
+    Run(String, Vec<i32>, Option<String>, Option<String>),
+    Background {
+        cmd: String,
+        wait: String,
+    },
 }
 
 /// The marked blocks of the walkthrough, in order.
@@ -33,8 +39,15 @@ fn steps(doc: &str) -> Vec<Step> {
         let Some(info) = line.strip_prefix("```sh ") else { continue };
         let body: Vec<&str> = lines.by_ref().take_while(|l| !l.starts_with("```")).collect();
         let body = body.join("\n");
-        if info.trim() == "walkthrough" {
-            out.push(Step::Run(body));
+        if let Some(rest) =
+            info.trim().strip_prefix("walkthrough").filter(|r| r.is_empty() || r.starts_with(' '))
+        {
+            let codes = match attr(rest, "exit=") {
+                Some(c) => c.split('|').map(|n| n.parse().expect("exit=N|M")).collect(),
+                None => vec![0],
+            };
+            let quoted = |key: &str| attr(rest, key).map(|v| v.trim_matches('"').to_string());
+            out.push(Step::Run(body, codes, quoted("expect="), quoted("reject=")));
         } else if let Some(rest) = info.strip_prefix("walkthrough-bg") {
             let wait = rest
                 .trim()
@@ -45,6 +58,17 @@ fn steps(doc: &str) -> Vec<Step> {
         }
     }
     out
+}
+
+/// The value of `key` (e.g. `exit=`) in an info string: up to the next
+/// space, or the closing quote of a quoted value.
+fn attr<'a>(info: &'a str, key: &str) -> Option<&'a str> {
+    let at = info.find(key)? + key.len();
+    let rest = &info[at..];
+    match rest.strip_prefix('"') {
+        Some(q) => q.find('"').map(|end| &rest[..end + 2]),
+        None => Some(rest.split_whitespace().next().unwrap_or("")),
+    }
 }
 
 struct Service {
@@ -113,7 +137,7 @@ fn root_walkthrough_commands_run() {
     let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
         for (i, step) in steps(&doc).into_iter().enumerate() {
             match step {
-                Step::Run(cmd) => {
+                Step::Run(cmd, codes, expect, reject) => {
                     if cmd.contains("tcpaccel net down") {
                         for mut s in services.drain(..) {
                             interrupt(&mut s);
@@ -122,7 +146,18 @@ fn root_walkthrough_commands_run() {
                     let out = shell(&cmd, &run_id).output().expect("run sh");
                     let (o, e) = (String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
                     eprintln!("$ {cmd}\n{o}{e}");
-                    assert!(out.status.success(), "step {i} `{cmd}` failed ({}):\n{o}\n{e}", out.status);
+                    assert!(
+                        out.status.code().is_some_and(|c| codes.contains(&c)),
+                        "step {i} `{cmd}` failed ({}, expected exit {codes:?}):\n{o}\n{e}",
+                        out.status
+                    );
+                    let both = format!("{o}{e}");
+                    if let Some(t) = expect {
+                        assert!(both.contains(&t), "step {i} `{cmd}` did not print {t:?}:\n{both}");
+                    }
+                    if let Some(t) = reject {
+                        assert!(!both.contains(&t), "step {i} `{cmd}` printed {t:?}:\n{both}");
+                    }
                     if cmd.contains("tcpaccel net down") {
                         for mut n in nets.drain(..) {
                             interrupt(&mut n);
