@@ -147,3 +147,51 @@ fn main() -> ExitCode {
     };
     exit::code(result)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::Cli;
+    use clap::CommandFactory;
+
+    /// Every flag and positional of every subcommand, with the path to it.
+    fn walk(cmd: &clap::Command, path: &str, out: &mut Vec<(String, String, String)>) {
+        for a in cmd.get_arguments() {
+            let name = a.get_long().map(|l| format!("--{l}")).unwrap_or_else(|| a.get_id().to_string());
+            if matches!(name.as_str(), "--help" | "--version") {
+                continue;
+            }
+            let help = a.get_help().map(|h| h.to_string()).unwrap_or_default();
+            out.push((path.to_string(), name, help));
+        }
+        for sub in cmd.get_subcommands() {
+            walk(sub, &format!("{path} {}", sub.get_name()), out);
+        }
+    }
+
+    #[test]
+    fn every_flag_of_every_subcommand_has_help() {
+        let mut args = Vec::new();
+        walk(&Cli::command(), "tcpaccel", &mut args);
+        assert!(args.len() > 100, "walked only {} arguments", args.len());
+        let empty: Vec<String> =
+            args.iter().filter(|(_, _, h)| h.trim().is_empty()).map(|(p, n, _)| format!("{p} {n}")).collect();
+        assert!(empty.is_empty(), "arguments without help text:\n{}", empty.join("\n"));
+    }
+
+    #[test]
+    fn every_subcommand_has_an_about_line() {
+        fn check(cmd: &clap::Command, path: &str, bad: &mut Vec<String>) {
+            for sub in cmd.get_subcommands() {
+                let p = format!("{path} {}", sub.get_name());
+                if sub.get_name() != "help" && sub.get_about().is_none_or(|a| a.to_string().trim().is_empty())
+                {
+                    bad.push(p.clone());
+                }
+                check(sub, &p, bad);
+            }
+        }
+        let mut bad = Vec::new();
+        check(&Cli::command(), "tcpaccel", &mut bad);
+        assert!(bad.is_empty(), "subcommands without a description:\n{}", bad.join("\n"));
+    }
+}

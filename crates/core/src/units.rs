@@ -118,6 +118,10 @@ impl Rate {
     /// accept "unlimited" say so with their own keyword.
     pub fn parse(s: &str) -> Result<Rate, ParseError> {
         let (v, unit) = split_number(s, "rate", RATE_FORMS)?;
+        if unit.is_empty() {
+            // Like a duration: a bare number could be bits or bytes per second.
+            return Err(err("rate", s, "missing unit", RATE_FORMS));
+        }
         let (mult, rest) = prefix(unit);
         let per_bit = match rest {
             "" | "bit" | "bit/s" | "bits" | "bits/s" | "bps" | "b/s" | "b" => 1.0,
@@ -248,8 +252,19 @@ impl Bytes {
     }
 }
 
+/// Sizes print in binary units when the value is a whole number of its
+/// largest binary unit up to three decimals (4 MiB = `4MiB`, 1.5 KiB =
+/// `1.5KiB`: buffers the kernel sizes in powers of two), in decimal units
+/// otherwise (`1MB`, `12.5MB`); both forms parse back.
 impl fmt::Display for Bytes {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        const BINARY: [(u64, &str); 4] =
+            [(1 << 40, "TiB"), (1 << 30, "GiB"), (1 << 20, "MiB"), (1 << 10, "KiB")];
+        if let Some(&(unit, name)) = BINARY.iter().find(|(unit, _)| self.0 >= *unit) {
+            if (u128::from(self.0) * 1000) % u128::from(unit) == 0 {
+                return write!(f, "{}{name}", trim_float(self.0 as f64 / unit as f64));
+            }
+        }
         let b = self.0 as f64;
         if b >= 1e9 {
             write!(f, "{}GB", trim_float(b / 1e9))
@@ -545,7 +560,10 @@ mod tests {
         assert_eq!(Rate::parse("20M").unwrap(), Rate(20_000_000));
         assert_eq!(Rate::parse("2.5kbit").unwrap(), Rate(2_500));
         assert_eq!(Rate::parse("60MB/s").unwrap(), Rate(480_000_000));
-        assert_eq!(Rate::parse("1000").unwrap(), Rate(1000));
+        assert_eq!(Rate::parse("1000bit").unwrap(), Rate(1000));
+        let e = Rate::parse("100").unwrap_err().to_string();
+        assert!(e.contains("missing unit") && e.contains("500mbit"), "{e}");
+        assert_eq!(Rate::parse("20M").unwrap(), Rate::mbps(20), "a prefix alone is a unit");
     }
 
     #[test]
@@ -609,6 +627,23 @@ mod tests {
         assert_eq!(Rate(999).exact().to_string(), "999bit/s");
         for r in [1, 999, 1_001, 123_456_789, 10_000_000_001, 1 << 50] {
             assert_eq!(Rate::parse(&Rate(r).exact().to_string()), Ok(Rate(r)), "{r}");
+        }
+    }
+
+    #[test]
+    fn sizes_print_binary_when_they_are_powers_of_two() {
+        assert_eq!(Bytes(4 << 20).to_string(), "4MiB");
+        assert_eq!(Bytes(6 << 20).to_string(), "6MiB");
+        assert_eq!(Bytes(1536).to_string(), "1.5KiB");
+        assert_eq!(Bytes(64 << 10).to_string(), "64KiB");
+        assert_eq!(Bytes(1_000_000).to_string(), "1MB");
+        assert_eq!(Bytes(12_500_000).to_string(), "12.5MB");
+        assert_eq!(Bytes(16_000_000).to_string(), "16MB");
+        assert_eq!(Bytes(33_554_432).to_string(), "32MiB");
+        assert_eq!(Bytes(1500).to_string(), "1.5KB");
+        assert_eq!(Bytes(512).to_string(), "512B");
+        for b in [4u64 << 20, 1536, 1_000_000, 12_500_000, 33_554_432, 1500, 512] {
+            assert_eq!(Bytes::parse(&Bytes(b).to_string()), Ok(Bytes(b)), "{b}");
         }
     }
 

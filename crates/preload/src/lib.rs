@@ -394,7 +394,7 @@ mod tests {
         // The tiniest rate still paces (1 byte/s), never "0 = unlimited".
         assert_eq!(parse_pace("static:7bit/s"), Ok(ShimPace::Static(1)));
         // The old payload-bytes form is a bit/s rate now: never read as bytes.
-        assert_eq!(parse_pace("static:1250000"), Ok(ShimPace::Static(147_106)));
+        assert_eq!(parse_pace("static:1250000bit"), Ok(ShimPace::Static(147_106)));
         for bad in ["turbo", "static:0", "static:", "dynamic=kernel", "dynamic=loop:1gbit"] {
             let e = parse_pace(bad).unwrap_err();
             assert!(e.contains(&format!("{bad:?}")), "{e}");

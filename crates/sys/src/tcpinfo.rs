@@ -299,6 +299,85 @@ pub fn tcp_info(fd: &impl AsFd) -> Result<TcpInfo> {
     TcpInfo::parse(&buf[..n]).map_err(|e| Error::Other { op: op.into(), msg: e.to_string() })
 }
 
+/// `SOL_MPTCP` (linux/socket.h).
+const SOL_MPTCP: libc::c_int = 284;
+/// `MPTCP_INFO` and `MPTCP_TCPINFO` (linux/mptcp.h).
+const MPTCP_INFO: libc::c_int = 1;
+const MPTCP_TCPINFO: libc::c_int = 2;
+/// `struct mptcp_subflow_data`: the header before `MPTCP_TCPINFO`'s array.
+const SUBFLOW_DATA_LEN: usize = 16;
+/// At most this many subflows are read (the kernel allows 8 extra).
+const MAX_SUBFLOWS: usize = 16;
+
+/// The connection-level counters of an MPTCP socket (`struct mptcp_info`),
+/// as far as they serve a sender: data-sequence numbers count the bytes
+/// of every subflow together.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct MptcpInfo {
+    /// Subflows beyond the first (`mptcpi_subflows`).
+    pub subflows: u8,
+    /// Next data sequence number to write (`mptcpi_write_seq`).
+    pub write_seq: u64,
+    /// Oldest data sequence number not yet acknowledged at the MPTCP level.
+    pub snd_una: u64,
+    /// Next data sequence number expected from the peer.
+    pub rcv_nxt: u64,
+}
+
+impl MptcpInfo {
+    /// Decodes the start of `struct mptcp_info` (40 bytes, Linux 5.8 on).
+    pub fn parse(buf: &[u8]) -> Option<MptcpInfo> {
+        let f = Fields(buf);
+        Some(MptcpInfo {
+            subflows: *buf.first()?,
+            write_seq: f.u64(16)?,
+            snd_una: f.u64(24)?,
+            rcv_nxt: f.u64(32)?,
+        })
+    }
+}
+
+/// Reads `MPTCP_INFO` from an MPTCP socket.
+pub fn mptcp_info(fd: &impl AsFd) -> Result<MptcpInfo> {
+    let op = "getsockopt(MPTCP_INFO)";
+    let mut buf = [0u8; 128];
+    let n = crate::sockopt::get_bytes(fd, SOL_MPTCP, MPTCP_INFO, &mut buf, op)?;
+    MptcpInfo::parse(&buf[..n]).ok_or_else(|| Error::Other {
+        op: op.into(),
+        msg: format!("{n} bytes is shorter than struct mptcp_info"),
+    })
+}
+
+/// Reads `MPTCP_TCPINFO` from an MPTCP socket: the `tcp_info` of every
+/// subflow (`TCP_INFO` on the MPTCP socket answers for the first subflow
+/// only, whatever carries the data).
+pub fn mptcp_subflows_tcp_info(fd: &impl AsFd) -> Result<Vec<TcpInfo>> {
+    let op = "getsockopt(MPTCP_TCPINFO)";
+    let mut buf = vec![0u8; SUBFLOW_DATA_LEN + MAX_SUBFLOWS * QUERY_LEN];
+    buf[0..4].copy_from_slice(&(SUBFLOW_DATA_LEN as u32).to_ne_bytes());
+    buf[12..16].copy_from_slice(&(QUERY_LEN as u32).to_ne_bytes());
+    let n = crate::sockopt::get_bytes(fd, SOL_MPTCP, MPTCP_TCPINFO, &mut buf, op)?;
+    parse_subflow_infos(&buf[..n]).map_err(|msg| Error::Other { op: op.into(), msg })
+}
+
+/// Splits an `MPTCP_TCPINFO` answer into its subflows' `tcp_info`.
+fn parse_subflow_infos(buf: &[u8]) -> std::result::Result<Vec<TcpInfo>, String> {
+    let f = Fields(buf);
+    let (Some(head), Some(count), Some(kernel), Some(user)) = (f.u32(0), f.u32(4), f.u32(8), f.u32(12))
+    else {
+        return Err(format!("{} bytes is shorter than struct mptcp_subflow_data", buf.len()));
+    };
+    let (head, user) = (head as usize, user as usize);
+    let each = user.min(kernel as usize);
+    let mut out = Vec::new();
+    for i in 0..(count as usize).min(MAX_SUBFLOWS) {
+        let start = head + i * user;
+        let Some(b) = buf.get(start..start + each) else { break };
+        out.push(TcpInfo::parse(b).map_err(|e| e.to_string())?);
+    }
+    Ok(out)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -423,6 +502,34 @@ mod tests {
         let mut exact = TcpInfo::parse(&synthetic(KNOWN_LEN)).unwrap();
         exact.len = 300;
         assert_eq!(t, exact);
+    }
+
+    #[test]
+    fn mptcp_info_decodes_sequence_numbers() {
+        let mut b = vec![0u8; 96];
+        b[0] = 2;
+        put_u64(&mut b, 16, 5000);
+        put_u64(&mut b, 24, 4000);
+        put_u64(&mut b, 32, 77);
+        let i = MptcpInfo::parse(&b).unwrap();
+        assert_eq!((i.subflows, i.write_seq, i.snd_una, i.rcv_nxt), (2, 5000, 4000, 77));
+        assert_eq!(MptcpInfo::parse(&b[..39]), None);
+    }
+
+    #[test]
+    fn subflow_array_is_split_by_the_user_element_size() {
+        let one = synthetic(BASE_LEN + 8);
+        let mut b = vec![0u8; 16];
+        b[0..4].copy_from_slice(&16u32.to_ne_bytes());
+        b[4..8].copy_from_slice(&2u32.to_ne_bytes());
+        b[8..12].copy_from_slice(&(BASE_LEN as u32 + 8).to_ne_bytes());
+        b[12..16].copy_from_slice(&(BASE_LEN as u32 + 8).to_ne_bytes());
+        b.extend_from_slice(&one);
+        b.extend_from_slice(&one);
+        let v = parse_subflow_infos(&b).unwrap();
+        assert_eq!(v.len(), 2);
+        assert_eq!(v[1].snd_cwnd, TcpInfo::parse(&one).unwrap().snd_cwnd);
+        assert!(parse_subflow_infos(&b[..8]).is_err());
     }
 
     #[test]

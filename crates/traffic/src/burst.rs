@@ -72,9 +72,11 @@ pub struct BurstRecord {
     pub completion_ms: Option<f64>,
     /// Congestion window when the burst started (packets), before the
     /// kernel's idle check (which runs when the first new segment is queued).
+    #[serde(rename = "cwnd_at_start_segments")]
     pub cwnd_at_start: u32,
     /// Congestion window at the first sample, ~1 ms into the burst: after
     /// any restart of slow start (`tcp_slow_start_after_idle`).
+    #[serde(rename = "cwnd_1ms_segments")]
     pub cwnd_1ms: Option<u32>,
     /// Time since the previous send when the burst started, ms.
     pub idle_ms: u32,
@@ -132,15 +134,18 @@ pub fn run_bursts(
     mut on_burst: impl FnMut(&BurstRecord),
 ) -> Result<BurstSummary> {
     let Volume::Duration(total) = cfg.volume else {
-        return Err(Error::Config("--burst needs --duration (the length of the run), not --bytes".into()));
+        return Err(Error::Config("a burst run is timed (a duration), not a byte count".into()));
     };
     if cfg.parallel != 1 || cfg.reverse || cfg.checksum || cfg.mptcp {
         return Err(Error::Config(
-            "--burst runs one plain TCP upload: no --parallel, --reverse, --checksum or --mptcp".into(),
+            "a burst run is one plain TCP upload: no parallel streams, reverse mode, checksum or MPTCP"
+                .into(),
         ));
     }
     if b.bytes == 0 || b.every.is_zero() || total.is_zero() {
-        return Err(Error::Config("--burst, --every and --duration must be above zero".into()));
+        return Err(Error::Config(
+            "the burst size, the burst period and the run duration must be above zero".into(),
+        ));
     }
     let sock = connect(cfg)?;
     let peer = cfg.to;

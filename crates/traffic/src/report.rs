@@ -42,14 +42,20 @@ pub struct StreamSample {
     pub goodput_bps: u64,
     /// Segments retransmitted during the interval.
     pub retransmits: Option<u32>,
+    /// Congestion window, in segments.
+    #[serde(rename = "cwnd_segments")]
     pub cwnd: Option<u32>,
-    /// `None` also while ssthresh is still "infinite" (no loss yet).
+    /// In segments; `None` also while ssthresh is still "infinite" (no loss yet).
+    #[serde(rename = "ssthresh_segments")]
     pub ssthresh: Option<u32>,
     pub srtt_us: Option<u32>,
     pub rttvar_us: Option<u32>,
     pub pacing_rate_bps: Option<u64>,
     pub delivery_rate_bps: Option<u64>,
+    #[serde(rename = "mss_bytes")]
     pub mss: Option<u32>,
+    /// Segments sent and not yet acknowledged.
+    #[serde(rename = "unacked_segments")]
     pub unacked: Option<u32>,
 }
 

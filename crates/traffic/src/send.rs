@@ -114,8 +114,15 @@ pub struct StreamSummary {
     pub goodput_bps: u64,
     pub retransmits: Option<u32>,
     pub cc: Option<String>,
-    /// `SO_MAX_PACING_RATE` set on this socket, bytes/s of payload.
+    /// `SO_MAX_PACING_RATE` this run set on the socket (`--pace`), bytes/s
+    /// of payload.
     pub pacing_cap_bytes_per_sec: Option<u64>,
+    /// The pacing cap the kernel held on the socket at the end, read back
+    /// from it (MPTCP: the highest of its subflows): also a cap set from
+    /// outside this run, by the cgroup pacer or a preloaded shim. `None`:
+    /// unlimited.
+    #[serde(rename = "pacing_cap_applied_bytes_per_sec")]
+    pub applied_pacing_cap_bytes_per_sec: Option<u64>,
     #[serde(serialize_with = "crate::pace::serialize_framing")]
     pub framing: Framing,
     pub sha256: Option<String>,
@@ -151,6 +158,8 @@ struct Stream {
     framing: Framing,
     pacer: Option<Box<dyn PaceControl>>,
     pacing_cap: Option<u64>,
+    /// MPTCP: the data sequence number at connect time.
+    mptcp_base: Option<u64>,
     counter: Arc<AtomicU64>,
 }
 
@@ -189,29 +198,51 @@ pub(crate) fn connect(cfg: &SendConfig) -> Result<TcpStream> {
 /// Runs a transfer; blocks until it is complete. `on_report` is called on
 /// the calling thread for each interval. Sockets are created here, on the
 /// calling thread.
+///
+/// Three parts: [`open_streams`] connects and configures every socket,
+/// [`sample_loop`] waits for the streams while it samples them (pacing
+/// updates and interval reports), [`summarize`] turns the outcomes into
+/// the summary.
 pub fn run_send(cfg: SendConfig, mut on_report: impl FnMut(&Report)) -> Result<SendSummary> {
+    validate(&cfg)?;
+    let session = session_id(cfg.seed);
+    let mut streams = open_streams(&cfg, session)?;
+    let stop = cfg.stop.clone().unwrap_or_default();
+    let t0 = Instant::now();
+    let running = start_streams(&cfg, &streams, t0, &stop)?;
+    let outcomes = sample_loop(&cfg, &mut streams, running, t0, &stop, &mut on_report);
+    summarize(&cfg, &streams, outcomes, session, t0, stop.load(Ordering::Relaxed))
+}
+
+/// Refuses settings no run can have, in the library's own words (the CLI
+/// names its flags before calling).
+fn validate(cfg: &SendConfig) -> Result<()> {
     if cfg.parallel == 0 {
-        return Err(Error::Config("--parallel must be at least 1".into()));
+        return Err(Error::Config("the number of parallel streams must be at least 1".into()));
     }
     if let Volume::Duration(d) = cfg.volume {
         if d.is_zero() {
-            return Err(Error::Config("--duration must be above zero".into()));
+            return Err(Error::Config("the send duration must be above zero".into()));
         }
     }
     if cfg.interval.is_some_and(|i| i < Duration::from_millis(10)) {
-        return Err(Error::Config("--interval must be at least 10ms".into()));
+        return Err(Error::Config("the report interval must be at least 10ms".into()));
     }
     if cfg.reverse && cfg.checksum && matches!(cfg.volume, Volume::Duration(_)) {
         return Err(Error::Config(
-            "--checksum with --reverse needs --bytes (a timed download has no trailer)".into(),
+            "a checksum of a download needs a byte count (a timed download has no trailer)".into(),
         ));
     }
-    let session = session_id(cfg.seed);
+    Ok(())
+}
+
+/// Connects every stream and sets its pacing cap and header.
+fn open_streams(cfg: &SendConfig, session: u64) -> Result<Vec<Stream>> {
     let mode = if cfg.reverse { Mode::Reverse } else { Mode::Upload };
     let n = u64::from(cfg.parallel);
     let mut streams = Vec::with_capacity(cfg.parallel.into());
     for idx in 0..cfg.parallel {
-        let sock = connect(&cfg)?;
+        let sock = connect(cfg)?;
         let info = tcpinfo::tcp_info(&sock).ok();
         let framing = cfg.framing.unwrap_or_else(|| match &info {
             Some(i) => framing_from_tcp_info(i, cfg.to.is_ipv6()),
@@ -224,8 +255,9 @@ pub fn run_send(cfg: SendConfig, mut on_report: impl FnMut(&Report)) -> Result<S
                 // Linux takes no SO_MAX_PACING_RATE on the MPTCP socket itself.
                 tcpaccel_sys::Error::Unsupported { source, .. } if cfg.mptcp => {
                     Error::Sys(tcpaccel_sys::Error::Unsupported {
-                        op: "--pace with --mptcp: SO_MAX_PACING_RATE is not available on MPTCP sockets"
-                            .into(),
+                        op:
+                            "pacing an MPTCP connection: SO_MAX_PACING_RATE is not available on MPTCP sockets"
+                                .into(),
                         source,
                     })
                 }
@@ -252,6 +284,9 @@ pub fn run_send(cfg: SendConfig, mut on_report: impl FnMut(&Report)) -> Result<S
             pace_bytes_per_sec: if cfg.reverse { pacing_cap.unwrap_or(0) } else { 0 },
             cc: if cfg.reverse { cfg.cc.clone() } else { None },
         };
+        // MPTCP counts acknowledged data at the connection level, over all
+        // subflows; remember where its data sequence starts.
+        let mptcp_base = if cfg.mptcp { tcpinfo::mptcp_info(&sock).ok().map(|m| m.snd_una) } else { None };
         debug!(stream = idx, local = ?sock.local_addr().ok(), ?framing, ?pacing_cap, "connected");
         streams.push(Stream {
             idx,
@@ -261,24 +296,39 @@ pub fn run_send(cfg: SendConfig, mut on_report: impl FnMut(&Report)) -> Result<S
             framing,
             pacer,
             pacing_cap,
+            mptcp_base,
             counter: Arc::new(AtomicU64::new(0)),
         });
     }
+    Ok(streams)
+}
 
+/// The streams' threads at work.
+struct Running {
+    handles: Vec<std::thread::JoinHandle<()>>,
+    done: mpsc::Receiver<(u16, Result<Outcome>)>,
+    abort: Arc<AtomicBool>,
+}
+
+/// Starts one thread per stream.
+fn start_streams(
+    cfg: &SendConfig,
+    streams: &[Stream],
+    t0: Instant,
+    stop: &Arc<AtomicBool>,
+) -> Result<Running> {
     let abort = Arc::new(AtomicBool::new(false));
-    let stop = cfg.stop.clone().unwrap_or_default();
-    let t0 = Instant::now();
     let deadline = match cfg.volume {
         Volume::Duration(d) => Some(t0 + d),
         Volume::Bytes(_) => None,
     };
-    let (done_tx, done_rx) = mpsc::channel::<(u16, Result<Outcome>)>();
+    let (done_tx, done) = mpsc::channel::<(u16, Result<Outcome>)>();
     let mut handles = Vec::new();
-    for st in &streams {
+    for st in streams {
         let sock = Arc::clone(&st.sock);
         let counter = Arc::clone(&st.counter);
         let abort_all = Arc::clone(&abort);
-        let stop = Arc::clone(&stop);
+        let stop = Arc::clone(stop);
         let header = st.header.clone();
         let until = match (st.until_bytes, deadline) {
             (Some(b), _) => Until::Bytes(b),
@@ -323,9 +373,21 @@ pub fn run_send(cfg: SendConfig, mut on_report: impl FnMut(&Report)) -> Result<S
             })?;
         handles.push(h);
     }
-    drop(done_tx);
+    Ok(Running { handles, done, abort })
+}
 
-    // Sampling loop on the calling thread.
+/// Waits for every stream while it samples them: pacing updates at the
+/// controllers' period, an interval report every `cfg.interval`, and a
+/// last partial interval so the reports add up to the whole run.
+fn sample_loop(
+    cfg: &SendConfig,
+    streams: &mut [Stream],
+    running: Running,
+    t0: Instant,
+    stop: &AtomicBool,
+    on_report: &mut impl FnMut(&Report),
+) -> Vec<Option<Result<Outcome>>> {
+    let Running { handles, done, abort } = running;
     let mut outcomes: Vec<Option<Result<Outcome>>> = (0..cfg.parallel).map(|_| None).collect();
     let mut remaining = streams.len();
     let mut prev: Vec<Prev> = streams.iter().map(|_| Prev::default()).collect();
@@ -350,7 +412,7 @@ pub fn run_send(cfg: SendConfig, mut on_report: impl FnMut(&Report)) -> Result<S
                 abort.store(true, Ordering::Relaxed);
             }
         }
-        match done_rx.recv_timeout(wait) {
+        match done.recv_timeout(wait) {
             Ok((idx, r)) => {
                 outcomes[usize::from(idx)] = Some(r);
                 remaining -= 1;
@@ -366,10 +428,10 @@ pub fn run_send(cfg: SendConfig, mut on_report: impl FnMut(&Report)) -> Result<S
         if let Some(t) = tick {
             next_tick = Some(now.max(next_tick.unwrap_or(now)) + t);
         }
-        let infos: Vec<Option<TcpInfo>> = streams.iter().map(|s| tcpinfo::tcp_info(&*s.sock).ok()).collect();
+        let samples: Vec<Sample> = streams.iter().map(Sample::take).collect();
         let core_now = tcpaccel_core::Instant::from_nanos(now.duration_since(t0).as_nanos() as u64);
-        for (st, info) in streams.iter_mut().zip(&infos) {
-            if let (Some(p), Some(i), false) = (st.pacer.as_mut(), info, cfg.reverse) {
+        for (st, sample) in streams.iter_mut().zip(&samples) {
+            if let (Some(p), Some(i), false) = (st.pacer.as_mut(), &sample.info, cfg.reverse) {
                 if let Some(rate) = p.on_sample(core_now, i, st.framing) {
                     if let Err(e) = sockopt::set_max_pacing_rate(&*st.sock, rate) {
                         warn!(stream = st.idx, "pacing update failed: {e}");
@@ -380,7 +442,7 @@ pub fn run_send(cfg: SendConfig, mut on_report: impl FnMut(&Report)) -> Result<S
             }
         }
         if next_report.is_some_and(|r| now + Duration::from_millis(1) >= r) {
-            let rep = interval_report(&streams, &infos, &mut prev, t0, last_tick, now, cfg.reverse);
+            let rep = interval_report(streams, &samples, &mut prev, t0, last_tick, now, cfg.reverse);
             on_report(&Report::Interval(rep));
             last_tick = now;
             next_report = cfg.interval.map(|i| now + i);
@@ -389,17 +451,27 @@ pub fn run_send(cfg: SendConfig, mut on_report: impl FnMut(&Report)) -> Result<S
     for h in handles {
         let _ = h.join();
     }
-    // A last, partial interval so the reports add up to the whole run.
     let end = Instant::now();
-    let infos: Vec<Option<TcpInfo>> = streams.iter().map(|s| tcpinfo::tcp_info(&*s.sock).ok()).collect();
     if cfg.interval.is_some() && end.duration_since(last_tick) >= Duration::from_millis(5) {
-        let rep = interval_report(&streams, &infos, &mut prev, t0, last_tick, end, cfg.reverse);
+        let samples: Vec<Sample> = streams.iter().map(Sample::take).collect();
+        let rep = interval_report(streams, &samples, &mut prev, t0, last_tick, end, cfg.reverse);
         on_report(&Report::Interval(rep));
     }
+    outcomes
+}
 
+/// The summary of a finished run: one entry per stream, then the sums.
+fn summarize(
+    cfg: &SendConfig,
+    streams: &[Stream],
+    outcomes: Vec<Option<Result<Outcome>>>,
+    session: u64,
+    t0: Instant,
+    stopped_early: bool,
+) -> Result<SendSummary> {
     let mut summaries = Vec::with_capacity(streams.len());
     let mut checksum_ok = cfg.checksum.then_some(true);
-    for (st, (out, info)) in streams.iter().zip(outcomes.into_iter().zip(&infos)) {
+    for (st, out) in streams.iter().zip(outcomes) {
         let out = match out {
             Some(Ok(o)) => o,
             Some(Err(e)) => return Err(e),
@@ -408,6 +480,7 @@ pub fn run_send(cfg: SendConfig, mut on_report: impl FnMut(&Report)) -> Result<S
         if cfg.checksum && (out.sha256.is_none() || out.sha256 != out.peer_sha256) {
             checksum_ok = Some(false);
         }
+        let sample = Sample::take(st);
         let dur = out.end.duration_since(t0);
         summaries.push(StreamSummary {
             stream: st.idx,
@@ -416,9 +489,10 @@ pub fn run_send(cfg: SendConfig, mut on_report: impl FnMut(&Report)) -> Result<S
             app_bytes: out.app_bytes,
             duration_s: dur.as_secs_f64(),
             goodput_bps: tcpaccel_core::units::Rate::from_bytes_over(out.bytes, dur).bits_per_sec(),
-            retransmits: info.as_ref().map(|i| i.total_retrans),
+            retransmits: sample.retransmits,
             cc: sockopt::get_congestion(&*st.sock).ok(),
             pacing_cap_bytes_per_sec: st.pacing_cap,
+            applied_pacing_cap_bytes_per_sec: sample.applied_cap,
             framing: st.framing,
             sha256: out.sha256.as_ref().map(pump::hex32),
             peer_sha256: out.peer_sha256.as_ref().map(pump::hex32),
@@ -434,7 +508,7 @@ pub fn run_send(cfg: SendConfig, mut on_report: impl FnMut(&Report)) -> Result<S
     Ok(SendSummary {
         kind: "summary",
         to: cfg.to,
-        mode,
+        mode: if cfg.reverse { Mode::Reverse } else { Mode::Upload },
         pace: cfg.pace,
         session,
         seed: cfg.seed,
@@ -443,22 +517,66 @@ pub fn run_send(cfg: SendConfig, mut on_report: impl FnMut(&Report)) -> Result<S
         goodput_bps: if dur > 0.0 { (bytes as f64 * 8.0 / dur) as u64 } else { 0 },
         retransmits,
         checksum_ok,
-        stopped_early: stop.load(Ordering::Relaxed),
+        stopped_early,
         streams: summaries,
     })
 }
 
+/// One reading of a stream's socket. A plain TCP socket answers TCP_INFO
+/// for itself; an MPTCP socket's TCP_INFO describes its first subflow only
+/// (which carries nothing once a lane switch made it a backup), so its
+/// acknowledged bytes come from the connection-level data sequence and its
+/// retransmits from all subflows together, while the per-connection fields
+/// (cwnd, RTT, pacing) are the subflow that sent most recently.
+struct Sample {
+    info: Option<TcpInfo>,
+    /// Payload and header bytes the receiver acknowledged so far.
+    acked: Option<u64>,
+    /// Segments retransmitted so far (all subflows).
+    retransmits: Option<u32>,
+    /// The pacing cap the kernel applies to the socket, whoever set it
+    /// (`send --pace`, the cgroup pacer, a preloaded shim), bytes/s.
+    applied_cap: Option<u64>,
+}
+
+impl Sample {
+    fn take(st: &Stream) -> Sample {
+        let sock = &*st.sock;
+        let subflows = match st.mptcp_base {
+            Some(_) => tcpinfo::mptcp_subflows_tcp_info(sock).ok().filter(|v| !v.is_empty()),
+            None => None,
+        };
+        if let (Some(base), Some(subs)) = (st.mptcp_base, subflows) {
+            let acked = tcpinfo::mptcp_info(sock).ok().map(|m| m.snd_una.wrapping_sub(base));
+            let retransmits = Some(subs.iter().map(|i| i.total_retrans).sum());
+            let applied_cap = subs
+                .iter()
+                .filter_map(|i| i.max_pacing_rate)
+                .filter(|&r| r != sockopt::PACING_UNLIMITED)
+                .max();
+            let info = subs.into_iter().min_by_key(|i| i.last_data_sent);
+            return Sample { info, acked, retransmits, applied_cap };
+        }
+        let info = tcpinfo::tcp_info(sock).ok();
+        let applied_cap = sockopt::get_max_pacing_rate(sock)
+            .ok()
+            .or_else(|| info.as_ref().and_then(|i| i.max_pacing_rate))
+            .filter(|&r| r != sockopt::PACING_UNLIMITED);
+        // TCP counts the SYN as one acknowledged byte.
+        let acked = info.as_ref().and_then(|i| i.bytes_acked).map(|a| a.saturating_sub(1));
+        Sample { retransmits: info.as_ref().map(|i| i.total_retrans), info, acked, applied_cap }
+    }
+}
+
 #[derive(Default)]
 struct Prev {
-    app: u64,
-    acked: Option<u64>,
     retrans: Option<u32>,
     reported: u64,
 }
 
 fn interval_report(
     streams: &[Stream],
-    infos: &[Option<TcpInfo>],
+    samples: &[Sample],
     prev: &mut [Prev],
     t0: Instant,
     from: Instant,
@@ -466,35 +584,27 @@ fn interval_report(
     reverse: bool,
 ) -> IntervalReport {
     let dt = to.duration_since(from);
-    let mut samples = Vec::with_capacity(streams.len());
-    for ((st, info), p) in streams.iter().zip(infos).zip(prev.iter_mut()) {
+    let mut out = Vec::with_capacity(streams.len());
+    for ((st, sample), p) in streams.iter().zip(samples).zip(prev.iter_mut()) {
         let app = st.counter.load(Ordering::Relaxed);
-        let acked = info.as_ref().and_then(|i| i.bytes_acked);
         // Upload: bytes the receiver acknowledged (what left our buffer is
-        // not yet goodput). Reverse: what our application read.
-        let bytes = match (reverse, acked, p.acked) {
-            (false, Some(a), Some(pa)) => a.saturating_sub(pa),
-            // The SYN and our header are acknowledged too; they are not data.
-            (false, Some(a), None) => a.saturating_sub(1 + HEADER_LEN as u64),
-            _ => app - p.app,
+        // not yet goodput), less our header; the FIN is acknowledged like a
+        // byte, so never more than was written. Reverse: what we read.
+        let upto = match (reverse, sample.acked) {
+            (false, Some(a)) => a.saturating_sub(HEADER_LEN as u64).min(app),
+            _ => app,
         };
-        // The FIN is acknowledged like a byte: never report more than was written.
-        let bytes = bytes.min(app.saturating_sub(p.reported));
-        let retrans = info.as_ref().map(|i| i.total_retrans);
+        let bytes = upto.saturating_sub(p.reported);
+        let retrans = sample.retransmits;
         let d_retrans = match (retrans, p.retrans) {
             (Some(r), Some(pr)) => Some(r.saturating_sub(pr)),
             (Some(r), None) => Some(r),
             _ => None,
         };
-        *p = Prev {
-            app,
-            acked: acked.or(p.acked),
-            retrans: retrans.or(p.retrans),
-            reported: p.reported + bytes,
-        };
-        samples.push(StreamSample::new(st.idx, bytes, dt, d_retrans, info.as_ref()));
+        *p = Prev { retrans: retrans.or(p.retrans), reported: p.reported + bytes };
+        out.push(StreamSample::new(st.idx, bytes, dt, d_retrans, sample.info.as_ref()));
     }
-    IntervalReport::new(from.duration_since(t0), to.duration_since(t0), samples)
+    IntervalReport::new(from.duration_since(t0), to.duration_since(t0), out)
 }
 
 /// A stream's two flags: `stop` ends it in order, `abort` cuts it.
@@ -593,4 +703,58 @@ fn download(
     // Our FIN tells the server we have everything.
     let _ = sock.shutdown(Shutdown::Write);
     Ok(Outcome { bytes: got, app_bytes: got, end, sha256: hasher.map(|h| h.finalize().into()), peer_sha256 })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::net::TcpListener;
+
+    fn stream_on(sock: TcpStream) -> Stream {
+        Stream {
+            idx: 0,
+            sock: Arc::new(sock),
+            header: Header {
+                mode: Mode::Upload,
+                amount: Amount::Bytes(0),
+                checksum: false,
+                stream: 0,
+                streams: 1,
+                session: 0,
+                pace_bytes_per_sec: 0,
+                cc: None,
+            },
+            until_bytes: None,
+            framing: Framing::ETHERNET_1500_TS,
+            pacer: None,
+            pacing_cap: None,
+            mptcp_base: None,
+            counter: Arc::new(AtomicU64::new(0)),
+        }
+    }
+
+    #[test]
+    fn a_cap_set_from_outside_is_read_back_from_the_socket() {
+        let l = TcpListener::bind("127.0.0.1:0").unwrap();
+        let c = TcpStream::connect(l.local_addr().unwrap()).unwrap();
+        let _peer = l.accept().unwrap();
+        let st = stream_on(c);
+        assert_eq!(Sample::take(&st).applied_cap, None, "no cap yet");
+        // What the cgroup pacer's BPF program or the shim would do.
+        sockopt::set_max_pacing_rate(&*st.sock, 1_250_000).unwrap();
+        assert_eq!(Sample::take(&st).applied_cap, Some(1_250_000));
+        assert_eq!(st.pacing_cap, None, "send itself set nothing");
+    }
+
+    #[test]
+    fn library_errors_name_no_cli_flags() {
+        let mut cfg = SendConfig::new("127.0.0.1:9".parse().unwrap());
+        cfg.parallel = 0;
+        let e = validate(&cfg).unwrap_err().to_string();
+        assert!(!e.contains("--"), "{e}");
+        let mut cfg = SendConfig::new("127.0.0.1:9".parse().unwrap());
+        cfg.interval = Some(Duration::from_millis(1));
+        let e = validate(&cfg).unwrap_err().to_string();
+        assert!(!e.contains("--") && e.contains("10ms"), "{e}");
+    }
 }

@@ -1568,7 +1568,7 @@ mod tests {
         f.sysctls.insert("net.ipv4.tcp_rmem".into(), Fact::Known("4096 87380 6291456".into()));
         let r = find(&judge(&f), "tcp_rmem").clone();
         assert_eq!(r.severity, Severity::Critical);
-        assert!(r.summary.contains("below fasterdata's general-host value (33.554MB"), "{}", r.summary);
+        assert!(r.summary.contains("below fasterdata's general-host value (32MiB"), "{}", r.summary);
     }
 
     /// Issue 14 item 12: tcp_mem against one socket at its recommended maxima.

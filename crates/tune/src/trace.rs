@@ -30,6 +30,19 @@ pub enum Selector {
     All,
 }
 
+/// For messages: `port 5201`, `destination 10.0.0.2:5201`, `process 42`.
+impl std::fmt::Display for Selector {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Selector::Port(p) => write!(f, "port {p}"),
+            Selector::Dst(ip, Some(p)) => write!(f, "destination {}", SocketAddr::new(*ip, *p)),
+            Selector::Dst(ip, None) => write!(f, "destination {ip}"),
+            Selector::Pid(pid) => write!(f, "the sockets of process {pid}"),
+            Selector::All => write!(f, "every connected TCP socket"),
+        }
+    }
+}
+
 impl Selector {
     /// Parses a `--dst` value: `ADDR`, `ADDR:PORT` or `[V6]:PORT`.
     pub fn parse_dst(s: &str) -> Option<Selector> {

@@ -4,6 +4,7 @@ use crate::exit::{self, Verdict};
 use anyhow::Context;
 use clap::Subcommand;
 use std::path::PathBuf;
+use std::time::Duration;
 use tcpaccel_lab::runner::records::read_run;
 use tcpaccel_lab::runner::scenario::{self, RunOptions};
 use tcpaccel_lab::{report, scenarios};
@@ -47,7 +48,9 @@ enum LabCmd {
     },
     /// Re-render a run directory's report from its records alone.
     Report {
+        /// A run directory written by `lab run` (holds records.jsonl).
         dir: PathBuf,
+        /// Print the summary as JSON instead of Markdown.
         #[arg(long)]
         json: bool,
     },
@@ -59,6 +62,9 @@ enum LabCmd {
         /// A shorter tour (for tests).
         #[arg(long)]
         quick: bool,
+        /// Print the summary as JSON instead of Markdown; no progress bar.
+        #[arg(long)]
+        json: bool,
     },
     /// Remove leftover tcpaccel namespaces and emulators from interrupted runs.
     Clean,
@@ -76,6 +82,45 @@ enum LabCmd {
     },
 }
 
+/// Expected wall time of a whole run with the default parameters (or the
+/// `--quick` ones): the scenario's own per-run estimate times variants and
+/// repeats.
+fn expected_time(s: &dyn tcpaccel_lab::runner::scenario::Scenario, quick: bool) -> Option<Duration> {
+    let p = scenario::resolve_params(s, quick, &[]).ok()?;
+    let variants = u32::try_from(s.variants(&p).ok()?.len()).ok()?;
+    let repeats = if quick { 1 } else { s.default_repeats() };
+    Some(s.estimate(&p) * variants.max(1) * repeats)
+}
+
+/// `2m30s`, `45s`: a run time for a table.
+fn short_duration(d: Duration) -> String {
+    let s = d.as_secs().max(1);
+    match (s / 60, s % 60) {
+        (0, s) => format!("{s}s"),
+        (m, 0) => format!("{m}m"),
+        (m, s) => format!("{m}m{s:02}s"),
+    }
+}
+
+/// What `--quick` changes, before the run starts (on stderr).
+fn print_quick_changes(s: &dyn tcpaccel_lab::runner::scenario::Scenario, repeat: Option<u32>) {
+    let defaults: std::collections::BTreeMap<&str, String> =
+        s.params().into_iter().map(|p| (p.key, p.default)).collect();
+    let mut changes: Vec<String> = s
+        .quick()
+        .into_iter()
+        .map(|(k, v)| format!("{k} {} -> {v}", defaults.get(k).map_or("-", String::as_str)))
+        .collect();
+    if repeat.is_none() && s.default_repeats() != 1 {
+        changes.push(format!("repeats {} -> 1", s.default_repeats()));
+    }
+    if changes.is_empty() {
+        eprintln!("--quick: no parameter of {} changes", s.name());
+    } else {
+        eprintln!("--quick changes: {}", changes.join(", "));
+    }
+}
+
 pub(crate) fn run(args: Args) -> anyhow::Result<Verdict> {
     match args.cmd {
         LabCmd::List { json } => {
@@ -87,10 +132,24 @@ pub(crate) fn run(args: Args) -> anyhow::Result<Verdict> {
                         .iter()
                         .map(|p| serde_json::json!({"key": p.key, "default": p.default, "doc": p.doc}))
                         .collect();
-                    let v = serde_json::json!({"type": "scenario", "name": s.name(), "title": s.title(), "description": s.description(), "params": params});
+                    let secs = |q| expected_time(s.as_ref(), q).map(|d| d.as_secs());
+                    let v = serde_json::json!({"type": "scenario", "name": s.name(), "title": s.title(), "description": s.description(), "params": params, "expected_s": secs(false), "expected_quick_s": secs(true)});
                     text.push_str(&format!("{v}\n"));
                 } else {
-                    text.push_str(&format!("{:<18} {}\n", s.name(), s.title()));
+                    if text.is_empty() {
+                        text.push_str(&format!(
+                            "{:<18} {:>9} {:>9}  {}\n    {:<22} {:<12} {}\n",
+                            "scenario", "run time", "--quick", "title", "parameter", "default", "meaning"
+                        ));
+                    }
+                    let t = |q| expected_time(s.as_ref(), q).map_or("?".to_string(), short_duration);
+                    text.push_str(&format!(
+                        "{:<18} {:>9} {:>9}  {}\n",
+                        s.name(),
+                        t(false),
+                        t(true),
+                        s.title()
+                    ));
                     for p in s.params() {
                         text.push_str(&format!("    {:<22} {:<12} {}\n", p.key, p.default, p.doc));
                     }
@@ -105,6 +164,9 @@ pub(crate) fn run(args: Args) -> anyhow::Result<Verdict> {
         LabCmd::Run { name, quick, repeat, out, sets, seed, json } => {
             let s = scenarios::find(&name).map_err(|e| exit::usage(e.to_string()))?;
             scenario::resolve_params(s.as_ref(), quick, &sets).map_err(|e| exit::usage(format!("{e:#}")))?;
+            if quick && !json {
+                print_quick_changes(s.as_ref(), repeat);
+            }
             exit::require_root(&format!("lab run {name} (network namespaces)"))?;
             install_interrupt();
             let out = out.unwrap_or_else(|| {
@@ -126,17 +188,24 @@ pub(crate) fn run(args: Args) -> anyhow::Result<Verdict> {
             report::write_report(&data, &dir)
                 .with_context(|| format!("writing report into {}", dir.display()))?;
             print_summary(&data, json)?;
+            if !json {
+                println!("\nreport written: {}/index.html, {}/summary.md", dir.display(), dir.display());
+            }
             Ok(Verdict::Ok)
         }
-        LabCmd::Demo { out, quick } => {
+        LabCmd::Demo { out, quick, json } => {
             exit::require_root("lab demo (network namespaces)")?;
             install_interrupt();
             let s = scenarios::find("demo")?;
-            let opts =
-                RunOptions { quick, repeats: Some(1), out: out.clone(), sets: vec![], seed: 1, json: false };
+            if quick && !json {
+                print_quick_changes(s.as_ref(), Some(1));
+            }
+            let opts = RunOptions { quick, repeats: Some(1), out: out.clone(), sets: vec![], seed: 1, json };
             let data = scenario::run(s.as_ref(), &opts)?;
-            print_summary(&data, false)?;
-            println!("\nreport: {}/index.html", out.display());
+            print_summary(&data, json)?;
+            if !json {
+                println!("\nreport: {}/index.html", out.display());
+            }
             verdict(&data)
         }
         LabCmd::EmuBench { duration, rates, json } => {

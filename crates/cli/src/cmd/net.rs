@@ -51,7 +51,8 @@ struct UpArgs {
 
 #[derive(clap::Args)]
 struct DownArgs {
-    /// Run id (as `net list` shows); may be left out when only one network is up.
+    /// Run id (as `net up` and `net list` show; default $TCPACCEL_NET_RUN); may be left
+    /// out when only one network is up.
     #[arg(long, value_name = "ID")]
     run: Option<String>,
     /// Every recorded run.
@@ -64,7 +65,8 @@ struct ExecArgs {
     /// Host or router name from the topology file (or an emulated link's
     /// name, for a shell in its emulator's namespace).
     host: String,
-    /// Run id, needed when several networks are up.
+    /// Run id (as `net up` and `net list` show; default $TCPACCEL_NET_RUN), needed when
+    /// several networks are up.
     #[arg(long, value_name = "ID")]
     run: Option<String>,
     /// The command and its arguments, after `--`.
@@ -197,8 +199,11 @@ fn print_up(net: &Network, state_file: &std::path::Path, json: bool) -> anyhow::
         println!("      {} -> {}: {}", l.b.node, l.a.node, dir(b_to_a));
     }
     eprintln!(
-        "state in {}; run commands with `tcpaccel net exec HOST -- CMD`; Ctrl-C or `tcpaccel net down --run {}` tears it down",
+        "state in {}; run commands with `tcpaccel net exec HOST -- CMD` (add `--run {}` or \
+         export TCPACCEL_NET_RUN={} while other networks are up); Ctrl-C or `tcpaccel net down --run {}` tears it down",
         state_file.display(),
+        st.run_id,
+        st.run_id,
         st.run_id
     );
     Ok(())
@@ -209,7 +214,7 @@ fn down(a: DownArgs) -> anyhow::Result<Verdict> {
     let runs = if a.all {
         state::list().map_err(|e| net_error(e, "listing runs"))?
     } else {
-        vec![state::select(a.run.as_deref()).map_err(|e| net_error(e, "choosing the run"))?]
+        vec![state::select(run_or_env(a.run).as_deref()).map_err(|e| net_error(e, "choosing the run"))?]
     };
     if runs.is_empty() {
         println!("no networks recorded");
@@ -225,9 +230,15 @@ fn down(a: DownArgs) -> anyhow::Result<Verdict> {
     Ok(Verdict::Ok)
 }
 
+/// `--run`, else `$TCPACCEL_NET_RUN` (one shell works on one network while
+/// others are up), else none.
+fn run_or_env(run: Option<String>) -> Option<String> {
+    run.or_else(|| std::env::var("TCPACCEL_NET_RUN").ok().filter(|v| !v.trim().is_empty()))
+}
+
 fn exec(a: ExecArgs) -> anyhow::Result<Verdict> {
     exit::require_root("tcpaccel net exec")?;
-    let run = state::select(a.run.as_deref()).map_err(|e| net_error(e, "choosing the run"))?;
+    let run = state::select(run_or_env(a.run).as_deref()).map_err(|e| net_error(e, "choosing the run"))?;
     // A node, or else an emulated link's name for its emulator namespace.
     let emu_ns = run.emulators.iter().find(|e| e.link == a.host).map(|e| e.ns.as_str());
     let Some(ns) = run.ns_of(&a.host).or(emu_ns) else {

@@ -562,7 +562,7 @@ mod tests {
         let argv = [
             "relay",
             "--pace",
-            "123456789",
+            "123456789bit",
             "--sndbuf",
             "12.5MB",
             "--notsent-lowat",

@@ -168,7 +168,7 @@ pub(crate) fn run(mut args: Args) -> anyhow::Result<Verdict> {
     let mut plot = PlotRows::new(PLOT_SOCKETS, args.plot_all);
     let want_plot = args.plot.is_some();
     tracing::info!(
-        "tracing {sel:?} every {} for {}",
+        "tracing {sel} every {} for {}",
         format_duration(interval),
         duration.map(format_duration).unwrap_or_else(|| "ever (Ctrl-C stops)".into())
     );
@@ -218,7 +218,7 @@ pub(crate) fn run(mut args: Args) -> anyhow::Result<Verdict> {
         summary.wall_s
     );
     if summary.sockets == 0 {
-        eprintln!("trace: no socket matched {sel:?}");
+        eprintln!("trace: no socket matched {sel}");
         return Ok(Verdict::Negative);
     }
     Ok(Verdict::Ok)

@@ -114,16 +114,19 @@ pub(crate) struct RecvArgs {
     /// Listen with MPTCP (plain TCP clients still connect).
     #[arg(long)]
     mptcp: bool,
-    /// SO_SNDBUF / SO_RCVBUF requests for accepted connections (e.g. 12.5MB).
+    /// SO_SNDBUF request for accepted connections (e.g. 12.5MB; Linux doubles it).
     #[arg(long, value_parser = values::bytes)]
     sndbuf: Option<Bytes>,
+    /// SO_RCVBUF request, set on the listener so accepted connections' window scale follows it.
     #[arg(long, value_parser = values::bytes)]
     rcvbuf: Option<Bytes>,
     /// Default congestion control of accepted connections.
     #[arg(long)]
     cc: Option<String>,
     /// Pacing when this receiver sends (`send --reverse`) and the sender set none:
-    /// none | static:RATE (on-wire, split over the sender's streams) | dynamic (not available yet).
+    /// none | static:RATE (on-wire, split over the sender's streams) | dynamic=kernel[:CEILING]
+    /// (Linux's own cwnd x mss / RTT pacing). A receiver runs no sampling loop, so a plain
+    /// dynamic or dynamic=loop sets only its CEILING here.
     #[arg(long, default_value = "none", allow_hyphen_values = true, value_parser = values::pace)]
     pace: Pace,
     /// Seed of the payload pattern in reverse mode.
@@ -364,23 +367,36 @@ fn print_report(r: &Report, json: bool) {
     }
 }
 
+/// A pacing cap in bytes/s of payload as text.
+fn cap_text(cap: Option<u64>) -> String {
+    match cap {
+        Some(c) if c >= tcpaccel_traffic::pace::PACING_ON_UNCAPPED => "on, uncapped".into(),
+        Some(c) => format!("{} payload", Rate(c.saturating_mul(8))),
+        None => "none".into(),
+    }
+}
+
 fn print_send_summary(s: &SendSummary) {
     println!("---");
     for st in &s.streams {
+        // What the kernel held on the socket, whoever set it: a cap from
+        // outside (the cgroup pacer, a preloaded shim) shows here too.
+        let outside = st.applied_pacing_cap_bytes_per_sec.is_some() && st.pacing_cap_bytes_per_sec.is_none();
         println!(
-            "[{:>3}] {:>10} in {:.3} s = {:>14}  retr {}  cc {}  pacing cap {}{}",
+            "[{:>3}] {:>10} in {:.3} s = {:>14}  retr {}  cc {}  pacing cap {}{}{}",
             st.stream,
             human_bytes(st.bytes),
             st.duration_s,
             Rate(st.goodput_bps).to_string(),
             st.retransmits.map(|r| r.to_string()).unwrap_or_else(|| "-".into()),
             st.cc.as_deref().unwrap_or("-"),
-            st.pacing_cap_bytes_per_sec
-                .map(|b| format!("{} payload", Rate(b * 8)))
-                .unwrap_or_else(|| "none".into()),
+            cap_text(st.applied_pacing_cap_bytes_per_sec.or(st.pacing_cap_bytes_per_sec)),
+            if outside { " (set outside send: cgroup pacer or shim)" } else { "" },
             st.sha256.as_ref().map(|h| format!("  sha256 {}", &h[..16])).unwrap_or_default(),
         );
     }
+    let outside =
+        s.pace == Pace::None && s.streams.iter().any(|st| st.applied_pacing_cap_bytes_per_sec.is_some());
     println!(
         "summary: {} {} {} in {:.3} s = {} goodput, retransmits {}, pace {}{}",
         match s.mode {
@@ -392,7 +408,11 @@ fn print_send_summary(s: &SendSummary) {
         s.duration_s,
         Rate(s.goodput_bps),
         s.retransmits.map(|r| r.to_string()).unwrap_or_else(|| "-".into()),
-        s.pace,
+        if outside {
+            "none set by send, applied from outside (see pacing cap)".to_string()
+        } else {
+            s.pace.to_string()
+        },
         match s.checksum_ok {
             Some(true) => ", checksums match",
             Some(false) => ", CHECKSUM MISMATCH",

@@ -9,7 +9,7 @@ use crate::scenario::{ParamSpec, Params, RunCtx, Scenario, Testbed};
 use anyhow::{bail, Result};
 use std::path::Path;
 use std::time::Duration;
-use tcpaccel_core::units::bdp_bytes;
+use tcpaccel_core::units::{bdp_bytes, Bytes};
 use tcpaccel_traffic::Pace;
 
 pub struct Demo;
@@ -53,10 +53,22 @@ impl Scenario for Demo {
             (Ok(r), Ok(t)) => bdp_bytes(r, t),
             _ => 0,
         };
+        // New namespaces start from the host's values, so the host's
+        // maxima are what the default variants run with.
+        let max = |key: &str| {
+            std::fs::read_to_string(format!("/proc/sys/net/ipv4/{key}"))
+                .ok()
+                .and_then(|v| v.split_whitespace().nth(2).and_then(|m| m.parse::<u64>().ok()))
+                .map_or_else(|| "unreadable".to_string(), |m| Bytes(m).to_string())
+        };
         vec![format!(
-            "BDP of this path: {bdp} bytes. 'bdp-buffers' raises tcp_rmem/tcp_wmem maxima to 2×BDP in both \
-             namespaces; the kernel defaults (tcp_wmem max 4 MB, tcp_rmem max 6 MB) cap the window below \
-             the BDP on fat paths. Route metrics caching is off in every variant (tcp_no_metrics_save=1)."
+            "BDP of this path: {bdp} bytes ({}). 'bdp-buffers' raises tcp_rmem/tcp_wmem maxima to 2×BDP in both \
+             namespaces; the other variants keep this host's values (tcp_wmem max {}, tcp_rmem max {}), which \
+             cap the window when they are below the BDP. Route metrics caching is off in every variant \
+             (tcp_no_metrics_save=1).",
+            Bytes(bdp),
+            max("tcp_wmem"),
+            max("tcp_rmem")
         )]
     }
     fn estimate(&self, p: &Params) -> Duration {
