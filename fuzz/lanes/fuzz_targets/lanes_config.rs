@@ -26,7 +26,9 @@ fuzz_target!(|data: &[u8]| {
     assert!(cfg.ll_lanes.len() <= 254, "{} LL lanes", cfg.ll_lanes.len());
     for p in &cfg.peers {
         let mut seen = HashSet::new();
-        for (pair, lanes) in p.sl.iter().map(|s| (s, &cfg.sl_lanes)).chain(p.ll.iter().map(|l| (l, &cfg.ll_lanes))) {
+        for (pair, lanes) in
+            p.sl.iter().map(|s| (s, &cfg.sl_lanes)).chain(p.ll.iter().map(|l| (l, &cfg.ll_lanes)))
+        {
             assert_eq!(lanes.get(usize::from(pair.lane.index)), Some(&pair.local), "{pair:?}");
             assert_eq!(pair.local.is_ipv4(), pair.remote.is_ipv4(), "{pair:?} mixes families");
             assert!(seen.insert((pair.local, pair.remote)), "{pair:?} twice in peer {:?}", p.name);

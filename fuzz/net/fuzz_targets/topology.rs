@@ -59,7 +59,11 @@ fuzz_target!(|data: &[u8]| {
     for n in &topo.nodes {
         for r in &n.routes {
             if let Some(d) = &r.dev {
-                assert!(ifnames.contains(&(n.name.as_str(), d.as_str())), "route dev {d:?} not in {:?}", n.name);
+                assert!(
+                    ifnames.contains(&(n.name.as_str(), d.as_str())),
+                    "route dev {d:?} not in {:?}",
+                    n.name
+                );
             }
         }
     }
