@@ -752,27 +752,6 @@ mod tests {
         assert_eq!((u16_ne(&[1], 0), u32_ne(&[1, 2, 3, 4], 1), u32_ne(&[], usize::MAX)), (None, None, None));
     }
 
-    /// The EINTR policy of every netlink send and receive: retried, and
-    /// nothing else is.
-    #[test]
-    fn eintr_is_retried_other_errors_are_not() {
-        let mut calls = 0;
-        let r = retry_eintr(|| {
-            calls += 1;
-            if calls < 3 {
-                Err(io::Error::from_raw_os_error(libc::EINTR))
-            } else {
-                Ok(calls)
-            }
-        });
-        assert_eq!(r.unwrap(), 3);
-        let mut calls = 0;
-        let r: io::Result<()> = retry_eintr(|| {
-            calls += 1;
-            Err(io::Error::from_raw_os_error(libc::EAGAIN))
-        });
-        assert_eq!((r.unwrap_err().raw_os_error(), calls), (Some(libc::EAGAIN), 1));
-    }
 
     extern "C" fn count_signal(_: libc::c_int) {
         SIGNALS.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
