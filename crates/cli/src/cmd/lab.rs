@@ -67,7 +67,11 @@ enum LabCmd {
         json: bool,
     },
     /// Remove leftover tcpaccel namespaces and emulators from interrupted runs.
-    Clean,
+    Clean {
+        /// One JSON object ({"type":"clean","removed":[...]}) instead of a line per item.
+        #[arg(long)]
+        json: bool,
+    },
     /// Benchmark the emulator: raw veth vs through the emulator, rate accuracy, one-way delay error.
     EmuBench {
         /// Length of each measurement.
@@ -223,9 +227,13 @@ pub(crate) fn run(args: Args) -> anyhow::Result<Verdict> {
             }
             Ok(Verdict::Ok)
         }
-        LabCmd::Clean => {
+        LabCmd::Clean { json } => {
             exit::require_root("lab clean")?;
             let removed = tcpaccel_net::clean_leftovers()?;
+            if json {
+                println!("{}", serde_json::json!({"type": "clean", "removed": removed}));
+                return Ok(Verdict::Ok);
+            }
             if removed.is_empty() {
                 println!("nothing to clean");
             }

@@ -58,6 +58,10 @@ struct DownArgs {
     /// Every recorded run.
     #[arg(long, conflicts_with = "run")]
     all: bool,
+    /// One JSON object per run taken down ({"type":"down","run":ID,"removed":[...]};
+    /// run null when none was recorded) instead of text.
+    #[arg(long)]
+    json: bool,
 }
 
 #[derive(clap::Args)]
@@ -217,11 +221,19 @@ fn down(a: DownArgs) -> anyhow::Result<Verdict> {
         vec![state::select(run_or_env(a.run).as_deref()).map_err(|e| net_error(e, "choosing the run"))?]
     };
     if runs.is_empty() {
-        println!("no networks recorded");
+        if a.json {
+            println!("{}", serde_json::json!({"type": "down", "run": null, "removed": []}));
+        } else {
+            println!("no networks recorded");
+        }
     }
     for r in &runs {
         let done = clean::stop_run(r, Duration::from_secs(10))
             .map_err(|e| net_error(e, &format!("tearing down run {}", r.run_id)))?;
+        if a.json {
+            println!("{}", serde_json::json!({"type": "down", "run": r.run_id, "removed": done}));
+            continue;
+        }
         println!("run {} down", r.run_id);
         for d in done {
             println!("  {d}");
