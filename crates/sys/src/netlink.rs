@@ -752,7 +752,6 @@ mod tests {
         assert_eq!((u16_ne(&[1], 0), u32_ne(&[1, 2, 3, 4], 1), u32_ne(&[], usize::MAX)), (None, None, None));
     }
 
-
     extern "C" fn count_signal(_: libc::c_int) {
         SIGNALS.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
     }
