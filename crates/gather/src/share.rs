@@ -32,8 +32,8 @@
 //! pool into shortage, and §3.1's shortage rules then equalize the windows
 //! per stream, so the high class's worst client did worse with streams than
 //! with the buffer alone; per client, streams met the high target. Hence per
-//! client stays the default (figures: BENCHMARKS.md, "Pool sharing per client
-//! vs per connection").
+//! client stays the default (figures: BENCHMARKS.md, "At 10 Mbit/s, per
+//! client vs per connection").
 //!
 //! No headroom is added to eq. (1)'s `W = T_t · RTT` ([GatherQoS] §3.1). With
 //! Reno senders most clamps carry nearly clamp ÷ RTT, but for some sizes the
@@ -41,7 +41,7 @@
 //! to whole segments and handing the freed bytes to higher priorities was
 //! tried: the gap per client stayed, and the low class lost what the high
 //! one gained, breaking §4's "low holds its target", so the shares stay the
-//! paper's (figures: BENCHMARKS.md, "Model 1 and 2 at 10 Mbit/s").
+//! paper's (figures: BENCHMARKS.md, "Gathering server QoS").
 
 use crate::config::{Sharing, MIN_STREAM_WINDOW};
 use std::time::Duration;

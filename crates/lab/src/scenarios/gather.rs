@@ -25,7 +25,7 @@
 //! with three Reno interferers the high class misses its target unless it
 //! opens streams. At 10 Mbit/s the interferers leave the gather flows enough
 //! link that the high window alone still carries the target (BENCHMARKS.md,
-//! "Model 2 at 7 Mbit/s" and "Model 1 and 2 at 10 Mbit/s", has the figures).
+//! "Gathering server QoS", has the figures at 7 and at 10 Mbit/s).
 //!
 //! What it is not: not ns-2. The clients use TCP Reno as in the paper (param
 //! `cc`, set per socket: a namespace inherits the host's default, bbr here),
