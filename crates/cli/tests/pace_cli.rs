@@ -5,16 +5,11 @@
 //! generous (the machine may be loaded): these check that pacing happens,
 //! BENCHMARKS.md measures how precisely.
 
-use std::net::TcpListener;
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
 
 mod common;
-use common::{bin, Reaper};
-
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
-}
+use common::{bin, free_port, Reaper};
 
 fn receiver(port: u16) -> Reaper {
     let child = Command::new(bin())

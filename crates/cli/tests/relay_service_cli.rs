@@ -4,35 +4,12 @@
 //! limit raised, and the file's `log` key honoured. Loopback only.
 
 use std::io::{BufRead, BufReader, Read, Write};
-use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::net::{SocketAddr, TcpStream};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 mod common;
-use common::{bin, Reaper};
-
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
-}
-
-fn echo() -> SocketAddr {
-    let l = TcpListener::bind("127.0.0.1:0").unwrap();
-    let a = l.local_addr().unwrap();
-    std::thread::spawn(move || {
-        for c in l.incoming().flatten() {
-            std::thread::spawn(move || {
-                let mut c = c;
-                let mut buf = [0u8; 1024];
-                while let Ok(n) = c.read(&mut buf) {
-                    if n == 0 || c.write_all(&buf[..n]).is_err() {
-                        break;
-                    }
-                }
-            });
-        }
-    });
-    a
-}
+use common::{bin, echo_server as echo, free_port, Reaper};
 
 /// One SOCKS5 CONNECT through `relay` to `target`, a byte echoed, closed;
 /// returns the client's local address.

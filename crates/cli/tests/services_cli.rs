@@ -70,7 +70,7 @@ fn settle() {
 
 #[test]
 fn relay_stops_with_0_and_its_counters_on_sigint() {
-    let port = TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let port = common::free_port();
     let listen = format!("127.0.0.1:{port}");
     let mut relay = spawn(&["relay", "--listen", &listen]);
     let deadline = Instant::now() + Duration::from_secs(20);
@@ -195,7 +195,7 @@ fn root_lanes_daemon_reloads_on_sighup_and_serves_metrics() {
         )
     };
     std::fs::write(&cfg, text("300ms", "10.78.1.1")).unwrap();
-    let port = TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port().to_string();
+    let port = common::free_port().to_string();
     let mut d =
         spawn(&["lanes", "--config", cfg.to_str().unwrap(), "--netns", &ns.0, "--json", "--metrics", &port]);
     let mut out = BufReader::new(d.0.stdout.take().unwrap());
@@ -258,30 +258,15 @@ fn socks_connect(relay: &str, target: std::net::SocketAddr) -> (u8, TcpStream) {
 #[test]
 fn relay_reloads_its_rules_on_sighup_keeps_connections_and_serves_metrics() {
     use std::io::Write;
-    // An echo server as the destination.
-    let echo = TcpListener::bind("127.0.0.1:0").unwrap();
-    let target = echo.local_addr().unwrap();
-    std::thread::spawn(move || {
-        for c in echo.incoming().flatten() {
-            std::thread::spawn(move || {
-                let mut c = c;
-                let mut buf = [0u8; 1024];
-                while let Ok(n) = c.read(&mut buf) {
-                    if n == 0 || c.write_all(&buf[..n]).is_err() {
-                        break;
-                    }
-                }
-            });
-        }
-    });
+    let target = common::echo_server();
     let dir = std::env::temp_dir().join(format!("tcpaccel-relayhup-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let file = dir.join("relay.toml");
-    let port = TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let port = common::free_port();
     let listen = format!("127.0.0.1:{port}");
     let rules = |r: &str| format!("listen = \"{listen}\"\n{r} = [\"127.0.0.1/32\"]\n");
     std::fs::write(&file, rules("allow")).unwrap();
-    let mport = TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port().to_string();
+    let mport = common::free_port().to_string();
     let mut relay = spawn(&["relay", "--config", file.to_str().unwrap(), "--metrics", &mport]);
     let deadline = Instant::now() + Duration::from_secs(20);
     while TcpStream::connect(&listen).is_err() {
@@ -322,7 +307,7 @@ fn relay_reloads_its_rules_on_sighup_keeps_connections_and_serves_metrics() {
 
 #[test]
 fn gather_server_metrics_follow_a_client() {
-    let mport = TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port().to_string();
+    let mport = common::free_port().to_string();
     let mut srv = spawn(&[
         "gather",
         "serve",
