@@ -609,7 +609,7 @@ pub fn run(opts: &BenchOptions) -> Result<BenchReport> {
 
     Ok(BenchReport {
         kind: "emu_bench",
-        kernel: crate::records::kernel_release(),
+        kernel: crate::runner::records::kernel_release(),
         cpus: std::thread::available_parallelism().map_or(1, |n| n.get()),
         duration_s: dur.as_secs_f64(),
         raw_veth: raw,
