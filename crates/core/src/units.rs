@@ -367,108 +367,130 @@ pub fn serialize_bytes_per_sec<S: serde::Serializer>(r: &Rate, s: S) -> Result<S
     s.serialize_u64(r.bytes_per_sec())
 }
 
-/// Serde for unit values as people write them in configuration files: a
-/// rate or a duration as text with its unit (`"500mbit"`, `"2m"`), a size as
-/// text (`"4MiB"`) or a whole number of bytes. Each parses with the same
-/// function as the command line, so a file and a flag take one grammar. For
-/// `Option` fields: `#[serde(default, deserialize_with = "units::text::rate")]`.
-pub mod text {
-    use super::{parse_duration, Bytes, Rate};
-    use serde::de::{self, Deserializer, Visitor};
-    use std::fmt;
-    use std::time::Duration;
-
-    struct Text<T>(fn(&str) -> Result<T, super::ParseError>, &'static str, bool);
-
-    impl<T> Visitor<'_> for Text<T> {
-        type Value = T;
-        fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-            f.write_str(self.1)
-        }
-        fn visit_str<E: de::Error>(self, v: &str) -> Result<T, E> {
-            (self.0)(v).map_err(E::custom)
-        }
-        fn visit_u64<E: de::Error>(self, v: u64) -> Result<T, E> {
-            if self.2 {
-                (self.0)(&v.to_string()).map_err(E::custom)
-            } else {
-                Err(E::invalid_type(de::Unexpected::Unsigned(v), &self))
-            }
-        }
-        fn visit_i64<E: de::Error>(self, v: i64) -> Result<T, E> {
-            match u64::try_from(v) {
-                Ok(u) => self.visit_u64(u),
-                Err(_) => Err(E::invalid_type(de::Unexpected::Signed(v), &self)),
-            }
-        }
-    }
-
-    /// An optional [`Rate`] written as text (`"500mbit"`).
-    pub fn rate<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Rate>, D::Error> {
-        d.deserialize_any(Text(Rate::parse, "a rate with its unit, e.g. \"500mbit\"", false)).map(Some)
-    }
-
-    /// An optional [`Bytes`] written as text (`"4MiB"`) or a whole number of bytes.
-    pub fn bytes<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Bytes>, D::Error> {
-        d.deserialize_any(Text(Bytes::parse, "a size, e.g. \"4MiB\" or 65536", true)).map(Some)
-    }
-
-    /// An optional duration written as text with its unit (`"300ms"`, `"2m"`).
-    pub fn duration<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Duration>, D::Error> {
-        d.deserialize_any(Text(parse_duration, "a duration with its unit, e.g. \"300ms\"", false)).map(Some)
-    }
-}
-
-/// A number or a string in a unit grammar: the one deserializer of [`Rate`]
-/// and [`Bytes`], so a file says "500mbit" or 500000000 and means one thing.
-struct NumberOrText<T> {
+/// The one visitor behind every unit deserializer in this module: a string
+/// in the unit's grammar (the same `parse` as the command line, so a file and
+/// a flag take one grammar), or a bare whole number when the unit has a
+/// number form. What differs between the entry points below is only policy:
+/// which unit may be a bare number (bit/s for a [`Rate`] read back from JSON,
+/// bytes for a [`Bytes`]; never a rate or duration in a configuration file)
+/// and the words of "expected ...".
+struct UnitVisitor<T> {
+    /// The kind of value, for "a {what} cannot be negative".
     what: &'static str,
+    expecting: &'static str,
     parse: fn(&str) -> Result<T, ParseError>,
-    from: fn(u64) -> T,
+    /// How a bare whole number is read; `None`: refused, the unit is required.
+    number: Option<fn(u64) -> T>,
 }
 
-impl<T> serde::de::Visitor<'_> for NumberOrText<T> {
+impl<T> serde::de::Visitor<'_> for UnitVisitor<T> {
     type Value = T;
     fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "a {} as a whole number or a string with its unit", self.what)
-    }
-    fn visit_u64<E: serde::de::Error>(self, v: u64) -> Result<T, E> {
-        Ok((self.from)(v))
-    }
-    fn visit_i64<E: serde::de::Error>(self, v: i64) -> Result<T, E> {
-        u64::try_from(v).map(self.from).map_err(|_| E::custom(format!("a {} cannot be negative", self.what)))
+        f.write_str(self.expecting)
     }
     fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<T, E> {
         (self.parse)(v).map_err(E::custom)
     }
+    fn visit_u64<E: serde::de::Error>(self, v: u64) -> Result<T, E> {
+        match self.number {
+            Some(from) => Ok(from(v)),
+            None => Err(E::invalid_type(serde::de::Unexpected::Unsigned(v), &self)),
+        }
+    }
+    fn visit_i64<E: serde::de::Error>(self, v: i64) -> Result<T, E> {
+        match (u64::try_from(v), self.number) {
+            (Ok(u), _) => self.visit_u64(u),
+            (Err(_), Some(_)) => Err(E::custom(format!("a {} cannot be negative", self.what))),
+            (Err(_), None) => Err(E::invalid_type(serde::de::Unexpected::Signed(v), &self)),
+        }
+    }
 }
 
+/// Serde for unit values as people write them in configuration files: a
+/// rate or a duration as text with its unit (`"500mbit"`, `"2m"`), a size as
+/// text (`"4MiB"`) or a whole number of bytes. For `Option` fields:
+/// `#[serde(default, deserialize_with = "units::text::rate")]`.
+pub mod text {
+    use super::{Bytes, Rate, UnitVisitor};
+    use serde::de::Deserializer;
+    use std::time::Duration;
+
+    /// An optional [`Rate`] written as text (`"500mbit"`).
+    pub fn rate<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Rate>, D::Error> {
+        d.deserialize_any(UnitVisitor {
+            what: "rate",
+            expecting: "a rate with its unit, e.g. \"500mbit\"",
+            parse: Rate::parse,
+            number: None,
+        })
+        .map(Some)
+    }
+
+    /// An optional [`Bytes`] written as text (`"4MiB"`) or a whole number of bytes.
+    pub fn bytes<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Bytes>, D::Error> {
+        d.deserialize_any(UnitVisitor {
+            what: "size",
+            expecting: "a size, e.g. \"4MiB\" or 65536",
+            parse: Bytes::parse,
+            number: Some(Bytes),
+        })
+        .map(Some)
+    }
+
+    /// An optional duration written as text with its unit (`"300ms"`, `"2m"`).
+    pub fn duration<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Duration>, D::Error> {
+        d.deserialize_any(super::serde_duration::visitor()).map(Some)
+    }
+}
+
+/// A number or a string in a unit grammar, so a file says "500mbit" or
+/// 500000000 and means one thing; a number is what [`Rate`] and [`Bytes`]
+/// serialize to, so JSON records read back.
 impl<'de> Deserialize<'de> for Rate {
     fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Rate, D::Error> {
-        d.deserialize_any(NumberOrText { what: "rate", parse: Rate::parse, from: Rate })
+        d.deserialize_any(UnitVisitor {
+            what: "rate",
+            expecting: "a rate as a whole number or a string with its unit",
+            parse: Rate::parse,
+            number: Some(Rate),
+        })
     }
 }
 
 impl<'de> Deserialize<'de> for Bytes {
     fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Bytes, D::Error> {
-        d.deserialize_any(NumberOrText { what: "size", parse: Bytes::parse, from: Bytes })
+        d.deserialize_any(UnitVisitor {
+            what: "size",
+            expecting: "a size as a whole number or a string with its unit",
+            parse: Bytes::parse,
+            number: Some(Bytes),
+        })
     }
 }
 
 /// Serde for a [`Duration`] written as text in the grammar of
 /// [`parse_duration`] ("300ms"), for `#[serde(with = "...")]`; `option` is
-/// the same for an `Option<Duration>`.
+/// the same for an `Option<Duration>`. A bare number is refused: its unit
+/// would be a guess.
 pub mod serde_duration {
-    use super::{format_duration, parse_duration};
-    use serde::{Deserialize, Deserializer, Serializer};
+    use super::{format_duration, parse_duration, UnitVisitor};
+    use serde::{Deserializer, Serializer};
     use std::time::Duration;
+
+    pub(super) fn visitor() -> UnitVisitor<Duration> {
+        UnitVisitor {
+            what: "duration",
+            expecting: "a duration with its unit, e.g. \"300ms\"",
+            parse: parse_duration,
+            number: None,
+        }
+    }
 
     pub fn serialize<S: Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
         s.serialize_str(&format_duration(*d))
     }
     pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Duration, D::Error> {
-        let text = std::borrow::Cow::<str>::deserialize(d)?;
-        parse_duration(&text).map_err(serde::de::Error::custom)
+        d.deserialize_any(visitor())
     }
 
     pub mod option {
@@ -549,6 +571,24 @@ mod tests {
         assert_eq!(serde_json::to_string(&t).unwrap(), r#"{"d":"300ms","o":"10us"}"#);
         let e = serde_json::from_str::<T>(r#"{"d": "300"}"#).unwrap_err().to_string();
         assert!(e.contains("missing unit"), "{e}");
+        // One visitor, two policies: a bare number is a rate in bit/s where
+        // JSON carries one, but a file's duration or rate needs its unit, and
+        // all say what they expected in the same words.
+        let e = serde_json::from_str::<T>(r#"{"d": 300}"#).unwrap_err().to_string();
+        assert!(e.contains("expected a duration with its unit"), "{e}");
+        #[derive(Deserialize, Debug)]
+        struct F {
+            #[serde(default, deserialize_with = "text::rate")]
+            r: Option<Rate>,
+            #[serde(default, deserialize_with = "text::duration")]
+            d: Option<Duration>,
+        }
+        let f: F = serde_json::from_str(r#"{"r": "1gbit", "d": "2s"}"#).unwrap();
+        assert_eq!((f.r, f.d), (Some(Rate(1_000_000_000)), Some(Duration::from_secs(2))));
+        let e = serde_json::from_str::<F>(r#"{"r": 500}"#).unwrap_err().to_string();
+        assert!(e.contains("expected a rate with its unit"), "{e}");
+        let e = serde_json::from_str::<F>(r#"{"d": -3}"#).unwrap_err().to_string();
+        assert!(e.contains("expected a duration with its unit"), "{e}");
     }
 
     #[test]

@@ -1,9 +1,12 @@
 //! `tcpaccel lab emu-bench`: what the emulator costs and how exact it is,
 //! measured side by side in one run on this machine.
 //!
-//! Three namespaces, `h1` and `h2` joined twice: directly by a veth pair (the
-//! raw path) and through the emulator namespace (`h1e - e1 [emu] e2 - h2e`),
-//! offloads off on every interface. Measured:
+//! Two hosts `h1` and `h2`, built with `tcpaccel_net`'s [`TopologyBuilder`]
+//! afresh for each measurement and joined by the link it needs: directly by a
+//! veth pair (`h1r`–`h2r`, the raw path) or by an emulated link
+//! (`h1e`–emulator–`h2e`, the emulator in its own namespace, started by the
+//! network with the measurement's rate and delay), offloads off on every
+//! interface. Measured:
 //! 1. raw veth vs emulator at unlimited rate: one TCP stream's goodput, and
 //!    the packet rate of 1514-byte frames blasted from a packet socket in h1
 //!    (counted on h2's interface, so only frames that made it count);
@@ -16,9 +19,11 @@
 //!    from the send time (CLOCK_REALTIME just before `send`) to the kernel's
 //!    receive timestamp at h2 (same clock, same host).
 //!
-//! Needs root. Everything it creates is named `tcpaccel-bench-<random>-*` and
-//! deleted by a Drop guard, also on error or panic. This module does not
-//! print; [`BenchReport::to_table`] renders the result.
+//! Needs root. The namespaces are the network's (`tcpaccel-RUNID-*`, found by
+//! `tcpaccel lab clean`), deleted when it drops, also on error or panic; an
+//! emulator runs only during its own measurement and its summary comes from
+//! the network's teardown. This module does not print;
+//! [`BenchReport::to_table`] renders the result.
 
 use serde::Serialize;
 use std::net::{SocketAddr, TcpListener, TcpStream};
@@ -28,10 +33,10 @@ use std::time::{Duration, Instant};
 
 use tcpaccel_core::stats;
 use tcpaccel_core::units::{format_duration, Rate};
-use tcpaccel_emu::{EmuConfig, EmuError, EmuHandle, Emulator, LinkConfig, Summary};
-use tcpaccel_sys::command::{self, CommandError};
+use tcpaccel_emu::Summary;
+use tcpaccel_net::{Cidr, EndSpec, LinkSpec, MeterOptions, Network, SpecError, TopologyBuilder};
+use tcpaccel_sys::netns;
 use tcpaccel_sys::packet::{Options, PacketSocket, RecvBatch};
-use tcpaccel_sys::{ethtool, netns};
 
 /// What to measure and for how long.
 #[derive(Debug, Clone)]
@@ -191,96 +196,100 @@ impl BenchReport {
 pub enum BenchError {
     #[error("emu-bench needs root (network namespaces, packet sockets)")]
     NotRoot,
+    #[error("emu-bench topology: {0}")]
+    Spec(#[from] SpecError),
     #[error(transparent)]
-    Command(#[from] CommandError),
+    Net(#[from] tcpaccel_net::Error),
     #[error("{op}: {source}")]
     Sys { op: String, source: tcpaccel_sys::Error },
-    #[error(transparent)]
-    Emu(#[from] EmuError),
     #[error("{0}")]
     Other(String),
 }
 
 type Result<T> = std::result::Result<T, BenchError>;
 
-fn ip(args: &[&str]) -> Result<String> {
-    Ok(command::ip(args)?)
-}
-
 fn sys<T>(op: &str, r: std::result::Result<T, tcpaccel_sys::Error>) -> Result<T> {
     r.map_err(|source| BenchError::Sys { op: op.to_string(), source })
 }
 
-/// The bench's namespaces; deleted on drop.
+/// The two hosts' addresses on the emulated link and on the raw veth pair.
+const EMU_NET: ([u8; 4], [u8; 4]) = ([10, 213, 0, 1], [10, 213, 0, 2]);
+const RAW_NET: ([u8; 4], [u8; 4]) = ([10, 213, 1, 1], [10, 213, 1, 2]);
+/// The emulated link's name (and its emulator's, in the teardown report).
+const EMU_LINK: &str = "emu";
+
+/// The link a measurement runs over.
+#[derive(Debug, Clone, Copy)]
+enum Path {
+    /// `h1r - h2r`: a veth pair, offloads off.
+    Raw,
+    /// `h1e - [emulator] - h2e` at `rate` (`None`: unlimited) with one-way `delay`.
+    Emulated { rate: Option<Rate>, delay: Duration },
+}
+
+/// One measurement's network: `h1` and `h2` joined by its [`Path`]. Dropping
+/// it (also on error or panic) stops the emulator and deletes the namespaces.
 struct Lab {
+    net: Network,
+    /// The namespaces of `h1` and `h2`.
     h1: String,
     h2: String,
-    emu: String,
 }
 
-impl Drop for Lab {
-    fn drop(&mut self) {
-        for ns in [&self.h1, &self.h2, &self.emu] {
-            if let Err(e) = command::ip(&["netns", "del", ns]) {
-                tracing::warn!("emu-bench: {e}");
-            }
-        }
-    }
+fn end(node: &str, ifname: &str, addr: [u8; 4]) -> EndSpec {
+    EndSpec::new(node).ifname(ifname).addr(Cidr::new(addr, 24))
 }
-
-const EMU_NET: (&str, &str) = ("10.213.0.1", "10.213.0.2");
-const RAW_NET: (&str, &str) = ("10.213.1.1", "10.213.1.2");
 
 impl Lab {
-    fn build() -> Result<Lab> {
-        let t = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
-        let base = format!("tcpaccel-bench-{:x}{:04x}", std::process::id(), t.subsec_nanos() & 0xffff);
-        let lab = Lab { h1: format!("{base}-h1"), h2: format!("{base}-h2"), emu: format!("{base}-emu") };
-        for ns in [&lab.h1, &lab.h2, &lab.emu] {
-            ip(&["netns", "add", ns])?;
-            ip(&["-n", ns, "link", "set", "lo", "up"])?;
-        }
-        ip(&[
-            "link", "add", "h1e", "netns", &lab.h1, "type", "veth", "peer", "name", "e1", "netns", &lab.emu,
-        ])?;
-        ip(&[
-            "link", "add", "h2e", "netns", &lab.h2, "type", "veth", "peer", "name", "e2", "netns", &lab.emu,
-        ])?;
-        ip(&[
-            "link", "add", "h1r", "netns", &lab.h1, "type", "veth", "peer", "name", "h2r", "netns", &lab.h2,
-        ])?;
-        for (ns, dev) in [
-            (&lab.h1, "h1e"),
-            (&lab.h2, "h2e"),
-            (&lab.emu, "e1"),
-            (&lab.emu, "e2"),
-            (&lab.h1, "h1r"),
-            (&lab.h2, "h2r"),
-        ] {
-            ip(&["-n", ns, "link", "set", dev, "up"])?;
-            let d = dev.to_string();
-            sys(
-                "disable offloads",
-                sys("enter namespace", netns::run_in(ns, move || ethtool::disable_offloads(&d)))?,
-            )?;
-        }
-        ip(&["-n", &lab.h1, "addr", "add", &format!("{}/24", EMU_NET.0), "dev", "h1e"])?;
-        ip(&["-n", &lab.h2, "addr", "add", &format!("{}/24", EMU_NET.1), "dev", "h2e"])?;
-        ip(&["-n", &lab.h1, "addr", "add", &format!("{}/24", RAW_NET.0), "dev", "h1r"])?;
-        ip(&["-n", &lab.h2, "addr", "add", &format!("{}/24", RAW_NET.1), "dev", "h2r"])?;
-        Ok(lab)
+    fn build(path: Path) -> Result<Lab> {
+        let mut t = TopologyBuilder::new("emu-bench");
+        t.host("h1");
+        t.host("h2");
+        let link = match path {
+            Path::Raw => LinkSpec::veth(end("h1", "h1r", RAW_NET.0), end("h2", "h2r", RAW_NET.1))
+                .name("raw")
+                .offloads(false),
+            Path::Emulated { rate, delay } => {
+                let mut l = LinkSpec::emulated(end("h1", "h1e", EMU_NET.0), end("h2", "h2e", EMU_NET.1))
+                    .name(EMU_LINK);
+                if let Some(r) = rate {
+                    l = l.rate(r);
+                }
+                if !delay.is_zero() {
+                    l = l.delay(delay);
+                }
+                l
+            }
+        };
+        t.link(link);
+        let topo = t.build()?;
+        // For looking into a run: EMU_BENCH_METER=DIR writes DIR/emu.csv.
+        let meter = MeterOptions {
+            dir: std::env::var_os("EMU_BENCH_METER").map(Into::into),
+            ..MeterOptions::default()
+        };
+        let net = Network::up_with(&topo, &meter)?;
+        Ok(Lab { h1: net.ns("h1")?, h2: net.ns("h2")?, net })
     }
 
-    fn mac(&self, ns: &str, dev: &str) -> Result<[u8; 6]> {
-        let out = ip(&["-n", ns, "-j", "link", "show", "dev", dev])?;
-        let v: serde_json::Value =
-            serde_json::from_str(&out).map_err(|e| BenchError::Other(format!("ip -j: {e}")))?;
-        let s = v[0]["address"].as_str().ok_or_else(|| BenchError::Other(format!("no MAC for {dev}")))?;
-        let mut mac = [0u8; 6];
-        for (m, part) in mac.iter_mut().zip(s.split(':')) {
-            *m = u8::from_str_radix(part, 16).map_err(|e| BenchError::Other(format!("MAC {s}: {e}")))?;
+    /// Tears the network down and returns its emulator's summary.
+    fn finish(self) -> Result<Summary> {
+        let mut t = self.net.teardown();
+        if let Some(e) = t.errors.first() {
+            return Err(BenchError::Other(format!("emu-bench teardown: {e}")));
         }
-        Ok(mac)
+        match t.emulators.iter().position(|(l, _)| l == EMU_LINK) {
+            Some(i) => Ok(t.emulators.swap_remove(i).1),
+            None => Err(BenchError::Other("emu-bench: the network had no emulator to report".into())),
+        }
+    }
+
+    /// The MAC of `dev` in `ns`, as the kernel reports it to a packet socket bound there.
+    fn mac(&self, ns: &str, dev: &str) -> Result<[u8; 6]> {
+        let d = dev.to_string();
+        let opts = Options { promiscuous: false, ..Options::default() };
+        let mac = netns::run_in(ns, move || PacketSocket::open(&d, &opts).and_then(|s| s.hwaddr()));
+        sys(&format!("MAC of {dev}"), sys("enter namespace", mac)?)
     }
 
     /// (rx packets, rx bytes) of `dev` in `ns`, and when they were read:
@@ -306,13 +315,6 @@ impl Lab {
             }
         }
         Err(BenchError::Other(format!("no counters for {dev} in namespace {ns}")))
-    }
-
-    fn start_emu(&self, link: LinkConfig) -> Result<EmuHandle> {
-        let mut cfg = EmuConfig::symmetric("e1", "e2", link);
-        // For looking into a run: EMU_BENCH_METER=/path/file.csv.
-        cfg.meter_out = std::env::var_os("EMU_BENCH_METER").map(Into::into);
-        Ok(sys("enter namespace", netns::run_in(&self.emu, move || Emulator::start(cfg)))??)
     }
 }
 
@@ -389,9 +391,9 @@ fn packet_rate(lab: &Lab, tx_dev: &str, rx_dev: &str, dur: Duration) -> Result<(
 }
 
 /// One TCP stream h1 → h2 for `dur`; goodput measured at the receiver.
-fn tcp_goodput(lab: &Lab, to: &str, dur: Duration) -> Result<u64> {
+fn tcp_goodput(lab: &Lab, to: [u8; 4], dur: Duration) -> Result<u64> {
     use std::io::{Read, Write};
-    let addr: SocketAddr = format!("{to}:5201").parse().map_err(|e| BenchError::Other(format!("{e}")))?;
+    let addr = SocketAddr::from((to, 5201));
     let listener = sys("enter namespace", netns::run_in(&lab.h2, move || TcpListener::bind(addr)))?
         .map_err(|e| BenchError::Other(format!("bind {addr}: {e}")))?;
     let server = std::thread::spawn(move || -> std::io::Result<(u64, Duration)> {
@@ -445,9 +447,8 @@ fn cpu_fraction(s: &Summary, dur: Duration) -> f64 {
     (s.a_to_b.cpu_s + s.b_to_a.cpu_s) / dur.as_secs_f64().max(1e-9)
 }
 
-fn rate_accuracy(lab: &Lab, rate: Rate, overload: f64, dur: Duration) -> Result<RateAccuracy> {
-    let link = LinkConfig { rate: Some(rate), ..LinkConfig::default() };
-    let emu = lab.start_emu(link)?;
+fn rate_accuracy(rate: Rate, overload: f64, dur: Duration) -> Result<RateAccuracy> {
+    let lab = Lab::build(Path::Emulated { rate: Some(rate), delay: Duration::ZERO })?;
     let dst = lab.mac(&lab.h2, "h2e")?;
     let src = lab.mac(&lab.h1, "h1e")?;
     let f = frame(dst, src, ETH_BLAST, 1514);
@@ -461,7 +462,7 @@ fn rate_accuracy(lab: &Lab, rate: Rate, overload: f64, dur: Duration) -> Result<
     std::thread::sleep(dur);
     let (p1, b1, t1) = lab.rx(&lab.h2, "h2e")?;
     sender.join().map_err(|_| BenchError::Other("blast thread panicked".into()))??;
-    let summary = emu.stop();
+    let summary = lab.finish()?;
     let wire_bits = ((b1 - b0) + 24 * (p1 - p0)) as f64 * 8.0;
     let measured = wire_bits / (t1 - t0).as_secs_f64();
     let r = rate.bits_per_sec() as f64;
@@ -483,9 +484,8 @@ fn realtime_ns() -> u64 {
     std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos() as u64)
 }
 
-fn delay_accuracy(lab: &Lab, delay: Duration, hz: u32, dur: Duration) -> Result<DelayAccuracy> {
-    let link = LinkConfig { delay, ..LinkConfig::default() };
-    let emu = lab.start_emu(link)?;
+fn delay_accuracy(delay: Duration, hz: u32, dur: Duration) -> Result<DelayAccuracy> {
+    let lab = Lab::build(Path::Emulated { rate: None, delay })?;
     let dst = lab.mac(&lab.h2, "h2e")?;
     let src = lab.mac(&lab.h1, "h1e")?;
     let stop = Arc::new(AtomicBool::new(false));
@@ -544,7 +544,8 @@ fn delay_accuracy(lab: &Lab, delay: Duration, hz: u32, dur: Duration) -> Result<
     std::thread::sleep(delay + Duration::from_millis(100));
     stop.store(true, Ordering::Relaxed);
     let delays = receiver.join().map_err(|_| BenchError::Other("probe receiver panicked".into()))?;
-    let summary = emu.stop();
+    drop(tx_sock);
+    let summary = lab.finish()?;
     let d = delay.as_nanos() as f64;
     let err: Vec<f64> = delays.iter().map(|x| x - d).collect();
     let pct = |p| stats::percentile(&err, p).unwrap_or(f64::NAN);
@@ -567,31 +568,32 @@ pub fn run(opts: &BenchOptions) -> Result<BenchReport> {
         return Err(BenchError::NotRoot);
     }
     let dur = opts.duration.max(Duration::from_millis(500));
-    let lab = Lab::build()?;
     let none = PathFigures { tcp_goodput_bps: 0, pps_1514: 0, frame_bps_1514: 0, emu_cpu: None };
     let (mut raw, mut unlimited) = (none.clone(), none.clone());
     if opts.paths {
         tracing::info!("emu-bench: raw veth");
+        let lab = Lab::build(Path::Raw)?;
         raw.tcp_goodput_bps = tcp_goodput(&lab, RAW_NET.1, dur)?;
         (raw.pps_1514, raw.frame_bps_1514) = packet_rate(&lab, "h1r", "h2r", dur)?;
+        drop(lab);
 
         tracing::info!("emu-bench: emulator at unlimited rate");
-        let emu = lab.start_emu(LinkConfig::default())?;
+        let lab = Lab::build(Path::Emulated { rate: None, delay: Duration::ZERO })?;
         unlimited.tcp_goodput_bps = tcp_goodput(&lab, EMU_NET.1, dur)?;
         (unlimited.pps_1514, unlimited.frame_bps_1514) = packet_rate(&lab, "h1e", "h2e", dur)?;
-        let s = emu.stop();
+        let s = lab.finish()?;
         unlimited.emu_cpu = Some(cpu_fraction(&s, 2 * dur + Duration::from_secs(1)));
     }
     let mut rates = Vec::new();
     if opts.rate_runs {
         for &r in &opts.rates {
             tracing::info!(rate = %r, "emu-bench: rate accuracy");
-            rates.push(rate_accuracy(&lab, r, opts.overload, dur)?);
+            rates.push(rate_accuracy(r, opts.overload, dur)?);
         }
     }
     let delay = if opts.delay_run {
         tracing::info!("emu-bench: delay accuracy");
-        delay_accuracy(&lab, opts.delay, opts.probe_hz, dur)?
+        delay_accuracy(opts.delay, opts.probe_hz, dur)?
     } else {
         DelayAccuracy {
             delay_ns: 0,
@@ -605,11 +607,10 @@ pub fn run(opts: &BenchOptions) -> Result<BenchReport> {
             emu_lateness_p99_ns: None,
         }
     };
-    drop(lab);
 
     Ok(BenchReport {
         kind: "emu_bench",
-        kernel: crate::records::kernel_release(),
+        kernel: crate::runner::records::kernel_release(),
         cpus: std::thread::available_parallelism().map_or(1, |n| n.get()),
         duration_s: dur.as_secs_f64(),
         raw_veth: raw,

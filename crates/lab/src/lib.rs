@@ -29,8 +29,8 @@ pub mod runner;
 pub mod scenarios;
 pub mod testbeds;
 
-// The old paths, for the scenario files other branches edit while the lab was
-// split (split.rs, demo.rs, gather.rs): drop once they use `crate::runner::`.
+// The old paths, used now only by scenarios/split.rs, which another branch is
+// editing: drop once it names `crate::runner::records` and `crate::runner::scenario`.
 pub(crate) use runner::{records, scenario};
 
 #[cfg(test)]

@@ -1,4 +1,4 @@
-//! A small fixed record set for the report's golden tests.
+//! Small fixed record sets for the report's tests (the golden fixture, a pacing run).
 
 use crate::runner::records::*;
 use std::collections::BTreeMap;
@@ -96,5 +96,42 @@ pub(crate) fn run() -> RunData {
     }
     d.push(Record::Note { variant: Some("none".into()), text: "first loss at 1.2 s".into() });
     d.push(Record::End(End { complete: true, ended: 1_700_000_100.0, reason: "all repeats done".into() }));
+    d
+}
+
+/// A pacing run shaped like BENCHMARKS.md's full-scale table.
+pub(crate) fn pacing_run() -> RunData {
+    use crate::runner::records::{Published, Record, Sample, Summary};
+    let mut h = header();
+    h.scenario = "pacing".into();
+    h.params = BTreeMap::from([("rate".into(), "500mbit".into()), ("buffer".into(), "1MB".into())]);
+    h.variants = vec!["none".into(), "dynamic".into(), "static".into()];
+    h.metrics = crate::scenarios::find("pacing").unwrap().metrics();
+    h.published = vec![Published {
+        variant: "static".into(),
+        metric: "goodput_mbps".into(),
+        value: 433.0,
+        source: "[PSPacer]".into(),
+    }];
+    let mut d = RunData::default();
+    d.push(Record::Run(h));
+    for (v, g, dr) in [("none", 222.0, 2222.0), ("dynamic", 437.0, 883.0), ("static", 464.0, 0.0)] {
+        d.push(Record::Summary(Summary {
+            variant: v.into(),
+            repeat: 0,
+            metrics: BTreeMap::from([("goodput_mbps".into(), g), ("drops".into(), dr)]),
+            started: 0.0,
+            ended: 1.0,
+        }));
+        for i in 0..5 {
+            d.push(Record::Sample(Sample {
+                variant: v.into(),
+                repeat: 0,
+                series: "goodput_mbps".into(),
+                t: f64::from(i),
+                value: g,
+            }));
+        }
+    }
     d
 }

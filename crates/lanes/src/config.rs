@@ -43,6 +43,7 @@ use std::path::Path;
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
+use tcpaccel_core::lanes::bpf::{BpfParams, Unsupported, MAX_SLOTS};
 use tcpaccel_core::lanes::{BaseRtt, LaneId, Policy, SwitchConfig};
 use tcpaccel_core::units::{serde_duration, Bytes};
 
@@ -203,7 +204,33 @@ pub struct Config {
     pub signals: SignalsConfig,
 }
 
+/// Why the BPF signal path cannot run a configuration: its pure limits, no
+/// kernel needed. Here rather than in [`crate::bpf`] so that reading the file
+/// can refuse an explicit `source = "bpf"` without the file's module
+/// depending on the loader (which depends on [`Config`]).
+#[derive(Debug, thiserror::Error)]
+pub enum BpfLimit {
+    /// The switching parameters need what the program cannot compute.
+    #[error(transparent)]
+    Unsupported(#[from] Unsupported),
+    #[error(
+        "{0} lanes configured; the BPF signal path handles at most {MAX_SLOTS} (use signals = \"diag\")"
+    )]
+    TooManyLanes(usize),
+}
+
 impl Config {
+    /// The BPF program's parameters for this configuration, or why the BPF
+    /// signal path cannot run it (too many lanes, parameters out of its range).
+    pub fn bpf_params(&self) -> Result<BpfParams, BpfLimit> {
+        let params = BpfParams::new(&self.switch)?;
+        let lanes = self.sl_lanes.len() + self.ll_lanes.len();
+        if lanes > MAX_SLOTS {
+            return Err(BpfLimit::TooManyLanes(lanes));
+        }
+        Ok(params)
+    }
+
     /// The peer and SL pair a connection from `local` to `remote` starts on.
     pub fn sl_pair(&self, local: IpAddr, remote: IpAddr) -> Option<(usize, &LanePair)> {
         self.peers
@@ -493,7 +520,7 @@ impl ConfigFile {
         // An explicit "bpf" must be runnable by the program: refused here,
         // with the field, rather than at start.
         if cfg.signals.source == SignalSource::Bpf {
-            crate::bpf::check(&cfg).map_err(|e| invalid("signals.source", format!("\"bpf\": {e}")))?;
+            cfg.bpf_params().map_err(|e| invalid("signals.source", format!("\"bpf\": {e}")))?;
         }
         Ok(cfg)
     }
@@ -750,5 +777,27 @@ mod tests {
             ll = [{ local = "10.2.0.1", remote = "10.2.0.2" }]"#;
         assert!(refused(mixed).contains("different families"));
         assert!(refused("[[peer]\n").contains("t:"));
+    }
+
+    /// More lanes than the program's slots: an explicit "bpf" is refused when
+    /// the file is read, naming the field and the limit; "diag" has no limit.
+    #[test]
+    fn bpf_refuses_more_lanes_than_slots() {
+        let ll: Vec<String> = (0..MAX_SLOTS)
+            .map(|i| format!("{{ local = \"10.2.{i}.1\", remote = \"10.2.{i}.2\" }}"))
+            .collect();
+        let file = |source: &str| {
+            format!(
+                "[signals]\nsource = \"{source}\"\n[[peer]]\nsl = [{{ local = \"10.1.0.1\", remote = \"10.1.0.2\" }}]\nll = [{}]",
+                ll.join(", ")
+            )
+        };
+        let e = refused(&file("bpf"));
+        assert!(
+            e.contains("signals.source") && e.contains("9 lanes configured") && e.contains("at most 8"),
+            "{e}"
+        );
+        let c = Config::parse(&file("diag"), "t").unwrap();
+        assert!(matches!(c.bpf_params(), Err(BpfLimit::TooManyLanes(9))));
     }
 }

@@ -57,7 +57,7 @@ use std::time::Duration;
 
 use serde::{Serialize, Serializer};
 use tcpaccel_core::loss::LossSpec;
-use tcpaccel_core::units::{ParseError, QueueLimit, Rate};
+use tcpaccel_core::units::{QueueLimit, Rate};
 
 use crate::addr::Cidr;
 
@@ -73,11 +73,10 @@ pub const NAME_MAX: usize = 32;
 pub enum SpecError {
     #[error("cannot read topology file {path}: {source}")]
     Read { path: String, source: std::io::Error },
+    /// The file is not TOML, has a key a topology does not know, or a value
+    /// that does not parse (serde's message: line, column, key and problem).
     #[error("topology file is not valid TOML for a topology: {0}")]
     Toml(String),
-    /// A value that `tcpaccel_core::units` refused.
-    #[error("{context}: {source}")]
-    Value { context: String, source: ParseError },
     /// Any other invalid item, with where it is.
     #[error("{context}: {msg}")]
     Invalid { context: String, msg: String },

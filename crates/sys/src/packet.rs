@@ -163,6 +163,34 @@ impl PacketSocket {
         self.ifindex
     }
 
+    /// The hardware (MAC) address of the bound interface, as the kernel
+    /// reports it in the socket's own address (`sll_addr` from getsockname).
+    pub fn hwaddr(&self) -> Result<[u8; 6]> {
+        // SAFETY: sockaddr_ll is plain old data; all-zero is a valid value.
+        let mut sll: libc::sockaddr_ll = unsafe { std::mem::zeroed() };
+        let mut len = std::mem::size_of::<libc::sockaddr_ll>() as libc::socklen_t;
+        // SAFETY: sll is a writable sockaddr_ll and len holds its size; the
+        // kernel writes at most len bytes and updates len.
+        let rc = unsafe {
+            libc::getsockname(self.fd.as_raw_fd(), (&mut sll as *mut libc::sockaddr_ll).cast(), &mut len)
+        };
+        if rc != 0 {
+            return Err(Error::last(format!("getsockname of the packet socket on {}", self.ifname)));
+        }
+        if sll.sll_halen != 6 {
+            return Err(Error::os(
+                format!("hardware address of {}", self.ifname),
+                std::io::Error::new(
+                    std::io::ErrorKind::InvalidData,
+                    format!("{} bytes long, not an Ethernet MAC", sll.sll_halen),
+                ),
+            ));
+        }
+        let mut mac = [0u8; 6];
+        mac.copy_from_slice(&sll.sll_addr[..6]);
+        Ok(mac)
+    }
+
     /// Receives up to `batch.capacity()` frames without blocking; returns how
     /// many are now in `batch` (0 when none were waiting).
     pub fn recv_batch(&self, batch: &mut RecvBatch) -> Result<usize> {
@@ -569,12 +597,14 @@ mod tests {
         };
         ip(&["netns", "add", &ns.0]);
         ip(&["-n", &ns.0, "link", "add", "pa", "type", "veth", "peer", "name", "pb"]);
+        ip(&["-n", &ns.0, "link", "set", "pa", "address", "02:00:00:00:00:aa"]);
         ip(&["-n", &ns.0, "link", "set", "pa", "up"]);
         ip(&["-n", &ns.0, "link", "set", "pb", "up"]);
         let r = crate::netns::run_in(&ns.0, || -> Result<()> {
             set_timer_slack(1)?;
             let a = PacketSocket::open("pa", &Options::default())?;
             let b = PacketSocket::open("pb", &Options::default())?;
+            assert_eq!(a.hwaddr()?, [0x02, 0, 0, 0, 0, 0xaa], "the MAC set on pa");
             let mut batch = RecvBatch::new(16, 256);
             // Drain whatever the kernel sent on link-up (IPv6 ND and the like).
             std::thread::sleep(Duration::from_millis(50));

@@ -181,6 +181,8 @@ pub(crate) fn run(args: Args) -> anyhow::Result<Verdict> {
             });
             let opts = RunOptions { quick, repeats: repeat, out: out.clone(), sets, seed, json };
             let data = scenario::run(s.as_ref(), &opts)?;
+            report::write_report(&data, &out)
+                .with_context(|| format!("writing report into {}", out.display()))?;
             print_summary(&data, json)?;
             if !json {
                 println!("\nrecords and report: {}/ (index.html, summary.md)", out.display());
@@ -206,6 +208,8 @@ pub(crate) fn run(args: Args) -> anyhow::Result<Verdict> {
             }
             let opts = RunOptions { quick, repeats: Some(1), out: out.clone(), sets: vec![], seed: 1, json };
             let data = scenario::run(s.as_ref(), &opts)?;
+            report::write_report(&data, &out)
+                .with_context(|| format!("writing report into {}", out.display()))?;
             print_summary(&data, json)?;
             if !json {
                 println!("\nreport: {}/index.html", out.display());

@@ -3,9 +3,9 @@
 //! then the same with static pacing at the bottleneck rate ([PSPacer]'s PSPS)
 //! and with BBR, side by side in one run.
 
-use super::dumbbell::{bulk, HostSetup, Path2};
-use crate::records::MetricSpec;
-use crate::scenario::{ParamSpec, Params, RunCtx, Scenario, Testbed};
+use crate::runner::records::MetricSpec;
+use crate::runner::scenario::{ParamSpec, Params, RunCtx, Scenario, Testbed};
+use crate::testbeds::dumbbell::{bulk, HostSetup, Path2};
 use anyhow::{bail, Result};
 use std::path::Path;
 use std::time::Duration;

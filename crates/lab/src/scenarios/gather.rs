@@ -31,9 +31,9 @@
 //! `cc`, set per socket: a namespace inherits the host's default, bbr here),
 //! and so do the interferers; the shapes are scaled to what a 2-core VM sustains.
 
-use super::dumbbell::end_v4;
-use crate::records::{MetricSpec, Published};
-use crate::scenario::{interrupted, stop_flag, ParamSpec, Params, RunCtx, Scenario, Testbed};
+use crate::runner::records::{MetricSpec, Published};
+use crate::runner::scenario::{interrupted, stop_flag, ParamSpec, Params, RunCtx, Scenario, Testbed};
+use crate::testbeds::dumbbell::end_v4;
 use anyhow::{bail, Context, Result};
 use std::collections::{BTreeMap, HashMap};
 use std::net::Ipv4Addr;
@@ -409,7 +409,7 @@ impl GatherBed {
         let net = Network::up(&topology(self)?)?;
         let list = client_list(self.clients);
         for n in list.iter().map(|(n, _)| n.as_str()).chain(["srv", "x"]) {
-            super::dumbbell::sysctls(&net, n, &super::dumbbell::baseline_sysctls())?;
+            crate::testbeds::dumbbell::sysctls(&net, n, &crate::testbeds::dumbbell::baseline_sysctls())?;
         }
         let srv_ip = net.addr("srv")?;
         let listen = SocketAddr::new(srv_ip, GATHER_PORT);
@@ -714,7 +714,7 @@ fn convergence(points: &[Point], phases: &[f64], step: f64) -> (f64, f64) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::scenario::resolve_params;
+    use crate::runner::scenario::resolve_params;
 
     #[test]
     fn convergence_is_measured_per_phase() {
@@ -803,8 +803,10 @@ mod tests {
     /// (§3.1, surplus split by target), so high must clearly lead in `buffer`.
     #[test]
     fn root_short_run_orders_classes_by_allocation() {
-        let d =
-            crate::scenario::run_short(&Gather, &[("clients", "1"), ("duration", "8s"), ("warmup", "2s")]);
+        let d = crate::runner::scenario::run_short(
+            &Gather,
+            &[("clients", "1"), ("duration", "8s"), ("warmup", "2s")],
+        );
         let buffer = d.summaries.iter().find(|s| s.variant == "buffer").expect("buffer summary");
         let (high, low) = (buffer.metrics["high_mean_mbps"], buffer.metrics["low_mean_mbps"]);
         assert!(low > 0.4 && high > 1.3 * low, "buffer: high {high} low {low}");

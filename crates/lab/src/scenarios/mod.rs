@@ -15,8 +15,8 @@ pub mod rto;
 pub mod split;
 pub mod tuning;
 
-// `super::dumbbell` in split.rs, demo.rs and gather.rs (edited on other
-// branches while the lab was split); drop once they name `crate::testbeds`.
+// `super::dumbbell`, used now only by split.rs (edited on another branch):
+// drop once it names `crate::testbeds::dumbbell`.
 pub(crate) use crate::testbeds::dumbbell;
 
 /// Every scenario, in the order `lab list` shows them.

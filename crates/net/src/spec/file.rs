@@ -1,21 +1,24 @@
-//! The topology file: TOML read into raw serde structs, each value parsed
-//! with `tcpaccel_core::units` into a [`TopologyBuilder`], which then checks
-//! the whole topology exactly as it does one built in code. Errors here are
-//! about the text (a value that does not parse, a TOML type that does not
-//! fit); they name the host, link or route as the builder's errors do.
+//! The topology file: TOML deserialized straight into typed values (rates,
+//! durations, queue limits and loss in the `tcpaccel_core` grammars, addresses
+//! as [`Cidr`]/[`IpAddr`], route destinations as [`RouteTo`]), then moved into
+//! a [`TopologyBuilder`], which checks the whole topology exactly as it does
+//! one built in code. A value that does not parse is serde's error: the TOML
+//! line and column, the line itself, and what the value should look like; the
+//! builder's errors name the host, link or route.
 
-use std::collections::{BTreeMap, HashSet};
+use std::collections::BTreeMap;
 use std::net::IpAddr;
 use std::path::Path;
 use std::time::Duration;
 
+use serde::de::{self, Deserializer};
 use serde::Deserialize;
 use tcpaccel_core::loss::LossSpec;
-use tcpaccel_core::units::{parse_duration, ParseError, QueueLimit, Rate};
+use tcpaccel_core::units::{parse_duration, QueueLimit, Rate};
 
 use super::{
-    default_link_name, end_context, invalid, node_context, route_context, DirSpec, EndSpec, LinkSpec,
-    LinkType, NodeSpec, Role, RouteSpec, RouteTo, SpecError, Topology, TopologyBuilder,
+    invalid, node_context, DirSpec, EndSpec, LinkSpec, LinkType, NodeSpec, Role, RouteSpec, RouteTo,
+    SpecError, Topology, TopologyBuilder,
 };
 use crate::addr::Cidr;
 
@@ -60,8 +63,10 @@ struct RawNode {
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct RawRoute {
-    to: String,
-    via: Option<String>,
+    #[serde(deserialize_with = "route_to")]
+    to: RouteTo,
+    #[serde(default, deserialize_with = "ip")]
+    via: Option<IpAddr>,
     dev: Option<String>,
 }
 
@@ -69,8 +74,10 @@ struct RawRoute {
 #[serde(deny_unknown_fields)]
 struct RawEnd {
     node: String,
-    addr: Option<String>,
-    addr6: Option<String>,
+    #[serde(default, deserialize_with = "cidr")]
+    addr: Option<Cidr>,
+    #[serde(default, deserialize_with = "cidr6")]
+    addr6: Option<Cidr>,
     ifname: Option<String>,
 }
 
@@ -88,11 +95,16 @@ enum RawKind {
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct RawDir {
-    rate: Option<String>,
-    delay: Option<String>,
-    jitter: Option<String>,
-    buffer: Option<String>,
-    loss: Option<toml::Value>,
+    #[serde(default, deserialize_with = "rate")]
+    rate: Option<Rate>,
+    #[serde(default, deserialize_with = "delay")]
+    delay: Option<Duration>,
+    #[serde(default, deserialize_with = "jitter")]
+    jitter: Option<Duration>,
+    #[serde(default, deserialize_with = "buffer")]
+    buffer: Option<QueueLimit>,
+    #[serde(default, deserialize_with = "loss")]
+    loss: Option<LossSpec>,
     seed: Option<u64>,
     overhead: Option<u32>,
 }
@@ -115,49 +127,103 @@ struct RawLink {
     b_to_a: Option<RawDir>,
 }
 
-fn value<T>(context: &str, r: Result<T, ParseError>) -> Result<T, SpecError> {
-    r.map_err(|source| SpecError::Value { context: context.to_string(), source })
+/// A string in the grammar of `parse` (whose error says what is wrong), or
+/// serde's "invalid type" naming `expecting`.
+///
+/// The per-direction values name their key in the message: at the top of a
+/// `[[link]]` they are deserialized through serde's `flatten`, which loses
+/// the value's own position (the error points at the `[[link]]` line), so
+/// the message has to say which key it was. `units::text` has the same
+/// grammars without the key.
+struct Text<T>(fn(&str) -> Result<T, String>, &'static str);
+
+impl<T> de::Visitor<'_> for Text<T> {
+    type Value = T;
+    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.1)
+    }
+    fn visit_str<E: de::Error>(self, v: &str) -> Result<T, E> {
+        (self.0)(v).map_err(E::custom)
+    }
+}
+
+fn rate<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Rate>, D::Error> {
+    let parse = |v: &str| Rate::parse(v).map_err(|e| format!("rate: {e}"));
+    d.deserialize_str(Text(parse, "a rate with its unit, e.g. \"500mbit\"")).map(Some)
+}
+
+fn delay<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Duration>, D::Error> {
+    let parse = |v: &str| parse_duration(v).map_err(|e| format!("delay: {e}"));
+    d.deserialize_str(Text(parse, "a duration with its unit, e.g. \"20ms\"")).map(Some)
+}
+
+fn jitter<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Duration>, D::Error> {
+    let parse = |v: &str| parse_duration(v).map_err(|e| format!("jitter: {e}"));
+    d.deserialize_str(Text(parse, "a duration with its unit, e.g. \"2ms\"")).map(Some)
+}
+
+fn buffer<'de, D: Deserializer<'de>>(d: D) -> Result<Option<QueueLimit>, D::Error> {
+    let parse = |v: &str| QueueLimit::parse(v).map_err(|e| format!("buffer: {e}"));
+    d.deserialize_str(Text(parse, "a queue limit, e.g. \"500KB\" or \"100p\"")).map(Some)
+}
+
+/// An interface address with its prefix (`"10.0.0.1/24"`).
+fn cidr<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Cidr>, D::Error> {
+    let parse = |v: &str| Cidr::parse(v).map_err(|e| format!("addr: {e}"));
+    d.deserialize_str(Text(parse, "an address with its prefix length, e.g. \"10.0.0.1/24\"")).map(Some)
+}
+
+fn cidr6<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Cidr>, D::Error> {
+    let parse = |v: &str| Cidr::parse(v).map_err(|e| format!("addr6: {e}"));
+    d.deserialize_str(Text(parse, "an address with its prefix length, e.g. \"fd00::1/64\"")).map(Some)
+}
+
+/// A gateway address (`"10.0.1.2"`, `"fd00:1::2"`).
+fn ip<'de, D: Deserializer<'de>>(d: D) -> Result<Option<IpAddr>, D::Error> {
+    let parse = |v: &str| v.trim().parse::<IpAddr>().map_err(|_| format!("via {v:?} is not an IP address"));
+    d.deserialize_str(Text(parse, "an IP address, e.g. \"10.0.1.2\"")).map(Some)
+}
+
+/// A route destination: `"default"` or a network with its prefix.
+fn route_to<'de, D: Deserializer<'de>>(d: D) -> Result<RouteTo, D::Error> {
+    let parse = |v: &str| match v.trim() {
+        "default" => Ok(RouteTo::Default),
+        _ => Cidr::parse(v).map(RouteTo::Net).map_err(|e| format!("route to: {e}")),
+    };
+    d.deserialize_str(Text(parse, "\"default\" or a network with its prefix, e.g. \"10.1.0.0/16\""))
 }
 
 /// A loss value: a number is a Bernoulli probability (0.01 = 1%; the builder
 /// checks its range); a string is any form `LossSpec::parse` accepts ("1%",
 /// "ge:p=1%,r=25%").
-fn parse_loss(context: &str, v: &toml::Value) -> Result<LossSpec, SpecError> {
-    let p = match v {
-        toml::Value::String(s) => return value(context, LossSpec::parse(s)),
-        toml::Value::Float(f) => *f,
-        toml::Value::Integer(i) => *i as f64,
-        other => {
-            return Err(invalid(
-                context,
-                format!(
-                "loss {other} must be a probability (0.01) or a string such as \"1%\" or \"ge:p=1%,r=25%\""
-            ),
-            ))
+fn loss<'de, D: Deserializer<'de>>(d: D) -> Result<Option<LossSpec>, D::Error> {
+    struct Loss;
+    impl de::Visitor<'_> for Loss {
+        type Value = LossSpec;
+        fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            f.write_str("loss as a probability (0.01) or a string such as \"1%\" or \"ge:p=1%,r=25%\"")
         }
-    };
-    Ok(LossSpec::Bernoulli { p })
+        fn visit_str<E: de::Error>(self, v: &str) -> Result<LossSpec, E> {
+            LossSpec::parse(v).map_err(|e| E::custom(format!("loss: {e}")))
+        }
+        fn visit_f64<E: de::Error>(self, p: f64) -> Result<LossSpec, E> {
+            Ok(LossSpec::Bernoulli { p })
+        }
+        fn visit_i64<E: de::Error>(self, p: i64) -> Result<LossSpec, E> {
+            Ok(LossSpec::Bernoulli { p: p as f64 })
+        }
+        fn visit_u64<E: de::Error>(self, p: u64) -> Result<LossSpec, E> {
+            Ok(LossSpec::Bernoulli { p: p as f64 })
+        }
+    }
+    d.deserialize_any(Loss).map(Some)
 }
 
 impl RawDir {
-    fn parse(&self, context: &str) -> Result<DirSpec, SpecError> {
-        let dur = |s: &Option<String>| -> Result<Option<Duration>, SpecError> {
-            s.as_deref().map(|s| value(context, parse_duration(s))).transpose()
-        };
-        Ok(DirSpec {
-            rate: self.rate.as_deref().map(|s| value(context, Rate::parse(s))).transpose()?,
-            delay: dur(&self.delay)?,
-            jitter: dur(&self.jitter)?,
-            buffer: self.buffer.as_deref().map(|s| value(context, QueueLimit::parse(s))).transpose()?,
-            loss: self.loss.as_ref().map(|v| parse_loss(context, v)).transpose()?,
-            seed: self.seed,
-            overhead: self.overhead,
-        })
+    fn spec(self) -> DirSpec {
+        let RawDir { rate, delay, jitter, buffer, loss, seed, overhead } = self;
+        DirSpec { rate, delay, jitter, buffer, loss, seed, overhead }
     }
-}
-
-fn parse_cidr(context: &str, field: &str, s: &Option<String>) -> Result<Option<Cidr>, SpecError> {
-    s.as_deref().map(|s| Cidr::parse(s).map_err(|m| invalid(context, format!("{field}: {m}")))).transpose()
 }
 
 impl RawNode {
@@ -178,31 +244,13 @@ impl RawNode {
             };
             sysctls.push((k, v));
         }
-        let mut routes = Vec::new();
-        for r in self.route {
-            let rctx = route_context(&ctx, &r.to);
-            let via = r
-                .via
-                .as_deref()
-                .map(|v| {
-                    v.trim()
-                        .parse::<IpAddr>()
-                        .map_err(|_| invalid(&rctx, format!("via {v:?} is not an IP address")))
-                })
-                .transpose()?;
-            let to = if r.to.trim() == "default" {
-                RouteTo::Default
-            } else {
-                RouteTo::Net(Cidr::parse(&r.to).map_err(|m| invalid(&rctx, m))?)
-            };
-            routes.push(RouteSpec { to, via, dev: r.dev });
-        }
+        let routes = self.route.into_iter().map(|r| RouteSpec { to: r.to, via: r.via, dev: r.dev }).collect();
         Ok(NodeSpec { name: self.name, role, sysctls, routes })
     }
 }
 
 impl RawTopology {
-    /// Parses every value; the builder checks how they fit together.
+    /// Moves the typed values into a builder, which checks how they fit together.
     fn into_builder(self) -> Result<TopologyBuilder, SpecError> {
         let mut nodes = Vec::new();
         for n in self.hosts {
@@ -211,37 +259,26 @@ impl RawTopology {
         for n in self.routers {
             nodes.push(n.into_spec(Role::Router)?);
         }
-        let mut links = Vec::new();
-        let mut names = HashSet::new();
-        for raw in self.links {
-            // Name the link as the builder will, for the errors.
-            let name =
-                raw.name.clone().unwrap_or_else(|| default_link_name(&raw.a.node, &raw.b.node, &names));
-            names.insert(name.clone());
-            let ctx = format!("link {name:?}");
-            let end = |e: RawEnd, side: &str| -> Result<EndSpec, SpecError> {
-                let ectx = end_context(&name, side, &e.node);
-                Ok(EndSpec {
-                    addr: parse_cidr(&ectx, "addr", &e.addr)?,
-                    addr6: parse_cidr(&ectx, "addr6", &e.addr6)?,
-                    node: e.node,
-                    ifname: e.ifname,
-                })
-            };
-            let kind = match raw.kind {
-                RawKind::Veth => LinkType::Veth,
-                RawKind::Emulated => LinkType::Emulated,
-            };
-            let mut l = LinkSpec::new(kind, end(raw.a, "a")?, end(raw.b, "b")?);
-            l.name = raw.name;
-            l.mtu = raw.mtu;
-            l.txqueuelen = raw.txqueuelen;
-            l.offloads = raw.offloads;
-            l.both = raw.both.parse(&ctx)?;
-            l.a_to_b = raw.a_to_b.unwrap_or_default().parse(&format!("{ctx} a_to_b"))?;
-            l.b_to_a = raw.b_to_a.unwrap_or_default().parse(&format!("{ctx} b_to_a"))?;
-            links.push(l);
-        }
+        let end = |e: RawEnd| EndSpec { node: e.node, ifname: e.ifname, addr: e.addr, addr6: e.addr6 };
+        let links = self
+            .links
+            .into_iter()
+            .map(|raw| {
+                let kind = match raw.kind {
+                    RawKind::Veth => LinkType::Veth,
+                    RawKind::Emulated => LinkType::Emulated,
+                };
+                let mut l = LinkSpec::new(kind, end(raw.a), end(raw.b));
+                l.name = raw.name;
+                l.mtu = raw.mtu;
+                l.txqueuelen = raw.txqueuelen;
+                l.offloads = raw.offloads;
+                l.both = raw.both.spec();
+                l.a_to_b = raw.a_to_b.unwrap_or_default().spec();
+                l.b_to_a = raw.b_to_a.unwrap_or_default().spec();
+                l
+            })
+            .collect();
         Ok(TopologyBuilder { name: self.name, nodes, links })
     }
 }
@@ -417,7 +454,7 @@ mod tests {
             (
                 r#"a = { node = "h1", addr = "10.0.0.300/24" }
                    b = { node = "h2" }"#,
-                &["10.0.0.300", "end a"],
+                &["10.0.0.300"],
             ),
             (
                 r#"a = { node = "h1", addr = "10.0.0.1" }
@@ -439,13 +476,15 @@ mod tests {
                    a = { node = "h1" }
                    b = { node = "h2" }
                    rate = "100 furlongs""#,
-                &["link \"wan\": cannot parse rate", "100 furlongs", "accepted forms"],
+                // At the top of a link the position is the link's (serde's
+                // flatten loses the value's own); the message names the key.
+                &["line 5", "[[link]]", "rate: cannot parse rate", "100 furlongs", "accepted forms"],
             ),
             (
                 r#"a = { node = "h1" }
                    b = { node = "h2" }
                    b_to_a = { rate = "fast" }"#,
-                &["link \"h1-h2\" b_to_a", "\"fast\""],
+                &["line 8, column 38", "b_to_a = { rate = \"fast\" }", "rate: cannot parse rate \"fast\""],
             ),
             (
                 r#"kind = "emulated"
@@ -522,6 +561,11 @@ mod tests {
         assert!(route(r#"{ to = "10.1.0.0/16" }"#).contains("needs via"));
         assert!(route(r#"{ to = "10.1.0.0/16", dev = "eth7" }"#).contains("eth7"));
         assert!(route(r#"{ to = "10.1.0.0/16", via = "fd00::1" }"#).contains("same family"));
+        // Values that do not parse: serde's position, the key and the problem.
+        let m = route(r#"{ to = "10.1.0.0/16", via = "gateway" }"#);
+        assert!(m.contains("line 3") && m.contains("via \"gateway\" is not an IP address"), "{m}");
+        let m = route(r#"{ to = "nowhere" }"#);
+        assert!(m.contains("line 3") && m.contains("route to: ") && m.contains("\"nowhere\""), "{m}");
         assert!(err_of("[[host]]\nname = \"h1\"\nsysctl = { \"../etc\" = 1 }\n").contains("../etc"));
     }
 
@@ -545,5 +589,12 @@ mod tests {
                loss = "ge:p=1%""#,
         ));
         assert!(m.contains("ge:p=1%") && m.contains("accepted forms"), "{m}");
+        let m = err_of(&with_link(
+            r#"kind = "emulated"
+               a = { node = "h1" }
+               b = { node = "h2" }
+               b_to_a = { loss = true }"#,
+        ));
+        assert!(m.contains("line 9") && m.contains("loss as a probability (0.01)"), "{m}");
     }
 }

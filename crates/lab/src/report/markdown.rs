@@ -1,0 +1,83 @@
+//! The Markdown summary for terminals and commit messages.
+
+use super::published;
+use super::tables::{cell, num, tables, variant_order};
+use super::verdict::verdict_markdown;
+use crate::runner::records::{RunData, RunHeader};
+use std::fmt::Write;
+
+pub(super) fn params_line(h: &RunHeader) -> String {
+    h.params.iter().map(|(k, v)| format!("{k}={v}")).collect::<Vec<_>>().join(", ")
+}
+
+/// Markdown summary for terminals and commit messages.
+pub fn markdown(data: &RunData) -> String {
+    let h = data.header();
+    let mut o = String::new();
+    let _ = writeln!(o, "## {} (`{}`)\n", h.title, h.scenario);
+    let _ = writeln!(
+        o,
+        "{} repeat(s){}, seed {}, kernel {}, {} CPUs{}\n",
+        h.repeats,
+        if h.quick { " (quick)" } else { "" },
+        h.seed,
+        h.kernel,
+        h.cpus,
+        if data.complete() { "" } else { " — **INCOMPLETE RUN**" }
+    );
+    let _ = writeln!(o, "Parameters: {}\n", params_line(h));
+    let verdicts = verdict_markdown(&published::judge(data));
+    if !verdicts.is_empty() {
+        let _ = writeln!(o, "{verdicts}");
+    }
+    let tabs = tables(data);
+    if !tabs.is_empty() {
+        let variants = variant_order(data);
+        let has_pub = !h.published.is_empty();
+        let _ = write!(o, "| variant |");
+        for t in &tabs {
+            let _ = write!(
+                o,
+                " {}{} |",
+                t.metric,
+                if t.unit.is_empty() { String::new() } else { format!(" [{}]", t.unit) }
+            );
+        }
+        let _ = writeln!(o);
+        let _ = writeln!(o, "|---|{}", "---|".repeat(tabs.len()));
+        for (i, v) in variants.iter().enumerate() {
+            let _ = write!(o, "| {v} |");
+            for t in &tabs {
+                let r = &t.rows[i];
+                let p = match (has_pub, r.published) {
+                    (true, Some(p)) => format!(" · paper {}", num(p)),
+                    _ => String::new(),
+                };
+                let _ = write!(o, " {}{p} |", cell(&r.spread));
+            }
+            let _ = writeln!(o);
+        }
+        let _ = writeln!(o, "\nCells: median (min–max) over repeats.");
+    }
+    for n in &h.notes {
+        let _ = writeln!(o, "\n> {n}");
+    }
+    for (v, n) in &data.notes {
+        let _ = writeln!(o, "\n- {}{n}", v.as_ref().map(|v| format!("[{v}] ")).unwrap_or_default());
+    }
+    o
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::testdata;
+
+    /// Golden: the Markdown summary of the fixed record set, byte for byte.
+    #[test]
+    fn markdown_golden() {
+        let got = markdown(&testdata::run());
+        let want = include_str!("../../tests/golden/summary.md");
+        assert_eq!(got, want, "\n--- got ---\n{got}");
+    }
+}
