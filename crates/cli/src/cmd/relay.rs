@@ -117,6 +117,21 @@ struct ServeArgs {
     /// Buffer per direction for the user-space copy (--copy, or when no pipe can be made) [default: 256KiB].
     #[arg(long, value_name = "BYTES", value_parser = values::bytes)]
     buffer_size: Option<Bytes>,
+    /// Warm connections kept open (connected and greeted) to the first --next hop, each used by
+    /// one client only; 0 disables [default: 2, at most 64].
+    #[arg(long, value_name = "N")]
+    pool_size: Option<usize>,
+    /// Close a warm connection unused for this long (and open a fresh one while clients keep
+    /// coming); keep it below the next hop's handshake timeout (5s for tcpaccel relays)
+    /// [default: 3s].
+    #[arg(long, value_name = "DURATION", value_parser = values::duration)]
+    pool_idle: Option<Duration>,
+    /// Answer CONNECT with success before the chain is up, when every --next hop is
+    /// tcpaccel+socks5:// and a warm connection is at hand; saves the client a round trip of
+    /// the whole path, but a chain that then fails resets the client's connection instead of
+    /// answering its SOCKS error code (logged and counted). Off by default.
+    #[arg(long)]
+    early_reply: bool,
     /// TOML file with the same settings under the flags' names (flags given here override it).
     #[arg(long, value_name = "FILE.toml")]
     config: Option<PathBuf>,
@@ -221,6 +236,9 @@ fn settings_from_flags(a: &ServeArgs, m: &clap::ArgMatches) -> Settings {
         pipe_size: a.pipe_size,
         buffer_size: a.buffer_size,
         json_logs: a.json_logs.then_some(true),
+        pool_size: a.pool_size,
+        pool_idle: a.pool_idle,
+        early_reply: a.early_reply.then_some(true),
         metrics: a.metrics,
         // The global --log: given on the command line it wins over the file
         // (main set it up already); otherwise the file's applies.
