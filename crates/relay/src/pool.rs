@@ -6,8 +6,9 @@
 //! - **Never shared.** A session *takes* a connection out of the pool and
 //!   owns it from then on; nothing ever goes back in. Only the fill tasks
 //!   put connections in, each one fresh.
-//! - **Capped.** At most `cap` connections are idle or being opened.
-//! - **Idle expiry.** A connection idle for `idle` is closed (the next hop
+//! - **Capped.** At most `cap` (the `pool_size` setting) connections are
+//!   idle or being opened.
+//! - **Idle expiry.** A connection idle for `idle` (`pool_idle`) is closed (the next hop
 //!   would otherwise close it itself when its handshake timeout runs out:
 //!   5 s for ours, 2 s before the first byte, which is why fills greet at
 //!   once).

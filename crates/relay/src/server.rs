@@ -9,10 +9,10 @@
 //! hold every slot. A client that sends nothing is closed after
 //! `first_byte_timeout`.
 //!
-//! A success reply is sent only after the whole upstream path is connected.
-//! Failures are answered with the matching RFC 1928 code and counted. This
-//! module does not parse bytes itself (see `socks`) nor move payload (see
-//! `pump`).
+//! A success reply is sent only after the whole upstream path is connected,
+//! unless `early_reply` is on (below). Failures are answered with the
+//! matching RFC 1928 code and counted. This module does not parse bytes
+//! itself (see `socks`) nor move payload (see `pump`).
 //!
 //! Chain set-up (issue 29) costs as few round trips as the hops allow:
 //! - The server reads the handshake through one buffer and never drops what
@@ -29,6 +29,16 @@
 //!   session only.
 //! - TCP_NODELAY on both sides: a handshake message never waits behind a
 //!   delayed ACK of the one before it.
+//! - When the chain ends in our relays, what the client sends after its
+//!   request goes right behind the pipelined requests instead of after the
+//!   replies; each of our relays holds it until its own path is up, so the
+//!   replies the client sees do not change.
+//! - `early_reply` (opt-in): with every hop ours and a warm connection at
+//!   hand, the client is answered success as soon as its request passes
+//!   this relay's rules, which saves it the wait for the whole chain's
+//!   reply (one round trip of the path). The price: a chain that then fails
+//!   can only reset the client's connection; the code it would have been
+//!   answered is logged and counted (`early_reply_failures`).
 
 use std::future::Future;
 use std::io;

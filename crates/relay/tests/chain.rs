@@ -593,3 +593,57 @@ fn pool_and_early_reply_keys_parse_and_refuse_bad_values() {
         assert!(e.contains(needle), "{text}: {e}");
     }
 }
+
+/// Sessions that outlast the idle expiry still find a warm connection:
+/// expired ones are replaced while clients keep coming. (Early replies
+/// are given only over a warm connection, so they count warm takes.)
+#[test]
+fn the_pool_stays_warm_across_sessions_longer_than_its_idle_expiry() {
+    let echo = echo_server();
+    let r2 = start(Settings::default());
+    let r1 = start(Settings {
+        next: vec![hop_url(&ours(&r2))],
+        early_reply: Some(true),
+        pool_idle: Some(Duration::from_millis(200)),
+        ..Default::default()
+    });
+    wait_warm(&r2, 2);
+    for i in 1..=3u64 {
+        let (mut s, rep) = socks_connect(r1.addr, &connect_req(echo));
+        assert_eq!(rep, 0);
+        // Held for several idle expiries.
+        std::thread::sleep(Duration::from_millis(700));
+        echo_back(&mut s, b"still here");
+        drop(s);
+        assert_eq!(r1.stats.snapshot().early_replies, i, "session {i} went over a warm connection");
+    }
+}
+
+/// Data a client sends right behind its CONNECT travels ahead to our next
+/// relay; when that relay refuses, the client still gets the exact code.
+#[test]
+fn a_client_pipelining_data_still_gets_the_exact_code_when_the_chain_fails() {
+    let echo = echo_server();
+    let denies = Settings {
+        deny: vec![Rule::parse(Action::Deny, &format!("any:{}", echo.port())).unwrap()],
+        ..Default::default()
+    };
+    let r2 = start(denies);
+    for pool in [0, 2] {
+        let r1 =
+            start(Settings { next: vec![hop_url(&ours(&r2))], pool_size: Some(pool), ..Default::default() });
+        if pool > 0 {
+            std::thread::sleep(Duration::from_millis(200));
+        }
+        let mut s = stream(r1.addr);
+        let mut all = vec![5, 1, 0];
+        all.extend_from_slice(&connect_req(echo));
+        all.extend_from_slice(&[7u8; 3000]);
+        s.write_all(&all).unwrap();
+        let mut m = [0u8; 2];
+        s.read_exact(&mut m).unwrap();
+        assert_eq!(m, [5, 0]);
+        assert_eq!(read_reply(&mut s).0, 2, "pool {pool}");
+        assert_eq!(r1.stats.errors_of(Err::ChainFailed), 1, "pool {pool}");
+    }
+}

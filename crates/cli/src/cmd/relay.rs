@@ -593,9 +593,15 @@ mod tests {
             "32KiB",
             "--metrics",
             "9464",
+            "--pool-size",
+            "5",
+            "--pool-idle",
+            "1.5s",
+            "--early-reply",
         ];
         let (a, m) = parse(&argv);
         let (cfg, _) = load(None, &settings_from_flags(&a, &m)).unwrap();
+        assert_eq!((cfg.pool_size, cfg.pool_idle, cfg.early_reply), (5, Duration::from_millis(1500), true));
         assert_eq!(cfg.tuning.pace, Some(Rate(123_456_789)));
         assert_eq!(cfg.tuning.sndbuf, Some(12_500_000));
         assert_eq!(cfg.tuning.notsent_lowat, Some(16_384));
@@ -608,11 +614,22 @@ mod tests {
             ("--connect-timeout", "10"),
             ("--allow", "10.0.0.0/33"),
             ("--next", "http://x:1"),
+            ("--pool-size", "two"),
+            ("--pool-idle", "10"),
         ] {
             let e = Cli::try_parse_from(["relay", flag, bad]).err().expect(flag);
             assert_eq!(e.exit_code(), 2, "{flag}");
             let msg = e.to_string();
             assert!(msg.contains(flag) && msg.contains(bad), "{msg}");
+        }
+        // Parsed but out of range: refused when the config is built, naming the key.
+        for (argv, needle) in [
+            (["relay", "--pool-size", "65"], "pool_size: 65"),
+            (["relay", "--pool-idle", "10ms"], "pool_idle: 10ms"),
+        ] {
+            let (a, m) = parse(&argv);
+            let e = load(None, &settings_from_flags(&a, &m)).expect_err(needle);
+            assert!(e.contains(needle), "{e}");
         }
         let e = Cli::try_parse_from(["relay", "plan", "--rtt-total", "50ms", "--candidates", "p1"]).err();
         assert!(e.expect("bad candidates").to_string().contains("\"p1\" is not NAME=RTT"));
