@@ -513,10 +513,11 @@ impl Config {
 pub const DEFAULT_LISTEN: &str = "127.0.0.1:1080";
 pub const DEFAULT_MAX_CONNS: usize = 1024;
 pub const DEFAULT_POOL_SIZE: usize = 2;
-/// Most warm connections: each is a handshake the next hop holds open, and
-/// ours let one source hold at least 8 (`per_source_handshakes`) and by
-/// default 64 before closing the oldest.
-pub const MAX_POOL_SIZE: usize = 64;
+/// Most warm connections: each is a handshake the next hop holds open
+/// (twice as many for a moment while they are replaced), and ours let one
+/// source hold 64 by default (`per_source_handshakes`) before closing the
+/// oldest.
+pub const MAX_POOL_SIZE: usize = 32;
 /// Below our relays' 5 s handshake timeout, which closes a greeted
 /// connection that sends no request.
 pub const DEFAULT_POOL_IDLE: Duration = Duration::from_secs(3);

@@ -963,8 +963,8 @@ fn refill_pool(shared: &Arc<Shared>, cfg: &Config) {
     }
 }
 
-/// Closes expired warm connections and replaces them while the pool is in
-/// use (see `pool`).
+/// Closes expired warm connections and replaces those about to expire
+/// while the pool is in use (see `pool`).
 async fn keep_pool(shared: Arc<Shared>) {
     loop {
         let cfg = shared.config();
@@ -973,7 +973,7 @@ async fn keep_pool(shared: Arc<Shared>) {
             drop(expired);
             refill_pool(&shared, &cfg);
         }
-        tokio::time::sleep((cfg.pool_idle / 4).max(Duration::from_millis(50))).await;
+        tokio::time::sleep(crate::pool::check_interval(cfg.pool_idle)).await;
     }
 }
 

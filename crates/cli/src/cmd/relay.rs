@@ -118,7 +118,7 @@ struct ServeArgs {
     #[arg(long, value_name = "BYTES", value_parser = values::bytes)]
     buffer_size: Option<Bytes>,
     /// Warm connections kept open (connected and greeted) to the first --next hop, each used by
-    /// one client only; 0 disables [default: 2, at most 64].
+    /// one client only; 0 disables [default: 2, at most 32].
     #[arg(long, value_name = "N")]
     pool_size: Option<usize>,
     /// Close a warm connection unused for this long (and open a fresh one while clients keep
@@ -624,7 +624,7 @@ mod tests {
         }
         // Parsed but out of range: refused when the config is built, naming the key.
         for (argv, needle) in [
-            (["relay", "--pool-size", "65"], "pool_size: 65"),
+            (["relay", "--pool-size", "33"], "pool_size: 33"),
             (["relay", "--pool-idle", "10ms"], "pool_idle: 10ms"),
         ] {
             let (a, m) = parse(&argv);
