@@ -103,6 +103,14 @@ pub struct Settings {
     pub buffer_size: Option<Bytes>,
     /// Per-connection records as JSON lines on stderr instead of log lines.
     pub json_logs: Option<bool>,
+    /// Warm connections kept to the first next hop (0: none).
+    pub pool_size: Option<usize>,
+    /// A warm connection unused this long is closed (and replaced while
+    /// clients keep coming).
+    #[serde(deserialize_with = "units::text::duration")]
+    pub pool_idle: Option<Duration>,
+    /// Answer success before the chain is up (see `Config::early_reply`).
+    pub early_reply: Option<bool>,
     /// Metrics endpoint: `PORT` (loopback) or `IP:PORT`.
     #[serde(deserialize_with = "metrics_addr")]
     pub metrics: Option<SocketAddr>,
@@ -174,6 +182,9 @@ impl Settings {
             pipe_size,
             buffer_size,
             json_logs,
+            pool_size,
+            pool_idle,
+            early_reply,
             metrics,
             log
         );
@@ -449,11 +460,17 @@ pub struct Config {
     pub buffer_size: usize,
     pub json_logs: bool,
     /// Warm connections kept to the first next hop (0: none); see `pool`.
-    /// Not a file key or flag yet: the default.
     pub pool_size: usize,
-    /// A warm connection idle this long is closed (below our relays' 5 s
-    /// handshake timeout).
+    /// A warm connection idle this long is closed (keep it below the next
+    /// hop's handshake timeout, 5 s for ours: a warm connection is a
+    /// handshake the hop is waiting on).
     pub pool_idle: Duration,
+    /// Opt-in: when every next hop is ours (`tcpaccel+socks5://`) and a
+    /// warm connection to the first is at hand, answer the client's CONNECT
+    /// with success at once (after its own rules) and send its data behind
+    /// the pipelined requests; a chain that then fails can only be told by
+    /// a reset (the code it would have answered is logged and counted).
+    pub early_reply: bool,
     /// Where the metrics endpoint listens, if anywhere.
     pub metrics: Option<SocketAddr>,
 }
@@ -495,6 +512,15 @@ impl Config {
 
 pub const DEFAULT_LISTEN: &str = "127.0.0.1:1080";
 pub const DEFAULT_MAX_CONNS: usize = 1024;
+pub const DEFAULT_POOL_SIZE: usize = 2;
+/// Most warm connections: each is a handshake the next hop holds open
+/// (twice as many for a moment while they are replaced), and ours let one
+/// source hold 64 by default (`per_source_handshakes`) before closing the
+/// oldest.
+pub const MAX_POOL_SIZE: usize = 32;
+/// Below our relays' 5 s handshake timeout, which closes a greeted
+/// connection that sends no request.
+pub const DEFAULT_POOL_IDLE: Duration = Duration::from_secs(3);
 
 impl Config {
     pub fn from_settings(set: &Settings) -> Result<Config, ConfigError> {
@@ -568,6 +594,26 @@ impl Config {
                 return Err(invalid(field, format!("{} is outside 4KiB to 64MiB", Bytes(v))));
             }
         }
+        let pool_size = set.pool_size.unwrap_or(DEFAULT_POOL_SIZE);
+        if pool_size > MAX_POOL_SIZE {
+            return Err(invalid(
+                "pool_size",
+                format!(
+                    "{pool_size} is more than {MAX_POOL_SIZE} (each warm connection is a handshake the next hop holds open; 0 disables the pool)"
+                ),
+            ));
+        }
+        let pool_idle = set.pool_idle.unwrap_or(DEFAULT_POOL_IDLE);
+        if !(Duration::from_millis(100)..=Duration::from_secs(3600)).contains(&pool_idle) {
+            return Err(invalid(
+                "pool_idle",
+                format!(
+                    "{} is outside 100ms to 1h (keep it below the next hop's handshake timeout, 5s for tcpaccel relays; pool_size = 0 disables the pool)",
+                    units::format_duration(pool_idle)
+                ),
+            ));
+        }
+        let early_reply = set.early_reply.unwrap_or(false);
         Ok(Config {
             listeners,
             next: set.next.clone(),
@@ -587,8 +633,9 @@ impl Config {
             pipe_size: pipe_size as usize,
             buffer_size: buffer_size as usize,
             json_logs: set.json_logs.unwrap_or(false),
-            pool_size: 2,
-            pool_idle: Duration::from_secs(3),
+            pool_size,
+            pool_idle,
+            early_reply,
             metrics: set.metrics,
         })
     }
@@ -665,6 +712,9 @@ mod tests {
             pipe_size = "64KiB"
             buffer_size = "128KiB"
             json_logs = true
+            pool_size = 4
+            pool_idle = "1500ms"
+            early_reply = true
             metrics = "9464"
             log = "info"
         "#;
@@ -690,6 +740,7 @@ mod tests {
         assert!(!c.splice);
         assert_eq!((c.pipe_size, c.buffer_size), (65536, 131072));
         assert!(c.json_logs);
+        assert_eq!((c.pool_size, c.pool_idle, c.early_reply), (4, Duration::from_millis(1500), true));
         assert_eq!(c.metrics, Some("127.0.0.1:9464".parse().unwrap()));
         assert_eq!(from_toml("metrics = 9465").unwrap().metrics, Some("127.0.0.1:9465".parse().unwrap()));
         // Every key above is a file key, and every file key is above.

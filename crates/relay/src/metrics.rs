@@ -80,6 +80,23 @@ impl Collector for RelayCollector {
             "Per-connection log records left out under a flood",
             s.log_suppressed,
         )?;
+        counter(
+            &mut enc,
+            "tcpaccel_relay_early_replies",
+            "CONNECTs answered with success before the chain was up (early_reply)",
+            s.early_replies,
+        )?;
+        {
+            let mut m = enc.encode_descriptor(
+                "tcpaccel_relay_early_reply_failures",
+                "Chains that failed after an early reply (the client got a reset), by the SOCKS reply code it would have been sent",
+                None,
+                MetricType::Counter,
+            )?;
+            for (code, v) in &s.early_reply_failures {
+                ConstCounter::new(*v).encode(m.encode_family(&[("code", *code)])?)?;
+            }
+        }
         let mut m = enc.encode_descriptor(
             "tcpaccel_relay_errors",
             "Failed connections by kind",
@@ -107,6 +124,7 @@ mod tests {
         stats.bytes_up.fetch_add(1000, Relaxed);
         stats.copied.fetch_add(1, Relaxed);
         stats.error(crate::stats::ErrorKind::NotAllowed);
+        stats.early_reply_failed(5);
         let text = tcpaccel_metrics::render(&reg);
         for line in [
             "tcpaccel_relay_connections_total 2",
@@ -114,6 +132,9 @@ mod tests {
             "tcpaccel_relay_bytes_total{direction=\"down\"} 0",
             "tcpaccel_relay_connections_relayed_total{path=\"copy\"} 1",
             "tcpaccel_relay_errors_total{kind=\"not_allowed\"} 1",
+            "tcpaccel_relay_early_replies_total 0",
+            "tcpaccel_relay_early_reply_failures_total{code=\"5\"} 1",
+            "tcpaccel_relay_early_reply_failures_total{code=\"1\"} 0",
         ] {
             assert!(text.lines().any(|l| l == line), "{line:?} missing from:\n{text}");
         }

@@ -6,11 +6,20 @@
 //! - **Never shared.** A session *takes* a connection out of the pool and
 //!   owns it from then on; nothing ever goes back in. Only the fill tasks
 //!   put connections in, each one fresh.
-//! - **Capped.** At most `cap` connections are idle or being opened.
-//! - **Idle expiry.** A connection idle for `idle` is closed (the next hop
+//! - **Capped.** At most `cap` (the `pool_size` setting) connections are
+//!   usable or being opened; while one is being replaced (below) it is
+//!   held beside its replacement, so never more than `2 × cap` exist.
+//! - **Idle expiry.** A connection idle for `idle` (`pool_idle`) is closed (the next hop
 //!   would otherwise close it itself when its handshake timeout runs out:
 //!   5 s for ours, 2 s before the first byte, which is why fills greet at
 //!   once).
+//! - **Replaced before it expires.** The caller checks the pool every
+//!   [`check_interval`]; a connection that would expire before the next
+//!   check is replaced at this one and stays usable until its replacement
+//!   is in (`put` then closes the oldest) or it expires. Replacing only
+//!   what had already expired left the pool empty from each expiry to the
+//!   next check plus a fill: up to a quarter of the time, since all
+//!   connections are filled at about the same moment.
 //! - **Kept warm only while used.** Connections are (re)opened at start,
 //!   after each take, and to replace expired ones only while the pool was
 //!   used (or the relay started) less than `KEEP_WARM_IDLES × idle` ago, so
@@ -30,6 +39,12 @@ use std::time::Duration;
 /// How long after its last use (in multiples of the idle expiry) a pool
 /// keeps replacing expired connections.
 pub const KEEP_WARM_IDLES: u32 = 20;
+
+/// How often the pool is checked for connections to close and replace: a
+/// quarter of the idle expiry, at least 50 ms.
+pub fn check_interval(idle: Duration) -> Duration {
+    (idle / 4).max(Duration::from_millis(50))
+}
 
 /// Idle connections to one hop `K`, newest last.
 #[derive(Debug)]
@@ -84,16 +99,20 @@ impl<T, K: PartialEq + Clone> Pool<T, K> {
         old.into_iter().map(|(t, _)| t).collect()
     }
 
-    /// How many connections to `key` to open now to reach `cap` (counted as
-    /// opening until `put` or `failed`): none when the pool has not been used
-    /// for `KEEP_WARM_IDLES × idle` or a fill failed since the last session
-    /// that got through. Also returns connections to close.
+    /// How many connections to `key` to open now so that `cap` stay usable
+    /// until the next check (counted as opening until `put` or `failed`):
+    /// one that expires before [`check_interval`] from `now` counts as gone.
+    /// None when the pool has not been used for `KEEP_WARM_IDLES × idle` or
+    /// a fill failed since the last session that got through. Also returns
+    /// connections to close.
     pub fn wanted(&mut self, key: &K, now: Duration, cap: usize, idle: Duration) -> (usize, Vec<T>) {
         let closed = self.rekey(key);
         if self.broken || now.saturating_sub(self.last_use) >= idle * KEEP_WARM_IDLES {
             return (0, closed);
         }
-        let n = cap.saturating_sub(self.idle.len() + self.opening);
+        let next_check = now + check_interval(idle);
+        let lasting = self.idle.iter().filter(|(_, since)| next_check.saturating_sub(*since) < idle).count();
+        let n = cap.saturating_sub(lasting + self.opening);
         self.opening += n;
         (n, closed)
     }
@@ -103,18 +122,16 @@ impl<T, K: PartialEq + Clone> Pool<T, K> {
         self.last_use = now;
     }
 
-    /// A fill for `key` finished: keeps `t` unless the hop changed or the
-    /// pool is full, in which case `t` is handed back to be closed.
+    /// A fill for `key` finished: keeps `t`, the newest, and hands back the
+    /// oldest to be closed if the pool then holds more than `cap` (the one
+    /// `t` replaces); hands `t` back if the hop changed.
     pub fn put(&mut self, key: &K, t: T, now: Duration, cap: usize) -> Option<T> {
         if self.key.as_ref() != Some(key) {
             return Some(t);
         }
         self.opening = self.opening.saturating_sub(1);
-        if self.idle.len() >= cap {
-            return Some(t);
-        }
         self.idle.push((t, now));
-        None
+        (self.idle.len() > cap).then(|| self.idle.remove(0).0)
     }
 
     /// A fill for `key` failed: no more until [`Pool::got_through`].
@@ -161,8 +178,8 @@ mod tests {
         assert_eq!(p.wanted(&"a", S, 2, IDLE).0, 1);
         assert_eq!(p.put(&"a", 2, S, 2), None);
         assert_eq!(p.put(&"a", 3, S, 2), None);
-        // A surplus connection is handed back.
-        assert_eq!(p.put(&"a", 4, S, 2), Some(4));
+        // Over the cap, the oldest is handed back (closed).
+        assert_eq!(p.put(&"a", 4, S, 2), Some(2));
         assert_eq!(p.len(), 2);
         assert_eq!(p.wanted(&"a", S, 2, IDLE).0, 0);
     }
@@ -219,6 +236,71 @@ mod tests {
         assert_eq!(p.wanted(&"a", S, 2, IDLE).0, 0);
         p.got_through(&"a");
         assert_eq!(p.wanted(&"a", S, 2, IDLE).0, 2);
+    }
+
+    /// Drives a pool as the server does, on a manual clock in 1 ms steps:
+    /// a check every `check_interval` (expire, then refill), fills that
+    /// take `fill` to connect and greet, no sessions. Returns the longest
+    /// time the pool held no usable connection after the first fill.
+    fn longest_empty(replace_ahead: bool, idle: Duration, fill: Duration, run: Duration) -> Duration {
+        let ms = Duration::from_millis(1);
+        let mut p: Pool<u32, &str> = Pool::new();
+        p.started(Duration::ZERO);
+        let (mut next_check, mut filling, mut id) = (Duration::ZERO, Vec::new(), 0u32);
+        let (mut empty_since, mut longest) = (None, Duration::ZERO);
+        let mut now = Duration::ZERO;
+        while now < run {
+            filling.retain(|done: &Duration| {
+                if *done <= now {
+                    id += 1;
+                    let _closed = p.put(&"a", id, now, 2);
+                }
+                *done > now
+            });
+            if now >= next_check {
+                drop(p.expire(now, idle));
+                // The policy before: only what had expired was replaced.
+                let n = if replace_ahead {
+                    p.wanted(&"a", now, 2, idle).0
+                } else {
+                    drop(p.rekey(&"a"));
+                    let n = 2usize.saturating_sub(p.len() + filling.len());
+                    p.opening += n;
+                    n
+                };
+                filling.extend(std::iter::repeat_n(now + fill, n));
+                next_check = now + check_interval(idle);
+                // Keep the pool "in use" without taking from it.
+                p.started(now);
+            }
+            let usable = p.idle.iter().any(|(_, since)| now.saturating_sub(*since) < idle);
+            match (usable, empty_since) {
+                (false, None) if now > fill => empty_since = Some(now),
+                (true, Some(t)) => {
+                    longest = longest.max(now - t);
+                    empty_since = None;
+                }
+                _ => {}
+            }
+            now += ms;
+        }
+        longest.max(empty_since.map_or(Duration::ZERO, |t| run - t))
+    }
+
+    #[test]
+    fn connections_are_replaced_before_they_expire() {
+        let (idle, fill) = (Duration::from_secs(3), Duration::from_millis(20));
+        let run = Duration::from_secs(30);
+        // Replacing only expired connections left gaps of up to a check
+        // interval plus a fill; replacing ahead leaves none.
+        let before = longest_empty(false, idle, fill, run);
+        assert!(before >= check_interval(idle) / 2, "{before:?}");
+        assert_eq!(longest_empty(true, idle, fill, run), Duration::ZERO);
+        // Also with a short idle expiry, at the 50 ms check floor.
+        assert_eq!(
+            longest_empty(true, Duration::from_millis(200), fill, Duration::from_secs(5)),
+            Duration::ZERO
+        );
     }
 
     #[test]

@@ -9,10 +9,10 @@
 //! hold every slot. A client that sends nothing is closed after
 //! `first_byte_timeout`.
 //!
-//! A success reply is sent only after the whole upstream path is connected.
-//! Failures are answered with the matching RFC 1928 code and counted. This
-//! module does not parse bytes itself (see `socks`) nor move payload (see
-//! `pump`).
+//! A success reply is sent only after the whole upstream path is connected,
+//! unless `early_reply` is on (below). Failures are answered with the
+//! matching RFC 1928 code and counted. This module does not parse bytes
+//! itself (see `socks`) nor move payload (see `pump`).
 //!
 //! Chain set-up (issue 29) costs as few round trips as the hops allow:
 //! - The server reads the handshake through one buffer and never drops what
@@ -29,15 +29,25 @@
 //!   session only.
 //! - TCP_NODELAY on both sides: a handshake message never waits behind a
 //!   delayed ACK of the one before it.
+//! - When the chain ends in our relays, what the client sends after its
+//!   request goes right behind the pipelined requests instead of after the
+//!   replies; each of our relays holds it until its own path is up, so the
+//!   replies the client sees do not change.
+//! - `early_reply` (opt-in): with every hop ours and a warm connection at
+//!   hand, the client is answered success as soon as its request passes
+//!   this relay's rules, which saves it the wait for the whole chain's
+//!   reply (one round trip of the path). The price: a chain that then fails
+//!   can only reset the client's connection; the code it would have been
+//!   answered is logged and counted (`early_reply_failures`).
 
 use std::future::Future;
 use std::io;
 use std::net::SocketAddr;
-use std::sync::atomic::Ordering::Relaxed;
+use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
 use std::sync::Arc;
 use std::time::Duration;
 
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpSocket, TcpStream};
 use tokio::sync::{oneshot, Semaphore};
 use tracing::Instrument;
@@ -296,16 +306,27 @@ async fn handle(
         Ok(x) => x,
         Err(r) => return finish_refused(&mut client, peer, None, r, socks, shared).await,
     };
-    let upstream = match tokio::time::timeout(cfg.connect_timeout, open_upstream(&target, cfg, shared)).await
-    {
+    let requested = started.elapsed();
+    let replied = AtomicBool::new(false);
+    let mut cx = Setup { client: &mut client, ahead: early, socks, replied: &replied, pooled: false, stats };
+    let opened =
+        tokio::time::timeout(cfg.connect_timeout, open_upstream(&target, cfg, shared, &mut cx)).await;
+    let (ahead, pooled) = (std::mem::take(&mut cx.ahead), cx.pooled);
+    let replied = replied.load(Relaxed);
+    let upstream = match opened {
         Ok(Ok(s)) => s,
+        Ok(Err(r)) if replied => return finish_after_early_reply(client, peer, &target, r, shared),
         Ok(Err(r)) => return finish_refused(&mut client, peer, Some(&target), r, socks, shared).await,
         Err(_) => {
             let r = refuse(ErrorKind::ConnectFailed, Some(Reply::TtlExpired), "upstream connect timeout");
+            if replied {
+                return finish_after_early_reply(client, peer, &target, r, shared);
+            }
             return finish_refused(&mut client, peer, Some(&target), r, socks, shared).await;
         }
     };
-    if socks {
+    let up_at = started.elapsed();
+    if socks && !replied {
         let reply = socks::encode_reply(Reply::Succeeded, upstream.local_addr().ok());
         if let Err(e) = client.write_all(&reply).await {
             stats.error(ErrorKind::Io);
@@ -313,15 +334,19 @@ async fn handle(
             return;
         }
     }
-    let mut upstream = upstream;
-    if !early.is_empty() {
-        if let Err(e) = upstream.write_all(&early).await {
-            stats.error(ErrorKind::Io);
-            tracing::debug!(%peer, "forwarding early data: {e}");
-            return;
-        }
-        stats.bytes_up.fetch_add(early.len() as u64, Relaxed);
-    }
+    // Phase times for the first-byte budget (issue 29); one line per session
+    // at debug level, off by default.
+    tracing::debug!(
+        %peer,
+        pooled,
+        early_reply = replied,
+        ahead_bytes = ahead.len(),
+        request_ms = ms(requested),
+        upstream_ms = ms(up_at),
+        replied_ms = ms(started.elapsed()),
+        "set up"
+    );
+    stats.bytes_up.fetch_add(ahead.len() as u64, Relaxed);
     let opts = PumpOptions {
         splice: cfg.splice,
         pipe_size: cfg.pipe_size,
@@ -352,9 +377,44 @@ async fn handle(
             format!("{side} failed: {e}")
         }
     };
-    let (up, down) = (moved.up + early.len() as u64, moved.down);
+    let (up, down) = (moved.up + ahead.len() as u64, moved.down);
     let record = Record { peer, target: Some(&target), outcome: &outcome_name, up, down, started };
     shared.log.record(stats, cfg.json_logs, record);
+}
+
+fn ms(d: Duration) -> f64 {
+    d.as_secs_f64() * 1e3
+}
+
+/// A chain that failed after the client was told it succeeded
+/// (`early_reply`): the only honest signal left is a reset. Logs the code
+/// the client would have been answered and counts it.
+fn finish_after_early_reply(
+    client: TcpStream,
+    peer: SocketAddr,
+    target: &Target,
+    r: Refusal,
+    shared: &Shared,
+) {
+    shared.stats.error(r.kind);
+    let reply = r.reply.unwrap_or(Reply::GeneralFailure);
+    shared.stats.early_reply_failed(reply.code());
+    let outcome = format!("failed after early reply, client reset: {} (would have answered: {reply})", r.msg);
+    let record = Record {
+        peer,
+        target: Some(target),
+        outcome: &outcome,
+        up: 0,
+        down: 0,
+        started: std::time::Instant::now(),
+    };
+    shared.log.record(&shared.stats, shared.config().json_logs, record);
+    // SO_LINGER 0: close sends RST, not FIN, so the client cannot take
+    // the end for a complete (empty) response.
+    if let Err(e) = tcpaccel_sys::sockopt::set_linger_zero(&client) {
+        tracing::debug!("SO_LINGER 0: {e}");
+    }
+    drop(client);
 }
 
 fn is_reset(e: &io::Error) -> bool {
@@ -693,9 +753,50 @@ async fn connect_tuned(addrs: &[SocketAddr], t: &Tuning, what: &str) -> Result<T
     Err(refuse(ErrorKind::ConnectFailed, Some(Reply::from_io(&e)), format!("connect {what}: {e}")))
 }
 
+/// Client bytes read ahead of the chain's replies, at most: they are kept
+/// to be sent again over a fresh connection if a warm one turns out dead,
+/// and a client must not fill the relay's memory before its path is up.
+const AHEAD_MAX: usize = 64 * 1024;
+
+/// One session's side of the upstream set-up: its client, and the client
+/// bytes that follow its request.
+struct Setup<'a> {
+    client: &'a mut TcpStream,
+    /// Client bytes after its request (read with it, or while the chain's
+    /// replies were awaited), all sent upstream once the path is up.
+    ahead: Vec<u8>,
+    /// A SOCKS client (it gets a reply), not a fixed forward.
+    socks: bool,
+    /// Set once the client has been answered success early.
+    replied: &'a AtomicBool,
+    /// The path went over a warm connection.
+    pooled: bool,
+    stats: &'a Stats,
+}
+
+impl Setup<'_> {
+    /// Answers the client success now (`early_reply`), bound to `bound`.
+    async fn reply_early(&mut self, bound: Option<SocketAddr>) -> Result<(), HopError> {
+        let reply = socks::encode_reply(Reply::Succeeded, bound);
+        self.client
+            .write_all(&reply)
+            .await
+            .map_err(|e| HopError::Client(format!("writing early reply: {e}")))?;
+        self.replied.store(true, Relaxed);
+        self.stats.early_replies.fetch_add(1, Relaxed);
+        Ok(())
+    }
+}
+
 /// Opens the upstream side: checks access rules, then connects directly or
-/// through the configured chain.
-async fn open_upstream(target: &Target, cfg: &Config, shared: &Arc<Shared>) -> Result<TcpStream, Refusal> {
+/// through the configured chain. On success every byte of `cx.ahead` has
+/// been sent upstream.
+async fn open_upstream(
+    target: &Target,
+    cfg: &Config,
+    shared: &Arc<Shared>,
+    cx: &mut Setup<'_>,
+) -> Result<TcpStream, Refusal> {
     // Domain targets are resolved here when we connect directly, or when access
     // rules must see an address; through a chain the name travels on unresolved.
     let direct = cfg.next.is_empty();
@@ -715,8 +816,13 @@ async fn open_upstream(target: &Target, cfg: &Config, shared: &Arc<Shared>) -> R
         Vec::new()
     };
     if direct {
-        let s = connect_tuned(&resolved, &cfg.tuning, "target").await?;
+        let mut s = connect_tuned(&resolved, &cfg.tuning, "target").await?;
         nodelay(&s);
+        if !cx.ahead.is_empty() {
+            s.write_all(&cx.ahead).await.map_err(|e| {
+                refuse(ErrorKind::Io, Some(Reply::GeneralFailure), format!("forwarding early data: {e}"))
+            })?;
+        }
         return Ok(s);
     }
     let via_ip = resolved.first().copied().filter(|_| matches!(target, Target::Ip(_)));
@@ -728,24 +834,32 @@ async fn open_upstream(target: &Target, cfg: &Config, shared: &Arc<Shared>) -> R
         })
         .collect();
     let first = &cfg.next[0];
+    // Early only where the whole chain takes its requests in one write and
+    // holds the data behind them (our relays), and only over a warm
+    // connection: the request has passed this relay's rules, and the
+    // connection is as good as a fresh one would be.
+    let early = cfg.early_reply && cx.socks && cfg.next.iter().all(|h| h.pipeline);
     // Refills start after this session's handshake, not during it: on a busy
     // machine they would compete with it for the hops' CPU.
     if let Some(mut s) = take_warm(shared, cfg, first) {
-        let r = chain_handshake(&mut s, &cfg.next, &dests, true).await;
+        cx.pooled = true;
+        let r = chain_handshake(&mut s, &cfg.next, &dests, true, cx, early).await;
         refill_pool(shared, cfg);
         match r {
             Ok(()) => return Ok(s),
             // The warm connection failed before its hop answered (closed by
             // the hop meanwhile, say): the request was not acted on, so a
-            // fresh connection gets the answer the client needs.
+            // fresh connection gets the answer the client needs (and the
+            // client's bytes read so far, sent again).
             Err((0, HopError::Other(msg))) => {
+                cx.pooled = false;
                 tracing::debug!("warm connection to {} failed ({msg}); connecting afresh", first.addr)
             }
             Err((i, e)) => return Err(hop_refusal(&cfg.next[i], &dests[i], e)),
         }
     }
     let mut s = connect_hop(first, &cfg.tuning).await?;
-    let r = chain_handshake(&mut s, &cfg.next, &dests, false).await;
+    let r = chain_handshake(&mut s, &cfg.next, &dests, false, cx, false).await;
     if r.is_ok() && cfg.pool_size > 0 {
         shared.pool().got_through(first);
     }
@@ -781,6 +895,9 @@ fn nodelay(s: &TcpStream) {
 
 fn hop_refusal(hop: &Hop, dest: &Target, e: HopError) -> Refusal {
     match e {
+        HopError::Client(msg) => {
+            refuse(ErrorKind::Io, None, format!("client, while setting up {dest} via {}: {msg}", hop.addr))
+        }
         HopError::Refused(reply) => {
             refuse(ErrorKind::ChainFailed, Some(reply), format!("hop {} refused {dest}: {reply}", hop.addr))
         }
@@ -826,7 +943,7 @@ fn refill_pool(shared: &Arc<Shared>, cfg: &Config) {
                 let mut s = connect_hop(&hop, &tuning).await.map_err(|r| r.msg)?;
                 greet(&mut s, &hop).await.map_err(|e| match e {
                     HopError::Refused(r) => format!("{r}"),
-                    HopError::Other(m) => m,
+                    HopError::Other(m) | HopError::Client(m) => m,
                 })?;
                 Ok::<_, String>(s)
             })
@@ -846,8 +963,8 @@ fn refill_pool(shared: &Arc<Shared>, cfg: &Config) {
     }
 }
 
-/// Closes expired warm connections and replaces them while the pool is in
-/// use (see `pool`).
+/// Closes expired warm connections and replaces those about to expire
+/// while the pool is in use (see `pool`).
 async fn keep_pool(shared: Arc<Shared>) {
     loop {
         let cfg = shared.config();
@@ -856,13 +973,17 @@ async fn keep_pool(shared: Arc<Shared>) {
             drop(expired);
             refill_pool(&shared, &cfg);
         }
-        tokio::time::sleep((cfg.pool_idle / 4).max(Duration::from_millis(50))).await;
+        tokio::time::sleep(crate::pool::check_interval(cfg.pool_idle)).await;
     }
 }
 
 enum HopError {
+    /// The hop answered with this failure code.
     Refused(Reply),
+    /// The hop failed otherwise (closed, reset, broke the protocol).
     Other(String),
+    /// Our client failed meanwhile (read or write).
+    Client(String),
 }
 
 fn io_other(e: io::Error) -> HopError {
@@ -883,7 +1004,7 @@ fn greeting(hop: &Hop) -> Result<(u8, Vec<u8>), HopError> {
 }
 
 /// Reads the hop's method choice, which must be `method`.
-async fn read_method(s: &mut TcpStream, method: u8) -> Result<(), HopError> {
+async fn read_method<R: AsyncRead + Unpin>(s: &mut R, method: u8) -> Result<(), HopError> {
     let mut two = [0u8; 2];
     s.read_exact(&mut two).await.map_err(io_other)?;
     match socks::parse_pair(&two, socks::VERSION) {
@@ -894,7 +1015,7 @@ async fn read_method(s: &mut TcpStream, method: u8) -> Result<(), HopError> {
 }
 
 /// Reads the RFC 1929 status, which must be success.
-async fn read_auth_status(s: &mut TcpStream) -> Result<(), HopError> {
+async fn read_auth_status<R: AsyncRead + Unpin>(s: &mut R) -> Result<(), HopError> {
     let mut two = [0u8; 2];
     s.read_exact(&mut two).await.map_err(io_other)?;
     if two != [socks::AUTH_VERSION, 0] {
@@ -904,7 +1025,11 @@ async fn read_auth_status(s: &mut TcpStream) -> Result<(), HopError> {
 }
 
 /// Reads the answers to `greeting`: the method choice, then the auth status.
-async fn read_greeting_answers(s: &mut TcpStream, hop: &Hop, method: u8) -> Result<(), HopError> {
+async fn read_greeting_answers<R: AsyncRead + Unpin>(
+    s: &mut R,
+    hop: &Hop,
+    method: u8,
+) -> Result<(), HopError> {
     read_method(s, method).await?;
     if hop.auth.is_some() {
         read_auth_status(s).await?;
@@ -928,7 +1053,7 @@ async fn greet(s: &mut TcpStream, hop: &Hop) -> Result<(), HopError> {
 }
 
 /// Reads exactly one CONNECT reply, never payload that follows it.
-async fn read_connect_reply(s: &mut TcpStream) -> Result<(), HopError> {
+async fn read_connect_reply<R: AsyncRead + Unpin>(s: &mut R) -> Result<(), HopError> {
     // VER REP RSV ATYP and the first address byte tell the reply's length.
     let mut head = vec![0u8; 5];
     s.read_exact(&mut head).await.map_err(io_other)?;
@@ -954,12 +1079,20 @@ async fn read_connect_reply(s: &mut TcpStream) -> Result<(), HopError> {
 /// A run of tcpaccel hops gets all its messages in one write (each of our
 /// relays forwards what follows its request to its next hop once that is
 /// up), then the answers are read in order; any other hop is negotiated
-/// step by step. On failure, returns the index of the hop that failed.
+/// step by step. When the chain ends in a run of our hops, the client's
+/// bytes (`cx.ahead`, and what it sends while the answers are awaited) go
+/// right behind the requests, so they travel with them instead of a round
+/// trip later; toward a hop that is not ours they wait for its reply. With
+/// `early` (the chain is one such run), the client is answered success as
+/// soon as the requests are written. On failure, returns the index of the
+/// hop that failed.
 async fn chain_handshake(
     s: &mut TcpStream,
     hops: &[Hop],
     dests: &[Target],
     greeted: bool,
+    cx: &mut Setup<'_>,
+    early: bool,
 ) -> Result<(), (usize, HopError)> {
     let encode = |i: usize| socks::encode_connect(&dests[i]).map_err(|e| (i, HopError::Other(e.to_string())));
     let mut i = 0;
@@ -976,29 +1109,110 @@ async fn chain_handshake(
         }
         let end = hops[i..].iter().position(|h| !h.pipeline).map_or(hops.len(), |n| i + n);
         let mut out = Vec::new();
-        let mut methods = Vec::new();
+        let mut run = Vec::new();
         for (k, hop) in hops.iter().enumerate().take(end).skip(i) {
             if k > i || fresh {
                 let (m, g) = greeting(hop).map_err(|e| (k, e))?;
                 out.extend_from_slice(&g);
-                methods.push(Some(m));
+                run.push((k, Some(m)));
             } else {
-                methods.push(None);
+                run.push((k, None));
             }
             out.extend_from_slice(&encode(k)?);
         }
-        s.write_all(&out).await.map_err(|e| (i, io_other(e)))?;
-        for (k, m) in (i..end).zip(methods) {
-            if let Some(m) = m {
-                read_greeting_answers(s, &hops[k], m).await.map_err(|e| (k, e))?;
+        if end < hops.len() {
+            s.write_all(&out).await.map_err(|e| (i, io_other(e)))?;
+            for &(k, m) in &run {
+                read_answers(s, &hops[k], m).await.map_err(|e| (k, e))?;
             }
-            read_connect_reply(s).await.map_err(|e| (k, e))?;
+            i = end;
+            continue;
         }
-        i = end;
+        out.extend_from_slice(&cx.ahead);
+        s.write_all(&out).await.map_err(|e| (i, io_other(e)))?;
+        if early {
+            cx.reply_early(s.local_addr().ok()).await.map_err(|e| (i, e))?;
+        }
+        return answers_and_ahead(s, hops, &run, cx).await;
+    }
+    // The last hop is not ours: the client's bytes go once it has answered.
+    if !cx.ahead.is_empty() {
+        s.write_all(&cx.ahead).await.map_err(|e| (hops.len() - 1, io_other(e)))?;
     }
     Ok(())
 }
 
+/// Reads a hop's answers: to the greeting (when it was sent, `method`) and
+/// to the CONNECT.
+async fn read_answers<R: AsyncRead + Unpin>(
+    s: &mut R,
+    hop: &Hop,
+    method: Option<u8>,
+) -> Result<(), HopError> {
+    if let Some(m) = method {
+        read_greeting_answers(s, hop, m).await?;
+    }
+    read_connect_reply(s).await
+}
+
+/// Reads the answers of the hops in `run` (index, method asked if greeted)
+/// from `s` while sending on whatever the client sends meanwhile (up to
+/// [`AHEAD_MAX`], kept in `cx.ahead`). Returns once every answer is read
+/// and every byte taken from the client is written.
+async fn answers_and_ahead(
+    s: &mut TcpStream,
+    hops: &[Hop],
+    run: &[(usize, Option<u8>)],
+    cx: &mut Setup<'_>,
+) -> Result<(), (usize, HopError)> {
+    let first = run.first().map_or(0, |r| r.0);
+    let (mut up_r, mut up_w) = s.split();
+    let (mut cl_r, _) = cx.client.split();
+    let ahead = &mut cx.ahead;
+    let (stop_tx, mut stop_rx) = oneshot::channel::<()>();
+    let answers = async move {
+        let mut r = Ok(());
+        for &(k, m) in run {
+            if let Err(e) = read_answers(&mut up_r, &hops[k], m).await {
+                r = Err((k, e));
+                break;
+            }
+        }
+        // Tells the forwarding to stop once its write in hand is done.
+        drop(stop_tx);
+        r
+    };
+    let forward = async move {
+        let mut buf = vec![0u8; 16 * 1024];
+        let mut upstream_ok = true;
+        while upstream_ok {
+            let room = AHEAD_MAX.saturating_sub(ahead.len()).min(buf.len());
+            if room == 0 {
+                break;
+            }
+            // A read is cancel-safe: stopping here loses nothing.
+            let n = tokio::select! {
+                biased;
+                _ = &mut stop_rx => return Ok(()),
+                r = cl_r.read(&mut buf[..room]) => r?,
+            };
+            if n == 0 {
+                // The client half-closed: the data path passes that on.
+                break;
+            }
+            // Kept before it is written: if the connection fails, all of it
+            // goes again over a fresh one.
+            ahead.extend_from_slice(&buf[..n]);
+            // A failed write means the hop is gone; its answer says so.
+            upstream_ok = up_w.write_all(&buf[..n]).await.is_ok();
+        }
+        let _ = stop_rx.await;
+        Ok::<(), io::Error>(())
+    };
+    let (answered, forwarded) = tokio::join!(answers, forward);
+    answered?;
+    forwarded.map_err(|e| (first, HopError::Client(format!("reading while the chain was set up: {e}"))))
+}
 #[cfg(test)]
 mod tests {
     use super::*;

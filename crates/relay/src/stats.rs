@@ -93,8 +93,16 @@ pub struct Stats {
     pub pipe_failures: AtomicU64,
     /// Per-connection log records left out under a flood (see `connlog`).
     pub log_suppressed: AtomicU64,
+    /// CONNECTs answered with success before the chain was up (`early_reply`).
+    pub early_replies: AtomicU64,
     errors: [AtomicU64; KINDS],
+    /// Chains that failed after an early reply, by the RFC 1928 code the
+    /// client would have been answered (1-8; index 0 unused).
+    early_reply_failures: [AtomicU64; 9],
 }
+
+/// The reply codes of [`Snapshot::early_reply_failures`], as its keys.
+const FAILURE_CODES: [&str; 8] = ["1", "2", "3", "4", "5", "6", "7", "8"];
 
 /// A point-in-time copy of [`Stats`], serialised as the counters JSON.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
@@ -110,7 +118,11 @@ pub struct Snapshot {
     pub copied: u64,
     pub pipe_failures: u64,
     pub log_suppressed: u64,
+    pub early_replies: u64,
     pub errors: std::collections::BTreeMap<&'static str, u64>,
+    /// Chains failed after an early reply (the client got a reset), by the
+    /// SOCKS reply code it would have been sent ("1".."8").
+    pub early_reply_failures: std::collections::BTreeMap<&'static str, u64>,
 }
 
 impl Stats {
@@ -120,6 +132,19 @@ impl Stats {
 
     pub fn errors_of(&self, kind: ErrorKind) -> u64 {
         self.errors[kind.index()].load(Relaxed)
+    }
+
+    /// A chain failed after its client was answered early; `code` is the
+    /// RFC 1928 reply it would have had (0, success, is not a failure).
+    pub fn early_reply_failed(&self, code: u8) {
+        if let Some(c) = self.early_reply_failures.get(usize::from(code)).filter(|_| code > 0) {
+            c.fetch_add(1, Relaxed);
+        }
+    }
+
+    /// Chains failed after an early reply with `code` (1-8).
+    pub fn early_reply_failures_of(&self, code: u8) -> u64 {
+        self.early_reply_failures.get(usize::from(code)).map_or(0, |c| c.load(Relaxed))
     }
 
     pub fn snapshot(&self) -> Snapshot {
@@ -134,7 +159,12 @@ impl Stats {
             copied: self.copied.load(Relaxed),
             pipe_failures: self.pipe_failures.load(Relaxed),
             log_suppressed: self.log_suppressed.load(Relaxed),
+            early_replies: self.early_replies.load(Relaxed),
             errors: ErrorKind::ALL.iter().map(|k| (k.name(), self.errors_of(*k))).collect(),
+            early_reply_failures: (1u8..)
+                .zip(FAILURE_CODES)
+                .map(|(c, name)| (name, self.early_reply_failures_of(c)))
+                .collect(),
         }
     }
 }
@@ -153,6 +183,16 @@ mod tests {
         assert_eq!(snap.errors["auth_failed"], 2);
         assert_eq!(snap.errors["reset"], 0);
         assert_eq!(snap.errors.len(), KINDS);
+        s.early_reply_failed(5);
+        s.early_reply_failed(0);
+        s.early_reply_failed(200);
+        let snap = s.snapshot();
+        assert_eq!(snap.early_reply_failures["5"], 1);
+        assert_eq!(
+            snap.early_reply_failures.values().sum::<u64>(),
+            1,
+            "0 and unknown codes are not failures"
+        );
         let j = serde_json::to_value(&snap).unwrap();
         assert_eq!(j["type"], "relay_counters");
         assert_eq!(j["connections_total"], 3);

@@ -326,15 +326,17 @@ fn idle_warm_connections_expire() {
             });
         }
     });
-    let mut cfg = config(Settings { next: vec![hop_url(&format!("socks5://{hop}"))], ..Default::default() });
-    cfg.pool_size = 2;
-    cfg.pool_idle = Duration::from_millis(300);
-    let _r = start_cfg(cfg);
-    // Closed by the relay after about 300 ms idle (replaced while the pool
-    // is fresh, so more follow).
+    let _r = start(Settings {
+        next: vec![hop_url(&format!("socks5://{hop}"))],
+        pool_size: Some(2),
+        pool_idle: Some(Duration::from_millis(300)),
+        ..Default::default()
+    });
+    // Closed by the relay after about 300 ms idle: once replaced, which is
+    // at the last check (every 75 ms) before they expire, or at expiry.
     wait_for("idle connections to be closed", Duration::from_secs(5), || ended.lock().unwrap().len() >= 2);
     let e = ended.lock().unwrap().clone();
-    assert!(e.iter().all(|d| *d >= Duration::from_millis(250) && *d < Duration::from_secs(3)), "{e:?}");
+    assert!(e.iter().all(|d| *d >= Duration::from_millis(200) && *d < Duration::from_secs(3)), "{e:?}");
 }
 
 #[test]
@@ -393,5 +395,259 @@ fn failed_hops_give_the_client_the_same_reply_codes() {
             assert_eq!(socks_connect(r1.addr, &connect_req(echo)).1, 1, "{ctx}");
             assert_eq!(r1.stats.errors_of(Err::ChainFailed), 1, "{ctx}");
         }
+    }
+}
+
+/// A hop that is ours in name (`tcpaccel+socks5://`): it takes greeting and
+/// CONNECT, then holds its answer until `want` bytes of data have arrived
+/// behind the request, or `patience` has passed. It records whether the
+/// data came before its answer, answers success and echoes.
+fn patient_hop(want: usize, patience: Duration) -> (SocketAddr, Arc<Mutex<Vec<bool>>>) {
+    let l = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = l.local_addr().unwrap();
+    let log: Arc<Mutex<Vec<bool>>> = Arc::default();
+    let log2 = log.clone();
+    std::thread::spawn(move || {
+        for s in l.incoming() {
+            let Ok(mut s) = s else { continue };
+            let log = log2.clone();
+            std::thread::spawn(move || {
+                let mut head = [0u8; 3 + 10];
+                if s.read_exact(&mut head).is_err() || head[..3] != [5, 1, 0] || head[3..7] != [5, 1, 0, 1] {
+                    return;
+                }
+                s.set_read_timeout(Some(Duration::from_millis(20))).unwrap();
+                let t0 = Instant::now();
+                let mut data = Vec::new();
+                let mut b = [0u8; 4096];
+                while data.len() < want && t0.elapsed() < patience {
+                    match s.read(&mut b) {
+                        Ok(0) => return,
+                        Ok(n) => data.extend_from_slice(&b[..n]),
+                        Err(_) => {}
+                    }
+                }
+                log.lock().unwrap().push(data.len() >= want);
+                s.set_read_timeout(None).unwrap();
+                let mut answer = vec![5, 0];
+                answer.extend_from_slice(&[5, 0, 0, 1, 127, 0, 0, 1, 0, 0]);
+                answer.extend_from_slice(&data);
+                if s.write_all(&answer).is_err() {
+                    return;
+                }
+                while let Ok(n) = s.read(&mut b) {
+                    if n == 0 || s.write_all(&b[..n]).is_err() {
+                        break;
+                    }
+                }
+            });
+        }
+    });
+    (addr, log)
+}
+
+fn with_early_reply(next: Vec<String>, early: bool) -> TestRelay {
+    start(Settings {
+        next: next.iter().map(|u| hop_url(u)).collect(),
+        early_reply: Some(early),
+        ..Default::default()
+    })
+}
+
+/// A relay of ours in front of the patient hop, with no warm connections
+/// (the hop would hold their greetings unanswered).
+fn before_patient_hop(hop: SocketAddr) -> TestRelay {
+    start(Settings {
+        next: vec![hop_url(&format!("tcpaccel+socks5://{hop}"))],
+        pool_size: Some(0),
+        ..Default::default()
+    })
+}
+
+/// Warm connections to a relay of ours show as its handshakes in progress.
+fn wait_warm(hop: &TestRelay, n: u64) {
+    wait_for("warm connections", Duration::from_secs(5), || {
+        hop.stats.handshakes_active.load(std::sync::atomic::Ordering::Relaxed) >= n
+    });
+}
+
+#[test]
+fn early_reply_sends_the_clients_data_right_behind_the_connects() {
+    let (hop, saw_data_first) = patient_hop(5, Duration::from_secs(3));
+    let any: SocketAddr = "127.0.0.1:9".parse().unwrap();
+    // r2 is exact (no early reply) and forwards what follows the request
+    // behind its own pipelined CONNECT, before the hop has answered.
+    let r2 = before_patient_hop(hop);
+    let r1 = with_early_reply(vec![ours(&r2)], true);
+    wait_warm(&r2, 2);
+    let (mut s, rep) = socks_connect(r1.addr, &connect_req(any));
+    assert_eq!(rep, 0, "answered before the hop, which waits for the data, has answered");
+    echo_back(&mut s, b"hello");
+    echo_back(&mut s, b"and the rest, relayed as usual");
+    assert_eq!(*saw_data_first.lock().unwrap(), vec![true]);
+    assert_eq!(r1.stats.snapshot().early_replies, 1);
+    assert_eq!(r2.stats.snapshot().early_replies, 0);
+}
+
+#[test]
+fn without_early_reply_the_client_is_answered_once_the_chain_is_up() {
+    let (hop, saw_data_first) = patient_hop(5, Duration::from_millis(500));
+    let any: SocketAddr = "127.0.0.1:9".parse().unwrap();
+    let r2 = before_patient_hop(hop);
+    // The default: off.
+    let r1 = start(Settings { next: vec![hop_url(&ours(&r2))], ..Default::default() });
+    wait_warm(&r2, 2);
+    let (mut s, rep) = socks_connect(r1.addr, &connect_req(any));
+    assert_eq!(rep, 0);
+    echo_back(&mut s, b"hello");
+    assert_eq!(*saw_data_first.lock().unwrap(), vec![false], "the hop answered before any data came");
+    assert_eq!(r1.stats.snapshot().early_replies, 0);
+}
+
+#[test]
+fn a_chain_failing_after_an_early_reply_resets_the_client_and_counts_the_code() {
+    let echo = echo_server();
+    let denies = Settings {
+        deny: vec![Rule::parse(Action::Deny, &format!("any:{}", echo.port())).unwrap()],
+        ..Default::default()
+    };
+    let r2 = start(denies);
+    let r1 = with_early_reply(vec![ours(&r2)], true);
+    wait_warm(&r2, 2);
+    let (mut s, rep) = socks_connect(r1.addr, &connect_req(echo));
+    assert_eq!(rep, 0, "answered early");
+    let mut b = [0u8; 16];
+    let e = s.read(&mut b).expect_err("the chain failed: the connection must not end cleanly");
+    assert_eq!(e.kind(), std::io::ErrorKind::ConnectionReset, "{e}");
+    // Counted with the code the client would have had (2: not allowed).
+    wait_for("the failure to be counted", Duration::from_secs(5), || {
+        r1.stats.early_reply_failures_of(2) == 1
+    });
+    let snap = r1.stats.snapshot();
+    assert_eq!((snap.early_replies, snap.errors["chain_failed"]), (1, 1));
+    assert_eq!(snap.early_reply_failures.values().sum::<u64>(), 1);
+}
+
+#[test]
+fn early_reply_keeps_the_exact_codes_where_it_cannot_apply() {
+    let echo = echo_server();
+    let denies = Settings {
+        deny: vec![Rule::parse(Action::Deny, &format!("any:{}", echo.port())).unwrap()],
+        ..Default::default()
+    };
+    let r2 = start(denies);
+    // A hop not marked as ours, and no warm connection: the client gets 2.
+    let plain = with_early_reply(vec![format!("socks5://{}", r2.addr)], true);
+    let cfg = config(Settings {
+        next: vec![hop_url(&ours(&r2))],
+        early_reply: Some(true),
+        pool_size: Some(0),
+        ..Default::default()
+    });
+    assert_eq!(cfg.pool_size, 0);
+    let cold = start_cfg(cfg);
+    wait_warm(&r2, 2);
+    for r in [&plain, &cold] {
+        assert_eq!(socks_connect(r.addr, &connect_req(echo)).1, 2);
+        let snap = r.stats.snapshot();
+        assert_eq!(snap.early_replies, 0);
+        assert_eq!(snap.early_reply_failures.values().sum::<u64>(), 0);
+    }
+}
+
+#[test]
+fn pool_size_zero_opens_no_warm_connections() {
+    let (hop, seen) = strict_hop();
+    let set: Settings = toml::from_str(&format!("next = [\"socks5://{hop}\"]\npool_size = 0")).unwrap();
+    let r = start(set);
+    std::thread::sleep(Duration::from_millis(300));
+    assert_eq!(seen.lock().unwrap().len(), 0, "no connection before a client comes");
+    let any = "127.0.0.1:9".parse().unwrap();
+    let (mut s, rep) = socks_connect(r.addr, &connect_req(any));
+    assert_eq!(rep, 0);
+    echo_back(&mut s, b"cold");
+    std::thread::sleep(Duration::from_millis(300));
+    assert_eq!(seen.lock().unwrap().len(), 1, "nor after one");
+}
+
+#[test]
+fn pool_and_early_reply_keys_parse_and_refuse_bad_values() {
+    let ok: Settings = toml::from_str("pool_size = 8\npool_idle = \"750ms\"\nearly_reply = true").unwrap();
+    let c = Config::from_settings(&ok).unwrap();
+    assert_eq!((c.pool_size, c.pool_idle, c.early_reply), (8, Duration::from_millis(750), true));
+    let d = Config::from_settings(&Settings::default()).unwrap();
+    assert_eq!((d.pool_size, d.pool_idle, d.early_reply), (2, Duration::from_secs(3), false));
+    let most: Settings = toml::from_str("pool_size = 32\npool_idle = \"100ms\"").unwrap();
+    assert_eq!(Config::from_settings(&most).unwrap().pool_size, 32);
+    for (text, needle) in [
+        ("pool_size = 33", "pool_size"),
+        ("pool_size = -1", "pool_size"),
+        ("pool_size = \"two\"", "pool_size"),
+        ("pool_idle = \"50ms\"", "pool_idle"),
+        ("pool_idle = \"2h\"", "pool_idle"),
+        ("pool_idle = 3", "pool_idle"),
+        ("pool_idle = \"3\"", "missing unit"),
+        ("early_reply = \"yes\"", "early_reply"),
+    ] {
+        let e = toml::from_str::<Settings>(text)
+            .map_err(|e| e.to_string())
+            .and_then(|s| Config::from_settings(&s).map_err(|e| e.to_string()))
+            .err()
+            .unwrap_or_else(|| panic!("{text} accepted"));
+        assert!(e.contains(needle), "{text}: {e}");
+    }
+}
+
+/// Sessions that outlast the idle expiry still find a warm connection:
+/// expired ones are replaced while clients keep coming. (Early replies
+/// are given only over a warm connection, so they count warm takes.)
+#[test]
+fn the_pool_stays_warm_across_sessions_longer_than_its_idle_expiry() {
+    let echo = echo_server();
+    let r2 = start(Settings::default());
+    let r1 = start(Settings {
+        next: vec![hop_url(&ours(&r2))],
+        early_reply: Some(true),
+        pool_idle: Some(Duration::from_millis(200)),
+        ..Default::default()
+    });
+    wait_warm(&r2, 2);
+    for i in 1..=3u64 {
+        let (mut s, rep) = socks_connect(r1.addr, &connect_req(echo));
+        assert_eq!(rep, 0);
+        // Held for several idle expiries.
+        std::thread::sleep(Duration::from_millis(700));
+        echo_back(&mut s, b"still here");
+        drop(s);
+        assert_eq!(r1.stats.snapshot().early_replies, i, "session {i} went over a warm connection");
+    }
+}
+
+/// Data a client sends right behind its CONNECT travels ahead to our next
+/// relay; when that relay refuses, the client still gets the exact code.
+#[test]
+fn a_client_pipelining_data_still_gets_the_exact_code_when_the_chain_fails() {
+    let echo = echo_server();
+    let denies = Settings {
+        deny: vec![Rule::parse(Action::Deny, &format!("any:{}", echo.port())).unwrap()],
+        ..Default::default()
+    };
+    let r2 = start(denies);
+    for pool in [0, 2] {
+        let r1 =
+            start(Settings { next: vec![hop_url(&ours(&r2))], pool_size: Some(pool), ..Default::default() });
+        if pool > 0 {
+            std::thread::sleep(Duration::from_millis(200));
+        }
+        let mut s = stream(r1.addr);
+        let mut all = vec![5, 1, 0];
+        all.extend_from_slice(&connect_req(echo));
+        all.extend_from_slice(&[7u8; 3000]);
+        s.write_all(&all).unwrap();
+        let mut m = [0u8; 2];
+        s.read_exact(&mut m).unwrap();
+        assert_eq!(m, [5, 0]);
+        assert_eq!(read_reply(&mut s).0, 2, "pool {pool}");
+        assert_eq!(r1.stats.errors_of(Err::ChainFailed), 1, "pool {pool}");
     }
 }

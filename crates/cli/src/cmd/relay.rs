@@ -117,6 +117,21 @@ struct ServeArgs {
     /// Buffer per direction for the user-space copy (--copy, or when no pipe can be made) [default: 256KiB].
     #[arg(long, value_name = "BYTES", value_parser = values::bytes)]
     buffer_size: Option<Bytes>,
+    /// Warm connections kept open (connected and greeted) to the first --next hop, each used by
+    /// one client only; 0 disables [default: 2, at most 32].
+    #[arg(long, value_name = "N")]
+    pool_size: Option<usize>,
+    /// Close a warm connection unused for this long (and open a fresh one while clients keep
+    /// coming); keep it below the next hop's handshake timeout (5s for tcpaccel relays)
+    /// [default: 3s].
+    #[arg(long, value_name = "DURATION", value_parser = values::duration)]
+    pool_idle: Option<Duration>,
+    /// Answer CONNECT with success before the chain is up, when every --next hop is
+    /// tcpaccel+socks5:// and a warm connection is at hand; saves the client a round trip of
+    /// the whole path, but a chain that then fails resets the client's connection instead of
+    /// answering its SOCKS error code (logged and counted). Off by default.
+    #[arg(long)]
+    early_reply: bool,
     /// TOML file with the same settings under the flags' names (flags given here override it).
     #[arg(long, value_name = "FILE.toml")]
     config: Option<PathBuf>,
@@ -221,6 +236,9 @@ fn settings_from_flags(a: &ServeArgs, m: &clap::ArgMatches) -> Settings {
         pipe_size: a.pipe_size,
         buffer_size: a.buffer_size,
         json_logs: a.json_logs.then_some(true),
+        pool_size: a.pool_size,
+        pool_idle: a.pool_idle,
+        early_reply: a.early_reply.then_some(true),
         metrics: a.metrics,
         // The global --log: given on the command line it wins over the file
         // (main set it up already); otherwise the file's applies.
@@ -575,9 +593,15 @@ mod tests {
             "32KiB",
             "--metrics",
             "9464",
+            "--pool-size",
+            "5",
+            "--pool-idle",
+            "1.5s",
+            "--early-reply",
         ];
         let (a, m) = parse(&argv);
         let (cfg, _) = load(None, &settings_from_flags(&a, &m)).unwrap();
+        assert_eq!((cfg.pool_size, cfg.pool_idle, cfg.early_reply), (5, Duration::from_millis(1500), true));
         assert_eq!(cfg.tuning.pace, Some(Rate(123_456_789)));
         assert_eq!(cfg.tuning.sndbuf, Some(12_500_000));
         assert_eq!(cfg.tuning.notsent_lowat, Some(16_384));
@@ -590,11 +614,22 @@ mod tests {
             ("--connect-timeout", "10"),
             ("--allow", "10.0.0.0/33"),
             ("--next", "http://x:1"),
+            ("--pool-size", "two"),
+            ("--pool-idle", "10"),
         ] {
             let e = Cli::try_parse_from(["relay", flag, bad]).err().expect(flag);
             assert_eq!(e.exit_code(), 2, "{flag}");
             let msg = e.to_string();
             assert!(msg.contains(flag) && msg.contains(bad), "{msg}");
+        }
+        // Parsed but out of range: refused when the config is built, naming the key.
+        for (argv, needle) in [
+            (["relay", "--pool-size", "33"], "pool_size: 33"),
+            (["relay", "--pool-idle", "10ms"], "pool_idle: 10ms"),
+        ] {
+            let (a, m) = parse(&argv);
+            let e = load(None, &settings_from_flags(&a, &m)).expect_err(needle);
+            assert!(e.contains(needle), "{e}");
         }
         let e = Cli::try_parse_from(["relay", "plan", "--rtt-total", "50ms", "--candidates", "p1"]).err();
         assert!(e.expect("bad candidates").to_string().contains("\"p1\" is not NAME=RTT"));

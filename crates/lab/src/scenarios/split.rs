@@ -7,7 +7,10 @@
 //! `never_direct`, no caching); the client is curl, as in the paper.
 //!
 //! Variants: `direct` (one segment, no relay), `KIND/N` (N segments of equal
-//! RTT, N−1 relays) and `KIND/A-B` (two segments of A and B ms RTT). Every
+//! RTT, N−1 relays) and `KIND/A-B` (two segments of A and B ms RTT). Kind
+//! `tcpaccel-early` is tcpaccel with `--early-reply` (the first relay
+//! answers CONNECT before the chain is up), shown beside the exact
+//! `tcpaccel`, whose SOCKS replies are the chain's own. Every
 //! process that opens TCP sockets (curl, nginx, the relays) runs under
 //! `tcpaccel run --cc cubic`, the per-socket CUBIC of the paper (namespaces
 //! inherit the host's bbr); the buffers are the paper's CentOS 6 autotuning
@@ -52,6 +55,8 @@ const SOURCE: &str = "[SplitTCP], tables 4-8";
 pub enum Kind {
     Direct,
     Tcpaccel,
+    /// tcpaccel relays with `--early-reply`.
+    TcpaccelEarly,
     Dante,
     Squid,
 }
@@ -61,15 +66,17 @@ impl Kind {
         match s {
             "direct" => Ok(Kind::Direct),
             "tcpaccel" => Ok(Kind::Tcpaccel),
+            "tcpaccel-early" => Ok(Kind::TcpaccelEarly),
             "dante" => Ok(Kind::Dante),
             "squid" => Ok(Kind::Squid),
-            _ => bail!("unknown relay kind {s:?}; valid: tcpaccel, dante, squid"),
+            _ => bail!("unknown relay kind {s:?}; valid: tcpaccel, tcpaccel-early, dante, squid"),
         }
     }
     pub fn name(self) -> &'static str {
         match self {
             Kind::Direct => "direct",
             Kind::Tcpaccel => "tcpaccel",
+            Kind::TcpaccelEarly => "tcpaccel-early",
             Kind::Dante => "dante",
             Kind::Squid => "squid",
         }
@@ -175,6 +182,36 @@ pub fn next_hop(scheme: &str, addr: Ipv4Addr) -> String {
     format!("{scheme}://{addr}:{SOCKS_PORT}")
 }
 
+/// `tcpaccel relay` arguments (after the program) for SOCKS relay `i`
+/// (1-based) of a tcpaccel chain: its next relay named with `scheme`, and
+/// `--early-reply` on the client's relay only of a `tcpaccel-early` chain
+/// (the others keep their exact replies; the first learns a failure from
+/// them).
+pub fn socks_relay_args(chain: &Chain, i: usize, scheme: &str, log: Option<&str>) -> Vec<String> {
+    let me = Chain::right_of_segment(i);
+    let mut a: Vec<String> = vec![
+        "relay".into(),
+        "--listen".into(),
+        format!("{me}:{SOCKS_PORT}"),
+        "--allow".into(),
+        "10.50.0.0/16".into(),
+        "--cc".into(),
+        "cubic".into(),
+    ];
+    if i + 1 < chain.segments() {
+        a.push("--next".into());
+        a.push(next_hop(scheme, Chain::right_of_segment(i + 1)));
+    }
+    if chain.kind == Kind::TcpaccelEarly && i == 1 {
+        a.push("--early-reply".into());
+    }
+    if let Some(f) = log {
+        a.push("--log".into());
+        a.push(f.into());
+    }
+    a
+}
+
 /// Dante's configuration for relay `i` (1-based) of an `n`-segment chain.
 pub fn dante_conf(i: usize, n: usize) -> String {
     let mut c = format!(
@@ -266,6 +303,7 @@ pub fn fit(points: &[(f64, f64)]) -> Option<(f64, f64, f64)> {
 /// A daemon in a namespace, stopped (TERM, then KILL) and reaped on drop.
 struct Daemon {
     what: String,
+    node: String,
     child: Child,
     log: PathBuf,
 }
@@ -412,7 +450,11 @@ impl Scenario for Split {
     }
     fn params(&self) -> Vec<ParamSpec> {
         vec![
-            ParamSpec::new("relays", "tcpaccel,dante,squid", "relay kinds for the equal splits"),
+            ParamSpec::new(
+                "relays",
+                "tcpaccel,tcpaccel-early,dante,squid",
+                "relay kinds for the equal splits (tcpaccel-early: tcpaccel with --early-reply)",
+            ),
             ParamSpec::new("segments", "2,3,4,5", "segment counts of the equal splits (1 is `direct`)"),
             ParamSpec::new(
                 "uneven",
@@ -442,6 +484,12 @@ impl Scenario for Split {
                 "tcpaccel+socks5",
                 "scheme tcpaccel relays name their next relay with: tcpaccel+socks5 (pipelined handshake) \
                  or socks5 (step by step, as toward any SOCKS5 server)",
+            ),
+            ParamSpec::new(
+                "relay_log",
+                "",
+                "--log filter for the tcpaccel relays (e.g. tcpaccel_relay=debug: per-session set-up times); \
+                 their logs are kept as OUT/relay-logs/VARIANT-rREPEAT-NODE.log. Empty: not kept",
             ),
         ]
     }
@@ -476,7 +524,7 @@ impl Scenario for Split {
         };
         for name in &v {
             let c = Chain::parse(name, total)?;
-            if raw && matches!(c.kind, Kind::Dante | Kind::Squid) {
+            if raw && matches!(c.kind, Kind::Dante | Kind::Squid | Kind::TcpaccelEarly) {
                 bail!("transport=raw runs tcpaccel --forward chains only; {name} needs transport=http");
             }
         }
@@ -554,7 +602,7 @@ impl Scenario for Split {
         let mb = p.bytes("size").map(|b| b.0 as f64 / 1e6).unwrap_or(100.0);
         Duration::from_secs_f64(2.0 + mb / 15.0)
     }
-    fn prepare(&self, p: &Params, _dir: &Path) -> Result<Box<dyn Testbed>> {
+    fn prepare(&self, p: &Params, dir: &Path) -> Result<Box<dyn Testbed>> {
         let total = parse_duration(p.str("rtt")?).context("parameter rtt")?;
         let size = p.bytes("size")?;
         if size.0 == 0 || size.0 > 10_000_000_000 {
@@ -598,6 +646,8 @@ impl Scenario for Split {
             order: self.variants(p)?,
             raw,
             next_scheme,
+            relay_log: Some(p.str("relay_log")?.trim().to_string()).filter(|f| !f.is_empty()),
+            out: dir.to_path_buf(),
         }))
     }
 }
@@ -646,6 +696,10 @@ struct SplitBed {
     raw: bool,
     /// `tcpaccel+socks5` or `socks5`: how tcpaccel relays name their next one.
     next_scheme: String,
+    /// `--log` filter of the tcpaccel relays, whose logs are then kept.
+    relay_log: Option<String>,
+    /// The run's output directory.
+    out: PathBuf,
 }
 
 /// Waits until `addr` accepts a connection from inside `node`.
@@ -694,7 +748,7 @@ impl SplitBed {
             .stderr(err)
             .spawn()
             .with_context(|| format!("starting {what} in {node}"))?;
-        Ok(Daemon { what: format!("{what} in {node}"), child, log })
+        Ok(Daemon { what: format!("{what} in {node}"), node: node.to_string(), child, log })
     }
 
     /// Starts the relay at joint `i` (node p{i}).
@@ -719,21 +773,9 @@ impl SplitBed {
                 ];
                 ("tcpaccel relay --forward", a, RAW_PORT)
             }
-            Kind::Tcpaccel => {
-                let mut a: Vec<String> = vec![
-                    self.tcpaccel.to_string_lossy().into(),
-                    "relay".into(),
-                    "--listen".into(),
-                    format!("{me}:{SOCKS_PORT}"),
-                    "--allow".into(),
-                    "10.50.0.0/16".into(),
-                    "--cc".into(),
-                    "cubic".into(),
-                ];
-                if i + 1 < n {
-                    a.push("--next".into());
-                    a.push(next_hop(&self.next_scheme, Chain::right_of_segment(i + 1)));
-                }
+            Kind::Tcpaccel | Kind::TcpaccelEarly => {
+                let mut a = vec![self.tcpaccel.to_string_lossy().into_owned()];
+                a.extend(socks_relay_args(chain, i, &self.next_scheme, self.relay_log.as_deref()));
                 ("tcpaccel relay", a, SOCKS_PORT)
             }
             Kind::Dante => {
@@ -808,12 +850,12 @@ impl SplitBed {
         let first = Chain::right_of_segment(1);
         match chain.kind {
             Kind::Direct => argv.push("--noproxy".into()),
-            Kind::Tcpaccel | Kind::Dante => argv.push("--socks5-hostname".into()),
+            Kind::Tcpaccel | Kind::TcpaccelEarly | Kind::Dante => argv.push("--socks5-hostname".into()),
             Kind::Squid => argv.push("--proxy".into()),
         }
         argv.push(match chain.kind {
             Kind::Direct => "*".into(),
-            Kind::Tcpaccel | Kind::Dante => format!("{first}:{SOCKS_PORT}"),
+            Kind::Tcpaccel | Kind::TcpaccelEarly | Kind::Dante => format!("{first}:{SOCKS_PORT}"),
             Kind::Squid => format!("http://{first}:{SQUID_PORT}"),
         });
         argv.push(url(chain));
@@ -932,6 +974,7 @@ impl Testbed for SplitBed {
             for d in daemons.iter_mut().rev() {
                 d.stop();
             }
+            self.keep_logs(ctx, &chain, &daemons)?;
             let mbps = r?;
             return self.record(ctx, &chain, mbps);
         }
@@ -974,11 +1017,27 @@ impl Testbed for SplitBed {
         for d in daemons.iter_mut().rev() {
             d.stop();
         }
+        self.keep_logs(ctx, &chain, &daemons)?;
         self.record(ctx, &chain, mbps)
     }
 }
 
 impl SplitBed {
+    /// With `relay_log`, copies the tcpaccel relays' logs of this run to
+    /// OUT/relay-logs/VARIANT-rREPEAT-NODE.log (`/` in the variant as `_`).
+    fn keep_logs(&self, ctx: &RunCtx<'_>, chain: &Chain, daemons: &[Daemon]) -> Result<()> {
+        if self.relay_log.is_none() || !matches!(chain.kind, Kind::Tcpaccel | Kind::TcpaccelEarly) {
+            return Ok(());
+        }
+        let dir = self.out.join("relay-logs");
+        std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
+        for d in daemons.iter().filter(|d| d.node.starts_with('p')) {
+            let name = format!("{}-r{}-{}.log", ctx.variant.replace('/', "_"), ctx.repeat, d.node);
+            std::fs::copy(&d.log, dir.join(&name)).with_context(|| format!("keeping {}", d.log.display()))?;
+        }
+        Ok(())
+    }
+
     fn record(&mut self, ctx: &mut RunCtx<'_>, chain: &Chain, mbps: f64) -> Result<()> {
         ctx.metric("throughput_MBps", mbps);
         ctx.metric("seconds", self.size as f64 / 1e6 / mbps);
@@ -1041,6 +1100,28 @@ mod tests {
     }
 
     #[test]
+    fn only_the_first_relay_of_an_early_chain_replies_early() {
+        let early = Chain::parse("tcpaccel-early/3", RTT).unwrap();
+        assert_eq!(early.kind, Kind::TcpaccelEarly);
+        let a1 = socks_relay_args(&early, 1, "tcpaccel+socks5", None);
+        assert!(a1.contains(&"--early-reply".to_string()), "{a1:?}");
+        assert!(a1.contains(&next_hop("tcpaccel+socks5", Chain::right_of_segment(2))), "{a1:?}");
+        let a2 = socks_relay_args(&early, 2, "tcpaccel+socks5", Some("tcpaccel_relay=debug"));
+        assert!(!a2.contains(&"--early-reply".to_string()) && !a2.contains(&"--next".to_string()), "{a2:?}");
+        assert_eq!(a2[a2.len() - 2..], ["--log".to_string(), "tcpaccel_relay=debug".to_string()]);
+        let exact = Chain::parse("tcpaccel/3", RTT).unwrap();
+        assert!(!socks_relay_args(&exact, 1, "tcpaccel+socks5", None).contains(&"--early-reply".to_string()));
+        // Early replies need SOCKS: the raw transport refuses the kind.
+        let raw = [
+            ("transport".to_string(), "raw".to_string()),
+            ("relays".to_string(), "tcpaccel-early".to_string()),
+            ("uneven_relays".to_string(), String::new()),
+        ];
+        let p = crate::scenario::resolve_params(&Split, false, &raw).unwrap();
+        assert!(Split.variants(&p).is_err());
+    }
+
+    #[test]
     fn fit_recovers_the_papers_model() {
         // T_n = 10·(0.3 + 0.7 n): a = 0.3, b = 0.7, overhead 30%.
         let pts: Vec<(f64, f64)> = (1..=5).map(|n| (n as f64, 10.0 * (0.3 + 0.7 * n as f64))).collect();
@@ -1085,7 +1166,8 @@ mod tests {
     fn published_and_variants_line_up() {
         let p = crate::scenario::resolve_params(&Split, false, &[]).unwrap();
         let v = Split.variants(&p).unwrap();
-        assert_eq!(v.len(), 1 + 3 * 4 + 2 * 5);
+        assert_eq!(v.len(), 1 + 4 * 4 + 2 * 5);
+        assert!(v.contains(&"tcpaccel-early/5".to_string()) && v.contains(&"tcpaccel/5".to_string()));
         for pubd in Split.published() {
             assert!(v.contains(&pubd.variant), "{}", pubd.variant);
         }
