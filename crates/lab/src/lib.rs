@@ -29,9 +29,5 @@ pub mod runner;
 pub mod scenarios;
 pub mod testbeds;
 
-// The old paths, used now only by scenarios/split.rs, which another branch is
-// editing: drop once it names `crate::runner::records` and `crate::runner::scenario`.
-pub(crate) use runner::{records, scenario};
-
 #[cfg(test)]
 mod testdata;

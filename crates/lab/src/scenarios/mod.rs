@@ -15,10 +15,6 @@ pub mod rto;
 pub mod split;
 pub mod tuning;
 
-// `super::dumbbell`, used now only by split.rs (edited on another branch):
-// drop once it names `crate::testbeds::dumbbell`.
-pub(crate) use crate::testbeds::dumbbell;
-
 /// Every scenario, in the order `lab list` shows them.
 pub fn all() -> Vec<Box<dyn Scenario>> {
     vec![

@@ -24,8 +24,8 @@
 //! traffic-tool transfer of the same size through `tcpaccel relay --forward`
 //! chains (tcpaccel and direct only: Dante and Squid have no plain forward).
 
-use crate::records::{MetricSpec, Published};
-use crate::scenario::{ParamSpec, Params, RunCtx, Scenario, Testbed};
+use crate::runner::records::{MetricSpec, Published};
+use crate::runner::scenario::{ParamSpec, Params, RunCtx, Scenario, Testbed};
 use anyhow::{bail, Context, Result};
 use std::collections::BTreeMap;
 use std::io::Write;
@@ -818,7 +818,7 @@ impl SplitBed {
         scfg.volume = Volume::Bytes(self.size);
         scfg.cc = Some("cubic".into());
         scfg.seed = seed;
-        scfg.stop = Some(crate::scenario::stop_flag());
+        scfg.stop = Some(crate::runner::scenario::stop_flag());
         let sum = net.run_in("c", move || run_send(scfg, |_| {}))?.context("sending from c")?;
         if sum.bytes < self.size || sum.stopped_early {
             bail!("the transfer moved {} of {} bytes", sum.bytes, self.size);
@@ -951,10 +951,10 @@ impl Testbed for SplitBed {
         // namespace with a live daemon in it would outlive the teardown.
         let mut daemons: Vec<Daemon> = Vec::new();
         let net = &net;
-        let mut ctl = super::dumbbell::baseline_sysctls();
+        let mut ctl = crate::testbeds::dumbbell::baseline_sysctls();
         ctl.extend(self.buffers.iter().cloned());
         for node in chain.nodes() {
-            super::dumbbell::sysctls(net, &node, &ctl)?;
+            crate::testbeds::dumbbell::sysctls(net, &node, &ctl)?;
         }
         let server = Chain::right_of_segment(chain.segments());
         if self.raw {
@@ -1117,7 +1117,7 @@ mod tests {
             ("relays".to_string(), "tcpaccel-early".to_string()),
             ("uneven_relays".to_string(), String::new()),
         ];
-        let p = crate::scenario::resolve_params(&Split, false, &raw).unwrap();
+        let p = crate::runner::scenario::resolve_params(&Split, false, &raw).unwrap();
         assert!(Split.variants(&p).is_err());
     }
 
@@ -1164,7 +1164,7 @@ mod tests {
 
     #[test]
     fn published_and_variants_line_up() {
-        let p = crate::scenario::resolve_params(&Split, false, &[]).unwrap();
+        let p = crate::runner::scenario::resolve_params(&Split, false, &[]).unwrap();
         let v = Split.variants(&p).unwrap();
         assert_eq!(v.len(), 1 + 4 * 4 + 2 * 5);
         assert!(v.contains(&"tcpaccel-early/5".to_string()) && v.contains(&"tcpaccel/5".to_string()));
@@ -1172,7 +1172,9 @@ mod tests {
             assert!(v.contains(&pubd.variant), "{}", pubd.variant);
         }
         let raw = [("transport".to_string(), "raw".to_string())];
-        let e = Split.variants(&crate::scenario::resolve_params(&Split, false, &raw).unwrap()).unwrap_err();
+        let e = Split
+            .variants(&crate::runner::scenario::resolve_params(&Split, false, &raw).unwrap())
+            .unwrap_err();
         assert!(e.to_string().contains("tcpaccel --forward chains only"), "{e}");
         let ok = [
             ("transport".to_string(), "raw".to_string()),
@@ -1180,7 +1182,10 @@ mod tests {
             ("uneven_relays".to_string(), "tcpaccel".to_string()),
         ];
         assert_eq!(
-            Split.variants(&crate::scenario::resolve_params(&Split, false, &ok).unwrap()).unwrap().len(),
+            Split
+                .variants(&crate::runner::scenario::resolve_params(&Split, false, &ok).unwrap())
+                .unwrap()
+                .len(),
             10
         );
     }
