@@ -42,6 +42,8 @@ pub mod signals;
 pub mod sockopt;
 /// splice(2) and pipes for zero-copy relaying; SO_LINGER helpers live in sockopt.
 pub mod splice;
+/// rtnetlink IPv4 routes: create or replace, with ECMP gateways and a locked rto_min.
+pub mod route;
 /// Sysctls: the one reader and writer of /proc/sys, here or in a named network namespace.
 pub mod sysctl;
 /// `struct tcp_info`, parsed by length so older and newer kernels work.
