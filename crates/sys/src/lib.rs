@@ -36,14 +36,14 @@ pub mod probe;
 pub mod process;
 /// RLIMIT_NOFILE: read it, raise the soft limit to the hard one.
 pub mod rlimit;
+/// rtnetlink IPv4 routes: create or replace, with ECMP gateways and a locked rto_min.
+pub mod route;
 /// SIGINT/SIGTERM: one handler thread, foreground subscribers, clean-up hooks on the exit path.
 pub mod signals;
 /// setsockopt/getsockopt helpers: SO_MAX_PACING_RATE, TCP_CONGESTION, buffers, TCP_WINDOW_CLAMP, ...
 pub mod sockopt;
 /// splice(2) and pipes for zero-copy relaying; SO_LINGER helpers live in sockopt.
 pub mod splice;
-/// rtnetlink IPv4 routes: create or replace, with ECMP gateways and a locked rto_min.
-pub mod route;
 /// Sysctls: the one reader and writer of /proc/sys, here or in a named network namespace.
 pub mod sysctl;
 /// `struct tcp_info`, parsed by length so older and newer kernels work.

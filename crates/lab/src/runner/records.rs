@@ -14,6 +14,7 @@ use std::collections::BTreeMap;
 use std::fs::File;
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
+use tcpaccel_core::scale::Dilation;
 
 /// Bumped when a field changes meaning; readers refuse newer major versions.
 pub const RECORDS_VERSION: u32 = 1;
@@ -73,6 +74,27 @@ pub struct RunHeader {
     pub notes: Vec<String>,
 }
 
+/// The parameter that holds a run's time dilation D.
+pub const SCALE_PARAM: &str = "scale";
+
+/// A run's time dilation D from its parameters: 1 when the scenario has no
+/// `scale` parameter. The one reader of that parameter (the lanes
+/// scenarios read D through it too).
+pub fn dilation(params: &BTreeMap<String, String>) -> Result<Dilation, String> {
+    let Some(v) = params.get(SCALE_PARAM) else {
+        return Ok(Dilation::ONE);
+    };
+    let d: u32 = v.trim().parse().map_err(|_| format!("{SCALE_PARAM}={v:?} is not a whole number"))?;
+    Dilation::new(d).map_err(|e| format!("{SCALE_PARAM}: {e}"))
+}
+
+impl RunHeader {
+    /// D of this run (1 when the records predate it or it is not valid).
+    pub fn dilation(&self) -> Dilation {
+        dilation(&self.params).unwrap_or(Dilation::ONE)
+    }
+}
+
 /// One time-series sample of one repeat of one variant.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Sample {
@@ -97,6 +119,12 @@ pub struct FlowRecord {
     pub fct_ms: f64,
     #[serde(default)]
     pub completed: bool,
+    /// In a dilated run (`scale` D > 1): `start` and `fct_ms` in experiment
+    /// units (÷ D); absent at D = 1, where they equal the wall values.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub exp_start: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub exp_fct_ms: Option<f64>,
 }
 
 /// Summary figures of one repeat of one variant.
@@ -281,6 +309,26 @@ mod tests {
         assert_eq!(d.samples.len(), 1);
         assert!(!d.complete());
         std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn d_comes_from_the_scale_parameter_and_flows_carry_experiment_units() {
+        let mut h = crate::testdata::header();
+        assert_eq!(h.dilation(), Dilation::ONE, "no scale parameter: D = 1");
+        h.params.insert(SCALE_PARAM.into(), "4".into());
+        assert_eq!(h.dilation().get(), 4);
+        assert!(dilation(&[(SCALE_PARAM.to_string(), "0".to_string())].into()).is_err());
+        assert!(dilation(&[(SCALE_PARAM.to_string(), "x".to_string())].into())
+            .unwrap_err()
+            .contains("\"x\""));
+        // A flow record of before the field reads back without it.
+        let old = r#"{"type":"flow","variant":"a","repeat":0,"id":1,"class":"short","bytes":10,"start":0.5,"fct_ms":8.0,"completed":true}"#;
+        let Record::Flow(f) = serde_json::from_str::<Record>(old).unwrap() else { panic!("not a flow") };
+        assert_eq!((f.exp_start, f.exp_fct_ms), (None, None));
+        let f = FlowRecord { exp_start: Some(0.125), exp_fct_ms: Some(2.0), ..f };
+        let line = serde_json::to_string(&Record::Flow(f.clone())).unwrap();
+        assert!(line.contains("\"exp_fct_ms\":2.0"), "{line}");
+        assert_eq!(serde_json::from_str::<Record>(&line).unwrap(), Record::Flow(f));
     }
 
     #[test]

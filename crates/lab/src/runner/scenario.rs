@@ -164,6 +164,9 @@ impl RunCtx<'_> {
         fct_ms: f64,
         completed: bool,
     ) -> Result<()> {
+        // Times also in experiment units when the run is dilated.
+        let d = dilation(&self.params.0).map_err(anyhow::Error::msg)?;
+        let exp = |t: f64| (d != tcpaccel_core::scale::Dilation::ONE).then(|| d.ms_to_experiment(t));
         let r = Record::Flow(FlowRecord {
             variant: self.variant.clone(),
             repeat: self.repeat,
@@ -173,6 +176,8 @@ impl RunCtx<'_> {
             start,
             fct_ms,
             completed,
+            exp_start: exp(start),
+            exp_fct_ms: exp(fct_ms),
         });
         Ok(self.writer.write(&r)?)
     }

@@ -29,12 +29,14 @@
 //! interface a packet addressed to its SL address.
 
 use std::net::Ipv4Addr;
+use std::time::Duration;
 
 use crate::engines::flows::HostAddrs;
 use anyhow::{bail, Context, Result};
 use tcpaccel_core::units::{Bytes, QueueLimit, Rate};
 use tcpaccel_core::workload::HostId;
 use tcpaccel_net::{Cidr, EndSpec, LinkSpec, Network, NodeSpec, RouteTo, Topology, TopologyBuilder};
+use tcpaccel_sys::route::{Route4, TABLE_MAIN};
 
 /// Shape of the datacenter.
 #[derive(Debug, Clone)]
@@ -102,6 +104,21 @@ impl FabricSpec {
 
     fn uplink(f: u32, l: u32, s: u32, spine_side: bool) -> Ipv4Addr {
         Ipv4Addr::new(10, (100 + f) as u8, (8 * l + s) as u8, if spine_side { 2 } else { 1 })
+    }
+
+    /// The routes host `h` sends by, as rtnetlink routes: in the main table
+    /// the default via its SL gateway and each LL fabric's /16 via that
+    /// fabric's gateway; in table 100+f the default via fabric f's gateway
+    /// (the source rules of [`Fabric::up`] lead there).
+    pub fn host_routes(h: u32, fabrics: u32, rto_min: Option<Duration>) -> Vec<Route4> {
+        let route =
+            |table, dst, prefix, f| Route4 { table, dst, prefix, via: vec![Self::host_gw(h, f)], rto_min };
+        let mut v = vec![route(TABLE_MAIN, Ipv4Addr::UNSPECIFIED, 0, 0)];
+        for f in 1..fabrics {
+            v.push(route(TABLE_MAIN, Ipv4Addr::new(10, (10 + f) as u8, 0, 0), 16, f));
+            v.push(route(100 + f, Ipv4Addr::UNSPECIFIED, 0, f));
+        }
+        v
     }
 
     /// Host-leaf and leaf-spine links.
@@ -269,6 +286,26 @@ impl Fabric {
                 }
             }
             ip_batch(&ns, &lines).with_context(|| format!("MPTCP settings on {name}"))?;
+        }
+        Ok(())
+    }
+
+    /// Puts a locked `rto_min` on every route a host sends by (main table:
+    /// the default via SL and each LL's /16; each source table's default),
+    /// through rtnetlink in the host's namespace. The kernel honours it only
+    /// above its own 200 ms minimum (`tcp_rto_min()`).
+    pub fn set_rto_min(&self, rto_min: Duration) -> Result<()> {
+        for h in 0..self.spec.hosts {
+            let ns = self.net.ns(&FabricSpec::host_name(h))?;
+            let routes = FabricSpec::host_routes(h, self.spec.fabrics, Some(rto_min));
+            tcpaccel_sys::netns::run_in(&ns, move || -> Result<()> {
+                for r in &routes {
+                    tcpaccel_sys::route::replace(r)?;
+                }
+                Ok(())
+            })
+            .with_context(|| format!("entering {ns}"))?
+            .with_context(|| format!("rto_min on the routes of h{h}"))?;
         }
         Ok(())
     }
