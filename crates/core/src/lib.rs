@@ -20,6 +20,7 @@ pub mod meter;
 // Mechanism algorithms (owned by the algorithms work).
 pub mod aimd;
 pub mod alloc;
+pub mod fidelity;
 pub mod lanes;
 pub mod pace_spec;
 pub mod pacing;

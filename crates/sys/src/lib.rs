@@ -34,6 +34,8 @@ pub mod packet;
 pub mod probe;
 /// Signals to other processes: kill(2), and pidfds that a reused pid cannot fool.
 pub mod process;
+/// Per-core CPU times from /proc/stat (idle, softirq, ...), for the fidelity monitor.
+pub mod procstat;
 /// RLIMIT_NOFILE: read it, raise the soft limit to the hard one.
 pub mod rlimit;
 /// rtnetlink IPv4 routes: create or replace, with ECMP gateways and a locked rto_min.

@@ -147,6 +147,29 @@ pub struct Attachment {
     pub path: String,
 }
 
+/// Whether one variant × repeat ran on a host with CPU to spare
+/// (`crate::runner::fidelity`): an unfaithful run measured the machine, and
+/// its figures are shown apart with the reason.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct FidelityRecord {
+    pub variant: String,
+    pub repeat: u32,
+    pub faithful: bool,
+    /// Why not (empty when faithful).
+    pub reason: String,
+    /// CPU sampling windows, and of them saturated.
+    pub windows: usize,
+    pub saturated_windows: usize,
+    /// Lowest machine-wide idle share of a window, highest softirq share of
+    /// a core in a window (absent without a window).
+    pub min_idle_pct: Option<f64>,
+    pub max_softirq_pct: Option<f64>,
+    /// The thresholds the verdict used.
+    pub limit_idle_pct: f64,
+    pub limit_softirq_pct: f64,
+    pub limit_saturated_pct: f64,
+}
+
 /// Closing record: whether all planned repeats finished.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct End {
@@ -163,6 +186,7 @@ pub enum Record {
     Flow(FlowRecord),
     Summary(Summary),
     Attachment(Attachment),
+    Fidelity(FidelityRecord),
     /// A free-form note of the run (e.g. the doctor's findings, a warning).
     Note {
         variant: Option<String>,
@@ -217,6 +241,8 @@ pub struct RunData {
     pub flows: Vec<FlowRecord>,
     pub summaries: Vec<Summary>,
     pub attachments: Vec<Attachment>,
+    /// One per variant × repeat that ran (runs recorded before the monitor have none).
+    pub fidelity: Vec<FidelityRecord>,
     pub notes: Vec<(Option<String>, String)>,
     pub end: Option<End>,
 }
@@ -231,6 +257,12 @@ impl RunData {
         self.end.as_ref().is_some_and(|e| e.complete)
     }
 
+    /// Whether `variant`'s `repeat` ran faithfully: `None` when no verdict
+    /// was recorded (older records).
+    pub fn faithful(&self, variant: &str, repeat: u32) -> Option<bool> {
+        self.fidelity.iter().find(|f| f.variant == variant && f.repeat == repeat).map(|f| f.faithful)
+    }
+
     pub fn push(&mut self, r: Record) {
         match r {
             Record::Run(h) => self.header = Some(h),
@@ -238,6 +270,7 @@ impl RunData {
             Record::Flow(f) => self.flows.push(f),
             Record::Summary(s) => self.summaries.push(s),
             Record::Attachment(a) => self.attachments.push(a),
+            Record::Fidelity(f) => self.fidelity.push(f),
             Record::Note { variant, text } => self.notes.push((variant, text)),
             Record::End(e) => self.end = Some(e),
         }

@@ -302,7 +302,14 @@ pub fn run(s: &dyn Scenario, opts: &RunOptions) -> Result<RunData> {
                         started,
                         summary: BTreeMap::new(),
                     };
+                    let monitor = crate::runner::fidelity::Monitor::start(crate::runner::fidelity::INTERVAL);
                     let mut result = bed.run_one(&mut ctx);
+                    let (verdict, limits) = monitor.stop(None);
+                    let fidelity = crate::runner::fidelity::record(v, repeat, &verdict, &limits);
+                    if !fidelity.faithful {
+                        progress.message(&format!("{v} repeat {repeat} unfaithful: {}", fidelity.reason));
+                    }
+                    ctx.writer.write(&Record::Fidelity(fidelity))?;
                     if result.is_ok() && interrupted() {
                         result = Err(anyhow::anyhow!("stopped early by a signal"));
                     }
@@ -447,6 +454,9 @@ mod tests {
         let order: Vec<(String, u32)> = d.samples.iter().map(|s| (s.variant.clone(), s.repeat)).collect();
         assert_eq!(order, vec![("a".into(), 0), ("bad".into(), 0), ("a".into(), 1)]);
         assert_eq!(d.summaries.len(), 3);
+        // Every run that ran has a fidelity verdict, the failed one too.
+        assert_eq!(d.fidelity.len(), 4);
+        assert!(d.fidelity.iter().all(|f| f.windows <= 1 || f.min_idle_pct.is_some()));
         assert!(!d.complete());
         assert!(d.notes.iter().any(|n| n.1.contains("boom")));
         assert!(out.join("index.html").exists() && out.join("summary.md").exists());

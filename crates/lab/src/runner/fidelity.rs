@@ -1,0 +1,143 @@
+//! The per-run fidelity monitor: a thread that samples every core's CPU
+//! times (`/proc/stat`, the whole host's) while one variant × repeat runs,
+//! and the verdict of `tcpaccel_core::fidelity` on them, written as a
+//! `fidelity` record beside the run's summary.
+//!
+//! What it does not do: it does not read the emulator's lateness (the lanes
+//! fabrics carry no emulator; a testbed with one can pass its p99 to
+//! [`Monitor::stop`]) nor the qdiscs' counters.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use tcpaccel_core::fidelity::{judge, CoreTimes, Limits, Verdict};
+use tcpaccel_sys::procstat::{self, CpuStat};
+
+use crate::runner::records::FidelityRecord;
+
+/// How often the cores are sampled: ten windows a second.
+pub const INTERVAL: Duration = Duration::from_millis(100);
+
+fn core_times(v: &[CpuStat]) -> Vec<CoreTimes> {
+    v.iter().map(|c| CoreTimes { idle: c.idle + c.iowait, softirq: c.softirq, total: c.total() }).collect()
+}
+
+/// A running monitor; [`Monitor::stop`] ends it and judges.
+pub struct Monitor {
+    stop: Arc<AtomicBool>,
+    handle: Option<JoinHandle<Result<Vec<Vec<CoreTimes>>, String>>>,
+}
+
+impl Monitor {
+    pub fn start(interval: Duration) -> Monitor {
+        let stop = Arc::new(AtomicBool::new(false));
+        let s = stop.clone();
+        let handle = std::thread::Builder::new()
+            .name("fidelity".into())
+            .spawn(move || {
+                let mut out = Vec::new();
+                loop {
+                    let v = procstat::read().map_err(|e| e.to_string())?;
+                    out.push(core_times(&v));
+                    if s.load(Ordering::Relaxed) {
+                        return Ok(out);
+                    }
+                    // Sleep in slices so that stop answers within 10 ms.
+                    let mut slept = Duration::ZERO;
+                    while slept < interval && !s.load(Ordering::Relaxed) {
+                        let step = (interval - slept).min(Duration::from_millis(10));
+                        std::thread::sleep(step);
+                        slept += step;
+                    }
+                }
+            })
+            .ok();
+        Monitor { stop, handle }
+    }
+
+    /// Stops sampling and judges the run; `emu_lateness_p99` if an emulator ran.
+    pub fn stop(mut self, emu_lateness_p99: Option<Duration>) -> (Verdict, Limits) {
+        let limits = Limits::default();
+        self.stop.store(true, Ordering::Relaxed);
+        let samples = match self.handle.take().map(|h| h.join()) {
+            Some(Ok(Ok(s))) => s,
+            Some(Ok(Err(e))) => {
+                return (unjudged(format!("the monitor could not read the CPU times: {e}")), limits)
+            }
+            Some(Err(_)) => return (unjudged("the monitor thread panicked".into()), limits),
+            None => return (unjudged("the monitor thread could not start".into()), limits),
+        };
+        (judge(&samples, emu_lateness_p99, &limits), limits)
+    }
+}
+
+impl Drop for Monitor {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+    }
+}
+
+/// A run the monitor could not watch is not claimed faithful.
+fn unjudged(reason: String) -> Verdict {
+    Verdict { faithful: false, reason, windows: 0, saturated: 0, min_idle: f64::NAN, max_softirq: f64::NAN }
+}
+
+/// The record of one variant × repeat.
+pub fn record(variant: &str, repeat: u32, v: &Verdict, limits: &Limits) -> FidelityRecord {
+    let pct = |x: f64| if x.is_finite() { Some(x * 100.0) } else { None };
+    FidelityRecord {
+        variant: variant.into(),
+        repeat,
+        faithful: v.faithful,
+        reason: v.reason.clone(),
+        windows: v.windows,
+        saturated_windows: v.saturated,
+        min_idle_pct: pct(v.min_idle),
+        max_softirq_pct: pct(v.max_softirq),
+        limit_idle_pct: limits.min_idle * 100.0,
+        limit_softirq_pct: limits.max_softirq * 100.0,
+        limit_saturated_pct: limits.max_saturated_share * 100.0,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn two_busy_threads_per_core_make_the_run_unfaithful() {
+        // Light: the monitor alone for 0.5 s. Other helpers' builds share
+        // this machine, so only the overloaded case is asserted strictly.
+        let m = Monitor::start(Duration::from_millis(50));
+        std::thread::sleep(Duration::from_millis(500));
+        let (light, _) = m.stop(None);
+        assert!(light.windows >= 5, "{light:?}");
+
+        let cores = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(2);
+        let stop = Arc::new(AtomicBool::new(false));
+        let spinners: Vec<_> = (0..2 * cores)
+            .map(|_| {
+                let s = stop.clone();
+                std::thread::spawn(move || {
+                    while !s.load(Ordering::Relaxed) {
+                        std::hint::black_box(0u64);
+                    }
+                })
+            })
+            .collect();
+        std::thread::sleep(Duration::from_millis(100));
+        let m = Monitor::start(Duration::from_millis(50));
+        std::thread::sleep(Duration::from_millis(700));
+        let (heavy, limits) = m.stop(None);
+        stop.store(true, Ordering::Relaxed);
+        for s in spinners {
+            s.join().unwrap();
+        }
+        assert!(!heavy.faithful, "{heavy:?}");
+        assert!(heavy.reason.contains("saturated"), "{}", heavy.reason);
+        let r = record("v", 1, &heavy, &limits);
+        assert!(!r.faithful && r.min_idle_pct.is_some_and(|p| p < 5.0), "{r:?}");
+    }
+}
