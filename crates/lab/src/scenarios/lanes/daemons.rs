@@ -267,6 +267,7 @@ mod tests {
     #[test]
     fn daemon_config_pairs_each_peer_once_per_lane() {
         let spec = FabricSpec {
+            shape: crate::testbeds::fabric::Shape::LeafSpine,
             hosts: 4,
             fabrics: 3,
             hosts_per_leaf: 2,

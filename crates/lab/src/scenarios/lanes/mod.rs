@@ -28,7 +28,7 @@ use tcpaccel_core::stats::percentile_sorted;
 use tcpaccel_core::workload::{Flow, FlowClass};
 
 use crate::runner::scenario::{stop_flag, Params, RunCtx, Testbed};
-use crate::testbeds::fabric::{Fabric, FabricSpec, MptcpMode};
+use crate::testbeds::fabric::{Fabric, FabricSpec, MptcpMode, Shape};
 use tcpaccel_core::scale::{Dilation, Rule};
 
 mod basic;
@@ -75,8 +75,15 @@ fn common_params(fabrics: &str, hosts: &str, rate: &str) -> Vec<Param> {
         ),
         Param::new("hosts", hosts, Rule::Count, "hosts in the datacenter (a quarter are back-end hosts)"),
         Param::new("fabrics", fabrics, Rule::Count, "fabrics = lanes: 1 SL + the rest LL"),
-        Param::new("hosts_per_leaf", "4", Rule::Count, "hosts under one leaf router"),
-        Param::new("spines", "2", Rule::Count, "spine routers per fabric"),
+        Param::new(
+            "topology",
+            "leaf-spine",
+            Rule::Choice,
+            "each fabric's shape: leaf-spine (hosts_per_leaf, spines; the spine fixed per destination) or fattree \
+             (the thesis's k = 4 FatTree, up to 16 hosts, ECMP by L4 hash on every switch)",
+        ),
+        Param::new("hosts_per_leaf", "4", Rule::Count, "leaf-spine: hosts under one leaf router"),
+        Param::new("spines", "2", Rule::Count, "leaf-spine: spine routers per fabric"),
         Param::new(
             "rate",
             rate,
@@ -161,6 +168,7 @@ fn common_params(fabrics: &str, hosts: &str, rate: &str) -> Vec<Param> {
 
 fn fabric_spec(p: &Knobs) -> Result<FabricSpec> {
     Ok(FabricSpec {
+        shape: Shape::parse(p.text("topology")?)?,
         hosts: p.count("hosts")? as u32,
         fabrics: p.count("fabrics")? as u32,
         hosts_per_leaf: p.count("hosts_per_leaf")? as u32,
