@@ -20,7 +20,8 @@
 use std::time::Duration;
 
 /// One core's cumulative times (any unit, e.g. jiffies), as `/proc/stat`
-/// gives them: idle (with iowait), softirq, and the total of all columns.
+/// gives them: spare time (idle, and whatever the caller counts as
+/// yielding to the run), softirq, and the total of all columns.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct CoreTimes {
     pub idle: u64,

@@ -302,7 +302,10 @@ pub fn run(s: &dyn Scenario, opts: &RunOptions) -> Result<RunData> {
                         started,
                         summary: BTreeMap::new(),
                     };
-                    let monitor = crate::runner::fidelity::Monitor::start(crate::runner::fidelity::INTERVAL);
+                    let monitor = crate::runner::fidelity::Monitor::start(
+                        crate::runner::fidelity::INTERVAL,
+                        crate::runner::fidelity::Spare::IdleAndNiced,
+                    );
                     let mut result = bed.run_one(&mut ctx);
                     let (verdict, limits) = monitor.stop(None);
                     let fidelity = crate::runner::fidelity::record(v, repeat, &verdict, &limits);
