@@ -17,6 +17,16 @@
 //! 12; the links run at `rate` (default 100 Mbit/s) with 128 KB drop-tail
 //! queues, so a full queue holds 10× more time than in the thesis (the same
 //! bytes and packets), and every run is a few seconds, not 100 repeats.
+//!
+//! Scale (`--set scale=D`, issue 25): every parameter declares how it
+//! follows D ([`knobs`]): rates ÷ D, times × D (also the experiments' own
+//! drain, fill and timeouts, and TCP's `rto_min` on the host routes where
+//! the kernel honours it), γ ÷ D, bytes, counts and loads unchanged. The
+//! experiment is then the same in packets, windows and RTTs at 1/D of the
+//! CPU per second; metrics are in experiment units (times ÷ D, rates × D),
+//! with `_wall` twins in wall time when D > 1. What D cannot scale: the
+//! delayed-ACK timer (40 ms ATO), TLP's +200 ms with one packet out, the
+//! initial RTO (1 s), the daemons' and the kernel's own latencies.
 
 use std::collections::BTreeMap;
 use std::path::Path;

@@ -40,9 +40,24 @@ fn realistic_params(fan_in: &str, rate: &str) -> Vec<Param> {
 
 fn realistic_metrics() -> Vec<MetricSpec> {
     vec![
-        MetricSpec::new("short_p99_ms@0.5", "ms", false, "99th-percentile FCT of flows ≤ 100 KB at load 0.5"),
-        MetricSpec::new("short_avg_ms@0.5", "ms", false, "mean FCT of flows ≤ 100 KB at load 0.5"),
-        MetricSpec::new("long_mbps@0.5", "Mbit/s", true, "long-flow goodput per back-end host at load 0.5"),
+        MetricSpec::new(
+            "short_p99_ms@0.5",
+            "ms",
+            false,
+            "99th-percentile FCT of flows ≤ 100 KB at load 0.5, in experiment units (wall ÷ scale)",
+        ),
+        MetricSpec::new(
+            "short_avg_ms@0.5",
+            "ms",
+            false,
+            "mean FCT of flows ≤ 100 KB at load 0.5, in experiment units (wall ÷ scale)",
+        ),
+        MetricSpec::new(
+            "long_mbps@0.5",
+            "Mbit/s",
+            true,
+            "long-flow goodput per back-end host at load 0.5, in experiment units (wall × scale)",
+        ),
     ]
 }
 
