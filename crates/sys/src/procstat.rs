@@ -1,4 +1,5 @@
-//! Per-core CPU times from `/proc/stat` (the fidelity monitor's input).
+//! Per-core CPU times from `/proc/stat`, and CPU pressure (PSI) from
+//! `/proc/pressure/cpu`: the fidelity monitor's inputs.
 //!
 //! What it is: a parser of the `cpuN` lines and their reader. What it is
 //! not: no judgement (that is `tcpaccel_core::fidelity`). `/proc/stat` is
@@ -73,6 +74,31 @@ pub fn read() -> Result<Vec<CpuStat>> {
     parse(&text).map_err(|msg| Error::Other { op: op.into(), msg })
 }
 
+/// The cumulative time (µs) in which at least one runnable task waited
+/// for a CPU: the `some ... total=` of `/proc/pressure/cpu` (PSI). `None`
+/// on a kernel without PSI.
+pub fn cpu_stall_us() -> Result<Option<u64>> {
+    let op = "reading /proc/pressure/cpu";
+    match std::fs::read_to_string("/proc/pressure/cpu") {
+        Ok(text) => parse_pressure(&text).map(Some).map_err(|msg| Error::Other { op: op.into(), msg }),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        // CONFIG_PSI with psi=0 on the command line: the file is there but refuses reads.
+        Err(e) if e.raw_os_error() == Some(libc::EOPNOTSUPP) => Ok(None),
+        Err(e) => Err(Error::os(op, e)),
+    }
+}
+
+/// The `total=` of the `some` line of a PSI text.
+pub fn parse_pressure(text: &str) -> std::result::Result<u64, String> {
+    let line =
+        text.lines().find(|l| l.starts_with("some ")).ok_or("no \"some\" line in the pressure text")?;
+    let total = line
+        .split_whitespace()
+        .find_map(|w| w.strip_prefix("total="))
+        .ok_or_else(|| format!("no total= in {line:?}"))?;
+    total.parse().map_err(|_| format!("total={total:?} is not a number"))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -101,6 +127,15 @@ mod tests {
         );
         assert_eq!(v[1].steal, 3);
         assert_eq!(v[1].total(), 59);
+    }
+
+    #[test]
+    fn pressure_total_comes_from_the_some_line() {
+        let text = "some avg10=48.06 avg60=33.68 avg300=42.62 total=7954641757\n\
+                    full avg10=0.00 avg60=0.00 avg300=0.00 total=0\n";
+        assert_eq!(parse_pressure(text), Ok(7_954_641_757));
+        assert!(parse_pressure("full total=1\n").unwrap_err().contains("some"));
+        assert!(parse_pressure("some avg10=1 total=x\n").unwrap_err().contains("\"x\""));
     }
 
     #[test]

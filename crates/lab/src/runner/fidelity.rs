@@ -40,10 +40,18 @@ fn core_times(v: &[CpuStat], spare: Spare) -> Vec<CoreTimes> {
         .collect()
 }
 
+/// What the sampling thread collected: per-core times per sample, and the
+/// CPU pressure (PSI `some` total, µs) at the first and last sample with the
+/// wall time between them.
+struct Collected {
+    cores: Vec<Vec<CoreTimes>>,
+    stall: Option<(u64, u64, Duration)>,
+}
+
 /// A running monitor; [`Monitor::stop`] ends it and judges.
 pub struct Monitor {
     stop: Arc<AtomicBool>,
-    handle: Option<JoinHandle<Result<Vec<Vec<CoreTimes>>, String>>>,
+    handle: Option<JoinHandle<Result<Collected, String>>>,
 }
 
 impl Monitor {
@@ -54,11 +62,15 @@ impl Monitor {
             .name("fidelity".into())
             .spawn(move || {
                 let mut out = Vec::new();
+                let t0 = std::time::Instant::now();
+                let stall0 = procstat::cpu_stall_us().map_err(|e| e.to_string())?;
                 loop {
                     let v = procstat::read().map_err(|e| e.to_string())?;
                     out.push(core_times(&v, spare));
                     if s.load(Ordering::Relaxed) {
-                        return Ok(out);
+                        let stall1 = procstat::cpu_stall_us().map_err(|e| e.to_string())?;
+                        let stall = stall0.zip(stall1).map(|(a, b)| (a, b, t0.elapsed()));
+                        return Ok(Collected { cores: out, stall });
                     }
                     // Sleep in slices so that stop answers within 10 ms.
                     let mut slept = Duration::ZERO;
@@ -73,19 +85,25 @@ impl Monitor {
         Monitor { stop, handle }
     }
 
-    /// Stops sampling and judges the run; `emu_lateness_p99` if an emulator ran.
-    pub fn stop(mut self, emu_lateness_p99: Option<Duration>) -> (Verdict, Limits) {
+    /// Stops sampling and judges the run; `emu_lateness_p99` if an emulator
+    /// ran. The verdict comes with the share of the run's wall time in which
+    /// some task waited for a CPU (PSI), where the kernel reports it.
+    pub fn stop(mut self, emu_lateness_p99: Option<Duration>) -> Observed {
         let limits = Limits::default();
         self.stop.store(true, Ordering::Relaxed);
-        let samples = match self.handle.take().map(|h| h.join()) {
-            Some(Ok(Ok(s))) => s,
+        let c = match self.handle.take().map(|h| h.join()) {
+            Some(Ok(Ok(c))) => c,
             Some(Ok(Err(e))) => {
-                return (unjudged(format!("the monitor could not read the CPU times: {e}")), limits)
+                return Observed::unjudged(format!("the monitor could not read the CPU times: {e}"), limits)
             }
-            Some(Err(_)) => return (unjudged("the monitor thread panicked".into()), limits),
-            None => return (unjudged("the monitor thread could not start".into()), limits),
+            Some(Err(_)) => return Observed::unjudged("the monitor thread panicked".into(), limits),
+            None => return Observed::unjudged("the monitor thread could not start".into(), limits),
         };
-        (judge(&samples, emu_lateness_p99, &limits), limits)
+        let stall_share = c.stall.and_then(|(a, b, wall)| {
+            let us = wall.as_micros() as f64;
+            (us > 0.0).then(|| b.saturating_sub(a) as f64 / us)
+        });
+        Observed { verdict: judge(&c.cores, emu_lateness_p99, &limits), limits, stall_share }
     }
 }
 
@@ -95,15 +113,39 @@ impl Drop for Monitor {
     }
 }
 
-/// A run the monitor could not watch is not claimed faithful.
-fn unjudged(reason: String) -> Verdict {
-    Verdict { faithful: false, reason, windows: 0, saturated: 0, min_idle: f64::NAN, max_softirq: f64::NAN }
+/// What a monitor saw and concluded.
+#[derive(Debug, Clone)]
+pub struct Observed {
+    pub verdict: Verdict,
+    pub limits: Limits,
+    /// Share of wall time in which some task on the host waited for a CPU
+    /// (PSI `some`). Recorded, not judged: on a shared machine it counts the
+    /// niced builds waiting behind the run as well, and no threshold is
+    /// calibrated against FCT noise yet.
+    pub stall_share: Option<f64>,
+}
+
+impl Observed {
+    /// A run the monitor could not watch is not claimed faithful.
+    fn unjudged(reason: String, limits: Limits) -> Observed {
+        let verdict = Verdict {
+            faithful: false,
+            reason,
+            windows: 0,
+            saturated: 0,
+            min_idle: f64::NAN,
+            max_softirq: f64::NAN,
+        };
+        Observed { verdict, limits, stall_share: None }
+    }
 }
 
 /// The record of one variant × repeat.
-pub fn record(variant: &str, repeat: u32, v: &Verdict, limits: &Limits) -> FidelityRecord {
+pub fn record(variant: &str, repeat: u32, o: &Observed) -> FidelityRecord {
+    let (v, limits) = (&o.verdict, &o.limits);
     let pct = |x: f64| if x.is_finite() { Some(x * 100.0) } else { None };
     FidelityRecord {
+        cpu_stall_pct: o.stall_share.and_then(pct),
         variant: variant.into(),
         repeat,
         faithful: v.faithful,
@@ -129,7 +171,7 @@ mod tests {
         // Tests run niced (house rule): their spinners are niced work too.
         let m = Monitor::start(Duration::from_millis(50), Spare::Idle);
         std::thread::sleep(Duration::from_millis(500));
-        let (light, _) = m.stop(None);
+        let light = m.stop(None).verdict;
         assert!(light.windows >= 5, "{light:?}");
 
         let cores = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(2);
@@ -147,14 +189,19 @@ mod tests {
         std::thread::sleep(Duration::from_millis(100));
         let m = Monitor::start(Duration::from_millis(50), Spare::Idle);
         std::thread::sleep(Duration::from_millis(700));
-        let (heavy, limits) = m.stop(None);
+        let observed = m.stop(None);
+        let heavy = observed.verdict.clone();
         stop.store(true, Ordering::Relaxed);
         for s in spinners {
             s.join().unwrap();
         }
         assert!(!heavy.faithful, "{heavy:?}");
         assert!(heavy.reason.contains("saturated"), "{}", heavy.reason);
-        let r = record("v", 1, &heavy, &limits);
+        let r = record("v", 1, &observed);
         assert!(!r.faithful && r.min_idle_pct.is_some_and(|p| p < 5.0), "{r:?}");
+        if std::path::Path::new("/proc/pressure/cpu").exists() {
+            // Two spinners per core: some task always waits.
+            assert!(r.cpu_stall_pct.is_some_and(|p| p > 50.0), "{r:?}");
+        }
     }
 }

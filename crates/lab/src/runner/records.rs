@@ -164,6 +164,11 @@ pub struct FidelityRecord {
     /// a core in a window (absent without a window).
     pub min_idle_pct: Option<f64>,
     pub max_softirq_pct: Option<f64>,
+    /// Share of the run's wall time in which some task on the host waited
+    /// for a CPU (PSI `some`); recorded, not judged (see
+    /// `crate::runner::fidelity::Observed`). Absent without PSI.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpu_stall_pct: Option<f64>,
     /// The thresholds the verdict used.
     pub limit_idle_pct: f64,
     pub limit_softirq_pct: f64,

@@ -307,8 +307,8 @@ pub fn run(s: &dyn Scenario, opts: &RunOptions) -> Result<RunData> {
                         crate::runner::fidelity::Spare::IdleAndNiced,
                     );
                     let mut result = bed.run_one(&mut ctx);
-                    let (verdict, limits) = monitor.stop(None);
-                    let fidelity = crate::runner::fidelity::record(v, repeat, &verdict, &limits);
+                    let observed = monitor.stop(None);
+                    let fidelity = crate::runner::fidelity::record(v, repeat, &observed);
                     if !fidelity.faithful {
                         progress.message(&format!("{v} repeat {repeat} unfaithful: {}", fidelity.reason));
                     }
