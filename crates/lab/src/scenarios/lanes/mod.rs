@@ -537,6 +537,38 @@ mod tests {
         }
     }
 
+    /// End to end at D = 2 on the FatTree: the run records D, flows in both
+    /// units, a fidelity verdict per variant, and metrics in experiment units
+    /// with their wall twins.
+    #[test]
+    fn root_a_dilated_web_search_on_the_fattree_records_both_units() {
+        let d = crate::runner::scenario::run_short(
+            &LanesRealistic(Mix::WebSearch),
+            &[
+                ("scale", "2"),
+                ("topology", "fattree"),
+                ("hosts", "8"),
+                ("rate", "100mbit"),
+                ("loads", "0.2"),
+                ("duration", "1s"),
+                ("variants", "mptcp,size-link-cost"),
+            ],
+        );
+        assert_eq!(d.header().dilation().get(), 2);
+        assert!(!d.flows.is_empty());
+        // Through JSON: equal to the last bit or so.
+        let close = |a: Option<f64>, b: f64| a.is_some_and(|a| (a - b).abs() <= 1e-9 * b.abs().max(1.0));
+        for f in &d.flows {
+            assert!(close(f.exp_fct_ms, f.fct_ms / 2.0), "flow {}: {:?} vs {}", f.id, f.exp_fct_ms, f.fct_ms);
+            assert!(close(f.exp_start, f.start / 2.0), "flow {}: {:?} vs {}", f.id, f.exp_start, f.start);
+        }
+        assert_eq!(d.fidelity.len(), 2, "one verdict per variant");
+        for s in &d.summaries {
+            let (exp, wall) = (s.metrics["short_avg_ms@0.2"], s.metrics["short_avg_ms_wall@0.2"]);
+            assert!(close(Some(exp * 2.0), wall), "{}: {exp} vs {wall}", s.variant);
+        }
+    }
+
     #[test]
     fn web_search_at_d4_is_the_issues_run_b() {
         let s = LanesRealistic(Mix::WebSearch);
