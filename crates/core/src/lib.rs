@@ -20,9 +20,11 @@ pub mod meter;
 // Mechanism algorithms (owned by the algorithms work).
 pub mod aimd;
 pub mod alloc;
+pub mod fidelity;
 pub mod lanes;
 pub mod pace_spec;
 pub mod pacing;
+pub mod scale;
 pub mod split;
 pub mod workload;
 

@@ -92,6 +92,8 @@ pub(crate) fn run() -> RunData {
             start: i as f64,
             fct_ms: 1.0 + i as f64,
             completed: true,
+            exp_start: None,
+            exp_fct_ms: None,
         }));
     }
     d.push(Record::Note { variant: Some("none".into()), text: "first loss at 1.2 s".into() });

@@ -9,13 +9,14 @@ use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::time::Duration;
 
 use tcpaccel_core::units::{Bytes, Rate};
-use tcpaccel_lab::testbeds::fabric::{iface_tx_bytes, Fabric, FabricSpec, MptcpMode};
+use tcpaccel_lab::testbeds::fabric::{iface_tx_bytes, Fabric, FabricSpec, MptcpMode, Shape};
 
 const MB: usize = 1 << 20;
 
 fn fabric() -> Fabric {
     tcpaccel_sys::testing::require_root();
     Fabric::up(FabricSpec {
+        shape: Shape::LeafSpine,
         hosts: 4,
         fabrics: 2,
         hosts_per_leaf: 2,

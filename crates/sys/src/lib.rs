@@ -34,8 +34,12 @@ pub mod packet;
 pub mod probe;
 /// Signals to other processes: kill(2), and pidfds that a reused pid cannot fool.
 pub mod process;
+/// Per-core CPU times from /proc/stat (idle, softirq, ...), for the fidelity monitor.
+pub mod procstat;
 /// RLIMIT_NOFILE: read it, raise the soft limit to the hard one.
 pub mod rlimit;
+/// rtnetlink IPv4 routes: create or replace, with ECMP gateways and a locked rto_min.
+pub mod route;
 /// SIGINT/SIGTERM: one handler thread, foreground subscribers, clean-up hooks on the exit path.
 pub mod signals;
 /// setsockopt/getsockopt helpers: SO_MAX_PACING_RATE, TCP_CONGESTION, buffers, TCP_WINDOW_CLAMP, ...

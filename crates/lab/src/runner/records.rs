@@ -14,6 +14,7 @@ use std::collections::BTreeMap;
 use std::fs::File;
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
+use tcpaccel_core::scale::Dilation;
 
 /// Bumped when a field changes meaning; readers refuse newer major versions.
 pub const RECORDS_VERSION: u32 = 1;
@@ -73,6 +74,27 @@ pub struct RunHeader {
     pub notes: Vec<String>,
 }
 
+/// The parameter that holds a run's time dilation D.
+pub const SCALE_PARAM: &str = "scale";
+
+/// A run's time dilation D from its parameters: 1 when the scenario has no
+/// `scale` parameter. The one reader of that parameter (the lanes
+/// scenarios read D through it too).
+pub fn dilation(params: &BTreeMap<String, String>) -> Result<Dilation, String> {
+    let Some(v) = params.get(SCALE_PARAM) else {
+        return Ok(Dilation::ONE);
+    };
+    let d: u32 = v.trim().parse().map_err(|_| format!("{SCALE_PARAM}={v:?} is not a whole number"))?;
+    Dilation::new(d).map_err(|e| format!("{SCALE_PARAM}: {e}"))
+}
+
+impl RunHeader {
+    /// D of this run (1 when the records predate it or it is not valid).
+    pub fn dilation(&self) -> Dilation {
+        dilation(&self.params).unwrap_or(Dilation::ONE)
+    }
+}
+
 /// One time-series sample of one repeat of one variant.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Sample {
@@ -97,6 +119,12 @@ pub struct FlowRecord {
     pub fct_ms: f64,
     #[serde(default)]
     pub completed: bool,
+    /// In a dilated run (`scale` D > 1): `start` and `fct_ms` in experiment
+    /// units (÷ D); absent at D = 1, where they equal the wall values.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub exp_start: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub exp_fct_ms: Option<f64>,
 }
 
 /// Summary figures of one repeat of one variant.
@@ -119,6 +147,34 @@ pub struct Attachment {
     pub path: String,
 }
 
+/// Whether one variant × repeat ran on a host with CPU to spare
+/// (`crate::runner::fidelity`): an unfaithful run measured the machine, and
+/// its figures are shown apart with the reason.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct FidelityRecord {
+    pub variant: String,
+    pub repeat: u32,
+    pub faithful: bool,
+    /// Why not (empty when faithful).
+    pub reason: String,
+    /// CPU sampling windows, and of them saturated.
+    pub windows: usize,
+    pub saturated_windows: usize,
+    /// Lowest machine-wide idle share of a window, highest softirq share of
+    /// a core in a window (absent without a window).
+    pub min_idle_pct: Option<f64>,
+    pub max_softirq_pct: Option<f64>,
+    /// Share of the run's wall time in which some task on the host waited
+    /// for a CPU (PSI `some`); recorded, not judged (see
+    /// `crate::runner::fidelity::Observed`). Absent without PSI.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpu_stall_pct: Option<f64>,
+    /// The thresholds the verdict used.
+    pub limit_idle_pct: f64,
+    pub limit_softirq_pct: f64,
+    pub limit_saturated_pct: f64,
+}
+
 /// Closing record: whether all planned repeats finished.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct End {
@@ -135,6 +191,7 @@ pub enum Record {
     Flow(FlowRecord),
     Summary(Summary),
     Attachment(Attachment),
+    Fidelity(FidelityRecord),
     /// A free-form note of the run (e.g. the doctor's findings, a warning).
     Note {
         variant: Option<String>,
@@ -189,6 +246,8 @@ pub struct RunData {
     pub flows: Vec<FlowRecord>,
     pub summaries: Vec<Summary>,
     pub attachments: Vec<Attachment>,
+    /// One per variant × repeat that ran (runs recorded before the monitor have none).
+    pub fidelity: Vec<FidelityRecord>,
     pub notes: Vec<(Option<String>, String)>,
     pub end: Option<End>,
 }
@@ -203,6 +262,12 @@ impl RunData {
         self.end.as_ref().is_some_and(|e| e.complete)
     }
 
+    /// Whether `variant`'s `repeat` ran faithfully: `None` when no verdict
+    /// was recorded (older records).
+    pub fn faithful(&self, variant: &str, repeat: u32) -> Option<bool> {
+        self.fidelity.iter().find(|f| f.variant == variant && f.repeat == repeat).map(|f| f.faithful)
+    }
+
     pub fn push(&mut self, r: Record) {
         match r {
             Record::Run(h) => self.header = Some(h),
@@ -210,6 +275,7 @@ impl RunData {
             Record::Flow(f) => self.flows.push(f),
             Record::Summary(s) => self.summaries.push(s),
             Record::Attachment(a) => self.attachments.push(a),
+            Record::Fidelity(f) => self.fidelity.push(f),
             Record::Note { variant, text } => self.notes.push((variant, text)),
             Record::End(e) => self.end = Some(e),
         }
@@ -281,6 +347,26 @@ mod tests {
         assert_eq!(d.samples.len(), 1);
         assert!(!d.complete());
         std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn d_comes_from_the_scale_parameter_and_flows_carry_experiment_units() {
+        let mut h = crate::testdata::header();
+        assert_eq!(h.dilation(), Dilation::ONE, "no scale parameter: D = 1");
+        h.params.insert(SCALE_PARAM.into(), "4".into());
+        assert_eq!(h.dilation().get(), 4);
+        assert!(dilation(&[(SCALE_PARAM.to_string(), "0".to_string())].into()).is_err());
+        assert!(dilation(&[(SCALE_PARAM.to_string(), "x".to_string())].into())
+            .unwrap_err()
+            .contains("\"x\""));
+        // A flow record of before the field reads back without it.
+        let old = r#"{"type":"flow","variant":"a","repeat":0,"id":1,"class":"short","bytes":10,"start":0.5,"fct_ms":8.0,"completed":true}"#;
+        let Record::Flow(f) = serde_json::from_str::<Record>(old).unwrap() else { panic!("not a flow") };
+        assert_eq!((f.exp_start, f.exp_fct_ms), (None, None));
+        let f = FlowRecord { exp_start: Some(0.125), exp_fct_ms: Some(2.0), ..f };
+        let line = serde_json::to_string(&Record::Flow(f.clone())).unwrap();
+        assert!(line.contains("\"exp_fct_ms\":2.0"), "{line}");
+        assert_eq!(serde_json::from_str::<Record>(&line).unwrap(), Record::Flow(f));
     }
 
     #[test]

@@ -164,6 +164,9 @@ impl RunCtx<'_> {
         fct_ms: f64,
         completed: bool,
     ) -> Result<()> {
+        // Times also in experiment units when the run is dilated.
+        let d = dilation(&self.params.0).map_err(anyhow::Error::msg)?;
+        let exp = |t: f64| (d != tcpaccel_core::scale::Dilation::ONE).then(|| d.ms_to_experiment(t));
         let r = Record::Flow(FlowRecord {
             variant: self.variant.clone(),
             repeat: self.repeat,
@@ -173,6 +176,8 @@ impl RunCtx<'_> {
             start,
             fct_ms,
             completed,
+            exp_start: exp(start),
+            exp_fct_ms: exp(fct_ms),
         });
         Ok(self.writer.write(&r)?)
     }
@@ -299,7 +304,17 @@ pub fn run(s: &dyn Scenario, opts: &RunOptions) -> Result<RunData> {
                         started,
                         summary: BTreeMap::new(),
                     };
+                    let monitor = crate::runner::fidelity::Monitor::start(
+                        crate::runner::fidelity::INTERVAL,
+                        crate::runner::fidelity::Spare::IdleAndNiced,
+                    );
                     let mut result = bed.run_one(&mut ctx);
+                    let observed = monitor.stop(None);
+                    let fidelity = crate::runner::fidelity::record(v, repeat, &observed);
+                    if !fidelity.faithful {
+                        progress.message(&format!("{v} repeat {repeat} unfaithful: {}", fidelity.reason));
+                    }
+                    ctx.writer.write(&Record::Fidelity(fidelity))?;
                     if result.is_ok() && interrupted() {
                         result = Err(anyhow::anyhow!("stopped early by a signal"));
                     }
@@ -441,6 +456,8 @@ mod tests {
         let order: Vec<(String, u32)> = d.samples.iter().map(|s| (s.variant.clone(), s.repeat)).collect();
         assert_eq!(order, vec![("a".into(), 0), ("bad".into(), 0), ("a".into(), 1)]);
         assert_eq!(d.summaries.len(), 3);
+        // Every run that ran has a fidelity verdict, the failed one too.
+        assert_eq!(d.fidelity.len(), 4);
         assert!(!d.complete());
         assert!(d.notes.iter().any(|n| n.1.contains("boom")));
         // The runner writes records only; the report is its caller's (the CLI's).

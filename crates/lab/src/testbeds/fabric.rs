@@ -29,16 +29,43 @@
 //! interface a packet addressed to its SL address.
 
 use std::net::Ipv4Addr;
+use std::time::Duration;
 
 use crate::engines::flows::HostAddrs;
+use crate::testbeds::fattree;
 use anyhow::{bail, Context, Result};
 use tcpaccel_core::units::{Bytes, QueueLimit, Rate};
 use tcpaccel_core::workload::HostId;
 use tcpaccel_net::{Cidr, EndSpec, LinkSpec, Network, NodeSpec, RouteTo, Topology, TopologyBuilder};
+use tcpaccel_sys::route::{Route4, TABLE_MAIN};
+
+/// The topology of each fabric.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Shape {
+    /// Two tiers: `hosts_per_leaf` hosts per leaf, `spines` spines, the
+    /// spine of a destination fixed by the destination host.
+    LeafSpine,
+    /// The thesis's k = 4 FatTree with ECMP ([`crate::testbeds::fattree`]);
+    /// `hosts_per_leaf` and `spines` do not apply.
+    FatTree,
+}
+
+impl Shape {
+    pub const NAMES: [&'static str; 2] = ["leaf-spine", "fattree"];
+
+    pub fn parse(s: &str) -> Result<Shape> {
+        match s.trim() {
+            "leaf-spine" => Ok(Shape::LeafSpine),
+            "fattree" => Ok(Shape::FatTree),
+            other => bail!("unknown topology {other:?}; valid: {}", Shape::NAMES.join(", ")),
+        }
+    }
+}
 
 /// Shape of the datacenter.
 #[derive(Debug, Clone)]
 pub struct FabricSpec {
+    pub shape: Shape,
     pub hosts: u32,
     /// Fabrics (lanes): 1 SL + (fabrics − 1) LL; at least 2.
     pub fabrics: u32,
@@ -64,6 +91,9 @@ impl FabricSpec {
                 self.hosts_per_leaf,
                 self.spines
             );
+        }
+        if self.shape == Shape::FatTree && self.hosts > fattree::MAX_HOSTS {
+            bail!("a k = 4 FatTree holds at most {} hosts, got {}", fattree::MAX_HOSTS, self.hosts);
         }
         if self.leaves() > 31 {
             bail!("{} leaves per fabric is too many (at most 31)", self.leaves());
@@ -104,9 +134,35 @@ impl FabricSpec {
         Ipv4Addr::new(10, (100 + f) as u8, (8 * l + s) as u8, if spine_side { 2 } else { 1 })
     }
 
+    /// The routes host `h` sends by, as rtnetlink routes: in the main table
+    /// the default via its SL gateway and each LL fabric's /16 via that
+    /// fabric's gateway; in table 100+f the default via fabric f's gateway
+    /// (the source rules of [`Fabric::up`] lead there).
+    pub fn host_routes(h: u32, fabrics: u32, rto_min: Option<Duration>) -> Vec<Route4> {
+        let route =
+            |table, dst, prefix, f| Route4 { table, dst, prefix, via: vec![Self::host_gw(h, f)], rto_min };
+        let mut v = vec![route(TABLE_MAIN, Ipv4Addr::UNSPECIFIED, 0, 0)];
+        for f in 1..fabrics {
+            v.push(route(TABLE_MAIN, Ipv4Addr::new(10, (10 + f) as u8, 0, 0), 16, f));
+            v.push(route(100 + f, Ipv4Addr::UNSPECIFIED, 0, f));
+        }
+        v
+    }
+
     /// Host-leaf and leaf-spine links.
     pub fn links(&self) -> u32 {
-        self.fabrics * (self.hosts + self.leaves() * self.spines)
+        match self.shape {
+            Shape::LeafSpine => self.fabrics * (self.hosts + self.leaves() * self.spines),
+            Shape::FatTree => self.fabrics * fattree::links(self.hosts),
+        }
+    }
+
+    /// Router namespaces of all fabrics.
+    pub fn routers(&self) -> u32 {
+        match self.shape {
+            Shape::LeafSpine => self.fabrics * (self.leaves() + self.spines),
+            Shape::FatTree => self.fabrics * fattree::switches(),
+        }
     }
 
     /// The datacenter as a topology: hosts first, then each fabric's leaves
@@ -122,8 +178,10 @@ impl FabricSpec {
             }
             no_rp_filter(host);
         }
-        // Host h's subnet on fabric x.
-        let subnet = |h: u32, x: u32| RouteTo::Net(Cidr::new([10, (10 + x) as u8, h as u8, 0], 24));
+        if self.shape == Shape::FatTree {
+            self.fattree(&mut t);
+            return t.build().context("the generated FatTree topology");
+        }
         for f in 0..self.fabrics {
             for l in 0..self.leaves() {
                 let leaf = t.router(format!("f{f}l{l}"));
@@ -148,33 +206,130 @@ impl FabricSpec {
                 no_rp_filter(spine);
             }
         }
-        let end = |node: String, addr: Ipv4Addr, ifname: String| {
-            EndSpec::new(node).addr(Cidr::new(addr, 24)).ifname(ifname)
-        };
-        let shaped = |l: LinkSpec| l.rate(self.rate).buffer(QueueLimit::Bytes(self.buffer.0)).offloads(false);
         for f in 0..self.fabrics {
             for h in 0..self.hosts {
-                t.link(shaped(
-                    LinkSpec::veth(
-                        end(Self::host_name(h), Self::host_addr(h, f), format!("f{f}")),
-                        end(format!("f{f}l{}", self.leaf_of(h)), Self::host_gw(h, f), format!("h{h}")),
-                    )
-                    .name(format!("h{h}-f{f}")),
-                ));
+                t.link(
+                    self.shaped(
+                        LinkSpec::veth(
+                            end(Self::host_name(h), Self::host_addr(h, f), format!("f{f}")),
+                            end(format!("f{f}l{}", self.leaf_of(h)), Self::host_gw(h, f), format!("h{h}")),
+                        )
+                        .name(format!("h{h}-f{f}")),
+                    ),
+                );
             }
             for l in 0..self.leaves() {
                 for s in 0..self.spines {
-                    t.link(shaped(
-                        LinkSpec::veth(
-                            end(format!("f{f}l{l}"), Self::uplink(f, l, s, false), format!("s{s}")),
-                            end(format!("f{f}s{s}"), Self::uplink(f, l, s, true), format!("l{l}")),
-                        )
-                        .name(format!("f{f}l{l}-s{s}")),
-                    ));
+                    t.link(
+                        self.shaped(
+                            LinkSpec::veth(
+                                end(format!("f{f}l{l}"), Self::uplink(f, l, s, false), format!("s{s}")),
+                                end(format!("f{f}s{s}"), Self::uplink(f, l, s, true), format!("l{l}")),
+                            )
+                            .name(format!("f{f}l{l}-s{s}")),
+                        ),
+                    );
                 }
             }
         }
         t.build().context("the generated fabric topology")
+    }
+
+    fn shaped(&self, l: LinkSpec) -> LinkSpec {
+        l.rate(self.rate).buffer(QueueLimit::Bytes(self.buffer.0)).offloads(false)
+    }
+
+    /// The FatTree's switches, their routes down the tree, and its links
+    /// ([`fattree`]); the ECMP routes up the tree come after the build.
+    fn fattree(&self, t: &mut TopologyBuilder) {
+        use fattree::{
+            agg_core_addr, agg_name, agg_of_core, core_name, edge_agg_addr, edge_name, edge_of, pod_of,
+        };
+        let hosts_of = |p: u32| (0..self.hosts).filter(move |&h| pod_of(h) == p);
+        // A distinct, fixed hash seed per switch (fabric, tier, pod, index):
+        // runs repeat their paths.
+        let seed = |f: u32, tier: u32, p: u32, i: u32| {
+            0x9E37_79B9u32.wrapping_mul(1 + (f << 12 | tier << 8 | p << 4 | i))
+        };
+        let half = fattree::K / 2;
+        for f in 0..self.fabrics {
+            for p in 0..fattree::K {
+                for e in 0..half {
+                    let edge = t.router(edge_name(f, p, e));
+                    for h in hosts_of(p).filter(|&h| edge_of(h) == e) {
+                        for x in (0..self.fabrics).filter(|&x| x != f) {
+                            edge.route_via(subnet(h, x), Self::host_addr(h, f));
+                        }
+                    }
+                    ecmp_router(edge, seed(f, 0, p, e));
+                }
+                for a in 0..half {
+                    let agg = t.router(agg_name(f, p, a));
+                    for h in hosts_of(p) {
+                        for x in 0..self.fabrics {
+                            agg.route_via(subnet(h, x), edge_agg_addr(f, p, edge_of(h), a, false));
+                        }
+                    }
+                    ecmp_router(agg, seed(f, 1, p, a));
+                }
+            }
+            for c in 0..fattree::CORES {
+                let (a, j) = agg_of_core(c);
+                let core = t.router(core_name(f, c));
+                for h in 0..self.hosts {
+                    for x in 0..self.fabrics {
+                        core.route_via(subnet(h, x), agg_core_addr(f, pod_of(h), a, j, false));
+                    }
+                }
+                ecmp_router(core, seed(f, 2, 0, c));
+            }
+        }
+        for f in 0..self.fabrics {
+            for h in 0..self.hosts {
+                t.link(
+                    self.shaped(
+                        LinkSpec::veth(
+                            end(Self::host_name(h), Self::host_addr(h, f), format!("f{f}")),
+                            end(edge_name(f, pod_of(h), edge_of(h)), Self::host_gw(h, f), format!("h{h}")),
+                        )
+                        .name(format!("h{h}-f{f}")),
+                    ),
+                );
+            }
+            for p in 0..fattree::K {
+                for e in 0..half {
+                    for a in 0..half {
+                        t.link(
+                            self.shaped(
+                                LinkSpec::veth(
+                                    end(
+                                        edge_name(f, p, e),
+                                        edge_agg_addr(f, p, e, a, false),
+                                        format!("a{a}"),
+                                    ),
+                                    end(agg_name(f, p, a), edge_agg_addr(f, p, e, a, true), format!("e{e}")),
+                                )
+                                .name(format!("{}-a{a}", edge_name(f, p, e))),
+                            ),
+                        );
+                    }
+                }
+                for a in 0..half {
+                    for j in 0..half {
+                        let c = half * a + j;
+                        t.link(
+                            self.shaped(
+                                LinkSpec::veth(
+                                    end(agg_name(f, p, a), agg_core_addr(f, p, a, j, false), format!("c{c}")),
+                                    end(core_name(f, c), agg_core_addr(f, p, a, j, true), format!("p{p}")),
+                                )
+                                .name(format!("{}-c{c}", agg_name(f, p, a))),
+                            ),
+                        );
+                    }
+                }
+            }
+        }
     }
 
     /// Every host's lanes, for the flow engine and the daemon configs.
@@ -190,6 +345,36 @@ impl FabricSpec {
             })
             .collect()
     }
+}
+
+/// Host `h`'s subnet on fabric `x`.
+fn subnet(h: u32, x: u32) -> RouteTo {
+    RouteTo::Net(Cidr::new([10, (10 + x) as u8, h as u8, 0], 24))
+}
+
+fn end(node: String, addr: Ipv4Addr, ifname: String) -> EndSpec {
+    EndSpec::new(node).addr(Cidr::new(addr, 24)).ifname(ifname)
+}
+
+/// A FatTree switch: no reverse-path filter, and multipath routes hashed
+/// by the L4 5-tuple with the switch's own `seed`, so flows, not hosts,
+/// spread over the paths, and each switch's choice is independent of the
+/// one before it.
+///
+/// Not `fib_multipath_hash_policy = 1`: for a forwarded packet that
+/// policy returns the hash the sending socket put on the skb
+/// (`skb->l4_hash`, the socket's txhash), which veth carries through every
+/// namespace. All switches then hash alike — an aggregation switch picked
+/// its core by the same bit the edge switch picked it by, and 64 flows
+/// between two pods used exactly 2 of the 4 core paths (cores 0 and 3,
+/// measured) — and a flow changes path whenever TCP rethinks its txhash
+/// after a timeout. Policy 3 hashes the fields given (0x37: source and
+/// destination address and port, protocol) with the namespace's seed.
+fn ecmp_router(node: &mut NodeSpec, seed: u32) {
+    no_rp_filter(node);
+    node.sysctl("net.ipv4.fib_multipath_hash_policy", 3);
+    node.sysctl("net.ipv4.fib_multipath_hash_fields", "0x0037");
+    node.sysctl("net.ipv4.fib_multipath_hash_seed", seed);
 }
 
 /// Multipath traffic leaves by one fabric and returns by another: no
@@ -246,6 +431,15 @@ impl Fabric {
                 net.set_sysctl(&name, &format!("net.ipv4.conf.{}.rp_filter", end.ifname), "0")?;
             }
         }
+        if spec.shape == Shape::FatTree {
+            for (node, route) in fattree::ecmp_routes(spec.fabrics) {
+                let ns = net.ns(&node)?;
+                let what = format!("ECMP on {node}");
+                tcpaccel_sys::netns::run_in(&ns, move || tcpaccel_sys::route::replace(&route))
+                    .with_context(|| format!("entering {ns}"))?
+                    .context(what)?;
+            }
+        }
         let hosts = spec.host_addrs(&net)?;
         Ok(Fabric { spec, net, hosts })
     }
@@ -269,6 +463,26 @@ impl Fabric {
                 }
             }
             ip_batch(&ns, &lines).with_context(|| format!("MPTCP settings on {name}"))?;
+        }
+        Ok(())
+    }
+
+    /// Puts a locked `rto_min` on every route a host sends by (main table:
+    /// the default via SL and each LL's /16; each source table's default),
+    /// through rtnetlink in the host's namespace. The kernel honours it only
+    /// above its own 200 ms minimum (`tcp_rto_min()`).
+    pub fn set_rto_min(&self, rto_min: Duration) -> Result<()> {
+        for h in 0..self.spec.hosts {
+            let ns = self.net.ns(&FabricSpec::host_name(h))?;
+            let routes = FabricSpec::host_routes(h, self.spec.fabrics, Some(rto_min));
+            tcpaccel_sys::netns::run_in(&ns, move || -> Result<()> {
+                for r in &routes {
+                    tcpaccel_sys::route::replace(r)?;
+                }
+                Ok(())
+            })
+            .with_context(|| format!("entering {ns}"))?
+            .with_context(|| format!("rto_min on the routes of h{h}"))?;
         }
         Ok(())
     }
@@ -326,6 +540,7 @@ mod tests {
 
     fn spec(hosts: u32, fabrics: u32) -> FabricSpec {
         FabricSpec {
+            shape: Shape::LeafSpine,
             hosts,
             fabrics,
             hosts_per_leaf: 4,
@@ -364,6 +579,45 @@ mod tests {
                 }
             }
         }
+    }
+
+    #[test]
+    fn the_fattree_has_the_thesis_switches_and_routes_down_every_pod() {
+        let s = FabricSpec { shape: Shape::FatTree, ..spec(16, 2) };
+        let topo = s.topology().unwrap();
+        assert_eq!(topo.nodes.len(), 16 + 2 * 20);
+        assert_eq!(topo.links.len(), 2 * 48);
+        assert_eq!((s.links(), s.routers()), (96, 40));
+        let covers = |node: &str, a: Ipv4Addr| {
+            let n = topo.node(node).unwrap();
+            n.routes.iter().any(|r| r.to.contains(a.into()))
+                || topo.ends_of(node).any(|(_, e)| e.addr.as_ref().is_some_and(|c| c.contains(a.into())))
+        };
+        for f in 0..2 {
+            for h in 0..16 {
+                for x in 0..2 {
+                    let a = FabricSpec::host_addr(h, x);
+                    for c in 0..4 {
+                        assert!(covers(&fattree::core_name(f, c), a), "core {c} of fabric {f}: {a}");
+                    }
+                    for g in 0..2 {
+                        assert!(covers(&fattree::agg_name(f, fattree::pod_of(h), g), a), "agg of h{h}: {a}");
+                    }
+                    let edge = fattree::edge_name(f, fattree::pod_of(h), fattree::edge_of(h));
+                    assert!(covers(&edge, a), "{edge}: {a}");
+                }
+            }
+            for n in topo.nodes.iter().filter(|n| n.name.starts_with(&format!("f{f}"))) {
+                assert!(
+                    n.sysctls.iter().any(|(k, v)| k == "net.ipv4.fib_multipath_hash_policy" && v == "3"),
+                    "{} hashes by L4",
+                    n.name
+                );
+            }
+        }
+        let e = FabricSpec { shape: Shape::FatTree, ..spec(17, 2) }.topology().unwrap_err().to_string();
+        assert!(e.contains("at most 16"), "{e}");
+        assert!(Shape::parse("fat-tree").unwrap_err().to_string().contains("leaf-spine, fattree"));
     }
 
     #[test]

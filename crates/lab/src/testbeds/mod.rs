@@ -1,8 +1,10 @@
 //! Topologies several scenarios share, each built with
 //! `tcpaccel_net::TopologyBuilder`: the two-host [`dumbbell`] with one
 //! emulated bottleneck, and the dual-fabric datacenter of the lanes
-//! experiments ([`fabric`]). A new shared topology (e.g. a FatTree) is a file
-//! here; a topology only one scenario uses stays in that scenario's file.
+//! experiments ([`fabric`]) with its leaf–spine or k = 4 FatTree fabrics
+//! ([`fattree`]). A new shared topology is a file here; a topology only one
+//! scenario uses stays in that scenario's file.
 
 pub mod dumbbell;
 pub mod fabric;
+pub mod fattree;

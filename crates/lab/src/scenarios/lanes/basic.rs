@@ -11,10 +11,12 @@ use std::time::{Duration, Instant};
 use anyhow::{bail, Result};
 use tcpaccel_core::workload::{Flow, FlowClass};
 
-use super::{common_params, prepare_bed, put, run_policy, Bed, Experiment, POLICIES};
+use super::knobs::{redeclare, specs, Param};
+use super::{common_params, estimate_scaled, prepare_bed, put, run_policy, Bed, Experiment, POLICIES};
 use crate::runner::records::MetricSpec;
 use crate::runner::scenario::{ParamSpec, Params, RunCtx, Scenario, Testbed};
 use crate::testbeds::fabric::FabricSpec;
+use tcpaccel_core::scale::Rule;
 
 pub struct LanesBasic;
 
@@ -30,10 +32,7 @@ impl Scenario for LanesBasic {
          each policy; per-lane throughput over time from h0's interface counters."
     }
     fn params(&self) -> Vec<ParamSpec> {
-        let mut v = common_params("3", "2", "100mbit");
-        v[0] = ParamSpec::new("variants", "mptcp,repflow,deadline,link-cost", "policies to compare");
-        v.push(ParamSpec::new("duration", "3s", "length of the transfer"));
-        v
+        specs(&self.declared())
     }
     fn quick(&self) -> Vec<(&'static str, &'static str)> {
         vec![("duration", "2s"), ("rate", "50mbit")]
@@ -73,17 +72,27 @@ impl Scenario for LanesBasic {
         ]
     }
     fn estimate(&self, p: &Params) -> Duration {
-        p.duration("duration").unwrap_or(Duration::from_secs(3)) + Duration::from_secs(3)
+        estimate_scaled(p, p.duration("duration").unwrap_or(Duration::from_secs(3)) + Duration::from_secs(3))
     }
     fn prepare(&self, p: &Params, _dir: &Path) -> Result<Box<dyn Testbed>> {
-        prepare_bed(p, LanesBasic, true)
+        prepare_bed(p, &self.declared(), LanesBasic, true)
+    }
+}
+
+impl LanesBasic {
+    pub(super) fn declared(&self) -> Vec<Param> {
+        let mut v = common_params("3", "2", "100mbit");
+        redeclare(&mut v, "variants", "mptcp,repflow,deadline,link-cost", "policies to compare");
+        v.push(Param::new("duration", "3s", Rule::Time, "length of the transfer"));
+        v
     }
 }
 
 impl Experiment for LanesBasic {
     /// One long transfer h0 → h1; throughput per lane over time.
     fn run(&self, bed: &Bed, ctx: &mut RunCtx<'_>) -> Result<()> {
-        let duration = bed.params.duration("duration")?;
+        let duration = bed.params.time("duration")?;
+        let d = bed.params.d();
         let flows = vec![Flow {
             id: 0,
             start: tcpaccel_core::Instant::ZERO,
@@ -100,44 +109,50 @@ impl Experiment for LanesBasic {
         let fabrics = bed.fab.spec.fabrics as usize;
         let lanes = spec.policy.is_some();
         // A daemon's switch is timed against the counters: sample fast then.
-        let every = if lanes { Duration::from_micros(100) } else { Duration::from_millis(100) };
+        let every =
+            if lanes { Duration::from_micros(100) } else { bed.params.wall(Duration::from_millis(100)) };
         if lanes {
-            let rtt = ll_rtt_ms(&ns, fabrics)?;
-            put(ctx, "ll_rtt_ms".into(), rtt);
+            let rtt = ll_rtt_ms(&ns, fabrics, bed.params.wall(Duration::from_secs(1)))?;
+            put(ctx, "ll_rtt_ms".into(), d.ms_to_experiment(rtt));
         }
         let sampler = TxSampler::start(&ns, fabrics, every)?;
         let o = run_policy(&bed.fab, &flows, &spec)?;
         let points = sampler.stop()?;
         if let Some(k) = o.daemons.as_ref().and_then(|d| d.signal_ktime_ns.first()) {
+            // The signal path's latency is the machine's, not the
+            // experiment's: recorded in wall time.
             if let Some((ms, res_ms)) = switch_latency_ms(&points, *k) {
                 put(ctx, "switch_latency_ms".into(), ms);
                 put(ctx, "switch_latency_resolution_ms".into(), res_ms);
             }
         }
-        let step = (Duration::from_millis(100).as_nanos() / every.as_nanos()).max(1) as usize;
+        let step =
+            (bed.params.wall(Duration::from_millis(100)).as_nanos() / every.as_nanos()).max(1) as usize;
         let coarse: Vec<&TxPoint> = points.iter().step_by(step).collect();
         for w in coarse.windows(2) {
             let (t0, _, a) = w[0];
             let (t1, _, b) = w[1];
+            // Experiment units: seconds ÷ D, rates × D.
             let dt = t1 - t0;
+            let t = d.ms_to_experiment(*t1);
             let mut total = 0.0;
             for f in 0..fabrics {
-                let mbps = b[f].saturating_sub(a[f]) as f64 * 8.0 / dt / 1e6;
+                let mbps = d.rate_to_experiment(b[f].saturating_sub(a[f]) as f64 * 8.0 / dt / 1e6);
                 total += mbps;
                 let lane = if f == 0 { "sl".to_string() } else { format!("ll{f}") };
-                ctx.sample(&format!("{lane}_mbps"), *t1, mbps)?;
+                ctx.sample(&format!("{lane}_mbps"), t, mbps)?;
             }
-            ctx.sample("total_mbps", *t1, total)?;
+            ctx.sample("total_mbps", t, total)?;
         }
         let bytes = o.received.get(&0).map(|r| r.bytes).unwrap_or(0);
-        ctx.metric("goodput_mbps", bytes as f64 * 8.0 / o.wall.as_secs_f64() / 1e6);
+        ctx.metric("goodput_mbps", d.rate_to_experiment(bytes as f64 * 8.0 / o.wall.as_secs_f64() / 1e6));
         let total: u64 = o.tx_per_fabric.iter().sum();
         if total > 0 {
             ctx.metric("sl_share_pct", o.tx_per_fabric[0] as f64 * 100.0 / total as f64);
         }
-        if let Some(d) = &o.daemons {
-            if let Some(a) = d.switch_ages_ms.first() {
-                ctx.metric("switch_ms", *a);
+        if let Some(daemons) = &o.daemons {
+            if let Some(a) = daemons.switch_ages_ms.first() {
+                ctx.metric("switch_ms", d.ms_to_experiment(*a));
             }
         }
         Ok(())
@@ -174,7 +189,7 @@ fn switch_latency_ms(points: &[TxPoint], crossed_ns: u64) -> Option<(f64, f64)> 
 
 /// The round trip of h0's first LL pair (h0 → h1 on fabric 1), idle:
 /// the fastest of five TCP handshakes (a closed port's RST answers too).
-fn ll_rtt_ms(ns: &str, fabrics: usize) -> Result<f64> {
+fn ll_rtt_ms(ns: &str, fabrics: usize, timeout: Duration) -> Result<f64> {
     if fabrics < 2 {
         return Ok(f64::NAN);
     }
@@ -182,7 +197,7 @@ fn ll_rtt_ms(ns: &str, fabrics: usize) -> Result<f64> {
     let remote = std::net::SocketAddr::new(FabricSpec::host_addr(1, 1).into(), 9);
     let rtts = tcpaccel_sys::netns::run_in(ns, move || {
         (0..5)
-            .filter_map(|_| tcpaccel_sys::probe::handshake(Some(local), remote, Duration::from_secs(1)).ok())
+            .filter_map(|_| tcpaccel_sys::probe::handshake(Some(local), remote, timeout).ok())
             .map(|h| h.rtt.as_secs_f64() * 1e3)
             .fold(f64::NAN, f64::min)
     })?;

@@ -7,13 +7,15 @@ use std::time::Duration;
 
 use anyhow::{Context, Result};
 
+use super::knobs::{specs, Param};
 use super::{
-    common_params, parse_list, prepare_bed, put, record_outcome, run_policy, sample, Bed, Experiment,
+    common_params, estimate_scaled, prepare_bed, put, record_outcome, run_policy, sample, Bed, Experiment,
 };
 use super::{DRAIN, POLICIES};
 use crate::engines::workloads::{self as workload, Hosts};
 use crate::runner::records::MetricSpec;
 use crate::runner::scenario::{ParamSpec, Params, RunCtx, Scenario, Testbed};
+use tcpaccel_core::scale::Rule;
 
 pub struct LanesBuildup;
 
@@ -30,10 +32,7 @@ impl Scenario for LanesBuildup {
          95th-percentile short-flow FCT against the number of long senders."
     }
     fn params(&self) -> Vec<ParamSpec> {
-        let mut v = common_params("2", "8", "100mbit");
-        v.push(ParamSpec::new("senders", "1,2,4,6", "long-flow sender counts to run"));
-        v.push(ParamSpec::new("duration", "10s", "arrivals window per sender count"));
-        v
+        specs(&self.declared())
     }
     fn quick(&self) -> Vec<(&'static str, &'static str)> {
         vec![("senders", "1,4"), ("duration", "3s"), ("variants", "mptcp,link-cost")]
@@ -54,18 +53,31 @@ impl Scenario for LanesBuildup {
     }
     fn estimate(&self, p: &Params) -> Duration {
         let n = p.list("senders").map(|l| l.len()).unwrap_or(4) as u32;
-        (p.duration("duration").unwrap_or(Duration::from_secs(10)) + DRAIN + Duration::from_secs(1)) * n
+        estimate_scaled(
+            p,
+            (p.duration("duration").unwrap_or(Duration::from_secs(10)) + DRAIN + Duration::from_secs(1)) * n,
+        )
     }
     fn prepare(&self, p: &Params, _dir: &Path) -> Result<Box<dyn Testbed>> {
-        prepare_bed(p, LanesBuildup, true)
+        prepare_bed(p, &self.declared(), LanesBuildup, true)
+    }
+}
+
+impl LanesBuildup {
+    pub(super) fn declared(&self) -> Vec<Param> {
+        let mut v = common_params("2", "8", "100mbit");
+        v.push(Param::new("senders", "1,2,4,6", Rule::Count, "long-flow sender counts to run"));
+        v.push(Param::new("duration", "10s", Rule::Time, "arrivals window per sender count"));
+        v
     }
 }
 
 impl Experiment for LanesBuildup {
     /// 64 KB short flows to front-ends while 1..N hosts send long flows to back-ends.
     fn run(&self, bed: &Bed, ctx: &mut RunCtx<'_>) -> Result<()> {
-        let duration = bed.params.duration("duration")?;
-        let senders: Vec<u32> = parse_list(&bed.params, "senders")?;
+        let duration = bed.params.time("duration")?;
+        let senders: Vec<u32> = bed.params.numbers("senders")?;
+        let d = bed.params.d();
         let hosts = Hosts::quarter_back(bed.fab.spec.hosts);
         let variant = ctx.variant.clone();
         let dir = ctx.dir.to_path_buf();
@@ -79,14 +91,14 @@ impl Experiment for LanesBuildup {
                 ctx,
                 &dir,
                 &variant,
-                duration + DRAIN,
+                duration + bed.params.wall(DRAIN),
                 format!("{variant}-s{n}-r{}", ctx.repeat),
             )?;
             let o = run_policy(&bed.fab, &flows, &spec)?;
             let last = Some(&n) == senders.last();
-            let s = record_outcome(ctx, &o, &format!("@{n}"), last)?;
-            sample(ctx, "short_avg_vs_senders_ms", f64::from(n), s.avg)?;
-            sample(ctx, "short_p95_vs_senders_ms", f64::from(n), s.p95)?;
+            let s = record_outcome(ctx, d, &o, &format!("@{n}"), last)?;
+            sample(ctx, "short_avg_vs_senders_ms", f64::from(n), d.ms_to_experiment(s.avg))?;
+            sample(ctx, "short_p95_vs_senders_ms", f64::from(n), d.ms_to_experiment(s.p95))?;
             p95s.push(s.p95);
             if crate::runner::scenario::interrupted() {
                 break;

@@ -16,7 +16,6 @@ use tcpaccel_lanes::config::{BackupsAt, ConfigFile, SignalSource};
 use tcpaccel_lanes::probe::thread_cpu_s;
 use tcpaccel_lanes::record::{DecisionAction, Record};
 
-use crate::runner::scenario::Params;
 use crate::testbeds::fabric::{Fabric, FabricSpec};
 
 /// The switching policy a daemon runs, typed as the daemon's own
@@ -42,7 +41,7 @@ pub struct PolicyParams {
 impl PolicyParams {
     /// The daemon policy of a variant: `size-link-cost` is the link-cost
     /// policy plus the size threshold.
-    pub(super) fn from(p: &Params, variant: &str) -> Result<PolicyParams> {
+    pub(super) fn from(p: &super::Knobs, variant: &str) -> Result<PolicyParams> {
         let (kind, size) = match variant {
             "deadline" => (Policy::Deadline, false),
             "link-cost" => (Policy::LinkCost, false),
@@ -50,7 +49,7 @@ impl PolicyParams {
             "size-link-cost" => (Policy::LinkCost, true),
             other => bail!("{other:?} is not a lanes policy; valid: {}", super::LANES_POLICIES.join(", ")),
         };
-        let metrics = match p.str("metrics")? {
+        let metrics = match p.text("metrics")? {
             "off" | "" => None,
             a => Some(tcpaccel_metrics::parse_listen(a)?),
         };
@@ -58,11 +57,11 @@ impl PolicyParams {
             metrics,
             size_threshold: if size { Some(p.bytes("size_threshold")?) } else { None },
             kind,
-            t_deadline: p.duration("t_deadline")?,
-            alpha: p.f64("alpha")?,
-            gamma: p.f64("gamma")?,
-            nu_unit: p.duration("nu_unit")?,
-            sample_interval: p.duration("sample_interval")?,
+            t_deadline: p.time("t_deadline")?,
+            alpha: p.number("alpha")?,
+            gamma: p.per_time("gamma")?,
+            nu_unit: p.time("nu_unit")?,
+            sample_interval: p.time("sample_interval")?,
             signals: match p.choice("signals", &["auto", "bpf", "diag"])?.as_slice() {
                 [one] if one == "bpf" => SignalSource::Bpf,
                 [one] if one == "diag" => SignalSource::Diag,
@@ -268,6 +267,7 @@ mod tests {
     #[test]
     fn daemon_config_pairs_each_peer_once_per_lane() {
         let spec = FabricSpec {
+            shape: crate::testbeds::fabric::Shape::LeafSpine,
             hosts: 4,
             fabrics: 3,
             hosts_per_leaf: 2,

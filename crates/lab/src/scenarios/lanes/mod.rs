@@ -17,6 +17,16 @@
 //! 12; the links run at `rate` (default 100 Mbit/s) with 128 KB drop-tail
 //! queues, so a full queue holds 10× more time than in the thesis (the same
 //! bytes and packets), and every run is a few seconds, not 100 repeats.
+//!
+//! Scale (`--set scale=D`, issue 25): every parameter declares how it
+//! follows D ([`knobs`]): rates ÷ D, times × D (also the experiments' own
+//! drain, fill and timeouts, and TCP's `rto_min` on the host routes where
+//! the kernel honours it), γ ÷ D, bytes, counts and loads unchanged. The
+//! experiment is then the same in packets, windows and RTTs at 1/D of the
+//! CPU per second; metrics are in experiment units (times ÷ D, rates × D),
+//! with `_wall` twins in wall time when D > 1. What D cannot scale: the
+//! delayed-ACK timer (40 ms ATO), TLP's +200 ms with one packet out, the
+//! initial RTO (1 s), the daemons' and the kernel's own latencies.
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -27,14 +37,18 @@ use anyhow::{bail, Context, Result};
 use tcpaccel_core::stats::percentile_sorted;
 use tcpaccel_core::workload::{Flow, FlowClass};
 
-use crate::runner::scenario::{stop_flag, ParamSpec, Params, RunCtx, Testbed};
-use crate::testbeds::fabric::{Fabric, FabricSpec, MptcpMode};
+use crate::runner::scenario::{stop_flag, Params, RunCtx, Testbed};
+use crate::testbeds::fabric::{Fabric, FabricSpec, MptcpMode, Shape};
+use tcpaccel_core::scale::{Dilation, Rule};
 
 mod basic;
 mod buildup;
 mod daemons;
+mod knobs;
 mod params;
 mod realistic;
+
+use knobs::{Knobs, Param, SCALE_KEY};
 
 pub use basic::LanesBasic;
 pub use buildup::LanesBuildup;
@@ -49,7 +63,8 @@ const FLOW_PORT: u16 = 7400;
 const SHORT_MAX: u64 = 100 * 1000;
 /// RepFlow replicates flows below this (anchors.md, Workloads).
 const REPFLOW_THRESHOLD: u64 = 100 * 1000;
-/// Time after the last arrival for flows to finish before they are cut.
+/// Time after the last arrival for flows to finish before they are cut
+/// (experiment units; × D in wall time).
 const DRAIN: Duration = Duration::from_secs(4);
 
 const POLICIES: [&str; 7] = ["mptcp", "single", "repflow", "deadline", "link-cost", "size", "size-link-cost"];
@@ -59,69 +74,115 @@ const POLICIES: [&str; 7] = ["mptcp", "single", "repflow", "deadline", "link-cos
 /// the threshold and the link cost comes first (beyond the thesis).
 const LANES_POLICIES: [&str; 4] = ["deadline", "link-cost", "size", "size-link-cost"];
 
-/// The parameters every lanes scenario shares.
-fn common_params(fabrics: &str, hosts: &str, rate: &str) -> Vec<ParamSpec> {
+/// The parameters every lanes scenario shares, each with its scaling rule.
+fn common_params(fabrics: &str, hosts: &str, rate: &str) -> Vec<Param> {
     vec![
-        ParamSpec::new(
+        Param::new(
             "variants",
             POLICIES.join(","),
+            Rule::Choice,
             "policies to compare (mptcp, single, repflow, deadline, link-cost)",
         ),
-        ParamSpec::new("hosts", hosts, "hosts in the datacenter (a quarter are back-end hosts)"),
-        ParamSpec::new("fabrics", fabrics, "fabrics = lanes: 1 SL + the rest LL"),
-        ParamSpec::new("hosts_per_leaf", "4", "hosts under one leaf router"),
-        ParamSpec::new("spines", "2", "spine routers per fabric"),
-        ParamSpec::new("rate", rate, "rate of every link (the thesis: 1 Gbit/s; scaled for 2 cores)"),
-        ParamSpec::new("buffer", "128KB", "drop-tail queue of every link direction (the thesis: 128 KB)"),
-        ParamSpec::new("cc", "reno", "congestion control of every flow (the thesis: NewReno)"),
-        ParamSpec::new("t_deadline", "300ms", "lanes: switch deadline ([Lanes]: 300 ms)"),
-        ParamSpec::new("alpha", "1", "lanes link-cost: α of eq. 5.7"),
-        ParamSpec::new("gamma", "1", "lanes link-cost: γ of eq. 5.7"),
-        ParamSpec::new(
+        Param::new("hosts", hosts, Rule::Count, "hosts in the datacenter (a quarter are back-end hosts)"),
+        Param::new("fabrics", fabrics, Rule::Count, "fabrics = lanes: 1 SL + the rest LL"),
+        Param::new(
+            "topology",
+            "leaf-spine",
+            Rule::Choice,
+            "each fabric's shape: leaf-spine (hosts_per_leaf, spines; the spine fixed per destination) or fattree \
+             (the thesis's k = 4 FatTree, up to 16 hosts, ECMP by L4 hash on every switch)",
+        ),
+        Param::new("hosts_per_leaf", "4", Rule::Count, "leaf-spine: hosts under one leaf router"),
+        Param::new("spines", "2", Rule::Count, "leaf-spine: spine routers per fabric"),
+        Param::new(
+            "rate",
+            rate,
+            Rule::Rate,
+            "rate of every link in experiment units, divided by scale (the thesis: 1 Gbit/s)",
+        ),
+        Param::new(
+            "buffer",
+            "128KB",
+            Rule::Bytes,
+            "drop-tail queue of every link direction (the thesis: 128 KB); bytes do not scale",
+        ),
+        Param::new("cc", "reno", Rule::Choice, "congestion control of every flow (the thesis: NewReno)"),
+        Param::new("t_deadline", "300ms", Rule::Time, "lanes: switch deadline ([Lanes]: 300 ms)"),
+        Param::new("alpha", "1", Rule::Unitless, "lanes link-cost: α of eq. 5.7"),
+        Param::new(
+            "gamma",
+            "1",
+            Rule::PerTime,
+            "lanes link-cost: γ of eq. 5.7, per ms of t − t_deadline (divided by scale, so that the deadline \
+             term keeps its weight in experiment units)",
+        ),
+        Param::new(
             "nu_unit",
             "1ms",
+            Rule::Time,
             "lanes link-cost: the unit ν is counted in (1ms: queueing weighs little against the deadline term; \
              1us at the thesis's 1 Gbit/s, 10us at 100 Mbit/s: a congested SL is left at once)",
         ),
-        ParamSpec::new(
+        Param::new(
             "metrics",
             "off",
+            Rule::Choice,
             "serve every daemon's Prometheus metrics (label host) on this address while it runs, e.g. 9464",
         ),
-        ParamSpec::new(
+        Param::new(
             "size_threshold",
             "100KB",
+            Rule::Bytes,
             "lanes size, size-link-cost: bytes after which a connection moves to LL (the short-flow class ends at \
              100 KB)",
         ),
-        ParamSpec::new(
+        Param::new(
             "signals",
             "auto",
+            Rule::Choice,
             "lanes: where each daemon's signals come from: bpf (per-ACK costs in a BPF program, an event only \
              when a connection's decision changes), diag (sock_diag every sample_interval), auto (bpf where the \
              policy and kernel allow, else diag with a warning)",
         ),
-        ParamSpec::new(
+        Param::new(
             "backups",
             "prepare",
+            Rule::Choice,
             "lanes, BPF signals: when a connection's backup LL subflows open: prepare (at the program's signal, \
              half the size threshold or of t_deadline) or established (every connection, at once)",
         ),
-        ParamSpec::new(
+        Param::new(
             "sample_interval",
             "20ms",
+            Rule::Time,
             "lanes: how often each daemon reads sock_diag (every dump walks the TCP hash of all namespaces; the \
              3/4-1/4 cost smoothing then lags a rising cost by about 3 intervals)",
+        ),
+        Param::new(
+            SCALE_KEY,
+            "1",
+            Rule::Factor,
+            "time dilation D (issue 25): every rate divided by D, every time (delays, deadlines, ν unit, \
+             intervals, durations, timeouts, rto_min) multiplied by D, bytes and counts unchanged; FCTs are \
+             recorded in wall time and in experiment units (÷ D)",
+        ),
+        Param::new(
+            "rto_min",
+            "200ms",
+            Rule::Time,
+            "TCP's minimum RTO on every host route, in experiment units (Linux: 200 ms); set on the routes when \
+             the scaled value exceeds the kernel's 200 ms (the kernel honours a route's rto_min only above it)",
         ),
     ]
 }
 
-fn fabric_spec(p: &Params) -> Result<FabricSpec> {
+fn fabric_spec(p: &Knobs) -> Result<FabricSpec> {
     Ok(FabricSpec {
-        hosts: p.u64("hosts")? as u32,
-        fabrics: p.u64("fabrics")? as u32,
-        hosts_per_leaf: p.u64("hosts_per_leaf")? as u32,
-        spines: p.u64("spines")? as u32,
+        shape: Shape::parse(p.text("topology")?)?,
+        hosts: p.count("hosts")? as u32,
+        fabrics: p.count("fabrics")? as u32,
+        hosts_per_leaf: p.count("hosts_per_leaf")? as u32,
+        spines: p.count("spines")? as u32,
         rate: p.rate("rate")?,
         buffer: p.bytes("buffer")?,
     })
@@ -225,8 +286,24 @@ fn long_mbps(o: &Outcome, backends: usize) -> f64 {
     bytes as f64 * 8.0 / o.wall.as_secs_f64().max(1e-9) / 1e6 / backends.max(1) as f64
 }
 
-/// Writes flow records and the common metrics of one outcome.
-fn record_outcome(ctx: &mut RunCtx<'_>, o: &Outcome, suffix: &str, flows_too: bool) -> Result<ShortStats> {
+/// Sets a time metric given in wall ms: `name` in experiment units (÷ D),
+/// and when D > 1 also `name` with `_wall` before its `@point` in wall ms.
+fn put_ms(ctx: &mut RunCtx<'_>, d: Dilation, name: &str, suffix: &str, wall_ms: f64) {
+    put(ctx, format!("{name}{suffix}"), d.ms_to_experiment(wall_ms));
+    if d != Dilation::ONE {
+        put(ctx, format!("{name}_wall{suffix}"), wall_ms);
+    }
+}
+
+/// Writes flow records and the common metrics of one outcome; FCTs in
+/// experiment units (÷ D), flow records in both.
+fn record_outcome(
+    ctx: &mut RunCtx<'_>,
+    d: Dilation,
+    o: &Outcome,
+    suffix: &str,
+    flows_too: bool,
+) -> Result<ShortStats> {
     let limit_s = o.limit.as_secs_f64();
     if flows_too {
         for r in &o.results {
@@ -246,9 +323,9 @@ fn record_outcome(ctx: &mut RunCtx<'_>, o: &Outcome, suffix: &str, flows_too: bo
     }
     let s = short_stats(o);
     put(ctx, format!("short_flows{suffix}"), s.n as f64);
-    put(ctx, format!("short_avg_ms{suffix}"), s.avg);
-    put(ctx, format!("short_p95_ms{suffix}"), s.p95);
-    put(ctx, format!("short_p99_ms{suffix}"), s.p99);
+    put_ms(ctx, d, "short_avg_ms", suffix, s.avg);
+    put_ms(ctx, d, "short_p95_ms", suffix, s.p95);
+    put_ms(ctx, d, "short_p99_ms", suffix, s.p99);
     put(ctx, format!("short_incomplete{suffix}"), s.incomplete as f64);
     let total: u64 = o.tx_per_fabric.iter().sum();
     if total > 0 {
@@ -324,7 +401,7 @@ trait Experiment {
 /// The datacenter and the run's parameters, as an experiment sees them.
 struct Bed {
     fab: Fabric,
-    params: Params,
+    params: Knobs,
 }
 
 impl Bed {
@@ -343,7 +420,7 @@ impl Bed {
         Ok(RunSpec {
             variant,
             policy,
-            cc: self.params.str("cc")?.to_string(),
+            cc: self.params.text("cc")?.to_string(),
             seed: ctx.seed,
             limit,
             dir,
@@ -358,39 +435,169 @@ impl<E: Experiment> Testbed for LanesBed<E> {
     }
 }
 
-fn parse_list<T: std::str::FromStr>(p: &Params, key: &str) -> Result<Vec<T>> {
-    let items = p.list(key)?;
-    let mut out = Vec::new();
-    for i in &items {
-        out.push(i.parse::<T>().map_err(|_| anyhow::anyhow!("{key}: {i:?} is not a number"))?);
-    }
-    if out.is_empty() {
-        bail!("{key}: give at least one value");
-    }
-    Ok(out)
-}
+/// The kernel's own minimum RTO (`TCP_RTO_MIN`): a route's `rto_min` below
+/// or at it changes nothing.
+const KERNEL_RTO_MIN: Duration = Duration::from_millis(200);
 
 /// Brings the datacenter up for `experiment`; `policies` says whether the
 /// variants are policies (checked before anything is built) or something
-/// else the experiment checks itself.
+/// else the experiment checks itself. With D > 1 the scaled `rto_min` goes
+/// on every host route.
 fn prepare_bed<E: Experiment + 'static>(
     p: &Params,
+    declared: &[Param],
     experiment: E,
     policies: bool,
 ) -> Result<Box<dyn Testbed>> {
-    let spec = fabric_spec(p)?;
+    let k = Knobs::new(p, declared)?;
+    let spec = fabric_spec(&k)?;
     if policies {
-        for v in p.list("variants")? {
+        for v in k.choice("variants", &POLICIES)? {
             mode_of(&v)?;
         }
     }
+    let rto_min = k.time("rto_min")?;
     let fab = Fabric::up(spec)?;
-    Ok(Box::new(LanesBed { bed: Bed { fab, params: p.clone() }, experiment }))
+    if rto_min > KERNEL_RTO_MIN {
+        fab.set_rto_min(rto_min).context("setting the scaled rto_min on the host routes")?;
+    }
+    Ok(Box::new(LanesBed { bed: Bed { fab, params: k }, experiment }))
+}
+
+/// A scenario's estimate for the progress bar: `per_run` (experiment
+/// units) × D.
+fn estimate_scaled(p: &Params, per_run: Duration) -> Duration {
+    per_run * knobs::dilation(p).map(|d| d.get()).unwrap_or(1)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::engines::workloads::Mix;
+    use crate::runner::scenario::{resolve_params, Scenario};
+    use tcpaccel_core::scale::{check_rules, Quantity};
+    use tcpaccel_core::units::{Bytes, Rate};
+
+    /// Every lanes scenario with its declarations.
+    fn declared() -> Vec<(Box<dyn Scenario>, Vec<Param>)> {
+        vec![
+            (Box::new(LanesBasic), LanesBasic.declared()),
+            (Box::new(LanesBuildup), LanesBuildup.declared()),
+            (Box::new(LanesRealistic(Mix::WebSearch)), LanesRealistic(Mix::WebSearch).declared()),
+            (Box::new(LanesRealistic(Mix::DataMining)), LanesRealistic(Mix::DataMining).declared()),
+            (Box::new(LanesParams), LanesParams.declared()),
+        ]
+    }
+
+    fn knobs_at(s: &dyn Scenario, decl: &[Param], d: u32) -> Knobs {
+        let p = resolve_params(s, false, &[(SCALE_KEY.to_string(), d.to_string())]).unwrap();
+        Knobs::new(&p, decl).unwrap()
+    }
+
+    #[test]
+    fn every_parameter_of_every_lanes_scenario_follows_its_rule() {
+        for (s, decl) in declared() {
+            let rules: Vec<(&str, Rule)> = decl.iter().map(|p| (p.spec.key, p.rule)).collect();
+            let keys: Vec<&str> = s.params().iter().map(|p| p.key).collect();
+            check_rules(keys.iter().copied(), &rules).unwrap_or_else(|e| panic!("{}: {e}", s.name()));
+            let one = knobs_at(s.as_ref(), &decl, 1);
+            for d in [1u32, 2, 4, 10] {
+                let k = knobs_at(s.as_ref(), &decl, d);
+                assert_eq!(k.keys().count(), keys.len());
+                for (key, rule) in &rules {
+                    let base = one.declared(key).unwrap();
+                    let got = k.dilated(key).unwrap();
+                    let what = format!("{} {key} at D={d}", s.name());
+                    match (rule, &base, &got) {
+                        (Rule::Time, Quantity::Time(a), Quantity::Time(b)) => {
+                            assert_eq!(*b, *a * d, "{what}");
+                            assert_eq!(k.time(key).unwrap(), *b, "{what}: the getter");
+                        }
+                        (Rule::Rate, Quantity::Rate(a), Quantity::Rate(b)) => {
+                            assert_eq!(b.0 * u64::from(d), a.0, "{what}");
+                            assert_eq!(k.rate(key).unwrap(), *b, "{what}: the getter");
+                        }
+                        (Rule::PerTime, Quantity::Number(a), Quantity::Number(b)) => {
+                            assert_eq!(*b * f64::from(d), *a, "{what}")
+                        }
+                        (Rule::PerTime, Quantity::Text(_), _) => {
+                            let a = one.per_time_list(key).unwrap();
+                            let b = k.per_time_list(key).unwrap();
+                            let back: Vec<f64> = b.iter().map(|x| x * f64::from(d)).collect();
+                            assert_eq!(back, a, "{what}");
+                        }
+                        (Rule::Factor, _, Quantity::Count(x)) => assert_eq!(*x, u64::from(d), "{what}"),
+                        (r, a, b) => {
+                            assert!(!r.scales(), "{what}: {r:?} left unchecked");
+                            assert_eq!(a, b, "{what}: bytes, counts, loads and choices do not scale");
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    /// End to end at D = 2 on the FatTree: the run records D, flows in both
+    /// units, a fidelity verdict per variant, and metrics in experiment units
+    /// with their wall twins.
+    #[test]
+    fn root_a_dilated_web_search_on_the_fattree_records_both_units() {
+        let d = crate::runner::scenario::run_short(
+            &LanesRealistic(Mix::WebSearch),
+            &[
+                ("scale", "2"),
+                ("topology", "fattree"),
+                ("hosts", "8"),
+                ("rate", "100mbit"),
+                ("loads", "0.2"),
+                ("duration", "1s"),
+                ("variants", "mptcp,size-link-cost"),
+            ],
+        );
+        assert_eq!(d.header().dilation().get(), 2);
+        assert!(!d.flows.is_empty());
+        // Through JSON: equal to the last bit or so.
+        let close = |a: Option<f64>, b: f64| a.is_some_and(|a| (a - b).abs() <= 1e-9 * b.abs().max(1.0));
+        for f in &d.flows {
+            assert!(close(f.exp_fct_ms, f.fct_ms / 2.0), "flow {}: {:?} vs {}", f.id, f.exp_fct_ms, f.fct_ms);
+            assert!(close(f.exp_start, f.start / 2.0), "flow {}: {:?} vs {}", f.id, f.exp_start, f.start);
+        }
+        assert_eq!(d.fidelity.len(), 2, "one verdict per variant");
+        for s in &d.summaries {
+            let (exp, wall) = (s.metrics["short_avg_ms@0.2"], s.metrics["short_avg_ms_wall@0.2"]);
+            assert!(close(Some(exp * 2.0), wall), "{}: {exp} vs {wall}", s.variant);
+        }
+    }
+
+    #[test]
+    fn web_search_at_d4_is_the_issues_run_b() {
+        let s = LanesRealistic(Mix::WebSearch);
+        let mut sets: Vec<(String, String)> =
+            [("rate", "100mbit"), ("t_deadline", "300ms"), ("nu_unit", "10us")]
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect();
+        sets.push((SCALE_KEY.into(), "4".into()));
+        sets.push(("duration".into(), "5s".into()));
+        let k = Knobs::new(&resolve_params(&s, false, &sets).unwrap(), &s.declared()).unwrap();
+        assert_eq!(k.rate("rate").unwrap(), Rate::mbps(25));
+        assert_eq!(k.time("t_deadline").unwrap(), Duration::from_millis(1200));
+        assert_eq!(k.time("nu_unit").unwrap(), Duration::from_micros(40));
+        assert_eq!(k.time("sample_interval").unwrap(), Duration::from_millis(200));
+        assert_eq!(k.time("duration").unwrap(), Duration::from_secs(20));
+        assert_eq!(k.time("rto_min").unwrap(), Duration::from_millis(800));
+        assert_eq!(k.per_time("gamma").unwrap(), 0.25);
+        assert_eq!(k.bytes("buffer").unwrap(), Bytes(128 * 1000));
+        assert_eq!(k.bytes("size_threshold").unwrap(), Bytes(100 * 1000));
+        assert_eq!(k.numbers::<f64>("loads").unwrap(), vec![0.2, 0.5, 0.8]);
+        assert_eq!(k.wall(DRAIN), Duration::from_secs(16));
+        let policy = PolicyParams::from(&k, "size-link-cost").unwrap();
+        assert_eq!(
+            (policy.t_deadline, policy.nu_unit, policy.sample_interval, policy.gamma, policy.alpha),
+            (Duration::from_millis(1200), Duration::from_micros(40), Duration::from_millis(200), 0.25, 1.0)
+        );
+        assert_eq!(fabric_spec(&k).unwrap().rate, Rate::mbps(25));
+    }
 
     #[test]
     fn unknown_variants_are_refused_with_the_valid_ones() {

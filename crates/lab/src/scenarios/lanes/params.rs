@@ -12,12 +12,15 @@ use anyhow::{bail, Context, Result};
 use tcpaccel_core::stats::percentile_sorted;
 use tcpaccel_core::workload::{Flow, FlowClass};
 
+use super::knobs::{redeclare, specs, Param};
 use super::{
-    common_params, parse_list, prepare_bed, run_policy, Bed, Experiment, PolicyParams, RunSpec, FLOW_PORT,
+    common_params, estimate_scaled, prepare_bed, run_policy, Bed, Experiment, PolicyParams, RunSpec,
+    FLOW_PORT,
 };
 use crate::runner::records::MetricSpec;
 use crate::runner::scenario::{ParamSpec, Params, RunCtx, Scenario, Testbed};
 use crate::testbeds::fabric::{Fabric, FabricSpec};
+use tcpaccel_core::scale::Rule;
 
 pub struct LanesParams;
 
@@ -34,17 +37,7 @@ impl Scenario for LanesParams {
          deadline term). Median connection age at the switch per value."
     }
     fn params(&self) -> Vec<ParamSpec> {
-        let mut v = common_params("2", "4", "100mbit");
-        v[0] = ParamSpec::new("variants", "alpha,gamma", "which parameter to sweep");
-        v[3] = ParamSpec::new(
-            "hosts_per_leaf",
-            "2",
-            "hosts under one leaf router (h0, h2 share a leaf; h1 is remote)",
-        );
-        v.push(ParamSpec::new("alphas", "0.25,1,4,16", "α values (variant alpha)"));
-        v.push(ParamSpec::new("gammas", "0.25,1,4,16", "γ values (variant gamma)"));
-        v.push(ParamSpec::new("flows", "3", "long flows per value, 2 s apart"));
-        v
+        specs(&self.declared())
     }
     fn quick(&self) -> Vec<(&'static str, &'static str)> {
         vec![("alphas", "0.5,4"), ("gammas", "0.5,4"), ("flows", "1")]
@@ -69,10 +62,32 @@ impl Scenario for LanesParams {
     fn estimate(&self, p: &Params) -> Duration {
         let n = p.list("alphas").map(|l| l.len()).unwrap_or(5) as u32;
         let f = p.u64("flows").unwrap_or(3) as u32;
-        Duration::from_millis(u64::from(500 + 2000 * f + 1500)) * n
+        estimate_scaled(p, Duration::from_millis(u64::from(500 + 2000 * f + 1500)) * n)
     }
     fn prepare(&self, p: &Params, _dir: &Path) -> Result<Box<dyn Testbed>> {
-        prepare_bed(p, LanesParams, false)
+        prepare_bed(p, &self.declared(), LanesParams, false)
+    }
+}
+
+impl LanesParams {
+    pub(super) fn declared(&self) -> Vec<Param> {
+        let mut v = common_params("2", "4", "100mbit");
+        redeclare(&mut v, "variants", "alpha,gamma", "which parameter to sweep");
+        redeclare(
+            &mut v,
+            "hosts_per_leaf",
+            "2",
+            "hosts under one leaf router (h0, h2 share a leaf; h1 is remote)",
+        );
+        v.push(Param::new("alphas", "0.25,1,4,16", Rule::Unitless, "α values (variant alpha)"));
+        v.push(Param::new(
+            "gammas",
+            "0.25,1,4,16",
+            Rule::PerTime,
+            "γ values (variant gamma), divided by scale as gamma is",
+        ));
+        v.push(Param::new("flows", "3", Rule::Count, "long flows per value, 2 s apart"));
+        v
     }
 }
 
@@ -83,11 +98,12 @@ impl Experiment for LanesParams {
     /// t_deadline − α·Δν/γ: a larger α switches earlier, a larger γ later.
     fn run(&self, bed: &Bed, ctx: &mut RunCtx<'_>) -> Result<()> {
         let (key, values): (&str, Vec<f64>) = match ctx.variant.as_str() {
-            "alpha" => ("alpha", parse_list(&bed.params, "alphas")?),
-            "gamma" => ("gamma", parse_list(&bed.params, "gammas")?),
+            "alpha" => ("alpha", bed.params.numbers("alphas")?),
+            "gamma" => ("gamma", bed.params.per_time_list("gammas")?),
             v => bail!("unknown variant {v:?}; valid: alpha, gamma"),
         };
-        let flows_per = bed.params.u64("flows")?;
+        let flows_per = bed.params.count("flows")?;
+        let d = bed.params.d();
         let dir = ctx.dir.to_path_buf();
         let mut all = Vec::new();
         for &v in &values {
@@ -99,8 +115,14 @@ impl Experiment for LanesParams {
             }
             // h0 → h1 long flows one after another, each cut after 2 s, while
             // a single-path flow h2 → h1 on SL keeps the SL queues full.
-            let window = Duration::from_secs(2);
-            let bg = Background::start(&bed.fab, 2, 1, window * flows_per as u32 + Duration::from_secs(10))?;
+            let window = bed.params.wall(Duration::from_secs(2));
+            let bg = Background::start(
+                &bed.fab,
+                2,
+                1,
+                window * flows_per as u32 + bed.params.wall(Duration::from_secs(10)),
+                bed.params.wall(Duration::from_millis(300)),
+            )?;
             let flow = Flow {
                 id: 0,
                 start: tcpaccel_core::Instant::ZERO,
@@ -114,14 +136,15 @@ impl Experiment for LanesParams {
                 let spec = RunSpec {
                     variant: "link-cost",
                     policy: Some(policy.clone()),
-                    cc: bed.params.str("cc")?.to_string(),
+                    cc: bed.params.text("cc")?.to_string(),
                     seed: ctx.seed,
                     limit: window,
                     dir: &dir,
                     tag: format!("{key}{v}-f{i}-r{}", ctx.repeat),
                 };
                 let o = run_policy(&bed.fab, &[flow], &spec)?;
-                ages.extend(o.daemons.map(|d| d.switch_ages_ms).unwrap_or_default());
+                let wall_ages = o.daemons.map(|d| d.switch_ages_ms).unwrap_or_default();
+                ages.extend(wall_ages.into_iter().map(|a| d.ms_to_experiment(a)));
             }
             bg.stop()?;
             if ages.is_empty() {
@@ -131,8 +154,10 @@ impl Experiment for LanesParams {
             let mut a = ages.clone();
             a.sort_by(f64::total_cmp);
             let med = percentile_sorted(&a, 50.0);
-            ctx.sample(&format!("switch_vs_{key}_ms"), v, med)?;
-            ctx.metric(&format!("switch_ms@{key}={v}"), med);
+            // γ as given (experiment units), not as the daemon ran it.
+            let shown = if key == "gamma" { v * f64::from(d.get()) } else { v };
+            ctx.sample(&format!("switch_vs_{key}_ms"), shown, med)?;
+            ctx.metric(&format!("switch_ms@{key}={shown}"), med);
             all.push(med);
         }
         if all.is_empty() {
@@ -150,7 +175,7 @@ struct Background {
 }
 
 impl Background {
-    fn start(fab: &Fabric, src: u32, dst: u32, limit: Duration) -> Result<Background> {
+    fn start(fab: &Fabric, src: u32, dst: u32, limit: Duration, fill: Duration) -> Result<Background> {
         let dst_addr = std::net::SocketAddr::new(FabricSpec::host_addr(dst, 0).into(), FLOW_PORT + 1);
         let src_addr = std::net::SocketAddr::new(FabricSpec::host_addr(src, 0).into(), 0);
         let recv = tcpaccel_sys::netns::run_in(&fab.hosts[dst as usize].ns, move || {
@@ -159,7 +184,7 @@ impl Background {
         .context("starting the background receiver")?;
         let stop = Arc::new(AtomicBool::new(false));
         let mut cfg = tcpaccel_traffic::SendConfig::new(dst_addr);
-        cfg.volume = tcpaccel_traffic::Volume::Duration(limit + Duration::from_secs(1));
+        cfg.volume = tcpaccel_traffic::Volume::Duration(limit + fill);
         cfg.interval = None;
         cfg.bind = Some(src_addr);
         cfg.cc = Some("reno".into());
@@ -170,7 +195,7 @@ impl Background {
             tcpaccel_traffic::run_send(cfg, |_| {}).map(|_| ()).map_err(Into::into)
         });
         // Let it fill the queue before the measured flows start.
-        std::thread::sleep(Duration::from_millis(300));
+        std::thread::sleep(fill);
         Ok(Background { stop, sender, recv })
     }
 

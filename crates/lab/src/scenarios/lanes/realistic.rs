@@ -7,35 +7,57 @@ use std::time::Duration;
 
 use anyhow::{Context, Result};
 
+use super::knobs::{specs, Param};
 use super::{
-    common_params, long_mbps, parse_list, prepare_bed, put, record_outcome, run_policy, sample, Bed,
+    common_params, estimate_scaled, long_mbps, prepare_bed, put, record_outcome, run_policy, sample, Bed,
 };
 use super::{Experiment, DRAIN, POLICIES};
 use crate::engines::workloads::{self as workload, Hosts, Mix};
 use crate::runner::records::MetricSpec;
 use crate::runner::scenario::{ParamSpec, Params, RunCtx, Scenario, Testbed};
+use tcpaccel_core::scale::Rule;
 
 /// `lanes-websearch` (`Mix::WebSearch`) or `lanes-datamining`.
 pub struct LanesRealistic(pub Mix);
 
-fn realistic_params(fan_in: &str, rate: &str) -> Vec<ParamSpec> {
+fn realistic_params(fan_in: &str, rate: &str) -> Vec<Param> {
     let mut v = common_params("2", "8", rate);
-    v.push(ParamSpec::new("loads", "0.2,0.5,0.8", "offered load per destination link"));
-    v.push(ParamSpec::new("duration", "10s", "arrivals window per load"));
-    v.push(ParamSpec::new("fan_in", fan_in, "data mining: senders a back-end job is split over"));
+    v.push(Param::new(
+        "loads",
+        "0.2,0.5,0.8",
+        Rule::Load,
+        "offered load per destination link (arrivals follow the scaled rate)",
+    ));
+    v.push(Param::new("duration", "10s", Rule::Time, "arrivals window per load"));
+    v.push(Param::new("fan_in", fan_in, Rule::Count, "data mining: senders a back-end job is split over"));
     // Thousands of short connections: eight daemons dumping sock_diag every
     // 20 ms took a core on their own.
-    for p in v.iter_mut().filter(|p| p.key == "sample_interval") {
-        p.default = "50ms".into();
+    for p in v.iter_mut().filter(|p| p.spec.key == "sample_interval") {
+        p.spec.default = "50ms".into();
     }
     v
 }
 
 fn realistic_metrics() -> Vec<MetricSpec> {
     vec![
-        MetricSpec::new("short_p99_ms@0.5", "ms", false, "99th-percentile FCT of flows ≤ 100 KB at load 0.5"),
-        MetricSpec::new("short_avg_ms@0.5", "ms", false, "mean FCT of flows ≤ 100 KB at load 0.5"),
-        MetricSpec::new("long_mbps@0.5", "Mbit/s", true, "long-flow goodput per back-end host at load 0.5"),
+        MetricSpec::new(
+            "short_p99_ms@0.5",
+            "ms",
+            false,
+            "99th-percentile FCT of flows ≤ 100 KB at load 0.5, in experiment units (wall ÷ scale)",
+        ),
+        MetricSpec::new(
+            "short_avg_ms@0.5",
+            "ms",
+            false,
+            "mean FCT of flows ≤ 100 KB at load 0.5, in experiment units (wall ÷ scale)",
+        ),
+        MetricSpec::new(
+            "long_mbps@0.5",
+            "Mbit/s",
+            true,
+            "long-flow goodput per back-end host at load 0.5, in experiment units (wall × scale)",
+        ),
     ]
 }
 
@@ -68,10 +90,7 @@ impl Scenario for LanesRealistic {
         }
     }
     fn params(&self) -> Vec<ParamSpec> {
-        match self.0 {
-            Mix::WebSearch => realistic_params("1", "50mbit"),
-            Mix::DataMining => realistic_params("2", "20mbit"),
-        }
+        specs(&self.declared())
     }
     fn quick(&self) -> Vec<(&'static str, &'static str)> {
         vec![("loads", "0.5"), ("duration", "3s"), ("variants", "mptcp,link-cost")]
@@ -87,19 +106,32 @@ impl Scenario for LanesRealistic {
     }
     fn estimate(&self, p: &Params) -> Duration {
         let n = p.list("loads").map(|l| l.len()).unwrap_or(3) as u32;
-        (p.duration("duration").unwrap_or(Duration::from_secs(10)) + DRAIN + Duration::from_secs(1)) * n
+        estimate_scaled(
+            p,
+            (p.duration("duration").unwrap_or(Duration::from_secs(10)) + DRAIN + Duration::from_secs(1)) * n,
+        )
     }
     fn prepare(&self, p: &Params, _dir: &Path) -> Result<Box<dyn Testbed>> {
-        prepare_bed(p, LanesRealistic(self.0), true)
+        prepare_bed(p, &self.declared(), LanesRealistic(self.0), true)
+    }
+}
+
+impl LanesRealistic {
+    pub(super) fn declared(&self) -> Vec<Param> {
+        match self.0 {
+            Mix::WebSearch => realistic_params("1", "50mbit"),
+            Mix::DataMining => realistic_params("2", "20mbit"),
+        }
     }
 }
 
 impl Experiment for LanesRealistic {
     /// Web search / data mining mixes at several loads.
     fn run(&self, bed: &Bed, ctx: &mut RunCtx<'_>) -> Result<()> {
-        let duration = bed.params.duration("duration")?;
-        let loads: Vec<f64> = parse_list(&bed.params, "loads")?;
-        let fan_in = bed.params.u64("fan_in")? as u32;
+        let duration = bed.params.time("duration")?;
+        let loads: Vec<f64> = bed.params.numbers("loads")?;
+        let fan_in = bed.params.count("fan_in")? as u32;
+        let d = bed.params.d();
         let hosts = Hosts::quarter_back(bed.fab.spec.hosts);
         let variant = ctx.variant.clone();
         let dir = ctx.dir.to_path_buf();
@@ -111,13 +143,13 @@ impl Experiment for LanesRealistic {
                 .context("the realistic workload")?;
             let flows = wl.until(origin + duration);
             let tag = format!("{variant}-l{load}-r{}", ctx.repeat);
-            let spec = bed.run_spec(ctx, &dir, &variant, duration + DRAIN, tag)?;
+            let spec = bed.run_spec(ctx, &dir, &variant, duration + bed.params.wall(DRAIN), tag)?;
             let o = run_policy(&bed.fab, &flows, &spec)?;
-            let s = record_outcome(ctx, &o, &format!("@{load}"), load == record_flows_at)?;
-            let l = long_mbps(&o, hosts.back.len());
+            let s = record_outcome(ctx, d, &o, &format!("@{load}"), load == record_flows_at)?;
+            let l = d.rate_to_experiment(long_mbps(&o, hosts.back.len()));
             put(ctx, format!("long_mbps@{load}"), l);
-            sample(ctx, "short_avg_vs_load_ms", load, s.avg)?;
-            sample(ctx, "short_p99_vs_load_ms", load, s.p99)?;
+            sample(ctx, "short_avg_vs_load_ms", load, d.ms_to_experiment(s.avg))?;
+            sample(ctx, "short_p99_vs_load_ms", load, d.ms_to_experiment(s.p99))?;
             sample(ctx, "long_vs_load_mbps", load, l)?;
             if crate::runner::scenario::interrupted() {
                 break;

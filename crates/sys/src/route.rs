@@ -1,0 +1,255 @@
+//! rtnetlink IPv4 routes: add or replace one route, with one gateway or
+//! several (ECMP, `RTA_MULTIPATH`) and the `rto_min` metric, in the calling
+//! thread's network namespace.
+//!
+//! What it is: the encoder of `RTM_NEWROUTE` (pure, tested to the byte) and
+//! one request/ack exchange over [`crate::netlink::NlSocket`]. What it is
+//! not: no route dumps, no IPv6, no other metrics; `crates/net` still builds
+//! its plain routes with `ip` (this module is for what those cannot say).
+//!
+//! Layouts follow `include/uapi/linux/rtnetlink.h` (`struct rtmsg`,
+//! `struct rtnexthop`, `RTAX_*`). The kernel honours a route's `rto_min`
+//! only when it is locked (`tcp_rto_min()` reads `dst_metric_locked`), so
+//! the encoder locks it as `ip route … rto_min` does; the value is in ms.
+
+use std::net::Ipv4Addr;
+use std::time::Duration;
+
+use crate::netlink::{self, Answer, AttrBuf, NlSocket, NLM_F_ACK, NLM_F_REQUEST};
+use crate::{Error, Result};
+
+pub const RTM_NEWROUTE: u16 = 24;
+/// Flags of a NEW request (they share bits with the dump flags).
+pub const NLM_F_REPLACE: u16 = 0x100;
+pub const NLM_F_CREATE: u16 = 0x400;
+
+const RTA_DST: u16 = 1;
+const RTA_GATEWAY: u16 = 5;
+const RTA_METRICS: u16 = 8;
+const RTA_MULTIPATH: u16 = 9;
+const RTA_TABLE: u16 = 15;
+const RTAX_LOCK: u16 = 1;
+const RTAX_RTO_MIN: u16 = 13;
+
+const RTPROT_STATIC: u8 = 4;
+const RT_SCOPE_UNIVERSE: u8 = 0;
+const RTN_UNICAST: u8 = 1;
+/// `RT_TABLE_MAIN`.
+pub const TABLE_MAIN: u32 = 254;
+
+/// How long the kernel may take to answer.
+const TIMEOUT: Duration = Duration::from_secs(2);
+
+/// One IPv4 route to `dst/prefix` in `table`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Route4 {
+    pub table: u32,
+    pub dst: Ipv4Addr,
+    pub prefix: u8,
+    /// One gateway, or several of equal weight (one ECMP route; the kernel
+    /// hashes flows over them as `net.ipv4.fib_multipath_hash_policy` says).
+    pub via: Vec<Ipv4Addr>,
+    /// Locked minimum RTO of TCP connections over this route (whole ms).
+    pub rto_min: Option<Duration>,
+}
+
+impl Route4 {
+    fn describe(&self) -> String {
+        let via: Vec<String> = self.via.iter().map(|v| v.to_string()).collect();
+        let mut s = format!("route {}/{} via {} table {}", self.dst, self.prefix, via.join(","), self.table);
+        if let Some(r) = self.rto_min {
+            s.push_str(&format!(" rto_min {}ms", r.as_millis()));
+        }
+        s
+    }
+
+    /// The `RTM_NEWROUTE` message (create or replace) with sequence `seq`.
+    pub fn encode(&self, seq: u32) -> std::result::Result<Vec<u8>, String> {
+        if self.prefix > 32 {
+            return Err(format!("prefix length {} is over 32", self.prefix));
+        }
+        if self.via.is_empty() {
+            return Err("a route needs at least one gateway".into());
+        }
+        let rtmsg = [
+            libc::AF_INET as u8,
+            self.prefix,
+            0,
+            0,
+            // Tables above 255 live only in RTA_TABLE; RT_TABLE_COMPAT (252) marks that.
+            if self.table < 256 { self.table as u8 } else { 252 },
+            RTPROT_STATIC,
+            RT_SCOPE_UNIVERSE,
+            RTN_UNICAST,
+            0,
+            0,
+            0,
+            0,
+        ];
+        let mut a = AttrBuf::default();
+        a.put_u32(RTA_TABLE, self.table);
+        if self.prefix > 0 {
+            a.put(RTA_DST, &self.dst.octets());
+        }
+        if let [one] = self.via.as_slice() {
+            a.put(RTA_GATEWAY, &one.octets());
+        } else {
+            let mut hops = Vec::new();
+            for v in &self.via {
+                let mut gw = AttrBuf::default();
+                gw.put(RTA_GATEWAY, &v.octets());
+                let gw = gw.into_bytes();
+                // struct rtnexthop: len, flags, hops (weight − 1), ifindex
+                // (0: the kernel finds the interface of the gateway).
+                hops.extend_from_slice(&((8 + gw.len()) as u16).to_ne_bytes());
+                hops.extend_from_slice(&[0, 0]);
+                hops.extend_from_slice(&0i32.to_ne_bytes());
+                hops.extend_from_slice(&gw);
+            }
+            a.put(RTA_MULTIPATH, &hops);
+        }
+        if let Some(r) = self.rto_min {
+            let ms = u32::try_from(r.as_millis()).map_err(|_| format!("rto_min {r:?} is out of range"))?;
+            if ms == 0 {
+                return Err("rto_min of 0 ms".into());
+            }
+            let mut m = AttrBuf::default();
+            m.put_u32(RTAX_LOCK, 1 << RTAX_RTO_MIN);
+            m.put_u32(RTAX_RTO_MIN, ms);
+            // Unflagged, as iproute2 sends it (the kernel accepts both).
+            a.put(RTA_METRICS, m.as_bytes());
+        }
+        let flags = NLM_F_REQUEST | NLM_F_ACK | NLM_F_CREATE | NLM_F_REPLACE;
+        Ok(netlink::message(RTM_NEWROUTE, flags, seq, &[&rtmsg, a.as_bytes()]))
+    }
+}
+
+/// Adds or replaces `route` in the calling thread's network namespace.
+pub fn replace(route: &Route4) -> Result<()> {
+    let op = route.describe();
+    let seq = 1;
+    let msg = route.encode(seq).map_err(|msg| Error::Other { op: op.clone(), msg })?;
+    let mut sock = NlSocket::open(libc::NETLINK_ROUTE, "NETLINK_ROUTE")?;
+    sock.request_extended_acks();
+    sock.set_recv_timeout(TIMEOUT)?;
+    sock.send(&msg, &op)?;
+    loop {
+        let Some(datagram) = sock.recv(0, &op)? else {
+            return Err(Error::Other { op, msg: format!("no answer from the kernel in {TIMEOUT:?}") });
+        };
+        for m in netlink::messages(datagram) {
+            let m = m.map_err(|e| Error::Other { op: op.clone(), msg: e.to_string() })?;
+            if m.header.seq != seq {
+                continue;
+            }
+            match m.answer().map_err(|e| Error::Other { op: op.clone(), msg: e.to_string() })? {
+                Answer::Ack | Answer::Done => return Ok(()),
+                Answer::Error(e) => {
+                    let io = std::io::Error::from_raw_os_error(e.errno);
+                    let op = match e.message {
+                        Some(why) => format!("{op} ({why})"),
+                        None => op,
+                    };
+                    return Err(Error::os(op, io));
+                }
+                Answer::Data(_) => {}
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn u16s(v: u16) -> [u8; 2] {
+        v.to_ne_bytes()
+    }
+    fn u32s(v: u32) -> [u8; 4] {
+        v.to_ne_bytes()
+    }
+
+    #[test]
+    fn a_gateway_route_with_rto_min_encodes_to_exact_bytes() {
+        let r = Route4 {
+            table: 101,
+            dst: Ipv4Addr::new(10, 11, 0, 0),
+            prefix: 16,
+            via: vec![Ipv4Addr::new(10, 11, 3, 1)],
+            rto_min: Some(Duration::from_millis(800)),
+        };
+        let m = r.encode(7).unwrap();
+        let mut want = Vec::new();
+        // nlmsghdr: 16 + rtmsg 12 + table 8 + dst 8 + gateway 8 + metrics (4 + 8 + 8) = 72.
+        want.extend(u32s(72));
+        want.extend(u16s(RTM_NEWROUTE));
+        want.extend(u16s(NLM_F_REQUEST | NLM_F_ACK | NLM_F_CREATE | NLM_F_REPLACE));
+        want.extend(u32s(7));
+        want.extend(u32s(0));
+        want.extend([2, 16, 0, 0, 101, 4, 0, 1, 0, 0, 0, 0]);
+        want.extend(u16s(8));
+        want.extend(u16s(RTA_TABLE));
+        want.extend(u32s(101));
+        want.extend(u16s(8));
+        want.extend(u16s(RTA_DST));
+        want.extend([10, 11, 0, 0]);
+        want.extend(u16s(8));
+        want.extend(u16s(RTA_GATEWAY));
+        want.extend([10, 11, 3, 1]);
+        want.extend(u16s(20));
+        want.extend(u16s(RTA_METRICS));
+        want.extend(u16s(8));
+        want.extend(u16s(RTAX_LOCK));
+        want.extend(u32s(1 << 13));
+        want.extend(u16s(8));
+        want.extend(u16s(RTAX_RTO_MIN));
+        want.extend(u32s(800));
+        assert_eq!(m, want);
+    }
+
+    #[test]
+    fn a_multipath_default_route_carries_one_nexthop_per_gateway() {
+        let r = Route4 {
+            table: TABLE_MAIN,
+            dst: Ipv4Addr::UNSPECIFIED,
+            prefix: 0,
+            via: vec![Ipv4Addr::new(10, 0, 0, 1), Ipv4Addr::new(10, 0, 1, 1)],
+            rto_min: None,
+        };
+        let m = r.encode(1).unwrap();
+        // header, rtmsg, table, then RTA_MULTIPATH: 4 + 2 × (8 + 8).
+        assert_eq!(m.len(), 16 + 12 + 8 + 36);
+        let attrs = &m[28..];
+        let got: Vec<(u16, Vec<u8>)> =
+            netlink::attrs(attrs, "route").map(|a| a.map(|(k, d)| (k, d.to_vec())).unwrap()).collect();
+        assert_eq!(got[0], (RTA_TABLE, u32s(254).to_vec()));
+        assert_eq!(got[1].0, RTA_MULTIPATH);
+        let hops = &got[1].1;
+        assert_eq!(hops.len(), 32);
+        for (i, gw) in [[10, 0, 0, 1], [10, 0, 1, 1]].iter().enumerate() {
+            let h = &hops[16 * i..16 * (i + 1)];
+            assert_eq!(&h[0..2], &u16s(16), "rtnh_len");
+            assert_eq!(&h[2..8], &[0, 0, 0, 0, 0, 0], "flags, weight 1, any interface");
+            assert_eq!((&h[8..10], &h[10..12]), (&u16s(8)[..], &u16s(RTA_GATEWAY)[..]));
+            assert_eq!(&h[12..16], gw);
+        }
+    }
+
+    #[test]
+    fn impossible_routes_are_refused_before_the_kernel() {
+        let mut r = Route4 {
+            table: TABLE_MAIN,
+            dst: Ipv4Addr::UNSPECIFIED,
+            prefix: 33,
+            via: vec![Ipv4Addr::LOCALHOST],
+            rto_min: None,
+        };
+        assert!(r.encode(1).unwrap_err().contains("33"));
+        r.prefix = 0;
+        r.via.clear();
+        assert!(r.encode(1).unwrap_err().contains("gateway"));
+        r.via.push(Ipv4Addr::LOCALHOST);
+        r.rto_min = Some(Duration::from_micros(10));
+        assert!(r.encode(1).unwrap_err().contains("0 ms"));
+    }
+}
