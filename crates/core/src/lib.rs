@@ -23,6 +23,7 @@ pub mod alloc;
 pub mod lanes;
 pub mod pace_spec;
 pub mod pacing;
+pub mod precise;
 pub mod split;
 pub mod workload;
 
