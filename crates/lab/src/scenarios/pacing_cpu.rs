@@ -3,6 +3,9 @@
 //! so the only difference is the program:
 //! - `none`: the traffic tool sets SO_MAX_PACING_RATE itself (the kernel's
 //!   pacing, no program);
+//! - `none-precise`: the same with `--precise`'s cap on the sender's veth
+//!   (`gso_max_segs`, `precise_segs` of them per GSO packet; issue 27): what
+//!   spacing frames costs in timer wake-ups and per-packet stack work;
 //! - `static-bpf`: the cgroup pacer sets the same cap once per connection
 //!   and is then called on every RTT sample only to check for a detach;
 //! - `dynamic-bpf`: [PSPacer] eq. (1) recomputed on every ACK, capped at the
@@ -34,7 +37,7 @@ use tcpaccel_traffic::{run_send, spawn_recv, Pace, RecvConfig, SendConfig, Volum
 
 pub struct PacingCpu;
 
-const VARIANTS: [&str; 4] = ["none", "static-bpf", "dynamic-bpf", "dynamic-bpf-hold"];
+const VARIANTS: [&str; 5] = ["none", "none-precise", "static-bpf", "dynamic-bpf", "dynamic-bpf-hold"];
 
 impl Scenario for PacingCpu {
     fn name(&self) -> &'static str {
@@ -58,6 +61,11 @@ impl Scenario for PacingCpu {
             ),
             ParamSpec::new("duration", "10s", "length of each transfer"),
             ParamSpec::new("variants", VARIANTS.join(","), "which variants to run"),
+            ParamSpec::new(
+                "precise_segs",
+                "auto",
+                "segments per GSO packet of none-precise (auto: what --precise picks for the rate)",
+            ),
         ]
     }
     fn quick(&self) -> Vec<(&'static str, &'static str)> {
@@ -97,7 +105,19 @@ impl Scenario for PacingCpu {
         if rate.bits_per_sec() == 0 {
             bail!("rate must be above zero");
         }
-        Ok(Box::new(CpuBed { rate, offloads: p.bool("offloads")?, duration: p.duration("duration")? }))
+        let precise_segs = match p.str("precise_segs")? {
+            "auto" => tcpaccel_pacer::precise::segs_for(Some(rate)),
+            n => match n.parse::<u32>() {
+                Ok(n) if n >= 1 => n,
+                _ => bail!("precise_segs {n:?}: expected auto or a number of segments of at least 1"),
+            },
+        };
+        Ok(Box::new(CpuBed {
+            rate,
+            offloads: p.bool("offloads")?,
+            duration: p.duration("duration")?,
+            precise_segs,
+        }))
     }
 }
 
@@ -105,6 +125,7 @@ struct CpuBed {
     rate: Rate,
     offloads: bool,
     duration: Duration,
+    precise_segs: u32,
 }
 
 impl CpuBed {
@@ -153,8 +174,12 @@ impl Testbed for CpuBed {
         let recv =
             net.run_in("h2", move || spawn_recv(RecvConfig::new(listen)))?.context("receiver in h2")?;
         let wire = self.rate;
+        if ctx.variant == "none-precise" {
+            net.set_gso_max_segs("h1", "v", self.precise_segs).context("the --precise cap on h1's veth")?;
+            ctx.note(format!("none-precise: {} segments per GSO packet on h1's veth", self.precise_segs))?;
+        }
         let bpf = match ctx.variant.as_str() {
-            "none" => None,
+            "none" | "none-precise" => None,
             "static-bpf" => Some(BpfPacing::join(&format!("static:{wire}"), false)?),
             "dynamic-bpf" => Some(BpfPacing::join(&format!("dynamic:{wire}"), false)?),
             "dynamic-bpf-hold" => Some(BpfPacing::join(&format!("dynamic:{wire}"), true)?),
