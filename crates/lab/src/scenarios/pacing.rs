@@ -140,7 +140,7 @@ impl Scenario for Pacing {
         m.push(spec(
             "steady_rate_frac",
             "×",
-            "on-wire arrival rate at the bottleneck after the ramp (meter bins) / the set rate (1 is exact)",
+            "on-wire arrival rate at the bottleneck after the ramp (from 2 s if it never reaches 95%; meter bins) / the set rate (1 is exact)",
         ));
         m.push(MetricSpec::new("steady_wire_mbps", "Mbit/s", true, "the same on-wire rate in Mbit/s"));
         m.push(spec(
@@ -476,7 +476,8 @@ pub struct SteadyState {
     /// [`RATE_WINDOW_S`] window at ≥ 95% of the set rate.
     pub ramp_95_s: Option<f64>,
     /// Mean on-wire rate (frame bytes + [`WIRE_EXTRA`] per frame) from
-    /// [`SETTLE_S`] after the ramp to the last window before arrivals stop.
+    /// [`SETTLE_S`] after the ramp (from [`LATE_S`] if it never reached
+    /// 95%) to the last whole window before the data ends.
     pub steady_wire_bps: Option<f64>,
 }
 
@@ -510,13 +511,13 @@ pub fn steady_state(bins: &[MeterBin], set: Rate) -> SteadyState {
     windows.truncate(((data_end - t0) / RATE_WINDOW_S + 1e-9).floor().max(0.0) as usize);
     let target = set.bits_per_sec() as f64;
     let rates: Vec<f64> = windows.iter().map(|bits| bits / RATE_WINDOW_S).collect();
-    let Some(ramp_w) = rates.iter().position(|r| *r >= 0.95 * target) else {
-        return SteadyState::default();
+    let ramp_w = rates.iter().position(|r| *r >= 0.95 * target);
+    let from = match ramp_w {
+        Some(w) => w + 1 + (SETTLE_S / RATE_WINDOW_S).round() as usize,
+        None => (LATE_S / RATE_WINDOW_S).round() as usize,
     };
-    let ramp = (ramp_w + 1) as f64 * RATE_WINDOW_S;
-    let from = ramp_w + 1 + (SETTLE_S / RATE_WINDOW_S).round() as usize;
     let steady = rates.get(from..).filter(|s| !s.is_empty()).map(|s| s.iter().sum::<f64>() / s.len() as f64);
-    SteadyState { ramp_95_s: Some(ramp), steady_wire_bps: steady }
+    SteadyState { ramp_95_s: ramp_w.map(|w| (w + 1) as f64 * RATE_WINDOW_S), steady_wire_bps: steady }
 }
 
 /// Frames per precision window: a mean over fewer would be dominated by
@@ -638,8 +639,11 @@ mod tests {
         assert!((s.steady_wire_bps.unwrap() - want).abs() < 1e-3, "{s:?} vs {want}");
         // 492.16 / 500: 1.6% short, the 1% target would fail.
         assert!((s.steady_wire_bps.unwrap() / 500e6 - 0.98432).abs() < 1e-9);
-        // Never reaching 95%: no ramp, no steady rate.
-        assert_eq!(steady_state(&bins, Rate::mbps(600)), SteadyState::default());
+        // Never reaching 95% of 600 Mbit/s: no ramp, and the steady rate
+        // is read from 2 s on.
+        let short = steady_state(&bins, Rate::mbps(600));
+        assert_eq!(short.ramp_95_s, None);
+        assert!((short.steady_wire_bps.unwrap() - want).abs() < 1e-3, "{short:?}");
         assert_eq!(steady_state(&[], Rate::mbps(500)), SteadyState::default());
     }
 
