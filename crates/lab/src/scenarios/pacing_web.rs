@@ -236,6 +236,29 @@ mod tests {
         assert_ne!(f, web_flows(2, Rate::mbps(500), 0.5, d).unwrap());
     }
 
+    /// Root test: one record per flow of the workload, each with its bytes
+    /// and an FCT of at least one RTT; the short-flow metrics agree with
+    /// them. Modest: the --quick 100 Mbit/s and 4 s of arrivals, 20 ms
+    /// RTT, unpaced only.
+    #[test]
+    fn root_every_flow_gets_a_record_with_fct_and_bytes() {
+        let sets = [("variants", "cubic"), ("rtt", "20ms")];
+        let d = crate::runner::scenario::run_short(&PacingWeb, &sets);
+        let want = web_flows(1, Rate::mbps(100), 0.5, Duration::from_secs(4)).unwrap();
+        assert!(!want.is_empty());
+        let mut got = d.flows.clone();
+        got.sort_by_key(|r| r.id);
+        assert_eq!(got.len(), want.len(), "one record per flow");
+        for (r, f) in got.iter().zip(&want) {
+            assert_eq!((r.id, r.bytes), (f.id, f.bytes));
+            assert!(r.completed && r.fct_ms >= 20.0, "{r:?}");
+            assert_eq!(r.class, if f.bytes <= SHORT_MAX { "short" } else { "long" });
+        }
+        let s = &d.summaries[0].metrics;
+        let short = want.iter().filter(|f| f.bytes <= SHORT_MAX).count() as f64;
+        assert_eq!(s.get("short_flows"), Some(&short));
+    }
+
     #[test]
     fn bad_load_is_refused() {
         let p = crate::runner::scenario::resolve_params(&PacingWeb, false, &[("load".into(), "1.5".into())])
