@@ -468,3 +468,72 @@ fn root_run_pace_warns_when_the_program_sends_little() {
 fn cgroup_id(p: &std::path::Path) -> u64 {
     std::os::unix::fs::MetadataExt::ino(&std::fs::metadata(p).unwrap())
 }
+
+/// Issue 27: `--precise` caps gso_max_segs of the device while the command
+/// runs and puts it back after, as the kernel shows it (`ip -d link`): `run` on the device named, `send` on the device its route to
+/// the receiver uses; `run` without a device is a usage error.
+#[test]
+fn root_precise_caps_the_device_while_the_command_runs() {
+    tcpaccel_sys::testing::require_root();
+    let ns = TestNs::new("precise");
+    let show = ["ip", "-d", "link", "show", "lo"];
+    let segs = |out: &[u8]| {
+        let text = String::from_utf8_lossy(out).to_string();
+        let mut w = text.split_whitespace();
+        w.find(|x| *x == "gso_max_segs").and(w.next()).unwrap_or_else(|| panic!("{text}")).to_string()
+    };
+    let read = || segs(&ns.exec().args(show).output().unwrap().stdout);
+    let before = read();
+    assert!(before.parse::<u32>().unwrap() > 5, "lo starts at {before}");
+    // 100 Mbit/s: one segment per packet; the program sees the cap.
+    let out = ns
+        .exec()
+        .arg(bin())
+        .args(["run", "--precise", "--precise-dev", "lo", "--pace", "static:100mbit", "--"])
+        .args(show)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    assert_eq!(segs(&out.stdout), "1", "{err}");
+    assert!(err.contains(&format!("lo gso_max_segs 1 (was {before})")), "{err}");
+    assert_eq!(read(), before, "the cap outlived run");
+    // send --precise at 500 Mbit/s: three segments on lo, its route's device.
+    let port = free_port();
+    let _recv = Reaper(
+        ns.exec()
+            .arg(bin())
+            .args(["recv", "--listen", &format!("127.0.0.1:{port}")])
+            .stdout(Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    let send = ns
+        .exec()
+        .arg(bin())
+        .args(send_args(port, "2s"))
+        .args(["--precise", "--pace", "static:500mbit"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(1000));
+    let during = read();
+    let out = send.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    assert_eq!(during, "3", "{err}");
+    assert!(err.contains(&format!("lo gso_max_segs 3 (was {before})")), "{err}");
+    assert_eq!(read(), before, "the cap outlived send");
+    // run cannot know its program's destinations.
+    let out = ns
+        .exec()
+        .arg(bin())
+        .args(["run", "--precise", "--pace", "static:100mbit", "--", "true"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("--precise-dev"), "{err}");
+}

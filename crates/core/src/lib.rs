@@ -24,6 +24,7 @@ pub mod fidelity;
 pub mod lanes;
 pub mod pace_spec;
 pub mod pacing;
+pub mod precise;
 pub mod scale;
 pub mod split;
 pub mod workload;

@@ -1013,6 +1013,39 @@ mod tests {
         assert_eq!(h.cap, 800_000);
     }
 
+    /// Issue 27 item 3: a short transfer whose slow start never reaches
+    /// [`BPF_HOLD_LOW_WINDOW`] is never paced by the hold (every ACK says
+    /// "unpaced", whatever eq. (1) asks), so the hold cannot slow it; only
+    /// leaving slow start (a loss: cwnd ≥ ssthresh) ends the probe, and the
+    /// cap then starts at eq. (1)'s rate.
+    #[test]
+    fn hold_never_paces_a_slow_start_below_the_probe_window() {
+        let mut h = BpfHold::default();
+        // Rounds of 10, 20 and 40 segments, 100 ms apart, ACKs 30 µs apart:
+        // 70 segments (101 KB), the whole of a 100 KB flow.
+        let mut acked = 0u64;
+        for (round, cwnd) in [10u32, 20, 40].iter().enumerate() {
+            for i in 0..u64::from(*cwnd) {
+                acked += 1448;
+                let t = 100_000 * (round as u64 + 1) + 30 * i;
+                // cwnd grows by one per two ACKs (delayed ACKs): 59 at most.
+                let a = HoldAck { snd_cwnd: cwnd + i as u32 / 2, ..hack(t, acked, 100_000) };
+                assert_eq!(h.on_ack(1_000_000, a), BPF_RATE_UNPACED, "round {round} ack {i}");
+            }
+        }
+        assert_eq!(h.cap, 0, "never paced");
+        // The rounds' trains were measured all the same; the last one is
+        // still open (the next ACK would end it), so the 20-segment round
+        // (19 segments in 570 µs) is the estimate.
+        assert_eq!((h.btl_bytes, h.btl_rate), (1448 * 19, 1448 * 19 * 1_000_000 / 570));
+        // A loss at cwnd 60: ssthresh 42, slow start is over and the probe
+        // ends below the window all the same; the cap starts at eq. (1)
+        // and the open train is never counted.
+        let after = HoldAck { snd_cwnd: 42, snd_ssthresh: 42, ..hack(400_000, acked + 1448, 100_000) };
+        assert_eq!(h.on_ack(600_000, after), 600_000);
+        assert_eq!((h.cap, h.btl_bytes), (600_000, 1448 * 19));
+    }
+
     #[test]
     fn hold_doubles_below_half_the_estimate_and_grows_a_sixteenth_above() {
         let mut h = BpfHold {

@@ -19,11 +19,13 @@ pub mod attach;
 pub mod cgroup;
 pub mod error;
 pub mod metrics;
+pub mod precise;
 pub mod rules;
 
 pub use attach::{attach, detach_pinned, pinned_ids, status, AttachStatus, Attachment, Released, Traffic};
 pub use cgroup::{cgroup2_mount, Cgroup, TempCgroup};
 pub use error::{Class, PacerError};
+pub use precise::Precise;
 pub use rules::{PaceConfig, RulePace};
 
 /// The compiled BPF object (`bpf/pace.bpf.o`).

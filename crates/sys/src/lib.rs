@@ -22,6 +22,8 @@ pub mod diag;
 pub mod ethtool;
 /// The one EINTR policy and the one poll(2) wrapper of the crate.
 pub mod io;
+/// rtnetlink for per-frame pacing: a destination's output device, a device's GSO limits, a GSO cap guard.
+pub mod link;
 /// MPTCP generic netlink (`mptcp_pm`): path-manager commands and events.
 pub mod mptcp;
 /// The netlink layer under diag and mptcp: message codec, attributes, one socket type.

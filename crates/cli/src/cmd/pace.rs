@@ -54,6 +54,75 @@ pub(crate) struct RuleArgs {
     hold: bool,
 }
 
+/// `--precise` and `--precise-dev` of `pace run`, `run` and `send`: every
+/// paced frame spaced (a few per GSO packet at high rates) by capping
+/// `gso_max_segs` of the devices the traffic leaves by while the command
+/// runs (`tcpaccel_pacer::precise`).
+#[derive(clap::Args, Clone, Default)]
+pub(crate) struct PreciseArgs {
+    /// Space paced frames one by one like PSPacer's gap packets (up to 60 µs off the ideal gap): caps gso_max_segs of the device(s) the traffic leaves by while this runs, restored at exit. Per device (Linux has no per-socket or per-route limit): unpaced sockets connecting over it meanwhile are affected too. Packets of one segment take about twice the socket buffer memory per byte in flight: raise the tcp_wmem/tcp_rmem maxima to about twice what the path needs.
+    #[arg(long)]
+    pub(crate) precise: bool,
+    /// With --precise: cap this device instead of those the routes to the destinations use (repeatable; needed when the destinations are not known, as with `run`).
+    #[arg(long = "precise-dev", value_name = "DEV", requires = "precise")]
+    pub(crate) precise_dev: Vec<String>,
+}
+
+impl PreciseArgs {
+    /// Applies the cap for pacings `specs` (under `ceiling`) on the named
+    /// devices or those routes to `dests` use; `None` without --precise or
+    /// when nothing is paced. Says what it did on stderr as `who`.
+    pub(crate) fn apply(
+        &self,
+        specs: &[PaceSpec],
+        ceiling: Option<Rate>,
+        dests: &[std::net::IpAddr],
+        who: &str,
+    ) -> anyhow::Result<Option<tcpaccel_pacer::Precise>> {
+        if !self.precise {
+            return Ok(None);
+        }
+        let Some(segs) = tcpaccel_pacer::precise::segs_for_specs(specs.iter().copied(), ceiling) else {
+            eprintln!("{who}: --precise has nothing to do: no pacing is set");
+            return Ok(None);
+        };
+        exit::require_root(&format!("{who} --precise (sets a device's gso_max_segs)"))?;
+        let p = if self.precise_dev.is_empty() {
+            if dests.is_empty() {
+                return Err(exit::usage(format!(
+                    "{who} --precise: the destinations are not known here; name the device(s) with --precise-dev DEV"
+                )));
+            }
+            tcpaccel_pacer::Precise::for_destinations(dests, segs)
+        } else {
+            let idx = self
+                .precise_dev
+                .iter()
+                .map(|d| tcpaccel_sys::link::ifindex(d))
+                .collect::<Result<Vec<_>, _>>()
+                .map_err(|e| exit::usage(format!("--precise-dev: {e}")))?;
+            tcpaccel_pacer::Precise::for_devices(&idx, segs)
+        }
+        .map_err(pacer_err)?;
+        eprintln!("{who}: {}", p.describe());
+        Ok(Some(p))
+    }
+}
+
+/// The pacings of `cfg` and the addresses of its rules that name a network
+/// (not `0.0.0.0/0` or `::/0`), for [`PreciseArgs::apply`].
+pub(crate) fn precise_inputs(cfg: &PaceConfig) -> (Vec<PaceSpec>, Vec<std::net::IpAddr>) {
+    let mut specs = vec![cfg.default.spec()];
+    specs.extend(cfg.rules.iter().map(|r| r.pace.spec()));
+    let dests = cfg
+        .rules
+        .iter()
+        .filter(|r| r.dest.prefix > 0 && r.pace.spec() != PaceSpec::None)
+        .map(|r| r.dest.addr)
+        .collect();
+    (specs, dests)
+}
+
 #[derive(clap::Subcommand)]
 enum Sub {
     /// Attach pacing to an existing cgroup and leave it attached.
@@ -74,6 +143,8 @@ enum Sub {
         cgroup: Option<PathBuf>,
         #[command(flatten)]
         rules: RuleArgs,
+        #[command(flatten)]
+        precise: PreciseArgs,
         /// Print tcpaccel's own lines (the cgroup used, warnings, what was released) as JSON objects on stderr; stdout stays the command's.
         #[arg(long)]
         json: bool,
@@ -167,13 +238,18 @@ pub(crate) fn run(a: Args) -> anyhow::Result<Verdict> {
             att.persist();
             Ok(Verdict::Ok)
         }
-        Sub::Run { cgroup, rules, json, command } => {
+        Sub::Run { cgroup, rules, precise, json, command } => {
             let cfg = rules.config()?;
             check_available()?;
+            let (specs, dests) = precise_inputs(&cfg);
+            let ceiling = cfg.ceiling.map(Rate::bps);
+            let capped = precise.apply(&specs, ceiling, &dests, "tcpaccel pace")?;
             let mut cmd = Command::new(&command[0]);
             cmd.args(&command[1..]);
             let say = Say { who: "tcpaccel pace", json };
             let status = run_paced(&cfg, cgroup.as_deref(), cmd, &format!("{:?}", command[0]), say)?;
+            // exit() runs no destructors: the device's cap goes first.
+            drop(capped);
             std::process::exit(exit_code(status));
         }
         Sub::Status { json, metrics: Some(at) } => {

@@ -52,6 +52,8 @@ pub(crate) struct Args {
     /// How to pace: auto (the cgroup pacer when root, cgroup2 and BPF allow, else the shim), cgroup, or preload.
     #[arg(long, value_enum, default_value = "auto")]
     pace_via: PaceVia,
+    #[command(flatten)]
+    precise: crate::cmd::pace::PreciseArgs,
     /// Append a line per socket touched (what was applied, what failed) to this file.
     #[arg(long)]
     shim_log: Option<PathBuf>,
@@ -224,10 +226,21 @@ pub(crate) fn run(a: Args) -> anyhow::Result<Verdict> {
     set(&mut cmd, "TCPACCEL_MPTCP", a.mptcp.then(|| "1".to_string()));
     set(&mut cmd, "TCPACCEL_BIND", a.bind.map(|b| b.to_string()));
     set(&mut cmd, "TCPACCEL_LOG", a.shim_log.map(|p| p.display().to_string()));
+    // The program's destinations are its own: --precise needs --precise-dev.
+    let capped = a.precise.apply(&[a.pace], None, &[], "tcpaccel run")?;
     if let Some(cfg) = cgroup_cfg {
         // We must outlive the program to detach and remove its cgroup.
         let say = crate::cmd::pace::Say { who: "tcpaccel run", json: false };
         let status = crate::cmd::pace::run_paced(&cfg, None, cmd, &format!("{:?}", a.command[0]), say)?;
+        drop(capped);
+        std::process::exit(crate::cmd::pace::exit_code(status));
+    }
+    if let Some(capped) = capped {
+        // The cap must be put back when the program ends: wait for it
+        // instead of exec (SIGINT/SIGTERM reach it through the terminal).
+        let _stop = exit::stop_on_signal()?;
+        let status = cmd.status().with_context(|| format!("cannot run {:?}", a.command[0]))?;
+        drop(capped);
         std::process::exit(crate::cmd::pace::exit_code(status));
     }
     // exec replaces this process: the program keeps our pid, signals and exit code.

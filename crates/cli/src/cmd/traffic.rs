@@ -64,6 +64,8 @@ pub(crate) struct SendArgs {
     /// tcp_pacing_ss_ratio=100 and tcp_pacing_ca_ratio=100 in the namespace).
     #[arg(long, default_value = "none", allow_hyphen_values = true, value_parser = values::pace)]
     pace: Pace,
+    #[command(flatten)]
+    precise: crate::cmd::pace::PreciseArgs,
     /// Burst mode: send this many bytes every --every until --duration ends, one
     /// connection, and report each burst's completion time (e.g. 10MB).
     #[arg(long, conflicts_with = "bytes", value_parser = values::bytes)]
@@ -254,7 +256,13 @@ fn sysctl_warnings(cfg: &SendConfig, resume: bool) {
     }
 }
 
-fn send_bursts(mut cfg: SendConfig, b: tcpaccel_traffic::Bursts, json: bool) -> anyhow::Result<Verdict> {
+/// `capped`: `--precise`'s device cap, put back before this returns or exits.
+fn send_bursts(
+    mut cfg: SendConfig,
+    b: tcpaccel_traffic::Bursts,
+    json: bool,
+    capped: Option<tcpaccel_pacer::Precise>,
+) -> anyhow::Result<Verdict> {
     let to = cfg.to;
     if cfg.interval.is_some() && !json {
         eprintln!("note: --burst reports per burst, not per --interval");
@@ -282,6 +290,7 @@ fn send_bursts(mut cfg: SendConfig, b: tcpaccel_traffic::Bursts, json: bool) -> 
         }
     })
     .map_err(|e| lib_error(e, &format!("sending bursts to {to}")))?;
+    drop(capped);
     if json {
         println!("{}", serde_json::to_string(&s)?);
     } else {
@@ -309,6 +318,8 @@ pub(crate) fn send(args: SendArgs) -> anyhow::Result<Verdict> {
     let bursts = bursts(&args)?;
     enter_netns(&args.netns, "tcpaccel send --netns")?;
     sysctl_warnings(&cfg, args.resume_pacing);
+    // Held until send returns: the device's cap is put back then.
+    let capped = args.precise.apply(&[cfg.pace.into()], None, &[cfg.to.ip()], "tcpaccel send")?;
     // The first SIGINT/SIGTERM ends the run early but in order (uploads
     // still collect their receipts), so the summary prints; exit 130.
     let signals = tcpaccel_sys::signals::subscribe().context("installing SIGINT/SIGTERM handling")?;
@@ -324,7 +335,7 @@ pub(crate) fn send(args: SendArgs) -> anyhow::Result<Verdict> {
         })
         .context("starting the signal thread")?;
     if let Some(b) = bursts {
-        return send_bursts(cfg, b, args.json);
+        return send_bursts(cfg, b, args.json, capped);
     }
     let to = cfg.to;
     if let (Pace::Static(r), false) = (cfg.pace, args.json) {
@@ -337,6 +348,7 @@ pub(crate) fn send(args: SendArgs) -> anyhow::Result<Verdict> {
     let json = args.json;
     let summary =
         run_send(cfg, |r| print_report(r, json)).map_err(|e| lib_error(e, &format!("sending to {to}")))?;
+    drop(capped);
     if json {
         println!("{}", serde_json::to_string(&summary)?);
     } else {

@@ -633,6 +633,12 @@ pub fn fmt(x: f64) -> String {
 
 /// Human names of metric and series keys. Keys not listed keep their key.
 const NAMES: &[(&str, &str)] = &[
+    ("steady_rate_frac", "On-wire rate after the ramp ÷ set rate"),
+    ("steady_wire_mbps", "On-wire rate after the ramp"),
+    ("ramp_95_s", "Time to 95% of the set rate"),
+    ("proc_cpu_pct", "CPU of the lab process"),
+    ("proc_cpu_pct_per_gbit", "CPU of the lab process per Gbit/s"),
+    ("short_p50_ms", "Short-flow FCT, median"),
     ("goodput_mbps", "Goodput"),
     ("drops", "Drops at the bottleneck"),
     ("retransmits", "TCP retransmissions"),

@@ -11,6 +11,7 @@ pub mod lanes;
 pub mod pacing;
 pub mod pacing_cpu;
 pub mod pacing_mptcp;
+pub mod pacing_web;
 pub mod rto;
 pub mod split;
 pub mod tuning;
@@ -25,6 +26,7 @@ pub fn all() -> Vec<Box<dyn Scenario>> {
         Box::new(pacing::Pacing),
         Box::new(pacing_mptcp::PacingMptcp),
         Box::new(pacing_cpu::PacingCpu),
+        Box::new(pacing_web::PacingWeb),
         Box::new(idle::Idle),
         Box::new(gather::Gather),
         Box::new(lanes::LanesBasic),

@@ -48,7 +48,7 @@ use tcpaccel_traffic::{DynamicMode, Pace};
 
 pub struct Pacing;
 
-const VARIANTS: [&str; 10] = [
+const VARIANTS: [&str; 12] = [
     "none",
     "dynamic",
     "dynamic-kernel",
@@ -57,7 +57,9 @@ const VARIANTS: [&str; 10] = [
     "dynamic-bpf-hold",
     "static",
     "static-1seg",
+    "static-precise",
     "static-bpf",
+    "static-bpf-precise",
     "bbr",
 ];
 /// What runs unless `variants` says otherwise: every variant but
@@ -66,6 +68,14 @@ const VARIANTS: [&str; 10] = [
 fn default_variants() -> String {
     VARIANTS.iter().filter(|v| **v != "dynamic-loop").copied().collect::<Vec<_>>().join(",")
 }
+/// The spacing `--precise` keeps by default: every arrival gap within 60 µs
+/// of the ideal (issue 27's target, ~2.5 frame times at 500 Mbit/s).
+pub const PRECISE_BUDGET_NS: u64 = 60_000;
+/// Width of the windows the ramp and the steady rate are read over.
+const RATE_WINDOW_S: f64 = 0.1;
+/// After the ramp reaches 95%, this much more is left out of the steady
+/// rate (CUBIC's and the pacer's settling).
+const SETTLE_S: f64 = 1.0;
 /// Ethernet preamble + SFD (8), FCS (4), inter-frame gap (12): wire bytes a
 /// frame costs beyond what the meter counts (header + payload).
 const WIRE_EXTRA: f64 = 24.0;
@@ -92,6 +102,11 @@ impl Scenario for Pacing {
             ParamSpec::new("static_rate", "bottleneck", "rate of the static variant (on the wire)"),
             ParamSpec::new("duration", "60s", "length of each transfer"),
             ParamSpec::new("variants", default_variants(), "which variants to run"),
+            ParamSpec::new(
+                "precise_segs",
+                "auto",
+                "segments per GSO packet of the *-precise variants (auto: the most that keep gaps within 60 µs)",
+            ),
         ]);
         v
     }
@@ -122,6 +137,17 @@ impl Scenario for Pacing {
             "median |arrival gap − ideal gap| at the bottleneck, frame by frame (the emulator's gap sample)",
         ));
         m.push(spec("frame_gap_dev_p99_us", "µs", "99th percentile of the same per-frame deviation"));
+        m.push(spec(
+            "steady_rate_frac",
+            "×",
+            "on-wire arrival rate at the bottleneck after the ramp (from 2 s if it never reaches 95%; meter bins) / the set rate (1 is exact)",
+        ));
+        m.push(MetricSpec::new("steady_wire_mbps", "Mbit/s", true, "the same on-wire rate in Mbit/s"));
+        m.push(spec(
+            "ramp_95_s",
+            "s",
+            "time from the first frame until a 100 ms window reaches 95% of the set rate",
+        ));
         m
     }
     fn published(&self) -> Vec<Published> {
@@ -185,6 +211,7 @@ impl Scenario for Pacing {
             sockbuf: p.bytes("sockbuf")?,
             static_rate: static_rate(p)?,
             duration: p.duration("duration")?,
+            precise_segs: precise_segs(p, static_rate(p)?)?,
         }))
     }
 }
@@ -208,11 +235,25 @@ pub fn sockbuf_sysctls(sockbuf: Bytes) -> Vec<(String, String)> {
     ]
 }
 
+/// `precise_segs`: a number, or `auto` for [`tcpaccel_core::precise::burst_segs`]
+/// at the static rate with [`PRECISE_BUDGET_NS`].
+fn precise_segs(p: &Params, rate: Rate) -> Result<u32> {
+    let s = p.str("precise_segs")?;
+    if s == "auto" {
+        return Ok(tcpaccel_core::precise::burst_segs(rate, 1538, PRECISE_BUDGET_NS));
+    }
+    match s.parse::<u32>() {
+        Ok(n) if n >= 1 => Ok(n),
+        _ => bail!("precise_segs {s:?}: expected auto or a number of segments of at least 1"),
+    }
+}
+
 struct PacingBed {
     path: Path2,
     sockbuf: Bytes,
     static_rate: Rate,
     duration: Duration,
+    precise_segs: u32,
 }
 
 impl PacingBed {
@@ -238,6 +279,11 @@ impl PacingBed {
                 s.pace = Some(Pace::Static(self.static_rate));
                 s.sender_gso_max_segs = Some(1);
             }
+            "static-precise" => {
+                s.pace = Some(Pace::Static(self.static_rate));
+                s.sender_gso_max_segs = Some(self.precise_segs);
+            }
+            "static-bpf-precise" => s.sender_gso_max_segs = Some(self.precise_segs),
             "bbr" => s.cc = Some("bbr".into()),
             // Paced by the cgroup pacer around the run (run_one), not by the sender.
             "static-bpf" | "dynamic-bpf" | "dynamic-bpf-hold" => {}
@@ -335,7 +381,9 @@ impl Testbed for PacingBed {
             ))?;
         }
         let bpf = match ctx.variant.as_str() {
-            "static-bpf" => Some(BpfPacing::join(&format!("static:{}", self.static_rate), false)?),
+            "static-bpf" | "static-bpf-precise" => {
+                Some(BpfPacing::join(&format!("static:{}", self.static_rate), false)?)
+            }
             "dynamic-bpf" => Some(BpfPacing::join("dynamic", false)?),
             "dynamic-bpf-hold" => Some(BpfPacing::join("dynamic", true)?),
             _ => None,
@@ -359,6 +407,21 @@ impl Testbed for PacingBed {
         if let Some(g) = r.frame_gaps {
             ctx.metric("frame_gap_dev_p50_us", g.abs_p50_ns / 1e3);
             ctx.metric("frame_gap_dev_p99_us", g.abs_p99_ns / 1e3);
+        }
+        let set = if ctx.variant.starts_with("static") { self.static_rate } else { self.path.rate };
+        let acc = steady_state(&bins, set);
+        if let Some(ramp) = acc.ramp_95_s {
+            ctx.metric("ramp_95_s", ramp);
+        }
+        if let Some(w) = acc.steady_wire_bps {
+            ctx.metric("steady_wire_mbps", w / 1e6);
+            ctx.metric("steady_rate_frac", w / set.bits_per_sec() as f64);
+        }
+        if ctx.variant.ends_with("precise") {
+            ctx.note(format!(
+                "{}: {} segments per GSO packet on h1's interface",
+                ctx.variant, self.precise_segs
+            ))?;
         }
         Ok(())
     }
@@ -404,6 +467,57 @@ pub fn parse_bins(text: &str) -> Result<Vec<MeterBin>> {
         });
     }
     Ok(out)
+}
+
+/// The ramp and the steady on-wire rate of one run (see [`steady_state`]).
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub struct SteadyState {
+    /// From the first bin with arrivals to the end of the first
+    /// [`RATE_WINDOW_S`] window at ≥ 95% of the set rate.
+    pub ramp_95_s: Option<f64>,
+    /// Mean on-wire rate (frame bytes + [`WIRE_EXTRA`] per frame) from
+    /// [`SETTLE_S`] after the ramp (from [`LATE_S`] if it never reached
+    /// 95%) to the last whole window before the data ends.
+    pub steady_wire_bps: Option<f64>,
+}
+
+/// A bin whose mean frame is at least this carries data (not only ACKs,
+/// SYN or FIN).
+const DATA_FRAME_BYTES: u64 = 1000;
+
+/// Reads the ramp and the steady-state rate from the 500 µs meter bins:
+/// bins are summed into [`RATE_WINDOW_S`] windows from the first arrival,
+/// up to the last whole window before the last data frame.
+pub fn steady_state(bins: &[MeterBin], set: Rate) -> SteadyState {
+    let Some(first) = bins.iter().find(|b| b.arrived_frames > 0) else {
+        return SteadyState::default();
+    };
+    let t0 = first.start_s;
+    let mut windows: Vec<f64> = Vec::new();
+    for b in bins.iter().filter(|b| b.start_s >= t0) {
+        let w = ((b.start_s - t0) / RATE_WINDOW_S + 1e-9).floor() as usize;
+        if windows.len() <= w {
+            windows.resize(w + 1, 0.0);
+        }
+        windows[w] += (b.arrived_bytes as f64 + WIRE_EXTRA * b.arrived_frames as f64) * 8.0;
+    }
+    // Only whole windows before the last data frame's bin ends: the FIN
+    // and ACKs after it, and the window the transfer ends in, are no rate.
+    let data_end = bins
+        .iter()
+        .filter(|b| b.arrived_frames > 0 && b.arrived_bytes / b.arrived_frames >= DATA_FRAME_BYTES)
+        .map(|b| b.start_s + b.width_s)
+        .fold(t0, f64::max);
+    windows.truncate(((data_end - t0) / RATE_WINDOW_S + 1e-9).floor().max(0.0) as usize);
+    let target = set.bits_per_sec() as f64;
+    let rates: Vec<f64> = windows.iter().map(|bits| bits / RATE_WINDOW_S).collect();
+    let ramp_w = rates.iter().position(|r| *r >= 0.95 * target);
+    let from = match ramp_w {
+        Some(w) => w + 1 + (SETTLE_S / RATE_WINDOW_S).round() as usize,
+        None => (LATE_S / RATE_WINDOW_S).round() as usize,
+    };
+    let steady = rates.get(from..).filter(|s| !s.is_empty()).map(|s| s.iter().sum::<f64>() / s.len() as f64);
+    SteadyState { ramp_95_s: ramp_w.map(|w| (w + 1) as f64 * RATE_WINDOW_S), steady_wire_bps: steady }
 }
 
 /// Frames per precision window: a mean over fewer would be dominated by
@@ -498,6 +612,42 @@ mod tests {
     }
 
     #[test]
+    fn steady_state_separates_the_ramp_from_the_steady_rate() {
+        // 500 µs bins of 1514-byte frames (1538 on the wire): 0.3 s of
+        // nothing-then-half rate, then 3 s at 20 frames a bin = 492.16
+        // Mbit/s on the wire, then an unfinished last window and silence.
+        let bin = |i: usize, frames: u64| MeterBin {
+            start_s: 1.0 + i as f64 * 0.0005,
+            width_s: 0.0005,
+            arrived_frames: frames,
+            arrived_bytes: frames * 1514,
+            dropped_frames: 0,
+        };
+        let mut bins: Vec<MeterBin> = (0..200).map(|i| bin(i, 0)).collect();
+        bins.extend((200..800).map(|i| bin(i, 10)));
+        bins.extend((800..6800).map(|i| bin(i, 20)));
+        bins.extend((6800..6850).map(|i| bin(i, 3)));
+        bins.extend((6850..6950).map(|i| bin(i, 0)));
+        // A FIN of 66 bytes after the data: not part of any rate.
+        bins.push(MeterBin { arrived_bytes: 66, ..bin(6950, 1) });
+        bins.extend((6951..7000).map(|i| bin(i, 0)));
+        let s = steady_state(&bins, Rate::mbps(500));
+        // The first frame is at bin 200 (0.1 s); half rate for 0.3 s, then
+        // the first full window ends 0.4 s after the first frame.
+        assert!((s.ramp_95_s.unwrap() - 0.4).abs() < 1e-9, "{s:?}");
+        let want = 20.0 * 1538.0 * 8.0 / 0.0005;
+        assert!((s.steady_wire_bps.unwrap() - want).abs() < 1e-3, "{s:?} vs {want}");
+        // 492.16 / 500: 1.6% short, the 1% target would fail.
+        assert!((s.steady_wire_bps.unwrap() / 500e6 - 0.98432).abs() < 1e-9);
+        // Never reaching 95% of 600 Mbit/s: no ramp, and the steady rate
+        // is read from 2 s on.
+        let short = steady_state(&bins, Rate::mbps(600));
+        assert_eq!(short.ramp_95_s, None);
+        assert!((short.steady_wire_bps.unwrap() - want).abs() < 1e-3, "{short:?}");
+        assert_eq!(steady_state(&[], Rate::mbps(500)), SteadyState::default());
+    }
+
+    #[test]
     fn meter_csv_rows_of_the_forward_direction() {
         let csv = "dir,start_s,width_s,arrived_frames,arrived_bytes,departed_frames,departed_bytes,dropped_frames\n\
                    a_to_b,0.0,0.0005,3,4542,3,4542,1\nb_to_a,0.0,0.0005,9,600,9,600,0\n";
@@ -522,6 +672,7 @@ mod tests {
             sockbuf: Bytes(12_500_000),
             static_rate: Rate::mbps(500),
             duration: Duration::from_secs(1),
+            precise_segs: 3,
         };
         let k = bed.setup("dynamic-kernel").unwrap();
         assert!(k.sender_sysctls.iter().any(|(k, v)| k == "net.ipv4.tcp_pacing_ca_ratio" && v == "100"));
@@ -530,6 +681,13 @@ mod tests {
         assert_eq!(bed.setup("static").unwrap().sender_gso_max_segs, None);
         let fine = bed.setup("static-1seg").unwrap();
         assert_eq!((fine.pace, fine.sender_gso_max_segs), (Some(Pace::Static(Rate::mbps(500))), Some(1)));
+        let precise = bed.setup("static-precise").unwrap();
+        assert_eq!(
+            (precise.pace, precise.sender_gso_max_segs),
+            (Some(Pace::Static(Rate::mbps(500))), Some(3))
+        );
+        let bpf_precise = bed.setup("static-bpf-precise").unwrap();
+        assert_eq!((bpf_precise.pace, bpf_precise.sender_gso_max_segs), (None, Some(3)));
         assert_eq!(bed.setup("bbr").unwrap().cc.as_deref(), Some("bbr"));
         assert_eq!(bed.setup("dynamic").unwrap().pace, Some(Pace::parse("dynamic").unwrap()));
         // The BPF variants leave the sender's socket alone: the cgroup paces it.

@@ -3,6 +3,9 @@
 //! so the only difference is the program:
 //! - `none`: the traffic tool sets SO_MAX_PACING_RATE itself (the kernel's
 //!   pacing, no program);
+//! - `none-precise`: the same with `--precise`'s cap on the sender's veth
+//!   (`gso_max_segs`, `precise_segs` of them per GSO packet; issue 27): what
+//!   spacing frames costs in timer wake-ups and per-packet stack work;
 //! - `static-bpf`: the cgroup pacer sets the same cap once per connection
 //!   and is then called on every RTT sample only to check for a detach;
 //! - `dynamic-bpf`: [PSPacer] eq. (1) recomputed on every ACK, capped at the
@@ -34,7 +37,7 @@ use tcpaccel_traffic::{run_send, spawn_recv, Pace, RecvConfig, SendConfig, Volum
 
 pub struct PacingCpu;
 
-const VARIANTS: [&str; 4] = ["none", "static-bpf", "dynamic-bpf", "dynamic-bpf-hold"];
+const VARIANTS: [&str; 5] = ["none", "none-precise", "static-bpf", "dynamic-bpf", "dynamic-bpf-hold"];
 
 impl Scenario for PacingCpu {
     fn name(&self) -> &'static str {
@@ -58,6 +61,11 @@ impl Scenario for PacingCpu {
             ),
             ParamSpec::new("duration", "10s", "length of each transfer"),
             ParamSpec::new("variants", VARIANTS.join(","), "which variants to run"),
+            ParamSpec::new(
+                "precise_segs",
+                "auto",
+                "segments per GSO packet of none-precise (auto: what --precise picks for the rate)",
+            ),
         ]
     }
     fn quick(&self) -> Vec<(&'static str, &'static str)> {
@@ -73,6 +81,12 @@ impl Scenario for PacingCpu {
         let mut m = standard_metrics();
         let spec = MetricSpec::lower_is_better;
         m.push(spec("cpu_busy_pct", "% of a core", "busy CPU time of the whole machine over the transfer"));
+        m.push(spec(
+            "proc_cpu_pct",
+            "% of a core",
+            "CPU time of the lab process (its sender and receiver threads, with the kernel work charged to them)",
+        ));
+        m.push(spec("proc_cpu_pct_per_gbit", "% of a core", "proc_cpu_pct per Gbit/s of goodput"));
         m.push(spec("acks_per_s", "1/s", "packets the sender received per second (its ACKs)"));
         m.push(spec("prog_calls_per_s", "1/s", "calls of the pacer's program per second (BPF statistics)"));
         m.push(spec("prog_ns_per_call", "ns", "mean run time of one call of the pacer's program"));
@@ -97,7 +111,19 @@ impl Scenario for PacingCpu {
         if rate.bits_per_sec() == 0 {
             bail!("rate must be above zero");
         }
-        Ok(Box::new(CpuBed { rate, offloads: p.bool("offloads")?, duration: p.duration("duration")? }))
+        let precise_segs = match p.str("precise_segs")? {
+            "auto" => tcpaccel_pacer::precise::segs_for(Some(rate)),
+            n => match n.parse::<u32>() {
+                Ok(n) if n >= 1 => n,
+                _ => bail!("precise_segs {n:?}: expected auto or a number of segments of at least 1"),
+            },
+        };
+        Ok(Box::new(CpuBed {
+            rate,
+            offloads: p.bool("offloads")?,
+            duration: p.duration("duration")?,
+            precise_segs,
+        }))
     }
 }
 
@@ -105,6 +131,7 @@ struct CpuBed {
     rate: Rate,
     offloads: bool,
     duration: Duration,
+    precise_segs: u32,
 }
 
 impl CpuBed {
@@ -139,6 +166,28 @@ pub fn cpu_jiffies(stat: &str) -> Result<(u64, u64)> {
     Ok((total - idle, total))
 }
 
+/// Clock ticks per second of /proc's times (`USER_HZ`, 100 on every Linux ABI).
+const USER_HZ: f64 = 100.0;
+
+/// utime + stime (clock ticks) of this process, from /proc/self/stat.
+pub fn proc_ticks(stat: &str) -> Result<u64> {
+    // The command name (field 2) may hold spaces: fields count from after ")".
+    let rest = stat.rsplit_once(')').map(|(_, r)| r).context("/proc/self/stat has no ')'")?;
+    let f: Vec<&str> = rest.split_whitespace().collect();
+    // rest starts at field 3 (state): utime is field 14, stime 15.
+    let num = |i: usize| -> Result<u64> {
+        f.get(i - 3)
+            .with_context(|| format!("/proc/self/stat has no field {i}"))?
+            .parse::<u64>()
+            .with_context(|| format!("/proc/self/stat field {i}"))
+    };
+    Ok(num(14)? + num(15)?)
+}
+
+fn read_proc_ticks() -> Result<u64> {
+    proc_ticks(&std::fs::read_to_string("/proc/self/stat").context("reading /proc/self/stat")?)
+}
+
 fn read_cpu() -> Result<(u64, u64)> {
     cpu_jiffies(&std::fs::read_to_string("/proc/stat").context("reading /proc/stat")?)
 }
@@ -153,8 +202,12 @@ impl Testbed for CpuBed {
         let recv =
             net.run_in("h2", move || spawn_recv(RecvConfig::new(listen)))?.context("receiver in h2")?;
         let wire = self.rate;
+        if ctx.variant == "none-precise" {
+            net.set_gso_max_segs("h1", "v", self.precise_segs).context("the --precise cap on h1's veth")?;
+            ctx.note(format!("none-precise: {} segments per GSO packet on h1's veth", self.precise_segs))?;
+        }
         let bpf = match ctx.variant.as_str() {
-            "none" => None,
+            "none" | "none-precise" => None,
             "static-bpf" => Some(BpfPacing::join(&format!("static:{wire}"), false)?),
             "dynamic-bpf" => Some(BpfPacing::join(&format!("dynamic:{wire}"), false)?),
             "dynamic-bpf-hold" => Some(BpfPacing::join(&format!("dynamic:{wire}"), true)?),
@@ -174,10 +227,12 @@ impl Testbed for CpuBed {
         let rx0 = crate::testbeds::fabric::iface_counter(&h1, &ifname, 1)?;
         let p0 = bpf.as_ref().map(|b| b.prog_stats()).transpose()?;
         let (busy0, total0) = read_cpu()?;
+        let ticks0 = read_proc_ticks()?;
         let t0 = Instant::now();
         let sent = net.run_in("h1", move || run_send(scfg, |_| {}))?;
         let elapsed = t0.elapsed().as_secs_f64();
         let (busy1, total1) = read_cpu()?;
+        let ticks1 = read_proc_ticks()?;
         let p1 = bpf.as_ref().map(|b| b.prog_stats()).transpose()?;
         let rx1 = crate::testbeds::fabric::iface_counter(&h1, &ifname, 1)?;
         ctx.metric("acks_per_s", (rx1 - rx0) as f64 / elapsed);
@@ -193,6 +248,11 @@ impl Testbed for CpuBed {
         let cpus = std::thread::available_parallelism().map_or(1, |n| n.get()) as f64;
         let busy = (busy1 - busy0) as f64 / (total1 - total0).max(1) as f64 * cpus;
         ctx.metric("cpu_busy_pct", busy * 100.0);
+        let proc_pct = (ticks1 - ticks0) as f64 / USER_HZ / elapsed * 100.0;
+        ctx.metric("proc_cpu_pct", proc_pct);
+        if summary.goodput_bps > 0 {
+            ctx.metric("proc_cpu_pct_per_gbit", proc_pct / (summary.goodput_bps as f64 / 1e9));
+        }
         if let (Some(a), Some(b)) = (p0, p1) {
             let calls = b.run_cnt - a.run_cnt;
             let ns = b.run_time_ns - a.run_time_ns;
@@ -216,5 +276,15 @@ mod tests {
         assert!(cpu_jiffies("intr 1\n").is_err());
         assert!(cpu_jiffies("cpu  1 2 x 4 5\n").unwrap_err().to_string().contains("\"x\""));
         assert!(cpu_jiffies("cpu  1 2 3\n").is_err());
+    }
+
+    #[test]
+    fn process_cpu_time_is_utime_plus_stime() {
+        // pid (comm with a space) state ppid pgrp session tty tpgid flags
+        // minflt cminflt majflt cmajflt utime stime ...
+        let stat = "42 (tcp accel) S 1 42 42 0 -1 4194560 10 0 0 0 250 75 0 0 20 0 3 0";
+        assert_eq!(proc_ticks(stat).unwrap(), 325);
+        assert!(proc_ticks("42 (x) S 1").is_err());
+        assert!(proc_ticks("no parenthesis").is_err());
     }
 }

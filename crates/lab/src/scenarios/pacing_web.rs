@@ -1,0 +1,268 @@
+//! `lab pacing-web`: web-like traffic on seed 000's path (issue 27 item 3):
+//! does a pacer slow the transfers that never fill the pipe? Flows of
+//! 100 KB to 10 MB (log-uniform within each decade: half below 1 MB) arrive
+//! as a Poisson process at `load` of the bottleneck, h1 → h2 over the
+//! emulated 500 Mbit/s, 100 ms, 1 MB drop-tail path ([PSPacer]'s), each on
+//! its own TCP connection. Variants: unpaced CUBIC, CUBIC under the cgroup
+//! pacer's `dynamic --hold` (the lab process in a paced cgroup, as `lab
+//! pacing`'s `dynamic-bpf-hold`), and BBR.
+//!
+//! Records: one flow record per flow (id, bytes, scheduled start, FCT,
+//! completed), and per run the short-flow (≤ 1 MB) FCT mean, p50, p95 and
+//! p99, the count of short flows not completed, and the bottleneck's drops.
+//! The workload is the seed's: every variant replays the same flows.
+
+use super::pacing::{sockbuf_sysctls, BpfPacing};
+use crate::engines::flows::{run_flows, HostAddrs, RunOptions, Sinks, Transport};
+use crate::runner::records::MetricSpec;
+use crate::runner::scenario::{stop_flag, ParamSpec, Params, RunCtx, Scenario, Testbed};
+use crate::testbeds::dumbbell::{baseline_sysctls, sockbuf_param, sysctls, Path2, DATA_PORT};
+use anyhow::{bail, Context, Result};
+use std::net::IpAddr;
+use std::path::Path;
+use std::time::Duration;
+use tcpaccel_core::stats::percentile_sorted;
+use tcpaccel_core::units::{Bytes, Rate};
+use tcpaccel_core::workload::{load_to_rate, Arrivals, EmpiricalCdf, FlowClass, SizeDist, Stream, Workload};
+use tcpaccel_net::Network;
+
+pub struct PacingWeb;
+
+const VARIANTS: [&str; 3] = ["cubic", "hold", "bbr"];
+/// Flows up to this size are "short" (they mostly end in slow start).
+pub const SHORT_MAX: u64 = 1_000_000;
+
+/// 100 KB – 10 MB, half below 1 MB, linear inside each decade.
+pub fn web_sizes() -> Result<SizeDist> {
+    let cdf = EmpiricalCdf::new(vec![(100e3, 0.0), (1e6, 0.5), (10e6, 1.0)])?;
+    Ok(SizeDist::Empirical { cdf })
+}
+
+impl Scenario for PacingWeb {
+    fn name(&self) -> &'static str {
+        "pacing-web"
+    }
+    fn title(&self) -> &'static str {
+        "Web-like flows on [PSPacer]'s path: does pacing slow short transfers?"
+    }
+    fn description(&self) -> &'static str {
+        "Flows of 100 KB-10 MB arrive as a Poisson process at half the bottleneck's capacity over a \
+         500 Mbit/s, 100 ms path with a 1 MB drop-tail buffer: unpaced CUBIC, CUBIC under the cgroup \
+         pacer's dynamic --hold, and BBR. Reports short-flow FCT and drops; one record per flow."
+    }
+    fn params(&self) -> Vec<ParamSpec> {
+        let mut v = Path2::params("500mbit", "100ms", "1MB");
+        v.extend([
+            sockbuf_param("12.5MB"),
+            ParamSpec::new("load", "0.5", "offered load as a fraction of the bottleneck rate"),
+            ParamSpec::new("duration", "20s", "how long flows keep arriving"),
+            ParamSpec::new("variants", VARIANTS.join(","), "which variants to run"),
+        ]);
+        v
+    }
+    fn quick(&self) -> Vec<(&'static str, &'static str)> {
+        vec![("duration", "4s"), ("rate", "100mbit"), ("buffer", "200KB"), ("sockbuf", "2.5MB")]
+    }
+    fn default_repeats(&self) -> u32 {
+        1
+    }
+    fn variants(&self, p: &Params) -> Result<Vec<String>> {
+        p.choice("variants", &VARIANTS)
+    }
+    fn metrics(&self) -> Vec<MetricSpec> {
+        let spec = MetricSpec::lower_is_better;
+        vec![
+            MetricSpec::new("short_flows", "flows", true, "completed flows of at most 1 MB"),
+            spec("short_avg_ms", "ms", "mean FCT of the completed flows of at most 1 MB"),
+            spec("short_p50_ms", "ms", "median FCT of the same"),
+            spec("short_p95_ms", "ms", "95th percentile of the same"),
+            spec("short_p99_ms", "ms", "99th percentile of the same"),
+            spec("short_incomplete", "flows", "flows of at most 1 MB that did not complete"),
+            spec("drops", "packets", "frames dropped at the bottleneck"),
+        ]
+    }
+    fn notes(&self, _p: &Params) -> Vec<String> {
+        vec![
+            "Sizes: 100 KB to 10 MB, half below 1 MB (linear inside each decade); Poisson arrivals at \
+             `load` of the bottleneck rate; every variant replays the seed's same flows."
+                .into(),
+            "FCT counts from a flow's scheduled start to the receiver's answer after its last byte.".into(),
+        ]
+    }
+    fn estimate(&self, p: &Params) -> Duration {
+        p.duration("duration").unwrap_or(Duration::from_secs(20)) + Duration::from_secs(15)
+    }
+    fn prepare(&self, p: &Params, _dir: &Path) -> Result<Box<dyn Testbed>> {
+        let load = p.f64("load")?;
+        if !(load > 0.0 && load <= 1.0) {
+            bail!("load {load}: must be in (0, 1]");
+        }
+        Ok(Box::new(WebBed {
+            path: Path2::from_params(p)?,
+            sockbuf: p.bytes("sockbuf")?,
+            load,
+            duration: p.duration("duration")?,
+        }))
+    }
+}
+
+struct WebBed {
+    path: Path2,
+    sockbuf: Bytes,
+    load: f64,
+    duration: Duration,
+}
+
+/// The workload: Poisson flows h1 (host 0) → h2 (host 1) at `load` of `rate`.
+pub fn web_flows(
+    seed: u64,
+    rate: Rate,
+    load: f64,
+    duration: Duration,
+) -> Result<Vec<tcpaccel_core::workload::Flow>> {
+    let sizes = web_sizes()?;
+    let per_dst = load_to_rate(load, rate, sizes.mean())?;
+    let stream = Stream {
+        name: "web".into(),
+        class: FlowClass::Short,
+        sizes,
+        arrivals: Arrivals::Poisson { per_dst },
+        dsts: vec![1],
+        srcs: vec![0],
+        fan_in: 1,
+    };
+    let origin = tcpaccel_core::Instant::ZERO;
+    let w = Workload::new(seed, origin, vec![stream])?;
+    Ok(w.until(origin + duration))
+}
+
+fn v4(a: IpAddr) -> Result<std::net::Ipv4Addr> {
+    match a {
+        IpAddr::V4(a) => Ok(a),
+        IpAddr::V6(a) => bail!("the dumbbell gave an IPv6 address {a}"),
+    }
+}
+
+impl Testbed for WebBed {
+    fn run_one(&mut self, ctx: &mut RunCtx<'_>) -> Result<()> {
+        let cc = match ctx.variant.as_str() {
+            "cubic" | "hold" => "cubic",
+            "bbr" => "bbr",
+            v => bail!("unknown variant {v}"),
+        };
+        let flows = web_flows(ctx.seed, self.path.rate, self.load, self.duration)?;
+        let net = Network::up(&self.path.topology()?).context("building the dumbbell")?;
+        let mut ctl = baseline_sysctls();
+        ctl.extend(sockbuf_sysctls(self.sockbuf));
+        sysctls(&net, "h1", &ctl)?;
+        sysctls(&net, "h2", &ctl)?;
+        let host = |id: u32, node: &str| -> Result<HostAddrs> {
+            let a = v4(net.addr(node)?)?;
+            Ok(HostAddrs { id, ns: net.ns(node)?, sl: a, ll: vec![a] })
+        };
+        let hosts = vec![host(0, "h1")?, host(1, "h2")?];
+        let sinks = Sinks::start(&hosts, DATA_PORT).context("starting the flow sink in h2")?;
+        let bpf = match ctx.variant.as_str() {
+            "hold" => Some(BpfPacing::join("dynamic", true)?),
+            _ => None,
+        };
+        let opts = RunOptions {
+            // One path: both "lanes" are h1's one address.
+            transport: Transport::SinglePath { seed: ctx.seed },
+            port: DATA_PORT,
+            cc: cc.into(),
+            limit: self.duration + Duration::from_secs(30),
+            max_in_flight: 1024,
+        };
+        let results = run_flows(&flows, tcpaccel_core::Instant::ZERO, &hosts, &opts, &stop_flag());
+        if let Some(b) = bpf {
+            b.leave()?;
+        }
+        let _received = sinks.stop();
+        let td = net.teardown();
+        let results = results.context("running the flows")?;
+        let drops = td
+            .emulators
+            .iter()
+            .find(|(n, _)| n == "wan")
+            .map(|(_, s)| s.a_to_b.drops.queue + s.a_to_b.drops.loss)
+            .context("the dumbbell has no emulator on wan")?;
+        ctx.metric("drops", drops as f64);
+        let limit_s = opts.limit.as_secs_f64();
+        let mut short: Vec<f64> = Vec::new();
+        let mut incomplete = 0;
+        for r in &results {
+            let class = if r.bytes <= SHORT_MAX { "short" } else { "long" };
+            // An incomplete flow is recorded as such, with the time it had.
+            let fct_ms = r.fct_s.unwrap_or((limit_s - r.start_s).max(0.0)) * 1e3;
+            ctx.flow(r.id, class, r.bytes, r.start_s, fct_ms, r.fct_s.is_some())?;
+            if r.bytes <= SHORT_MAX {
+                match r.fct_s {
+                    Some(s) => short.push(s * 1e3),
+                    None => incomplete += 1,
+                }
+            }
+        }
+        short.sort_by(f64::total_cmp);
+        ctx.metric("short_flows", short.len() as f64);
+        ctx.metric("short_incomplete", incomplete as f64);
+        if !short.is_empty() {
+            ctx.metric("short_avg_ms", short.iter().sum::<f64>() / short.len() as f64);
+            for (k, p) in [("short_p50_ms", 50.0), ("short_p95_ms", 95.0), ("short_p99_ms", 99.0)] {
+                ctx.metric(k, percentile_sorted(&short, p));
+            }
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_workload_is_web_sized_and_offers_the_load() {
+        let d = Duration::from_secs(200);
+        let f = web_flows(1, Rate::mbps(500), 0.5, d).unwrap();
+        assert!(f.iter().all(|x| (100_000..=10_000_000).contains(&x.bytes) && x.src == 0 && x.dst == 1));
+        let short = f.iter().filter(|x| x.bytes <= SHORT_MAX).count() as f64;
+        assert!((short / f.len() as f64 - 0.5).abs() < 0.1, "{short} of {}", f.len());
+        // Offered: bytes over the time ≈ half of 500 Mbit/s.
+        let bits: f64 = f.iter().map(|x| x.bytes as f64 * 8.0).sum();
+        let load = bits / d.as_secs_f64() / 500e6;
+        assert!((0.4..0.6).contains(&load), "load {load}");
+        // The seed replays the same flows.
+        assert_eq!(f, web_flows(1, Rate::mbps(500), 0.5, d).unwrap());
+        assert_ne!(f, web_flows(2, Rate::mbps(500), 0.5, d).unwrap());
+    }
+
+    /// Root test: one record per flow of the workload, each with its bytes
+    /// and an FCT of at least one RTT; the short-flow metrics agree with
+    /// them. Modest: the --quick 100 Mbit/s and 4 s of arrivals, 20 ms
+    /// RTT, unpaced only.
+    #[test]
+    fn root_every_flow_gets_a_record_with_fct_and_bytes() {
+        let sets = [("variants", "cubic"), ("rtt", "20ms")];
+        let d = crate::runner::scenario::run_short(&PacingWeb, &sets);
+        let want = web_flows(1, Rate::mbps(100), 0.5, Duration::from_secs(4)).unwrap();
+        assert!(!want.is_empty());
+        let mut got = d.flows.clone();
+        got.sort_by_key(|r| r.id);
+        assert_eq!(got.len(), want.len(), "one record per flow");
+        for (r, f) in got.iter().zip(&want) {
+            assert_eq!((r.id, r.bytes), (f.id, f.bytes));
+            assert!(r.completed && r.fct_ms >= 20.0, "{r:?}");
+            assert_eq!(r.class, if f.bytes <= SHORT_MAX { "short" } else { "long" });
+        }
+        let s = &d.summaries[0].metrics;
+        let short = want.iter().filter(|f| f.bytes <= SHORT_MAX).count() as f64;
+        assert_eq!(s.get("short_flows"), Some(&short));
+    }
+
+    #[test]
+    fn bad_load_is_refused() {
+        let p = crate::runner::scenario::resolve_params(&PacingWeb, false, &[("load".into(), "1.5".into())])
+            .unwrap();
+        assert!(PacingWeb.prepare(&p, Path::new("/nonexistent")).is_err());
+    }
+}
