@@ -1,6 +1,7 @@
 //! The self-contained HTML page: the verdict block, parameters, tables beside
 //! published figures, and every plot inline.
 
+use super::fidelity::fidelity_html;
 use super::plots::plots;
 use super::published::{self, human_name};
 use super::tables::{cell, num, tables};
@@ -24,7 +25,7 @@ th{{background:#f4f4f4}}td:first-child,th:first-child{{text-align:left}}.pub{{co
 .claims td,.claims th{{text-align:left}}.claims .badge{{font-weight:bold;white-space:nowrap}}\
 tr.met td{{background:#e6f4ea}}tr.met .badge{{color:#137333}}\
 tr.missed td{{background:#fce8e6}}tr.missed .badge{{color:#a50e0e}}\
-tr.unknown td{{background:#f1f3f4;color:#555}}.src{{color:#666;font-size:.85em}}.key{{color:#666;font-size:.85em}}\
+tr.unknown td{{background:#f1f3f4;color:#555}}tr.unfaithful td{{background:#eee;color:#888}}.scale{{background:#eef;padding:.5em}}.src{{color:#666;font-size:.85em}}.key{{color:#666;font-size:.85em}}\
 </style></head><body>",
         t = escape(&h.title)
     );
@@ -34,6 +35,7 @@ tr.unknown td{{background:#f1f3f4;color:#555}}.src{{color:#666;font-size:.85em}}
         let _ = write!(o, "<p class=\"warn\">Incomplete run: {}</p>", escape(&reason));
     }
     o.push_str(&verdict_html(data));
+    o.push_str(&fidelity_html(data));
     let _ = write!(o, "<p>{}</p>", escape(&h.description));
     let _ = write!(
         o,

@@ -1,5 +1,6 @@
 //! The Markdown summary for terminals and commit messages.
 
+use super::fidelity::fidelity_markdown;
 use super::published;
 use super::tables::{cell, num, tables, variant_order};
 use super::verdict::verdict_markdown;
@@ -26,6 +27,7 @@ pub fn markdown(data: &RunData) -> String {
         if data.complete() { "" } else { " — **INCOMPLETE RUN**" }
     );
     let _ = writeln!(o, "Parameters: {}\n", params_line(h));
+    o.push_str(&fidelity_markdown(data));
     let verdicts = verdict_markdown(&published::judge(data));
     if !verdicts.is_empty() {
         let _ = writeln!(o, "{verdicts}");

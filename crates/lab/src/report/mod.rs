@@ -5,10 +5,12 @@
 //! The parts: [`tables`] (metric tables and the number format), [`verdict`]
 //! (the block that opens the page: one line per claim, measured against the
 //! published figure and the goal), [`markdown`] (the terminal summary),
-//! [`plots`] (SVG charts), [`html`] (the page) and [`published`] (the
+//! [`plots`] (SVG charts), [`fidelity`] (the dilation D and the runs the
+//! host could not keep up with), [`html`] (the page) and [`published`] (the
 //! figures and claims each run is judged against). This file only wires them
 //! and writes a report directory.
 
+pub mod fidelity;
 pub mod html;
 pub mod markdown;
 pub mod plots;
