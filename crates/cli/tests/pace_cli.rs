@@ -336,6 +336,19 @@ impl TestNs {
         c.args(["netns", "exec", &self.0]);
         c
     }
+    /// `recv` on loopback `port` inside the namespace, given time to listen.
+    fn receiver(&self, port: u16) -> Reaper {
+        let r = Reaper(
+            self.exec()
+                .arg(bin())
+                .args(["recv", "--listen", &format!("127.0.0.1:{port}")])
+                .stdout(Stdio::null())
+                .spawn()
+                .unwrap(),
+        );
+        std::thread::sleep(std::time::Duration::from_millis(300));
+        r
+    }
 }
 impl Drop for TestNs {
     fn drop(&mut self) {
@@ -369,15 +382,7 @@ fn root_pace_run_inside_ip_netns_exec_paces_the_socket() {
     tcpaccel_sys::testing::require_root();
     let ns = TestNs::new("pacens");
     let port = free_port();
-    let _recv = Reaper(
-        ns.exec()
-            .arg(bin())
-            .args(["recv", "--listen", &format!("127.0.0.1:{port}")])
-            .stdout(Stdio::null())
-            .spawn()
-            .unwrap(),
-    );
-    std::thread::sleep(std::time::Duration::from_millis(300));
+    let _recv = ns.receiver(port);
     let send = ns
         .exec()
         .arg(bin())
@@ -500,15 +505,7 @@ fn root_precise_caps_the_device_while_the_command_runs() {
     assert_eq!(read(), before, "the cap outlived run");
     // send --precise at 500 Mbit/s: three segments on lo, its route's device.
     let port = free_port();
-    let _recv = Reaper(
-        ns.exec()
-            .arg(bin())
-            .args(["recv", "--listen", &format!("127.0.0.1:{port}")])
-            .stdout(Stdio::null())
-            .spawn()
-            .unwrap(),
-    );
-    std::thread::sleep(std::time::Duration::from_millis(300));
+    let _recv = ns.receiver(port);
     let send = ns
         .exec()
         .arg(bin())
