@@ -15,7 +15,7 @@
 use std::net::IpAddr;
 use std::time::Duration;
 
-use crate::netlink::{self, Answer, AttrBuf, NlSocket, NLM_F_ACK, NLM_F_REQUEST};
+use crate::netlink::{self, AttrBuf, NLM_F_ACK, NLM_F_REQUEST};
 use crate::{Error, Result};
 
 const RTM_NEWLINK: u16 = 16;
@@ -112,30 +112,7 @@ pub fn parse_route_oif(payload: &[u8]) -> std::result::Result<Option<u32>, netli
 /// Sends `req` and returns the payload of the answer of kind `want`, or
 /// `None` for a plain ack.
 fn exchange(req: &[u8], seq: u32, want: u16, op: &str) -> Result<Option<Vec<u8>>> {
-    let mut s = NlSocket::open(libc::NETLINK_ROUTE, "route")?;
-    s.set_recv_timeout(Duration::from_secs(5))?;
-    s.request_extended_acks();
-    s.send(req, op)?;
-    loop {
-        let Some(dgram) = s.recv(0, op)? else {
-            return Err(Error::Other { op: op.into(), msg: "no answer from the kernel within 5 s".into() });
-        };
-        for m in netlink::messages(dgram) {
-            let m = m.map_err(|e| Error::Other { op: op.into(), msg: e.to_string() })?;
-            if m.header.seq != seq {
-                continue;
-            }
-            match m.answer().map_err(|e| Error::Other { op: op.into(), msg: e.to_string() })? {
-                Answer::Ack | Answer::Done => return Ok(None),
-                Answer::Error(e) => {
-                    let why = e.message.map(|m| format!(" ({m})")).unwrap_or_default();
-                    return Err(Error::os(format!("{op}{why}"), std::io::Error::from_raw_os_error(e.errno)));
-                }
-                Answer::Data(p) if m.header.kind == want => return Ok(Some(p.to_vec())),
-                Answer::Data(_) => {}
-            }
-        }
-    }
+    netlink::route_request(req, seq, Some(want), op, Duration::from_secs(5))
 }
 
 /// The index of device `name` in this thread's namespace.

@@ -444,6 +444,46 @@ fn kernel_addr() -> libc::sockaddr_nl {
     sa
 }
 
+/// One request on a fresh `NETLINK_ROUTE` socket of the calling thread's
+/// namespace, waiting at most `timeout` for the answer to `seq`: the payload
+/// of the first message of kind `want` (`Some`), or `None` for a plain ack;
+/// the kernel's errno with its extended-ack text as an error.
+pub fn route_request(
+    req: &[u8],
+    seq: u32,
+    want: Option<u16>,
+    op: &str,
+    timeout: Duration,
+) -> Result<Option<Vec<u8>>> {
+    let mut s = NlSocket::open(libc::NETLINK_ROUTE, "NETLINK_ROUTE")?;
+    s.set_recv_timeout(timeout)?;
+    s.request_extended_acks();
+    s.send(req, op)?;
+    loop {
+        let Some(dgram) = s.recv(0, op)? else {
+            return Err(Error::Other {
+                op: op.into(),
+                msg: format!("no answer from the kernel in {timeout:?}"),
+            });
+        };
+        for m in messages(dgram) {
+            let m = m.map_err(|e| Error::Other { op: op.into(), msg: e.to_string() })?;
+            if m.header.seq != seq {
+                continue;
+            }
+            match m.answer().map_err(|e| Error::Other { op: op.into(), msg: e.to_string() })? {
+                Answer::Ack | Answer::Done => return Ok(None),
+                Answer::Error(e) => {
+                    let why = e.message.map(|m| format!(" ({m})")).unwrap_or_default();
+                    return Err(Error::os(format!("{op}{why}"), io::Error::from_raw_os_error(e.errno)));
+                }
+                Answer::Data(p) if Some(m.header.kind) == want => return Ok(Some(p.to_vec())),
+                Answer::Data(_) => {}
+            }
+        }
+    }
+}
+
 /// Receive buffer: the kernel caps dump datagrams near 32 KiB
 /// (`netlink_dump`, `max_recvmsg_len`); twice that leaves room.
 const RECV_BUF: usize = 64 * 1024;

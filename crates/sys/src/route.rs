@@ -15,7 +15,7 @@
 use std::net::Ipv4Addr;
 use std::time::Duration;
 
-use crate::netlink::{self, Answer, AttrBuf, NlSocket, NLM_F_ACK, NLM_F_REQUEST};
+use crate::netlink::{self, AttrBuf, NLM_F_ACK, NLM_F_REQUEST};
 use crate::{Error, Result};
 
 pub const RTM_NEWROUTE: u16 = 24;
@@ -129,33 +129,7 @@ pub fn replace(route: &Route4) -> Result<()> {
     let op = route.describe();
     let seq = 1;
     let msg = route.encode(seq).map_err(|msg| Error::Other { op: op.clone(), msg })?;
-    let mut sock = NlSocket::open(libc::NETLINK_ROUTE, "NETLINK_ROUTE")?;
-    sock.request_extended_acks();
-    sock.set_recv_timeout(TIMEOUT)?;
-    sock.send(&msg, &op)?;
-    loop {
-        let Some(datagram) = sock.recv(0, &op)? else {
-            return Err(Error::Other { op, msg: format!("no answer from the kernel in {TIMEOUT:?}") });
-        };
-        for m in netlink::messages(datagram) {
-            let m = m.map_err(|e| Error::Other { op: op.clone(), msg: e.to_string() })?;
-            if m.header.seq != seq {
-                continue;
-            }
-            match m.answer().map_err(|e| Error::Other { op: op.clone(), msg: e.to_string() })? {
-                Answer::Ack | Answer::Done => return Ok(()),
-                Answer::Error(e) => {
-                    let io = std::io::Error::from_raw_os_error(e.errno);
-                    let op = match e.message {
-                        Some(why) => format!("{op} ({why})"),
-                        None => op,
-                    };
-                    return Err(Error::os(op, io));
-                }
-                Answer::Data(_) => {}
-            }
-        }
-    }
+    netlink::route_request(&msg, seq, None, &op, TIMEOUT).map(|_| ())
 }
 
 #[cfg(test)]
