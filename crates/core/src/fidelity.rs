@@ -14,8 +14,12 @@
 //! one core spent more than [`Limits::max_softirq`] of it in softirq (packet
 //! processing queued behind itself: the veth and qdisc work of the
 //! namespaces runs there). A run is unfaithful when more than
-//! [`Limits::max_saturated_share`] of its windows were saturated, or the
-//! emulator's p99 lateness exceeds [`Limits::max_emu_lateness`].
+//! [`Limits::max_saturated_share`] of its windows were saturated, the
+//! emulator's p99 lateness exceeds [`Limits::max_emu_lateness`], or its
+//! flows started late: p99 of (actual − scheduled start), in experiment
+//! units, over [`Limits::max_flow_start_lateness`]. CPU shares sampled every
+//! 100 ms miss a host that is busy in short bursts; a flow engine that
+//! cannot wake its tasks on time shows it directly.
 
 use std::time::Duration;
 
@@ -40,6 +44,19 @@ pub struct Limits {
     pub max_saturated_share: f64,
     /// The run is unfaithful when the emulator's p99 lateness exceeds this.
     pub max_emu_lateness: Duration,
+    /// The run is unfaithful when its flows' p99 start lateness (experiment
+    /// units) exceeds this.
+    pub max_flow_start_lateness: Duration,
+}
+
+/// Lateness a run measured of itself; `None` where it has no such part.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Lateness {
+    /// The userspace emulator's p99 lateness (wall time).
+    pub emulator_p99: Option<Duration>,
+    /// p99 of how long after its scheduled start each flow started
+    /// (experiment units: wall ÷ D).
+    pub flow_start_p99: Option<Duration>,
 }
 
 impl Default for Limits {
@@ -47,13 +64,16 @@ impl Default for Limits {
     /// below it the forwarding softirqs and the senders queue behind each
     /// other. 10 % of the windows lets a start-up burst pass. A core 90 % in
     /// softirq has no room left for the packets' own processing. 1 ms of p99
-    /// lateness is several packet times at the lab's rates.
+    /// lateness is several packet times at the lab's rates. The flow
+    /// engine's timers fire on a 1 ms wheel, so a start up to 1 ms late is
+    /// its normal; 2 ms means tasks waited for a CPU.
     fn default() -> Self {
         Limits {
             min_idle: 0.05,
             max_softirq: 0.90,
             max_saturated_share: 0.10,
             max_emu_lateness: Duration::from_millis(1),
+            max_flow_start_lateness: Duration::from_millis(2),
         }
     }
 }
@@ -74,10 +94,10 @@ pub struct Verdict {
 }
 
 /// Judges a run from `samples` (each: every core's cumulative times, in the
-/// same core order) and the emulator's p99 lateness if an emulator ran.
-/// Fewer than two samples give no window and a faithful verdict that says
-/// so in `windows` = 0.
-pub fn judge(samples: &[Vec<CoreTimes>], emu_lateness_p99: Option<Duration>, limits: &Limits) -> Verdict {
+/// same core order) and the lateness it measured of itself. Fewer than two
+/// samples give no window (`windows` = 0), which alone is no verdict
+/// against the run.
+pub fn judge(samples: &[Vec<CoreTimes>], lateness: Lateness, limits: &Limits) -> Verdict {
     let mut windows = 0;
     let mut saturated = 0;
     let mut min_idle = 1.0f64;
@@ -120,9 +140,17 @@ pub fn judge(samples: &[Vec<CoreTimes>], emu_lateness_p99: Option<Duration>, lim
             max_softirq * 100.0
         ));
     }
-    if let Some(l) = emu_lateness_p99 {
+    if let Some(l) = lateness.emulator_p99 {
         if l > limits.max_emu_lateness {
             reasons.push(format!("emulator p99 lateness {l:?} over {:?}", limits.max_emu_lateness));
+        }
+    }
+    if let Some(l) = lateness.flow_start_p99 {
+        if l > limits.max_flow_start_lateness {
+            reasons.push(format!(
+                "flows started late: p99 {l:?} after their schedule, over {:?}",
+                limits.max_flow_start_lateness
+            ));
         }
     }
     Verdict {
@@ -157,7 +185,7 @@ mod tests {
 
     #[test]
     fn a_light_run_is_faithful() {
-        let v = judge(&run(&[(30, 5); 20]), None, &Limits::default());
+        let v = judge(&run(&[(30, 5); 20]), Lateness::default(), &Limits::default());
         assert!(v.faithful, "{v:?}");
         assert_eq!((v.windows, v.saturated), (20, 0));
         assert_eq!(v.min_idle, 0.7);
@@ -170,7 +198,7 @@ mod tests {
         // 17 of 20 windows with both cores at 98 %.
         let mut w = vec![(30, 5); 3];
         w.extend([(98, 40); 17]);
-        let v = judge(&run(&w), None, &Limits::default());
+        let v = judge(&run(&w), Lateness::default(), &Limits::default());
         assert!(!v.faithful);
         assert_eq!((v.windows, v.saturated), (20, 17));
         assert!(
@@ -185,14 +213,14 @@ mod tests {
         // 2 saturated windows of 20: 10 %, not above the limit.
         let mut w = vec![(30, 5); 18];
         w.extend([(99, 10); 2]);
-        assert!(judge(&run(&w), None, &Limits::default()).faithful);
+        assert!(judge(&run(&w), Lateness::default(), &Limits::default()).faithful);
         // One core in softirq 95 % of 5 windows, the machine 50 % idle.
         let mut s = run(&[(0, 0); 20]);
         for (i, sample) in s.iter_mut().enumerate().skip(1) {
             let k = i.min(5) as u64;
             sample[0] = CoreTimes { idle: 100 * i as u64 - 95 * k, softirq: 95 * k, total: 100 * i as u64 };
         }
-        let v = judge(&s, None, &Limits::default());
+        let v = judge(&s, Lateness::default(), &Limits::default());
         assert_eq!(v.saturated, 5);
         assert!(!v.faithful && v.reason.contains("most softirq 95.0 %"), "{v:?}");
     }
@@ -200,17 +228,30 @@ mod tests {
     #[test]
     fn emulator_lateness_alone_makes_a_run_unfaithful() {
         let light = run(&[(10, 1); 5]);
-        let v = judge(&light, Some(Duration::from_millis(3)), &Limits::default());
+        let emu = |d| Lateness { emulator_p99: Some(d), ..Lateness::default() };
+        let v = judge(&light, emu(Duration::from_millis(3)), &Limits::default());
         assert!(!v.faithful && v.reason.contains("lateness 3ms"), "{}", v.reason);
-        assert!(judge(&light, Some(Duration::from_micros(200)), &Limits::default()).faithful);
+        assert!(judge(&light, emu(Duration::from_micros(200)), &Limits::default()).faithful);
+    }
+
+    #[test]
+    fn flows_starting_late_make_a_run_unfaithful_though_the_cores_look_idle() {
+        let light = run(&[(10, 1); 5]);
+        let late = |d| Lateness { flow_start_p99: Some(d), ..Lateness::default() };
+        let v = judge(&light, late(Duration::from_micros(2500)), &Limits::default());
+        assert!(!v.faithful, "{v:?}");
+        assert_eq!(v.reason, "flows started late: p99 2.5ms after their schedule, over 2ms");
+        // The limit itself passes; the timer wheel's millisecond too.
+        assert!(judge(&light, late(Duration::from_millis(2)), &Limits::default()).faithful);
+        assert!(judge(&light, late(Duration::from_millis(1)), &Limits::default()).faithful);
     }
 
     #[test]
     fn no_window_no_verdict_against_the_run() {
-        let v = judge(&run(&[]), None, &Limits::default());
+        let v = judge(&run(&[]), Lateness::default(), &Limits::default());
         assert!(v.faithful && v.windows == 0 && v.min_idle.is_nan());
         // Counters that went backwards (a core unplugged) are ignored, not a panic.
         let back = vec![vec![CoreTimes { idle: 50, softirq: 5, total: 100 }], vec![CoreTimes::default()]];
-        assert_eq!(judge(&back, None, &Limits::default()).windows, 0);
+        assert_eq!(judge(&back, Lateness::default(), &Limits::default()).windows, 0);
     }
 }

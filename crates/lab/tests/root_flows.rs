@@ -172,6 +172,10 @@ fn root_single_path_uses_both_lanes_and_completes_everything() {
         assert!(fct > 0.0, "{r:?}");
         assert!(r.winner.is_none());
         assert!((r.start_s - (r.id - 100) as f64 * 0.015).abs() < 1e-9, "scheduled start {r:?}");
+        // Woken on its schedule: the timer wheel's millisecond, with room for
+        // a loaded test machine, but a start lateness is always recorded.
+        let late = r.start_late_s.unwrap_or_else(|| panic!("flow {} has no start lateness: {r:?}", r.id));
+        assert!((0.0..0.5).contains(&late), "{r:?}");
         let got = received.get(&r.id).unwrap_or_else(|| panic!("sink never saw flow {}", r.id));
         assert_eq!((got.bytes, got.connections, got.completed), (r.bytes, 1, 1), "flow {}", r.id);
         if r.src == 1 {
@@ -324,6 +328,7 @@ fn root_time_limit_cuts_and_stop_interrupts() {
         "{results:?}"
     );
     assert_eq!(results[1].error, Some(FlowFailure::TimeLimit(CutAt::ScheduledAfterLimit)));
+    assert_eq!(results[1].start_late_s, None, "a flow never started has no start lateness");
     // Records keep the text.
     let rec = serde_json::to_value(&results[1]).unwrap();
     assert_eq!(rec["error"], "time limit (scheduled after it)");

@@ -181,6 +181,10 @@ pub struct FlowResult {
     pub bytes: u64,
     /// Scheduled start, seconds from the origin.
     pub start_s: f64,
+    /// How long after its scheduled start the flow's task woke to open its
+    /// sockets (wall seconds; `None`: it never started). Beyond the timer
+    /// wheel's millisecond, the runtime could not get a CPU in time.
+    pub start_late_s: Option<f64>,
     /// Flow completion time in seconds; `None` = did not complete.
     pub fct_s: Option<f64>,
     /// "sl" | "ll0" | "ll1" | ... | "mptcp" | "both" (RepFlow copies).
@@ -500,6 +504,7 @@ impl Planned {
             dst: f.dst,
             bytes: f.bytes,
             start_s: self.at.as_secs_f64(),
+            start_late_s: None,
             fct_s: None,
             lane: self.lane.clone(),
             winner: None,
@@ -560,6 +565,7 @@ async fn run_one(ctx: Arc<Ctx>, p: Planned, mut stop: watch::Receiver<bool>) -> 
             return r;
         }
     }
+    r.start_late_s = Some(std::time::Instant::now().saturating_duration_since(start).as_secs_f64());
     let work = async {
         let _permit = ctx.in_flight.acquire().await.map_err(|_| "in-flight limiter closed".to_string())?;
         carry(&ctx, &p, &progress).await

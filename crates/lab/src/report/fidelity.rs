@@ -43,13 +43,13 @@ pub fn fidelity_html(data: &RunData) -> String {
         "<h2>Fidelity</h2><p>{bad} of {} run(s) marked unfaithful (the host could not keep up); their rows are \
          greyed here and their figures are still in the tables above.</p><table><tr><th>variant</th>\
          <th>repeat</th><th>faithful</th><th>saturated windows</th><th>min idle</th><th>max softirq</th>\
-         <th>CPU stall</th><th>reason</th></tr>",
+         <th>CPU stall</th><th>flow start p99 late</th><th>reason</th></tr>",
         data.fidelity.len()
     );
     for f in &data.fidelity {
         let _ = write!(
             o,
-            "<tr{}><td>{}</td><td>{}</td><td>{}</td><td>{} of {}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+            "<tr{}><td>{}</td><td>{}</td><td>{}</td><td>{} of {}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
             if f.faithful { "" } else { " class=\"unfaithful\"" },
             escape(&f.variant),
             f.repeat,
@@ -59,6 +59,7 @@ pub fn fidelity_html(data: &RunData) -> String {
             pct(f.min_idle_pct),
             pct(f.max_softirq_pct),
             pct(f.cpu_stall_pct),
+            f.flow_start_late_p99_ms.map(|v| format!("{v:.1} ms")).unwrap_or_else(|| "—".into()),
             escape(&f.reason)
         );
     }
@@ -102,6 +103,8 @@ mod tests {
             limit_idle_pct: 5.0,
             limit_softirq_pct: 90.0,
             limit_saturated_pct: 10.0,
+            flow_start_late_p99_ms: Some(if faithful { 1.0 } else { 7.5 }),
+            limit_flow_start_late_ms: 2.0,
         }
     }
 
@@ -123,6 +126,7 @@ mod tests {
         assert!(h.contains("1 of 2 run(s) marked unfaithful"), "{h}");
         assert_eq!(h.matches("class=\"unfaithful\"").count(), 1, "{h}");
         assert!(h.contains("9 of 20 windows saturated"), "{h}");
+        assert!(h.contains("<td>7.5 ms</td>"), "{h}");
         let m = fidelity_markdown(&data);
         assert!(m.contains("Scale D = 4"), "{m}");
         assert!(m.contains("- a repeat 1: 9 of 20 windows saturated"), "{m}");

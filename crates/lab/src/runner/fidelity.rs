@@ -3,16 +3,18 @@
 //! and the verdict of `tcpaccel_core::fidelity` on them, written as a
 //! `fidelity` record beside the run's summary.
 //!
-//! What it does not do: it does not read the emulator's lateness (the lanes
-//! fabrics carry no emulator; a testbed with one can pass its p99 to
-//! [`Monitor::stop`]) nor the qdiscs' counters.
+//! Besides the CPU times it judges the lateness the run measured of itself
+//! (the flow engine's start lateness, which the runner collects through
+//! `RunCtx::flow_started_late`). What it does not do: it does not read the
+//! emulator's lateness (the lanes fabrics carry no emulator; a testbed with
+//! one can pass its p99 to [`Monitor::stop`]) nor the qdiscs' counters.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::Duration;
 
-use tcpaccel_core::fidelity::{judge, CoreTimes, Limits, Verdict};
+use tcpaccel_core::fidelity::{judge, CoreTimes, Lateness, Limits, Verdict};
 use tcpaccel_sys::procstat::{self, CpuStat};
 
 use crate::runner::records::FidelityRecord;
@@ -85,25 +87,31 @@ impl Monitor {
         Monitor { stop, handle }
     }
 
-    /// Stops sampling and judges the run; `emu_lateness_p99` if an emulator
-    /// ran. The verdict comes with the share of the run's wall time in which
-    /// some task waited for a CPU (PSI), where the kernel reports it.
-    pub fn stop(mut self, emu_lateness_p99: Option<Duration>) -> Observed {
+    /// Stops sampling and judges the run with the lateness it measured of
+    /// itself. The verdict comes with the share of the run's wall time in
+    /// which some task waited for a CPU (PSI), where the kernel reports it.
+    pub fn stop(mut self, lateness: Lateness) -> Observed {
         let limits = Limits::default();
         self.stop.store(true, Ordering::Relaxed);
         let c = match self.handle.take().map(|h| h.join()) {
             Some(Ok(Ok(c))) => c,
             Some(Ok(Err(e))) => {
-                return Observed::unjudged(format!("the monitor could not read the CPU times: {e}"), limits)
+                return Observed::unjudged(
+                    format!("the monitor could not read the CPU times: {e}"),
+                    limits,
+                    lateness,
+                )
             }
-            Some(Err(_)) => return Observed::unjudged("the monitor thread panicked".into(), limits),
-            None => return Observed::unjudged("the monitor thread could not start".into(), limits),
+            Some(Err(_)) => {
+                return Observed::unjudged("the monitor thread panicked".into(), limits, lateness)
+            }
+            None => return Observed::unjudged("the monitor thread could not start".into(), limits, lateness),
         };
         let stall_share = c.stall.and_then(|(a, b, wall)| {
             let us = wall.as_micros() as f64;
             (us > 0.0).then(|| b.saturating_sub(a) as f64 / us)
         });
-        Observed { verdict: judge(&c.cores, emu_lateness_p99, &limits), limits, stall_share }
+        Observed { verdict: judge(&c.cores, lateness, &limits), limits, stall_share, lateness }
     }
 }
 
@@ -123,11 +131,13 @@ pub struct Observed {
     /// niced builds waiting behind the run as well, and no threshold is
     /// calibrated against FCT noise yet.
     pub stall_share: Option<f64>,
+    /// What the run measured of itself and the verdict weighed.
+    pub lateness: Lateness,
 }
 
 impl Observed {
     /// A run the monitor could not watch is not claimed faithful.
-    fn unjudged(reason: String, limits: Limits) -> Observed {
+    fn unjudged(reason: String, limits: Limits, lateness: Lateness) -> Observed {
         let verdict = Verdict {
             faithful: false,
             reason,
@@ -136,7 +146,7 @@ impl Observed {
             min_idle: f64::NAN,
             max_softirq: f64::NAN,
         };
-        Observed { verdict, limits, stall_share: None }
+        Observed { verdict, limits, stall_share: None, lateness }
     }
 }
 
@@ -157,6 +167,8 @@ pub fn record(variant: &str, repeat: u32, o: &Observed) -> FidelityRecord {
         limit_idle_pct: limits.min_idle * 100.0,
         limit_softirq_pct: limits.max_softirq * 100.0,
         limit_saturated_pct: limits.max_saturated_share * 100.0,
+        flow_start_late_p99_ms: o.lateness.flow_start_p99.map(|d| d.as_secs_f64() * 1e3),
+        limit_flow_start_late_ms: limits.max_flow_start_lateness.as_secs_f64() * 1e3,
     }
 }
 
@@ -171,7 +183,7 @@ mod tests {
         // Tests run niced (house rule): their spinners are niced work too.
         let m = Monitor::start(Duration::from_millis(50), Spare::Idle);
         std::thread::sleep(Duration::from_millis(500));
-        let light = m.stop(None).verdict;
+        let light = m.stop(Lateness::default()).verdict;
         assert!(light.windows >= 5, "{light:?}");
 
         let cores = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(2);
@@ -189,7 +201,7 @@ mod tests {
         std::thread::sleep(Duration::from_millis(100));
         let m = Monitor::start(Duration::from_millis(50), Spare::Idle);
         std::thread::sleep(Duration::from_millis(700));
-        let observed = m.stop(None);
+        let observed = m.stop(Lateness::default());
         let heavy = observed.verdict.clone();
         stop.store(true, Ordering::Relaxed);
         for s in spinners {

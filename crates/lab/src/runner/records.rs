@@ -173,6 +173,12 @@ pub struct FidelityRecord {
     pub limit_idle_pct: f64,
     pub limit_softirq_pct: f64,
     pub limit_saturated_pct: f64,
+    /// p99 of how late the run's flows started, experiment units (absent
+    /// for a run without flows from the engine), and its limit.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub flow_start_late_p99_ms: Option<f64>,
+    #[serde(default)]
+    pub limit_flow_start_late_ms: f64,
 }
 
 /// Closing record: whether all planned repeats finished.

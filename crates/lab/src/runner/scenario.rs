@@ -131,6 +131,14 @@ pub trait Testbed {
     fn run_one(&mut self, ctx: &mut RunCtx<'_>) -> Result<()>;
 }
 
+/// p99 of the flows' start lateness in experiment units (wall ÷ D); `None`
+/// for a run that started no flows through the engine.
+fn flow_start_p99(late_s: &[f64], params: &Params) -> Option<std::time::Duration> {
+    let d = dilation(&params.0).ok()?;
+    let p99 = tcpaccel_core::stats::percentile(late_s, 99.0)?;
+    Some(d.to_experiment(std::time::Duration::from_secs_f64(p99.max(0.0))))
+}
+
 /// What a run of one variant writes through.
 pub struct RunCtx<'a> {
     pub variant: String,
@@ -142,9 +150,18 @@ pub struct RunCtx<'a> {
     writer: &'a mut RecordWriter,
     started: f64,
     summary: BTreeMap<String, f64>,
+    /// How late each flow started (wall seconds), for the fidelity verdict.
+    start_late_s: Vec<f64>,
 }
 
 impl RunCtx<'_> {
+    /// Notes how long after its scheduled start a flow started (wall
+    /// seconds); the run's p99, in experiment units, goes into its fidelity
+    /// verdict.
+    pub fn flow_started_late(&mut self, late_s: f64) {
+        self.start_late_s.push(late_s);
+    }
+
     pub fn sample(&mut self, series: &str, t: f64, value: f64) -> Result<()> {
         let r = Record::Sample(Sample {
             variant: self.variant.clone(),
@@ -303,13 +320,18 @@ pub fn run(s: &dyn Scenario, opts: &RunOptions) -> Result<RunData> {
                         writer: &mut writer,
                         started,
                         summary: BTreeMap::new(),
+                        start_late_s: Vec::new(),
                     };
                     let monitor = crate::runner::fidelity::Monitor::start(
                         crate::runner::fidelity::INTERVAL,
                         crate::runner::fidelity::Spare::IdleAndNiced,
                     );
                     let mut result = bed.run_one(&mut ctx);
-                    let observed = monitor.stop(None);
+                    let lateness = tcpaccel_core::fidelity::Lateness {
+                        emulator_p99: None,
+                        flow_start_p99: flow_start_p99(&ctx.start_late_s, &params),
+                    };
+                    let observed = monitor.stop(lateness);
                     let fidelity = crate::runner::fidelity::record(v, repeat, &observed);
                     if !fidelity.faithful {
                         progress.message(&format!("{v} repeat {repeat} unfaithful: {}", fidelity.reason));

@@ -192,6 +192,9 @@ impl Testbed for WebBed {
         let mut short: Vec<f64> = Vec::new();
         let mut incomplete = 0;
         for r in &results {
+            if let Some(late) = r.start_late_s {
+                ctx.flow_started_late(late);
+            }
             let class = if r.bytes <= SHORT_MAX { "short" } else { "long" };
             // An incomplete flow is recorded as such, with the time it had.
             let fct_ms = r.fct_s.unwrap_or((limit_s - r.start_s).max(0.0)) * 1e3;

@@ -305,6 +305,9 @@ fn record_outcome(
     flows_too: bool,
 ) -> Result<ShortStats> {
     let limit_s = o.limit.as_secs_f64();
+    for late in o.results.iter().filter_map(|r| r.start_late_s) {
+        ctx.flow_started_late(late);
+    }
     if flows_too {
         for r in &o.results {
             // The point (`@0.5`, `@6`) is part of the class: flows are
