@@ -9,6 +9,12 @@
 //! the time from the flow's *scheduled* start to the answer, so a late start
 //! (the in-flight cap, a slow connect) counts against the flow.
 //!
+//! Flows are woken at their scheduled start by one starter thread that
+//! sleeps on the kernel's high-resolution timers: tokio's timers fire on a
+//! 1 ms wheel and round up, which started flows up to ~2 ms late (p99
+//! 1.95–2.0 ms on an idle machine), a delay that counts in every FCT and
+//! that a time-dilated run divides by D while the network's times are not.
+//!
 //! Sockets keep the namespace they were created in: the runtime thread that
 //! starts a flow enters the source namespace just for the `socket(2)` calls
 //! and leaves it again; everything else (options, bind, connect, I/O) runs
@@ -41,7 +47,7 @@ use tcpaccel_sys::sockopt::{self, Family};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpSocket, TcpStream};
 use tokio::runtime::Runtime;
-use tokio::sync::{watch, Semaphore};
+use tokio::sync::{oneshot, watch, Semaphore};
 
 /// The byte a sink answers once it has counted a whole flow.
 pub const ANSWER: u8 = 0xA5;
@@ -422,11 +428,29 @@ pub fn run_flows_at(
         in_flight: Semaphore::new(opts.max_in_flight.min(Semaphore::MAX_PERMITS)),
     });
     let (stop_tx, stop_rx) = watch::channel(false);
+    let mut wakes = Vec::with_capacity(plan.len());
+    let mut starts = Vec::with_capacity(plan.len());
+    for p in &plan {
+        let (tx, rx) = oneshot::channel();
+        // Flows past the limit never start (run_one says so); no wake-up.
+        if p.at < ctx.limit {
+            wakes.push((origin + p.at, tx));
+        }
+        starts.push(rx);
+    }
+    let starter_done = Arc::new(AtomicBool::new(false));
+    let starter = {
+        let done = starter_done.clone();
+        std::thread::Builder::new()
+            .name("flow-starter".into())
+            .spawn(move || wake_on_schedule(wakes, &done))
+            .map_err(|source| FlowError::Runtime { what: "flow starter thread".into(), source })?
+    };
     let mut results = rt.block_on(async {
         let mut handles = Vec::with_capacity(plan.len());
-        for p in plan {
+        for (p, start) in plan.into_iter().zip(starts) {
             let template = p.result();
-            handles.push((template, tokio::spawn(run_one(ctx.clone(), p, stop_rx.clone()))));
+            handles.push((template, tokio::spawn(run_one(ctx.clone(), p, start, stop_rx.clone()))));
         }
         let joined = async move {
             let mut out = Vec::with_capacity(handles.len());
@@ -454,9 +478,30 @@ pub fn run_flows_at(
             }
         }
     });
+    starter_done.store(true, Ordering::Relaxed);
+    let _ = starter.join();
     rt.shutdown_timeout(Duration::from_secs(1));
     results.sort_by_key(|r| r.id);
     Ok(results)
+}
+
+/// Sends each wake-up at its instant (`wakes` in start order), sleeping
+/// with the kernel's timers in slices of at most [`STOP_POLL`] so that
+/// `done` ends it; a wake-up whose task is gone is skipped.
+fn wake_on_schedule(wakes: Vec<(std::time::Instant, oneshot::Sender<()>)>, done: &AtomicBool) {
+    for (at, tx) in wakes {
+        loop {
+            if done.load(Ordering::Relaxed) {
+                return;
+            }
+            let now = std::time::Instant::now();
+            if now >= at {
+                break;
+            }
+            std::thread::sleep((at - now).min(STOP_POLL));
+        }
+        let _ = tx.send(());
+    }
 }
 
 /// Longer limits act as this one, so that origin + limit is representable.
@@ -548,7 +593,12 @@ async fn stopped(rx: &mut watch::Receiver<bool>) {
     }
 }
 
-async fn run_one(ctx: Arc<Ctx>, p: Planned, mut stop: watch::Receiver<bool>) -> FlowResult {
+async fn run_one(
+    ctx: Arc<Ctx>,
+    p: Planned,
+    woken: oneshot::Receiver<()>,
+    mut stop: watch::Receiver<bool>,
+) -> FlowResult {
     let mut r = p.result();
     if p.at >= ctx.limit {
         r.error = Some(FlowFailure::TimeLimit(CutAt::ScheduledAfterLimit));
@@ -558,8 +608,13 @@ async fn run_one(ctx: Arc<Ctx>, p: Planned, mut stop: watch::Receiver<bool>) -> 
     let start = ctx.origin + p.at;
     let deadline = tokio::time::Instant::from_std(ctx.origin + ctx.limit);
     let progress = Progress::default();
+    // The starter thread wakes the flow at `start`; it ends without a
+    // wake-up only when the run is over.
     tokio::select! {
-        _ = tokio::time::sleep_until(start.into()) => {}
+        w = woken => if w.is_err() {
+            r.error = Some(FlowFailure::Interrupted);
+            return r;
+        },
         _ = stopped(&mut stop) => {
             r.error = Some(FlowFailure::Interrupted);
             return r;
@@ -826,6 +881,49 @@ pub(crate) fn plan(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_starter_wakes_each_flow_in_order_never_early() {
+        let t0 = std::time::Instant::now() + Duration::from_millis(20);
+        let mut wakes = Vec::new();
+        let mut rxs = Vec::new();
+        for i in 0..5u64 {
+            let (tx, rx) = oneshot::channel();
+            wakes.push((t0 + Duration::from_millis(7 * i), tx));
+            rxs.push((t0 + Duration::from_millis(7 * i), rx));
+        }
+        let done = Arc::new(AtomicBool::new(false));
+        let d = done.clone();
+        let th = std::thread::spawn(move || wake_on_schedule(wakes, &d));
+        let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+        let mut woke = Vec::new();
+        for (at, rx) in rxs {
+            rt.block_on(rx).expect("woken, not dropped");
+            let now = std::time::Instant::now();
+            assert!(now >= at, "woken early");
+            woke.push(now - at);
+        }
+        th.join().unwrap();
+        // A loaded test machine may be late; the order and "never early"
+        // are exact, the bound is a generous margin.
+        assert!(woke.iter().all(|l| *l < Duration::from_millis(200)), "{woke:?}");
+    }
+
+    #[test]
+    fn the_starter_ends_when_the_run_is_done_without_waking_the_rest() {
+        let (tx, rx) = oneshot::channel();
+        let wakes = vec![(std::time::Instant::now() + Duration::from_secs(60), tx)];
+        let done = Arc::new(AtomicBool::new(false));
+        let d = done.clone();
+        let th = std::thread::spawn(move || wake_on_schedule(wakes, &d));
+        std::thread::sleep(Duration::from_millis(30));
+        let t = std::time::Instant::now();
+        done.store(true, Ordering::Relaxed);
+        th.join().unwrap();
+        assert!(t.elapsed() < Duration::from_secs(2), "the starter outlived the run");
+        let rt = tokio::runtime::Builder::new_current_thread().build().unwrap();
+        assert!(rt.block_on(rx).is_err(), "a flow past the end is not woken");
+    }
 
     fn host(id: HostId, lls: u8) -> HostAddrs {
         HostAddrs {
