@@ -60,7 +60,7 @@ pub(crate) struct RuleArgs {
 /// runs (`tcpaccel_pacer::precise`).
 #[derive(clap::Args, Clone, Default)]
 pub(crate) struct PreciseArgs {
-    /// Space paced frames one by one like PSPacer's gap packets (up to 60 µs off the ideal gap): caps gso_max_segs of the device(s) the traffic leaves by while this runs, restored at exit. Per device (Linux has no per-socket or per-route limit): unpaced sockets connecting over it meanwhile are affected too. Packets of one segment take about twice the socket buffer memory per byte in flight: raise the tcp_wmem/tcp_rmem maxima to about twice what the path needs.
+    /// Space paced frames more finely, toward PSPacer's one frame at a time: caps gso_max_segs at the most segments per packet that keep each gap within 60 µs of ideal (the kernel's pacing timer still lets a second packet follow a late one: measured p99 about 2N−1 frame gaps for N segments, 111 µs at 500 Mbit/s), on the device(s) the traffic leaves by, while this runs, restored at exit. Per device (Linux has no per-socket or per-route limit): unpaced sockets connecting over it meanwhile are affected too. Packets of one segment take about twice the socket buffer memory per byte in flight: raise the tcp_wmem/tcp_rmem maxima to about twice what the path needs.
     #[arg(long)]
     pub(crate) precise: bool,
     /// With --precise: cap this device instead of those the routes to the destinations use (repeatable; needed when the destinations are not known, as with `run`).
