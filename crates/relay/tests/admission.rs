@@ -9,36 +9,10 @@ use std::process::Command;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use tcpaccel_relay::{Config, Relay, Settings, Stats};
+use tcpaccel_relay::Settings;
 
 mod common;
-use common::echo_server;
-
-struct TestRelay {
-    _rt: tokio::runtime::Runtime,
-    addr: SocketAddr,
-    stats: Arc<Stats>,
-}
-
-fn start(raw: Settings) -> TestRelay {
-    let raw = Settings { listen: Some("127.0.0.1:0".parse().unwrap()), ..raw };
-    let cfg = Config::from_settings(&raw).expect("config");
-    let rt =
-        tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().expect("runtime");
-    let relay = rt.block_on(Relay::bind(cfg)).expect("bind relay");
-    let addr = relay.local_addrs()[0];
-    let stats = relay.stats();
-    rt.spawn(relay.run(std::future::pending()));
-    TestRelay { _rt: rt, addr, stats }
-}
-
-fn connect_req(addr: SocketAddr) -> Vec<u8> {
-    let SocketAddr::V4(a) = addr else { panic!("v4 only here") };
-    let mut r = vec![5, 1, 0, 1];
-    r.extend_from_slice(&a.ip().octets());
-    r.extend_from_slice(&a.port().to_be_bytes());
-    r
-}
+use common::{connect_req, echo_server, start};
 
 /// Connects from `from` (any 127/8 address) to `to`.
 fn connect_from(from: &str, to: SocketAddr) -> TcpStream {

@@ -11,35 +11,10 @@ use std::time::{Duration, Instant};
 use tcpaccel_relay::acl::{Action, Rule};
 use tcpaccel_relay::config::Hop;
 use tcpaccel_relay::stats::ErrorKind as Err;
-use tcpaccel_relay::{Config, Relay, Settings, Stats};
+use tcpaccel_relay::{Config, Settings};
 
 mod common;
-use common::{connect_req, echo_server, socks_connect};
-
-struct TestRelay {
-    _rt: tokio::runtime::Runtime,
-    addr: SocketAddr,
-    stats: Arc<Stats>,
-}
-
-fn config(raw: Settings) -> Config {
-    let raw = Settings { listen: raw.listen.or(Some("127.0.0.1:0".parse().unwrap())), ..raw };
-    Config::from_settings(&raw).expect("config")
-}
-
-fn start_cfg(cfg: Config) -> TestRelay {
-    let rt =
-        tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().expect("runtime");
-    let relay = rt.block_on(Relay::bind(cfg)).expect("bind relay");
-    let addr = *relay.local_addrs().last().expect("a listener");
-    let stats = relay.stats();
-    rt.spawn(relay.run(std::future::pending()));
-    TestRelay { _rt: rt, addr, stats }
-}
-
-fn start(raw: Settings) -> TestRelay {
-    start_cfg(config(raw))
-}
+use common::{config, connect_req, echo_server, socks_connect, start, start_cfg, TestRelay};
 
 /// A hop from its URL.
 fn hop_url(url: &str) -> Hop {

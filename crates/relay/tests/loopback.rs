@@ -11,29 +11,11 @@ use sha2::{Digest, Sha256};
 use tcpaccel_relay::acl::{Action, Rule};
 use tcpaccel_relay::config::Hop;
 use tcpaccel_relay::stats::ErrorKind as Err;
-use tcpaccel_relay::{Config, Relay, Settings, Stats};
+use tcpaccel_relay::{Config, Relay, Settings};
 
 mod common;
 // Echo server: sends back everything, then closes after the client's FIN.
-use common::{connect_req, echo_server, socks_connect};
-
-struct TestRelay {
-    _rt: tokio::runtime::Runtime,
-    addr: SocketAddr,
-    stats: Arc<Stats>,
-}
-
-fn start(raw: Settings) -> TestRelay {
-    let raw = Settings { listen: raw.listen.or(Some("127.0.0.1:0".parse().unwrap())), ..raw };
-    let cfg = Config::from_settings(&raw).expect("config");
-    let rt =
-        tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().expect("runtime");
-    let relay = rt.block_on(Relay::bind(cfg)).expect("bind relay");
-    let addr = *relay.local_addrs().last().expect("a listener");
-    let stats = relay.stats();
-    rt.spawn(relay.run(std::future::pending()));
-    TestRelay { _rt: rt, addr, stats }
-}
+use common::{connect_req, echo_server, socks_connect, start, TestRelay};
 
 fn next(r: &TestRelay) -> Hop {
     hop(&format!("socks5://{}", r.addr))

@@ -5,7 +5,9 @@ use std::io::{Read, Write};
 use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream};
 use std::time::Duration;
 
-use tcpaccel_relay::{Config, Relay};
+use std::sync::Arc;
+
+use tcpaccel_relay::{Config, Relay, Settings, Stats};
 
 /// A loopback echo server on its own threads, one per connection, that
 /// half-closes after the client does; its address.
@@ -146,4 +148,33 @@ pub(crate) fn spawn_limited_child(
         }
     };
     (child, lines, addr)
+}
+
+/// A relay serving on its own runtime for one test, on a loopback port.
+pub(crate) struct TestRelay {
+    pub _rt: tokio::runtime::Runtime,
+    pub addr: SocketAddr,
+    pub stats: Arc<Stats>,
+}
+
+/// `raw` as a config, listening on a free loopback port unless it names one.
+pub(crate) fn config(raw: Settings) -> Config {
+    let raw = Settings { listen: raw.listen.or(Some("127.0.0.1:0".parse().unwrap())), ..raw };
+    Config::from_settings(&raw).expect("config")
+}
+
+/// Binds `cfg` and serves it until the test ends.
+pub(crate) fn start_cfg(cfg: Config) -> TestRelay {
+    let rt =
+        tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().expect("runtime");
+    let relay = rt.block_on(Relay::bind(cfg)).expect("bind relay");
+    let addr = *relay.local_addrs().last().expect("a listener");
+    let stats = relay.stats();
+    rt.spawn(relay.run(std::future::pending()));
+    TestRelay { _rt: rt, addr, stats }
+}
+
+/// [`start_cfg`] of [`config`]`(raw)`.
+pub(crate) fn start(raw: Settings) -> TestRelay {
+    start_cfg(config(raw))
 }
