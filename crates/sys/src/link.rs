@@ -16,16 +16,15 @@ use std::net::IpAddr;
 use std::time::Duration;
 
 use crate::netlink::{self, AttrBuf, NLM_F_ACK, NLM_F_REQUEST};
+use crate::route::{RTA_DST, RTM_NEWROUTE};
 use crate::{Error, Result};
 
 const RTM_NEWLINK: u16 = 16;
 const RTM_GETLINK: u16 = 18;
-const RTM_NEWROUTE: u16 = 24;
 const RTM_GETROUTE: u16 = 26;
 /// `IFLA_GSO_MAX_SEGS`, `IFLA_GSO_MAX_SIZE` (`enum` in `if_link.h`).
 pub const IFLA_GSO_MAX_SEGS: u16 = 40;
 pub const IFLA_GSO_MAX_SIZE: u16 = 41;
-const RTA_DST: u16 = 1;
 const RTA_OIF: u16 = 4;
 /// `sizeof(struct ifinfomsg)`, `sizeof(struct rtmsg)`.
 const IFINFOMSG_LEN: usize = 16;

@@ -23,7 +23,7 @@ pub const RTM_NEWROUTE: u16 = 24;
 pub const NLM_F_REPLACE: u16 = 0x100;
 pub const NLM_F_CREATE: u16 = 0x400;
 
-const RTA_DST: u16 = 1;
+pub(crate) const RTA_DST: u16 = 1;
 const RTA_GATEWAY: u16 = 5;
 const RTA_METRICS: u16 = 8;
 const RTA_MULTIPATH: u16 = 9;
