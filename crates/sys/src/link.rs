@@ -120,7 +120,13 @@ pub fn ifindex(name: &str) -> Result<u32> {
     // SAFETY: c is a valid NUL-terminated string for the call.
     let i = unsafe { libc::if_nametoindex(c.as_ptr()) };
     if i == 0 {
-        return Err(Error::NoInterface { name: name.into() });
+        let e = std::io::Error::last_os_error();
+        return Err(match e.raw_os_error() {
+            Some(libc::ENODEV) | Some(libc::ENXIO) | None | Some(0) => {
+                Error::NoInterface { name: name.into() }
+            }
+            _ => Error::os(format!("if_nametoindex({name})"), e),
+        });
     }
     Ok(i)
 }

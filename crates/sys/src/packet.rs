@@ -61,21 +61,11 @@ pub struct PacketSocket {
     ignores_outgoing: bool,
 }
 
-/// Index of interface `ifname` in the calling thread's namespace.
+/// Index of interface `ifname` in the calling thread's namespace (as the
+/// `c_int` that `sockaddr_ll` holds).
 pub fn ifindex(ifname: &str) -> Result<i32> {
-    let c = std::ffi::CString::new(ifname).map_err(|_| Error::NoInterface { name: ifname.to_string() })?;
-    // SAFETY: `c` is a valid NUL-terminated string for the duration of the call.
-    let idx = unsafe { libc::if_nametoindex(c.as_ptr()) };
-    if idx == 0 {
-        let e = std::io::Error::last_os_error();
-        return Err(match e.raw_os_error() {
-            Some(libc::ENODEV) | Some(libc::ENXIO) | None | Some(0) => {
-                Error::NoInterface { name: ifname.to_string() }
-            }
-            _ => Error::os(format!("if_nametoindex({ifname})"), e),
-        });
-    }
-    Ok(idx as i32)
+    let i = crate::link::ifindex(ifname)?;
+    i32::try_from(i).map_err(|_| Error::NoInterface { name: ifname.to_string() })
 }
 
 /// The socket buffer is full (or the device queue, ENOBUFS): try later.
