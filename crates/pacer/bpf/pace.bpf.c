@@ -167,12 +167,11 @@ static __always_inline __u32 extra_opts(struct bpf_sock_ops *skops)
 /* seed 000 eq. (1): cwnd * mss / RTT, with RTT = max(srtt, min_rtt) (the
  * sender's own queueing is zero with the kernel's internal pacing: see
  * core's bpf_dynamic_rate), floored and capped by the ceiling. */
-static __always_inline __u64 dynamic_rate(struct bpf_sock_ops *skops, __u64 ceiling)
+static __always_inline __u64 dynamic_rate(struct bpf_sock_ops *skops, __u32 cwnd, __u64 ceiling)
 {
 	__u32 srtt = skops->srtt_us >> 3;
 	__u32 min_rtt = skops->rtt_min;
 	__u32 rtt = srtt > min_rtt ? srtt : min_rtt;
-	__u32 cwnd = skops->snd_cwnd;
 	__u32 mss = skops->mss_cache;
 	__u64 rate;
 
@@ -227,7 +226,8 @@ static __always_inline void set_rate(struct bpf_sock_ops *skops, __u32 rule_idx,
 	st->updates++;
 }
 
-static __always_inline __u32 rule_rate(struct bpf_sock_ops *skops, struct rule *r)
+/* The rule's rate; for a dynamic rule eq. 1 with `cwnd`. */
+static __always_inline __u32 rule_rate_cwnd(struct bpf_sock_ops *skops, struct rule *r, __u32 cwnd)
 {
 	int v6 = skops->family == AF_INET6;
 	__u64 wire = r->wire_bps;
@@ -240,7 +240,12 @@ static __always_inline __u32 rule_rate(struct bpf_sock_ops *skops, struct rule *
 	__u64 ceiling = wire ? payload_rate(wire, skops->mss_cache, v6, opts) : 0;
 	if (wire && ceiling == 0)
 		ceiling = 1;
-	return clamp_rate(dynamic_rate(skops, ceiling));
+	return clamp_rate(dynamic_rate(skops, cwnd, ceiling));
+}
+
+static __always_inline __u32 rule_rate(struct bpf_sock_ops *skops, struct rule *r)
+{
+	return rule_rate_cwnd(skops, r, skops->snd_cwnd);
 }
 
 static __always_inline void on_established(struct bpf_sock_ops *skops)
@@ -303,8 +308,12 @@ static __always_inline void release(struct bpf_sock_ops *skops, __u32 rule_idx, 
  *   the most bytes gives the estimate: bytes acked from its first ACK to
  *   its last over the time between them; ACKs more than
  *   HOLD_TRAIN_GAP_US apart end a train.
- * - Slow start, paced: a cap on eq. 1's rate, grown in time per srtt and
- *   only while it binds: doubling below half the estimate, 1/16 above it;
+ * - Slow start, paced: eq. 1 with twice the cwnd (the kernel's own
+ *   slow-start pacing ratio, tcp_pacing_ss_ratio 200%: eq. 1 as such
+ *   sends one window per RTT, so slow start would grow by about 1.76
+ *   instead of 2 per RTT and a transfer that never fills the pipe would
+ *   end later than unpaced), under a cap grown in time per srtt and only
+ *   while it binds: doubling below half the estimate, 1/16 above it;
  *   without an estimate (no train of 8 segments) 5/4, and 11/10 once the
  *   RTT shows the first sign of a queue (min_rtt/400).
  * - While the RTT shows a queue (min_rtt/64 in slow start, min_rtt/32
@@ -364,8 +373,9 @@ static __always_inline void hold_train(struct sock_state *st, __u64 now, __u64 a
 	st->last_acked = acked;
 }
 
-/* The cap for eq. 1's `rate`, or RATE_UNPACED during the probe. */
-static __always_inline __u64 hold_cap(struct bpf_sock_ops *skops, struct sock_state *st, __u64 rate)
+/* The cap for eq. 1's `rate` (`ss_rate`: the same with twice the cwnd,
+ * used in slow start), or RATE_UNPACED during the probe. */
+static __always_inline __u64 hold_cap(struct bpf_sock_ops *skops, struct sock_state *st, __u64 rate, __u64 ss_rate)
 {
 	__u64 now = bpf_ktime_get_ns();
 	__u64 acked = skops->bytes_acked;
@@ -388,6 +398,8 @@ static __always_inline __u64 hold_cap(struct bpf_sock_ops *skops, struct sock_st
 		hold_train(st, now, acked, skops->mss_cache, min_rtt);
 		return RATE_UNPACED;
 	}
+	if (fast)
+		rate = ss_rate;
 	if (srtt == 0 || min_rtt == 0)
 		return rate;
 	if (st->cap == 0) {
@@ -454,7 +466,7 @@ static __always_inline void on_ack(struct bpf_sock_ops *skops)
 		return;
 	rate = rule_rate(skops, r);
 	if (r->flags & RULE_HOLD) {
-		__u64 h = hold_cap(skops, st, rate);
+		__u64 h = hold_cap(skops, st, rate, rule_rate_cwnd(skops, r, skops->snd_cwnd * 2));
 		rate = h == RATE_UNPACED ? RATE_UNPACED : clamp_rate(h < DYNAMIC_FLOOR ? DYNAMIC_FLOOR : h);
 	}
 	if (rate != st->rate)
