@@ -142,6 +142,26 @@ const SEED000: &str = "[PSPacer] table (GtrcNET-1, 500 Mbit/s, 100 ms, 1 MB buff
 const GOAL_BENCH: &str = "BENCHMARKS.md target";
 const GOAL_DIRECTION: &str = "the seed's direction";
 
+/// [Lanes] §6's ordering of one statistic at one load (lanes < RepFlow <
+/// pure MPTCP, Fig. 6.9–6.13): `better`'s median no worse than `worse`'s.
+const fn thesis_order(
+    scenario: &'static str,
+    text: &'static str,
+    better: &'static str,
+    worse: &'static str,
+    metric: &'static str,
+) -> Claim {
+    Claim {
+        scenario,
+        text,
+        measure: Measure::Ratio { num: (better, metric), den: (worse, metric) },
+        goal: Goal::AtMost(1.0),
+        goal_source: GOAL_DIRECTION,
+        published: None,
+        when: &[],
+    }
+}
+
 /// Every claim of every scenario. Published ratios are computed from the
 /// paper's figures in the comment beside each.
 pub const CLAIMS: &[Claim] = &[
@@ -440,6 +460,167 @@ pub const CLAIMS: &[Claim] = &[
         published: None,
         when: &[],
     },
+    thesis_order(
+        "lanes-websearch",
+        "[Lanes] ordering at load 0.2: link-cost short-flow p99 FCT no worse than RepFlow's",
+        "link-cost",
+        "repflow",
+        "short_p99_ms@0.2",
+    ),
+    thesis_order(
+        "lanes-websearch",
+        "[Lanes] ordering at load 0.2: RepFlow short-flow p99 FCT no worse than pure MPTCP's",
+        "repflow",
+        "mptcp",
+        "short_p99_ms@0.2",
+    ),
+    thesis_order(
+        "lanes-websearch",
+        "[Lanes] ordering at load 0.2: link-cost short-flow mean FCT no worse than RepFlow's",
+        "link-cost",
+        "repflow",
+        "short_avg_ms@0.2",
+    ),
+    thesis_order(
+        "lanes-websearch",
+        "[Lanes] ordering at load 0.2: RepFlow short-flow mean FCT no worse than pure MPTCP's",
+        "repflow",
+        "mptcp",
+        "short_avg_ms@0.2",
+    ),
+    thesis_order(
+        "lanes-websearch",
+        "[Lanes] ordering at load 0.5: RepFlow short-flow p99 FCT no worse than pure MPTCP's",
+        "repflow",
+        "mptcp",
+        "short_p99_ms@0.5",
+    ),
+    thesis_order(
+        "lanes-websearch",
+        "[Lanes] ordering at load 0.5: link-cost short-flow mean FCT no worse than RepFlow's",
+        "link-cost",
+        "repflow",
+        "short_avg_ms@0.5",
+    ),
+    thesis_order(
+        "lanes-websearch",
+        "[Lanes] ordering at load 0.5: RepFlow short-flow mean FCT no worse than pure MPTCP's",
+        "repflow",
+        "mptcp",
+        "short_avg_ms@0.5",
+    ),
+    thesis_order(
+        "lanes-websearch",
+        "[Lanes] ordering at load 0.8: link-cost short-flow p99 FCT no worse than RepFlow's",
+        "link-cost",
+        "repflow",
+        "short_p99_ms@0.8",
+    ),
+    thesis_order(
+        "lanes-websearch",
+        "[Lanes] ordering at load 0.8: RepFlow short-flow p99 FCT no worse than pure MPTCP's",
+        "repflow",
+        "mptcp",
+        "short_p99_ms@0.8",
+    ),
+    thesis_order(
+        "lanes-websearch",
+        "[Lanes] ordering at load 0.8: link-cost short-flow mean FCT no worse than RepFlow's",
+        "link-cost",
+        "repflow",
+        "short_avg_ms@0.8",
+    ),
+    thesis_order(
+        "lanes-websearch",
+        "[Lanes] ordering at load 0.8: RepFlow short-flow mean FCT no worse than pure MPTCP's",
+        "repflow",
+        "mptcp",
+        "short_avg_ms@0.8",
+    ),
+    thesis_order(
+        "lanes-datamining",
+        "[Lanes] ordering at load 0.2: link-cost short-flow p99 FCT no worse than RepFlow's",
+        "link-cost",
+        "repflow",
+        "short_p99_ms@0.2",
+    ),
+    thesis_order(
+        "lanes-datamining",
+        "[Lanes] ordering at load 0.2: RepFlow short-flow p99 FCT no worse than pure MPTCP's",
+        "repflow",
+        "mptcp",
+        "short_p99_ms@0.2",
+    ),
+    thesis_order(
+        "lanes-datamining",
+        "[Lanes] ordering at load 0.2: link-cost short-flow mean FCT no worse than RepFlow's",
+        "link-cost",
+        "repflow",
+        "short_avg_ms@0.2",
+    ),
+    thesis_order(
+        "lanes-datamining",
+        "[Lanes] ordering at load 0.2: RepFlow short-flow mean FCT no worse than pure MPTCP's",
+        "repflow",
+        "mptcp",
+        "short_avg_ms@0.2",
+    ),
+    thesis_order(
+        "lanes-datamining",
+        "[Lanes] ordering at load 0.5: link-cost short-flow p99 FCT no worse than RepFlow's",
+        "link-cost",
+        "repflow",
+        "short_p99_ms@0.5",
+    ),
+    thesis_order(
+        "lanes-datamining",
+        "[Lanes] ordering at load 0.5: RepFlow short-flow p99 FCT no worse than pure MPTCP's",
+        "repflow",
+        "mptcp",
+        "short_p99_ms@0.5",
+    ),
+    thesis_order(
+        "lanes-datamining",
+        "[Lanes] ordering at load 0.5: link-cost short-flow mean FCT no worse than RepFlow's",
+        "link-cost",
+        "repflow",
+        "short_avg_ms@0.5",
+    ),
+    thesis_order(
+        "lanes-datamining",
+        "[Lanes] ordering at load 0.5: RepFlow short-flow mean FCT no worse than pure MPTCP's",
+        "repflow",
+        "mptcp",
+        "short_avg_ms@0.5",
+    ),
+    thesis_order(
+        "lanes-datamining",
+        "[Lanes] ordering at load 0.8: link-cost short-flow p99 FCT no worse than RepFlow's",
+        "link-cost",
+        "repflow",
+        "short_p99_ms@0.8",
+    ),
+    thesis_order(
+        "lanes-datamining",
+        "[Lanes] ordering at load 0.8: RepFlow short-flow p99 FCT no worse than pure MPTCP's",
+        "repflow",
+        "mptcp",
+        "short_p99_ms@0.8",
+    ),
+    thesis_order(
+        "lanes-datamining",
+        "[Lanes] ordering at load 0.8: link-cost short-flow mean FCT no worse than RepFlow's",
+        "link-cost",
+        "repflow",
+        "short_avg_ms@0.8",
+    ),
+    thesis_order(
+        "lanes-datamining",
+        "[Lanes] ordering at load 0.8: RepFlow short-flow mean FCT no worse than pure MPTCP's",
+        "repflow",
+        "mptcp",
+        "short_avg_ms@0.8",
+    ),
     Claim {
         scenario: "lanes-params",
         text: "A larger α switches earlier (switch age at the largest α ÷ at the smallest)",
