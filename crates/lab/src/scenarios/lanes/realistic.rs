@@ -29,6 +29,12 @@ fn realistic_params(fan_in: &str, rate: &str) -> Vec<Param> {
         "offered load per destination link (arrivals follow the scaled rate)",
     ));
     v.push(Param::new("duration", "10s", Rule::Time, "arrivals window per load"));
+    v.push(Param::new(
+        "drain",
+        "4s",
+        Rule::Time,
+        "how long flows may still run after the arrivals window; the rest are cut (cut_by_limit)",
+    ));
     v.push(Param::new("fan_in", fan_in, Rule::Count, "data mining: senders a back-end job is split over"));
     // Thousands of short connections: eight daemons dumping sock_diag every
     // 20 ms took a core on their own.
@@ -41,7 +47,7 @@ fn realistic_params(fan_in: &str, rate: &str) -> Vec<Param> {
 /// The loads whose metrics are declared (the report's columns and the
 /// thesis-ordering claims): [Lanes] Fig. 6.9–6.13 span 0.1–0.8; these
 /// are the default `loads`. Other loads are recorded all the same.
-pub const FIGURE_LOADS: [&str; 3] = ["0.2", "0.5", "0.8"];
+const FIGURE_LOADS: [&str; 3] = ["0.2", "0.5", "0.8"];
 
 fn realistic_metrics() -> Vec<MetricSpec> {
     let mut v = Vec::new();
@@ -119,7 +125,10 @@ impl Scenario for LanesRealistic {
         let n = p.list("loads").map(|l| l.len()).unwrap_or(3) as u32;
         estimate_scaled(
             p,
-            (p.duration("duration").unwrap_or(Duration::from_secs(10)) + DRAIN + Duration::from_secs(1)) * n,
+            (p.duration("duration").unwrap_or(Duration::from_secs(10))
+                + p.duration("drain").unwrap_or(DRAIN)
+                + Duration::from_secs(1))
+                * n,
         )
     }
     fn prepare(&self, p: &Params, _dir: &Path) -> Result<Box<dyn Testbed>> {
@@ -140,6 +149,7 @@ impl Experiment for LanesRealistic {
     /// Web search / data mining mixes at several loads.
     fn run(&self, bed: &Bed, ctx: &mut RunCtx<'_>) -> Result<()> {
         let duration = bed.params.time("duration")?;
+        let drain = bed.params.time("drain")?;
         let loads: Vec<f64> = bed.params.numbers("loads")?;
         let fan_in = bed.params.count("fan_in")? as u32;
         let d = bed.params.d();
@@ -154,7 +164,7 @@ impl Experiment for LanesRealistic {
                 .context("the realistic workload")?;
             let flows = wl.until(origin + duration);
             let tag = format!("{variant}-l{load}-r{}", ctx.repeat);
-            let spec = bed.run_spec(ctx, &dir, &variant, duration + bed.params.wall(DRAIN), tag)?;
+            let spec = bed.run_spec(ctx, &dir, &variant, duration + drain, tag)?;
             let o = run_policy(&bed.fab, &flows, &spec)?;
             let s = record_outcome(ctx, d, &o, &format!("@{load}"), load == record_flows_at)?;
             let l = d.rate_to_experiment(long_mbps(&o, hosts.back.len()));
