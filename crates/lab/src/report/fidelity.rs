@@ -105,6 +105,9 @@ mod tests {
             limit_saturated_pct: 10.0,
             flow_start_late_p99_ms: Some(if faithful { 1.0 } else { 7.5 }),
             limit_flow_start_late_ms: 2.0,
+            deciding_busy_pct: Some(if faithful { 60.0 } else { 99.0 }),
+            suggested_scale: None,
+            queues: None,
         }
     }
 
