@@ -55,7 +55,8 @@ pub fn suggested_scale(data: &RunData) -> Option<(u32, u32)> {
 fn suggestion_line(data: &RunData) -> Option<String> {
     suggested_scale(data).map(|(d, s)| {
         format!(
-            "Suggested scale: D = {s} (this run: D = {d}; from the busiest CPU windows of its unfaithful runs,              scaled as 1/D and aimed at half the machine): `--set scale={s}`."
+            "Suggested scale: D = {s} (this run: D = {d}; from the busiest CPU windows of its unfaithful runs, \
+             scaled as 1/D and aimed at half the machine): `--set scale={s}`."
         )
     })
 }

@@ -164,15 +164,9 @@ impl Monitor {
                 let mut out = Vec::new();
                 let mut watch = (!namespaces.is_empty()).then(|| QueueWatch::open(&namespaces));
                 let t0 = std::time::Instant::now();
-                let stall0 = procstat::cpu_stall_us().map_err(|e| e.to_string());
+                // Returning early drops the sender: start() goes on.
                 let mut ready = Some(ready_tx);
-                let stall0 = match stall0 {
-                    Ok(v) => v,
-                    Err(e) => {
-                        drop(ready.take());
-                        return Err(e);
-                    }
-                };
+                let stall0 = procstat::cpu_stall_us().map_err(|e| e.to_string())?;
                 loop {
                     if let Some(w) = watch.as_mut() {
                         w.sample();
