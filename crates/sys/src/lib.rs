@@ -38,6 +38,8 @@ pub mod probe;
 pub mod process;
 /// Per-core CPU times from /proc/stat (idle, softirq, ...), for the fidelity monitor.
 pub mod procstat;
+/// rtnetlink qdisc dumps: every qdisc of a namespace with its counters (sent, backlog, drops, overlimits).
+pub mod qdisc;
 /// RLIMIT_NOFILE: read it, raise the soft limit to the hard one.
 pub mod rlimit;
 /// rtnetlink IPv4 routes: create or replace, with ECMP gateways and a locked rto_min.

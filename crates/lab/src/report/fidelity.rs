@@ -1,7 +1,12 @@
 //! What a report says about how a run was taken: the time dilation D of a
 //! scale-model run (figures are in experiment units) and the variant ×
-//! repeat runs the fidelity monitor marked unfaithful, with its reason.
-//! Runs recorded without either say nothing here.
+//! repeat runs the fidelity monitor marked unfaithful, with its reason,
+//! the fabric's queue counters and the D it suggests trying next. Runs
+//! recorded without either say nothing here.
+//!
+//! Also which runs count: an unfaithful run measured the machine, so the
+//! tables, bars, CDFs and verdicts leave it out ([`counted`]) and say how
+//! many they left out ([`cell_text`]).
 
 use crate::runner::records::{FidelityRecord, RunData};
 use std::fmt::Write;
@@ -16,6 +21,66 @@ pub fn scale_line(data: &RunData) -> Option<String> {
              tables is in experiment units (wall time ÷ {d}); metrics ending in `_wall@x` are wall-clock twins."
         )
     })
+}
+
+/// Whether `variant`'s `repeat` counts in medians: everything but a run the
+/// monitor marked unfaithful (runs recorded before the monitor count).
+pub fn counted(data: &RunData, variant: &str, repeat: u32) -> bool {
+    data.faithful(variant, repeat) != Some(false)
+}
+
+/// A table cell from the median text of the counted runs (`None`: none
+/// had a value) and how many unfaithful runs were left out: the median as
+/// it is, the median and the count excluded, or "all runs unfaithful"
+/// where nothing is left to take a median of. `None` where there is no
+/// figure at all.
+pub fn cell_text(median: Option<String>, excluded: usize) -> Option<String> {
+    match (median, excluded) {
+        (Some(m), 0) => Some(m),
+        (Some(m), n) => Some(format!("{m} [{n} unfaithful excluded]")),
+        (None, 0) => None,
+        (None, _) => Some(ALL_UNFAITHFUL.into()),
+    }
+}
+
+/// The cell of a metric whose every run was unfaithful.
+pub const ALL_UNFAITHFUL: &str = "all runs unfaithful";
+
+/// The largest D any unfaithful run suggests, with the D it ran at.
+pub fn suggested_scale(data: &RunData) -> Option<(u32, u32)> {
+    let d = data.header().dilation().get();
+    data.fidelity.iter().filter_map(|f| f.suggested_scale).max().map(|s| (d, s))
+}
+
+fn suggestion_line(data: &RunData) -> Option<String> {
+    suggested_scale(data).map(|(d, s)| {
+        format!(
+            "Suggested scale: D = {s} (this run: D = {d}; from the busiest CPU windows of its unfaithful runs, \
+             scaled as 1/D and aimed at half the machine): `--set scale={s}`."
+        )
+    })
+}
+
+fn queues_text(f: &FidelityRecord) -> String {
+    match &f.queues {
+        None => "—".into(),
+        Some(q) => {
+            let mut t = format!(
+                "{} of {} ports sent {} pkts; {} drops, {} overlimits; backlog peak {} B/port, mean {:.0} B total",
+                q.active_ports,
+                q.ports,
+                q.sent_packets,
+                q.drops,
+                q.overlimits,
+                q.peak_port_backlog_bytes,
+                q.mean_total_backlog_bytes
+            );
+            if let Some(e) = &q.error {
+                t.push_str(&format!(" (unread: {e})"));
+            }
+            t
+        }
+    }
 }
 
 /// The runs the monitor marked unfaithful, in record order.
@@ -41,15 +106,16 @@ pub fn fidelity_html(data: &RunData) -> String {
     let _ = write!(
         o,
         "<h2>Fidelity</h2><p>{bad} of {} run(s) marked unfaithful (the host could not keep up); their rows are \
-         greyed here and their figures are still in the tables above.</p><table><tr><th>variant</th>\
+         greyed here and the tables, plots and verdicts above leave them out.</p>{}<table><tr><th>variant</th>\
          <th>repeat</th><th>faithful</th><th>saturated windows</th><th>min idle</th><th>max softirq</th>\
-         <th>CPU stall</th><th>flow start p99 late</th><th>reason</th></tr>",
-        data.fidelity.len()
+         <th>CPU stall</th><th>flow start p99 late</th><th>fabric queues</th><th>reason</th></tr>",
+        data.fidelity.len(),
+        suggestion_line(data).map(|l| format!("<p><strong>{}</strong></p>", escape(&l))).unwrap_or_default()
     );
     for f in &data.fidelity {
         let _ = write!(
             o,
-            "<tr{}><td>{}</td><td>{}</td><td>{}</td><td>{} of {}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+            "<tr{}><td>{}</td><td>{}</td><td>{}</td><td>{} of {}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
             if f.faithful { "" } else { " class=\"unfaithful\"" },
             escape(&f.variant),
             f.repeat,
@@ -60,6 +126,7 @@ pub fn fidelity_html(data: &RunData) -> String {
             pct(f.max_softirq_pct),
             pct(f.cpu_stall_pct),
             f.flow_start_late_p99_ms.map(|v| format!("{v:.1} ms")).unwrap_or_else(|| "—".into()),
+            escape(&queues_text(f)),
             escape(&f.reason)
         );
     }
@@ -75,11 +142,19 @@ pub fn fidelity_markdown(data: &RunData) -> String {
     }
     let bad = unfaithful(data);
     if !bad.is_empty() {
-        let _ = writeln!(o, "Unfaithful runs ({} of {}):", bad.len(), data.fidelity.len());
+        let _ = writeln!(
+            o,
+            "Unfaithful runs ({} of {}), left out of the tables and verdicts:",
+            bad.len(),
+            data.fidelity.len()
+        );
         for f in bad {
             let _ = writeln!(o, "- {} repeat {}: {}", f.variant, f.repeat, f.reason);
         }
         let _ = writeln!(o);
+    }
+    if let Some(line) = suggestion_line(data) {
+        let _ = writeln!(o, "{line}\n");
     }
     o
 }
@@ -87,6 +162,7 @@ pub fn fidelity_markdown(data: &RunData) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::runner::records::QueueRecord;
     use crate::testdata;
 
     fn record(variant: &str, repeat: u32, faithful: bool, reason: &str) -> FidelityRecord {
@@ -105,6 +181,9 @@ mod tests {
             limit_saturated_pct: 10.0,
             flow_start_late_p99_ms: Some(if faithful { 1.0 } else { 7.5 }),
             limit_flow_start_late_ms: 2.0,
+            deciding_busy_pct: Some(if faithful { 60.0 } else { 99.0 }),
+            suggested_scale: None,
+            queues: None,
         }
     }
 
@@ -131,5 +210,97 @@ mod tests {
         assert!(m.contains("Scale D = 4"), "{m}");
         assert!(m.contains("- a repeat 1: 9 of 20 windows saturated"), "{m}");
         assert!(!m.contains("a repeat 0"), "{m}");
+    }
+
+    #[test]
+    fn cells_say_what_was_left_out() {
+        assert_eq!(cell_text(Some("12 (10–14)".into()), 0).as_deref(), Some("12 (10–14)"));
+        assert_eq!(cell_text(Some("12".into()), 2).as_deref(), Some("12 [2 unfaithful excluded]"));
+        assert_eq!(cell_text(None, 3).as_deref(), Some(ALL_UNFAITHFUL));
+        assert_eq!(cell_text(None, 0), None);
+    }
+
+    #[test]
+    fn a_variant_whose_runs_were_all_unfaithful_is_greyed_not_numbered() {
+        let mut data = testdata::run();
+        for r in 0..3 {
+            data.fidelity.push(record("static", r, false, "host saturated"));
+            data.fidelity.push(record("none", r, r != 0, if r == 0 { "flows started late" } else { "" }));
+        }
+        let page = crate::report::html(&data);
+        // goodput and drops of static: both cells greyed, no number.
+        assert_eq!(page.matches("<td class=\"unfaithful\">all runs unfaithful</td>").count(), 2, "{page}");
+        assert!(!page.contains("455 (450–460)"), "{page}");
+        // none without its repeat 0 (goodput 230, drops 1400): 190 and 200 left.
+        assert!(page.contains("195 (190–200) [1 unfaithful excluded]"), "{page}");
+        assert!(page.contains("1478 (1455–1500) [1 unfaithful excluded]"), "{page}");
+        let md = crate::report::markdown(&data);
+        assert!(md.contains("| static | all runs unfaithful · paper 433 | all runs unfaithful |"), "{md}");
+        assert!(md.contains("over repeats the fidelity monitor judged faithful"), "{md}");
+        assert!(md.contains("Unfaithful runs (4 of 6), left out of the tables and verdicts:"), "{md}");
+    }
+
+    #[test]
+    fn verdicts_leave_unfaithful_runs_out() {
+        // The pacing fixture: one repeat per variant; static drops 0 is met.
+        let mut data = testdata::pacing_run();
+        let before = crate::report::published::judge(&data);
+        assert!(before.iter().any(|j| j.claim.text.contains("no drops") && j.verdict.word() == "met"));
+        data.fidelity.push(record("static", 0, false, "host saturated"));
+        let after = crate::report::published::judge(&data);
+        let static_claims: Vec<_> = after
+            .iter()
+            .filter(|j| {
+                matches!(j.claim.measure, crate::report::published::Measure::Median { variant: "static", .. })
+            })
+            .collect();
+        assert!(!static_claims.is_empty());
+        for j in static_claims {
+            let crate::report::published::Verdict::Unknown { why } = &j.verdict else { panic!("{j:?}") };
+            assert!(why.contains("every run of variant static") && why.contains("unfaithful"), "{why}");
+        }
+    }
+
+    #[test]
+    fn the_suggested_scale_and_the_queues_are_shown() {
+        let mut data = testdata::run();
+        data.header.as_mut().unwrap().params.insert("scale".into(), "2".into());
+        let mut a = record("none", 0, false, "host saturated");
+        a.suggested_scale = Some(4);
+        let mut b = record("none", 1, false, "flows started late");
+        b.suggested_scale = Some(8);
+        b.queues = Some(QueueRecord {
+            ports: 24,
+            active_ports: 20,
+            sent_bytes: 1_000_000,
+            sent_packets: 900,
+            drops: 7,
+            overlimits: 300,
+            samples: 31,
+            sweep_ms_mean: 0.5,
+            peak_port_backlog_bytes: 100_000,
+            peak_total_backlog_bytes: 150_000,
+            mean_total_backlog_bytes: 30_000.4,
+            most_drops_port: Some("ns/f0".into()),
+            most_drops: 5,
+            error: None,
+        });
+        data.fidelity = vec![a, b, record("none", 2, true, "")];
+        assert_eq!(suggested_scale(&data), Some((2, 8)));
+        let md = fidelity_markdown(&data);
+        assert!(
+            md.contains("Suggested scale: D = 8 (this run: D = 2;") && md.contains("`--set scale=8`"),
+            "{md}"
+        );
+        let h = fidelity_html(&data);
+        assert!(
+            h.contains("20 of 24 ports sent 900 pkts; 7 drops, 300 overlimits; backlog peak 100000 B/port, mean 30000 B total"),
+            "{h}"
+        );
+        assert!(h.contains("Suggested scale: D = 8"), "{h}");
+        // No unfaithful run, no suggestion.
+        data.fidelity.truncate(0);
+        assert_eq!(suggested_scale(&data), None);
+        assert!(!fidelity_markdown(&data).contains("Suggested"));
     }
 }

@@ -4,7 +4,7 @@
 use super::fidelity::fidelity_html;
 use super::plots::plots;
 use super::published::{self, human_name};
-use super::tables::{cell, num, tables};
+use super::tables::{any_excluded, num, row_cell, tables};
 use super::verdict::verdict_html;
 use crate::runner::records::RunData;
 use std::fmt::Write;
@@ -25,7 +25,7 @@ th{{background:#f4f4f4}}td:first-child,th:first-child{{text-align:left}}.pub{{co
 .claims td,.claims th{{text-align:left}}.claims .badge{{font-weight:bold;white-space:nowrap}}\
 tr.met td{{background:#e6f4ea}}tr.met .badge{{color:#137333}}\
 tr.missed td{{background:#fce8e6}}tr.missed .badge{{color:#a50e0e}}\
-tr.unknown td{{background:#f1f3f4;color:#555}}tr.unfaithful td{{background:#eee;color:#888}}.scale{{background:#eef;padding:.5em}}.src{{color:#666;font-size:.85em}}.key{{color:#666;font-size:.85em}}\
+tr.unknown td{{background:#f1f3f4;color:#555}}tr.unfaithful td,td.unfaithful{{background:#eee;color:#888}}.scale{{background:#eef;padding:.5em}}.src{{color:#666;font-size:.85em}}.key{{color:#666;font-size:.85em}}\
 </style></head><body>",
         t = escape(&h.title)
     );
@@ -58,7 +58,11 @@ tr.unknown td{{background:#f1f3f4;color:#555}}tr.unfaithful td{{background:#eee;
     }
     let tabs = tables(data);
     if !tabs.is_empty() {
-        let _ = write!(o, "<h2>Results</h2><p>Median (min–max) over repeats; published figures beside.</p>");
+        let _ = write!(
+            o,
+            "<h2>Results</h2><p>Median (min–max) over repeats{}; published figures beside.</p>",
+            if any_excluded(&tabs) { " the fidelity monitor judged faithful (see Fidelity)" } else { "" }
+        );
         for t in &tabs {
             let _ = write!(
                 o,
@@ -71,9 +75,10 @@ tr.unknown td{{background:#f1f3f4;color:#555}}tr.unfaithful td{{background:#eee;
             for r in &t.rows {
                 let _ = write!(
                     o,
-                    "<tr><td>{}</td><td>{}</td><td class=\"pub\">{}</td></tr>",
+                    "<tr><td>{}</td><td{}>{}</td><td class=\"pub\">{}</td></tr>",
                     escape(&r.variant),
-                    escape(&cell(&r.spread)),
+                    if r.all_unfaithful() { " class=\"unfaithful\"" } else { "" },
+                    escape(&row_cell(r)),
                     r.published.map(num).unwrap_or_else(|| "—".into())
                 );
             }

@@ -2,7 +2,7 @@
 
 use super::fidelity::fidelity_markdown;
 use super::published;
-use super::tables::{cell, num, tables, variant_order};
+use super::tables::{any_excluded, num, row_cell, tables, variant_order};
 use super::verdict::verdict_markdown;
 use crate::runner::records::{RunData, RunHeader};
 use std::fmt::Write;
@@ -55,11 +55,15 @@ pub fn markdown(data: &RunData) -> String {
                     (true, Some(p)) => format!(" · paper {}", num(p)),
                     _ => String::new(),
                 };
-                let _ = write!(o, " {}{p} |", cell(&r.spread));
+                let _ = write!(o, " {}{p} |", row_cell(r));
             }
             let _ = writeln!(o);
         }
-        let _ = writeln!(o, "\nCells: median (min–max) over repeats.");
+        let _ = writeln!(
+            o,
+            "\nCells: median (min–max) over repeats{}.",
+            if any_excluded(&tabs) { " the fidelity monitor judged faithful" } else { "" }
+        );
     }
     for n in &h.notes {
         let _ = writeln!(o, "\n> {n}");

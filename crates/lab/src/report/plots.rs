@@ -83,6 +83,7 @@ pub fn plots(data: &RunData) -> Vec<(String, String, String)> {
                     .flows
                     .iter()
                     .filter(|f| &f.variant == v && f.class == class && f.completed)
+                    .filter(|f| super::fidelity::counted(data, &f.variant, f.repeat))
                     .map(|f| f.fct_ms)
                     .collect::<Vec<_>>();
                 (v.clone(), fcts)

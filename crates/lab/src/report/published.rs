@@ -669,17 +669,23 @@ pub fn verdict(claim: &Claim, data: &RunData) -> Verdict {
     }
 }
 
+/// The median over the runs the fidelity monitor did not mark unfaithful.
 fn median(data: &RunData, variant: &str, metric: &str) -> Result<f64, String> {
-    let vals: Vec<f64> = data
-        .summaries
-        .iter()
-        .filter(|s| s.variant == variant)
-        .filter_map(|s| s.metrics.get(metric).copied())
-        .filter(|x| x.is_finite())
-        .collect();
-    Spread::of(&vals)
-        .map(|s| s.median)
-        .ok_or_else(|| format!("no {metric} for variant {variant} in this run"))
+    let (mut vals, mut excluded) = (Vec::new(), 0);
+    for s in data.summaries.iter().filter(|s| s.variant == variant) {
+        match s.metrics.get(metric).copied().filter(|x| x.is_finite()) {
+            Some(x) if super::fidelity::counted(data, variant, s.repeat) => vals.push(x),
+            Some(_) => excluded += 1,
+            None => {}
+        }
+    }
+    Spread::of(&vals).map(|s| s.median).ok_or_else(|| {
+        if excluded > 0 {
+            format!("every run of variant {variant} with {metric} was unfaithful ({excluded})")
+        } else {
+            format!("no {metric} for variant {variant} in this run")
+        }
+    })
 }
 
 fn param<'a>(data: &'a RunData, key: &str) -> Result<&'a str, String> {

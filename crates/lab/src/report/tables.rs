@@ -1,6 +1,9 @@
 //! Metric tables: each metric's spread over repeats per variant, beside the
 //! published figure, and the number format the tables and plots share.
+//! Runs the fidelity monitor marked unfaithful are left out of the spread
+//! and counted instead ([`Row::excluded`]).
 
+use super::fidelity::{cell_text, counted};
 use crate::runner::records::RunData;
 use tcpaccel_core::stats::Spread;
 
@@ -8,8 +11,18 @@ use tcpaccel_core::stats::Spread;
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]
 pub struct Row {
     pub variant: String,
+    /// Over the counted (not unfaithful) runs.
     pub spread: Option<Spread>,
     pub published: Option<f64>,
+    /// Unfaithful runs that had a value and were left out.
+    pub excluded: usize,
+}
+
+impl Row {
+    /// Every run with a value was unfaithful: no median to show.
+    pub fn all_unfaithful(&self) -> bool {
+        self.spread.is_none() && self.excluded > 0
+    }
 }
 
 /// A metric's table across variants.
@@ -46,16 +59,17 @@ pub fn tables(data: &RunData) -> Vec<Table> {
             let rows = variants
                 .iter()
                 .map(|v| {
-                    let vals: Vec<f64> = data
-                        .summaries
-                        .iter()
-                        .filter(|s| &s.variant == v)
-                        .filter_map(|s| s.metrics.get(&metric).copied())
-                        .filter(|x| x.is_finite())
-                        .collect();
+                    let (mut vals, mut excluded) = (Vec::new(), 0);
+                    for s in data.summaries.iter().filter(|s| &s.variant == v) {
+                        match s.metrics.get(&metric).copied().filter(|x| x.is_finite()) {
+                            Some(x) if counted(data, v, s.repeat) => vals.push(x),
+                            Some(_) => excluded += 1,
+                            None => {}
+                        }
+                    }
                     let published =
                         h.published.iter().find(|p| &p.variant == v && p.metric == metric).map(|p| p.value);
-                    Row { variant: v.clone(), spread: Spread::of(&vals), published }
+                    Row { variant: v.clone(), spread: Spread::of(&vals), published, excluded }
                 })
                 .collect();
             Table { metric, unit, description, rows }
@@ -141,6 +155,17 @@ pub fn cell(s: &Option<Spread>) -> String {
     }
 }
 
+/// A row's cell: [`cell`] over the counted runs, with the unfaithful runs
+/// left out said ([`cell_text`]).
+pub fn row_cell(r: &Row) -> String {
+    cell_text(r.spread.as_ref().map(|_| cell(&r.spread)), r.excluded).unwrap_or_else(|| "—".into())
+}
+
+/// Whether any row of any table left an unfaithful run out.
+pub fn any_excluded(tables: &[Table]) -> bool {
+    tables.iter().any(|t| t.rows.iter().any(|r| r.excluded > 0))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -186,5 +211,55 @@ mod tests {
         assert_eq!((s.median, s.min, s.max, s.n), (200.0, 190.0, 230.0, 3));
         assert_eq!(none.published, Some(200.0));
         assert_eq!(cell(&none.spread), "200 (190–230)");
+        assert_eq!((row_cell(none), none.excluded), ("200 (190–230)".into(), 0));
+    }
+
+    fn fidelity(variant: &str, repeat: u32, faithful: bool) -> crate::runner::records::FidelityRecord {
+        crate::runner::records::FidelityRecord {
+            variant: variant.into(),
+            repeat,
+            faithful,
+            reason: if faithful { String::new() } else { "host saturated".into() },
+            windows: 10,
+            saturated_windows: 0,
+            min_idle_pct: None,
+            max_softirq_pct: None,
+            cpu_stall_pct: None,
+            limit_idle_pct: 5.0,
+            limit_softirq_pct: 90.0,
+            limit_saturated_pct: 10.0,
+            flow_start_late_p99_ms: None,
+            limit_flow_start_late_ms: 2.0,
+            deciding_busy_pct: None,
+            suggested_scale: None,
+            queues: None,
+        }
+    }
+
+    /// The fixture's goodput over repeats 0, 1, 2: none 230, 190, 200 and
+    /// static 455, 450, 460.
+    #[test]
+    fn unfaithful_runs_leave_the_median_and_are_counted() {
+        let mut d = testdata::run();
+        // none: the 230 run unfaithful; static: every run unfaithful.
+        d.fidelity = vec![fidelity("none", 0, false), fidelity("none", 1, true), fidelity("none", 2, true)];
+        d.fidelity.extend((0..3).map(|r| fidelity("static", r, false)));
+        let t = tables(&d);
+        let g = t.iter().find(|t| t.metric == "goodput").unwrap();
+        let none = &g.rows[0];
+        let s = none.spread.unwrap();
+        assert_eq!((s.median, s.min, s.max, s.n, none.excluded), (195.0, 190.0, 200.0, 2, 1));
+        assert_eq!(row_cell(none), "195 (190–200) [1 unfaithful excluded]");
+        assert!(!none.all_unfaithful());
+        let st = &g.rows[1];
+        assert_eq!((st.spread, st.excluded), (None, 3));
+        assert!(st.all_unfaithful());
+        assert_eq!(row_cell(st), "all runs unfaithful");
+        assert!(any_excluded(&t));
+        // Without verdicts (older records) every run counts.
+        d.fidelity.clear();
+        let t = tables(&d);
+        assert!(!any_excluded(&t));
+        assert_eq!(t[0].rows[1].spread.unwrap().n, 3);
     }
 }

@@ -74,7 +74,7 @@ pub fn verdict_html(data: &RunData) -> String {
     let unknown = judged.len() - met - missed;
     let _ = write!(
         o,
-        "<p class=\"tally\">{met} met, {missed} missed{} of {} claim(s). Measured: medians over this run's repeats{}; \
+        "<p class=\"tally\">{met} met, {missed} missed{} of {} claim(s). Measured: medians over this run's faithful repeats{}; \
          ratios and shares make runs at other scales comparable with the paper.</p>",
         if unknown > 0 { format!(", {unknown} unknown") } else { String::new() },
         judged.len(),

@@ -5,19 +5,25 @@
 //!
 //! Besides the CPU times it judges the lateness the run measured of itself
 //! (the flow engine's start lateness, which the runner collects through
-//! `RunCtx::flow_started_late`). What it does not do: it does not read the
-//! emulator's lateness (the lanes fabrics carry no emulator; a testbed with
-//! one can pass its p99 to [`Monitor::stop`]) nor the qdiscs' counters.
+//! `RunCtx::flow_started_late`). At every tick it also dumps the root
+//! qdiscs of the namespaces the testbed names (`Testbed::watched_namespaces`:
+//! the fabric's shaped ports) and records their counters over the run —
+//! recorded, not judged (why: `tcpaccel_core::fidelity`). What it does not
+//! do: it does not read the emulator's lateness (the lanes fabrics carry no
+//! emulator; a testbed with one can pass its p99 to [`Monitor::stop`]).
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::Duration;
 
-use tcpaccel_core::fidelity::{judge, CoreTimes, Lateness, Limits, Verdict};
+use tcpaccel_core::fidelity::{
+    judge, queues, suggest_scale, CoreTimes, Lateness, Limits, PortCounters, Verdict,
+};
 use tcpaccel_sys::procstat::{self, CpuStat};
+use tcpaccel_sys::qdisc::QdiscSocket;
 
-use crate::runner::records::FidelityRecord;
+use crate::runner::records::{FidelityRecord, QueueRecord};
 
 /// How often the cores are sampled: ten windows a second.
 pub const INTERVAL: Duration = Duration::from_millis(100);
@@ -48,6 +54,94 @@ fn core_times(v: &[CpuStat], spare: Spare) -> Vec<CoreTimes> {
 struct Collected {
     cores: Vec<Vec<CoreTimes>>,
     stall: Option<(u64, u64, Duration)>,
+    queues: Option<QueueSamples>,
+}
+
+/// The fabric's ports and their counters at every tick.
+struct QueueWatch {
+    sockets: Vec<(String, QdiscSocket)>,
+    /// `namespace/device` of port `i`; (namespace index, ifindex) finds `i`.
+    names: Vec<String>,
+    index: std::collections::BTreeMap<(usize, u32), usize>,
+    samples: Vec<Vec<Option<PortCounters>>>,
+    sweep: Duration,
+    errors: Vec<String>,
+}
+
+/// What a [`QueueWatch`] hands back.
+struct QueueSamples {
+    names: Vec<String>,
+    samples: Vec<Vec<Option<PortCounters>>>,
+    sweep: Duration,
+    errors: Vec<String>,
+}
+
+impl QueueWatch {
+    /// One socket per namespace; a namespace that cannot be opened is
+    /// named in the errors and left out.
+    fn open(namespaces: &[String]) -> QueueWatch {
+        let mut w = QueueWatch {
+            sockets: Vec::new(),
+            names: Vec::new(),
+            index: Default::default(),
+            samples: Vec::new(),
+            sweep: Duration::ZERO,
+            errors: Vec::new(),
+        };
+        for ns in namespaces {
+            match QdiscSocket::open_in(ns) {
+                Ok(s) => w.sockets.push((ns.clone(), s)),
+                Err(e) => w.errors.push(format!("{ns}: {e}")),
+            }
+        }
+        w
+    }
+
+    /// One sample of every shaped port: each device's root qdisc, unless
+    /// it is `noqueue` (no queue, no counters).
+    fn sample(&mut self) {
+        let t0 = std::time::Instant::now();
+        let mut row = vec![None; self.names.len()];
+        for (n, (ns, sock)) in self.sockets.iter_mut().enumerate() {
+            let dump = match sock.dump() {
+                Ok(d) => d,
+                Err(e) => {
+                    // Once per namespace is enough to say why.
+                    let msg = format!("{ns}: {e}");
+                    if !self.errors.contains(&msg) {
+                        self.errors.push(msg);
+                    }
+                    continue;
+                }
+            };
+            for q in dump.into_iter().filter(|q| q.is_root() && q.kind != "noqueue") {
+                let i = *self.index.entry((n, q.ifindex)).or_insert_with(|| {
+                    let dev = sock
+                        .ifname(q.ifindex)
+                        .map(str::to_string)
+                        .unwrap_or_else(|| format!("if{}", q.ifindex));
+                    self.names.push(format!("{ns}/{dev}"));
+                    self.names.len() - 1
+                });
+                if row.len() <= i {
+                    row.resize(i + 1, None);
+                }
+                row[i] = Some(PortCounters {
+                    bytes: q.bytes,
+                    packets: q.packets,
+                    drops: u64::from(q.drops),
+                    overlimits: u64::from(q.overlimits),
+                    backlog: u64::from(q.backlog),
+                });
+            }
+        }
+        self.samples.push(row);
+        self.sweep += t0.elapsed();
+    }
+
+    fn finish(self) -> QueueSamples {
+        QueueSamples { names: self.names, samples: self.samples, sweep: self.sweep, errors: self.errors }
+    }
 }
 
 /// A running monitor; [`Monitor::stop`] ends it and judges.
@@ -57,22 +151,35 @@ pub struct Monitor {
 }
 
 impl Monitor {
-    pub fn start(interval: Duration, spare: Spare) -> Monitor {
+    /// Starts sampling; with `namespaces` (the testbed's), also their
+    /// shaped ports' qdisc counters. Returns once the first sample is
+    /// taken, so the counters' start precedes the run.
+    pub fn start(interval: Duration, spare: Spare, namespaces: Vec<String>) -> Monitor {
         let stop = Arc::new(AtomicBool::new(false));
         let s = stop.clone();
+        let (ready_tx, ready_rx) = std::sync::mpsc::channel::<()>();
         let handle = std::thread::Builder::new()
             .name("fidelity".into())
             .spawn(move || {
                 let mut out = Vec::new();
+                let mut watch = (!namespaces.is_empty()).then(|| QueueWatch::open(&namespaces));
                 let t0 = std::time::Instant::now();
+                // Returning early drops the sender: start() goes on.
+                let mut ready = Some(ready_tx);
                 let stall0 = procstat::cpu_stall_us().map_err(|e| e.to_string())?;
                 loop {
-                    let v = procstat::read().map_err(|e| e.to_string())?;
-                    out.push(core_times(&v, spare));
+                    if let Some(w) = watch.as_mut() {
+                        w.sample();
+                    }
+                    let v = procstat::read().map_err(|e| e.to_string());
+                    if let Some(r) = ready.take() {
+                        let _ = r.send(());
+                    }
+                    out.push(core_times(&v?, spare));
                     if s.load(Ordering::Relaxed) {
                         let stall1 = procstat::cpu_stall_us().map_err(|e| e.to_string())?;
                         let stall = stall0.zip(stall1).map(|(a, b)| (a, b, t0.elapsed()));
-                        return Ok(Collected { cores: out, stall });
+                        return Ok(Collected { cores: out, stall, queues: watch.map(QueueWatch::finish) });
                     }
                     // Sleep in slices so that stop answers within 10 ms.
                     let mut slept = Duration::ZERO;
@@ -84,6 +191,8 @@ impl Monitor {
                 }
             })
             .ok();
+        // The thread said it sampled, or ended (the channel closes): either way go on.
+        let _ = ready_rx.recv();
         Monitor { stop, handle }
     }
 
@@ -111,7 +220,8 @@ impl Monitor {
             let us = wall.as_micros() as f64;
             (us > 0.0).then(|| b.saturating_sub(a) as f64 / us)
         });
-        Observed { verdict: judge(&c.cores, lateness, &limits), limits, stall_share, lateness }
+        let queues = c.queues.map(queue_record);
+        Observed { verdict: judge(&c.cores, lateness, &limits), limits, stall_share, lateness, queues }
     }
 }
 
@@ -133,6 +243,30 @@ pub struct Observed {
     pub stall_share: Option<f64>,
     /// What the run measured of itself and the verdict weighed.
     pub lateness: Lateness,
+    /// The fabric's qdisc counters over the run, where namespaces were watched.
+    pub queues: Option<QueueRecord>,
+}
+
+/// The record of what a [`QueueWatch`] saw.
+fn queue_record(w: QueueSamples) -> QueueRecord {
+    let q = queues(&w.samples);
+    let most = q.most_drops.and_then(|(i, d)| w.names.get(i).map(|n| (n.clone(), d)));
+    QueueRecord {
+        ports: q.ports,
+        active_ports: q.active_ports,
+        sent_bytes: q.bytes,
+        sent_packets: q.packets,
+        drops: q.drops,
+        overlimits: q.overlimits,
+        samples: q.samples,
+        sweep_ms_mean: if q.samples == 0 { 0.0 } else { w.sweep.as_secs_f64() * 1e3 / q.samples as f64 },
+        peak_port_backlog_bytes: q.peak_port_backlog,
+        peak_total_backlog_bytes: q.peak_total_backlog,
+        mean_total_backlog_bytes: q.mean_total_backlog,
+        most_drops: most.as_ref().map(|m| m.1).unwrap_or(0),
+        most_drops_port: most.map(|m| m.0),
+        error: (!w.errors.is_empty()).then(|| w.errors.join("; ")),
+    }
 }
 
 impl Observed {
@@ -145,13 +279,16 @@ impl Observed {
             saturated: 0,
             min_idle: f64::NAN,
             max_softirq: f64::NAN,
+            deciding_busy: f64::NAN,
+            deciding_softirq: f64::NAN,
         };
-        Observed { verdict, limits, stall_share: None, lateness }
+        Observed { verdict, limits, stall_share: None, lateness, queues: None }
     }
 }
 
-/// The record of one variant × repeat.
-pub fn record(variant: &str, repeat: u32, o: &Observed) -> FidelityRecord {
+/// The record of one variant × repeat; `scale` is the run's D when the
+/// scenario is scaled (then an unfaithful run gets a suggested D).
+pub fn record(variant: &str, repeat: u32, o: &Observed, scale: Option<u32>) -> FidelityRecord {
     let (v, limits) = (&o.verdict, &o.limits);
     let pct = |x: f64| if x.is_finite() { Some(x * 100.0) } else { None };
     FidelityRecord {
@@ -169,6 +306,9 @@ pub fn record(variant: &str, repeat: u32, o: &Observed) -> FidelityRecord {
         limit_saturated_pct: limits.max_saturated_share * 100.0,
         flow_start_late_p99_ms: o.lateness.flow_start_p99.map(|d| d.as_secs_f64() * 1e3),
         limit_flow_start_late_ms: limits.max_flow_start_lateness.as_secs_f64() * 1e3,
+        deciding_busy_pct: pct(v.deciding_busy),
+        suggested_scale: scale.and_then(|d| suggest_scale(d, v)),
+        queues: o.queues.clone(),
     }
 }
 
@@ -181,7 +321,7 @@ mod tests {
         // Light: the monitor alone for 0.5 s. Other helpers' builds share
         // this machine, so only the overloaded case is asserted strictly.
         // Tests run niced (house rule): their spinners are niced work too.
-        let m = Monitor::start(Duration::from_millis(50), Spare::Idle);
+        let m = Monitor::start(Duration::from_millis(50), Spare::Idle, Vec::new());
         std::thread::sleep(Duration::from_millis(500));
         let light = m.stop(Lateness::default()).verdict;
         assert!(light.windows >= 5, "{light:?}");
@@ -199,7 +339,7 @@ mod tests {
             })
             .collect();
         std::thread::sleep(Duration::from_millis(100));
-        let m = Monitor::start(Duration::from_millis(50), Spare::Idle);
+        let m = Monitor::start(Duration::from_millis(50), Spare::Idle, Vec::new());
         std::thread::sleep(Duration::from_millis(700));
         let observed = m.stop(Lateness::default());
         let heavy = observed.verdict.clone();
@@ -209,8 +349,13 @@ mod tests {
         }
         assert!(!heavy.faithful, "{heavy:?}");
         assert!(heavy.reason.contains("saturated"), "{}", heavy.reason);
-        let r = record("v", 1, &observed);
+        let r = record("v", 1, &observed, Some(2));
         assert!(!r.faithful && r.min_idle_pct.is_some_and(|p| p < 5.0), "{r:?}");
+        // Saturated at D = 2: at least two doublings' worth is not claimed,
+        // one is (the deciding window near 100 % busy asks for 2 × 2).
+        assert!(r.suggested_scale.is_some_and(|d| d >= 4), "{r:?}");
+        assert_eq!(record("v", 1, &observed, None).suggested_scale, None, "no scale, no suggestion");
+        assert!(r.queues.is_none(), "no namespaces watched");
         if std::path::Path::new("/proc/pressure/cpu").exists() {
             // Two spinners per core: some task always waits.
             assert!(r.cpu_stall_pct.is_some_and(|p| p > 50.0), "{r:?}");

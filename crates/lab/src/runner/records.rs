@@ -179,6 +179,48 @@ pub struct FidelityRecord {
     pub flow_start_late_p99_ms: Option<f64>,
     #[serde(default)]
     pub limit_flow_start_late_ms: f64,
+    /// Busy share of the machine in the window the CPU rule hinges on
+    /// (`tcpaccel_core::fidelity::Verdict::deciding_busy`), in percent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub deciding_busy_pct: Option<f64>,
+    /// For an unfaithful run of a scaled scenario: the D to try next
+    /// (`tcpaccel_core::fidelity::suggest_scale`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub suggested_scale: Option<u32>,
+    /// The fabric's qdisc counters over the run, where the testbed has
+    /// shaped ports (absent otherwise and in older records).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub queues: Option<QueueRecord>,
+}
+
+/// The fabric ports' root qdiscs over one run (`tcpaccel_core::fidelity::
+/// queues`): counts from the first sample (before the run) to the last
+/// (after it), backlogs as the monitor's samples saw them.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct QueueRecord {
+    /// Shaped ports watched, and of them those that sent a packet.
+    pub ports: usize,
+    pub active_ports: usize,
+    pub sent_bytes: u64,
+    pub sent_packets: u64,
+    pub drops: u64,
+    /// Times a tbf held a packet back for want of tokens.
+    pub overlimits: u64,
+    /// Samples taken (one per monitor tick), and the mean wall time of one
+    /// sweep over every namespace (the monitor's own cost).
+    pub samples: usize,
+    pub sweep_ms_mean: f64,
+    pub peak_port_backlog_bytes: u64,
+    pub peak_total_backlog_bytes: u64,
+    pub mean_total_backlog_bytes: f64,
+    /// `namespace/device` of the port that dropped most, and its drops.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub most_drops_port: Option<String>,
+    #[serde(default)]
+    pub most_drops: u64,
+    /// Why some or all ports could not be read (their counters are missing).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
 }
 
 /// Closing record: whether all planned repeats finished.

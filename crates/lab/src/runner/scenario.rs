@@ -129,6 +129,11 @@ pub trait Scenario: Send + Sync {
 /// A prepared testbed that runs one variant once.
 pub trait Testbed {
     fn run_one(&mut self, ctx: &mut RunCtx<'_>) -> Result<()>;
+    /// Network namespaces whose shaped ports' qdisc counters the fidelity
+    /// monitor records for each run (none by default).
+    fn watched_namespaces(&self) -> Vec<String> {
+        Vec::new()
+    }
 }
 
 /// p99 of the flows' start lateness in experiment units (wall ÷ D); `None`
@@ -325,6 +330,7 @@ pub fn run(s: &dyn Scenario, opts: &RunOptions) -> Result<RunData> {
                     let monitor = crate::runner::fidelity::Monitor::start(
                         crate::runner::fidelity::INTERVAL,
                         crate::runner::fidelity::Spare::IdleAndNiced,
+                        bed.watched_namespaces(),
                     );
                     let mut result = bed.run_one(&mut ctx);
                     let lateness = tcpaccel_core::fidelity::Lateness {
@@ -332,9 +338,21 @@ pub fn run(s: &dyn Scenario, opts: &RunOptions) -> Result<RunData> {
                         flow_start_p99: flow_start_p99(&ctx.start_late_s, &params),
                     };
                     let observed = monitor.stop(lateness);
-                    let fidelity = crate::runner::fidelity::record(v, repeat, &observed);
+                    let scale = params
+                        .0
+                        .contains_key(SCALE_PARAM)
+                        .then(|| dilation(&params.0).map(|d| d.get()).ok())
+                        .flatten();
+                    let fidelity = crate::runner::fidelity::record(v, repeat, &observed, scale);
                     if !fidelity.faithful {
-                        progress.message(&format!("{v} repeat {repeat} unfaithful: {}", fidelity.reason));
+                        let suggest = match (scale, fidelity.suggested_scale) {
+                            (Some(d), Some(s)) => format!(" — try --set {SCALE_PARAM}={s} (this run: {d})"),
+                            _ => String::new(),
+                        };
+                        progress.message(&format!(
+                            "{v} repeat {repeat} unfaithful: {}{suggest}",
+                            fidelity.reason
+                        ));
                     }
                     ctx.writer.write(&Record::Fidelity(fidelity))?;
                     if result.is_ok() && interrupted() {

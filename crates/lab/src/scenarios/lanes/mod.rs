@@ -436,6 +436,12 @@ impl<E: Experiment> Testbed for LanesBed<E> {
     fn run_one(&mut self, ctx: &mut RunCtx<'_>) -> Result<()> {
         self.experiment.run(&self.bed, ctx)
     }
+
+    /// Every node of the datacenter: the switches' ports and the hosts'
+    /// uplinks are all tbf over bfifo.
+    fn watched_namespaces(&self) -> Vec<String> {
+        self.bed.fab.net.namespaces()
+    }
 }
 
 /// The kernel's own minimum RTO (`TCP_RTO_MIN`): a route's `rto_min` below
@@ -570,6 +576,37 @@ mod tests {
             let (exp, wall) = (s.metrics["short_avg_ms@0.2"], s.metrics["short_avg_ms_wall@0.2"]);
             assert!(close(Some(exp * 2.0), wall), "{}: {exp} vs {wall}", s.variant);
         }
+    }
+
+    /// A short leaf–spine run: its fidelity record carries the fabric's
+    /// qdisc counters, the ports that carried the flows sent packets, and
+    /// the counts hold together (a port cannot be active without sending).
+    #[test]
+    fn root_a_leaf_spine_run_records_its_fabric_queues() {
+        let d = crate::runner::scenario::run_short(
+            &LanesRealistic(Mix::WebSearch),
+            &[
+                ("hosts", "4"),
+                ("rate", "100mbit"),
+                ("loads", "0.5"),
+                ("duration", "1s"),
+                ("variants", "mptcp"),
+            ],
+        );
+        assert_eq!(d.fidelity.len(), 1);
+        let q = d.fidelity[0].queues.as_ref().expect("the monitor watched the fabric");
+        assert_eq!(q.error, None, "{q:?}");
+        // 4 hosts, 2 fabrics, 1 leaf and 2 spines each: 2 × (4 + 2) links,
+        // a tbf at each end of each.
+        assert_eq!(q.ports, 2 * 2 * (4 + 2), "{q:?}");
+        assert!(q.active_ports >= 4 && q.active_ports <= q.ports, "{q:?}");
+        let flow_bytes: u64 = d.flows.iter().filter(|f| f.completed).map(|f| f.bytes).sum();
+        assert!(flow_bytes > 0);
+        // Every completed byte crossed at least two shaped ports (the
+        // sender's uplink and the leaf's port down to the receiver).
+        assert!(q.sent_bytes >= 2 * flow_bytes, "{} sent for {flow_bytes} of flows: {q:?}", q.sent_bytes);
+        assert!(q.sent_packets > 0 && q.samples >= 2, "{q:?}");
+        assert!(q.peak_port_backlog_bytes <= q.peak_total_backlog_bytes, "{q:?}");
     }
 
     #[test]
