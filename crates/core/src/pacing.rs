@@ -560,8 +560,9 @@ pub struct HoldAck {
 ///   (the train with the most bytes: bytes acked from its first ACK to its
 ///   last over the time between them; packet-train dispersion).
 /// - Slow start, paced: eq. (1) with twice the cwnd (`ss_rate`: the
-///   kernel's slow-start pacing ratio, `tcp_pacing_ss_ratio` 200%), under a
-///   cap grown in time per srtt while it binds:
+///   kernel's slow-start pacing ratio, `tcp_pacing_ss_ratio` 200%) while
+///   the RTT shows no queue, eq. (1) once it does, under a cap grown in
+///   time per srtt while it binds:
 ///   doubling below half the estimate, 1/16 above; without an estimate 5/4,
 ///   11/10 once srtt − min_rtt exceeds min_rtt/400.
 /// - A queue (srtt − min_rtt above min_rtt/64 in slow start, min_rtt/32
@@ -627,7 +628,9 @@ impl BpfHold {
     /// `ss_rate`, eq. (1) with twice the cwnd (both under the rule's
     /// ceiling), or [`BPF_RATE_UNPACED`] during the probe.
     ///
-    /// Slow start is paced at `ss_rate`: eq. (1) as such sends one window
+    /// Slow start is paced at `ss_rate` while the RTT shows no queue (the
+    /// hold's slow-start threshold: min_rtt/64 and 1 ms), at `rate` once it
+    /// does. Eq. (1) as such sends one window
     /// per RTT, and a window that grows by one segment per segment acked
     /// then grows by about 1.76 per RTT instead of 2 (fluid model: the
     /// rate r = cwnd/RTT grows as r'(t) = r(t − RTT)/RTT, so r ∝ e^(a·t)
@@ -655,16 +658,19 @@ impl BpfHold {
             self.train(now, a.bytes_acked, a.mss_cache, min_rtt);
             return BPF_RATE_UNPACED;
         }
-        let rate = if fast { ss_rate } else { rate };
         if srtt == 0 || min_rtt == 0 {
-            return rate;
+            return if fast { ss_rate } else { rate };
         }
+        let queue = srtt.saturating_sub(min_rtt);
+        // Slow start at twice eq. (1) while the RTT shows no queue the hold
+        // would act on; into a queue, eq. (1).
+        let ss_queue = queue > BPF_HOLD_MIN_QUEUE_US && queue * HOLD_SS_DIV > min_rtt;
+        let rate = if fast && !ss_queue { ss_rate } else { rate };
         if self.cap == 0 {
             self.cap = rate;
             self.cap_ns = now;
             return rate;
         }
-        let queue = srtt.saturating_sub(min_rtt);
         let div = if fast { HOLD_SS_DIV } else { HOLD_CA_DIV };
         let queued = self.dlv_rate * 2 >= self.cap && queue > BPF_HOLD_MIN_QUEUE_US && queue * div > min_rtt;
         if new_win && !self.full {
@@ -1230,7 +1236,8 @@ mod tests {
             dlv_rate: 64_000,
             ..BpfHold::default()
         };
-        assert_eq!(h.on_ack(150_000, 180_000, hack(1_000, 0, 110_000)), 180_000);
+        // Slow start into 10 ms of queue: eq. (1), not twice it.
+        assert_eq!(h.on_ack(150_000, 180_000, hack(1_000, 0, 110_000)), 150_000);
         // A path of microseconds: 300 µs of noise on a 20 µs min_rtt is no
         // queue (under 1 ms); 1.2 ms is.
         let micro = |srtt_us: u32| HoldAck { rtt_min_us: 20, snd_ssthresh: 10, ..hack(1_000, 0, srtt_us) };

@@ -308,8 +308,9 @@ static __always_inline void release(struct bpf_sock_ops *skops, __u32 rule_idx, 
  *   the most bytes gives the estimate: bytes acked from its first ACK to
  *   its last over the time between them; ACKs more than
  *   HOLD_TRAIN_GAP_US apart end a train.
- * - Slow start, paced: eq. 1 with twice the cwnd (the kernel's own
- *   slow-start pacing ratio, tcp_pacing_ss_ratio 200%: eq. 1 as such
+ * - Slow start, paced: eq. 1 with twice the cwnd while the RTT shows no
+ *   queue (min_rtt/64 and HOLD_MIN_QUEUE_US), eq. 1 once it does (the
+ *   kernel's own slow-start pacing ratio, tcp_pacing_ss_ratio 200%: eq. 1 as such
  *   sends one window per RTT, so slow start would grow by about 1.76
  *   instead of 2 per RTT and a transfer that never fills the pipe would
  *   end later than unpaced), under a cap grown in time per srtt and only
@@ -398,16 +399,18 @@ static __always_inline __u64 hold_cap(struct bpf_sock_ops *skops, struct sock_st
 		hold_train(st, now, acked, skops->mss_cache, min_rtt);
 		return RATE_UNPACED;
 	}
-	if (fast)
-		rate = ss_rate;
 	if (srtt == 0 || min_rtt == 0)
-		return rate;
+		return fast ? ss_rate : rate;
+	__u64 queue = srtt > min_rtt ? srtt - min_rtt : 0;
+	/* Slow start at twice eq. 1 while the RTT shows no queue the hold
+	 * would act on; into a queue, eq. 1. */
+	if (fast && !(queue > HOLD_MIN_QUEUE_US && queue * HOLD_SS_DIV > min_rtt))
+		rate = ss_rate;
 	if (st->cap == 0) {
 		st->cap = rate;
 		st->cap_ns = now;
 		return rate;
 	}
-	__u64 queue = srtt > min_rtt ? srtt - min_rtt : 0;
 	/* A delivery rate under half the cap says the socket was limited by
 	 * something else (its window, the receiver, the application): then a
 	 * queue is no sign that its own rate is too high. */
