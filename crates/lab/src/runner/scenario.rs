@@ -399,7 +399,11 @@ pub fn run(s: &dyn Scenario, opts: &RunOptions) -> Result<RunData> {
 #[cfg(test)]
 pub(crate) fn run_short(s: &dyn Scenario, sets: &[(&str, &str)]) -> RunData {
     tcpaccel_sys::testing::require_root();
-    let out = std::env::temp_dir().join(format!("tcpaccel-lab-{}-test-{}", s.name(), std::process::id()));
+    // One directory per call: tests of one scenario run in parallel threads
+    // of one process, and each removes its directory when done.
+    static CALLS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let n = CALLS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let out = std::env::temp_dir().join(format!("tcpaccel-lab-{}-test-{}-{n}", s.name(), std::process::id()));
     let opts = RunOptions {
         quick: true,
         repeats: Some(1),
