@@ -11,7 +11,7 @@ use super::knobs::{specs, Param};
 use super::{
     common_params, estimate_scaled, prepare_bed, put, record_outcome, run_policy, sample, Bed, Experiment,
 };
-use super::{DRAIN, POLICIES};
+use super::{drain_param, DRAIN, POLICIES};
 use crate::engines::workloads::{self as workload, Hosts};
 use crate::runner::records::MetricSpec;
 use crate::runner::scenario::{ParamSpec, Params, RunCtx, Scenario, Testbed};
@@ -55,7 +55,10 @@ impl Scenario for LanesBuildup {
         let n = p.list("senders").map(|l| l.len()).unwrap_or(4) as u32;
         estimate_scaled(
             p,
-            (p.duration("duration").unwrap_or(Duration::from_secs(10)) + DRAIN + Duration::from_secs(1)) * n,
+            (p.duration("duration").unwrap_or(Duration::from_secs(10))
+                + p.duration("drain").unwrap_or(DRAIN)
+                + Duration::from_secs(1))
+                * n,
         )
     }
     fn prepare(&self, p: &Params, _dir: &Path) -> Result<Box<dyn Testbed>> {
@@ -68,6 +71,7 @@ impl LanesBuildup {
         let mut v = common_params("2", "8", "100mbit");
         v.push(Param::new("senders", "1,2,4,6", Rule::Count, "long-flow sender counts to run"));
         v.push(Param::new("duration", "10s", Rule::Time, "arrivals window per sender count"));
+        v.push(drain_param());
         v
     }
 }
@@ -76,6 +80,7 @@ impl Experiment for LanesBuildup {
     /// 64 KB short flows to front-ends while 1..N hosts send long flows to back-ends.
     fn run(&self, bed: &Bed, ctx: &mut RunCtx<'_>) -> Result<()> {
         let duration = bed.params.time("duration")?;
+        let drain = bed.params.time("drain")?;
         let senders: Vec<u32> = bed.params.numbers("senders")?;
         let d = bed.params.d();
         let hosts = Hosts::quarter_back(bed.fab.spec.hosts);
@@ -91,7 +96,7 @@ impl Experiment for LanesBuildup {
                 ctx,
                 &dir,
                 &variant,
-                duration + bed.params.wall(DRAIN),
+                duration + drain,
                 format!("{variant}-s{n}-r{}", ctx.repeat),
             )?;
             let o = run_policy(&bed.fab, &flows, &spec)?;

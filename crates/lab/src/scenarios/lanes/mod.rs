@@ -67,6 +67,19 @@ const REPFLOW_THRESHOLD: u64 = 100 * 1000;
 /// (experiment units; × D in wall time).
 const DRAIN: Duration = Duration::from_secs(4);
 
+/// `drain` (default [`DRAIN`]): how long flows may still run after the
+/// arrivals window before the rest are cut (counted in `cut_by_limit`). A
+/// time, so it scales; a figure at a large D shortens it rather than wait
+/// D × 4 s for the heavy tail of the long flows.
+fn drain_param() -> Param {
+    Param::new(
+        "drain",
+        "4s",
+        Rule::Time,
+        "how long flows may still run after the arrivals window; the rest are cut (cut_by_limit)",
+    )
+}
+
 const POLICIES: [&str; 7] = ["mptcp", "single", "repflow", "deadline", "link-cost", "size", "size-link-cost"];
 
 /// The lanes policies (the variants that run a daemon): `size` switches a

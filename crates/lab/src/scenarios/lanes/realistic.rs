@@ -11,7 +11,7 @@ use super::knobs::{specs, Param};
 use super::{
     common_params, estimate_scaled, long_mbps, prepare_bed, put, record_outcome, run_policy, sample, Bed,
 };
-use super::{Experiment, DRAIN, POLICIES};
+use super::{drain_param, Experiment, DRAIN, POLICIES};
 use crate::engines::workloads::{self as workload, Hosts, Mix};
 use crate::runner::records::MetricSpec;
 use crate::runner::scenario::{ParamSpec, Params, RunCtx, Scenario, Testbed};
@@ -29,12 +29,7 @@ fn realistic_params(fan_in: &str, rate: &str) -> Vec<Param> {
         "offered load per destination link (arrivals follow the scaled rate)",
     ));
     v.push(Param::new("duration", "10s", Rule::Time, "arrivals window per load"));
-    v.push(Param::new(
-        "drain",
-        "4s",
-        Rule::Time,
-        "how long flows may still run after the arrivals window; the rest are cut (cut_by_limit)",
-    ));
+    v.push(drain_param());
     v.push(Param::new("fan_in", fan_in, Rule::Count, "data mining: senders a back-end job is split over"));
     // Thousands of short connections: eight daemons dumping sock_diag every
     // 20 ms took a core on their own.
