@@ -27,7 +27,7 @@ out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
 status=0
 # source -> committed object
-for src in crates/pacer/bpf/*.bpf.c crates/lanes/bpf/*.bpf.c; do
+for src in crates/pacer/bpf/*.bpf.c crates/lanes/bpf/*.bpf.c crates/lab/bpf/*.bpf.c; do
   dir=$(dirname "$src"); name=$(basename "$src" .c)
   # The shared header (bpf/include/tcpaccel_bpf.h), by a relative path too.
   inc=$(realpath --relative-to="$dir" bpf/include)

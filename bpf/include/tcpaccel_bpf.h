@@ -4,9 +4,9 @@
  * own loader reads (crates/sys/src/bpf.rs, MapDef: classic "maps" section,
  * no BTF), the socket constants the uapi headers that linux/bpf.h pulls
  * in do not define, the checks of the ABI tables, and the one reader of a
- * socket's addresses. Included by crates/pacer/bpf/pace.bpf.c and
- * crates/lanes/bpf/lanes.bpf.c; scripts/build-bpf.sh puts this directory on
- * the include path.
+ * socket's addresses. Included by crates/pacer/bpf/pace.bpf.c,
+ * crates/lanes/bpf/lanes.bpf.c and crates/lab/bpf/rto_init.bpf.c;
+ * scripts/build-bpf.sh puts this directory on the include path.
  */
 #ifndef TCPACCEL_BPF_H
 #define TCPACCEL_BPF_H

@@ -163,3 +163,46 @@ fn root_scaled_rto_min_is_on_the_leaf_spine_host_routes() {
     let fab = up(Shape::LeafSpine, 2);
     assert_rto_min(&fab, Duration::from_millis(1200));
 }
+
+/// The RTO a connecting socket of `node` starts with: a SYN to an on-link
+/// address nobody answers waits for ARP, so `tcp_info` shows the initial
+/// RTO untouched (the blocking connect gives up after 50 ms; the handshake
+/// goes on in the background until the socket is dropped).
+fn syn_rto(fab: &Fabric, node: &str, dst: Ipv4Addr) -> Duration {
+    let rto = fab
+        .net
+        .run_in(node, move || -> Result<u32, String> {
+            use tcpaccel_sys::sockopt;
+            let fd = TcpStream::from(sockopt::tcp_socket(sockopt::Family::V4).map_err(|e| e.to_string())?);
+            fd.set_write_timeout(Some(Duration::from_millis(50))).map_err(|e| e.to_string())?;
+            match sockopt::connect(&fd, &SocketAddr::new(dst.into(), 9)) {
+                Ok(()) => return Err(format!("{dst} answered")),
+                Err(e) if e.to_string().contains("in progress") => {}
+                Err(e) => return Err(e.to_string()),
+            }
+            let info = tcpaccel_sys::tcpinfo::tcp_info(&fd).map_err(|e| e.to_string())?;
+            Ok(info.rto)
+        })
+        .expect("entering the namespace")
+        .unwrap_or_else(|e| panic!("{node}: connecting to {dst}: {e}"));
+    Duration::from_micros(u64::from(rto))
+}
+
+#[test]
+fn root_scaled_initial_rto_is_on_the_hosts_sockets_only() {
+    let mut fab = up(Shape::LeafSpine, 2);
+    let nobody = Ipv4Addr::new(10, 10, 0, 77);
+    assert_eq!(syn_rto(&fab, "h0", nobody), Duration::from_secs(1), "the kernel's initial RTO before");
+    let rto = fab.set_rto_init(Duration::from_secs(4)).expect("setting the initial RTO");
+    assert_eq!(rto, Duration::from_secs(4));
+    assert_eq!(syn_rto(&fab, "h0", nobody), rto, "a host's SYN");
+    assert_eq!(syn_rto(&fab, "h1", Ipv4Addr::new(10, 11, 1, 77)), rto, "the other host, from its LL address");
+    // The program answers for the run's hosts only: the leaf's namespace
+    // (and every other socket on the machine) keeps 1 s.
+    assert_eq!(syn_rto(&fab, "f0l0", nobody), Duration::from_secs(1), "a switch's SYN");
+    // Set again (a second variant on the same fabric), the old program goes.
+    let tick = tcpaccel_sys::sockopt::jiffy().unwrap();
+    let rto = fab.set_rto_init(Duration::from_secs(2) + tick / 4).expect("setting it again");
+    assert_eq!(rto, Duration::from_secs(2) + tick, "whole ticks, rounded up");
+    assert_eq!(syn_rto(&fab, "h0", nobody), rto);
+}

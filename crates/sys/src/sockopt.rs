@@ -476,6 +476,23 @@ pub fn set_recv_timeout(fd: &impl AsFd, timeout: Duration) -> Result<()> {
     set_raw(fd, libc::SOL_SOCKET, libc::SO_RCVTIMEO, &tv, "setsockopt(SO_RCVTIMEO)")
 }
 
+/// The kernel's timer tick (one jiffy, 1/HZ s), read without privilege or
+/// the kernel's build config: a socket keeps `SO_RCVTIMEO` in jiffies,
+/// rounding a set value up to whole ticks, so 1 µs set reads back as one
+/// tick (net/core/sock.c, sock_set_timeout / sock_get_timeout). Timers
+/// the kernel takes in jiffies (a BPF initial RTO) are sized with it.
+pub fn jiffy() -> Result<Duration> {
+    const OP: &str = "reading the tick through SO_RCVTIMEO";
+    let udp = std::net::UdpSocket::bind("127.0.0.1:0").map_err(|e| Error::os(OP, e))?;
+    set_recv_timeout(&udp, Duration::from_micros(1))?;
+    match udp.read_timeout().map_err(|e| Error::os(OP, e))? {
+        Some(tick) if tick <= Duration::from_millis(100) => Ok(tick),
+        other => {
+            Err(Error::Other { op: OP.into(), msg: format!("1 µs read back as {other:?}, not one tick") })
+        }
+    }
+}
+
 /// The address the socket is bound to (`getsockname(2)`); the unspecified
 /// address and port 0 when it is not bound yet.
 pub fn local_addr(fd: &impl AsFd) -> Result<SocketAddr> {
@@ -658,6 +675,18 @@ mod tests {
         assert!(t0.elapsed() >= Duration::from_millis(25), "{:?}", t0.elapsed());
         set_int(&udp, libc::SOL_SOCKET, libc::SO_RCVBUF, 64 * 1024, "t").unwrap();
         assert_eq!(get_int(&udp, libc::SOL_SOCKET, libc::SO_RCVBUF, "t").unwrap(), 128 * 1024);
+    }
+
+    #[test]
+    fn the_tick_is_one_of_the_kernels_hz_choices() {
+        // CONFIG_HZ is 100, 250, 300 or 1000; the tick is 1/HZ.
+        let tick = jiffy().unwrap();
+        let hz = Duration::from_secs(1).as_micros() / tick.as_micros();
+        assert!([100, 250, 300, 1000].contains(&hz), "tick {tick:?} = HZ {hz}");
+        // A timeout of n ticks reads back as n ticks; half a tick more as n + 1.
+        let udp = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+        set_recv_timeout(&udp, tick * 3 + tick / 2).unwrap();
+        assert_eq!(udp.read_timeout().unwrap(), Some(tick * 4));
     }
 
     #[test]

@@ -33,6 +33,7 @@ use std::time::Duration;
 
 use crate::engines::flows::HostAddrs;
 use crate::testbeds::fattree;
+use crate::testbeds::rto_init::InitialRto;
 use anyhow::{bail, Context, Result};
 use tcpaccel_core::units::{Bytes, QueueLimit, Rate};
 use tcpaccel_core::workload::HostId;
@@ -396,6 +397,8 @@ pub struct Fabric {
     pub spec: FabricSpec,
     pub net: Network,
     pub hosts: Vec<HostAddrs>,
+    /// The hosts' initial RTO program, once [`Fabric::set_rto_init`] ran.
+    rto_init: Option<InitialRto>,
 }
 
 /// How the hosts' MPTCP is set up for a variant.
@@ -441,7 +444,7 @@ impl Fabric {
             }
         }
         let hosts = spec.host_addrs(&net)?;
-        Ok(Fabric { spec, net, hosts })
+        Ok(Fabric { spec, net, hosts, rto_init: None })
     }
 
     /// Sets every host's path manager, limits and endpoints for `mode`.
@@ -485,6 +488,23 @@ impl Fabric {
             .with_context(|| format!("rto_min on the routes of h{h}"))?;
         }
         Ok(())
+    }
+
+    /// Gives every host's TCP connections the initial RTO `rto` (the
+    /// kernel's is 1 s; see [`crate::testbeds::rto_init`]) until the fabric
+    /// is dropped. Returns the value the sockets get (whole ticks).
+    pub fn set_rto_init(&mut self, rto: Duration) -> Result<Duration> {
+        let mut cookies = Vec::new();
+        for h in 0..self.spec.hosts {
+            let name = FabricSpec::host_name(h);
+            let cookie = self.net.run_in(&name, tcpaccel_sys::bpf::current_netns_cookie)?;
+            cookies.push(cookie.with_context(|| format!("the network namespace cookie of {name}"))?);
+        }
+        self.rto_init = None;
+        let prog = InitialRto::attach(&cookies, rto)?;
+        let got = prog.rto;
+        self.rto_init = Some(prog);
+        Ok(got)
     }
 
     /// Bytes sent so far out of every host's interface on each fabric

@@ -20,13 +20,14 @@
 //!
 //! Scale (`--set scale=D`, issue 25): every parameter declares how it
 //! follows D ([`knobs`]): rates ÷ D, times × D (also the experiments' own
-//! drain, fill and timeouts, and TCP's `rto_min` on the host routes where
-//! the kernel honours it), γ ÷ D, bytes, counts and loads unchanged. The
-//! experiment is then the same in packets, windows and RTTs at 1/D of the
-//! CPU per second; metrics are in experiment units (times ÷ D, rates × D),
-//! with `_wall` twins in wall time when D > 1. What D cannot scale: the
+//! drain, fill and timeouts, TCP's `rto_min` on the host routes where
+//! the kernel honours it, and TCP's initial RTO through a BPF program,
+//! [`crate::testbeds::rto_init`]), γ ÷ D, bytes, counts and loads unchanged.
+//! The experiment is then the same in packets, windows and RTTs at 1/D of
+//! the CPU per second; metrics are in experiment units (times ÷ D, rates ×
+//! D), with `_wall` twins in wall time when D > 1. What D cannot scale: the
 //! delayed-ACK timer (40 ms ATO), TLP's +200 ms with one packet out, the
-//! initial RTO (1 s), the daemons' and the kernel's own latencies.
+//! daemons' and the kernel's own latencies.
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -39,6 +40,7 @@ use tcpaccel_core::workload::{Flow, FlowClass};
 
 use crate::runner::scenario::{stop_flag, Params, RunCtx, Testbed};
 use crate::testbeds::fabric::{Fabric, FabricSpec, MptcpMode, Shape};
+use crate::testbeds::rto_init::KERNEL_RTO_INIT;
 use tcpaccel_core::scale::{Dilation, Rule};
 
 mod basic;
@@ -176,7 +178,7 @@ fn common_params(fabrics: &str, hosts: &str, rate: &str) -> Vec<Param> {
             "1",
             Rule::Factor,
             "time dilation D (issue 25): every rate divided by D, every time (delays, deadlines, ν unit, \
-             intervals, durations, timeouts, rto_min) multiplied by D, bytes and counts unchanged; FCTs are \
+             intervals, durations, timeouts, rto_min, rto_init) multiplied by D, bytes and counts unchanged; FCTs are \
              recorded in wall time and in experiment units (÷ D)",
         ),
         Param::new(
@@ -185,6 +187,14 @@ fn common_params(fabrics: &str, hosts: &str, rate: &str) -> Vec<Param> {
             Rule::Time,
             "TCP's minimum RTO on every host route, in experiment units (Linux: 200 ms); set on the routes when \
              the scaled value exceeds the kernel's 200 ms (the kernel honours a route's rto_min only above it)",
+        ),
+        Param::new(
+            "rto_init",
+            "1s",
+            Rule::Time,
+            "TCP's initial RTO (SYN, SYN-ACK, data before the first RTT sample) on every host, in experiment \
+             units (Linux: 1 s, no sysctl or route knob); any other scaled value is set by a BPF sock_ops program \
+             for the hosts' namespaces (BPF_SOCK_OPS_TIMEOUT_INIT, whole 4 ms ticks at HZ 250, at most 120 s)",
         ),
     ]
 }
@@ -464,7 +474,7 @@ const KERNEL_RTO_MIN: Duration = Duration::from_millis(200);
 /// Brings the datacenter up for `experiment`; `policies` says whether the
 /// variants are policies (checked before anything is built) or something
 /// else the experiment checks itself. With D > 1 the scaled `rto_min` goes
-/// on every host route.
+/// on every host route and the scaled initial RTO on every host.
 fn prepare_bed<E: Experiment + 'static>(
     p: &Params,
     declared: &[Param],
@@ -479,9 +489,13 @@ fn prepare_bed<E: Experiment + 'static>(
         }
     }
     let rto_min = k.time("rto_min")?;
-    let fab = Fabric::up(spec)?;
+    let rto_init = k.time("rto_init")?;
+    let mut fab = Fabric::up(spec)?;
     if rto_min > KERNEL_RTO_MIN {
         fab.set_rto_min(rto_min).context("setting the scaled rto_min on the host routes")?;
+    }
+    if rto_init != KERNEL_RTO_INIT {
+        fab.set_rto_init(rto_init).context("setting the scaled initial RTO on the hosts")?;
     }
     Ok(Box::new(LanesBed { bed: Bed { fab, params: k }, experiment }))
 }
@@ -639,6 +653,7 @@ mod tests {
         assert_eq!(k.time("sample_interval").unwrap(), Duration::from_millis(200));
         assert_eq!(k.time("duration").unwrap(), Duration::from_secs(20));
         assert_eq!(k.time("rto_min").unwrap(), Duration::from_millis(800));
+        assert_eq!(k.time("rto_init").unwrap(), Duration::from_secs(4));
         assert_eq!(k.per_time("gamma").unwrap(), 0.25);
         assert_eq!(k.bytes("buffer").unwrap(), Bytes(128 * 1000));
         assert_eq!(k.bytes("size_threshold").unwrap(), Bytes(100 * 1000));
