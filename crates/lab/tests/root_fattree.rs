@@ -11,7 +11,7 @@ use std::net::{Ipv4Addr, SocketAddr, TcpListener, TcpStream};
 use std::time::Duration;
 
 use tcpaccel_core::units::{Bytes, Rate};
-use tcpaccel_lab::testbeds::fabric::{iface_tx_bytes, Fabric, FabricSpec, Shape};
+use tcpaccel_lab::testbeds::fabric::{iface_tx_bytes, Fabric, FabricSpec, RouteMetrics, Shape};
 use tcpaccel_lab::testbeds::fattree;
 
 fn up(shape: Shape, hosts: u32) -> Fabric {
@@ -129,7 +129,8 @@ fn assert_flows_spread_over_cores(fab: &Fabric) {
 /// With the scaled rto_min on the routes, a connection's RTO (what `ss`
 /// shows as rto) is at least that, from the SL and the LL address both.
 fn assert_rto_min(fab: &Fabric, rto_min: Duration) {
-    fab.set_rto_min(rto_min).expect("setting rto_min on the host routes");
+    fab.set_route_metrics(RouteMetrics { rto_min: Some(rto_min), quickack: false })
+        .expect("setting rto_min on the host routes");
     let last = fab.spec.hosts - 1;
     for f in 0..fab.spec.fabrics {
         let dst = SocketAddr::new(FabricSpec::host_addr(last, f).into(), 7997);
@@ -162,6 +163,18 @@ fn root_fattree_reaches_every_pair_spreads_flows_by_hash_and_leaves_nothing() {
 fn root_scaled_rto_min_is_on_the_leaf_spine_host_routes() {
     let fab = up(Shape::LeafSpine, 2);
     assert_rto_min(&fab, Duration::from_millis(1200));
+    // Delayed ACKs and tail loss probes off (D cannot scale their timers).
+    fab.set_route_metrics(RouteMetrics { rto_min: Some(Duration::from_millis(1200)), quickack: true })
+        .unwrap();
+    fab.set_tlp(false).unwrap();
+    for h in 0..2 {
+        let name = FabricSpec::host_name(h);
+        let out = fab.net.exec(&name, &["ip", "route", "show", "table", "all"]).unwrap().output().unwrap();
+        let routes = String::from_utf8_lossy(&out.stdout);
+        let quick = routes.lines().filter(|l| l.contains(" via ") && l.contains("quickack 1")).count();
+        assert_eq!(quick, 3, "{name}: default, the LL /16 and table 101's default, all quickack:\n{routes}");
+        assert_eq!(fab.net.sysctl(&name, "net.ipv4.tcp_early_retrans").unwrap(), "0", "{name}");
+    }
 }
 
 /// The RTO a connecting socket of `node` starts with: a SYN to an on-link

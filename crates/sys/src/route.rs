@@ -1,6 +1,6 @@
 //! rtnetlink IPv4 routes: add or replace one route, with one gateway or
-//! several (ECMP, `RTA_MULTIPATH`) and the `rto_min` metric, in the calling
-//! thread's network namespace.
+//! several (ECMP, `RTA_MULTIPATH`) and the `rto_min` and `quickack`
+//! metrics, in the calling thread's network namespace.
 //!
 //! What it is: the encoder of `RTM_NEWROUTE` (pure, tested to the byte) and
 //! one request/ack exchange over [`crate::netlink::NlSocket`]. What it is
@@ -30,6 +30,7 @@ const RTA_MULTIPATH: u16 = 9;
 const RTA_TABLE: u16 = 15;
 const RTAX_LOCK: u16 = 1;
 const RTAX_RTO_MIN: u16 = 13;
+const RTAX_QUICKACK: u16 = 15;
 
 const RTPROT_STATIC: u8 = 4;
 const RT_SCOPE_UNIVERSE: u8 = 0;
@@ -51,6 +52,10 @@ pub struct Route4 {
     pub via: Vec<Ipv4Addr>,
     /// Locked minimum RTO of TCP connections over this route (whole ms).
     pub rto_min: Option<Duration>,
+    /// TCP connections over this route acknowledge every segment at once,
+    /// never by the delayed-ACK timer (`ip route … quickack 1`;
+    /// `tcp_in_quickack_mode` reads it, no lock needed).
+    pub quickack: bool,
 }
 
 impl Route4 {
@@ -59,6 +64,9 @@ impl Route4 {
         let mut s = format!("route {}/{} via {} table {}", self.dst, self.prefix, via.join(","), self.table);
         if let Some(r) = self.rto_min {
             s.push_str(&format!(" rto_min {}ms", r.as_millis()));
+        }
+        if self.quickack {
+            s.push_str(" quickack 1");
         }
         s
     }
@@ -108,14 +116,19 @@ impl Route4 {
             }
             a.put(RTA_MULTIPATH, &hops);
         }
+        let mut m = AttrBuf::default();
         if let Some(r) = self.rto_min {
             let ms = u32::try_from(r.as_millis()).map_err(|_| format!("rto_min {r:?} is out of range"))?;
             if ms == 0 {
                 return Err("rto_min of 0 ms".into());
             }
-            let mut m = AttrBuf::default();
             m.put_u32(RTAX_LOCK, 1 << RTAX_RTO_MIN);
             m.put_u32(RTAX_RTO_MIN, ms);
+        }
+        if self.quickack {
+            m.put_u32(RTAX_QUICKACK, 1);
+        }
+        if !m.as_bytes().is_empty() {
             // Unflagged, as iproute2 sends it (the kernel accepts both).
             a.put(RTA_METRICS, m.as_bytes());
         }
@@ -151,6 +164,7 @@ mod tests {
             prefix: 16,
             via: vec![Ipv4Addr::new(10, 11, 3, 1)],
             rto_min: Some(Duration::from_millis(800)),
+            quickack: false,
         };
         let m = r.encode(7).unwrap();
         let mut want = Vec::new();
@@ -182,6 +196,36 @@ mod tests {
     }
 
     #[test]
+    fn quickack_is_one_more_metric_beside_rto_min_or_alone() {
+        let mut r = Route4 {
+            table: TABLE_MAIN,
+            dst: Ipv4Addr::UNSPECIFIED,
+            prefix: 0,
+            via: vec![Ipv4Addr::new(10, 0, 0, 1)],
+            rto_min: Some(Duration::from_millis(800)),
+            quickack: true,
+        };
+        let metrics = |r: &Route4| -> Vec<u8> {
+            let m = r.encode(1).unwrap();
+            let got: Vec<(u16, Vec<u8>)> =
+                netlink::attrs(&m[28..], "route").map(|a| a.map(|(k, d)| (k, d.to_vec())).unwrap()).collect();
+            got.into_iter().find(|(k, _)| *k == RTA_METRICS).map(|(_, d)| d).unwrap_or_default()
+        };
+        let mut want = Vec::new();
+        for (k, v) in [(RTAX_LOCK, 1 << 13), (RTAX_RTO_MIN, 800), (RTAX_QUICKACK, 1)] {
+            want.extend(u16s(8));
+            want.extend(u16s(k));
+            want.extend(u32s(v));
+        }
+        assert_eq!(metrics(&r), want);
+        r.rto_min = None;
+        assert_eq!(metrics(&r), want[16..].to_vec());
+        assert!(r.describe().ends_with("quickack 1"), "{}", r.describe());
+        r.quickack = false;
+        assert_eq!(metrics(&r), Vec::<u8>::new(), "no metrics, no RTA_METRICS");
+    }
+
+    #[test]
     fn a_multipath_default_route_carries_one_nexthop_per_gateway() {
         let r = Route4 {
             table: TABLE_MAIN,
@@ -189,6 +233,7 @@ mod tests {
             prefix: 0,
             via: vec![Ipv4Addr::new(10, 0, 0, 1), Ipv4Addr::new(10, 0, 1, 1)],
             rto_min: None,
+            quickack: false,
         };
         let m = r.encode(1).unwrap();
         // header, rtmsg, table, then RTA_MULTIPATH: 4 + 2 × (8 + 8).
@@ -217,6 +262,7 @@ mod tests {
             prefix: 33,
             via: vec![Ipv4Addr::LOCALHOST],
             rto_min: None,
+            quickack: false,
         };
         assert!(r.encode(1).unwrap_err().contains("33"));
         r.prefix = 0;

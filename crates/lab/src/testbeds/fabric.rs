@@ -139,9 +139,15 @@ impl FabricSpec {
     /// the default via its SL gateway and each LL fabric's /16 via that
     /// fabric's gateway; in table 100+f the default via fabric f's gateway
     /// (the source rules of [`Fabric::up`] lead there).
-    pub fn host_routes(h: u32, fabrics: u32, rto_min: Option<Duration>) -> Vec<Route4> {
-        let route =
-            |table, dst, prefix, f| Route4 { table, dst, prefix, via: vec![Self::host_gw(h, f)], rto_min };
+    pub fn host_routes(h: u32, fabrics: u32, m: RouteMetrics) -> Vec<Route4> {
+        let route = |table, dst, prefix, f| Route4 {
+            table,
+            dst,
+            prefix,
+            via: vec![Self::host_gw(h, f)],
+            rto_min: m.rto_min,
+            quickack: m.quickack,
+        };
         let mut v = vec![route(TABLE_MAIN, Ipv4Addr::UNSPECIFIED, 0, 0)];
         for f in 1..fabrics {
             v.push(route(TABLE_MAIN, Ipv4Addr::new(10, (10 + f) as u8, 0, 0), 16, f));
@@ -393,6 +399,15 @@ pub fn ip_batch(ns: &str, lines: &[String]) -> Result<()> {
 }
 
 /// The built datacenter; dropping it tears every namespace down.
+/// What [`Fabric::set_route_metrics`] puts on the hosts' routes.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct RouteMetrics {
+    /// Locked minimum RTO (the kernel's own is 200 ms).
+    pub rto_min: Option<Duration>,
+    /// No delayed ACKs: every segment acknowledged at once.
+    pub quickack: bool,
+}
+
 pub struct Fabric {
     pub spec: FabricSpec,
     pub net: Network,
@@ -470,14 +485,14 @@ impl Fabric {
         Ok(())
     }
 
-    /// Puts a locked `rto_min` on every route a host sends by (main table:
-    /// the default via SL and each LL's /16; each source table's default),
-    /// through rtnetlink in the host's namespace. The kernel honours it only
-    /// above its own 200 ms minimum (`tcp_rto_min()`).
-    pub fn set_rto_min(&self, rto_min: Duration) -> Result<()> {
+    /// Puts `m` on every route a host sends by (main table: the default via
+    /// SL and each LL's /16; each source table's default), through
+    /// rtnetlink in the host's namespace. The kernel honours a route's
+    /// `rto_min` only above its own 200 ms minimum (`tcp_rto_min()`).
+    pub fn set_route_metrics(&self, m: RouteMetrics) -> Result<()> {
         for h in 0..self.spec.hosts {
             let ns = self.net.ns(&FabricSpec::host_name(h))?;
-            let routes = FabricSpec::host_routes(h, self.spec.fabrics, Some(rto_min));
+            let routes = FabricSpec::host_routes(h, self.spec.fabrics, m);
             tcpaccel_sys::netns::run_in(&ns, move || -> Result<()> {
                 for r in &routes {
                     tcpaccel_sys::route::replace(r)?;
@@ -485,7 +500,20 @@ impl Fabric {
                 Ok(())
             })
             .with_context(|| format!("entering {ns}"))?
-            .with_context(|| format!("rto_min on the routes of h{h}"))?;
+            .with_context(|| format!("{m:?} on the routes of h{h}"))?;
+        }
+        Ok(())
+    }
+
+    /// Turns TCP's tail loss probe on or off on every host
+    /// (`net.ipv4.tcp_early_retrans`: 3, the kernel's default, or 0).
+    pub fn set_tlp(&self, on: bool) -> Result<()> {
+        for h in 0..self.spec.hosts {
+            self.net.set_sysctl(
+                &FabricSpec::host_name(h),
+                "net.ipv4.tcp_early_retrans",
+                if on { "3" } else { "0" },
+            )?;
         }
         Ok(())
     }

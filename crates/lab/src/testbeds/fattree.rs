@@ -103,6 +103,7 @@ pub fn ecmp_routes(fabrics: u32) -> Vec<(String, Route4)> {
         prefix: 0,
         via,
         rto_min: None,
+        quickack: false,
     };
     let mut out = Vec::new();
     for f in 0..fabrics {

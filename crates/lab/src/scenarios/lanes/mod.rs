@@ -39,7 +39,7 @@ use tcpaccel_core::stats::percentile_sorted;
 use tcpaccel_core::workload::{Flow, FlowClass};
 
 use crate::runner::scenario::{stop_flag, Params, RunCtx, Testbed};
-use crate::testbeds::fabric::{Fabric, FabricSpec, MptcpMode, Shape};
+use crate::testbeds::fabric::{Fabric, FabricSpec, MptcpMode, RouteMetrics, Shape};
 use crate::testbeds::rto_init::KERNEL_RTO_INIT;
 use tcpaccel_core::scale::{Dilation, Rule};
 
@@ -195,6 +195,21 @@ fn common_params(fabrics: &str, hosts: &str, rate: &str) -> Vec<Param> {
             "TCP's initial RTO (SYN, SYN-ACK, data before the first RTT sample) on every host, in experiment \
              units (Linux: 1 s, no sysctl or route knob); any other scaled value is set by a BPF sock_ops program \
              for the hosts' namespaces (BPF_SOCK_OPS_TIMEOUT_INIT, whole 4 ms ticks at HZ 250, at most 120 s)",
+        ),
+        Param::new(
+            "delayed_ack",
+            "on",
+            Rule::Choice,
+            "on: the hosts' TCP delays ACKs as Linux does (timer at least 40 ms, which D cannot scale); off: \
+             every segment acknowledged at once (quickack on the host routes), the same at every D",
+        ),
+        Param::new(
+            "tlp",
+            "on",
+            Rule::Choice,
+            "on: tail loss probes as Linux sends them (2 RTTs plus 8 ms, or plus 200 ms with one segment out, \
+             which D cannot scale); off: net.ipv4.tcp_early_retrans=0 on the hosts, a tail loss waits for the \
+             scaled RTO",
         ),
     ]
 }
@@ -488,16 +503,31 @@ fn prepare_bed<E: Experiment + 'static>(
             mode_of(&v)?;
         }
     }
-    let rto_min = k.time("rto_min")?;
+    let metrics = RouteMetrics {
+        rto_min: Some(k.time("rto_min")?).filter(|&r| r > KERNEL_RTO_MIN),
+        quickack: !on_off(&k, "delayed_ack")?,
+    };
+    let tlp = on_off(&k, "tlp")?;
     let rto_init = k.time("rto_init")?;
     let mut fab = Fabric::up(spec)?;
-    if rto_min > KERNEL_RTO_MIN {
-        fab.set_rto_min(rto_min).context("setting the scaled rto_min on the host routes")?;
+    if metrics != RouteMetrics::default() {
+        fab.set_route_metrics(metrics).context("setting rto_min and quickack on the host routes")?;
+    }
+    if !tlp {
+        fab.set_tlp(false).context("turning tail loss probes off on the hosts")?;
     }
     if rto_init != KERNEL_RTO_INIT {
         fab.set_rto_init(rto_init).context("setting the scaled initial RTO on the hosts")?;
     }
     Ok(Box::new(LanesBed { bed: Bed { fab, params: k }, experiment }))
+}
+
+/// An on/off parameter.
+fn on_off(k: &Knobs, key: &str) -> Result<bool> {
+    match k.choice(key, &["on", "off"])?.as_slice() {
+        [v] => Ok(v == "on"),
+        _ => bail!("{key}: exactly one of on, off"),
+    }
 }
 
 /// A scenario's estimate for the progress bar: `per_run` (experiment
