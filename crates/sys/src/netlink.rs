@@ -458,30 +458,14 @@ pub fn route_request(
     let mut s = NlSocket::open(libc::NETLINK_ROUTE, "NETLINK_ROUTE")?;
     s.set_recv_timeout(timeout)?;
     s.request_extended_acks();
-    s.send(req, op)?;
-    loop {
-        let Some(dgram) = s.recv(0, op)? else {
-            return Err(Error::Other {
-                op: op.into(),
-                msg: format!("no answer from the kernel in {timeout:?}"),
-            });
-        };
-        for m in messages(dgram) {
-            let m = m.map_err(|e| Error::Other { op: op.into(), msg: e.to_string() })?;
-            if m.header.seq != seq {
-                continue;
-            }
-            match m.answer().map_err(|e| Error::Other { op: op.into(), msg: e.to_string() })? {
-                Answer::Ack | Answer::Done => return Ok(None),
-                Answer::Error(e) => {
-                    let why = e.message.map(|m| format!(" ({m})")).unwrap_or_default();
-                    return Err(Error::os(format!("{op}{why}"), io::Error::from_raw_os_error(e.errno)));
-                }
-                Answer::Data(p) if Some(m.header.kind) == want => return Ok(Some(p.to_vec())),
-                Answer::Data(_) => {}
-            }
+    let mut got = None;
+    s.exchange(req, seq, op, |kind, p| {
+        if Some(kind) == want {
+            got = Some(p.to_vec());
         }
-    }
+        Ok(got.is_some())
+    })?;
+    Ok(got)
 }
 
 /// Receive buffer: the kernel caps dump datagrams near 32 KiB
@@ -592,6 +576,49 @@ impl NlSocket {
             });
         }
         Ok(Some(&self.buf[..n]))
+    }
+
+    /// Sends `req` and reads the answers to `seq` (messages of other
+    /// sequence numbers are skipped) until the kernel acknowledges it or
+    /// ends the dump, handing each data message's kind and payload to
+    /// `on_data`, which returns `true` to stop there. The kernel's errno,
+    /// with its extended-ack text, is an error; so is no answer within the
+    /// socket's receive timeout.
+    pub fn exchange(
+        &mut self,
+        req: &[u8],
+        seq: u32,
+        op: &str,
+        mut on_data: impl FnMut(u16, &[u8]) -> Result<bool>,
+    ) -> Result<()> {
+        self.send(req, op)?;
+        let bad = |e: ParseError| Error::Other { op: op.into(), msg: e.to_string() };
+        loop {
+            let Some(dgram) = self.recv(0, op)? else {
+                return Err(Error::Other {
+                    op: op.into(),
+                    msg: "no answer from the kernel within the receive timeout".into(),
+                });
+            };
+            for m in messages(dgram) {
+                let m = m.map_err(bad)?;
+                if m.header.seq != seq {
+                    continue;
+                }
+                match m.answer().map_err(bad)? {
+                    Answer::Ack | Answer::Done => return Ok(()),
+                    Answer::Error(e) => {
+                        let why = e.message.map(|m| format!(" ({m})")).unwrap_or_default();
+                        return Err(Error::os(format!("{op}{why}"), io::Error::from_raw_os_error(e.errno)));
+                    }
+                    Answer::Data(p) => {
+                        if on_data(m.header.kind, p)? {
+                            return Ok(());
+                        }
+                    }
+                }
+            }
+        }
     }
 
     /// Waits up to `timeout` (forever with `None`) for a datagram. `false`

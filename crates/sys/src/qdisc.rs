@@ -21,7 +21,7 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use crate::netlink::{self, Answer, NlSocket, ParseError, NLM_F_DUMP, NLM_F_REQUEST};
+use crate::netlink::{self, NlSocket, ParseError, NLM_F_DUMP, NLM_F_REQUEST};
 use crate::{Error, Result};
 
 pub const RTM_NEWQDISC: u16 = 36;
@@ -184,33 +184,14 @@ impl QdiscSocket {
         self.seq = self.seq.wrapping_add(1);
         let seq = self.seq;
         let op = format!("RTM_GETQDISC dump in {}", self.what);
-        self.sock.send(&encode_dump(seq), &op)?;
         let mut out = Vec::new();
-        loop {
-            let Some(dgram) = self.sock.recv(0, &op)? else {
-                return Err(Error::Other { op, msg: format!("no end of the dump in {TIMEOUT:?}") });
-            };
-            for m in netlink::messages(dgram) {
-                let m = m.map_err(|e| Error::Other { op: op.clone(), msg: e.to_string() })?;
-                if m.header.seq != seq {
-                    continue;
-                }
-                match m.answer().map_err(|e| Error::Other { op: op.clone(), msg: e.to_string() })? {
-                    Answer::Done | Answer::Ack => return Ok(out),
-                    Answer::Error(e) => {
-                        let why = e.message.map(|m| format!(" ({m})")).unwrap_or_default();
-                        return Err(Error::os(
-                            format!("{op}{why}"),
-                            std::io::Error::from_raw_os_error(e.errno),
-                        ));
-                    }
-                    Answer::Data(p) if m.header.kind == RTM_NEWQDISC => out.push(
-                        parse_qdisc(p).map_err(|e| Error::Other { op: op.clone(), msg: e.to_string() })?,
-                    ),
-                    Answer::Data(_) => {}
-                }
+        self.sock.exchange(&encode_dump(seq), seq, &op, |kind, p| {
+            if kind == RTM_NEWQDISC {
+                out.push(parse_qdisc(p).map_err(|e| Error::Other { op: op.clone(), msg: e.to_string() })?);
             }
-        }
+            Ok(false)
+        })?;
+        Ok(out)
     }
 }
 
@@ -272,7 +253,7 @@ mod tests {
         // The child holds the same packets; the holding back is the tbf's.
         assert_eq!((bfifo.backlog, bfifo.drops, bfifo.overlimits), (19_798, 18, 0));
         assert!(!bfifo.is_root());
-        assert_eq!(msgs[2].answer(), Ok(Answer::Done));
+        assert_eq!(msgs[2].answer(), Ok(netlink::Answer::Done));
     }
 
     /// A message built field by field: the decoder reads each field from
