@@ -26,8 +26,10 @@
 //! The experiment is then the same in packets, windows and RTTs at 1/D of
 //! the CPU per second; metrics are in experiment units (times ÷ D, rates ×
 //! D), with `_wall` twins in wall time when D > 1. What D cannot scale: the
-//! delayed-ACK timer (40 ms ATO), TLP's +200 ms with one packet out, the
-//! daemons' and the kernel's own latencies.
+//! delayed-ACK timer (40 ms ATO) and TLP's +8 ms / +200 ms (both can be
+//! turned off: `delayed_ack=off`, `tlp=off`), the daemons' and the
+//! kernel's own latencies (a host under CPU pressure at a small D runs
+//! measurably slower than at a larger one; BENCHMARKS.md).
 
 use std::collections::BTreeMap;
 use std::path::Path;
