@@ -398,7 +398,6 @@ pub fn ip_batch(ns: &str, lines: &[String]) -> Result<()> {
     Ok(())
 }
 
-/// The built datacenter; dropping it tears every namespace down.
 /// What [`Fabric::set_route_metrics`] puts on the hosts' routes.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct RouteMetrics {
@@ -408,6 +407,7 @@ pub struct RouteMetrics {
     pub quickack: bool,
 }
 
+/// The built datacenter; dropping it tears every namespace down.
 pub struct Fabric {
     pub spec: FabricSpec,
     pub net: Network,
@@ -528,6 +528,8 @@ impl Fabric {
             let cookie = self.net.run_in(&name, tcpaccel_sys::bpf::current_netns_cookie)?;
             cookies.push(cookie.with_context(|| format!("the network namespace cookie of {name}"))?);
         }
+        // The previous program detaches first: two attached would both
+        // answer, and the kernel keeps the last reply.
         self.rto_init = None;
         let prog = InitialRto::attach(&cookies, rto)?;
         let got = prog.rto;
