@@ -9,11 +9,15 @@ use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::time::Duration;
 
 use tcpaccel_core::units::{Bytes, Rate};
-use tcpaccel_lab::testbeds::fabric::{iface_tx_bytes, Fabric, FabricSpec, MptcpMode, Shape};
+use tcpaccel_lab::testbeds::fabric::{iface_tx_bytes, Fabric, FabricSpec, MptcpMode, Shape, TWO_FRAMES};
 
 const MB: usize = 1 << 20;
 
 fn fabric() -> Fabric {
+    fabric_with(TWO_FRAMES)
+}
+
+fn fabric_with(bucket: Bytes) -> Fabric {
     tcpaccel_sys::testing::require_root();
     Fabric::up(FabricSpec {
         shape: Shape::LeafSpine,
@@ -23,6 +27,7 @@ fn fabric() -> Fabric {
         spines: 2,
         rate: Rate(200_000_000),
         buffer: Bytes(128 * 1024),
+        bucket,
     })
     .expect("building the fabric")
 }
@@ -125,4 +130,31 @@ fn root_mptcp_modes_set_the_path_manager_and_endpoints() {
     assert_eq!(fab.net.sysctl("h1", "net.mptcp.path_manager").unwrap(), "userspace");
     let ep = fab.net.exec("h1", &["ip", "mptcp", "endpoint", "show"]).unwrap().output().unwrap();
     assert!(String::from_utf8_lossy(&ep.stdout).trim().is_empty(), "endpoints left after flush");
+}
+
+/// The tbf buckets (bytes, as tc reads them back) of every shaped port in `node`.
+fn buckets(fab: &Fabric, node: &str) -> Vec<u64> {
+    let out = fab.net.exec(node, &["tc", "-j", "qdisc", "show"]).unwrap().output().unwrap();
+    assert!(out.status.success(), "tc in {node}: {}", String::from_utf8_lossy(&out.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("tc -j output");
+    v.as_array()
+        .expect("a list of qdiscs")
+        .iter()
+        .filter(|q| q["kind"] == "tbf")
+        .map(|q| q["options"]["burst"].as_u64().expect("a tbf's burst"))
+        .collect()
+}
+
+#[test]
+fn root_every_port_has_the_declared_bucket_not_one_ms_of_its_rate() {
+    // 8 KiB: neither two frames nor 1 ms of 200 Mbit/s (25 kB), the old rule.
+    let fab = fabric_with(Bytes(8192));
+    for node in ["h1", "f0l0", "f1s1"] {
+        let b = buckets(&fab, node);
+        assert!(!b.is_empty(), "no tbf in {node}");
+        // tc converts the bucket to a time at the rate and back: within 1%.
+        for x in &b {
+            assert!((8110..=8192).contains(x), "{node}: bucket {x} B, declared 8192 B ({b:?})");
+        }
+    }
 }

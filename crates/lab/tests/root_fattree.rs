@@ -24,6 +24,7 @@ fn up(shape: Shape, hosts: u32) -> Fabric {
         spines: 2,
         rate: Rate::mbps(200),
         buffer: Bytes(128 * 1024),
+        bucket: tcpaccel_lab::testbeds::fabric::TWO_FRAMES,
     })
     .expect("building the fabric")
 }

@@ -530,10 +530,11 @@ fn shape(ns: &str, ifname: &str, s: &Shaping, mtu: u32) -> Result<()> {
             tc(&["-n", ns, "qdisc", "replace", "dev", ifname, "root", &kind, "limit", &n])?;
         }
         (Some(rate), limit) => {
-            // Bucket: 1 ms of the rate, at least two full frames, so the tbf
-            // neither stalls on one frame nor lets long bursts through.
+            // Bucket: as given, or 1 ms of the rate, at least two full
+            // frames, so the tbf neither stalls on one frame nor lets long
+            // bursts through.
             let frame = u64::from(mtu) + 14;
-            let burst = (rate.bytes_per_sec() / 1000).max(2 * frame);
+            let burst = s.burst.unwrap_or((rate.bytes_per_sec() / 1000).max(2 * frame));
             let limit = limit.unwrap_or(DEFAULT_SHAPED_QUEUE);
             // tbf insists on a limit of its own even with a child queue.
             let tbf_limit = match limit {

@@ -21,7 +21,9 @@
 //!   node), `kind` (`veth` | `emulated`), `name`, `mtu`, `txqueuelen`,
 //!   `offloads` (veth only: `false` switches TSO/GSO/GRO/tx-checksum off on
 //!   both ends, for per-packet pacing; emulated links always have them off), and the
-//!   per-direction settings `rate`, `buffer` (both kinds), `delay`, `jitter`,
+//!   per-direction settings `rate`, `buffer` (both kinds), `burst` (veth:
+//!   the rate's token bucket in bytes; default 1 ms of the rate, at least two
+//!   full frames), `delay`, `jitter`,
 //!   `loss` (a probability, or a string as `LossSpec::parse` takes it:
 //!   `"1%"`, `"ge:p=1%,r=25%"`), `seed`, `overhead` (emulated only), given
 //!   for both directions on the link and overridden in `a_to_b` / `b_to_a`.
@@ -146,11 +148,14 @@ pub struct End {
 pub struct Shaping {
     pub rate: Option<Rate>,
     pub buffer: Option<QueueLimit>,
+    /// The tbf's bucket in bytes (only with a rate); `None` is 1 ms of the
+    /// rate, at least two full frames.
+    pub burst: Option<u64>,
 }
 
 impl Shaping {
     pub fn is_none(&self) -> bool {
-        self.rate.is_none() && self.buffer.is_none()
+        self.rate.is_none() && self.buffer.is_none() && self.burst.is_none()
     }
 }
 
@@ -331,6 +336,8 @@ pub struct DirSpec {
     pub delay: Option<Duration>,
     pub jitter: Option<Duration>,
     pub buffer: Option<QueueLimit>,
+    /// A veth link's tbf bucket, bytes.
+    pub burst: Option<u64>,
     pub loss: Option<LossSpec>,
     pub seed: Option<u64>,
     pub overhead: Option<u32>,
@@ -344,6 +351,7 @@ impl DirSpec {
             delay: self.delay.or(base.delay),
             jitter: self.jitter.or(base.jitter),
             buffer: self.buffer.or(base.buffer),
+            burst: self.burst.or(base.burst),
             loss: self.loss.or(base.loss),
             seed: self.seed.or(base.seed),
             overhead: self.overhead.or(base.overhead),
@@ -419,6 +427,11 @@ impl LinkSpec {
     /// Drop-tail buffer of both directions.
     pub fn buffer(mut self, buffer: QueueLimit) -> LinkSpec {
         self.both.buffer = Some(buffer);
+        self
+    }
+    /// Token bucket of both directions' rate (veth links), bytes.
+    pub fn burst(mut self, bytes: u64) -> LinkSpec {
+        self.both.burst = Some(bytes);
         self
     }
 }
@@ -547,6 +560,12 @@ fn check_loss(context: &str, loss: LossSpec) -> Result<LossSpec, SpecError> {
 }
 
 fn check_dir(context: &str, d: &DirSpec, default_seed: u64) -> Result<Direction, SpecError> {
+    if d.burst.is_some() {
+        return Err(invalid(
+            context,
+            "burst is the bucket of a plain veth link's tbf; an emulated link serializes frame by frame and has none",
+        ));
+    }
     Ok(Direction {
         rate: d.rate,
         delay: d.delay.unwrap_or(Duration::ZERO),
@@ -558,7 +577,7 @@ fn check_dir(context: &str, d: &DirSpec, default_seed: u64) -> Result<Direction,
     })
 }
 
-fn check_shaping(context: &str, d: &DirSpec) -> Result<Shaping, SpecError> {
+fn check_shaping(context: &str, d: &DirSpec, mtu: u32) -> Result<Shaping, SpecError> {
     let netem_only = [
         ("delay", d.delay.is_some()),
         ("jitter", d.jitter.is_some()),
@@ -578,7 +597,22 @@ fn check_shaping(context: &str, d: &DirSpec) -> Result<Shaping, SpecError> {
     if let Some(QueueLimit::Packets(0) | QueueLimit::Bytes(0)) = d.buffer {
         return Err(invalid(context, "buffer must not be zero"));
     }
-    Ok(Shaping { rate: d.rate, buffer: d.buffer })
+    if let Some(b) = d.burst {
+        if d.rate.is_none() {
+            return Err(invalid(
+                context,
+                format!("burst {b} B needs a rate: it is the bucket of the rate's tbf"),
+            ));
+        }
+        let frame = u64::from(mtu) + 14;
+        if b < frame {
+            return Err(invalid(
+                context,
+                format!("burst {b} B is below one full frame (MTU {mtu} + 14 = {frame} B): tbf would drop every full-size packet"),
+            ));
+        }
+    }
+    Ok(Shaping { rate: d.rate, buffer: d.buffer, burst: d.burst })
 }
 
 /// An interface address: the right family, a valid prefix, a host address.
@@ -688,10 +722,11 @@ impl TopologyBuilder {
             // rather than the direction that inherited it.
             let kind = match l.kind {
                 LinkType::Veth => {
-                    check_shaping(&ctx, &l.both)?;
+                    let mtu = l.mtu.unwrap_or(1500);
+                    check_shaping(&ctx, &l.both, mtu)?;
                     LinkKind::Veth {
-                        a_to_b: check_shaping(&format!("{ctx} a_to_b"), &ab)?,
-                        b_to_a: check_shaping(&format!("{ctx} b_to_a"), &ba)?,
+                        a_to_b: check_shaping(&format!("{ctx} a_to_b"), &ab, mtu)?,
+                        b_to_a: check_shaping(&format!("{ctx} b_to_a"), &ba, mtu)?,
                     }
                 }
                 LinkType::Emulated => {

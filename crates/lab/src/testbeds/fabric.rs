@@ -76,7 +76,15 @@ pub struct FabricSpec {
     pub rate: Rate,
     /// Drop-tail queue of every link direction (the thesis: 128 KB).
     pub buffer: Bytes,
+    /// Token bucket of every link direction's rate (at least one frame).
+    /// In bytes, so that it is the same at every time dilation D; two full
+    /// frames ([`TWO_FRAMES`]) is the least that leaves the shaper a
+    /// frame's time of slack when its timer fires late.
+    pub bucket: Bytes,
 }
+
+/// Two full 1500-byte frames on the wire (Ethernet header included).
+pub const TWO_FRAMES: Bytes = Bytes(2 * (1500 + 14));
 
 impl FabricSpec {
     fn check(&self) -> Result<()> {
@@ -243,7 +251,7 @@ impl FabricSpec {
     }
 
     fn shaped(&self, l: LinkSpec) -> LinkSpec {
-        l.rate(self.rate).buffer(QueueLimit::Bytes(self.buffer.0)).offloads(false)
+        l.rate(self.rate).buffer(QueueLimit::Bytes(self.buffer.0)).burst(self.bucket.0).offloads(false)
     }
 
     /// The FatTree's switches, their routes down the tree, and its links
@@ -597,6 +605,7 @@ mod tests {
             spines: 2,
             rate: Rate(100_000_000),
             buffer: Bytes(128 * 1024),
+            bucket: TWO_FRAMES,
         }
     }
 

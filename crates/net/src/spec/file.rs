@@ -14,7 +14,7 @@ use std::time::Duration;
 use serde::de::{self, Deserializer};
 use serde::Deserialize;
 use tcpaccel_core::loss::LossSpec;
-use tcpaccel_core::units::{parse_duration, QueueLimit, Rate};
+use tcpaccel_core::units::{parse_duration, Bytes, QueueLimit, Rate};
 
 use super::{
     invalid, node_context, DirSpec, EndSpec, LinkSpec, LinkType, NodeSpec, Role, RouteSpec, RouteTo,
@@ -103,6 +103,8 @@ struct RawDir {
     jitter: Option<Duration>,
     #[serde(default, deserialize_with = "buffer")]
     buffer: Option<QueueLimit>,
+    #[serde(default, deserialize_with = "burst")]
+    burst: Option<u64>,
     #[serde(default, deserialize_with = "loss")]
     loss: Option<LossSpec>,
     seed: Option<u64>,
@@ -167,6 +169,11 @@ fn buffer<'de, D: Deserializer<'de>>(d: D) -> Result<Option<QueueLimit>, D::Erro
     d.deserialize_str(Text(parse, "a queue limit, e.g. \"500KB\" or \"100p\"")).map(Some)
 }
 
+fn burst<'de, D: Deserializer<'de>>(d: D) -> Result<Option<u64>, D::Error> {
+    let parse = |v: &str| Bytes::parse(v).map(Bytes::get).map_err(|e| format!("burst: {e}"));
+    d.deserialize_str(Text(parse, "a size in bytes, e.g. \"3028B\" or \"4KiB\"")).map(Some)
+}
+
 /// An interface address with its prefix (`"10.0.0.1/24"`).
 fn cidr<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Cidr>, D::Error> {
     let parse = |v: &str| Cidr::parse(v).map_err(|e| format!("addr: {e}"));
@@ -221,8 +228,8 @@ fn loss<'de, D: Deserializer<'de>>(d: D) -> Result<Option<LossSpec>, D::Error> {
 
 impl RawDir {
     fn spec(self) -> DirSpec {
-        let RawDir { rate, delay, jitter, buffer, loss, seed, overhead } = self;
-        DirSpec { rate, delay, jitter, buffer, loss, seed, overhead }
+        let RawDir { rate, delay, jitter, buffer, burst, loss, seed, overhead } = self;
+        DirSpec { rate, delay, jitter, buffer, burst, loss, seed, overhead }
     }
 }
 
@@ -429,7 +436,25 @@ mod tests {
         assert_eq!(h1.routes[1].dest(), "fd00:2::/64");
         assert_eq!(t.node("r1").unwrap().role, Role::Router);
         let LinkKind::Veth { a_to_b, .. } = t.links[0].kind else { panic!() };
-        assert_eq!(a_to_b, Shaping { rate: Some(Rate::mbps(10)), buffer: Some(QueueLimit::Packets(100)) });
+        assert_eq!(
+            a_to_b,
+            Shaping { rate: Some(Rate::mbps(10)), buffer: Some(QueueLimit::Packets(100)), burst: None }
+        );
+    }
+
+    #[test]
+    fn a_veth_links_bucket_is_bytes_per_direction() {
+        let t = Topology::from_toml_str(&with_link(
+            r#"a = { node = "h1" }
+               b = { node = "h2" }
+               rate = "10mbit"
+               burst = "3028B"
+               b_to_a = { burst = "8KiB" }"#,
+        ))
+        .unwrap();
+        let LinkKind::Veth { a_to_b, b_to_a } = t.links[0].kind else { panic!() };
+        assert_eq!((a_to_b.burst, b_to_a.burst), (Some(3028), Some(8192)));
+        assert_eq!(b_to_a.rate, Some(Rate::mbps(10)));
     }
 
     const TWO_HOSTS: &str = "[[host]]\nname = \"h1\"\n[[host]]\nname = \"h2\"\n";
@@ -522,6 +547,42 @@ mod tests {
                    b = { node = "h2" }
                    offloads = true"#,
                 &["offloads = true", "emulated"],
+            ),
+            (
+                r#"a = { node = "h1" }
+                   b = { node = "h2" }
+                   rate = "10mbit"
+                   burst = "1KiB""#,
+                &["burst 1024 B", "below one full frame", "1514 B"],
+            ),
+            (
+                r#"a = { node = "h1" }
+                   b = { node = "h2" }
+                   mtu = 9000
+                   rate = "10mbit"
+                   burst = "3028B""#,
+                &["burst 3028 B", "MTU 9000", "9014 B"],
+            ),
+            (
+                r#"a = { node = "h1" }
+                   b = { node = "h2" }
+                   burst = "4KiB""#,
+                &["burst 4096 B needs a rate"],
+            ),
+            (
+                r#"kind = "emulated"
+                   a = { node = "h1" }
+                   b = { node = "h2" }
+                   rate = "10mbit"
+                   burst = "4KiB""#,
+                &["burst", "emulated link serializes frame by frame"],
+            ),
+            (
+                r#"a = { node = "h1" }
+                   b = { node = "h2" }
+                   rate = "10mbit"
+                   burst = "lots""#,
+                &["burst: ", "lots"],
             ),
             (
                 r#"kind = "wormhole"

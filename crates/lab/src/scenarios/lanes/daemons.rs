@@ -274,6 +274,7 @@ mod tests {
             spines: 1,
             rate: tcpaccel_core::units::Rate(100_000_000),
             buffer: Bytes(131072),
+            bucket: crate::testbeds::fabric::TWO_FRAMES,
         };
         let policy = PolicyParams {
             kind: Policy::LinkCost,

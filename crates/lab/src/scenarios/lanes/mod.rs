@@ -123,6 +123,14 @@ fn common_params(fabrics: &str, hosts: &str, rate: &str) -> Vec<Param> {
             Rule::Bytes,
             "drop-tail queue of every link direction (the thesis: 128 KB); bytes do not scale",
         ),
+        Param::new(
+            "bucket",
+            "3028B",
+            Rule::Bytes,
+            "token bucket of every link direction's shaper (tbf burst; default two full frames, the least that \
+             leaves the shaper a frame's time of slack when its timer fires late); bytes, so the same at every D \
+             (before, 1 ms of the wall rate: 4 frames at 50 Mbit/s, 2 from 25 Mbit/s down)",
+        ),
         Param::new("cc", "reno", Rule::Choice, "congestion control of every flow (the thesis: NewReno)"),
         Param::new("t_deadline", "300ms", Rule::Time, "lanes: switch deadline ([Lanes]: 300 ms)"),
         Param::new("alpha", "1", Rule::Unitless, "lanes link-cost: α of eq. 5.7"),
@@ -225,6 +233,7 @@ fn fabric_spec(p: &Knobs) -> Result<FabricSpec> {
         spines: p.count("spines")? as u32,
         rate: p.rate("rate")?,
         buffer: p.bytes("buffer")?,
+        bucket: p.bytes("bucket")?,
     })
 }
 
@@ -680,6 +689,7 @@ mod tests {
         sets.push(("duration".into(), "5s".into()));
         let k = Knobs::new(&resolve_params(&s, false, &sets).unwrap(), &s.declared()).unwrap();
         assert_eq!(k.rate("rate").unwrap(), Rate::mbps(25));
+        assert_eq!(k.bytes("bucket").unwrap(), crate::testbeds::fabric::TWO_FRAMES, "bytes: unchanged by D");
         assert_eq!(k.time("t_deadline").unwrap(), Duration::from_millis(1200));
         assert_eq!(k.time("nu_unit").unwrap(), Duration::from_micros(40));
         assert_eq!(k.time("sample_interval").unwrap(), Duration::from_millis(200));
