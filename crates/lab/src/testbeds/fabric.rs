@@ -1,6 +1,7 @@
 //! The datacenter of the lanes scenarios ([Lanes] §6): hosts with one
 //! interface per fabric, each fabric a leaf–spine of router namespaces whose
-//! every link direction is a tbf rate limit over a drop-tail bfifo. Fabric 0
+//! every link direction is a tbf rate limit (its bucket in bytes, two
+//! frames by default) over a drop-tail bfifo. Fabric 0
 //! carries the Short-flow Lane (SL), fabrics 1.. the Long-flow Lanes (LL).
 //!
 //! What it is: a generator of a [`Topology`] (built with the `net` crate's
@@ -99,6 +100,13 @@ impl FabricSpec {
                 "hosts_per_leaf must be at least 1 and spines 1..=8 (got {} and {})",
                 self.hosts_per_leaf,
                 self.spines
+            );
+        }
+        if self.bucket.0 < TWO_FRAMES.0 / 2 {
+            bail!(
+                "bucket {} B is below one full frame ({} B): the shapers would drop every full-size packet",
+                self.bucket.0,
+                TWO_FRAMES.0 / 2
             );
         }
         if self.shape == Shape::FatTree && self.hosts > fattree::MAX_HOSTS {
@@ -697,5 +705,8 @@ mod tests {
         let mut s = spec(8, 2);
         s.rate = Rate(0);
         assert!(s.topology().is_err());
+        let e = FabricSpec { bucket: Bytes(1024), ..spec(8, 2) }.topology().unwrap_err().to_string();
+        assert!(e.contains("bucket 1024 B is below one full frame (1514 B)"), "{e}");
+        assert!(FabricSpec { bucket: Bytes(1514), ..spec(8, 2) }.topology().is_ok());
     }
 }

@@ -15,7 +15,7 @@
 //! two flows between the same hosts may take different cores, and several
 //! may collide on one: the thesis's motivating problem.
 //!
-//! Links: every link direction is a tbf at `rate` over a `buffer` drop-tail
+//! Links: every link direction is a tbf at `rate` (bucket `bucket`) over a `buffer` drop-tail
 //! bfifo (128 KB per port in the thesis), as in the leaf–spine. What it is
 //! not: no per-switch delay. There is no netem here, and the userspace
 //! emulator on each of the 96 links of two fabrics would need a core per
