@@ -131,8 +131,8 @@ fn common_params(fabrics: &str, hosts: &str, rate: &str) -> Vec<Param> {
             "3028B",
             Rule::Bytes,
             "token bucket of every link direction's shaper (tbf burst; default two full frames, the least that \
-             leaves the shaper a frame's time of slack when its timer fires late); bytes, so the same at every D \
-             (before, 1 ms of the wall rate: 4 frames at 50 Mbit/s, 2 from 25 Mbit/s down)",
+             leaves the shaper a frame's time of slack when its timer fires late); bytes, so the same at every D, \
+             where a bucket of 1 ms of the rate would shrink with D",
         ),
         Param::new("cc", "reno", Rule::Choice, "congestion control of every flow (the thesis: NewReno)"),
         Param::new("t_deadline", "300ms", Rule::Time, "lanes: switch deadline ([Lanes]: 300 ms)"),
