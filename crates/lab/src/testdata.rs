@@ -94,6 +94,7 @@ pub(crate) fn run() -> RunData {
             completed: true,
             exp_start: None,
             exp_fct_ms: None,
+            lane_bytes: Default::default(),
         }));
     }
     d.push(Record::Note { variant: Some("none".into()), text: "first loss at 1.2 s".into() });

@@ -181,6 +181,8 @@ fn root_single_path_uses_both_lanes_and_completes_everything() {
         if r.src == 1 {
             *per_lane.entry(r.lane.clone()).or_default() += r.bytes;
         }
+        // The socket's own count, under the lane it was planned on.
+        assert_eq!(r.lane_bytes, [(r.lane.clone(), r.bytes + 16)].into(), "flow {}", r.id);
     }
     let small: Vec<f64> = results.iter().filter(|r| r.bytes <= 8_000).filter_map(|r| r.fct_s).collect();
     eprintln!(
@@ -297,6 +299,10 @@ fn root_mptcp_transport_completes_flows() {
         assert_eq!((r.lane.as_str(), r.error.as_ref()), ("mptcp", None), "{r:?}");
         assert!(r.fct_s.is_some_and(|f| f > 0.0), "{r:?}");
         assert_eq!((received[&r.id].bytes, received[&r.id].completed), (r.bytes, 1), "flow {}", r.id);
+        // No path-manager endpoints: one subflow, on SL, which carried the
+        // 16-byte header and the payload, all acknowledged by the answer.
+        let want: BTreeMap<String, u64> = [("sl".to_string(), r.bytes + 16)].into();
+        assert_eq!(r.lane_bytes, want, "flow {}", r.id);
     }
     let syn = lab.b_counter("MPTcpExtMPCapableSYNRX") - syn_rx;
     assert!(syn >= 6, "the sink saw MP_CAPABLE SYNs: {syn}");

@@ -344,7 +344,7 @@ pub fn mptcp_socket(family: Family) -> Result<OwnedFd> {
 }
 
 /// A socket address in the kernel's layout, with its length.
-fn sockaddr_of(addr: &SocketAddr) -> (libc::sockaddr_storage, libc::socklen_t) {
+pub(crate) fn sockaddr_of(addr: &SocketAddr) -> (libc::sockaddr_storage, libc::socklen_t) {
     // SAFETY: sockaddr_storage is plain old data; all-zero is a valid value.
     let mut ss: libc::sockaddr_storage = unsafe { mem::zeroed() };
     let len = match addr {
@@ -522,6 +522,22 @@ pub fn local_addr(fd: &impl AsFd) -> Result<SocketAddr> {
 pub fn is_bound(fd: &impl AsFd) -> Result<bool> {
     let a = local_addr(fd)?;
     Ok(a.port() != 0 || !a.ip().is_unspecified())
+}
+
+/// [`sockaddr_from`] for a `sockaddr_storage` the kernel wrote into a
+/// byte buffer (at least the size of the storage; `None` when shorter or of
+/// another family).
+pub(crate) fn sockaddr_from_bytes(b: &[u8]) -> Option<SocketAddr> {
+    let n = mem::size_of::<libc::sockaddr_storage>();
+    let b = b.get(..n)?;
+    // SAFETY: an all-zero sockaddr_storage is valid; exactly `n` bytes are
+    // copied into it from a slice of `n` bytes.
+    let ss = unsafe {
+        let mut ss: libc::sockaddr_storage = mem::zeroed();
+        std::ptr::copy_nonoverlapping(b.as_ptr(), (&mut ss as *mut libc::sockaddr_storage).cast::<u8>(), n);
+        ss
+    };
+    sockaddr_from(&ss)
 }
 
 /// The inverse of `sockaddr_of`, for the two inet families.

@@ -362,6 +362,14 @@ pub fn mptcp_subflows_tcp_info(fd: &impl AsFd) -> Result<Vec<TcpInfo>> {
 
 /// Splits an `MPTCP_TCPINFO` answer into its subflows' `tcp_info`.
 fn parse_subflow_infos(buf: &[u8]) -> std::result::Result<Vec<TcpInfo>, String> {
+    subflow_elements(buf)?.into_iter().map(|b| TcpInfo::parse(b).map_err(|e| e.to_string())).collect()
+}
+
+/// The elements of a `struct mptcp_subflow_data`-headed answer
+/// (`MPTCP_TCPINFO`, `MPTCP_SUBFLOW_ADDRS`): the header's own size, the
+/// subflow count, the kernel's and the user's element sizes, then the
+/// array at the user's stride, each element cut to the smaller size.
+fn subflow_elements(buf: &[u8]) -> std::result::Result<Vec<&[u8]>, String> {
     let f = Fields(buf);
     let (Some(head), Some(count), Some(kernel), Some(user)) = (f.u32(0), f.u32(4), f.u32(8), f.u32(12))
     else {
@@ -373,9 +381,76 @@ fn parse_subflow_infos(buf: &[u8]) -> std::result::Result<Vec<TcpInfo>, String> 
     for i in 0..(count as usize).min(MAX_SUBFLOWS) {
         let start = head + i * user;
         let Some(b) = buf.get(start..start + each) else { break };
-        out.push(TcpInfo::parse(b).map_err(|e| e.to_string())?);
+        out.push(b);
     }
     Ok(out)
+}
+
+/// `MPTCP_SUBFLOW_ADDRS` (linux/mptcp.h).
+const MPTCP_SUBFLOW_ADDRS: libc::c_int = 3;
+/// `struct mptcp_subflow_addrs`: the local, then the remote address, each
+/// in a `__kernel_sockaddr_storage`.
+const SUBFLOW_ADDRS_LEN: usize = 2 * std::mem::size_of::<libc::sockaddr_storage>();
+
+/// One subflow of an MPTCP socket: its endpoints and its `tcp_info`.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct MptcpSubflow {
+    pub local: std::net::SocketAddr,
+    pub remote: std::net::SocketAddr,
+    pub info: TcpInfo,
+}
+
+/// Reads the subflows of an MPTCP socket with their endpoints: the
+/// `tcp_info` array of `MPTCP_TCPINFO` beside the address array of
+/// `MPTCP_SUBFLOW_ADDRS`, which the kernel fills in the same order (its
+/// subflow list). Two reads, not one: a subflow that comes or goes between
+/// them makes the counts differ, and the pair is read again (three tries,
+/// then an error saying so).
+pub fn mptcp_subflows(fd: &impl AsFd) -> Result<Vec<MptcpSubflow>> {
+    let op = "getsockopt(MPTCP_SUBFLOW_ADDRS)";
+    let mut counts = (0, 0);
+    for _ in 0..3 {
+        let infos = mptcp_subflows_tcp_info(fd)?;
+        let mut buf = vec![0u8; SUBFLOW_DATA_LEN + MAX_SUBFLOWS * SUBFLOW_ADDRS_LEN];
+        buf[0..4].copy_from_slice(&(SUBFLOW_DATA_LEN as u32).to_ne_bytes());
+        buf[12..16].copy_from_slice(&(SUBFLOW_ADDRS_LEN as u32).to_ne_bytes());
+        let n = crate::sockopt::get_bytes(fd, SOL_MPTCP, MPTCP_SUBFLOW_ADDRS, &mut buf, op)?;
+        let addrs = parse_subflow_addrs(&buf[..n]).map_err(|msg| Error::Other { op: op.into(), msg })?;
+        if addrs.len() == infos.len() {
+            return Ok(addrs
+                .into_iter()
+                .zip(infos)
+                .map(|((local, remote), info)| MptcpSubflow { local, remote, info })
+                .collect());
+        }
+        counts = (infos.len(), addrs.len());
+    }
+    Err(Error::Other {
+        op: op.into(),
+        msg: format!(
+            "the subflows changed between reads three times (last: {} tcp_info, {} address pairs)",
+            counts.0, counts.1
+        ),
+    })
+}
+
+/// Splits an `MPTCP_SUBFLOW_ADDRS` answer into (local, remote) pairs.
+fn parse_subflow_addrs(
+    buf: &[u8],
+) -> std::result::Result<Vec<(std::net::SocketAddr, std::net::SocketAddr)>, String> {
+    let half = SUBFLOW_ADDRS_LEN / 2;
+    subflow_elements(buf)?
+        .into_iter()
+        .enumerate()
+        .map(|(i, b)| {
+            let addr = |at: usize, what: &str| {
+                b.get(at..at + half)
+                    .and_then(crate::sockopt::sockaddr_from_bytes)
+                    .ok_or_else(|| format!("subflow {i}: no inet {what} address in {} bytes", b.len()))
+            };
+            Ok((addr(0, "local")?, addr(half, "remote")?))
+        })
+        .collect()
 }
 
 #[cfg(test)]
@@ -530,6 +605,78 @@ mod tests {
         assert_eq!(v.len(), 2);
         assert_eq!(v[1].snd_cwnd, TcpInfo::parse(&one).unwrap().snd_cwnd);
         assert!(parse_subflow_infos(&b[..8]).is_err());
+    }
+
+    /// A `struct mptcp_subflow_addrs` of two inet addresses.
+    fn addrs_element(local: std::net::SocketAddr, remote: std::net::SocketAddr) -> Vec<u8> {
+        let mut b = vec![0u8; SUBFLOW_ADDRS_LEN];
+        for (at, a) in [(0, local), (SUBFLOW_ADDRS_LEN / 2, remote)] {
+            let (ss, _) = crate::sockopt::sockaddr_of(&a);
+            // SAFETY: a sockaddr_storage is plain bytes of exactly half an element.
+            let bytes = unsafe {
+                std::slice::from_raw_parts(
+                    (&ss as *const libc::sockaddr_storage).cast::<u8>(),
+                    SUBFLOW_ADDRS_LEN / 2,
+                )
+            };
+            b[at..at + SUBFLOW_ADDRS_LEN / 2].copy_from_slice(bytes);
+        }
+        b
+    }
+
+    #[test]
+    fn subflow_addresses_are_split_and_decoded_in_order() {
+        let a: std::net::SocketAddr = "10.1.0.1:40000".parse().unwrap();
+        let b: std::net::SocketAddr = "10.1.0.2:7000".parse().unwrap();
+        let c: std::net::SocketAddr = "[fd00::3]:40001".parse().unwrap();
+        let d: std::net::SocketAddr = "[fd00::4]:7000".parse().unwrap();
+        let mut buf = vec![0u8; 16];
+        buf[0..4].copy_from_slice(&16u32.to_ne_bytes());
+        buf[4..8].copy_from_slice(&2u32.to_ne_bytes());
+        buf[8..12].copy_from_slice(&(SUBFLOW_ADDRS_LEN as u32).to_ne_bytes());
+        buf[12..16].copy_from_slice(&(SUBFLOW_ADDRS_LEN as u32).to_ne_bytes());
+        buf.extend(addrs_element(a, b));
+        buf.extend(addrs_element(c, d));
+        assert_eq!(parse_subflow_addrs(&buf).unwrap(), vec![(a, b), (c, d)]);
+        // A count beyond what arrived yields what arrived.
+        assert_eq!(parse_subflow_addrs(&buf[..16 + SUBFLOW_ADDRS_LEN]).unwrap(), vec![(a, b)]);
+        // An element of another family is an error naming the subflow.
+        let mut bad = buf.clone();
+        bad[16 + SUBFLOW_ADDRS_LEN..16 + SUBFLOW_ADDRS_LEN + 2]
+            .copy_from_slice(&(libc::AF_UNIX as u16).to_ne_bytes());
+        let e = parse_subflow_addrs(&bad).unwrap_err();
+        assert!(e.contains("subflow 1") && e.contains("local"), "{e}");
+        assert!(parse_subflow_addrs(&buf[..12]).is_err());
+    }
+
+    #[test]
+    fn live_mptcp_subflow_has_the_sockets_endpoints_and_counts_its_bytes() {
+        use crate::sockopt::{self, Family};
+        use std::io::{Read, Write};
+        // MPTCP is on in the project's kernel; without it this fails loudly.
+        let lfd = sockopt::mptcp_socket(Family::V4).expect("MPTCP socket (net.mptcp.enabled=1 expected)");
+        sockopt::bind(&lfd, &"127.0.0.1:0".parse().unwrap()).unwrap();
+        sockopt::listen(&lfd, 4).unwrap();
+        let l = std::net::TcpListener::from(lfd);
+        let addr = l.local_addr().unwrap();
+        let cfd = sockopt::mptcp_socket(Family::V4).unwrap();
+        sockopt::connect(&cfd, &addr).unwrap();
+        let mut c = std::net::TcpStream::from(cfd);
+        let (mut s, _) = l.accept().unwrap();
+        c.write_all(&[7u8; 50_000]).unwrap();
+        let mut got = vec![0u8; 50_000];
+        s.read_exact(&mut got).unwrap();
+        s.write_all(&[1]).unwrap();
+        c.read_exact(&mut [0u8; 1]).unwrap();
+        let subs = mptcp_subflows(&c).unwrap();
+        assert_eq!(subs.len(), 1, "{subs:?}");
+        assert_eq!((subs[0].local, subs[0].remote), (c.local_addr().unwrap(), addr));
+        // The peer's answer came after all 50 000 bytes: they are acked.
+        assert!(subs[0].info.bytes_acked.is_some_and(|b| b >= 50_000), "{:?}", subs[0].info.bytes_acked);
+        // A plain TCP socket has no subflows to report: an error, not an empty list.
+        let pl = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let plain = std::net::TcpStream::connect(pl.local_addr().unwrap()).unwrap();
+        assert!(mptcp_subflows(&plain).is_err());
     }
 
     #[test]

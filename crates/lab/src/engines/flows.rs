@@ -197,6 +197,15 @@ pub struct FlowResult {
     pub lane: String,
     /// RepFlow: the lane of the copy that won.
     pub winner: Option<String>,
+    /// Payload bytes each lane carried for this flow, each byte once per
+    /// connection, read from the sender's TCP when the sink's answer arrived
+    /// (`tcpi_bytes_sent − tcpi_bytes_retrans` per subflow for MPTCP,
+    /// attributed by the subflow's local address; the socket's own for plain
+    /// TCP; RepFlow: the winning copy's only, the loser is reset uncounted).
+    /// Includes the 16-byte header, and for MPTCP data the scheduler sent
+    /// again on a second subflow. Empty when the flow did not complete or
+    /// the counters could not be read (logged).
+    pub lane_bytes: BTreeMap<String, u64>,
     /// Why the flow did not complete (recorded as its text).
     #[serde(serialize_with = "failure_text")]
     pub error: Option<FlowFailure>,
@@ -553,6 +562,7 @@ impl Planned {
             fct_s: None,
             lane: self.lane.clone(),
             winner: None,
+            lane_bytes: BTreeMap::new(),
             error: None,
         }
     }
@@ -628,8 +638,9 @@ async fn run_one(
     tokio::select! {
         out = tokio::time::timeout_at(deadline, work) => match out {
             Ok(Ok((done, winner))) => {
-                r.fct_s = Some(done.saturating_duration_since(start).as_secs_f64());
+                r.fct_s = Some(done.at.saturating_duration_since(start).as_secs_f64());
                 r.winner = winner;
+                r.lane_bytes = done.lane_bytes;
             }
             Ok(Err(e)) => r.error = Some(FlowFailure::Io(e)),
             Err(_) => r.error = Some(FlowFailure::TimeLimit(progress.cut_at(p.flow.bytes))),
@@ -640,18 +651,21 @@ async fn run_one(
     r
 }
 
+/// A connection that delivered its flow: when the answer arrived, and what
+/// each lane carried (see [`FlowResult::lane_bytes`]).
+struct Delivered {
+    at: std::time::Instant,
+    lane_bytes: BTreeMap<String, u64>,
+}
+
 /// Carries one flow on its path, or races its two copies (RepFlow): the first
 /// copy answered wins and the other is dropped, which resets it.
-async fn carry(
-    ctx: &Ctx,
-    p: &Planned,
-    progress: &Progress,
-) -> Result<(std::time::Instant, Option<String>), String> {
+async fn carry(ctx: &Ctx, p: &Planned, progress: &Progress) -> Result<(Delivered, Option<String>), String> {
     let f = &p.flow;
     progress.reached(Progress::CONNECTING, 0);
     let mut fds = make_sockets(&p.paths)?.into_iter();
     match (p.paths.as_slice(), fds.next(), fds.next()) {
-        ([one], Some(fd), None) => transfer(ctx, one, fd, f.id, f.bytes, progress).await.map(|t| (t, None)),
+        ([one], Some(fd), None) => transfer(ctx, one, fd, f.id, f.bytes, progress).await.map(|d| (d, None)),
         ([a, b], Some(fa), Some(fb)) => {
             let ta = transfer(ctx, a, fa, f.id, f.bytes, progress);
             let tb = transfer(ctx, b, fb, f.id, f.bytes, progress);
@@ -680,7 +694,8 @@ async fn carry(
 
 /// One connection on a socket made in the source namespace: options, bind,
 /// connect, header and payload, then the sink's answer. Returns when the
-/// answer arrived. Dropping the future resets the connection (SO_LINGER 0).
+/// answer arrived, with the bytes each lane carried. Dropping the future
+/// resets the connection (SO_LINGER 0).
 async fn transfer(
     ctx: &Ctx,
     path: &Path,
@@ -688,7 +703,7 @@ async fn transfer(
     id: u64,
     bytes: u64,
     progress: &Progress,
-) -> Result<std::time::Instant, String> {
+) -> Result<Delivered, String> {
     let dst = SocketAddr::from((path.dst, ctx.port));
     let what = format!("{} {} -> {dst}", path.lane, path.src);
     sockopt::set_congestion(&fd, &ctx.cc).map_err(|e| format!("{what}: {e}"))?;
@@ -725,7 +740,34 @@ async fn transfer(
     if answer[0] != ANSWER {
         return Err(format!("{what}: sink answered {:#04x}, not {ANSWER:#04x}", answer[0]));
     }
-    Ok(std::time::Instant::now())
+    let at = std::time::Instant::now();
+    let lane_bytes = match sent_by_local_address(&s, path.mptcp) {
+        Ok(sent) => bytes_per_lane(&sent, &path.src_lanes),
+        Err(e) => {
+            tracing::warn!(%what, error = %e, "per-lane byte counters unreadable; the flow has none");
+            BTreeMap::new()
+        }
+    };
+    Ok(Delivered { at, lane_bytes })
+}
+
+/// The payload bytes each connection sent, once each (`tcpi_bytes_sent` less
+/// `tcpi_bytes_retrans`), by local address: one entry per MPTCP subflow,
+/// or the plain socket's own. Sent, not acknowledged: when the answer
+/// arrives on one subflow, another's last ACKs may still be on their way
+/// (a delayed ACK holds one for up to 40 ms).
+fn sent_by_local_address(s: &TcpStream, mptcp: bool) -> Result<Vec<(std::net::IpAddr, u64)>, String> {
+    let once = |i: &tcpaccel_sys::tcpinfo::TcpInfo| {
+        i.bytes_sent.unwrap_or(0).saturating_sub(i.bytes_retrans.unwrap_or(0))
+    };
+    if mptcp {
+        let subs = tcpaccel_sys::tcpinfo::mptcp_subflows(s).map_err(|e| e.to_string())?;
+        Ok(subs.iter().map(|f| (f.local.ip(), once(&f.info))).collect())
+    } else {
+        let info = tcpaccel_sys::tcpinfo::tcp_info(s).map_err(|e| e.to_string())?;
+        let local = s.local_addr().map_err(|e| format!("getsockname: {e}"))?;
+        Ok(vec![(local.ip(), once(&info))])
+    }
 }
 
 // ------------------------------------------------------------------ pure part
@@ -774,6 +816,25 @@ pub(crate) struct Path {
     pub dst_ns: String,
     pub src_ns: String,
     pub mptcp: bool,
+    /// The source host's lane addresses and names, to say which lane a
+    /// subflow's bytes went on.
+    pub src_lanes: Vec<(Ipv4Addr, String)>,
+}
+
+/// The lanes of a host by address: SL, then LL 0, 1, ...
+fn lanes_of(h: &HostAddrs) -> Vec<(Ipv4Addr, String)> {
+    std::iter::once(h.sl).chain(h.ll.iter().copied()).enumerate().map(|(k, a)| (a, lane_name(k))).collect()
+}
+
+/// Sums bytes per lane name. A local address that is none of
+/// the host's lanes is kept under its own text, not dropped.
+fn bytes_per_lane(sent: &[(std::net::IpAddr, u64)], lanes: &[(Ipv4Addr, String)]) -> BTreeMap<String, u64> {
+    let mut out = BTreeMap::new();
+    for (ip, n) in sent {
+        let name = lanes.iter().find(|(a, _)| std::net::IpAddr::V4(*a) == *ip).map(|(_, l)| l.clone());
+        *out.entry(name.unwrap_or_else(|| ip.to_string())).or_insert(0) += n;
+    }
+    out
 }
 
 /// A validated flow with its schedule and its path(s).
@@ -841,6 +902,7 @@ pub(crate) fn plan(
                 src_ns: src.ns.clone(),
                 dst_ns: dst.ns.clone(),
                 mptcp,
+                src_lanes: lanes_of(src),
             }
         };
         let need_ll = |transport: &'static str| -> Result<(), FlowError> {
@@ -881,6 +943,31 @@ pub(crate) fn plan(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn lane_bytes_are_summed_by_the_hosts_lane_names_and_strangers_kept() {
+        let h = HostAddrs {
+            id: 1,
+            ns: "h1".into(),
+            sl: Ipv4Addr::new(10, 0, 0, 1),
+            ll: vec![Ipv4Addr::new(10, 1, 0, 1), Ipv4Addr::new(10, 2, 0, 1)],
+        };
+        let lanes = lanes_of(&h);
+        assert_eq!(lanes.iter().map(|(_, l)| l.as_str()).collect::<Vec<_>>(), ["sl", "ll0", "ll1"]);
+        let ip = |a: [u8; 4]| std::net::IpAddr::V4(Ipv4Addr::from(a));
+        let acked = [
+            (ip([10, 0, 0, 1]), 1_000),
+            (ip([10, 2, 0, 1]), 70_000),
+            (ip([10, 0, 0, 1]), 500),
+            (ip([10, 9, 9, 9]), 3),
+        ];
+        let m = bytes_per_lane(&acked, &lanes);
+        let want: BTreeMap<String, u64> = [("sl", 1_500), ("ll1", 70_000), ("10.9.9.9", 3)]
+            .into_iter()
+            .map(|(k, v)| (k.to_string(), v))
+            .collect();
+        assert_eq!(m, want);
+    }
 
     #[test]
     fn the_starter_wakes_each_flow_in_order_never_early() {

@@ -125,6 +125,11 @@ pub struct FlowRecord {
     pub exp_start: Option<f64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub exp_fct_ms: Option<f64>,
+    /// Bytes each lane carried for this flow ("sl", "ll0", ...), where the
+    /// scenario measured them (the lanes scenarios: the sender's
+    /// acknowledged bytes per subflow); absent otherwise.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub lane_bytes: BTreeMap<String, u64>,
 }
 
 /// Summary figures of one repeat of one variant.
@@ -411,9 +416,14 @@ mod tests {
         let old = r#"{"type":"flow","variant":"a","repeat":0,"id":1,"class":"short","bytes":10,"start":0.5,"fct_ms":8.0,"completed":true}"#;
         let Record::Flow(f) = serde_json::from_str::<Record>(old).unwrap() else { panic!("not a flow") };
         assert_eq!((f.exp_start, f.exp_fct_ms), (None, None));
-        let f = FlowRecord { exp_start: Some(0.125), exp_fct_ms: Some(2.0), ..f };
+        assert!(f.lane_bytes.is_empty());
+        let line = serde_json::to_string(&Record::Flow(f.clone())).unwrap();
+        assert!(!line.contains("lane_bytes"), "no lanes measured, no field: {line}");
+        let lanes = [("sl".to_string(), 3u64), ("ll0".to_string(), 7)].into();
+        let f = FlowRecord { exp_start: Some(0.125), exp_fct_ms: Some(2.0), lane_bytes: lanes, ..f };
         let line = serde_json::to_string(&Record::Flow(f.clone())).unwrap();
         assert!(line.contains("\"exp_fct_ms\":2.0"), "{line}");
+        assert!(line.contains("\"lane_bytes\":{\"ll0\":7,\"sl\":3}"), "{line}");
         assert_eq!(serde_json::from_str::<Record>(&line).unwrap(), Record::Flow(f));
     }
 

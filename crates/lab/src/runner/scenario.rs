@@ -186,6 +186,20 @@ impl RunCtx<'_> {
         fct_ms: f64,
         completed: bool,
     ) -> Result<()> {
+        self.flow_on_lanes(id, class, bytes, start, fct_ms, completed, BTreeMap::new())
+    }
+    /// [`RunCtx::flow`] with the bytes each lane carried.
+    #[allow(clippy::too_many_arguments)]
+    pub fn flow_on_lanes(
+        &mut self,
+        id: u64,
+        class: &str,
+        bytes: u64,
+        start: f64,
+        fct_ms: f64,
+        completed: bool,
+        lane_bytes: BTreeMap<String, u64>,
+    ) -> Result<()> {
         // Times also in experiment units when the run is dilated.
         let d = dilation(&self.params.0).map_err(anyhow::Error::msg)?;
         let exp = |t: f64| (d != tcpaccel_core::scale::Dilation::ONE).then(|| d.ms_to_experiment(t));
@@ -200,6 +214,7 @@ impl RunCtx<'_> {
             completed,
             exp_start: exp(start),
             exp_fct_ms: exp(fct_ms),
+            lane_bytes,
         });
         Ok(self.writer.write(&r)?)
     }

@@ -325,6 +325,34 @@ fn short_stats(o: &Outcome) -> ShortStats {
     ShortStats { n, incomplete: short.len() - n, avg, p95: pct(95.0), p99: pct(99.0) }
 }
 
+/// Where the bytes went, per class of completed flow: the SL's share (%) of
+/// the bytes the flows' lanes carried (`FlowResult::lane_bytes`), for short
+/// flows, short flows at or above the short p99 (`tail_ms`, wall), medium
+/// and long flows. A class without measured bytes is left out.
+fn sl_byte_shares(o: &Outcome, tail_ms: f64) -> Vec<(&'static str, f64)> {
+    let share = |keep: &dyn Fn(&FlowResult) -> bool| {
+        let (mut sl, mut all) = (0u64, 0u64);
+        for r in o.results.iter().filter(|r| r.fct_s.is_some() && keep(r)) {
+            sl += r.lane_bytes.get("sl").copied().unwrap_or(0);
+            all += r.lane_bytes.values().sum::<u64>();
+        }
+        (all > 0).then(|| sl as f64 * 100.0 / all as f64)
+    };
+    let short = |r: &FlowResult| r.bytes <= SHORT_MAX;
+    let tail = |r: &FlowResult| short(r) && r.fct_s.is_some_and(|f| f * 1e3 >= tail_ms);
+    let long = |r: &FlowResult| !short(r) && r.class == FlowClass::Long;
+    let medium = |r: &FlowResult| !short(r) && r.class != FlowClass::Long;
+    [
+        ("short_sl_bytes_pct", share(&short)),
+        ("tail_short_sl_bytes_pct", share(&tail)),
+        ("medium_sl_bytes_pct", share(&medium)),
+        ("long_sl_bytes_pct", share(&long)),
+    ]
+    .into_iter()
+    .filter_map(|(n, v)| v.map(|v| (n, v)))
+    .collect()
+}
+
 /// Goodput of long-class flows at their receivers: bytes received over the
 /// run's wall time, per back-end host, in Mbit/s.
 fn long_mbps(o: &Outcome, backends: usize) -> f64 {
@@ -373,10 +401,25 @@ fn record_outcome(
             };
             // An incomplete flow is recorded as such, with the time it had.
             let fct_ms = r.fct_s.unwrap_or((limit_s - r.start_s).max(0.0)) * 1e3;
-            ctx.flow(r.id, class.trim_end(), r.bytes, r.start_s, fct_ms, r.fct_s.is_some())?;
+            ctx.flow_on_lanes(
+                r.id,
+                class.trim_end(),
+                r.bytes,
+                r.start_s,
+                fct_ms,
+                r.fct_s.is_some(),
+                r.lane_bytes.clone(),
+            )?;
         }
     }
     let s = short_stats(o);
+    for (name, share) in sl_byte_shares(o, s.p99) {
+        put(ctx, format!("{name}{suffix}"), share);
+    }
+    let unread = o.results.iter().filter(|r| r.fct_s.is_some() && r.lane_bytes.is_empty()).count();
+    if unread > 0 {
+        put(ctx, format!("flows_without_lane_bytes{suffix}"), unread as f64);
+    }
     put(ctx, format!("short_flows{suffix}"), s.n as f64);
     put_ms(ctx, d, "short_avg_ms", suffix, s.avg);
     put_ms(ctx, d, "short_p95_ms", suffix, s.p95);
@@ -646,7 +689,41 @@ mod tests {
         for s in &d.summaries {
             let (exp, wall) = (s.metrics["short_avg_ms@0.2"], s.metrics["short_avg_ms_wall@0.2"]);
             assert!(close(Some(exp * 2.0), wall), "{}: {exp} vs {wall}", s.variant);
+            assert!(
+                s.metrics.contains_key("short_sl_bytes_pct@0.2"),
+                "{}: {:?}",
+                s.variant,
+                s.metrics.keys()
+            );
         }
+        // Every completed flow says which lanes carried it: SL or LL 0 (no
+        // stranger address), at least its payload and header in all.
+        for f in d.flows.iter().filter(|f| f.completed) {
+            let total: u64 = f.lane_bytes.values().sum();
+            assert!(
+                total >= f.bytes + 16,
+                "{} flow {}: {:?} for {} B",
+                f.variant,
+                f.id,
+                f.lane_bytes,
+                f.bytes
+            );
+            assert!(
+                f.lane_bytes.keys().all(|l| l == "sl" || l == "ll0"),
+                "{} flow {}: {:?}",
+                f.variant,
+                f.id,
+                f.lane_bytes
+            );
+        }
+        // The size policy moves what passed its threshold (100 KB) to LL.
+        let moved: u64 = d
+            .flows
+            .iter()
+            .filter(|f| f.completed && f.variant == "size-link-cost" && f.bytes > 200_000)
+            .map(|f| f.lane_bytes.get("ll0").copied().unwrap_or(0))
+            .sum();
+        assert!(moved > 0, "no byte of a large flow went on LL under size-link-cost");
     }
 
     /// A short leaf–spine run: its fidelity record carries the fabric's

@@ -69,6 +69,20 @@ fn realistic_metrics() -> Vec<MetricSpec> {
                 "long-flow goodput per back-end host at load {load}, in experiment units (wall × scale)"
             ),
         ));
+        // [Lanes]' premise: short flows on a clean SL, long flows off it.
+        // Measured per flow from the senders' subflows.
+        v.push(MetricSpec::new(
+            &format!("short_sl_bytes_pct@{load}"),
+            "%",
+            true,
+            &format!("share of the bytes of flows ≤ 100 KB that went on SL at load {load}"),
+        ));
+        v.push(MetricSpec::new(
+            &format!("long_sl_bytes_pct@{load}"),
+            "%",
+            false,
+            &format!("share of the long flows' bytes that went on SL at load {load}"),
+        ));
     }
     v
 }
