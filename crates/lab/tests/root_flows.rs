@@ -284,6 +284,34 @@ fn root_repflow_replicates_short_flows_only() {
 }
 
 #[test]
+fn root_sized_keeps_large_flows_off_sl() {
+    let _g = heavy();
+    let lab = Lab::new();
+    let hosts = lab.hosts();
+    let sinks = Sinks::start(&hosts, PORT).expect("sinks");
+    let o = opts(Transport::Sized { threshold: 100_000, replicate: false, seed: 3 }, 20);
+    // Warm-up: both neighbours resolved on both lanes.
+    let warm = go(&[flow(0, 0, 1, 2, 1_000), flow(1, 0, 1, 2, 200_000)], &hosts, &o);
+    assert!(warm.iter().all(|r| r.fct_s.is_some()), "{warm:?}");
+    let before = lab.lanes();
+    let flows: Vec<Flow> =
+        (2..12u64).map(|i| flow(i, i * 20, 1, 2, if i % 2 == 0 { 50_000 } else { 400_000 })).collect();
+    let results = go(&flows, &hosts, &o);
+    let after = lab.lanes();
+    sinks.stop();
+    for r in &results {
+        assert_eq!(r.error, None, "{r:?}");
+        let want = if r.bytes < 100_000 { "sl" } else { "ll0" };
+        assert_eq!(r.lane, want, "{r:?}");
+        assert_eq!(r.lane_bytes, [(want.to_string(), r.bytes + 16)].into(), "{r:?}");
+    }
+    // The interfaces agree: 5 × 400 KB on LL, 5 × 50 KB (and no more) on SL.
+    let (dsl, dll) = (after.0 - before.0, after.1 - before.1);
+    assert!((250_000..320_000).contains(&dsl), "SL carried the short flows only: {dsl}");
+    assert!(dll >= 2_000_000, "LL carried the large flows: {dll}");
+}
+
+#[test]
 fn root_mptcp_transport_completes_flows() {
     let _g = heavy();
     let lab = Lab::new();

@@ -24,7 +24,8 @@
 //! manager's business, set up by the caller), [`Transport::SinglePath`]
 //! (plain TCP on one lane per flow, picked by a seeded RNG: ECMP-like) and
 //! [`Transport::RepFlow`] (short flows sent twice, on SL and LL0 at once;
-//! anchors.md "Workloads", Xu & Li 2014).
+//! anchors.md "Workloads", Xu & Li 2014) and [`Transport::Sized`] (short
+//! flows on SL, optionally also on LL0; larger ones on LL only).
 //!
 //! What it is not: no topology set-up (namespaces, addresses, MPTCP
 //! endpoints and the lanes daemon are the caller's), no statistics over the
@@ -141,6 +142,14 @@ pub enum Transport {
     /// first copy's and the slower copy is then aborted (RST). Larger flows:
     /// [`Transport::SinglePath`] with `seed`.
     RepFlow { threshold: u64, seed: u64 },
+    /// Lanes by known size (this project's policy, not the thesis's; it
+    /// assumes what RepFlow assumes, that the sender knows which flows are
+    /// short): flows of fewer than `threshold` bytes on SL, as plain TCP;
+    /// larger flows never touch SL, plain TCP on an LL lane picked by
+    /// `seed` (among LL lanes only). With `replicate`, a short flow is also
+    /// sent on LL0 at once and the first copy's answer ends it, as in
+    /// RepFlow: the SL copy runs on a lane that carries no large flow.
+    Sized { threshold: u64, replicate: bool, seed: u64 },
 }
 
 /// Bytes a sink received for one flow id.
@@ -933,6 +942,18 @@ pub(crate) fn plan(
                     (p.lane.clone(), vec![p])
                 }
             }
+            Transport::Sized { threshold, replicate, seed } => {
+                need_ll("Sized")?;
+                if f.bytes >= threshold {
+                    let lls = src.ll.len().min(dst.ll.len());
+                    let p = path(1 + pick_lane(seed, f.id, lls), false);
+                    (p.lane.clone(), vec![p])
+                } else if replicate {
+                    ("both".to_string(), vec![path(0, false), path(1, false)])
+                } else {
+                    ("sl".to_string(), vec![path(0, false)])
+                }
+            }
         };
         out.push(Planned { flow: *f, at, lane, paths });
     }
@@ -1138,6 +1159,39 @@ mod tests {
         assert_eq!(lanes, ["sl", "ll0"]);
         assert_eq!(p[1].paths.len(), 1);
         assert_eq!(p[1].lane, lane_name(pick_lane(1, 2, 2)));
+    }
+
+    #[test]
+    fn sized_keeps_large_flows_off_sl_and_short_ones_on_it() {
+        let hosts = [host(1, 3), host(2, 3)];
+        let flows: Vec<Flow> =
+            (0..60).map(|i| flow(i, 0, 1, 2, if i % 2 == 0 { 99_999 } else { 100_000 })).collect();
+        for replicate in [false, true] {
+            let t = Transport::Sized { threshold: 100_000, replicate, seed: 3 };
+            let p = plan(&flows, CoreInstant::ZERO, &hosts, &opts(t)).unwrap();
+            let mut lls = BTreeSet::new();
+            for x in &p {
+                let lanes: Vec<&str> = x.paths.iter().map(|y| y.lane.as_str()).collect();
+                if x.flow.bytes < 100_000 {
+                    let want: &[&str] = if replicate { &["sl", "ll0"] } else { &["sl"] };
+                    assert_eq!(lanes, want, "{x:?}");
+                    assert_eq!(x.lane, if replicate { "both" } else { "sl" });
+                } else {
+                    assert_eq!(lanes.len(), 1, "{x:?}");
+                    assert_ne!(lanes[0], "sl", "a large flow on SL: {x:?}");
+                    assert_eq!(x.lane, lane_name(1 + pick_lane(3, x.flow.id, 3)));
+                    assert!(x.paths.iter().all(|y| !y.mptcp));
+                    lls.insert(lanes[0].to_string());
+                }
+            }
+            assert_eq!(lls.len(), 3, "30 large flows spread over the 3 LL lanes: {lls:?}");
+        }
+        let no_ll = [host(1, 0), host(2, 0)];
+        let t = Transport::Sized { threshold: 10, replicate: false, seed: 1 };
+        assert!(matches!(
+            plan(&flows[..1], CoreInstant::ZERO, &no_ll, &opts(t)),
+            Err(FlowError::NoLongLane { .. })
+        ));
     }
 
     #[test]

@@ -87,7 +87,17 @@ fn drain_param() -> Param {
     )
 }
 
-const POLICIES: [&str; 7] = ["mptcp", "single", "repflow", "deadline", "link-cost", "size", "size-link-cost"];
+/// The variants a lanes scenario runs by default: the thesis's seven
+/// (`size-link-cost` is this project's, beside them).
+const DEFAULT_POLICIES: [&str; 7] =
+    ["mptcp", "single", "repflow", "deadline", "link-cost", "size", "size-link-cost"];
+
+/// Every variant a lanes scenario knows: the defaults, then this project's
+/// own, run only when named: `sized` (short flows on SL, larger ones on LL
+/// only; the sender knows sizes, as RepFlow's does) and `sized-rep` (the
+/// same with each short flow also sent on LL0, first copy wins).
+const POLICIES: [&str; 9] =
+    ["mptcp", "single", "repflow", "deadline", "link-cost", "size", "size-link-cost", "sized", "sized-rep"];
 
 /// The lanes policies (the variants that run a daemon): `size` switches a
 /// connection after `size_threshold` bytes, `size-link-cost` on whichever of
@@ -99,9 +109,9 @@ fn common_params(fabrics: &str, hosts: &str, rate: &str) -> Vec<Param> {
     vec![
         Param::new(
             "variants",
-            POLICIES.join(","),
+            DEFAULT_POLICIES.join(","),
             Rule::Choice,
-            "policies to compare (mptcp, single, repflow, deadline, link-cost)",
+            "policies to compare (mptcp, single, repflow, deadline, link-cost, size, size-link-cost; also sized, sized-rep)",
         ),
         Param::new("hosts", hosts, Rule::Count, "hosts in the datacenter (a quarter are back-end hosts)"),
         Param::new("fabrics", fabrics, Rule::Count, "fabrics = lanes: 1 SL + the rest LL"),
@@ -266,7 +276,7 @@ fn mode_of(variant: &str) -> Result<MptcpMode> {
     Ok(match variant {
         "mptcp" => MptcpMode::Kernel,
         v if LANES_POLICIES.contains(&v) => MptcpMode::Userspace,
-        "single" | "repflow" => MptcpMode::Plain,
+        "single" | "repflow" | "sized" | "sized-rep" => MptcpMode::Plain,
         v => bail!("unknown variant {v:?}; valid: {}", POLICIES.join(", ")),
     })
 }
@@ -286,6 +296,10 @@ fn run_policy(fab: &Fabric, flows: &[Flow], run: &RunSpec<'_>) -> Result<Outcome
     let transport = match run.variant {
         "single" => Transport::SinglePath { seed: run.seed },
         "repflow" => Transport::RepFlow { threshold: REPFLOW_THRESHOLD, seed: run.seed },
+        // The same size knowledge as RepFlow's, used to keep SL clean.
+        v @ ("sized" | "sized-rep") => {
+            Transport::Sized { threshold: REPFLOW_THRESHOLD, replicate: v == "sized-rep", seed: run.seed }
+        }
         _ => Transport::Mptcp,
     };
     let opts =
