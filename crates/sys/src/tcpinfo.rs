@@ -677,6 +677,16 @@ mod tests {
         let pl = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
         let plain = std::net::TcpStream::connect(pl.local_addr().unwrap()).unwrap();
         assert!(mptcp_subflows(&plain).is_err());
+        // An MPTCP socket whose peer is plain TCP falls back: SOL_MPTCP is
+        // "not supported" on it, TCP_INFO reads its one subflow.
+        let fb = sockopt::mptcp_socket(Family::V4).unwrap();
+        sockopt::connect(&fb, &pl.local_addr().unwrap()).unwrap();
+        let mut fb = std::net::TcpStream::from(fb);
+        let (mut peer, _) = pl.accept().unwrap();
+        fb.write_all(&[1u8; 3000]).unwrap();
+        peer.read_exact(&mut [0u8; 3000]).unwrap();
+        assert!(matches!(mptcp_subflows(&fb), Err(Error::Unsupported { .. })), "{:?}", mptcp_subflows(&fb));
+        assert_eq!(tcp_info(&fb).unwrap().bytes_sent, Some(3000));
     }
 
     #[test]

@@ -770,13 +770,20 @@ fn sent_by_local_address(s: &TcpStream, mptcp: bool) -> Result<Vec<(std::net::Ip
         i.bytes_sent.unwrap_or(0).saturating_sub(i.bytes_retrans.unwrap_or(0))
     };
     if mptcp {
-        let subs = tcpaccel_sys::tcpinfo::mptcp_subflows(s).map_err(|e| e.to_string())?;
-        Ok(subs.iter().map(|f| (f.local.ip(), once(&f.info))).collect())
-    } else {
-        let info = tcpaccel_sys::tcpinfo::tcp_info(s).map_err(|e| e.to_string())?;
-        let local = s.local_addr().map_err(|e| format!("getsockname: {e}"))?;
-        Ok(vec![(local.ip(), once(&info))])
+        match tcpaccel_sys::tcpinfo::mptcp_subflows(s) {
+            Ok(subs) => return Ok(subs.iter().map(|f| (f.local.ip(), once(&f.info))).collect()),
+            // A connection that fell back to plain TCP (its SYN went
+            // without MP_CAPABLE after net.mptcp.syn_retrans_before_tcp_fallback
+            // retransmissions, or the peer did not answer it) passes
+            // socket options to its one subflow, which has no SOL_MPTCP
+            // options: EOPNOTSUPP. TCP_INFO then reads that subflow.
+            Err(tcpaccel_sys::Error::Unsupported { .. }) => {}
+            Err(e) => return Err(e.to_string()),
+        }
     }
+    let info = tcpaccel_sys::tcpinfo::tcp_info(s).map_err(|e| e.to_string())?;
+    let local = s.local_addr().map_err(|e| format!("getsockname: {e}"))?;
+    Ok(vec![(local.ip(), once(&info))])
 }
 
 // ------------------------------------------------------------------ pure part

@@ -141,6 +141,8 @@ pub struct Judged {
 const SEED000: &str = "[PSPacer] table (GtrcNET-1, 500 Mbit/s, 100 ms, 1 MB buffer)";
 const GOAL_BENCH: &str = "BENCHMARKS.md target";
 const GOAL_DIRECTION: &str = "the seed's direction";
+/// Goal of this project's own variants: beat the baselines the seed beats.
+const GOAL_OWN: &str = "this project's policy against the seed's baselines";
 
 /// [Lanes] §6's ordering of one statistic at one load (lanes < RepFlow <
 /// pure MPTCP, Fig. 6.9–6.13): `better`'s median no worse than `worse`'s.
@@ -445,6 +447,30 @@ pub const CLAIMS: &[Claim] = &[
         measure: Measure::Ratio { num: ("link-cost", "long_mbps@0.5"), den: ("mptcp", "long_mbps@0.5") },
         goal: Goal::AtLeast(0.9),
         goal_source: GOAL_BENCH,
+        published: None,
+        when: &[],
+    },
+    Claim {
+        scenario: "lanes-websearch",
+        text: "sized-rep (large flows kept off SL by size, short flows copied on LL0) short-flow p99 FCT at load 0.5 is no worse than RepFlow's",
+        measure: Measure::Ratio {
+            num: ("sized-rep", "short_p99_ms@0.5"),
+            den: ("repflow", "short_p99_ms@0.5"),
+        },
+        goal: Goal::AtMost(1.0),
+        goal_source: GOAL_OWN,
+        published: None,
+        when: &[],
+    },
+    Claim {
+        scenario: "lanes-websearch",
+        text: "sized-rep short-flow p99 FCT at load 0.5 is no worse than pure MPTCP's",
+        measure: Measure::Ratio {
+            num: ("sized-rep", "short_p99_ms@0.5"),
+            den: ("mptcp", "short_p99_ms@0.5"),
+        },
+        goal: Goal::AtMost(1.0),
+        goal_source: GOAL_OWN,
         published: None,
         when: &[],
     },
@@ -888,6 +914,8 @@ const NAMES: &[(&str, &str)] = &[
     ("tail_short_sl_bytes_pct", "Short flows at or above the p99: share of their bytes on SL"),
     ("medium_sl_bytes_pct", "Medium flows: share of their bytes on SL"),
     ("long_sl_bytes_pct", "Long flows: share of their bytes on SL"),
+    ("sl_large_mbps_tail_short", "Flows above 100 KB on SL during a short flow at or above the p99 (median)"),
+    ("sl_large_mbps_mid_short", "Flows above 100 KB on SL during a short flow of the middle tenth (median)"),
     ("switch_ms", "Connection age at the switch to LL"),
     ("switches", "Switches to LL"),
     ("switch_latency_ms", "Switch latency, threshold to LL carrying data"),

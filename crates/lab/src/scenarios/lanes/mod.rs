@@ -367,6 +367,55 @@ fn sl_byte_shares(o: &Outcome, tail_ms: f64) -> Vec<(&'static str, f64)> {
     .collect()
 }
 
+/// Flow by flow, what larger flows put on SL while a short flow ran: each
+/// completed flow above 100 KB has its SL bytes spread evenly over its life,
+/// and a short flow sees the sum over its own life, as a rate (Mbit/s, wall
+/// time). Returns the median of that over the short flows at or above the
+/// short p99 FCT, and over the middle tenth (p45–p55); `None` without short
+/// flows or without per-lane bytes.
+fn sl_contention(results: &[FlowResult]) -> Option<(f64, f64)> {
+    let done = |r: &&FlowResult| r.fct_s.is_some_and(|f| f > 0.0) && !r.lane_bytes.is_empty();
+    let large: Vec<(f64, f64, f64)> = results
+        .iter()
+        .filter(done)
+        .filter(|r| r.bytes > SHORT_MAX)
+        .map(|r| {
+            let f = r.fct_s.unwrap_or(0.0);
+            (r.start_s, r.start_s + f, r.lane_bytes.get("sl").copied().unwrap_or(0) as f64 * 8.0 / f)
+        })
+        .collect();
+    let mut short: Vec<(f64, f64)> = results
+        .iter()
+        .filter(done)
+        .filter(|r| r.bytes <= SHORT_MAX)
+        .map(|r| (r.start_s, r.fct_s.unwrap_or(0.0)))
+        .collect();
+    if short.is_empty() {
+        return None;
+    }
+    short.sort_by(|a, b| a.1.total_cmp(&b.1));
+    let seen = |&(start, fct): &(f64, f64)| {
+        let end = start + fct;
+        let bits: f64 = large.iter().map(|&(a, b, rate)| rate * (end.min(b) - start.max(a)).max(0.0)).sum();
+        bits / fct / 1e6
+    };
+    let fcts: Vec<f64> = short.iter().map(|x| x.1).collect();
+    let p99 = percentile_sorted(&fcts, 99.0);
+    let median = |v: Vec<f64>| {
+        let mut v = v;
+        v.sort_by(f64::total_cmp);
+        if v.is_empty() {
+            f64::NAN
+        } else {
+            percentile_sorted(&v, 50.0)
+        }
+    };
+    let tail = median(short.iter().filter(|x| x.1 >= p99).map(seen).collect());
+    let n = short.len();
+    let mid = median(short[n * 45 / 100..(n * 55 / 100).max(n * 45 / 100 + 1)].iter().map(seen).collect());
+    Some((tail, mid))
+}
+
 /// Goodput of long-class flows at their receivers: bytes received over the
 /// run's wall time, per back-end host, in Mbit/s.
 fn long_mbps(o: &Outcome, backends: usize) -> f64 {
@@ -429,6 +478,10 @@ fn record_outcome(
     let s = short_stats(o);
     for (name, share) in sl_byte_shares(o, s.p99) {
         put(ctx, format!("{name}{suffix}"), share);
+    }
+    if let Some((tail, mid)) = sl_contention(&o.results) {
+        put(ctx, format!("sl_large_mbps_tail_short{suffix}"), d.rate_to_experiment(tail));
+        put(ctx, format!("sl_large_mbps_mid_short{suffix}"), d.rate_to_experiment(mid));
     }
     let unread = o.results.iter().filter(|r| r.fct_s.is_some() && r.lane_bytes.is_empty()).count();
     if unread > 0 {
@@ -801,6 +854,38 @@ mod tests {
             (Duration::from_millis(1200), Duration::from_micros(40), Duration::from_millis(200), 0.25, 1.0)
         );
         assert_eq!(fabric_spec(&k).unwrap().rate, Rate::mbps(25));
+    }
+
+    #[test]
+    fn sl_contention_is_what_large_flows_put_on_sl_during_each_short_flow() {
+        let r = |id: u64, bytes: u64, start_s: f64, fct: f64, sl: u64| FlowResult {
+            id,
+            class: FlowClass::Short,
+            src: 0,
+            dst: 1,
+            bytes,
+            start_s,
+            start_late_s: Some(0.0),
+            fct_s: Some(fct),
+            lane: "mptcp".into(),
+            winner: None,
+            lane_bytes: [("sl".to_string(), sl), ("ll0".to_string(), bytes + 16 - sl)].into(),
+            error: None,
+        };
+        // A: 1 MB on SL over 0–1 s (8 Mbit/s); B: 1 MB all on LL over 2–3 s.
+        let mut v = vec![r(1, 1_000_000, 0.0, 1.0, 1_000_000), r(2, 1_000_000, 2.0, 1.0, 0)];
+        // 99 short flows of 10 ms inside B's life, one of 100 ms inside A's,
+        // whose first half overlaps A only.
+        v.extend((0..99).map(|i| r(10 + i, 10_000, 2.0 + i as f64 * 0.005, 0.010, 10_016)));
+        v.push(r(200, 10_000, 0.95, 0.100, 10_016));
+        let (tail, mid) = sl_contention(&v).unwrap();
+        assert!((tail - 4.0).abs() < 1e-9, "half of its life at 8 Mbit/s: {tail}");
+        assert_eq!(mid, 0.0);
+        // Without short flows, or without per-lane bytes: nothing to say.
+        assert_eq!(sl_contention(&v[..2]), None);
+        let bare: Vec<FlowResult> =
+            v.iter().cloned().map(|x| FlowResult { lane_bytes: BTreeMap::new(), ..x }).collect();
+        assert_eq!(sl_contention(&bare), None);
     }
 
     #[test]
