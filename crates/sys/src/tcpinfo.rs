@@ -679,10 +679,12 @@ mod tests {
         assert!(mptcp_subflows(&plain).is_err());
         // An MPTCP socket whose peer is plain TCP falls back: SOL_MPTCP is
         // "not supported" on it, TCP_INFO reads its one subflow.
+        // (A listener of its own: `pl` still holds `plain`, unaccepted.)
+        let fl = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
         let fb = sockopt::mptcp_socket(Family::V4).unwrap();
-        sockopt::connect(&fb, &pl.local_addr().unwrap()).unwrap();
+        sockopt::connect(&fb, &fl.local_addr().unwrap()).unwrap();
         let mut fb = std::net::TcpStream::from(fb);
-        let (mut peer, _) = pl.accept().unwrap();
+        let (mut peer, _) = fl.accept().unwrap();
         fb.write_all(&[1u8; 3000]).unwrap();
         peer.read_exact(&mut [0u8; 3000]).unwrap();
         assert!(matches!(mptcp_subflows(&fb), Err(Error::Unsupported { .. })), "{:?}", mptcp_subflows(&fb));
