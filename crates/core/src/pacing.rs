@@ -531,6 +531,11 @@ const HOLD_WARN_DIV: u64 = 400;
 const HOLD_SS_DIV: u64 = 64;
 const HOLD_CA_DIV: u64 = 32;
 const HOLD_FULL_WINDOWS: u32 = 2;
+/// Near the bottleneck the cap grows only while it is less than 1/lead
+/// above the last window's delivery rate: once the bottleneck is full the
+/// delivery rate stops following the cap, and so does the cap.
+const HOLD_LEAD_NEAR_BTL: u64 = 16;
+const HOLD_LEAD_CA: u64 = 32;
 /// What [`BpfHold::on_ack`] returns while slow start is still unpaced: the
 /// kernel's "no cap" (`RATE_UNPACED`), which unlike any other value leaves
 /// its internal pacing off.
@@ -563,14 +568,20 @@ pub struct HoldAck {
 ///   kernel's slow-start pacing ratio, `tcp_pacing_ss_ratio` 200%) while
 ///   the RTT shows no queue, eq. (1) once it does, under a cap grown in
 ///   time per srtt while it binds:
-///   doubling below half the estimate, 1/16 above; without an estimate 5/4,
-///   11/10 once srtt − min_rtt exceeds min_rtt/400.
+///   doubling below half the estimate, 5/4 up to 7/8 of it, 1/16 above
+///   and only while the cap is less than 1/16 above the last window's
+///   delivery rate; without an estimate 5/4, 11/10 once srtt − min_rtt
+///   exceeds min_rtt/400.
 /// - A queue (srtt − min_rtt above min_rtt/64 in slow start, min_rtt/32
 ///   after, and above [`BPF_HOLD_MIN_QUEUE_US`], with a delivery rate of at
-///   least half the cap): the cap falls to 31/32 of the delivery rate.
+///   least half the cap; not in slow start below half the estimate, where
+///   it is the probe's bursts draining): the cap falls to 31/32 of the
+///   delivery rate.
 /// - Full pipe: two windows ending with a queue and no 1/8 growth of the
 ///   delivery rate; from then on (and after a loss) growth is 33/32 per
-///   srtt.
+///   srtt, and only while the cap is less than 1/32 above the delivery
+///   rate: a cap that grew on unbounded while the bottleneck was already
+///   full put a whole srtt's growth into the queue before it showed.
 ///
 /// Why: on [PSPacer]'s path the buffer is 0.16 of the BDP; doubling per
 /// RTT overfills it by half a BDP in the RTT a queue takes to show, and
@@ -672,7 +683,13 @@ impl BpfHold {
             return rate;
         }
         let div = if fast { HOLD_SS_DIV } else { HOLD_CA_DIV };
-        let queued = self.dlv_rate * 2 >= self.cap && queue > BPF_HOLD_MIN_QUEUE_US && queue * div > min_rtt;
+        // Below half the estimate in slow start a queue is the unpaced
+        // probe's bursts still draining, not the cap's doing.
+        let probing = fast && self.btl_rate != 0 && self.cap * 2 < self.btl_rate;
+        let queued = !probing
+            && self.dlv_rate * 2 >= self.cap
+            && queue > BPF_HOLD_MIN_QUEUE_US
+            && queue * div > min_rtt;
         if new_win && !self.full {
             if self.dlv_rate * 8 >= self.full_dlv * 9 {
                 self.full_dlv = self.dlv_rate;
@@ -688,20 +705,25 @@ impl BpfHold {
             self.cap = self.cap.min(self.dlv_rate * 31 / 32);
         } else if rate >= self.cap {
             let dt_us = (now.wrapping_sub(self.cap_ns) / 1000).min(srtt);
-            let ln = if !fast {
-                HOLD_LN_CA
+            // (growth per srtt, lead over delivery: 0 for none)
+            let (ln, lead) = if !fast {
+                (HOLD_LN_CA, HOLD_LEAD_CA)
             } else if self.btl_rate != 0 {
                 if self.cap * 2 < self.btl_rate {
-                    HOLD_LN_DOUBLE
+                    (HOLD_LN_DOUBLE, 0)
+                } else if self.cap * 8 < self.btl_rate * 7 {
+                    (HOLD_LN_SS, 0)
                 } else {
-                    HOLD_LN_NEAR_BTL
+                    (HOLD_LN_NEAR_BTL, HOLD_LEAD_NEAR_BTL)
                 }
             } else if queue * HOLD_WARN_DIV > min_rtt {
-                HOLD_LN_NEAR
+                (HOLD_LN_NEAR, 0)
             } else {
-                HOLD_LN_SS
+                (HOLD_LN_SS, 0)
             };
-            self.cap += self.cap * ln / 1024 * dt_us / srtt;
+            if lead == 0 || self.dlv_rate == 0 || self.cap * lead < self.dlv_rate * (lead + 1) {
+                self.cap += self.cap * ln / 1024 * dt_us / srtt;
+            }
         }
         self.cap_ns = now;
         rate.min(self.cap)
@@ -1067,37 +1089,104 @@ mod tests {
     }
 
     #[test]
-    fn hold_doubles_below_half_the_estimate_and_grows_a_sixteenth_above() {
-        let mut h = BpfHold {
-            cap: 1_000_000,
+    fn hold_doubles_below_half_the_estimate_a_quarter_to_seven_eighths_a_sixteenth_above() {
+        let held = |cap: u64| BpfHold {
+            cap,
             cap_ns: 1_000_000,
             win_start_ns: 1_000_000,
             btl_rate: 10_000_000,
             ..BpfHold::default()
         };
+        let mut h = held(1_000_000);
         // Half an srtt at ln 2 (710/1024 per srtt): + 1_000_000 × 710/1024 × 50/100.
         assert_eq!(
             h.on_ack(u64::MAX, u64::MAX, hack(51_000, 0, 100_000)),
             1_000_000 + 693_359 * 50_000 / 100_000
         );
-        // Above half the estimate: ln(17/16) = 62/1024 per srtt.
-        let mut h = BpfHold {
-            cap: 6_000_000,
-            cap_ns: 1_000_000,
-            win_start_ns: 1_000_000,
-            btl_rate: 10_000_000,
-            ..BpfHold::default()
-        };
+        // From half the estimate to 7/8 of it: ln(5/4) = 228/1024 per srtt.
+        let mut h = held(6_000_000);
         assert_eq!(
             h.on_ack(u64::MAX, u64::MAX, hack(101_000, 0, 100_000)),
-            6_000_000 + 6_000_000 * 62 / 1024
+            6_000_000 + 6_000_000 * 228 / 1024
+        );
+        // Above 7/8 (8.75 MB/s): ln(17/16) = 62/1024 per srtt.
+        let mut h = held(9_000_000);
+        assert_eq!(
+            h.on_ack(u64::MAX, u64::MAX, hack(101_000, 0, 100_000)),
+            9_000_000 + 9_000_000 * 62 / 1024
         );
         // A gap of several srtt grows by one srtt's worth, no more; eq. (1)
         // under the cap neither grows nor is capped.
         let mut h2 = h;
         assert_eq!(h2.on_ack(u64::MAX, u64::MAX, hack(1_101_000, 0, 100_000)), h.cap + h.cap * 62 / 1024);
         assert_eq!(h.on_ack(5_000, 10_000, hack(1_101_000, 0, 100_000)), 10_000);
-        assert_eq!(h.cap, 6_363_281);
+        assert_eq!(h.cap, 9_544_921);
+    }
+
+    /// Near the estimate and after slow start the cap grows only while it
+    /// is less than 1/16 (1/32 after slow start) above the last window's
+    /// delivery rate: a full bottleneck stops the delivery rate, and the
+    /// cap stops with it instead of putting another srtt of growth into
+    /// the queue.
+    #[test]
+    fn hold_grows_no_further_than_a_lead_over_the_delivery_rate() {
+        let held = |cap: u64, dlv_rate: u64, full: bool| BpfHold {
+            cap,
+            cap_ns: 1_000_000,
+            win_start_ns: 1_000_000,
+            btl_rate: 10_000_000,
+            dlv_rate,
+            full,
+            ..BpfHold::default()
+        };
+        let ack = hack(51_000, 0, 100_000);
+        // Slow start above 7/8 of the estimate: 9.0 MB/s against 8.5 MB/s
+        // delivered is under 17/16 (9.03): grows; against 8.47 (× 17/16 =
+        // 8.999) it stays.
+        let mut h = held(9_000_000, 8_500_000, false);
+        assert_eq!(h.on_ack(u64::MAX, u64::MAX, ack), 9_000_000 + 9_000_000 * 62 / 1024 * 50 / 100);
+        let mut h = held(9_000_000, 8_470_000, false);
+        assert_eq!(h.on_ack(u64::MAX, u64::MAX, ack), 9_000_000);
+        // Below 7/8 the lead does not apply (5/4 per srtt), nor does it
+        // before a delivery rate was measured.
+        let mut h = held(6_000_000, 1_000_000, false);
+        assert_eq!(h.on_ack(u64::MAX, u64::MAX, ack), 6_000_000 + 6_000_000 * 228 / 1024 * 50 / 100);
+        let mut h = held(9_000_000, 0, false);
+        assert_eq!(h.on_ack(u64::MAX, u64::MAX, ack), 9_000_000 + 9_000_000 * 62 / 1024 * 50 / 100);
+        // After slow start: 33/32 of delivery. 6.4 against 6.2 (× 33/32 =
+        // 6.394) stays; against 6.21 (6.404) grows by 32/1024 per srtt.
+        let mut h = held(6_400_000, 6_200_000, true);
+        assert_eq!(h.on_ack(u64::MAX, u64::MAX, ack), 6_400_000);
+        let mut h = held(6_400_000, 6_210_000, true);
+        assert_eq!(h.on_ack(u64::MAX, u64::MAX, ack), 6_400_000 + 6_400_000 * 32 / 1024 * 50 / 100);
+    }
+
+    /// Right after the probe, slow start's unpaced bursts are still in the
+    /// bottleneck's queue: below half the estimate that queue does not
+    /// hold the cap (it did, to 31/32 of a delivery rate measured while
+    /// the windows were still tiny, and slow start stalled); above half it
+    /// does.
+    #[test]
+    fn hold_ignores_the_probes_queue_below_half_the_estimate() {
+        let held = |cap: u64| BpfHold {
+            cap,
+            cap_ns: 1_000_000,
+            win_start_ns: 1_000_000,
+            btl_rate: 10_000_000,
+            dlv_rate: 1_000_000,
+            ..BpfHold::default()
+        };
+        // 2.1 ms of queue (> min_rtt/64) at a cap of 1.9 MB/s.
+        let mut h = held(1_900_000);
+        let r = h.on_ack(u64::MAX, u64::MAX, hack(51_000, 0, 102_100));
+        assert_eq!(r, 1_900_000 + 1_900_000 * 710 / 1024 * 50_000 / 102_100);
+        // The same queue at 5.1 MB/s (above half; 3 MB/s delivered): 31/32
+        // of delivery.
+        let mut h = BpfHold { dlv_rate: 3_000_000, ..held(5_100_000) };
+        assert_eq!(h.on_ack(u64::MAX, u64::MAX, hack(51_000, 0, 102_100)), 2_906_250);
+        // Without an estimate there is no "below half": it holds.
+        let mut h = BpfHold { btl_rate: 0, ..held(1_900_000) };
+        assert_eq!(h.on_ack(u64::MAX, u64::MAX, hack(51_000, 0, 102_100)), 968_750);
     }
 
     #[test]

@@ -314,19 +314,24 @@ static __always_inline void release(struct bpf_sock_ops *skops, __u32 rule_idx, 
  *   sends one window per RTT, so slow start would grow by about 1.76
  *   instead of 2 per RTT and a transfer that never fills the pipe would
  *   end later than unpaced), under a cap grown in time per srtt and only
- *   while it binds: doubling below half the estimate, 1/16 above it;
- *   without an estimate (no train of 8 segments) 5/4, and 11/10 once the
- *   RTT shows the first sign of a queue (min_rtt/400).
+ *   while it binds: doubling below half the estimate, 5/4 up to 7/8 of
+ *   it, 1/16 above and only while the cap is less than 1/16 above the
+ *   last window's delivery rate (HOLD_LEAD_NEAR_BTL); without an estimate
+ *   (no train of 8 segments) 5/4, and 11/10 once the RTT shows the first
+ *   sign of a queue (min_rtt/400).
  * - While the RTT shows a queue (min_rtt/64 in slow start, min_rtt/32
- *   after, and at least HOLD_MIN_QUEUE_US): the cap falls to 31/32 of the
- *   delivery rate (payload bytes acked per srtt), so the queue drains
- *   instead of growing into the buffer, and growth goes on from there.
+ *   after, and at least HOLD_MIN_QUEUE_US; not in slow start below half
+ *   the estimate): the cap falls to 31/32 of the delivery rate (payload
+ *   bytes acked per srtt), so the queue drains instead of growing into
+ *   the buffer, and growth goes on from there.
  * - Full pipe (after BBR's): HOLD_FULL_WINDOWS windows that end with a
  *   queue while the delivery rate has not grown by 1/8. One srtt of host
  *   noise does not set it (the delivery rate still grows); from then on,
  *   and after a loss (cwnd at or above ssthresh), the cap grows by 33/32
  *   per srtt, so the end of a hold does not release at once the window
- *   CUBIC grew meanwhile. */
+ *   CUBIC grew meanwhile, and only while it is less than 1/32 above the
+ *   delivery rate (HOLD_LEAD_CA): once the bottleneck is full the
+ *   delivery rate stops following the cap, and so does the cap. */
 /* A queue is at least this deep (µs) before the hold acts: on a path of
  * microseconds (veth, a LAN) the host's own scheduling moves srtt by far
  * more than a fraction of min_rtt, which is no queue that slowing down
@@ -349,6 +354,9 @@ static __always_inline void release(struct bpf_sock_ops *skops, __u32 rule_idx, 
 #define HOLD_SS_DIV 64u
 #define HOLD_CA_DIV 32u
 #define HOLD_FULL_WINDOWS 2u
+/* Near the bottleneck the cap grows only while cap < dlv_rate * (lead+1)/lead. */
+#define HOLD_LEAD_NEAR_BTL 16u
+#define HOLD_LEAD_CA 32u
 
 /* The probe's train bookkeeping, on every ACK while the socket is unpaced. */
 static __always_inline void hold_train(struct sock_state *st, __u64 now, __u64 acked, __u32 mss, __u32 min_rtt)
@@ -413,8 +421,11 @@ static __always_inline __u64 hold_cap(struct bpf_sock_ops *skops, struct sock_st
 	}
 	/* A delivery rate under half the cap says the socket was limited by
 	 * something else (its window, the receiver, the application): then a
-	 * queue is no sign that its own rate is too high. */
-	int queued = st->dlv_rate * 2 >= st->cap && queue > HOLD_MIN_QUEUE_US &&
+	 * queue is no sign that its own rate is too high. Below half the
+	 * estimate in slow start a queue is the unpaced probe's bursts still
+	 * draining, not the cap's doing. */
+	int probing = fast && st->btl_rate && st->cap * 2 < st->btl_rate;
+	int queued = !probing && st->dlv_rate * 2 >= st->cap && queue > HOLD_MIN_QUEUE_US &&
 		     queue * (fast ? HOLD_SS_DIV : HOLD_CA_DIV) > min_rtt;
 
 	if (new_win && !st->full) {
@@ -432,17 +443,27 @@ static __always_inline __u64 hold_cap(struct bpf_sock_ops *skops, struct sock_st
 			st->cap = hold;
 	} else if (rate >= st->cap) {
 		__u64 dt_us = (now - st->cap_ns) / 1000;
-		__u64 ln;
+		__u64 ln, lead = 0;
 
-		if (!fast)
+		if (!fast) {
 			ln = HOLD_LN_CA;
-		else if (st->btl_rate)
-			ln = st->cap * 2 < st->btl_rate ? HOLD_LN_DOUBLE : HOLD_LN_NEAR_BTL;
-		else
+			lead = HOLD_LEAD_CA;
+		} else if (st->btl_rate) {
+			if (st->cap * 2 < st->btl_rate) {
+				ln = HOLD_LN_DOUBLE;
+			} else if (st->cap * 8 < st->btl_rate * 7) {
+				ln = HOLD_LN_SS;
+			} else {
+				ln = HOLD_LN_NEAR_BTL;
+				lead = HOLD_LEAD_NEAR_BTL;
+			}
+		} else {
 			ln = queue * HOLD_WARN_DIV > min_rtt ? HOLD_LN_NEAR : HOLD_LN_SS;
+		}
 		if (dt_us > srtt)
 			dt_us = srtt;
-		st->cap += st->cap * ln / 1024 * dt_us / srtt;
+		if (!lead || !st->dlv_rate || st->cap * lead < st->dlv_rate * (lead + 1))
+			st->cap += st->cap * ln / 1024 * dt_us / srtt;
 	}
 	st->cap_ns = now;
 	return rate < st->cap ? rate : st->cap;
