@@ -518,13 +518,14 @@ pub const BPF_HOLD_LOW_WINDOW: u32 = 64;
 pub const BPF_HOLD_TRAIN_GAP_US: u64 = 2000;
 /// A train counts once it acks this many segments.
 pub const BPF_HOLD_TRAIN_MIN_SEGS: u64 = 8;
-/// ln(2), ln(5/4), ln(17/16), ln(11/10), ln(33/32), times 1024: growth of
-/// the cap per srtt.
+/// ln(2), ln(5/4), ln(17/16), ln(11/10), ln(33/32), ln(9/8), times 1024:
+/// growth of the cap per srtt.
 const HOLD_LN_DOUBLE: u64 = 710;
 const HOLD_LN_SS: u64 = 228;
 const HOLD_LN_NEAR_BTL: u64 = 62;
 const HOLD_LN_NEAR: u64 = 98;
 const HOLD_LN_CA: u64 = 32;
+const HOLD_LN_EIGHTH: u64 = 120;
 /// Queue thresholds, as divisors of min_rtt: first sign, hold in slow
 /// start, hold after it.
 const HOLD_WARN_DIV: u64 = 400;
@@ -568,7 +569,7 @@ pub struct HoldAck {
 ///   kernel's slow-start pacing ratio, `tcp_pacing_ss_ratio` 200%) while
 ///   the RTT shows no queue, eq. (1) once it does, under a cap grown in
 ///   time per srtt while it binds:
-///   doubling below half the estimate, 5/4 up to 7/8 of it, 1/16 above
+///   doubling below half the estimate, 9/8 up to 7/8 of it, 1/16 above
 ///   and only while the cap is less than 1/16 above the last window's
 ///   delivery rate; without an estimate 5/4, 11/10 once srtt − min_rtt
 ///   exceeds min_rtt/400.
@@ -712,7 +713,7 @@ impl BpfHold {
                 if self.cap * 2 < self.btl_rate {
                     (HOLD_LN_DOUBLE, 0)
                 } else if self.cap * 8 < self.btl_rate * 7 {
-                    (HOLD_LN_SS, 0)
+                    (HOLD_LN_EIGHTH, 0)
                 } else {
                     (HOLD_LN_NEAR_BTL, HOLD_LEAD_NEAR_BTL)
                 }
@@ -1089,7 +1090,7 @@ mod tests {
     }
 
     #[test]
-    fn hold_doubles_below_half_the_estimate_a_quarter_to_seven_eighths_a_sixteenth_above() {
+    fn hold_doubles_below_half_the_estimate_an_eighth_to_seven_eighths_a_sixteenth_above() {
         let held = |cap: u64| BpfHold {
             cap,
             cap_ns: 1_000_000,
@@ -1103,11 +1104,11 @@ mod tests {
             h.on_ack(u64::MAX, u64::MAX, hack(51_000, 0, 100_000)),
             1_000_000 + 693_359 * 50_000 / 100_000
         );
-        // From half the estimate to 7/8 of it: ln(5/4) = 228/1024 per srtt.
+        // From half the estimate to 7/8 of it: ln(9/8) = 120/1024 per srtt.
         let mut h = held(6_000_000);
         assert_eq!(
             h.on_ack(u64::MAX, u64::MAX, hack(101_000, 0, 100_000)),
-            6_000_000 + 6_000_000 * 228 / 1024
+            6_000_000 + 6_000_000 * 120 / 1024
         );
         // Above 7/8 (8.75 MB/s): ln(17/16) = 62/1024 per srtt.
         let mut h = held(9_000_000);
@@ -1147,10 +1148,10 @@ mod tests {
         assert_eq!(h.on_ack(u64::MAX, u64::MAX, ack), 9_000_000 + 9_000_000 * 62 / 1024 * 50 / 100);
         let mut h = held(9_000_000, 8_470_000, false);
         assert_eq!(h.on_ack(u64::MAX, u64::MAX, ack), 9_000_000);
-        // Below 7/8 the lead does not apply (5/4 per srtt), nor does it
+        // Below 7/8 the lead does not apply (9/8 per srtt), nor does it
         // before a delivery rate was measured.
         let mut h = held(6_000_000, 1_000_000, false);
-        assert_eq!(h.on_ack(u64::MAX, u64::MAX, ack), 6_000_000 + 6_000_000 * 228 / 1024 * 50 / 100);
+        assert_eq!(h.on_ack(u64::MAX, u64::MAX, ack), 6_000_000 + 6_000_000 * 120 / 1024 * 50 / 100);
         let mut h = held(9_000_000, 0, false);
         assert_eq!(h.on_ack(u64::MAX, u64::MAX, ack), 9_000_000 + 9_000_000 * 62 / 1024 * 50 / 100);
         // After slow start: 33/32 of delivery. 6.4 against 6.2 (× 33/32 =

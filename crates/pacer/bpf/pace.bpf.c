@@ -314,7 +314,7 @@ static __always_inline void release(struct bpf_sock_ops *skops, __u32 rule_idx, 
  *   sends one window per RTT, so slow start would grow by about 1.76
  *   instead of 2 per RTT and a transfer that never fills the pipe would
  *   end later than unpaced), under a cap grown in time per srtt and only
- *   while it binds: doubling below half the estimate, 5/4 up to 7/8 of
+ *   while it binds: doubling below half the estimate, 9/8 up to 7/8 of
  *   it, 1/16 above and only while the cap is less than 1/16 above the
  *   last window's delivery rate (HOLD_LEAD_NEAR_BTL); without an estimate
  *   (no train of 8 segments) 5/4, and 11/10 once the RTT shows the first
@@ -341,13 +341,14 @@ static __always_inline void release(struct bpf_sock_ops *skops, __u32 rule_idx, 
 #define HOLD_LOW_WINDOW 64u
 #define HOLD_TRAIN_GAP_US 2000u
 #define HOLD_TRAIN_MIN_SEGS 8u
-/* ln(2), ln(5/4), ln(17/16), ln(11/10) and ln(33/32), times 1024: growth
- * per srtt. */
+/* ln(2), ln(5/4), ln(17/16), ln(11/10), ln(33/32) and ln(9/8), times
+ * 1024: growth per srtt. */
 #define HOLD_LN_DOUBLE 710u
 #define HOLD_LN_SS 228u
 #define HOLD_LN_NEAR_BTL 62u
 #define HOLD_LN_NEAR 98u
 #define HOLD_LN_CA 32u
+#define HOLD_LN_EIGHTH 120u
 /* Queue thresholds, as divisors of min_rtt: first sign, hold in slow
  * start, hold after it. */
 #define HOLD_WARN_DIV 400u
@@ -452,7 +453,7 @@ static __always_inline __u64 hold_cap(struct bpf_sock_ops *skops, struct sock_st
 			if (st->cap * 2 < st->btl_rate) {
 				ln = HOLD_LN_DOUBLE;
 			} else if (st->cap * 8 < st->btl_rate * 7) {
-				ln = HOLD_LN_SS;
+				ln = HOLD_LN_EIGHTH;
 			} else {
 				ln = HOLD_LN_NEAR_BTL;
 				lead = HOLD_LEAD_NEAR_BTL;
