@@ -399,6 +399,23 @@ pub fn status() -> Result<Vec<AttachStatus>, PacerError> {
     Ok(out)
 }
 
+/// Every socket the attachment pinned at `pins` paces now, by socket
+/// cookie, with its state (for `--hold`, the hold's cap, bottleneck
+/// estimate and delivery rate: [`SockState::hold`]). Opens its own handle
+/// on the pinned map, so another thread or process can watch a running
+/// attachment.
+pub fn socket_states(pins: &Path) -> Result<Vec<(u64, SockState)>, PacerError> {
+    let socks = Map::from_pin(&pins.join("pace_socks"))?;
+    let mut out = Vec::new();
+    for c in socks.keys::<u64>()? {
+        // A socket that closed between the two reads is gone, not an error.
+        if let Some(s) = socks.lookup::<u64, SockState>(&c)? {
+            out.push((c, s));
+        }
+    }
+    Ok(out)
+}
+
 fn open_maps(dir: &Path) -> Result<BTreeMap<String, Map>, PacerError> {
     let mut maps = BTreeMap::new();
     for name in MAPS {

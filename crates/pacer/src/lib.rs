@@ -22,7 +22,9 @@ pub mod metrics;
 pub mod precise;
 pub mod rules;
 
-pub use attach::{attach, detach_pinned, pinned_ids, status, AttachStatus, Attachment, Released, Traffic};
+pub use attach::{
+    attach, detach_pinned, pinned_ids, socket_states, status, AttachStatus, Attachment, Released, Traffic,
+};
 pub use cgroup::{cgroup2_mount, Cgroup, TempCgroup};
 pub use error::{Class, PacerError};
 pub use precise::Precise;

@@ -62,6 +62,13 @@ fn root_static_cap_is_set_in_the_cgroup_and_released_on_detach() {
     assert_eq!(mine.rules[0].dest, "default");
     assert_eq!(mine.rules[0].stats.conns, 1);
     assert_eq!(mine.rules[0].rates, vec![cap as u32]);
+    // The socket's own state, read from the pinned map by another handle:
+    // the default rule, the cap set, no hold state (no --hold).
+    let states = tcpaccel_pacer::socket_states(&pins).unwrap();
+    assert_eq!(states.len(), 1, "{states:?}");
+    let (cookie, s) = states[0];
+    assert_eq!(cookie, tcpaccel_sys::bpf::socket_cookie(&sock).unwrap());
+    assert_eq!((s.rule, u64::from(s.rate), s.hold.cap), (0, cap, 0));
 
     let r = a.detach().unwrap();
     assert_eq!((r.tracked, r.released, r.unreachable), (1, 1, 0));

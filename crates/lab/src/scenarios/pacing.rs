@@ -24,7 +24,10 @@
 //!
 //! Records per run: goodput, bottleneck drops (all and after the first 2 s),
 //! the Fig. 2 series (100 ms bandwidth, cwnd) and the Fig. 3 zoom (500 µs bins
-//! around the first drop) through `dumbbell::bulk`, and the pacing precision:
+//! around the first drop) through `dumbbell::bulk`; for `dynamic-bpf-hold`
+//! the hold's own state every 100 ms ([`HoldTrace`]: `hold_cap_mbps`,
+//! `hold_btl_mbps` (the probe's bottleneck estimate), `hold_dlv_mbps`,
+//! `hold_full`); and the pacing precision:
 //! p50/p99 of how far the bottleneck's arrival gaps deviate from the ideal
 //! gap (on-wire frame size / rate), two ways:
 //! - `frame_gap_dev_*`: frame by frame, from the emulator's sample of every
@@ -332,6 +335,12 @@ impl BpfPacing {
         Ok(BpfPacing { home, att: Some(att), cg: Some(cg) })
     }
 
+    /// Starts sampling the paced sockets' state (see [`HoldTrace`]).
+    pub fn trace(&self) -> Result<HoldTrace> {
+        let a = self.att.as_ref().context("the pacer is already detached")?;
+        Ok(HoldTrace::start(a.pins().to_path_buf()))
+    }
+
     /// The kernel's run-time statistics of the pacer's program so far.
     pub fn prog_stats(&self) -> Result<tcpaccel_sys::bpf::ProgStats> {
         let a = self.att.as_ref().context("the pacer is already detached")?;
@@ -349,6 +358,64 @@ impl BpfPacing {
         let procs = self.home.join("cgroup.procs");
         std::fs::write(&procs, std::process::id().to_string())
             .with_context(|| format!("moving back into {}", procs.display()))
+    }
+}
+
+/// What the hold did, seen from outside: a thread reads the attachment's
+/// pinned socket map every [`HOLD_TRACE_EVERY`] while the run goes on and
+/// keeps the busiest paced socket's cap, bottleneck estimate and delivery
+/// rate. Time 0 is the first sample that found a paced socket (within
+/// one sampling interval of its connection).
+pub struct HoldTrace {
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    thread: std::thread::JoinHandle<Result<Vec<HoldSample>>>,
+}
+
+/// One sample of [`HoldTrace`]; rates in payload bytes/s (0: not yet).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct HoldSample {
+    pub t_s: f64,
+    pub cap: u64,
+    pub btl_rate: u64,
+    pub dlv_rate: u64,
+    pub full: bool,
+}
+
+pub const HOLD_TRACE_EVERY: Duration = Duration::from_millis(100);
+
+impl HoldTrace {
+    fn start(pins: std::path::PathBuf) -> HoldTrace {
+        let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let flag = stop.clone();
+        let thread = std::thread::spawn(move || {
+            let start = std::time::Instant::now();
+            let mut first: Option<f64> = None;
+            let mut out = Vec::new();
+            while !flag.load(std::sync::atomic::Ordering::Relaxed) {
+                let states = tcpaccel_pacer::socket_states(&pins).context("reading the paced sockets")?;
+                if let Some((_, st)) = states.iter().max_by_key(|(_, st)| st.updates) {
+                    let now = start.elapsed().as_secs_f64();
+                    let t0 = *first.get_or_insert(now);
+                    let h = st.hold;
+                    out.push(HoldSample {
+                        t_s: now - t0,
+                        cap: h.cap,
+                        btl_rate: h.btl_rate,
+                        dlv_rate: h.dlv_rate,
+                        full: h.full,
+                    });
+                }
+                std::thread::sleep(HOLD_TRACE_EVERY);
+            }
+            Ok(out)
+        });
+        HoldTrace { stop, thread }
+    }
+
+    /// Stops sampling; the samples taken.
+    pub fn finish(self) -> Result<Vec<HoldSample>> {
+        self.stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        self.thread.join().map_err(|_| anyhow::anyhow!("the hold's sampling thread panicked"))?
     }
 }
 
@@ -388,7 +455,20 @@ impl Testbed for PacingBed {
             "dynamic-bpf-hold" => Some(BpfPacing::join("dynamic", true)?),
             _ => None,
         };
+        let trace = match (&bpf, ctx.variant.as_str()) {
+            (Some(b), "dynamic-bpf-hold") => Some(b.trace()?),
+            _ => None,
+        };
         let r = bulk(ctx, &self.path, &setup, self.duration);
+        if let Some(t) = trace {
+            let mbps = |b: u64| b as f64 * 8.0 / 1e6;
+            for s in t.finish()? {
+                ctx.sample("hold_cap_mbps", s.t_s, mbps(s.cap))?;
+                ctx.sample("hold_btl_mbps", s.t_s, mbps(s.btl_rate))?;
+                ctx.sample("hold_dlv_mbps", s.t_s, mbps(s.dlv_rate))?;
+                ctx.sample("hold_full", s.t_s, f64::from(u8::from(s.full)))?;
+            }
+        }
         if let Some(b) = bpf {
             let released = b.leave()?;
             ctx.note(format!("cgroup pacer detached: {} paced sockets were still open", released.tracked))?;
