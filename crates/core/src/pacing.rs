@@ -564,7 +564,8 @@ pub struct HoldAck {
 /// - Probe: below [`BPF_HOLD_LOW_WINDOW`] in slow start the socket stays
 ///   unpaced and the ACK trains of its bursts give a bottleneck estimate
 ///   (the train with the most bytes: bytes acked from its first ACK to its
-///   last over the time between them; packet-train dispersion).
+///   last over the time between them; packet-train dispersion), the train
+///   the probe ends in included.
 /// - Slow start, paced: eq. (1) with twice the cwnd (`ss_rate`: the
 ///   kernel's slow-start pacing ratio, `tcp_pacing_ss_ratio` 200%) while
 ///   the RTT shows no queue, eq. (1) once it does, under a cap grown in
@@ -609,6 +610,21 @@ pub struct BpfHold {
 }
 
 impl BpfHold {
+    /// The train since `train_ns` ends: it is the estimate if it acked at
+    /// least [`BPF_HOLD_TRAIN_MIN_SEGS`] and more bytes than the best so far.
+    fn end_train(&mut self, mss: u32) {
+        let bytes = self.last_acked.wrapping_sub(self.train_acked);
+        let dur = self.last_ns.wrapping_sub(self.train_ns);
+        if self.last_ns != 0
+            && dur != 0
+            && bytes >= BPF_HOLD_TRAIN_MIN_SEGS * mss as u64
+            && bytes > self.btl_bytes
+        {
+            self.btl_rate = bytes.wrapping_mul(1_000_000_000) / dur;
+            self.btl_bytes = bytes;
+        }
+    }
+
     fn train(&mut self, now: u64, acked: u64, mss: u32, min_rtt: u64) {
         let gap_us = if min_rtt != 0 && min_rtt / 8 < BPF_HOLD_TRAIN_GAP_US {
             min_rtt / 8
@@ -620,16 +636,7 @@ impl BpfHold {
             self.last_acked = acked;
             return;
         }
-        let bytes = self.last_acked.wrapping_sub(self.train_acked);
-        let dur = self.last_ns.wrapping_sub(self.train_ns);
-        if self.last_ns != 0
-            && dur != 0
-            && bytes >= BPF_HOLD_TRAIN_MIN_SEGS * mss as u64
-            && bytes > self.btl_bytes
-        {
-            self.btl_rate = bytes.wrapping_mul(1_000_000_000) / dur;
-            self.btl_bytes = bytes;
-        }
+        self.end_train(mss);
         self.train_ns = now;
         self.train_acked = acked;
         self.last_ns = now;
@@ -666,9 +673,14 @@ impl BpfHold {
             new_win = true;
         }
         let fast = a.snd_cwnd < a.snd_ssthresh && !self.full;
-        if fast && a.snd_cwnd < BPF_HOLD_LOW_WINDOW && self.cap == 0 {
+        if self.cap == 0 {
             self.train(now, a.bytes_acked, a.mss_cache, min_rtt);
-            return BPF_RATE_UNPACED;
+            if fast && a.snd_cwnd < BPF_HOLD_LOW_WINDOW {
+                return BPF_RATE_UNPACED;
+            }
+            // The probe ends with this ACK: the train it is in counts too
+            // (the longest of the probe, the last window's first part).
+            self.end_train(a.mss_cache);
         }
         if srtt == 0 || min_rtt == 0 {
             return if fast { ss_rate } else { rate };
@@ -1082,11 +1094,43 @@ mod tests {
         // (19 segments in 570 µs) is the estimate.
         assert_eq!((h.btl_bytes, h.btl_rate), (1448 * 19, 1448 * 19 * 1_000_000 / 570));
         // A loss at cwnd 60: ssthresh 42, slow start is over and the probe
-        // ends below the window all the same; the cap starts at eq. (1)
-        // and the open train is never counted.
+        // ends below the window all the same; the cap starts at eq. (1).
+        // The ACK ends the last round's train (39 segments in 1170 µs),
+        // the longest: it is the estimate now.
         let after = HoldAck { snd_cwnd: 42, snd_ssthresh: 42, ..hack(400_000, acked + 1448, 100_000) };
         assert_eq!(h.on_ack(600_000, 1_200_000, after), 600_000);
-        assert_eq!((h.cap, h.btl_bytes), (600_000, 1448 * 19));
+        assert_eq!((h.cap, h.btl_bytes, h.btl_rate), (600_000, 1448 * 39, 1448 * 39 * 1_000_000 / 1170));
+    }
+
+    /// The window in which cwnd reaches [`BPF_HOLD_LOW_WINDOW`] is the
+    /// probe's longest train; the part of it acked before pacing starts
+    /// counts (a probe whose earlier trains all fell short, or were split
+    /// by a pause of the host, still ends with an estimate).
+    #[test]
+    fn hold_counts_the_train_it_is_in_when_the_probe_ends() {
+        let mut h = BpfHold::default();
+        // A first window whose ACKs are too far apart to be a train (3 ms).
+        let mut acked = 0u64;
+        for i in 0..10u64 {
+            acked += 1448;
+            let a = HoldAck { snd_cwnd: 10 + i as u32, ..hack(100_000 + 3_000 * i, acked, 100_000) };
+            assert_eq!(h.on_ack(1_000_000, 2_000_000, a), BPF_RATE_UNPACED);
+        }
+        assert_eq!(h.btl_rate, 0);
+        // The next window, ACKs 25 µs apart: cwnd reaches 64 at its 45th
+        // ACK, which starts pacing. 44 segments were acked in 44 × 25 µs
+        // before it (each call sees the count before its own ACK).
+        let mut paced = None;
+        for i in 0..45u64 {
+            let a = HoldAck { snd_cwnd: 20 + i as u32, ..hack(200_000 + 25 * i, acked, 100_000) };
+            acked += 1448;
+            let r = h.on_ack(1_000_000, 2_000_000, a);
+            if r != BPF_RATE_UNPACED {
+                paced = Some((i, r));
+            }
+        }
+        assert_eq!(paced, Some((44, 2_000_000)));
+        assert_eq!((h.btl_bytes, h.btl_rate), (1448 * 44, 1448 * 44 * 1_000_000 / (44 * 25)));
     }
 
     #[test]

@@ -307,7 +307,10 @@ static __always_inline void release(struct bpf_sock_ops *skops, __u32 rule_idx, 
  *   bottleneck spaces a burst by its serialization time). The train with
  *   the most bytes gives the estimate: bytes acked from its first ACK to
  *   its last over the time between them; ACKs more than
- *   HOLD_TRAIN_GAP_US apart end a train.
+ *   HOLD_TRAIN_GAP_US apart end a train, and so does the end of the probe
+ *   (the window in which cwnd reaches HOLD_LOW_WINDOW is the longest
+ *   train, and a probe whose earlier trains fell short still ends with an
+ *   estimate).
  * - Slow start, paced: eq. 1 with twice the cwnd while the RTT shows no
  *   queue (min_rtt/64 and HOLD_MIN_QUEUE_US), eq. 1 once it does (the
  *   kernel's own slow-start pacing ratio, tcp_pacing_ss_ratio 200%: eq. 1 as such
@@ -359,6 +362,19 @@ static __always_inline void release(struct bpf_sock_ops *skops, __u32 rule_idx, 
 #define HOLD_LEAD_NEAR_BTL 16u
 #define HOLD_LEAD_CA 32u
 
+/* The train since train_ns ends: it is the estimate if it acked at least
+ * HOLD_TRAIN_MIN_SEGS and more bytes than the best so far. */
+static __always_inline void hold_end_train(struct sock_state *st, __u32 mss)
+{
+	__u64 bytes = st->last_acked - st->train_acked;
+	__u64 dur = st->last_ns - st->train_ns;
+
+	if (st->last_ns && dur && bytes >= (__u64)HOLD_TRAIN_MIN_SEGS * mss && bytes > st->btl_bytes) {
+		st->btl_rate = bytes * 1000000000ull / dur;
+		st->btl_bytes = bytes;
+	}
+}
+
 /* The probe's train bookkeeping, on every ACK while the socket is unpaced. */
 static __always_inline void hold_train(struct sock_state *st, __u64 now, __u64 acked, __u32 mss, __u32 min_rtt)
 {
@@ -370,13 +386,7 @@ static __always_inline void hold_train(struct sock_state *st, __u64 now, __u64 a
 		return;
 	}
 	/* The train before ends here. */
-	__u64 bytes = st->last_acked - st->train_acked;
-	__u64 dur = st->last_ns - st->train_ns;
-
-	if (st->last_ns && dur && bytes >= (__u64)HOLD_TRAIN_MIN_SEGS * mss && bytes > st->btl_bytes) {
-		st->btl_rate = bytes * 1000000000ull / dur;
-		st->btl_bytes = bytes;
-	}
+	hold_end_train(st, mss);
 	st->train_ns = now;
 	st->train_acked = acked;
 	st->last_ns = now;
@@ -404,9 +414,13 @@ static __always_inline __u64 hold_cap(struct bpf_sock_ops *skops, struct sock_st
 		new_win = 1;
 	}
 	int fast = cwnd < skops->snd_ssthresh && !st->full;
-	if (fast && cwnd < HOLD_LOW_WINDOW && st->cap == 0) {
+	if (st->cap == 0) {
 		hold_train(st, now, acked, skops->mss_cache, min_rtt);
-		return RATE_UNPACED;
+		if (fast && cwnd < HOLD_LOW_WINDOW)
+			return RATE_UNPACED;
+		/* The probe ends with this ACK: the train it is in counts too
+		 * (the longest of the probe, the last window's first part). */
+		hold_end_train(st, skops->mss_cache);
 	}
 	if (srtt == 0 || min_rtt == 0)
 		return fast ? ss_rate : rate;
