@@ -401,8 +401,7 @@ fn sl_contention(results: &[FlowResult]) -> Option<(f64, f64)> {
     };
     let fcts: Vec<f64> = short.iter().map(|x| x.1).collect();
     let p99 = percentile_sorted(&fcts, 99.0);
-    let median = |v: Vec<f64>| {
-        let mut v = v;
+    let median = |mut v: Vec<f64>| {
         v.sort_by(f64::total_cmp);
         if v.is_empty() {
             f64::NAN
