@@ -512,15 +512,22 @@ pub fn bpf_dynamic_rate(a: BpfAck, ceiling: u64) -> u64 {
 /// queue that slowing down would drain.
 pub const BPF_HOLD_MIN_QUEUE_US: u64 = 1000;
 /// Slow start stays unpaced below this cwnd (packets), so that its windows
-/// leave as bursts and come back as ACK trains (`HOLD_LOW_WINDOW`).
+/// leave as bursts and come back as ACK trains (`HOLD_LOW_WINDOW`), or
+/// below 1/[`BPF_HOLD_PROBE_BDP_DIV`] of the estimated BDP if more.
 pub const BPF_HOLD_LOW_WINDOW: u32 = 64;
+/// The probe goes on up to 1/this of the bottleneck-delay product
+/// (estimate × min_rtt, in segments): unpaced slow start queues about
+/// half a window at the bottleneck (two segments sent per segment
+/// delivered), a 32nd of the BDP here, well inside [PSPacer]'s 0.16,
+/// and a transfer that ends below it is never paced at all
+/// (`HOLD_PROBE_BDP_DIV`).
+pub const BPF_HOLD_PROBE_BDP_DIV: u64 = 16;
 /// ACKs further apart than this (µs, or min_rtt/8 if less) end a train.
 pub const BPF_HOLD_TRAIN_GAP_US: u64 = 2000;
 /// A train counts once it acks this many segments.
 pub const BPF_HOLD_TRAIN_MIN_SEGS: u64 = 8;
-/// ln(2), ln(5/4), ln(17/16), ln(11/10), ln(33/32), ln(9/8), times 1024:
+/// ln(5/4), ln(17/16), ln(11/10), ln(33/32), ln(9/8), times 1024:
 /// growth of the cap per srtt.
-const HOLD_LN_DOUBLE: u64 = 710;
 const HOLD_LN_SS: u64 = 228;
 const HOLD_LN_NEAR_BTL: u64 = 62;
 const HOLD_LN_NEAR: u64 = 98;
@@ -532,11 +539,12 @@ const HOLD_WARN_DIV: u64 = 400;
 const HOLD_SS_DIV: u64 = 64;
 const HOLD_CA_DIV: u64 = 32;
 const HOLD_FULL_WINDOWS: u32 = 2;
-/// Near the bottleneck the cap grows only while it is less than 1/lead
-/// above the last window's delivery rate: once the bottleneck is full the
-/// delivery rate stops following the cap, and so does the cap.
-const HOLD_LEAD_NEAR_BTL: u64 = 16;
-const HOLD_LEAD_CA: u64 = 32;
+/// Near the bottleneck the cap grows only while it is less than
+/// 1/HOLD_LEAD above the last window's delivery rate: once the bottleneck
+/// is full the delivery rate stops following the cap, and so does the
+/// cap. The delivery rate lags the cap by about an RTT, so this also
+/// makes the growth there about 1/32 per srtt, whatever the step.
+const HOLD_LEAD: u64 = 32;
 /// What [`BpfHold::on_ack`] returns while slow start is still unpaced: the
 /// kernel's "no cap" (`RATE_UNPACED`), which unlike any other value leaves
 /// its internal pacing off.
@@ -568,17 +576,18 @@ pub struct HoldAck {
 ///   the probe ends in included.
 /// - Slow start, paced: eq. (1) with twice the cwnd (`ss_rate`: the
 ///   kernel's slow-start pacing ratio, `tcp_pacing_ss_ratio` 200%) while
-///   the RTT shows no queue, eq. (1) once it does, under a cap grown in
-///   time per srtt while it binds:
-///   doubling below half the estimate, 9/8 up to 7/8 of it, 1/16 above
-///   and only while the cap is less than 1/16 above the last window's
-///   delivery rate; without an estimate 5/4, 11/10 once srtt − min_rtt
-///   exceeds min_rtt/400.
+///   the RTT shows no queue, eq. (1) once it does. Below half the
+///   estimate the cap is `ss_rate` itself, queue or not; above, a cap
+///   grown in time per srtt while it binds: 9/8 up to 7/8 of the
+///   estimate, 1/16 above and only while the cap is less than 1/32 above
+///   the last window's delivery rate (in effect 1/32 per srtt: the
+///   delivery rate lags the cap by an RTT); without an estimate 5/4,
+///   11/10 once srtt − min_rtt exceeds min_rtt/400.
 /// - A queue (srtt − min_rtt above min_rtt/64 in slow start, min_rtt/32
 ///   after, and above [`BPF_HOLD_MIN_QUEUE_US`], with a delivery rate of at
-///   least half the cap; not in slow start below half the estimate, where
-///   it is the probe's bursts draining): the cap falls to 31/32 of the
-///   delivery rate.
+///   least half the cap; not in slow start below half the estimate in the
+///   two srtt after the probe, where it is the probe's bursts draining):
+///   the cap falls to 31/32 of the delivery rate.
 /// - Full pipe: two windows ending with a queue and no 1/8 growth of the
 ///   delivery rate; from then on (and after a loss) growth is 33/32 per
 ///   srtt, and only while the cap is less than 1/32 above the delivery
@@ -623,6 +632,14 @@ impl BpfHold {
             self.btl_rate = bytes.wrapping_mul(1_000_000_000) / dur;
             self.btl_bytes = bytes;
         }
+    }
+
+    /// The cwnd (segments) up to which slow start stays unpaced:
+    /// [`BPF_HOLD_LOW_WINDOW`], or 1/[`BPF_HOLD_PROBE_BDP_DIV`] of the
+    /// estimate × min_rtt if more.
+    pub fn probe_window(&self, min_rtt_us: u64, mss: u32) -> u64 {
+        let bdp = if mss == 0 { 0 } else { self.btl_rate * min_rtt_us / 1_000_000 / mss as u64 };
+        (bdp / BPF_HOLD_PROBE_BDP_DIV).max(BPF_HOLD_LOW_WINDOW as u64)
     }
 
     fn train(&mut self, now: u64, acked: u64, mss: u32, min_rtt: u64) {
@@ -675,7 +692,7 @@ impl BpfHold {
         let fast = a.snd_cwnd < a.snd_ssthresh && !self.full;
         if self.cap == 0 {
             self.train(now, a.bytes_acked, a.mss_cache, min_rtt);
-            if fast && a.snd_cwnd < BPF_HOLD_LOW_WINDOW {
+            if fast && (a.snd_cwnd as u64) < self.probe_window(min_rtt, a.mss_cache) {
                 return BPF_RATE_UNPACED;
             }
             // The probe ends with this ACK: the train it is in counts too
@@ -689,20 +706,34 @@ impl BpfHold {
         // Slow start at twice eq. (1) while the RTT shows no queue the hold
         // would act on; into a queue, eq. (1).
         let ss_queue = queue > BPF_HOLD_MIN_QUEUE_US && queue * HOLD_SS_DIV > min_rtt;
-        let rate = if fast && !ss_queue { ss_rate } else { rate };
+        // Below half the estimate in slow start the cap follows slow
+        // start's own rate (up to half the estimate), which can queue
+        // nothing the estimate does not already allow; and for two srtt
+        // after the probe's last ACK a queue is its bursts still draining,
+        // not the cap's doing. A queue after that is someone else's.
+        let probing = fast && self.btl_rate != 0 && self.cap < self.btl_rate / 2;
+        let draining = probing && now.wrapping_sub(self.last_ns) < srtt * 2000;
+        let rate = if fast && (draining || !ss_queue) { ss_rate } else { rate };
+        let div = if fast { HOLD_SS_DIV } else { HOLD_CA_DIV };
+        // A delivery rate under half the cap says the socket was limited by
+        // something else (its window, the receiver, the application): then
+        // a queue is no sign that its own rate is too high.
+        let queued = !draining
+            && self.dlv_rate * 2 >= self.cap
+            && queue > BPF_HOLD_MIN_QUEUE_US
+            && queue * div > min_rtt;
+        if probing && !queued {
+            let follow = rate.min(self.btl_rate / 2);
+            if follow > self.cap {
+                self.cap = follow;
+                self.cap_ns = now;
+            }
+        }
         if self.cap == 0 {
             self.cap = rate;
             self.cap_ns = now;
             return rate;
         }
-        let div = if fast { HOLD_SS_DIV } else { HOLD_CA_DIV };
-        // Below half the estimate in slow start a queue is the unpaced
-        // probe's bursts still draining, not the cap's doing.
-        let probing = fast && self.btl_rate != 0 && self.cap * 2 < self.btl_rate;
-        let queued = !probing
-            && self.dlv_rate * 2 >= self.cap
-            && queue > BPF_HOLD_MIN_QUEUE_US
-            && queue * div > min_rtt;
         if new_win && !self.full {
             if self.dlv_rate * 8 >= self.full_dlv * 9 {
                 self.full_dlv = self.dlv_rate;
@@ -716,18 +747,16 @@ impl BpfHold {
         }
         if queued {
             self.cap = self.cap.min(self.dlv_rate * 31 / 32);
-        } else if rate >= self.cap {
+        } else if rate >= self.cap && !probing {
             let dt_us = (now.wrapping_sub(self.cap_ns) / 1000).min(srtt);
             // (growth per srtt, lead over delivery: 0 for none)
             let (ln, lead) = if !fast {
-                (HOLD_LN_CA, HOLD_LEAD_CA)
+                (HOLD_LN_CA, HOLD_LEAD)
             } else if self.btl_rate != 0 {
-                if self.cap * 2 < self.btl_rate {
-                    (HOLD_LN_DOUBLE, 0)
-                } else if self.cap * 8 < self.btl_rate * 7 {
+                if self.cap * 8 < self.btl_rate * 7 {
                     (HOLD_LN_EIGHTH, 0)
                 } else {
-                    (HOLD_LN_NEAR_BTL, HOLD_LEAD_NEAR_BTL)
+                    (HOLD_LN_NEAR_BTL, HOLD_LEAD)
                 }
             } else if queue * HOLD_WARN_DIV > min_rtt {
                 (HOLD_LN_NEAR, 0)
@@ -1062,9 +1091,12 @@ mod tests {
         }
         h.on_ack(1_000_000, 2_000_000, probe(201_000, 1448 * 30));
         assert_eq!(h.btl_bytes, 1448 * 9);
-        // At cwnd 64 pacing starts, still in slow start: at eq. (1) with
-        // twice the window, and the cap starts there.
-        assert_eq!(h.on_ack(800_000, 1_600_000, hack(201_100, 1448 * 31, 100_000)), 1_600_000);
+        // At cwnd 64, or here a sixteenth of the estimated BDP (60.3 MB/s
+        // × 100 ms: 4166 segments, 260), pacing starts, still in slow start:
+        // at eq. (1) with twice the window, and the cap starts there.
+        let at = |cwnd: u32| HoldAck { snd_cwnd: cwnd, ..hack(201_100, 1448 * 31, 100_000) };
+        assert_eq!(h.on_ack(800_000, 1_600_000, at(259)), BPF_RATE_UNPACED);
+        assert_eq!(h.on_ack(800_000, 1_600_000, at(260)), 1_600_000);
         assert_eq!(h.cap, 1_600_000);
     }
 
@@ -1102,6 +1134,27 @@ mod tests {
         assert_eq!((h.cap, h.btl_bytes, h.btl_rate), (600_000, 1448 * 39, 1448 * 39 * 1_000_000 / 1170));
     }
 
+    /// On a long fat path the probe goes on to a sixteenth of the
+    /// estimated BDP: at 62.5 MB/s and 100 ms, 4316 segments of 1448 B, so
+    /// slow start stays unpaced up to cwnd 269 and a transfer of up to
+    /// about 450 KB (cwnd 10 + 20 + … + 160) never meets the pacer;
+    /// without an estimate, or on a short path, 64.
+    #[test]
+    fn hold_probes_to_a_sixteenth_of_the_estimated_bdp() {
+        let h = BpfHold { btl_rate: 62_500_000, ..BpfHold::default() };
+        assert_eq!(h.probe_window(100_000, 1448), 269);
+        assert_eq!(h.probe_window(1_000, 1448), 64);
+        assert_eq!(h.probe_window(100_000, 0), 64);
+        assert_eq!(BpfHold::default().probe_window(100_000, 1448), 64);
+        let ack = |cwnd: u32| HoldAck { snd_cwnd: cwnd, ..hack(150_000, 0, 100_000) };
+        let mut p = h;
+        assert_eq!(p.on_ack(1_000_000, 2_000_000, ack(268)), BPF_RATE_UNPACED);
+        assert_eq!(p.cap, 0);
+        let mut p = h;
+        assert_eq!(p.on_ack(1_000_000, 2_000_000, ack(269)), 2_000_000);
+        assert_eq!(p.cap, 2_000_000);
+    }
+
     /// The window in which cwnd reaches [`BPF_HOLD_LOW_WINDOW`] is the
     /// probe's longest train; the part of it acked before pacing starts
     /// counts (a probe whose earlier trains all fell short, or were split
@@ -1134,7 +1187,7 @@ mod tests {
     }
 
     #[test]
-    fn hold_doubles_below_half_the_estimate_an_eighth_to_seven_eighths_a_sixteenth_above() {
+    fn hold_follows_slow_start_to_half_the_estimate_an_eighth_to_seven_eighths_a_sixteenth_above() {
         let held = |cap: u64| BpfHold {
             cap,
             cap_ns: 1_000_000,
@@ -1142,11 +1195,24 @@ mod tests {
             btl_rate: 10_000_000,
             ..BpfHold::default()
         };
+        // Below half the estimate the cap is slow start's own rate
+        // (`ss_rate`), however far that is above it, up to half the
+        // estimate; no growth in time on top of it.
         let mut h = held(1_000_000);
-        // Half an srtt at ln 2 (710/1024 per srtt): + 1_000_000 × 710/1024 × 50/100.
+        assert_eq!(h.on_ack(1_000_000, 3_000_000, hack(51_000, 0, 100_000)), 3_000_000);
+        assert_eq!((h.cap, h.cap_ns), (3_000_000, 51_000_000));
+        assert_eq!(h.on_ack(1_000_000, 2_000_000, hack(101_000, 0, 100_000)), 2_000_000);
+        assert_eq!(h.cap, 3_000_000);
+        assert_eq!(h.on_ack(4_000_000, 8_000_000, hack(151_000, 0, 100_000)), 5_000_000);
+        assert_eq!(h.cap, 5_000_000);
+        // At half the estimate, rounded down, the next band takes over
+        // (an odd estimate once left the cap there for good): + 9/8 per
+        // srtt over the 50 µs since.
+        let mut h = BpfHold { btl_rate: 10_000_001, ..held(1_000_000) };
+        assert_eq!(h.on_ack(4_000_000, 8_000_000, hack(151_000, 0, 100_000)), 5_000_000);
         assert_eq!(
-            h.on_ack(u64::MAX, u64::MAX, hack(51_000, 0, 100_000)),
-            1_000_000 + 693_359 * 50_000 / 100_000
+            h.on_ack(4_000_000, 8_000_000, hack(151_050, 0, 100_000)),
+            5_000_000 + 585_937 * 50 / 100_000
         );
         // From half the estimate to 7/8 of it: ln(9/8) = 120/1024 per srtt.
         let mut h = held(6_000_000);
@@ -1169,10 +1235,9 @@ mod tests {
     }
 
     /// Near the estimate and after slow start the cap grows only while it
-    /// is less than 1/16 (1/32 after slow start) above the last window's
-    /// delivery rate: a full bottleneck stops the delivery rate, and the
-    /// cap stops with it instead of putting another srtt of growth into
-    /// the queue.
+    /// is less than 1/32 above the last window's delivery rate: a full
+    /// bottleneck stops the delivery rate, and the cap stops with it
+    /// instead of putting another srtt of growth into the queue.
     #[test]
     fn hold_grows_no_further_than_a_lead_over_the_delivery_rate() {
         let held = |cap: u64, dlv_rate: u64, full: bool| BpfHold {
@@ -1185,12 +1250,12 @@ mod tests {
             ..BpfHold::default()
         };
         let ack = hack(51_000, 0, 100_000);
-        // Slow start above 7/8 of the estimate: 9.0 MB/s against 8.5 MB/s
-        // delivered is under 17/16 (9.03): grows; against 8.47 (× 17/16 =
-        // 8.999) it stays.
-        let mut h = held(9_000_000, 8_500_000, false);
+        // Slow start above 7/8 of the estimate: 9.0 MB/s against 8.73 MB/s
+        // delivered is under 33/32 (9.003): grows by 62/1024 per srtt;
+        // against 8.72 (× 33/32 = 8.9925) it stays.
+        let mut h = held(9_000_000, 8_730_000, false);
         assert_eq!(h.on_ack(u64::MAX, u64::MAX, ack), 9_000_000 + 9_000_000 * 62 / 1024 * 50 / 100);
-        let mut h = held(9_000_000, 8_470_000, false);
+        let mut h = held(9_000_000, 8_720_000, false);
         assert_eq!(h.on_ack(u64::MAX, u64::MAX, ack), 9_000_000);
         // Below 7/8 the lead does not apply (9/8 per srtt), nor does it
         // before a delivery rate was measured.
@@ -1207,10 +1272,11 @@ mod tests {
     }
 
     /// Right after the probe, slow start's unpaced bursts are still in the
-    /// bottleneck's queue: below half the estimate that queue does not
-    /// hold the cap (it did, to 31/32 of a delivery rate measured while
-    /// the windows were still tiny, and slow start stalled); above half it
-    /// does.
+    /// bottleneck's queue: below half the estimate and for two srtt that
+    /// queue does not hold the cap (it did, to 31/32 of a delivery rate
+    /// measured while the windows were still tiny, and slow start stalled)
+    /// nor bring slow start down to eq. (1) (1.76 instead of 2 per RTT);
+    /// above half, or later (other traffic's queue), it does both.
     #[test]
     fn hold_ignores_the_probes_queue_below_half_the_estimate() {
         let held = |cap: u64| BpfHold {
@@ -1221,14 +1287,21 @@ mod tests {
             dlv_rate: 1_000_000,
             ..BpfHold::default()
         };
-        // 2.1 ms of queue (> min_rtt/64) at a cap of 1.9 MB/s.
+        // 2.1 ms of queue (> min_rtt/64) at a cap of 1.9 MB/s, 51 ms after
+        // the probe's last ACK: slow start's 2.4 MB/s, not eq. (1)'s 1.2,
+        // and no hold.
         let mut h = held(1_900_000);
-        let r = h.on_ack(u64::MAX, u64::MAX, hack(51_000, 0, 102_100));
-        assert_eq!(r, 1_900_000 + 1_900_000 * 710 / 1024 * 50_000 / 102_100);
+        assert_eq!(h.on_ack(1_200_000, 2_400_000, hack(51_000, 0, 102_100)), 2_400_000);
+        // The same queue 300 ms after it (two srtt are 204.2 ms) is not the
+        // probe's: 31/32 of the 1 MB/s delivered since, under eq. (1).
+        let mut h = held(1_900_000);
+        assert_eq!(h.on_ack(1_200_000, 2_400_000, hack(300_000, 299_000, 102_100)), 968_750);
         // The same queue at 5.1 MB/s (above half; 3 MB/s delivered): 31/32
-        // of delivery.
+        // of delivery, and eq. (1).
         let mut h = BpfHold { dlv_rate: 3_000_000, ..held(5_100_000) };
         assert_eq!(h.on_ack(u64::MAX, u64::MAX, hack(51_000, 0, 102_100)), 2_906_250);
+        let mut h = BpfHold { dlv_rate: 3_000_000, ..held(5_100_000) };
+        assert_eq!(h.on_ack(1_200_000, 2_400_000, hack(51_000, 0, 102_100)), 1_200_000);
         // Without an estimate there is no "below half": it holds.
         let mut h = BpfHold { btl_rate: 0, ..held(1_900_000) };
         assert_eq!(h.on_ack(u64::MAX, u64::MAX, hack(51_000, 0, 102_100)), 968_750);
@@ -1331,18 +1404,29 @@ mod tests {
 
     /// Issue 27 item 3: the hold must not slow a transfer that ends in slow
     /// start. On [PSPacer]'s path (100 ms, 500 Mbit/s: 24.6 µs per
-    /// segment) a 1 MB transfer (700 segments) paced by the hold ends
-    /// within 2% of unpaced slow start; fed eq. (1) as its slow-start
-    /// rate too (what it did before), it ends half an RTT (7%) later.
+    /// segment) a 650 KB transfer (450 segments) ends exactly as unpaced:
+    /// the probe (to a sixteenth of the estimated BDP, cwnd 253 here)
+    /// covers all but its last ACKs. A 1 MB one (700 segments) ends within
+    /// 1% of unpaced slow start, a 3 MB one (2100) within 4%; fed eq. (1)
+    /// as its slow-start rate too (what the hold once did), the 3 MB one
+    /// ends half an RTT later.
     #[test]
     fn hold_does_not_slow_a_transfer_that_ends_in_slow_start() {
-        let unpaced = slow_start_fct(700, 100_000, 24_608, None);
-        let mut h = BpfHold::default();
-        let held = slow_start_fct(700, 100_000, 24_608, Some(&mut |r, ss, a| h.on_ack(r, ss, a)));
-        let mut old = BpfHold::default();
-        let eq1_only = slow_start_fct(700, 100_000, 24_608, Some(&mut |r, _, a| old.on_ack(r, r, a)));
-        assert!(h.cap > 0 && old.cap > 0, "both were paced after the probe");
-        assert!(held * 100 <= unpaced * 102, "held {held} ns against unpaced {unpaced} ns");
+        let fct = |segs: u64| {
+            let unpaced = slow_start_fct(segs, 100_000, 24_608, None);
+            let mut h = BpfHold::default();
+            let held = slow_start_fct(segs, 100_000, 24_608, Some(&mut |r, ss, a| h.on_ack(r, ss, a)));
+            let mut old = BpfHold::default();
+            let eq1_only = slow_start_fct(segs, 100_000, 24_608, Some(&mut |r, _, a| old.on_ack(r, r, a)));
+            assert!(h.cap > 0 && old.cap > 0, "{segs}: both were paced after the probe");
+            (unpaced, held, eq1_only)
+        };
+        let (unpaced, held, _) = fct(450);
+        assert_eq!(held, unpaced);
+        let (unpaced, held, _) = fct(700);
+        assert!(held * 100 <= unpaced * 101, "held {held} ns against unpaced {unpaced} ns");
+        let (unpaced, held, eq1_only) = fct(2100);
+        assert!(held * 100 <= unpaced * 104, "held {held} ns against unpaced {unpaced} ns");
         assert!(eq1_only >= unpaced + 40_000_000, "eq. (1) alone {eq1_only} ns against unpaced {unpaced} ns");
     }
 

@@ -301,14 +301,15 @@ static __always_inline void release(struct bpf_sock_ops *skops, __u32 rule_idx, 
  * first windows takes seconds on a long fat path. So the program first
  * measures the bottleneck, then grows fast below half of it and slowly
  * above:
- * - Probe: while cwnd is below HOLD_LOW_WINDOW in slow start the socket
- *   stays unpaced, so each window leaves as a burst and comes back as a
+ * - Probe: while cwnd is below HOLD_LOW_WINDOW (or 1/HOLD_PROBE_BDP_DIV
+ *   of the estimated BDP, if more) in slow start the socket stays
+ *   unpaced, so each window leaves as a burst and comes back as a
  *   train of ACKs spaced by the bottleneck (packet-train dispersion: the
  *   bottleneck spaces a burst by its serialization time). The train with
  *   the most bytes gives the estimate: bytes acked from its first ACK to
  *   its last over the time between them; ACKs more than
  *   HOLD_TRAIN_GAP_US apart end a train, and so does the end of the probe
- *   (the window in which cwnd reaches HOLD_LOW_WINDOW is the longest
+ *   (the window in which the probe ends is the longest
  *   train, and a probe whose earlier trains fell short still ends with an
  *   estimate).
  * - Slow start, paced: eq. 1 with twice the cwnd while the RTT shows no
@@ -316,15 +317,18 @@ static __always_inline void release(struct bpf_sock_ops *skops, __u32 rule_idx, 
  *   kernel's own slow-start pacing ratio, tcp_pacing_ss_ratio 200%: eq. 1 as such
  *   sends one window per RTT, so slow start would grow by about 1.76
  *   instead of 2 per RTT and a transfer that never fills the pipe would
- *   end later than unpaced), under a cap grown in time per srtt and only
- *   while it binds: doubling below half the estimate, 9/8 up to 7/8 of
- *   it, 1/16 above and only while the cap is less than 1/16 above the
- *   last window's delivery rate (HOLD_LEAD_NEAR_BTL); without an estimate
- *   (no train of 8 segments) 5/4, and 11/10 once the RTT shows the first
- *   sign of a queue (min_rtt/400).
+ *   end later than unpaced). Below half the estimate the cap is that
+ *   rate itself, queue or not (a queue there is the probe's bursts
+ *   draining); above, a cap grown in time per srtt and only while it
+ *   binds: 9/8 up to 7/8 of the estimate, 1/16 above and only while the
+ *   cap is less than 1/32 above the last window's delivery rate
+ *   (HOLD_LEAD; the delivery rate lags the cap by an RTT, so in effect
+ *   1/32 per srtt); without an estimate (no train of 8 segments) 5/4,
+ *   and 11/10 once the RTT shows the first sign of a queue (min_rtt/400).
  * - While the RTT shows a queue (min_rtt/64 in slow start, min_rtt/32
  *   after, and at least HOLD_MIN_QUEUE_US; not in slow start below half
- *   the estimate): the cap falls to 31/32 of the delivery rate (payload
+ *   the estimate in the two srtt after the probe, where it is the probe's
+ *   bursts draining): the cap falls to 31/32 of the delivery rate (payload
  *   bytes acked per srtt), so the queue drains instead of growing into
  *   the buffer, and growth goes on from there.
  * - Full pipe (after BBR's): HOLD_FULL_WINDOWS windows that end with a
@@ -333,7 +337,7 @@ static __always_inline void release(struct bpf_sock_ops *skops, __u32 rule_idx, 
  *   and after a loss (cwnd at or above ssthresh), the cap grows by 33/32
  *   per srtt, so the end of a hold does not release at once the window
  *   CUBIC grew meanwhile, and only while it is less than 1/32 above the
- *   delivery rate (HOLD_LEAD_CA): once the bottleneck is full the
+ *   delivery rate (HOLD_LEAD): once the bottleneck is full the
  *   delivery rate stops following the cap, and so does the cap. */
 /* A queue is at least this deep (µs) before the hold acts: on a path of
  * microseconds (veth, a LAN) the host's own scheduling moves srtt by far
@@ -342,11 +346,15 @@ static __always_inline void release(struct bpf_sock_ops *skops, __u32 rule_idx, 
  * (to 9 of 1000 Mbit/s on veth). */
 #define HOLD_MIN_QUEUE_US 1000u
 #define HOLD_LOW_WINDOW 64u
+/* ... or 1/this of the estimate × min_rtt (segments), if more:
+ * unpaced slow start queues about half a window (two segments sent per
+ * one delivered), a 32nd of the BDP, and a transfer that ends below
+ * it is never paced at all. */
+#define HOLD_PROBE_BDP_DIV 16u
 #define HOLD_TRAIN_GAP_US 2000u
 #define HOLD_TRAIN_MIN_SEGS 8u
-/* ln(2), ln(5/4), ln(17/16), ln(11/10), ln(33/32) and ln(9/8), times
- * 1024: growth per srtt. */
-#define HOLD_LN_DOUBLE 710u
+/* ln(5/4), ln(17/16), ln(11/10), ln(33/32) and ln(9/8), times 1024:
+ * growth per srtt. */
 #define HOLD_LN_SS 228u
 #define HOLD_LN_NEAR_BTL 62u
 #define HOLD_LN_NEAR 98u
@@ -358,9 +366,8 @@ static __always_inline void release(struct bpf_sock_ops *skops, __u32 rule_idx, 
 #define HOLD_SS_DIV 64u
 #define HOLD_CA_DIV 32u
 #define HOLD_FULL_WINDOWS 2u
-/* Near the bottleneck the cap grows only while cap < dlv_rate * (lead+1)/lead. */
-#define HOLD_LEAD_NEAR_BTL 16u
-#define HOLD_LEAD_CA 32u
+/* Near the bottleneck the cap grows only while cap < dlv_rate * 33/32. */
+#define HOLD_LEAD 32u
 
 /* The train since train_ns ends: it is the estimate if it acked at least
  * HOLD_TRAIN_MIN_SEGS and more bytes than the best so far. */
@@ -416,7 +423,16 @@ static __always_inline __u64 hold_cap(struct bpf_sock_ops *skops, struct sock_st
 	int fast = cwnd < skops->snd_ssthresh && !st->full;
 	if (st->cap == 0) {
 		hold_train(st, now, acked, skops->mss_cache, min_rtt);
-		if (fast && cwnd < HOLD_LOW_WINDOW)
+		__u64 probe_win = HOLD_LOW_WINDOW;
+		__u32 mss = skops->mss_cache;
+
+		if (mss) {
+			__u64 w = st->btl_rate * min_rtt / 1000000 / mss / HOLD_PROBE_BDP_DIV;
+
+			if (w > probe_win)
+				probe_win = w;
+		}
+		if (fast && cwnd < probe_win)
 			return RATE_UNPACED;
 		/* The probe ends with this ACK: the train it is in counts too
 		 * (the longest of the probe, the last window's first part). */
@@ -427,22 +443,34 @@ static __always_inline __u64 hold_cap(struct bpf_sock_ops *skops, struct sock_st
 	__u64 queue = srtt > min_rtt ? srtt - min_rtt : 0;
 	/* Slow start at twice eq. 1 while the RTT shows no queue the hold
 	 * would act on; into a queue, eq. 1. */
-	if (fast && !(queue > HOLD_MIN_QUEUE_US && queue * HOLD_SS_DIV > min_rtt))
+	int ss_queue = queue > HOLD_MIN_QUEUE_US && queue * HOLD_SS_DIV > min_rtt;
+	/* Below half the estimate in slow start the cap follows slow start's
+	 * own rate (up to half the estimate), which can queue nothing the
+	 * estimate does not already allow; and for two srtt after the probe's
+	 * last ACK a queue is its bursts still draining, not the cap's doing.
+	 * A queue after that is someone else's. */
+	int probing = fast && st->btl_rate && st->cap < st->btl_rate / 2;
+	int draining = probing && now - st->last_ns < (__u64)srtt * 2000;
+	if (fast && (draining || !ss_queue))
 		rate = ss_rate;
+	/* A delivery rate under half the cap says the socket was limited by
+	 * something else (its window, the receiver, the application): then a
+	 * queue is no sign that its own rate is too high. */
+	int queued = !draining && st->dlv_rate * 2 >= st->cap && queue > HOLD_MIN_QUEUE_US &&
+		     queue * (fast ? HOLD_SS_DIV : HOLD_CA_DIV) > min_rtt;
+	if (probing && !queued) {
+		__u64 follow = rate < st->btl_rate / 2 ? rate : st->btl_rate / 2;
+
+		if (follow > st->cap) {
+			st->cap = follow;
+			st->cap_ns = now;
+		}
+	}
 	if (st->cap == 0) {
 		st->cap = rate;
 		st->cap_ns = now;
 		return rate;
 	}
-	/* A delivery rate under half the cap says the socket was limited by
-	 * something else (its window, the receiver, the application): then a
-	 * queue is no sign that its own rate is too high. Below half the
-	 * estimate in slow start a queue is the unpaced probe's bursts still
-	 * draining, not the cap's doing. */
-	int probing = fast && st->btl_rate && st->cap * 2 < st->btl_rate;
-	int queued = !probing && st->dlv_rate * 2 >= st->cap && queue > HOLD_MIN_QUEUE_US &&
-		     queue * (fast ? HOLD_SS_DIV : HOLD_CA_DIV) > min_rtt;
-
 	if (new_win && !st->full) {
 		if (st->dlv_rate * 8 >= st->full_dlv * 9) {
 			st->full_dlv = st->dlv_rate;
@@ -456,21 +484,19 @@ static __always_inline __u64 hold_cap(struct bpf_sock_ops *skops, struct sock_st
 
 		if (st->cap > hold)
 			st->cap = hold;
-	} else if (rate >= st->cap) {
+	} else if (rate >= st->cap && !probing) {
 		__u64 dt_us = (now - st->cap_ns) / 1000;
 		__u64 ln, lead = 0;
 
 		if (!fast) {
 			ln = HOLD_LN_CA;
-			lead = HOLD_LEAD_CA;
+			lead = HOLD_LEAD;
 		} else if (st->btl_rate) {
-			if (st->cap * 2 < st->btl_rate) {
-				ln = HOLD_LN_DOUBLE;
-			} else if (st->cap * 8 < st->btl_rate * 7) {
+			if (st->cap * 8 < st->btl_rate * 7) {
 				ln = HOLD_LN_EIGHTH;
 			} else {
 				ln = HOLD_LN_NEAR_BTL;
-				lead = HOLD_LEAD_NEAR_BTL;
+				lead = HOLD_LEAD;
 			}
 		} else {
 			ln = queue * HOLD_WARN_DIV > min_rtt ? HOLD_LN_NEAR : HOLD_LN_SS;
