@@ -215,6 +215,10 @@ pub struct FlowResult {
     /// again on a second subflow. Empty when the flow did not complete or
     /// the counters could not be read (logged).
     pub lane_bytes: BTreeMap<String, u64>,
+    /// Payload bytes the sender sent again (`tcpi_bytes_retrans`, every
+    /// subflow; RepFlow: the winning copy's), read with `lane_bytes`;
+    /// `None` when those are empty or the kernel does not count it.
+    pub retrans_bytes: Option<u64>,
     /// Why the flow did not complete (recorded as its text).
     #[serde(serialize_with = "failure_text")]
     pub error: Option<FlowFailure>,
@@ -572,6 +576,7 @@ impl Planned {
             lane: self.lane.clone(),
             winner: None,
             lane_bytes: BTreeMap::new(),
+            retrans_bytes: None,
             error: None,
         }
     }
@@ -650,6 +655,7 @@ async fn run_one(
                 r.fct_s = Some(done.at.saturating_duration_since(start).as_secs_f64());
                 r.winner = winner;
                 r.lane_bytes = done.lane_bytes;
+                r.retrans_bytes = done.retrans_bytes;
             }
             Ok(Err(e)) => r.error = Some(FlowFailure::Io(e)),
             Err(_) => r.error = Some(FlowFailure::TimeLimit(progress.cut_at(p.flow.bytes))),
@@ -660,11 +666,12 @@ async fn run_one(
     r
 }
 
-/// A connection that delivered its flow: when the answer arrived, and what
-/// each lane carried (see [`FlowResult::lane_bytes`]).
+/// A connection that delivered its flow: when the answer arrived, what
+/// each lane carried and what was sent again (see [`FlowResult::lane_bytes`]).
 struct Delivered {
     at: std::time::Instant,
     lane_bytes: BTreeMap<String, u64>,
+    retrans_bytes: Option<u64>,
 }
 
 /// Carries one flow on its path, or races its two copies (RepFlow): the first
@@ -750,28 +757,40 @@ async fn transfer(
         return Err(format!("{what}: sink answered {:#04x}, not {ANSWER:#04x}", answer[0]));
     }
     let at = std::time::Instant::now();
-    let lane_bytes = match sent_by_local_address(&s, path.mptcp) {
-        Ok(sent) => bytes_per_lane(&sent, &path.src_lanes),
+    let (lane_bytes, retrans_bytes) = match sent_by_local_address(&s, path.mptcp) {
+        Ok(sent) => {
+            let once: Vec<_> = sent.iter().map(|c| (c.local, c.sent_once)).collect();
+            (bytes_per_lane(&once, &path.src_lanes), sent.iter().map(|c| c.retrans).sum())
+        }
         Err(e) => {
             tracing::warn!(%what, error = %e, "per-lane byte counters unreadable; the flow has none");
-            BTreeMap::new()
+            (BTreeMap::new(), None)
         }
     };
-    Ok(Delivered { at, lane_bytes })
+    Ok(Delivered { at, lane_bytes, retrans_bytes })
 }
 
-/// The payload bytes each connection sent, once each (`tcpi_bytes_sent` less
-/// `tcpi_bytes_retrans`), by local address: one entry per MPTCP subflow,
-/// or the plain socket's own. Sent, not acknowledged: when the answer
-/// arrives on one subflow, another's last ACKs may still be on their way
-/// (a delayed ACK holds one for up to 40 ms).
-fn sent_by_local_address(s: &TcpStream, mptcp: bool) -> Result<Vec<(std::net::IpAddr, u64)>, String> {
-    let once = |i: &tcpaccel_sys::tcpinfo::TcpInfo| {
-        i.bytes_sent.unwrap_or(0).saturating_sub(i.bytes_retrans.unwrap_or(0))
+/// One connection's (or MPTCP subflow's) send counters.
+struct Sent {
+    local: std::net::IpAddr,
+    /// Payload bytes sent once each (`tcpi_bytes_sent` less `tcpi_bytes_retrans`).
+    sent_once: u64,
+    /// `tcpi_bytes_retrans` (`None`: the kernel's TCP_INFO is too short).
+    retrans: Option<u64>,
+}
+
+/// The payload bytes each connection sent, by local address: one entry per
+/// MPTCP subflow, or the plain socket's own. Sent, not acknowledged: when
+/// the answer arrives on one subflow, another's last ACKs may still be on
+/// their way (a delayed ACK holds one for up to 40 ms).
+fn sent_by_local_address(s: &TcpStream, mptcp: bool) -> Result<Vec<Sent>, String> {
+    let sent = |local: std::net::IpAddr, i: &tcpaccel_sys::tcpinfo::TcpInfo| {
+        let once = i.bytes_sent.unwrap_or(0).saturating_sub(i.bytes_retrans.unwrap_or(0));
+        Sent { local, sent_once: once, retrans: i.bytes_retrans }
     };
     if mptcp {
         match tcpaccel_sys::tcpinfo::mptcp_subflows(s) {
-            Ok(subs) => return Ok(subs.iter().map(|f| (f.local.ip(), once(&f.info))).collect()),
+            Ok(subs) => return Ok(subs.iter().map(|f| sent(f.local.ip(), &f.info)).collect()),
             // A connection that fell back to plain TCP (its SYN went
             // without MP_CAPABLE after net.mptcp.syn_retrans_before_tcp_fallback
             // retransmissions, or the peer did not answer it) passes
@@ -783,7 +802,7 @@ fn sent_by_local_address(s: &TcpStream, mptcp: bool) -> Result<Vec<(std::net::Ip
     }
     let info = tcpaccel_sys::tcpinfo::tcp_info(s).map_err(|e| e.to_string())?;
     let local = s.local_addr().map_err(|e| format!("getsockname: {e}"))?;
-    Ok(vec![(local.ip(), once(&info))])
+    Ok(vec![sent(local.ip(), &info)])
 }
 
 // ------------------------------------------------------------------ pure part

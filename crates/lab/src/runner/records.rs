@@ -130,6 +130,11 @@ pub struct FlowRecord {
     /// acknowledged bytes per subflow); absent otherwise.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub lane_bytes: BTreeMap<String, u64>,
+    /// Payload bytes the sender sent again for this flow
+    /// (`tcpi_bytes_retrans`, every subflow), where the scenario read them;
+    /// absent otherwise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub retrans_bytes: Option<u64>,
 }
 
 /// Summary figures of one repeat of one variant.

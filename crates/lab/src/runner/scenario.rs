@@ -144,6 +144,14 @@ fn flow_start_p99(late_s: &[f64], params: &Params) -> Option<std::time::Duration
     Some(d.to_experiment(std::time::Duration::from_secs_f64(p99.max(0.0))))
 }
 
+/// What the sender's TCP counted for one flow ([`FlowRecord::lane_bytes`],
+/// [`FlowRecord::retrans_bytes`]), for [`RunCtx::flow_counted`].
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct FlowCounters {
+    pub lane_bytes: BTreeMap<String, u64>,
+    pub retrans_bytes: Option<u64>,
+}
+
 /// What a run of one variant writes through.
 pub struct RunCtx<'a> {
     pub variant: String,
@@ -186,11 +194,11 @@ impl RunCtx<'_> {
         fct_ms: f64,
         completed: bool,
     ) -> Result<()> {
-        self.flow_on_lanes(id, class, bytes, start, fct_ms, completed, BTreeMap::new())
+        self.flow_counted(id, class, bytes, start, fct_ms, completed, FlowCounters::default())
     }
-    /// [`RunCtx::flow`] with the bytes each lane carried.
+    /// [`RunCtx::flow`] with what the sender's TCP counted for the flow.
     #[allow(clippy::too_many_arguments)]
-    pub fn flow_on_lanes(
+    pub fn flow_counted(
         &mut self,
         id: u64,
         class: &str,
@@ -198,7 +206,7 @@ impl RunCtx<'_> {
         start: f64,
         fct_ms: f64,
         completed: bool,
-        lane_bytes: BTreeMap<String, u64>,
+        counted: FlowCounters,
     ) -> Result<()> {
         // Times also in experiment units when the run is dilated.
         let d = dilation(&self.params.0).map_err(anyhow::Error::msg)?;
@@ -214,7 +222,8 @@ impl RunCtx<'_> {
             completed,
             exp_start: exp(start),
             exp_fct_ms: exp(fct_ms),
-            lane_bytes,
+            lane_bytes: counted.lane_bytes,
+            retrans_bytes: counted.retrans_bytes,
         });
         Ok(self.writer.write(&r)?)
     }

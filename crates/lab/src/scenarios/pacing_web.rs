@@ -15,7 +15,7 @@
 use super::pacing::{sockbuf_sysctls, BpfPacing};
 use crate::engines::flows::{run_flows, HostAddrs, RunOptions, Sinks, Transport};
 use crate::runner::records::MetricSpec;
-use crate::runner::scenario::{stop_flag, ParamSpec, Params, RunCtx, Scenario, Testbed};
+use crate::runner::scenario::{stop_flag, FlowCounters, ParamSpec, Params, RunCtx, Scenario, Testbed};
 use crate::testbeds::dumbbell::{baseline_sysctls, sockbuf_param, sysctls, Path2, DATA_PORT};
 use anyhow::{bail, Context, Result};
 use std::net::IpAddr;
@@ -198,7 +198,8 @@ impl Testbed for WebBed {
             let class = if r.bytes <= SHORT_MAX { "short" } else { "long" };
             // An incomplete flow is recorded as such, with the time it had.
             let fct_ms = r.fct_s.unwrap_or((limit_s - r.start_s).max(0.0)) * 1e3;
-            ctx.flow(r.id, class, r.bytes, r.start_s, fct_ms, r.fct_s.is_some())?;
+            let counted = FlowCounters { lane_bytes: Default::default(), retrans_bytes: r.retrans_bytes };
+            ctx.flow_counted(r.id, class, r.bytes, r.start_s, fct_ms, r.fct_s.is_some(), counted)?;
             if r.bytes <= SHORT_MAX {
                 match r.fct_s {
                     Some(s) => short.push(s * 1e3),
@@ -255,6 +256,8 @@ mod tests {
         for (r, f) in got.iter().zip(&want) {
             assert_eq!((r.id, r.bytes), (f.id, f.bytes));
             assert!(r.completed && r.fct_ms >= 20.0, "{r:?}");
+            // What the sender sent again, read from its TCP.
+            assert!(r.retrans_bytes.is_some_and(|b| b < f.bytes), "{r:?}");
             assert_eq!(r.class, if f.bytes <= SHORT_MAX { "short" } else { "long" });
         }
         let s = &d.summaries[0].metrics;

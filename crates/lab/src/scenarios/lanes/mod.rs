@@ -43,7 +43,7 @@ use anyhow::{bail, Context, Result};
 use tcpaccel_core::stats::percentile_sorted;
 use tcpaccel_core::workload::{Flow, FlowClass};
 
-use crate::runner::scenario::{stop_flag, Params, RunCtx, Testbed};
+use crate::runner::scenario::{stop_flag, FlowCounters, Params, RunCtx, Testbed};
 use crate::testbeds::fabric::{Fabric, FabricSpec, MptcpMode, RouteMetrics, Shape};
 use crate::testbeds::rto_init::KERNEL_RTO_INIT;
 use tcpaccel_core::scale::{Dilation, Rule};
@@ -463,15 +463,8 @@ fn record_outcome(
             };
             // An incomplete flow is recorded as such, with the time it had.
             let fct_ms = r.fct_s.unwrap_or((limit_s - r.start_s).max(0.0)) * 1e3;
-            ctx.flow_on_lanes(
-                r.id,
-                class.trim_end(),
-                r.bytes,
-                r.start_s,
-                fct_ms,
-                r.fct_s.is_some(),
-                r.lane_bytes.clone(),
-            )?;
+            let counted = FlowCounters { lane_bytes: r.lane_bytes.clone(), retrans_bytes: r.retrans_bytes };
+            ctx.flow_counted(r.id, class.trim_end(), r.bytes, r.start_s, fct_ms, r.fct_s.is_some(), counted)?;
         }
     }
     let s = short_stats(o);
@@ -869,6 +862,7 @@ mod tests {
             lane: "mptcp".into(),
             winner: None,
             lane_bytes: [("sl".to_string(), sl), ("ll0".to_string(), bytes + 16 - sl)].into(),
+            retrans_bytes: Some(0),
             error: None,
         };
         // A: 1 MB on SL over 0–1 s (8 Mbit/s); B: 1 MB all on LL over 2–3 s.
