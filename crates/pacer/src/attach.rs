@@ -405,7 +405,11 @@ pub fn status() -> Result<Vec<AttachStatus>, PacerError> {
 /// on the pinned map, so another thread or process can watch a running
 /// attachment.
 pub fn socket_states(pins: &Path) -> Result<Vec<(u64, SockState)>, PacerError> {
-    let socks = Map::from_pin(&pins.join("pace_socks"))?;
+    states_in(&Map::from_pin(&pins.join("pace_socks"))?)
+}
+
+/// The entries of a `pace_socks` map, by socket cookie.
+fn states_in(socks: &Map) -> Result<Vec<(u64, SockState)>, PacerError> {
     let mut out = Vec::new();
     for c in socks.keys::<u64>()? {
         // A socket that closed between the two reads is gone, not an error.
@@ -436,10 +440,8 @@ fn status_of(dir: &Path) -> Result<AttachStatus, PacerError> {
         }
     }
     let mut socks: BTreeMap<u32, Vec<u32>> = BTreeMap::new();
-    for c in m("pace_socks")?.keys::<u64>()? {
-        if let Some(s) = m("pace_socks")?.lookup::<u64, SockState>(&c)? {
-            socks.entry(s.rule).or_default().push(s.rate);
-        }
+    for (_, s) in states_in(m("pace_socks")?)? {
+        socks.entry(s.rule).or_default().push(s.rate);
     }
     let mut rules = Vec::new();
     for i in 0..MAX_RULES {
