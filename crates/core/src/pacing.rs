@@ -545,6 +545,16 @@ const HOLD_FULL_WINDOWS: u32 = 2;
 /// cap. The delivery rate lags the cap by about an RTT, so this also
 /// makes the growth there about 1/32 per srtt, whatever the step.
 const HOLD_LEAD: u64 = 32;
+/// A cap that grows grows by at least this many segments per srtt, and may
+/// lead the delivery rate by that much more than 1/[`HOLD_LEAD`]: besides
+/// its growth by a fraction (which keeps the ratio between two held flows,
+/// so a flow that starts small stays small beside big ones), a step of
+/// fixed size lets a small flow catch up — additive increase, with the
+/// queue's cut to 31/32 of delivery as the multiplicative decrease (Chiu
+/// and Jain's condition for flows sharing a bottleneck to converge to
+/// fair shares). In the web-like mix, flows that lost in their first
+/// windows were held below 1 Mbit/s for seconds.
+const HOLD_AI_SEGS: u64 = 8;
 /// What [`BpfHold::on_ack`] returns while slow start is still unpaced: the
 /// kernel's "no cap" (`RATE_UNPACED`), which unlike any other value leaves
 /// its internal pacing off.
@@ -562,6 +572,10 @@ pub struct HoldAck {
     pub snd_cwnd: u32,
     pub snd_ssthresh: u32,
     pub mss_cache: u32,
+    /// This socket and the rule's other open sockets past their probe
+    /// (the program's `held` count in the rule's stats, plus one while this
+    /// one is still probing); at least 1.
+    pub flows: u64,
 }
 
 /// Pure twin of `hold_cap` in `pace.bpf.c` (the cgroup pacer's `--hold`,
@@ -593,6 +607,14 @@ pub struct HoldAck {
 ///   srtt, and only while the cap is less than 1/32 above the delivery
 ///   rate: a cap that grew on unbounded while the bottleneck was already
 ///   full put a whole srtt's growth into the queue before it showed.
+/// - With several of the rule's sockets past their probe, each takes the
+///   estimate ÷ their number (`HoldAck::flows`) as its share in the two rules above
+///   (half the share, 7/8 of it): each estimate is the whole bottleneck,
+///   and flows that ramp together each took half of it.
+/// - Wherever the cap grows, it grows by at least `HOLD_AI_SEGS` (8)
+///   segments per srtt, and its lead over the delivery rate is that much
+///   larger: additive increase, so a flow held small beside big ones
+///   catches up.
 ///
 /// Why: on [PSPacer]'s path the buffer is 0.16 of the BDP; doubling per
 /// RTT overfills it by half a BDP in the RTT a queue takes to show, and
@@ -711,7 +733,12 @@ impl BpfHold {
         // nothing the estimate does not already allow; and for two srtt
         // after the probe's last ACK a queue is its bursts still draining,
         // not the cap's doing. A queue after that is someone else's.
-        let probing = fast && self.btl_rate != 0 && self.cap < self.btl_rate / 2;
+        // The rule's held sockets are taken to share one bottleneck (as RFC
+        // 3124's congestion manager shares one per destination): each
+        // estimate is the whole bottleneck, and flows that ramp together
+        // would each take half of it.
+        let share = self.btl_rate / a.flows.max(1);
+        let probing = fast && share != 0 && self.cap < share / 2;
         let draining = probing && now.wrapping_sub(self.last_ns) < srtt * 2000;
         let rate = if fast && (draining || !ss_queue) { ss_rate } else { rate };
         let div = if fast { HOLD_SS_DIV } else { HOLD_CA_DIV };
@@ -723,7 +750,7 @@ impl BpfHold {
             && queue > BPF_HOLD_MIN_QUEUE_US
             && queue * div > min_rtt;
         if probing && !queued {
-            let follow = rate.min(self.btl_rate / 2);
+            let follow = rate.min(share / 2);
             if follow > self.cap {
                 self.cap = follow;
                 self.cap_ns = now;
@@ -746,14 +773,15 @@ impl BpfHold {
             }
         }
         if queued {
-            self.cap = self.cap.min(self.dlv_rate * 31 / 32);
+            // Never 0: a cap of 0 is the probe's state.
+            self.cap = self.cap.min((self.dlv_rate * 31 / 32).max(1));
         } else if rate >= self.cap && !probing {
             let dt_us = (now.wrapping_sub(self.cap_ns) / 1000).min(srtt);
             // (growth per srtt, lead over delivery: 0 for none)
             let (ln, lead) = if !fast {
                 (HOLD_LN_CA, HOLD_LEAD)
             } else if self.btl_rate != 0 {
-                if self.cap * 8 < self.btl_rate * 7 {
+                if self.cap * 8 < share * 7 {
                     (HOLD_LN_EIGHTH, 0)
                 } else {
                     (HOLD_LN_NEAR_BTL, HOLD_LEAD)
@@ -763,8 +791,9 @@ impl BpfHold {
             } else {
                 (HOLD_LN_SS, 0)
             };
-            if lead == 0 || self.dlv_rate == 0 || self.cap * lead < self.dlv_rate * (lead + 1) {
-                self.cap += self.cap * ln / 1024 * dt_us / srtt;
+            let ai = a.mss_cache as u64 * HOLD_AI_SEGS * 1_000_000 / srtt;
+            if lead == 0 || self.dlv_rate == 0 || self.cap * lead < self.dlv_rate * (lead + 1) + ai * lead {
+                self.cap += (self.cap * ln / 1024).max(ai) * dt_us / srtt;
             }
         }
         self.cap_ns = now;
@@ -1067,6 +1096,7 @@ mod tests {
             snd_cwnd: 100,
             snd_ssthresh: u32::MAX,
             mss_cache: 1448,
+            flows: 1,
         }
     }
 
@@ -1186,6 +1216,35 @@ mod tests {
         assert_eq!((h.btl_bytes, h.btl_rate), (1448 * 44, 1448 * 44 * 1_000_000 / (44 * 25)));
     }
 
+    /// Four of the rule's sockets past their probe: each follows slow start to half of
+    /// a quarter of the estimate (not half of all of it: four flows that
+    /// ramped together took twice the bottleneck), and the 9/8 band ends
+    /// at 7/8 of the quarter.
+    #[test]
+    fn hold_shares_the_estimate_among_the_rules_held_sockets() {
+        let held = |cap: u64| BpfHold {
+            cap,
+            cap_ns: 1_000_000,
+            win_start_ns: 1_000_000,
+            btl_rate: 10_000_000,
+            ..BpfHold::default()
+        };
+        let four = |t_us: u64| HoldAck { flows: 4, ..hack(t_us, 0, 100_000) };
+        // Alone: up to 5 MB/s; one of four: up to 1.25 MB/s.
+        let mut h = held(1_000_000);
+        assert_eq!(h.on_ack(4_000_000, 8_000_000, hack(51_000, 0, 100_000)), 5_000_000);
+        let mut h = held(1_000_000);
+        assert_eq!(h.on_ack(4_000_000, 8_000_000, four(51_000)), 1_250_000);
+        // Above half its share it grows in time: 9/8 per srtt below 7/8 of
+        // the share (2.1875 MB/s), 1/16 above.
+        let mut h = held(2_000_000);
+        assert_eq!(h.on_ack(u64::MAX, u64::MAX, four(101_000)), 2_000_000 + 2_000_000 * 120 / 1024);
+        let mut h = held(2_200_000);
+        assert_eq!(h.on_ack(u64::MAX, u64::MAX, four(101_000)), 2_200_000 + 2_200_000 * 62 / 1024);
+        // When the others close, the whole estimate is its again.
+        assert_eq!(h.on_ack(8_000_000, 16_000_000, hack(102_000, 0, 100_000)), 5_000_000);
+    }
+
     #[test]
     fn hold_follows_slow_start_to_half_the_estimate_an_eighth_to_seven_eighths_a_sixteenth_above() {
         let held = |cap: u64| BpfHold {
@@ -1250,12 +1309,14 @@ mod tests {
             ..BpfHold::default()
         };
         let ack = hack(51_000, 0, 100_000);
-        // Slow start above 7/8 of the estimate: 9.0 MB/s against 8.73 MB/s
-        // delivered is under 33/32 (9.003): grows by 62/1024 per srtt;
-        // against 8.72 (× 33/32 = 8.9925) it stays.
-        let mut h = held(9_000_000, 8_730_000, false);
+        // The lead is 1/32 of delivery plus 8 segments per srtt (1448 B,
+        // 100 ms: 115,840 B/s). Slow start above 7/8 of the estimate:
+        // 9.0 MB/s against 8.62 MB/s delivered is under the lead (8.62 ×
+        // 33/32 + 0.11584 = 9.0053): grows by 62/1024 per srtt; against 8.61
+        // (8.9950) it stays.
+        let mut h = held(9_000_000, 8_620_000, false);
         assert_eq!(h.on_ack(u64::MAX, u64::MAX, ack), 9_000_000 + 9_000_000 * 62 / 1024 * 50 / 100);
-        let mut h = held(9_000_000, 8_720_000, false);
+        let mut h = held(9_000_000, 8_610_000, false);
         assert_eq!(h.on_ack(u64::MAX, u64::MAX, ack), 9_000_000);
         // Below 7/8 the lead does not apply (9/8 per srtt), nor does it
         // before a delivery rate was measured.
@@ -1263,12 +1324,49 @@ mod tests {
         assert_eq!(h.on_ack(u64::MAX, u64::MAX, ack), 6_000_000 + 6_000_000 * 120 / 1024 * 50 / 100);
         let mut h = held(9_000_000, 0, false);
         assert_eq!(h.on_ack(u64::MAX, u64::MAX, ack), 9_000_000 + 9_000_000 * 62 / 1024 * 50 / 100);
-        // After slow start: 33/32 of delivery. 6.4 against 6.2 (× 33/32 =
-        // 6.394) stays; against 6.21 (6.404) grows by 32/1024 per srtt.
-        let mut h = held(6_400_000, 6_200_000, true);
+        // After slow start: 6.4 against 6.09 (6.09 × 33/32 + 0.11584 =
+        // 6.3961) stays; against 6.1 (6.4064) grows by 32/1024 per srtt.
+        let mut h = held(6_400_000, 6_090_000, true);
         assert_eq!(h.on_ack(u64::MAX, u64::MAX, ack), 6_400_000);
-        let mut h = held(6_400_000, 6_210_000, true);
+        let mut h = held(6_400_000, 6_100_000, true);
         assert_eq!(h.on_ack(u64::MAX, u64::MAX, ack), 6_400_000 + 6_400_000 * 32 / 1024 * 50 / 100);
+    }
+
+    /// A flow held small (a loss in its first windows left it without an
+    /// estimate and with a cwnd of 7) grows by 8 segments per srtt, not by
+    /// 1/32 of itself: at 1/32 a cap of 100 kB/s gains 3 kB/s per srtt and
+    /// a 450 kB transfer took 4.3 s in the web-like mix; AI reaches the
+    /// same cap in one srtt. Above 3.7 MB/s (8 segments = 1/32 of the cap)
+    /// the fraction is the larger step, as before.
+    #[test]
+    fn hold_grows_a_small_cap_by_segments_not_by_a_fraction() {
+        // The delivery window started 60 ms in, so none ends at 101 ms.
+        let ca = |cap: u64, dlv_rate: u64| BpfHold {
+            cap,
+            cap_ns: 1_000_000,
+            win_start_ns: 60_000_000,
+            dlv_rate,
+            full: true,
+            ..BpfHold::default()
+        };
+        let ack = |t_us: u64| HoldAck { snd_ssthresh: 7, snd_cwnd: 7, ..hack(t_us, 0, 100_000) };
+        // One srtt of ACKs (dt capped at srtt): +115,840 B/s, eight segments
+        // per 100 ms; the old step was 100,000 × 32/1024 = 3,125.
+        let mut h = ca(100_000, 100_000);
+        assert_eq!(h.on_ack(u64::MAX, u64::MAX, ack(101_000)), 215_840);
+        // Half an srtt: half the step.
+        let mut h = ca(100_000, 100_000);
+        assert_eq!(h.on_ack(u64::MAX, u64::MAX, ack(51_000)), 157_920);
+        // The lead lets it run ahead of the delivery rate by the step: a cap
+        // of 200 kB/s over 100 kB/s delivered (3,125 + 115,840 above 1/32)
+        // grows; at 220 kB/s it waits for delivery.
+        let mut h = ca(200_000, 100_000);
+        assert_eq!(h.on_ack(u64::MAX, u64::MAX, ack(101_000)), 315_840);
+        let mut h = ca(220_000, 100_000);
+        assert_eq!(h.on_ack(u64::MAX, u64::MAX, ack(101_000)), 220_000);
+        // A big cap: 1/32 of 8 MB/s (250,000) is the larger step.
+        let mut h = ca(8_000_000, 8_000_000);
+        assert_eq!(h.on_ack(u64::MAX, u64::MAX, ack(101_000)), 8_250_000);
     }
 
     /// Right after the probe, slow start's unpaced bursts are still in the
@@ -1342,11 +1440,14 @@ mod tests {
         h.on_ack(80_000, 160_000, hack(205_000, 12_800, 102_000));
         assert_eq!((h.full_cnt, h.full), (2, true));
         // Full: 3 ms (< min_rtt/32 = 3.125 ms) is no queue, and the cap
-        // grows by ln(33/32) = 32/1024 per srtt.
+        // grows by ln(33/32) = 32/1024 per srtt or by 8 segments, whichever
+        // is more: at this small cap the segments (1448 × 8 per 103 ms).
         let cap = h.cap;
+        let ai = 1448 * 8 * 1_000_000 / 103_000;
+        assert!(ai > cap * 32 / 1024);
         assert_eq!(
             h.on_ack(u64::MAX, u64::MAX, hack(308_000, 12_800, 103_000)),
-            cap + cap * 32 / 1024 * 103_000 / 103_000
+            cap + ai * 103_000 / 103_000
         );
     }
 
@@ -1393,6 +1494,7 @@ mod tests {
                         snd_cwnd: cwnd as u32,
                         snd_ssthresh: u32::MAX,
                         mss_cache: mss as u32,
+                        flows: 1,
                     };
                     let r = f(eq1, 2 * eq1, a);
                     gap_ns = if r == BPF_RATE_UNPACED { 0 } else { mss * 1_000_000_000 / r };

@@ -13,7 +13,7 @@
 
 #define PACE_ABI(S)           \
 	S(rule, 16)           \
-	S(rule_stats, 40)     \
+	S(rule_stats, 48)     \
 	S(dst_key, 24)        \
 	S(sock_state, 120)
 
@@ -27,7 +27,8 @@
 	F(rule_stats, updates, 8, __u64)      \
 	F(rule_stats, errors, 16, __u64)      \
 	F(rule_stats, last_rate, 24, __u64)   \
-	F(rule_stats, released, 32, __u64)
+	F(rule_stats, released, 32, __u64)    \
+	F(rule_stats, held, 40, __u64)
 
 #define ABI_FIELDS_dst_key(F)               \
 	F(dst_key, prefixlen, 0, __u32)     \

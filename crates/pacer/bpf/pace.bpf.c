@@ -56,6 +56,7 @@ struct rule_stats {
 	__u64 errors;     /* bpf_setsockopt calls that failed */
 	__u64 last_rate;  /* payload bytes/s last set */
 	__u64 released;   /* sockets this program set back to unlimited (RULE_RELEASE) */
+	__u64 held;       /* open sockets past --hold's probe (what it shares its estimate among) */
 };
 
 struct dst_key {
@@ -275,9 +276,24 @@ static __always_inline void on_established(struct bpf_sock_ops *skops)
 }
 
 /* RULE_RELEASE: lift the cap, forget the socket and stop its callbacks. */
+/* A socket past --hold's probe leaves: its rule's count of held sockets
+ * drops by one. */
+static __always_inline void unhold(struct sock_state *st)
+{
+	__u32 idx = st->rule;
+	struct rule_stats *stats;
+
+	if (!st->cap)
+		return;
+	stats = bpf_map_lookup_elem(&pace_stats, &idx);
+	if (stats)
+		__sync_fetch_and_add(&stats->held, -1);
+}
+
 static __always_inline void release(struct bpf_sock_ops *skops, __u32 rule_idx, __u64 cookie)
 {
 	struct rule_stats *stats = bpf_map_lookup_elem(&pace_stats, &rule_idx);
+	struct sock_state *st;
 	int unlimited = -1; /* ~0U: the kernel's "no cap" */
 
 	if (bpf_setsockopt(skops, SOL_SOCKET, SO_MAX_PACING_RATE, &unlimited, sizeof(unlimited))) {
@@ -287,6 +303,9 @@ static __always_inline void release(struct bpf_sock_ops *skops, __u32 rule_idx, 
 	}
 	if (stats)
 		__sync_fetch_and_add(&stats->released, 1);
+	st = bpf_map_lookup_elem(&pace_socks, &cookie);
+	if (st)
+		unhold(st);
 	bpf_map_delete_elem(&pace_socks, &cookie);
 	bpf_sock_ops_cb_flags_set(skops, 0);
 }
@@ -338,7 +357,14 @@ static __always_inline void release(struct bpf_sock_ops *skops, __u32 rule_idx, 
  *   per srtt, so the end of a hold does not release at once the window
  *   CUBIC grew meanwhile, and only while it is less than 1/32 above the
  *   delivery rate (HOLD_LEAD): once the bottleneck is full the
- *   delivery rate stops following the cap, and so does the cap. */
+ *   delivery rate stops following the cap, and so does the cap.
+ * - With several of the rule's sockets past the probe and open
+ *   (stats->held), each takes the estimate divided by their number as its share
+ *   in the two rules above (half of it; 7/8 of it): every estimate is the
+ *   whole bottleneck, and flows that ramped together each took half.
+ * - Wherever the cap grows, by at least HOLD_AI_SEGS segments per srtt
+ *   (with that much more lead): additive increase beside the queue's
+ *   multiplicative cut, so held flows converge to shares. */
 /* A queue is at least this deep (µs) before the hold acts: on a path of
  * microseconds (veth, a LAN) the host's own scheduling moves srtt by far
  * more than a fraction of min_rtt, which is no queue that slowing down
@@ -366,8 +392,14 @@ static __always_inline void release(struct bpf_sock_ops *skops, __u32 rule_idx, 
 #define HOLD_SS_DIV 64u
 #define HOLD_CA_DIV 32u
 #define HOLD_FULL_WINDOWS 2u
-/* Near the bottleneck the cap grows only while cap < dlv_rate * 33/32. */
+/* Near the bottleneck the cap grows only while cap < dlv_rate * 33/32
+ * (plus HOLD_AI_SEGS segments per srtt). */
 #define HOLD_LEAD 32u
+/* Wherever the cap grows it grows by at least this many segments per srtt,
+ * and may lead the delivery rate by that much more: additive increase, so
+ * a flow held small beside big ones catches up (growth by a fraction alone
+ * keeps their ratio). */
+#define HOLD_AI_SEGS 8u
 
 /* The train since train_ns ends: it is the estimate if it acked at least
  * HOLD_TRAIN_MIN_SEGS and more bytes than the best so far. */
@@ -402,7 +434,8 @@ static __always_inline void hold_train(struct sock_state *st, __u64 now, __u64 a
 
 /* The cap for eq. 1's `rate` (`ss_rate`: the same with twice the cwnd,
  * used in slow start), or RATE_UNPACED during the probe. */
-static __always_inline __u64 hold_cap(struct bpf_sock_ops *skops, struct sock_state *st, __u64 rate, __u64 ss_rate)
+static __always_inline __u64 hold_cap(struct bpf_sock_ops *skops, struct sock_state *st, __u64 rate, __u64 ss_rate,
+				      __u64 flows)
 {
 	__u64 now = bpf_ktime_get_ns();
 	__u64 acked = skops->bytes_acked;
@@ -449,7 +482,12 @@ static __always_inline __u64 hold_cap(struct bpf_sock_ops *skops, struct sock_st
 	 * estimate does not already allow; and for two srtt after the probe's
 	 * last ACK a queue is its bursts still draining, not the cap's doing.
 	 * A queue after that is someone else's. */
-	int probing = fast && st->btl_rate && st->cap < st->btl_rate / 2;
+	/* The rule's held sockets are taken to share one bottleneck (as RFC
+	 * 3124's congestion manager shares one per destination): each
+	 * estimate is the whole bottleneck, and flows that ramp together
+	 * would each take half of it. */
+	__u64 share = st->btl_rate / flows;
+	int probing = fast && share && st->cap < share / 2;
 	int draining = probing && now - st->last_ns < (__u64)srtt * 2000;
 	if (fast && (draining || !ss_queue))
 		rate = ss_rate;
@@ -459,7 +497,7 @@ static __always_inline __u64 hold_cap(struct bpf_sock_ops *skops, struct sock_st
 	int queued = !draining && st->dlv_rate * 2 >= st->cap && queue > HOLD_MIN_QUEUE_US &&
 		     queue * (fast ? HOLD_SS_DIV : HOLD_CA_DIV) > min_rtt;
 	if (probing && !queued) {
-		__u64 follow = rate < st->btl_rate / 2 ? rate : st->btl_rate / 2;
+		__u64 follow = rate < share / 2 ? rate : share / 2;
 
 		if (follow > st->cap) {
 			st->cap = follow;
@@ -482,6 +520,9 @@ static __always_inline __u64 hold_cap(struct bpf_sock_ops *skops, struct sock_st
 	if (queued) {
 		__u64 hold = st->dlv_rate * 31 / 32;
 
+		/* Never 0: a cap of 0 is the probe's state. */
+		if (hold == 0)
+			hold = 1;
 		if (st->cap > hold)
 			st->cap = hold;
 	} else if (rate >= st->cap && !probing) {
@@ -492,7 +533,7 @@ static __always_inline __u64 hold_cap(struct bpf_sock_ops *skops, struct sock_st
 			ln = HOLD_LN_CA;
 			lead = HOLD_LEAD;
 		} else if (st->btl_rate) {
-			if (st->cap * 8 < st->btl_rate * 7) {
+			if (st->cap * 8 < share * 7) {
 				ln = HOLD_LN_EIGHTH;
 			} else {
 				ln = HOLD_LN_NEAR_BTL;
@@ -503,8 +544,13 @@ static __always_inline __u64 hold_cap(struct bpf_sock_ops *skops, struct sock_st
 		}
 		if (dt_us > srtt)
 			dt_us = srtt;
-		if (!lead || !st->dlv_rate || st->cap * lead < st->dlv_rate * (lead + 1))
-			st->cap += st->cap * ln / 1024 * dt_us / srtt;
+		__u64 ai = (__u64)skops->mss_cache * HOLD_AI_SEGS * 1000000 / srtt;
+		__u64 step = st->cap * ln / 1024;
+
+		if (step < ai)
+			step = ai;
+		if (!lead || !st->dlv_rate || st->cap * lead < st->dlv_rate * (lead + 1) + ai * lead)
+			st->cap += step * dt_us / srtt;
 	}
 	st->cap_ns = now;
 	return rate < st->cap ? rate : st->cap;
@@ -531,7 +577,15 @@ static __always_inline void on_ack(struct bpf_sock_ops *skops)
 		return;
 	rate = rule_rate(skops, r);
 	if (r->flags & RULE_HOLD) {
-		__u64 h = hold_cap(skops, st, rate, rule_rate_cwnd(skops, r, skops->snd_cwnd * 2));
+		struct rule_stats *stats = bpf_map_lookup_elem(&pace_stats, &idx);
+		/* This socket, and the rule's others past their probe. */
+		__u64 held = stats ? stats->held : 0;
+		__u64 flows = held + (st->cap == 0);
+		int probe = st->cap == 0;
+		__u64 h = hold_cap(skops, st, rate, rule_rate_cwnd(skops, r, skops->snd_cwnd * 2), flows ? flows : 1);
+
+		if (probe && st->cap && stats)
+			__sync_fetch_and_add(&stats->held, 1);
 		rate = h == RATE_UNPACED ? RATE_UNPACED : clamp_rate(h < DYNAMIC_FLOOR ? DYNAMIC_FLOOR : h);
 	}
 	if (rate != st->rate)
@@ -553,6 +607,10 @@ int tcpaccel_pace(struct bpf_sock_ops *skops)
 	case BPF_SOCK_OPS_STATE_CB:
 		if (skops->args[1] == BPF_TCP_CLOSE) {
 			__u64 cookie = bpf_get_socket_cookie(skops);
+			struct sock_state *st = bpf_map_lookup_elem(&pace_socks, &cookie);
+
+			if (st)
+				unhold(st);
 			bpf_map_delete_elem(&pace_socks, &cookie);
 		}
 		break;

@@ -67,17 +67,20 @@ pub struct RuleStats {
     pub last_rate: u64,
     /// Sockets the program itself set back to unlimited during a detach.
     pub released: u64,
+    /// Open sockets past `--hold`'s probe (what it divides its bottleneck
+    /// estimate by); 0 without `--hold`.
+    pub held: u64,
 }
 
 impl Plain for RuleStats {
     const SIZE: usize = c::RuleStats::SIZE;
     fn write(&self, out: &mut [u8]) {
-        let RuleStats { conns, updates, errors, last_rate, released } = *self;
-        c::RuleStats { conns, updates, errors, last_rate, released }.write(out);
+        let RuleStats { conns, updates, errors, last_rate, released, held } = *self;
+        c::RuleStats { conns, updates, errors, last_rate, released, held }.write(out);
     }
     fn read(b: &[u8]) -> Self {
-        let c::RuleStats { conns, updates, errors, last_rate, released } = c::RuleStats::read(b);
-        RuleStats { conns, updates, errors, last_rate, released }
+        let c::RuleStats { conns, updates, errors, last_rate, released, held } = c::RuleStats::read(b);
+        RuleStats { conns, updates, errors, last_rate, released, held }
     }
 }
 

@@ -257,9 +257,10 @@ pub struct PaceConfig {
     /// Dynamic rules also guard small buffers against overshoot: a
     /// bottleneck estimate from the ACK trains of slow start's unpaced
     /// first windows, growth fast below half of it and slow above, and a
-    /// hold just below the delivery rate while the RTT shows a queue
-    /// (`hold_cap` in the BPF source, `tcpaccel_core::pacing::BpfHold`;
-    /// issue 17 item 5).
+    /// hold just below the delivery rate while the RTT shows a queue; the
+    /// estimate is shared among the rule's sockets past their probe, and a
+    /// growing cap grows by at least 8 segments per srtt (`hold_cap` in
+    /// the BPF source, `tcpaccel_core::pacing::BpfHold`; issues 17 and 27).
     pub hold: bool,
 }
 

@@ -81,6 +81,69 @@ fn root_static_cap_is_set_in_the_cgroup_and_released_on_detach() {
     assert!(!path.exists(), "cgroup {} left behind", path.display());
 }
 
+/// `--hold` counts the rule's open sockets past its probe (`held`), what
+/// it shares its bottleneck estimate among: a socket that sent 30 MB over
+/// loopback (460 segments of 64 KB, past the 64-segment probe) is counted
+/// while open and no longer once closed; one that sent nothing never is.
+#[test]
+fn root_held_sockets_are_counted_until_they_close() {
+    tcpaccel_sys::testing::require_root();
+    let cg = TempCgroup::create(&unique("held")).unwrap();
+    let cfg = PaceConfig { hold: true, ..PaceConfig::parse("dynamic", &[], None).unwrap() };
+    let a = attach(&cg.cgroup, &cfg).unwrap();
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let sender = |bytes: u64| {
+        let mut cmd = Command::new("bash");
+        cmd.arg("-c")
+            .arg(format!(
+                "exec 3<>/dev/tcp/127.0.0.1/{port} && head -c {bytes} /dev/zero >&3 && echo sent && exec sleep 30"
+            ))
+            .stdout(Stdio::piped());
+        command_into_cgroup(&mut cmd, cg.cgroup.procs().unwrap());
+        cmd.spawn().expect("spawn bash")
+    };
+    let drain = |mut s: std::net::TcpStream| {
+        std::thread::spawn(move || {
+            let _ = std::io::copy(&mut s, &mut std::io::sink());
+        })
+    };
+    let stats = || {
+        let st = tcpaccel_pacer::status().unwrap();
+        let mine = st.iter().find(|s| s.cgroup_id == cg.cgroup.id).expect("status lists the attachment");
+        mine.rules[0].stats
+    };
+    let sent = |c: &mut Child| {
+        let mut line = String::new();
+        BufReader::new(c.stdout.as_mut().unwrap()).read_line(&mut line).unwrap();
+        assert_eq!(line.trim(), "sent");
+    };
+    let mut idle = sender(0);
+    let (s0, _) = listener.accept().unwrap();
+    let r0 = drain(s0);
+    sent(&mut idle);
+    let mut big = sender(30_000_000);
+    let (s1, _) = listener.accept().unwrap();
+    let r1 = drain(s1);
+    sent(&mut big);
+    std::thread::sleep(Duration::from_millis(50));
+    let st = stats();
+    assert_eq!((st.conns, st.held), (2, 1), "{st:?}");
+    // The sender exits, the receiver sees EOF and closes: TCP_CLOSE.
+    big.kill().unwrap();
+    big.wait().unwrap();
+    r1.join().unwrap();
+    let deadline = std::time::Instant::now() + Duration::from_secs(3);
+    while stats().held != 0 && std::time::Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert_eq!(stats().held, 0, "{:?}", stats());
+    a.detach().unwrap();
+    idle.kill().unwrap();
+    idle.wait().unwrap();
+    r0.join().unwrap();
+}
+
 #[test]
 fn root_rules_pick_by_destination_and_port() {
     tcpaccel_sys::testing::require_root();

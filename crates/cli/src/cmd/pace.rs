@@ -49,7 +49,7 @@ pub(crate) struct RuleArgs {
     /// An on-wire ceiling over every rule (static rates above it are lowered).
     #[arg(long, value_parser = values::rate)]
     ceiling: Option<Rate>,
-    /// Dynamic rules also guard small buffers against overshoot: slow start stays unpaced up to 1/16 of the bandwidth-delay product its ACK trains estimate, then runs at its own rate up to half the estimated bottleneck, grows by 9/8 per RTT up to 7/8 of it and by about 1/32 above; while the RTT shows a queue it is held just below the delivery rate.
+    /// Dynamic rules also guard small buffers against overshoot: slow start stays unpaced up to 1/16 of the bandwidth-delay product its ACK trains estimate, then runs at its own rate up to half the estimated bottleneck, grows by 9/8 per RTT up to 7/8 of it and by about 1/32 above (at least 8 segments per RTT); while the RTT shows a queue it is held just below the delivery rate. A rule's sockets past their probe share the estimated bottleneck.
     #[arg(long)]
     hold: bool,
 }
