@@ -1100,6 +1100,18 @@ mod tests {
         }
     }
 
+    /// A hold past its probe with a cap, an estimate of 10 MB/s, and its
+    /// cap and delivery window last touched 1 ms in.
+    fn held(cap: u64) -> BpfHold {
+        BpfHold {
+            cap,
+            cap_ns: 1_000_000,
+            win_start_ns: 1_000_000,
+            btl_rate: 10_000_000,
+            ..BpfHold::default()
+        }
+    }
+
     #[test]
     fn hold_probes_the_bottleneck_with_the_ack_trains_of_unpaced_slow_start() {
         let mut h = BpfHold::default();
@@ -1222,13 +1234,6 @@ mod tests {
     /// at 7/8 of the quarter.
     #[test]
     fn hold_shares_the_estimate_among_the_rules_held_sockets() {
-        let held = |cap: u64| BpfHold {
-            cap,
-            cap_ns: 1_000_000,
-            win_start_ns: 1_000_000,
-            btl_rate: 10_000_000,
-            ..BpfHold::default()
-        };
         let four = |t_us: u64| HoldAck { flows: 4, ..hack(t_us, 0, 100_000) };
         // Alone: up to 5 MB/s; one of four: up to 1.25 MB/s.
         let mut h = held(1_000_000);
@@ -1247,13 +1252,6 @@ mod tests {
 
     #[test]
     fn hold_follows_slow_start_to_half_the_estimate_an_eighth_to_seven_eighths_a_sixteenth_above() {
-        let held = |cap: u64| BpfHold {
-            cap,
-            cap_ns: 1_000_000,
-            win_start_ns: 1_000_000,
-            btl_rate: 10_000_000,
-            ..BpfHold::default()
-        };
         // Below half the estimate the cap is slow start's own rate
         // (`ss_rate`), however far that is above it, up to half the
         // estimate; no growth in time on top of it.
@@ -1377,14 +1375,7 @@ mod tests {
     /// above half, or later (other traffic's queue), it does both.
     #[test]
     fn hold_ignores_the_probes_queue_below_half_the_estimate() {
-        let held = |cap: u64| BpfHold {
-            cap,
-            cap_ns: 1_000_000,
-            win_start_ns: 1_000_000,
-            btl_rate: 10_000_000,
-            dlv_rate: 1_000_000,
-            ..BpfHold::default()
-        };
+        let held = |cap: u64| BpfHold { dlv_rate: 1_000_000, ..held(cap) };
         // 2.1 ms of queue (> min_rtt/64) at a cap of 1.9 MB/s, 51 ms after
         // the probe's last ACK: slow start's 2.4 MB/s, not eq. (1)'s 1.2,
         // and no hold.
