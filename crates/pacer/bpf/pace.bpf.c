@@ -275,7 +275,6 @@ static __always_inline void on_established(struct bpf_sock_ops *skops)
 				  (r->kind == RULE_DYNAMIC ? BPF_SOCK_OPS_PARSE_ALL_HDR_OPT_CB_FLAG : 0));
 }
 
-/* RULE_RELEASE: lift the cap, forget the socket and stop its callbacks. */
 /* A socket past --hold's probe leaves: its rule's count of held sockets
  * drops by one. */
 static __always_inline void unhold(struct sock_state *st)
@@ -290,6 +289,7 @@ static __always_inline void unhold(struct sock_state *st)
 		__sync_fetch_and_add(&stats->held, -1);
 }
 
+/* RULE_RELEASE: lift the cap, forget the socket and stop its callbacks. */
 static __always_inline void release(struct bpf_sock_ops *skops, __u32 rule_idx, __u64 cookie)
 {
 	struct rule_stats *stats = bpf_map_lookup_elem(&pace_stats, &rule_idx);
