@@ -179,6 +179,11 @@ fn root_attach_status_detach_through_the_cli() {
             && l.contains("rule=\"10.9.0.0/16:80\"")),
         "{body}"
     );
+    assert!(
+        body.lines()
+            .any(|l| l.starts_with("tcpaccel_pacer_held_sockets{") && l.contains(&cgl) && l.ends_with(" 0")),
+        "{body}"
+    );
     assert!(Command::new("kill").args(["-INT", &m.0.id().to_string()]).status().unwrap().success());
     assert_eq!(m.0.wait().unwrap().code(), Some(0));
 

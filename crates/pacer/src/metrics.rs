@@ -110,6 +110,14 @@ impl Collector for PacerCollector {
             "Sockets open now under the rule",
             MetricType::Gauge,
             |r| r.open as u64,
+        )?;
+        family(
+            &mut enc,
+            &all,
+            "tcpaccel_pacer_held_sockets",
+            "Open sockets past --hold's probe, among which it shares its bottleneck estimate",
+            MetricType::Gauge,
+            |r| r.stats.held,
         )
     }
 }
