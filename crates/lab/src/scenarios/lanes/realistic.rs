@@ -134,7 +134,8 @@ impl Scenario for LanesRealistic {
         let n = p.list("loads").map(|l| l.len()).unwrap_or(3) as u32;
         estimate_scaled(
             p,
-            (p.duration("duration").unwrap_or(Duration::from_secs(10))
+            (p.duration("warmup").unwrap_or(Duration::ZERO)
+                + p.duration("duration").unwrap_or(Duration::from_secs(10))
                 + p.duration("drain").unwrap_or(DRAIN)
                 + Duration::from_secs(1))
                 * n,
@@ -149,7 +150,17 @@ impl LanesRealistic {
     pub(super) fn declared(&self) -> Vec<Param> {
         match self.0 {
             Mix::WebSearch => realistic_params("1", "50mbit"),
-            Mix::DataMining => realistic_params("2", "20mbit"),
+            Mix::DataMining => {
+                let mut v = realistic_params("2", "20mbit");
+                v.push(Param::new(
+                    "warmup",
+                    "0s",
+                    Rule::Time,
+                    "how long the back-end jobs run before the first front-end flow arrives (at least t_deadline: \
+                     the deadline policy is measured after its switch, in the thesis's steady state)",
+                ));
+                v
+            }
         }
     }
 }
@@ -161,6 +172,10 @@ impl Experiment for LanesRealistic {
         let drain = bed.params.time("drain")?;
         let loads: Vec<f64> = bed.params.numbers("loads")?;
         let fan_in = bed.params.count("fan_in")? as u32;
+        let warmup = match self.0 {
+            Mix::DataMining => bed.params.time("warmup")?,
+            Mix::WebSearch => Duration::ZERO,
+        };
         let d = bed.params.d();
         let hosts = Hosts::quarter_back(bed.fab.spec.hosts);
         let variant = ctx.variant.clone();
@@ -171,9 +186,9 @@ impl Experiment for LanesRealistic {
         for &load in &loads {
             let wl = workload::realistic(ctx.seed, origin, &hosts, self.0, load, rate, fan_in)
                 .context("the realistic workload")?;
-            let flows = wl.until(origin + duration);
+            let flows = workload::hold_short(wl.until(origin + duration), warmup);
             let tag = format!("{variant}-l{load}-r{}", ctx.repeat);
-            let spec = bed.run_spec(ctx, &dir, &variant, duration + drain, tag)?;
+            let spec = bed.run_spec(ctx, &dir, &variant, warmup + duration + drain, tag)?;
             let o = run_policy(&bed.fab, &flows, &spec)?;
             let s = record_outcome(ctx, d, &o, &format!("@{load}"), load == record_flows_at)?;
             let l = d.rate_to_experiment(long_mbps(&o, hosts.back.len()));
