@@ -45,21 +45,30 @@ impl Hosts {
 
 /// Queue-buildup scenario ([Lanes] §6.3): every front-end host receives
 /// 64 KB short flows (64 KiB, as the thesis' simulation code counts KB),
-/// Poisson with a mean gap of 200 ms, from random other hosts; `long_senders`
-/// hosts each run one long transfer of `long_bytes` to a back-end host.
+/// Poisson with a mean gap of `mean_gap` per host (the thesis: 200 ms; a
+/// time, so a scale model stretches it by D), from random other hosts;
+/// `long_senders` hosts each run one long transfer of `long_bytes` to a
+/// back-end host.
 pub fn queue_buildup(
     seed: u64,
     origin: Instant,
     hosts: &Hosts,
     long_senders: u32,
     long_bytes: u64,
+    mean_gap: Duration,
 ) -> Result<Workload, WorkloadError> {
+    if mean_gap.is_zero() {
+        return Err(WorkloadError::Stream {
+            stream: "short".into(),
+            reason: "a mean gap of 0 between short flows asks for infinitely many".into(),
+        });
+    }
     let all = hosts.all();
     let short = Stream {
         name: "short".into(),
         class: FlowClass::Short,
         sizes: SizeDist::fixed(64 * 1024),
-        arrivals: Arrivals::Poisson { per_dst: 1.0 / 0.2 },
+        arrivals: Arrivals::Poisson { per_dst: 1.0 / mean_gap.as_secs_f64() },
         dsts: hosts.front.clone(),
         srcs: all.clone(),
         fan_in: 1,
@@ -262,7 +271,7 @@ mod tests {
     #[test]
     fn queue_buildup_shape() {
         let hosts = Hosts::quarter_back(8);
-        let flows = queue_buildup(1, Instant::ZERO, &hosts, 3, 1_000_000_000)
+        let flows = queue_buildup(1, Instant::ZERO, &hosts, 3, 1_000_000_000, Duration::from_millis(200))
             .unwrap()
             .until(Instant::from_millis(100_000));
         let long: Vec<&Flow> = flows.iter().filter(|f| f.class == FlowClass::Long).collect();
@@ -273,6 +282,25 @@ mod tests {
         // 6 front-end hosts, one flow per 200 ms each, over 100 s.
         let want = 6.0 * 5.0 * 100.0;
         assert!((short.len() as f64 / want - 1.0).abs() < 0.05, "{}", short.len());
-        assert!(queue_buildup(1, Instant::ZERO, &hosts, 7, 1).is_err());
+        assert!(queue_buildup(1, Instant::ZERO, &hosts, 7, 1, Duration::from_millis(200)).is_err());
+        assert!(queue_buildup(1, Instant::ZERO, &hosts, 1, 1, Duration::ZERO).is_err());
+    }
+
+    /// At D = 16 the gap is 3.2 s of wall time: over 16 × 100 s as many
+    /// short flows arrive as over 100 s at D = 1, not 16 times as many.
+    #[test]
+    fn queue_buildup_gap_stretches_with_the_scale() {
+        let hosts = Hosts::quarter_back(8);
+        let count = |gap_ms: u64, window_ms: u64| {
+            queue_buildup(2, Instant::ZERO, &hosts, 1, 1, Duration::from_millis(gap_ms))
+                .unwrap()
+                .until(Instant::from_millis(window_ms))
+                .iter()
+                .filter(|f| f.class == FlowClass::Short)
+                .count() as f64
+        };
+        let (d1, d16) = (count(200, 100_000), count(3_200, 1_600_000));
+        assert!((d16 / d1 - 1.0).abs() < 0.1, "{d1} at D=1, {d16} at D=16");
+        assert!((d16 / 3000.0 - 1.0).abs() < 0.05, "{d16}");
     }
 }

@@ -11,7 +11,7 @@ use super::knobs::{specs, Param};
 use super::{
     common_params, estimate_scaled, prepare_bed, put, record_outcome, run_policy, sample, Bed, Experiment,
 };
-use super::{drain_param, DRAIN, POLICIES};
+use super::{drain_param, warmup_param, DRAIN, POLICIES};
 use crate::engines::workloads::{self as workload, Hosts};
 use crate::runner::records::MetricSpec;
 use crate::runner::scenario::{ParamSpec, Params, RunCtx, Scenario, Testbed};
@@ -28,8 +28,9 @@ impl Scenario for LanesBuildup {
     }
     fn description(&self) -> &'static str {
         "Eight hosts (2 back-end, 6 front-end) on two fabrics: 64 KB flows to the front-ends, Poisson with a \
-         200 ms mean gap, while 1..N front-end hosts each send one long flow to a back-end. Average and \
-         95th-percentile short-flow FCT against the number of long senders."
+         mean gap of `short_gap` (200 ms), while 1..N front-end hosts each send one long flow to a back-end \
+         (from the start; the short flows begin after `warmup`). Average and 95th-percentile short-flow FCT \
+         against the number of long senders."
     }
     fn params(&self) -> Vec<ParamSpec> {
         specs(&self.declared())
@@ -55,7 +56,8 @@ impl Scenario for LanesBuildup {
         let n = p.list("senders").map(|l| l.len()).unwrap_or(4) as u32;
         estimate_scaled(
             p,
-            (p.duration("duration").unwrap_or(Duration::from_secs(10))
+            (p.duration("warmup").unwrap_or(Duration::ZERO)
+                + p.duration("duration").unwrap_or(Duration::from_secs(10))
                 + p.duration("drain").unwrap_or(DRAIN)
                 + Duration::from_secs(1))
                 * n,
@@ -69,9 +71,16 @@ impl Scenario for LanesBuildup {
 impl LanesBuildup {
     pub(super) fn declared(&self) -> Vec<Param> {
         let mut v = common_params("2", "8", "100mbit");
+        v.push(Param::new(
+            "short_gap",
+            "200ms",
+            Rule::Time,
+            "mean gap between the 64 KB flows to each front-end host, Poisson (the thesis: 200 ms)",
+        ));
         v.push(Param::new("senders", "1,2,4,6", Rule::Count, "long-flow sender counts to run"));
         v.push(Param::new("duration", "10s", Rule::Time, "arrivals window per sender count"));
         v.push(drain_param());
+        v.push(warmup_param());
         v
     }
 }
@@ -81,6 +90,8 @@ impl Experiment for LanesBuildup {
     fn run(&self, bed: &Bed, ctx: &mut RunCtx<'_>) -> Result<()> {
         let duration = bed.params.time("duration")?;
         let drain = bed.params.time("drain")?;
+        let warmup = bed.params.time("warmup")?;
+        let gap = bed.params.time("short_gap")?;
         let senders: Vec<u32> = bed.params.numbers("senders")?;
         let d = bed.params.d();
         let hosts = Hosts::quarter_back(bed.fab.spec.hosts);
@@ -89,14 +100,14 @@ impl Experiment for LanesBuildup {
         let origin = tcpaccel_core::Instant::ZERO;
         let mut p95s = Vec::new();
         for &n in &senders {
-            let wl = workload::queue_buildup(ctx.seed ^ u64::from(n), origin, &hosts, n, 1 << 40)
+            let wl = workload::queue_buildup(ctx.seed ^ u64::from(n), origin, &hosts, n, 1 << 40, gap)
                 .context("the queue-buildup workload")?;
-            let flows = wl.until(origin + duration);
+            let flows = workload::hold_short(wl.until(origin + duration), warmup);
             let spec = bed.run_spec(
                 ctx,
                 &dir,
                 &variant,
-                duration + drain,
+                warmup + duration + drain,
                 format!("{variant}-s{n}-r{}", ctx.repeat),
             )?;
             let o = run_policy(&bed.fab, &flows, &spec)?;

@@ -87,6 +87,20 @@ fn drain_param() -> Param {
     )
 }
 
+/// `warmup` (default 0 s): how long the long flows run before the first
+/// short flow arrives. The thesis's long transfers are continuous, so its
+/// short flows meet them in steady state, after the deadline policies have
+/// moved them; a warmup of at least `t_deadline` measures that state.
+fn warmup_param() -> Param {
+    Param::new(
+        "warmup",
+        "0s",
+        Rule::Time,
+        "how long the long flows run before the first short flow arrives (at least t_deadline: \
+         the deadline policies are measured after their switch, in the thesis's steady state)",
+    )
+}
+
 /// The variants a lanes scenario runs by default: the thesis's seven
 /// (`size-link-cost` is this project's, beside them).
 const DEFAULT_POLICIES: [&str; 7] =

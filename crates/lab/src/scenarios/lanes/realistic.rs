@@ -11,7 +11,7 @@ use super::knobs::{specs, Param};
 use super::{
     common_params, estimate_scaled, long_mbps, prepare_bed, put, record_outcome, run_policy, sample, Bed,
 };
-use super::{drain_param, Experiment, DRAIN, POLICIES};
+use super::{drain_param, warmup_param, Experiment, DRAIN, POLICIES};
 use crate::engines::workloads::{self as workload, Hosts, Mix};
 use crate::runner::records::MetricSpec;
 use crate::runner::scenario::{ParamSpec, Params, RunCtx, Scenario, Testbed};
@@ -152,13 +152,7 @@ impl LanesRealistic {
             Mix::WebSearch => realistic_params("1", "50mbit"),
             Mix::DataMining => {
                 let mut v = realistic_params("2", "20mbit");
-                v.push(Param::new(
-                    "warmup",
-                    "0s",
-                    Rule::Time,
-                    "how long the back-end jobs run before the first front-end flow arrives (at least t_deadline: \
-                     the deadline policy is measured after its switch, in the thesis's steady state)",
-                ));
+                v.push(warmup_param());
                 v
             }
         }
