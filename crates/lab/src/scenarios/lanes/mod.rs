@@ -88,16 +88,18 @@ fn drain_param() -> Param {
 }
 
 /// `warmup` (default 0 s): how long the long flows run before the first
-/// short flow arrives. The thesis's long transfers are continuous, so its
-/// short flows meet them in steady state, after the deadline policies have
-/// moved them; a warmup of at least `t_deadline` measures that state.
+/// short flow arrives. 0 starts both together, as the thesis's buildup
+/// does (its lanes delay short flows only while a new long flow is still
+/// on SL); at least `t_deadline` measures the steady state after the
+/// deadline policies have moved the long flows, as the thesis's continuous
+/// data-mining jobs are met.
 fn warmup_param() -> Param {
     Param::new(
         "warmup",
         "0s",
         Rule::Time,
-        "how long the long flows run before the first short flow arrives (at least t_deadline: \
-         the deadline policies are measured after their switch, in the thesis's steady state)",
+        "how long the long flows run before the first short flow arrives (0: both start together; at least \
+         t_deadline: the deadline policies are measured after their switch, in steady state)",
     )
 }
 
