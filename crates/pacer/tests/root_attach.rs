@@ -81,25 +81,51 @@ fn root_static_cap_is_set_in_the_cgroup_and_released_on_detach() {
     assert!(!path.exists(), "cgroup {} left behind", path.display());
 }
 
+/// Two namespaces joined by a veth shaped to 100 Mbit/s with a 64 KB
+/// drop-tail buffer: a path where slow start fills a queue and the probe
+/// ends the way it does on a real network. Over loopback it may not: the
+/// ACK of each write comes back before the next one, the sender is never
+/// cwnd-limited, cwnd stays below the probe's 64 segments and CUBIC never
+/// leaves slow start.
+const SHAPED: &str = r#"
+[[host]]
+name = "snd"
+
+[[host]]
+name = "rcv"
+
+[[link]]
+name = "path"
+offloads = false
+a = { node = "snd", addr = "10.9.0.1/24" }
+b = { node = "rcv", addr = "10.9.0.2/24" }
+rate = "100mbit"
+buffer = "64KB"
+"#;
+
 /// `--hold` counts the rule's open sockets past its probe (`held`), what
-/// it shares its bottleneck estimate among: a socket that sent 30 MB over
-/// loopback (460 segments of 64 KB, past the 64-segment probe) is counted
-/// while open and no longer once closed; one that sent nothing never is.
+/// it shares its bottleneck estimate among: a socket that sent 4 MB into a
+/// shaped path (past the probe: its slow start fills the buffer) is
+/// counted while open and no longer once closed; one that sent nothing
+/// never is.
 #[test]
 fn root_held_sockets_are_counted_until_they_close() {
     tcpaccel_sys::testing::require_root();
+    let net = tcpaccel_net::Network::up(&tcpaccel_net::Topology::from_toml_str(SHAPED).unwrap())
+        .expect("network up");
     let cg = TempCgroup::create(&unique("held")).unwrap();
     let cfg = PaceConfig { hold: true, ..PaceConfig::parse("dynamic", &[], None).unwrap() };
     let a = attach(&cg.cgroup, &cfg).unwrap();
-    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let listener = net.run_in("rcv", || TcpListener::bind("10.9.0.2:0")).unwrap().unwrap();
     let port = listener.local_addr().unwrap().port();
+    // The sender runs in `snd`'s namespace and in the cgroup (the program
+    // sees its sockets whatever their namespace).
     let sender = |bytes: u64| {
-        let mut cmd = Command::new("bash");
-        cmd.arg("-c")
-            .arg(format!(
-                "exec 3<>/dev/tcp/127.0.0.1/{port} && head -c {bytes} /dev/zero >&3 && echo sent && exec sleep 30"
-            ))
-            .stdout(Stdio::piped());
+        let script = format!(
+            "exec 3<>/dev/tcp/10.9.0.2/{port} && head -c {bytes} /dev/zero >&3 && echo sent && exec sleep 30"
+        );
+        let mut cmd = net.exec("snd", &["bash", "-c", &script]).unwrap();
+        cmd.stdout(Stdio::piped());
         command_into_cgroup(&mut cmd, cg.cgroup.procs().unwrap());
         cmd.spawn().expect("spawn bash")
     };
@@ -118,26 +144,31 @@ fn root_held_sockets_are_counted_until_they_close() {
         BufReader::new(c.stdout.as_mut().unwrap()).read_line(&mut line).unwrap();
         assert_eq!(line.trim(), "sent");
     };
+    // Waits up to 5 s for `held` to become `want`.
+    let held_becomes = |want: u64| {
+        let deadline = std::time::Instant::now() + Duration::from_secs(5);
+        while stats().held != want && std::time::Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        stats()
+    };
     let mut idle = sender(0);
     let (s0, _) = listener.accept().unwrap();
     let r0 = drain(s0);
     sent(&mut idle);
-    let mut big = sender(30_000_000);
+    let mut big = sender(4_000_000);
     let (s1, _) = listener.accept().unwrap();
     let r1 = drain(s1);
     sent(&mut big);
-    std::thread::sleep(Duration::from_millis(50));
-    let st = stats();
-    assert_eq!((st.conns, st.held), (2, 1), "{st:?}");
+    let st = held_becomes(1);
+    let states = tcpaccel_pacer::socket_states(a.pins()).unwrap();
+    assert_eq!((st.conns, st.held), (2, 1), "{st:?} {states:?}");
     // The sender exits, the receiver sees EOF and closes: TCP_CLOSE.
     big.kill().unwrap();
     big.wait().unwrap();
     r1.join().unwrap();
-    let deadline = std::time::Instant::now() + Duration::from_secs(3);
-    while stats().held != 0 && std::time::Instant::now() < deadline {
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    assert_eq!(stats().held, 0, "{:?}", stats());
+    let st = held_becomes(0);
+    assert_eq!((st.conns, st.held), (2, 0), "{st:?}");
     a.detach().unwrap();
     idle.kill().unwrap();
     idle.wait().unwrap();
