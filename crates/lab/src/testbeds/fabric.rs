@@ -521,15 +521,12 @@ impl Fabric {
         Ok(())
     }
 
-    /// Turns TCP's tail loss probe on or off on every host
-    /// (`net.ipv4.tcp_early_retrans`: 3, the kernel's default, or 0).
-    pub fn set_tlp(&self, on: bool) -> Result<()> {
+    /// Sets the sysctl `key` to `value` on every host (the lanes
+    /// scenarios' `tlp=off`: `net.ipv4.tcp_early_retrans` 0; `rack=off`:
+    /// `net.ipv4.tcp_recovery` 0).
+    pub fn set_host_sysctl(&self, key: &str, value: &str) -> Result<()> {
         for h in 0..self.spec.hosts {
-            self.net.set_sysctl(
-                &FabricSpec::host_name(h),
-                "net.ipv4.tcp_early_retrans",
-                if on { "3" } else { "0" },
-            )?;
+            self.net.set_sysctl(&FabricSpec::host_name(h), key, value)?;
         }
         Ok(())
     }

@@ -27,12 +27,13 @@
 //! The experiment is then the same in packets, windows and RTTs at 1/D of
 //! the CPU per second; metrics are in experiment units (times ÷ D, rates ×
 //! D), with `_wall` twins in wall time when D > 1. What D cannot scale: the
-//! delayed-ACK timer (40 ms ATO) and TLP's +8 ms / +200 ms (both can be
-//! turned off: `delayed_ack=off`, `tlp=off`), the daemons' and the
+//! delayed-ACK timer (40 ms ATO), TLP's +8 ms / +200 ms and RACK's
+//! reordering timer in 4 ms ticks (all three can be turned off:
+//! `delayed_ack=off`, `tlp=off`, `rack=off`), the daemons' and the
 //! kernel's own latencies. Measured (BENCHMARKS.md): the mean FCT agrees
 //! within 5% between D = 16 and 64, but a smaller D is slower, by 4–24%
-//! between D and 4D below 16, in congestion episodes; neither those two
-//! timers nor the shapers' timer slack account for it.
+//! between D and 4D below 16, in congestion episodes; neither those
+//! timers, the shapers' timer slack nor CPU contention account for it.
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -249,6 +250,13 @@ fn common_params(fabrics: &str, hosts: &str, rate: &str) -> Vec<Param> {
             "on: tail loss probes as Linux sends them (2 RTTs plus 8 ms, or plus 200 ms with one segment out, \
              which D cannot scale); off: net.ipv4.tcp_early_retrans=0 on the hosts, a tail loss waits for the \
              scaled RTO",
+        ),
+        Param::new(
+            "rack",
+            "on",
+            Rule::Choice,
+            "on: losses detected by RACK as Linux does (its reordering timer runs in whole 4 ms ticks, which D \
+             cannot scale); off: net.ipv4.tcp_recovery=0 on the hosts, losses detected by three duplicate ACKs",
         ),
     ]
 }
@@ -640,13 +648,19 @@ fn prepare_bed<E: Experiment + 'static>(
         quickack: !on_off(&k, "delayed_ack")?,
     };
     let tlp = on_off(&k, "tlp")?;
+    let rack = on_off(&k, "rack")?;
     let rto_init = k.time("rto_init")?;
     let mut fab = Fabric::up(spec)?;
     if metrics != RouteMetrics::default() {
         fab.set_route_metrics(metrics).context("setting rto_min and quickack on the host routes")?;
     }
     if !tlp {
-        fab.set_tlp(false).context("turning tail loss probes off on the hosts")?;
+        fab.set_host_sysctl("net.ipv4.tcp_early_retrans", "0")
+            .context("turning tail loss probes off on the hosts")?;
+    }
+    if !rack {
+        fab.set_host_sysctl("net.ipv4.tcp_recovery", "0")
+            .context("turning RACK loss detection off on the hosts")?;
     }
     if rto_init != KERNEL_RTO_INIT {
         fab.set_rto_init(rto_init).context("setting the scaled initial RTO on the hosts")?;
