@@ -164,11 +164,10 @@ fn root_fattree_reaches_every_pair_spreads_flows_by_hash_and_leaves_nothing() {
 fn root_scaled_rto_min_is_on_the_leaf_spine_host_routes() {
     let fab = up(Shape::LeafSpine, 2);
     assert_rto_min(&fab, Duration::from_millis(1200));
-    // Delayed ACKs, tail loss probes and RACK off (D cannot scale their timers).
+    // Delayed ACKs and tail loss probes off (D cannot scale their timers).
     fab.set_route_metrics(RouteMetrics { rto_min: Some(Duration::from_millis(1200)), quickack: true })
         .unwrap();
     fab.set_host_sysctl("net.ipv4.tcp_early_retrans", "0").unwrap();
-    fab.set_host_sysctl("net.ipv4.tcp_recovery", "0").unwrap();
     for h in 0..2 {
         let name = FabricSpec::host_name(h);
         let out = fab.net.exec(&name, &["ip", "route", "show", "table", "all"]).unwrap().output().unwrap();
@@ -176,7 +175,6 @@ fn root_scaled_rto_min_is_on_the_leaf_spine_host_routes() {
         let quick = routes.lines().filter(|l| l.contains(" via ") && l.contains("quickack 1")).count();
         assert_eq!(quick, 3, "{name}: default, the LL /16 and table 101's default, all quickack:\n{routes}");
         assert_eq!(fab.net.sysctl(&name, "net.ipv4.tcp_early_retrans").unwrap(), "0", "{name}");
-        assert_eq!(fab.net.sysctl(&name, "net.ipv4.tcp_recovery").unwrap(), "0", "{name}");
     }
 }
 

@@ -522,8 +522,7 @@ impl Fabric {
     }
 
     /// Sets the sysctl `key` to `value` on every host (the lanes
-    /// scenarios' `tlp=off`: `net.ipv4.tcp_early_retrans` 0; `rack=off`:
-    /// `net.ipv4.tcp_recovery` 0).
+    /// scenarios' `tlp=off`: `net.ipv4.tcp_early_retrans` 0).
     pub fn set_host_sysctl(&self, key: &str, value: &str) -> Result<()> {
         for h in 0..self.spec.hosts {
             self.net.set_sysctl(&FabricSpec::host_name(h), key, value)?;

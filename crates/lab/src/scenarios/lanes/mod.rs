@@ -27,9 +27,10 @@
 //! The experiment is then the same in packets, windows and RTTs at 1/D of
 //! the CPU per second; metrics are in experiment units (times ÷ D, rates ×
 //! D), with `_wall` twins in wall time when D > 1. What D cannot scale: the
-//! delayed-ACK timer (40 ms ATO), TLP's +8 ms / +200 ms and RACK's
-//! reordering timer in 4 ms ticks (all three can be turned off:
-//! `delayed_ack=off`, `tlp=off`, `rack=off`), the daemons' and the
+//! delayed-ACK timer (40 ms ATO) and TLP's +8 ms / +200 ms (both can be
+//! turned off: `delayed_ack=off`, `tlp=off`), RACK's reordering timer in
+//! 4 ms ticks (it cannot: Linux 6.17 removed the duplicate-ACK recovery
+//! that `net.ipv4.tcp_recovery=0` used to select), the daemons' and the
 //! kernel's own latencies. Measured (BENCHMARKS.md): the mean FCT agrees
 //! within 5% between D = 16 and 64, but a smaller D is slower, by 4–24%
 //! between D and 4D below 16, in congestion episodes; neither those
@@ -250,13 +251,6 @@ fn common_params(fabrics: &str, hosts: &str, rate: &str) -> Vec<Param> {
             "on: tail loss probes as Linux sends them (2 RTTs plus 8 ms, or plus 200 ms with one segment out, \
              which D cannot scale); off: net.ipv4.tcp_early_retrans=0 on the hosts, a tail loss waits for the \
              scaled RTO",
-        ),
-        Param::new(
-            "rack",
-            "on",
-            Rule::Choice,
-            "on: losses detected by RACK as Linux does (its reordering timer runs in whole 4 ms ticks, which D \
-             cannot scale); off: net.ipv4.tcp_recovery=0 on the hosts, losses detected by three duplicate ACKs",
         ),
     ]
 }
@@ -648,7 +642,6 @@ fn prepare_bed<E: Experiment + 'static>(
         quickack: !on_off(&k, "delayed_ack")?,
     };
     let tlp = on_off(&k, "tlp")?;
-    let rack = on_off(&k, "rack")?;
     let rto_init = k.time("rto_init")?;
     let mut fab = Fabric::up(spec)?;
     if metrics != RouteMetrics::default() {
@@ -657,10 +650,6 @@ fn prepare_bed<E: Experiment + 'static>(
     if !tlp {
         fab.set_host_sysctl("net.ipv4.tcp_early_retrans", "0")
             .context("turning tail loss probes off on the hosts")?;
-    }
-    if !rack {
-        fab.set_host_sysctl("net.ipv4.tcp_recovery", "0")
-            .context("turning RACK loss detection off on the hosts")?;
     }
     if rto_init != KERNEL_RTO_INIT {
         fab.set_rto_init(rto_init).context("setting the scaled initial RTO on the hosts")?;
