@@ -4,13 +4,14 @@
 //! panic. They fail loudly when not root.
 
 use std::io::{BufRead, BufReader};
-use std::net::TcpListener;
+use std::net::{Ipv4Addr, TcpListener};
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
 use tcpaccel_core::pacing::bpf_payload_rate;
-use tcpaccel_core::units::Rate;
+use tcpaccel_core::units::{QueueLimit, Rate};
+use tcpaccel_net::{Cidr, EndSpec, LinkSpec, Network, Topology, TopologyBuilder};
 use tcpaccel_pacer::attach::pin_dir;
 use tcpaccel_pacer::{attach, PaceConfig, TempCgroup};
 use tcpaccel_sys::bpf::{command_into_cgroup, steal_fd};
@@ -87,21 +88,20 @@ fn root_static_cap_is_set_in_the_cgroup_and_released_on_detach() {
 /// ACK of each write comes back before the next one, the sender is never
 /// cwnd-limited, cwnd stays below the probe's 64 segments and CUBIC never
 /// leaves slow start.
-const SHAPED: &str = r#"
-[[host]]
-name = "snd"
-
-[[host]]
-name = "rcv"
-
-[[link]]
-name = "path"
-offloads = false
-a = { node = "snd", addr = "10.9.0.1/24" }
-b = { node = "rcv", addr = "10.9.0.2/24" }
-rate = "100mbit"
-buffer = "64KB"
-"#;
+fn shaped_path() -> Topology {
+    let end = |node: &str, host: u8| EndSpec::new(node).addr(Cidr::new(Ipv4Addr::new(10, 9, 0, host), 24));
+    let mut b = TopologyBuilder::default();
+    b.host("snd");
+    b.host("rcv");
+    b.link(
+        LinkSpec::veth(end("snd", 1), end("rcv", 2))
+            .name("path")
+            .offloads(false)
+            .rate(Rate::mbps(100))
+            .buffer(QueueLimit::Bytes(64_000)),
+    );
+    b.build().expect("valid topology")
+}
 
 /// `--hold` counts the rule's open sockets past its probe (`held`), what
 /// it shares its bottleneck estimate among: a socket that sent 4 MB into a
@@ -111,8 +111,7 @@ buffer = "64KB"
 #[test]
 fn root_held_sockets_are_counted_until_they_close() {
     tcpaccel_sys::testing::require_root();
-    let net = tcpaccel_net::Network::up(&tcpaccel_net::Topology::from_toml_str(SHAPED).unwrap())
-        .expect("network up");
+    let net = Network::up(&shaped_path()).expect("network up");
     let cg = TempCgroup::create(&unique("held")).unwrap();
     let cfg = PaceConfig { hold: true, ..PaceConfig::parse("dynamic", &[], None).unwrap() };
     let a = attach(&cg.cgroup, &cfg).unwrap();
