@@ -25,7 +25,7 @@ use std::time::{Duration, Instant};
 use tcpaccel_core::time::Instant as CoreInstant;
 use tcpaccel_core::workload::{Flow, FlowClass};
 use tcpaccel_lab::engines::flows::{
-    run_flows, CutAt, FlowError, FlowFailure, FlowResult, HostAddrs, RunOptions, Sinks, Transport,
+    run_flows, CutAt, FlowError, FlowFailure, FlowResult, HostAddrs, RunEnd, RunOptions, Sinks, Transport,
 };
 
 const PORT: u16 = 5301;
@@ -134,6 +134,7 @@ fn opts(transport: Transport, limit_s: u64) -> RunOptions {
         cc: "cubic".into(),
         limit: Duration::from_secs(limit_s),
         max_in_flight: 64,
+        end: RunEnd::AllFlows,
     }
 }
 
@@ -387,6 +388,56 @@ fn root_time_limit_cuts_and_stop_interrupts() {
     for r in &results {
         assert_eq!((r.fct_s, r.error.as_ref()), (None, Some(&FlowFailure::Interrupted)), "{r:?}");
     }
+    drop(sinks);
+}
+
+#[test]
+fn root_run_ends_when_the_short_flows_have_ended() {
+    let _g = heavy();
+    let lab = Lab::new();
+    let hosts = lab.hosts();
+    let sinks = Sinks::start(&hosts, PORT).expect("sinks");
+
+    // A 500 MB background flow (80 s at 50 Mbit/s) under three short ones
+    // that end within the first second; the limit is 30 s. Ending with the
+    // short class cuts the long flow as the limit would, about when the last
+    // short flow is answered, and records how far it got.
+    let flows = [
+        flow(1, 0, 1, 2, 500_000_000),
+        flow(2, 100, 2, 1, 20_000),
+        flow(3, 300, 2, 1, 50_000),
+        flow(4, 600, 2, 1, 1_000),
+    ];
+    let o = RunOptions {
+        end: RunEnd::ClassEnded(FlowClass::Short),
+        ..opts(Transport::SinglePath { seed: 1 }, 30)
+    };
+    let t0 = Instant::now();
+    let results = go(&flows, &hosts, &o);
+    let took = t0.elapsed();
+    std::thread::sleep(Duration::from_millis(200));
+    let got = sinks.received();
+    eprintln!("ended after {took:?}: {results:?}");
+    assert!(took >= Duration::from_millis(600) && took < Duration::from_secs(5), "run took {took:?}");
+    for r in &results[1..] {
+        assert!(r.error.is_none() && r.fct_s.is_some(), "short flows complete: {r:?}");
+    }
+    assert!(
+        matches!(results[0].error, Some(FlowFailure::TimeLimit(CutAt::Writing { of: 500_000_000, .. }))),
+        "the background flow is cut while writing: {:?}",
+        results[0]
+    );
+    let cut = got.get(&1).expect("sink saw the background flow");
+    assert!(cut.bytes > 0 && cut.bytes < 500_000_000 && cut.completed == 0, "{cut:?}");
+
+    // The same flows waiting for every flow run into the limit instead (a
+    // short one here, so that the test stays short).
+    let o = RunOptions { end: RunEnd::AllFlows, ..opts(Transport::SinglePath { seed: 1 }, 3) };
+    let t0 = Instant::now();
+    let results = go(&flows, &hosts, &o);
+    let took = t0.elapsed();
+    assert!(took >= Duration::from_millis(2_900), "waited for the long flow until the limit: {took:?}");
+    assert!(results[0].error.as_ref().is_some_and(FlowFailure::is_time_limit), "{:?}", results[0]);
     drop(sinks);
 }
 

@@ -184,6 +184,32 @@ pub struct RunOptions {
     /// At most this many flows (RepFlow: flows, not copies) connect or send
     /// at once; the others wait, and the wait counts in their FCT.
     pub max_in_flight: usize,
+    /// When the run ends before `limit`.
+    pub end: RunEnd,
+}
+
+/// When [`run_flows`] ends before its limit.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RunEnd {
+    /// Once every flow ended.
+    AllFlows,
+    /// Once every flow of this class ended: the flows of the other classes
+    /// still running are then cut as by the time limit (and recorded so,
+    /// with how far they got). For background transfers that outlast any
+    /// useful limit, e.g. data mining's 800 MB jobs under the front-end
+    /// flows: waiting for them would add wall time and nothing measured.
+    ClassEnded(FlowClass),
+}
+
+impl RunEnd {
+    /// Whether the run waits for flows of `class` before it ends.
+    fn waits_for(self, class: FlowClass) -> bool {
+        match self {
+            RunEnd::AllFlows => true,
+            RunEnd::ClassEnded(c) => c == class,
+        }
+    }
 }
 
 /// The outcome of one flow.
@@ -407,7 +433,8 @@ async fn serve(mut s: TcpStream, counts: &Counts) -> Result<(), String> {
 /// order. Setting `stop` ends early: results so far, the others incomplete
 /// with [`FlowFailure::Interrupted`].
 ///
-/// Blocks until every flow ended, at most about `limit` after the origin. It
+/// Blocks until every flow ended (or every flow of the class
+/// [`RunOptions::end`] names), at most about `limit` after the origin. It
 /// runs its own tokio runtime, so call it from synchronous code (not from a
 /// runtime's thread). Bad input (see [`FlowError`]) is refused before any
 /// socket is opened; a failing connection or write is that flow's `error`.
@@ -450,6 +477,8 @@ pub fn run_flows_at(
         in_flight: Semaphore::new(opts.max_in_flight.min(Semaphore::MAX_PERMITS)),
     });
     let (stop_tx, stop_rx) = watch::channel(false);
+    // Set when the flows the run waits for have all ended: cuts the others.
+    let (cut_tx, cut_rx) = watch::channel(false);
     let mut wakes = Vec::with_capacity(plan.len());
     let mut starts = Vec::with_capacity(plan.len());
     for p in &plan {
@@ -468,23 +497,19 @@ pub fn run_flows_at(
             .spawn(move || wake_on_schedule(wakes, &done))
             .map_err(|source| FlowError::Runtime { what: "flow starter thread".into(), source })?
     };
+    let end = opts.end;
     let mut results = rt.block_on(async {
-        let mut handles = Vec::with_capacity(plan.len());
+        let (mut waited, mut others) = (Vec::new(), Vec::new());
         for (p, start) in plan.into_iter().zip(starts) {
             let template = p.result();
-            handles.push((template, tokio::spawn(run_one(ctx.clone(), p, start, stop_rx.clone()))));
+            let task = tokio::spawn(run_one(ctx.clone(), p, start, stop_rx.clone(), cut_rx.clone()));
+            if end.waits_for(template.class) { &mut waited } else { &mut others }.push((template, task));
         }
         let joined = async move {
-            let mut out = Vec::with_capacity(handles.len());
-            for (mut template, h) in handles {
-                match h.await {
-                    Ok(r) => out.push(r),
-                    Err(e) => {
-                        template.error = Some(FlowFailure::Internal(format!("flow task failed: {e}")));
-                        out.push(template);
-                    }
-                }
-            }
+            let mut out = Vec::with_capacity(waited.len() + others.len());
+            join_into(&mut out, waited).await;
+            let _ = cut_tx.send(true);
+            join_into(&mut out, others).await;
             out
         };
         tokio::pin!(joined);
@@ -505,6 +530,20 @@ pub fn run_flows_at(
     rt.shutdown_timeout(Duration::from_secs(1));
     results.sort_by_key(|r| r.id);
     Ok(results)
+}
+
+/// Awaits each flow task in turn and appends its result; a task that failed
+/// leaves its template with the failure.
+async fn join_into(out: &mut Vec<FlowResult>, tasks: Vec<(FlowResult, tokio::task::JoinHandle<FlowResult>)>) {
+    for (mut template, h) in tasks {
+        match h.await {
+            Ok(r) => out.push(r),
+            Err(e) => {
+                template.error = Some(FlowFailure::Internal(format!("flow task failed: {e}")));
+                out.push(template);
+            }
+        }
+    }
 }
 
 /// Sends each wake-up at its instant (`wakes` in start order), sleeping
@@ -622,6 +661,7 @@ async fn run_one(
     p: Planned,
     woken: oneshot::Receiver<()>,
     mut stop: watch::Receiver<bool>,
+    mut cut: watch::Receiver<bool>,
 ) -> FlowResult {
     let mut r = p.result();
     if p.at >= ctx.limit {
@@ -643,6 +683,10 @@ async fn run_one(
             r.error = Some(FlowFailure::Interrupted);
             return r;
         }
+        _ = stopped(&mut cut) => {
+            r.error = Some(FlowFailure::TimeLimit(CutAt::ScheduledAfterLimit));
+            return r;
+        }
     }
     r.start_late_s = Some(std::time::Instant::now().saturating_duration_since(start).as_secs_f64());
     let work = async {
@@ -661,6 +705,7 @@ async fn run_one(
             Err(_) => r.error = Some(FlowFailure::TimeLimit(progress.cut_at(p.flow.bytes))),
         },
         _ = stopped(&mut stop) => r.error = Some(FlowFailure::Interrupted),
+        _ = stopped(&mut cut) => r.error = Some(FlowFailure::TimeLimit(progress.cut_at(p.flow.bytes))),
     }
     tracing::debug!(id = r.id, lane = %r.lane, fct_s = ?r.fct_s, error = ?r.error, "flow done");
     r
@@ -1100,7 +1145,15 @@ mod tests {
             cc: "reno".into(),
             limit: Duration::from_secs(5),
             max_in_flight: 8,
+            end: RunEnd::AllFlows,
         }
+    }
+
+    #[test]
+    fn a_class_end_waits_for_that_class_only() {
+        assert!(RunEnd::AllFlows.waits_for(FlowClass::Short) && RunEnd::AllFlows.waits_for(FlowClass::Long));
+        let short = RunEnd::ClassEnded(FlowClass::Short);
+        assert!(short.waits_for(FlowClass::Short) && !short.waits_for(FlowClass::Long));
     }
 
     #[test]

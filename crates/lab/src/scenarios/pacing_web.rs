@@ -13,7 +13,7 @@
 //! The workload is the seed's: every variant replays the same flows.
 
 use super::pacing::{sockbuf_sysctls, BpfPacing};
-use crate::engines::flows::{run_flows, HostAddrs, RunOptions, Sinks, Transport};
+use crate::engines::flows::{run_flows, HostAddrs, RunEnd, RunOptions, Sinks, Transport};
 use crate::runner::records::MetricSpec;
 use crate::runner::scenario::{stop_flag, FlowCounters, ParamSpec, Params, RunCtx, Scenario, Testbed};
 use crate::testbeds::dumbbell::{baseline_sysctls, sockbuf_param, sysctls, Path2, DATA_PORT};
@@ -173,6 +173,7 @@ impl Testbed for WebBed {
             cc: cc.into(),
             limit: self.duration + Duration::from_secs(30),
             max_in_flight: 1024,
+            end: RunEnd::AllFlows,
         };
         let results = run_flows(&flows, tcpaccel_core::Instant::ZERO, &hosts, &opts, &stop_flag());
         if let Some(b) = bpf {

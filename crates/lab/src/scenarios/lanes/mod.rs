@@ -40,7 +40,7 @@ use std::collections::BTreeMap;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use crate::engines::flows::{run_flows, FlowResult, Received, RunOptions, Sinks, Transport};
+use crate::engines::flows::{run_flows, FlowResult, Received, RunEnd, RunOptions, Sinks, Transport};
 use anyhow::{bail, Context, Result};
 use tcpaccel_core::stats::percentile_sorted;
 use tcpaccel_core::workload::{Flow, FlowClass};
@@ -276,6 +276,9 @@ struct Outcome {
     /// Bytes the hosts sent per fabric during the run.
     tx_per_fabric: Vec<u64>,
     wall: Duration,
+    /// When the run's flows stopped, from its origin: the time limit, or
+    /// earlier when [`RunSpec::end`] ended it before (what an incomplete
+    /// flow had).
     limit: Duration,
 }
 
@@ -286,6 +289,8 @@ struct RunSpec<'a> {
     cc: String,
     seed: u64,
     limit: Duration,
+    /// When the run ends before `limit`.
+    end: RunEnd,
     dir: &'a Path,
     tag: String,
 }
@@ -320,8 +325,14 @@ fn run_policy(fab: &Fabric, flows: &[Flow], run: &RunSpec<'_>) -> Result<Outcome
         }
         _ => Transport::Mptcp,
     };
-    let opts =
-        RunOptions { transport, port: FLOW_PORT, cc: run.cc.clone(), limit: run.limit, max_in_flight: 1024 };
+    let opts = RunOptions {
+        transport,
+        port: FLOW_PORT,
+        cc: run.cc.clone(),
+        limit: run.limit,
+        max_in_flight: 1024,
+        end: run.end,
+    };
     let tx0 = fab.tx_bytes_per_fabric()?;
     let t0 = Instant::now();
     let results = run_flows(flows, tcpaccel_core::Instant::ZERO, &fab.hosts, &opts, &stop_flag());
@@ -334,7 +345,8 @@ fn run_policy(fab: &Fabric, flows: &[Flow], run: &RunSpec<'_>) -> Result<Outcome
     let received = sinks.stop();
     let results = results.context("running the flows")?;
     let tx_per_fabric = tx1.iter().zip(&tx0).map(|(a, b)| a.saturating_sub(*b)).collect();
-    Ok(Outcome { results, received, daemons, tx_per_fabric, wall, limit: run.limit })
+    // An early end (`run.end`) cut the flows still running at `wall`.
+    Ok(Outcome { results, received, daemons, tx_per_fabric, wall, limit: run.limit.min(wall) })
 }
 
 /// Short-flow FCT statistics of completed flows in (0, 100 KB], in ms.
@@ -598,6 +610,7 @@ impl Bed {
             cc: self.params.text("cc")?.to_string(),
             seed: ctx.seed,
             limit,
+            end: RunEnd::AllFlows,
             dir,
             tag,
         })

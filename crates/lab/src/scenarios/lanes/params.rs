@@ -17,6 +17,7 @@ use super::{
     common_params, estimate_scaled, prepare_bed, run_policy, Bed, Experiment, PolicyParams, RunSpec,
     FLOW_PORT,
 };
+use crate::engines::flows::RunEnd;
 use crate::runner::records::MetricSpec;
 use crate::runner::scenario::{ParamSpec, Params, RunCtx, Scenario, Testbed};
 use crate::testbeds::fabric::{Fabric, FabricSpec};
@@ -139,6 +140,7 @@ impl Experiment for LanesParams {
                     cc: bed.params.text("cc")?.to_string(),
                     seed: ctx.seed,
                     limit: window,
+                    end: RunEnd::AllFlows,
                     dir: &dir,
                     tag: format!("{key}{v}-f{i}-r{}", ctx.repeat),
                 };

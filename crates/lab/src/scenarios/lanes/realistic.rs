@@ -10,12 +10,15 @@ use anyhow::{Context, Result};
 use super::knobs::{specs, Param};
 use super::{
     common_params, estimate_scaled, long_mbps, prepare_bed, put, record_outcome, run_policy, sample, Bed,
+    RunSpec,
 };
 use super::{drain_param, warmup_param, Experiment, DRAIN, POLICIES};
+use crate::engines::flows::RunEnd;
 use crate::engines::workloads::{self as workload, Hosts, Mix};
 use crate::runner::records::MetricSpec;
 use crate::runner::scenario::{ParamSpec, Params, RunCtx, Scenario, Testbed};
 use tcpaccel_core::scale::Rule;
+use tcpaccel_core::workload::FlowClass;
 
 /// `lanes-websearch` (`Mix::WebSearch`) or `lanes-datamining`.
 pub struct LanesRealistic(pub Mix);
@@ -110,8 +113,9 @@ impl Scenario for LanesRealistic {
             }
             Mix::DataMining => {
                 "Front-end flows Pareto(1.5, mean 10 KB) to the front-end hosts, Poisson at each load; back-end \
-                 jobs of 800 MB split over fan_in senders run from the start. Short-flow mean and p99 FCT, \
-                 long-flow goodput."
+                 jobs of 800 MB split over fan_in senders run from the start and are cut when the last \
+                 front-end flow has ended (at most drain after the arrivals). Short-flow mean and p99 FCT, \
+                 long-flow goodput over the run."
             }
         }
     }
@@ -170,6 +174,13 @@ impl Experiment for LanesRealistic {
             Mix::DataMining => bed.params.time("warmup")?,
             Mix::WebSearch => Duration::ZERO,
         };
+        // Web search's back-end flows end and are measured; data mining's
+        // 800 MB jobs never end within a run, so the run ends with the
+        // front-end flows instead of always waiting out the drain.
+        let end = match self.0 {
+            Mix::DataMining => RunEnd::ClassEnded(FlowClass::Short),
+            Mix::WebSearch => RunEnd::AllFlows,
+        };
         let d = bed.params.d();
         let hosts = Hosts::quarter_back(bed.fab.spec.hosts);
         let variant = ctx.variant.clone();
@@ -182,7 +193,7 @@ impl Experiment for LanesRealistic {
                 .context("the realistic workload")?;
             let flows = workload::hold_short(wl.until(origin + duration), warmup);
             let tag = format!("{variant}-l{load}-r{}", ctx.repeat);
-            let spec = bed.run_spec(ctx, &dir, &variant, warmup + duration + drain, tag)?;
+            let spec = RunSpec { end, ..bed.run_spec(ctx, &dir, &variant, warmup + duration + drain, tag)? };
             let o = run_policy(&bed.fab, &flows, &spec)?;
             let s = record_outcome(ctx, d, &o, &format!("@{load}"), load == record_flows_at)?;
             let l = d.rate_to_experiment(long_mbps(&o, hosts.back.len()));
