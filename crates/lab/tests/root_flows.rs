@@ -122,6 +122,16 @@ impl Lab {
     }
 }
 
+/// What each test starts with: the heavy-test guard, a lab, its hosts and
+/// their sinks (bound in this order, so dropped sinks first, guard last).
+fn setup() -> (std::sync::MutexGuard<'static, ()>, Lab, Vec<HostAddrs>, Sinks) {
+    let g = heavy();
+    let lab = Lab::new();
+    let hosts = lab.hosts();
+    let sinks = Sinks::start(&hosts, PORT).expect("sinks");
+    (g, lab, hosts, sinks)
+}
+
 fn flow(id: u64, start_ms: u64, src: u32, dst: u32, bytes: u64) -> Flow {
     let class = if bytes < 100_000 { FlowClass::Short } else { FlowClass::Long };
     Flow { id, start: CoreInstant::from_millis(start_ms), src, dst, bytes, class }
@@ -144,10 +154,7 @@ fn go(flows: &[Flow], hosts: &[HostAddrs], o: &RunOptions) -> Vec<FlowResult> {
 
 #[test]
 fn root_single_path_uses_both_lanes_and_completes_everything() {
-    let _g = heavy();
-    let lab = Lab::new();
-    let hosts = lab.hosts();
-    let sinks = Sinks::start(&hosts, PORT).expect("sinks");
+    let (_g, lab, hosts, sinks) = setup();
     // 40 flows of 1 KB..2 MB, mostly 1 → 2, some 2 → 1, given in reverse id
     // order to check that results come back in id order.
     let sizes = [1_000u64, 8_000, 30_000, 120_000, 500_000, 2_000_000, 3_000, 64_000];
@@ -213,10 +220,7 @@ fn root_single_path_uses_both_lanes_and_completes_everything() {
 
 #[test]
 fn root_repflow_replicates_short_flows_only() {
-    let _g = heavy();
-    let lab = Lab::new();
-    let hosts = lab.hosts();
-    let sinks = Sinks::start(&hosts, PORT).expect("sinks");
+    let (_g, lab, hosts, sinks) = setup();
     let o = opts(Transport::RepFlow { threshold: 100_000, seed: 3 }, 10);
     // A 1 KB warm-up resolves both neighbours, so neither copy waits for ARP.
     let warm = go(&[flow(0, 0, 1, 2, 1_000)], &hosts, &o);
@@ -286,10 +290,7 @@ fn root_repflow_replicates_short_flows_only() {
 
 #[test]
 fn root_sized_keeps_large_flows_off_sl() {
-    let _g = heavy();
-    let lab = Lab::new();
-    let hosts = lab.hosts();
-    let sinks = Sinks::start(&hosts, PORT).expect("sinks");
+    let (_g, lab, hosts, sinks) = setup();
     let o = opts(Transport::Sized { threshold: 100_000, replicate: false, seed: 3 }, 20);
     // Warm-up: both neighbours resolved on both lanes.
     let warm = go(&[flow(0, 0, 1, 2, 1_000), flow(1, 0, 1, 2, 200_000)], &hosts, &o);
@@ -314,10 +315,7 @@ fn root_sized_keeps_large_flows_off_sl() {
 
 #[test]
 fn root_mptcp_transport_completes_flows() {
-    let _g = heavy();
-    let lab = Lab::new();
-    let hosts = lab.hosts();
-    let sinks = Sinks::start(&hosts, PORT).expect("sinks");
+    let (_g, lab, hosts, sinks) = setup();
     let syn_rx = lab.b_counter("MPTcpExtMPCapableSYNRX");
     // Six flows of 20 KB..520 KB and one of zero bytes (header only).
     let mut flows: Vec<Flow> = (0..6u64).map(|i| flow(i, i * 50, 1, 2, 20_000 + i * 100_000)).collect();
@@ -339,10 +337,7 @@ fn root_mptcp_transport_completes_flows() {
 
 #[test]
 fn root_time_limit_cuts_and_stop_interrupts() {
-    let _g = heavy();
-    let lab = Lab::new();
-    let hosts = lab.hosts();
-    let sinks = Sinks::start(&hosts, PORT).expect("sinks");
+    let (_g, _lab, hosts, sinks) = setup();
 
     // 50 MB at 50 Mbit/s needs 8 s: the 2 s limit cuts it. A flow scheduled
     // after the limit is never started.
@@ -393,10 +388,7 @@ fn root_time_limit_cuts_and_stop_interrupts() {
 
 #[test]
 fn root_run_ends_when_the_short_flows_have_ended() {
-    let _g = heavy();
-    let lab = Lab::new();
-    let hosts = lab.hosts();
-    let sinks = Sinks::start(&hosts, PORT).expect("sinks");
+    let (_g, _lab, hosts, sinks) = setup();
 
     // A 500 MB background flow (80 s at 50 Mbit/s) under three short ones
     // that end within the first second; the limit is 30 s. Ending with the
@@ -491,10 +483,7 @@ fn cpu_seconds() -> f64 {
 
 #[test]
 fn root_hundreds_of_flows_in_flight() {
-    let _g = heavy();
-    let lab = Lab::new();
-    let hosts = lab.hosts();
-    let sinks = Sinks::start(&hosts, PORT).expect("sinks");
+    let (_g, _lab, hosts, sinks) = setup();
     // 400 flows of 40 KB (16 MB), all scheduled within 200 ms, both
     // directions: hundreds are in flight at once behind 50 Mbit/s lanes.
     let flows: Vec<Flow> = (0..400u64)
