@@ -928,6 +928,8 @@ const NAMES: &[(&str, &str)] = &[
     ("short_p95_ms", "Short-flow FCT, p95"),
     ("short_p99_ms", "Short-flow FCT, p99"),
     ("short_incomplete", "Short flows not completed"),
+    ("short_avg_ms_all", "Short-flow FCT, mean, unfinished flows at the time they had"),
+    ("short_p99_ms_all", "Short-flow FCT, p99, unfinished flows at the time they had"),
     ("long_mbps", "Long-flow goodput per back-end host"),
     ("sl_mbps", "Short-flow lane (SL) rate"),
     ("ll1_mbps", "Long-flow lane 1 (LL1) rate"),

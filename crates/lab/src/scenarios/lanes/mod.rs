@@ -349,7 +349,11 @@ fn run_policy(fab: &Fabric, flows: &[Flow], run: &RunSpec<'_>) -> Result<Outcome
     Ok(Outcome { results, received, daemons, tx_per_fabric, wall, limit: run.limit.min(wall) })
 }
 
-/// Short-flow FCT statistics of completed flows in (0, 100 KB], in ms.
+/// Short-flow FCT statistics of flows in (0, 100 KB], in ms: `avg`, `p95`
+/// and `p99` over the completed flows; `avg_all` and `p99_all` over all of
+/// them, an unfinished flow counted with the time it had when the run
+/// ended — a lower bound on what it would have taken, so these are lower
+/// bounds too, and equal the others when every flow completed.
 #[derive(Debug, Clone, Copy)]
 struct ShortStats {
     n: usize,
@@ -357,16 +361,36 @@ struct ShortStats {
     avg: f64,
     p95: f64,
     p99: f64,
+    avg_all: f64,
+    p99_all: f64,
+}
+
+/// A flow's completion time in seconds, or for an unfinished flow the time
+/// it had from its scheduled start until the run ended at `ended_s`.
+fn time_had_s(r: &FlowResult, ended_s: f64) -> f64 {
+    r.fct_s.unwrap_or((ended_s - r.start_s).max(0.0))
+}
+
+/// Mean and the 95th and 99th percentiles of `ms` (sorted in place); NaN
+/// for an empty set.
+fn avg_p95_p99(ms: &mut [f64]) -> (f64, f64, f64) {
+    if ms.is_empty() {
+        return (f64::NAN, f64::NAN, f64::NAN);
+    }
+    ms.sort_by(f64::total_cmp);
+    let avg = ms.iter().sum::<f64>() / ms.len() as f64;
+    (avg, percentile_sorted(ms, 95.0), percentile_sorted(ms, 99.0))
 }
 
 fn short_stats(o: &Outcome) -> ShortStats {
     let short: Vec<&FlowResult> = o.results.iter().filter(|r| r.bytes <= SHORT_MAX).collect();
-    let mut fct: Vec<f64> = short.iter().filter_map(|r| r.fct_s).map(|s| s * 1e3).collect();
-    fct.sort_by(f64::total_cmp);
-    let n = fct.len();
-    let avg = if n == 0 { f64::NAN } else { fct.iter().sum::<f64>() / n as f64 };
-    let pct = |p| if n == 0 { f64::NAN } else { percentile_sorted(&fct, p) };
-    ShortStats { n, incomplete: short.len() - n, avg, p95: pct(95.0), p99: pct(99.0) }
+    let mut done: Vec<f64> = short.iter().filter_map(|r| r.fct_s).map(|s| s * 1e3).collect();
+    let ended_s = o.limit.as_secs_f64();
+    let mut all: Vec<f64> = short.iter().map(|r| time_had_s(r, ended_s) * 1e3).collect();
+    let n = done.len();
+    let (avg, p95, p99) = avg_p95_p99(&mut done);
+    let (avg_all, _, p99_all) = avg_p95_p99(&mut all);
+    ShortStats { n, incomplete: short.len() - n, avg, p95, p99, avg_all, p99_all }
 }
 
 /// Where the bytes went, per class of completed flow: the SL's share (%) of
@@ -476,7 +500,7 @@ fn record_outcome(
     suffix: &str,
     flows_too: bool,
 ) -> Result<ShortStats> {
-    let limit_s = o.limit.as_secs_f64();
+    let ended_s = o.limit.as_secs_f64();
     for late in o.results.iter().filter_map(|r| r.start_late_s) {
         ctx.flow_started_late(late);
     }
@@ -492,7 +516,7 @@ fn record_outcome(
                 format!("medium {suffix}")
             };
             // An incomplete flow is recorded as such, with the time it had.
-            let fct_ms = r.fct_s.unwrap_or((limit_s - r.start_s).max(0.0)) * 1e3;
+            let fct_ms = time_had_s(r, ended_s) * 1e3;
             let counted = FlowCounters { lane_bytes: r.lane_bytes.clone(), retrans_bytes: r.retrans_bytes };
             ctx.flow_counted(r.id, class.trim_end(), r.bytes, r.start_s, fct_ms, r.fct_s.is_some(), counted)?;
         }
@@ -514,6 +538,8 @@ fn record_outcome(
     put_ms(ctx, d, "short_p95_ms", suffix, s.p95);
     put_ms(ctx, d, "short_p99_ms", suffix, s.p99);
     put(ctx, format!("short_incomplete{suffix}"), s.incomplete as f64);
+    put_ms(ctx, d, "short_avg_ms_all", suffix, s.avg_all);
+    put_ms(ctx, d, "short_p99_ms_all", suffix, s.p99_all);
     let total: u64 = o.tx_per_fabric.iter().sum();
     if total > 0 {
         put(ctx, format!("sl_share_pct{suffix}"), o.tx_per_fabric[0] as f64 * 100.0 / total as f64);
@@ -911,6 +937,49 @@ mod tests {
         let bare: Vec<FlowResult> =
             v.iter().cloned().map(|x| FlowResult { lane_bytes: BTreeMap::new(), ..x }).collect();
         assert_eq!(sl_contention(&bare), None);
+    }
+
+    #[test]
+    fn short_stats_count_unfinished_flows_with_the_time_they_had_beside_the_completed() {
+        let r = |id: u64, bytes: u64, start_s: f64, fct_s: Option<f64>| FlowResult {
+            id,
+            class: if bytes > SHORT_MAX { FlowClass::Long } else { FlowClass::Short },
+            src: 0,
+            dst: 1,
+            bytes,
+            start_s,
+            start_late_s: Some(0.0),
+            fct_s,
+            lane: "mptcp".into(),
+            winner: None,
+            lane_bytes: BTreeMap::new(),
+            retrans_bytes: None,
+            error: None,
+        };
+        // 98 short flows of 10 ms; two started at 0.5 s and unfinished when
+        // the run ended at 2 s (1.5 s each); a long flow, unfinished, apart.
+        let mut results: Vec<FlowResult> =
+            (0..98).map(|i| r(i, 10_000, 0.01 * i as f64, Some(0.010))).collect();
+        results.push(r(100, 50_000, 0.5, None));
+        results.push(r(101, 50_000, 0.5, None));
+        results.push(r(102, 800_000_000, 0.0, None));
+        let o = Outcome {
+            results,
+            received: BTreeMap::new(),
+            daemons: None,
+            tx_per_fabric: vec![],
+            wall: Duration::from_secs(2),
+            limit: Duration::from_secs(2),
+        };
+        let s = short_stats(&o);
+        assert_eq!((s.n, s.incomplete), (98, 2));
+        assert!((s.avg - 10.0).abs() < 1e-9 && (s.p99 - 10.0).abs() < 1e-9, "{s:?}");
+        assert!((s.avg_all - (98.0 * 10.0 + 2.0 * 1500.0) / 100.0).abs() < 1e-9, "{s:?}");
+        assert!((s.p99_all - 1500.0).abs() < 1e-9, "{s:?}");
+        // With every flow complete both views agree.
+        let done = Outcome { results: o.results[..98].to_vec(), ..o };
+        let s = short_stats(&done);
+        assert_eq!((s.avg_all, s.p99_all, s.incomplete), (s.avg, s.p99, 0));
     }
 
     #[test]
