@@ -279,7 +279,7 @@ struct Outcome {
     /// When the run's flows stopped, from its origin: the time limit, or
     /// earlier when [`RunSpec::end`] ended it before (what an incomplete
     /// flow had).
-    limit: Duration,
+    ended: Duration,
 }
 
 /// Options of one workload run.
@@ -346,7 +346,7 @@ fn run_policy(fab: &Fabric, flows: &[Flow], run: &RunSpec<'_>) -> Result<Outcome
     let results = results.context("running the flows")?;
     let tx_per_fabric = tx1.iter().zip(&tx0).map(|(a, b)| a.saturating_sub(*b)).collect();
     // An early end (`run.end`) cut the flows still running at `wall`.
-    Ok(Outcome { results, received, daemons, tx_per_fabric, wall, limit: run.limit.min(wall) })
+    Ok(Outcome { results, received, daemons, tx_per_fabric, wall, ended: run.limit.min(wall) })
 }
 
 /// Short-flow FCT statistics of flows in (0, 100 KB], in ms: `avg`, `p95`
@@ -385,7 +385,7 @@ fn avg_p95_p99(ms: &mut [f64]) -> (f64, f64, f64) {
 fn short_stats(o: &Outcome) -> ShortStats {
     let short: Vec<&FlowResult> = o.results.iter().filter(|r| r.bytes <= SHORT_MAX).collect();
     let mut done: Vec<f64> = short.iter().filter_map(|r| r.fct_s).map(|s| s * 1e3).collect();
-    let ended_s = o.limit.as_secs_f64();
+    let ended_s = o.ended.as_secs_f64();
     let mut all: Vec<f64> = short.iter().map(|r| time_had_s(r, ended_s) * 1e3).collect();
     let n = done.len();
     let (avg, p95, p99) = avg_p95_p99(&mut done);
@@ -500,7 +500,7 @@ fn record_outcome(
     suffix: &str,
     flows_too: bool,
 ) -> Result<ShortStats> {
-    let ended_s = o.limit.as_secs_f64();
+    let ended_s = o.ended.as_secs_f64();
     for late in o.results.iter().filter_map(|r| r.start_late_s) {
         ctx.flow_started_late(late);
     }
@@ -969,7 +969,7 @@ mod tests {
             daemons: None,
             tx_per_fabric: vec![],
             wall: Duration::from_secs(2),
-            limit: Duration::from_secs(2),
+            ended: Duration::from_secs(2),
         };
         let s = short_stats(&o);
         assert_eq!((s.n, s.incomplete), (98, 2));
