@@ -61,6 +61,72 @@ fn unknown_scenario_and_key_are_usage_errors_listing_valid_ones() {
     assert_eq!(out.status.code(), Some(2));
 }
 
+/// A run directory holding a header (seed, D) and mptcp's short flows of
+/// the given experiment-unit FCTs, written as `lab run` writes them.
+fn compare_dir(name: &str, seed: u64, scale: u32, fct_ms: &[f64]) -> std::path::PathBuf {
+    let dir = tmp(name);
+    std::fs::create_dir_all(&dir).unwrap();
+    let header = serde_json::json!({"type": "run", "version": 1, "scenario": "lanes-websearch", "title": "t",
+        "description": "d", "params": {"scale": scale.to_string(), "loads": "0.5"}, "variants": ["mptcp"],
+        "repeats": 1, "quick": false, "seed": seed, "kernel": "6.18", "cpus": 2, "tool_version": "0",
+        "started": 0.0, "metrics": [], "published": []});
+    let mut text = format!("{header}\n");
+    for (id, ms) in fct_ms.iter().enumerate() {
+        let flow = serde_json::json!({"type": "flow", "variant": "mptcp", "repeat": 0, "id": id,
+            "class": "short (≤100 KB) @0.5", "bytes": 1000 + id, "start": 0.0, "fct_ms": ms * scale as f64,
+            "completed": true, "exp_start": 0.0, "exp_fct_ms": ms});
+        text.push_str(&format!("{flow}\n"));
+    }
+    std::fs::write(dir.join("records.jsonl"), text).unwrap();
+    dir
+}
+
+/// `lab compare` on two hand-written run directories: the table, the JSON,
+/// and a pair of different seeds refused with exit 2 naming both.
+#[test]
+fn compare_sets_two_scales_side_by_side_and_refuses_different_seeds() {
+    let a = compare_dir("cmp-a", 1, 16, &[1.0, 2.0, 3.0, 4.0]);
+    let b = compare_dir("cmp-b", 1, 64, &[1.0, 2.0, 3.0, 4.4]);
+    let out = Command::new(bin())
+        .args(["lab", "compare", "--base"])
+        .arg(&a)
+        .arg("--against")
+        .arg(&b)
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{text}{}", String::from_utf8_lossy(&out.stderr));
+    assert!(text.contains("base D = 16 against D = 64"), "{text}");
+    assert!(text.contains("| mptcp | seed 1 | 4 / 4 | 2.50 / 2.60 | +4.0% |"), "{text}");
+    assert!(text.contains("missed: p99, KS"), "{text}");
+
+    let out = Command::new(bin())
+        .args(["lab", "compare", "--json", "--base"])
+        .arg(&a)
+        .arg("--against")
+        .arg(&b)
+        .output()
+        .unwrap();
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["rows"][0]["ks"], 0.25);
+    assert_eq!(v["other_scales"][0], 64);
+
+    let c = compare_dir("cmp-c", 2, 64, &[1.0, 2.0, 3.0, 4.0]);
+    let out = Command::new(bin())
+        .args(["lab", "compare", "--base"])
+        .arg(&a)
+        .arg("--against")
+        .arg(&c)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("seed 1 against 2"), "{err}");
+    for d in [a, b, c] {
+        std::fs::remove_dir_all(d).unwrap();
+    }
+}
+
 /// Root: a tiny real run (two variants, 2 s each) through the emulator yields a
 /// complete record set, and its copy renders the same tables.
 #[test]

@@ -40,6 +40,38 @@ pub fn mean(values: &[f64]) -> Option<f64> {
     }
 }
 
+/// Two-sample Kolmogorov–Smirnov distance: the largest gap between the
+/// empirical CDFs of `a` and `b` (0: the same sorted values in the same
+/// proportions; 1: every value of one below every value of the other). Tied
+/// values step both CDFs at once. `None` when either side is empty or holds
+/// a NaN.
+pub fn ks_distance(a: &[f64], b: &[f64]) -> Option<f64> {
+    if a.is_empty() || b.is_empty() || a.iter().chain(b).any(|v| v.is_nan()) {
+        return None;
+    }
+    let (mut a, mut b) = (a.to_vec(), b.to_vec());
+    a.sort_by(f64::total_cmp);
+    b.sort_by(f64::total_cmp);
+    let (na, nb) = (a.len() as f64, b.len() as f64);
+    let (mut i, mut j, mut d) = (0usize, 0usize, 0f64);
+    while i < a.len() || j < b.len() {
+        // The next value on either side; both CDFs take every copy of it.
+        let x = match (a.get(i), b.get(j)) {
+            (Some(&x), Some(&y)) => x.min(y),
+            (Some(&x), None) | (None, Some(&x)) => x,
+            (None, None) => unreachable!("the loop condition"),
+        };
+        while a.get(i).is_some_and(|&v| v <= x) {
+            i += 1;
+        }
+        while b.get(j).is_some_and(|&v| v <= x) {
+            j += 1;
+        }
+        d = d.max((i as f64 / na - j as f64 / nb).abs());
+    }
+    Some(d)
+}
+
 /// Median with min and max over repeats: what the bar plots' whiskers show.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct Spread {
@@ -102,6 +134,22 @@ pub fn linear_fit(points: &[(f64, f64)]) -> Option<Line> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn ks_distance_is_the_largest_gap_between_the_two_step_functions() {
+        assert_eq!(ks_distance(&[3.0, 1.0, 2.0], &[1.0, 2.0, 3.0]), Some(0.0));
+        assert_eq!(ks_distance(&[1.0, 2.0], &[3.0, 4.0, 5.0]), Some(1.0));
+        // After 2: a at 2/4, b at 0; after 4: a at 1, b at 2/4.
+        assert_eq!(ks_distance(&[1.0, 2.0, 3.0, 4.0], &[3.0, 4.0, 5.0, 6.0]), Some(0.5));
+        // Ties step both sides at once: after 1, a is at 1 and b at 1/2 (a
+        // merge that took a's two 1s before b's would see a gap of 1).
+        assert_eq!(ks_distance(&[1.0, 1.0], &[1.0, 2.0]), Some(0.5));
+        assert_eq!(ks_distance(&[5.0; 3], &[5.0; 7]), Some(0.0));
+        // Unequal sizes: a = {1}, b = {1, 2, 3, 4}: after 1, 1 against 1/4.
+        assert_eq!(ks_distance(&[1.0], &[1.0, 2.0, 3.0, 4.0]), Some(0.75));
+        assert_eq!(ks_distance(&[], &[1.0]), None);
+        assert_eq!(ks_distance(&[1.0], &[f64::NAN]), None);
+    }
 
     #[test]
     fn percentiles_exact() {

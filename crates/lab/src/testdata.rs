@@ -139,3 +139,27 @@ pub(crate) fn pacing_run() -> RunData {
     }
     d
 }
+
+/// A fidelity verdict for `variant`'s `repeat`, with "host saturated" as
+/// the reason when not faithful and no measurements.
+pub(crate) fn fidelity(variant: &str, repeat: u32, faithful: bool) -> FidelityRecord {
+    FidelityRecord {
+        variant: variant.into(),
+        repeat,
+        faithful,
+        reason: if faithful { String::new() } else { "host saturated".into() },
+        windows: 10,
+        saturated_windows: 0,
+        min_idle_pct: None,
+        max_softirq_pct: None,
+        cpu_stall_pct: None,
+        limit_idle_pct: 5.0,
+        limit_softirq_pct: 90.0,
+        limit_saturated_pct: 10.0,
+        flow_start_late_p99_ms: None,
+        limit_flow_start_late_ms: 2.0,
+        deciding_busy_pct: None,
+        suggested_scale: None,
+        queues: None,
+    }
+}

@@ -54,6 +54,29 @@ enum LabCmd {
         #[arg(long)]
         json: bool,
     },
+    /// Compare runs of the same workloads (e.g. at D and 4D, or twice at one D): per variant, the
+    /// mean and p99 FCT of one flow class and the KS distance, per pair of runs and pooled.
+    Compare {
+        /// Run directories of the base side (one per seed).
+        #[arg(long, num_args = 1.., required = true)]
+        base: Vec<PathBuf>,
+        /// Run directories compared with them, in the same order (same scenario, seed and parameters
+        /// but `scale` and `variants`).
+        #[arg(long, num_args = 1.., required = true)]
+        against: Vec<PathBuf>,
+        /// Flow class compared: the classes starting with this.
+        #[arg(long, default_value = "short")]
+        class: String,
+        /// Goal: mean and p99 within ± this many percent.
+        #[arg(long, default_value_t = 5.0)]
+        tolerance_pct: f64,
+        /// Goal: KS distance at most this.
+        #[arg(long, default_value_t = 0.05)]
+        max_ks: f64,
+        /// One JSON object instead of the table.
+        #[arg(long)]
+        json: bool,
+    },
     /// The tour of tcpaccel on an emulated long fat path (about two minutes); writes ./tcpaccel-report/.
     Demo {
         /// Output directory.
@@ -196,6 +219,20 @@ pub(crate) fn run(args: Args) -> anyhow::Result<Verdict> {
             print_summary(&data, json)?;
             if !json {
                 println!("\nreport written: {}/index.html, {}/summary.md", dir.display(), dir.display());
+            }
+            Ok(Verdict::Ok)
+        }
+        LabCmd::Compare { base, against, class, tolerance_pct, max_ks, json } => {
+            let read = |dirs: &[PathBuf]| -> anyhow::Result<Vec<_>> {
+                dirs.iter().map(|d| read_run(d).map_err(|e| exit::usage(e.to_string()))).collect()
+            };
+            let opts = report::compare::CompareOptions { class_prefix: class, tolerance_pct, max_ks };
+            let c = report::compare::compare(&read(&base)?, &read(&against)?, &opts)
+                .map_err(|e| exit::usage(e.to_string()))?;
+            if json {
+                println!("{}", serde_json::to_string(&c)?);
+            } else {
+                print!("{}", c.markdown());
             }
             Ok(Verdict::Ok)
         }

@@ -7,9 +7,11 @@
 //! published figure and the goal), [`markdown`] (the terminal summary),
 //! [`plots`] (SVG charts), [`fidelity`] (the dilation D and the runs the
 //! host could not keep up with), [`html`] (the page) and [`published`] (the
-//! figures and claims each run is judged against). This file only wires them
-//! and writes a report directory.
+//! figures and claims each run is judged against). [`compare`] sets runs of
+//! the same workloads side by side (`lab compare`: the cross-scale check).
+//! This file only wires them and writes a report directory.
 
+pub mod compare;
 pub mod fidelity;
 pub mod html;
 pub mod markdown;

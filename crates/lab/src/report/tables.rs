@@ -214,36 +214,18 @@ mod tests {
         assert_eq!((row_cell(none), none.excluded), ("200 (190–230)".into(), 0));
     }
 
-    fn fidelity(variant: &str, repeat: u32, faithful: bool) -> crate::runner::records::FidelityRecord {
-        crate::runner::records::FidelityRecord {
-            variant: variant.into(),
-            repeat,
-            faithful,
-            reason: if faithful { String::new() } else { "host saturated".into() },
-            windows: 10,
-            saturated_windows: 0,
-            min_idle_pct: None,
-            max_softirq_pct: None,
-            cpu_stall_pct: None,
-            limit_idle_pct: 5.0,
-            limit_softirq_pct: 90.0,
-            limit_saturated_pct: 10.0,
-            flow_start_late_p99_ms: None,
-            limit_flow_start_late_ms: 2.0,
-            deciding_busy_pct: None,
-            suggested_scale: None,
-            queues: None,
-        }
-    }
-
     /// The fixture's goodput over repeats 0, 1, 2: none 230, 190, 200 and
     /// static 455, 450, 460.
     #[test]
     fn unfaithful_runs_leave_the_median_and_are_counted() {
         let mut d = testdata::run();
         // none: the 230 run unfaithful; static: every run unfaithful.
-        d.fidelity = vec![fidelity("none", 0, false), fidelity("none", 1, true), fidelity("none", 2, true)];
-        d.fidelity.extend((0..3).map(|r| fidelity("static", r, false)));
+        d.fidelity = vec![
+            testdata::fidelity("none", 0, false),
+            testdata::fidelity("none", 1, true),
+            testdata::fidelity("none", 2, true),
+        ];
+        d.fidelity.extend((0..3).map(|r| testdata::fidelity("static", r, false)));
         let t = tables(&d);
         let g = t.iter().find(|t| t.metric == "goodput").unwrap();
         let none = &g.rows[0];

@@ -1,0 +1,498 @@
+//! `lab compare`: the same workloads run twice — at two time dilations D
+//! (the scale model's fidelity check) or twice at one D (the noise floor
+//! beside it) — compared per variant on one class of flows: the mean and
+//! 99th percentile of the completed flows' FCTs in experiment units, and
+//! the Kolmogorov–Smirnov distance of their two distributions. Each pair
+//! of runs gives a row per repeat, and every variant gets a row pooled
+//! over all of them (a p99 over three times the flows).
+//!
+//! A pair must carry the same workload: the same scenario, seed and
+//! parameters (only `scale` and `variants` may differ) and, per variant
+//! and repeat, the same flow ids with the same sizes. Anything else is
+//! refused with the difference named.
+
+use super::tables::num;
+use crate::runner::records::{FlowRecord, RunData, SCALE_PARAM};
+use serde::Serialize;
+use std::collections::{BTreeMap, BTreeSet};
+use std::fmt::Write;
+use tcpaccel_core::stats::{ks_distance, mean, percentile};
+
+/// What is compared and the goal it is held to.
+#[derive(Debug, Clone)]
+pub struct CompareOptions {
+    /// Flows whose class starts with this (`short` for the lanes
+    /// scenarios' "short (≤100 KB) @0.5").
+    pub class_prefix: String,
+    /// The goal: the mean and the p99 within ± this many percent …
+    pub tolerance_pct: f64,
+    /// … and a KS distance of at most this.
+    pub max_ks: f64,
+}
+
+impl Default for CompareOptions {
+    fn default() -> Self {
+        CompareOptions { class_prefix: "short".into(), tolerance_pct: 5.0, max_ks: 0.05 }
+    }
+}
+
+/// Why two sets of runs cannot be compared.
+#[derive(Debug, PartialEq, thiserror::Error)]
+pub enum CompareError {
+    #[error("no base run given")]
+    Empty,
+    #[error("tolerance {0}%: give a percentage of 0 or more")]
+    Tolerance(f64),
+    #[error("KS limit {0}: give a distance from 0 to 1")]
+    MaxKs(f64),
+    #[error("{base} base run(s) against {other} other run(s): give one run to compare with each base run, in the same order")]
+    Count { base: usize, other: usize },
+    #[error("pair {pair}: scenario {base} against {other}")]
+    Scenario { pair: usize, base: String, other: String },
+    #[error("pair {pair}: seed {base} against {other} (a workload is replayed by its seed)")]
+    Seed { pair: usize, base: u64, other: u64 },
+    #[error(
+        "pair {pair}: parameter {key} is {base} in the base run and {other} in the other (only {SCALE_PARAM} and variants may differ)"
+    )]
+    Param { pair: usize, key: String, base: String, other: String },
+    #[error("pair {pair}, {variant} repeat {repeat}: the workloads differ: {detail}")]
+    Workload { pair: usize, variant: String, repeat: u32, detail: String },
+    #[error("no variant has a completed flow of a class starting with {prefix:?} in both runs of a pair")]
+    NoFlows { prefix: String },
+}
+
+/// One side of a row: its completed flows' FCT statistics (experiment ms).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Side {
+    pub completed: usize,
+    pub incomplete: usize,
+    pub mean_ms: f64,
+    pub p99_ms: f64,
+}
+
+/// One variant on one pair of runs and repeat, or pooled over all of them.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct CompareRow {
+    pub variant: String,
+    /// "seed 1", "seed 1 repeat 2", or "pooled (3 runs)".
+    pub runs: String,
+    pub base: Side,
+    pub other: Side,
+    /// other ÷ base − 1, in percent.
+    pub mean_diff_pct: f64,
+    pub p99_diff_pct: f64,
+    pub ks: f64,
+    /// Which parts of the goal this row misses (empty: met).
+    pub missed: Vec<String>,
+    /// Whether the fidelity monitor judged every run in the row faithful
+    /// (runs recorded before the monitor count as faithful).
+    pub faithful: bool,
+}
+
+/// The whole comparison, as `lab compare` prints it.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Comparison {
+    pub scenario: String,
+    pub class_prefix: String,
+    pub base_scales: Vec<u32>,
+    pub other_scales: Vec<u32>,
+    pub tolerance_pct: f64,
+    pub max_ks: f64,
+    pub rows: Vec<CompareRow>,
+    /// Variant × repeat units left out, with why (none completed a flow).
+    pub skipped: Vec<String>,
+}
+
+/// The flows of one variant × repeat in one run: id → record.
+fn flows_of<'a>(d: &'a RunData, variant: &str, repeat: u32, prefix: &str) -> BTreeMap<u64, &'a FlowRecord> {
+    d.flows
+        .iter()
+        .filter(|f| f.variant == variant && f.repeat == repeat && f.class.starts_with(prefix))
+        .map(|f| (f.id, f))
+        .collect()
+}
+
+/// The first difference between two workloads, or `None` when they hold
+/// the same flow ids with the same sizes.
+fn workload_difference(a: &BTreeMap<u64, &FlowRecord>, b: &BTreeMap<u64, &FlowRecord>) -> Option<String> {
+    if let Some(id) = a.keys().find(|id| !b.contains_key(id)) {
+        return Some(format!("flow {id} is only in the base run ({} against {} flows)", a.len(), b.len()));
+    }
+    if let Some(id) = b.keys().find(|id| !a.contains_key(id)) {
+        return Some(format!("flow {id} is only in the other run ({} against {} flows)", a.len(), b.len()));
+    }
+    a.iter().find(|(id, f)| b[id].bytes != f.bytes).map(|(id, f)| {
+        format!("flow {id} has {} bytes in the base run and {} in the other", f.bytes, b[id].bytes)
+    })
+}
+
+/// Completed flows' FCTs in experiment ms, and how many did not complete.
+fn fcts(flows: &BTreeMap<u64, &FlowRecord>) -> (Vec<f64>, usize) {
+    let done: Vec<f64> =
+        flows.values().filter(|f| f.completed).map(|f| f.exp_fct_ms.unwrap_or(f.fct_ms)).collect();
+    let incomplete = flows.len() - done.len();
+    (done, incomplete)
+}
+
+fn side(fct: &[f64], incomplete: usize) -> Side {
+    Side {
+        completed: fct.len(),
+        incomplete,
+        mean_ms: mean(fct).unwrap_or(f64::NAN),
+        p99_ms: percentile(fct, 99.0).unwrap_or(f64::NAN),
+    }
+}
+
+fn row(
+    variant: &str,
+    runs: String,
+    a: (&[f64], usize),
+    b: (&[f64], usize),
+    faithful: bool,
+    o: &CompareOptions,
+) -> CompareRow {
+    let (base, other) = (side(a.0, a.1), side(b.0, b.1));
+    let pct = |x: f64, y: f64| (y / x - 1.0) * 100.0;
+    let mean_diff_pct = pct(base.mean_ms, other.mean_ms);
+    let p99_diff_pct = pct(base.p99_ms, other.p99_ms);
+    let ks = ks_distance(a.0, b.0).unwrap_or(f64::NAN);
+    // NaN is at most nothing: a figure that could not be taken misses.
+    let at_most = |x: f64, limit: f64| x <= limit;
+    let missed: Vec<String> = [
+        ("mean", at_most(mean_diff_pct.abs(), o.tolerance_pct)),
+        ("p99", at_most(p99_diff_pct.abs(), o.tolerance_pct)),
+        ("KS", at_most(ks, o.max_ks)),
+    ]
+    .into_iter()
+    .filter(|(_, ok)| !ok)
+    .map(|(what, _)| what.to_string())
+    .collect();
+    CompareRow {
+        variant: variant.into(),
+        runs,
+        base,
+        other,
+        mean_diff_pct,
+        p99_diff_pct,
+        ks,
+        missed,
+        faithful,
+    }
+}
+
+/// The repeats a run recorded flows for, per variant.
+fn repeats_of(d: &RunData, variant: &str) -> BTreeSet<u32> {
+    d.flows.iter().filter(|f| f.variant == variant).map(|f| f.repeat).collect()
+}
+
+fn check_pair(pair: usize, a: &RunData, b: &RunData) -> Result<(), CompareError> {
+    let (ha, hb) = (a.header(), b.header());
+    if ha.scenario != hb.scenario {
+        return Err(CompareError::Scenario { pair, base: ha.scenario.clone(), other: hb.scenario.clone() });
+    }
+    if ha.seed != hb.seed {
+        return Err(CompareError::Seed { pair, base: ha.seed, other: hb.seed });
+    }
+    let keys: BTreeSet<&String> = ha.params.keys().chain(hb.params.keys()).collect();
+    for key in keys.into_iter().filter(|k| *k != SCALE_PARAM && *k != "variants") {
+        let (x, y) = (ha.params.get(key), hb.params.get(key));
+        if x != y {
+            let show = |v: Option<&String>| v.map_or("unset".to_string(), |v| format!("{v:?}"));
+            return Err(CompareError::Param { pair, key: key.clone(), base: show(x), other: show(y) });
+        }
+    }
+    Ok(())
+}
+
+/// Compares `base[i]` with `other[i]` for every i.
+pub fn compare(base: &[RunData], other: &[RunData], o: &CompareOptions) -> Result<Comparison, CompareError> {
+    if o.tolerance_pct.is_nan() || o.tolerance_pct < 0.0 || o.tolerance_pct.is_infinite() {
+        return Err(CompareError::Tolerance(o.tolerance_pct));
+    }
+    if o.max_ks.is_nan() || !(0.0..=1.0).contains(&o.max_ks) {
+        return Err(CompareError::MaxKs(o.max_ks));
+    }
+    if base.is_empty() {
+        return Err(CompareError::Empty);
+    }
+    if base.len() != other.len() {
+        return Err(CompareError::Count { base: base.len(), other: other.len() });
+    }
+    for (i, (a, b)) in base.iter().zip(other).enumerate() {
+        check_pair(i + 1, a, b)?;
+    }
+    let variants: Vec<&String> = base[0]
+        .header()
+        .variants
+        .iter()
+        .filter(|v| other.iter().all(|d| d.header().variants.contains(v)))
+        .collect();
+    let (mut rows, mut skipped) = (Vec::new(), Vec::new());
+    for v in variants {
+        let (mut pool_a, mut pool_b) = ((Vec::new(), 0), (Vec::new(), 0));
+        let (mut units, mut all_faithful) = (0usize, true);
+        for (i, (a, b)) in base.iter().zip(other).enumerate() {
+            let repeats: Vec<u32> = repeats_of(a, v).intersection(&repeats_of(b, v)).copied().collect();
+            for &r in &repeats {
+                let (fa, fb) = (flows_of(a, v, r, &o.class_prefix), flows_of(b, v, r, &o.class_prefix));
+                if let Some(detail) = workload_difference(&fa, &fb) {
+                    return Err(CompareError::Workload {
+                        pair: i + 1,
+                        variant: v.clone(),
+                        repeat: r,
+                        detail,
+                    });
+                }
+                let (xa, ia) = fcts(&fa);
+                let (xb, ib) = fcts(&fb);
+                let seed = a.header().seed;
+                let runs = if repeats.len() > 1 {
+                    format!("seed {seed} repeat {r}")
+                } else {
+                    format!("seed {seed}")
+                };
+                if xa.is_empty() || xb.is_empty() {
+                    skipped.push(format!(
+                        "{v}, {runs}: no completed flow of class {:?}* on one side",
+                        o.class_prefix
+                    ));
+                    continue;
+                }
+                let faithful = a.faithful(v, r) != Some(false) && b.faithful(v, r) != Some(false);
+                rows.push(row(v, runs, (&xa, ia), (&xb, ib), faithful, o));
+                all_faithful &= faithful;
+                units += 1;
+                pool_a.0.extend(xa);
+                pool_a.1 += ia;
+                pool_b.0.extend(xb);
+                pool_b.1 += ib;
+            }
+        }
+        if units > 1 {
+            let runs = format!("pooled ({units} runs)");
+            rows.push(row(v, runs, (&pool_a.0, pool_a.1), (&pool_b.0, pool_b.1), all_faithful, o));
+        }
+    }
+    if rows.is_empty() {
+        return Err(CompareError::NoFlows { prefix: o.class_prefix.clone() });
+    }
+    let scales = |s: &[RunData]| -> Vec<u32> { s.iter().map(|d| d.header().dilation().get()).collect() };
+    Ok(Comparison {
+        scenario: base[0].header().scenario.clone(),
+        class_prefix: o.class_prefix.clone(),
+        base_scales: scales(base),
+        other_scales: scales(other),
+        tolerance_pct: o.tolerance_pct,
+        max_ks: o.max_ks,
+        rows,
+        skipped,
+    })
+}
+
+/// "D = 16" when every run has the same D, else the list.
+fn scales_text(s: &[u32]) -> String {
+    let set: BTreeSet<&u32> = s.iter().collect();
+    let list: Vec<String> = set.iter().map(|d| d.to_string()).collect();
+    format!("D = {}", list.join(", "))
+}
+
+fn signed_pct(x: f64) -> String {
+    if x.is_nan() {
+        "—".into()
+    } else {
+        format!("{x:+.1}%")
+    }
+}
+
+impl Comparison {
+    /// The table `lab compare` prints.
+    pub fn markdown(&self) -> String {
+        let mut t = String::new();
+        let _ = writeln!(
+            t,
+            "{}: the completed flows of the classes starting with {:?}, FCT in experiment units; base {} against {}; \
+             Δ = other ÷ base − 1. Goal: mean and p99 within ±{}%, KS ≤ {}.\n",
+            self.scenario,
+            self.class_prefix,
+            scales_text(&self.base_scales),
+            scales_text(&self.other_scales),
+            self.tolerance_pct,
+            self.max_ks
+        );
+        t.push_str(
+            "| variant | runs | flows (base / other) | mean ms | Δ mean | p99 ms | Δ p99 | KS | goal |\n",
+        );
+        t.push_str("|---|---|---|---|---|---|---|---|---|\n");
+        for r in &self.rows {
+            let flows = |s: &Side| {
+                if s.incomplete > 0 {
+                    format!("{} (+{} unfinished)", s.completed, s.incomplete)
+                } else {
+                    s.completed.to_string()
+                }
+            };
+            let mut goal = if r.missed.is_empty() {
+                "met".to_string()
+            } else {
+                format!("missed: {}", r.missed.join(", "))
+            };
+            if !r.faithful {
+                goal.push_str(" (a run unfaithful)");
+            }
+            let _ = writeln!(
+                t,
+                "| {} | {} | {} / {} | {} / {} | {} | {} / {} | {} | {:.3} | {} |",
+                r.variant,
+                r.runs,
+                flows(&r.base),
+                flows(&r.other),
+                num(r.base.mean_ms),
+                num(r.other.mean_ms),
+                signed_pct(r.mean_diff_pct),
+                num(r.base.p99_ms),
+                num(r.other.p99_ms),
+                signed_pct(r.p99_diff_pct),
+                r.ks,
+                goal
+            );
+        }
+        for s in &self.skipped {
+            let _ = writeln!(t, "\nLeft out: {s}.");
+        }
+        t
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::runner::records::Record;
+    use crate::testdata;
+
+    /// A run of `variants` with seed `seed` at D = `scale` whose variant ×
+    /// repeat r has short flows 0..fct.len() of 1000 + id bytes taking
+    /// fct[id] ms (negative: unfinished), and one long flow.
+    fn run(seed: u64, scale: u32, flows: &[(&str, u32, Vec<f64>)]) -> RunData {
+        let mut h = testdata::header();
+        h.scenario = "lanes-websearch".into();
+        h.seed = seed;
+        h.params.insert(SCALE_PARAM.into(), scale.to_string());
+        h.variants = vec!["mptcp".into(), "repflow".into()];
+        let mut d = RunData::default();
+        d.push(Record::Run(h));
+        for (variant, repeat, fct) in flows {
+            for (id, &ms) in fct.iter().enumerate() {
+                d.push(Record::Flow(FlowRecord {
+                    variant: variant.to_string(),
+                    repeat: *repeat,
+                    id: id as u64,
+                    class: "short (≤100 KB) @0.5".into(),
+                    bytes: 1000 + id as u64,
+                    start: 0.0,
+                    fct_ms: ms.abs() * scale as f64,
+                    completed: ms >= 0.0,
+                    exp_start: Some(0.0),
+                    exp_fct_ms: Some(ms.abs()),
+                    lane_bytes: BTreeMap::new(),
+                    retrans_bytes: None,
+                }));
+            }
+            d.push(Record::Flow(FlowRecord {
+                variant: variant.to_string(),
+                repeat: *repeat,
+                id: 999,
+                class: "long @0.5".into(),
+                bytes: 10_000_000,
+                start: 0.0,
+                fct_ms: 5.0,
+                completed: true,
+                exp_start: None,
+                exp_fct_ms: None,
+                lane_bytes: BTreeMap::new(),
+                retrans_bytes: None,
+            }));
+        }
+        d
+    }
+
+    fn hundred(ms: f64) -> Vec<f64> {
+        vec![ms; 100]
+    }
+
+    #[test]
+    fn pairs_compare_experiment_units_per_seed_and_pooled() {
+        // Seed 1: identical in experiment units. Seed 2: the other run is
+        // 10% slower in every flow.
+        let base = [run(1, 16, &[("mptcp", 0, hundred(2.0))]), run(2, 16, &[("mptcp", 0, hundred(4.0))])];
+        let other = [run(1, 64, &[("mptcp", 0, hundred(2.0))]), run(2, 64, &[("mptcp", 0, hundred(4.4))])];
+        let c = compare(&base, &other, &CompareOptions::default()).unwrap();
+        assert_eq!((c.base_scales.clone(), c.other_scales.clone()), (vec![16, 16], vec![64, 64]));
+        let runs: Vec<&str> = c.rows.iter().map(|r| r.runs.as_str()).collect();
+        assert_eq!(runs, ["seed 1", "seed 2", "pooled (2 runs)"]);
+        let (same, slower, pooled) = (&c.rows[0], &c.rows[1], &c.rows[2]);
+        assert_eq!((same.mean_diff_pct, same.p99_diff_pct, same.ks), (0.0, 0.0, 0.0));
+        assert!(same.missed.is_empty() && same.faithful);
+        assert!((slower.mean_diff_pct - 10.0).abs() < 1e-9 && (slower.p99_diff_pct - 10.0).abs() < 1e-9);
+        assert_eq!(slower.ks, 1.0);
+        assert_eq!(slower.missed, ["mean", "p99", "KS"]);
+        // Pooled: means 3.0 against 3.2; the p99 of 200 flows is the top
+        // value on both sides; half the flows moved.
+        assert_eq!((pooled.base.completed, pooled.other.completed), (200, 200));
+        assert!((pooled.mean_diff_pct - 20.0 / 3.0).abs() < 1e-9, "{pooled:?}");
+        assert!((pooled.p99_diff_pct - 10.0).abs() < 1e-9 && pooled.ks == 0.5);
+        // The long flow is another class: not counted anywhere.
+        let text = c.markdown();
+        assert!(text.contains("base D = 16 against D = 64"), "{text}");
+        assert!(text.contains("| mptcp | seed 2 | 100 / 100 | 4 / 4.40 | +10.0% |"), "{text}");
+        assert!(text.contains("missed: mean, p99, KS"), "{text}");
+    }
+
+    #[test]
+    fn unfinished_flows_are_counted_beside_and_unfaithful_runs_are_said() {
+        let mut fct = hundred(2.0);
+        fct[7] = -300.0;
+        let base = [run(1, 16, &[("mptcp", 0, hundred(2.0)), ("repflow", 0, hundred(1.0))])];
+        let mut other = [run(1, 64, &[("mptcp", 0, fct), ("repflow", 0, hundred(1.0))])];
+        other[0].push(Record::Fidelity(testdata::fidelity("repflow", 0, false)));
+        let c = compare(&base, &other, &CompareOptions::default()).unwrap();
+        assert_eq!(c.rows.len(), 2, "one pair: no pooled row");
+        assert_eq!((c.rows[0].other.completed, c.rows[0].other.incomplete), (99, 1));
+        assert_eq!(c.rows[0].ks, 0.0);
+        assert!(c.rows[0].faithful && !c.rows[1].faithful);
+        let text = c.markdown();
+        assert!(text.contains("100 / 99 (+1 unfinished)"), "{text}");
+        assert!(text.contains("met (a run unfaithful)"), "{text}");
+    }
+
+    #[test]
+    fn different_workloads_are_refused_with_the_difference() {
+        let o = CompareOptions::default();
+        let a = run(1, 16, &[("mptcp", 0, hundred(2.0))]);
+        let err = |b: RunData| compare(std::slice::from_ref(&a), &[b], &o).unwrap_err();
+        assert_eq!(err(run(2, 64, &[])), CompareError::Seed { pair: 1, base: 1, other: 2 });
+        let mut b = run(1, 64, &[("mptcp", 0, hundred(2.0))]);
+        b.header.as_mut().unwrap().params.insert("rate".into(), "1gbit".into());
+        let e = err(b).to_string();
+        assert!(e.contains("parameter rate") && e.contains("\"500mbit\"") && e.contains("\"1gbit\""), "{e}");
+        let e = err(run(1, 64, &[("mptcp", 0, vec![2.0; 99])])).to_string();
+        assert!(e.contains("mptcp repeat 0") && e.contains("flow 99 is only in the base run"), "{e}");
+        let mut b = run(1, 64, &[("mptcp", 0, hundred(2.0))]);
+        b.flows[3].bytes += 1;
+        assert!(err(b).to_string().contains("flow 3 has 1003 bytes in the base run and 1004"));
+        assert_eq!(compare(&[], &[], &o).unwrap_err(), CompareError::Empty);
+        let bad = CompareOptions { tolerance_pct: -1.0, ..o.clone() };
+        assert_eq!(compare(&[], &[], &bad).unwrap_err(), CompareError::Tolerance(-1.0));
+        let bad = CompareOptions { max_ks: 1.5, ..o.clone() };
+        assert_eq!(compare(&[], &[], &bad).unwrap_err(), CompareError::MaxKs(1.5));
+        assert_eq!(
+            compare(std::slice::from_ref(&a), &[], &o).unwrap_err(),
+            CompareError::Count { base: 1, other: 0 }
+        );
+        let none = CompareOptions { class_prefix: "medium".into(), ..o.clone() };
+        let b = run(1, 64, &[("mptcp", 0, hundred(2.0))]);
+        assert_eq!(
+            compare(std::slice::from_ref(&a), &[b], &none).unwrap_err(),
+            CompareError::NoFlows { prefix: "medium".into() }
+        );
+    }
+}
