@@ -87,38 +87,31 @@ fn compare_dir(name: &str, seed: u64, scale: u32, fct_ms: &[f64]) -> std::path::
 fn compare_sets_two_scales_side_by_side_and_refuses_different_seeds() {
     let a = compare_dir("cmp-a", 1, 16, &[1.0, 2.0, 3.0, 4.0]);
     let b = compare_dir("cmp-b", 1, 64, &[1.0, 2.0, 3.0, 4.4]);
-    let out = Command::new(bin())
-        .args(["lab", "compare", "--base"])
-        .arg(&a)
-        .arg("--against")
-        .arg(&b)
-        .output()
-        .unwrap();
+    let compare = |extra: &[&str], base: &std::path::Path, against: &std::path::Path| {
+        Command::new(bin())
+            .args(["lab", "compare"])
+            .args(extra)
+            .arg("--base")
+            .arg(base)
+            .arg("--against")
+            .arg(against)
+            .output()
+            .unwrap()
+    };
+    let out = compare(&[], &a, &b);
     let text = String::from_utf8_lossy(&out.stdout);
     assert_eq!(out.status.code(), Some(0), "{text}{}", String::from_utf8_lossy(&out.stderr));
     assert!(text.contains("base D = 16 against D = 64"), "{text}");
     assert!(text.contains("| mptcp | seed 1 | 4 / 4 | 2.50 / 2.60 | +4.0% |"), "{text}");
     assert!(text.contains("missed: p99, KS"), "{text}");
 
-    let out = Command::new(bin())
-        .args(["lab", "compare", "--json", "--base"])
-        .arg(&a)
-        .arg("--against")
-        .arg(&b)
-        .output()
-        .unwrap();
+    let out = compare(&["--json"], &a, &b);
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(v["rows"][0]["ks"], 0.25);
     assert_eq!(v["other_scales"][0], 64);
 
     let c = compare_dir("cmp-c", 2, 64, &[1.0, 2.0, 3.0, 4.0]);
-    let out = Command::new(bin())
-        .args(["lab", "compare", "--base"])
-        .arg(&a)
-        .arg("--against")
-        .arg(&c)
-        .output()
-        .unwrap();
+    let out = compare(&[], &a, &c);
     assert_eq!(out.status.code(), Some(2));
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("seed 1 against 2"), "{err}");
