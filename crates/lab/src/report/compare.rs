@@ -99,7 +99,8 @@ pub struct Comparison {
     pub tolerance_pct: f64,
     pub max_ks: f64,
     pub rows: Vec<CompareRow>,
-    /// Variant × repeat units left out, with why (none completed a flow).
+    /// Variant × repeat units left out, with why (no completed flow on a
+    /// side, or recorded on one side only).
     pub skipped: Vec<String>,
 }
 
@@ -232,7 +233,12 @@ pub fn compare(base: &[RunData], other: &[RunData], o: &CompareOptions) -> Resul
         let (mut pool_a, mut pool_b) = ((Vec::new(), 0), (Vec::new(), 0));
         let (mut units, mut all_faithful) = (0usize, true);
         for (i, (a, b)) in base.iter().zip(other).enumerate() {
-            let repeats: Vec<u32> = repeats_of(a, v).intersection(&repeats_of(b, v)).copied().collect();
+            let (ra, rb) = (repeats_of(a, v), repeats_of(b, v));
+            for r in ra.symmetric_difference(&rb) {
+                let side = if ra.contains(r) { "base" } else { "other" };
+                skipped.push(format!("{v}, pair {} repeat {r}: recorded in the {side} run only", i + 1));
+            }
+            let repeats: Vec<u32> = ra.intersection(&rb).copied().collect();
             for &r in &repeats {
                 let (fa, fb) = (flows_of(a, v, r, &o.class_prefix), flows_of(b, v, r, &o.class_prefix));
                 if let Some(detail) = workload_difference(&fa, &fb) {
@@ -461,6 +467,17 @@ mod tests {
         assert!(c.rows[0].faithful && !c.rows[1].faithful);
         let text = c.markdown();
         assert!(text.contains("100 / 99 (+1 unfinished)"), "{text}");
+        // A repeat one side lacks is said, not compared.
+        let more = [run(1, 64, &[("mptcp", 0, hundred(2.0)), ("mptcp", 1, hundred(2.0))])];
+        let c = compare(&base, &more, &CompareOptions::default()).unwrap();
+        assert_eq!(
+            c.skipped,
+            [
+                "mptcp, pair 1 repeat 1: recorded in the other run only",
+                "repflow, pair 1 repeat 0: recorded in the base run only"
+            ]
+        );
+        assert!(c.markdown().contains("Left out: mptcp, pair 1 repeat 1: recorded in the other run only."));
         assert!(text.contains("met (a run unfaithful)"), "{text}");
     }
 
