@@ -102,13 +102,21 @@ fn compare_sets_two_scales_side_by_side_and_refuses_different_seeds() {
     let text = String::from_utf8_lossy(&out.stdout);
     assert_eq!(out.status.code(), Some(0), "{text}{}", String::from_utf8_lossy(&out.stderr));
     assert!(text.contains("base D = 16 against D = 64"), "{text}");
-    assert!(text.contains("| mptcp | seed 1 | 4 / 4 | 2.50 / 2.60 | +4.0% |"), "{text}");
+    // The difference, then its bootstrap interval over the four flows.
+    assert!(text.contains("| mptcp | seed 1 | 4 / 4 | 2.50 / 2.60 | +4.0% ["), "{text}");
     assert!(text.contains("missed: p99, KS"), "{text}");
 
     let out = compare(&["--json"], &a, &b);
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(v["rows"][0]["ks"], 0.25);
     assert_eq!(v["other_scales"][0], 64);
+    // Four flows, fewer than one bootstrap block: every resample is the
+    // run itself, so the interval is the difference.
+    let ci = &v["rows"][0]["mean_diff_ci_pct"];
+    assert!(
+        (ci[0].as_f64().unwrap() - 4.0).abs() < 1e-9 && (ci[1].as_f64().unwrap() - 4.0).abs() < 1e-9,
+        "{ci}"
+    );
 
     let c = compare_dir("cmp-c", 2, 64, &[1.0, 2.0, 3.0, 4.0]);
     let out = compare(&[], &a, &c);

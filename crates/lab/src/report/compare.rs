@@ -4,7 +4,10 @@
 //! 99th percentile of the completed flows' FCTs in experiment units, and
 //! the Kolmogorov–Smirnov distance of their two distributions. Each pair
 //! of runs gives a row per repeat, and every variant gets a row pooled
-//! over all of them (a p99 over three times the flows).
+//! over all of them (a p99 over three times the flows). Beside each
+//! difference, a 95% bootstrap interval over the flows, paired by id: how
+//! far the difference could move with another draw of the same workload,
+//! so a missed goal can be told from noise.
 //!
 //! A pair must carry the same workload: the same scenario, seed and
 //! parameters (only `scale` and `variants` may differ) and, per variant
@@ -16,7 +19,17 @@ use crate::runner::records::{FlowRecord, RunData, SCALE_PARAM};
 use serde::Serialize;
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write;
-use tcpaccel_core::stats::{ks_distance, mean, percentile};
+use tcpaccel_core::rng::Rng;
+use tcpaccel_core::stats::{ks_distance, mean, paired_ratio_interval, percentile};
+
+/// Resamples behind each interval, its level, and the seed of its draws
+/// (fixed: the same records give the same table).
+const RESAMPLES: usize = 1000;
+const LEVEL: f64 = 0.95;
+const BOOTSTRAP_SEED: u64 = 1;
+/// Flows per block, in the order they started: neighbours share a
+/// congestion episode, so they are drawn together.
+const BLOCK: usize = 32;
 
 /// What is compared and the goal it is held to.
 #[derive(Debug, Clone)]
@@ -66,6 +79,10 @@ pub enum CompareError {
 pub struct Side {
     pub completed: usize,
     pub incomplete: usize,
+    /// Flows that retransmitted (completed or not; flows recorded without
+    /// the counter are not counted): where the loss recovery differs
+    /// between scales, the tail does.
+    pub retransmitted: usize,
     pub mean_ms: f64,
     pub p99_ms: f64,
 }
@@ -81,6 +98,10 @@ pub struct CompareRow {
     /// other ÷ base − 1, in percent.
     pub mean_diff_pct: f64,
     pub p99_diff_pct: f64,
+    /// 95% bootstrap intervals of the two differences, in percent (`None`
+    /// when too few flows completed on a side).
+    pub mean_diff_ci_pct: Option<(f64, f64)>,
+    pub p99_diff_ci_pct: Option<(f64, f64)>,
     pub ks: f64,
     /// Which parts of the goal this row misses (empty: met).
     pub missed: Vec<String>,
@@ -127,18 +148,34 @@ fn workload_difference(a: &BTreeMap<u64, &FlowRecord>, b: &BTreeMap<u64, &FlowRe
     })
 }
 
-/// Completed flows' FCTs in experiment ms, and how many did not complete.
-fn fcts(flows: &BTreeMap<u64, &FlowRecord>) -> (Vec<f64>, usize) {
-    let done: Vec<f64> =
-        flows.values().filter(|f| f.completed).map(|f| f.exp_fct_ms.unwrap_or(f.fct_ms)).collect();
-    let incomplete = flows.len() - done.len();
-    (done, incomplete)
+/// A flow's FCT in experiment ms on each side (`None`: not completed
+/// there), paired by flow id (both maps hold the same ids), in the order
+/// the flows started.
+type Pair = (Option<f64>, Option<f64>);
+
+/// The flows that retransmitted, on each side.
+fn retransmitted(a: &BTreeMap<u64, &FlowRecord>, b: &BTreeMap<u64, &FlowRecord>) -> (usize, usize) {
+    let count = |m: &BTreeMap<u64, &FlowRecord>| {
+        m.values().filter(|f| f.retrans_bytes.is_some_and(|r| r > 0)).count()
+    };
+    (count(a), count(b))
 }
 
-fn side(fct: &[f64], incomplete: usize) -> Side {
+fn pairs(a: &BTreeMap<u64, &FlowRecord>, b: &BTreeMap<u64, &FlowRecord>) -> Vec<Pair> {
+    let fct = |f: &FlowRecord| f.completed.then(|| f.exp_fct_ms.unwrap_or(f.fct_ms));
+    let mut by_start: Vec<(f64, Pair)> = a
+        .iter()
+        .map(|(id, f)| (f.exp_start.unwrap_or(f.start), (fct(f), b.get(id).and_then(|g| fct(g)))))
+        .collect();
+    by_start.sort_by(|x, y| x.0.total_cmp(&y.0));
+    by_start.into_iter().map(|(_, p)| p).collect()
+}
+
+fn side(fct: &[f64], incomplete: usize, retransmitted: usize) -> Side {
     Side {
         completed: fct.len(),
         incomplete,
+        retransmitted,
         mean_ms: mean(fct).unwrap_or(f64::NAN),
         p99_ms: percentile(fct, 99.0).unwrap_or(f64::NAN),
     }
@@ -147,16 +184,24 @@ fn side(fct: &[f64], incomplete: usize) -> Side {
 fn row(
     variant: &str,
     runs: String,
-    a: (&[f64], usize),
-    b: (&[f64], usize),
+    p: &[Pair],
+    retx: (usize, usize),
     faithful: bool,
     o: &CompareOptions,
 ) -> CompareRow {
-    let (base, other) = (side(a.0, a.1), side(b.0, b.1));
+    let a: Vec<f64> = p.iter().filter_map(|x| x.0).collect();
+    let b: Vec<f64> = p.iter().filter_map(|x| x.1).collect();
+    let (base, other) = (side(&a, p.len() - a.len(), retx.0), side(&b, p.len() - b.len(), retx.1));
     let pct = |x: f64, y: f64| (y / x - 1.0) * 100.0;
     let mean_diff_pct = pct(base.mean_ms, other.mean_ms);
     let p99_diff_pct = pct(base.p99_ms, other.p99_ms);
-    let ks = ks_distance(a.0, b.0).unwrap_or(f64::NAN);
+    let interval = |stat: fn(&[f64]) -> Option<f64>| {
+        paired_ratio_interval(p, BLOCK, stat, RESAMPLES, LEVEL, &mut Rng::seeded(BOOTSTRAP_SEED))
+            .map(|(lo, hi)| (lo * 100.0, hi * 100.0))
+    };
+    let mean_diff_ci_pct = interval(mean);
+    let p99_diff_ci_pct = interval(|v: &[f64]| percentile(v, 99.0));
+    let ks = ks_distance(&a, &b).unwrap_or(f64::NAN);
     // NaN is at most nothing: a figure that could not be taken misses.
     let at_most = |x: f64, limit: f64| x <= limit;
     let missed: Vec<String> = [
@@ -175,6 +220,8 @@ fn row(
         other,
         mean_diff_pct,
         p99_diff_pct,
+        mean_diff_ci_pct,
+        p99_diff_ci_pct,
         ks,
         missed,
         faithful,
@@ -230,7 +277,7 @@ pub fn compare(base: &[RunData], other: &[RunData], o: &CompareOptions) -> Resul
         .collect();
     let (mut rows, mut skipped) = (Vec::new(), Vec::new());
     for v in variants {
-        let (mut pool_a, mut pool_b) = ((Vec::new(), 0), (Vec::new(), 0));
+        let (mut pool, mut pool_retx) = (Vec::new(), (0, 0));
         let (mut units, mut all_faithful) = (0usize, true);
         for (i, (a, b)) in base.iter().zip(other).enumerate() {
             let (ra, rb) = (repeats_of(a, v), repeats_of(b, v));
@@ -249,15 +296,14 @@ pub fn compare(base: &[RunData], other: &[RunData], o: &CompareOptions) -> Resul
                         detail,
                     });
                 }
-                let (xa, ia) = fcts(&fa);
-                let (xb, ib) = fcts(&fb);
+                let (p, retx) = (pairs(&fa, &fb), retransmitted(&fa, &fb));
                 let seed = a.header().seed;
                 let runs = if repeats.len() > 1 {
                     format!("seed {seed} repeat {r}")
                 } else {
                     format!("seed {seed}")
                 };
-                if xa.is_empty() || xb.is_empty() {
+                if !p.iter().any(|x| x.0.is_some()) || !p.iter().any(|x| x.1.is_some()) {
                     skipped.push(format!(
                         "{v}, {runs}: no completed flow of class {:?}* on one side",
                         o.class_prefix
@@ -265,18 +311,16 @@ pub fn compare(base: &[RunData], other: &[RunData], o: &CompareOptions) -> Resul
                     continue;
                 }
                 let faithful = a.faithful(v, r) != Some(false) && b.faithful(v, r) != Some(false);
-                rows.push(row(v, runs, (&xa, ia), (&xb, ib), faithful, o));
+                rows.push(row(v, runs, &p, retx, faithful, o));
                 all_faithful &= faithful;
                 units += 1;
-                pool_a.0.extend(xa);
-                pool_a.1 += ia;
-                pool_b.0.extend(xb);
-                pool_b.1 += ib;
+                pool.extend(p);
+                pool_retx = (pool_retx.0 + retx.0, pool_retx.1 + retx.1);
             }
         }
         if units > 1 {
             let runs = format!("pooled ({units} runs)");
-            rows.push(row(v, runs, (&pool_a.0, pool_a.1), (&pool_b.0, pool_b.1), all_faithful, o));
+            rows.push(row(v, runs, &pool, pool_retx, all_faithful, o));
         }
     }
     if rows.is_empty() {
@@ -310,6 +354,14 @@ fn signed_pct(x: f64) -> String {
     }
 }
 
+/// "+1.4% [−3.0, +6.1]": a difference and its interval.
+fn diff_with_interval(x: f64, ci: Option<(f64, f64)>) -> String {
+    match ci {
+        Some((lo, hi)) => format!("{} [{lo:+.1}, {hi:+.1}]", signed_pct(x)),
+        None => signed_pct(x),
+    }
+}
+
 impl Comparison {
     /// The table `lab compare` prints.
     pub fn markdown(&self) -> String {
@@ -317,18 +369,21 @@ impl Comparison {
         let _ = writeln!(
             t,
             "{}: the completed flows of the classes starting with {:?}, FCT in experiment units; base {} against {}; \
-             Δ = other ÷ base − 1. Goal: mean and p99 within ±{}%, KS ≤ {}.\n",
+             Δ = other ÷ base − 1 [95% bootstrap interval: {} resamples of the flows paired by id, in blocks of {} in start order]. \
+             Retransmitted: flows that retransmitted (base / other). Goal: mean and p99 within ±{}%, KS ≤ {}.\n",
             self.scenario,
             self.class_prefix,
             scales_text(&self.base_scales),
             scales_text(&self.other_scales),
+            RESAMPLES,
+            BLOCK,
             self.tolerance_pct,
             self.max_ks
         );
         t.push_str(
-            "| variant | runs | flows (base / other) | mean ms | Δ mean | p99 ms | Δ p99 | KS | goal |\n",
+            "| variant | runs | flows (base / other) | mean ms | Δ mean | p99 ms | Δ p99 | KS | retransmitted | goal |\n",
         );
-        t.push_str("|---|---|---|---|---|---|---|---|---|\n");
+        t.push_str("|---|---|---|---|---|---|---|---|---|---|\n");
         for r in &self.rows {
             let flows = |s: &Side| {
                 if s.incomplete > 0 {
@@ -347,18 +402,20 @@ impl Comparison {
             }
             let _ = writeln!(
                 t,
-                "| {} | {} | {} / {} | {} / {} | {} | {} / {} | {} | {:.3} | {} |",
+                "| {} | {} | {} / {} | {} / {} | {} | {} / {} | {} | {:.3} | {} / {} | {} |",
                 r.variant,
                 r.runs,
                 flows(&r.base),
                 flows(&r.other),
                 num(r.base.mean_ms),
                 num(r.other.mean_ms),
-                signed_pct(r.mean_diff_pct),
+                diff_with_interval(r.mean_diff_pct, r.mean_diff_ci_pct),
                 num(r.base.p99_ms),
                 num(r.other.p99_ms),
-                signed_pct(r.p99_diff_pct),
+                diff_with_interval(r.p99_diff_pct, r.p99_diff_ci_pct),
                 r.ks,
+                r.base.retransmitted,
+                r.other.retransmitted,
                 goal
             );
         }
@@ -449,7 +506,12 @@ mod tests {
         // The long flow is another class: not counted anywhere.
         let text = c.markdown();
         assert!(text.contains("base D = 16 against D = 64"), "{text}");
-        assert!(text.contains("| mptcp | seed 2 | 100 / 100 | 4 / 4.40 | +10.0% |"), "{text}");
+        // Every flow 10% slower: every resample says so, the interval is a point.
+        assert!(text.contains("| mptcp | seed 2 | 100 / 100 | 4 / 4.40 | +10.0% [+10.0, +10.0] |"), "{text}");
+        assert_eq!(same.p99_diff_ci_pct, Some((0.0, 0.0)));
+        // Pooled: which seed's flows a resample draws moves the mean.
+        let (lo, hi) = pooled.mean_diff_ci_pct.unwrap();
+        assert!(lo < pooled.mean_diff_pct && pooled.mean_diff_pct < hi && hi - lo > 0.5, "{pooled:?}");
         assert!(text.contains("missed: mean, p99, KS"), "{text}");
     }
 
@@ -460,13 +522,19 @@ mod tests {
         let base = [run(1, 16, &[("mptcp", 0, hundred(2.0)), ("repflow", 0, hundred(1.0))])];
         let mut other = [run(1, 64, &[("mptcp", 0, fct), ("repflow", 0, hundred(1.0))])];
         other[0].push(Record::Fidelity(testdata::fidelity("repflow", 0, false)));
+        // Two flows retransmitted in the other run, one of them unfinished.
+        other[0].flows[7].retrans_bytes = Some(1448);
+        other[0].flows[8].retrans_bytes = Some(2896);
+        other[0].flows[9].retrans_bytes = Some(0);
         let c = compare(&base, &other, &CompareOptions::default()).unwrap();
         assert_eq!(c.rows.len(), 2, "one pair: no pooled row");
         assert_eq!((c.rows[0].other.completed, c.rows[0].other.incomplete), (99, 1));
+        assert_eq!((c.rows[0].base.retransmitted, c.rows[0].other.retransmitted), (0, 2));
         assert_eq!(c.rows[0].ks, 0.0);
         assert!(c.rows[0].faithful && !c.rows[1].faithful);
         let text = c.markdown();
         assert!(text.contains("100 / 99 (+1 unfinished)"), "{text}");
+        assert!(text.contains("| 0.000 | 0 / 2 | met |"), "{text}");
         // A repeat one side lacks is said, not compared.
         let more = [run(1, 64, &[("mptcp", 0, hundred(2.0)), ("mptcp", 1, hundred(2.0))])];
         let c = compare(&base, &more, &CompareOptions::default()).unwrap();
