@@ -5,9 +5,12 @@
 //! the Kolmogorov–Smirnov distance of their two distributions. Each pair
 //! of runs gives a row per repeat, and every variant gets a row pooled
 //! over all of them (a p99 over three times the flows). Beside each
-//! difference, a 95% bootstrap interval over the flows, paired by id: how
-//! far the difference could move with another draw of the same workload,
-//! so a missed goal can be told from noise.
+//! difference, a 95% bootstrap interval over the flows, paired by id and
+//! drawn in blocks of neighbours: how far the difference could move with
+//! another draw of flows like these, so a missed goal can be told from
+//! that noise. A whole run's own drift (one run of a workload a little
+//! slower than another of the same) is not in it: a second run at the same
+//! D, compared the same way, shows that.
 //!
 //! A pair must carry the same workload: the same scenario, seed and
 //! parameters (only `scale` and `variants` may differ) and, per variant
@@ -80,8 +83,8 @@ pub struct Side {
     pub completed: usize,
     pub incomplete: usize,
     /// Flows that retransmitted (completed or not; flows recorded without
-    /// the counter are not counted): where the loss recovery differs
-    /// between scales, the tail does.
+    /// the counter are not counted): shows where the loss recovery differs
+    /// between scales (the timers D cannot scale).
     pub retransmitted: usize,
     pub mean_ms: f64,
     pub p99_ms: f64,
