@@ -74,6 +74,10 @@ pub fn ks_distance(a: &[f64], b: &[f64]) -> Option<f64> {
     Some(d)
 }
 
+/// A flow's value in each of two runs (`None`: it has none on that side,
+/// e.g. it did not finish there).
+pub type Pair = (Option<f64>, Option<f64>);
+
 /// Moving-block bootstrap interval of `stat(b) ÷ stat(a) − 1` for two runs
 /// of the same items (flows), paired by index and in the order they came:
 /// each resample strings together blocks of `block` consecutive pairs
@@ -87,29 +91,59 @@ pub fn ks_distance(a: &[f64], b: &[f64]) -> Option<f64> {
 /// level < 1) of the resampled ratios; `None` when there are no pairs or no
 /// resamples, or when fewer than half of the resamples give a finite ratio.
 pub fn paired_ratio_interval(
-    pairs: &[(Option<f64>, Option<f64>)],
+    pairs: &[Pair],
     block: usize,
     stat: impl Fn(&[f64]) -> Option<f64>,
     resamples: usize,
     level: f64,
     rng: &mut Rng,
 ) -> Option<(f64, f64)> {
-    let n = pairs.len();
-    if n == 0 || resamples == 0 || !(level > 0.0 && level < 1.0) {
+    runs_ratio_interval(&[pairs], block, stat, resamples, level, rng)
+}
+
+/// [`paired_ratio_interval`] over several pairs of runs pooled (one slice
+/// of pairs per pair of runs, e.g. per seed): a two-stage bootstrap that
+/// first draws as many runs as there are, with replacement, and then
+/// blocks within each drawn run as above. Drawing whole runs puts into the
+/// interval what no resampling of one run's flows can: a run's own drift
+/// (all of one run's flows a little slower than the same flows in another
+/// run of the same workload). With a single run it is
+/// [`paired_ratio_interval`], draw for draw. `None` as there, and when no
+/// run holds a pair.
+pub fn runs_ratio_interval(
+    runs: &[&[Pair]],
+    block: usize,
+    stat: impl Fn(&[f64]) -> Option<f64>,
+    resamples: usize,
+    level: f64,
+    rng: &mut Rng,
+) -> Option<(f64, f64)> {
+    let total: usize = runs.iter().map(|r| r.len()).sum();
+    if total == 0 || resamples == 0 || !(level > 0.0 && level < 1.0) {
         return None;
     }
-    let block = block.clamp(1, n);
-    let starts = (n - block + 1) as u64;
-    let (mut a, mut b) = (Vec::with_capacity(n + block), Vec::with_capacity(n + block));
+    let (mut a, mut b) = (Vec::with_capacity(total + block), Vec::with_capacity(total + block));
     let mut ratios = Vec::with_capacity(resamples);
     for _ in 0..resamples {
         a.clear();
         b.clear();
-        for _ in 0..n.div_ceil(block) {
-            let from = rng.below(starts) as usize;
-            for &(x, y) in &pairs[from..from + block] {
-                a.extend(x);
-                b.extend(y);
+        for _ in 0..runs.len() {
+            // One run is not drawn: it is the whole population of runs.
+            let run = match runs {
+                [only] => only,
+                _ => runs[rng.below(runs.len() as u64) as usize],
+            };
+            if run.is_empty() {
+                continue;
+            }
+            let block = block.clamp(1, run.len());
+            let starts = (run.len() - block + 1) as u64;
+            for _ in 0..run.len().div_ceil(block) {
+                let from = rng.below(starts) as usize;
+                for &(x, y) in &run[from..from + block] {
+                    a.extend(x);
+                    b.extend(y);
+                }
             }
         }
         if let (Some(sa), Some(sb)) = (stat(&a), stat(&b)) {
@@ -260,6 +294,44 @@ mod tests {
         assert_eq!(paired_ratio_interval(&empty, 1, mean, 100, 0.95, &mut Rng::seeded(1)), None);
         assert_eq!(paired_ratio_interval(&[], 1, mean, 100, 0.95, &mut Rng::seeded(1)), None);
         assert_eq!(paired_ratio_interval(&same, 1, mean, 100, 1.0, &mut Rng::seeded(1)), None);
+    }
+
+    #[test]
+    fn runs_ratio_interval_draws_whole_runs() {
+        let mean_of = |v: &[f64]| mean(v);
+        let base: Vec<f64> = (0..1000).map(|i| 1.0 + f64::from(i % 13)).collect();
+        let scaled = |k: f64| -> Vec<Pair> { base.iter().map(|&x| (Some(x), Some(x * k))).collect() };
+        // One run is the block bootstrap itself, draw for draw.
+        let one = scaled(1.05);
+        let mut noisy = one.clone();
+        let mut r = Rng::seeded(9);
+        noisy.iter_mut().for_each(|p| p.1 = Some(r.exp(7.0)));
+        for p in [&one, &noisy] {
+            assert_eq!(
+                runs_ratio_interval(&[p], 32, mean_of, 300, 0.95, &mut Rng::seeded(4)),
+                paired_ratio_interval(p, 32, mean_of, 300, 0.95, &mut Rng::seeded(4))
+            );
+        }
+        // Two runs, one 10% slower on the other side throughout, the other
+        // 10% faster: the flows of the two pooled say −0.0%, and blocks of
+        // the pooled flows see little else; drawing the runs draws each one
+        // twice in a quarter of the resamples, so the interval reaches ±10%.
+        let (up, down) = (scaled(1.1), scaled(0.9));
+        let pooled: Vec<Pair> = up.iter().chain(&down).copied().collect();
+        let (plo, phi) = paired_ratio_interval(&pooled, 32, mean_of, 400, 0.95, &mut Rng::seeded(2)).unwrap();
+        assert!(plo > -0.05 && phi < 0.05, "{plo} {phi}");
+        let (lo, hi) =
+            runs_ratio_interval(&[&up, &down], 32, mean_of, 400, 0.95, &mut Rng::seeded(2)).unwrap();
+        assert!((lo + 0.1).abs() < 1e-9 && (hi - 0.1).abs() < 1e-9, "{lo} {hi}");
+        // Runs that agree (both 5% slower) leave the interval a point.
+        let (lo, hi) =
+            runs_ratio_interval(&[&one, &one], 32, mean_of, 100, 0.95, &mut Rng::seeded(3)).unwrap();
+        assert!((lo - 0.05).abs() < 1e-9 && (hi - 0.05).abs() < 1e-9, "{lo} {hi}");
+        // An empty run among others is drawn as nothing; no pairs at all: none.
+        let empty: Vec<Pair> = Vec::new();
+        assert!(runs_ratio_interval(&[&one, &empty], 32, mean_of, 100, 0.95, &mut Rng::seeded(3)).is_some());
+        assert_eq!(runs_ratio_interval(&[&empty, &empty], 32, mean_of, 100, 0.95, &mut Rng::seeded(3)), None);
+        assert_eq!(runs_ratio_interval(&[], 32, mean_of, 100, 0.95, &mut Rng::seeded(3)), None);
     }
 
     #[test]
