@@ -9,8 +9,10 @@
 //! drawn in blocks of neighbours: how far the difference could move with
 //! another draw of flows like these, so a missed goal can be told from
 //! that noise. A whole run's own drift (one run of a workload a little
-//! slower than another of the same) is not in it: a second run at the same
-//! D, compared the same way, shows that.
+//! slower than another of the same) is not in one run's interval; the
+//! pooled row's interval draws the pairs of runs as well (with
+//! replacement, then blocks within each), so it is. A second run at the
+//! same D, compared the same way, shows that drift beside.
 //!
 //! A pair must carry the same workload: the same scenario, seed and
 //! parameters (only `scale` and `variants` may differ) and, per variant
@@ -23,7 +25,7 @@ use serde::Serialize;
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write;
 use tcpaccel_core::rng::Rng;
-use tcpaccel_core::stats::{ks_distance, mean, paired_ratio_interval, percentile};
+use tcpaccel_core::stats::{ks_distance, mean, percentile, runs_ratio_interval, Pair};
 
 /// Resamples behind each interval, its level, and the seed of its draws
 /// (fixed: the same records give the same table).
@@ -102,10 +104,16 @@ pub struct CompareRow {
     pub mean_diff_pct: f64,
     pub p99_diff_pct: f64,
     /// 95% bootstrap intervals of the two differences, in percent (`None`
-    /// when too few flows completed on a side).
+    /// when too few flows completed on a side); a pooled row's draws the
+    /// pairs of runs too.
     pub mean_diff_ci_pct: Option<(f64, f64)>,
     pub p99_diff_ci_pct: Option<(f64, f64)>,
     pub ks: f64,
+    /// The base's flows at or above its p99 (its tail), and how many of
+    /// them are in the other's tail too: whether the same flows make the
+    /// tail on both sides, beside how long the tail is.
+    pub tail: usize,
+    pub tail_shared: usize,
     /// Which parts of the goal this row misses (empty: met).
     pub missed: Vec<String>,
     /// Whether the fidelity monitor judged every run in the row faithful
@@ -126,6 +134,10 @@ pub struct Comparison {
     /// Variant × repeat units left out, with why (no completed flow on a
     /// side, or recorded on one side only).
     pub skipped: Vec<String>,
+    /// Units compared although they did not run alike: the lanes daemons
+    /// took their signals by another path on each side (the BPF program's
+    /// path needs a D it can scale exactly; otherwise they poll sock_diag).
+    pub unlike: Vec<String>,
 }
 
 /// The flows of one variant × repeat in one run: id → record.
@@ -151,11 +163,6 @@ fn workload_difference(a: &BTreeMap<u64, &FlowRecord>, b: &BTreeMap<u64, &FlowRe
     })
 }
 
-/// A flow's FCT in experiment ms on each side (`None`: not completed
-/// there), paired by flow id (both maps hold the same ids), in the order
-/// the flows started.
-type Pair = (Option<f64>, Option<f64>);
-
 /// The flows that retransmitted, on each side.
 fn retransmitted(a: &BTreeMap<u64, &FlowRecord>, b: &BTreeMap<u64, &FlowRecord>) -> (usize, usize) {
     let count = |m: &BTreeMap<u64, &FlowRecord>| {
@@ -164,6 +171,9 @@ fn retransmitted(a: &BTreeMap<u64, &FlowRecord>, b: &BTreeMap<u64, &FlowRecord>)
     (count(a), count(b))
 }
 
+/// A flow's FCT in experiment ms on each side (`None`: not completed
+/// there), paired by flow id (both maps hold the same ids), in the order
+/// the flows started.
 fn pairs(a: &BTreeMap<u64, &FlowRecord>, b: &BTreeMap<u64, &FlowRecord>) -> Vec<Pair> {
     let fct = |f: &FlowRecord| f.completed.then(|| f.exp_fct_ms.unwrap_or(f.fct_ms));
     let mut by_start: Vec<(f64, Pair)> = a
@@ -184,27 +194,37 @@ fn side(fct: &[f64], incomplete: usize, retransmitted: usize) -> Side {
     }
 }
 
+/// A row over `units` (one slice of pairs per pair of runs; several on a
+/// pooled row, whose interval then draws the runs too).
 fn row(
     variant: &str,
     runs: String,
-    p: &[Pair],
+    units: &[&[Pair]],
     retx: (usize, usize),
     faithful: bool,
     o: &CompareOptions,
 ) -> CompareRow {
-    let a: Vec<f64> = p.iter().filter_map(|x| x.0).collect();
-    let b: Vec<f64> = p.iter().filter_map(|x| x.1).collect();
-    let (base, other) = (side(&a, p.len() - a.len(), retx.0), side(&b, p.len() - b.len(), retx.1));
+    let n: usize = units.iter().map(|u| u.len()).sum();
+    let a: Vec<f64> = units.iter().flat_map(|u| u.iter().filter_map(|x| x.0)).collect();
+    let b: Vec<f64> = units.iter().flat_map(|u| u.iter().filter_map(|x| x.1)).collect();
+    let (base, other) = (side(&a, n - a.len(), retx.0), side(&b, n - b.len(), retx.1));
     let pct = |x: f64, y: f64| (y / x - 1.0) * 100.0;
     let mean_diff_pct = pct(base.mean_ms, other.mean_ms);
     let p99_diff_pct = pct(base.p99_ms, other.p99_ms);
     let interval = |stat: fn(&[f64]) -> Option<f64>| {
-        paired_ratio_interval(p, BLOCK, stat, RESAMPLES, LEVEL, &mut Rng::seeded(BOOTSTRAP_SEED))
+        runs_ratio_interval(units, BLOCK, stat, RESAMPLES, LEVEL, &mut Rng::seeded(BOOTSTRAP_SEED))
             .map(|(lo, hi)| (lo * 100.0, hi * 100.0))
     };
     let mean_diff_ci_pct = interval(mean);
     let p99_diff_ci_pct = interval(|v: &[f64]| percentile(v, 99.0));
     let ks = ks_distance(&a, &b).unwrap_or(f64::NAN);
+    let in_tail = |x: Option<f64>, p99: f64| x.is_some_and(|x| x >= p99);
+    let tails = units
+        .iter()
+        .flat_map(|u| u.iter())
+        .map(|&(x, y)| (in_tail(x, base.p99_ms), in_tail(y, other.p99_ms)));
+    let (tail, tail_shared) =
+        tails.fold((0, 0), |(t, s), (a, b)| (t + usize::from(a), s + usize::from(a && b)));
     // NaN is at most nothing: a figure that could not be taken misses.
     let at_most = |x: f64, limit: f64| x <= limit;
     let missed: Vec<String> = [
@@ -226,9 +246,19 @@ fn row(
         mean_diff_ci_pct,
         p99_diff_ci_pct,
         ks,
+        tail,
+        tail_shared,
         missed,
         faithful,
     }
+}
+
+/// How `variant`'s lanes daemons took their signals in `repeat` (the
+/// `daemons_on_bpf` figure of its summary), if it ran daemons.
+fn signal_path(d: &RunData, variant: &str, repeat: u32) -> Option<&'static str> {
+    let s = d.summaries.iter().find(|s| s.variant == variant && s.repeat == repeat)?;
+    let (_, &on_bpf) = s.metrics.iter().find(|(k, _)| k.starts_with("daemons_on_bpf"))?;
+    Some(if on_bpf > 0.0 { "the BPF program" } else { "sock_diag polling" })
 }
 
 /// The repeats a run recorded flows for, per variant.
@@ -278,10 +308,10 @@ pub fn compare(base: &[RunData], other: &[RunData], o: &CompareOptions) -> Resul
         .iter()
         .filter(|v| other.iter().all(|d| d.header().variants.contains(v)))
         .collect();
-    let (mut rows, mut skipped) = (Vec::new(), Vec::new());
+    let (mut rows, mut skipped, mut unlike) = (Vec::new(), Vec::new(), Vec::new());
     for v in variants {
-        let (mut pool, mut pool_retx) = (Vec::new(), (0, 0));
-        let (mut units, mut all_faithful) = (0usize, true);
+        // One entry per pair of runs (and repeat) in the pool.
+        let (mut pool, mut pool_retx, mut all_faithful) = (Vec::new(), (0, 0), true);
         for (i, (a, b)) in base.iter().zip(other).enumerate() {
             let (ra, rb) = (repeats_of(a, v), repeats_of(b, v));
             for r in ra.symmetric_difference(&rb) {
@@ -313,17 +343,26 @@ pub fn compare(base: &[RunData], other: &[RunData], o: &CompareOptions) -> Resul
                     ));
                     continue;
                 }
+                let (sa, sb) = (signal_path(a, v, r), signal_path(b, v, r));
+                if sa != sb {
+                    let said = |p: Option<&'static str>| p.unwrap_or("none recorded");
+                    unlike.push(format!(
+                        "{v}, {runs}: the daemons' signals came from {} in the base run and from {} in the other",
+                        said(sa),
+                        said(sb)
+                    ));
+                }
                 let faithful = a.faithful(v, r) != Some(false) && b.faithful(v, r) != Some(false);
-                rows.push(row(v, runs, &p, retx, faithful, o));
+                rows.push(row(v, runs, &[&p], retx, faithful, o));
                 all_faithful &= faithful;
-                units += 1;
-                pool.extend(p);
+                pool.push(p);
                 pool_retx = (pool_retx.0 + retx.0, pool_retx.1 + retx.1);
             }
         }
-        if units > 1 {
-            let runs = format!("pooled ({units} runs)");
-            rows.push(row(v, runs, &pool, pool_retx, all_faithful, o));
+        if pool.len() > 1 {
+            let runs = format!("pooled ({} runs)", pool.len());
+            let units: Vec<&[Pair]> = pool.iter().map(Vec::as_slice).collect();
+            rows.push(row(v, runs, &units, pool_retx, all_faithful, o));
         }
     }
     if rows.is_empty() {
@@ -339,6 +378,7 @@ pub fn compare(base: &[RunData], other: &[RunData], o: &CompareOptions) -> Resul
         max_ks: o.max_ks,
         rows,
         skipped,
+        unlike,
     })
 }
 
@@ -372,8 +412,9 @@ impl Comparison {
         let _ = writeln!(
             t,
             "{}: the completed flows of the classes starting with {:?}, FCT in experiment units; base {} against {}; \
-             Δ = other ÷ base − 1 [95% bootstrap interval: {} resamples of the flows paired by id, in blocks of {} in start order]. \
-             Retransmitted: flows that retransmitted (base / other). Goal: mean and p99 within ±{}%, KS ≤ {}.\n",
+             Δ = other ÷ base − 1 [95% bootstrap interval: {} resamples of the flows paired by id, in blocks of {} in start order; \
+             on a pooled row each resample first draws the pairs of runs, with replacement, so a run's own drift is in it]. \
+             Retransmitted: flows that retransmitted (base / other). Tail shared: of the base's flows at or above its p99, those at or above the other's too. Goal: mean and p99 within ±{}%, KS ≤ {}.\n",
             self.scenario,
             self.class_prefix,
             scales_text(&self.base_scales),
@@ -384,9 +425,9 @@ impl Comparison {
             self.max_ks
         );
         t.push_str(
-            "| variant | runs | flows (base / other) | mean ms | Δ mean | p99 ms | Δ p99 | KS | retransmitted | goal |\n",
+            "| variant | runs | flows (base / other) | mean ms | Δ mean | p99 ms | Δ p99 | KS | retransmitted | tail shared | goal |\n",
         );
-        t.push_str("|---|---|---|---|---|---|---|---|---|---|\n");
+        t.push_str("|---|---|---|---|---|---|---|---|---|---|---|\n");
         for r in &self.rows {
             let flows = |s: &Side| {
                 if s.incomplete > 0 {
@@ -405,7 +446,7 @@ impl Comparison {
             }
             let _ = writeln!(
                 t,
-                "| {} | {} | {} / {} | {} / {} | {} | {} / {} | {} | {:.3} | {} / {} | {} |",
+                "| {} | {} | {} / {} | {} / {} | {} | {} / {} | {} | {:.3} | {} / {} | {} of {} | {} |",
                 r.variant,
                 r.runs,
                 flows(&r.base),
@@ -419,11 +460,16 @@ impl Comparison {
                 r.ks,
                 r.base.retransmitted,
                 r.other.retransmitted,
+                r.tail_shared,
+                r.tail,
                 goal
             );
         }
         for s in &self.skipped {
             let _ = writeln!(t, "\nLeft out: {s}.");
+        }
+        for s in &self.unlike {
+            let _ = writeln!(t, "\nNot run alike: {s}.");
         }
         t
     }
@@ -512,9 +558,10 @@ mod tests {
         // Every flow 10% slower: every resample says so, the interval is a point.
         assert!(text.contains("| mptcp | seed 2 | 100 / 100 | 4 / 4.40 | +10.0% [+10.0, +10.0] |"), "{text}");
         assert_eq!(same.p99_diff_ci_pct, Some((0.0, 0.0)));
-        // Pooled: which seed's flows a resample draws moves the mean.
+        // Pooled: the runs are drawn too; a quarter of the resamples hold
+        // seed 1 twice (+0%), a quarter seed 2 twice (+10%).
         let (lo, hi) = pooled.mean_diff_ci_pct.unwrap();
-        assert!(lo < pooled.mean_diff_pct && pooled.mean_diff_pct < hi && hi - lo > 0.5, "{pooled:?}");
+        assert!(lo.abs() < 1e-9 && (hi - 10.0).abs() < 1e-9, "{pooled:?}");
         assert!(text.contains("missed: mean, p99, KS"), "{text}");
     }
 
@@ -537,7 +584,7 @@ mod tests {
         assert!(c.rows[0].faithful && !c.rows[1].faithful);
         let text = c.markdown();
         assert!(text.contains("100 / 99 (+1 unfinished)"), "{text}");
-        assert!(text.contains("| 0.000 | 0 / 2 | met |"), "{text}");
+        assert!(text.contains("| 0.000 | 0 / 2 | 99 of 100 | met |"), "{text}");
         // A repeat one side lacks is said, not compared.
         let more = [run(1, 64, &[("mptcp", 0, hundred(2.0)), ("mptcp", 1, hundred(2.0))])];
         let c = compare(&base, &more, &CompareOptions::default()).unwrap();
@@ -550,6 +597,48 @@ mod tests {
         );
         assert!(c.markdown().contains("Left out: mptcp, pair 1 repeat 1: recorded in the other run only."));
         assert!(text.contains("met (a run unfaithful)"), "{text}");
+    }
+
+    #[test]
+    fn the_tail_shared_counts_the_same_flows_at_or_above_both_p99s() {
+        // 200 flows of 1..200 ms: the p99 is 198.01, the tail flows 198 and
+        // 199 (ids). The other run swaps the two slowest with the two
+        // fastest: the same p99, a tail of other flows.
+        let base_fct: Vec<f64> = (1..=200).map(f64::from).collect();
+        let mut swapped = base_fct.clone();
+        swapped.swap(0, 199);
+        swapped.swap(1, 198);
+        let o = CompareOptions::default();
+        let base = [run(1, 16, &[("mptcp", 0, base_fct.clone())])];
+        let c = compare(&base, &[run(1, 64, &[("mptcp", 0, swapped)])], &o).unwrap();
+        assert_eq!((c.rows[0].tail, c.rows[0].tail_shared, c.rows[0].p99_diff_pct), (2, 0, 0.0));
+        assert!(c.markdown().contains("| 0 / 0 | 0 of 2 | met |"), "{}", c.markdown());
+        let c = compare(&base, &[run(1, 64, &[("mptcp", 0, base_fct)])], &o).unwrap();
+        assert_eq!((c.rows[0].tail, c.rows[0].tail_shared), (2, 2));
+    }
+
+    #[test]
+    fn runs_whose_daemons_took_signals_by_another_path_are_said() {
+        use crate::runner::records::Summary;
+        let summary = |variant: &str, on_bpf: f64| {
+            let metrics = [("daemons_on_bpf @0.5".to_string(), on_bpf)].into_iter().collect();
+            Record::Summary(Summary { variant: variant.into(), repeat: 0, metrics, started: 0.0, ended: 1.0 })
+        };
+        let flows = [("mptcp", 0, hundred(2.0)), ("repflow", 0, hundred(1.0))];
+        let (mut base, mut other) = ([run(1, 16, &flows)], [run(1, 48, &flows)]);
+        base[0].push(summary("mptcp", 1.0));
+        other[0].push(summary("mptcp", 0.0));
+        base[0].push(summary("repflow", 1.0));
+        other[0].push(summary("repflow", 1.0));
+        let c = compare(&base, &other, &CompareOptions::default()).unwrap();
+        assert_eq!(
+            c.unlike,
+            ["mptcp, seed 1: the daemons' signals came from the BPF program in the base run and from sock_diag polling in the other"]
+        );
+        assert!(c.markdown().contains("Not run alike: mptcp, seed 1: the daemons'"), "{}", c.markdown());
+        // Without daemons on either side (no figure), nothing to say.
+        let c = compare(&[run(1, 16, &flows)], &[run(1, 48, &flows)], &CompareOptions::default()).unwrap();
+        assert!(c.unlike.is_empty());
     }
 
     #[test]
