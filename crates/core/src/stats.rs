@@ -79,38 +79,24 @@ pub fn ks_distance(a: &[f64], b: &[f64]) -> Option<f64> {
 pub type Pair = (Option<f64>, Option<f64>);
 
 /// Moving-block bootstrap interval of `stat(b) ÷ stat(a) − 1` for two runs
-/// of the same items (flows), paired by index and in the order they came:
-/// each resample strings together blocks of `block` consecutive pairs
-/// starting anywhere, until it holds at least `pairs.len()` pairs, and takes
-/// `stat` over each side's values that are present (`None`: the item has no
-/// value on that side, e.g. an unfinished flow). Pairing keeps what the two
-/// runs share (the same flow is long in both) out of the interval; blocks
-/// keep neighbours together, whose fates are not independent (flows of one
-/// congestion episode). `block` 1 is the plain bootstrap; `block` ≥ the
-/// pairs gives back the pairs themselves. Returns the central `level` (0 <
+/// of the same items (flows), paired by index and in the order they came,
+/// over one or more such pairs of runs pooled (`runs`: one slice of pairs
+/// per pair of runs, e.g. per seed). Each resample draws as many pairs of
+/// runs as there are, with replacement (a single one is not drawn: it is
+/// all there is), and strings together, for each drawn run, blocks of
+/// `block` consecutive pairs starting anywhere until it holds at least that
+/// run's pairs; then it takes `stat` over each side's values that are
+/// present (`None`: the item has no value on that side, e.g. an unfinished
+/// flow). Pairing keeps what the two sides share (the same flow is long in
+/// both) out of the interval; blocks keep neighbours together, whose fates
+/// are not independent (flows of one congestion episode); drawing whole
+/// runs puts in what no resampling of one run's flows can: a run's own
+/// drift (all its flows a little slower than the same flows in another run
+/// of the same workload). `block` 1 is the plain bootstrap; `block` ≥ a
+/// run's pairs gives back those pairs. Returns the central `level` (0 <
 /// level < 1) of the resampled ratios; `None` when there are no pairs or no
 /// resamples, or when fewer than half of the resamples give a finite ratio.
 pub fn paired_ratio_interval(
-    pairs: &[Pair],
-    block: usize,
-    stat: impl Fn(&[f64]) -> Option<f64>,
-    resamples: usize,
-    level: f64,
-    rng: &mut Rng,
-) -> Option<(f64, f64)> {
-    runs_ratio_interval(&[pairs], block, stat, resamples, level, rng)
-}
-
-/// [`paired_ratio_interval`] over several pairs of runs pooled (one slice
-/// of pairs per pair of runs, e.g. per seed): a two-stage bootstrap that
-/// first draws as many runs as there are, with replacement, and then
-/// blocks within each drawn run as above. Drawing whole runs puts into the
-/// interval what no resampling of one run's flows can: a run's own drift
-/// (all of one run's flows a little slower than the same flows in another
-/// run of the same workload). With a single run it is
-/// [`paired_ratio_interval`], draw for draw. `None` as there, and when no
-/// run holds a pair.
-pub fn runs_ratio_interval(
     runs: &[&[Pair]],
     block: usize,
     stat: impl Fn(&[f64]) -> Option<f64>,
@@ -128,7 +114,6 @@ pub fn runs_ratio_interval(
         a.clear();
         b.clear();
         for _ in 0..runs.len() {
-            // One run is not drawn: it is the whole population of runs.
             let run = match runs {
                 [only] => only,
                 _ => runs[rng.below(runs.len() as u64) as usize],
@@ -247,10 +232,13 @@ mod tests {
         // Every flow exactly 10% slower on the other side: every resample's
         // ratio is 1.1, whichever flows it drew.
         let slower: Vec<_> = base.iter().map(|&x| (Some(x), Some(x * 1.1))).collect();
-        let (lo, hi) = paired_ratio_interval(&slower, 1, p99, 200, 0.95, &mut Rng::seeded(1)).unwrap();
+        let (lo, hi) = paired_ratio_interval(&[&slower], 1, p99, 200, 0.95, &mut Rng::seeded(1)).unwrap();
         assert!((lo - 0.1).abs() < 1e-12 && (hi - 0.1).abs() < 1e-12, "{lo} {hi}");
         let same: Vec<_> = base.iter().map(|&x| (Some(x), Some(x))).collect();
-        assert_eq!(paired_ratio_interval(&same, 1, mean, 200, 0.95, &mut Rng::seeded(1)), Some((0.0, 0.0)));
+        assert_eq!(
+            paired_ratio_interval(&[&same], 1, mean, 200, 0.95, &mut Rng::seeded(1)),
+            Some((0.0, 0.0))
+        );
         // Independent noise on each side: the interval holds the observed
         // ratio, the same seed gives the same interval, and 100× the pairs
         // give a much narrower one (~10× in theory).
@@ -260,7 +248,7 @@ mod tests {
         };
         let (few, many) = (noisy(200), noisy(20_000));
         let ci = |p: &[(Option<f64>, Option<f64>)], seed| {
-            paired_ratio_interval(p, 1, mean, 400, 0.95, &mut Rng::seeded(seed))
+            paired_ratio_interval(&[p], 1, mean, 400, 0.95, &mut Rng::seeded(seed))
         };
         let (lo, hi) = ci(&few, 3).unwrap();
         let a: Vec<f64> = few.iter().filter_map(|p| p.0).collect();
@@ -274,7 +262,8 @@ mod tests {
         // the interval is the observed ratio; neighbours that move together
         // (runs of fifty flows 20% slower or faster on the other side) widen
         // the interval drawn in blocks of fifty beyond the plain bootstrap's.
-        let (lo, hi) = paired_ratio_interval(&few, few.len(), mean, 50, 0.95, &mut Rng::seeded(1)).unwrap();
+        let (lo, hi) =
+            paired_ratio_interval(&[&few], few.len(), mean, 50, 0.95, &mut Rng::seeded(1)).unwrap();
         assert!((lo - observed).abs() < 1e-12 && (hi - observed).abs() < 1e-12, "{lo} {observed} {hi}");
         let episodes: Vec<_> = (0..2000)
             .map(|i| {
@@ -284,54 +273,48 @@ mod tests {
             .collect();
         let width = |block| {
             let (lo, hi) =
-                paired_ratio_interval(&episodes, block, mean, 400, 0.95, &mut Rng::seeded(5)).unwrap();
+                paired_ratio_interval(&[&episodes], block, mean, 400, 0.95, &mut Rng::seeded(5)).unwrap();
             hi - lo
         };
         assert!(width(50) > 2.0 * width(1), "{} {}", width(50), width(1));
         // A side without any value, no pairs, a level of 1: no interval.
         let mut empty = same.clone();
         empty.iter_mut().for_each(|p| p.1 = None);
-        assert_eq!(paired_ratio_interval(&empty, 1, mean, 100, 0.95, &mut Rng::seeded(1)), None);
+        assert_eq!(paired_ratio_interval(&[&empty], 1, mean, 100, 0.95, &mut Rng::seeded(1)), None);
         assert_eq!(paired_ratio_interval(&[], 1, mean, 100, 0.95, &mut Rng::seeded(1)), None);
-        assert_eq!(paired_ratio_interval(&same, 1, mean, 100, 1.0, &mut Rng::seeded(1)), None);
+        assert_eq!(paired_ratio_interval(&[&same], 1, mean, 100, 1.0, &mut Rng::seeded(1)), None);
     }
 
     #[test]
-    fn runs_ratio_interval_draws_whole_runs() {
+    fn paired_ratio_interval_draws_whole_runs_when_pooled() {
         let mean_of = |v: &[f64]| mean(v);
         let base: Vec<f64> = (0..1000).map(|i| 1.0 + f64::from(i % 13)).collect();
         let scaled = |k: f64| -> Vec<Pair> { base.iter().map(|&x| (Some(x), Some(x * k))).collect() };
-        // One run is the block bootstrap itself, draw for draw.
         let one = scaled(1.05);
-        let mut noisy = one.clone();
-        let mut r = Rng::seeded(9);
-        noisy.iter_mut().for_each(|p| p.1 = Some(r.exp(7.0)));
-        for p in [&one, &noisy] {
-            assert_eq!(
-                runs_ratio_interval(&[p], 32, mean_of, 300, 0.95, &mut Rng::seeded(4)),
-                paired_ratio_interval(p, 32, mean_of, 300, 0.95, &mut Rng::seeded(4))
-            );
-        }
         // Two runs, one 10% slower on the other side throughout, the other
         // 10% faster: the flows of the two pooled say −0.0%, and blocks of
         // the pooled flows see little else; drawing the runs draws each one
         // twice in a quarter of the resamples, so the interval reaches ±10%.
         let (up, down) = (scaled(1.1), scaled(0.9));
         let pooled: Vec<Pair> = up.iter().chain(&down).copied().collect();
-        let (plo, phi) = paired_ratio_interval(&pooled, 32, mean_of, 400, 0.95, &mut Rng::seeded(2)).unwrap();
+        let (plo, phi) =
+            paired_ratio_interval(&[&pooled], 32, mean_of, 400, 0.95, &mut Rng::seeded(2)).unwrap();
         assert!(plo > -0.05 && phi < 0.05, "{plo} {phi}");
         let (lo, hi) =
-            runs_ratio_interval(&[&up, &down], 32, mean_of, 400, 0.95, &mut Rng::seeded(2)).unwrap();
+            paired_ratio_interval(&[&up, &down], 32, mean_of, 400, 0.95, &mut Rng::seeded(2)).unwrap();
         assert!((lo + 0.1).abs() < 1e-9 && (hi - 0.1).abs() < 1e-9, "{lo} {hi}");
         // Runs that agree (both 5% slower) leave the interval a point.
         let (lo, hi) =
-            runs_ratio_interval(&[&one, &one], 32, mean_of, 100, 0.95, &mut Rng::seeded(3)).unwrap();
+            paired_ratio_interval(&[&one, &one], 32, mean_of, 100, 0.95, &mut Rng::seeded(3)).unwrap();
         assert!((lo - 0.05).abs() < 1e-9 && (hi - 0.05).abs() < 1e-9, "{lo} {hi}");
         // An empty run among others is drawn as nothing; no pairs at all: none.
         let empty: Vec<Pair> = Vec::new();
-        assert!(runs_ratio_interval(&[&one, &empty], 32, mean_of, 100, 0.95, &mut Rng::seeded(3)).is_some());
-        assert_eq!(runs_ratio_interval(&[&empty, &empty], 32, mean_of, 100, 0.95, &mut Rng::seeded(3)), None);
-        assert_eq!(runs_ratio_interval(&[], 32, mean_of, 100, 0.95, &mut Rng::seeded(3)), None);
+        assert!(paired_ratio_interval(&[&one, &empty], 32, mean_of, 100, 0.95, &mut Rng::seeded(3)).is_some());
+        assert_eq!(
+            paired_ratio_interval(&[&empty, &empty], 32, mean_of, 100, 0.95, &mut Rng::seeded(3)),
+            None
+        );
+        assert_eq!(paired_ratio_interval(&[], 32, mean_of, 100, 0.95, &mut Rng::seeded(3)), None);
     }
 
     #[test]

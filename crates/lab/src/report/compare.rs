@@ -25,7 +25,7 @@ use serde::Serialize;
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write;
 use tcpaccel_core::rng::Rng;
-use tcpaccel_core::stats::{ks_distance, mean, percentile, runs_ratio_interval, Pair};
+use tcpaccel_core::stats::{ks_distance, mean, paired_ratio_interval, percentile, Pair};
 
 /// Resamples behind each interval, its level, and the seed of its draws
 /// (fixed: the same records give the same table).
@@ -212,7 +212,7 @@ fn row(
     let mean_diff_pct = pct(base.mean_ms, other.mean_ms);
     let p99_diff_pct = pct(base.p99_ms, other.p99_ms);
     let interval = |stat: fn(&[f64]) -> Option<f64>| {
-        runs_ratio_interval(units, BLOCK, stat, RESAMPLES, LEVEL, &mut Rng::seeded(BOOTSTRAP_SEED))
+        paired_ratio_interval(units, BLOCK, stat, RESAMPLES, LEVEL, &mut Rng::seeded(BOOTSTRAP_SEED))
             .map(|(lo, hi)| (lo * 100.0, hi * 100.0))
     };
     let mean_diff_ci_pct = interval(mean);
