@@ -108,7 +108,9 @@ pub fn paired_ratio_interval(
     if total == 0 || resamples == 0 || !(level > 0.0 && level < 1.0) {
         return None;
     }
-    let (mut a, mut b) = (Vec::with_capacity(total + block), Vec::with_capacity(total + block));
+    // A hint only: a resample holds about `total` pairs.
+    let cap = total + block.min(total);
+    let (mut a, mut b) = (Vec::with_capacity(cap), Vec::with_capacity(cap));
     let mut ratios = Vec::with_capacity(resamples);
     for _ in 0..resamples {
         a.clear();
@@ -315,6 +317,10 @@ mod tests {
             None
         );
         assert_eq!(paired_ratio_interval(&[], 32, mean_of, 100, 0.95, &mut Rng::seeded(3)), None);
+        // A block longer than any run is each run whole (no overflow).
+        let (lo, hi) =
+            paired_ratio_interval(&[&one], usize::MAX, mean_of, 10, 0.95, &mut Rng::seeded(3)).unwrap();
+        assert!((lo - 0.05).abs() < 1e-9 && (hi - 0.05).abs() < 1e-9, "{lo} {hi}");
     }
 
     #[test]
