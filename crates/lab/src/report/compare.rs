@@ -20,7 +20,7 @@
 //! refused with the difference named.
 
 use super::tables::num;
-use crate::runner::records::{FlowRecord, RunData, SCALE_PARAM};
+use crate::runner::records::{FlowRecord, RunData, DAEMONS_ON_BPF_METRIC, SCALE_PARAM};
 use serde::Serialize;
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write;
@@ -254,10 +254,10 @@ fn row(
 }
 
 /// How `variant`'s lanes daemons took their signals in `repeat` (the
-/// `daemons_on_bpf` figure of its summary), if it ran daemons.
+/// [`DAEMONS_ON_BPF_METRIC`] figure of its summary), if it ran daemons.
 fn signal_path(d: &RunData, variant: &str, repeat: u32) -> Option<&'static str> {
     let s = d.summaries.iter().find(|s| s.variant == variant && s.repeat == repeat)?;
-    let (_, &on_bpf) = s.metrics.iter().find(|(k, _)| k.starts_with("daemons_on_bpf"))?;
+    let (_, &on_bpf) = s.metrics.iter().find(|(k, _)| k.starts_with(DAEMONS_ON_BPF_METRIC))?;
     Some(if on_bpf > 0.0 { "the BPF program" } else { "sock_diag polling" })
 }
 

@@ -77,6 +77,11 @@ pub struct RunHeader {
 /// The parameter that holds a run's time dilation D.
 pub const SCALE_PARAM: &str = "scale";
 
+/// The summary metric (before its `@point`) that says whether a run's lanes
+/// daemons took their signals from the BPF program (1) or polled sock_diag
+/// (0): written by the lanes scenarios, read by `lab compare`.
+pub const DAEMONS_ON_BPF_METRIC: &str = "daemons_on_bpf";
+
 /// A run's time dilation D from its parameters: 1 when the scenario has no
 /// `scale` parameter. The one reader of that parameter (the lanes
 /// scenarios read D through it too).

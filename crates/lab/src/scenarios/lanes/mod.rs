@@ -45,6 +45,7 @@ use anyhow::{bail, Context, Result};
 use tcpaccel_core::stats::percentile_sorted;
 use tcpaccel_core::workload::{Flow, FlowClass};
 
+use crate::runner::records::DAEMONS_ON_BPF_METRIC;
 use crate::runner::scenario::{stop_flag, FlowCounters, Params, RunCtx, Testbed};
 use crate::testbeds::fabric::{Fabric, FabricSpec, MptcpMode, RouteMetrics, Shape};
 use crate::testbeds::rto_init::KERNEL_RTO_INIT;
@@ -560,7 +561,7 @@ fn record_outcome(
             let start = d.start_cpu_s.iter().sum::<f64>() / hosts;
             put(ctx, format!("daemon_start_cpu_ms_mean{suffix}"), start * 1e3);
         }
-        put(ctx, format!("daemons_on_bpf{suffix}"), if d.signals == "bpf" { 1.0 } else { 0.0 });
+        put(ctx, format!("{DAEMONS_ON_BPF_METRIC}{suffix}"), if d.signals == "bpf" { 1.0 } else { 0.0 });
         if d.signals == "bpf" {
             let hosts = d.cpu_s.len().max(1) as f64;
             put(ctx, format!("bpf_prog_cpu_pct_mean{suffix}"), d.bpf_run_s * 100.0 / wall / hosts);
