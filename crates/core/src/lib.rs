@@ -22,6 +22,7 @@ pub mod aimd;
 pub mod alloc;
 pub mod fidelity;
 pub mod lanes;
+pub mod loglimit;
 pub mod pace_spec;
 pub mod pacing;
 pub mod precise;
