@@ -19,6 +19,12 @@
 //! What it is not: it defines no metrics. Each service registers its
 //! counters and gauges (atomic, cheap to update from any thread) before
 //! serving and keeps updating them; a scrape only reads them.
+//!
+//! Beside it, [`floodlog`]: the services' shared flood control for
+//! per-connection log lines, with the `log_suppressed` counter each
+//! service registers.
+
+pub mod floodlog;
 
 use std::collections::BTreeMap;
 use std::io::{Read, Write};
