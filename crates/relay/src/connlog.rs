@@ -1,57 +1,23 @@
 //! The relay's per-connection records: one per connection that ends (relayed
 //! or refused), as a log line (`info`) or, with `json_logs`, as one JSON
-//! object on stderr instead — never both. Under a flood they are limited
-//! to [`RATE`] a second (bursts of [`BURST`]); the number left out is said
-//! in the next record that is written, and counted in the relay's
-//! `log_suppressed` counter.
-//!
-//! [`Limiter`] is sans-IO (the caller passes `now`); [`ConnLog`] holds one
-//! behind a mutex and writes.
+//! object on stderr instead — never both. Under a flood they pass through
+//! the services' shared flood control (`tcpaccel_metrics::floodlog`, the
+//! limiter is `tcpaccel_core::loglimit`): 20 at once, then 30 a minute, and
+//! the number left out in one summary line at most every 10 s (a
+//! `relay_records_suppressed` object with `json_logs`), counted in the
+//! relay's `log_suppressed` counter. A log line is offered only when `info`
+//! is enabled here, so at the default level (`warn`) nothing is written,
+//! counted or summarized; JSON records are asked for by `json_logs` itself.
 
 use std::net::SocketAddr;
 use std::sync::atomic::Ordering::Relaxed;
-use std::time::{Duration, Instant};
+use std::time::Instant;
+
+use tcpaccel_core::loglimit::Suppressed;
+use tcpaccel_metrics::floodlog::FloodLog;
 
 use crate::socks::Target;
 use crate::stats::Stats;
-
-/// Records written per second, sustained.
-pub const RATE: u32 = 50;
-/// Records written at once after a quiet spell.
-pub const BURST: u32 = 200;
-
-/// A token bucket over records.
-#[derive(Debug)]
-pub struct Limiter {
-    rate: f64,
-    burst: f64,
-    tokens: f64,
-    last: Duration,
-    suppressed: u64,
-}
-
-impl Limiter {
-    pub fn new(rate: u32, burst: u32) -> Limiter {
-        let burst = f64::from(burst.max(1));
-        Limiter { rate: f64::from(rate), burst, tokens: burst, last: Duration::ZERO, suppressed: 0 }
-    }
-
-    /// Whether a record at `now` (a monotonic clock, the same for every
-    /// call) is written: `Some(n)` with the records suppressed since the
-    /// last one written, or `None` if this one is suppressed.
-    pub fn allow(&mut self, now: Duration) -> Option<u64> {
-        let dt = now.saturating_sub(self.last).as_secs_f64();
-        self.last = self.last.max(now);
-        self.tokens = (self.tokens + dt * self.rate).min(self.burst);
-        if self.tokens >= 1.0 {
-            self.tokens -= 1.0;
-            Some(std::mem::take(&mut self.suppressed))
-        } else {
-            self.suppressed += 1;
-            None
-        }
-    }
-}
 
 /// How a connection ended, for its record.
 pub struct Record<'a> {
@@ -66,35 +32,31 @@ pub struct Record<'a> {
 
 /// The relay's record writer.
 pub struct ConnLog {
-    limiter: std::sync::Mutex<Limiter>,
-    epoch: Instant,
+    flood: FloodLog,
 }
 
 impl Default for ConnLog {
     fn default() -> ConnLog {
-        ConnLog { limiter: std::sync::Mutex::new(Limiter::new(RATE, BURST)), epoch: Instant::now() }
+        ConnLog { flood: FloodLog::new("connection records", "tcpaccel_relay_log_suppressed") }
     }
 }
 
 impl ConnLog {
-    /// Writes `r` (as JSON if `json`), unless the rate is spent.
+    /// Writes `r` (as JSON if `json`), unless the budget is spent.
     pub fn record(&self, stats: &Stats, json: bool, r: Record<'_>) {
-        let allowed = {
-            let mut l = self.limiter.lock().unwrap_or_else(|p| p.into_inner());
-            l.allow(self.epoch.elapsed())
-        };
-        let Some(suppressed) = allowed else {
+        if !json && !tracing::enabled!(tracing::Level::INFO) {
+            return;
+        }
+        let pass = self.flood.offer();
+        if let Some(s) = pass.summary {
+            self.summary(json, &s);
+        }
+        if !pass.write {
             stats.log_suppressed.fetch_add(1, Relaxed);
             return;
-        };
+        }
         let target = r.target.map(|t| t.to_string());
         if json {
-            if suppressed > 0 {
-                eprintln!(
-                    "{}",
-                    serde_json::json!({"type": "relay_records_suppressed", "records": suppressed})
-                );
-            }
             let line = serde_json::json!({
                 "type": "relay_connection",
                 "peer": r.peer.to_string(),
@@ -107,43 +69,29 @@ impl ConnLog {
             eprintln!("{line}");
             return;
         }
-        if suppressed > 0 {
-            tracing::warn!(
-                "{suppressed} connection records suppressed (more than {RATE} a second; counted in log_suppressed)"
-            );
-        }
         let target = target.as_deref().unwrap_or("-");
         tracing::info!(peer = %r.peer, target, up_bytes = r.up, down_bytes = r.down, outcome = r.outcome, "connection done");
     }
-}
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn ms(v: u64) -> Duration {
-        Duration::from_millis(v)
+    /// The summary of the records left out, once it is due (every second
+    /// or so), or (`flush`, at exit) whatever is held back.
+    pub fn tick(&self, json: bool, flush: bool) {
+        let s = if flush { self.flood.flush() } else { self.flood.tick() };
+        if let Some(s) = s {
+            self.summary(json, &s);
+        }
     }
 
-    #[test]
-    fn a_flood_is_cut_to_the_rate_and_the_next_record_counts_the_rest() {
-        let mut l = Limiter::new(10, 5);
-        // A burst of 5 passes, the next 95 in the same instant do not.
-        let passed = (0..100).filter(|_| l.allow(ms(0)).is_some()).count();
-        assert_eq!(passed, 5);
-        // 1 s later: 10 tokens (capped at the burst of 5); the first says 95.
-        assert_eq!(l.allow(ms(1000)), Some(95));
-        assert_eq!(l.allow(ms(1000)), Some(0));
-        // A steady 1000 a second for 10 s writes about 10 a second.
-        let mut written = 0;
-        let mut reported = 0;
-        for i in 0..10_000u64 {
-            if let Some(n) = l.allow(ms(2000 + i)) {
-                written += 1;
-                reported += n;
-            }
+    fn summary(&self, json: bool, s: &Suppressed) {
+        if json {
+            let line = serde_json::json!({
+                "type": "relay_records_suppressed",
+                "records": s.records,
+                "seconds": (s.span().as_secs_f64() * 10.0).round() / 10.0,
+            });
+            eprintln!("{line}");
+        } else {
+            tracing::warn!(suppressed = s.records, "{}", self.flood.describe(s));
         }
-        assert!((100..=110).contains(&written), "{written}");
-        assert!(reported + written >= 9_900, "every record is written or counted: {reported} + {written}");
     }
 }

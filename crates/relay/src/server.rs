@@ -206,8 +206,10 @@ impl Relay {
         let now = self.shared.epoch.elapsed();
         self.shared.pool().started(now);
         tasks.spawn(keep_pool(self.shared.clone()));
+        tasks.spawn(log_ticks(self.shared.clone()));
         shutdown.await;
         tasks.abort_all();
+        self.shared.log.tick(self.shared.config().json_logs, true);
         self.shared.stats.snapshot()
     }
 }
@@ -965,6 +967,15 @@ fn refill_pool(shared: &Arc<Shared>, cfg: &Config) {
 
 /// Closes expired warm connections and replaces those about to expire
 /// while the pool is in use (see `pool`).
+/// Says the count of records left out under a flood once it is due, also
+/// when no record follows (`connlog`).
+async fn log_ticks(shared: Arc<Shared>) {
+    loop {
+        tokio::time::sleep(Duration::from_secs(1)).await;
+        shared.log.tick(shared.config().json_logs, false);
+    }
+}
+
 async fn keep_pool(shared: Arc<Shared>) {
     loop {
         let cfg = shared.config();

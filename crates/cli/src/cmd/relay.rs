@@ -136,7 +136,8 @@ struct ServeArgs {
     #[arg(long, value_name = "FILE.toml")]
     config: Option<PathBuf>,
     /// Per-connection records as one JSON object per line on stderr, instead of log lines
-    /// (at most 50 a second; the next one written says how many were left out).
+    /// (under a flood 20 at once, then 30 a minute; the count of the rest in one
+    /// relay_records_suppressed line at most every 10 s).
     #[arg(long)]
     json_logs: bool,
     /// Serve Prometheus metrics on this address (PORT alone = 127.0.0.1:PORT): connections,
