@@ -45,6 +45,7 @@ pub fn serve(
             }
         }
         run.abort();
+        tcpaccel_metrics::flood_tick!(crate::floodlog::CONN_LOG, flush);
         Ok(())
     })
 }

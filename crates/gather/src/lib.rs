@@ -13,6 +13,7 @@
 pub mod blocking;
 pub mod client;
 pub mod config;
+pub mod floodlog;
 pub mod metrics;
 pub mod proto;
 pub mod qos;

@@ -2,7 +2,8 @@
 //! [`Event`]s the server reports (no second bookkeeping inside the server):
 //! per client (`id`, `class`) its target and goodput rates, streams, pool
 //! share and window clamps from each status; joins, ends and connection
-//! errors as counters; the pool size.
+//! errors as counters; the pool size; the log lines left out under a flood
+//! ([`crate::floodlog`]).
 
 use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::counter::Counter;
@@ -89,6 +90,11 @@ impl GatherMetrics {
             "tcpaccel_gather_connection_errors",
             "Connections closed for what their peer sent, by stage",
             m.errors.clone(),
+        );
+        reg.register(
+            "tcpaccel_gather_log_suppressed",
+            "Per-connection log lines left out under a flood (their count is logged in a summary)",
+            crate::floodlog::CONN_LOG.suppressed().clone(),
         );
         m
     }

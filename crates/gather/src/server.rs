@@ -209,7 +209,7 @@ impl Shared {
     }
 
     fn conn_error(&self, peer: SocketAddr, stage: &str, error: impl std::fmt::Display) {
-        tracing::warn!(%peer, stage, %error, "gather: closing connection");
+        tcpaccel_metrics::flood_event!(crate::floodlog::CONN_LOG, tracing::Level::WARN, %peer, stage, %error, "gather: closing connection");
         self.emit(Event::ConnectionError {
             t: self.t(),
             peer: peer.to_string(),
@@ -515,7 +515,7 @@ fn admit(shared: &Arc<Shared>, hello: Control, peer: SocketAddr) -> Result<(Arc<
         target_bps: target.0,
         priority: client.priority,
     };
-    tracing::info!(id = %client.id, session = %client.session, class = %client.class, %peer, "gather: client joined");
+    tcpaccel_metrics::flood_event!(crate::floodlog::CONN_LOG, tracing::Level::INFO, id = %client.id, session = %client.session, class = %client.class, %peer, "gather: client joined");
     shared.emit(Event::ClientJoin {
         t: shared.t(),
         id: client.id.clone(),
@@ -800,12 +800,14 @@ fn end_incomplete(shared: &Shared, client: &Arc<Client>, reason: &str, tell: Opt
             let dest = p.with_extension("incomplete");
             match std::fs::rename(&p, &dest) {
                 Ok(()) => path = Some(dest.display().to_string()),
-                Err(e) => tracing::warn!(path = %p.display(), error = %e, "gather: cannot mark incomplete"),
+                Err(e) => {
+                    tcpaccel_metrics::flood_event!(crate::floodlog::CONN_LOG, tracing::Level::WARN, path = %p.display(), error = %e, "gather: cannot mark incomplete")
+                }
             }
         }
         (bytes, sha, path)
     };
-    tracing::warn!(id = %client.id, bytes, reason, "gather: client left before its end of data");
+    tcpaccel_metrics::flood_event!(crate::floodlog::CONN_LOG, tracing::Level::WARN, id = %client.id, bytes, reason, "gather: client left before its end of data");
     shared.emit(Event::ClientEnd {
         t: shared.t(),
         id: client.id.clone(),
@@ -841,14 +843,14 @@ fn finish_if_complete(shared: &Shared, client: &Arc<Client>) {
                 "sha256 mismatch over {total} bytes: the client's end says {claimed}, the server wrote {sha}"
             );
             drop(g);
-            tracing::warn!(id = %client.id, "gather: {m}");
+            tcpaccel_metrics::flood_event!(crate::floodlog::CONN_LOG, tracing::Level::WARN, id = %client.id, "gather: {m}");
             return fail_transfer(shared, client, ErrorCode::Mismatch, &m);
         }
         g.finished = true;
         let mut ok = true;
         if let Some(mut w) = g.sink.take() {
             if let Err(e) = w.flush() {
-                tracing::error!(id = %client.id, error = %e, "gather: sink flush failed");
+                tcpaccel_metrics::flood_event!(crate::floodlog::CONN_LOG, tracing::Level::ERROR, id = %client.id, error = %e, "gather: sink flush failed");
                 ok = false;
             }
         }
@@ -858,7 +860,7 @@ fn finish_if_complete(shared: &Shared, client: &Arc<Client>) {
             match std::fs::rename(&p, &dest) {
                 Ok(()) => path = Some(dest.display().to_string()),
                 Err(e) => {
-                    tracing::error!(path = %p.display(), error = %e, "gather: rename failed");
+                    tcpaccel_metrics::flood_event!(crate::floodlog::CONN_LOG, tracing::Level::ERROR, path = %p.display(), error = %e, "gather: rename failed");
                     ok = false;
                 }
             }
@@ -866,7 +868,7 @@ fn finish_if_complete(shared: &Shared, client: &Arc<Client>) {
         (total, sha, ok, path)
     };
     let (total, sha, ok, path) = done;
-    tracing::info!(id = %client.id, total, complete = ok, "gather: client data complete");
+    tcpaccel_metrics::flood_event!(crate::floodlog::CONN_LOG, tracing::Level::INFO, id = %client.id, total, complete = ok, "gather: client data complete");
     let _ = client.ctl.send(Control::Done { total, sha256: sha.clone(), complete: ok });
     shared.emit(Event::ClientEnd {
         t: shared.t(),
@@ -1003,7 +1005,7 @@ impl StreamPos {
 
 fn apply_clamp(stream: &TcpStream, slot: &StreamSlot, bytes: u32, peer: SocketAddr) {
     if let Err(e) = sockopt::set_window_clamp(stream, bytes) {
-        tracing::warn!(%peer, error = %e, "gather: TCP_WINDOW_CLAMP failed");
+        tcpaccel_metrics::flood_event!(crate::floodlog::CONN_LOG, tracing::Level::WARN, %peer, error = %e, "gather: TCP_WINDOW_CLAMP failed");
     }
     if let Ok(v) = sockopt::get_window_clamp(stream) {
         slot.clamp_actual.store(v, Ordering::Relaxed);
@@ -1260,6 +1262,8 @@ async fn ticker(shared: Arc<Shared>) {
 }
 
 fn tick(shared: &Shared, measure: bool) {
+    // The count of lines left out under a flood, once due.
+    tcpaccel_metrics::flood_tick!(crate::floodlog::CONN_LOG);
     let now = shared.now();
     let t = shared.t();
     let mut everyone: Vec<Arc<Client>> = lock(&shared.state).clients.values().cloned().collect();
