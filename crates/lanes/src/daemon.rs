@@ -329,6 +329,7 @@ impl<'a> Daemon<'a> {
         self.act(retries, t)?;
         self.on_probe_results()?;
         self.on_sample_timer()?;
+        tcpaccel_metrics::flood_tick!(crate::floodlog::FLOW_LOG);
         if let Some(m) = &self.opts.metrics {
             m.observe(&self.summary, self.tracker.managed_count());
         }
@@ -406,14 +407,22 @@ impl<'a> Daemon<'a> {
                 self.act(actions, t)
             }
             Incoming::Malformed(e) => {
-                tracing::warn!("skipped a malformed mptcp_pm event: {e}");
+                tcpaccel_metrics::flood_event!(
+                    crate::floodlog::FLOW_LOG,
+                    tracing::Level::WARN,
+                    "skipped a malformed mptcp_pm event: {e}"
+                );
                 self.out.emit(&Record::Warning(Warning {
                     t: secs(t),
                     message: format!("skipped a malformed event: {e}"),
                 }))
             }
             Incoming::Overrun => {
-                tracing::warn!("mptcp_pm events were lost (socket buffer overrun)");
+                tcpaccel_metrics::flood_event!(
+                    crate::floodlog::FLOW_LOG,
+                    tracing::Level::WARN,
+                    "mptcp_pm events were lost (socket buffer overrun)"
+                );
                 self.out.emit(&Record::Warning(Warning {
                     t: secs(t),
                     message: "events were lost (netlink buffer overrun); some connections may be missed"
@@ -517,6 +526,7 @@ impl<'a> Daemon<'a> {
     /// The end of the run: the program's counters, the output flushed and
     /// the probe thread stopped.
     fn finish(mut self) -> Result<Summary, DaemonError> {
+        tcpaccel_metrics::flood_tick!(crate::floodlog::FLOW_LOG, flush);
         self.summary.bpf_stats = self.bpf.as_ref().map(|b| b.stats());
         self.out.flush()?;
         self.summary.probe_cpu_s = self.prober.stop();
@@ -532,7 +542,12 @@ impl<'a> Daemon<'a> {
             match a {
                 Action::Emit(r) => {
                     if let Record::Warning(w) = &r {
-                        tracing::warn!("{}", w.message);
+                        tcpaccel_metrics::flood_event!(
+                            crate::floodlog::FLOW_LOG,
+                            tracing::Level::WARN,
+                            "{}",
+                            w.message
+                        );
                     }
                     self.out.emit(&r)?
                 }
@@ -563,16 +578,32 @@ impl<'a> Daemon<'a> {
     /// A refused command: retried (the tracker is told), gone, or failed.
     fn count_refusal(&mut self, now: Instant, token: u32, create: bool, e: &PmError, what: &str) {
         if create && not_fully_established(e) && self.tracker.backup_not_ready(token) {
-            tracing::debug!("token {token:#x}: not fully established yet, retrying: {e} ({what})");
+            tcpaccel_metrics::flood_event!(
+                crate::floodlog::FLOW_LOG,
+                tracing::Level::DEBUG,
+                "token {token:#x}: not fully established yet, retrying: {e} ({what})"
+            );
             self.summary.open_retries += 1;
         } else if !create && subflow_not_found(e) && self.tracker.switch_not_ready(now, token) {
-            tracing::debug!("token {token:#x}: subflow not listed yet, switching again: {e} ({what})");
+            tcpaccel_metrics::flood_event!(
+                crate::floodlog::FLOW_LOG,
+                tracing::Level::DEBUG,
+                "token {token:#x}: subflow not listed yet, switching again: {e} ({what})"
+            );
             self.summary.switch_retries += 1;
         } else if connection_gone(e) {
-            tracing::debug!("token {token:#x}: connection gone: {e} ({what})");
+            tcpaccel_metrics::flood_event!(
+                crate::floodlog::FLOW_LOG,
+                tracing::Level::DEBUG,
+                "token {token:#x}: connection gone: {e} ({what})"
+            );
             self.summary.connection_gone += 1;
         } else {
-            tracing::warn!("token {token:#x}: {e} ({what})");
+            tcpaccel_metrics::flood_event!(
+                crate::floodlog::FLOW_LOG,
+                tracing::Level::WARN,
+                "token {token:#x}: {e} ({what})"
+            );
             self.summary.failed_commands += 1;
         }
     }

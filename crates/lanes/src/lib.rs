@@ -12,7 +12,8 @@
 //! upstream MPTCP cannot do that the thesis did are there), [`probe`]
 //! (handshake probes), [`bpf`] (the per-ACK signal program: load, attach,
 //! ring buffer), [`daemon`] (the I/O loop), [`record`] (output lines),
-//! [`metrics`] (the `--metrics` counters). The lab's flow engine that drives
+//! [`metrics`] (the `--metrics` counters), [`floodlog`] (its log lines
+//! under a flood). The lab's flow engine that drives
 //! workloads through lanes is `tcpaccel_lab::engines::flows`.
 //! What it is not: the path-manager netlink encoding (that is
 //! `tcpaccel_sys::mptcp`) or the switching formulas (`tcpaccel_core::lanes`).
@@ -22,6 +23,7 @@ pub mod bpf;
 pub mod config;
 pub mod daemon;
 pub mod env;
+pub mod floodlog;
 pub mod metrics;
 pub mod probe;
 pub mod record;

@@ -75,6 +75,11 @@ impl LanesMetrics {
             "Bytes acknowledged on subflows from each lane's local address",
             m.lane_bytes.clone(),
         );
+        reg.register(
+            "tcpaccel_lanes_log_suppressed",
+            "Per-connection log lines left out under a flood (their count is logged in a summary)",
+            crate::floodlog::FLOW_LOG.suppressed().clone(),
+        );
         m
     }
 
