@@ -8,6 +8,9 @@
 //! relay's `log_suppressed` counter. A log line is offered only when `info`
 //! is enabled here, so at the default level (`warn`) nothing is written,
 //! counted or summarized; JSON records are asked for by `json_logs` itself.
+//! The relay's other per-connection lines (the accept loop's warning when
+//! descriptors run out, the phase times of each session at `debug`) keep
+//! to the same budget ([`ConnLog::line`]).
 
 use std::net::SocketAddr;
 use std::sync::atomic::Ordering::Relaxed;
@@ -37,7 +40,7 @@ pub struct ConnLog {
 
 impl Default for ConnLog {
     fn default() -> ConnLog {
-        ConnLog { flood: FloodLog::new("connection records", "tcpaccel_relay_log_suppressed") }
+        ConnLog { flood: FloodLog::new("connection records", "tcpaccel_relay_log_suppressed_total") }
     }
 }
 
@@ -71,6 +74,21 @@ impl ConnLog {
         }
         let target = target.as_deref().unwrap_or("-");
         tracing::info!(peer = %r.peer, target, up_bytes = r.up, down_bytes = r.down, outcome = r.outcome, "connection done");
+    }
+
+    /// Another per-connection line (the accept loop's warning, the
+    /// per-session phase times at `debug`) under the same budget: `write`
+    /// runs if it passes. The caller checks first that its level is enabled.
+    pub fn line(&self, stats: &Stats, json: bool, write: impl FnOnce()) {
+        let pass = self.flood.offer();
+        if let Some(s) = pass.summary {
+            self.summary(json, &s);
+        }
+        if pass.write {
+            write();
+        } else {
+            stats.log_suppressed.fetch_add(1, Relaxed);
+        }
     }
 
     /// The summary of the records left out, once it is due (every second

@@ -247,7 +247,13 @@ async fn accept_loop(listener: TcpListener, mode: Mode, shared: Arc<Shared>) {
                 // The pending connection stays in the backlog and the listener
                 // stays readable: sleep instead of spinning on it.
                 shared.stats.error(ErrorKind::AcceptExhausted);
-                tracing::warn!("accept: {e}; backing off {}", tcpaccel_core::units::format_duration(backoff));
+                if tracing::enabled!(tracing::Level::WARN) {
+                    let backoff = tcpaccel_core::units::format_duration(backoff);
+                    let json = shared.config().json_logs;
+                    shared
+                        .log
+                        .line(&shared.stats, json, || tracing::warn!("accept: {e}; backing off {backoff}"));
+                }
                 tokio::time::sleep(backoff).await;
                 backoff = (backoff * 2).min(Duration::from_secs(1));
             }
@@ -337,17 +343,21 @@ async fn handle(
         }
     }
     // Phase times for the first-byte budget (issue 29); one line per session
-    // at debug level, off by default.
-    tracing::debug!(
-        %peer,
-        pooled,
-        early_reply = replied,
-        ahead_bytes = ahead.len(),
-        request_ms = ms(requested),
-        upstream_ms = ms(up_at),
-        replied_ms = ms(started.elapsed()),
-        "set up"
-    );
+    // at debug level, off by default; under the records' flood budget.
+    if tracing::enabled!(tracing::Level::DEBUG) {
+        shared.log.line(stats, cfg.json_logs, || {
+            tracing::debug!(
+                %peer,
+                pooled,
+                early_reply = replied,
+                ahead_bytes = ahead.len(),
+                request_ms = ms(requested),
+                upstream_ms = ms(up_at),
+                replied_ms = ms(started.elapsed()),
+                "set up"
+            )
+        });
+    }
     stats.bytes_up.fetch_add(ahead.len() as u64, Relaxed);
     let opts = PumpOptions {
         splice: cfg.splice,
