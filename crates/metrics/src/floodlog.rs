@@ -117,7 +117,7 @@ macro_rules! flood_event {
             let log: &$crate::floodlog::FloodLog = &$log;
             let pass = log.offer();
             if let Some(s) = pass.summary {
-                $crate::floodlog::__tracing::warn!(suppressed = s.records, "{}", log.describe(&s));
+                $crate::floodlog::__tracing::warn!(parent: None, suppressed = s.records, "{}", log.describe(&s));
             }
             if pass.write {
                 $crate::floodlog::__tracing::event!($lvl, $($arg)+);
@@ -134,13 +134,13 @@ macro_rules! flood_tick {
     ($log:expr) => {{
         let log: &$crate::floodlog::FloodLog = &$log;
         if let Some(s) = log.tick() {
-            $crate::floodlog::__tracing::warn!(suppressed = s.records, "{}", log.describe(&s));
+            $crate::floodlog::__tracing::warn!(parent: None, suppressed = s.records, "{}", log.describe(&s));
         }
     }};
     ($log:expr, flush) => {{
         let log: &$crate::floodlog::FloodLog = &$log;
         if let Some(s) = log.flush() {
-            $crate::floodlog::__tracing::warn!(suppressed = s.records, "{}", log.describe(&s));
+            $crate::floodlog::__tracing::warn!(parent: None, suppressed = s.records, "{}", log.describe(&s));
         }
     }};
 }

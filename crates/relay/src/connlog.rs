@@ -109,7 +109,9 @@ impl ConnLog {
             });
             eprintln!("{line}");
         } else {
-            tracing::warn!(suppressed = s.records, "{}", self.flood.describe(s));
+            // A root event: not in the span of the connection that happened
+            // to bring it.
+            tracing::warn!(parent: None, suppressed = s.records, "{}", self.flood.describe(s));
         }
     }
 }
