@@ -576,6 +576,9 @@ impl<'a> Daemon<'a> {
             failed_commands: self.summary.failed_commands,
             connection_gone: self.summary.connection_gone,
             lanes,
+            lanes_read_every_ms: if self.bpf.is_some() { COUNT_EVERY } else { self.sample_every }
+                .as_secs_f64()
+                * 1e3,
             signals: self.summary.signals.into(),
         }
     }

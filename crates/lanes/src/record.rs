@@ -85,14 +85,17 @@ pub struct SummaryRecord {
     /// Bytes acknowledged on each lane's subflows, in configuration order
     /// (SL lanes, then LL).
     pub lanes: Vec<LaneTotal>,
+    /// How often those bytes were read (see [`LaneTotal`]).
+    pub lanes_read_every_ms: f64,
     /// Where the signals came from: "bpf" or "diag".
     pub signals: String,
 }
 
 /// One lane's bytes in the [`SummaryRecord`]. Counted from sock_diag
 /// readings (every `probe.sample_interval` with sock_diag signals, every
-/// second with BPF ones, and once at the stop): a subflow that opened and
-/// closed between two readings is not in it.
+/// second with BPF ones, whose program replaces the readings, and once at
+/// the stop): what a subflow sent after its last reading before it closed
+/// is not in it (at most that interval's worth per connection).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct LaneTotal {
     /// `sl`, `ll1`, ... as in the decision records.
@@ -311,7 +314,8 @@ impl SummaryRecord {
             self.t, self.connections, self.switches
         );
         if !self.switch_reasons.is_empty() {
-            s.push_str(&format!(" ({})", list(&self.switch_reasons)));
+            let reasons: Vec<String> = self.switch_reasons.iter().map(|(r, n)| format!("{r} {n}")).collect();
+            s.push_str(&format!(" (reason {})", reasons.join(", ")));
         }
         s.push_str(&format!(
             ", {} failed command(s), {} for connections already gone, signals {}",
@@ -325,7 +329,12 @@ impl SummaryRecord {
         }
         let lanes: Vec<String> =
             self.lanes.iter().map(|l| format!("{} {} {}", l.lane, l.local, Bytes(l.bytes_acked))).collect();
-        s.push_str(&format!("\n  bytes acknowledged per lane: {}", lanes.join(", ")));
+        s.push_str(&format!(
+            "\n  bytes acknowledged per lane (read every {} ms; a flow's last {} ms may be missing): {}",
+            self.lanes_read_every_ms,
+            self.lanes_read_every_ms,
+            lanes.join(", ")
+        ));
         s
     }
 }
@@ -362,6 +371,7 @@ mod tests {
                 LaneTotal { lane: "sl".into(), local: "10.10.0.1".into(), bytes_acked: 1_200_000 },
                 LaneTotal { lane: "ll1".into(), local: "10.20.0.1".into(), bytes_acked: 43_100_000 },
             ],
+            lanes_read_every_ms: 1000.0,
             signals: "bpf".into(),
         });
         let line = serde_json::to_string(&s).unwrap();
@@ -373,9 +383,13 @@ mod tests {
         let text = s.to_text();
         let lines: Vec<&str> = text.lines().collect();
         assert_eq!(lines.len(), 3, "{text}");
-        assert!(lines[0].ends_with("summary: 3 connection(s) managed, 1 switch(es) (link-cost 1), 0 failed command(s), 2 for connections already gone, signals bpf"), "{text}");
+        assert!(lines[0].ends_with("summary: 3 connection(s) managed, 1 switch(es) (reason link_cost 1), 0 failed command(s), 2 for connections already gone, signals bpf"), "{text}");
         assert_eq!(lines[1], "  decisions under link-cost: open-backup 6, switch 1");
-        assert_eq!(lines[2], "  bytes acknowledged per lane: sl 10.10.0.1 1.2MB, ll1 10.20.0.1 43.1MB");
+        assert_eq!(
+            lines[2],
+            "  bytes acknowledged per lane (read every 1000 ms; a flow's last 1000 ms may be missing): \
+             sl 10.10.0.1 1.2MB, ll1 10.20.0.1 43.1MB"
+        );
     }
 
     #[test]
