@@ -130,14 +130,19 @@ fn ip(args: &[&str]) {
     assert!(out.status.success(), "ip {args:?}: {}", String::from_utf8_lossy(&out.stderr));
 }
 
+/// Issue 51: the daemon ends with its summary (a `summary` record, last)
+/// and calls its lanes after the interfaces their addresses are on (`sl`
+/// and `ll1` here, as a topology file names them), not `sl0`, `ll0`.
 #[test]
 fn root_lanes_daemon_stops_with_0_on_sigint() {
     tcpaccel_sys::testing::require_root();
     let ns = Netns(format!("tcpaccel-clisig-{}", std::process::id()));
     ip(&["netns", "add", &ns.0]);
     ip(&["-n", &ns.0, "link", "set", "lo", "up"]);
-    ip(&["-n", &ns.0, "addr", "add", "10.77.0.1/32", "dev", "lo"]);
-    ip(&["-n", &ns.0, "addr", "add", "10.77.1.1/32", "dev", "lo"]);
+    for (dev, addr) in [("sl", "10.77.0.1/32"), ("ll1", "10.77.1.1/32")] {
+        ip(&["-n", &ns.0, "link", "add", dev, "type", "veth", "peer", "name", &format!("{dev}-peer")]);
+        ip(&["-n", &ns.0, "addr", "add", addr, "dev", dev]);
+    }
     ip(&["netns", "exec", &ns.0, "sysctl", "-q", "-w", "net.mptcp.path_manager=userspace"]);
     let dir = std::env::temp_dir().join(format!("tcpaccel-clisig-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
@@ -158,11 +163,64 @@ ll = [{ local = "10.77.1.1", remote = "10.77.1.2" }]
     .unwrap();
     let mut d = spawn(&["lanes", "--config", cfg.to_str().unwrap(), "--netns", &ns.0, "--json"]);
     let mut out = BufReader::new(d.0.stdout.take().unwrap());
-    wait_for_line(&mut out, "\"ready\"");
+    let ready: serde_json::Value = serde_json::from_str(&wait_for_line(&mut out, "\"ready\"")).unwrap();
+    assert_eq!((ready["sl_names"][0].as_str(), ready["ll_names"][0].as_str()), (Some("sl"), Some("ll1")));
     let st = d.stop_with("INT");
     let err = rest(d.0.stderr.take().unwrap());
     let _ = std::fs::remove_dir_all(&dir);
     assert_eq!(st.code(), Some(0), "{st:?}; stderr:\n{err}");
+    let rest = rest(out);
+    let last = rest.lines().last().unwrap_or_else(|| panic!("nothing after ready; stderr:\n{err}"));
+    let v: serde_json::Value = serde_json::from_str(last).expect("the summary is JSON");
+    assert_eq!(v["type"], "summary", "{last}");
+    assert_eq!((v["connections"].as_u64(), v["switches"].as_u64()), (Some(0), Some(0)), "{last}");
+    let lanes: Vec<(&str, &str, u64)> = v["lanes"]
+        .as_array()
+        .expect("lanes")
+        .iter()
+        .map(|l| {
+            (l["lane"].as_str().unwrap(), l["local"].as_str().unwrap(), l["bytes_acked"].as_u64().unwrap())
+        })
+        .collect();
+    assert_eq!(lanes, [("sl", "10.77.0.1", 0), ("ll1", "10.77.1.1", 0)], "{last}");
+}
+
+/// Issue 51: `lanes --check` where none of the configured addresses is
+/// (the host, when they are in a namespace) says where they are and
+/// suggests no sysctl for the wrong namespace; in that namespace it passes.
+#[test]
+fn root_lanes_check_away_from_its_addresses_says_where_they_are() {
+    tcpaccel_sys::testing::require_root();
+    let ns = Netns(format!("tcpaccel-cliwhere-{}", std::process::id()));
+    ip(&["netns", "add", &ns.0]);
+    ip(&["-n", &ns.0, "link", "set", "lo", "up"]);
+    ip(&["-n", &ns.0, "addr", "add", "10.79.0.1/32", "dev", "lo"]);
+    ip(&["-n", &ns.0, "addr", "add", "10.79.1.1/32", "dev", "lo"]);
+    ip(&["netns", "exec", &ns.0, "sysctl", "-q", "-w", "net.mptcp.path_manager=userspace"]);
+    let dir = std::env::temp_dir().join(format!("tcpaccel-cliwhere-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let cfg = dir.join("lanes.toml");
+    std::fs::write(
+        &cfg,
+        "[[peer]]\nsl = [{ local = \"10.79.0.1\", remote = \"10.79.0.2\" }]\n\
+         ll = [{ local = \"10.79.1.1\", remote = \"10.79.1.2\" }]\n",
+    )
+    .unwrap();
+    let check = |extra: &[&str]| {
+        Command::new(bin())
+            .args(["lanes", "--config", cfg.to_str().unwrap(), "--check"])
+            .args(extra)
+            .output()
+            .expect("run tcpaccel lanes --check")
+    };
+    let here = check(&[]);
+    let err = String::from_utf8_lossy(&here.stderr);
+    assert_eq!(here.status.code(), Some(2), "{err}");
+    assert!(err.contains("none of the configured local addresses (10.79.0.1, 10.79.1.1)"), "{err}");
+    assert!(err.contains(&format!("--netns {}", ns.0)) && !err.contains("sysctl"), "{err}");
+    let there = check(&["--netns", &ns.0]);
+    let _ = std::fs::remove_dir_all(&dir);
+    assert_eq!(there.status.code(), Some(0), "{}", String::from_utf8_lossy(&there.stderr));
 }
 
 /// GET /metrics on loopback; the body of the answer.
@@ -223,7 +281,15 @@ fn root_lanes_daemon_reloads_on_sighup_and_serves_metrics() {
     assert_eq!(r["ok"].as_bool(), Some(false), "{line}");
     assert!(r["error"].as_str().unwrap_or("").contains("need a restart"), "{line}");
 
-    // The endpoint was bound on the host's loopback, not the namespace's.
+    // Issue 50: the endpoint was bound where the daemon was started (the
+    // host's loopback, where a unit's Prometheus scrapes), and nothing
+    // listens on that port in the --netns namespace.
+    let in_ns = format!("127.0.0.1:{port}").parse::<std::net::SocketAddr>().unwrap();
+    let refused = tcpaccel_sys::netns::run_in(&ns.0, move || {
+        TcpStream::connect_timeout(&in_ns, Duration::from_secs(2)).err().map(|e| e.kind())
+    })
+    .expect("enter the namespace");
+    assert_eq!(refused, Some(std::io::ErrorKind::ConnectionRefused), "an endpoint inside {}", ns.0);
     let body = scrape(&format!("127.0.0.1:{port}"));
     assert!(body.contains("tcpaccel_lanes_reloads_total{outcome=\"applied\"} 1"), "{body}");
     assert!(body.contains("tcpaccel_lanes_reloads_total{outcome=\"refused\"} 2"), "{body}");

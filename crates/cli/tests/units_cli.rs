@@ -1,8 +1,12 @@
-//! The example systemd units (examples/*/tcpaccel-*.service): each passes
-//! `systemd-analyze verify` with ExecStart pointed at the binary under test,
-//! and every flag its ExecStart passes exists in that subcommand's --help
-//! (a renamed flag would otherwise only show when the service fails to
-//! start on a real host).
+//! The example systemd units (examples/*/tcpaccel-*.service), which the
+//! Debian package ships: each passes `systemd-analyze verify`, its
+//! Documentation= pages included (man(1) finds them among the pages
+//! `tcpaccel man` writes), with ExecStart pointed at the binary under test;
+//! ExecStart is /usr/bin/tcpaccel, where the package puts the binary; and
+//! every flag its ExecStart passes exists in that subcommand's --help (a
+//! renamed flag would otherwise only show when the service fails to start
+//! on a real host). .ci/run verifies them once more as unpacked from the
+//! package.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -25,19 +29,43 @@ fn exec_start(unit: &str) -> Vec<String> {
     line.split_whitespace().map(String::from).collect()
 }
 
+/// Where the package installs the binary and the units
+/// (`[package.metadata.deb]` of crates/cli/Cargo.toml): the units' paths
+/// must follow it.
+#[test]
+fn the_package_ships_the_units_and_the_binary_where_they_name_it() {
+    let manifest = std::fs::read_to_string(repo().join("crates/cli/Cargo.toml")).unwrap();
+    let asset = |src: &str| {
+        manifest
+            .lines()
+            .find(|l| l.trim_start().starts_with(&format!("[\"{src}\"")))
+            .unwrap_or_else(|| panic!("no asset {src} in crates/cli/Cargo.toml"))
+            .to_string()
+    };
+    assert!(asset("target/release/tcpaccel").contains("\"usr/bin/\""), "the binary goes to /usr/bin");
+    for path in UNITS {
+        assert!(asset(&format!("../../{path}")).contains("\"usr/lib/systemd/system/\""), "{path}");
+    }
+}
+
 #[test]
 fn example_units_verify_and_their_flags_exist() {
     let dir = std::env::temp_dir().join(format!("tcpaccel-units-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
+    // The pages the package installs, for the Documentation= lines.
+    let man = dir.join("man");
+    let pages = Command::new(bin()).arg("man").arg(man.join("man1")).output().unwrap();
+    assert!(pages.status.success(), "tcpaccel man: {}", String::from_utf8_lossy(&pages.stderr));
     for path in UNITS {
         let text = std::fs::read_to_string(repo().join(path)).unwrap_or_else(|e| panic!("{path}: {e}"));
         let argv = exec_start(&text);
-        assert_eq!(argv[0], "/usr/local/bin/tcpaccel", "{path}");
+        assert_eq!(argv[0], "/usr/bin/tcpaccel", "{path}");
         let name = Path::new(path).file_name().unwrap();
         let local = dir.join(name);
-        std::fs::write(&local, text.replace("/usr/local/bin/tcpaccel", bin())).unwrap();
+        std::fs::write(&local, text.replace("/usr/bin/tcpaccel", bin())).unwrap();
         let out = Command::new("systemd-analyze")
-            .args(["verify", "--man=no"])
+            .args(["verify", "--man=yes"])
+            .env("MANPATH", &man)
             .arg(&local)
             .output()
             .expect("systemd-analyze (package systemd) must be installed");

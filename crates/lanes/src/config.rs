@@ -44,7 +44,7 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 use tcpaccel_core::lanes::bpf::{BpfParams, Unsupported, MAX_SLOTS};
-use tcpaccel_core::lanes::{BaseRtt, LaneId, Policy, SwitchConfig};
+use tcpaccel_core::lanes::{BaseRtt, LaneId, LaneKind, Policy, SwitchConfig};
 use tcpaccel_core::units::{serde_duration, Bytes};
 
 /// Why a configuration was refused.
@@ -196,12 +196,37 @@ pub struct Config {
     pub sl_lanes: Vec<IpAddr>,
     /// Local address of each LL lane, by lane index.
     pub ll_lanes: Vec<IpAddr>,
+    /// What records, metrics and the summary call each lane (see
+    /// [`LaneNames`]).
+    pub names: LaneNames,
     /// Also manage connections this host accepted (`[policy]
     /// manage_server_side`). Off by default: when both ends run the
     /// daemon, each would open its own LL subflows.
     pub server_side: bool,
     /// `[signals]`: BPF or sock_diag.
     pub signals: SignalsConfig,
+}
+
+/// The lanes' names, by kind and index. The file names addresses only, so
+/// a lane is called after the interface its local address is on where the
+/// daemon runs ([`Config::name_lanes`]: `sl`, `ll1`, `ll2` in
+/// `examples/topologies/lanes.toml`, `eth1` on a real host); until then, and
+/// for an address whose interface holds another lane too, after its index
+/// (`sl0`, `ll0`, ...).
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct LaneNames {
+    pub sl: Vec<String>,
+    pub ll: Vec<String>,
+}
+
+impl LaneNames {
+    /// `sl0..`, `ll0..`: the names before the interfaces are known.
+    fn by_index(sl: usize, ll: usize) -> LaneNames {
+        LaneNames {
+            sl: (0..sl).map(|i| format!("sl{i}")).collect(),
+            ll: (0..ll).map(|i| format!("ll{i}")).collect(),
+        }
+    }
 }
 
 /// Why the BPF signal path cannot run a configuration: its pure limits, no
@@ -244,6 +269,40 @@ impl Config {
     pub fn address_id(&self, lane: LaneId) -> u8 {
         // Validation keeps the LL lane count below 255.
         (lane.index as u8).saturating_add(1)
+    }
+    /// The name of `lane` (see [`LaneNames`]).
+    pub fn lane_name(&self, lane: LaneId) -> &str {
+        let (names, kind) = match lane.kind {
+            LaneKind::Short => (&self.names.sl, "sl"),
+            LaneKind::Long => (&self.names.ll, "ll"),
+        };
+        match names.get(usize::from(lane.index)) {
+            Some(n) => n,
+            // Only a LaneId from another configuration gets here.
+            None => kind,
+        }
+    }
+    /// The lane whose local address is `ip`, if any.
+    pub fn lane_of(&self, ip: IpAddr) -> Option<LaneId> {
+        if let Some(i) = self.sl_lanes.iter().position(|a| *a == ip) {
+            return Some(LaneId::short(i as u16));
+        }
+        self.ll_lanes.iter().position(|a| *a == ip).map(|i| LaneId::long(i as u16))
+    }
+    /// Names every lane after the interface its local address is on
+    /// (`interface_of`, a lookup in the daemon's namespace), when that
+    /// interface holds no other lane's address; the others keep their
+    /// index names. Pure: the lookup is passed in.
+    pub fn name_lanes(&mut self, interface_of: impl Fn(IpAddr) -> Option<String>) {
+        let found: Vec<Option<String>> = self.local_addresses().map(&interface_of).collect();
+        let unique = |name: &String| found.iter().flatten().filter(|n| *n == name).count() == 1;
+        let mut names = LaneNames::by_index(self.sl_lanes.len(), self.ll_lanes.len());
+        for (slot, f) in names.sl.iter_mut().chain(names.ll.iter_mut()).zip(&found) {
+            if let Some(n) = f.as_ref().filter(|n| unique(n)) {
+                *slot = n.clone();
+            }
+        }
+        self.names = names;
     }
     /// Every local address the daemon uses.
     pub fn local_addresses(&self) -> impl Iterator<Item = IpAddr> + '_ {
@@ -506,12 +565,14 @@ impl ConfigFile {
                 format!("{:?}: a path inside the cgroup2 mount, \"/\" for its root", cgroup),
             ));
         }
+        let names = LaneNames::by_index(sl_lanes.len(), ll_lanes.len());
         let cfg = Config {
             run: self.run,
             switch,
             switch_to: p.switch_to,
             probe,
             peers,
+            names,
             sl_lanes,
             ll_lanes,
             server_side: p.manage_server_side,
@@ -610,6 +671,34 @@ mod tests {
         sl = [{ local = "10.1.0.1", remote = "10.1.0.3" }]
         ll = [{ local = "10.2.0.1", remote = "10.2.0.3" }]
     "#;
+
+    /// Issue 51: a lane is called after its interface (`ll1`, `ll2` of
+    /// examples/topologies/lanes.toml, not `ll0`, `ll1`), unless that
+    /// interface holds another lane too or is unknown: then by index.
+    #[test]
+    fn lanes_are_named_after_their_interfaces_where_that_is_unambiguous() {
+        let mut c = Config::parse(include_str!("../../../examples/lanes/lanes.toml"), "example").unwrap();
+        assert_eq!((c.lane_name(LaneId::short(0)), c.lane_name(LaneId::long(1))), ("sl0", "ll1"));
+        let topology = |a: IpAddr| match a.to_string().as_str() {
+            "10.10.0.1" => Some("sl".to_string()),
+            "10.20.0.1" => Some("ll1".into()),
+            "10.30.0.1" => Some("ll2".into()),
+            _ => None,
+        };
+        c.name_lanes(topology);
+        let names: Vec<&str> = [LaneId::short(0), LaneId::long(0), LaneId::long(1)]
+            .into_iter()
+            .map(|l| c.lane_name(l))
+            .collect();
+        assert_eq!(names, ["sl", "ll1", "ll2"]);
+        assert_eq!(c.lane_of("10.30.0.1".parse().unwrap()), Some(LaneId::long(1)));
+        // Two lanes on one interface, one on none: index names for those.
+        c.name_lanes(|a| (a.to_string() != "10.10.0.1").then(|| "eth1".to_string()));
+        assert_eq!(
+            (c.names.sl.as_slice(), c.names.ll.as_slice()),
+            (&["sl0".to_string()][..], &["ll0".to_string(), "ll1".to_string()][..])
+        );
+    }
 
     #[test]
     fn parses_lanes_and_defaults() {

@@ -42,7 +42,7 @@ use crate::config::{Config, SignalSource};
 use crate::env::{self, EnvError};
 use crate::metrics::{LaneBytes, LanesMetrics};
 use crate::probe::Prober;
-use crate::record::{Ready, Record, Summary, Warning};
+use crate::record::{DecisionRecord, LaneTotal, Ready, Record, Summary, SummaryRecord, Warning};
 use crate::tracker::{Action, Existing, ExistingSubflow, PmCommand, Reading, Tracker, RETRY_DELAY};
 use std::os::fd::AsFd;
 
@@ -181,6 +181,13 @@ struct Daemon<'a> {
     prober: Prober,
     bpf: Option<BpfSignals>,
     lane_bytes: LaneBytes,
+    /// What the summary record adds to [`Summary`]: bytes per lane (by
+    /// name), decisions per policy and action, switches per reason.
+    lane_totals: std::collections::BTreeMap<String, u64>,
+    decisions: std::collections::BTreeMap<String, std::collections::BTreeMap<String, u64>>,
+    switch_reasons: std::collections::BTreeMap<String, u64>,
+    /// Next lane-byte count with BPF signals (no readings otherwise).
+    next_count: Instant,
     sample_every: Duration,
     next_sample: Instant,
     last_flush: Instant,
@@ -191,11 +198,13 @@ struct Daemon<'a> {
 impl<'a> Daemon<'a> {
     /// Opens the sockets, starts the probe thread and (where it can) the
     /// BPF program, writes `ready` and adopts the connections already open.
-    fn setup(cfg: Config, opts: &'a Options, out: &'a mut dyn Write) -> Result<Daemon<'a>, DaemonError> {
+    fn setup(mut cfg: Config, opts: &'a Options, out: &'a mut dyn Write) -> Result<Daemon<'a>, DaemonError> {
         let cpu0 = crate::probe::thread_cpu_s();
         let ns_label =
             opts.netns.clone().map(|n| format!("namespace {n:?}")).unwrap_or("this namespace".into());
         env::check_in(&cfg, opts.netns.as_deref())?;
+        // Lanes called as the user called their interfaces (issue 51).
+        cfg.name_lanes(|a| tcpaccel_sys::link::interface_of(a).ok().flatten());
         let events = EventListener::open()
             .map_err(|source| DaemonError::Open { what: "the mptcp_pm events group", source })?;
         let pm =
@@ -277,6 +286,10 @@ impl<'a> Daemon<'a> {
             prober,
             bpf,
             lane_bytes: LaneBytes::default(),
+            lane_totals: Default::default(),
+            decisions: Default::default(),
+            switch_reasons: Default::default(),
+            next_count: Instant::ZERO + COUNT_EVERY,
             sample_every,
             next_sample: Instant::ZERO,
             last_flush: Instant::ZERO,
@@ -488,7 +501,9 @@ impl<'a> Daemon<'a> {
         // probes still time LL lanes for link cost (an idle backup subflow
         // carries no ACKs).
         if self.bpf.is_none() || self.tracker.wants_readings() {
-            self.read_sockets(t)?;
+            self.read_sockets(t, true)?;
+        } else if t >= self.next_count {
+            self.read_sockets(t, false)?;
         }
         for pair in self.tracker.probes_due(t) {
             self.prober.request(pair);
@@ -496,14 +511,23 @@ impl<'a> Daemon<'a> {
         Ok(())
     }
 
-    /// One sock_diag reading to the tracker (and the lane byte counters).
-    fn read_sockets(&mut self, t: Instant) -> Result<(), DaemonError> {
+    /// One sock_diag reading to the lane byte counters and, when `decide`,
+    /// to the tracker.
+    fn read_sockets(&mut self, t: Instant, decide: bool) -> Result<(), DaemonError> {
+        self.next_count = t + COUNT_EVERY;
         match self.diag_conn.dump_into(&self.dump, &mut self.sockets) {
             Ok(_) => {
                 self.diag_failing = false;
                 let readings = to_readings(&self.sockets, &self.locals);
+                let increments = self.lane_bytes.update(self.tracker.config(), &readings);
+                for (lane, n) in &increments {
+                    *self.lane_totals.entry(lane.clone()).or_default() += n;
+                }
                 if let Some(m) = &self.opts.metrics {
-                    m.add_lane_bytes(&self.lane_bytes.update(self.tracker.config(), &readings));
+                    m.add_lane_bytes(&increments);
+                }
+                if !decide {
+                    return Ok(());
                 }
                 let actions = self.tracker.on_readings(t, &readings);
                 self.act(actions, t)
@@ -523,14 +547,63 @@ impl<'a> Daemon<'a> {
         }
     }
 
-    /// The end of the run: the program's counters, the output flushed and
-    /// the probe thread stopped.
+    /// The end of the run: a last count of the lanes' bytes, the program's
+    /// counters, the summary record, the output flushed and the probe
+    /// thread stopped.
     fn finish(mut self) -> Result<Summary, DaemonError> {
+        let t = self.now();
+        self.read_sockets(t, false)?;
+        if let Some(m) = &self.opts.metrics {
+            m.observe(&self.summary, self.tracker.managed_count());
+        }
         tcpaccel_metrics::flood_tick!(crate::floodlog::FLOW_LOG, flush);
         self.summary.bpf_stats = self.bpf.as_ref().map(|b| b.stats());
+        let record = self.summary_record(t);
+        self.out.emit(&Record::Summary(record))?;
         self.out.flush()?;
         self.summary.probe_cpu_s = self.prober.stop();
         Ok(self.summary)
+    }
+
+    /// The `summary` record: the counts, with the lanes in configuration
+    /// order.
+    fn summary_record(&self, t: Instant) -> SummaryRecord {
+        let cfg = self.tracker.config();
+        let lanes = cfg
+            .local_addresses()
+            .filter_map(|a| {
+                let lane = cfg.lane_name(cfg.lane_of(a)?).to_string();
+                let bytes_acked = self.lane_totals.get(&lane).copied().unwrap_or(0);
+                Some(LaneTotal { lane, local: a.to_string(), bytes_acked })
+            })
+            .collect();
+        SummaryRecord {
+            t: secs(t),
+            connections: self.summary.connections,
+            switches: self.summary.switches,
+            switch_reasons: self.switch_reasons.clone(),
+            decisions: self.decisions.clone(),
+            failed_commands: self.summary.failed_commands,
+            connection_gone: self.summary.connection_gone,
+            lanes,
+            lanes_read_every_ms: if self.bpf.is_some() { COUNT_EVERY } else { self.sample_every }
+                .as_secs_f64()
+                * 1e3,
+            signals: self.summary.signals.into(),
+        }
+    }
+
+    /// A decision carried out, counted for the summary.
+    fn count_decision(&mut self, d: &DecisionRecord) {
+        if !d.ok {
+            return;
+        }
+        let per_policy = self.decisions.entry(d.policy.clone()).or_default();
+        *per_policy.entry(d.action.name().into()).or_default() += 1;
+        if d.action == crate::record::DecisionAction::Switch {
+            let reason = d.reason.clone().unwrap_or_else(|| "unknown".into());
+            *self.switch_reasons.entry(reason).or_default() += 1;
+        }
     }
 
     /// Runs the actions' commands and prints their records. A switch decided
@@ -548,6 +621,9 @@ impl<'a> Daemon<'a> {
                             "{}",
                             w.message
                         );
+                    }
+                    if let Record::Decision(d) = &r {
+                        self.count_decision(d);
                     }
                     self.out.emit(&r)?
                 }
@@ -568,6 +644,7 @@ impl<'a> Daemon<'a> {
                             record.signal_ms = Some(now_ns.saturating_sub(k) as f64 / 1e6);
                         }
                     }
+                    self.count_decision(&record);
                     self.out.emit(&Record::Decision(record))?;
                 }
             }
@@ -623,6 +700,8 @@ fn ready(cfg: &Config, opts: &Options, bpf: bool) -> Ready {
         t0: s.t0,
         sl_lanes: cfg.sl_lanes.iter().map(|a| a.to_string()).collect(),
         ll_lanes: cfg.ll_lanes.iter().map(|a| a.to_string()).collect(),
+        sl_names: cfg.names.sl.clone(),
+        ll_names: cfg.names.ll.clone(),
         peers: cfg.peers.len(),
         signals: Some(if bpf { "bpf" } else { "diag" }.into()),
     }
@@ -651,6 +730,11 @@ fn secs(t: Instant) -> f64 {
 /// this short keeps well inside the event socket's buffer (an overrun is
 /// reported as a warning record).
 pub const EVENT_BATCH: Duration = Duration::from_millis(10);
+
+/// With BPF signals (no sock_diag readings to decide on), how often the
+/// lanes' bytes are counted for the summary and `--metrics`: a dump a
+/// second costs little beside the readings the program replaces.
+pub const COUNT_EVERY: Duration = Duration::from_secs(1);
 
 /// How long a record may wait in the daemon's output buffer while the loop
 /// is busy. Writing it out at every wake-up was 8 % of the daemons' CPU in

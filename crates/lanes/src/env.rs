@@ -29,6 +29,15 @@ pub enum EnvError {
     NotUserspace { ns: String, found: String, prefix: String },
     #[error("configured local address {addr} ({lane}) does not exist in {ns}")]
     NoAddress { addr: IpAddr, lane: String, ns: String },
+    /// No configured address at all: the daemon is in the wrong place (the
+    /// host rather than a lab node, say), so nothing about this namespace's
+    /// MPTCP settings is worth suggesting. `hint` says where they are, when
+    /// the caller found out (see `tcpaccel lanes`), else is empty.
+    #[error(
+        "none of the configured local addresses ({}) is in {ns}: the daemon runs where its lanes are{hint}",
+        list(.addrs)
+    )]
+    NotHere { addrs: Vec<IpAddr>, ns: String, hint: String },
     #[error(transparent)]
     Read(#[from] tcpaccel_sys::sysctl::SysctlError),
 }
@@ -61,6 +70,10 @@ pub fn path_manager() -> Result<String, EnvError> {
     }
 }
 
+fn list(addrs: &[IpAddr]) -> String {
+    addrs.iter().map(|a| a.to_string()).collect::<Vec<_>>().join(", ")
+}
+
 /// True when `addr` is assigned to an interface of the calling thread's
 /// namespace (binding to a foreign address fails with EADDRNOTAVAIL).
 pub fn address_exists(addr: IpAddr) -> bool {
@@ -82,6 +95,13 @@ pub fn check(cfg: &Config, ns: &str) -> Result<(), EnvError> {
 }
 
 fn check_with(cfg: &Config, ns: &str, prefix: &str) -> Result<(), EnvError> {
+    // First whether this is the place at all: advice on its MPTCP settings
+    // would change a namespace the daemon is not meant for (issue 51: the
+    // host's path manager, when the lanes are in a lab node).
+    let addrs: Vec<IpAddr> = cfg.local_addresses().collect();
+    if !addrs.iter().any(|a| address_exists(*a)) {
+        return Err(EnvError::NotHere { addrs, ns: ns.into(), hint: String::new() });
+    }
     if !tcpaccel_sys::sysctl::exists("net.mptcp.enabled") {
         return Err(EnvError::NoMptcp);
     }
@@ -129,6 +149,26 @@ mod tests {
         let msg = EnvError::NotUserspace { ns: "ns a".into(), found: "kernel".into(), prefix: String::new() }
             .to_string();
         assert!(msg.contains("`sysctl -w net.mptcp.path_manager=userspace`"), "{msg}");
+    }
+
+    /// Issue 51: where none of the lanes' addresses is (the host, when the
+    /// lanes are a lab node's), the check says so first and suggests no
+    /// sysctl for this namespace, whatever its path manager.
+    #[test]
+    fn a_namespace_without_any_lane_address_is_the_wrong_place_not_a_wrong_setting() {
+        let cfg = Config::parse(
+            r#"
+            [[peer]]
+            sl = [{ local = "192.0.2.1", remote = "192.0.2.2" }]
+            ll = [{ local = "198.51.100.1", remote = "198.51.100.2" }]
+            "#,
+            "t",
+        )
+        .unwrap();
+        let e = check(&cfg, "this namespace").unwrap_err();
+        assert!(matches!(e, EnvError::NotHere { .. }) && !e.is_missing_feature(), "{e:?}");
+        let msg = e.to_string();
+        assert!(msg.contains("192.0.2.1, 198.51.100.1") && !msg.contains("sysctl"), "{msg}");
     }
 
     /// Issue 28: the command a check suggests for a namespace acts in that

@@ -19,7 +19,8 @@ use crate::tracker::Reading;
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct LaneLabel {
-    /// `sl0`, `ll1`, ... as in the decision records.
+    /// The lane's name, as in the decision records (its interface: `sl`,
+    /// `ll1`, ...; see `config::LaneNames`).
     pub lane: String,
 }
 
@@ -149,10 +150,7 @@ impl LaneBytes {
 }
 
 fn lane_of(cfg: &Config, ip: IpAddr) -> Option<String> {
-    if let Some(i) = cfg.sl_lanes.iter().position(|a| *a == ip) {
-        return Some(format!("sl{i}"));
-    }
-    cfg.ll_lanes.iter().position(|a| *a == ip).map(|i| format!("ll{i}"))
+    cfg.lane_of(ip).map(|l| cfg.lane_name(l).to_string())
 }
 
 #[cfg(test)]

@@ -1,11 +1,15 @@
 //! The daemon's output: one JSON object per line, each with a `type` field
-//! (`ready`, `event`, `decision`, `warning`, `reload`), or the same as plain text.
+//! (`ready`, `event`, `decision`, `warning`, `reload`, `summary`), or the
+//! same as plain text.
 //!
 //! What it is: the record types (serde) and the run's [`Summary`], so the CLI tests and the lab decode
 //! exactly what the daemon writes. What it is not: logging (diagnostics go
 //! to `tracing` on stderr; results are never parsed back from logs).
 
+use std::collections::BTreeMap;
+
 use serde::{Deserialize, Serialize};
+use tcpaccel_core::Bytes;
 
 /// Counts of what happened during a run: what the daemon returns at the
 /// end, and what its metrics follow while it runs.
@@ -55,6 +59,50 @@ pub enum Record {
     /// The configuration was read again (SIGHUP): applied, or refused with
     /// the reason (the old one stays in force).
     Reload(ReloadRecord),
+    /// Written once, last, when the daemon stops (SIGINT/SIGTERM,
+    /// `--duration`): what the run did.
+    Summary(SummaryRecord),
+}
+
+/// The run in numbers, at the stop.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SummaryRecord {
+    /// Seconds since the daemon started.
+    pub t: f64,
+    /// Connections managed (started on an SL pair).
+    pub connections: u64,
+    /// Connections switched to LL, and how many for each reason
+    /// (`deadline`, `link_cost`, `size`).
+    pub switches: u64,
+    pub switch_reasons: BTreeMap<String, u64>,
+    /// Decisions carried out, per policy in force when made (a reload can
+    /// change it), per action (`open_backup`, `switch`, ...).
+    pub decisions: BTreeMap<String, BTreeMap<String, u64>>,
+    /// Path-manager commands the kernel refused (connections already gone
+    /// are counted apart, in `connection_gone`).
+    pub failed_commands: u64,
+    pub connection_gone: u64,
+    /// Bytes acknowledged on each lane's subflows, in configuration order
+    /// (SL lanes, then LL).
+    pub lanes: Vec<LaneTotal>,
+    /// How often those bytes were read (see [`LaneTotal`]).
+    pub lanes_read_every_ms: f64,
+    /// Where the signals came from: "bpf" or "diag".
+    pub signals: String,
+}
+
+/// One lane's bytes in the [`SummaryRecord`]. Counted from sock_diag
+/// readings (every `probe.sample_interval` with sock_diag signals, every
+/// second with BPF ones, whose program replaces the readings, and once at
+/// the stop): what a subflow sent after its last reading before it closed
+/// is not in it (at most that interval's worth per connection).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct LaneTotal {
+    /// `sl`, `ll1`, ... as in the decision records.
+    pub lane: String,
+    /// The lane's local address.
+    pub local: String,
+    pub bytes_acked: u64,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -83,6 +131,13 @@ pub struct Ready {
     pub t0: f64,
     pub sl_lanes: Vec<String>,
     pub ll_lanes: Vec<String>,
+    /// What decisions, metrics and the summary call each lane, in the order
+    /// of `sl_lanes` / `ll_lanes`: the interface of its address (absent in
+    /// records of daemons from before issue 51).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub sl_names: Vec<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub ll_names: Vec<String>,
     pub peers: usize,
     /// Where the signals come from: "bpf" or "diag" (absent in records of
     /// daemons from before issue 13).
@@ -132,6 +187,19 @@ pub enum DecisionAction {
     Activate,
 }
 
+impl DecisionAction {
+    /// The name in JSON (`open_backup`, `switch`, ...).
+    pub fn name(self) -> &'static str {
+        match self {
+            DecisionAction::OpenBackup => "open_backup",
+            DecisionAction::OpenActive => "open_active",
+            DecisionAction::Switch => "switch",
+            DecisionAction::SwitchPending => "switch_pending",
+            DecisionAction::Activate => "activate",
+        }
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct DecisionRecord {
     pub t: f64,
@@ -176,11 +244,11 @@ impl Record {
     pub fn to_text(&self) -> String {
         match self {
             Record::Ready(r) => format!(
-                "ready: policy {} (t_deadline {} ms), SL {:?}, LL {:?}, {} peer(s){}",
+                "ready: policy {} (t_deadline {} ms), SL {}, LL {}, {} peer(s){}",
                 r.policy,
                 r.t_deadline_ms,
-                r.sl_lanes,
-                r.ll_lanes,
+                named(&r.sl_names, &r.sl_lanes),
+                named(&r.ll_names, &r.ll_lanes),
                 r.peers,
                 r.netns.as_deref().map(|n| format!(", netns {n}")).unwrap_or_default()
             ),
@@ -201,13 +269,7 @@ impl Record {
                 s
             }
             Record::Decision(d) => {
-                let action = match d.action {
-                    DecisionAction::OpenBackup => "open-backup",
-                    DecisionAction::OpenActive => "open-active",
-                    DecisionAction::Switch => "switch",
-                    DecisionAction::SwitchPending => "switch-pending",
-                    DecisionAction::Activate => "activate",
-                };
+                let action = d.action.name().replace('_', "-");
                 let mut s =
                     format!("{:9.3}s decision {action} token {:#010x} age {:.0} ms", d.t, d.token, d.age_ms);
                 if let Some(r) = &d.reason {
@@ -236,13 +298,99 @@ impl Record {
                 ),
                 Some(e) => format!("{:9.3}s reload refused, policy {} stays: {e}", r.t, r.policy),
             },
+            Record::Summary(s) => s.to_text(),
         }
     }
+}
+
+impl SummaryRecord {
+    /// Three lines: counts, decisions per policy, bytes per lane.
+    fn to_text(&self) -> String {
+        let list = |m: &BTreeMap<String, u64>| {
+            m.iter().map(|(k, n)| format!("{} {n}", k.replace('_', "-"))).collect::<Vec<_>>().join(", ")
+        };
+        let mut s = format!(
+            "{:9.3}s summary: {} connection(s) managed, {} switch(es)",
+            self.t, self.connections, self.switches
+        );
+        if !self.switch_reasons.is_empty() {
+            let reasons: Vec<String> = self.switch_reasons.iter().map(|(r, n)| format!("{r} {n}")).collect();
+            s.push_str(&format!(" (reason {})", reasons.join(", ")));
+        }
+        s.push_str(&format!(
+            ", {} failed command(s), {} for connections already gone, signals {}",
+            self.failed_commands, self.connection_gone, self.signals
+        ));
+        if self.decisions.is_empty() {
+            s.push_str("\n  decisions: none");
+        }
+        for (policy, actions) in &self.decisions {
+            s.push_str(&format!("\n  decisions under {policy}: {}", list(actions)));
+        }
+        let lanes: Vec<String> =
+            self.lanes.iter().map(|l| format!("{} {} {}", l.lane, l.local, Bytes(l.bytes_acked))).collect();
+        s.push_str(&format!(
+            "\n  bytes acknowledged per lane (read every {} ms; a flow's last {} ms may be missing): {}",
+            self.lanes_read_every_ms,
+            self.lanes_read_every_ms,
+            lanes.join(", ")
+        ));
+        s
+    }
+}
+
+/// `ll1 10.20.0.1, ll2 10.30.0.1`: each lane's name beside its address
+/// (the addresses alone when the names are missing).
+fn named(names: &[String], addrs: &[String]) -> String {
+    let one = |(i, a): (usize, &String)| match names.get(i) {
+        Some(n) => format!("{n} {a}"),
+        None => a.clone(),
+    };
+    addrs.iter().enumerate().map(one).collect::<Vec<_>>().join(", ")
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_summary_round_trips_with_its_type_and_reads_as_three_lines() {
+        let s = Record::Summary(SummaryRecord {
+            t: 12.5,
+            connections: 3,
+            switches: 1,
+            switch_reasons: [("link_cost".to_string(), 1)].into(),
+            decisions: [(
+                "link-cost".to_string(),
+                [("open_backup".to_string(), 6), ("switch".to_string(), 1)].into(),
+            )]
+            .into(),
+            failed_commands: 0,
+            connection_gone: 2,
+            lanes: vec![
+                LaneTotal { lane: "sl".into(), local: "10.10.0.1".into(), bytes_acked: 1_200_000 },
+                LaneTotal { lane: "ll1".into(), local: "10.20.0.1".into(), bytes_acked: 43_100_000 },
+            ],
+            lanes_read_every_ms: 1000.0,
+            signals: "bpf".into(),
+        });
+        let line = serde_json::to_string(&s).unwrap();
+        let v: serde_json::Value = serde_json::from_str(&line).unwrap();
+        assert_eq!(v["type"], "summary");
+        assert_eq!(v["lanes"][1]["lane"], "ll1");
+        assert_eq!(v["decisions"]["link-cost"]["open_backup"], 6);
+        assert_eq!(serde_json::from_str::<Record>(&line).unwrap(), s);
+        let text = s.to_text();
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(lines.len(), 3, "{text}");
+        assert!(lines[0].ends_with("summary: 3 connection(s) managed, 1 switch(es) (reason link_cost 1), 0 failed command(s), 2 for connections already gone, signals bpf"), "{text}");
+        assert_eq!(lines[1], "  decisions under link-cost: open-backup 6, switch 1");
+        assert_eq!(
+            lines[2],
+            "  bytes acknowledged per lane (read every 1000 ms; a flow's last 1000 ms may be missing): \
+             sl 10.10.0.1 1.2MB, ll1 10.20.0.1 43.1MB"
+        );
+    }
 
     #[test]
     fn decision_lines_round_trip_with_a_type_field() {

@@ -43,7 +43,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::net::{IpAddr, SocketAddr};
 use std::time::Duration;
 
-use tcpaccel_core::lanes::{Decision, LaneId, LaneKind, LaneSwitcher, Policy, Reason};
+use tcpaccel_core::lanes::{Decision, LaneId, LaneSwitcher, Policy, Reason};
 use tcpaccel_core::Instant;
 use tcpaccel_sys::mptcp::{flags, Event, EventKind, PmAddr};
 
@@ -207,13 +207,6 @@ fn ms(d: Duration) -> f64 {
     d.as_secs_f64() * 1e3
 }
 
-fn lane_name(l: LaneId) -> String {
-    match l.kind {
-        LaneKind::Short => format!("sl{}", l.index),
-        LaneKind::Long => format!("ll{}", l.index),
-    }
-}
-
 fn sock_text(a: SocketAddr) -> String {
     a.to_string()
 }
@@ -323,7 +316,9 @@ impl Tracker {
         if !changed.is_empty() {
             return self.reload_refused(now, format!("{} changed; they need a restart", changed.join(", ")));
         }
-        self.cfg = new;
+        // Lanes cannot change on a reload, so neither do their names (the
+        // file read again has only the index names).
+        self.cfg = Config { names: self.cfg.names.clone(), ..new };
         for c in self.conns.values_mut() {
             if c.switcher.switched().is_none() {
                 c.switcher.reconfigure(self.cfg.switch);
@@ -593,7 +588,7 @@ impl Tracker {
                     policy: policy.clone(),
                     action: if active { DecisionAction::OpenActive } else { DecisionAction::OpenBackup },
                     reason: None,
-                    lane: Some(lane_name(s.pair.lane)),
+                    lane: Some(self.cfg.lane_name(s.pair.lane).to_string()),
                     cost_sl: None,
                     cost_ll: None,
                     subflows: vec![format!(
@@ -709,7 +704,7 @@ impl Tracker {
                 Reason::LinkCost => "link_cost".to_string(),
                 Reason::Size => "size".to_string(),
             }),
-            lane: lane.map(lane_name),
+            lane: lane.map(|l| self.cfg.lane_name(l).to_string()),
             cost_sl: costs.map(|c| c.sl),
             cost_ll: costs.map(|c| c.ll),
             subflows: Vec::new(),
@@ -746,7 +741,7 @@ impl Tracker {
         }
         let d = c.applied?;
         let mut record = self.switch_record(now, token, &d, DecisionAction::Activate);
-        record.lane = Some(lane_name(lane));
+        record.lane = Some(self.cfg.lane_name(lane).to_string());
         record.subflows = vec![format!("{l} -> {r} active")];
         record.signal_ktime_ns = None;
         let commands = vec![PmCommand::SetFlags {
@@ -1373,7 +1368,9 @@ mod tests {
 
     #[test]
     fn reload_applies_a_new_deadline_to_live_connections_and_refuses_new_lanes() {
-        let mut tr = Tracker::new(cfg("deadline"), at(0));
+        let mut named = cfg("deadline");
+        named.name_lanes(|a| Some(format!("if-{a}")));
+        let mut tr = Tracker::new(named, at(0));
         established(&mut tr, 7);
         let sl = ("10.1.0.1:40000", "10.1.0.2:5201");
         let r = |a| [reading(1, sl.0, sl.1, 5, a)];
@@ -1393,6 +1390,8 @@ mod tests {
         }
         let a = tr.on_readings(at(220), &r(30));
         assert_eq!(decisions(&a)[0].action, DecisionAction::Switch, "the live connection follows 150 ms");
+        // The file read again names no interfaces: the lanes keep theirs.
+        assert_eq!(tr.config().lane_name(LaneId::long(0)), "if-10.2.0.1");
         // Lanes name the subflows already open: refused, old config stays.
         let moved = Config::parse(&CFG.replace("10.3.0.1", "10.4.0.1"), "t").unwrap();
         match tr.reload(at(230), moved) {

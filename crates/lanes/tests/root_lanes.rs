@@ -203,6 +203,8 @@ struct Daemon {
     records: Receiver<Record>,
     /// The `signals` of its ready record.
     signals: Option<String>,
+    /// The lanes' names in its ready record (SL, LL).
+    names: (Vec<String>, Vec<String>),
 }
 
 impl Drop for Daemon {
@@ -233,10 +235,11 @@ impl Daemon {
                 }
             }
         });
-        let mut d = Daemon { child, records, signals: None };
+        let mut d = Daemon { child, records, signals: None, names: Default::default() };
         match d.records.recv_timeout(Duration::from_secs(20)) {
             Ok(Record::Ready(r)) => {
                 d.signals = r.signals;
+                d.names = (r.sl_names, r.ll_names);
                 d
             }
             other => panic!("daemon did not get ready: {other:?}"),
@@ -387,6 +390,55 @@ fn deadline_moves_a_long_transfer(cfg: &str) {
     let (sl_after, ll_after) = (sl4 - sl3, ll4 - ll3);
     assert!(ll_after > 2_000_000, "LL carried only {ll_after} bytes after the switch");
     assert!(ll_after > 4 * sl_after, "after the switch SL {sl_after} vs LL {ll_after}");
+}
+
+/// Issue 51: lanes are called after their interfaces (`csl`, `cll` here,
+/// not `sl0`, `ll0`), and SIGTERM ends the daemon with a summary record:
+/// the switch with its reason, the decisions under the policy, and bytes
+/// per lane that the interfaces' own counters bound (stopped mid-transfer,
+/// so the last count sees the connection still open).
+#[test]
+fn root_the_summary_at_sigterm_counts_the_switch_and_the_bytes_of_each_named_lane() {
+    summary_at_sigterm("diag");
+}
+
+#[test]
+fn root_bpf_the_summary_at_sigterm_counts_the_switch_and_the_bytes_of_each_named_lane() {
+    summary_at_sigterm("bpf");
+}
+
+fn summary_at_sigterm(source: &str) {
+    let Bed { _g, lab, sink } = bed();
+    let mut daemon = Daemon::start(&lab, &config_from("kind = \"deadline\"\nt_deadline = \"300ms\"", source));
+    assert_eq!(daemon.names, (vec!["csl".to_string()], vec!["cll".to_string()]));
+    let (sl0, ll0) = lab.lanes();
+    let s = connect(&lab);
+    let writer = std::thread::spawn(move || send(s, Duration::from_secs(3), None));
+    std::thread::sleep(Duration::from_millis(1500));
+    let pid = daemon.child.id().to_string();
+    assert!(Command::new("kill").args(["-TERM", &pid]).status().expect("kill(1)").success());
+    let mut seen = Vec::new();
+    let got = daemon.wait_for(&mut seen, Duration::from_secs(10), |r| matches!(r, Record::Summary(_)));
+    let (sl1, ll1) = lab.lanes();
+    assert!(got, "no summary record after SIGTERM: {seen:?}");
+    let status = daemon.child.wait().expect("wait for the daemon");
+    assert!(status.success(), "{status:?}");
+    writer.join().expect("writer");
+    let _ = sink.totals.recv_timeout(Duration::from_secs(20));
+    let Some(Record::Summary(sum)) = seen.last() else {
+        panic!("the summary is not the last record: {seen:?}")
+    };
+    assert_eq!((sum.connections, sum.switches), (1, 1), "{sum:?}");
+    assert_eq!(sum.switch_reasons.get("deadline"), Some(&1), "{sum:?}");
+    assert_eq!(sum.decisions.get("deadline").and_then(|d| d.get("switch")), Some(&1), "{sum:?}");
+    let lanes: Vec<(&str, &str)> = sum.lanes.iter().map(|l| (l.lane.as_str(), l.local.as_str())).collect();
+    assert_eq!(lanes, [("csl", SL_LOCAL), ("cll", LL_LOCAL)], "{sum:?}");
+    let (sl, ll) = (sum.lanes[0].bytes_acked, sum.lanes[1].bytes_acked);
+    eprintln!("summary: SL {sl} LL {ll} bytes acked; interfaces sent SL {} LL {}", sl1 - sl0, ll1 - ll0);
+    // Acknowledged payload is at most what the interface sent (headers
+    // included); about 1.2 s on LL at 50 Mbit/s is several MB.
+    assert!(sl > 100_000 && sl <= sl1 - sl0, "SL: {sl} acked, {} sent", sl1 - sl0);
+    assert!(ll > 2_000_000 && ll <= ll1 - ll0, "LL: {ll} acked, {} sent", ll1 - ll0);
 }
 
 #[test]

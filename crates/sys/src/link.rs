@@ -143,6 +143,50 @@ pub fn ifname(index: u32) -> Option<String> {
     Some(String::from_utf8_lossy(&buf[..end]).into_owned())
 }
 
+/// The name of the device that holds address `addr` in this thread's
+/// namespace (getifaddrs(3)), `None` when no device has it.
+pub fn interface_of(addr: IpAddr) -> Result<Option<String>> {
+    let mut list: *mut libc::ifaddrs = std::ptr::null_mut();
+    // SAFETY: getifaddrs writes a list head into `list`, freed below.
+    if unsafe { libc::getifaddrs(&mut list) } != 0 {
+        return Err(Error::last("getifaddrs"));
+    }
+    let mut found = None;
+    let mut p = list;
+    while !p.is_null() && found.is_none() {
+        // SAFETY: p is a node of the list getifaddrs returned, not yet freed.
+        let ifa = unsafe { &*p };
+        p = ifa.ifa_next;
+        if ifa.ifa_addr.is_null() || ifa.ifa_name.is_null() {
+            continue;
+        }
+        // SAFETY: ifa_addr points to a sockaddr whose family says its size;
+        // only AF_INET and AF_INET6 are read, as their own structs.
+        let here = unsafe {
+            match i32::from((*ifa.ifa_addr).sa_family) {
+                libc::AF_INET => {
+                    let sin = &*(ifa.ifa_addr as *const libc::sockaddr_in);
+                    Some(IpAddr::from(u32::from_be(sin.sin_addr.s_addr).to_be_bytes()))
+                }
+                libc::AF_INET6 => {
+                    let sin6 = &*(ifa.ifa_addr as *const libc::sockaddr_in6);
+                    Some(IpAddr::from(sin6.sin6_addr.s6_addr))
+                }
+                _ => None,
+            }
+        };
+        if here == Some(addr) {
+            // SAFETY: ifa_name is a NUL-terminated string owned by the list.
+            let name = unsafe { std::ffi::CStr::from_ptr(ifa.ifa_name) };
+            found = Some(name.to_string_lossy().into_owned());
+        }
+    }
+    // SAFETY: list came from getifaddrs and is freed once; no reference into
+    // it outlives this call (the name was copied).
+    unsafe { libc::freeifaddrs(list) };
+    Ok(found)
+}
+
 /// The GSO limits of device `index`.
 pub fn link_gso(index: u32) -> Result<LinkGso> {
     let op = format!("RTM_GETLINK of device {index}");
@@ -217,6 +261,13 @@ impl Drop for GsoSegsCap {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn loopback_is_on_lo_and_a_documentation_address_on_no_device() {
+        assert_eq!(interface_of("127.0.0.1".parse().unwrap()).unwrap().as_deref(), Some("lo"));
+        // 192.0.2.0/24 (TEST-NET-1) is never assigned on a test host.
+        assert_eq!(interface_of("192.0.2.77".parse().unwrap()).unwrap(), None);
+    }
 
     #[test]
     fn requests_encode_to_exact_bytes() {

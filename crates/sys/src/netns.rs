@@ -35,6 +35,20 @@ pub fn exists(name: &str) -> bool {
     path_of(name).map(|p| p.exists()).unwrap_or(false)
 }
 
+/// The names under `/run/netns` (every namespace `ip netns` knows), sorted;
+/// none when the directory does not exist.
+pub fn list() -> Result<Vec<String>> {
+    let entries = match std::fs::read_dir(NETNS_RUN_DIR) {
+        Ok(e) => e,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(e) => return Err(Error::os(format!("list {NETNS_RUN_DIR}"), e)),
+    };
+    let mut names: Vec<String> =
+        entries.filter_map(|e| e.ok()).map(|e| e.file_name().to_string_lossy().into_owned()).collect();
+    names.sort();
+    Ok(names)
+}
+
 fn open_ns(name: &str) -> Result<File> {
     let path = path_of(name)?;
     File::open(&path).map_err(|e| match e.kind() {

@@ -13,7 +13,10 @@ use std::path::PathBuf;
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 
+use std::net::IpAddr;
+
 use anyhow::Context;
+use tcpaccel_lanes::env::EnvError;
 
 use crate::exit::{self, Fail, Verdict};
 
@@ -23,10 +26,12 @@ pub(crate) struct Args {
     /// `netns`, `json`, `duration` and `metrics`, the flags below of the same names.
     #[arg(long, short = 'c')]
     config: PathBuf,
-    /// Run inside this network namespace (a name from `ip netns`).
+    /// Run inside this network namespace (a name from `ip netns`): its MPTCP connections and
+    /// lanes. The --metrics endpoint stays where tcpaccel was started (see --metrics).
     #[arg(long)]
     netns: Option<String>,
-    /// JSON Lines on stdout, one object per line with a `type` (ready, event, decision, warning).
+    /// JSON Lines on stdout, one object per line with a `type` (ready, event, decision, warning,
+    /// reload, and summary last, at the stop).
     #[arg(long)]
     json: bool,
     /// Stop by itself after this long (e.g. 30s); by default run until SIGINT/SIGTERM.
@@ -36,7 +41,10 @@ pub(crate) struct Args {
     #[arg(long)]
     check: bool,
     /// Serve Prometheus metrics on this address (PORT alone = 127.0.0.1:PORT): connections,
-    /// switches, refused commands, reloads, bytes acknowledged per lane. Off by default.
+    /// switches, refused commands, reloads, bytes acknowledged per lane. Off by default. With
+    /// --netns the endpoint listens in the namespace tcpaccel was started in (where a systemd
+    /// unit runs and Prometheus scrapes), not in the --netns one; for an endpoint inside a
+    /// namespace, start the whole daemon there (`ip netns exec NS tcpaccel lanes ...`).
     #[arg(long, value_name = "ADDR", value_parser = crate::cmd::values::metrics_addr)]
     metrics: Option<std::net::SocketAddr>,
 }
@@ -53,14 +61,24 @@ pub(crate) fn run(args: Args) -> anyhow::Result<Verdict> {
     };
     let duration = args.duration;
     exit::require_root("tcpaccel lanes (MPTCP path-manager netlink)")?;
-    // Bound before entering --netns, so the endpoint is reachable from the
-    // host (a socket keeps the namespace it was made in).
+    // Bound before entering --netns, so the endpoint is reachable where the
+    // daemon was started (a socket keeps the namespace it was made in):
+    // the host a unit runs on, whose Prometheus scrapes it; a --netns
+    // namespace is often reachable from nowhere else (issue 50).
     let (metrics, _endpoint) = match args.metrics {
         Some(addr) => {
             let mut reg = tcpaccel_metrics::Registry::default();
             let m = Arc::new(tcpaccel_lanes::metrics::LanesMetrics::register(&mut reg));
-            let ep = tcpaccel_metrics::Endpoint::serve(addr, Arc::new(reg))
-                .context("starting the metrics endpoint")?;
+            let ep = tcpaccel_metrics::Endpoint::serve(addr, Arc::new(reg)).with_context(|| {
+                match &args.netns {
+                    Some(ns) => format!(
+                        "starting the metrics endpoint on {addr} in the namespace tcpaccel was started in \
+                         (not in --netns {ns}; for an endpoint there, run `ip netns exec {ns} tcpaccel lanes ...` \
+                         without --netns)"
+                    ),
+                    None => format!("starting the metrics endpoint on {addr}"),
+                }
+            })?;
             eprintln!("metrics on http://{}/metrics", ep.addr());
             (Some(m), Some(ep))
         }
@@ -73,7 +91,8 @@ pub(crate) fn run(args: Args) -> anyhow::Result<Verdict> {
     }
     let label = args.netns.as_ref().map(|n| format!("namespace {n:?}")).unwrap_or("this namespace".into());
     if args.check {
-        tcpaccel_lanes::env::check_in(&cfg, args.netns.as_deref()).map_err(classify_env)?;
+        tcpaccel_lanes::env::check_in(&cfg, args.netns.as_deref())
+            .map_err(|e| classify_env(with_hint(e, &args)))?;
         tcpaccel_sys::mptcp::EventListener::open()
             .map_err(|e| anyhow::Error::new(Fail::Feature(format!("mptcp_pm events: {e}"))))?;
         println!("lanes configuration {} is usable in {label}", args.config.display());
@@ -95,6 +114,7 @@ pub(crate) fn run(args: Args) -> anyhow::Result<Verdict> {
     let stdout = std::io::stdout();
     let mut lock = stdout.lock();
     match tcpaccel_lanes::run(cfg, &opts, &mut lock, &stop) {
+        Err(tcpaccel_lanes::DaemonError::Env(e)) => Err(classify_env(with_hint(e, &args))),
         Ok(summary) => {
             tracing::info!(
                 "lanes: {} connections, {} switches, {} failed commands",
@@ -111,7 +131,68 @@ pub(crate) fn run(args: Args) -> anyhow::Result<Verdict> {
     }
 }
 
-fn classify_env(e: tcpaccel_lanes::env::EnvError) -> anyhow::Error {
+/// A [`EnvError::NotHere`] with where the lanes' addresses are: a node of
+/// a network `net up` made (`net exec NODE --`), else a namespace under
+/// /run/netns (`--netns`). Other errors as they are.
+fn with_hint(e: EnvError, args: &Args) -> EnvError {
+    let EnvError::NotHere { addrs, ns, .. } = e else { return e };
+    let command = format!(
+        "tcpaccel lanes --config {}{}",
+        args.config.display(),
+        if args.check { " --check" } else { "" }
+    );
+    let hint = where_lanes_are(&addrs, &command);
+    EnvError::NotHere { addrs, ns, hint }
+}
+
+/// "; they are on node h1 ...": the place holding most of `addrs`.
+fn where_lanes_are(addrs: &[IpAddr], command: &str) -> String {
+    let runs: Vec<_> =
+        tcpaccel_net::state::list().unwrap_or_default().into_iter().filter(|r| r.is_live()).collect();
+    let held = |n: &tcpaccel_net::state::NodeState| {
+        let on: Vec<IpAddr> = n
+            .interfaces
+            .iter()
+            .flat_map(|i| [&i.addr, &i.addr6])
+            .filter_map(|a| a.as_deref()?.split('/').next()?.parse().ok())
+            .collect();
+        addrs.iter().filter(|a| on.contains(a)).count()
+    };
+    let node = runs
+        .iter()
+        .flat_map(|r| r.nodes.iter().map(move |n| (r, n)))
+        .map(|(r, n)| (held(n), r, n))
+        .filter(|(k, _, _)| *k > 0)
+        .max_by_key(|(k, _, _)| *k);
+    if let Some((_, run, node)) = node {
+        let pick = if runs.len() > 1 { format!(" --run {}", run.run_id) } else { String::new() };
+        return format!(
+            "; they are on node {} of network {} (namespace {}): `tcpaccel net exec{pick} {} -- {command}`, \
+             or add `--netns {}`",
+            node.name, run.run_id, node.ns, node.name, node.ns
+        );
+    }
+    let wanted = addrs.to_vec();
+    let best = tcpaccel_sys::netns::list()
+        .unwrap_or_default()
+        .into_iter()
+        .filter_map(|ns| {
+            let w = wanted.clone();
+            let k = tcpaccel_sys::netns::run_in(&ns, move || {
+                w.iter().filter(|a| tcpaccel_lanes::env::address_exists(**a)).count()
+            })
+            .ok()?;
+            (k > 0).then_some((k, ns))
+        })
+        .max_by_key(|(k, _)| *k);
+    match best {
+        Some((_, ns)) => format!("; they are in namespace {ns}: add `--netns {ns}` (or run `ip netns exec {ns} {command}`)"),
+        None => "; no namespace under /run/netns has them either: compare the [[peer]] addresses with `ip address`"
+            .into(),
+    }
+}
+
+fn classify_env(e: EnvError) -> anyhow::Error {
     if e.is_missing_feature() {
         anyhow::Error::new(Fail::Feature(e.to_string()))
     } else {

@@ -1,12 +1,14 @@
 //! The lanes daemon alone, as a process the root tests can kill for real
 //! (`tests/root_lanes.rs`): `lanes-test-daemon NETNS < config.toml` enters
 //! the namespace and runs the daemon with JSON Lines on stdout until it is
-//! killed. Not for users: `tcpaccel lanes` is the daemon's command, with
+//! killed, or until SIGTERM, which stops it as `tcpaccel lanes` stops (its
+//! summary record last). Not for users: `tcpaccel lanes` is the daemon's command, with
 //! flags, metrics, reload and exit codes.
 
 use std::io::Read;
 use std::process::ExitCode;
-use std::sync::atomic::AtomicBool;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 
 fn main() -> ExitCode {
     match run() {
@@ -31,7 +33,14 @@ fn run() -> Result<(), String> {
         reload: None,
         metrics: None,
     };
-    let stop = AtomicBool::new(false);
+    let stop = Arc::new(AtomicBool::new(false));
+    let signals = tcpaccel_sys::signals::subscribe().map_err(|e| e.to_string())?;
+    let flag = Arc::clone(&stop);
+    std::thread::spawn(move || {
+        if signals.recv().is_ok() {
+            flag.store(true, Ordering::Relaxed);
+        }
+    });
     tcpaccel_lanes::run(cfg, &opts, &mut std::io::stdout(), &stop).map_err(|e| e.to_string())?;
     Ok(())
 }
