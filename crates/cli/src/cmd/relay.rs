@@ -104,6 +104,11 @@ struct ServeArgs {
     /// (younger ones are a burst) [default: max-handshakes/4, at least 8 or all of max-handshakes].
     #[arg(long, value_name = "N")]
     per_source_handshakes: Option<usize>,
+    /// For this long after it connects, a silent SOCKS client counts as having
+    /// sent its greeting (it may be in flight) when a newcomer displaces a
+    /// handshake; set it to the clients' round trip [default: 200ms].
+    #[arg(long, value_name = "DURATION", value_parser = values::duration)]
+    handshake_grace: Option<Duration>,
     /// listen(2) backlog, where clients wait while --max-conns are held; the
     /// kernel caps it at net.core.somaxconn [default: the system's maximum].
     #[arg(long, value_name = "N")]
@@ -231,6 +236,7 @@ fn settings_from_flags(a: &ServeArgs, m: &clap::ArgMatches) -> Settings {
         max_conns: a.max_conns,
         max_handshakes: a.max_handshakes,
         per_source_handshakes: a.per_source_handshakes,
+        handshake_grace: a.handshake_grace,
         backlog: a.backlog,
         copy: a.copy.then_some(true),
         pipe_size: a.pipe_size,
