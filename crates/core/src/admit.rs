@@ -68,6 +68,8 @@ pub struct GroupingError {
 impl Grouping {
     /// Each IPv4 address alone, IPv6 by /64.
     pub const ADDRESS: Grouping = Grouping { v4_bits: 32, v6_bits: 64 };
+    /// IPv4 by /24, IPv6 by /64: a site's neighbouring addresses count as one.
+    pub const SUBNET: Grouping = Grouping { v4_bits: 24, v6_bits: 64 };
 
     pub fn new(v4_bits: u8, v6_bits: u8) -> Result<Grouping, GroupingError> {
         if v4_bits > 32 {
