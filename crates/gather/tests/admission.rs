@@ -247,6 +247,41 @@ async fn connections_before_hello_are_limited_and_the_heaviest_source_pays() {
     }
 }
 
+/// Issue 50 item 1, after `hello`: sessions from one /24 that each
+/// announce a 64 KiB message and send one byte hold at most their source's
+/// share (a sixteenth of 1 MiB, raised to one message); a client from another network is welcomed. Before, 16 of them
+/// filled the 1 MiB and every hello was refused `capacity`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sessions_announcing_large_messages_cannot_lock_a_client_out() {
+    let mut cfg = config(1 << 20, 100);
+    cfg.control_memory = 1 << 20;
+    cfg.max_waiting = 100;
+    cfg.max_waiting_per_source = 100;
+    let (addr, _ev) = start(cfg, SinkSpec::Discard).await;
+    let mut held = Vec::new();
+    for i in 0..40u8 {
+        let mut j = join(addr, &format!("big-{i}"), Some([127, 0, 0, 2 + i])).await.unwrap();
+        j.ctl.write_all(&(64u32 << 10).to_be_bytes()).await.unwrap();
+        j.ctl.write_all(b"{").await.unwrap();
+        held.push(j);
+    }
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let t0 = std::time::Instant::now();
+    if let Err(other) = join(addr, "good", Some([127, 0, 1, 1])).await {
+        panic!("a client from another network was refused: {other:?}");
+    }
+    assert!(t0.elapsed() < Duration::from_secs(1), "welcomed after {:?}", t0.elapsed());
+    let mut displaced = 0;
+    for j in &mut held {
+        if let Ok(Some(Control::Error { code: ErrorCode::Capacity, .. })) =
+            tokio::time::timeout(Duration::from_millis(20), verdict(&mut j.ctl, 1)).await
+        {
+            displaced += 1;
+        }
+    }
+    assert!(displaced >= 40 - 1, "{displaced} of 40 displaced; the share (64 KiB, the least) holds one");
+}
+
 /// Item 2: a transfer whose data stopped fails with `stalled` after the
 /// data-stall timeout although its control connection keeps sending
 /// `progress`, and so does one whose `end.total` is above what was sent;
