@@ -95,8 +95,9 @@ struct ServeArgs {
     max_conns: Option<usize>,
     /// Of --max-conns, at most N in the SOCKS handshake. A new client is always
     /// let in: when N are handshaking, a handshake that has made the least
-    /// progress is closed (the oldest of the source with the most), so idle or
-    /// slow handshakes cannot starve others [default: max-conns/4, at most 256].
+    /// progress is closed (of the source with the most, then the oldest; one
+    /// younger than --handshake-grace counts as greeted), so idle or slow
+    /// handshakes cannot starve others [default: max-conns/4, at most 256].
     #[arg(long, value_name = "N")]
     max_handshakes: Option<usize>,
     /// At most N handshakes from one source (IPv4 address or IPv6 /64): over N,
