@@ -18,6 +18,7 @@ pub mod loss;
 pub mod meter;
 
 // Mechanism algorithms (owned by the algorithms work).
+pub mod admit;
 pub mod aimd;
 pub mod alloc;
 pub mod fidelity;

@@ -5,6 +5,7 @@
 //! It does not open sockets; [`crate::server`] takes a [`ServerConfig`].
 
 use std::time::Duration;
+use tcpaccel_core::admit::Grouping;
 use tcpaccel_core::units::{ParseError, Rate};
 
 /// The smallest window the server gives one data stream. Below roughly two
@@ -28,6 +29,20 @@ pub const DEFAULT_NO_DATA_TIMEOUT: Duration = Duration::from_secs(30);
 pub const DEFAULT_MAX_WAITING: u32 = 64;
 /// Default of [`ServerConfig::max_waiting_per_source`].
 pub const DEFAULT_MAX_WAITING_PER_SOURCE: u32 = 8;
+/// Default of [`ServerConfig::max_handshakes`].
+pub const DEFAULT_MAX_HANDSHAKES: u32 = 1024;
+/// Default of [`ServerConfig::max_handshakes_per_source`].
+pub const DEFAULT_MAX_HANDSHAKES_PER_SOURCE: u32 = 64;
+/// Default of [`ServerConfig::handshake_grace`]: one round trip of a long path.
+pub const DEFAULT_HANDSHAKE_GRACE: Duration = Duration::from_millis(200);
+/// How long a source may exceed its handshake share (a burst of clients
+/// behind one NAT), not a setting: a preface and hello take one round trip.
+pub const HANDSHAKE_BURST: Duration = Duration::from_secs(1);
+/// Default source grouping ([`Grouping::SUBNET`]): IPv4 /24, IPv6 /64 (a
+/// host or site usually owns that much, so more addresses from it do not buy
+/// more of the server).
+pub const DEFAULT_SOURCE_PREFIX_V4: u8 = 24;
+pub const DEFAULT_SOURCE_PREFIX_V6: u8 = 64;
 
 /// A priority class: clients of it aim at `target`; a larger `priority` is
 /// more important ([GatherQoS] §3.1 orders leftovers by it).
@@ -124,8 +139,23 @@ pub struct ServerConfig {
     /// Sessions waiting for their first data at once; a hello beyond it
     /// evicts the oldest waiting one. Waiting sessions hold no stream budget.
     pub max_waiting: u32,
-    /// Waiting sessions from one source address; a hello beyond it is refused (`capacity`).
+    /// Waiting sessions from one source (see `sources`); a hello beyond it is refused (`capacity`).
     pub max_waiting_per_source: u32,
+    /// Of [`Self::control_memory`], the most one source may hold; a message
+    /// beyond it displaces the source's own oldest (None: a sixteenth of
+    /// `control_memory`, at least one client message).
+    pub control_memory_per_source: Option<u64>,
+    /// Connections between accept and their hello or attach record; a
+    /// newcomer beyond it displaces the least advanced connection of the
+    /// source holding the most (`tcpaccel_core::admit`).
+    pub max_handshakes: u32,
+    /// Of those, from one source once they are [`HANDSHAKE_BURST`] old.
+    pub max_handshakes_per_source: u32,
+    /// For this long after accept a connection counts as having sent its
+    /// first message (it may be in flight) when a newcomer displaces one.
+    pub handshake_grace: Duration,
+    /// How source addresses are grouped for every per-source limit.
+    pub sources: Grouping,
 }
 
 /// How the server divides its buffer pool.
@@ -225,6 +255,11 @@ impl ServerConfig {
             no_data_timeout: DEFAULT_NO_DATA_TIMEOUT,
             max_waiting: DEFAULT_MAX_WAITING,
             max_waiting_per_source: DEFAULT_MAX_WAITING_PER_SOURCE,
+            control_memory_per_source: None,
+            max_handshakes: DEFAULT_MAX_HANDSHAKES,
+            max_handshakes_per_source: DEFAULT_MAX_HANDSHAKES_PER_SOURCE,
+            handshake_grace: DEFAULT_HANDSHAKE_GRACE,
+            sources: Grouping::SUBNET,
         })
     }
 
@@ -235,6 +270,13 @@ impl ServerConfig {
         }
         self.chunk_size = bytes as u32;
         Ok(self)
+    }
+
+    /// The most incomplete-message bytes one source may hold.
+    pub fn control_memory_per_source(&self) -> u64 {
+        self.control_memory_per_source
+            .unwrap_or((self.control_memory / 16).max(u64::from(crate::proto::MAX_CLIENT_MSG_LEN)))
+            .min(self.control_memory)
     }
 
     pub fn class(&self, name: &str) -> Result<&Class, ConfigError> {
@@ -285,6 +327,13 @@ mod tests {
         let e = c.class("medium").unwrap_err().to_string();
         assert_eq!(e, "unknown class \"medium\"; defined: high, low");
         assert_eq!(c.sharing, Sharing::PerClient);
+        // A sixteenth of the memory, at least one client message, at most all.
+        assert_eq!(c.control_memory_per_source(), 1 << 20);
+        let small = ServerConfig { control_memory: 100_000, ..c.clone() };
+        assert_eq!(small.control_memory_per_source(), 65_536);
+        let tiny = ServerConfig { control_memory: 8192, ..c.clone() };
+        assert_eq!(tiny.control_memory_per_source(), 8192);
+        assert_eq!(c.sources.key("10.1.2.3".parse().unwrap()).to_string(), "10.1.2.0/24");
     }
 
     #[test]

@@ -41,12 +41,13 @@ use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
+use tcpaccel_core::admit::{Gate, Limits, Ticket, TooLarge};
 use tcpaccel_core::units::Rate;
 use tcpaccel_core::Instant;
 use tcpaccel_sys::sockopt;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
-use tokio::sync::{mpsc, watch, Notify};
+use tokio::sync::{mpsc, oneshot, watch, Notify};
 
 /// How long a peer has to send its preface, hello or attach record.
 pub const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
@@ -106,8 +107,13 @@ struct Shared {
     state: Mutex<State>,
     /// Join, leave and stream changes ask for a recomputation.
     realloc: Notify,
-    /// Bytes of incomplete control messages held now (see [`Reservation`]).
-    control_held: AtomicU64,
+    /// Connections before their hello or attach record, one unit each.
+    slots: Mutex<Gated>,
+    /// Bytes of incomplete control messages, reserved when a message's
+    /// length prefix arrives and given back when it has been read (or the
+    /// connection dropped): one budget for the whole server (issue 26 item
+    /// 1), shared fairly between sources (issue 50 item 1).
+    memory: Mutex<Gated>,
     /// The largest segment (MSS) seen on any data stream, bytes; 0 before the first.
     segment: AtomicU64,
 }
@@ -250,6 +256,26 @@ impl Server {
                 source,
             })?;
         }
+        // A source's handshakes may exceed its share for a burst; its
+        // messages may not (it displaces its own oldest instead).
+        let slots = Gated::new(
+            Limits {
+                capacity: u64::from(cfg.max_handshakes),
+                per_source: u64::from(cfg.max_handshakes_per_source),
+                grace: cfg.handshake_grace,
+                burst: crate::config::HANDSHAKE_BURST,
+            },
+            cfg.sources,
+        );
+        let memory = Gated::new(
+            Limits {
+                capacity: cfg.control_memory,
+                per_source: cfg.control_memory_per_source(),
+                grace: cfg.handshake_grace,
+                burst: Duration::ZERO,
+            },
+            cfg.sources,
+        );
         let shared = Arc::new(Shared {
             cfg,
             sink,
@@ -257,7 +283,8 @@ impl Server {
             events,
             state: Mutex::new(State::default()),
             realloc: Notify::new(),
-            control_held: AtomicU64::new(0),
+            slots: Mutex::new(slots),
+            memory: Mutex::new(memory),
             segment: AtomicU64::new(0),
         });
         Ok(Server { listener, shared })
@@ -297,12 +324,15 @@ fn is_fatal_accept(e: &std::io::Error) -> bool {
 }
 
 async fn connection(shared: Arc<Shared>, mut stream: TcpStream, peer: SocketAddr) {
+    let mut slot = Gated::enter_one(&shared.slots, peer, shared.now());
     let mut pre = [0u8; proto::PREFACE_LEN];
-    match tokio::time::timeout(HANDSHAKE_TIMEOUT, stream.read_exact(&mut pre)).await {
-        Ok(Ok(_)) => {}
-        Ok(Err(e)) => return shared.conn_error(peer, "preface", e),
-        Err(_) => return shared.conn_error(peer, "preface", "timed out"),
+    match slot.unless_displaced(tokio::time::timeout(HANDSHAKE_TIMEOUT, stream.read_exact(&mut pre))).await {
+        Some(Ok(Ok(_))) => {}
+        Some(Ok(Err(e))) => return shared.conn_error(peer, "preface", e),
+        Some(Err(_)) => return shared.conn_error(peer, "preface", "timed out"),
+        None => return shared.conn_error(peer, "preface", displaced_slot(&shared)),
     }
+    slot.progress();
     let kind = match proto::decode_preface(&pre) {
         Ok(k) => k,
         Err(e) => {
@@ -324,9 +354,10 @@ async fn connection(shared: Arc<Shared>, mut stream: TcpStream, peer: SocketAddr
     };
     let _ = stream.set_nodelay(true);
     match kind {
-        Kind::Control => control(shared, stream, peer).await,
-        Kind::Data => data(shared, stream, peer).await,
+        Kind::Control => control(shared.clone(), stream, peer, slot).await,
+        Kind::Data => data(shared.clone(), stream, peer, slot).await,
         Kind::Status => {
+            drop(slot);
             let clients = lock(&shared.state).last_status.clone();
             let _ = stream.write_all(&proto::encode_control(&Control::StatusReply { clients })).await;
             let _ = stream.shutdown().await;
@@ -334,45 +365,101 @@ async fn connection(shared: Arc<Shared>, mut stream: TcpStream, peer: SocketAddr
     }
 }
 
-/// Bytes of incomplete control messages held server-wide, reserved when a
-/// message's length prefix arrives and released when it has been decoded
-/// (or the connection dropped): one 16 MiB claim per connection no longer
-/// multiplies by the number of connections (issue 26 item 1).
-struct Reservation<'a> {
-    held: &'a AtomicU64,
-    bytes: u64,
+/// One of the server's fair gates (`tcpaccel_core::admit`) and how to tell
+/// each holder that a newcomer displaced it.
+struct Gated {
+    gate: Gate,
+    evict: HashMap<Ticket, oneshot::Sender<()>>,
 }
 
-impl<'a> Reservation<'a> {
-    fn take(held: &'a AtomicU64, cap: u64, bytes: u64) -> Option<Reservation<'a>> {
-        let mut cur = held.load(Ordering::Relaxed);
-        loop {
-            if cur.saturating_add(bytes) > cap {
-                return None;
+impl Gated {
+    fn new(limits: Limits, sources: tcpaccel_core::admit::Grouping) -> Gated {
+        Gated { gate: Gate::new(limits, sources), evict: HashMap::new() }
+    }
+
+    /// A place of `cost` units for `peer`, displacing what the gate says.
+    fn enter(m: &Mutex<Gated>, peer: SocketAddr, cost: u64, now: Instant) -> Result<Held<'_>, TooLarge> {
+        let mut g = lock(m);
+        let a = g.gate.admit(peer.ip(), cost, now)?;
+        Ok(g.place(m, a))
+    }
+
+    /// A place of one unit (a connection), which always fits.
+    fn enter_one(m: &Mutex<Gated>, peer: SocketAddr, now: Instant) -> Held<'_> {
+        let mut g = lock(m);
+        let a = g.gate.admit_one(peer.ip(), now);
+        g.place(m, a)
+    }
+
+    fn place<'a>(&mut self, m: &'a Mutex<Gated>, a: tcpaccel_core::admit::Admission) -> Held<'a> {
+        for t in &a.evict {
+            if let Some(tx) = self.evict.remove(t) {
+                let _ = tx.send(());
             }
-            match held.compare_exchange_weak(cur, cur + bytes, Ordering::AcqRel, Ordering::Relaxed) {
-                Ok(_) => return Some(Reservation { held, bytes }),
-                Err(c) => cur = c,
+        }
+        let (tx, rx) = oneshot::channel();
+        self.evict.insert(a.ticket, tx);
+        Held { gated: m, ticket: a.ticket, evicted: rx, displaced: false }
+    }
+}
+
+/// A place in a [`Gated`], given back when dropped.
+struct Held<'a> {
+    gated: &'a Mutex<Gated>,
+    ticket: Ticket,
+    evicted: oneshot::Receiver<()>,
+    displaced: bool,
+}
+
+impl Held<'_> {
+    /// The holder advanced a step (its preface arrived): it outlives silent ones.
+    fn progress(&self) {
+        lock(self.gated).gate.progress(self.ticket);
+    }
+
+    /// `work`, unless a newcomer displaces this place first (`None`).
+    async fn unless_displaced<F: std::future::Future>(&mut self, work: F) -> Option<F::Output> {
+        if self.displaced {
+            return None;
+        }
+        tokio::select! {
+            r = work => Some(r),
+            Ok(()) = &mut self.evicted => {
+                self.displaced = true;
+                None
             }
         }
     }
 }
 
-impl Drop for Reservation<'_> {
+impl Drop for Held<'_> {
     fn drop(&mut self) {
-        self.held.fetch_sub(self.bytes, Ordering::AcqRel);
+        let mut g = lock(self.gated);
+        g.gate.leave(self.ticket);
+        g.evict.remove(&self.ticket);
     }
+}
+
+/// Why a connection before its hello or attach record was closed.
+fn displaced_slot(shared: &Shared) -> String {
+    format!(
+        "displaced by a newer connection: the server's {} places for connections before hello are taken, and this source holds the most (or more than {})",
+        shared.cfg.max_handshakes, shared.cfg.max_handshakes_per_source
+    )
 }
 
 /// Why reading a control message failed: the code to tell the peer and the detail.
 type ReadFail = (ErrorCode, String);
 
 /// Reads one control message of at most `max` bytes, its body counted
-/// against the server-wide budget of incomplete messages. `Ok(None)`: the
+/// against the server-wide budget of incomplete messages, fairly shared
+/// between sources: a newcomer that does not fit displaces the oldest
+/// messages of the source holding the most (`capacity`). `Ok(None)`: the
 /// peer closed between messages.
 async fn read_control<R: AsyncReadExt + Unpin>(
     shared: &Shared,
     r: &mut R,
+    peer: SocketAddr,
     max: u32,
 ) -> Result<Option<Control>, ReadFail> {
     let mut len = [0u8; 4];
@@ -382,15 +469,24 @@ async fn read_control<R: AsyncReadExt + Unpin>(
         Err(e) => return Err((ErrorCode::StreamLost, e.to_string())),
     }
     let n = proto::control_len_max(len, max).map_err(|e| (ErrorCode::Malformed, e.to_string()))?;
-    let cap = shared.cfg.control_memory;
-    let Some(_held) = Reservation::take(&shared.control_held, cap, n as u64) else {
-        let m = format!(
-            "control message of {n} bytes refused: the server's memory for incomplete control messages ({cap} B) is in use"
-        );
-        return Err((ErrorCode::Capacity, m));
-    };
+    let (cap, share) = (shared.cfg.control_memory, shared.cfg.control_memory_per_source());
+    let mut held = Gated::enter(&shared.memory, peer, n as u64, shared.now()).map_err(|e| {
+        let m = format!("control message of {n} bytes refused: {e} of the server's memory for incomplete control messages ({cap} B, {share} B per source)");
+        (ErrorCode::Capacity, m)
+    })?;
     let mut body = vec![0u8; n];
-    r.read_exact(&mut body).await.map_err(|e| (ErrorCode::StreamLost, e.to_string()))?;
+    match held.unless_displaced(r.read_exact(&mut body)).await {
+        Some(Ok(_)) => {}
+        Some(Err(e)) => return Err((ErrorCode::StreamLost, e.to_string())),
+        None => {
+            let m = format!(
+                "control message of {n} bytes displaced before it was complete: the server's memory for incomplete control messages ({cap} B, {share} B per source {}) is full and this source holds the most of it",
+                shared.cfg.sources.key(peer.ip())
+            );
+            return Err((ErrorCode::Capacity, m));
+        }
+    }
+    drop(held);
     proto::decode_control(&body).map(Some).map_err(|e| (ErrorCode::Malformed, e.to_string()))
 }
 
@@ -421,17 +517,21 @@ async fn refuse(shared: &Shared, stream: &mut TcpStream, peer: SocketAddr, code:
 
 /// A control connection: the hello and admission ([`admit`]), then the
 /// message loop ([`control_loop`]) until the transfer ends, then the close.
-async fn control(shared: Arc<Shared>, mut stream: TcpStream, peer: SocketAddr) {
+async fn control(shared: Arc<Shared>, mut stream: TcpStream, peer: SocketAddr, mut slot: Held<'_>) {
     // A deadline for the whole hello, not an idle timeout (§6).
-    let hello =
-        tokio::time::timeout(HANDSHAKE_TIMEOUT, read_control(&shared, &mut stream, proto::MAX_HELLO_LEN));
-    let hello = match hello.await {
-        Ok(Ok(Some(h))) => h,
-        Ok(Ok(None)) => return shared.conn_error(peer, "hello", "closed before hello"),
-        Ok(Err((ErrorCode::StreamLost, e))) => return shared.conn_error(peer, "hello", e),
-        Ok(Err((code, e))) => return refuse(&shared, &mut stream, peer, code, e).await,
-        Err(_) => return shared.conn_error(peer, "hello", "no complete hello within 10 s"),
+    let hello = tokio::time::timeout(
+        HANDSHAKE_TIMEOUT,
+        read_control(&shared, &mut stream, peer, proto::MAX_HELLO_LEN),
+    );
+    let hello = match slot.unless_displaced(hello).await {
+        Some(Ok(Ok(Some(h)))) => h,
+        Some(Ok(Ok(None))) => return shared.conn_error(peer, "hello", "closed before hello"),
+        Some(Ok(Err((ErrorCode::StreamLost, e)))) => return shared.conn_error(peer, "hello", e),
+        Some(Ok(Err((code, e)))) => return refuse(&shared, &mut stream, peer, code, e).await,
+        Some(Err(_)) => return shared.conn_error(peer, "hello", "no complete hello within 10 s"),
+        None => return shared.conn_error(peer, "hello", displaced_slot(&shared)),
     };
+    drop(slot);
     let (client, welcome) = match admit(&shared, hello, peer) {
         Ok(v) => v,
         Err((code, m)) => return refuse(&shared, &mut stream, peer, code, m).await,
@@ -580,11 +680,11 @@ fn register(
     }
     let mut waiting: Vec<&Arc<Client>> =
         st.clients.values().filter(|c| c.waiting.load(Ordering::Relaxed)).collect();
-    let from_peer = waiting.iter().filter(|c| c.peer.ip() == peer.ip()).count() as u64;
+    let source = cfg.sources.key(peer.ip());
+    let from_peer = waiting.iter().filter(|c| cfg.sources.key(c.peer.ip()) == source).count() as u64;
     if from_peer >= u64::from(cfg.max_waiting_per_source) {
         let m = format!(
-            "{from_peer} sessions from {} have sent no data yet (the server allows {} per address); send data on them or close them",
-            peer.ip(),
+            "{from_peer} sessions from {source} have sent no data yet (the server allows {} per source); send data on them or close them",
             cfg.max_waiting_per_source
         );
         return Err((ErrorCode::Capacity, m));
@@ -671,7 +771,7 @@ async fn control_loop(
     let mut closed = client.closed.subscribe();
     loop {
         let msg = tokio::select! {
-            m = tokio::time::timeout(idle, read_control(shared, rd, proto::MAX_CLIENT_MSG_LEN)) => m,
+            m = tokio::time::timeout(idle, read_control(shared, rd, peer, proto::MAX_CLIENT_MSG_LEN)) => m,
             // A data stream failed the transfer (or it completed): stop reading.
             _ = closed.wait_for(|c| *c) => return String::new(),
         };
@@ -883,13 +983,15 @@ fn finish_if_complete(shared: &Shared, client: &Arc<Client>) {
     remove(shared, client);
 }
 
-async fn data(shared: Arc<Shared>, mut stream: TcpStream, peer: SocketAddr) {
+async fn data(shared: Arc<Shared>, mut stream: TcpStream, peer: SocketAddr, mut slot: Held<'_>) {
     let mut att = [0u8; proto::ATTACH_LEN];
-    match tokio::time::timeout(HANDSHAKE_TIMEOUT, stream.read_exact(&mut att)).await {
-        Ok(Ok(_)) => {}
-        Ok(Err(e)) => return shared.conn_error(peer, "attach", e),
-        Err(_) => return shared.conn_error(peer, "attach", "timed out"),
+    match slot.unless_displaced(tokio::time::timeout(HANDSHAKE_TIMEOUT, stream.read_exact(&mut att))).await {
+        Some(Ok(Ok(_))) => {}
+        Some(Ok(Err(e))) => return shared.conn_error(peer, "attach", e),
+        Some(Err(_)) => return shared.conn_error(peer, "attach", "timed out"),
+        None => return shared.conn_error(peer, "attach", displaced_slot(&shared)),
     }
+    drop(slot);
     let (session, token, index) = match proto::decode_attach(&att) {
         Ok(v) => v,
         Err(e) => {

@@ -12,9 +12,13 @@
 //! addresses (127.10.0.1 on) and send nothing, and each reconnects as soon
 //! as the relay closes it (issue 26 item 11's flood); `--pause-ms MS` makes
 //! each fresh client wait that long between its greeting and its request
-//! (a WAN round trip).
+//! (a WAN round trip), and `--silent-ms MS` makes it wait that long after
+//! connecting before its greeting (a client whose greeting is still in
+//! flight on a long path, issue 50 item 4). With `--greet` each flood
+//! connection sends a SOCKS5 greeting and then nothing (a handshake that
+//! started and stalled), instead of nothing at all.
 //!
-//! cargo run --release -p tcpaccel-relay --example handshake_flood -- [IDLE] [FRESH] [--relay ADDR] [--sources N] [--pause-ms MS]
+//! cargo run --release -p tcpaccel-relay --example handshake_flood -- [IDLE] [FRESH] [--relay ADDR] [--sources N] [--pause-ms MS] [--silent-ms MS] [--greet]
 
 use std::io::{BufRead, BufReader};
 use std::net::SocketAddr;
@@ -67,9 +71,15 @@ fn raise_nofile(want: u64) {
 
 /// One fresh client: connect, greeting, CONNECT; returns the time to the
 /// CONNECT reply, after checking one byte is echoed through.
-async fn fresh(relay: SocketAddr, target: SocketAddr, pause: Duration) -> Result<Duration, String> {
+async fn fresh(
+    relay: SocketAddr,
+    target: SocketAddr,
+    silent: Duration,
+    pause: Duration,
+) -> Result<Duration, String> {
     let t0 = Instant::now();
     let mut s = TcpStream::connect(relay).await.map_err(|e| format!("connect: {e}"))?;
+    tokio::time::sleep(silent).await;
     s.write_all(&[5, 1, 0]).await.map_err(|e| format!("greeting: {e}"))?;
     let mut m = [0u8; 2];
     s.read_exact(&mut m).await.map_err(|e| format!("method reply: {e}"))?;
@@ -100,12 +110,18 @@ fn main() {
     let mut external: Option<SocketAddr> = None;
     let mut sources = 0u32;
     let mut pause = Duration::ZERO;
+    let mut silent = Duration::ZERO;
+    let mut greet = false;
     let mut it = args.iter().skip(1);
     while let Some(a) = it.next() {
         if a == "--sources" {
             sources = it.next().and_then(|v| v.parse().ok()).expect("--sources N");
         } else if a == "--pause-ms" {
             pause = Duration::from_millis(it.next().and_then(|v| v.parse().ok()).expect("--pause-ms MS"));
+        } else if a == "--greet" {
+            greet = true;
+        } else if a == "--silent-ms" {
+            silent = Duration::from_millis(it.next().and_then(|v| v.parse().ok()).expect("--silent-ms MS"));
         } else if a == "--relay" {
             external = Some(it.next().expect("--relay ADDR").parse().expect("--relay IP:PORT"));
         } else {
@@ -171,8 +187,13 @@ fn main() {
                             } else {
                                 reconnects.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
                             }
+                            if greet && s.write_all(&[5, 1, 0]).await.is_err() {
+                                continue;
+                            }
+                            // Until the relay closes it (the method reply, if
+                            // any, is read and ignored).
                             let mut b = [0u8; 16];
-                            let _ = s.read(&mut b).await;
+                            while matches!(s.read(&mut b).await, Ok(n) if n > 0) {}
                         }
                         return None;
                     }
@@ -194,7 +215,7 @@ fn main() {
         let mut times = Vec::new();
         for i in 0..fresh_n {
             tokio::time::sleep(Duration::from_millis(100)).await;
-            let r = tokio::time::timeout(Duration::from_secs(60), fresh(relay, target, pause)).await;
+            let r = tokio::time::timeout(Duration::from_secs(60), fresh(relay, target, silent, pause)).await;
             let r = r.unwrap_or_else(|_| Err("no reply in 60 s".into()));
             match &r {
                 Ok(d) => {

@@ -91,6 +91,10 @@ pub struct Settings {
     /// Connections in the SOCKS handshake at once from one source (IPv4
     /// address or IPv6 /64).
     pub per_source_handshakes: Option<usize>,
+    /// For this long after accept a silent handshake counts as having sent
+    /// its greeting (one round trip: it may be in flight).
+    #[serde(deserialize_with = "units::text::duration")]
+    pub handshake_grace: Option<Duration>,
     /// listen(2) backlog; the kernel caps it at net.core.somaxconn.
     pub backlog: Option<u32>,
     /// Use the user-space copy instead of splice(2).
@@ -177,6 +181,7 @@ impl Settings {
             max_conns,
             max_handshakes,
             per_source_handshakes,
+            handshake_grace,
             backlog,
             copy,
             pipe_size,
@@ -443,7 +448,8 @@ pub struct Config {
     /// the listen backlog.
     pub max_conns: usize,
     /// Of those, at most this many in the SOCKS handshake; a newcomer beyond
-    /// it displaces the oldest handshake (see `admit`).
+    /// it displaces the least advanced handshake of the heaviest source
+    /// (see `tcpaccel_core::admit`).
     pub max_handshakes: usize,
     /// At most this many handshakes from one source (IPv4 address, IPv6 /64)
     /// once they are `handshake_stall` old; younger ones are a burst.
@@ -452,6 +458,10 @@ pub struct Config {
     /// own: 1 s covers a SOCKS negotiation with authentication, three round
     /// trips, on paths up to ~300 ms RTT).
     pub handshake_stall: Duration,
+    /// For this long after accept a silent handshake counts as greeted when
+    /// a newcomer displaces one (one round trip, default 200 ms): a client
+    /// whose greeting is in flight outlives a flood that greets and stalls.
+    pub handshake_grace: Duration,
     /// Backlog asked of listen(2); `u32::MAX` by default, which the kernel
     /// caps at net.core.somaxconn of the relay's network namespace.
     pub backlog: u32,
@@ -486,6 +496,7 @@ impl Config {
             ("max_conns", self.max_conns != new.max_conns),
             ("max_handshakes", self.max_handshakes != new.max_handshakes),
             ("per_source_handshakes", self.per_source_handshakes != new.per_source_handshakes),
+            ("handshake_grace", self.handshake_grace != new.handshake_grace),
             ("backlog", self.backlog != new.backlog),
             ("copy", self.splice != new.splice),
             ("pipe_size", self.pipe_size != new.pipe_size),
@@ -499,6 +510,7 @@ impl Config {
             max_handshakes: self.max_handshakes,
             per_source_handshakes: self.per_source_handshakes,
             handshake_stall: self.handshake_stall,
+            handshake_grace: self.handshake_grace,
             backlog: self.backlog,
             splice: self.splice,
             pipe_size: self.pipe_size,
@@ -513,6 +525,9 @@ impl Config {
 pub const DEFAULT_LISTEN: &str = "127.0.0.1:1080";
 pub const DEFAULT_MAX_CONNS: usize = 1024;
 pub const DEFAULT_POOL_SIZE: usize = 2;
+/// One round trip of a long path: a handshake this young may have its
+/// greeting in flight.
+pub const DEFAULT_HANDSHAKE_GRACE: Duration = Duration::from_millis(200);
 /// Most warm connections: each is a handshake the next hop holds open
 /// (twice as many for a moment while they are replaced), and ours let one
 /// source hold 64 by default (`per_source_handshakes`) before closing the
@@ -580,6 +595,16 @@ impl Config {
         if per_source_handshakes == 0 {
             return Err(invalid("per_source_handshakes", "must be at least 1"));
         }
+        let handshake_grace = set.handshake_grace.unwrap_or(DEFAULT_HANDSHAKE_GRACE);
+        if handshake_grace > Duration::from_secs(10) {
+            return Err(invalid(
+                "handshake_grace",
+                format!(
+                    "{} is above 10s (one round trip of the clients' path, e.g. 200ms)",
+                    units::format_duration(handshake_grace)
+                ),
+            ));
+        }
         let backlog = set.backlog.unwrap_or(u32::MAX);
         if backlog == 0 {
             return Err(invalid("backlog", "must be at least 1"));
@@ -628,6 +653,7 @@ impl Config {
             max_handshakes,
             per_source_handshakes,
             handshake_stall: Duration::from_secs(1),
+            handshake_grace,
             backlog,
             splice: !set.copy.unwrap_or(false),
             pipe_size: pipe_size as usize,
@@ -664,6 +690,10 @@ mod tests {
         let c = Config::from_settings(&Settings::default()).unwrap();
         assert_eq!((c.max_conns, c.max_handshakes, c.per_source_handshakes), (1024, 256, 64));
         assert_eq!(c.backlog, u32::MAX, "the kernel caps it at somaxconn");
+        assert_eq!(c.handshake_grace, Duration::from_millis(200));
+        let long = Settings { handshake_grace: Some(Duration::from_secs(11)), ..Default::default() };
+        let e = Config::from_settings(&long).unwrap_err().to_string();
+        assert!(e.starts_with("handshake_grace: 11s is above 10s"), "{e}");
         assert_eq!(
             (c.first_byte_timeout, c.handshake_timeout),
             (Duration::from_secs(2), Duration::from_secs(5))
@@ -707,6 +737,7 @@ mod tests {
             max_conns = 50
             max_handshakes = 10
             per_source_handshakes = 5
+            handshake_grace = "150ms"
             backlog = 128
             copy = true
             pipe_size = "64KiB"
@@ -737,6 +768,7 @@ mod tests {
         );
         assert_eq!(c.idle_timeout, Duration::from_secs(120));
         assert_eq!((c.max_conns, c.max_handshakes, c.per_source_handshakes, c.backlog), (50, 10, 5, 128));
+        assert_eq!(c.handshake_grace, Duration::from_millis(150));
         assert!(!c.splice);
         assert_eq!((c.pipe_size, c.buffer_size), (65536, 131072));
         assert!(c.json_logs);

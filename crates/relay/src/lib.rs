@@ -2,7 +2,7 @@
 //! service — a SOCKS5 server (RFC 1928/1929) that can chain through further
 //! SOCKS5 hops, a fixed forwarder, a zero-copy data path (splice) with a copy
 //! fallback, per-hop socket tuning, access rules, a handshake budget that
-//! keeps idle handshakes from starving other clients (`admit`), and counters.
+//! keeps idle handshakes from starving other clients (`tcpaccel_core::admit`), and counters.
 //! The RTT probe that feeds the placement planner (`tcpaccel_core::split`)
 //! is `tcpaccel_sys::probe`.
 //!
@@ -11,7 +11,6 @@
 #![forbid(unsafe_code)]
 
 pub mod acl;
-pub mod admit;
 pub mod config;
 pub mod connlog;
 pub mod metrics;

@@ -30,7 +30,7 @@
 //! - **One hop.** The pool holds connections to one hop; when a reload
 //!   changes the first hop, the old connections are dropped.
 //!
-//! Sans-IO like `admit`: no sockets and no clock (the caller passes `now`,
+//! Sans-IO like `tcpaccel_core::admit`: no sockets and no clock (the caller passes `now`,
 //! time since a fixed start); the server owns one `Pool` behind a mutex,
 //! opens the connections and closes what it gets back.
 

@@ -4,8 +4,8 @@
 //!
 //! Slots: `max_conns` connections are held at once (more wait in the listen
 //! backlog, the system's maximum by default); of those, SOCKS handshakes are
-//! admitted through the `admit::Gate`, which closes the oldest handshake of
-//! the heaviest source when its budget is spent, so idle handshakes cannot
+//! admitted through a `tcpaccel_core::admit::Gate`, which closes the least
+//! advanced handshake of the heaviest source when its budget is spent, so idle handshakes cannot
 //! hold every slot. A client that sends nothing is closed after
 //! `first_byte_timeout`.
 //!
@@ -52,13 +52,13 @@ use tokio::net::{TcpListener, TcpSocket, TcpStream};
 use tokio::sync::{oneshot, Semaphore};
 use tracing::Instrument;
 
-use crate::admit::{Gate, Ticket};
 use crate::config::{Config, Hop, Mode, Tuning};
 use crate::connlog::Record;
 use crate::pool::Pool;
 use crate::pump::{self, Outcome, PumpOptions, Side};
 use crate::socks::{self, Parse, Reply, Target, WireError};
 use crate::stats::{ErrorKind, Snapshot, Stats};
+use tcpaccel_core::admit::{Gate, Grouping, Limits, Ticket};
 
 /// Errors starting the relay.
 #[derive(Debug, thiserror::Error)]
@@ -112,6 +112,18 @@ impl Reloader {
     }
 }
 
+/// The handshake budget: one unit per connection, IPv4 addresses and IPv6
+/// /64s as sources, a source's share soft for `handshake_stall`.
+fn handshake_gate(cfg: &Config) -> Gate {
+    let limits = Limits {
+        capacity: cfg.max_handshakes as u64,
+        per_source: cfg.per_source_handshakes as u64,
+        grace: cfg.handshake_grace,
+        burst: cfg.handshake_stall,
+    };
+    Gate::new(limits, Grouping::ADDRESS)
+}
+
 /// The handshake budget and how to tell each handshake it was displaced.
 struct Handshakes {
     gate: Gate,
@@ -162,10 +174,8 @@ impl Relay {
             listeners.push((tl, l.mode.clone()));
         }
         let limit = Arc::new(Semaphore::new(cfg.max_conns));
-        let handshakes = std::sync::Mutex::new(Handshakes {
-            gate: Gate::new(cfg.max_handshakes, cfg.per_source_handshakes, cfg.handshake_stall),
-            evict: Default::default(),
-        });
+        let handshakes =
+            std::sync::Mutex::new(Handshakes { gate: handshake_gate(&cfg), evict: Default::default() });
         let stats = Arc::new(Stats::default());
         Ok(Relay {
             listeners,
@@ -473,9 +483,10 @@ impl HandshakeSlot {
         let (tx, rx) = oneshot::channel();
         let ticket = {
             let mut h = shared.handshakes();
-            let a = h.gate.admit(peer.ip(), shared.epoch.elapsed());
+            let now = tcpaccel_core::Instant::from_nanos(shared.epoch.elapsed().as_nanos() as u64);
+            let a = h.gate.admit_one(peer.ip(), now);
             h.evict.insert(a.ticket, tx);
-            if let Some(old) = a.evict.and_then(|t| h.evict.remove(&t)) {
+            for old in a.evict.iter().filter_map(|t| h.evict.remove(t)) {
                 let _ = old.send(());
             }
             a.ticket

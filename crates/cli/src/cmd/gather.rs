@@ -79,13 +79,35 @@ struct ServeArgs {
     /// room is full a new client evicts the one that has waited longest.
     #[arg(long, default_value_t = tcpaccel_gather::config::DEFAULT_MAX_WAITING, value_name = "N")]
     max_waiting: u32,
-    /// Sessions without data from one source address; more are refused ("capacity").
+    /// Sessions without data from one source (see --source-prefix-v4); more are refused ("capacity").
     #[arg(long, default_value_t = tcpaccel_gather::config::DEFAULT_MAX_WAITING_PER_SOURCE, value_name = "N")]
     max_waiting_per_source: u32,
     /// Memory for control messages still arriving, over all connections; a message that
     /// does not fit closes its connection with a "capacity" error.
     #[arg(long, default_value = "16MiB", value_parser = values::bytes, value_name = "BYTES")]
     control_memory: Bytes,
+    /// Of --control-memory, the most one source may hold; a message beyond it displaces
+    /// that source's own oldest. When the memory is full, a new message displaces the
+    /// oldest of the source holding the most [default: a sixteenth, at least 64KiB].
+    #[arg(long, value_parser = values::bytes, value_name = "BYTES")]
+    control_memory_per_source: Option<Bytes>,
+    /// Connections before their hello (or data-stream attach) at once; a new one beyond
+    /// it displaces the least advanced connection of the source holding the most.
+    #[arg(long, default_value_t = tcpaccel_gather::config::DEFAULT_MAX_HANDSHAKES, value_name = "N")]
+    max_handshakes: u32,
+    /// Of those, from one source once they are 1 s old (younger ones are a burst).
+    #[arg(long, default_value_t = tcpaccel_gather::config::DEFAULT_MAX_HANDSHAKES_PER_SOURCE, value_name = "N")]
+    max_handshakes_per_source: u32,
+    /// For this long after it connects a client counts as having sent its first message
+    /// (it may be in flight) when a newcomer displaces one; set it to the clients' round trip.
+    #[arg(long, default_value = "200ms", value_parser = values::duration, value_name = "DURATION")]
+    handshake_grace: Duration,
+    /// Sources for every per-source limit are IPv4 networks of this prefix length (32: each address).
+    #[arg(long, default_value_t = tcpaccel_gather::config::DEFAULT_SOURCE_PREFIX_V4, value_name = "BITS")]
+    source_prefix_v4: u8,
+    /// Sources for every per-source limit are IPv6 networks of this prefix length.
+    #[arg(long, default_value_t = tcpaccel_gather::config::DEFAULT_SOURCE_PREFIX_V6, value_name = "BITS")]
+    source_prefix_v6: u8,
     /// Data chunk size asked of clients.
     #[arg(long, default_value = "64KiB", value_parser = values::bytes)]
     chunk: Bytes,
@@ -207,6 +229,20 @@ fn serve_config(a: &ServeArgs) -> anyhow::Result<ServerConfig> {
     cfg.max_waiting = at_least_one("--max-waiting", a.max_waiting)?;
     cfg.max_waiting_per_source = at_least_one("--max-waiting-per-source", a.max_waiting_per_source)?;
     cfg.control_memory = a.control_memory.get();
+    cfg.control_memory_per_source = a.control_memory_per_source.map(Bytes::get);
+    if let Some(n) = cfg.control_memory_per_source {
+        if n < u64::from(tcpaccel_gather::proto::MAX_CLIENT_MSG_LEN) {
+            return Err(exit::usage(format!(
+                "--control-memory-per-source {n} B is below one client message ({} B)",
+                tcpaccel_gather::proto::MAX_CLIENT_MSG_LEN
+            )));
+        }
+    }
+    cfg.max_handshakes = at_least_one("--max-handshakes", a.max_handshakes)?;
+    cfg.max_handshakes_per_source = at_least_one("--max-handshakes-per-source", a.max_handshakes_per_source)?;
+    cfg.handshake_grace = a.handshake_grace;
+    cfg.sources = tcpaccel_core::admit::Grouping::new(a.source_prefix_v4, a.source_prefix_v6)
+        .map_err(|e| exit::usage(format!("--source-prefix-v4/-v6: {e}")))?;
     if cfg.control_memory < u64::from(tcpaccel_gather::proto::MAX_CLIENT_MSG_LEN) {
         return Err(exit::usage(format!(
             "--control-memory {} B is below one client message ({} B)",

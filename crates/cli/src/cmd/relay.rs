@@ -95,8 +95,9 @@ struct ServeArgs {
     max_conns: Option<usize>,
     /// Of --max-conns, at most N in the SOCKS handshake. A new client is always
     /// let in: when N are handshaking, a handshake that has made the least
-    /// progress is closed (the oldest of the source with the most), so idle or
-    /// slow handshakes cannot starve others [default: max-conns/4, at most 256].
+    /// progress is closed (of the source with the most, then the oldest; one
+    /// younger than --handshake-grace counts as greeted), so idle or slow
+    /// handshakes cannot starve others [default: max-conns/4, at most 256].
     #[arg(long, value_name = "N")]
     max_handshakes: Option<usize>,
     /// At most N handshakes from one source (IPv4 address or IPv6 /64): over N,
@@ -104,6 +105,11 @@ struct ServeArgs {
     /// (younger ones are a burst) [default: max-handshakes/4, at least 8 or all of max-handshakes].
     #[arg(long, value_name = "N")]
     per_source_handshakes: Option<usize>,
+    /// For this long after it connects, a silent SOCKS client counts as having
+    /// sent its greeting (it may be in flight) when a newcomer displaces a
+    /// handshake; set it to the clients' round trip [default: 200ms].
+    #[arg(long, value_name = "DURATION", value_parser = values::duration)]
+    handshake_grace: Option<Duration>,
     /// listen(2) backlog, where clients wait while --max-conns are held; the
     /// kernel caps it at net.core.somaxconn [default: the system's maximum].
     #[arg(long, value_name = "N")]
@@ -232,6 +238,7 @@ fn settings_from_flags(a: &ServeArgs, m: &clap::ArgMatches) -> Settings {
         max_conns: a.max_conns,
         max_handshakes: a.max_handshakes,
         per_source_handshakes: a.per_source_handshakes,
+        handshake_grace: a.handshake_grace,
         backlog: a.backlog,
         copy: a.copy.then_some(true),
         pipe_size: a.pipe_size,
