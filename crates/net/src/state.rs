@@ -46,8 +46,11 @@ pub struct RunState {
     pub pid: u32,
     /// Seconds since the Unix epoch when the network came up.
     pub started_unix: u64,
-    /// The topology file it was built from, if any.
+    /// The topology file it was built from, if any, as the user wrote it.
     pub source: Option<String>,
+    /// That file's absolute path, to recognise a second `net up` of it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub source_file: Option<PathBuf>,
     pub nodes: Vec<NodeState>,
     pub emulators: Vec<EmuState>,
 }
@@ -61,6 +64,19 @@ impl RunState {
     /// The namespace of node `name`.
     pub fn ns_of(&self, name: &str) -> Option<&str> {
         self.nodes.iter().find(|n| n.name == name).map(|n| n.ns.as_str())
+    }
+
+    /// The address that reaches node `name`: its first IPv4 address in link
+    /// order (as [`crate::Network::addr`] picks it), else its first IPv6 one.
+    pub fn addr_of(&self, name: &str) -> Option<std::net::IpAddr> {
+        let node = self.nodes.iter().find(|n| n.name == name)?;
+        let first = |v6: bool| {
+            node.interfaces.iter().find_map(|i| {
+                let a = if v6 { i.addr6.as_deref() } else { i.addr.as_deref() }?;
+                crate::Cidr::parse(a).ok().map(|c| c.addr)
+            })
+        };
+        first(false).or_else(|| first(true))
     }
 
     /// True while the owning process exists.
@@ -139,6 +155,23 @@ pub fn remove(run_id: &str) -> Result<Option<PathBuf>> {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
         Err(e) => Err(Error::io(format!("remove {}", path.display()), e)),
     }
+}
+
+/// The live runs built from topology file `file` (compared by absolute
+/// path): a second `net up` of one file would make two networks with the
+/// same names and addresses, and `net exec` could not tell them apart.
+pub fn live_from_file(file: &Path) -> Result<Vec<RunState>> {
+    let abs = std::fs::canonicalize(file).map_err(|e| Error::io(format!("resolve {}", file.display()), e))?;
+    Ok(list()?
+        .into_iter()
+        .filter(|r| r.source_file.as_deref() == Some(abs.as_path()) && r.is_live())
+        .collect())
+}
+
+/// The recorded run that namespace `ns` belongs to (a node's or an
+/// emulator's), if any.
+pub fn run_of_namespace(ns: &str) -> Result<Option<RunState>> {
+    Ok(list()?.into_iter().find(|r| r.namespaces().iter().any(|n| n == ns)))
 }
 
 /// Picks one run: the given id, or the only recorded one. Errors say which
