@@ -35,6 +35,18 @@ pub fn exists(name: &str) -> bool {
     path_of(name).map(|p| p.exists()).unwrap_or(false)
 }
 
+/// The name under `/run/netns` of the namespace this process is in (as `ip
+/// netns identify` prints it), or `None` when it has none there (the
+/// initial namespace, usually). Only reads `/proc` and `/run/netns`.
+pub fn identify() -> Option<String> {
+    use std::os::unix::fs::MetadataExt;
+    let me = std::fs::metadata("/proc/self/ns/net").ok()?;
+    std::fs::read_dir(NETNS_RUN_DIR).ok()?.flatten().find_map(|e| {
+        let m = std::fs::metadata(e.path()).ok()?;
+        (m.dev() == me.dev() && m.ino() == me.ino()).then(|| e.file_name().to_string_lossy().into_owned())
+    })
+}
+
 fn open_ns(name: &str) -> Result<File> {
     let path = path_of(name)?;
     File::open(&path).map_err(|e| match e.kind() {
