@@ -50,6 +50,15 @@ pub(crate) fn pace_own_dynamic(s: &str) -> Result<PaceSpec, String> {
     }
 }
 
+/// `relay --pace`: the one grammar, as a front end that holds a fixed cap
+/// per socket takes it (`none` or `static:RATE`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct FixedPace(pub Option<Rate>);
+
+pub(crate) fn fixed_pace(s: &str) -> Result<FixedPace, String> {
+    PaceSpec::parse_fixed(s).map(FixedPace).map_err(|e| e.to_string())
+}
+
 /// `pace --rule DEST=PACE`.
 pub(crate) fn pace_rule(s: &str) -> Result<DstRule, String> {
     s.parse().map_err(|e: tcpaccel_pacer::rules::RuleError| e.to_string())
@@ -149,10 +158,13 @@ mod tests {
             let send = pace(text).map(|_| ());
             let own = pace_own_dynamic(text).map(|_| ());
             let rule = pace_rule(&format!("10.0.0.0/8={text}")).map(|_| ());
+            let relay = fixed_pace(text).map(|_| ());
             assert_eq!(send.is_ok(), *takes != Takes::None, "send --pace {text}: {send:?}");
             assert_eq!(own.is_ok(), *takes == Takes::All, "run/pace --pace {text}: {own:?}");
             assert_eq!(rule.is_ok(), *takes == Takes::All, "pace --rule {text}: {rule:?}");
-            for e in [send, own, rule].into_iter().filter_map(Result::err) {
+            let fixed = *takes == Takes::All && !text.contains("dynamic");
+            assert_eq!(relay.is_ok(), fixed, "relay --pace {text}: {relay:?}");
+            for e in [send, own, rule, relay].into_iter().filter_map(Result::err) {
                 assert!(e.contains(text.trim()), "{e} does not name {text}");
             }
             // What `run` parses is what the cgroup pacer is configured with.
