@@ -32,7 +32,7 @@ use crate::exit::{self, Fail, Verdict};
 pub(crate) struct SendArgs {
     /// Receiver, IP:PORT or HOST:PORT (e.g. 10.0.0.2:5201, [fd00::2]:5201, h2:5201). A HOST
     /// of the tcpaccel network this runs in (`net exec`, `--netns`) is its first address
-    /// in the topology file (IPv4 first); other names go to the system's resolver.
+    /// in the topology file (IPv4 first); other names go to the system's resolver (IPv4 first).
     #[arg(long, required = true, value_parser = values::target)]
     to: Option<values::Target>,
     /// Send for this long, per stream (e.g. 10s, 500ms). Default 10s.
@@ -197,7 +197,11 @@ fn resolve_to(to: &values::Target, netns: Option<&str>) -> anyhow::Result<Socket
     if let Some(ip) = run.as_ref().and_then(|r| r.addr_of(host)) {
         return Ok(SocketAddr::new(ip, *port));
     }
-    let resolved = (host.as_str(), *port).to_socket_addrs().map(|mut a| a.next());
+    // IPv4 first, as for a topology's hosts (and so `localhost` is one address).
+    let resolved = (host.as_str(), *port).to_socket_addrs().map(|a| {
+        let all: Vec<SocketAddr> = a.collect();
+        all.iter().find(|a| a.is_ipv4()).or(all.first()).copied()
+    });
     match (resolved, run) {
         (Ok(Some(a)), _) => Ok(a),
         (r, run) => {
