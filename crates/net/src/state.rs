@@ -195,3 +195,47 @@ pub fn select(run_id: Option<&str>) -> Result<RunState> {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_host_is_reached_at_its_first_ipv4_address_else_ipv6() {
+        let iface = |link: &str, addr: Option<&str>, addr6: Option<&str>| IfaceState {
+            link: link.into(),
+            ifname: link.into(),
+            addr: addr.map(String::from),
+            addr6: addr6.map(String::from),
+        };
+        let node = |name: &str, interfaces| NodeState {
+            name: name.into(),
+            role: "host".into(),
+            ns: name.into(),
+            interfaces,
+        };
+        let run = RunState {
+            run_id: "abcdef".into(),
+            pid: 1,
+            started_unix: 0,
+            source: None,
+            source_file: None,
+            nodes: vec![
+                node(
+                    "h2",
+                    vec![iface("v6", None, Some("fd00::2/64")), iface("sl", Some("10.10.0.2/24"), None)],
+                ),
+                node("h6", vec![iface("v6", None, Some("fd00::6/64"))]),
+                node("bare", vec![]),
+            ],
+            emulators: vec![],
+        };
+        assert_eq!(run.addr_of("h2"), Some("10.10.0.2".parse().unwrap()));
+        assert_eq!(run.addr_of("h6"), Some("fd00::6".parse().unwrap()));
+        assert_eq!(run.addr_of("bare"), None);
+        assert_eq!(run.addr_of("h9"), None);
+        // A state file from before source_file existed still reads.
+        let old = r#"{"run_id":"a","pid":1,"started_unix":0,"source":null,"nodes":[],"emulators":[]}"#;
+        assert_eq!(serde_json::from_str::<RunState>(old).unwrap().source_file, None);
+    }
+}

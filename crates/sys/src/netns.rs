@@ -35,12 +35,12 @@ pub fn exists(name: &str) -> bool {
     path_of(name).map(|p| p.exists()).unwrap_or(false)
 }
 
-/// The name under `/run/netns` of the namespace this process is in (as `ip
-/// netns identify` prints it), or `None` when it has none there (the
+/// The name under `/run/netns` of the namespace the calling thread is in
+/// (as `ip netns identify` prints it), or `None` when it has none there (the
 /// initial namespace, usually). Only reads `/proc` and `/run/netns`.
 pub fn identify() -> Option<String> {
     use std::os::unix::fs::MetadataExt;
-    let me = std::fs::metadata("/proc/self/ns/net").ok()?;
+    let me = std::fs::metadata("/proc/thread-self/ns/net").ok()?;
     std::fs::read_dir(NETNS_RUN_DIR).ok()?.flatten().find_map(|e| {
         let m = std::fs::metadata(e.path()).ok()?;
         (m.dev() == me.dev() && m.ino() == me.ino()).then(|| e.file_name().to_string_lossy().into_owned())
@@ -221,6 +221,9 @@ mod tests {
         .expect("run_in")
         .expect("offloads");
         assert!(!r.0.all_off(), "veth starts with offloads on: {:?}", r.0);
+        // The thread inside knows its namespace by name; this one is not in it.
+        assert_eq!(run_in(&ns.0, identify).expect("run_in"), Some(ns.0.clone()));
+        assert_ne!(identify(), Some(ns.0.clone()));
         assert!(r.1.all_off(), "{:?}", r.1);
         // enter_scoped moves this thread and back.
         {
