@@ -74,6 +74,17 @@ fn json_transfer_counts_exactly_and_checksums_match() {
 }
 
 #[test]
+fn send_to_takes_a_host_name() {
+    let (mut recv, _reader, addr) = start_recv(&["--once"]);
+    let port = addr.rsplit_once(':').unwrap().1;
+    let out = send(&["--to", &format!("localhost:{port}"), "--bytes", "100KB", "--interval", "off"]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{text}{}", String::from_utf8_lossy(&out.stderr));
+    assert!(text.contains(&format!("sent to 127.0.0.1:{port} 97.66 KiB")), "{text}");
+    assert!(recv.0.wait().unwrap().success());
+}
+
+#[test]
 fn text_reverse_run_prints_a_summary() {
     let (mut recv, _reader, addr) = start_recv(&["--once"]);
     let out = send(&["--to", &addr, "--bytes", "1MiB", "--reverse", "--checksum", "--interval", "off"]);
@@ -88,7 +99,8 @@ fn text_reverse_run_prints_a_summary() {
 fn bad_input_is_a_usage_error() {
     for (args, needle) in [
         (vec![], "--to"),
-        (vec!["--to", "localhost:5201"], "IP:PORT"),
+        (vec!["--to", "localhost"], "HOST:PORT"),
+        (vec!["--to", "no-such-host.invalid:5201"], "the resolver does not know it"),
         (vec!["--to", "127.0.0.1:9", "--pace", "static:0"], "rate"),
         (vec!["--to", "127.0.0.1:9", "--pace", "static:-20mbit"], "negative"),
         (vec!["--to", "127.0.0.1:9", "--pace", "static:fast"], "rate"),

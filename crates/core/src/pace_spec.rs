@@ -71,6 +71,11 @@ pub enum PaceSpec {
 pub enum PaceSpecError {
     #[error("pacing {text:?}: expected {FORMS}")]
     Form { text: String },
+    /// A `dynamic` form where only a fixed rate can be held ([`PaceSpec::parse_fixed`]).
+    #[error(
+        "pacing {text:?}: only none or static:RATE here (a fixed rate on the wire, e.g. static:500mbit)"
+    )]
+    NotFixed { text: String },
     #[error("pacing {text:?}: {source}")]
     Rate {
         text: String,
@@ -109,6 +114,17 @@ impl PaceSpec {
         };
         let ceiling = ceiling.map(rate).transpose()?;
         Ok(PaceSpec::Dynamic { mode, ceiling })
+    }
+
+    /// The grammar as a front end that holds one fixed cap per socket takes
+    /// it (the relay's upstream sockets): `none` (`Ok(None)`) or
+    /// `static:RATE`; the `dynamic` forms are refused, naming the text.
+    pub fn parse_fixed(text: &str) -> Result<Option<Rate>, PaceSpecError> {
+        match PaceSpec::parse(text)? {
+            PaceSpec::None => Ok(None),
+            PaceSpec::Static(r) => Ok(Some(r)),
+            PaceSpec::Dynamic { .. } => Err(PaceSpecError::NotFixed { text: text.trim().to_string() }),
+        }
     }
 
     /// The on-wire rate this pacing never exceeds, if any.
@@ -159,7 +175,9 @@ impl fmt::Display for PaceSpec {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Takes {
     /// Every one: `send`/`recv --pace`, `run --pace`, `pace --pace` and
-    /// `--rule`, and the shim's `TCPACCEL_PACE`.
+    /// `--rule`, and the shim's `TCPACCEL_PACE`; `relay --pace` (a fixed
+    /// cap per socket, [`PaceSpec::parse_fixed`]) only its `none` and
+    /// `static:RATE` ones.
     All,
     /// The grammar's `dynamic=kernel|loop`: only the traffic tool, which has
     /// both; the others refuse it, naming the text.
@@ -221,6 +239,17 @@ mod tests {
         assert_eq!(PaceSpec::Static(Rate::mbps(5)).ceiling(), Some(Rate::mbps(5)));
         assert_eq!(dynamic(Some(DynamicMode::Loop), None).mode(), Some(DynamicMode::Loop));
         assert_eq!(PaceSpec::None.ceiling(), None);
+    }
+
+    #[test]
+    fn a_fixed_pacing_is_none_or_static() {
+        assert_eq!(PaceSpec::parse_fixed(" none "), Ok(None));
+        assert_eq!(PaceSpec::parse_fixed("static:500mbit"), Ok(Some(Rate::mbps(500))));
+        for text in ["dynamic", "dynamic:1gbit", "dynamic=kernel"] {
+            let e = PaceSpec::parse_fixed(text).unwrap_err().to_string();
+            assert!(e.contains(&format!("{text:?}")) && e.contains("only none or static:RATE"), "{e}");
+        }
+        assert!(PaceSpec::parse_fixed("500mbit").unwrap_err().to_string().contains("static:RATE"));
     }
 
     #[test]

@@ -7,6 +7,8 @@
 //!   Bytes per second are written with a capital `B`: `60MB/s`.
 //! - Sizes use decimal prefixes for `K/KB/M/MB/G/GB` (1 MB = 1 000 000 bytes,
 //!   as in the seed papers' "1 MB buffer") and binary ones for `KiB/MiB/GiB`.
+//!   They print in the shortest exact form, decimal on a tie, so a size
+//!   shows as it was written (`256KB`, not the equal `250KiB`).
 //! - Durations take `ns`, `us`/`µs`, `ms`, `s`, `m`, `h`; a bare number is refused
 //!   because nobody agrees on its unit.
 //!
@@ -256,25 +258,35 @@ impl Bytes {
 /// largest binary unit up to three decimals (4 MiB = `4MiB`, 1.5 KiB =
 /// `1.5KiB`: buffers the kernel sizes in powers of two), in decimal units
 /// otherwise (`1MB`, `12.5MB`); both forms parse back.
+/// The shortest exact form, so a size prints as it was written: decimal
+/// (`KB`, `MB`, `GB`) or binary (`KiB`, `MiB`, ...), at the largest unit
+/// that fits, whichever needs fewer decimals (at most 3), decimal on a tie.
+/// `256KB` stays `256KB` although it is exactly `250KiB` too (decimal is the
+/// papers' and the files' usual form), `4MiB` stays `4MiB`, `1.5KiB` stays
+/// `1.5KiB`. A size neither writes exactly is decimal, rounded to 3 decimals.
 impl fmt::Display for Bytes {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        const DECIMAL: [(u64, &str); 3] = [(1_000_000_000, "GB"), (1_000_000, "MB"), (1_000, "KB")];
         const BINARY: [(u64, &str); 4] =
             [(1 << 40, "TiB"), (1 << 30, "GiB"), (1 << 20, "MiB"), (1 << 10, "KiB")];
-        if let Some(&(unit, name)) = BINARY.iter().find(|(unit, _)| self.0 >= *unit) {
-            if (u128::from(self.0) * 1000) % u128::from(unit) == 0 {
-                return write!(f, "{}{name}", trim_float(self.0 as f64 / unit as f64));
-            }
-        }
-        let b = self.0 as f64;
-        if b >= 1e9 {
-            write!(f, "{}GB", trim_float(b / 1e9))
-        } else if b >= 1e6 {
-            write!(f, "{}MB", trim_float(b / 1e6))
-        } else if b >= 1e3 {
-            write!(f, "{}KB", trim_float(b / 1e3))
-        } else {
-            write!(f, "{}B", self.0)
-        }
+        let b = self.0;
+        // (decimals needed, unit, name) at the largest unit of `units` that fits.
+        let exact = |units: &[(u64, &'static str)]| {
+            let &(unit, name) = units.iter().find(|(unit, _)| b >= *unit)?;
+            (0..=3u32)
+                .find(|&d| (u128::from(b) * 10u128.pow(d)) % u128::from(unit) == 0)
+                .map(|d| (d, unit, name))
+        };
+        let (_, unit, name) = match (exact(&DECIMAL), exact(&BINARY)) {
+            (Some(d), Some(bin)) if bin.0 < d.0 => bin,
+            (Some(d), _) => d,
+            (None, Some(bin)) => bin,
+            (None, None) => match DECIMAL.iter().find(|(unit, _)| b >= *unit) {
+                Some(&(unit, name)) => (3, unit, name),
+                None => return write!(f, "{b}B"),
+            },
+        };
+        write!(f, "{}{name}", trim_float(b as f64 / unit as f64))
     }
 }
 
@@ -671,7 +683,21 @@ mod tests {
     }
 
     #[test]
-    fn sizes_print_binary_when_they_are_powers_of_two() {
+    fn sizes_print_in_their_shortest_exact_form_decimal_on_a_tie() {
+        // Exact both ways: decimal, as the papers and the files write them
+        // (256KB once printed as 250KiB).
+        assert_eq!(Bytes(256_000).to_string(), "256KB");
+        assert_eq!(Bytes(128_000).to_string(), "128KB");
+        assert_eq!(Bytes(64_000).to_string(), "64KB", "not 62.5KiB");
+        assert_eq!(Bytes(3_750_000).to_string(), "3.75MB");
+        assert_eq!(Bytes(500_000).to_string(), "500KB");
+        // Binary when that is shorter.
+        assert_eq!(Bytes(1_024_000).to_string(), "1000KiB", "not 1.024MB");
+        assert_eq!(Bytes(262_144).to_string(), "256KiB");
+        // Neither exact: decimal, rounded.
+        assert_eq!(Bytes(1_234_567).to_string(), "1.235MB");
+        assert_eq!(Bytes(1000).to_string(), "1KB");
+        assert_eq!(Bytes(1023).to_string(), "1.023KB");
         assert_eq!(Bytes(4 << 20).to_string(), "4MiB");
         assert_eq!(Bytes(6 << 20).to_string(), "6MiB");
         assert_eq!(Bytes(1536).to_string(), "1.5KiB");

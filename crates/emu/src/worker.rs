@@ -33,7 +33,7 @@ use tcpaccel_sys::packet::{PacketSocket, RecvBatch};
 use crate::config::{LinkConfig, Scheduling};
 use crate::frame;
 use crate::ring::FrameRing;
-use crate::summary::{DirectionSummary, Drops};
+use crate::summary::{DirectionSummary, Drops, TransferWindow};
 use crate::Shared;
 
 /// Frames due within this window are sent at once instead of sleeping or
@@ -93,10 +93,8 @@ pub(crate) struct Worker {
     pub tx_errors: u64,
     pub kernel_drops: u64,
     pub meter_lost: u64,
-    pub first_send: Option<Instant>,
-    pub last_send: Option<Instant>,
-    /// On-wire bytes delivered after the first send (for the achieved rate).
-    pub wire_after_first: u64,
+    /// Where traffic flowed, for the rates over the transfer window.
+    pub window: TransferWindow,
     pub error: Option<String>,
     pub scheduling: Scheduling,
     /// The latest time handed to the model (its clock never goes back).
@@ -381,13 +379,8 @@ impl Worker {
                 }
                 self.lateness.record_duration(t - d.delivers_at);
                 let wire = self.link.wire_bytes(d.len as usize);
-                if self.first_send.is_none() {
-                    self.first_send = Some(t);
-                } else {
-                    self.wire_after_first += wire;
-                }
+                self.window.delivered(t, wire, u64::from(d.len));
             }
-            self.last_send = Some(t);
             if k < TX_BATCH {
                 return Ok(());
             }
@@ -427,12 +420,7 @@ impl Worker {
         }
         let c = *self.link.counters();
         let elapsed = now.as_nanos().max(1);
-        let achieved = match (self.first_send, self.last_send) {
-            (Some(a), Some(b)) if b > a => {
-                ((self.wire_after_first as u128 * 8 * 1_000_000_000) / (b - a).as_nanos()) as u64
-            }
-            _ => 0,
-        };
+        let window = self.window.rates();
         let mut s = crate::lock(slot);
         s.arrived_frames = c.arrived_frames;
         s.arrived_bytes = c.arrived_bytes;
@@ -442,7 +430,9 @@ impl Worker {
         s.in_flight_frames = self.link.in_system();
         s.max_queue_bytes = c.max_queue_bytes;
         s.max_queue_frames = c.max_queue_frames;
-        s.achieved_wire_bps = achieved;
+        s.window_s = window.seconds;
+        s.achieved_wire_bps = window.wire_bps;
+        s.window_bps = window.frame_bps;
         s.mean_bps = ((c.delivered_bytes as u128 * 8 * 1_000_000_000) / elapsed as u128) as u64;
         s.lateness = self.lateness.summary();
         s.meter_bins_lost = self.meter_lost + self.link.meter().overflowed();

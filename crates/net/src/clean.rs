@@ -3,19 +3,50 @@
 //!
 //! Deleting a namespace with `ip netns del` only removes its name; the kernel
 //! frees it (and the veth ends in it) once no process or socket holds it, so
-//! the processes started inside it are killed first. Our own threads that
-//! entered it are not processes and are left alone.
+//! the processes started inside it are stopped first: SIGTERM, so that a
+//! service started with `net exec` prints its summary as on Ctrl-C, then
+//! SIGKILL for whatever is still running [`STOP_GRACE`] later
+//! ([`stop_processes`]). Our own threads that entered it are not processes
+//! and are left alone.
 
 use std::path::Path;
 use std::time::{Duration, Instant};
 
+use serde::Serialize;
+
 use crate::error::{Error, Result};
 use crate::state::{self, alive, RunState};
 use tcpaccel_sys::command;
-use tcpaccel_sys::process::Signal;
+use tcpaccel_sys::process::{Pidfd, Signal};
 
 /// Prefix of every namespace tcpaccel creates.
 pub const NS_PREFIX: &str = "tcpaccel-";
+
+/// How long the processes inside a network have, all together, between the
+/// SIGTERM of a teardown and the SIGKILL: long enough for a service to print
+/// its summary and close its sockets (`recv` and `lanes` take well under a
+/// second), short enough that `net down` (which waits 10 s for the owner)
+/// still finishes in order.
+pub const STOP_GRACE: Duration = Duration::from_secs(3);
+
+/// A process that a teardown stopped.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Stopped {
+    pub pid: u32,
+    /// Its command name (`/proc/PID/comm`), "?" when it could not be read.
+    pub name: String,
+    /// The namespace it ran in.
+    pub ns: String,
+    /// True when it was still running `grace` after SIGTERM and got SIGKILL.
+    pub killed: bool,
+    /// The time it had between SIGTERM and SIGKILL.
+    #[serde(rename = "grace_s", serialize_with = "grace_s")]
+    pub grace: Duration,
+}
+
+fn grace_s<S: serde::Serializer>(d: &Duration, s: S) -> std::result::Result<S::Ok, S::Error> {
+    s.serialize_f64(d.as_secs_f64())
+}
 
 /// Names under `/run/netns` that start with `prefix`, sorted.
 pub fn namespaces_with_prefix(prefix: &str) -> Result<Vec<String>> {
@@ -48,8 +79,71 @@ pub(crate) fn signal(pid: u32, sig: Signal) -> Result<()> {
     Ok(())
 }
 
+/// Stops every process inside `namespaces` (never this process): SIGTERM to
+/// all of them at once, up to `grace` for them to exit, then SIGKILL for
+/// those still running. Each process is held through a pidfd, so a pid
+/// reused meanwhile is never signalled. Returns what was stopped and how;
+/// problems (a namespace whose processes cannot be listed) are logged, as
+/// [`delete_namespace`] still kills whatever is left.
+pub fn stop_processes(namespaces: &[String], grace: Duration) -> Vec<Stopped> {
+    let me = std::process::id();
+    let mut held: Vec<(Pidfd, Stopped)> = Vec::new();
+    for ns in namespaces.iter().filter(|ns| tcpaccel_sys::netns::exists(ns)) {
+        let pids = match pids_in(ns) {
+            Ok(p) => p,
+            Err(e) => {
+                tracing::warn!(ns, "cannot list processes in namespace: {e}");
+                continue;
+            }
+        };
+        for pid in pids.into_iter().filter(|&p| p != me) {
+            let name = std::fs::read_to_string(format!("/proc/{pid}/comm"))
+                .map(|c| c.trim().to_string())
+                .unwrap_or_else(|_| "?".into());
+            match Pidfd::open(pid) {
+                Ok(Some(fd)) => match fd.signal(Signal::Term) {
+                    Ok(true) => held.push((fd, Stopped { pid, name, ns: ns.clone(), killed: false, grace })),
+                    Ok(false) => {}
+                    Err(e) => tracing::warn!(ns, pid, "cannot send SIGTERM: {e}"),
+                },
+                Ok(None) => {}
+                Err(e) => tracing::warn!(ns, pid, "cannot open the process: {e}"),
+            }
+        }
+    }
+    let deadline = Instant::now() + grace;
+    for (fd, st) in &mut held {
+        let left = deadline.saturating_duration_since(Instant::now());
+        if matches!(fd.wait_exit(left), Ok(true)) {
+            continue;
+        }
+        tracing::debug!(ns = st.ns, pid = st.pid, "still running {grace:?} after SIGTERM; killing");
+        match fd.signal(Signal::Kill) {
+            Ok(sent) => st.killed = sent,
+            Err(e) => tracing::warn!(ns = st.ns, pid = st.pid, "cannot kill process in namespace: {e}"),
+        }
+    }
+    held.into_iter().map(|(_, st)| st).collect()
+}
+
+impl Stopped {
+    /// One line: which process, where, and whether SIGTERM was enough.
+    pub fn describe(&self) -> String {
+        let how = if self.killed {
+            format!(
+                "killed: still running {} after SIGTERM",
+                tcpaccel_core::units::format_duration(self.grace)
+            )
+        } else {
+            "stopped by SIGTERM".to_string()
+        };
+        format!("process {} ({}) in {}: {how}", self.pid, self.name, self.ns)
+    }
+}
+
 /// Kills every process inside `ns` (never this process), then deletes the
-/// namespace name. A namespace already gone is not an error.
+/// namespace name. A namespace already gone is not an error. Callers that
+/// can wait give the processes their SIGTERM first ([`stop_processes`]).
 pub fn delete_namespace(ns: &str) -> Result<()> {
     if !tcpaccel_sys::netns::exists(ns) {
         return Ok(());
@@ -74,9 +168,10 @@ pub fn delete_namespace(ns: &str) -> Result<()> {
 }
 
 /// Stops one recorded run: SIGTERM to its owner, which tears its network
-/// down itself (and prints its summaries); after `wait`, or at once if the
-/// owner is gone, deletes whatever of the run's namespaces remain and its
-/// state file. Returns one line per thing done.
+/// down itself (stopping the processes inside it as [`stop_processes`] does,
+/// and printing its summaries); after `wait`, or at once if the owner is
+/// gone, stops the processes left in the run's namespaces the same way,
+/// deletes the namespaces and the state file. Returns one line per thing done.
 pub fn stop_run(run: &RunState, wait: Duration) -> Result<Vec<String>> {
     let mut done = Vec::new();
     let me = std::process::id();
@@ -90,6 +185,9 @@ pub fn stop_run(run: &RunState, wait: Duration) -> Result<Vec<String>> {
         if alive(run.pid) {
             done.push(format!("process {} still running after {:?}; deleting its namespaces", run.pid, wait));
         }
+    }
+    for st in stop_processes(&run.namespaces(), STOP_GRACE) {
+        done.push(st.describe());
     }
     for ns in run.namespaces() {
         if tcpaccel_sys::netns::exists(&ns) {

@@ -43,7 +43,9 @@ pub fn live_networks() -> usize {
 
 /// Deletes the namespaces and state files of every registered network (the
 /// exit path of a signal; a [`crate::Network`] going out of scope tears
-/// itself down).
+/// itself down). Processes inside are killed at once, without the SIGTERM
+/// grace of a normal teardown: this path runs on a second Ctrl-C, or when no
+/// one asked for the signal, and the process exits right after.
 pub fn teardown_all() {
     let lives: Vec<LiveRef> = lock(&REGISTRY).values().cloned().collect();
     if !lives.is_empty() {

@@ -72,10 +72,12 @@ struct EmuLink {
     handle: Option<EmuHandle>,
 }
 
-/// What teardown reports: each emulator's final summary, and anything that
-/// could not be removed.
+/// What teardown reports: the processes it stopped inside the network, each
+/// emulator's final summary, and anything that could not be removed.
 #[derive(Debug, Default)]
 pub struct Teardown {
+    /// Processes found in the namespaces: SIGTERM, SIGKILL after [`clean::STOP_GRACE`].
+    pub stopped: Vec<clean::Stopped>,
     pub emulators: Vec<(String, EmuSummary)>,
     pub errors: Vec<String>,
 }
@@ -90,6 +92,7 @@ pub struct Network {
     emus: Vec<EmuLink>,
     started_unix: u64,
     source: Option<String>,
+    source_file: Option<PathBuf>,
     meter: MeterOptions,
     done: bool,
 }
@@ -134,6 +137,7 @@ impl Network {
                 .map(|d| d.as_secs())
                 .unwrap_or(0),
             source: None,
+            source_file: None,
             meter: meter.clone(),
             done: false,
         };
@@ -387,6 +391,7 @@ impl Network {
             pid: std::process::id(),
             started_unix: self.started_unix,
             source: self.source.clone(),
+            source_file: self.source_file.clone(),
             nodes,
             emulators,
         }
@@ -402,8 +407,18 @@ impl Network {
         Ok(path)
     }
 
-    /// Stops the emulators (collecting their summaries) and deletes every
-    /// namespace and the state file. Dropping does the same, without the report.
+    /// [`Network::persist`] for a network built from topology file `file`:
+    /// records it as written and by absolute path, so that
+    /// [`state::live_from_file`] finds this run.
+    pub fn persist_file(&mut self, file: &std::path::Path) -> Result<PathBuf> {
+        self.source_file = std::fs::canonicalize(file).ok();
+        self.persist(Some(&file.display().to_string()))
+    }
+
+    /// Stops the processes inside the network (SIGTERM, then SIGKILL after
+    /// [`clean::STOP_GRACE`]), stops the emulators (collecting their
+    /// summaries) and deletes every namespace and the state file. Dropping
+    /// does the same, without the report.
     pub fn teardown(mut self) -> Teardown {
         self.shutdown()
     }
@@ -414,6 +429,9 @@ impl Network {
             return report;
         }
         self.done = true;
+        // First, while the links still carry traffic: a sender stopped by
+        // SIGTERM still collects its receipt and prints its summary.
+        report.stopped = clean::stop_processes(&self.namespaces(), clean::STOP_GRACE);
         for e in &mut self.emus {
             if let Some(h) = e.handle.take() {
                 match emulator::stop(h) {

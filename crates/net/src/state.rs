@@ -46,8 +46,11 @@ pub struct RunState {
     pub pid: u32,
     /// Seconds since the Unix epoch when the network came up.
     pub started_unix: u64,
-    /// The topology file it was built from, if any.
+    /// The topology file it was built from, if any, as the user wrote it.
     pub source: Option<String>,
+    /// That file's absolute path, to recognise a second `net up` of it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub source_file: Option<PathBuf>,
     pub nodes: Vec<NodeState>,
     pub emulators: Vec<EmuState>,
 }
@@ -61,6 +64,19 @@ impl RunState {
     /// The namespace of node `name`.
     pub fn ns_of(&self, name: &str) -> Option<&str> {
         self.nodes.iter().find(|n| n.name == name).map(|n| n.ns.as_str())
+    }
+
+    /// The address that reaches node `name`: its first IPv4 address in link
+    /// order (as [`crate::Network::addr`] picks it), else its first IPv6 one.
+    pub fn addr_of(&self, name: &str) -> Option<std::net::IpAddr> {
+        let node = self.nodes.iter().find(|n| n.name == name)?;
+        let first = |v6: bool| {
+            node.interfaces.iter().find_map(|i| {
+                let a = if v6 { i.addr6.as_deref() } else { i.addr.as_deref() }?;
+                crate::Cidr::parse(a).ok().map(|c| c.addr)
+            })
+        };
+        first(false).or_else(|| first(true))
     }
 
     /// True while the owning process exists.
@@ -141,6 +157,23 @@ pub fn remove(run_id: &str) -> Result<Option<PathBuf>> {
     }
 }
 
+/// The live runs built from topology file `file` (compared by absolute
+/// path): a second `net up` of one file would make two networks with the
+/// same names and addresses, and `net exec` could not tell them apart.
+pub fn live_from_file(file: &Path) -> Result<Vec<RunState>> {
+    let abs = std::fs::canonicalize(file).map_err(|e| Error::io(format!("resolve {}", file.display()), e))?;
+    Ok(list()?
+        .into_iter()
+        .filter(|r| r.source_file.as_deref() == Some(abs.as_path()) && r.is_live())
+        .collect())
+}
+
+/// The recorded run that namespace `ns` belongs to (a node's or an
+/// emulator's), if any.
+pub fn run_of_namespace(ns: &str) -> Result<Option<RunState>> {
+    Ok(list()?.into_iter().find(|r| r.namespaces().iter().any(|n| n == ns)))
+}
+
 /// Picks one run: the given id, or the only recorded one. Errors say which
 /// runs exist when the choice is ambiguous.
 pub fn select(run_id: Option<&str>) -> Result<RunState> {
@@ -160,5 +193,49 @@ pub fn select(run_id: Option<&str>) -> Result<RunState> {
                 ids.join(", ")
             )))
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_host_is_reached_at_its_first_ipv4_address_else_ipv6() {
+        let iface = |link: &str, addr: Option<&str>, addr6: Option<&str>| IfaceState {
+            link: link.into(),
+            ifname: link.into(),
+            addr: addr.map(String::from),
+            addr6: addr6.map(String::from),
+        };
+        let node = |name: &str, interfaces| NodeState {
+            name: name.into(),
+            role: "host".into(),
+            ns: name.into(),
+            interfaces,
+        };
+        let run = RunState {
+            run_id: "abcdef".into(),
+            pid: 1,
+            started_unix: 0,
+            source: None,
+            source_file: None,
+            nodes: vec![
+                node(
+                    "h2",
+                    vec![iface("v6", None, Some("fd00::2/64")), iface("sl", Some("10.10.0.2/24"), None)],
+                ),
+                node("h6", vec![iface("v6", None, Some("fd00::6/64"))]),
+                node("bare", vec![]),
+            ],
+            emulators: vec![],
+        };
+        assert_eq!(run.addr_of("h2"), Some("10.10.0.2".parse().unwrap()));
+        assert_eq!(run.addr_of("h6"), Some("fd00::6".parse().unwrap()));
+        assert_eq!(run.addr_of("bare"), None);
+        assert_eq!(run.addr_of("h9"), None);
+        // A state file from before source_file existed still reads.
+        let old = r#"{"run_id":"a","pid":1,"started_unix":0,"source":null,"nodes":[],"emulators":[]}"#;
+        assert_eq!(serde_json::from_str::<RunState>(old).unwrap().source_file, None);
     }
 }

@@ -68,7 +68,8 @@ pub struct Settings {
     #[serde(skip)]
     pub rules_in_order: Option<Vec<Rule>>,
     pub cc: Option<String>,
-    #[serde(deserialize_with = "units::text::rate")]
+    /// `none` or `static:RATE` (on the wire), the grammar of every `--pace`.
+    #[serde(deserialize_with = "fixed_pace")]
     pub pace: Option<Rate>,
     #[serde(deserialize_with = "units::text::bytes")]
     pub sndbuf: Option<Bytes>,
@@ -133,6 +134,12 @@ fn allow_rules<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Vec<Rule>, D::E
 
 fn deny_rules<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Vec<Rule>, D::Error> {
     rules(d, Action::Deny)
+}
+
+/// `pace`: [`PaceSpec::parse_fixed`](tcpaccel_core::pace_spec::PaceSpec::parse_fixed).
+fn fixed_pace<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<Rate>, D::Error> {
+    let text = <String as serde::Deserialize>::deserialize(d)?;
+    tcpaccel_core::pace_spec::PaceSpec::parse_fixed(&text).map_err(serde::de::Error::custom)
 }
 
 fn metrics_addr<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<SocketAddr>, D::Error> {
@@ -726,7 +733,7 @@ mod tests {
             allow = ["127.0.0.0/8"]
             deny = ["127.0.0.1:25"]
             cc = "bbr"
-            pace = "500mbit"
+            pace = "static:500mbit"
             sndbuf = "4MB"
             rcvbuf = 65536
             notsent_lowat = "128KB"
@@ -790,6 +797,8 @@ mod tests {
             ("lisen = \"x\"", "lisen"),
             ("rules = [\"allow any\"]", "rules"),
             ("pace = \"fast\"", "\"fast\""),
+            ("pace = \"500mbit\"", "static:RATE"),
+            ("pace = \"dynamic\"", "only none or static:RATE"),
             ("idle_timeout = \"10\"", "missing unit"),
             ("idle_timeout = 10", "idle_timeout"),
             ("next = [\"http://x:1\"]", "only socks5"),

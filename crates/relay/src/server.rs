@@ -737,7 +737,9 @@ fn tune(sock: &TcpSocket, t: &Tuning) -> io::Result<()> {
         sockopt::set_congestion(sock, cc).map_err(e)?;
     }
     if let Some(r) = t.pace {
-        sockopt::set_max_pacing_rate(sock, r.bytes_per_sec()).map_err(e)?;
+        // static:RATE counts the wire, as every --pace does; the socket takes payload bytes/s.
+        let cap = tcpaccel_core::pacing::Framing::ETHERNET_1500_TS.payload_bytes_per_sec(r).max(1);
+        sockopt::set_max_pacing_rate(sock, cap).map_err(e)?;
     }
     if let Some(b) = t.notsent_lowat {
         sockopt::set_notsent_lowat(sock, b).map_err(e)?;

@@ -501,8 +501,11 @@ fn upstream_sockets_get_the_per_hop_tuning() {
         .expect("run ss (iproute2)");
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(text.contains("reno"), "congestion control not applied: {text}");
-    // ss prints "pacing_rate CURRENT/MAX" in bit/s once a cap is set.
-    assert!(text.contains("/80000000bps"), "pacing cap not applied: {text}");
+    // ss prints "pacing_rate CURRENT/MAX" in bit/s once a cap is set; the
+    // cap is the payload of 80 Mbit/s on the wire, as static:80mbit paces.
+    let wire = tcpaccel_core::units::Rate(80_000_000);
+    let cap = tcpaccel_core::pacing::Framing::ETHERNET_1500_TS.payload_bytes_per_sec(wire) * 8;
+    assert!(text.contains(&format!("/{cap}bps")), "pacing cap {cap} bit/s not applied: {text}");
 }
 
 #[test]

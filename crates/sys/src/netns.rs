@@ -49,6 +49,18 @@ pub fn list() -> Result<Vec<String>> {
     Ok(names)
 }
 
+/// The name under `/run/netns` of the namespace the calling thread is in
+/// (as `ip netns identify` prints it), or `None` when it has none there (the
+/// initial namespace, usually). Only reads `/proc` and `/run/netns`.
+pub fn identify() -> Option<String> {
+    use std::os::unix::fs::MetadataExt;
+    let me = std::fs::metadata("/proc/thread-self/ns/net").ok()?;
+    list().ok()?.into_iter().find(|name| {
+        std::fs::metadata(std::path::Path::new(NETNS_RUN_DIR).join(name))
+            .is_ok_and(|m| m.dev() == me.dev() && m.ino() == me.ino())
+    })
+}
+
 fn open_ns(name: &str) -> Result<File> {
     let path = path_of(name)?;
     File::open(&path).map_err(|e| match e.kind() {
@@ -223,6 +235,9 @@ mod tests {
         .expect("run_in")
         .expect("offloads");
         assert!(!r.0.all_off(), "veth starts with offloads on: {:?}", r.0);
+        // The thread inside knows its namespace by name; this one is not in it.
+        assert_eq!(run_in(&ns.0, identify).expect("run_in"), Some(ns.0.clone()));
+        assert_ne!(identify(), Some(ns.0.clone()));
         assert!(r.1.all_off(), "{:?}", r.1);
         // enter_scoped moves this thread and back.
         {

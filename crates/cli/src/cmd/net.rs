@@ -24,9 +24,11 @@ pub(crate) struct Args {
 #[derive(clap::Subcommand)]
 enum Cmd {
     /// Build the network in FILE and keep it up until Ctrl-C or SIGTERM; then
-    /// tear it down and print the emulators' summaries.
+    /// stop what runs inside it (SIGTERM, SIGKILL 3 s later), tear it down and
+    /// print the emulators' summaries.
     Up(UpArgs),
-    /// Tear a running network down: signal its owner, then delete what is left.
+    /// Tear a running network down: signal its owner (which stops what runs
+    /// inside with SIGTERM, SIGKILL 3 s later), then delete what is left.
     Down(DownArgs),
     /// Run a command inside a host or router of a running network.
     Exec(ExecArgs),
@@ -47,6 +49,10 @@ struct UpArgs {
     /// Tear down after this long instead of waiting for a signal (e.g. 30s).
     #[arg(long = "for", value_name = "DURATION", value_parser = crate::cmd::values::duration)]
     hold: Option<std::time::Duration>,
+    /// Build FILE even when a network from it is already up (a second copy,
+    /// same names and addresses: `net exec` and `net down` then need `--run ID`).
+    #[arg(long)]
+    again: bool,
 }
 
 #[derive(clap::Args)]
@@ -112,12 +118,15 @@ fn up(a: UpArgs) -> anyhow::Result<Verdict> {
         exit::usage(if msg.contains(&file) { msg } else { format!("{file}: {msg}") })
     })?;
     let hold = a.hold;
+    if !a.again {
+        refuse_second_copy(&a.file, &file)?;
+    }
     exit::require_root("tcpaccel net up")?;
     // Before building: a signal during the build still tears down and exits.
     let signals = tcpaccel_sys::signals::subscribe().context("installing the SIGINT/SIGTERM handler")?;
     let meter = MeterOptions { dir: a.meter_dir.clone(), ..MeterOptions::default() };
     let mut net = Network::up_with(&topo, &meter).map_err(|e| net_error(e, &format!("building {file}")))?;
-    let state_file = net.persist(Some(&file)).map_err(|e| net_error(e, "writing the run state file"))?;
+    let state_file = net.persist_file(&a.file).map_err(|e| net_error(e, "writing the run state file"))?;
     print_up(&net, &state_file, a.json)?;
 
     let started = Instant::now();
@@ -137,6 +146,11 @@ fn up(a: UpArgs) -> anyhow::Result<Verdict> {
     };
     let run_id = net.run_id().to_string();
     let report = net.teardown();
+    if !a.json {
+        for st in &report.stopped {
+            println!("{}", st.describe());
+        }
+    }
     for (link, summary) in &report.emulators {
         if a.json {
             let mut v = serde_json::to_value(summary).context("encoding the emulator summary")?;
@@ -150,7 +164,8 @@ fn up(a: UpArgs) -> anyhow::Result<Verdict> {
     }
     if a.json {
         let v = serde_json::json!({
-            "type": "net_down", "run_id": run_id, "signal": signal, "errors": report.errors,
+            "type": "net_down", "run_id": run_id, "signal": signal, "stopped": report.stopped,
+            "errors": report.errors,
         });
         println!("{v}");
     } else {
@@ -160,6 +175,19 @@ fn up(a: UpArgs) -> anyhow::Result<Verdict> {
         anyhow::bail!("teardown of run {run_id} left: {}", report.errors.join("; "));
     }
     Ok(Verdict::Ok)
+}
+
+/// Refuses to build `file` a second time while a network from it is up
+/// (exit 2, naming the run): two copies would answer to the same names and
+/// addresses, and every later `net exec` would have to be told which one.
+fn refuse_second_copy(path: &std::path::Path, file: &str) -> anyhow::Result<()> {
+    let up = state::live_from_file(path).map_err(|e| net_error(e, "looking for runs of this file"))?;
+    let Some(r) = up.first() else { return Ok(()) };
+    Err(exit::usage(format!(
+        "{file} is already up as run {} (process {}); use it (`tcpaccel net exec --run {} HOST -- CMD`), \
+         take it down first (`tcpaccel net down --run {}`), or add --again for a second copy",
+        r.run_id, r.pid, r.run_id, r.run_id
+    )))
 }
 
 fn print_up(net: &Network, state_file: &std::path::Path, json: bool) -> anyhow::Result<()> {

@@ -64,9 +64,10 @@ struct ServeArgs {
     /// Congestion control for upstream sockets (e.g. cubic, bbr).
     #[arg(long)]
     cc: Option<String>,
-    /// Pacing cap for upstream sockets (SO_MAX_PACING_RATE), e.g. 500mbit.
-    #[arg(long, value_name = "RATE", value_parser = values::rate)]
-    pace: Option<Rate>,
+    /// Pacing of upstream sockets: none | static:RATE (RATE on the wire, as every --pace;
+    /// a fixed SO_MAX_PACING_RATE per socket, so no dynamic), e.g. static:500mbit.
+    #[arg(long, value_name = "PACE", value_parser = values::fixed_pace)]
+    pace: Option<values::FixedPace>,
     /// SO_SNDBUF for upstream sockets (disables send autotuning).
     #[arg(long, value_name = "BYTES", value_parser = values::bytes)]
     sndbuf: Option<Bytes>,
@@ -227,7 +228,7 @@ fn settings_from_flags(a: &ServeArgs, m: &clap::ArgMatches) -> Settings {
         deny: a.deny.clone(),
         rules_in_order: given_rules.then(|| ordered_rules(&a.allow, &a.deny, m)),
         cc: a.cc.clone(),
-        pace: a.pace,
+        pace: a.pace.and_then(|p| p.0),
         sndbuf: a.sndbuf,
         rcvbuf: a.rcvbuf,
         notsent_lowat: a.notsent_lowat,
@@ -588,7 +589,7 @@ mod tests {
         let argv = [
             "relay",
             "--pace",
-            "123456789bit",
+            "static:123456789bit",
             "--sndbuf",
             "12.5MB",
             "--notsent-lowat",

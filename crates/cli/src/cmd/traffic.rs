@@ -30,9 +30,11 @@ use crate::exit::{self, Fail, Verdict};
 
 #[derive(clap::Args)]
 pub(crate) struct SendArgs {
-    /// Receiver address, IP:PORT (e.g. 10.0.0.2:5201 or [fd00::2]:5201).
-    #[arg(long, required = true, value_parser = values::socket_addr)]
-    to: Option<SocketAddr>,
+    /// Receiver, IP:PORT or HOST:PORT (e.g. 10.0.0.2:5201, [fd00::2]:5201, h2:5201). A HOST
+    /// of the tcpaccel network this runs in (`net exec`, `--netns`) is its first address
+    /// in the topology file (IPv4 first); other names go to the system's resolver (IPv4 first).
+    #[arg(long, required = true, value_parser = values::target)]
+    to: Option<values::Target>,
     /// Send for this long, per stream (e.g. 10s, 500ms). Default 10s.
     #[arg(long, conflicts_with = "bytes", allow_hyphen_values = true, value_parser = values::duration)]
     duration: Option<Duration>,
@@ -177,8 +179,53 @@ fn lib_error(e: tcpaccel_traffic::Error, what: &str) -> anyhow::Error {
     }
 }
 
+/// `--to`'s address: as given, or a host of the tcpaccel network this runs in
+/// (the one `--netns` names, or the namespace we are in), or what the
+/// system's resolver says. A name none of them knows is a usage error.
+fn resolve_to(to: &values::Target, netns: Option<&str>) -> anyhow::Result<SocketAddr> {
+    use std::net::ToSocketAddrs;
+    let (host, port) = match to {
+        values::Target::Addr(a) => return Ok(*a),
+        values::Target::Name { host, port } => (host, port),
+    };
+    let here = netns.map(str::to_string).or_else(tcpaccel_sys::netns::identify);
+    let run = match here {
+        Some(ns) => tcpaccel_net::state::run_of_namespace(&ns)
+            .map_err(|e| anyhow::Error::new(e).context("reading the tcpaccel network records"))?,
+        None => None,
+    };
+    if let Some(ip) = run.as_ref().and_then(|r| r.addr_of(host)) {
+        return Ok(SocketAddr::new(ip, *port));
+    }
+    // IPv4 first, as for a topology's hosts (and so `localhost` is one address).
+    let resolved = (host.as_str(), *port).to_socket_addrs().map(|a| {
+        let all: Vec<SocketAddr> = a.collect();
+        all.iter().find(|a| a.is_ipv4()).or(all.first()).copied()
+    });
+    match (resolved, run) {
+        (Ok(Some(a)), _) => Ok(a),
+        (r, run) => {
+            let why = match r {
+                Err(e) => e.to_string(),
+                _ => "no address".into(),
+            };
+            let hosts = match &run {
+                Some(r) => {
+                    let names: Vec<&str> = r.nodes.iter().map(|n| n.name.as_str()).collect();
+                    format!("not a host of run {} ({}), ", r.run_id, names.join(", "))
+                }
+                None => "not in a tcpaccel network, ".into(),
+            };
+            Err(exit::usage(format!(
+                "--to {to}: {host:?} is {hosts}and the resolver does not know it ({why})"
+            )))
+        }
+    }
+}
+
 fn send_config(args: &SendArgs) -> anyhow::Result<SendConfig> {
-    let to = args.to.ok_or_else(|| exit::usage("--to IP:PORT is required"))?;
+    let to = args.to.as_ref().ok_or_else(|| exit::usage("--to IP:PORT is required"))?;
+    let to = resolve_to(to, args.netns.as_deref())?;
     let mut cfg = SendConfig::new(to);
     cfg.volume = match (args.duration, nonzero("--bytes", args.bytes)?) {
         (_, Some(b)) => Volume::Bytes(b),

@@ -50,6 +50,15 @@ pub(crate) fn pace_own_dynamic(s: &str) -> Result<PaceSpec, String> {
     }
 }
 
+/// `relay --pace`: the one grammar, as a front end that holds a fixed cap
+/// per socket takes it (`none` or `static:RATE`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct FixedPace(pub Option<Rate>);
+
+pub(crate) fn fixed_pace(s: &str) -> Result<FixedPace, String> {
+    PaceSpec::parse_fixed(s).map(FixedPace).map_err(|e| e.to_string())
+}
+
 /// `pace --rule DEST=PACE`.
 pub(crate) fn pace_rule(s: &str) -> Result<DstRule, String> {
     s.parse().map_err(|e: tcpaccel_pacer::rules::RuleError| e.to_string())
@@ -61,6 +70,39 @@ pub(crate) fn rate(s: &str) -> Result<Rate, String> {
 
 pub(crate) fn socket_addr(s: &str) -> Result<SocketAddr, String> {
     s.trim().parse().map_err(|_| format!("{s:?} is not IP:PORT (e.g. 10.0.0.2:5201 or [fd00::2]:5201)"))
+}
+
+/// `send --to`: an address, or a host name with a port (resolved when the
+/// command runs: a host of the tcpaccel network it runs in, else the
+/// system's resolver).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Target {
+    Addr(SocketAddr),
+    Name { host: String, port: u16 },
+}
+
+impl std::fmt::Display for Target {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Target::Addr(a) => write!(f, "{a}"),
+            Target::Name { host, port } => write!(f, "{host}:{port}"),
+        }
+    }
+}
+
+/// IP:PORT, [IPv6]:PORT or HOST:PORT.
+pub(crate) fn target(s: &str) -> Result<Target, String> {
+    if let Ok(a) = s.trim().parse() {
+        return Ok(Target::Addr(a));
+    }
+    let bad = || format!("{s:?} is not IP:PORT or HOST:PORT (e.g. 10.0.0.2:5201, [fd00::2]:5201, h2:5201)");
+    let (host, port) = s.trim().rsplit_once(':').ok_or_else(bad)?;
+    let name_ok = !host.is_empty()
+        && host.chars().all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_' || c == '.');
+    match port.parse() {
+        Ok(port) if name_ok => Ok(Target::Name { host: host.to_string(), port }),
+        _ => Err(bad()),
+    }
 }
 
 /// `--bind`: IP (any port) or IP:PORT.
@@ -116,10 +158,13 @@ mod tests {
             let send = pace(text).map(|_| ());
             let own = pace_own_dynamic(text).map(|_| ());
             let rule = pace_rule(&format!("10.0.0.0/8={text}")).map(|_| ());
+            let relay = fixed_pace(text).map(|_| ());
             assert_eq!(send.is_ok(), *takes != Takes::None, "send --pace {text}: {send:?}");
             assert_eq!(own.is_ok(), *takes == Takes::All, "run/pace --pace {text}: {own:?}");
             assert_eq!(rule.is_ok(), *takes == Takes::All, "pace --rule {text}: {rule:?}");
-            for e in [send, own, rule].into_iter().filter_map(Result::err) {
+            let fixed = *takes == Takes::All && !text.contains("dynamic");
+            assert_eq!(relay.is_ok(), fixed, "relay --pace {text}: {relay:?}");
+            for e in [send, own, rule, relay].into_iter().filter_map(Result::err) {
                 assert!(e.contains(text.trim()), "{e} does not name {text}");
             }
             // What `run` parses is what the cgroup pacer is configured with.
@@ -137,6 +182,10 @@ mod tests {
         assert_eq!(rate_setting("unlimited").unwrap(), RateSetting(None));
         assert_eq!(socket_addr("[::1]:80").unwrap(), "[::1]:80".parse().unwrap());
         assert!(matches!(pace("static:100mbit").unwrap(), Pace::Static(_)));
+        assert_eq!(target("10.0.0.2:5201").unwrap(), Target::Addr("10.0.0.2:5201".parse().unwrap()));
+        assert_eq!(target("[fd00::2]:80").unwrap(), Target::Addr("[fd00::2]:80".parse().unwrap()));
+        assert_eq!(target("h2:5201").unwrap(), Target::Name { host: "h2".into(), port: 5201 });
+        assert_eq!(target("localhost:80").unwrap().to_string(), "localhost:80");
         for (r, bad) in [
             (duration("100").map(|_| ()), "100"),
             (rate_setting("-1gbit").map(|_| ()), "-1gbit"),
@@ -145,6 +194,10 @@ mod tests {
             (loss("ge:p=2").map(|_| ()), "ge:p=2"),
             (pace("fast").map(|_| ()), "fast"),
             (socket_addr("10.0.0.2").map(|_| ()), "10.0.0.2"),
+            (target("h2").map(|_| ()), "h2"),
+            (target("h2:http").map(|_| ()), "h2:http"),
+            (target("fd00::2:80").map(|_| ()), "fd00::2:80"),
+            (target(":80").map(|_| ()), ":80"),
         ] {
             let e = r.unwrap_err();
             assert!(e.contains(bad), "{e:?} does not name {bad:?}");

@@ -14,7 +14,7 @@ use std::time::Duration;
 use serde::de::{self, Deserializer};
 use serde::Deserialize;
 use tcpaccel_core::loss::LossSpec;
-use tcpaccel_core::units::{parse_duration, Bytes, QueueLimit, Rate};
+use tcpaccel_core::units::{self, Bytes, QueueLimit, Rate};
 
 use super::{
     invalid, node_context, DirSpec, EndSpec, LinkSpec, LinkType, NodeSpec, Role, RouteSpec, RouteTo,
@@ -89,22 +89,26 @@ enum RawKind {
     Emulated,
 }
 
-/// Per-direction settings: `a_to_b`, `b_to_a`, and flattened into the top of
-/// a `[[link]]`, where the same fields set both directions (an unknown key
-/// beside them is still refused: see the test).
+/// Per-direction settings in `a_to_b` and `b_to_a`. At the top of a
+/// `[[link]]` the same keys set both directions; they are spelled out there
+/// in [`RawLink`] rather than taken in with serde's `flatten`, which loses
+/// each key's position: a typo (`rat = "100mbit"`) or a bad value would be
+/// reported at the `[[link]]` line instead of its own. Values deserialize
+/// straight into their types with `core::units`' serde visitors, as the
+/// lanes config does.
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct RawDir {
-    #[serde(default, deserialize_with = "rate")]
+    #[serde(default, deserialize_with = "units::text::rate")]
     rate: Option<Rate>,
-    #[serde(default, deserialize_with = "delay")]
+    #[serde(default, deserialize_with = "units::text::duration")]
     delay: Option<Duration>,
-    #[serde(default, deserialize_with = "jitter")]
+    #[serde(default, deserialize_with = "units::text::duration")]
     jitter: Option<Duration>,
     #[serde(default, deserialize_with = "buffer")]
     buffer: Option<QueueLimit>,
-    #[serde(default, deserialize_with = "burst")]
-    burst: Option<u64>,
+    #[serde(default, deserialize_with = "units::text::bytes")]
+    burst: Option<Bytes>,
     #[serde(default, deserialize_with = "loss")]
     loss: Option<LossSpec>,
     seed: Option<u64>,
@@ -122,21 +126,45 @@ struct RawLink {
     mtu: Option<u32>,
     txqueuelen: Option<u32>,
     offloads: Option<bool>,
-    /// The per-direction fields at the top of a `[[link]]`: both directions.
-    #[serde(flatten)]
-    both: RawDir,
+    // The keys of RawDir, for both directions (see RawDir on why not flatten;
+    // `RawLink::both` must name each, so the lists cannot drift apart).
+    #[serde(default, deserialize_with = "units::text::rate")]
+    rate: Option<Rate>,
+    #[serde(default, deserialize_with = "units::text::duration")]
+    delay: Option<Duration>,
+    #[serde(default, deserialize_with = "units::text::duration")]
+    jitter: Option<Duration>,
+    #[serde(default, deserialize_with = "buffer")]
+    buffer: Option<QueueLimit>,
+    #[serde(default, deserialize_with = "units::text::bytes")]
+    burst: Option<Bytes>,
+    #[serde(default, deserialize_with = "loss")]
+    loss: Option<LossSpec>,
+    seed: Option<u64>,
+    overhead: Option<u32>,
     a_to_b: Option<RawDir>,
     b_to_a: Option<RawDir>,
 }
 
+impl RawLink {
+    /// The settings at the top of the link, for both directions.
+    fn both(&self) -> RawDir {
+        RawDir {
+            rate: self.rate,
+            delay: self.delay,
+            jitter: self.jitter,
+            buffer: self.buffer,
+            burst: self.burst,
+            loss: self.loss,
+            seed: self.seed,
+            overhead: self.overhead,
+        }
+    }
+}
+
 /// A string in the grammar of `parse` (whose error says what is wrong), or
-/// serde's "invalid type" naming `expecting`.
-///
-/// The per-direction values name their key in the message: at the top of a
-/// `[[link]]` they are deserialized through serde's `flatten`, which loses
-/// the value's own position (the error points at the `[[link]]` line), so
-/// the message has to say which key it was. `units::text` has the same
-/// grammars without the key.
+/// serde's "invalid type" naming `expecting`: for the values that
+/// `units::text` has no visitor for (queue limits, addresses, routes).
 struct Text<T>(fn(&str) -> Result<T, String>, &'static str);
 
 impl<T> de::Visitor<'_> for Text<T> {
@@ -149,29 +177,9 @@ impl<T> de::Visitor<'_> for Text<T> {
     }
 }
 
-fn rate<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Rate>, D::Error> {
-    let parse = |v: &str| Rate::parse(v).map_err(|e| format!("rate: {e}"));
-    d.deserialize_str(Text(parse, "a rate with its unit, e.g. \"500mbit\"")).map(Some)
-}
-
-fn delay<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Duration>, D::Error> {
-    let parse = |v: &str| parse_duration(v).map_err(|e| format!("delay: {e}"));
-    d.deserialize_str(Text(parse, "a duration with its unit, e.g. \"20ms\"")).map(Some)
-}
-
-fn jitter<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Duration>, D::Error> {
-    let parse = |v: &str| parse_duration(v).map_err(|e| format!("jitter: {e}"));
-    d.deserialize_str(Text(parse, "a duration with its unit, e.g. \"2ms\"")).map(Some)
-}
-
 fn buffer<'de, D: Deserializer<'de>>(d: D) -> Result<Option<QueueLimit>, D::Error> {
     let parse = |v: &str| QueueLimit::parse(v).map_err(|e| format!("buffer: {e}"));
     d.deserialize_str(Text(parse, "a queue limit, e.g. \"500KB\" or \"100p\"")).map(Some)
-}
-
-fn burst<'de, D: Deserializer<'de>>(d: D) -> Result<Option<u64>, D::Error> {
-    let parse = |v: &str| Bytes::parse(v).map(Bytes::get).map_err(|e| format!("burst: {e}"));
-    d.deserialize_str(Text(parse, "a size in bytes, e.g. \"3028B\" or \"4KiB\"")).map(Some)
 }
 
 /// An interface address with its prefix (`"10.0.0.1/24"`).
@@ -229,7 +237,7 @@ fn loss<'de, D: Deserializer<'de>>(d: D) -> Result<Option<LossSpec>, D::Error> {
 impl RawDir {
     fn spec(self) -> DirSpec {
         let RawDir { rate, delay, jitter, buffer, burst, loss, seed, overhead } = self;
-        DirSpec { rate, delay, jitter, buffer, burst, loss, seed, overhead }
+        DirSpec { rate, delay, jitter, buffer, burst: burst.map(Bytes::get), loss, seed, overhead }
     }
 }
 
@@ -275,12 +283,13 @@ impl RawTopology {
                     RawKind::Veth => LinkType::Veth,
                     RawKind::Emulated => LinkType::Emulated,
                 };
+                let both = raw.both().spec();
                 let mut l = LinkSpec::new(kind, end(raw.a), end(raw.b));
+                l.both = both;
                 l.name = raw.name;
                 l.mtu = raw.mtu;
                 l.txqueuelen = raw.txqueuelen;
                 l.offloads = raw.offloads;
-                l.both = raw.both.spec();
                 l.a_to_b = raw.a_to_b.unwrap_or_default().spec();
                 l.b_to_a = raw.b_to_a.unwrap_or_default().spec();
                 l
@@ -321,11 +330,19 @@ mod tests {
     }
 
     #[test]
-    fn unknown_keys_of_a_link_are_refused_also_beside_the_flattened_direction() {
-        for (line, key) in [("ratee = \"1mbit\"", "ratee"), ("a_to_b = { delai = \"1ms\" }", "delai")] {
+    fn unknown_keys_of_a_link_are_reported_at_their_own_line() {
+        // DUMBBELL's `delay` is on line 13; the typo goes on line 14, and the
+        // message shows that line, not the `[[link]]` header's (line 8).
+        for (line, key, column) in [
+            ("rat = \"100mbit\"", "rat", 9),
+            ("ratee = \"1mbit\"", "ratee", 9),
+            ("a_to_b = { delai = \"1ms\" }", "delai", 20),
+        ] {
             let text = DUMBBELL.replace("delay = \"20ms\"", &format!("delay = \"20ms\"\n        {line}"));
             let e = err_of(&text);
-            assert!(e.contains(key), "{key}: {e}");
+            assert!(e.contains(&format!("line 14, column {column}")), "{key}: {e}");
+            assert!(e.contains(&format!("unknown field `{key}`")) && e.contains(line), "{key}: {e}");
+            assert!(!e.contains("[[link]]"), "{key}: {e}");
         }
         // The fields of both directions still parse at the top of a link.
         let t = Topology::from_toml_str(DUMBBELL).unwrap();
@@ -501,15 +518,15 @@ mod tests {
                    a = { node = "h1" }
                    b = { node = "h2" }
                    rate = "100 furlongs""#,
-                // At the top of a link the position is the link's (serde's
-                // flatten loses the value's own); the message names the key.
-                &["line 5", "[[link]]", "rate: cannot parse rate", "100 furlongs", "accepted forms"],
+                // At the top of a link too, the value's own line (9; the
+                // `[[link]]` header is line 5).
+                &["line 9, column 27", "rate = \"100 furlongs\"", "cannot parse rate", "accepted forms"],
             ),
             (
                 r#"a = { node = "h1" }
                    b = { node = "h2" }
                    b_to_a = { rate = "fast" }"#,
-                &["line 8, column 38", "b_to_a = { rate = \"fast\" }", "rate: cannot parse rate \"fast\""],
+                &["line 8, column 38", "b_to_a = { rate = \"fast\" }", "cannot parse rate \"fast\""],
             ),
             (
                 r#"kind = "emulated"
@@ -582,7 +599,7 @@ mod tests {
                    b = { node = "h2" }
                    rate = "10mbit"
                    burst = "lots""#,
-                &["burst: ", "lots"],
+                &["line 9, column 28", "burst = \"lots\"", "cannot parse size \"lots\""],
             ),
             (
                 r#"kind = "wormhole"
