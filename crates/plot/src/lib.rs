@@ -379,27 +379,39 @@ pub fn line_chart(c: &Chart) -> String {
     let mut svg = String::new();
     header(&mut svg, c.width, c.height, &c.title);
     draw_axes(&mut svg, &ax, &c.x_label, &c.y_label, &yt);
+    // Lines are drawn by decreasing ink (length in pixels), so a jagged
+    // line that sweeps the whole plot (BBR's probing) lies under the smooth
+    // ones instead of hiding them; equal lengths keep the series' order.
+    let mut lines: Vec<(f64, String)> = Vec::with_capacity(c.series.len());
     for (i, s) in c.series.iter().enumerate() {
         let (color, dash) = style(i + c.style_offset);
         let pts: Vec<(f64, f64)> = s.points.iter().filter(finite).copied().collect();
         let pts = thin(&pts, &ax);
         let mut d = String::new();
         let mut prev: Option<(f64, f64)> = None;
+        let mut ink = 0.0;
         for (x, y) in pts {
             let (px, py) = (ax.px(x), ax.py(y));
+            if let Some((ppx, ppy)) = prev {
+                ink += if s.step { (px - ppx).abs() + (py - ppy).abs() } else { (px - ppx).hypot(py - ppy) };
+            }
             if let (true, Some((_, ppy))) = (s.step, prev) {
                 let _ = write!(d, "{px:.1},{ppy:.1} ");
             }
             let _ = write!(d, "{px:.1},{py:.1} ");
             prev = Some((px, py));
         }
-        let _ = write!(
-            svg,
+        let line = format!(
             r#"<polyline class="series" data-name="{}" fill="none" stroke="{color}" stroke-width="1.5"{} points="{}"/>"#,
             escape(&s.name),
             dash_attr(dash),
             d.trim_end()
         );
+        lines.push((ink, line));
+    }
+    lines.sort_by(|a, b| b.0.total_cmp(&a.0));
+    for (_, line) in lines {
+        svg.push_str(&line);
     }
     // After every line, so no later line covers an earlier one's markers.
     if marked {
@@ -890,6 +902,17 @@ mod tests {
         assert!(a.iter().all(|x| !b.contains(x)), "same x: {a:?} {b:?}");
         let last_line = s.rfind("<polyline").unwrap();
         assert!(s.find("series-marker").unwrap() > last_line, "a line drawn over the markers");
+        // A jagged line is drawn under a smooth one listed after it.
+        let jagged: Vec<(f64, f64)> =
+            (0..=100).map(|x| (x as f64, if x % 2 == 0 { 0.0 } else { 9.0 })).collect();
+        let c = Chart::new("t", "x", "y").line("bbr", jagged).line("paced", vec![(0.0, 5.0), (100.0, 5.0)]);
+        let s = line_chart(&c);
+        assert!(s.find(r#"data-name="bbr""#).unwrap() < s.find(r#"data-name="paced""#).unwrap());
+        let c = Chart::new("t", "x", "y")
+            .line("paced", vec![(0.0, 5.0), (100.0, 5.0)])
+            .line("bbr", (0..=100).map(|x| (x as f64, if x % 2 == 0 { 0.0 } else { 9.0 })).collect());
+        let s = line_chart(&c);
+        assert!(s.find(r#"data-name="bbr""#).unwrap() < s.find(r#"data-name="paced""#).unwrap());
         // One series alone needs none.
         let one = line_chart(&Chart::new("t", "x", "y").line("a", vec![(0.0, 1.0), (1.0, 2.0)]));
         assert!(!one.contains("series-marker"));
