@@ -127,7 +127,7 @@ impl Meaning {
         let i = self.advice.iter().position(|a| a.variant == "bdp-buffers")?;
         let g = self.gains[i].filter(|g| (0.95..=1.05).contains(g))?;
         Some(format!(
-            "bdp-buffers measured {}× the defaults: raising the buffers changes nothing where the host's maxima \
+            "bdp-buffers measured {}× the defaults: raising the buffers gains little where the host's maxima \
              already hold the path's bandwidth-delay product ({}; the note under Parameters gives this host's \
              maxima against it). On a host whose maxima are below it, that is the first fix.",
             fmt(g),
@@ -311,7 +311,7 @@ mod tests {
         );
         // A bdp-buffers that helped needs no excuse.
         let d = demo(&[("defaults", 100.0), ("bdp-buffers", 150.0)]);
-        assert!(!meaning_html(&d).contains("changes nothing"));
+        assert!(!meaning_html(&d).contains("gains little"));
         // Nothing beat the defaults; no defaults at all.
         assert!(meaning_html(&demo(&[("defaults", 100.0), ("bbr", 90.0)])).contains("No variant beat"));
         assert!(meaning_html(&demo(&[("bbr", 90.0)])).contains("is not known"));
