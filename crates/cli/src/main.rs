@@ -13,7 +13,8 @@ mod exit;
 #[command(
     name = "tcpaccel",
     version,
-    about = "Make TCP fast on long fat networks and multipath datacenters, and prove it in a built-in network lab."
+    about = "Make TCP fast on long fat networks and multipath datacenters, and prove it in a built-in network lab.",
+    after_help = "Terms the help texts and reports use (SL, LL, FCT, KS, D, BDP, PSPS…): docs/glossary.md"
 )]
 pub(crate) struct Cli {
     /// Log filter for diagnostics on stderr (e.g. info, debug, tcpaccel_emu=trace); also RUST_LOG.

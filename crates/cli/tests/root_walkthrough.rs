@@ -11,6 +11,16 @@
 //! exports TCPACCEL_NET_RUN as the doc tells the reader to. Before a block
 //! that runs `tcpaccel net down`, the services started since the last
 //! `net up` get SIGINT, as the reader's Ctrl-C.
+//!
+//! A ```` ```text output ```` block after a marked block is the output the
+//! doc shows for it, and is compared with what the step (and the services
+//! running beside it) printed: every line of the excerpt must be found in
+//! one output line, in the *shape* of the text ([`shape`]: whitespace runs
+//! as one space, digits as `#`, run ids and hex tokens as placeholders), so
+//! measured values may differ but words, units, columns and the lines
+//! themselves may not. `...` in an excerpt line elides what lies between
+//! the parts around it; a line of `...` alone elides whole lines. Plain
+//! ```` ```text ```` blocks are not compared.
 
 use std::io::Read;
 use std::path::{Path, PathBuf};
@@ -23,19 +33,113 @@ use common::bin;
 #[derive(Debug)]
 enum Step {
     /// Commands, the exit codes that count as success, a text their output
-    /// must hold and one it must not.
-    Run(String, Vec<i32>, Option<String>, Option<String>),
+    /// must hold and one it must not, and the excerpt the doc shows.
+    Run(String, Vec<i32>, Option<String>, Option<String>, Option<String>),
     Background {
         cmd: String,
         wait: String,
+        excerpt: Option<String>,
     },
+}
+
+impl Step {
+    fn excerpt_mut(&mut self) -> &mut Option<String> {
+        match self {
+            Step::Run(.., e) => e,
+            Step::Background { excerpt, .. } => excerpt,
+        }
+    }
+}
+
+/// The shape of a text, for comparing an excerpt with real output: runs of
+/// whitespace become one space; a word of six hex digits with a digit in
+/// it (a run id such as `9d3dd7`) becomes `ID`, a `0x…` token `HEX`; every
+/// other run of digits `#`.
+fn shape(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut word = String::new();
+    let flush = |word: &mut String, out: &mut String| {
+        let hex6 = word.len() == 6
+            && word.chars().all(|c| c.is_ascii_hexdigit() && !c.is_ascii_uppercase())
+            && word.chars().any(|c| c.is_ascii_digit());
+        if hex6 {
+            out.push_str("ID");
+        } else if word.starts_with("0x") && word.len() > 2 && word[2..].chars().all(|c| c.is_ascii_hexdigit())
+        {
+            out.push_str("HEX");
+        } else {
+            let mut digits = false;
+            for c in word.chars() {
+                if c.is_ascii_digit() {
+                    if !digits {
+                        out.push('#');
+                    }
+                    digits = true;
+                } else {
+                    out.push(c);
+                    digits = false;
+                }
+            }
+        }
+        word.clear();
+    };
+    let mut space = false;
+    for c in text.chars() {
+        if c.is_alphanumeric() {
+            word.push(c);
+            space = false;
+            continue;
+        }
+        flush(&mut word, &mut out);
+        if c.is_whitespace() {
+            if !space {
+                out.push(' ');
+            }
+            space = true;
+        } else {
+            out.push(c);
+            space = false;
+        }
+    }
+    flush(&mut word, &mut out);
+    out.trim().to_string()
+}
+
+/// The lines of `excerpt` not found in `output`, in shape: each line's
+/// parts around `...` in order within one output line.
+fn missing_lines(excerpt: &str, output: &str) -> Vec<String> {
+    let outs: Vec<String> = output.lines().map(shape).collect();
+    excerpt
+        .lines()
+        .filter(|l| !l.trim().is_empty() && l.trim() != "...")
+        .filter(|l| {
+            let parts: Vec<String> = l.split("...").map(shape).filter(|p| !p.is_empty()).collect();
+            !outs.iter().any(|o| {
+                let mut at = 0;
+                parts.iter().all(|p| match o[at..].find(p.as_str()) {
+                    Some(i) => {
+                        at += i + p.len();
+                        true
+                    }
+                    None => false,
+                })
+            })
+        })
+        .map(String::from)
+        .collect()
 }
 
 /// The marked blocks of the walkthrough, in order.
 fn steps(doc: &str) -> Vec<Step> {
-    let mut out = Vec::new();
+    let mut out: Vec<Step> = Vec::new();
     let mut lines = doc.lines();
     while let Some(line) = lines.next() {
+        if line.trim_end() == "```text output" {
+            let body: Vec<&str> = lines.by_ref().take_while(|l| !l.starts_with("```")).collect();
+            let last = out.last_mut().expect("a ```text output block before any marked block");
+            *last.excerpt_mut() = Some(body.join("\n"));
+            continue;
+        }
         let Some(info) = line.strip_prefix("```sh ") else { continue };
         let body: Vec<&str> = lines.by_ref().take_while(|l| !l.starts_with("```")).collect();
         let body = body.join("\n");
@@ -47,14 +151,14 @@ fn steps(doc: &str) -> Vec<Step> {
                 None => vec![0],
             };
             let quoted = |key: &str| attr(rest, key).map(|v| v.trim_matches('"').to_string());
-            out.push(Step::Run(body, codes, quoted("expect="), quoted("reject=")));
+            out.push(Step::Run(body, codes, quoted("expect="), quoted("reject="), None));
         } else if let Some(rest) = info.strip_prefix("walkthrough-bg") {
             let wait = rest
                 .trim()
                 .strip_prefix("wait=\"")
                 .and_then(|w| w.strip_suffix('"'))
                 .unwrap_or_else(|| panic!("walkthrough-bg block without wait=\"TEXT\": {info}"));
-            out.push(Step::Background { cmd: body, wait: wait.to_string() });
+            out.push(Step::Background { cmd: body, wait: wait.to_string(), excerpt: None });
         }
     }
     out
@@ -108,6 +212,29 @@ fn walkthrough_blocks_are_found() {
     for must in ["recv --mptcp --listen 0.0.0.0:5201", "tcpaccel lanes --config", "pace run", "net up"] {
         assert!(text.contains(must), "the walkthrough lost its {must:?} step");
     }
+    let excerpts = s
+        .iter()
+        .filter(|st| matches!(st, Step::Run(.., Some(_)) | Step::Background { excerpt: Some(_), .. }));
+    assert!(excerpts.count() >= 6, "the output excerpts are no longer compared");
+}
+
+#[test]
+fn excerpts_compare_by_shape() {
+    let out = "run 74817f up from examples/topologies/dumbbell.toml\n  h1       host   tcpaccel-74817f-h1\n\
+               [  0]  21.58 MiB in 2.138 s =   84.697Mbit/s  retr 62  cc bbr  pacing cap none\n\
+               summary: 0 critical, 1 warn, 3 unknown — verdict: unhealthy";
+    // Other numbers, run ids and padding: the same shape.
+    let same = "run 9d3dd7 up from examples/topologies/dumbbell.toml\n\
+                h1 host tcpaccel-9d3dd7-h1\n...\n\
+                [  0]  16.38 MiB in 3.100 s =    44.31Mbit/s  retr 0 ... pacing cap none\n\
+                summary: 0 critical, 1 warn ... verdict: unhealthy";
+    assert_eq!(missing_lines(same, out), Vec::<String>::new());
+    // Another unit, word or verdict is not.
+    let other = "[  0]  16.38 KiB in 3.100 s = 44.31Mbit/s\nsummary: ... verdict: healthy\nh1 router tcpaccel-9d3dd7-h1";
+    assert_eq!(missing_lines(other, out).len(), 3, "{:?}", missing_lines(other, out));
+    // Parts around `...` must come in order.
+    assert_eq!(missing_lines("pacing cap none ... retr 0", out).len(), 1);
+    assert_eq!(shape("token 0x1b45d915 age 10 ms lane ll0"), "token HEX age # ms lane ll#");
 }
 
 fn root() -> PathBuf {
@@ -137,7 +264,7 @@ fn root_walkthrough_commands_run() {
     let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
         for (i, step) in steps(&doc).into_iter().enumerate() {
             match step {
-                Step::Run(cmd, codes, expect, reject) => {
+                Step::Run(cmd, codes, expect, reject, excerpt) => {
                     if cmd.contains("tcpaccel net down") {
                         for mut s in services.drain(..) {
                             interrupt(&mut s);
@@ -158,6 +285,18 @@ fn root_walkthrough_commands_run() {
                     if let Some(t) = reject {
                         assert!(!both.contains(&t), "step {i} `{cmd}` printed {t:?}:\n{both}");
                     }
+                    if let Some(x) = excerpt {
+                        // The doc's excerpt may show the services' lines too
+                        // (the lanes daemon's decisions during a transfer).
+                        let all = services.iter().fold(both.clone(), |a, s| a + "\n" + &log_of(s));
+                        let missing = missing_lines(&x, &all);
+                        assert!(
+                            missing.is_empty(),
+                            "step {i} `{cmd}`: the doc's output excerpt has lines the output lacks \
+                             (compared by shape):\n{}\n--- output ---\n{all}",
+                            missing.join("\n")
+                        );
+                    }
                     if cmd.contains("tcpaccel net down") {
                         for mut n in nets.drain(..) {
                             interrupt(&mut n);
@@ -165,7 +304,7 @@ fn root_walkthrough_commands_run() {
                         run_id = None;
                     }
                 }
-                Step::Background { cmd, wait } => {
+                Step::Background { cmd, wait, excerpt } => {
                     let log = tmp.join(format!("step{i}.log"));
                     let f = std::fs::File::create(&log).unwrap();
                     let child = shell(&format!("exec {cmd}"), &run_id)
@@ -199,6 +338,16 @@ fn root_walkthrough_commands_run() {
                         std::thread::sleep(Duration::from_millis(100));
                     }
                     eprintln!("$ {} &   (ready)", s.cmd);
+                    if let Some(x) = excerpt {
+                        let text = log_of(&s);
+                        let missing = missing_lines(&x, &text);
+                        assert!(
+                            missing.is_empty(),
+                            "step {i} `{cmd}`: the doc's output excerpt has lines the output lacks \
+                             (compared by shape):\n{}\n--- output ---\n{text}",
+                            missing.join("\n")
+                        );
+                    }
                     if cmd.contains("net up") {
                         nets.push(s);
                     } else {

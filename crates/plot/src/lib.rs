@@ -8,6 +8,10 @@
 //!
 //! Every series has a colour and a dash pattern of its own, so lines that
 //! overlap (two paced variants at the same rate) stay apart, in print too.
+//! Where several series share a chart each also carries a few markers of a
+//! shape of its own, at x positions no other series uses: a line drawn
+//! exactly over another (two variants that behave the same) still shows
+//! both, the upper one's dashes and the lower one's markers between them.
 //! Reference values from elsewhere (published figures) are drawn in the
 //! colour and dash of the series they belong to, as horizontal lines or
 //! hollow markers, and labelled as such; published bars are hollow. The
@@ -64,6 +68,27 @@ pub struct Marker {
     pub label: String,
     /// Draw in the colour of this series (by index); grey when `None`.
     pub series: Option<usize>,
+}
+
+/// Marker shapes paired with the series by index (SVG path of a shape of
+/// about 9 px centred on 0,0): circle, square, triangle, diamond, triangle
+/// down, plus. The hollow diamond of reference markers is drawn larger and
+/// unfilled, so the two do not read alike.
+const SHAPES: [&str; 6] = [
+    "M-4,0a4,4 0 1,0 8,0a4,4 0 1,0 -8,0Z",
+    "M-3.5,-3.5h7v7h-7Z",
+    "M0,-4.5L4.5,3.5H-4.5Z",
+    "M0,-4.5L4.5,0L0,4.5L-4.5,0Z",
+    "M0,4.5L4.5,-3.5H-4.5Z",
+    "M-1.5,-4.5h3v3h3v3h-3v3h-3v-3h-3v-3h3Z",
+];
+
+/// Markers per series along the x axis of a chart with several series.
+const MARKS_PER_SERIES: usize = 6;
+
+/// The marker shape of series `i`.
+pub fn shape(i: usize) -> &'static str {
+    SHAPES[i % SHAPES.len()]
 }
 
 /// The stroke colour and dash pattern of series `i`.
@@ -333,11 +358,15 @@ pub fn line_chart(c: &Chart) -> String {
     }
     let ymax = nice_top(ymin, ymax, 6);
     let yt = nice_ticks(ymin, ymax, 6);
+    let marked = c.series.len() > 1;
     let mut entries: Vec<LegendEntry> = c
         .series
         .iter()
         .enumerate()
-        .map(|(i, s)| LegendEntry { name: s.name.clone(), kind: Swatch::Line(style(i + c.style_offset)) })
+        .map(|(i, s)| LegendEntry {
+            name: s.name.clone(),
+            kind: Swatch::Line(style(i + c.style_offset), marked.then(|| shape(i + c.style_offset))),
+        })
         .collect();
     for m in &c.markers {
         if !entries.iter().any(|e| e.name == m.label) {
@@ -350,27 +379,50 @@ pub fn line_chart(c: &Chart) -> String {
     let mut svg = String::new();
     header(&mut svg, c.width, c.height, &c.title);
     draw_axes(&mut svg, &ax, &c.x_label, &c.y_label, &yt);
+    // Lines are drawn by decreasing ink (length in pixels), so a jagged
+    // line that sweeps the whole plot (BBR's probing) lies under the smooth
+    // ones instead of hiding them; equal lengths keep the series' order.
+    let mut lines: Vec<(f64, String)> = Vec::with_capacity(c.series.len());
     for (i, s) in c.series.iter().enumerate() {
         let (color, dash) = style(i + c.style_offset);
         let pts: Vec<(f64, f64)> = s.points.iter().filter(finite).copied().collect();
         let pts = thin(&pts, &ax);
         let mut d = String::new();
         let mut prev: Option<(f64, f64)> = None;
+        let mut ink = 0.0;
         for (x, y) in pts {
             let (px, py) = (ax.px(x), ax.py(y));
+            if let Some((ppx, ppy)) = prev {
+                ink += if s.step { (px - ppx).abs() + (py - ppy).abs() } else { (px - ppx).hypot(py - ppy) };
+            }
             if let (true, Some((_, ppy))) = (s.step, prev) {
                 let _ = write!(d, "{px:.1},{ppy:.1} ");
             }
             let _ = write!(d, "{px:.1},{py:.1} ");
             prev = Some((px, py));
         }
-        let _ = write!(
-            svg,
+        let line = format!(
             r#"<polyline class="series" data-name="{}" fill="none" stroke="{color}" stroke-width="1.5"{} points="{}"/>"#,
             escape(&s.name),
             dash_attr(dash),
             d.trim_end()
         );
+        lines.push((ink, line));
+    }
+    lines.sort_by(|a, b| b.0.total_cmp(&a.0));
+    for (_, line) in lines {
+        svg.push_str(&line);
+    }
+    // After every line, so no later line covers an earlier one's markers.
+    if marked {
+        let n = c.series.len();
+        for (i, s) in c.series.iter().enumerate() {
+            let pts: Vec<(f64, f64)> = s.points.iter().filter(finite).copied().collect();
+            let (color, _) = style(i + c.style_offset);
+            for (x, y) in mark_points(&pts, i, n, s.step, (MARGIN_L, ax.w - MARGIN_R), &ax) {
+                mark_at(&mut svg, shape(i + c.style_offset), color, x, y);
+            }
+        }
     }
     // Labels of lines at nearly the same height would print over each
     // other: each label moves up until it clears the ones already placed.
@@ -413,6 +465,45 @@ pub fn line_chart(c: &Chart) -> String {
     legend(&mut svg, &entries, &layout);
     svg.push_str("</svg>\n");
     svg
+}
+
+/// Where series `i` of `n` puts its markers, in pixels: [`MARKS_PER_SERIES`]
+/// columns evenly spread over the plot's width, series `i` shifted by
+/// `i / n` of a column, so no two series mark the same x. The y is the
+/// line's at that x (a staircase's last step before it); none outside the
+/// series' own x span.
+fn mark_points(
+    pts: &[(f64, f64)],
+    i: usize,
+    n: usize,
+    step: bool,
+    (left, right): (f64, f64),
+    ax: &Axes,
+) -> Vec<(f64, f64)> {
+    let px: Vec<(f64, f64)> = pts.iter().map(|&(x, y)| (ax.px(x), ax.py(y))).collect();
+    let (Some(first), Some(last)) = (px.first(), px.last()) else { return Vec::new() };
+    let column = (right - left) / MARKS_PER_SERIES as f64;
+    (0..MARKS_PER_SERIES)
+        .filter_map(|k| {
+            let x = left + column * (k as f64 + (i as f64 + 0.5) / n as f64);
+            if x < first.0 || x > last.0 {
+                return None;
+            }
+            let at = px.partition_point(|p| p.0 <= x);
+            let (a, b) = (px[at.saturating_sub(1)], px[at.min(px.len() - 1)]);
+            let y = if step || b.0 <= a.0 { a.1 } else { a.1 + (b.1 - a.1) * (x - a.0) / (b.0 - a.0) };
+            y.is_finite().then_some((x, y))
+        })
+        .collect()
+}
+
+/// One marker of shape `d` at (x, y), filled in the series' colour with a
+/// white edge that sets it off from the lines under it.
+fn mark_at(svg: &mut String, d: &str, color: &str, x: f64, y: f64) {
+    let _ = write!(
+        svg,
+        r#"<path class="series-marker" transform="translate({x:.1},{y:.1})" d="{d}" fill="{color}" stroke="white" stroke-width="1"/>"#
+    );
 }
 
 /// The plot frame, the horizontal grid lines at `yt` with their labels, and
@@ -470,8 +561,9 @@ fn draw_axes(svg: &mut String, ax: &Axes, xl: &str, yl: &str, yt: &[f64]) {
 
 /// What a legend entry shows beside its text.
 enum Swatch {
-    /// A short stroke in the series' colour and dash.
-    Line((&'static str, &'static str)),
+    /// A short stroke in the series' colour and dash, with its marker
+    /// shape when the chart draws markers.
+    Line((&'static str, &'static str), Option<&'static str>),
     /// A hollow diamond (reference markers).
     Marker(&'static str),
     /// A filled box (measured bars).
@@ -510,7 +602,7 @@ fn legend_layout(entries: &[LegendEntry], w: f64) -> (Vec<(f64, f64)>, f64) {
 fn legend(svg: &mut String, entries: &[LegendEntry], layout: &[(f64, f64)]) {
     for (e, &(x, y)) in entries.iter().zip(layout) {
         match e.kind {
-            Swatch::Line((color, dash)) => {
+            Swatch::Line((color, dash), mark) => {
                 let _ = write!(
                     svg,
                     r#"<line x1="{x}" x2="{}" y1="{}" y2="{}" stroke="{color}" stroke-width="2"{}/>"#,
@@ -519,6 +611,9 @@ fn legend(svg: &mut String, entries: &[LegendEntry], layout: &[(f64, f64)]) {
                     y - 4.0,
                     dash_attr(dash)
                 );
+                if let Some(d) = mark {
+                    mark_at(svg, d, color, x + 13.0, y - 4.0);
+                }
             }
             Swatch::Marker(color) => {
                 let (cx, cy) = (x + 13.0, y - 4.0);
@@ -781,6 +876,46 @@ mod tests {
     /// Attributes of the `n`th element whose text starts with `tag`.
     fn nth_element<'a>(s: &'a str, tag: &str, n: usize) -> &'a str {
         s.split(tag).nth(n + 1).unwrap().split("/>").next().unwrap()
+    }
+
+    #[test]
+    /// Issue 51 item 8: two variants that behave the same draw one line
+    /// over the other; each still shows its own markers, at x positions of
+    /// its own, drawn after every line, and its legend swatch carries them.
+    fn coincident_lines_both_stay_visible() {
+        let same: Vec<(f64, f64)> = (0..=100).map(|x| (x as f64, (x % 7) as f64)).collect();
+        let c = Chart::new("t", "x", "y").line("defaults", same.clone()).line("bdp-buffers", same);
+        let s = line_chart(&c);
+        let marks = |i: usize| -> Vec<f64> {
+            s.match_indices(&format!(r#"d="{}""#, shape(i)))
+                .map(|(at, _)| {
+                    let head = &s[..at];
+                    let t = head.rsplit("translate(").next().unwrap();
+                    t.split(',').next().unwrap().parse().unwrap()
+                })
+                .collect()
+        };
+        // Each series: its markers on the plot plus one in the legend.
+        let (a, b) = (marks(0), marks(1));
+        assert_eq!(a.len(), MARKS_PER_SERIES + 1, "{s}");
+        assert_eq!(b.len(), MARKS_PER_SERIES + 1, "{s}");
+        assert!(a.iter().all(|x| !b.contains(x)), "same x: {a:?} {b:?}");
+        let last_line = s.rfind("<polyline").unwrap();
+        assert!(s.find("series-marker").unwrap() > last_line, "a line drawn over the markers");
+        // A jagged line is drawn under a smooth one listed after it.
+        let jagged: Vec<(f64, f64)> =
+            (0..=100).map(|x| (x as f64, if x % 2 == 0 { 0.0 } else { 9.0 })).collect();
+        let c = Chart::new("t", "x", "y").line("bbr", jagged).line("paced", vec![(0.0, 5.0), (100.0, 5.0)]);
+        let s = line_chart(&c);
+        assert!(s.find(r#"data-name="bbr""#).unwrap() < s.find(r#"data-name="paced""#).unwrap());
+        let c = Chart::new("t", "x", "y")
+            .line("paced", vec![(0.0, 5.0), (100.0, 5.0)])
+            .line("bbr", (0..=100).map(|x| (x as f64, if x % 2 == 0 { 0.0 } else { 9.0 })).collect());
+        let s = line_chart(&c);
+        assert!(s.find(r#"data-name="bbr""#).unwrap() < s.find(r#"data-name="paced""#).unwrap());
+        // One series alone needs none.
+        let one = line_chart(&Chart::new("t", "x", "y").line("a", vec![(0.0, 1.0), (1.0, 2.0)]));
+        assert!(!one.contains("series-marker"));
     }
 
     #[test]

@@ -110,6 +110,31 @@ pub fn run_in<R: Send + 'static>(name: &str, f: impl FnOnce() -> R + Send + 'sta
     }
 }
 
+/// Runs `f` on a new thread in the initial network namespace (the host's),
+/// whatever namespace the caller is in, for settings that exist there only
+/// (host-global sysctls such as `net.core.netdev_max_backlog`, which `ip
+/// netns exec` hides). The namespace is found through pid 1, or through
+/// pid 2 (kthreadd: kernel threads always run in the initial namespace)
+/// where pid 1's may not be opened (a supervisor that root cannot ptrace).
+/// Needs CAP_SYS_ADMIN, as `setns` does.
+pub fn run_in_initial<R: Send + 'static>(f: impl FnOnce() -> R + Send + 'static) -> Result<R> {
+    let file = File::open("/proc/1/ns/net")
+        .or_else(|_| File::open("/proc/2/ns/net"))
+        .map_err(|e| Error::os("open /proc/1/ns/net or /proc/2/ns/net", e))?;
+    let handle = std::thread::Builder::new()
+        .name("netns-initial".into())
+        .spawn(move || -> Result<R> {
+            setns_file(&file, "the initial namespace (/proc/1/ns/net)")?;
+            drop(file);
+            Ok(f())
+        })
+        .map_err(|e| Error::os("spawn thread for netns::run_in_initial", e))?;
+    match handle.join() {
+        Ok(r) => r,
+        Err(panic) => std::panic::resume_unwind(panic),
+    }
+}
+
 /// Runs `f` on a new thread inside a new, empty network namespace of its
 /// own (unshare(CLONE_NEWNET): only `lo`, down, and the kernel's default
 /// sysctls), which disappears when the thread ends. Used to ask the kernel

@@ -412,7 +412,24 @@ fn start_transfer(target: SocketAddr, d: Duration) -> Transfer {
 /// Collects in namespace `netns` (or here when `None`). Fails, rather than
 /// returning a report of unknowns, when the namespace cannot be entered.
 pub fn collect(netns: Option<&str>, path: PathSpec, probe: &Probe) -> Result<Facts, CollectError> {
-    let Some(ns) = netns else { return Ok(collect_here(path, probe)) };
+    let Some(ns) = netns else {
+        let mut facts = collect_here(path, probe);
+        // Run inside a namespace (`ip netns exec`, `tcpaccel net exec`),
+        // the host-global sysctls are hidden here; they apply all the same,
+        // so they are read in the initial namespace, as with --netns. Where
+        // that cannot be entered (no CAP_SYS_ADMIN) they stay unknown.
+        let absent: Vec<&'static str> =
+            SYSCTLS.iter().copied().filter(|k| !tcpaccel_sys::sysctl::exists(k)).collect();
+        if !absent.is_empty() {
+            let keys = absent.clone();
+            if let Ok(read) = tcpaccel_sys::netns::run_in_initial(move || {
+                keys.iter().map(|k| (*k, read_sysctl(k))).collect::<Vec<_>>()
+            }) {
+                add_host_only(&mut facts, read);
+            }
+        }
+        return Ok(facts);
+    };
     if !tcpaccel_sys::netns::exists(ns) {
         return Err(CollectError::NoNamespace(ns.to_string()));
     }
@@ -433,20 +450,25 @@ pub fn collect(netns: Option<&str>, path: PathSpec, probe: &Probe) -> Result<Fac
         }
         e => CollectError::Enter { ns: ns.to_string(), source: e },
     })?;
-    // They apply to the namespace all the same: read them where they exist
-    // (here), and mark them read-only so the judge advises the host instead
-    // of planning a change it cannot make in the namespace.
-    for key in absent {
+    add_host_only(&mut facts, absent.into_iter().map(|k| (k, read_sysctl(k))).collect());
+    facts.netns = Some(ns.to_string());
+    Ok(facts)
+}
+
+/// Host-global sysctls absent from the judged namespace, with their values
+/// read where they exist (the host). They apply to the namespace all the
+/// same; they are marked read-only so the judge advises the host instead of
+/// planning a change it cannot make in the namespace.
+fn add_host_only(facts: &mut Facts, read: Vec<(&'static str, Fact<String>)>) {
+    for (key, value) in read {
         facts.host_only.push(key.to_string());
-        if let v @ Fact::Known(_) = read_sysctl(key) {
+        if let v @ Fact::Known(_) = value {
             facts.sysctls.insert(key.to_string(), v);
             if !facts.readonly.iter().any(|k| k == key) {
                 facts.readonly.push(key.to_string());
             }
         }
     }
-    facts.netns = Some(ns.to_string());
-    Ok(facts)
 }
 
 #[cfg(test)]

@@ -129,3 +129,37 @@ fn root_apply_then_revert_restores_every_value_in_a_namespace() {
     let host_after: Vec<_> = SYSCTLS.iter().map(|k| read_sysctl(k)).collect();
     assert_eq!(host_after, host_before);
 }
+
+/// Issue 51 item 5: the doctor run *inside* a namespace (`ip netns exec`,
+/// `tcpaccel net exec`: the calling thread in it, no --netns) reads the
+/// host-global sysctls the namespace hides in the initial namespace, as
+/// with --netns, instead of reporting them unknown.
+#[test]
+fn root_collect_from_inside_a_namespace_reads_the_host_global_sysctls() {
+    tcpaccel_sys::testing::require_root();
+    let ns = Ns::new();
+    let path = PathSpec {
+        rate: Some(Rate::mbps(100)),
+        rtt: Some(Duration::from_millis(40)),
+        rtt_source: Some("given".into()),
+        egress_dev: None,
+    };
+    let facts = tcpaccel_sys::netns::run_in(&ns.0, move || {
+        // Hidden here, as a command under `ip netns exec` sees it.
+        assert!(!tcpaccel_sys::sysctl::exists("net.core.netdev_max_backlog"));
+        collect(None, path, &Probe::default()).expect("collect here")
+    })
+    .expect("enter test namespace");
+    for key in ["net.core.netdev_max_backlog", "net.ipv4.tcp_mem", "net.core.default_qdisc"] {
+        assert_eq!(facts.sysctl(key), read_sysctl(key), "{key} not read from the host");
+        assert!(
+            facts.host_only.iter().any(|k| k == key),
+            "{key} not marked host-only: {:?}",
+            facts.host_only
+        );
+        assert!(facts.readonly.iter().any(|k| k == key), "{key} planned as if writable here");
+    }
+    let unknown: Vec<_> =
+        judge(&facts).into_iter().filter(|f| f.severity == Severity::Unknown).map(|f| f.id).collect();
+    assert!(unknown.is_empty(), "unknown rows: {unknown:?}");
+}

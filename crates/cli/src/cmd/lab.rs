@@ -54,8 +54,9 @@ enum LabCmd {
         #[arg(long)]
         json: bool,
     },
-    /// Compare runs of the same workloads (e.g. at D and 4D, or twice at one D): per variant, the
-    /// mean and p99 FCT of one flow class and the KS distance, per pair of runs and pooled.
+    /// Compare runs of the same workloads (e.g. at time dilation D and 4D, `--set scale=D`, or twice at
+    /// one D): per variant, the mean and p99 flow completion time (FCT) of one flow class and the
+    /// Kolmogorov–Smirnov (KS) distance between the runs' FCT distributions, per pair of runs and pooled.
     Compare {
         /// Run directories of the base side (one per seed).
         #[arg(long, num_args = 1.., required = true)]
@@ -181,6 +182,12 @@ pub(crate) fn run(args: Args) -> anyhow::Result<Verdict> {
                         text.push_str(&format!("    {:<22} {:<12} {}\n", p.key, p.default, p.doc));
                     }
                 }
+            }
+            if !json {
+                text.push_str(
+                    "\nSL: short-flow lane, LL: long-flow lane, D: time dilation (`scale`), FCT: flow completion \
+                     time; these and the reports' other terms: docs/glossary.md\n",
+                );
             }
             // A reader that stops early (`| head`) is not an error.
             match std::io::Write::write_all(&mut std::io::stdout().lock(), text.as_bytes()) {

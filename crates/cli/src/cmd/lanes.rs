@@ -22,7 +22,8 @@ use crate::exit::{self, Fail, Verdict};
 
 #[derive(clap::Args)]
 pub(crate) struct Args {
-    /// Lane configuration (TOML): peers with their SL and LL address pairs, policy, probes; also
+    /// Lane configuration (TOML): peers with the address pairs of their short-flow lane (SL) and
+    /// long-flow lanes (LL), policy, probes; also
     /// `netns`, `json`, `duration` and `metrics`, the flags below of the same names.
     #[arg(long, short = 'c')]
     config: PathBuf,

@@ -272,7 +272,7 @@ fn down(a: DownArgs) -> anyhow::Result<Verdict> {
 
 /// `--run`, else `$TCPACCEL_NET_RUN` (one shell works on one network while
 /// others are up), else none.
-fn run_or_env(run: Option<String>) -> Option<String> {
+pub(crate) fn run_or_env(run: Option<String>) -> Option<String> {
     run.or_else(|| std::env::var("TCPACCEL_NET_RUN").ok().filter(|v| !v.trim().is_empty()))
 }
 

@@ -49,7 +49,7 @@ pub(crate) struct RuleArgs {
     /// An on-wire ceiling over every rule (static rates above it are lowered).
     #[arg(long, value_parser = values::rate)]
     ceiling: Option<Rate>,
-    /// Dynamic rules also guard small buffers against overshoot: slow start stays unpaced up to 1/16 of the bandwidth-delay product its ACK trains estimate, then runs at its own rate up to half the estimated bottleneck, grows by 9/8 per RTT up to 7/8 of it and by about 1/32 above (at least 8 segments per RTT); while the RTT shows a queue it is held just below the delivery rate. A rule's sockets past their probe share the estimated bottleneck.
+    /// Dynamic rules also keep a small bottleneck buffer from overflowing (docs/pacing-precision.md, "--hold").
     #[arg(long)]
     hold: bool,
 }
@@ -60,7 +60,7 @@ pub(crate) struct RuleArgs {
 /// runs (`tcpaccel_pacer::precise`).
 #[derive(clap::Args, Clone, Default)]
 pub(crate) struct PreciseArgs {
-    /// Space paced frames more finely, toward PSPacer's one frame at a time: caps gso_max_segs at the most segments per packet that keep each gap within 60 µs of ideal (the kernel's pacing timer still lets a second packet follow a late one: measured p99 about 2N−1 frame gaps for N segments, 111 µs at 500 Mbit/s), on the device(s) the traffic leaves by, while this runs, restored at exit. Per device (Linux has no per-socket or per-route limit): unpaced sockets connecting over it meanwhile are affected too. Packets of one segment take about twice the socket buffer memory per byte in flight: raise the tcp_wmem/tcp_rmem maxima to about twice what the path needs.
+    /// Space paced frames more finely: caps the outgoing device's GSO burst while this runs, for every socket on it (docs/pacing-precision.md, "--precise").
     #[arg(long)]
     pub(crate) precise: bool,
     /// With --precise: cap this device instead of those the routes to the destinations use (repeatable; needed when the destinations are not known, as with `run`).

@@ -46,7 +46,7 @@ pub(crate) struct Args {
     /// Make the program's TCP sockets MPTCP (like mptcpize); falls back to TCP if MPTCP is unavailable.
     #[arg(long)]
     mptcp: bool,
-    /// Bind outgoing TCP/MPTCP sockets to this source address (e.g. a lane's SL address).
+    /// Bind outgoing TCP/MPTCP sockets to this source address (e.g. the address of a lanes short-flow lane, SL).
     #[arg(long)]
     bind: Option<IpAddr>,
     /// How to pace: auto (the cgroup pacer when root, cgroup2 and BPF allow, else the shim), cgroup, or preload.

@@ -71,7 +71,8 @@ pub(crate) struct NodeArgs {
     /// A host or router of the running network (`tcpaccel net up`), instead of --netns.
     #[arg(long, value_name = "NAME")]
     node: Option<String>,
-    /// With --node: the run id, needed when several networks are up (`tcpaccel net list`).
+    /// With --node: the run id, needed when several networks are up (`tcpaccel net list`; default
+    /// $TCPACCEL_NET_RUN, as for `net exec`).
     #[arg(long, value_name = "ID", requires = "node")]
     run: Option<String>,
 }
@@ -80,7 +81,8 @@ impl NodeArgs {
     /// The namespace to act in: `--netns` as given, or `--node`'s.
     pub(crate) fn netns(&self, netns: Option<String>) -> anyhow::Result<Option<String>> {
         let Some(node) = &self.node else { return Ok(netns) };
-        let run = tcpaccel_net::state::select(self.run.as_deref()).map_err(|e| exit::usage(e.to_string()))?;
+        let id = crate::cmd::net::run_or_env(self.run.clone());
+        let run = tcpaccel_net::state::select(id.as_deref()).map_err(|e| exit::usage(e.to_string()))?;
         match run.ns_of(node) {
             Some(ns) => Ok(Some(ns.to_string())),
             None => {

@@ -131,6 +131,53 @@ pub fn fidelity_html(data: &RunData) -> String {
         );
     }
     o.push_str("</table>");
+    o.push_str(&columns_html(data.fidelity[0].clone()));
+    o
+}
+
+/// What each column of the fidelity table means, with the thresholds the
+/// verdict used (recorded with each run; the first run's are shown).
+fn columns_html(f: FidelityRecord) -> String {
+    let defs = [
+        (
+            "saturated windows",
+            format!(
+                "of the 100 ms windows the monitor sampled the whole host's CPU in, those in which the host was \
+                 saturated: idle below {:.0}% over all cores, or one core over {:.0}% in softirq (packet \
+                 processing, where the emulated links' work runs). More than {:.0}% saturated windows make a run \
+                 unfaithful.",
+                f.limit_idle_pct, f.limit_softirq_pct, f.limit_saturated_pct
+            ),
+        ),
+        ("min idle", "the lowest idle share of the whole host in any window (niced work, such as builds \
+          started with nice, counts as idle: it yields to the run).".to_string()),
+        ("max softirq", "the highest softirq share of one core in any window.".to_string()),
+        (
+            "CPU stall",
+            "the share of the run's wall time in which some task waited for a CPU (the kernel's pressure \
+             stall information, /proc/pressure/cpu `some`); recorded, not judged."
+                .to_string(),
+        ),
+        (
+            "flow start p99 late",
+            format!(
+                "for runs of many flows: the 99th percentile of how late each flow started against its schedule \
+                 (experiment units); above {:.1} ms the run is unfaithful.",
+                f.limit_flow_start_late_ms
+            ),
+        ),
+        (
+            "fabric queues",
+            "for fabrics of shaped switch ports: their qdisc counters over the run (packets sent, drops, \
+             overlimits, the sampled backlog); recorded, not judged."
+                .to_string(),
+        ),
+    ];
+    let mut o = String::from("<dl class=\"key\">");
+    for (term, def) in defs {
+        let _ = write!(o, "<dt>{}</dt><dd>{}</dd>", escape(term), escape(&def));
+    }
+    o.push_str("</dl>");
     o
 }
 
@@ -206,6 +253,20 @@ mod tests {
         assert_eq!(h.matches("class=\"unfaithful\"").count(), 1, "{h}");
         assert!(h.contains("9 of 20 windows saturated"), "{h}");
         assert!(h.contains("<td>7.5 ms</td>"), "{h}");
+        // Issue 51 item 8: every figure column is defined below the table,
+        // with the thresholds the verdict used.
+        for col in [
+            "saturated windows",
+            "min idle",
+            "max softirq",
+            "CPU stall",
+            "flow start p99 late",
+            "fabric queues",
+        ] {
+            assert!(h.contains(&format!("<th>{col}</th>")), "no column {col}: {h}");
+            assert!(h.contains(&format!("<dt>{col}</dt>")), "column {col} undefined: {h}");
+        }
+        assert!(h.contains("idle below 5% over all cores") && h.contains("above 2.0 ms"), "{h}");
         let m = fidelity_markdown(&data);
         assert!(m.contains("Scale D = 4"), "{m}");
         assert!(m.contains("- a repeat 1: 9 of 20 windows saturated"), "{m}");

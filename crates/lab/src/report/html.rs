@@ -2,6 +2,7 @@
 //! published figures, and every plot inline.
 
 use super::fidelity::fidelity_html;
+use super::meaning::{meaning_html, terms_html};
 use super::plots::plots;
 use super::published::{self, human_name};
 use super::tables::{any_excluded, num, row_cell, tables};
@@ -22,6 +23,8 @@ table{{border-collapse:collapse;margin:1em 0}}td,th{{border:1px solid #ccc;paddi
 th{{background:#f4f4f4}}td:first-child,th:first-child{{text-align:left}}.pub{{color:#666}}\
 .warn{{background:#fee;border:1px solid #c00;padding:.5em}}figure{{margin:1em 0}}code{{background:#f4f4f4}}\
 .verdict{{border:1px solid #bbb;padding:0 1em .5em;margin:1em 0;background:#fafafa}}\
+.meaning{{border:1px solid #9ab;padding:0 1em .5em;margin:1em 0;background:#f5f9fc}}.meaning td,.meaning th{{text-align:left;vertical-align:top}}\
+pre{{margin:.3em 0;white-space:pre-wrap}}dt{{font-weight:bold}}dd{{margin:0 0 .4em 1.5em}}\
 .claims td,.claims th{{text-align:left}}.claims .badge{{font-weight:bold;white-space:nowrap}}\
 tr.met td{{background:#e6f4ea}}tr.met .badge{{color:#137333}}\
 tr.missed td{{background:#fce8e6}}tr.missed .badge{{color:#a50e0e}}\
@@ -35,6 +38,10 @@ tr.unknown td{{background:#f1f3f4;color:#555}}tr.unfaithful td,td.unfaithful{{ba
         let _ = write!(o, "<p class=\"warn\">Incomplete run: {}</p>", escape(&reason));
     }
     o.push_str(&verdict_html(data));
+    o.push_str(&meaning_html(data));
+    // The terms the page uses are defined here, near the top, once the
+    // whole page is written (see the end).
+    let terms_at = o.len();
     o.push_str(&fidelity_html(data));
     let _ = write!(o, "<p>{}</p>", escape(&h.description));
     let _ = write!(
@@ -106,8 +113,14 @@ tr.unknown td{{background:#f1f3f4;color:#555}}tr.unfaithful td,td.unfaithful{{ba
     let plots = plots(data);
     if !plots.is_empty() {
         let _ = write!(o, "<h2>Plots</h2>");
-        for (_, title, svg) in &plots {
-            let _ = write!(o, "<figure>{svg}<figcaption>{}</figcaption></figure>", escape(title));
+        // The SVG carries its title; the caption says how to read the chart
+        // (a caption repeating the title printed every name twice).
+        for (stem, _, svg) in &plots {
+            let _ = write!(
+                o,
+                "<figure>{svg}<figcaption class=\"key\">{}</figcaption></figure>",
+                caption(stem, svg.contains("series-marker"))
+            );
         }
     }
     if !data.notes.is_empty() {
@@ -122,8 +135,31 @@ tr.unknown td{{background:#f1f3f4;color:#555}}tr.unfaithful td,td.unfaithful{{ba
         }
         let _ = write!(o, "</ul>");
     }
+    let terms = terms_html(&o);
+    o.insert_str(terms_at, &terms);
     o.push_str("</body></html>\n");
     o
+}
+
+/// How to read a plot, by the kind its file stem starts with, and whether
+/// its lines carry markers (several series on one chart).
+fn caption(stem: &str, marked: bool) -> String {
+    let markers = if marked {
+        " Where lines coincide, the markers (a shape per variant, as in the legend) show the one underneath; \
+         jagged lines are drawn under smooth ones."
+    } else {
+        ""
+    };
+    match stem.split('-').next() {
+        Some("bar") => {
+            "Filled bars: the median over the repeats counted (whiskers: min–max); hollow dashed bars: \
+                        the published figure, where the run is at the paper's scale."
+                .to_string()
+        }
+        Some("ts") => format!("The first repeat of each variant.{markers}"),
+        Some("cdf") => format!("The completed flows of the runs counted; x on a log scale.{markers}"),
+        _ => String::new(),
+    }
 }
 
 #[cfg(test)]
@@ -166,5 +202,13 @@ mod tests {
         assert!(page.contains("[PSPacer], table 1"));
         assert!(page.contains("data-name=\"static\""));
         assert!(!page.contains("Incomplete run"));
+        // Issue 51 item 8: no caption repeats its chart's title, and no two
+        // charts share a title (the bars and the time series of goodput).
+        let all = plots(&d);
+        for (_, title, _) in &all {
+            assert!(!page.contains(&format!(">{title}</figcaption>")), "caption repeats {title:?}");
+            assert_eq!(all.iter().filter(|p| &p.1 == title).count(), 1, "two charts titled {title:?}");
+        }
+        assert!(page.contains(" per variant</text>") && page.contains(" over time</text>"), "{page}");
     }
 }

@@ -32,6 +32,7 @@ pub fn markdown(data: &RunData) -> String {
     if !verdicts.is_empty() {
         let _ = writeln!(o, "{verdicts}");
     }
+    o.push_str(&super::meaning::meaning_markdown(data));
     let tabs = tables(data);
     if !tabs.is_empty() {
         let variants = variant_order(data);
@@ -71,6 +72,8 @@ pub fn markdown(data: &RunData) -> String {
     for (v, n) in &data.notes {
         let _ = writeln!(o, "\n- {}{n}", v.as_ref().map(|v| format!("[{v}] ")).unwrap_or_default());
     }
+    let terms = super::meaning::terms_markdown(&o);
+    o.push_str(&terms);
     o
 }
 

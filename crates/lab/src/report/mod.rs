@@ -6,8 +6,9 @@
 //! (the block that opens the page: one line per claim, measured against the
 //! published figure and the goal), [`markdown`] (the terminal summary),
 //! [`plots`] (SVG charts), [`fidelity`] (the dilation D and the runs the
-//! host could not keep up with), [`html`] (the page) and [`published`] (the
-//! figures and claims each run is judged against). [`compare`] sets runs of
+//! host could not keep up with), [`html`] (the page), [`published`] (the
+//! figures and claims each run is judged against) and [`meaning`] (what the
+//! result means for the reader: the commands behind a gain, the terms used). [`compare`] sets runs of
 //! the same workloads side by side (`lab compare`: the cross-scale check).
 //! This file only wires them and writes a report directory.
 
@@ -15,6 +16,7 @@ pub mod compare;
 pub mod fidelity;
 pub mod html;
 pub mod markdown;
+pub mod meaning;
 pub mod plots;
 pub mod published;
 pub mod tables;

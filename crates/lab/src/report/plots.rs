@@ -40,7 +40,13 @@ pub fn plots(data: &RunData) -> Vec<(String, String, String)> {
         }
         if !bars.is_empty() {
             let name = human_name(&h.scenario, &t.metric);
-            let title = if t.unit.is_empty() { name } else { format!("{name} [{}]", t.unit) };
+            // "per variant": the time series of the same metric is a chart of
+            // its own, titled "… over time", and the two must not read alike.
+            let title = if t.unit.is_empty() {
+                format!("{name} per variant")
+            } else {
+                format!("{name} [{}] per variant", t.unit)
+            };
             out.push((format!("bar-{}", slug(&t.metric)), title.clone(), bar_chart(&title, &t.unit, &bars)));
         }
     }
@@ -51,7 +57,10 @@ pub fn plots(data: &RunData) -> Vec<(String, String, String)> {
     }
     let order = variant_order(data);
     for (series, per_variant) in by_series {
-        let title = human_name(&h.scenario, series);
+        let title = match series.contains("_vs_") {
+            true => human_name(&h.scenario, series),
+            false => format!("{} over time", human_name(&h.scenario, series)),
+        };
         let mut c = Chart::new(title.clone(), series_x_label(series), series_unit(series));
         for v in &order {
             if let Some(pts) = per_variant.get(v.as_str()) {
@@ -217,9 +226,9 @@ mod tests {
         let line = ts.split("<line class=\"hline\"").nth(1).unwrap().split("/>").next().unwrap();
         assert!(line.contains(color), "{line}");
         assert!(ts.contains(">published static 433</text>"), "{ts}");
-        assert!(ts.contains(">Goodput</text>"), "the title is the human name");
+        assert!(ts.contains(">Goodput over time</text>"), "the title is the human name");
         let bars = plots(&d).into_iter().find(|p| p.0 == "bar-goodput-mbps").unwrap().2;
-        assert!(bars.contains(">Goodput [Mbit/s]</text>"));
+        assert!(bars.contains(">Goodput [Mbit/s] per variant</text>"));
         assert!(bars.contains("data-label=\"published\""));
         // A run at a fifth of the paper's rate: the paper's 433 Mbit/s would only squash the axis.
         let mut d = d;

@@ -59,16 +59,18 @@ impl Scenario for Demo {
             std::fs::read_to_string(format!("/proc/sys/net/ipv4/{key}"))
                 .ok()
                 .and_then(|v| v.split_whitespace().nth(2).and_then(|m| m.parse::<u64>().ok()))
-                .map_or_else(|| "unreadable".to_string(), |m| Bytes(m).to_string())
         };
+        let (wmem, rmem) = (max("tcp_wmem"), max("tcp_rmem"));
+        let text = |m: Option<u64>| m.map_or_else(|| "unreadable".to_string(), |m| Bytes(m).to_string());
         vec![format!(
             "BDP of this path: {bdp} bytes ({}). 'bdp-buffers' raises tcp_rmem/tcp_wmem maxima to 2×BDP in both \
              namespaces; the other variants keep this host's values (tcp_wmem max {}, tcp_rmem max {}), which \
-             cap the window when they are below the BDP. Route metrics caching is off in every variant \
+             cap the window when they are below the BDP. {} Route metrics caching is off in every variant \
              (tcp_no_metrics_save=1).",
             Bytes(bdp),
-            max("tcp_wmem"),
-            max("tcp_rmem")
+            text(wmem),
+            text(rmem),
+            buffers_verdict(bdp, wmem, rmem)
         )]
     }
     fn estimate(&self, p: &Params) -> Duration {
@@ -76,6 +78,30 @@ impl Scenario for Demo {
     }
     fn prepare(&self, p: &Params, _dir: &Path) -> Result<Box<dyn Testbed>> {
         Ok(Box::new(DemoBed { path: Path2::from_params(p)?, duration: p.duration("duration")? }))
+    }
+}
+
+/// What the host's buffer maxima mean for 'bdp-buffers' on a path of `bdp`
+/// bytes: nothing to fix when both already exceed it.
+fn buffers_verdict(bdp: u64, wmem: Option<u64>, rmem: Option<u64>) -> String {
+    match (wmem, rmem) {
+        (Some(w), Some(r)) if w >= bdp && r >= bdp => format!(
+            "Here both maxima already exceed the BDP ({} and {} against {}), so the defaults' window is not \
+             capped by buffers: expect 'bdp-buffers' to measure about like 'defaults' on this host.",
+            Bytes(w),
+            Bytes(r),
+            Bytes(bdp)
+        ),
+        (Some(w), Some(r)) => {
+            let (name, m) = if w <= r { ("tcp_wmem", w) } else { ("tcp_rmem", r) };
+            format!(
+                "Here the {name} maximum is below the BDP ({} against {}): expect the defaults to be capped by \
+                 it and 'bdp-buffers' to gain.",
+                Bytes(m),
+                Bytes(bdp)
+            )
+        }
+        _ => String::new(),
     }
 }
 
@@ -141,5 +167,20 @@ impl Testbed for DemoBed {
         };
         bulk(ctx, &self.path, &setup, self.duration)?;
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_note_says_whether_the_host_maxima_hold_the_bdp() {
+        let bdp = 3_750_000;
+        let v = buffers_verdict(bdp, Some(4 << 20), Some(32 << 20));
+        assert!(v.contains("already exceed the BDP (4MiB and 32MiB against 3.75MB)"), "{v}");
+        let v = buffers_verdict(bdp, Some(1 << 20), Some(32 << 20));
+        assert!(v.contains("the tcp_wmem maximum is below the BDP (1MiB against 3.75MB)"), "{v}");
+        assert_eq!(buffers_verdict(bdp, None, Some(1)), "");
     }
 }
