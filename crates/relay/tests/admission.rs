@@ -202,6 +202,81 @@ fn a_connection_closed_before_its_first_byte_is_not_a_bad_request() {
     assert_eq!(r.stats.errors_of(K::BadRequest), 1, "{:?}", r.stats.snapshot().errors);
 }
 
+/// A reconnecting flood until `stop`: two threads, each connecting from
+/// `source(thread, i)` (greeting first if `greet`), holding its last 40
+/// connections and opening the next every 2 ms — a displaced one is
+/// replaced at once.
+fn flood(
+    addr: SocketAddr,
+    stop: &Arc<std::sync::atomic::AtomicBool>,
+    source: fn(u8, u32) -> String,
+    greet: bool,
+) -> Vec<std::thread::JoinHandle<()>> {
+    (0..2u8)
+        .map(|t| {
+            let stop = stop.clone();
+            std::thread::spawn(move || {
+                let mut held = std::collections::VecDeque::new();
+                let mut i = 0u32;
+                while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                    let mut s = connect_from(&source(t, i), addr);
+                    if greet {
+                        let _ = s.write_all(&[5, 1, 0]);
+                    }
+                    held.push_back(s);
+                    if held.len() > 40 {
+                        held.pop_front();
+                    }
+                    i += 1;
+                    std::thread::sleep(Duration::from_millis(2));
+                }
+            })
+        })
+        .collect()
+}
+
+/// Five SOCKS clients from 127.0.0.9 under a flood, each silent for 100 ms
+/// either after connecting (`silent_first`: its greeting still in flight)
+/// or between its greeting and its request (a WAN round trip); how many
+/// got their CONNECT reply, and how many handshakes the relay displaced.
+fn honest_clients(
+    r: &common::TestRelay,
+    echo: SocketAddr,
+    stop: &Arc<std::sync::atomic::AtomicBool>,
+    flooders: Vec<std::thread::JoinHandle<()>>,
+    silent_first: bool,
+) -> (usize, u64) {
+    std::thread::sleep(Duration::from_millis(300));
+    let mut ok = 0;
+    for _ in 0..5 {
+        let mut s = connect_from("127.0.0.9", r.addr);
+        s.set_read_timeout(Some(Duration::from_secs(5))).expect("timeout");
+        if silent_first {
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        let honest = (|| -> std::io::Result<u8> {
+            s.write_all(&[5, 1, 0])?;
+            let mut m = [0u8; 2];
+            s.read_exact(&mut m)?;
+            if !silent_first {
+                std::thread::sleep(Duration::from_millis(100));
+            }
+            s.write_all(&connect_req(echo))?;
+            let mut rep = [0u8; 10];
+            s.read_exact(&mut rep)?;
+            Ok(rep[1])
+        })();
+        if matches!(honest, Ok(0)) {
+            ok += 1;
+        }
+    }
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    for f in flooders {
+        f.join().expect("flooder");
+    }
+    (ok, r.stats.errors_of(tcpaccel_relay::stats::ErrorKind::HandshakeEvicted))
+}
+
 /// Issue 26 item 11: a reconnecting flood of silent handshakes from many
 /// sources keeps the handshake budget full; a client that pauses 100 ms
 /// (a WAN round trip) between its SOCKS messages still gets through,
@@ -217,50 +292,9 @@ fn an_advancing_handshake_survives_a_flood_of_silent_ones_from_many_sources() {
         ..Default::default()
     });
     let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
-    // Two threads each cycle over 100 sources: connect, hold, and
-    // reconnect once the relay closes the connection (displaced).
-    let flooders: Vec<_> = (0..2u8)
-        .map(|t| {
-            let (stop, addr) = (stop.clone(), r.addr);
-            std::thread::spawn(move || {
-                let mut held = std::collections::VecDeque::new();
-                let mut i = 0u32;
-                while !stop.load(std::sync::atomic::Ordering::Relaxed) {
-                    let src = format!("127.{}.0.{}", 10 + t, 1 + i % 100);
-                    held.push_back(connect_from(&src, addr));
-                    if held.len() > 40 {
-                        held.pop_front();
-                    }
-                    i += 1;
-                    std::thread::sleep(Duration::from_millis(2));
-                }
-            })
-        })
-        .collect();
-    std::thread::sleep(Duration::from_millis(300));
-    let mut ok = 0;
-    for _ in 0..5 {
-        let mut s = connect_from("127.0.0.9", r.addr);
-        s.set_read_timeout(Some(Duration::from_secs(5))).expect("timeout");
-        let honest = (|| -> std::io::Result<u8> {
-            s.write_all(&[5, 1, 0])?;
-            let mut m = [0u8; 2];
-            s.read_exact(&mut m)?;
-            std::thread::sleep(Duration::from_millis(100));
-            s.write_all(&connect_req(echo))?;
-            let mut rep = [0u8; 10];
-            s.read_exact(&mut rep)?;
-            Ok(rep[1])
-        })();
-        if matches!(honest, Ok(0)) {
-            ok += 1;
-        }
-    }
-    stop.store(true, std::sync::atomic::Ordering::Relaxed);
-    for f in flooders {
-        f.join().expect("flooder");
-    }
-    let evicted = r.stats.errors_of(tcpaccel_relay::stats::ErrorKind::HandshakeEvicted);
+    // Two threads each cycle over 100 sources.
+    let flooders = flood(r.addr, &stop, |t, i| format!("127.{}.0.{}", 10 + t, 1 + i % 100), false);
+    let (ok, evicted) = honest_clients(&r, echo, &stop, flooders, false);
     assert!(evicted > 20, "the flood never filled the budget ({evicted} evicted): the test proves nothing");
     assert_eq!(ok, 5, "the advancing client got through {ok} of 5 times ({evicted} evicted)");
 }
@@ -283,49 +317,8 @@ fn a_silent_newcomer_survives_a_flood_of_greeted_handshakes() {
         ..Default::default()
     });
     let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
-    let flooders: Vec<_> = (0..2u8)
-        .map(|t| {
-            let (stop, addr) = (stop.clone(), r.addr);
-            std::thread::spawn(move || {
-                let mut held = std::collections::VecDeque::new();
-                let mut i = 0u32;
-                while !stop.load(std::sync::atomic::Ordering::Relaxed) {
-                    let mut s = connect_from(&format!("127.14.{t}.{}", 1 + i % 4), addr);
-                    let _ = s.write_all(&[5, 1, 0]);
-                    held.push_back(s);
-                    if held.len() > 40 {
-                        held.pop_front();
-                    }
-                    i += 1;
-                    std::thread::sleep(Duration::from_millis(2));
-                }
-            })
-        })
-        .collect();
-    std::thread::sleep(Duration::from_millis(300));
-    let mut ok = 0;
-    for _ in 0..5 {
-        let mut s = connect_from("127.0.0.9", r.addr);
-        s.set_read_timeout(Some(Duration::from_secs(5))).expect("timeout");
-        std::thread::sleep(Duration::from_millis(100));
-        let honest = (|| -> std::io::Result<u8> {
-            s.write_all(&[5, 1, 0])?;
-            let mut m = [0u8; 2];
-            s.read_exact(&mut m)?;
-            s.write_all(&connect_req(echo))?;
-            let mut rep = [0u8; 10];
-            s.read_exact(&mut rep)?;
-            Ok(rep[1])
-        })();
-        if matches!(honest, Ok(0)) {
-            ok += 1;
-        }
-    }
-    stop.store(true, std::sync::atomic::Ordering::Relaxed);
-    for f in flooders {
-        f.join().expect("flooder");
-    }
-    let evicted = r.stats.errors_of(tcpaccel_relay::stats::ErrorKind::HandshakeEvicted);
+    let flooders = flood(r.addr, &stop, |t, i| format!("127.14.{t}.{}", 1 + i % 4), true);
+    let (ok, evicted) = honest_clients(&r, echo, &stop, flooders, true);
     assert!(evicted > 50, "the flood never filled the budget ({evicted} evicted): the test proves nothing");
     assert!(ok >= 4, "the silent newcomer got through {ok} of 5 times ({evicted} evicted)");
 }
