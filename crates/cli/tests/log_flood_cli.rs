@@ -160,7 +160,7 @@ fn gather_refusing_hundreds_of_clients_writes_the_burst_and_one_summary() {
     use tcpaccel_gather::proto::{encode_control, encode_preface, Control, Kind, VERSION};
     let listen = format!("127.0.0.1:{}", free_port());
     let (gather, err, _) = start(
-        &["gather", "serve", "--listen", &listen, "--buffer-pool", "64MB", "--class", "a=20mbit"],
+        &["gather", "serve", "--listen", &listen, "--buffer-pool", "64MB", "--class", "a=20mbit", "--json"],
         "listening on",
     );
     let rest = drain(err);
@@ -175,7 +175,20 @@ fn gather_refusing_hundreds_of_clients_writes_the_burst_and_one_summary() {
         let _ = s.read_to_end(&mut answer);
         assert!(String::from_utf8_lossy(&answer).contains("unknown_class"), "refused as unknown class");
     }
-    let (err, _) = stop(gather, rest);
+    let (err, out) = stop(gather, rest);
+    // The event stream on stdout (what the unit's journal gets with --json):
+    // before, one connection_error per refused client (300); now the burst
+    // and one line counting the rest.
+    let events: Vec<serde_json::Value> =
+        out.lines().map(|l| serde_json::from_str(l).expect("JSON Lines on stdout")).collect();
+    let shown = events.iter().filter(|e| e["type"] == "connection_error").count() as u64;
+    let held: Vec<u64> = events
+        .iter()
+        .filter(|e| e["type"] == "connection_errors_suppressed")
+        .map(|e| e["records"].as_u64().expect("records"))
+        .collect();
+    assert!((20..=22).contains(&shown), "{shown} connection_error events:\n{out}");
+    assert_eq!(held, vec![n - shown], "one line counts the rest:\n{out}");
     let lines: Vec<&str> = err.lines().collect();
     // Before: one WARN line per refused client (300).
     let closing = lines.iter().filter(|l| l.contains("gather: closing connection")).count() as u64;

@@ -321,6 +321,7 @@ fn serve(a: ServeArgs) -> anyhow::Result<Verdict> {
         }
         None => (None, None),
     };
+    let mut printer = EventPrinter::new(json);
     tcpaccel_gather::blocking::serve(
         cfg,
         listen,
@@ -330,18 +331,93 @@ fn serve(a: ServeArgs) -> anyhow::Result<Verdict> {
             if let Some(m) = &metrics {
                 m.observe(&e);
             }
-            let mut out = std::io::stdout().lock();
-            if json {
-                if let Ok(s) = serde_json::to_string(&e) {
-                    let _ = writeln!(out, "{s}");
-                }
-            } else {
-                let _ = writeln!(out, "{}", human(&e));
-            }
+            printer.print(&e);
         },
     )
     .with_context(|| format!("gather server on {listen}"))?;
+    printer.finish();
     Ok(Verdict::Ok)
+}
+
+/// The server's event stream on stdout. `connection_error` events are one
+/// per refused or broken connection, so a flood of them passes the
+/// services' one flood budget (`tcpaccel_core::loglimit`, as the log lines
+/// on stderr do: the shipped unit runs `--json` into the journal); the ones
+/// left out are said in one `connection_errors_suppressed` line with their
+/// count, and every one is counted in `tcpaccel_gather_connection_errors`
+/// (the metrics observe each event before it is printed).
+struct EventPrinter {
+    json: bool,
+    errors: tcpaccel_core::loglimit::Limiter,
+    epoch: std::time::Instant,
+}
+
+impl EventPrinter {
+    fn new(json: bool) -> EventPrinter {
+        EventPrinter {
+            json,
+            errors: tcpaccel_core::loglimit::Limiter::new(tcpaccel_core::loglimit::Budget::DEFAULT),
+            epoch: std::time::Instant::now(),
+        }
+    }
+
+    fn now(&self) -> tcpaccel_core::Instant {
+        tcpaccel_core::Instant::from_nanos(self.epoch.elapsed().as_nanos() as u64)
+    }
+
+    fn print(&mut self, e: &Event) {
+        let now = self.now();
+        let write = if let Event::ConnectionError { .. } = e {
+            let pass = self.errors.offer(now);
+            if let Some(s) = pass.summary {
+                self.summary(&s);
+            }
+            pass.write
+        } else {
+            if let Some(s) = self.errors.tick(now) {
+                self.summary(&s);
+            }
+            true
+        };
+        if !write {
+            return;
+        }
+        let mut out = std::io::stdout().lock();
+        if self.json {
+            if let Ok(s) = serde_json::to_string(e) {
+                let _ = writeln!(out, "{s}");
+            }
+        } else {
+            let _ = writeln!(out, "{}", human(e));
+        }
+    }
+
+    /// At the stop: the count of what is still held back.
+    fn finish(&mut self) {
+        let now = self.now();
+        if let Some(s) = self.errors.flush(now) {
+            self.summary(&s);
+        }
+    }
+
+    fn summary(&self, s: &tcpaccel_core::loglimit::Suppressed) {
+        let t = self.epoch.elapsed().as_secs_f64();
+        let over_s = s.span().as_secs_f64();
+        let mut out = std::io::stdout().lock();
+        let _ = if self.json {
+            writeln!(
+                out,
+                "{}",
+                serde_json::json!({"type": "connection_errors_suppressed", "t": t, "records": s.records, "over_s": over_s})
+            )
+        } else {
+            writeln!(
+                out,
+                "{t:8.1}s {} connection_error events not shown over the last {over_s:.1} s (a flood; all counted in tcpaccel_gather_connection_errors)",
+                s.records
+            )
+        };
+    }
 }
 
 fn human(e: &Event) -> String {
