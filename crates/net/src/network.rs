@@ -194,7 +194,7 @@ impl Network {
     fn add_namespace(&mut self, ns: &str) -> Result<()> {
         // Recorded only once created: a failure because the name exists must
         // never make teardown delete a namespace that is not ours.
-        ip(&["netns", "add", ns])?;
+        tcpaccel_sys::netns::add(ns)?;
         lock(&self.live).namespaces.push(ns.to_string());
         Ok(())
     }
