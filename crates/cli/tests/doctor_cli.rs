@@ -12,6 +12,8 @@ use std::path::PathBuf;
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
+use tcpaccel_sys::testing::TestNetns;
+
 mod common;
 use common::{bin, Reaper};
 
@@ -23,21 +25,20 @@ fn text(b: &[u8]) -> String {
     String::from_utf8_lossy(b).into_owned()
 }
 
-/// A namespace of this test; deleted on drop, also when the test panics.
-struct Netns(String);
+/// A namespace of this test (deleted on drop, also when the test panics)
+/// and its sysctls as `sysctl(8)` shows them.
+struct Netns(TestNetns);
 
 impl Netns {
     fn new(tag: &str) -> Netns {
-        let nanos =
-            std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().subsec_nanos();
-        let ns = Netns(format!("tcpaccel-doccli-{tag}-{}-{nanos:x}", std::process::id()));
-        ip(&["netns", "add", &ns.0]);
-        ip(&["-n", &ns.0, "link", "set", "lo", "up"]);
-        ns
+        Netns(TestNetns::one(&format!("doccli-{tag}")))
+    }
+    fn name(&self) -> &str {
+        self.0.name()
     }
     fn sysctl(&self, key: &str) -> String {
         let out = Command::new("ip")
-            .args(["netns", "exec", &self.0, "sysctl", "-n", key])
+            .args(["netns", "exec", self.name(), "sysctl", "-n", key])
             .output()
             .expect("sysctl");
         assert!(out.status.success(), "sysctl {key}: {}", text(&out.stderr));
@@ -45,16 +46,10 @@ impl Netns {
     }
     fn set(&self, key: &str, value: &str) {
         let out = Command::new("ip")
-            .args(["netns", "exec", &self.0, "sysctl", "-q", "-w", &format!("{key}={value}")])
+            .args(["netns", "exec", self.name(), "sysctl", "-q", "-w", &format!("{key}={value}")])
             .output()
             .expect("sysctl -w");
         assert!(out.status.success(), "sysctl -w {key}: {}", text(&out.stderr));
-    }
-}
-
-impl Drop for Netns {
-    fn drop(&mut self) {
-        let _ = Command::new("ip").args(["netns", "del", &self.0]).status();
     }
 }
 
@@ -88,7 +83,7 @@ fn root_non_root_doctor_of_a_namespace_exits_3_without_a_report() {
             bin(),
             "doctor",
             "--netns",
-            &ns.0,
+            ns.name(),
             "--json",
         ])
         .current_dir(std::env::temp_dir())
@@ -97,7 +92,7 @@ fn root_non_root_doctor_of_a_namespace_exits_3_without_a_report() {
     let err = text(&out.stderr);
     assert_eq!(out.status.code(), Some(3), "stderr: {err}");
     assert!(out.stdout.is_empty(), "no report: {}", text(&out.stdout));
-    assert!(err.contains("needs root") && err.contains(&ns.0), "{err}");
+    assert!(err.contains("needs root") && err.contains(ns.name()), "{err}");
 }
 
 /// Item 9: whoever runs it, exit 0 goes with a healthy verdict and nothing
@@ -169,7 +164,7 @@ fn root_revert_refuses_values_changed_since_apply_unless_forced() {
     let _ = std::fs::remove_file(&save);
     let out = doctor(&[
         "--netns",
-        &ns.0,
+        ns.name(),
         "--rate",
         "1gbit",
         "--rtt",
@@ -210,7 +205,7 @@ fn root_revert_refuses_values_changed_since_apply_unless_forced() {
 fn recv_in(ns: &Netns) -> (Reaper, BufReader<std::process::ChildStdout>, u16) {
     let mut child = Reaper(
         Command::new("ip")
-            .args(["netns", "exec", &ns.0, bin(), "recv", "--listen", "127.0.0.1:0", "--json"])
+            .args(["netns", "exec", ns.name(), bin(), "recv", "--listen", "127.0.0.1:0", "--json"])
             .stdout(Stdio::piped())
             .stderr(Stdio::null())
             .spawn()
@@ -232,16 +227,25 @@ fn recv_in(ns: &Netns) -> (Reaper, BufReader<std::process::ChildStdout>, u16) {
 fn root_loopback_target_advises_only_its_own_route() {
     tcpaccel_sys::testing::require_root();
     let ns = Netns::new("route");
-    ip(&["-n", &ns.0, "link", "add", "dva", "type", "veth", "peer", "name", "dvb"]);
-    ip(&["-n", &ns.0, "addr", "add", "10.211.0.1/24", "dev", "dva"]);
-    ip(&["-n", &ns.0, "link", "set", "dva", "up"]);
-    ip(&["-n", &ns.0, "link", "set", "dvb", "up"]);
-    ip(&["-n", &ns.0, "route", "add", "default", "via", "10.211.0.2", "dev", "dva"]);
+    ip(&["-n", ns.name(), "link", "add", "dva", "type", "veth", "peer", "name", "dvb"]);
+    ip(&["-n", ns.name(), "addr", "add", "10.211.0.1/24", "dev", "dva"]);
+    ip(&["-n", ns.name(), "link", "set", "dva", "up"]);
+    ip(&["-n", ns.name(), "link", "set", "dvb", "up"]);
+    ip(&["-n", ns.name(), "route", "add", "default", "via", "10.211.0.2", "dev", "dva"]);
     ns.set("net.ipv4.tcp_rto_min_us", "200000");
     let (recv, mut recv_out, port) = recv_in(&ns);
     let target = format!("127.0.0.1:{port}");
-    let out =
-        doctor(&["--netns", &ns.0, "--target", &target, "--rate", "10gbit", "--handshakes", "3", "--json"]);
+    let out = doctor(&[
+        "--netns",
+        ns.name(),
+        "--target",
+        &target,
+        "--rate",
+        "10gbit",
+        "--handshakes",
+        "3",
+        "--json",
+    ]);
     let lines = json_lines(&out.stdout);
     let findings: Vec<_> = lines.iter().filter(|l| l["type"] == "finding").collect();
     let rto = findings.iter().find(|f| f["id"] == "rto_min").expect("rto_min finding");
@@ -249,7 +253,7 @@ fn root_loopback_target_advises_only_its_own_route() {
     let cmds: Vec<&str> =
         findings.iter().flat_map(|f| f["commands"].as_array().unwrap()).filter_map(|c| c.as_str()).collect();
     assert!(
-        cmds.iter().any(|c| c.starts_with(&format!("ip -n {} route change local 127.", ns.0))
+        cmds.iter().any(|c| c.starts_with(&format!("ip -n {} route change local 127.", ns.name()))
             && c.contains("dev lo table local")),
         "{cmds:#?}"
     );

@@ -7,6 +7,7 @@
 
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
+use tcpaccel_sys::testing::TestNetns;
 
 mod common;
 use common::{bin, free_port, Reaper};
@@ -323,22 +324,16 @@ fn root_sigint_during_pace_run_leaves_no_cgroup_and_no_pins() {
     assert_no_leftovers(line.as_bytes());
 }
 
-/// A network namespace made for one test, deleted at the end.
-struct TestNs(String);
+/// A network namespace made for one test (deleted on drop, also on panic),
+/// with commands run inside it.
+struct TestNs(TestNetns);
 impl TestNs {
     fn new(tag: &str) -> TestNs {
-        let ns = TestNs(format!("tcpaccel-{tag}-{}", std::process::id()));
-        assert!(Command::new("ip").args(["netns", "add", &ns.0]).status().unwrap().success());
-        assert!(Command::new("ip")
-            .args(["-n", &ns.0, "link", "set", "lo", "up"])
-            .status()
-            .unwrap()
-            .success());
-        ns
+        TestNs(TestNetns::one(tag))
     }
     fn exec(&self) -> Command {
         let mut c = Command::new("ip");
-        c.args(["netns", "exec", &self.0]);
+        c.args(["netns", "exec", self.0.name()]);
         c
     }
     /// `recv` on loopback `port` inside the namespace, given time to listen.
@@ -353,11 +348,6 @@ impl TestNs {
         );
         std::thread::sleep(std::time::Duration::from_millis(300));
         r
-    }
-}
-impl Drop for TestNs {
-    fn drop(&mut self) {
-        let _ = Command::new("ip").args(["netns", "del", &self.0]).status();
     }
 }
 

@@ -9,6 +9,7 @@ use std::io::{BufRead, BufReader, Read};
 use std::net::{TcpListener, TcpStream};
 use std::process::{Command, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
+use tcpaccel_sys::testing::TestNetns;
 
 mod common;
 use common::{bin, Reaper};
@@ -115,16 +116,6 @@ fn trace_stops_with_0_on_sigterm_and_keeps_its_rows() {
     assert_eq!(st.code(), Some(0), "{st:?}; stderr:\n{err}");
 }
 
-/// A namespace with the userspace MPTCP path manager and the lanes'
-/// local addresses on `lo`; deleted on drop, also when a test panics.
-struct Netns(String);
-
-impl Drop for Netns {
-    fn drop(&mut self) {
-        let _ = Command::new("ip").args(["netns", "del", &self.0]).status();
-    }
-}
-
 fn ip(args: &[&str]) {
     let out = Command::new("ip").args(args).output().expect("run ip(8)");
     assert!(out.status.success(), "ip {args:?}: {}", String::from_utf8_lossy(&out.stderr));
@@ -136,14 +127,13 @@ fn ip(args: &[&str]) {
 #[test]
 fn root_lanes_daemon_stops_with_0_on_sigint() {
     tcpaccel_sys::testing::require_root();
-    let ns = Netns(format!("tcpaccel-clisig-{}", std::process::id()));
-    ip(&["netns", "add", &ns.0]);
-    ip(&["-n", &ns.0, "link", "set", "lo", "up"]);
+    let t = TestNetns::one("clisig");
+    let ns = t.name();
     for (dev, addr) in [("sl", "10.77.0.1/32"), ("ll1", "10.77.1.1/32")] {
-        ip(&["-n", &ns.0, "link", "add", dev, "type", "veth", "peer", "name", &format!("{dev}-peer")]);
-        ip(&["-n", &ns.0, "addr", "add", addr, "dev", dev]);
+        ip(&["-n", ns, "link", "add", dev, "type", "veth", "peer", "name", &format!("{dev}-peer")]);
+        ip(&["-n", ns, "addr", "add", addr, "dev", dev]);
     }
-    ip(&["netns", "exec", &ns.0, "sysctl", "-q", "-w", "net.mptcp.path_manager=userspace"]);
+    ip(&["netns", "exec", ns, "sysctl", "-q", "-w", "net.mptcp.path_manager=userspace"]);
     let dir = std::env::temp_dir().join(format!("tcpaccel-clisig-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let cfg = dir.join("lanes.toml");
@@ -161,7 +151,7 @@ ll = [{ local = "10.77.1.1", remote = "10.77.1.2" }]
 "#,
     )
     .unwrap();
-    let mut d = spawn(&["lanes", "--config", cfg.to_str().unwrap(), "--netns", &ns.0, "--json"]);
+    let mut d = spawn(&["lanes", "--config", cfg.to_str().unwrap(), "--netns", ns, "--json"]);
     let mut out = BufReader::new(d.0.stdout.take().unwrap());
     let ready: serde_json::Value = serde_json::from_str(&wait_for_line(&mut out, "\"ready\"")).unwrap();
     assert_eq!((ready["sl_names"][0].as_str(), ready["ll_names"][0].as_str()), (Some("sl"), Some("ll1")));
@@ -191,12 +181,11 @@ ll = [{ local = "10.77.1.1", remote = "10.77.1.2" }]
 #[test]
 fn root_lanes_check_away_from_its_addresses_says_where_they_are() {
     tcpaccel_sys::testing::require_root();
-    let ns = Netns(format!("tcpaccel-cliwhere-{}", std::process::id()));
-    ip(&["netns", "add", &ns.0]);
-    ip(&["-n", &ns.0, "link", "set", "lo", "up"]);
-    ip(&["-n", &ns.0, "addr", "add", "10.79.0.1/32", "dev", "lo"]);
-    ip(&["-n", &ns.0, "addr", "add", "10.79.1.1/32", "dev", "lo"]);
-    ip(&["netns", "exec", &ns.0, "sysctl", "-q", "-w", "net.mptcp.path_manager=userspace"]);
+    let t = TestNetns::one("cliwhere");
+    let ns = t.name();
+    ip(&["-n", ns, "addr", "add", "10.79.0.1/32", "dev", "lo"]);
+    ip(&["-n", ns, "addr", "add", "10.79.1.1/32", "dev", "lo"]);
+    ip(&["netns", "exec", ns, "sysctl", "-q", "-w", "net.mptcp.path_manager=userspace"]);
     let dir = std::env::temp_dir().join(format!("tcpaccel-cliwhere-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let cfg = dir.join("lanes.toml");
@@ -217,8 +206,8 @@ fn root_lanes_check_away_from_its_addresses_says_where_they_are() {
     let err = String::from_utf8_lossy(&here.stderr);
     assert_eq!(here.status.code(), Some(2), "{err}");
     assert!(err.contains("none of the configured local addresses (10.79.0.1, 10.79.1.1)"), "{err}");
-    assert!(err.contains(&format!("--netns {}", ns.0)) && !err.contains("sysctl"), "{err}");
-    let there = check(&["--netns", &ns.0]);
+    assert!(err.contains(&format!("--netns {}", ns)) && !err.contains("sysctl"), "{err}");
+    let there = check(&["--netns", ns]);
     let _ = std::fs::remove_dir_all(&dir);
     assert_eq!(there.status.code(), Some(0), "{}", String::from_utf8_lossy(&there.stderr));
 }
@@ -236,12 +225,11 @@ fn scrape(addr: &str) -> String {
 #[test]
 fn root_lanes_daemon_reloads_on_sighup_and_serves_metrics() {
     tcpaccel_sys::testing::require_root();
-    let ns = Netns(format!("tcpaccel-clihup-{}", std::process::id()));
-    ip(&["netns", "add", &ns.0]);
-    ip(&["-n", &ns.0, "link", "set", "lo", "up"]);
-    ip(&["-n", &ns.0, "addr", "add", "10.78.0.1/32", "dev", "lo"]);
-    ip(&["-n", &ns.0, "addr", "add", "10.78.1.1/32", "dev", "lo"]);
-    ip(&["netns", "exec", &ns.0, "sysctl", "-q", "-w", "net.mptcp.path_manager=userspace"]);
+    let t = TestNetns::one("clihup");
+    let ns = t.name();
+    ip(&["-n", ns, "addr", "add", "10.78.0.1/32", "dev", "lo"]);
+    ip(&["-n", ns, "addr", "add", "10.78.1.1/32", "dev", "lo"]);
+    ip(&["netns", "exec", ns, "sysctl", "-q", "-w", "net.mptcp.path_manager=userspace"]);
     let dir = std::env::temp_dir().join(format!("tcpaccel-clihup-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let cfg = dir.join("lanes.toml");
@@ -255,7 +243,7 @@ fn root_lanes_daemon_reloads_on_sighup_and_serves_metrics() {
     std::fs::write(&cfg, text("300ms", "10.78.1.1")).unwrap();
     let port = common::free_port().to_string();
     let mut d =
-        spawn(&["lanes", "--config", cfg.to_str().unwrap(), "--netns", &ns.0, "--json", "--metrics", &port]);
+        spawn(&["lanes", "--config", cfg.to_str().unwrap(), "--netns", ns, "--json", "--metrics", &port]);
     let mut out = BufReader::new(d.0.stdout.take().unwrap());
     wait_for_line(&mut out, "\"ready\"");
     let pid = d.0.id().to_string();
@@ -285,11 +273,11 @@ fn root_lanes_daemon_reloads_on_sighup_and_serves_metrics() {
     // host's loopback, where a unit's Prometheus scrapes), and nothing
     // listens on that port in the --netns namespace.
     let in_ns = format!("127.0.0.1:{port}").parse::<std::net::SocketAddr>().unwrap();
-    let refused = tcpaccel_sys::netns::run_in(&ns.0, move || {
+    let refused = tcpaccel_sys::netns::run_in(ns, move || {
         TcpStream::connect_timeout(&in_ns, Duration::from_secs(2)).err().map(|e| e.kind())
     })
     .expect("enter the namespace");
-    assert_eq!(refused, Some(std::io::ErrorKind::ConnectionRefused), "an endpoint inside {}", ns.0);
+    assert_eq!(refused, Some(std::io::ErrorKind::ConnectionRefused), "an endpoint inside {}", ns);
     let body = scrape(&format!("127.0.0.1:{port}"));
     assert!(body.contains("tcpaccel_lanes_reloads_total{outcome=\"applied\"} 1"), "{body}");
     assert!(body.contains("tcpaccel_lanes_reloads_total{outcome=\"refused\"} 2"), "{body}");

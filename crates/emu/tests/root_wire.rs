@@ -9,58 +9,38 @@
 
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
-use std::process::Command;
 use std::time::{Duration, Instant};
 
 use tcpaccel_core::units::{QueueLimit, Rate};
 use tcpaccel_emu::{EmuConfig, Emulator, LinkConfig};
+use tcpaccel_sys::testing::TestNetns;
 use tcpaccel_sys::{ethtool, netns, packet};
 
 /// The receiver's read buffer: a read that returns less emptied the socket.
 const READ_BUF: usize = 1 << 16;
 
+/// The three namespaces (deleted on drop, by `ns`) and their names.
 struct Topo {
     h1: String,
     h2: String,
     emu: String,
-}
-
-impl Drop for Topo {
-    fn drop(&mut self) {
-        for ns in [&self.h1, &self.h2, &self.emu] {
-            let _ = Command::new("ip").args(["netns", "del", ns]).status();
-        }
-    }
-}
-
-fn ip(args: &[&str]) {
-    let out = Command::new("ip").args(args).output().expect("run ip");
-    assert!(out.status.success(), "ip {args:?}: {}", String::from_utf8_lossy(&out.stderr));
-}
-
-fn unique() -> String {
-    let t = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
-    format!("{:x}{:04x}", std::process::id(), t.subsec_nanos() & 0xffff)
+    ns: TestNetns,
 }
 
 fn build(mtu: u32) -> Topo {
-    let base = format!("tcpaccel-emutest-{}", unique());
-    let t = Topo { h1: format!("{base}-h1"), h2: format!("{base}-h2"), emu: format!("{base}-emu") };
-    for ns in [&t.h1, &t.h2, &t.emu] {
-        ip(&["netns", "add", ns]);
-        ip(&["-n", ns, "link", "set", "lo", "up"]);
-    }
-    ip(&["link", "add", "h1e", "netns", &t.h1, "type", "veth", "peer", "name", "e1", "netns", &t.emu]);
-    ip(&["link", "add", "h2e", "netns", &t.h2, "type", "veth", "peer", "name", "e2", "netns", &t.emu]);
+    let t = TestNetns::new("emutest", &["h1", "h2", "emu"]);
+    let (h1, h2, emu) = (t.ns("h1"), t.ns("h2"), t.ns("emu"));
+    t.veth((h1, "h1e"), (emu, "e1"));
+    t.veth((h2, "h2e"), (emu, "e2"));
     let mtu = mtu.to_string();
-    for (ns, dev) in [(&t.h1, "h1e"), (&t.h2, "h2e"), (&t.emu, "e1"), (&t.emu, "e2")] {
-        ip(&["-n", ns, "link", "set", dev, "mtu", &mtu, "up"]);
+    for (ns, dev) in [(h1, "h1e"), (h2, "h2e"), (emu, "e1"), (emu, "e2")] {
+        t.ip(ns, &["link", "set", dev, "mtu", &mtu]);
         let d = dev.to_string();
         netns::run_in(ns, move || ethtool::disable_offloads(&d)).expect("netns").expect("disable offloads");
     }
-    ip(&["-n", &t.h1, "addr", "add", "10.77.0.1/24", "dev", "h1e"]);
-    ip(&["-n", &t.h2, "addr", "add", "10.77.0.2/24", "dev", "h2e"]);
-    t
+    t.addr(h1, "h1e", "10.77.0.1/24");
+    t.addr(h2, "h2e", "10.77.0.2/24");
+    Topo { h1: h1.to_string(), h2: h2.to_string(), emu: emu.to_string(), ns: t }
 }
 
 fn link(rate_mbps: u64, delay_ms: u64) -> LinkConfig {
@@ -100,7 +80,7 @@ fn root_emulated_wire_rtt_goodput_and_bad_frames() {
     // still uses 1500-byte frames because the routes get an MTU of 1500.
     let topo = build(9000);
     for (ns, dev) in [(&topo.h1, "h1e"), (&topo.h2, "h2e")] {
-        ip(&["-n", ns, "route", "replace", "10.77.0.0/24", "dev", dev, "mtu", "1500"]);
+        topo.ns.ip(ns, &["route", "replace", "10.77.0.0/24", "dev", dev, "mtu", "1500"]);
     }
     let emu_ns = topo.emu.clone();
     let cfg = EmuConfig::symmetric("e1", "e2", link(50, 20));

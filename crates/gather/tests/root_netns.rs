@@ -13,54 +13,30 @@ use std::net::SocketAddr;
 use std::process::Command;
 use std::time::Duration;
 use tcpaccel_gather::{parse_class, Limit, SendOptions, SendReport, Server, ServerConfig, SinkSpec, Source};
+use tcpaccel_sys::testing::TestNetns;
 
 fn sh(args: &[&str]) {
     let out = Command::new(args[0]).args(&args[1..]).output().unwrap_or_else(|e| panic!("run {args:?}: {e}"));
     assert!(out.status.success(), "{args:?} failed: {}", String::from_utf8_lossy(&out.stderr));
 }
 
-/// Deletes the namespaces it names when dropped (also on panic).
-struct Namespaces(Vec<String>);
-impl Drop for Namespaces {
-    fn drop(&mut self) {
-        for n in &self.0 {
-            let _ = Command::new("ip").args(["netns", "del", n]).status();
-        }
-    }
-}
-
-fn random_tag() -> String {
-    let t = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_nanos() as u64;
-    let mut r = tcpaccel_core::rng::Rng::seeded(t ^ u64::from(std::process::id()));
-    format!("{:06x}", r.next_u64() & 0xff_ffff)
-}
-
 #[test]
 fn root_class_ordering_holds_under_a_shared_bottleneck() {
     tcpaccel_sys::testing::require_root();
-    let tag = random_tag();
-    let ns = |role: &str| format!("tcpaccel-gathertest-{tag}-{role}");
-    let (ns_s, ns_r, ns_c) = (ns("s"), ns("r"), ns("c"));
-    let mut guard = Namespaces(Vec::new());
-    for n in [&ns_s, &ns_r, &ns_c] {
-        sh(&["ip", "netns", "add", n]);
-        guard.0.push(n.clone());
-    }
+    let guard = TestNetns::new("gathertest", &["s", "r", "c"]);
+    let (ns_s, ns_r, ns_c) =
+        (guard.ns("s").to_string(), guard.ns("r").to_string(), guard.ns("c").to_string());
     // client (10.97.1.2) -- (10.97.1.1) router (10.97.0.2) -- (10.97.0.1) server
-    let (vc, vrc, vrs, vs) = (format!("gc{tag}"), format!("gx{tag}"), format!("gy{tag}"), format!("gs{tag}"));
-    sh(&["ip", "-n", &ns_c, "link", "add", &vc, "type", "veth", "peer", "name", &vrc, "netns", &ns_r]);
-    sh(&["ip", "-n", &ns_s, "link", "add", &vs, "type", "veth", "peer", "name", &vrs, "netns", &ns_r]);
+    let (vc, vrc, vrs, vs) = ("gc", "gx", "gy", "gs");
+    guard.veth((&ns_c, vc), (&ns_r, vrc));
+    guard.veth((&ns_s, vs), (&ns_r, vrs));
     for (n, dev, addr) in [
-        (&ns_c, &vc, "10.97.1.2/24"),
-        (&ns_r, &vrc, "10.97.1.1/24"),
-        (&ns_r, &vrs, "10.97.0.2/24"),
-        (&ns_s, &vs, "10.97.0.1/24"),
+        (&ns_c, vc, "10.97.1.2/24"),
+        (&ns_r, vrc, "10.97.1.1/24"),
+        (&ns_r, vrs, "10.97.0.2/24"),
+        (&ns_s, vs, "10.97.0.1/24"),
     ] {
-        sh(&["ip", "-n", n, "addr", "add", addr, "dev", dev]);
-        sh(&["ip", "-n", n, "link", "set", dev, "up"]);
-    }
-    for n in [&ns_s, &ns_r, &ns_c] {
-        sh(&["ip", "-n", n, "link", "set", "lo", "up"]);
+        guard.addr(n, dev, addr);
     }
     sh(&["ip", "-n", &ns_c, "route", "add", "default", "via", "10.97.1.1"]);
     sh(&["ip", "-n", &ns_s, "route", "add", "default", "via", "10.97.0.2"]);
@@ -85,7 +61,7 @@ fn root_class_ordering_holds_under_a_shared_bottleneck() {
     // router's IP input orphans the packets, so its queue is the network's,
     // as a real bottleneck is, and only the windows divide it.
     sh(&[
-        "ip", "netns", "exec", &ns_r, "tc", "qdisc", "add", "dev", &vrs, "root", "tbf", "rate", "6mbit",
+        "ip", "netns", "exec", &ns_r, "tc", "qdisc", "add", "dev", vrs, "root", "tbf", "rate", "6mbit",
         "burst", "8kb", "limit", "150kb",
     ]);
 

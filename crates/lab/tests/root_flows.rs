@@ -18,7 +18,6 @@ use common::{heavy, run, unique};
 
 use std::collections::BTreeMap;
 use std::net::Ipv4Addr;
-use std::process::Command;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
@@ -27,51 +26,39 @@ use tcpaccel_core::workload::{Flow, FlowClass};
 use tcpaccel_lab::engines::flows::{
     run_flows, CutAt, FlowError, FlowFailure, FlowResult, HostAddrs, RunEnd, RunOptions, Sinks, Transport,
 };
+use tcpaccel_sys::testing::TestNetns;
 
 const PORT: u16 = 5301;
 
-/// Two namespaces, deleted on drop.
+/// Two namespaces, deleted on drop (by `_ns`).
 struct Lab {
     a: String,
     b: String,
-}
-
-impl Drop for Lab {
-    fn drop(&mut self) {
-        for ns in [&self.a, &self.b] {
-            let _ = Command::new("ip").args(["netns", "del", ns]).status();
-        }
-    }
+    _ns: TestNetns,
 }
 
 impl Lab {
     fn new() -> Lab {
         tcpaccel_sys::testing::require_root();
-        let id = unique();
-        let lab = Lab { a: format!("tcpaccel-flowtest-{id}-a"), b: format!("tcpaccel-flowtest-{id}-b") };
-        let (a, b) = (lab.a.as_str(), lab.b.as_str());
-        run("ip", &["netns", "add", a]);
-        run("ip", &["netns", "add", b]);
+        let ns = TestNetns::new("flowtest", &["a", "b"]);
+        let (a, b) = (ns.ns("a"), ns.ns("b"));
         for (dev, net) in [("sl0", 1), ("ll0", 2)] {
-            run("ip", &["-n", a, "link", "add", dev, "type", "veth", "peer", "name", dev, "netns", b]);
-            run("ip", &["-n", a, "addr", "add", &format!("10.41.{net}.1/24"), "dev", dev]);
-            run("ip", &["-n", b, "addr", "add", &format!("10.41.{net}.2/24"), "dev", dev]);
+            ns.veth((a, dev), (b, dev));
+            ns.addr(a, dev, &format!("10.41.{net}.1/24"));
+            ns.addr(b, dev, &format!("10.41.{net}.2/24"));
         }
-        for ns in [a, b] {
-            for dev in ["lo", "sl0", "ll0"] {
-                run("ip", &["-n", ns, "link", "set", dev, "up"]);
-            }
+        for n in [a, b] {
             for dev in ["sl0", "ll0"] {
                 run(
                     "tc",
                     &[
-                        "-n", ns, "qdisc", "add", "dev", dev, "root", "tbf", "rate", "50mbit", "burst",
+                        "-n", n, "qdisc", "add", "dev", dev, "root", "tbf", "rate", "50mbit", "burst",
                         "32kb", "latency", "100ms",
                     ],
                 );
             }
         }
-        lab
+        Lab { a: a.to_string(), b: b.to_string(), _ns: ns }
     }
 
     fn hosts(&self) -> Vec<HostAddrs> {

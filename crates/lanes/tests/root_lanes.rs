@@ -12,7 +12,7 @@
 //! with wide margins (who carries the bytes, before/after), never timings.
 
 mod common;
-use common::{heavy, run, unique};
+use common::{heavy, run};
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
@@ -24,6 +24,7 @@ use std::time::{Duration, Instant};
 
 use tcpaccel_lanes::record::{DecisionAction, Record};
 use tcpaccel_sys::mptcp::{flags, PmAddr, PmClient};
+use tcpaccel_sys::testing::TestNetns;
 use tcpaccel_sys::{netns, sockopt};
 
 const SL_LOCAL: &str = "10.31.1.1";
@@ -32,18 +33,11 @@ const LL_LOCAL: &str = "10.31.2.1";
 const LL_PEER: &str = "10.31.2.2";
 const PORT: u16 = 5201;
 
-/// Two namespaces, deleted on drop.
+/// Two namespaces, deleted on drop (by `_ns`).
 struct Lab {
     client: String,
     server: String,
-}
-
-impl Drop for Lab {
-    fn drop(&mut self) {
-        for ns in [&self.client, &self.server] {
-            let _ = Command::new("ip").args(["netns", "del", ns]).status();
-        }
-    }
+    _ns: TestNetns,
 }
 
 impl Lab {
@@ -51,26 +45,14 @@ impl Lab {
     /// the client's path manager.
     fn new(userspace_pm: bool) -> Lab {
         tcpaccel_sys::testing::require_root();
-        let id = unique();
-        let lab = Lab {
-            client: format!("tcpaccel-lanestest-{id}-c"),
-            server: format!("tcpaccel-lanestest-{id}-s"),
-        };
-        let (c, s) = (lab.client.as_str(), lab.server.as_str());
-        run("ip", &["netns", "add", c]);
-        run("ip", &["netns", "add", s]);
-        run("ip", &["-n", c, "link", "add", "csl", "type", "veth", "peer", "name", "ssl", "netns", s]);
-        run("ip", &["-n", c, "link", "add", "cll", "type", "veth", "peer", "name", "sll", "netns", s]);
-        run("ip", &["-n", c, "addr", "add", &format!("{SL_LOCAL}/24"), "dev", "csl"]);
-        run("ip", &["-n", c, "addr", "add", &format!("{LL_LOCAL}/24"), "dev", "cll"]);
-        run("ip", &["-n", s, "addr", "add", &format!("{SL_PEER}/24"), "dev", "ssl"]);
-        run("ip", &["-n", s, "addr", "add", &format!("{LL_PEER}/24"), "dev", "sll"]);
-        for d in ["lo", "csl", "cll"] {
-            run("ip", &["-n", c, "link", "set", d, "up"]);
-        }
-        for d in ["lo", "ssl", "sll"] {
-            run("ip", &["-n", s, "link", "set", d, "up"]);
-        }
+        let ns = TestNetns::new("lanestest", &["c", "s"]);
+        let (c, s) = (ns.ns("c"), ns.ns("s"));
+        ns.veth((c, "csl"), (s, "ssl"));
+        ns.veth((c, "cll"), (s, "sll"));
+        ns.addr(c, "csl", &format!("{SL_LOCAL}/24"));
+        ns.addr(c, "cll", &format!("{LL_LOCAL}/24"));
+        ns.addr(s, "ssl", &format!("{SL_PEER}/24"));
+        ns.addr(s, "sll", &format!("{LL_PEER}/24"));
         for d in ["csl", "cll"] {
             run(
                 "tc",
@@ -84,7 +66,7 @@ impl Lab {
             run("ip", &["netns", "exec", c, "sysctl", "-q", "-w", "net.mptcp.path_manager=userspace"]);
         }
         run("ip", &["-n", s, "mptcp", "limits", "set", "subflows", "4", "add_addr_accepted", "4"]);
-        lab
+        Lab { client: c.to_string(), server: s.to_string(), _ns: ns }
     }
 
     fn tx_bytes(&self, dev: &str) -> u64 {

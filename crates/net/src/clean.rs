@@ -16,7 +16,6 @@ use serde::Serialize;
 
 use crate::error::{Error, Result};
 use crate::state::{self, alive, RunState};
-use tcpaccel_sys::command;
 use tcpaccel_sys::process::{Pidfd, Signal};
 
 /// Prefix of every namespace tcpaccel creates.
@@ -67,8 +66,7 @@ pub fn namespaces_with_prefix(prefix: &str) -> Result<Vec<String>> {
 
 /// Pids of the processes whose network namespace is `ns` (`ip netns pids`).
 pub fn pids_in(ns: &str) -> Result<Vec<u32>> {
-    let out = command::ip(&["netns", "pids", ns])?;
-    Ok(out.split_whitespace().filter_map(|p| p.parse().ok()).collect())
+    Ok(tcpaccel_sys::netns::pids(ns)?)
 }
 
 /// Sends `sig` to a process (kill(2), through `tcpaccel_sys::process`). A
@@ -142,29 +140,11 @@ impl Stopped {
 }
 
 /// Kills every process inside `ns` (never this process), then deletes the
-/// namespace name. A namespace already gone is not an error. Callers that
+/// namespace name (`tcpaccel_sys::netns::delete`, also what the tests'
+/// namespaces use). A namespace already gone is not an error. Callers that
 /// can wait give the processes their SIGTERM first ([`stop_processes`]).
 pub fn delete_namespace(ns: &str) -> Result<()> {
-    if !tcpaccel_sys::netns::exists(ns) {
-        return Ok(());
-    }
-    let me = std::process::id();
-    match pids_in(ns) {
-        Ok(pids) => {
-            for pid in pids.into_iter().filter(|&p| p != me) {
-                tracing::debug!(ns, pid, "killing process left in namespace");
-                if let Err(e) = signal(pid, Signal::Kill) {
-                    tracing::warn!(ns, pid, "cannot kill process in namespace: {e}");
-                }
-            }
-        }
-        Err(e) => tracing::warn!(ns, "cannot list processes in namespace: {e}"),
-    }
-    match command::ip(&["netns", "del", ns]) {
-        Ok(_) => Ok(()),
-        Err(_) if !tcpaccel_sys::netns::exists(ns) => Ok(()),
-        Err(e) => Err(e.into()),
-    }
+    Ok(tcpaccel_sys::netns::delete(ns)?)
 }
 
 /// Stops one recorded run: SIGTERM to its owner, which tears its network

@@ -194,7 +194,7 @@ impl Network {
     fn add_namespace(&mut self, ns: &str) -> Result<()> {
         // Recorded only once created: a failure because the name exists must
         // never make teardown delete a namespace that is not ours.
-        ip(&["netns", "add", ns])?;
+        tcpaccel_sys::netns::add(ns)?;
         lock(&self.live).namespaces.push(ns.to_string());
         Ok(())
     }
@@ -300,9 +300,15 @@ impl Network {
     /// packet, so 1 makes a paced sender space single frames.
     pub fn set_gso_max_segs(&self, node: &str, link: &str, segs: u32) -> Result<()> {
         let ns = self.ns(node)?;
-        let ifname = &self.end(node, link)?.ifname;
-        ip(&["-n", &ns, "link", "set", "dev", ifname, "gso_max_segs", &segs.to_string()])?;
-        Ok(())
+        let ifname = self.end(node, link)?.ifname.clone();
+        let name = ifname.clone();
+        // rtnetlink from a thread inside the namespace (docs/architecture.md:
+        // link settings do not start `ip`).
+        netns::run_in(&ns, move || {
+            tcpaccel_sys::link::ifindex(&name).and_then(|i| tcpaccel_sys::link::set_gso_max_segs(i, segs))
+        })
+        .and_then(|r| r)
+        .map_err(|e| Error::sys(format!("set gso_max_segs {segs} on {ifname} in {ns}"), e))
     }
 
     /// Reads sysctl `key` inside `node`'s namespace (trimmed).

@@ -166,8 +166,7 @@ fn root_clean_prefix_removes_leftovers_and_refuses_foreign_names() {
     // A leftover as a crashed run would leave it: a namespace with a veth, no owner.
     let prefix = format!("tcpaccel-cleantest{}-", std::process::id());
     let ns = format!("{prefix}x");
-    let ok = Command::new("ip").args(["netns", "add", &ns]).status().unwrap().success();
-    assert!(ok, "ip netns add {ns}");
+    tcpaccel_sys::netns::add(&ns).expect("make the leftover namespace");
     let removed = clean::clean_prefix(&prefix).expect("clean");
     assert_eq!(removed, vec![format!("namespace {ns}")]);
     assert!(!tcpaccel_sys::netns::exists(&ns));

@@ -125,6 +125,21 @@ fn root_chain_of_veths_routes_shapes_and_tears_down() {
     assert!(mbit < 21.0, "goodput {mbit:.1} Mbit/s through a 20 Mbit/s tbf");
     eprintln!("chain: {mbit:.1} Mbit/s through the 20 Mbit/s hop");
 
+    // gso_max_segs is set on h1's end of "left" only, and read back there.
+    let gso = |node: &str, dev: &str| {
+        let dev = dev.to_string();
+        net.run_in(node, move || {
+            tcpaccel_sys::link::ifindex(&dev).and_then(tcpaccel_sys::link::link_gso).expect("link gso")
+        })
+        .unwrap()
+        .gso_max_segs
+    };
+    let before = gso("r1", "left");
+    net.set_gso_max_segs("h1", "left", 1).expect("gso_max_segs");
+    assert_eq!(gso("h1", &net.end("h1", "left").unwrap().ifname), 1);
+    assert_eq!(gso("r1", "left"), before, "the peer end keeps its limit");
+    assert!(before > 1, "a veth allows more than one segment: {before}");
+
     // The accessors agree with the file.
     assert_eq!(net.end("r1", "right").unwrap().ifname, "right");
     assert_eq!(net.addr("h2").unwrap().to_string(), "10.1.2.2");

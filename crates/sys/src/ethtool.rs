@@ -191,23 +191,12 @@ mod tests {
         assert!(!o.all_off());
     }
 
-    /// A namespace of this test's own with a veth pair, deleted on drop.
-    struct VethNs(String);
-
-    impl Drop for VethNs {
-        fn drop(&mut self) {
-            let _ = crate::command::ip(&["netns", "del", &self.0]);
-        }
-    }
-
     #[test]
     fn root_disable_offloads_turns_all_four_off_on_a_veth() {
         crate::testing::require_root();
-        let ns = VethNs(format!("tcpaccel-ethtool-{}", std::process::id()));
-        crate::command::ip(&["netns", "add", &ns.0]).expect("ip netns add");
-        crate::command::ip(&["-n", &ns.0, "link", "add", "eth0", "type", "veth", "peer", "name", "eth1"])
-            .expect("veth pair");
-        let (before, after, peer) = crate::netns::run_in(&ns.0, || {
+        let t = crate::testing::TestNetns::one("ethtool");
+        t.ip(t.name(), &["link", "add", "eth0", "type", "veth", "peer", "name", "eth1"]);
+        let (before, after, peer) = crate::netns::run_in(t.name(), || {
             let before = offloads("eth0")?;
             disable_offloads("eth0")?;
             Ok::<_, Error>((before, offloads("eth0")?, offloads("eth1")?))

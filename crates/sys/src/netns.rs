@@ -7,13 +7,16 @@
 //! and use them from any thread. [`run_in`] does exactly that on a fresh thread
 //! so the caller's own thread is never moved.
 //!
-//! This module does not create or delete namespaces (that is `ip netns`, driven
-//! by the topology builder); it only enters existing ones.
+//! Namespaces are created and deleted with `ip netns add` / `del` ([`add`],
+//! [`delete`]): the name is a bind mount that iproute2 makes and every other
+//! tool (`ip netns exec`, `ss -N`, systemd's NetworkNamespacePath) looks for,
+//! so the mount is left to the program that defines it rather than redone here.
 
 use std::fs::File;
 use std::os::fd::AsRawFd;
 use std::path::PathBuf;
 
+use crate::command::{self, CommandError};
 use crate::{Error, Result};
 
 /// Where `ip netns add` puts its bind mounts.
@@ -59,6 +62,46 @@ pub fn identify() -> Option<String> {
         std::fs::metadata(std::path::Path::new(NETNS_RUN_DIR).join(name))
             .is_ok_and(|m| m.dev() == me.dev() && m.ino() == me.ino())
     })
+}
+
+/// Creates namespace `name` (`ip netns add`). Fails when it exists already,
+/// so a caller never adopts (and later deletes) a namespace that is not its own.
+pub fn add(name: &str) -> std::result::Result<(), CommandError> {
+    command::ip(&["netns", "add", name]).map(|_| ())
+}
+
+/// Pids of the processes whose network namespace is `name` (`ip netns pids`).
+pub fn pids(name: &str) -> std::result::Result<Vec<u32>, CommandError> {
+    let out = command::ip(&["netns", "pids", name])?;
+    Ok(out.split_whitespace().filter_map(|p| p.parse().ok()).collect())
+}
+
+/// Kills every process inside `name` (never this process), then deletes the
+/// namespace name (`ip netns del`). The kernel frees the namespace, and the
+/// veth ends in it, once no process or socket holds it, hence the kill first.
+/// A namespace already gone is not an error. Processes that could not be
+/// listed or killed are logged; callers that can wait send SIGTERM first.
+pub fn delete(name: &str) -> std::result::Result<(), CommandError> {
+    if !exists(name) {
+        return Ok(());
+    }
+    let me = std::process::id();
+    match pids(name) {
+        Ok(pids) => {
+            for pid in pids.into_iter().filter(|&p| p != me) {
+                tracing::debug!(ns = name, pid, "killing process left in namespace");
+                if let Err(e) = crate::process::signal(pid, crate::process::Signal::Kill) {
+                    tracing::warn!(ns = name, pid, "cannot kill process in namespace: {e}");
+                }
+            }
+        }
+        Err(e) => tracing::warn!(ns = name, "cannot list processes in namespace: {e}"),
+    }
+    match command::ip(&["netns", "del", name]) {
+        Ok(_) => Ok(()),
+        Err(_) if !exists(name) => Ok(()),
+        Err(e) => Err(e),
+    }
 }
 
 fn open_ns(name: &str) -> Result<File> {
@@ -235,23 +278,13 @@ mod tests {
     #[test]
     fn root_enter_and_disable_offloads() {
         crate::testing::require_root();
-        struct Ns(String);
-        impl Drop for Ns {
-            fn drop(&mut self) {
-                let _ = std::process::Command::new("ip").args(["netns", "del", &self.0]).status();
-            }
-        }
-        let ip = |args: &[&str]| {
-            let st = std::process::Command::new("ip").args(args).status().expect("run ip");
-            assert!(st.success(), "ip {args:?}");
-        };
-        let ns = Ns(format!("tcpaccel-systest-{}", std::process::id()));
-        ip(&["netns", "add", &ns.0]);
-        assert!(exists(&ns.0));
-        ip(&["-n", &ns.0, "link", "add", "tst0", "type", "veth", "peer", "name", "tst1"]);
+        let t = crate::testing::TestNetns::one("systest");
+        let ns = t.name();
+        assert!(exists(ns));
+        t.veth((ns, "tst0"), (ns, "tst1"));
         // The interface lives only in the namespace.
         assert!(matches!(crate::ethtool::offloads("tst0"), Err(Error::NoInterface { .. })));
-        let r = run_in(&ns.0, || {
+        let r = run_in(ns, || {
             let before = crate::ethtool::offloads("tst0")?;
             crate::ethtool::disable_offloads("tst0")?;
             let after = crate::ethtool::offloads("tst0")?;
@@ -261,12 +294,12 @@ mod tests {
         .expect("offloads");
         assert!(!r.0.all_off(), "veth starts with offloads on: {:?}", r.0);
         // The thread inside knows its namespace by name; this one is not in it.
-        assert_eq!(run_in(&ns.0, identify).expect("run_in"), Some(ns.0.clone()));
-        assert_ne!(identify(), Some(ns.0.clone()));
+        assert_eq!(run_in(ns, identify).expect("run_in"), Some(ns.to_string()));
+        assert_ne!(identify(), Some(ns.to_string()));
         assert!(r.1.all_off(), "{:?}", r.1);
         // enter_scoped moves this thread and back.
         {
-            let _g = enter_scoped(&ns.0).expect("enter");
+            let _g = enter_scoped(ns).expect("enter");
             assert!(crate::ethtool::offloads("tst1").is_ok());
         }
         assert!(matches!(crate::ethtool::offloads("tst1"), Err(Error::NoInterface { .. })));

@@ -574,23 +574,12 @@ mod tests {
     #[test]
     fn root_veth_round_trip() {
         crate::testing::require_root();
-        struct Ns(String);
-        impl Drop for Ns {
-            fn drop(&mut self) {
-                let _ = std::process::Command::new("ip").args(["netns", "del", &self.0]).status();
-            }
-        }
-        let ns = Ns(format!("tcpaccel-pkttest-{}", std::process::id()));
-        let ip = |args: &[&str]| {
-            let st = std::process::Command::new("ip").args(args).status().expect("run ip");
-            assert!(st.success(), "ip {args:?}");
-        };
-        ip(&["netns", "add", &ns.0]);
-        ip(&["-n", &ns.0, "link", "add", "pa", "type", "veth", "peer", "name", "pb"]);
-        ip(&["-n", &ns.0, "link", "set", "pa", "address", "02:00:00:00:00:aa"]);
-        ip(&["-n", &ns.0, "link", "set", "pa", "up"]);
-        ip(&["-n", &ns.0, "link", "set", "pb", "up"]);
-        let r = crate::netns::run_in(&ns.0, || -> Result<()> {
+        let t = crate::testing::TestNetns::one("pkttest");
+        t.ip(t.name(), &["link", "add", "pa", "type", "veth", "peer", "name", "pb"]);
+        t.ip(t.name(), &["link", "set", "pa", "address", "02:00:00:00:00:aa"]);
+        t.ip(t.name(), &["link", "set", "pa", "up"]);
+        t.ip(t.name(), &["link", "set", "pb", "up"]);
+        let r = crate::netns::run_in(t.name(), || -> Result<()> {
             set_timer_slack(1)?;
             let a = PacketSocket::open("pa", &Options::default())?;
             let b = PacketSocket::open("pb", &Options::default())?;

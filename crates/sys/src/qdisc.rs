@@ -340,45 +340,37 @@ mod tests {
     #[test]
     fn root_a_dump_sees_the_shaper_hold_back_and_drop() {
         crate::testing::require_root();
-        let ns = format!("tcpaccel-qdisc-test-{}", std::process::id());
-        let run = |args: &[&str]| crate::command::run("ip", args).map(|_| ());
-        run(&["netns", "add", &ns]).unwrap();
-        let result = std::panic::catch_unwind(|| {
-            run(&["-n", &ns, "link", "set", "lo", "up"]).unwrap();
-            let tc = |args: &[&str]| {
-                let mut a = vec!["-n", ns.as_str(), "qdisc", "add", "dev", "lo"];
-                a.extend_from_slice(args);
-                crate::command::run("tc", &a).unwrap();
-            };
-            tc(&["root", "handle", "1:", "tbf", "rate", "8mbit", "burst", "3000", "limit", "20000"]);
-            tc(&["parent", "1:1", "handle", "10:", "bfifo", "limit", "20000"]);
-            let mut s = QdiscSocket::open_in(&ns).unwrap();
-            let before = s.dump().unwrap();
-            let root = |v: &[QdiscStats]| v.iter().find(|q| q.is_root() && q.kind == "tbf").cloned().unwrap();
-            assert_eq!(root(&before).packets, 0);
-            assert_eq!(s.ifname(root(&before).ifindex), Some("lo"));
-            crate::netns::run_in(&ns, || {
-                let u = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
-                let r = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
-                for _ in 0..40 {
-                    // ENOBUFS once the queue is full is the point.
-                    let _ = u.send_to(&[7u8; 1000], r.local_addr().unwrap());
-                }
-            })
-            .unwrap();
-            let after = root(&s.dump().unwrap());
-            // 40 datagrams of 1028 bytes on the wire against a 3000-byte
-            // bucket and a 20000-byte queue: some sent, some held, some dropped.
-            assert!(after.packets >= 1 && after.bytes >= 1000, "{after:?}");
-            assert!(after.drops >= 1, "{after:?}");
-            assert!(after.overlimits >= 1, "{after:?}");
-            // Every datagram is sent, held or dropped (the receiver's port
-            // unreachables, once it closed, add a few of their own).
-            assert!(after.packets + u64::from(after.qlen) + u64::from(after.drops) >= 40, "{after:?}");
-        });
-        let _ = run(&["netns", "del", &ns]);
-        if let Err(p) = result {
-            std::panic::resume_unwind(p);
-        }
+        let t = crate::testing::TestNetns::one("qdisc-test");
+        let ns = t.name().to_string();
+        let tc = |args: &[&str]| {
+            let mut a = vec!["-n", ns.as_str(), "qdisc", "add", "dev", "lo"];
+            a.extend_from_slice(args);
+            crate::command::run("tc", &a).unwrap();
+        };
+        tc(&["root", "handle", "1:", "tbf", "rate", "8mbit", "burst", "3000", "limit", "20000"]);
+        tc(&["parent", "1:1", "handle", "10:", "bfifo", "limit", "20000"]);
+        let mut s = QdiscSocket::open_in(&ns).unwrap();
+        let before = s.dump().unwrap();
+        let root = |v: &[QdiscStats]| v.iter().find(|q| q.is_root() && q.kind == "tbf").cloned().unwrap();
+        assert_eq!(root(&before).packets, 0);
+        assert_eq!(s.ifname(root(&before).ifindex), Some("lo"));
+        crate::netns::run_in(&ns, || {
+            let u = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+            let r = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+            for _ in 0..40 {
+                // ENOBUFS once the queue is full is the point.
+                let _ = u.send_to(&[7u8; 1000], r.local_addr().unwrap());
+            }
+        })
+        .unwrap();
+        let after = root(&s.dump().unwrap());
+        // 40 datagrams of 1028 bytes on the wire against a 3000-byte
+        // bucket and a 20000-byte queue: some sent, some held, some dropped.
+        assert!(after.packets >= 1 && after.bytes >= 1000, "{after:?}");
+        assert!(after.drops >= 1, "{after:?}");
+        assert!(after.overlimits >= 1, "{after:?}");
+        // Every datagram is sent, held or dropped (the receiver's port
+        // unreachables, once it closed, add a few of their own).
+        assert!(after.packets + u64::from(after.qlen) + u64::from(after.drops) >= 40, "{after:?}");
     }
 }

@@ -233,21 +233,15 @@ mod tests {
     #[test]
     fn root_read_and_write_in_a_namespace() {
         crate::testing::require_root();
-        struct Ns(String);
-        impl Drop for Ns {
-            fn drop(&mut self) {
-                let _ = std::process::Command::new("ip").args(["netns", "del", &self.0]).status();
-            }
-        }
-        let ns = Ns(format!("tcpaccel-sysctl-{}", std::process::id()));
-        assert!(std::process::Command::new("ip").args(["netns", "add", &ns.0]).status().unwrap().success());
+        let t = crate::testing::TestNetns::one("sysctl");
+        let ns = t.name();
         let host = read("net.ipv4.tcp_ecn").unwrap();
         let other = if host == "1" { "2" } else { "1" };
-        write_in(&ns.0, "net.ipv4.tcp_ecn", other).unwrap();
-        assert_eq!(read_in(&ns.0, "net.ipv4.tcp_ecn").unwrap(), other);
+        write_in(ns, "net.ipv4.tcp_ecn", other).unwrap();
+        assert_eq!(read_in(ns, "net.ipv4.tcp_ecn").unwrap(), other);
         assert_eq!(read("net.ipv4.tcp_ecn").unwrap(), host, "the host's value is untouched");
-        assert!(exists_in(&ns.0, "net.ipv4.tcp_ecn").unwrap());
-        let e = read_in(&ns.0, "net.ipv4.no_such_sysctl_here").unwrap_err();
-        assert!(e.is_missing() && e.to_string().contains(&ns.0), "{e}");
+        assert!(exists_in(ns, "net.ipv4.tcp_ecn").unwrap());
+        let e = read_in(ns, "net.ipv4.no_such_sysctl_here").unwrap_err();
+        assert!(e.is_missing() && e.to_string().contains(ns), "{e}");
     }
 }

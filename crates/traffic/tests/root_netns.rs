@@ -1,49 +1,21 @@
 //! Root test: the receiver and the sender create their sockets on the
 //! calling thread, so a thread that entered a network namespace gets sockets
 //! inside it (what the lab relies on). CI runs as root; without root this
-//! test fails loudly rather than skipping.
+//! test fails loudly rather than skipping. The namespaces are
+//! `tcpaccel_sys::testing::TestNetns`, deleted on drop (also on panic).
 
-use std::process::Command;
 use std::time::Duration;
 
+use tcpaccel_sys::testing::TestNetns;
 use tcpaccel_traffic::{run_send, spawn_recv, RecvConfig, SendConfig, Volume};
-
-/// A namespace named `tcpaccel-traffic-<pid>`, deleted on drop (also when
-/// the test panics).
-struct Netns(String);
-
-fn ip(args: &[&str]) {
-    let out = Command::new("ip").args(args).output().expect("run ip(8)");
-    assert!(out.status.success(), "ip {args:?}: {}", String::from_utf8_lossy(&out.stderr));
-}
-
-impl Netns {
-    fn create() -> Netns {
-        Netns::named(&format!("tcpaccel-traffic-{}", std::process::id()))
-    }
-
-    fn named(name: &str) -> Netns {
-        let ok = ip;
-        let name = name.to_string();
-        ok(&["netns", "add", &name]);
-        let ns = Netns(name);
-        ok(&["-n", &ns.0, "link", "set", "lo", "up"]);
-        ns
-    }
-}
-
-impl Drop for Netns {
-    fn drop(&mut self) {
-        let _ = Command::new("ip").args(["netns", "del", &self.0]).status();
-    }
-}
 
 #[test]
 fn root_sockets_live_in_the_callers_namespace() {
     tcpaccel_sys::testing::require_root();
-    let ns = Netns::create();
+    let t = TestNetns::one("traffic");
+    let ns = t.name().to_string();
     let handle =
-        tcpaccel_sys::netns::run_in(&ns.0, || spawn_recv(RecvConfig::new("127.0.0.1:0".parse().unwrap())))
+        tcpaccel_sys::netns::run_in(&ns, || spawn_recv(RecvConfig::new("127.0.0.1:0".parse().unwrap())))
             .expect("enter namespace")
             .expect("receiver inside the namespace");
     let addr = handle.local_addr();
@@ -58,7 +30,7 @@ fn root_sockets_live_in_the_callers_namespace() {
 
     // From inside, the transfer completes exactly.
     let n = 2_000_000 + 5;
-    let summary = tcpaccel_sys::netns::run_in(&ns.0, move || {
+    let summary = tcpaccel_sys::netns::run_in(&ns, move || {
         let mut cfg = SendConfig::new(addr);
         cfg.volume = Volume::Bytes(n);
         cfg.parallel = 2;
@@ -73,7 +45,7 @@ fn root_sockets_live_in_the_callers_namespace() {
     let rs = handle.stop();
     assert_eq!(rs.ok, 2);
     assert_eq!(rs.bytes, n);
-    drop(ns);
+    drop(t);
 }
 
 /// Two namespaces joined by a veth pair with a 1500-byte MTU: the sender
@@ -83,22 +55,21 @@ fn root_sockets_live_in_the_callers_namespace() {
 #[test]
 fn root_static_pacing_over_a_1500_mtu_veth_uses_ethernet_framing() {
     tcpaccel_sys::testing::require_root();
-    let pid = std::process::id();
-    let a = Netns::named(&format!("tcpaccel-tra-{pid}"));
-    let b = Netns::named(&format!("tcpaccel-trb-{pid}"));
-    let (va, vb) = (format!("tcpv{pid}a"), format!("tcpv{pid}b"));
-    ip(&["-n", &a.0, "link", "add", &va, "mtu", "1500", "type", "veth", "peer", "name", &vb, "netns", &b.0]);
-    ip(&["-n", &a.0, "addr", "add", "10.250.0.1/24", "dev", &va]);
-    ip(&["-n", &b.0, "addr", "add", "10.250.0.2/24", "dev", &vb]);
-    ip(&["-n", &a.0, "link", "set", &va, "up"]);
-    ip(&["-n", &b.0, "link", "set", &vb, "up"]);
+    let t = TestNetns::new("traffic", &["a", "b"]);
+    let (a, b) = (t.ns("a").to_string(), t.ns("b").to_string());
+    let (va, vb) = ("tcpva", "tcpvb");
+    t.veth((&a, va), (&b, vb));
+    t.ip(&a, &["link", "set", va, "mtu", "1500"]);
+    t.ip(&b, &["link", "set", vb, "mtu", "1500"]);
+    t.addr(&a, va, "10.250.0.1/24");
+    t.addr(&b, vb, "10.250.0.2/24");
     let handle =
-        tcpaccel_sys::netns::run_in(&b.0, || spawn_recv(RecvConfig::new("10.250.0.2:0".parse().unwrap())))
+        tcpaccel_sys::netns::run_in(&b, || spawn_recv(RecvConfig::new("10.250.0.2:0".parse().unwrap())))
             .expect("enter namespace")
             .expect("receiver");
     let addr = handle.local_addr();
     let wire = tcpaccel_core::units::Rate::mbps(20);
-    let (summary, reports) = tcpaccel_sys::netns::run_in(&a.0, move || {
+    let (summary, reports) = tcpaccel_sys::netns::run_in(&a, move || {
         let mut cfg = SendConfig::new(addr);
         cfg.volume = Volume::Duration(Duration::from_millis(2500));
         cfg.pace = tcpaccel_traffic::Pace::Static(wire);
@@ -124,5 +95,5 @@ fn root_static_pacing_over_a_1500_mtu_veth_uses_ethernet_framing() {
     eprintln!("veth steady goodput ratio {ratio:.4} of {target} bit/s");
     assert!((0.9..=1.1).contains(&ratio), "steady goodput ratio {ratio:.3} of {target}");
     handle.stop();
-    drop((a, b));
+    drop(t);
 }

@@ -8,38 +8,23 @@ use std::process::Command;
 use std::time::Duration;
 
 use tcpaccel_core::units::Rate;
+use tcpaccel_sys::testing::TestNetns;
 use tcpaccel_tune::apply::{apply, plan, revert};
 use tcpaccel_tune::collect::{collect, read_sysctl, Probe};
 use tcpaccel_tune::facts::{Fact, PathSpec, SYSCTLS};
 use tcpaccel_tune::judge::{judge, Severity};
 
-struct Ns(String);
-
-impl Ns {
-    fn new() -> Ns {
-        let nanos =
-            std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().subsec_nanos();
-        let name = format!("tcpaccel-doctortest-{}-{nanos:x}", std::process::id());
-        run(&["ip", "netns", "add", &name]);
-        let ns = Ns(name);
-        // A veth pair with a real qdisc, so txqueuelen matters and gets fixed.
-        run(&["ip", "-n", &ns.0, "link", "add", "tqa", "type", "veth", "peer", "name", "tqb"]);
-        run(&["ip", "-n", &ns.0, "link", "set", "tqa", "up"]);
-        run(&["ip", "-n", &ns.0, "link", "set", "tqb", "up"]);
-        run(&["tc", "-n", &ns.0, "qdisc", "add", "dev", "tqa", "root", "pfifo"]);
-        // A second queued interface the path does not use: never changed.
-        run(&["ip", "-n", &ns.0, "link", "add", "tqc", "type", "veth", "peer", "name", "tqd"]);
-        run(&["ip", "-n", &ns.0, "link", "set", "tqc", "up"]);
-        run(&["ip", "-n", &ns.0, "link", "set", "tqd", "up"]);
-        run(&["tc", "-n", &ns.0, "qdisc", "add", "dev", "tqc", "root", "pfifo"]);
-        ns
-    }
-}
-
-impl Drop for Ns {
-    fn drop(&mut self) {
-        let _ = Command::new("ip").args(["netns", "del", &self.0]).status();
-    }
+/// The test's namespace (deleted on drop, also on panic).
+fn make_ns() -> TestNetns {
+    let t = TestNetns::one("doctortest");
+    let ns = t.name();
+    // A veth pair with a real qdisc, so txqueuelen matters and gets fixed.
+    t.veth((ns, "tqa"), (ns, "tqb"));
+    run(&["tc", "-n", ns, "qdisc", "add", "dev", "tqa", "root", "pfifo"]);
+    // A second queued interface the path does not use: never changed.
+    t.veth((ns, "tqc"), (ns, "tqd"));
+    run(&["tc", "-n", ns, "qdisc", "add", "dev", "tqc", "root", "pfifo"]);
+    t
 }
 
 fn run(args: &[&str]) {
@@ -63,10 +48,10 @@ fn snapshot() -> Vec<Fact<String>> {
 #[test]
 fn root_apply_then_revert_restores_every_value_in_a_namespace() {
     tcpaccel_sys::testing::require_root();
-    let ns = Ns::new();
+    let ns = make_ns();
     let host_before: Vec<_> = SYSCTLS.iter().map(|k| read_sysctl(k)).collect();
     // Make the namespace clearly untuned.
-    let name = ns.0.clone();
+    let name = ns.name().to_string();
     in_ns(&name, || {
         tcpaccel_tune::apply::write_sysctl("net.ipv4.tcp_rmem", "4096 131072 1000000").unwrap();
         tcpaccel_tune::apply::write_sysctl("net.ipv4.tcp_slow_start_after_idle", "1").unwrap();
@@ -137,14 +122,14 @@ fn root_apply_then_revert_restores_every_value_in_a_namespace() {
 #[test]
 fn root_collect_from_inside_a_namespace_reads_the_host_global_sysctls() {
     tcpaccel_sys::testing::require_root();
-    let ns = Ns::new();
+    let ns = make_ns();
     let path = PathSpec {
         rate: Some(Rate::mbps(100)),
         rtt: Some(Duration::from_millis(40)),
         rtt_source: Some("given".into()),
         egress_dev: None,
     };
-    let facts = tcpaccel_sys::netns::run_in(&ns.0, move || {
+    let facts = tcpaccel_sys::netns::run_in(ns.name(), move || {
         // Hidden here, as a command under `ip netns exec` sees it.
         assert!(!tcpaccel_sys::sysctl::exists("net.core.netdev_max_backlog"));
         collect(None, path, &Probe::default()).expect("collect here")

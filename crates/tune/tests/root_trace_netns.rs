@@ -1,33 +1,21 @@
 //! Root test: the tracer opened for a namespace sees that namespace's
-//! sockets and not the host's. The namespace is removed by a Drop guard.
+//! sockets and not the host's. The namespace is removed by a Drop guard
+//! (`tcpaccel_sys::testing::TestNetns`).
 
 use std::io::Write;
 use std::net::{TcpListener, TcpStream};
-use std::process::Command;
 use std::time::Duration;
 
 use tcpaccel_tune::trace::{Selector, Tracer};
 
-struct Ns(String);
-
-impl Drop for Ns {
-    fn drop(&mut self) {
-        let _ = Command::new("ip").args(["netns", "del", &self.0]).status();
-    }
-}
-
 #[test]
 fn root_tracer_in_a_namespace_sees_only_its_sockets() {
     tcpaccel_sys::testing::require_root();
-    let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().subsec_nanos();
-    let ns = Ns(format!("tcpaccel-tracetest-{}-{nanos:x}", std::process::id()));
-    let ok = Command::new("ip").args(["netns", "add", &ns.0]).status().expect("spawn ip");
-    assert!(ok.success(), "ip netns add {} failed", ns.0);
-    let ok = Command::new("ip").args(["-n", &ns.0, "link", "set", "lo", "up"]).status().expect("spawn ip");
-    assert!(ok.success());
+    let t = tcpaccel_sys::testing::TestNetns::one("tracetest");
+    let ns = t.name();
 
     // A connection inside the namespace, made on a thread that entered it.
-    let (port, conns) = tcpaccel_sys::netns::run_in(&ns.0, || {
+    let (port, conns) = tcpaccel_sys::netns::run_in(ns, || {
         let l = TcpListener::bind("127.0.0.1:0").unwrap();
         let port = l.local_addr().unwrap().port();
         let mut c = TcpStream::connect(("127.0.0.1", port)).unwrap();
@@ -39,7 +27,7 @@ fn root_tracer_in_a_namespace_sees_only_its_sockets() {
     // The same port on the host, so a wrong namespace would show up.
     let host = TcpListener::bind(("127.0.0.1", port));
 
-    let mut inside = Tracer::open(Selector::Port(port), Some(&ns.0)).expect("tracer in namespace");
+    let mut inside = Tracer::open(Selector::Port(port), Some(ns)).expect("tracer in namespace");
     let mut rows = Vec::new();
     inside.sample(0, Duration::ZERO, &mut rows).unwrap();
     assert_eq!(rows.len(), 2, "{rows:?}");
