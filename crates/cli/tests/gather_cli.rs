@@ -1,6 +1,6 @@
 //! `tcpaccel gather` as a user runs it (issue 28): `status --json` answers
 //! with JSON even with no clients, `send` reports the streams it used, and
-//! `serve` says where it listens.
+//! `serve` says where it listens and outlives a stray SIGHUP.
 
 use std::io::{BufRead, BufReader};
 use std::process::{Command, Stdio};
@@ -75,4 +75,21 @@ fn send_reports_the_streams_it_used() {
     let err = String::from_utf8_lossy(&out.stderr);
     // The code by its wire name, not a Rust Debug form such as (UnknownClass).
     assert!(err.contains("(unknown_class)") && !err.contains("UnknownClass"), "{err}");
+}
+
+/// `gather serve` reloads nothing; a SIGHUP (sent to every service by a
+/// careless `pkill -HUP`, or a closed terminal) is said and ignored, and the
+/// server still answers and stops with 0 on SIGTERM. Before, SIGHUP's
+/// default action ended it (exit 129).
+#[test]
+fn serve_outlives_a_sighup_and_stops_cleanly_on_sigterm() {
+    let (mut srv, addr) = serve();
+    let pid = srv.0.id().to_string();
+    assert!(Command::new("kill").args(["-HUP", &pid]).status().unwrap().success());
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    assert!(srv.0.try_wait().unwrap().is_none(), "gather serve ended on SIGHUP");
+    let out = Command::new(bin()).args(["gather", "status", "--server", &addr, "--json"]).output().unwrap();
+    assert!(out.status.success(), "no answer after SIGHUP: {out:?}");
+    assert!(Command::new("kill").args(["-TERM", &pid]).status().unwrap().success());
+    assert_eq!(srv.0.wait().unwrap().code(), Some(0));
 }

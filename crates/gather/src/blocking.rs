@@ -30,6 +30,9 @@ pub fn serve(
         // announced must stop the server cleanly, not take the default action.
         let mut term = signal(SignalKind::terminate())?;
         let mut int = signal(SignalKind::interrupt())?;
+        // A stray SIGHUP (a `kill -HUP` meant for every service, a closed
+        // terminal) must not end a server that reloads nothing: said, ignored.
+        let mut hup = signal(SignalKind::hangup())?;
         let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
         let server = Server::bind(cfg, listen, sink, Some(tx)).await?;
         on_bound(server.local_addr()?);
@@ -42,6 +45,9 @@ pub fn serve(
                 },
                 _ = int.recv() => break,
                 _ = term.recv() => break,
+                _ = hup.recv() => tracing::warn!(
+                    "gather: SIGHUP ignored: gather serve reads no file and has nothing to reload (a change of flags takes a restart)"
+                ),
             }
         }
         run.abort();
