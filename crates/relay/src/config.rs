@@ -68,9 +68,11 @@ pub struct Settings {
     #[serde(skip)]
     pub rules_in_order: Option<Vec<Rule>>,
     pub cc: Option<String>,
-    /// `none` or `static:RATE` (on the wire), the grammar of every `--pace`.
+    /// `none` or `static:RATE` (on the wire), the grammar of every `--pace`:
+    /// `Some(None)` is an explicit `none` (a flag's `--pace none` overrides
+    /// a file's `static:…`), `None` not given.
     #[serde(deserialize_with = "fixed_pace")]
-    pub pace: Option<Rate>,
+    pub pace: Option<Option<Rate>>,
     #[serde(deserialize_with = "units::text::bytes")]
     pub sndbuf: Option<Bytes>,
     #[serde(deserialize_with = "units::text::bytes")]
@@ -137,9 +139,9 @@ fn deny_rules<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Vec<Rule>, D::Er
 }
 
 /// `pace`: [`PaceSpec::parse_fixed`](tcpaccel_core::pace_spec::PaceSpec::parse_fixed).
-fn fixed_pace<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<Rate>, D::Error> {
+fn fixed_pace<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<Option<Rate>>, D::Error> {
     let text = <String as serde::Deserialize>::deserialize(d)?;
-    tcpaccel_core::pace_spec::PaceSpec::parse_fixed(&text).map_err(serde::de::Error::custom)
+    tcpaccel_core::pace_spec::PaceSpec::parse_fixed(&text).map(Some).map_err(serde::de::Error::custom)
 }
 
 fn metrics_addr<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<SocketAddr>, D::Error> {
@@ -577,7 +579,7 @@ impl Config {
             .transpose()?;
         let tuning = Tuning {
             cc: set.cc.clone(),
-            pace: set.pace,
+            pace: set.pace.flatten(),
             sndbuf: set.sndbuf.map(Bytes::get),
             rcvbuf: set.rcvbuf.map(Bytes::get),
             notsent_lowat,

@@ -485,7 +485,7 @@ fn upstream_sockets_get_the_per_hop_tuning() {
     let echo = echo_server();
     let r = start(Settings {
         cc: Some("reno".into()),
-        pace: Some(tcpaccel_core::units::Rate(80_000_000)),
+        pace: Some(Some(tcpaccel_core::units::Rate(80_000_000))),
         notsent_lowat: Some(tcpaccel_core::units::Bytes(64_000)),
         ..Default::default()
     });

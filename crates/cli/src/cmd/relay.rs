@@ -228,7 +228,7 @@ fn settings_from_flags(a: &ServeArgs, m: &clap::ArgMatches) -> Settings {
         deny: a.deny.clone(),
         rules_in_order: given_rules.then(|| ordered_rules(&a.allow, &a.deny, m)),
         cc: a.cc.clone(),
-        pace: a.pace.and_then(|p| p.0),
+        pace: a.pace.map(|p| p.0),
         sndbuf: a.sndbuf,
         rcvbuf: a.rcvbuf,
         notsent_lowat: a.notsent_lowat,
@@ -579,6 +579,23 @@ mod tests {
             only_flags.is_empty() && only_keys.is_empty(),
             "flags without a file key: {only_flags:?}; file keys without a flag: {only_keys:?}"
         );
+    }
+
+    /// `--pace none` is an explicit setting: it overrides a file's
+    /// `pace = "static:…"`, where no flag leaves the file's pacing alone.
+    #[test]
+    fn pace_none_on_the_command_line_overrides_the_files_pacing() {
+        let dir = std::env::temp_dir().join(format!("tcpaccel-relay-pace-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let file = dir.join("relay.toml");
+        std::fs::write(&file, "listen = \"127.0.0.1:0\"\npace = \"static:500mbit\"\n").unwrap();
+        let (a, m) = parse(&["relay", "--pace", "none"]);
+        let (cfg, _) = load(Some(&file), &settings_from_flags(&a, &m)).unwrap();
+        assert_eq!(cfg.tuning.pace, None, "--pace none overrides the file");
+        let (a, m) = parse(&["relay"]);
+        let (cfg, _) = load(Some(&file), &settings_from_flags(&a, &m)).unwrap();
+        assert_eq!(cfg.tuning.pace, Some(Rate(500_000_000)), "no flag keeps the file's pacing");
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     /// Typed flags reach the relay's config with exactly the values given
