@@ -15,6 +15,8 @@
 //! thesis' experiments built from these parts (host mixes, queue buildup)
 //! are the lab's (`tcpaccel_lab::engines::workloads`).
 
+pub mod rounds;
+
 use crate::rng::Rng;
 use crate::time::Instant;
 use crate::units::Rate;
