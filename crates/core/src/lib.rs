@@ -22,6 +22,7 @@ pub mod admit;
 pub mod aimd;
 pub mod alloc;
 pub mod fidelity;
+pub mod flowtime;
 pub mod lanes;
 pub mod loglimit;
 pub mod pace_spec;
