@@ -43,11 +43,22 @@ pub struct Options {
     /// (`SO_TIMESTAMPNS`, CLOCK_REALTIME, taken when the frame entered the
     /// interface's receive path): see [`Frame::timestamp`].
     pub timestamps: bool,
+    /// Also receive the frames this host sends (`PACKET_OUTGOING`), as a
+    /// capture at a sender needs; the emulator leaves it off, it must not
+    /// see its own sends. On `lo` every frame would then be seen twice.
+    pub outgoing: bool,
 }
 
 impl Default for Options {
     fn default() -> Self {
-        Options { rcvbuf: 32 << 20, sndbuf: 8 << 20, promiscuous: true, qdisc_bypass: true, timestamps: true }
+        Options {
+            rcvbuf: 32 << 20,
+            sndbuf: 8 << 20,
+            promiscuous: true,
+            qdisc_bypass: true,
+            timestamps: true,
+            outgoing: false,
+        }
     }
 }
 
@@ -59,6 +70,8 @@ pub struct PacketSocket {
     ifname: String,
     /// False when PACKET_IGNORE_OUTGOING was refused: filter by pkttype.
     ignores_outgoing: bool,
+    /// [`Options::outgoing`]: outgoing frames are wanted.
+    keeps_outgoing: bool,
 }
 
 /// Index of interface `ifname` in the calling thread's namespace (as the
@@ -96,8 +109,8 @@ impl PacketSocket {
         let fd = unsafe { OwnedFd::from_raw_fd(raw) };
 
         let one: libc::c_int = 1;
-        let ignores_outgoing =
-            set_raw(&fd, libc::SOL_PACKET, libc::PACKET_IGNORE_OUTGOING, &one, "PACKET_IGNORE_OUTGOING")
+        let ignores_outgoing = !opts.outgoing
+            && set_raw(&fd, libc::SOL_PACKET, libc::PACKET_IGNORE_OUTGOING, &one, "PACKET_IGNORE_OUTGOING")
                 .is_ok();
         if opts.qdisc_bypass {
             // Best effort: older kernels lack it and the emulator works anyway.
@@ -142,7 +155,13 @@ impl PacketSocket {
                 &format!("PACKET_MR_PROMISC on {ifname}"),
             )?;
         }
-        Ok(PacketSocket { fd, ifindex, ifname: ifname.to_string(), ignores_outgoing })
+        Ok(PacketSocket {
+            fd,
+            ifindex,
+            ifname: ifname.to_string(),
+            ignores_outgoing,
+            keeps_outgoing: opts.outgoing,
+        })
     }
 
     pub fn ifname(&self) -> &str {
@@ -216,9 +235,7 @@ impl PacketSocket {
         };
         batch.n = n as usize;
         batch.parse_timestamps();
-        if !self.ignores_outgoing {
-            batch.skip_outgoing = true;
-        }
+        batch.skip_outgoing = !self.ignores_outgoing && !self.keeps_outgoing;
         Ok(batch.n)
     }
 

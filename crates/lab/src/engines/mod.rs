@@ -1,7 +1,9 @@
 //! Traffic engines shared by scenarios: [`flows`] runs a list of seeded flows
 //! between namespaced hosts and records each one's completion time;
 //! [`workloads`] builds the lanes experiments' flow lists from the core's
-//! generator. Neither builds a topology nor writes records.
+//! generator; [`capture`] reads a sender-side packet capture into flow
+//! completion times. None builds a topology or writes records.
 
+pub mod capture;
 pub mod flows;
 pub mod workloads;
