@@ -13,7 +13,7 @@
 # their side from the same table (bpf/abi_gen.rs), so a layout change that
 # leaves either side behind fails this build or cargo's.
 # No -g: debug info would carry the build directory's absolute path; the
-# loader (crates/sys/src/bpf.rs) needs no BTF. The source is compiled from
+# loader (crates/sys/src/bpf/obj.rs) needs no BTF. The source is compiled from
 # its own directory by relative name, so the object holds no path either.
 set -euo pipefail
 cd "$(dirname "$0")/.."

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT OR GPL-2.0 */
 /*
  * What every tcpaccel BPF program shares: the map definition the project's
- * own loader reads (crates/sys/src/bpf.rs, MapDef: classic "maps" section,
+ * own loader reads (crates/sys/src/bpf/obj.rs, MapDef: classic "maps" section,
  * no BTF), the socket constants the uapi headers that linux/bpf.h pulls
  * in do not define, the checks of the ABI tables, and the one reader of a
  * socket's addresses. Included by crates/pacer/bpf/pace.bpf.c,

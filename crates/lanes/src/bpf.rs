@@ -65,6 +65,9 @@ pub enum BpfError {
     NoCgroup2,
     #[error("cgroup {path}: {reason}")]
     Cgroup { path: PathBuf, reason: String },
+    /// The program's object does not parse (a bug of the build).
+    #[error("the lanes BPF object: {0}")]
+    Object(#[from] tcpaccel_sys::bpf::ObjError),
     #[error(transparent)]
     Sys(#[from] tcpaccel_sys::Error),
 }
