@@ -35,8 +35,10 @@ struct map_def {
  * The program checks its structs against the table with the assertions
  * below (offset, type, size, and that the listed fields cover every byte,
  * so padding is an explicit field and a field missing from the table is a
- * build error); the Rust crate's build script generates its side from the
- * same table (bpf/abi_gen.rs). Expanded once per program:
+ * build error); crates/bpf-abi-gen generates the Rust side from the same
+ * table (<program>.abi.rs beside it: the structs, and their conversions to
+ * the domain types named in the table's <PROGRAM>_RUST list, which the C
+ * side never expands). Expanded once per program:
  * <PROGRAM>_ABI(TCPACCEL_ABI_CHECK).
  */
 #define TCPACCEL_ABI_FIELD_CHECK(s, f, off, ty)                                  \

@@ -68,6 +68,8 @@ pub enum ObjError {
     NoSymtab,
     #[error("map {name}: definition of {size} bytes at offset {offset}, expected 20")]
     MapDefSize { name: String, offset: u64, size: u64 },
+    #[error("map {name}: definition at offset {offset} runs past the end of the maps section")]
+    MapOutsideSection { name: String, offset: u64 },
     #[error(
         "section .text at offset {offset} is not empty: subprograms are not supported (use __always_inline)"
     )]
@@ -306,12 +308,7 @@ impl Object {
                 }
                 // Inside the section, not only inside the file.
                 if sym.value.saturating_add(MAP_DEF_SIZE as u64) > ms.size {
-                    return Err(ObjError::OutOfBounds {
-                        what: "map definition",
-                        offset,
-                        len: MAP_DEF_SIZE as u64,
-                        size: elf.len(),
-                    });
+                    return Err(ObjError::MapOutsideSection { name: sym.name.clone(), offset });
                 }
                 let def = MapDef::decode(&r.arr("map definition", offset)?);
                 maps.push(MapSpec { name: sym.name.clone(), def, offset: offset as usize });
