@@ -21,6 +21,7 @@
 //!
 //! | line | meaning |
 //! |------|---------|
+//! | `PUB(s)` | the generated struct itself is the domain type: public, with its `Plain` |
 //! | `RUST(s, path)` | struct `s` converts to and from the Rust type `path`, field by field |
 //! | `RUST(s, path, default)` | the same; the Rust fields not in the table take their `Default` on read |
 //! | `NEST(s, field, path, first, last)` | the C fields `first..=last` are the fields of the Rust field `field: path` |
@@ -127,6 +128,8 @@ pub struct AbiStruct {
     pub size: usize,
     pub fields: Vec<AbiField>,
     pub domain: Option<Domain>,
+    /// `PUB(s)`: the generated struct is public and is the domain type.
+    pub public: bool,
 }
 
 impl AbiStruct {
@@ -186,7 +189,13 @@ pub fn parse_table(header: &str) -> Result<Vec<AbiStruct>, TableError> {
     for s in calls(&text, "S") {
         let [name, size] = s[..] else { return err(format!("S({}): want S(name, size)", s.join(", "))) };
         let Ok(size) = size.parse() else { return err(format!("S({name}, {size}): size is not a number")) };
-        structs.push(AbiStruct { name: name.to_string(), size, fields: Vec::new(), domain: None });
+        structs.push(AbiStruct {
+            name: name.to_string(),
+            size,
+            fields: Vec::new(),
+            domain: None,
+            public: false,
+        });
     }
     if structs.is_empty() {
         return err("no S(name, size) entry");
@@ -265,6 +274,16 @@ fn parse_domains(text: &str, structs: &mut [AbiStruct]) -> Result<(), TableError
             return err(format!("{line}: struct {st} has two RUST lines"));
         }
         s.domain = Some(Domain { path: path.to_string(), default_rest, nests: Vec::new() });
+    }
+    for p in calls(text, "PUB") {
+        let [st] = p[..] else { return err(format!("PUB({}): want PUB(struct)", p.join(", "))) };
+        let Some(s) = structs.iter_mut().find(|s| s.name == st) else {
+            return err(format!("PUB({st}): struct {st} has no S({st}, size) entry"));
+        };
+        if s.domain.is_some() {
+            return err(format!("PUB({st}): struct {st} has a RUST line too"));
+        }
+        s.public = true;
     }
     // The struct with a domain type, and the index of its field `f`.
     fn field<'s>(
@@ -356,6 +375,9 @@ pub fn generate(structs: &[AbiStruct], origin: &str) -> String {
         if let Some(d) = &s.domain {
             conversions(&mut o, s, d);
         }
+        if s.public {
+            plain(&mut o, &camel(&s.name), &camel(&s.name), &format!("{}::write(self, out)", camel(&s.name)), "Self::read(b)");
+        }
     }
     o
 }
@@ -363,14 +385,15 @@ pub fn generate(structs: &[AbiStruct], origin: &str) -> String {
 fn layout(o: &mut String, s: &AbiStruct, origin: &str) {
     let ty = camel(&s.name);
     let size = s.size;
+    let vis = if s.public { "pub" } else { "pub(crate)" };
     let _ = writeln!(
         o,
         "/// `struct {}` ({size} bytes), field for field as in {origin}.\n\
-         #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]\npub(crate) struct {ty} {{",
+         #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]\n{vis} struct {ty} {{",
         s.name
     );
     for f in &s.fields {
-        let _ = writeln!(o, "    pub(crate) {}: {},", f.name, f.rust_type());
+        let _ = writeln!(o, "    {vis} {}: {},", f.name, f.rust_type());
     }
     o.push_str("}\n\n");
     // The repr(C) mirror: the Rust compiler's own layout of the same
@@ -529,11 +552,16 @@ fn conversions(o: &mut String, s: &AbiStruct, d: &Domain) {
     }
     o.push_str("        }\n    }\n}\n\n");
 
+    plain(o, dom, &ty, &format!("{ty}::from(self).write(out)"), &format!("{ty}::read(b).into()"));
+}
+
+/// `Plain` for `dom` through the C struct `ty`: `write` writes `self` to
+/// `out`, `from_bytes` is the domain value of bytes `b`.
+fn plain(o: &mut String, dom: &str, ty: &str, write: &str, from_bytes: &str) {
     let _ = writeln!(o, "impl ::tcpaccel_sys::bpf::Plain for {dom} {{");
     let _ = writeln!(o, "    const SIZE: usize = {ty}::SIZE;");
-    let _ =
-        writeln!(o, "    fn write(&self, out: &mut [u8]) {{\n        {ty}::from(self).write(out);\n    }}");
-    let _ = writeln!(o, "    fn read(b: &[u8]) -> Self {{\n        {ty}::read(b).into()\n    }}");
+    let _ = writeln!(o, "    fn write(&self, out: &mut [u8]) {{\n        {write};\n    }}");
+    let _ = writeln!(o, "    fn read(b: &[u8]) -> Self {{\n        {from_bytes}\n    }}");
     o.push_str("}\n\n");
 }
 
@@ -640,6 +668,7 @@ mod tests {
         );
         assert_eq!(e("PAD(x, b)\nNEST(x, n, N, a, c)"), "NEST(x, n, ..): holds the padding b");
         assert_eq!(e("RUST(x, crate::Y)"), "RUST(x, ..): struct x has two RUST lines");
+        assert_eq!(e("PUB(x)"), "PUB(x): struct x has a RUST line too");
         let e = parse_table(&format!("{GOOD}PAD(x, a)")).unwrap_err().to_string();
         assert_eq!(e, "PAD(x, a): struct x has no RUST(x, type) line");
     }
@@ -663,6 +692,16 @@ mod tests {
         assert!(code.contains("b: [0; 4],"), "{code}");
         assert!(code.contains("let X { a, b: _, c } = value;"), "{code}");
         assert!(code.contains("..::core::default::Default::default()"), "{code}");
+    }
+
+    #[test]
+    fn a_pub_struct_is_its_own_domain_type() {
+        let s = parse_table(&format!("{GOOD}PUB(x)")).unwrap();
+        let code = generate(&s, "t.abi.h");
+        assert!(code.contains("pub struct X {\n    pub a: u32,"), "{code}");
+        assert!(code.contains("impl ::tcpaccel_sys::bpf::Plain for X {"), "{code}");
+        let private = generate(&parse_table(GOOD).unwrap(), "t.abi.h");
+        assert!(private.contains("pub(crate) struct X {") && !private.contains("Plain"), "{private}");
     }
 
     #[test]

@@ -60,12 +60,13 @@
  * The Rust side's domain types (crates/bpf-abi-gen; the C program never
  * expands this list): each struct converts to and from the Rust type named
  * by RUST, field by field under the same name, except where a line says
- * otherwise (the vocabulary is in crates/bpf-abi-gen/src/lib.rs). A field
+ * otherwise (the vocabulary is in crates/bpf-abi-gen/src/lib.rs); PUB:
+ * the generated struct is the Rust type (rule is crate::abi::RuleAbi). A field
  * added to sock_state between win_start_ns and btl_bytes is a field of
  * tcpaccel_core::pacing::BpfHold, the program's pure twin.
  */
 #define PACE_RUST                                                                       \
-	RUST(rule, crate::abi::RuleAbi)                                                 \
+	PUB(rule)                                                                       \
 	RUST(rule_stats, crate::abi::RuleStats)                                         \
 	RUST(dst_key, crate::abi::DstKey)                                               \
 	AS_BE(dst_key, port)                                                            \

@@ -3,10 +3,10 @@
 
 /// `struct rule` (16 bytes), field for field as in crates/pacer/bpf/pace.abi.h.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub(crate) struct Rule {
-    pub(crate) kind: u32,
-    pub(crate) flags: u32,
-    pub(crate) wire_bps: u64,
+pub struct Rule {
+    pub kind: u32,
+    pub flags: u32,
+    pub wire_bps: u64,
 }
 
 #[repr(C)]
@@ -51,35 +51,13 @@ impl Rule {
     }
 }
 
-impl ::core::convert::From<&crate::abi::RuleAbi> for Rule {
-    fn from(value: &crate::abi::RuleAbi) -> Rule {
-        let crate::abi::RuleAbi { kind, flags, wire_bps } = value;
-        Rule {
-            kind: *kind,
-            flags: *flags,
-            wire_bps: *wire_bps,
-        }
-    }
-}
-
-impl ::core::convert::From<Rule> for crate::abi::RuleAbi {
-    fn from(value: Rule) -> crate::abi::RuleAbi {
-        let Rule { kind, flags, wire_bps } = value;
-        crate::abi::RuleAbi {
-            kind,
-            flags,
-            wire_bps,
-        }
-    }
-}
-
-impl ::tcpaccel_sys::bpf::Plain for crate::abi::RuleAbi {
+impl ::tcpaccel_sys::bpf::Plain for Rule {
     const SIZE: usize = Rule::SIZE;
     fn write(&self, out: &mut [u8]) {
-        Rule::from(self).write(out);
+        Rule::write(self, out);
     }
     fn read(b: &[u8]) -> Self {
-        Rule::read(b).into()
+        Self::read(b)
     }
 }
 

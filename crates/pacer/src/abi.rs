@@ -35,14 +35,12 @@ pub const RULE_HOLD: u32 = 1;
 /// source) and paces no new connection.
 pub const RULE_RELEASE: u32 = 2;
 
-/// `struct rule`: what to do with a connection.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub struct RuleAbi {
-    pub kind: u32,
-    pub flags: u32,
-    /// Static: the rate; dynamic: the ceiling (0: none). Bits/s on the wire.
-    pub wire_bps: u64,
-}
+/// `struct rule`: what to do with a connection: `kind` (`RULE_*`),
+/// `flags` (`RULE_HOLD`, `RULE_RELEASE`) and `wire_bps` (static: the rate;
+/// dynamic: the ceiling, 0 for none; bits/s on the wire). The generated
+/// struct itself (`PUB(rule)` in the table), so a field of the table is a
+/// field here.
+pub use c::Rule as RuleAbi;
 
 /// `struct rule_stats`: the per-rule counters the program keeps.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize)]
