@@ -376,7 +376,13 @@ pub fn generate(structs: &[AbiStruct], origin: &str) -> String {
             conversions(&mut o, s, d);
         }
         if s.public {
-            plain(&mut o, &camel(&s.name), &camel(&s.name), &format!("{}::write(self, out)", camel(&s.name)), "Self::read(b)");
+            plain(
+                &mut o,
+                &camel(&s.name),
+                &camel(&s.name),
+                &format!("{}::write(self, out)", camel(&s.name)),
+                "Self::read(b)",
+            );
         }
     }
     o

@@ -548,7 +548,7 @@ mod tests {
     proptest! {
         #[test]
         fn every_field_round_trips_through_the_typed_values(
-            b in proptest::collection::vec(any::<u8>(), 88),
+            b in proptest::collection::vec(any::<u8>(), 256),
             v4 in any::<[bool; 2]>(),
         ) {
             round_trips::<CfgAbi>("lanes_cfg", &b[..CfgAbi::SIZE]);

@@ -142,7 +142,7 @@ mod tests {
         let hold =
             BpfHold { dlv_rate: 3, full_cnt: 2, full: true, train_ns: 5, btl_bytes: 9, ..BpfHold::default() };
         let s = SockState { rule: 7, rate: 11, updates: 13, hold };
-        let mut b = [0xAAu8; 120];
+        let mut b = vec![0xAAu8; SockState::SIZE];
         s.write(&mut b);
         let at = |f: &str| b[field("sock_state", f)].to_vec();
         assert_eq!(at("dlv_rate"), 3u64.to_ne_bytes());
@@ -169,7 +169,7 @@ mod tests {
     proptest! {
         #[test]
         fn every_field_round_trips_through_the_domain_types(
-            b in proptest::collection::vec(any::<u8>(), 120),
+            b in proptest::collection::vec(any::<u8>(), 256),
         ) {
             round_trips::<RuleAbi>("rule", &b[..RuleAbi::SIZE]);
             round_trips::<RuleStats>("rule_stats", &b[..RuleStats::SIZE]);
