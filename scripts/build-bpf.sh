@@ -10,10 +10,11 @@
 # Needs clang-14 and libbpf-dev (bpf/bpf_helpers.h) and linux-libc-dev.
 # Each program includes its ABI table (<name>.abi.h beside it) and checks
 # its shared structs against it at compile time; the Rust crates generate
-# their side from the same table (bpf/abi_gen.rs), so a layout change that
+# their side from the same table (crates/bpf-abi-gen: <name>.abi.rs beside
+# it, structs and conversions to the domain types), so a layout change that
 # leaves either side behind fails this build or cargo's.
 # No -g: debug info would carry the build directory's absolute path; the
-# loader (crates/sys/src/bpf.rs) needs no BTF. The source is compiled from
+# loader (crates/sys/src/bpf/obj.rs) needs no BTF. The source is compiled from
 # its own directory by relative name, so the object holds no path either.
 set -euo pipefail
 cd "$(dirname "$0")/.."

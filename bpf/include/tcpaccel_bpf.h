@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT OR GPL-2.0 */
 /*
  * What every tcpaccel BPF program shares: the map definition the project's
- * own loader reads (crates/sys/src/bpf.rs, MapDef: classic "maps" section,
+ * own loader reads (crates/sys/src/bpf/obj.rs, MapDef: classic "maps" section,
  * no BTF), the socket constants the uapi headers that linux/bpf.h pulls
  * in do not define, the checks of the ABI tables, and the one reader of a
  * socket's addresses. Included by crates/pacer/bpf/pace.bpf.c,
@@ -35,8 +35,10 @@ struct map_def {
  * The program checks its structs against the table with the assertions
  * below (offset, type, size, and that the listed fields cover every byte,
  * so padding is an explicit field and a field missing from the table is a
- * build error); the Rust crate's build script generates its side from the
- * same table (bpf/abi_gen.rs). Expanded once per program:
+ * build error); crates/bpf-abi-gen generates the Rust side from the same
+ * table (<program>.abi.rs beside it: the structs, and their conversions to
+ * the domain types named in the table's <PROGRAM>_RUST list, which the C
+ * side never expands). Expanded once per program:
  * <PROGRAM>_ABI(TCPACCEL_ABI_CHECK).
  */
 #define TCPACCEL_ABI_FIELD_CHECK(s, f, off, ty)                                  \

@@ -1,16 +1,7 @@
-//! Generates the Rust side of `bpf/pace.bpf.c`'s ABI from its table,
-//! `bpf/pace.abi.h` (see bpf/abi_gen.rs): the one source of every layout
-//! the program shares with this crate.
-
-include!("../../bpf/abi_gen.rs");
+//! Fails the build when `bpf/pace.abi.rs`, the Rust side generated from
+//! `bpf/pace.abi.h` (crates/bpf-abi-gen), is not what the table generates:
+//! the committed code is the code that is compiled and reviewed.
 
 fn main() {
-    let header = "bpf/pace.abi.h";
-    println!("cargo:rerun-if-changed={header}");
-    println!("cargo:rerun-if-changed=../../bpf/abi_gen.rs");
-    let text = std::fs::read_to_string(header).unwrap_or_else(|e| panic!("{header}: {e}"));
-    let structs = parse_abi(&text).unwrap_or_else(|e| panic!("{header}: {e}"));
-    let out = std::path::PathBuf::from(std::env::var_os("OUT_DIR").expect("cargo sets OUT_DIR"));
-    std::fs::write(out.join("pace.abi.rs"), generate_abi(&structs, &format!("crates/pacer/{header}")))
-        .unwrap_or_else(|e| panic!("writing the generated ABI: {e}"));
+    tcpaccel_bpf_abi_gen::check_generated("bpf/pace.abi.h", "crates/pacer/bpf/pace.abi.h");
 }

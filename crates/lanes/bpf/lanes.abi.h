@@ -3,9 +3,10 @@
  * The one source of the layouts lanes.bpf.c shares with crates/lanes: every
  * struct the daemon reads or writes, every field as (struct, field, offset,
  * C type). lanes.bpf.c checks its structs against this table
- * (_Static_assert, bpf/include/tcpaccel_bpf.h); crates/lanes/build.rs
- * generates the Rust side from it (bpf/abi_gen.rs), so src/bpf.rs stops
- * compiling when a field is added, dropped, renamed or retyped here.
+ * (_Static_assert, bpf/include/tcpaccel_bpf.h); crates/bpf-abi-gen
+ * generates the Rust side from it (lanes.abi.rs, checked by
+ * crates/lanes/build.rs), so crates/lanes stops compiling when a field is
+ * added, dropped, renamed or retyped here and not in its Rust type.
  * Changing a struct means changing this table, then both sides.
  */
 #ifndef LANES_ABI_H
@@ -70,5 +71,30 @@
 	F(lanes_stats, events, 8, __u64)       \
 	F(lanes_stats, dropped, 16, __u64)     \
 	F(lanes_stats, subflows, 24, __u64)
+
+/*
+ * The Rust side's domain types (crates/bpf-abi-gen; the C program never
+ * expands this list): each struct converts to and from the Rust type named
+ * by RUST, field by field under the same name, except where a line says
+ * otherwise (the vocabulary is in crates/bpf-abi-gen/src/lib.rs).
+ * lanes_event has none: crates/lanes decodes it with the lane slots
+ * (parse_event).
+ */
+#define LANES_RUST                                                                                   \
+	RUST(lanes_cfg, crate::bpf::CfgAbi)                                                          \
+	NEST(lanes_cfg, params, tcpaccel_core::lanes::bpf::BpfParams, size_threshold, per_lane_base) \
+	AS_BOOL(lanes_cfg, per_lane_base)                                                            \
+	AS_BOOL(lanes_cfg, enabled)                                                                  \
+	AS_BOOL(lanes_cfg, passive)                                                                  \
+	PAD(lanes_cfg, pad)                                                                          \
+	RUST(pair_key, crate::bpf::PairKey)                                                          \
+	WITH(pair_key, local, crate::bpf::ip16)                                                      \
+	WITH(pair_key, remote, crate::bpf::ip16)                                                     \
+	RUST(lane_val, crate::bpf::LaneVal)                                                          \
+	RENAME(lane_val, kind, long)                                                                 \
+	AS_BOOL(lane_val, kind)                                                                      \
+	RUST(lane_sample, crate::bpf::LaneSampleAbi)                                                 \
+	PAD(lane_sample, pad)                                                                        \
+	RUST(lanes_stats, crate::bpf::Stats, default)
 
 #endif

@@ -3,9 +3,10 @@
  * The one source of the layouts pace.bpf.c shares with crates/pacer: every
  * struct user space reads or writes, every field as (struct, field, offset,
  * C type). pace.bpf.c checks its structs against this table
- * (_Static_assert, bpf/include/tcpaccel_bpf.h); crates/pacer/build.rs
- * generates the Rust side from it (bpf/abi_gen.rs), so src/abi.rs stops
- * compiling when a field is added, dropped, renamed or retyped here.
+ * (_Static_assert, bpf/include/tcpaccel_bpf.h); crates/bpf-abi-gen
+ * generates the Rust side from it (pace.abi.rs, checked by
+ * crates/pacer/build.rs), so crates/pacer stops compiling when a field is
+ * added, dropped, renamed or retyped here and not in its Rust type.
  * Changing a struct means changing this table, then both sides.
  */
 #ifndef PACE_ABI_H
@@ -54,5 +55,24 @@
 	F(sock_state, last_acked, 96, __u64)      \
 	F(sock_state, btl_rate, 104, __u64)       \
 	F(sock_state, btl_bytes, 112, __u64)
+
+/*
+ * The Rust side's domain types (crates/bpf-abi-gen; the C program never
+ * expands this list): each struct converts to and from the Rust type named
+ * by RUST, field by field under the same name, except where a line says
+ * otherwise (the vocabulary is in crates/bpf-abi-gen/src/lib.rs); PUB:
+ * the generated struct is the Rust type (rule is crate::abi::RuleAbi). A field
+ * added to sock_state between win_start_ns and btl_bytes is a field of
+ * tcpaccel_core::pacing::BpfHold, the program's pure twin.
+ */
+#define PACE_RUST                                                                       \
+	PUB(rule)                                                                       \
+	RUST(rule_stats, crate::abi::RuleStats)                                         \
+	RUST(dst_key, crate::abi::DstKey)                                               \
+	AS_BE(dst_key, port)                                                            \
+	PAD(dst_key, pad)                                                               \
+	RUST(sock_state, crate::abi::SockState)                                         \
+	NEST(sock_state, hold, tcpaccel_core::pacing::BpfHold, win_start_ns, btl_bytes) \
+	AS_BOOL(sock_state, full)
 
 #endif

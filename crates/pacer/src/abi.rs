@@ -1,20 +1,22 @@
-//! The map keys and values of `bpf/pace.bpf.c`, as typed [`Plain`] values.
+//! The map keys and values of `bpf/pace.bpf.c`, as typed [`Plain`](tcpaccel_sys::bpf::Plain) values.
 //!
-//! Their byte layouts are not written here: `bpf/pace.abi.h` is the one
-//! table of every shared field (offset and C type), the C program checks its
-//! structs against it with `_Static_assert`, and the build script generates
-//! module [`c`] from it (bpf/abi_gen.rs). Each type below converts to and
-//! from its generated struct by struct literal, so a field added, dropped,
-//! renamed or retyped in the table does not compile until it is handled
-//! here.
+//! Neither their byte layouts nor their conversions are written here:
+//! `bpf/pace.abi.h` is the one table of every shared field (offset and C
+//! type) and of the Rust type each struct maps to, the C program checks its
+//! structs against it with `_Static_assert`, and crates/bpf-abi-gen
+//! generates module [`c`] from it (`bpf/pace.abi.rs`, committed; the build
+//! script fails when it is stale): the structs, and the conversions and
+//! [`Plain`](tcpaccel_sys::bpf::Plain) of the types below. The conversions
+//! destructure and build these types whole, so a field added, dropped,
+//! renamed or retyped in the table does not compile until the type has it.
 
 use tcpaccel_core::pacing::BpfHold;
-use tcpaccel_sys::bpf::Plain;
 
-/// The structs of `bpf/pace.abi.h`, field for field (generated).
+/// The structs of `bpf/pace.abi.h`, field for field, and the conversions of
+/// the types below (generated).
 #[allow(dead_code)]
 pub(crate) mod c {
-    include!(concat!(env!("OUT_DIR"), "/pace.abi.rs"));
+    include!("../bpf/pace.abi.rs");
 }
 
 /// Number of entries of `pace_rules` / `pace_stats`; rule 0 is the default.
@@ -33,25 +35,12 @@ pub const RULE_HOLD: u32 = 1;
 /// source) and paces no new connection.
 pub const RULE_RELEASE: u32 = 2;
 
-/// `struct rule`: what to do with a connection.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub struct RuleAbi {
-    pub kind: u32,
-    pub flags: u32,
-    /// Static: the rate; dynamic: the ceiling (0: none). Bits/s on the wire.
-    pub wire_bps: u64,
-}
-
-impl Plain for RuleAbi {
-    const SIZE: usize = c::Rule::SIZE;
-    fn write(&self, out: &mut [u8]) {
-        c::Rule { kind: self.kind, flags: self.flags, wire_bps: self.wire_bps }.write(out);
-    }
-    fn read(b: &[u8]) -> Self {
-        let c::Rule { kind, flags, wire_bps } = c::Rule::read(b);
-        RuleAbi { kind, flags, wire_bps }
-    }
-}
+/// `struct rule`: what to do with a connection: `kind` (`RULE_*`),
+/// `flags` (`RULE_HOLD`, `RULE_RELEASE`) and `wire_bps` (static: the rate;
+/// dynamic: the ceiling, 0 for none; bits/s on the wire). The generated
+/// struct itself (`PUB(rule)` in the table), so a field of the table is a
+/// field here.
+pub use c::Rule as RuleAbi;
 
 /// `struct rule_stats`: the per-rule counters the program keeps.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize)]
@@ -72,18 +61,6 @@ pub struct RuleStats {
     pub held: u64,
 }
 
-impl Plain for RuleStats {
-    const SIZE: usize = c::RuleStats::SIZE;
-    fn write(&self, out: &mut [u8]) {
-        let RuleStats { conns, updates, errors, last_rate, released, held } = *self;
-        c::RuleStats { conns, updates, errors, last_rate, released, held }.write(out);
-    }
-    fn read(b: &[u8]) -> Self {
-        let c::RuleStats { conns, updates, errors, last_rate, released, held } = c::RuleStats::read(b);
-        RuleStats { conns, updates, errors, last_rate, released, held }
-    }
-}
-
 /// `struct dst_key`: LPM trie key, port (network order, 0 = any) then the
 /// IPv6 (or IPv4-mapped) address. `prefixlen` counts bits of port+address.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -91,18 +68,6 @@ pub struct DstKey {
     pub prefixlen: u32,
     pub port: u16,
     pub addr: [u8; 16],
-}
-
-impl Plain for DstKey {
-    const SIZE: usize = c::DstKey::SIZE;
-    fn write(&self, out: &mut [u8]) {
-        c::DstKey { prefixlen: self.prefixlen, port: self.port.to_be_bytes(), addr: self.addr, pad: [0; 2] }
-            .write(out);
-    }
-    fn read(b: &[u8]) -> Self {
-        let c::DstKey { prefixlen, port, addr, pad: _ } = c::DstKey::read(b);
-        DstKey { prefixlen, port: u16::from_be_bytes(port), addr }
-    }
 }
 
 /// `struct sock_state`: a socket the program paced (key: socket cookie).
@@ -119,99 +84,12 @@ pub struct SockState {
     pub hold: BpfHold,
 }
 
-impl Plain for SockState {
-    const SIZE: usize = c::SockState::SIZE;
-    fn write(&self, out: &mut [u8]) {
-        let BpfHold {
-            win_start_ns,
-            win_acked,
-            dlv_rate,
-            cap,
-            cap_ns,
-            full_dlv,
-            full_cnt,
-            full,
-            train_ns,
-            train_acked,
-            last_ns,
-            last_acked,
-            btl_rate,
-            btl_bytes,
-        } = self.hold;
-        c::SockState {
-            rule: self.rule,
-            rate: self.rate,
-            updates: self.updates,
-            win_start_ns,
-            win_acked,
-            dlv_rate,
-            cap,
-            cap_ns,
-            full_dlv,
-            full_cnt,
-            full: u32::from(full),
-            train_ns,
-            train_acked,
-            last_ns,
-            last_acked,
-            btl_rate,
-            btl_bytes,
-        }
-        .write(out);
-    }
-    fn read(b: &[u8]) -> Self {
-        let c::SockState {
-            rule,
-            rate,
-            updates,
-            win_start_ns,
-            win_acked,
-            dlv_rate,
-            cap,
-            cap_ns,
-            full_dlv,
-            full_cnt,
-            full,
-            train_ns,
-            train_acked,
-            last_ns,
-            last_acked,
-            btl_rate,
-            btl_bytes,
-        } = c::SockState::read(b);
-        SockState {
-            rule,
-            rate,
-            updates,
-            hold: BpfHold {
-                win_start_ns,
-                win_acked,
-                dlv_rate,
-                cap,
-                cap_ns,
-                full_dlv,
-                full_cnt,
-                full: full != 0,
-                train_ns,
-                train_acked,
-                last_ns,
-                last_acked,
-                btl_rate,
-                btl_bytes,
-            },
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    /// The generator, on the real table and on broken ones.
-    #[allow(dead_code)]
-    mod abi_gen {
-        include!("../../../bpf/abi_gen.rs");
-    }
+    use proptest::prelude::*;
+    use tcpaccel_bpf_abi_gen::{parse_table, round_trip_violations};
+    use tcpaccel_sys::bpf::Plain;
 
     const TABLE: &str = include_str!("../bpf/pace.abi.h");
     const SOURCE: &str = include_str!("../bpf/pace.bpf.c");
@@ -223,7 +101,7 @@ mod tests {
         // could drift from the table unnoticed.
         assert!(SOURCE.contains("#include \"pace.abi.h\""));
         assert!(SOURCE.contains("PACE_ABI(TCPACCEL_ABI_CHECK)"));
-        let structs = abi_gen::parse_abi(TABLE).unwrap();
+        let structs = parse_table(TABLE).unwrap();
         let names: Vec<(&str, usize)> = structs.iter().map(|s| (s.name.as_str(), s.size)).collect();
         assert_eq!(
             names,
@@ -244,26 +122,10 @@ mod tests {
     }
 
     #[test]
-    fn a_table_with_a_gap_an_overlap_or_a_wrong_size_is_refused() {
-        let good = "S(x, 16)\nF(x, a, 0, __u32)\nF(x, b, 4, __u8[4])\nF(x, c, 8, __s64)\n";
-        let s = abi_gen::parse_abi(good).unwrap();
-        assert_eq!(s[0].fields.iter().map(|f| f.size()).collect::<Vec<_>>(), [4, 4, 8]);
-        for (bad, why) in [
-            (good.replace("F(x, b, 4,", "F(x, b, 5,"), "a gap"),
-            (good.replace("F(x, b, 4,", "F(x, b, 2,"), "an overlap"),
-            (good.replace("S(x, 16)", "S(x, 24)"), "fields short of the size"),
-            (good.replace("__s64", "__f64"), "an unknown type"),
-            (good.replace("F(x, c,", "F(y, c,"), "a struct without S()"),
-        ] {
-            assert!(abi_gen::parse_abi(&bad).is_err(), "{why} passed");
-        }
-    }
-
-    #[test]
     fn keys_and_values_land_at_the_tables_offsets() {
         // Offsets from the table, not from a copy of them: a value written
         // through Plain is read back field by field where the table puts it.
-        let table = abi_gen::parse_abi(TABLE).unwrap();
+        let table = parse_table(TABLE).unwrap();
         let field = |st: &str, f: &str| {
             let s = table.iter().find(|s| s.name == st).unwrap();
             let f = s.fields.iter().find(|x| x.name == f).unwrap();
@@ -280,12 +142,39 @@ mod tests {
         let hold =
             BpfHold { dlv_rate: 3, full_cnt: 2, full: true, train_ns: 5, btl_bytes: 9, ..BpfHold::default() };
         let s = SockState { rule: 7, rate: 11, updates: 13, hold };
-        let mut b = [0xAAu8; 120];
+        let mut b = vec![0xAAu8; SockState::SIZE];
         s.write(&mut b);
         let at = |f: &str| b[field("sock_state", f)].to_vec();
         assert_eq!(at("dlv_rate"), 3u64.to_ne_bytes());
         assert_eq!(at("full"), 1u32.to_ne_bytes());
         assert_eq!(at("btl_bytes"), 9u64.to_ne_bytes());
         assert_eq!(SockState::read(&b), s);
+    }
+
+    /// Bytes of `S::SIZE` read into the domain type and written back: every
+    /// field of the table comes back (padding zeroed, booleans 0/1), and
+    /// the value reads back equal.
+    fn round_trips<S: Plain + PartialEq + std::fmt::Debug>(name: &str, bytes: &[u8]) {
+        let table = parse_table(TABLE).unwrap();
+        let st = table.iter().find(|s| s.name == name).unwrap();
+        assert_eq!(st.size, S::SIZE);
+        let v = S::read(bytes);
+        let mut out = vec![0xAAu8; S::SIZE];
+        v.write(&mut out);
+        let bad = round_trip_violations(st, bytes, &out);
+        assert!(bad.is_empty(), "{bad:?}");
+        assert_eq!(S::read(&out), v);
+    }
+
+    proptest! {
+        #[test]
+        fn every_field_round_trips_through_the_domain_types(
+            b in proptest::collection::vec(any::<u8>(), 256),
+        ) {
+            round_trips::<RuleAbi>("rule", &b[..RuleAbi::SIZE]);
+            round_trips::<RuleStats>("rule_stats", &b[..RuleStats::SIZE]);
+            round_trips::<DstKey>("dst_key", &b[..DstKey::SIZE]);
+            round_trips::<SockState>("sock_state", &b[..SockState::SIZE]);
+        }
     }
 }

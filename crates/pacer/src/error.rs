@@ -19,6 +19,10 @@ pub enum PacerError {
     NotAttached(PathBuf),
     #[error("{op}: {source}")]
     Io { op: String, source: std::io::Error },
+    /// The program's object does not parse (a bug of the build, not of
+    /// the machine).
+    #[error("the pacer's BPF object: {0}")]
+    Object(#[from] tcpaccel_sys::bpf::ObjError),
     #[error(transparent)]
     Sys(#[from] tcpaccel_sys::Error),
 }
@@ -43,7 +47,7 @@ impl PacerError {
             PacerError::Io { source, .. } if source.kind() == std::io::ErrorKind::PermissionDenied => {
                 Class::Privilege
             }
-            PacerError::Io { .. } => Class::Runtime,
+            PacerError::Io { .. } | PacerError::Object(_) => Class::Runtime,
             PacerError::Sys(e) if e.is_privilege() => Class::Privilege,
             PacerError::Sys(tcpaccel_sys::Error::Unsupported { .. }) => Class::Feature,
             PacerError::Sys(_) => Class::Runtime,

@@ -1,28 +1,7 @@
-//! A minimal BPF loader: parse a compiled object, create its maps, load its
-//! programs, attach them to a cgroup through a BPF link, pin and unpin, and
-//! read and write maps by value.
-//!
-//! Why our own and not aya: aya 0.14 and later need Rust 1.87, above the
-//! workspace's MSRV (1.85); aya 0.13.1 builds, but brings about twenty crates
-//! for what is, here, a few hundred lines: tcpaccel's programs are built
-//! without BTF (no `-g`, so the committed objects hold no build path; see
-//! `scripts/build-bpf.sh`), use classic map definitions in a `maps` section
-//! ([`MapDef`]) and no globals, subprograms or CO-RE relocations. What this
-//! loader does not do, it refuses by name (a relocation it does not know, a
-//! non-empty `.text`, an unknown program section).
-//!
-//! Generic on purpose: issue 13 (lanes) loads a second sock_ops program with
-//! a ring buffer through the same [`Object`] → [`Loaded`] → [`Program::attach_cgroup`]
-//! path, and reads its events with [`RingBuf`] (mmap of the ring).
-//!
-//! Map values cross the syscall boundary as bytes: a value type implements
-//! [`Plain`] (a fixed size and an explicit little/native-endian layout written
-//! in safe code), so no `unsafe impl` is needed outside this crate.
-//!
-//! Pinning policy: nothing is pinned unless the caller asks ([`Link::pin`],
-//! [`Map::pin`]); a [`Link`] that is dropped unpinned detaches its program.
-//! Callers that must outlive the process pin under [`BPFFS`] and remove the
-//! pins themselves ([`unpin`]); this module never pins on its own.
+//! The syscall side of the BPF loader: creates the maps of a parsed
+//! [`Object`] (the pure model of [`super::obj`]), loads its programs with
+//! their map relocations applied, attaches them to a cgroup through a BPF
+//! link, pins and unpins, and reads and writes maps by value ([`Plain`]).
 
 use std::collections::BTreeMap;
 use std::ffi::CString;
@@ -32,6 +11,8 @@ use std::os::fd::{AsFd, AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
 
+use super::obj::{cstr, MapDef, Object};
+use super::{ne_u32, ne_u64, Plain};
 use crate::error::{Error, Result};
 
 /// Where bpffs is mounted on Linux by convention.
@@ -57,285 +38,39 @@ pub const PROG_TYPE_SOCK_OPS: u32 = 13;
 /// `enum bpf_attach_type` value of BPF_CGROUP_SOCK_OPS.
 pub const ATTACH_CGROUP_SOCK_OPS: u32 = 3;
 
-/// `enum bpf_map_type` values this loader has been used with.
-pub mod map_type {
-    pub const HASH: u32 = 1;
-    pub const ARRAY: u32 = 2;
-    pub const LRU_HASH: u32 = 9;
-    pub const LPM_TRIE: u32 = 11;
-    pub const RINGBUF: u32 = 27;
-}
-
 /// `BPF_ANY` for [`Map::update`]: create or replace.
 pub const UPDATE_ANY: u64 = 0;
 
-/// A value that crosses the BPF syscall boundary as plain bytes, laid out as
-/// the C side declares it (native endianness, explicit padding).
-pub trait Plain: Sized {
-    /// Size in bytes, equal to the C `sizeof`.
-    const SIZE: usize;
-    /// Writes the value into `out` (exactly `SIZE` bytes).
-    fn write(&self, out: &mut [u8]);
-    /// Reads a value from `b` (exactly `SIZE` bytes).
-    fn read(b: &[u8]) -> Self;
+/// Which program type and attach type a program section is for.
+fn program_type(section: &str) -> Option<(u32, u32)> {
+    match section {
+        "sockops" => Some((PROG_TYPE_SOCK_OPS, ATTACH_CGROUP_SOCK_OPS)),
+        _ => None,
+    }
 }
 
-macro_rules! plain_int {
-    ($($t:ty),*) => {$(
-        impl Plain for $t {
-            const SIZE: usize = std::mem::size_of::<$t>();
-            fn write(&self, out: &mut [u8]) {
-                out.copy_from_slice(&self.to_ne_bytes());
-            }
-            fn read(b: &[u8]) -> Self {
-                let mut a = [0u8; std::mem::size_of::<$t>()];
-                a.copy_from_slice(&b[..std::mem::size_of::<$t>()]);
-                <$t>::from_ne_bytes(a)
-            }
-        }
-    )*};
-}
-plain_int!(u8, u16, u32, u64, i32, i64);
-
-/// Reads a native-endian u32 at `off` of `b` (a helper for [`Plain`] impls).
-pub fn ne_u32(b: &[u8], off: usize) -> u32 {
-    u32::read(&b[off..off + 4])
-}
-/// Reads a native-endian u64 at `off` of `b`.
-pub fn ne_u64(b: &[u8], off: usize) -> u64 {
-    u64::read(&b[off..off + 8])
-}
-
-/// `struct map_def` of a program's `maps` section: five u32s, in this order.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct MapDef {
-    pub map_type: u32,
-    pub key_size: u32,
-    pub value_size: u32,
-    pub max_entries: u32,
-    pub flags: u32,
-}
-
-/// A program found in an object: its section, function name and
-/// instructions, with the map relocations still to apply.
-#[derive(Debug, Clone)]
-struct ProgramSpec {
-    section: String,
-    name: String,
-    insns: Vec<u8>,
-    /// (instruction index, map name)
-    relocs: Vec<(usize, String)>,
-}
-
-/// A parsed BPF ELF object (nothing in the kernel yet).
-#[derive(Debug, Clone)]
-pub struct Object {
-    maps: Vec<(String, MapDef)>,
-    programs: Vec<ProgramSpec>,
-    license: CString,
-}
-
-fn bad(op: &str, msg: impl Into<String>) -> Error {
+pub(super) fn bad(op: &str, msg: impl Into<String>) -> Error {
     Error::Other { op: op.to_string(), msg: msg.into() }
 }
 
-fn rd<const N: usize>(b: &[u8], off: usize) -> Option<[u8; N]> {
-    b.get(off..off.checked_add(N)?)?.try_into().ok()
-}
-fn le16(b: &[u8], off: usize) -> Option<u16> {
-    rd::<2>(b, off).map(u16::from_le_bytes)
-}
-fn le32(b: &[u8], off: usize) -> Option<u32> {
-    rd::<4>(b, off).map(u32::from_le_bytes)
-}
-fn le64(b: &[u8], off: usize) -> Option<u64> {
-    rd::<8>(b, off).map(u64::from_le_bytes)
-}
-fn cstr(b: &[u8], off: usize) -> Option<String> {
-    let s = b.get(off..)?;
-    let end = s.iter().position(|&c| c == 0)?;
-    String::from_utf8(s[..end].to_vec()).ok()
-}
-
-#[derive(Debug, Clone, Copy)]
-struct Section {
-    name_off: u32,
-    kind: u32,
-    flags: u64,
-    offset: u64,
-    size: u64,
-    link: u32,
-    info: u32,
-}
-
-const SHT_SYMTAB: u32 = 2;
-const SHT_REL: u32 = 9;
-const SHF_EXECINSTR: u64 = 4;
-const EM_BPF: u16 = 247;
-/// R_BPF_64_64: a 64-bit immediate load of a symbol's address (a map).
-const R_BPF_64_64: u32 = 1;
-const BPF_PSEUDO_MAP_FD: u8 = 1;
-
 impl Object {
-    /// Parses a little-endian 64-bit BPF ELF object.
-    pub fn parse(elf: &[u8]) -> Result<Object> {
-        const OP: &str = "parse BPF object";
-        let e = || bad(OP, "truncated or malformed ELF");
-        if elf.get(..4) != Some(b"\x7fELF".as_slice()) || elf.get(4) != Some(&2) || elf.get(5) != Some(&1) {
-            return Err(bad(OP, "not a 64-bit little-endian ELF file"));
-        }
-        if le16(elf, 0x12) != Some(EM_BPF) {
-            return Err(bad(OP, "not a BPF object (e_machine is not EM_BPF)"));
-        }
-        let shoff = le64(elf, 0x28).ok_or_else(e)? as usize;
-        let shentsize = le16(elf, 0x3a).ok_or_else(e)? as usize;
-        let shnum = le16(elf, 0x3c).ok_or_else(e)? as usize;
-        let shstrndx = le16(elf, 0x3e).ok_or_else(e)? as usize;
-        if shentsize < 64 {
-            return Err(e());
-        }
-        let mut secs = Vec::with_capacity(shnum);
-        for i in 0..shnum {
-            let o = shoff.checked_add(i * shentsize).ok_or_else(e)?;
-            secs.push(Section {
-                name_off: le32(elf, o).ok_or_else(e)?,
-                kind: le32(elf, o + 4).ok_or_else(e)?,
-                flags: le64(elf, o + 8).ok_or_else(e)?,
-                offset: le64(elf, o + 24).ok_or_else(e)?,
-                size: le64(elf, o + 32).ok_or_else(e)?,
-                link: le32(elf, o + 40).ok_or_else(e)?,
-                info: le32(elf, o + 44).ok_or_else(e)?,
-            });
-        }
-        let data = |s: &Section| -> Result<&[u8]> {
-            let start = s.offset as usize;
-            elf.get(start..start.checked_add(s.size as usize).ok_or_else(e)?).ok_or_else(e)
-        };
-        let shstr = data(secs.get(shstrndx).ok_or_else(e)?)?;
-        let name = |s: &Section| cstr(shstr, s.name_off as usize).unwrap_or_default();
-
-        let symtab = secs.iter().find(|s| s.kind == SHT_SYMTAB).ok_or_else(|| bad(OP, "no symbol table"))?;
-        let strtab = data(secs.get(symtab.link as usize).ok_or_else(e)?)?;
-        let syms = data(symtab)?;
-        // (name, section index, value, size, type)
-        let mut symbols = Vec::new();
-        for o in (0..syms.len() / 24).map(|i| i * 24) {
-            let n = cstr(strtab, le32(syms, o).ok_or_else(e)? as usize).unwrap_or_default();
-            let info = syms[o + 4];
-            let shndx = le16(syms, o + 6).ok_or_else(e)? as usize;
-            let value = le64(syms, o + 8).ok_or_else(e)?;
-            let size = le64(syms, o + 16).ok_or_else(e)?;
-            symbols.push((n, shndx, value, size, info & 0xf));
-        }
-
-        let maps_idx = secs.iter().position(|s| name(s) == "maps");
-        let mut maps = Vec::new();
-        if let Some(mi) = maps_idx {
-            let md = data(&secs[mi])?;
-            for (n, shndx, value, size, _) in &symbols {
-                if *shndx != mi || n.is_empty() {
-                    continue;
-                }
-                let o = *value as usize;
-                if *size < 20 {
-                    return Err(bad(OP, format!("map {n}: definition of {size} bytes, expected 20")));
-                }
-                let f = |k: usize| le32(md, o + 4 * k).ok_or_else(e);
-                let def = MapDef {
-                    map_type: f(0)?,
-                    key_size: f(1)?,
-                    value_size: f(2)?,
-                    max_entries: f(3)?,
-                    flags: f(4)?,
-                };
-                maps.push((n.clone(), def));
-            }
-        }
-
-        let mut programs = Vec::new();
-        for (i, s) in secs.iter().enumerate() {
-            if s.flags & SHF_EXECINSTR == 0 || s.size == 0 {
-                continue;
-            }
-            let sname = name(s);
-            if sname == ".text" {
-                return Err(bad(OP, "non-empty .text: subprograms are not supported (use __always_inline)"));
-            }
-            let func = symbols
-                .iter()
-                .find(|(n, shndx, value, _, ty)| *shndx == i && *value == 0 && *ty == 2 && !n.is_empty())
-                .map(|t| t.0.clone())
-                .ok_or_else(|| bad(OP, format!("section {sname}: no function symbol")))?;
-            let mut relocs = Vec::new();
-            for r in secs.iter().filter(|r| r.kind == SHT_REL && r.info as usize == i) {
-                let rel = data(r)?;
-                for o in (0..rel.len() / 16).map(|k| k * 16) {
-                    let off = le64(rel, o).ok_or_else(e)?;
-                    let info = le64(rel, o + 8).ok_or_else(e)?;
-                    let (sym, ty) = ((info >> 32) as usize, (info & 0xffff_ffff) as u32);
-                    let (sn, shndx, ..) = symbols.get(sym).ok_or_else(e)?;
-                    if ty != R_BPF_64_64 || Some(*shndx) != maps_idx {
-                        return Err(bad(
-                            OP,
-                            format!(
-                                "section {sname}: relocation type {ty} against {sn:?} is not a map reference"
-                            ),
-                        ));
-                    }
-                    relocs.push((off as usize / 8, sn.clone()));
-                }
-            }
-            programs.push(ProgramSpec { section: sname, name: func, insns: data(s)?.to_vec(), relocs });
-        }
-        let license = secs
-            .iter()
-            .find(|s| name(s) == "license")
-            .map(|s| data(s).map(|d| cstr(d, 0).unwrap_or_default()))
-            .transpose()?
-            .ok_or_else(|| bad(OP, "no license section"))?;
-        let license = CString::new(license).map_err(|_| e())?;
-        Ok(Object { maps, programs, license })
-    }
-
-    /// The map definitions, by name.
-    pub fn maps(&self) -> impl Iterator<Item = (&str, &MapDef)> {
-        self.maps.iter().map(|(n, d)| (n.as_str(), d))
-    }
-
-    /// The programs' function names.
-    pub fn program_names(&self) -> impl Iterator<Item = &str> {
-        self.programs.iter().map(|p| p.name.as_str())
-    }
-
     /// Creates the maps, applies the relocations and loads every program.
     pub fn load(&self) -> Result<Loaded> {
+        let license = CString::new(self.license.as_str())
+            .map_err(|_| bad("load BPF object", "the license has a NUL byte"))?;
         let mut maps = BTreeMap::new();
-        for (name, def) in &self.maps {
-            maps.insert(name.clone(), Map::create(name, def)?);
+        for m in &self.maps {
+            maps.insert(m.name.clone(), Map::create(&m.name, &m.def)?);
         }
         let mut programs = BTreeMap::new();
         for p in &self.programs {
-            let (prog_type, attach) = match p.section.as_str() {
-                "sockops" => (PROG_TYPE_SOCK_OPS, ATTACH_CGROUP_SOCK_OPS),
-                other => {
-                    return Err(bad("load BPF program", format!("section {other:?}: unknown program type")));
-                }
-            };
-            let mut insns = p.insns.clone();
-            for (idx, map) in &p.relocs {
-                let m = maps.get(map).ok_or_else(|| bad("load BPF program", format!("unknown map {map}")))?;
-                let o = idx * 8;
-                if o + 16 > insns.len() || insns[o] != 0x18 {
-                    return Err(bad(
-                        "load BPF program",
-                        format!("{}: relocation at {idx} is not ld_imm64", p.name),
-                    ));
-                }
-                // dst_reg in the low nibble, src_reg in the high one.
-                insns[o + 1] = (insns[o + 1] & 0x0f) | (BPF_PSEUDO_MAP_FD << 4);
-                insns[o + 4..o + 8].copy_from_slice(&(m.fd.as_raw_fd() as u32).to_le_bytes());
-            }
-            let fd = prog_load(&p.name, prog_type, attach, &insns, &self.license)?;
+            let (prog_type, attach) = program_type(&p.section).ok_or_else(|| {
+                bad("load BPF program", format!("section {:?}: unknown program type", p.section))
+            })?;
+            let insns = p
+                .relocated(|name| maps.get(name).map(|m: &Map| m.fd.as_raw_fd() as u32))
+                .map_err(|e| bad(&format!("load BPF program {}", p.name), e.to_string()))?;
+            let fd = prog_load(&p.name, prog_type, attach, &insns, &license)?;
             programs.insert(p.name.clone(), Program { fd, name: p.name.clone() });
         }
         Ok(Loaded { maps, programs })
@@ -495,9 +230,9 @@ pub fn unpin(path: &Path) -> Result<()> {
 /// A BPF map: typed access by value through [`Plain`].
 #[derive(Debug)]
 pub struct Map {
-    fd: OwnedFd,
-    name: String,
-    def: MapDef,
+    pub(super) fd: OwnedFd,
+    pub(super) name: String,
+    pub(super) def: MapDef,
 }
 
 impl Map {
@@ -882,193 +617,14 @@ pub fn current_netns_cookie() -> Result<u64> {
     netns_cookie(&fd)
 }
 
-// Ring buffer layout (kernel/bpf/ringbuf.c, tools/lib/bpf/ringbuf.c): the
-// map fd is mmap()ed as one writable consumer page, then (read-only) one
-// producer page followed by the data area mapped twice in a row, so that a
-// record that wraps around the end reads as one contiguous slice.
-const RINGBUF_BUSY: u32 = 1 << 31;
-const RINGBUF_DISCARD: u32 = 1 << 30;
-const RINGBUF_HDR: usize = 8;
-
-/// A mapping that is unmapped on drop.
-#[derive(Debug)]
-struct Mapping {
-    ptr: *mut u8,
-    len: usize,
-}
-
-impl Mapping {
-    fn new(fd: &OwnedFd, len: usize, prot: libc::c_int, offset: libc::off_t, what: &str) -> Result<Mapping> {
-        // SAFETY: a fresh shared mapping of a BPF ring buffer map fd; the
-        // kernel checks the length, protection and offset against the map.
-        let p =
-            unsafe { libc::mmap(std::ptr::null_mut(), len, prot, libc::MAP_SHARED, fd.as_raw_fd(), offset) };
-        if p == libc::MAP_FAILED {
-            return Err(Error::last(format!("mmap the {what} of a BPF ring buffer")));
-        }
-        Ok(Mapping { ptr: p.cast(), len })
-    }
-}
-
-impl Drop for Mapping {
-    fn drop(&mut self) {
-        // SAFETY: ptr/len are exactly what mmap returned; nothing borrows
-        // the mapping past its owner (RingBuf hands out copies only).
-        unsafe {
-            libc::munmap(self.ptr.cast(), self.len);
-        }
-    }
-}
-
-/// A consumer of a `BPF_MAP_TYPE_RINGBUF` map: records the program
-/// submitted, read in order, each copied out once, and the consumer
-/// position advanced after each. Readiness: [`RingBuf::wait`] (poll(2) on
-/// the map fd, which the kernel wakes on submit).
-#[derive(Debug)]
-pub struct RingBuf {
-    fd: OwnedFd,
-    consumer: Mapping,
-    producer: Mapping,
-    mask: u64,
-    page: usize,
-}
-
-// SAFETY: the mappings are plain shared memory owned by this value; the
-// positions are read and written with atomic operations only.
-unsafe impl Send for RingBuf {}
-
-impl RingBuf {
-    /// Maps the ring buffer `map` (its fd is duplicated and kept).
-    pub fn new(map: &Map) -> Result<RingBuf> {
-        if map.def.map_type != map_type::RINGBUF {
-            return Err(bad("BPF ring buffer", format!("map {} is not a ring buffer", map.name)));
-        }
-        let size = map.def.max_entries as usize;
-        // SAFETY: sysconf takes no pointers.
-        let page = unsafe { libc::sysconf(libc::_SC_PAGESIZE) } as usize;
-        if !size.is_power_of_two() || size & (page - 1) != 0 {
-            return Err(bad("BPF ring buffer", format!("size {size} is not a power-of-two number of pages")));
-        }
-        let fd = map.fd.try_clone().map_err(|e| Error::os("dup a BPF ring buffer fd", e))?;
-        let consumer = Mapping::new(&fd, page, libc::PROT_READ | libc::PROT_WRITE, 0, "consumer page")?;
-        let producer = Mapping::new(&fd, page + 2 * size, libc::PROT_READ, page as libc::off_t, "data")?;
-        Ok(RingBuf { fd, consumer, producer, mask: size as u64 - 1, page })
-    }
-
-    fn consumer_pos(&self) -> &std::sync::atomic::AtomicU64 {
-        // SAFETY: the consumer page starts with the 8-byte, 8-aligned
-        // consumer position (page aligned); the mapping lives as long as self.
-        unsafe { &*(self.consumer.ptr as *const std::sync::atomic::AtomicU64) }
-    }
-
-    fn producer_pos(&self) -> &std::sync::atomic::AtomicU64 {
-        // SAFETY: as above, for the producer position at the start of the
-        // producer page.
-        unsafe { &*(self.producer.ptr as *const std::sync::atomic::AtomicU64) }
-    }
-
-    /// Calls `f` with every record available now (data only, without the
-    /// header; discarded records are skipped). Returns how many were read.
-    pub fn consume(&mut self, mut f: impl FnMut(&[u8])) -> usize {
-        use std::sync::atomic::{AtomicU32, Ordering};
-        let mut n = 0;
-        let mut cons = self.consumer_pos().load(Ordering::Acquire);
-        loop {
-            let prod = self.producer_pos().load(Ordering::Acquire);
-            if cons >= prod {
-                break;
-            }
-            let off = self.page + (cons & self.mask) as usize;
-            // SAFETY: off is inside the first copy of the data area, and a
-            // record header is 8-aligned; the kernel writes the length word
-            // with release semantics when it submits or discards.
-            let hdr = unsafe { &*(self.producer.ptr.add(off) as *const AtomicU32) }.load(Ordering::Acquire);
-            if hdr & RINGBUF_BUSY != 0 {
-                break; // reserved, not yet submitted
-            }
-            let len = (hdr & !(RINGBUF_BUSY | RINGBUF_DISCARD)) as usize;
-            if hdr & RINGBUF_DISCARD == 0 {
-                let start = off + RINGBUF_HDR;
-                if start + len <= self.producer.len {
-                    // SAFETY: the record (at most the ring's size) lies in the
-                    // double mapping right after its header; checked above.
-                    let data = unsafe { std::slice::from_raw_parts(self.producer.ptr.add(start), len) };
-                    f(data);
-                    n += 1;
-                }
-            }
-            cons += ((len + RINGBUF_HDR + 7) & !7) as u64;
-            self.consumer_pos().store(cons, Ordering::Release);
-        }
-        n
-    }
-
-    /// Waits up to `timeout` for the ring buffer to have data (poll(2)).
-    /// True when it does.
-    pub fn wait(&self, timeout: std::time::Duration) -> Result<bool> {
-        let [r] = crate::io::poll([(self.fd.as_fd(), crate::io::READABLE)], Some(timeout))
-            .map_err(|e| Error::os("poll a BPF ring buffer", e))?;
-        Ok(r != 0)
-    }
-}
-
-impl RingBuf {
-    /// Waits up to `timeout` for the ring buffer or `other` to be readable
-    /// (one poll(2) on both): (ring ready, other ready).
-    pub fn wait_with(
-        &self,
-        other: std::os::fd::BorrowedFd<'_>,
-        timeout: std::time::Duration,
-    ) -> Result<(bool, bool)> {
-        let [ring, o] = crate::io::poll(
-            [(self.fd.as_fd(), crate::io::READABLE), (other, crate::io::READABLE)],
-            Some(timeout),
-        )
-        .map_err(|e| Error::os("poll a BPF ring buffer and a socket", e))?;
-        Ok((ring != 0, o != 0))
-    }
-}
-
-impl AsFd for RingBuf {
-    fn as_fd(&self) -> std::os::fd::BorrowedFd<'_> {
-        self.fd.as_fd()
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn refuses_what_is_not_a_bpf_object() {
-        let err = Object::parse(b"not an elf").unwrap_err().to_string();
-        assert!(err.contains("not a 64-bit little-endian ELF"), "{err}");
-        let mut elf = vec![0u8; 64];
-        elf[..4].copy_from_slice(b"\x7fELF");
-        elf[4] = 2;
-        elf[5] = 1;
-        elf[0x12] = 62; // x86-64
-        let err = Object::parse(&elf).unwrap_err().to_string();
-        assert!(err.contains("not a BPF object"), "{err}");
-        elf[0x12] = 247;
-        elf[0x28] = 0xff; // section headers past the end
-        elf[0x3a] = 64;
-        elf[0x3c] = 3;
-        assert!(Object::parse(&elf).unwrap_err().to_string().contains("malformed"));
-    }
 
     #[test]
     fn names_are_cut_to_what_the_kernel_takes() {
         assert_eq!(&name16("tcpaccel_pace")[..14], b"tcpaccel_pace\0");
         assert_eq!(name16("a-very.long:name_that_goes_on")[15], 0);
         assert_eq!(&name16("a-b")[..3], b"ab\0");
-    }
-
-    #[test]
-    fn plain_round_trips() {
-        let mut b = [0u8; 8];
-        0x0102_0304_0506_0708u64.write(&mut b);
-        assert_eq!(u64::read(&b), 0x0102_0304_0506_0708);
-        assert_eq!(ne_u32(&b, 0), u32::from_ne_bytes([b[0], b[1], b[2], b[3]]));
     }
 }
