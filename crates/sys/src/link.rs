@@ -72,13 +72,14 @@ pub fn encode_getroute(dst: IpAddr, seq: u32) -> Vec<u8> {
 
 /// The GSO limits in an `RTM_NEWLINK` answer's payload.
 pub fn parse_link_gso(payload: &[u8]) -> std::result::Result<LinkGso, netlink::ParseError> {
-    let tail = payload.get(IFINFOMSG_LEN..).ok_or(netlink::ParseError::Short {
+    let tail = payload.get(IFINFOMSG_LEN..).ok_or(netlink::ParseError::Truncated {
         what: "ifinfomsg",
-        len: payload.len(),
+        at: 0,
         need: IFINFOMSG_LEN,
+        have: payload.len(),
     })?;
     let (mut segs, mut size) = (None, None);
-    for a in netlink::attrs(tail, "link") {
+    for a in netlink::attrs(tail, "link").at_offset(IFINFOMSG_LEN) {
         let (kind, d) = a?;
         match kind {
             IFLA_GSO_MAX_SEGS => segs = netlink::fixed::<4>(d).map(u32::from_ne_bytes),
@@ -94,12 +95,13 @@ pub fn parse_link_gso(payload: &[u8]) -> std::result::Result<LinkGso, netlink::P
 
 /// The output device in an `RTM_NEWROUTE` answer's payload.
 pub fn parse_route_oif(payload: &[u8]) -> std::result::Result<Option<u32>, netlink::ParseError> {
-    let tail = payload.get(RTMSG_LEN..).ok_or(netlink::ParseError::Short {
+    let tail = payload.get(RTMSG_LEN..).ok_or(netlink::ParseError::Truncated {
         what: "rtmsg",
-        len: payload.len(),
+        at: 0,
         need: RTMSG_LEN,
+        have: payload.len(),
     })?;
-    for a in netlink::attrs(tail, "route") {
+    for a in netlink::attrs(tail, "route").at_offset(RTMSG_LEN) {
         let (kind, d) = a?;
         if kind == RTA_OIF {
             return Ok(netlink::fixed::<4>(d).map(u32::from_ne_bytes));

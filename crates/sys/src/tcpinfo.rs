@@ -33,12 +33,10 @@ const QUERY_LEN: usize = 512;
 /// `TCP_INFO` (linux/tcp.h).
 const TCP_INFO: libc::c_int = 11;
 
-/// The buffer is shorter than the base structure.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("tcp_info: {len} bytes is shorter than the {BASE_LEN}-byte base structure")]
-pub struct ShortTcpInfo {
-    pub len: usize,
-}
+/// Why kernel bytes could not be decoded (shared with the netlink layer):
+/// here a buffer shorter than the base structure
+/// ([`ParseError::Truncated`]), or a subflow address of another family.
+pub use crate::netlink::ParseError;
 
 /// One snapshot of a TCP socket's state as the kernel reports it.
 ///
@@ -149,10 +147,13 @@ impl Fields<'_> {
 
 impl TcpInfo {
     /// Parses a `struct tcp_info` of any length ≥ [`BASE_LEN`]. Offsets follow
-    /// include/uapi/linux/tcp.h; integers are in host byte order.
-    pub fn parse(buf: &[u8]) -> std::result::Result<TcpInfo, ShortTcpInfo> {
+    /// include/uapi/linux/tcp.h; integers are in host byte order. Shorter
+    /// than the base is [`ParseError::Truncated`]; a field past the end of a
+    /// longer buffer is `None` (even when the buffer ends inside it); bytes
+    /// past [`KNOWN_LEN`] are ignored.
+    pub fn parse(buf: &[u8]) -> std::result::Result<TcpInfo, ParseError> {
         if buf.len() < BASE_LEN {
-            return Err(ShortTcpInfo { len: buf.len() });
+            return Err(ParseError::Truncated { what: "tcp_info", at: 0, need: BASE_LEN, have: buf.len() });
         }
         let f = Fields(buf);
         // Byte 6 holds two 4-bit fields and byte 7 two flags. With the
@@ -357,31 +358,35 @@ pub fn mptcp_subflows_tcp_info(fd: &impl AsFd) -> Result<Vec<TcpInfo>> {
     buf[0..4].copy_from_slice(&(SUBFLOW_DATA_LEN as u32).to_ne_bytes());
     buf[12..16].copy_from_slice(&(QUERY_LEN as u32).to_ne_bytes());
     let n = crate::sockopt::get_bytes(fd, SOL_MPTCP, MPTCP_TCPINFO, &mut buf, op)?;
-    parse_subflow_infos(&buf[..n]).map_err(|msg| Error::Other { op: op.into(), msg })
+    parse_subflow_infos(&buf[..n]).map_err(|e| Error::Other { op: op.into(), msg: e.to_string() })
 }
 
-/// Splits an `MPTCP_TCPINFO` answer into its subflows' `tcp_info`.
-fn parse_subflow_infos(buf: &[u8]) -> std::result::Result<Vec<TcpInfo>, String> {
-    subflow_elements(buf)?.into_iter().map(|b| TcpInfo::parse(b).map_err(|e| e.to_string())).collect()
+/// Splits an `MPTCP_TCPINFO` answer into its subflows' `tcp_info`; offsets
+/// in errors count from the start of `buf`.
+pub fn parse_subflow_infos(buf: &[u8]) -> std::result::Result<Vec<TcpInfo>, ParseError> {
+    subflow_elements(buf)?.into_iter().map(|(at, b)| TcpInfo::parse(b).map_err(|e| e.shifted(at))).collect()
 }
 
 /// The elements of a `struct mptcp_subflow_data`-headed answer
 /// (`MPTCP_TCPINFO`, `MPTCP_SUBFLOW_ADDRS`): the header's own size, the
 /// subflow count, the kernel's and the user's element sizes, then the
-/// array at the user's stride, each element cut to the smaller size.
-fn subflow_elements(buf: &[u8]) -> std::result::Result<Vec<&[u8]>, String> {
+/// array at the user's stride, each element cut to the smaller size. Each
+/// comes with its offset. Elements the count promises but the buffer does
+/// not hold are left out (the kernel fills what the buffer had room for).
+fn subflow_elements(buf: &[u8]) -> std::result::Result<Vec<(usize, &[u8])>, ParseError> {
     let f = Fields(buf);
     let (Some(head), Some(count), Some(kernel), Some(user)) = (f.u32(0), f.u32(4), f.u32(8), f.u32(12))
     else {
-        return Err(format!("{} bytes is shorter than struct mptcp_subflow_data", buf.len()));
+        let need = SUBFLOW_DATA_LEN;
+        return Err(ParseError::Truncated { what: "mptcp_subflow_data", at: 0, need, have: buf.len() });
     };
     let (head, user) = (head as usize, user as usize);
     let each = user.min(kernel as usize);
     let mut out = Vec::new();
     for i in 0..(count as usize).min(MAX_SUBFLOWS) {
-        let start = head + i * user;
-        let Some(b) = buf.get(start..start + each) else { break };
-        out.push(b);
+        let Some(start) = i.checked_mul(user).and_then(|o| o.checked_add(head)) else { break };
+        let Some(b) = start.checked_add(each).and_then(|end| buf.get(start..end)) else { break };
+        out.push((start, b));
     }
     Ok(out)
 }
@@ -415,7 +420,8 @@ pub fn mptcp_subflows(fd: &impl AsFd) -> Result<Vec<MptcpSubflow>> {
         buf[0..4].copy_from_slice(&(SUBFLOW_DATA_LEN as u32).to_ne_bytes());
         buf[12..16].copy_from_slice(&(SUBFLOW_ADDRS_LEN as u32).to_ne_bytes());
         let n = crate::sockopt::get_bytes(fd, SOL_MPTCP, MPTCP_SUBFLOW_ADDRS, &mut buf, op)?;
-        let addrs = parse_subflow_addrs(&buf[..n]).map_err(|msg| Error::Other { op: op.into(), msg })?;
+        let addrs =
+            parse_subflow_addrs(&buf[..n]).map_err(|e| Error::Other { op: op.into(), msg: e.to_string() })?;
         if addrs.len() == infos.len() {
             return Ok(addrs
                 .into_iter()
@@ -434,21 +440,29 @@ pub fn mptcp_subflows(fd: &impl AsFd) -> Result<Vec<MptcpSubflow>> {
     })
 }
 
-/// Splits an `MPTCP_SUBFLOW_ADDRS` answer into (local, remote) pairs.
-fn parse_subflow_addrs(
+/// Splits an `MPTCP_SUBFLOW_ADDRS` answer into (local, remote) pairs; an
+/// address that is not inet (or an element too short for one) is an error
+/// at its offset in `buf`.
+pub fn parse_subflow_addrs(
     buf: &[u8],
-) -> std::result::Result<Vec<(std::net::SocketAddr, std::net::SocketAddr)>, String> {
+) -> std::result::Result<Vec<(std::net::SocketAddr, std::net::SocketAddr)>, ParseError> {
     let half = SUBFLOW_ADDRS_LEN / 2;
     subflow_elements(buf)?
         .into_iter()
-        .enumerate()
-        .map(|(i, b)| {
-            let addr = |at: usize, what: &str| {
-                b.get(at..at + half)
-                    .and_then(crate::sockopt::sockaddr_from_bytes)
-                    .ok_or_else(|| format!("subflow {i}: no inet {what} address in {} bytes", b.len()))
+        .map(|(start, b)| {
+            let addr = |at: usize| {
+                let bytes = b.get(at..at + half).ok_or(ParseError::Truncated {
+                    what: "mptcp_subflow_addrs",
+                    at: start + at,
+                    need: half,
+                    have: b.len().saturating_sub(at),
+                })?;
+                crate::sockopt::sockaddr_from_bytes(bytes).ok_or(ParseError::BadFamily {
+                    at: start + at,
+                    family: u16::from_ne_bytes([bytes[0], bytes[1]]),
+                })
             };
-            Ok((addr(0, "local")?, addr(half, "remote")?))
+            Ok((addr(0)?, addr(half)?))
         })
         .collect()
 }
@@ -477,8 +491,14 @@ mod tests {
 
     #[test]
     fn short_buffer_is_an_error() {
-        assert_eq!(TcpInfo::parse(&[0u8; 103]), Err(ShortTcpInfo { len: 103 }));
-        assert!(TcpInfo::parse(&[]).is_err());
+        let short = |have| Err(ParseError::Truncated { what: "tcp_info", at: 0, need: BASE_LEN, have });
+        assert_eq!(TcpInfo::parse(&[0u8; 103]), short(103));
+        assert_eq!(TcpInfo::parse(&[]), short(0));
+        assert_eq!(TcpInfo::parse(&[0u8; 8]), short(8));
+        assert_eq!(
+            TcpInfo::parse(&[0u8; 8]).unwrap_err().to_string(),
+            "tcp_info truncated at byte 0: needs 104 bytes, 8 left"
+        );
     }
 
     #[test]
@@ -645,8 +665,11 @@ mod tests {
         bad[16 + SUBFLOW_ADDRS_LEN..16 + SUBFLOW_ADDRS_LEN + 2]
             .copy_from_slice(&(libc::AF_UNIX as u16).to_ne_bytes());
         let e = parse_subflow_addrs(&bad).unwrap_err();
-        assert!(e.contains("subflow 1") && e.contains("local"), "{e}");
-        assert!(parse_subflow_addrs(&buf[..12]).is_err());
+        assert_eq!(e, ParseError::BadFamily { at: 16 + SUBFLOW_ADDRS_LEN, family: libc::AF_UNIX as u16 });
+        assert_eq!(
+            parse_subflow_addrs(&buf[..12]),
+            Err(ParseError::Truncated { what: "mptcp_subflow_data", at: 0, need: 16, have: 12 })
+        );
     }
 
     #[test]
