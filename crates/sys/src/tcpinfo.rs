@@ -732,4 +732,43 @@ mod tests {
         assert!(t.snd_mss > 0);
         assert!(t.bytes_sent.is_some_and(|b| b >= 10_000) || t.bytes_acked.is_some_and(|b| b > 0));
     }
+
+    const CAPTURED: &[u8] = include_bytes!("../testdata/tcp_info.bin");
+
+    /// The real `getsockopt(TCP_INFO)` of a loopback client that sent 10 000
+    /// bytes and had them echoed (crates/sys/testdata/README.md).
+    #[test]
+    fn captured_tcp_info_decodes_to_known_values() {
+        let t = TcpInfo::parse(CAPTURED).unwrap();
+        assert_eq!((t.len, t.state_name(), t.ca_state_name()), (280, "ESTABLISHED", "Open"));
+        assert_eq!(
+            (t.bytes_sent, t.bytes_received, t.bytes_acked),
+            (Some(10_000), Some(10_000), Some(10_001))
+        );
+        assert_eq!((t.snd_cwnd, t.total_retrans, t.pmtu), (11, 0, 65_535));
+        assert_eq!(t.received_ce_bytes, Some(0));
+    }
+
+    /// The captured structure at lengths 0, 8, its own less one byte, the
+    /// known length less one, and 64 bytes longer than the kernel's.
+    #[test]
+    fn captured_tcp_info_at_any_length() {
+        let whole = TcpInfo::parse(CAPTURED).unwrap();
+        for len in [0, 8] {
+            assert_eq!(
+                TcpInfo::parse(&CAPTURED[..len]),
+                Err(ParseError::Truncated { what: "tcp_info", at: 0, need: BASE_LEN, have: len })
+            );
+        }
+        // 279 bytes still hold every field known here (they end at 276).
+        let short = TcpInfo::parse(&CAPTURED[..CAPTURED.len() - 1]).unwrap();
+        assert_eq!(short, TcpInfo { len: 279, ..whole.clone() });
+        // 275 bytes cut the last field: it alone is absent.
+        let cut = TcpInfo::parse(&CAPTURED[..KNOWN_LEN - 1]).unwrap();
+        assert_eq!(cut, TcpInfo { len: KNOWN_LEN - 1, received_ce_bytes: None, ..whole.clone() });
+        // A newer kernel's 64 more bytes are ignored.
+        let mut long = CAPTURED.to_vec();
+        long.extend_from_slice(&[0xff; 64]);
+        assert_eq!(TcpInfo::parse(&long).unwrap(), TcpInfo { len: 344, ..whole });
+    }
 }
