@@ -450,13 +450,12 @@ pub fn parse_subflow_addrs(
     subflow_elements(buf)?
         .into_iter()
         .map(|(start, b)| {
+            if b.len() < SUBFLOW_ADDRS_LEN {
+                let (need, have) = (SUBFLOW_ADDRS_LEN, b.len());
+                return Err(ParseError::Truncated { what: "mptcp_subflow_addrs", at: start, need, have });
+            }
             let addr = |at: usize| {
-                let bytes = b.get(at..at + half).ok_or(ParseError::Truncated {
-                    what: "mptcp_subflow_addrs",
-                    at: start + at,
-                    need: half,
-                    have: b.len().saturating_sub(at),
-                })?;
+                let bytes = &b[at..at + half];
                 crate::sockopt::sockaddr_from_bytes(bytes).ok_or(ParseError::BadFamily {
                     at: start + at,
                     family: u16::from_ne_bytes([bytes[0], bytes[1]]),
