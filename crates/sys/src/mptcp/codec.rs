@@ -333,8 +333,8 @@ pub fn parse_family(genl: &[u8]) -> Result<FamilyInfo, ParseError> {
     };
     let sk = &mut info.skipped;
     let mut have_id = false;
-    for a in netlink::attrs(body, "nlctrl family").at_offset(GENL_HDRLEN) {
-        let (k, d) = a?;
+    for a in netlink::attrs(body, "nlctrl family").at_offset(GENL_HDRLEN).with_offsets() {
+        let (at, k, d) = a?;
         match k {
             CTRL_ATTR_FAMILY_ID => {
                 if let Some(v) = sk.sized::<2>(d) {
@@ -346,10 +346,10 @@ pub fn parse_family(genl: &[u8]) -> Result<FamilyInfo, ParseError> {
             CTRL_ATTR_VERSION => info.version = sk.sized::<4>(d).map_or(0, u32::from_ne_bytes),
             CTRL_ATTR_MCAST_GROUPS => {
                 // An array: nested entries (index as type), each with a name and an id.
-                for g in netlink::attrs(d, "CTRL_ATTR_MCAST_GROUPS") {
-                    let (_, entry) = g?;
+                for g in netlink::attrs(d, "CTRL_ATTR_MCAST_GROUPS").at_offset(at).with_offsets() {
+                    let (entry_at, _, entry) = g?;
                     let (mut name, mut id) = (None, None);
-                    for f in netlink::attrs(entry, "multicast group") {
+                    for f in netlink::attrs(entry, "multicast group").at_offset(entry_at) {
                         let (fk, fd) = f?;
                         match fk {
                             CTRL_ATTR_MCAST_GRP_NAME => name = Some(c_string(fd)),
@@ -648,6 +648,23 @@ mod tests {
         assert_eq!(f.group(super::super::EVENTS_GROUP), Some(10));
         assert_eq!(f.group("nope"), None);
         assert_eq!(parse_family(&[1, 2, 0, 0]), Err(ParseError::Missing { what: "CTRL_ATTR_FAMILY_ID" }));
+        // A broken attribute two levels down is named at its offset in the payload:
+        // genl header 4, FAMILY_ID 8, MCAST_GROUPS' header 4, the entry's header 4.
+        let mut entry = AttrBuf::default();
+        entry.put_u32(CTRL_ATTR_MCAST_GRP_ID, 9);
+        let mut entry = entry.into_bytes();
+        entry[0] = 9; // claims 9 bytes, 8 there
+        let mut arr = AttrBuf::default();
+        arr.put(1 | NLA_F_NESTED, &entry);
+        let mut a = AttrBuf::default();
+        a.put_u16(CTRL_ATTR_FAMILY_ID, 0x1b);
+        a.put_nested(CTRL_ATTR_MCAST_GROUPS, arr);
+        let mut genl = vec![1, 2, 0, 0];
+        genl.extend(a.into_bytes());
+        assert_eq!(
+            parse_family(&genl),
+            Err(ParseError::AttrBadLength { within: "multicast group", at: 20, len: 9, left: 8 })
+        );
     }
 
     #[test]
