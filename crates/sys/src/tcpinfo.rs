@@ -310,6 +310,9 @@ const SUBFLOW_DATA_LEN: usize = 16;
 /// At most this many subflows are read (the kernel allows 8 extra).
 const MAX_SUBFLOWS: usize = 16;
 
+/// The part of `struct mptcp_info` read here: up to `mptcpi_rcv_nxt`.
+const MPTCP_INFO_LEN: usize = 40;
+
 /// The connection-level counters of an MPTCP socket (`struct mptcp_info`),
 /// as far as they serve a sender: data-sequence numbers count the bytes
 /// of every subflow together.
@@ -326,15 +329,21 @@ pub struct MptcpInfo {
 }
 
 impl MptcpInfo {
-    /// Decodes the start of `struct mptcp_info` (40 bytes, Linux 5.8 on).
-    pub fn parse(buf: &[u8]) -> Option<MptcpInfo> {
+    /// Decodes the start of `struct mptcp_info` (40 bytes, Linux 5.8 on);
+    /// shorter is [`ParseError::Truncated`], bytes after the 40 are ignored.
+    pub fn parse(buf: &[u8]) -> std::result::Result<MptcpInfo, ParseError> {
         let f = Fields(buf);
-        Some(MptcpInfo {
-            subflows: *buf.first()?,
-            write_seq: f.u64(16)?,
-            snd_una: f.u64(24)?,
-            rcv_nxt: f.u64(32)?,
-        })
+        let (Some(&subflows), Some(write_seq), Some(snd_una), Some(rcv_nxt)) =
+            (buf.first(), f.u64(16), f.u64(24), f.u64(32))
+        else {
+            return Err(ParseError::Truncated {
+                what: "mptcp_info",
+                at: 0,
+                need: MPTCP_INFO_LEN,
+                have: buf.len(),
+            });
+        };
+        Ok(MptcpInfo { subflows, write_seq, snd_una, rcv_nxt })
     }
 }
 
@@ -343,10 +352,7 @@ pub fn mptcp_info(fd: &impl AsFd) -> Result<MptcpInfo> {
     let op = "getsockopt(MPTCP_INFO)";
     let mut buf = [0u8; 128];
     let n = crate::sockopt::get_bytes(fd, SOL_MPTCP, MPTCP_INFO, &mut buf, op)?;
-    MptcpInfo::parse(&buf[..n]).ok_or_else(|| Error::Other {
-        op: op.into(),
-        msg: format!("{n} bytes is shorter than struct mptcp_info"),
-    })
+    MptcpInfo::parse(&buf[..n]).map_err(|e| Error::Other { op: op.into(), msg: e.to_string() })
 }
 
 /// Reads `MPTCP_TCPINFO` from an MPTCP socket: the `tcp_info` of every
@@ -607,7 +613,11 @@ mod tests {
         put_u64(&mut b, 32, 77);
         let i = MptcpInfo::parse(&b).unwrap();
         assert_eq!((i.subflows, i.write_seq, i.snd_una, i.rcv_nxt), (2, 5000, 4000, 77));
-        assert_eq!(MptcpInfo::parse(&b[..39]), None);
+        assert_eq!(
+            MptcpInfo::parse(&b[..39]),
+            Err(ParseError::Truncated { what: "mptcp_info", at: 0, need: 40, have: 39 })
+        );
+        assert_eq!(MptcpInfo::parse(&b[..40]), Ok(i));
     }
 
     #[test]

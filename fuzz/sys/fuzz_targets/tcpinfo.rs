@@ -1,6 +1,6 @@
 //! Fuzz target: `struct tcp_info` of any length (`TcpInfo::parse`, what
-//! `getsockopt(TCP_INFO)` and sock_diag's `INET_DIAG_INFO` go through) and
-//! the `MPTCP_TCPINFO` / `MPTCP_SUBFLOW_ADDRS` arrays.
+//! `getsockopt(TCP_INFO)` and sock_diag's `INET_DIAG_INFO` go through), the
+//! `MPTCP_TCPINFO` / `MPTCP_SUBFLOW_ADDRS` arrays and `MPTCP_INFO`.
 //!
 //! Checked beyond never panicking:
 //! - a buffer shorter than the 104-byte base is exactly
@@ -12,7 +12,9 @@
 //! - base fields hold the input's bytes at their offsets; `len` is the
 //!   input's length;
 //! - the subflow arrays yield at most 16 elements, and errors name offsets
-//!   inside the input.
+//!   inside the input;
+//! - `struct mptcp_info` decodes from 40 bytes on (its fields at their
+//!   offsets), shorter is exactly `Truncated { need: 40 }`.
 //!
 //! Run it with `fuzz/run.sh sys/tcpinfo` (see there).
 #![no_main]
@@ -20,7 +22,7 @@
 use libfuzzer_sys::fuzz_target;
 use serde_json::Value;
 use tcpaccel_sys::netlink::ParseError;
-use tcpaccel_sys::tcpinfo::{parse_subflow_addrs, parse_subflow_infos, TcpInfo, BASE_LEN};
+use tcpaccel_sys::tcpinfo::{parse_subflow_addrs, parse_subflow_infos, MptcpInfo, TcpInfo, BASE_LEN};
 
 /// Fields beyond the base structure: name, offset, size (include/uapi/linux/tcp.h).
 const EXT: &[(&str, usize, usize)] = &[
@@ -101,6 +103,12 @@ fuzz_target!(|data: &[u8]| {
             }
             let nulls = obj.values().filter(|v| v.is_null()).count();
             assert_eq!(nulls, absent, "an optional field of TcpInfo is missing from the table");
+        }
+    }
+    match MptcpInfo::parse(data) {
+        Ok(m) => assert!(data.len() >= 40 && m.subflows == data[0] && m.snd_una == int(data, 24, 8)),
+        Err(e) => {
+            assert_eq!(e, ParseError::Truncated { what: "mptcp_info", at: 0, need: 40, have: data.len() })
         }
     }
     match parse_subflow_infos(data) {
