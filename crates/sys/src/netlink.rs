@@ -8,7 +8,10 @@
 //!   acks, errors and extended-ack TLVs ([`Answer`](crate::netlink::Answer), [`NlErr`](crate::netlink::NlErr)), an attribute
 //!   walker ([`attrs`](crate::netlink::attrs)) and builder ([`AttrBuf`](crate::netlink::AttrBuf)). Encoders append to a
 //!   `Vec<u8>`; parsers check every length and return a [`ParseError`](crate::netlink::ParseError) that
-//!   says what was short or broken, never panic.
+//!   says what was short or broken and at which byte, never panic. Family
+//!   decoders built on the walker count the attributes they pass over
+//!   (unknown types, known ones of an odd size) in a [`Skipped`](crate::netlink::Skipped). The
+//!   crate's fuzz targets (`fuzz/sys`) run all of them on arbitrary bytes.
 //! - the socket ([`NlSocket`](crate::netlink::NlSocket)): open and bind, send and receive with EINTR
 //!   retried by the crate's one EINTR policy ([`retry_eintr`](crate::io::retry_eintr)), receive timeouts, waiting for
 //!   readability, multicast membership. It moves bytes and knows no message.
