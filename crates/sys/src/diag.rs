@@ -76,6 +76,12 @@ pub mod attr {
     pub const ULP_INFO: u16 = 19;
     pub const CGROUP_ID: u16 = 21;
     pub const SOCKOPT: u16 = 22;
+    /// The types named here; others are counted by
+    /// [`DiagSocket::unknown_attrs`](super::DiagSocket::unknown_attrs).
+    pub const KNOWN: &[u16] = &[
+        MEMINFO, INFO, VEGASINFO, CONG, TOS, TCLASS, SKMEMINFO, SHUTDOWN, DCTCPINFO, PROTOCOL, SKV6ONLY,
+        MARK, BBRINFO, ULP_INFO, CGROUP_ID, SOCKOPT,
+    ];
 }
 
 /// Extension request bits: attribute `t` is asked for with `1 << (t - 1)`.
@@ -240,6 +246,11 @@ pub struct DiagSocket {
 }
 
 impl DiagSocket {
+    /// How many of [`attrs`](DiagSocket::attrs) are of a type this module
+    /// does not name (kept, but nothing here reads them).
+    pub fn unknown_attrs(&self) -> usize {
+        self.attrs.iter().filter(|a| !attr::KNOWN.contains(&a.kind)).count()
+    }
     /// The payload of the first attribute of type `kind`.
     pub fn attr(&self, kind: u16) -> Option<&[u8]> {
         self.attrs.iter().find(|a| a.kind == kind).map(|a| a.data.as_slice())
@@ -296,6 +307,9 @@ pub struct MptcpSubflow {
     pub flags: u32,
     pub id_loc: u8,
     pub id_rem: u8,
+    /// Attributes passed over: unknown types, and known ones of an odd size
+    /// (whose field then stays 0).
+    pub skipped: netlink::Skipped,
 }
 
 /// `MPTCP_SUBFLOW_FLAG_*` bits of [`MptcpSubflow::flags`].
@@ -321,22 +335,29 @@ impl MptcpSubflow {
 /// `INET_DIAG_ULP_INFO_MPTCP`, nested in `INET_DIAG_ULP_INFO`.
 const ULP_INFO_MPTCP: u16 = 3;
 
-/// Decodes the MPTCP subflow attributes; unknown ones are skipped, a
+/// Decodes the MPTCP subflow attributes (offsets in errors count from the
+/// start of `nested`); unknown ones, and the ones read here of another size
+/// than theirs, are skipped and counted in [`MptcpSubflow::skipped`]; a
 /// malformed one is an error naming where it was.
 pub fn parse_mptcp_subflow(nested: &[u8]) -> std::result::Result<MptcpSubflow, ParseError> {
     let mut sf = MptcpSubflow::default();
-    let u32_of = |d: &[u8]| d.get(..4).map(|b| u32::from_ne_bytes([b[0], b[1], b[2], b[3]]));
+    let mut sk = netlink::Skipped::default();
     for a in netlink::attrs(nested, "INET_DIAG_ULP_INFO_MPTCP") {
         let (kind, data) = a?;
         match kind {
-            1 => sf.token_rem = u32_of(data).unwrap_or(0),
-            2 => sf.token_loc = u32_of(data).unwrap_or(0),
-            8 => sf.flags = u32_of(data).unwrap_or(0),
-            9 => sf.id_rem = data.first().copied().unwrap_or(0),
-            10 => sf.id_loc = data.first().copied().unwrap_or(0),
-            _ => {}
+            // MPTCP_SUBFLOW_ATTR_*: the u32s and u8s read here.
+            1 => sf.token_rem = sk.sized::<4>(data).map_or(0, u32::from_ne_bytes),
+            2 => sf.token_loc = sk.sized::<4>(data).map_or(0, u32::from_ne_bytes),
+            8 => sf.flags = sk.sized::<4>(data).map_or(0, u32::from_ne_bytes),
+            9 => sf.id_rem = sk.sized::<1>(data).map_or(0, |b| b[0]),
+            10 => sf.id_loc = sk.sized::<1>(data).map_or(0, |b| b[0]),
+            // RELWRITE_SEQ, MAP_SEQ, MAP_SFSEQ, SSN_OFFSET, MAP_DATALEN
+            // (u32s and a u64) and PAD: known, not needed.
+            3..=7 | 11 | 12 => {}
+            _ => sk.unknown(),
         }
     }
+    sf.skipped = sk;
     Ok(sf)
 }
 
@@ -378,15 +399,16 @@ fn sockaddr(family: u8, id: &[u8], port_at: usize, addr_at: usize) -> Option<Soc
     Some(SocketAddr::new(ip, port))
 }
 
-/// Decodes one `inet_diag_msg` payload (after the netlink header).
+/// Decodes one `inet_diag_msg` payload (after the netlink header); offsets
+/// in errors count from the start of `p`.
 pub fn parse_diag_msg(p: &[u8]) -> std::result::Result<DiagSocket, ParseError> {
-    let short = ParseError::Short { what: "inet_diag_msg", len: p.len(), need: DIAG_MSG_LEN };
+    let short = ParseError::Truncated { what: "inet_diag_msg", at: 0, need: DIAG_MSG_LEN, have: p.len() };
     if p.len() < DIAG_MSG_LEN {
         return Err(short);
     }
     let family = p[0];
     if family != libc::AF_INET as u8 && family != libc::AF_INET6 as u8 {
-        return Err(ParseError::BadFamily { family });
+        return Err(ParseError::BadFamily { at: 0, family: family.into() });
     }
     let id = &p[4..4 + SOCKID_LEN];
     // inet_diag_sockid: sport be16 @0, dport be16 @2, src[16] @4, dst[16] @20,
@@ -423,6 +445,7 @@ pub fn parse_diag_msg(p: &[u8]) -> std::result::Result<DiagSocket, ParseError> {
 
 /// Decodes one datagram of a dump answer, appending sockets to `out`.
 /// Messages whose sequence number is not `seq` (stale answers) are skipped.
+/// Offsets in errors count from the start of the datagram.
 pub fn parse_datagram(
     buf: &[u8],
     seq: u32,
@@ -441,9 +464,9 @@ pub fn parse_datagram(
             Answer::Ack => {}
             Answer::Error(e) => return Err(ParseError::Kernel { errno: e.errno }),
             Answer::Data(p) if matches!(m.header.kind, SOCK_DIAG_BY_FAMILY | TCPDIAG_GETSOCK) => {
-                out.push(parse_diag_msg(p)?)
+                out.push(parse_diag_msg(p).map_err(|e| e.shifted(m.payload_at()))?)
             }
-            Answer::Data(_) => return Err(ParseError::UnexpectedType { kind: m.header.kind }),
+            Answer::Data(_) => return Err(ParseError::UnexpectedType { at: m.at, kind: m.header.kind }),
         }
     }
     Ok(Progress::More)
@@ -558,9 +581,11 @@ fn absorb_answers(
         }
         answered += 1;
         match m.header.kind {
-            SOCK_DIAG_BY_FAMILY => out.push(parse_diag_msg(m.payload)?),
+            SOCK_DIAG_BY_FAMILY => {
+                out.push(parse_diag_msg(m.payload).map_err(|e| e.shifted(m.payload_at()))?)
+            }
             NLMSG_ERROR => gone += 1,
-            kind => return Err(ParseError::UnexpectedType { kind }),
+            kind => return Err(ParseError::UnexpectedType { at: m.at, kind }),
         }
     }
     Ok((answered, gone))
@@ -731,13 +756,26 @@ mod tests {
                 token_rem: 0xaaaa_0001,
                 flags: subflow_flags::MCAP_LOC | subflow_flags::BKUP_LOC,
                 id_loc: 1,
-                id_rem: 2
+                id_rem: 2,
+                skipped: netlink::Skipped { unknown: 0, odd_size: 0 },
             }
         );
         assert!(got.initial() && got.backup_local());
         // A plain TCP socket has none; a truncated attribute is an error.
         assert_eq!(parse_diag_msg(&diag_msg_v4(1, 2, 3, &[])).unwrap().mptcp_subflow(), None);
-        assert!(parse_mptcp_subflow(&[8, 0, 2, 0, 1, 2]).is_err());
+        assert_eq!(
+            parse_mptcp_subflow(&[8, 0, 2, 0, 1, 2]),
+            Err(ParseError::AttrBadLength { within: "INET_DIAG_ULP_INFO_MPTCP", at: 0, len: 8, left: 6 })
+        );
+        // An unknown type and a known one of the wrong size: skipped, counted.
+        let mut odd = AttrBuf::default();
+        odd.put_u32(2, 9);
+        odd.put_u16(1, 7); // TOKEN_REM is a u32
+        odd.put_u32(77, 1);
+        odd.put_u32(3, 1); // RELWRITE_SEQ: known, not read
+        let got = parse_mptcp_subflow(odd.as_bytes()).unwrap();
+        assert_eq!((got.token_loc, got.token_rem), (9, 0));
+        assert_eq!(got.skipped, netlink::Skipped { unknown: 1, odd_size: 1 });
     }
 
     #[test]
@@ -866,28 +904,30 @@ mod tests {
         let mut out = Vec::new();
         assert_eq!(
             parse_datagram(&[0u8; 10], 1, &mut out),
-            Err(ParseError::TruncatedHeader { at: 0, len: 10 })
+            Err(ParseError::Truncated { what: "netlink message header", at: 0, need: 16, have: 10 })
         );
         let short = nlmsg(SOCK_DIAG_BY_FAMILY, 0, 1, &[2u8; 20]);
-        let want = ParseError::Short { what: "inet_diag_msg", len: 20, need: DIAG_MSG_LEN };
+        let want = ParseError::Truncated { what: "inet_diag_msg", at: 16, need: DIAG_MSG_LEN, have: 20 };
         assert_eq!(parse_datagram(&short, 1, &mut out), Err(want.clone()));
-        assert_eq!(want.to_string(), "inet_diag_msg too short: 20 bytes, need 72");
+        assert_eq!(want.to_string(), "inet_diag_msg truncated at byte 16: needs 72 bytes, 20 left");
         let mut huge = good.clone();
         huge[0..4].copy_from_slice(&10_000u32.to_ne_bytes());
         let left = good.len();
         assert_eq!(
             parse_datagram(&huge, 1, &mut out),
-            Err(ParseError::BadLength { at: 0, claimed: 10_000, left })
+            Err(ParseError::BadLength { what: "netlink message", at: 0, len: 10_000, left })
         );
         let bad_attr = nlmsg(SOCK_DIAG_BY_FAMILY, 0, 1, &diag_msg_v4(1, 2, 3, &[200, 0, 2, 0, 1, 1]));
-        let want = ParseError::BadAttr { within: "inet_diag_msg", at: DIAG_MSG_LEN };
+        // Offsets count in the datagram: header, inet_diag_msg, the attribute.
+        let want =
+            ParseError::AttrBadLength { within: "inet_diag_msg", at: 16 + DIAG_MSG_LEN, len: 200, left: 6 };
         assert_eq!(parse_datagram(&bad_attr, 1, &mut out), Err(want));
         let mut bad_family = diag_msg_v4(1, 2, 3, &[]);
         bad_family[0] = 99;
         let dg = nlmsg(SOCK_DIAG_BY_FAMILY, 0, 1, &bad_family);
-        assert_eq!(parse_datagram(&dg, 1, &mut out), Err(ParseError::BadFamily { family: 99 }));
+        assert_eq!(parse_datagram(&dg, 1, &mut out), Err(ParseError::BadFamily { at: 16, family: 99 }));
         let odd = nlmsg(0x77, 0, 1, &[]);
-        assert_eq!(parse_datagram(&odd, 1, &mut out), Err(ParseError::UnexpectedType { kind: 0x77 }));
+        assert_eq!(parse_datagram(&odd, 1, &mut out), Err(ParseError::UnexpectedType { at: 0, kind: 0x77 }));
         assert!(out.is_empty());
     }
 
@@ -908,10 +948,10 @@ mod tests {
         let odd = nlmsg(NLMSG_DONE, 0, first, &[0; 4]);
         assert_eq!(
             absorb_answers(&odd, first, 3, &mut out),
-            Err(ParseError::UnexpectedType { kind: NLMSG_DONE })
+            Err(ParseError::UnexpectedType { at: 0, kind: NLMSG_DONE })
         );
         let short = nlmsg(SOCK_DIAG_BY_FAMILY, 0, first, &[2; 8]);
-        let want = ParseError::Short { what: "inet_diag_msg", len: 8, need: DIAG_MSG_LEN };
+        let want = ParseError::Truncated { what: "inet_diag_msg", at: 16, need: DIAG_MSG_LEN, have: 8 };
         assert_eq!(absorb_answers(&short, first, 3, &mut out), Err(want));
     }
 
@@ -994,5 +1034,63 @@ mod tests {
             assert_eq!(socks.len(), 1, "{side:?}: {socks:?}");
             assert_eq!(socks[0].src, want, "{side:?}");
         }
+    }
+
+    const CAPTURED: &[u8] = include_bytes!("../testdata/diag_loopback.bin");
+
+    /// The real sock_diag dump of one loopback connection 127.0.0.1:40000 →
+    /// 127.0.0.1:5201 (crates/sys/testdata/README.md says how it was taken).
+    #[test]
+    fn captured_dump_of_a_loopback_connection_decodes_to_known_values() {
+        let seq = netlink::messages(CAPTURED).next().unwrap().unwrap().header.seq;
+        let mut out = Vec::new();
+        assert_eq!(parse_datagram(CAPTURED, seq, &mut out), Ok(Progress::Done { interrupted: false }));
+        let ends: Vec<_> = out.iter().map(|s| (s.src, s.dst)).collect();
+        let (c, s): (SocketAddr, SocketAddr) =
+            ("127.0.0.1:40000".parse().unwrap(), "127.0.0.1:5201".parse().unwrap());
+        assert_eq!(ends, vec![(c, s), (s, c)]);
+        for sock in &out {
+            assert_eq!(
+                (sock.family, sock.state, sock.if_index),
+                (libc::AF_INET as u8, state::ESTABLISHED, 0)
+            );
+            assert_eq!(sock.congestion().as_deref(), Some("bbr"));
+            let info = sock.tcp_info().expect("INET_DIAG_INFO");
+            assert_eq!((info.len, info.state_name()), (280, "ESTABLISHED"));
+            assert_eq!(sock.unknown_attrs(), 0);
+            assert_eq!(sock.mptcp_subflow(), None);
+        }
+        // The exact query for a dumped socket names it with the very sockid bytes.
+        let first = netlink::messages(CAPTURED).next().unwrap().unwrap();
+        assert_eq!(
+            &encode_exact(&out[0], ext::INFO, 1)[NLMSG_HDRLEN + 8..],
+            &first.payload[4..4 + SOCKID_LEN]
+        );
+    }
+
+    /// The captured dump with an attribute of a type no kernel sends yet
+    /// appended to its first socket: kept, counted, nothing else changes.
+    #[test]
+    fn an_unknown_attribute_in_a_real_dump_is_counted() {
+        let msgs: Vec<_> = netlink::messages(CAPTURED).map(|m| m.unwrap()).collect();
+        let mut payload = msgs[0].payload.to_vec();
+        payload.extend(rtattr(200, &[1, 2, 3]));
+        let mut dg = nlmsg(msgs[0].header.kind, msgs[0].header.flags, msgs[0].header.seq, &payload);
+        dg.extend_from_slice(&CAPTURED[msgs[1].at..]);
+        let mut out = Vec::new();
+        assert_eq!(
+            parse_datagram(&dg, msgs[0].header.seq, &mut out),
+            Ok(Progress::Done { interrupted: false })
+        );
+        assert_eq!(out.iter().map(DiagSocket::unknown_attrs).collect::<Vec<_>>(), vec![1, 0]);
+        assert_eq!(out[0].attr(200), Some(&[1u8, 2, 3][..]));
+        assert_eq!(out[0].tcp_info().map(|t| t.state), Some(state::ESTABLISHED));
+        // Its length field past its padded end: an exact error at its offset.
+        let at = 16 + msgs[0].payload.len();
+        dg[at..at + 2].copy_from_slice(&9u16.to_ne_bytes());
+        assert_eq!(
+            parse_datagram(&dg, msgs[0].header.seq, &mut Vec::new()),
+            Err(ParseError::AttrBadLength { within: "inet_diag_msg", at, len: 9, left: 8 })
+        );
     }
 }

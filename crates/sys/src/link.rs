@@ -72,13 +72,14 @@ pub fn encode_getroute(dst: IpAddr, seq: u32) -> Vec<u8> {
 
 /// The GSO limits in an `RTM_NEWLINK` answer's payload.
 pub fn parse_link_gso(payload: &[u8]) -> std::result::Result<LinkGso, netlink::ParseError> {
-    let tail = payload.get(IFINFOMSG_LEN..).ok_or(netlink::ParseError::Short {
+    let tail = payload.get(IFINFOMSG_LEN..).ok_or(netlink::ParseError::Truncated {
         what: "ifinfomsg",
-        len: payload.len(),
+        at: 0,
         need: IFINFOMSG_LEN,
+        have: payload.len(),
     })?;
     let (mut segs, mut size) = (None, None);
-    for a in netlink::attrs(tail, "link") {
+    for a in netlink::attrs(tail, "link").at_offset(IFINFOMSG_LEN) {
         let (kind, d) = a?;
         match kind {
             IFLA_GSO_MAX_SEGS => segs = netlink::fixed::<4>(d).map(u32::from_ne_bytes),
@@ -92,14 +93,54 @@ pub fn parse_link_gso(payload: &[u8]) -> std::result::Result<LinkGso, netlink::P
     }
 }
 
+/// `IFLA_MTU`, `IFLA_IFNAME` (`if_link.h`).
+const IFLA_MTU: u16 = 4;
+const IFLA_IFNAME: u16 = 3;
+
+/// What an `RTM_NEWLINK` message says of a device, as far as read here.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LinkInfo {
+    /// `ifi_index`.
+    pub index: u32,
+    /// `ifi_flags` (`IFF_UP`, `IFF_LOOPBACK`, ...).
+    pub flags: u32,
+    pub name: Option<String>,
+    pub mtu: Option<u32>,
+}
+
+/// Decodes an `RTM_NEWLINK` payload (`struct ifinfomsg` and attributes, of
+/// which `IFLA_IFNAME` and `IFLA_MTU` are read; the many others a link dump
+/// carries are passed over). Offsets in errors count from the payload.
+pub fn parse_link(payload: &[u8]) -> std::result::Result<LinkInfo, netlink::ParseError> {
+    let tail = payload.get(IFINFOMSG_LEN..).ok_or(netlink::ParseError::Truncated {
+        what: "ifinfomsg",
+        at: 0,
+        need: IFINFOMSG_LEN,
+        have: payload.len(),
+    })?;
+    // In bounds: the 16 bytes were checked above.
+    let word = |at| netlink::u32_ne(payload, at).unwrap_or(0);
+    let mut l = LinkInfo { index: word(4), flags: word(8), name: None, mtu: None };
+    for a in netlink::attrs(tail, "link").at_offset(IFINFOMSG_LEN) {
+        let (kind, d) = a?;
+        match kind {
+            IFLA_IFNAME => l.name = Some(netlink::c_string(d)),
+            IFLA_MTU => l.mtu = netlink::fixed::<4>(d).map(u32::from_ne_bytes),
+            _ => {}
+        }
+    }
+    Ok(l)
+}
+
 /// The output device in an `RTM_NEWROUTE` answer's payload.
 pub fn parse_route_oif(payload: &[u8]) -> std::result::Result<Option<u32>, netlink::ParseError> {
-    let tail = payload.get(RTMSG_LEN..).ok_or(netlink::ParseError::Short {
+    let tail = payload.get(RTMSG_LEN..).ok_or(netlink::ParseError::Truncated {
         what: "rtmsg",
-        len: payload.len(),
+        at: 0,
         need: RTMSG_LEN,
+        have: payload.len(),
     })?;
-    for a in netlink::attrs(tail, "route") {
+    for a in netlink::attrs(tail, "route").at_offset(RTMSG_LEN) {
         let (kind, d) = a?;
         if kind == RTA_OIF {
             return Ok(netlink::fixed::<4>(d).map(u32::from_ne_bytes));
@@ -379,5 +420,32 @@ mod tests {
         assert_eq!(parse_route_oif(&r).unwrap(), Some(5));
         assert_eq!(parse_route_oif(&[0u8; RTMSG_LEN]).unwrap(), None);
         assert!(parse_route_oif(&[0u8; 4]).is_err());
+    }
+
+    /// The real RTM_GETLINK and RTM_GETROUTE dumps of a fresh namespace
+    /// (crates/sys/testdata/README.md): lo, index 1, and every local route on it.
+    #[test]
+    fn captured_link_and_route_dumps_decode_to_lo() {
+        let links: Vec<_> = netlink::messages(include_bytes!("../testdata/rtnl_getlink.bin"))
+            .map(|m| m.unwrap())
+            .filter(|m| m.header.kind == RTM_NEWLINK)
+            .collect();
+        assert_eq!(links.len(), 1);
+        let lo = parse_link(links[0].payload).unwrap();
+        assert_eq!((lo.index, lo.name.as_deref(), lo.mtu), (1, Some("lo"), Some(65_536)));
+        assert_eq!(
+            lo.flags & (libc::IFF_UP | libc::IFF_LOOPBACK) as u32,
+            (libc::IFF_UP | libc::IFF_LOOPBACK) as u32
+        );
+        let oifs: Vec<_> = netlink::messages(include_bytes!("../testdata/rtnl_getroute.bin"))
+            .map(|m| m.unwrap())
+            .filter(|m| m.header.kind == RTM_NEWROUTE)
+            .map(|m| parse_route_oif(m.payload).unwrap())
+            .collect();
+        assert_eq!(oifs, vec![Some(1); 4]);
+        assert_eq!(
+            parse_link(&links[0].payload[..15]),
+            Err(netlink::ParseError::Truncated { what: "ifinfomsg", at: 0, need: 16, have: 15 })
+        );
     }
 }

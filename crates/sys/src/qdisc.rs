@@ -82,39 +82,41 @@ pub fn encode_dump(seq: u32) -> Vec<u8> {
 /// Decodes the payload of one `RTM_NEWQDISC` message.
 pub fn parse_qdisc(payload: &[u8]) -> std::result::Result<QdiscStats, ParseError> {
     if payload.len() < TCMSG_LEN {
-        return Err(ParseError::Short { what: "tcmsg", len: payload.len(), need: TCMSG_LEN });
+        return Err(ParseError::Truncated { what: "tcmsg", at: 0, need: TCMSG_LEN, have: payload.len() });
     }
     // In bounds: checked above.
     let word = |at| netlink::u32_ne(payload, at).unwrap_or(0);
     let mut q = QdiscStats { ifindex: word(4), handle: word(8), parent: word(12), ..QdiscStats::default() };
     let (mut kind, mut basic, mut queue) = (false, false, false);
     let mut pkt64 = None;
-    for a in netlink::attrs(&payload[TCMSG_LEN..], "tcmsg").at_offset(TCMSG_LEN) {
-        let (k, d) = a?;
+    for a in netlink::attrs(&payload[TCMSG_LEN..], "tcmsg").at_offset(TCMSG_LEN).with_offsets() {
+        let (at, k, d) = a?;
         match k {
             TCA_KIND => {
                 q.kind = netlink::c_string(d);
                 kind = true;
             }
             TCA_STATS2 => {
-                for s in netlink::attrs(d, "TCA_STATS2") {
-                    let (k, d) = s?;
+                for s in netlink::attrs(d, "TCA_STATS2").at_offset(at).with_offsets() {
+                    let (at, k, d) = s?;
                     match k {
                         TCA_STATS_BASIC => {
-                            let b = d.get(..STATS_BASIC_LEN).ok_or(ParseError::Short {
+                            let b = d.get(..STATS_BASIC_LEN).ok_or(ParseError::Truncated {
                                 what: "gnet_stats_basic",
-                                len: d.len(),
+                                at,
                                 need: STATS_BASIC_LEN,
+                                have: d.len(),
                             })?;
                             q.bytes = netlink::fixed::<8>(&b[..8]).map(u64::from_ne_bytes).unwrap_or(0);
                             q.packets = u64::from(netlink::u32_ne(b, 8).unwrap_or(0));
                             basic = true;
                         }
                         TCA_STATS_QUEUE => {
-                            let b = d.get(..STATS_QUEUE_LEN).ok_or(ParseError::Short {
+                            let b = d.get(..STATS_QUEUE_LEN).ok_or(ParseError::Truncated {
                                 what: "gnet_stats_queue",
-                                len: d.len(),
+                                at,
                                 need: STATS_QUEUE_LEN,
+                                have: d.len(),
                             })?;
                             let f = |i: usize| netlink::u32_ne(b, 4 * i).unwrap_or(0);
                             (q.qlen, q.backlog, q.drops, q.requeues, q.overlimits) =
@@ -311,7 +313,10 @@ mod tests {
     fn broken_messages_are_errors_naming_what_is_wrong() {
         let tbf = hex(CAPTURED_TBF);
         let payload = &tbf[netlink::NLMSG_HDRLEN..];
-        assert_eq!(parse_qdisc(&payload[..10]), Err(ParseError::Short { what: "tcmsg", len: 10, need: 20 }));
+        assert_eq!(
+            parse_qdisc(&payload[..10]),
+            Err(ParseError::Truncated { what: "tcmsg", at: 0, need: 20, have: 10 })
+        );
         // Without attributes: no kind.
         assert_eq!(parse_qdisc(&payload[..TCMSG_LEN]), Err(ParseError::Missing { what: "TCA_KIND" }));
         // Every cut: never a panic, and an error unless it falls where
@@ -330,8 +335,9 @@ mod tests {
         let mut p = vec![0u8; TCMSG_LEN];
         p.extend(a.as_bytes());
         let e = parse_qdisc(&p).unwrap_err();
-        assert_eq!(e, ParseError::Short { what: "gnet_stats_queue", len: 12, need: 20 });
-        assert_eq!(e.to_string(), "gnet_stats_queue too short: 12 bytes, need 20");
+        // tcmsg (20), TCA_KIND "bfifo" (12), TCA_STATS2's header (4), BASIC (20), QUEUE's header (4).
+        assert_eq!(e, ParseError::Truncated { what: "gnet_stats_queue", at: 60, need: 20, have: 12 });
+        assert_eq!(e.to_string(), "gnet_stats_queue truncated at byte 60: needs 20 bytes, 12 left");
     }
 
     /// The dump against the kernel: a fresh namespace, a tbf over a bfifo

@@ -33,12 +33,10 @@ const QUERY_LEN: usize = 512;
 /// `TCP_INFO` (linux/tcp.h).
 const TCP_INFO: libc::c_int = 11;
 
-/// The buffer is shorter than the base structure.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("tcp_info: {len} bytes is shorter than the {BASE_LEN}-byte base structure")]
-pub struct ShortTcpInfo {
-    pub len: usize,
-}
+/// Why kernel bytes could not be decoded (shared with the netlink layer):
+/// here a buffer shorter than the base structure
+/// ([`ParseError::Truncated`]), or a subflow address of another family.
+pub use crate::netlink::ParseError;
 
 /// One snapshot of a TCP socket's state as the kernel reports it.
 ///
@@ -149,10 +147,13 @@ impl Fields<'_> {
 
 impl TcpInfo {
     /// Parses a `struct tcp_info` of any length ≥ [`BASE_LEN`]. Offsets follow
-    /// include/uapi/linux/tcp.h; integers are in host byte order.
-    pub fn parse(buf: &[u8]) -> std::result::Result<TcpInfo, ShortTcpInfo> {
+    /// include/uapi/linux/tcp.h; integers are in host byte order. Shorter
+    /// than the base is [`ParseError::Truncated`]; a field past the end of a
+    /// longer buffer is `None` (even when the buffer ends inside it); bytes
+    /// past [`KNOWN_LEN`] are ignored.
+    pub fn parse(buf: &[u8]) -> std::result::Result<TcpInfo, ParseError> {
         if buf.len() < BASE_LEN {
-            return Err(ShortTcpInfo { len: buf.len() });
+            return Err(ParseError::Truncated { what: "tcp_info", at: 0, need: BASE_LEN, have: buf.len() });
         }
         let f = Fields(buf);
         // Byte 6 holds two 4-bit fields and byte 7 two flags. With the
@@ -309,6 +310,9 @@ const SUBFLOW_DATA_LEN: usize = 16;
 /// At most this many subflows are read (the kernel allows 8 extra).
 const MAX_SUBFLOWS: usize = 16;
 
+/// The part of `struct mptcp_info` read here: up to `mptcpi_rcv_nxt`.
+const MPTCP_INFO_LEN: usize = 40;
+
 /// The connection-level counters of an MPTCP socket (`struct mptcp_info`),
 /// as far as they serve a sender: data-sequence numbers count the bytes
 /// of every subflow together.
@@ -325,15 +329,21 @@ pub struct MptcpInfo {
 }
 
 impl MptcpInfo {
-    /// Decodes the start of `struct mptcp_info` (40 bytes, Linux 5.8 on).
-    pub fn parse(buf: &[u8]) -> Option<MptcpInfo> {
+    /// Decodes the start of `struct mptcp_info` (40 bytes, Linux 5.8 on);
+    /// shorter is [`ParseError::Truncated`], bytes after the 40 are ignored.
+    pub fn parse(buf: &[u8]) -> std::result::Result<MptcpInfo, ParseError> {
         let f = Fields(buf);
-        Some(MptcpInfo {
-            subflows: *buf.first()?,
-            write_seq: f.u64(16)?,
-            snd_una: f.u64(24)?,
-            rcv_nxt: f.u64(32)?,
-        })
+        let (Some(&subflows), Some(write_seq), Some(snd_una), Some(rcv_nxt)) =
+            (buf.first(), f.u64(16), f.u64(24), f.u64(32))
+        else {
+            return Err(ParseError::Truncated {
+                what: "mptcp_info",
+                at: 0,
+                need: MPTCP_INFO_LEN,
+                have: buf.len(),
+            });
+        };
+        Ok(MptcpInfo { subflows, write_seq, snd_una, rcv_nxt })
     }
 }
 
@@ -342,10 +352,7 @@ pub fn mptcp_info(fd: &impl AsFd) -> Result<MptcpInfo> {
     let op = "getsockopt(MPTCP_INFO)";
     let mut buf = [0u8; 128];
     let n = crate::sockopt::get_bytes(fd, SOL_MPTCP, MPTCP_INFO, &mut buf, op)?;
-    MptcpInfo::parse(&buf[..n]).ok_or_else(|| Error::Other {
-        op: op.into(),
-        msg: format!("{n} bytes is shorter than struct mptcp_info"),
-    })
+    MptcpInfo::parse(&buf[..n]).map_err(|e| Error::Other { op: op.into(), msg: e.to_string() })
 }
 
 /// Reads `MPTCP_TCPINFO` from an MPTCP socket: the `tcp_info` of every
@@ -357,31 +364,35 @@ pub fn mptcp_subflows_tcp_info(fd: &impl AsFd) -> Result<Vec<TcpInfo>> {
     buf[0..4].copy_from_slice(&(SUBFLOW_DATA_LEN as u32).to_ne_bytes());
     buf[12..16].copy_from_slice(&(QUERY_LEN as u32).to_ne_bytes());
     let n = crate::sockopt::get_bytes(fd, SOL_MPTCP, MPTCP_TCPINFO, &mut buf, op)?;
-    parse_subflow_infos(&buf[..n]).map_err(|msg| Error::Other { op: op.into(), msg })
+    parse_subflow_infos(&buf[..n]).map_err(|e| Error::Other { op: op.into(), msg: e.to_string() })
 }
 
-/// Splits an `MPTCP_TCPINFO` answer into its subflows' `tcp_info`.
-fn parse_subflow_infos(buf: &[u8]) -> std::result::Result<Vec<TcpInfo>, String> {
-    subflow_elements(buf)?.into_iter().map(|b| TcpInfo::parse(b).map_err(|e| e.to_string())).collect()
+/// Splits an `MPTCP_TCPINFO` answer into its subflows' `tcp_info`; offsets
+/// in errors count from the start of `buf`.
+pub fn parse_subflow_infos(buf: &[u8]) -> std::result::Result<Vec<TcpInfo>, ParseError> {
+    subflow_elements(buf)?.into_iter().map(|(at, b)| TcpInfo::parse(b).map_err(|e| e.shifted(at))).collect()
 }
 
 /// The elements of a `struct mptcp_subflow_data`-headed answer
 /// (`MPTCP_TCPINFO`, `MPTCP_SUBFLOW_ADDRS`): the header's own size, the
 /// subflow count, the kernel's and the user's element sizes, then the
-/// array at the user's stride, each element cut to the smaller size.
-fn subflow_elements(buf: &[u8]) -> std::result::Result<Vec<&[u8]>, String> {
+/// array at the user's stride, each element cut to the smaller size. Each
+/// comes with its offset. Elements the count promises but the buffer does
+/// not hold are left out (the kernel fills what the buffer had room for).
+fn subflow_elements(buf: &[u8]) -> std::result::Result<Vec<(usize, &[u8])>, ParseError> {
     let f = Fields(buf);
     let (Some(head), Some(count), Some(kernel), Some(user)) = (f.u32(0), f.u32(4), f.u32(8), f.u32(12))
     else {
-        return Err(format!("{} bytes is shorter than struct mptcp_subflow_data", buf.len()));
+        let need = SUBFLOW_DATA_LEN;
+        return Err(ParseError::Truncated { what: "mptcp_subflow_data", at: 0, need, have: buf.len() });
     };
     let (head, user) = (head as usize, user as usize);
     let each = user.min(kernel as usize);
     let mut out = Vec::new();
     for i in 0..(count as usize).min(MAX_SUBFLOWS) {
-        let start = head + i * user;
-        let Some(b) = buf.get(start..start + each) else { break };
-        out.push(b);
+        let Some(start) = i.checked_mul(user).and_then(|o| o.checked_add(head)) else { break };
+        let Some(b) = start.checked_add(each).and_then(|end| buf.get(start..end)) else { break };
+        out.push((start, b));
     }
     Ok(out)
 }
@@ -415,7 +426,8 @@ pub fn mptcp_subflows(fd: &impl AsFd) -> Result<Vec<MptcpSubflow>> {
         buf[0..4].copy_from_slice(&(SUBFLOW_DATA_LEN as u32).to_ne_bytes());
         buf[12..16].copy_from_slice(&(SUBFLOW_ADDRS_LEN as u32).to_ne_bytes());
         let n = crate::sockopt::get_bytes(fd, SOL_MPTCP, MPTCP_SUBFLOW_ADDRS, &mut buf, op)?;
-        let addrs = parse_subflow_addrs(&buf[..n]).map_err(|msg| Error::Other { op: op.into(), msg })?;
+        let addrs =
+            parse_subflow_addrs(&buf[..n]).map_err(|e| Error::Other { op: op.into(), msg: e.to_string() })?;
         if addrs.len() == infos.len() {
             return Ok(addrs
                 .into_iter()
@@ -434,21 +446,28 @@ pub fn mptcp_subflows(fd: &impl AsFd) -> Result<Vec<MptcpSubflow>> {
     })
 }
 
-/// Splits an `MPTCP_SUBFLOW_ADDRS` answer into (local, remote) pairs.
-fn parse_subflow_addrs(
+/// Splits an `MPTCP_SUBFLOW_ADDRS` answer into (local, remote) pairs; an
+/// address that is not inet (or an element too short for one) is an error
+/// at its offset in `buf`.
+pub fn parse_subflow_addrs(
     buf: &[u8],
-) -> std::result::Result<Vec<(std::net::SocketAddr, std::net::SocketAddr)>, String> {
+) -> std::result::Result<Vec<(std::net::SocketAddr, std::net::SocketAddr)>, ParseError> {
     let half = SUBFLOW_ADDRS_LEN / 2;
     subflow_elements(buf)?
         .into_iter()
-        .enumerate()
-        .map(|(i, b)| {
-            let addr = |at: usize, what: &str| {
-                b.get(at..at + half)
-                    .and_then(crate::sockopt::sockaddr_from_bytes)
-                    .ok_or_else(|| format!("subflow {i}: no inet {what} address in {} bytes", b.len()))
+        .map(|(start, b)| {
+            if b.len() < SUBFLOW_ADDRS_LEN {
+                let (need, have) = (SUBFLOW_ADDRS_LEN, b.len());
+                return Err(ParseError::Truncated { what: "mptcp_subflow_addrs", at: start, need, have });
+            }
+            let addr = |at: usize| {
+                let bytes = &b[at..at + half];
+                crate::sockopt::sockaddr_from_bytes(bytes).ok_or(ParseError::BadFamily {
+                    at: start + at,
+                    family: u16::from_ne_bytes([bytes[0], bytes[1]]),
+                })
             };
-            Ok((addr(0, "local")?, addr(half, "remote")?))
+            Ok((addr(0)?, addr(half)?))
         })
         .collect()
 }
@@ -477,8 +496,14 @@ mod tests {
 
     #[test]
     fn short_buffer_is_an_error() {
-        assert_eq!(TcpInfo::parse(&[0u8; 103]), Err(ShortTcpInfo { len: 103 }));
-        assert!(TcpInfo::parse(&[]).is_err());
+        let short = |have| Err(ParseError::Truncated { what: "tcp_info", at: 0, need: BASE_LEN, have });
+        assert_eq!(TcpInfo::parse(&[0u8; 103]), short(103));
+        assert_eq!(TcpInfo::parse(&[]), short(0));
+        assert_eq!(TcpInfo::parse(&[0u8; 8]), short(8));
+        assert_eq!(
+            TcpInfo::parse(&[0u8; 8]).unwrap_err().to_string(),
+            "tcp_info truncated at byte 0: needs 104 bytes, 8 left"
+        );
     }
 
     #[test]
@@ -588,7 +613,11 @@ mod tests {
         put_u64(&mut b, 32, 77);
         let i = MptcpInfo::parse(&b).unwrap();
         assert_eq!((i.subflows, i.write_seq, i.snd_una, i.rcv_nxt), (2, 5000, 4000, 77));
-        assert_eq!(MptcpInfo::parse(&b[..39]), None);
+        assert_eq!(
+            MptcpInfo::parse(&b[..39]),
+            Err(ParseError::Truncated { what: "mptcp_info", at: 0, need: 40, have: 39 })
+        );
+        assert_eq!(MptcpInfo::parse(&b[..40]), Ok(i));
     }
 
     #[test]
@@ -645,8 +674,11 @@ mod tests {
         bad[16 + SUBFLOW_ADDRS_LEN..16 + SUBFLOW_ADDRS_LEN + 2]
             .copy_from_slice(&(libc::AF_UNIX as u16).to_ne_bytes());
         let e = parse_subflow_addrs(&bad).unwrap_err();
-        assert!(e.contains("subflow 1") && e.contains("local"), "{e}");
-        assert!(parse_subflow_addrs(&buf[..12]).is_err());
+        assert_eq!(e, ParseError::BadFamily { at: 16 + SUBFLOW_ADDRS_LEN, family: libc::AF_UNIX as u16 });
+        assert_eq!(
+            parse_subflow_addrs(&buf[..12]),
+            Err(ParseError::Truncated { what: "mptcp_subflow_data", at: 0, need: 16, have: 12 })
+        );
     }
 
     #[test]
@@ -708,5 +740,44 @@ mod tests {
         assert!(t.snd_cwnd >= 1);
         assert!(t.snd_mss > 0);
         assert!(t.bytes_sent.is_some_and(|b| b >= 10_000) || t.bytes_acked.is_some_and(|b| b > 0));
+    }
+
+    const CAPTURED: &[u8] = include_bytes!("../testdata/tcp_info.bin");
+
+    /// The real `getsockopt(TCP_INFO)` of a loopback client that sent 10 000
+    /// bytes and had them echoed (crates/sys/testdata/README.md).
+    #[test]
+    fn captured_tcp_info_decodes_to_known_values() {
+        let t = TcpInfo::parse(CAPTURED).unwrap();
+        assert_eq!((t.len, t.state_name(), t.ca_state_name()), (280, "ESTABLISHED", "Open"));
+        assert_eq!(
+            (t.bytes_sent, t.bytes_received, t.bytes_acked),
+            (Some(10_000), Some(10_000), Some(10_001))
+        );
+        assert_eq!((t.snd_cwnd, t.total_retrans, t.pmtu), (11, 0, 65_535));
+        assert_eq!(t.received_ce_bytes, Some(0));
+    }
+
+    /// The captured structure at lengths 0, 8, its own less one byte, the
+    /// known length less one, and 64 bytes longer than the kernel's.
+    #[test]
+    fn captured_tcp_info_at_any_length() {
+        let whole = TcpInfo::parse(CAPTURED).unwrap();
+        for len in [0, 8] {
+            assert_eq!(
+                TcpInfo::parse(&CAPTURED[..len]),
+                Err(ParseError::Truncated { what: "tcp_info", at: 0, need: BASE_LEN, have: len })
+            );
+        }
+        // 279 bytes still hold every field known here (they end at 276).
+        let short = TcpInfo::parse(&CAPTURED[..CAPTURED.len() - 1]).unwrap();
+        assert_eq!(short, TcpInfo { len: 279, ..whole.clone() });
+        // 275 bytes cut the last field: it alone is absent.
+        let cut = TcpInfo::parse(&CAPTURED[..KNOWN_LEN - 1]).unwrap();
+        assert_eq!(cut, TcpInfo { len: KNOWN_LEN - 1, received_ce_bytes: None, ..whole.clone() });
+        // A newer kernel's 64 more bytes are ignored.
+        let mut long = CAPTURED.to_vec();
+        long.extend_from_slice(&[0xff; 64]);
+        assert_eq!(TcpInfo::parse(&long).unwrap(), TcpInfo { len: 344, ..whole });
     }
 }

@@ -137,7 +137,9 @@ impl PmClient {
             cmd: "GET_LIMITS".into(),
             err: ParseError::Missing { what: "limits" },
         })?;
-        parse_limits(first).map_err(|err| PmError::Malformed { cmd: "GET_LIMITS".into(), err })
+        parse_limits(first)
+            .map(|(l, _)| l)
+            .map_err(|err| PmError::Malformed { cmd: "GET_LIMITS".into(), err })
     }
 }
 

@@ -36,7 +36,9 @@ mod types;
 /// Why a message could not be decoded (the netlink layer's error).
 pub use crate::netlink::ParseError;
 pub use client::{resolve_family, EventListener, PmClient};
-pub use codec::{parse_event, parse_event_datagram, Incoming, Request};
+pub use codec::{
+    parse_endpoint, parse_event, parse_event_datagram, parse_family, parse_limits, Incoming, Request,
+};
 pub use types::{
     addr_attr, attr, event_attr, flags, Command, Endpoint, Event, EventKind, FamilyInfo, Limits, PmAddr,
     PmError, PmResult, EVENTS_GROUP, FAMILY_NAME, FAMILY_VERSION,

@@ -4,7 +4,7 @@
 
 use std::net::{IpAddr, SocketAddr};
 
-use crate::netlink::ParseError;
+use crate::netlink::{ParseError, Skipped};
 use crate::Error;
 
 /// Name of the MPTCP path-manager family (`MPTCP_PM_NAME`).
@@ -197,6 +197,8 @@ pub struct Event {
     pub reset_reason: Option<u32>,
     pub reset_flags: Option<u32>,
     pub server_side: Option<bool>,
+    /// Attributes passed over: unknown types, known ones of an odd size.
+    pub skipped: Skipped,
 }
 
 impl Event {
@@ -220,6 +222,7 @@ impl Event {
             reset_reason: None,
             reset_flags: None,
             server_side: None,
+            skipped: Skipped::default(),
         }
     }
     /// Source address and port, when both were sent.
@@ -297,6 +300,8 @@ pub struct Endpoint {
     pub port: Option<u16>,
     pub flags: u32,
     pub if_index: Option<i32>,
+    /// Attributes passed over: unknown types, known ones of an odd size.
+    pub skipped: Skipped,
 }
 
 /// Subflow limits of the in-kernel path manager.
@@ -314,6 +319,8 @@ pub struct FamilyInfo {
     pub version: u32,
     /// Multicast groups: name and id.
     pub groups: Vec<(String, u32)>,
+    /// Attributes passed over: unknown types, known ones of an odd size.
+    pub skipped: Skipped,
 }
 
 impl FamilyInfo {

@@ -1,0 +1,130 @@
+//! Fuzz target: sock_diag answers (`diag::parse_datagram`, `parse_diag_msg`
+//! with `inet_diag_msg` and its attributes, the `INET_DIAG_INFO` tcp_info
+//! and the MPTCP subflow info of `INET_DIAG_ULP_INFO`) over arbitrary
+//! datagrams; the sequence number asked for is the first message's, so
+//! that the fuzzer reaches the decoding.
+//!
+//! Checked beyond never panicking:
+//! - errors name offsets inside the input (datagram-level ones in the
+//!   datagram, `parse_diag_msg`'s in the payload): a payload shorter than
+//!   `inet_diag_msg` is exactly `Truncated { need: 72 }`, another family
+//!   exactly `BadFamily { at: 0 }`;
+//! - a decoded socket keeps every attribute, in order, as the one walker
+//!   reads them; `unknown_attrs` counts exactly those of types not named in
+//!   `diag::attr::KNOWN`;
+//! - `tcp_info` is there exactly when `INET_DIAG_INFO` holds at least the
+//!   104-byte base, with the attribute's length;
+//! - round trip: the exact query for a decoded socket carries the input's
+//!   `inet_diag_sockid` (ports, interface, cookie, the address bytes that
+//!   the family uses);
+//! - the MPTCP subflow decoder's `skipped` counts exactly the unknown
+//!   attributes and those read of the wrong size; its error is the walk's.
+//!
+//! Run it with `fuzz/run.sh sys/diag` (see there).
+#![no_main]
+
+use libfuzzer_sys::fuzz_target;
+use tcpaccel_sys::diag::{self, encode_exact, parse_datagram, parse_diag_msg, parse_mptcp_subflow};
+use tcpaccel_sys::netlink::{attrs, messages, Header, ParseError, Skipped, NLMSG_HDRLEN};
+
+const DIAG_MSG_LEN: usize = 72;
+
+/// The subflow decoder against an independent count over the same walk.
+fn check_subflow(n: &[u8]) {
+    let walked: Vec<_> = attrs(n, "INET_DIAG_ULP_INFO_MPTCP").collect();
+    match parse_mptcp_subflow(n) {
+        Ok(sf) => {
+            let mut want = Skipped::default();
+            let (mut token_loc, mut flags) = (0, 0);
+            for a in &walked {
+                let (kind, d) = a.clone().expect("the decoder accepted a broken walk");
+                let size = match kind {
+                    1 | 2 | 8 => 4,
+                    9 | 10 => 1,
+                    3..=7 | 11 | 12 => continue,
+                    _ => {
+                        want.unknown += 1;
+                        continue;
+                    }
+                };
+                let ok = d.len() == size;
+                if !ok {
+                    want.odd_size += 1;
+                }
+                let v = if ok && size == 4 { u32::from_ne_bytes(d.try_into().unwrap()) } else { 0 };
+                match kind {
+                    2 => token_loc = v,
+                    8 => flags = v,
+                    _ => {}
+                }
+            }
+            assert_eq!(sf.skipped, want);
+            assert_eq!((sf.token_loc, sf.flags), (token_loc, flags));
+        }
+        Err(e) => {
+            let first = walked.into_iter().find_map(Result::err);
+            assert_eq!(Some(e), first, "the decoder's error is not the walk's");
+        }
+    }
+}
+
+fuzz_target!(|data: &[u8]| {
+    let seq = Header::parse(data, 0).map(|h| h.seq).unwrap_or(0);
+    let mut out = Vec::new();
+    if let Err(e) = parse_datagram(data, seq, &mut out) {
+        assert!(e.offset().is_none_or(|o| o <= data.len()), "{e:?}");
+    }
+    for m in messages(data) {
+        let Ok(m) = m else { break };
+        let p = m.payload;
+        check_subflow(p);
+        match parse_diag_msg(p) {
+            Err(e) => match e {
+                ParseError::Truncated { at: 0, need: DIAG_MSG_LEN, have, .. } => {
+                    assert!(have == p.len() && have < DIAG_MSG_LEN)
+                }
+                ParseError::BadFamily { at: 0, family } => {
+                    assert_eq!(family, u16::from(p[0]));
+                    assert!(p[0] != libc_af::INET && p[0] != libc_af::INET6);
+                }
+                ParseError::AttrTruncated { at, .. } | ParseError::AttrBadLength { at, .. } => {
+                    assert!((DIAG_MSG_LEN..p.len()).contains(&at), "{e:?}")
+                }
+                other => panic!("parse_diag_msg gave {other:?}"),
+            },
+            Ok(s) => {
+                assert!(p.len() >= DIAG_MSG_LEN);
+                assert_eq!((s.family, s.state, s.timer, s.retrans), (p[0], p[1], p[2], p[3]));
+                let walked: Vec<_> = attrs(&p[DIAG_MSG_LEN..], "x").map(|a| a.unwrap()).collect();
+                let kept: Vec<_> = s.attrs.iter().map(|a| (a.kind, a.data.as_slice())).collect();
+                assert_eq!(kept, walked);
+                let unknown = walked.iter().filter(|(k, _)| !diag::attr::KNOWN.contains(k)).count();
+                assert_eq!(s.unknown_attrs(), unknown);
+                match (s.tcp_info_raw(), s.tcp_info()) {
+                    (Some(raw), Some(t)) => assert!(raw.len() >= 104 && t.len == raw.len()),
+                    (Some(raw), None) => assert!(raw.len() < 104),
+                    (None, t) => assert!(t.is_none()),
+                }
+                let q = encode_exact(&s, 0, 1);
+                let (id, qid) = (&p[4..52], &q[NLMSG_HDRLEN + 8..]);
+                assert_eq!(qid.len(), 48);
+                assert_eq!(qid[..4], id[..4], "ports");
+                assert_eq!(qid[36..], id[36..], "interface and cookie");
+                if s.family == libc_af::INET6 {
+                    assert_eq!(qid, id);
+                } else {
+                    assert_eq!((&qid[4..8], &qid[20..24]), (&id[4..8], &id[20..24]), "addresses");
+                }
+                if let Some(n) = s.ulp_info_raw(3) {
+                    check_subflow(n);
+                }
+            }
+        }
+    }
+});
+
+/// `AF_INET`, `AF_INET6` (the fuzz crate does not depend on libc).
+mod libc_af {
+    pub const INET: u8 = 2;
+    pub const INET6: u8 = 10;
+}
