@@ -18,6 +18,7 @@ pub(crate) fn header() -> RunHeader {
         cpus: 2,
         tool_version: "0.1.0".into(),
         started: 1_700_000_000.0,
+        shard: None,
         metrics: vec![
             MetricSpec {
                 name: "goodput".into(),

@@ -72,6 +72,10 @@ pub struct RunHeader {
     /// Free text shown in the report (e.g. what was scaled and why).
     #[serde(default)]
     pub notes: Vec<String>,
+    /// The slice of the runs this process ran (`lab run --shard I/N`);
+    /// absent for a whole run, and after `lab merge`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shard: Option<crate::runner::shard::Shard>,
 }
 
 /// The parameter that holds a run's time dilation D.
@@ -348,28 +352,39 @@ impl RunData {
 /// Reads `DIR/records.jsonl`. A truncated last line (a run killed mid-write) is ignored.
 pub fn read_run(dir: &Path) -> Result<RunData, RecordsError> {
     let path = dir.join(RECORDS_FILE);
-    let f = File::open(&path).map_err(|source| RecordsError::Io { path: path.clone(), source })?;
-    let lines: Vec<String> = BufReader::new(f)
-        .lines()
-        .collect::<Result<_, _>>()
-        .map_err(|source| RecordsError::Io { path: path.clone(), source })?;
     let mut data = RunData::default();
-    let n = lines.len();
-    for (i, line) in lines.iter().enumerate() {
-        if line.trim().is_empty() {
-            continue;
-        }
-        match serde_json::from_str::<Record>(line) {
-            Ok(r) => data.push(r),
-            Err(_) if i + 1 == n => {} // torn final line
-            Err(e) => return Err(RecordsError::Parse { path, line: i + 1, msg: e.to_string() }),
-        }
+    for r in read_records(dir)? {
+        data.push(r);
     }
     match &data.header {
         None => Err(RecordsError::NoHeader { path }),
         Some(h) if h.version > RECORDS_VERSION => Err(RecordsError::Version { path, found: h.version }),
         Some(_) => Ok(data),
     }
+}
+
+/// Every record of `DIR/records.jsonl` in the order written (a torn last
+/// line ignored), for readers that need the order ([`read_run`] groups them).
+pub fn read_records(dir: &Path) -> Result<Vec<Record>, RecordsError> {
+    let path = dir.join(RECORDS_FILE);
+    let f = File::open(&path).map_err(|source| RecordsError::Io { path: path.clone(), source })?;
+    let lines: Vec<String> = BufReader::new(f)
+        .lines()
+        .collect::<Result<_, _>>()
+        .map_err(|source| RecordsError::Io { path: path.clone(), source })?;
+    let mut out = Vec::with_capacity(lines.len());
+    let n = lines.len();
+    for (i, line) in lines.iter().enumerate() {
+        if line.trim().is_empty() {
+            continue;
+        }
+        match serde_json::from_str::<Record>(line) {
+            Ok(r) => out.push(r),
+            Err(_) if i + 1 == n => {} // torn final line
+            Err(e) => return Err(RecordsError::Parse { path, line: i + 1, msg: e.to_string() }),
+        }
+    }
+    Ok(out)
 }
 
 /// Seconds since the Unix epoch, for record timestamps (wall clock is right here:
