@@ -317,6 +317,10 @@ pub struct RunData {
     pub fidelity: Vec<FidelityRecord>,
     pub notes: Vec<(Option<String>, String)>,
     pub end: Option<End>,
+    /// The claims of the run's scenario the report judges (not in the
+    /// records: the runner, or whoever reads a run directory and knows the
+    /// scenario — `crate::scenarios::with_claims` —, sets today's).
+    pub claims: Vec<crate::runner::claims::Claim>,
 }
 
 impl RunData {
@@ -450,6 +454,28 @@ mod tests {
         assert!(line.contains("\"exp_fct_ms\":2.0"), "{line}");
         assert!(line.contains("\"lane_bytes\":{\"ll0\":7,\"sl\":3}"), "{line}");
         assert_eq!(serde_json::from_str::<Record>(&line).unwrap(), Record::Flow(f));
+    }
+
+    /// A value read back is the value written, to the bit: `lab merge`
+    /// writes again what it read, and serde_json's default float parser
+    /// read 1.0239339140000001 as 1.023933914.
+    #[test]
+    fn floats_read_back_to_the_bit() {
+        let mut rng = tcpaccel_core::rng::Rng::seeded(5);
+        let mut values = vec![1.0239339140000001, 0.1 + 0.2, 1e-300, 123456.78901234567];
+        values.extend((0..2000).map(|_| rng.next_f64() * 10f64.powi(rng.below(12) as i32 - 4)));
+        for v in values {
+            let r = Record::Sample(Sample {
+                variant: "a".into(),
+                repeat: 0,
+                series: "x".into(),
+                t: v,
+                value: -v,
+            });
+            let back: Record = serde_json::from_str(&serde_json::to_string(&r).unwrap()).unwrap();
+            let Record::Sample(s) = back else { panic!("not a sample") };
+            assert_eq!((s.t.to_bits(), s.value.to_bits()), (v.to_bits(), (-v).to_bits()), "{v:?}");
+        }
     }
 
     #[test]
