@@ -138,7 +138,7 @@ pub(crate) fn pacing_run() -> RunData {
             }));
         }
     }
-    d
+    crate::scenarios::with_claims(d)
 }
 
 /// A fidelity verdict for `variant`'s `repeat`, with "host saturated" as

@@ -254,7 +254,7 @@ pub(crate) fn run(args: Args) -> anyhow::Result<Verdict> {
             Ok(if data.complete() { Verdict::Ok } else { Verdict::Negative })
         }
         LabCmd::Report { dir, json } => {
-            let data = read_run(&dir).map_err(|e| exit::usage(e.to_string()))?;
+            let data = scenarios::with_claims(read_run(&dir).map_err(|e| exit::usage(e.to_string()))?);
             report::write_report(&data, &dir)
                 .with_context(|| format!("writing report into {}", dir.display()))?;
             print_summary(&data, json)?;

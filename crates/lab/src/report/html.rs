@@ -2,9 +2,9 @@
 //! published figures, and every plot inline.
 
 use super::fidelity::fidelity_html;
+use super::judge::{self as published, human_name};
 use super::meaning::{meaning_html, terms_html};
 use super::plots::plots;
-use super::published::{self, human_name};
 use super::tables::{any_excluded, num, row_cell, tables};
 use super::verdict::verdict_html;
 use crate::runner::records::RunData;

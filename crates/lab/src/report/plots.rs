@@ -2,7 +2,7 @@
 //! another axis), CDFs of flow classes, with the published figures drawn in
 //! where the run is at the paper's scale.
 
-use super::published::{self, human_name};
+use super::judge::{self as published, human_name};
 use super::tables::{num, tables, variant_order};
 use crate::runner::records::{RunData, RunHeader};
 use std::collections::BTreeMap;

@@ -2,7 +2,7 @@
 //! the published figure and the goal (met, missed, or unknown when the run
 //! lacks what the claim needs), as Markdown and as HTML.
 
-use super::published::{self, Judged, Verdict};
+use super::judge::{self as published, Judged, Verdict};
 use crate::runner::records::RunData;
 use std::fmt::Write;
 use tcpaccel_plot::escape;
@@ -13,14 +13,15 @@ pub(super) fn verdict_markdown(judged: &[Judged]) -> String {
     if judged.is_empty() {
         return o;
     }
-    let _ = writeln!(o, "| verdict | claim | measured | published | goal |");
-    let _ = writeln!(o, "|---|---|---|---|---|");
+    let _ = writeln!(o, "| verdict | claim | judges | measured | published | goal |");
+    let _ = writeln!(o, "|---|---|---|---|---|---|");
     for j in judged {
         let _ = writeln!(
             o,
-            "| {} | {} | {} | {} | {} ({}) |",
+            "| {} | {} | {} | {} | {} | {} ({}) |",
             verdict_word(&j.verdict),
             j.claim.text,
+            judges(j),
             measured_text(&j.verdict),
             j.claim
                 .published
@@ -31,6 +32,12 @@ pub(super) fn verdict_markdown(judged: &[Judged]) -> String {
         );
     }
     o
+}
+
+/// The variants a verdict judges ("dynamic ÷ none" for a ratio): the
+/// line names them, whatever the claim's words say.
+fn judges(j: &Judged) -> String {
+    j.claim.measure.variants().join(" ÷ ")
 }
 
 fn verdict_word(v: &Verdict) -> &'static str {
@@ -82,7 +89,7 @@ pub fn verdict_html(data: &RunData) -> String {
     );
     let _ = write!(
         o,
-        "<table class=\"claims\"><tr><th></th><th>claim</th><th>measured</th><th>published</th><th>goal</th></tr>"
+        "<table class=\"claims\"><tr><th></th><th>claim</th><th>judges</th><th>measured</th><th>published</th><th>goal</th></tr>"
     );
     for j in &judged {
         let (class, word) = match j.verdict {
@@ -97,8 +104,9 @@ pub fn verdict_html(data: &RunData) -> String {
             .unwrap_or_else(|| "—".into());
         let _ = write!(
             o,
-            "<tr class=\"{class}\"><td class=\"badge\">{word}</td><td>{}</td><td>{}</td><td>{published}</td><td>{} <span class=\"src\">{}</span></td></tr>",
+            "<tr class=\"{class}\"><td class=\"badge\">{word}</td><td>{}</td><td>{}</td><td>{}</td><td>{published}</td><td>{} <span class=\"src\">{}</span></td></tr>",
             escape(j.claim.text),
+            escape(&judges(j)),
             escape(&measured_text(&j.verdict)),
             escape(&j.claim.goal.text()),
             escape(j.claim.goal_source)
@@ -121,6 +129,9 @@ mod tests {
         assert_eq!(block.matches("<tr class=\"unknown\">").count(), 4, "{block}");
         assert!(block.contains("no drops for variant dynamic"), "{block}");
         assert!(block.contains("no drops for variant dynamic-bpf-hold"), "{block}");
+        // Each line names the variants it judges.
+        assert!(block.contains("<td>dynamic-bpf-hold ÷ none</td>"), "{block}");
+        assert!(verdict_markdown(&published::judge(&d)).contains("| static |"));
         // The fixture scenario has no claims: the block says so instead of judging.
         let block = verdict_html(&testdata::run());
         assert!(block.contains("No published figure or goal") && !block.contains("<tr"), "{block}");

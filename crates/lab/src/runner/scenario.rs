@@ -115,6 +115,11 @@ pub trait Scenario: Send + Sync {
     fn published(&self) -> Vec<Published> {
         Vec::new()
     }
+    /// What the scenario claims: the report judges a run against these
+    /// (the one home of a claim's figure, goal and rule).
+    fn claims(&self) -> &'static [crate::runner::claims::Claim] {
+        &[]
+    }
     fn notes(&self, _params: &Params) -> Vec<String> {
         Vec::new()
     }
@@ -425,7 +430,9 @@ pub fn run(s: &dyn Scenario, opts: &RunOptions) -> Result<RunData> {
     progress.finish();
     end.ended = unix_now();
     writer.write(&Record::End(end))?;
-    Ok(read_run(&opts.out)?)
+    let mut data = read_run(&opts.out)?;
+    data.claims = s.claims().to_vec();
+    Ok(data)
 }
 
 /// For root tests of scenarios: one quick repeat with `sets`, records in a
