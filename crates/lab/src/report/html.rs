@@ -2,7 +2,7 @@
 //! published figures, and every plot inline.
 
 use super::fidelity::fidelity_html;
-use super::judge::{self as published, human_name};
+use super::judge::{self, human_name};
 use super::meaning::{meaning_html, terms_html};
 use super::plots::plots;
 use super::tables::{any_excluded, num, row_cell, tables};
@@ -100,7 +100,7 @@ tr.unknown td{{background:#f1f3f4;color:#555}}tr.unfaithful td,td.unfaithful{{ba
         if !sources.is_empty() {
             let _ = write!(o, "<p class=\"pub\">Published figures: {}.</p>", escape(&sources.join("; ")));
         }
-        if let Err(differ) = published::paper_scale(&h.scenario, &h.params) {
+        if let Err(differ) = judge::paper_scale(&h.scenario, &h.params) {
             let _ = write!(
                 o,
                 "<p class=\"pub\">This run is at another scale than the published figures ({}): the tables show the \

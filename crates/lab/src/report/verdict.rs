@@ -2,7 +2,7 @@
 //! the published figure and the goal (met, missed, or unknown when the run
 //! lacks what the claim needs), as Markdown and as HTML.
 
-use super::judge::{self as published, Judged, Verdict};
+use super::judge::{self, Judged, Verdict};
 use crate::runner::records::RunData;
 use std::fmt::Write;
 use tcpaccel_plot::escape;
@@ -25,7 +25,7 @@ pub(super) fn verdict_markdown(judged: &[Judged]) -> String {
             measured_text(&j.verdict),
             j.claim
                 .published
-                .map(|p| format!("{} ({})", published::fmt(p.value), p.source))
+                .map(|p| format!("{} ({})", judge::fmt(p.value), p.source))
                 .unwrap_or_else(|| "—".into()),
             j.claim.goal.text(),
             j.claim.goal_source,
@@ -51,10 +51,10 @@ fn verdict_word(v: &Verdict) -> &'static str {
 fn measured_text(v: &Verdict) -> String {
     match v {
         Verdict::Met { measured, detail } | Verdict::Missed { measured, detail } if detail.is_empty() => {
-            published::fmt_measured(*measured)
+            judge::fmt_measured(*measured)
         }
         Verdict::Met { measured, detail } | Verdict::Missed { measured, detail } => {
-            format!("{} ({detail})", published::fmt_measured(*measured))
+            format!("{} ({detail})", judge::fmt_measured(*measured))
         }
         Verdict::Unknown { why } => format!("— ({why})"),
     }
@@ -62,7 +62,7 @@ fn measured_text(v: &Verdict) -> String {
 
 /// The verdict block at the top of the page: one row per claim, coloured by verdict.
 pub fn verdict_html(data: &RunData) -> String {
-    let judged = published::judge(data);
+    let judged = judge::judge(data);
     let h = data.header();
     let mut o = String::from("<section class=\"verdict\" id=\"verdict\"><h2>Verdict</h2>");
     if judged.is_empty() {
@@ -100,7 +100,7 @@ pub fn verdict_html(data: &RunData) -> String {
         let published = j
             .claim
             .published
-            .map(|p| format!("{} <span class=\"src\">{}</span>", published::fmt(p.value), escape(p.source)))
+            .map(|p| format!("{} <span class=\"src\">{}</span>", judge::fmt(p.value), escape(p.source)))
             .unwrap_or_else(|| "—".into());
         let _ = write!(
             o,
@@ -131,7 +131,7 @@ mod tests {
         assert!(block.contains("no drops for variant dynamic-bpf-hold"), "{block}");
         // Each line names the variants it judges.
         assert!(block.contains("<td>dynamic-bpf-hold ÷ none</td>"), "{block}");
-        assert!(verdict_markdown(&published::judge(&d)).contains("| static |"));
+        assert!(verdict_markdown(&judge::judge(&d)).contains("| static |"));
         // The fixture scenario has no claims: the block says so instead of judging.
         let block = verdict_html(&testdata::run());
         assert!(block.contains("No published figure or goal") && !block.contains("<tr"), "{block}");
