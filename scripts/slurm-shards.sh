@@ -1,9 +1,9 @@
 #!/bin/sh
 # Runs a lab scenario as N shards through Slurm and merges them: the
 # engine is Debian's slurm-wlm with munge (installed when missing), here
-# as a one-node cluster started on this machine in a temporary directory
-# (its own munged, slurmctld and slurmd, a minimal slurm.conf), stopped
-# again at the end. On a real cluster keep only the sbatch and merge steps.
+# as a one-node cluster started on this machine (its own munged, slurmctld
+# and slurmd, a minimal slurm.conf, all in OUT/slurm), stopped again at
+# the end. On a real cluster keep only the sbatch and merge steps.
 #
 #   scripts/slurm-shards.sh [-n N] [-p P] [--compare] OUT SCENARIO [lab run options...]
 #
