@@ -128,6 +128,63 @@ fn compare_sets_two_scales_side_by_side_and_refuses_different_seeds() {
     }
 }
 
+/// One shard of a two-variant run as `lab run --shard I/2` writes it:
+/// shard 0 ran variant a, shard 1 variant b.
+fn shard_dir(i: u32) -> std::path::PathBuf {
+    let dir = tmp(&format!("shard-{i}"));
+    std::fs::create_dir_all(&dir).unwrap();
+    let v = ["a", "b"][i as usize];
+    let lines = [
+        serde_json::json!({"type": "run", "version": 1, "scenario": "toy", "title": "t", "description": "d",
+            "params": {}, "variants": ["a", "b"], "repeats": 1, "quick": false, "seed": 3, "kernel": "6.18",
+            "cpus": 2, "tool_version": "0", "started": 10.0 + i as f64, "metrics": [], "published": [],
+            "shard": {"index": i, "count": 2}}),
+        serde_json::json!({"type": "flow", "variant": v, "repeat": 0, "id": 1, "class": "short", "bytes": 10,
+            "start": 0.0, "fct_ms": 1.0, "completed": true}),
+        serde_json::json!({"type": "summary", "variant": v, "repeat": 0, "metrics": {}, "started": 0.0,
+            "ended": 1.0}),
+        serde_json::json!({"type": "end", "complete": true, "ended": 20.0, "reason": "all repeats done"}),
+    ];
+    let text: String = lines.iter().map(|l| format!("{l}\n")).collect();
+    std::fs::write(dir.join("records.jsonl"), text).unwrap();
+    dir
+}
+
+/// `lab merge` joins both shards into one complete run with its report; a
+/// shard missing or a malformed `--shard` is a usage error that says which.
+#[test]
+fn merge_joins_shards_and_names_what_is_missing() {
+    let (s0, s1, out) = (shard_dir(0), shard_dir(1), tmp("merged"));
+    let merge = |dirs: &[&std::path::Path]| {
+        Command::new(bin()).args(["lab", "merge", "--json", "--out"]).arg(&out).args(dirs).output().unwrap()
+    };
+    let o = merge(&[&s1, &s0]);
+    assert_eq!(o.status.code(), Some(0), "{}", String::from_utf8_lossy(&o.stderr));
+    let records = std::fs::read_to_string(out.join("records.jsonl")).unwrap();
+    let variants: Vec<String> = records
+        .lines()
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
+        .filter(|v| v["type"] == "flow")
+        .map(|v| v["variant"].as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(variants, ["a", "b"], "in the unsharded run's order");
+    assert!(!records.lines().next().unwrap().contains("shard"), "the merged header is a whole run's");
+    assert!(out.join("index.html").exists());
+
+    let o = merge(&[&s1]);
+    assert_eq!(o.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("missing [0]"), "{err}");
+
+    let o = Command::new(bin()).args(["lab", "run", "demo", "--shard", "2/2"]).output().unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("\"2/2\"") && err.contains("0 ≤ I < N"), "{err}");
+    for d in [s0, s1, out] {
+        std::fs::remove_dir_all(d).unwrap();
+    }
+}
+
 /// Root: a tiny real run (two variants, 2 s each) through the emulator yields a
 /// complete record set, and its copy renders the same tables.
 #[test]

@@ -18,6 +18,7 @@ pub(crate) fn header() -> RunHeader {
         cpus: 2,
         tool_version: "0.1.0".into(),
         started: 1_700_000_000.0,
+        shard: None,
         metrics: vec![
             MetricSpec {
                 name: "goodput".into(),
@@ -137,7 +138,7 @@ pub(crate) fn pacing_run() -> RunData {
             }));
         }
     }
-    d
+    crate::scenarios::with_claims(d)
 }
 
 /// A fidelity verdict for `variant`'s `repeat`, with "host saturated" as

@@ -7,6 +7,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 use tcpaccel_lab::runner::records::read_run;
 use tcpaccel_lab::runner::scenario::{self, RunOptions};
+use tcpaccel_lab::runner::shard::Shard;
 use tcpaccel_lab::{report, scenarios};
 
 #[derive(clap::Args)]
@@ -43,6 +44,23 @@ enum LabCmd {
         #[arg(long, default_value_t = 1)]
         seed: u64,
         /// Print the summary as JSON instead of Markdown; no progress bar.
+        #[arg(long)]
+        json: bool,
+        /// Run only the I-th of N slices of the runs (variants × repeats, I from 0), e.g. one task of a
+        /// Slurm array or a Kubernetes Indexed Job; `lab merge` joins the N directories.
+        #[arg(long, value_name = "I/N", value_parser = |s: &str| Shard::parse(s).map_err(|e| e.to_string()))]
+        shard: Option<Shard>,
+    },
+    /// Join the directories of `lab run --shard I/N` (all N) into one run: the records, fidelity and report an
+    /// unsharded run of the same seed writes (only timings differ).
+    Merge {
+        /// The shards' run directories, in any order.
+        #[arg(required = true)]
+        dirs: Vec<PathBuf>,
+        /// Directory of the merged run.
+        #[arg(long)]
+        out: PathBuf,
+        /// Print the summary as JSON instead of Markdown.
         #[arg(long)]
         json: bool,
     },
@@ -195,7 +213,7 @@ pub(crate) fn run(args: Args) -> anyhow::Result<Verdict> {
                 _ => Ok(Verdict::Ok),
             }
         }
-        LabCmd::Run { name, quick, repeat, out, sets, seed, json } => {
+        LabCmd::Run { name, quick, repeat, out, sets, seed, json, shard } => {
             let s = scenarios::find(&name).map_err(|e| exit::usage(e.to_string()))?;
             scenario::resolve_params(s.as_ref(), quick, &sets).map_err(|e| exit::usage(format!("{e:#}")))?;
             if quick && !json {
@@ -209,7 +227,8 @@ pub(crate) fn run(args: Args) -> anyhow::Result<Verdict> {
                     tcpaccel_lab::runner::records::unix_now() as u64
                 ))
             });
-            let opts = RunOptions { quick, repeats: repeat, out: out.clone(), sets, seed, json };
+            let shard = shard.unwrap_or(Shard::ALL);
+            let opts = RunOptions { quick, repeats: repeat, out: out.clone(), sets, seed, json, shard };
             let data = scenario::run(s.as_ref(), &opts)?;
             report::write_report(&data, &out)
                 .with_context(|| format!("writing report into {}", out.display()))?;
@@ -219,8 +238,23 @@ pub(crate) fn run(args: Args) -> anyhow::Result<Verdict> {
             }
             verdict(&data)
         }
+        LabCmd::Merge { dirs, out, json } => {
+            let data = tcpaccel_lab::runner::merge::merge_dirs(&dirs, &out)
+                .map_err(|e| exit::usage(e.to_string()))?;
+            report::write_report(&data, &out)
+                .with_context(|| format!("writing report into {}", out.display()))?;
+            print_summary(&data, json)?;
+            if !json {
+                println!(
+                    "\nmerged {} shards: {}/ (records.jsonl, index.html, summary.md)",
+                    dirs.len(),
+                    out.display()
+                );
+            }
+            Ok(if data.complete() { Verdict::Ok } else { Verdict::Negative })
+        }
         LabCmd::Report { dir, json } => {
-            let data = read_run(&dir).map_err(|e| exit::usage(e.to_string()))?;
+            let data = scenarios::with_claims(read_run(&dir).map_err(|e| exit::usage(e.to_string()))?);
             report::write_report(&data, &dir)
                 .with_context(|| format!("writing report into {}", dir.display()))?;
             print_summary(&data, json)?;
@@ -250,7 +284,15 @@ pub(crate) fn run(args: Args) -> anyhow::Result<Verdict> {
             if quick && !json {
                 print_quick_changes(s.as_ref(), Some(1));
             }
-            let opts = RunOptions { quick, repeats: Some(1), out: out.clone(), sets: vec![], seed: 1, json };
+            let opts = RunOptions {
+                quick,
+                repeats: Some(1),
+                out: out.clone(),
+                sets: vec![],
+                seed: 1,
+                json,
+                shard: Shard::ALL,
+            };
             let data = scenario::run(s.as_ref(), &opts)?;
             report::write_report(&data, &out)
                 .with_context(|| format!("writing report into {}", out.display()))?;

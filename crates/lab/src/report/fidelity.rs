@@ -305,19 +305,19 @@ mod tests {
     fn verdicts_leave_unfaithful_runs_out() {
         // The pacing fixture: one repeat per variant; static drops 0 is met.
         let mut data = testdata::pacing_run();
-        let before = crate::report::published::judge(&data);
+        let before = crate::report::judge::judge(&data);
         assert!(before.iter().any(|j| j.claim.text.contains("no drops") && j.verdict.word() == "met"));
         data.fidelity.push(record("static", 0, false, "host saturated"));
-        let after = crate::report::published::judge(&data);
+        let after = crate::report::judge::judge(&data);
         let static_claims: Vec<_> = after
             .iter()
             .filter(|j| {
-                matches!(j.claim.measure, crate::report::published::Measure::Median { variant: "static", .. })
+                matches!(j.claim.measure, crate::runner::claims::Measure::Median { variant: "static", .. })
             })
             .collect();
         assert!(!static_claims.is_empty());
         for j in static_claims {
-            let crate::report::published::Verdict::Unknown { why } = &j.verdict else { panic!("{j:?}") };
+            let crate::report::judge::Verdict::Unknown { why } = &j.verdict else { panic!("{j:?}") };
             assert!(why.contains("every run of variant static") && why.contains("unfaithful"), "{why}");
         }
     }

@@ -2,9 +2,9 @@
 //! published figures, and every plot inline.
 
 use super::fidelity::fidelity_html;
+use super::judge::{self, human_name};
 use super::meaning::{meaning_html, terms_html};
 use super::plots::plots;
-use super::published::{self, human_name};
 use super::tables::{any_excluded, num, row_cell, tables};
 use super::verdict::verdict_html;
 use crate::runner::records::RunData;
@@ -100,7 +100,7 @@ tr.unknown td{{background:#f1f3f4;color:#555}}tr.unfaithful td,td.unfaithful{{ba
         if !sources.is_empty() {
             let _ = write!(o, "<p class=\"pub\">Published figures: {}.</p>", escape(&sources.join("; ")));
         }
-        if let Err(differ) = published::paper_scale(&h.scenario, &h.params) {
+        if let Err(differ) = judge::paper_scale(&h.scenario, &h.params) {
             let _ = write!(
                 o,
                 "<p class=\"pub\">This run is at another scale than the published figures ({}): the tables show the \

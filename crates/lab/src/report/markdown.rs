@@ -1,7 +1,7 @@
 //! The Markdown summary for terminals and commit messages.
 
 use super::fidelity::fidelity_markdown;
-use super::published;
+use super::judge;
 use super::tables::{any_excluded, num, row_cell, tables, variant_order};
 use super::verdict::verdict_markdown;
 use crate::runner::records::{RunData, RunHeader};
@@ -28,7 +28,7 @@ pub fn markdown(data: &RunData) -> String {
     );
     let _ = writeln!(o, "Parameters: {}\n", params_line(h));
     o.push_str(&fidelity_markdown(data));
-    let verdicts = verdict_markdown(&published::judge(data));
+    let verdicts = verdict_markdown(&judge::judge(data));
     if !verdicts.is_empty() {
         let _ = writeln!(o, "{verdicts}");
     }

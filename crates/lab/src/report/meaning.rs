@@ -8,7 +8,7 @@
 //! advice. Only scenarios whose variants map onto commands have advice (the
 //! demo); every page gets the terms it uses.
 
-use super::published::fmt;
+use super::judge::fmt;
 use super::tables::tables;
 use crate::runner::records::RunData;
 use std::fmt::Write;

@@ -1,13 +1,14 @@
 //! Renders a run directory's records into tables, SVG plots, a self-contained
-//! HTML page and a Markdown summary. Depends on the records alone (and on the
-//! claims in [`published`], judged afresh at every rendering).
+//! HTML page and a Markdown summary. Depends on the records alone and on the
+//! claims of the run's scenario ([`RunData::claims`](crate::runner::records::RunData::claims),
+//! set by whoever knows the scenario), judged afresh at every rendering.
 //!
 //! The parts: [`tables`] (metric tables and the number format), [`verdict`]
 //! (the block that opens the page: one line per claim, measured against the
 //! published figure and the goal), [`markdown`] (the terminal summary),
 //! [`plots`] (SVG charts), [`fidelity`] (the dilation D and the runs the
-//! host could not keep up with), [`html`] (the page), [`published`] (the
-//! figures and claims each run is judged against) and [`meaning`] (what the
+//! host could not keep up with), [`html`] (the page), [`judge`] (each
+//! claim measured against a run: met, missed or unknown) and [`meaning`] (what the
 //! result means for the reader: the commands behind a gain, the terms used). [`compare`] sets runs of
 //! the same workloads side by side (`lab compare`: the cross-scale check).
 //! This file only wires them and writes a report directory.
@@ -15,10 +16,10 @@
 pub mod compare;
 pub mod fidelity;
 pub mod html;
+pub mod judge;
 pub mod markdown;
 pub mod meaning;
 pub mod plots;
-pub mod published;
 pub mod tables;
 pub mod verdict;
 

@@ -2,7 +2,7 @@
 //! another axis), CDFs of flow classes, with the published figures drawn in
 //! where the run is at the paper's scale.
 
-use super::published::{self, human_name};
+use super::judge::{self, human_name};
 use super::tables::{num, tables, variant_order};
 use crate::runner::records::{RunData, RunHeader};
 use std::collections::BTreeMap;
@@ -14,7 +14,7 @@ type PerVariant<'a> = BTreeMap<&'a str, Vec<(f64, f64)>>;
 /// All plots of a run as (file stem, title, SVG).
 pub fn plots(data: &RunData) -> Vec<(String, String, String)> {
     let h = data.header();
-    let same_scale = published::paper_scale(&h.scenario, &h.params).is_ok();
+    let same_scale = judge::paper_scale(&h.scenario, &h.params).is_ok();
     let mut out = Vec::new();
     for t in tables(data) {
         let mut bars = Vec::new();

@@ -2,7 +2,7 @@
 //! the published figure and the goal (met, missed, or unknown when the run
 //! lacks what the claim needs), as Markdown and as HTML.
 
-use super::published::{self, Judged, Verdict};
+use super::judge::{self, Judged, Verdict};
 use crate::runner::records::RunData;
 use std::fmt::Write;
 use tcpaccel_plot::escape;
@@ -13,24 +13,31 @@ pub(super) fn verdict_markdown(judged: &[Judged]) -> String {
     if judged.is_empty() {
         return o;
     }
-    let _ = writeln!(o, "| verdict | claim | measured | published | goal |");
-    let _ = writeln!(o, "|---|---|---|---|---|");
+    let _ = writeln!(o, "| verdict | claim | judges | measured | published | goal |");
+    let _ = writeln!(o, "|---|---|---|---|---|---|");
     for j in judged {
         let _ = writeln!(
             o,
-            "| {} | {} | {} | {} | {} ({}) |",
+            "| {} | {} | {} | {} | {} | {} ({}) |",
             verdict_word(&j.verdict),
             j.claim.text,
+            judges(j),
             measured_text(&j.verdict),
             j.claim
                 .published
-                .map(|p| format!("{} ({})", published::fmt(p.value), p.source))
+                .map(|p| format!("{} ({})", judge::fmt(p.value), p.source))
                 .unwrap_or_else(|| "—".into()),
             j.claim.goal.text(),
             j.claim.goal_source,
         );
     }
     o
+}
+
+/// The variants a verdict judges ("dynamic ÷ none" for a ratio): the
+/// line names them, whatever the claim's words say.
+fn judges(j: &Judged) -> String {
+    j.claim.measure.variants().join(" ÷ ")
 }
 
 fn verdict_word(v: &Verdict) -> &'static str {
@@ -44,10 +51,10 @@ fn verdict_word(v: &Verdict) -> &'static str {
 fn measured_text(v: &Verdict) -> String {
     match v {
         Verdict::Met { measured, detail } | Verdict::Missed { measured, detail } if detail.is_empty() => {
-            published::fmt_measured(*measured)
+            judge::fmt_measured(*measured)
         }
         Verdict::Met { measured, detail } | Verdict::Missed { measured, detail } => {
-            format!("{} ({detail})", published::fmt_measured(*measured))
+            format!("{} ({detail})", judge::fmt_measured(*measured))
         }
         Verdict::Unknown { why } => format!("— ({why})"),
     }
@@ -55,7 +62,7 @@ fn measured_text(v: &Verdict) -> String {
 
 /// The verdict block at the top of the page: one row per claim, coloured by verdict.
 pub fn verdict_html(data: &RunData) -> String {
-    let judged = published::judge(data);
+    let judged = judge::judge(data);
     let h = data.header();
     let mut o = String::from("<section class=\"verdict\" id=\"verdict\"><h2>Verdict</h2>");
     if judged.is_empty() {
@@ -82,7 +89,7 @@ pub fn verdict_html(data: &RunData) -> String {
     );
     let _ = write!(
         o,
-        "<table class=\"claims\"><tr><th></th><th>claim</th><th>measured</th><th>published</th><th>goal</th></tr>"
+        "<table class=\"claims\"><tr><th></th><th>claim</th><th>judges</th><th>measured</th><th>published</th><th>goal</th></tr>"
     );
     for j in &judged {
         let (class, word) = match j.verdict {
@@ -93,12 +100,13 @@ pub fn verdict_html(data: &RunData) -> String {
         let published = j
             .claim
             .published
-            .map(|p| format!("{} <span class=\"src\">{}</span>", published::fmt(p.value), escape(p.source)))
+            .map(|p| format!("{} <span class=\"src\">{}</span>", judge::fmt(p.value), escape(p.source)))
             .unwrap_or_else(|| "—".into());
         let _ = write!(
             o,
-            "<tr class=\"{class}\"><td class=\"badge\">{word}</td><td>{}</td><td>{}</td><td>{published}</td><td>{} <span class=\"src\">{}</span></td></tr>",
+            "<tr class=\"{class}\"><td class=\"badge\">{word}</td><td>{}</td><td>{}</td><td>{}</td><td>{published}</td><td>{} <span class=\"src\">{}</span></td></tr>",
             escape(j.claim.text),
+            escape(&judges(j)),
             escape(&measured_text(&j.verdict)),
             escape(&j.claim.goal.text()),
             escape(j.claim.goal_source)
@@ -121,6 +129,9 @@ mod tests {
         assert_eq!(block.matches("<tr class=\"unknown\">").count(), 4, "{block}");
         assert!(block.contains("no drops for variant dynamic"), "{block}");
         assert!(block.contains("no drops for variant dynamic-bpf-hold"), "{block}");
+        // Each line names the variants it judges.
+        assert!(block.contains("<td>dynamic-bpf-hold ÷ none</td>"), "{block}");
+        assert!(verdict_markdown(&judge::judge(&d)).contains("| static |"));
         // The fixture scenario has no claims: the block says so instead of judging.
         let block = verdict_html(&testdata::run());
         assert!(block.contains("No published figure or goal") && !block.contains("<tr"), "{block}");

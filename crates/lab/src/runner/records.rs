@@ -72,6 +72,10 @@ pub struct RunHeader {
     /// Free text shown in the report (e.g. what was scaled and why).
     #[serde(default)]
     pub notes: Vec<String>,
+    /// The slice of the runs this process ran (`lab run --shard I/N`);
+    /// absent for a whole run, and after `lab merge`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shard: Option<crate::runner::shard::Shard>,
 }
 
 /// The parameter that holds a run's time dilation D.
@@ -313,6 +317,10 @@ pub struct RunData {
     pub fidelity: Vec<FidelityRecord>,
     pub notes: Vec<(Option<String>, String)>,
     pub end: Option<End>,
+    /// The claims of the run's scenario the report judges (not in the
+    /// records: the runner, or whoever reads a run directory and knows the
+    /// scenario — `crate::scenarios::with_claims` —, sets today's).
+    pub claims: Vec<crate::runner::claims::Claim>,
 }
 
 impl RunData {
@@ -348,28 +356,39 @@ impl RunData {
 /// Reads `DIR/records.jsonl`. A truncated last line (a run killed mid-write) is ignored.
 pub fn read_run(dir: &Path) -> Result<RunData, RecordsError> {
     let path = dir.join(RECORDS_FILE);
-    let f = File::open(&path).map_err(|source| RecordsError::Io { path: path.clone(), source })?;
-    let lines: Vec<String> = BufReader::new(f)
-        .lines()
-        .collect::<Result<_, _>>()
-        .map_err(|source| RecordsError::Io { path: path.clone(), source })?;
     let mut data = RunData::default();
-    let n = lines.len();
-    for (i, line) in lines.iter().enumerate() {
-        if line.trim().is_empty() {
-            continue;
-        }
-        match serde_json::from_str::<Record>(line) {
-            Ok(r) => data.push(r),
-            Err(_) if i + 1 == n => {} // torn final line
-            Err(e) => return Err(RecordsError::Parse { path, line: i + 1, msg: e.to_string() }),
-        }
+    for r in read_records(dir)? {
+        data.push(r);
     }
     match &data.header {
         None => Err(RecordsError::NoHeader { path }),
         Some(h) if h.version > RECORDS_VERSION => Err(RecordsError::Version { path, found: h.version }),
         Some(_) => Ok(data),
     }
+}
+
+/// Every record of `DIR/records.jsonl` in the order written (a torn last
+/// line ignored), for readers that need the order ([`read_run`] groups them).
+pub fn read_records(dir: &Path) -> Result<Vec<Record>, RecordsError> {
+    let path = dir.join(RECORDS_FILE);
+    let f = File::open(&path).map_err(|source| RecordsError::Io { path: path.clone(), source })?;
+    let lines: Vec<String> = BufReader::new(f)
+        .lines()
+        .collect::<Result<_, _>>()
+        .map_err(|source| RecordsError::Io { path: path.clone(), source })?;
+    let mut out = Vec::with_capacity(lines.len());
+    let n = lines.len();
+    for (i, line) in lines.iter().enumerate() {
+        if line.trim().is_empty() {
+            continue;
+        }
+        match serde_json::from_str::<Record>(line) {
+            Ok(r) => out.push(r),
+            Err(_) if i + 1 == n => {} // torn final line
+            Err(e) => return Err(RecordsError::Parse { path, line: i + 1, msg: e.to_string() }),
+        }
+    }
+    Ok(out)
 }
 
 /// Seconds since the Unix epoch, for record timestamps (wall clock is right here:
@@ -435,6 +454,28 @@ mod tests {
         assert!(line.contains("\"exp_fct_ms\":2.0"), "{line}");
         assert!(line.contains("\"lane_bytes\":{\"ll0\":7,\"sl\":3}"), "{line}");
         assert_eq!(serde_json::from_str::<Record>(&line).unwrap(), Record::Flow(f));
+    }
+
+    /// A value read back is the value written, to the bit: `lab merge`
+    /// writes again what it read, and serde_json's default float parser
+    /// read 1.0239339140000001 as 1.023933914.
+    #[test]
+    fn floats_read_back_to_the_bit() {
+        let mut rng = tcpaccel_core::rng::Rng::seeded(5);
+        let mut values = vec![1.0239339140000001, 0.1 + 0.2, 1e-300, 123456.78901234567];
+        values.extend((0..2000).map(|_| rng.next_f64() * 10f64.powi(rng.below(12) as i32 - 4)));
+        for v in values {
+            let r = Record::Sample(Sample {
+                variant: "a".into(),
+                repeat: 0,
+                series: "x".into(),
+                t: v,
+                value: -v,
+            });
+            let back: Record = serde_json::from_str(&serde_json::to_string(&r).unwrap()).unwrap();
+            let Record::Sample(s) = back else { panic!("not a sample") };
+            assert_eq!((s.t.to_bits(), s.value.to_bits()), (v.to_bits(), (-v).to_bits()), "{v:?}");
+        }
     }
 
     #[test]

@@ -9,6 +9,7 @@
 
 use crate::runner::progress::Progress;
 use crate::runner::records::*;
+use crate::runner::shard::{self, Shard};
 use anyhow::{bail, Context, Result};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -113,6 +114,11 @@ pub trait Scenario: Send + Sync {
     fn metrics(&self) -> Vec<MetricSpec>;
     fn published(&self) -> Vec<Published> {
         Vec::new()
+    }
+    /// What the scenario claims: the report judges a run against these
+    /// (the one home of a claim's figure, goal and rule).
+    fn claims(&self) -> &'static [crate::runner::claims::Claim] {
+        &[]
     }
     fn notes(&self, _params: &Params) -> Vec<String> {
         Vec::new()
@@ -256,6 +262,8 @@ pub struct RunOptions {
     pub seed: u64,
     /// Machine output: no progress bar.
     pub json: bool,
+    /// The slice of the runs to run (`--shard I/N`; [`Shard::ALL`] for all).
+    pub shard: Shard,
 }
 
 /// Resolves defaults, `--quick` overrides and `--set` values; unknown keys are refused listing the valid ones.
@@ -319,9 +327,12 @@ pub fn run(s: &dyn Scenario, opts: &RunOptions) -> Result<RunData> {
         metrics: s.metrics(),
         published: s.published(),
         notes: s.notes(&params),
+        shard: (opts.shard != Shard::ALL).then_some(opts.shard),
     };
     writer.write(&Record::Run(header))?;
-    let total = repeats as usize * variants.len();
+    // This shard's runs: positions of the plan (repeats × interleaved variants) it owns.
+    let total = opts.shard.select(&shard::plan(&variants, repeats)).len();
+    let mut position = 0usize;
     let mut progress = Progress::new(total, s.estimate(&params), !opts.json);
     let mut end = End { complete: true, ended: 0.0, reason: "all repeats done".into() };
     let mut failures = 0usize;
@@ -334,6 +345,10 @@ pub fn run(s: &dyn Scenario, opts: &RunOptions) -> Result<RunData> {
         Ok(mut bed) => {
             'outer: for repeat in 0..repeats {
                 for v in &variants {
+                    position += 1;
+                    if !opts.shard.owns(position - 1) {
+                        continue;
+                    }
                     if interrupted() {
                         end = End { complete: false, ended: 0.0, reason: "interrupted".into() };
                         break 'outer;
@@ -415,7 +430,9 @@ pub fn run(s: &dyn Scenario, opts: &RunOptions) -> Result<RunData> {
     progress.finish();
     end.ended = unix_now();
     writer.write(&Record::End(end))?;
-    Ok(read_run(&opts.out)?)
+    let mut data = read_run(&opts.out)?;
+    data.claims = s.claims().to_vec();
+    Ok(data)
 }
 
 /// For root tests of scenarios: one quick repeat with `sets`, records in a
@@ -435,6 +452,7 @@ pub(crate) fn run_short(s: &dyn Scenario, sets: &[(&str, &str)]) -> RunData {
         sets: sets.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect(),
         seed: 1,
         json: true,
+        shard: Shard::ALL,
     };
     let d = run(s, &opts).unwrap_or_else(|e| panic!("{} run: {e:#}", s.name()));
     let _ = std::fs::remove_dir_all(&out);
@@ -519,6 +537,7 @@ mod tests {
             sets: vec![("variants".into(), "a,bad".into())],
             seed: 1,
             json: true,
+            shard: Shard::ALL,
         };
         let d = run(&Toy, &opts).unwrap();
         let order: Vec<(String, u32)> = d.samples.iter().map(|s| (s.variant.clone(), s.repeat)).collect();

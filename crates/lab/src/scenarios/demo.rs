@@ -3,6 +3,7 @@
 //! then the same with static pacing at the bottleneck rate ([PSPacer]'s PSPS)
 //! and with BBR, side by side in one run.
 
+use crate::runner::claims::{Claim, Figure, Goal, Measure, GOAL_BENCH, GOAL_DIRECTION};
 use crate::runner::records::MetricSpec;
 use crate::runner::scenario::{ParamSpec, Params, RunCtx, Scenario, Testbed};
 use crate::testbeds::dumbbell::{bulk, HostSetup, Path2};
@@ -72,6 +73,9 @@ impl Scenario for Demo {
             text(rmem),
             buffers_verdict(bdp, wmem, rmem)
         )]
+    }
+    fn claims(&self) -> &'static [Claim] {
+        CLAIMS
     }
     fn estimate(&self, p: &Params) -> Duration {
         p.duration("duration").unwrap_or(Duration::from_secs(20)) + Duration::from_secs(3)
@@ -169,6 +173,36 @@ impl Testbed for DemoBed {
         Ok(())
     }
 }
+
+/// What this scenario claims: published figures and goals, judged by the report against a run's summaries.
+pub(crate) const CLAIMS: &[Claim] = &[
+    Claim {
+        text: "Static pacing at the bottleneck rate leaves no drops at the bottleneck",
+        measure: Measure::Median { variant: "static-pacing", metric: "drops" },
+        goal: Goal::AtMost(0.0),
+        goal_source: GOAL_DIRECTION,
+        published: Some(Figure { value: 0.0, source: "[PSPacer]: PSPS 0 drops" }),
+        when: &[],
+    },
+    Claim {
+        text: "Static pacing reaches 90% of the path's goodput limit",
+        measure: Measure::ShareOfLimit { variant: "static-pacing", metric: "goodput_mbps" },
+        goal: Goal::AtLeast(0.90),
+        goal_source: GOAL_BENCH,
+        // 433 Mbit/s of a 500 × 1448/1538 = 470.7 Mbit/s limit.
+        published: Some(Figure { value: 433.0 / 470.7, source: "[PSPacer]: PSPS 433 of 470.7 Mbit/s" }),
+        when: &[],
+    },
+    Claim {
+        text: "Static pacing beats the kernel defaults' goodput (static-pacing ÷ defaults)",
+        measure: Measure::Ratio { num: ("static-pacing", "goodput_mbps"), den: ("defaults", "goodput_mbps") },
+        goal: Goal::Above(1.0),
+        goal_source: GOAL_DIRECTION,
+        // PSPS 433 / noPSP 200.
+        published: Some(Figure { value: 433.0 / 200.0, source: "[PSPacer]: PSPS 433 / noPSP 200 Mbit/s" }),
+        when: &[],
+    },
+];
 
 #[cfg(test)]
 mod tests {

@@ -40,6 +40,7 @@
 //!   by frames: bursts at the bin scale and above, not jitter between frames.
 
 use super::demo::standard_metrics;
+use crate::runner::claims::{Claim, Figure, Goal, Measure, GOAL_BENCH, SEED000};
 use crate::runner::records::{MetricSpec, Published};
 use crate::runner::scenario::{ParamSpec, Params, RunCtx, Scenario, Testbed};
 use crate::testbeds::dumbbell::{bulk, sockbuf_param, HostSetup, Path2};
@@ -204,6 +205,9 @@ impl Scenario for Pacing {
             }
         }
         n
+    }
+    fn claims(&self) -> &'static [Claim] {
+        CLAIMS
     }
     fn estimate(&self, p: &Params) -> Duration {
         p.duration("duration").unwrap_or(Duration::from_secs(60)) + Duration::from_secs(4)
@@ -650,6 +654,64 @@ pub fn gap_deviation(bins: &[MeterBin], rate: Rate) -> Option<(f64, f64)> {
     };
     Some((at(0.5), at(0.99)))
 }
+
+/// What this scenario claims: published figures and goals, judged by the report against a run's summaries.
+pub(crate) const CLAIMS: &[Claim] = &[
+    Claim {
+        text: "Static pacing leaves no drops at the bottleneck",
+        measure: Measure::Median { variant: "static", metric: "drops" },
+        goal: Goal::AtMost(0.0),
+        goal_source: GOAL_BENCH,
+        published: Some(Figure { value: 0.0, source: SEED000 }),
+        when: &[],
+    },
+    Claim {
+        text: "Static pacing reaches 450 of 470.7 Mbit/s (share of the goodput limit)",
+        measure: Measure::ShareOfLimit { variant: "static", metric: "goodput_mbps" },
+        goal: Goal::AtLeast(450.0 / 470.7),
+        goal_source: GOAL_BENCH,
+        published: Some(Figure { value: 433.0 / 470.7, source: "[PSPacer]: PSPS 433 of 470.7 Mbit/s" }),
+        when: &[],
+    },
+    Claim {
+        text: "Dynamic pacing cuts drops to a fifth of unpaced (dynamic ÷ none)",
+        measure: Measure::Ratio { num: ("dynamic", "drops"), den: ("none", "drops") },
+        goal: Goal::AtMost(0.2),
+        goal_source: GOAL_BENCH,
+        published: Some(Figure { value: 285.0 / 1455.0, source: "[PSPacer]: PSPD 285 / noPSP 1455 drops" }),
+        when: &[],
+    },
+    Claim {
+        text: "Dynamic pacing keeps at least unpaced goodput (dynamic ÷ none)",
+        measure: Measure::Ratio { num: ("dynamic", "goodput_mbps"), den: ("none", "goodput_mbps") },
+        goal: Goal::AtLeast(1.0),
+        goal_source: GOAL_BENCH,
+        published: Some(Figure { value: 315.0 / 200.0, source: "[PSPacer]: PSPD 315 / noPSP 200 Mbit/s" }),
+        when: &[],
+    },
+    // The cgroup pacer's targets (issue 17): the hold against unpaced CUBIC
+    // and against static pacing, in the same run.
+    Claim {
+        text: "The cgroup pacer's hold cuts drops to a tenth of unpaced (dynamic-bpf-hold ÷ none)",
+        measure: Measure::Ratio { num: ("dynamic-bpf-hold", "drops"), den: ("none", "drops") },
+        // Issue 47's target, as BENCHMARKS.md states it.
+        goal: Goal::AtMost(0.1),
+        goal_source: GOAL_BENCH,
+        published: Some(Figure { value: 285.0 / 1455.0, source: "[PSPacer]: PSPD 285 / noPSP 1455 drops" }),
+        when: &[],
+    },
+    Claim {
+        text: "The cgroup pacer's hold keeps 95% of static pacing's goodput (dynamic-bpf-hold ÷ static-bpf)",
+        measure: Measure::Ratio {
+            num: ("dynamic-bpf-hold", "goodput_mbps"),
+            den: ("static-bpf", "goodput_mbps"),
+        },
+        goal: Goal::AtLeast(0.95),
+        goal_source: GOAL_BENCH,
+        published: Some(Figure { value: 315.0 / 433.0, source: "[PSPacer]: PSPD 315 / PSPS 433 Mbit/s" }),
+        when: &[],
+    },
+];
 
 #[cfg(test)]
 mod tests {

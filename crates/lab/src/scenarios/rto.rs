@@ -12,6 +12,7 @@
 //! holds its time, so the report shows CDFs; timeouts are the hosts' TcpExt
 //! `TCPTimeouts` counters, summed, before and after.
 
+use crate::runner::claims::{Claim, Goal, Measure, GOAL_DIRECTION};
 use crate::runner::records::{MetricSpec, Published};
 use crate::runner::scenario::{interrupted, ParamSpec, Params, RunCtx, Scenario, Testbed};
 use crate::testbeds::dumbbell::end_v4;
@@ -96,6 +97,9 @@ impl Scenario for Rto {
         vec!["The tutorial reports no table for this case, only that a shorter minimum RTO helps medium message \
               sizes; the qualitative comparison is the point."
             .into()]
+    }
+    fn claims(&self) -> &'static [Claim] {
+        CLAIMS
     }
     fn estimate(&self, p: &Params) -> Duration {
         Duration::from_millis(300) * p.u64("iterations").unwrap_or(40) as u32 + Duration::from_secs(4)
@@ -265,6 +269,19 @@ impl Testbed for RtoBed {
         Ok(())
     }
 }
+
+/// What this scenario claims: published figures and goals, judged by the report against a run's summaries.
+pub(crate) const CLAIMS: &[Claim] = &[Claim {
+    text: "A 10 ms rto_min speeds up 64 KB all-to-all iterations (default ÷ low mean time)",
+    measure: Measure::Ratio {
+        num: ("default-rto/64KB", "iter_mean_ms"),
+        den: ("low-rto/64KB", "iter_mean_ms"),
+    },
+    goal: Goal::Above(1.0),
+    goal_source: GOAL_DIRECTION,
+    published: None,
+    when: &[],
+}];
 
 #[cfg(test)]
 mod topology_tests {

@@ -24,6 +24,7 @@
 //! traffic-tool transfer of the same size through `tcpaccel relay --forward`
 //! chains (tcpaccel and direct only: Dante and Squid have no plain forward).
 
+use crate::runner::claims::{Claim, Figure, Goal, Measure, GOAL_BENCH, GOAL_DIRECTION};
 use crate::runner::records::{MetricSpec, Published};
 use crate::runner::scenario::{ParamSpec, Params, RunCtx, Scenario, Testbed};
 use anyhow::{bail, Context, Result};
@@ -598,6 +599,9 @@ impl Scenario for Split {
                 .into(),
         ]
     }
+    fn claims(&self) -> &'static [Claim] {
+        CLAIMS
+    }
     fn estimate(&self, p: &Params) -> Duration {
         let mb = p.bytes("size").map(|b| b.0 as f64 / 1e6).unwrap_or(100.0);
         Duration::from_secs_f64(2.0 + mb / 15.0)
@@ -1049,6 +1053,43 @@ impl SplitBed {
         Ok(())
     }
 }
+
+/// What this scenario claims: published figures and goals, judged by the report against a run's summaries.
+pub(crate) const CLAIMS: &[Claim] = &[
+    Claim {
+        text: "5 segments through tcpaccel relays give 4.5× direct throughput",
+        measure: Measure::Ratio {
+            num: ("tcpaccel/5", "throughput_MBps"),
+            den: ("direct", "throughput_MBps"),
+        },
+        goal: Goal::AtLeast(4.5),
+        goal_source: GOAL_BENCH,
+        published: Some(Figure { value: 46.1 / 11.0, source: "[SplitTCP]: Dante HTTP 46.1 / 11.0 MB/s" }),
+        when: &[],
+    },
+    Claim {
+        text: "tcpaccel relays at least match Dante at 5 segments",
+        measure: Measure::Ratio {
+            num: ("tcpaccel/5", "throughput_MBps"),
+            den: ("dante/5", "throughput_MBps"),
+        },
+        goal: Goal::AtLeast(1.0),
+        goal_source: GOAL_BENCH,
+        published: None,
+        when: &[],
+    },
+    Claim {
+        text: "An equal split beats a 40/10 split (tcpaccel, 2 segments)",
+        measure: Measure::Ratio {
+            num: ("tcpaccel/25-25", "throughput_MBps"),
+            den: ("tcpaccel/40-10", "throughput_MBps"),
+        },
+        goal: Goal::Above(1.0),
+        goal_source: GOAL_DIRECTION,
+        published: Some(Figure { value: 17.7 / 12.4, source: "[SplitTCP]: Dante FTP 17.7 / 12.4 MB/s" }),
+        when: &[],
+    },
+];
 
 #[cfg(test)]
 mod tests {

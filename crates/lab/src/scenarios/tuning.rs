@@ -11,6 +11,7 @@
 //! need them.
 
 use super::demo::standard_metrics;
+use crate::runner::claims::{Claim, Figure, Goal, Measure, GOAL_BENCH, GOAL_DIRECTION};
 use crate::runner::records::{MetricSpec, Published};
 use crate::runner::scenario::{ParamSpec, Params, RunCtx, Scenario, Testbed};
 use crate::testbeds::dumbbell::{bulk, HostSetup, Path2};
@@ -87,6 +88,9 @@ impl Scenario for Tuning {
     }
     fn default_repeats(&self) -> u32 {
         3
+    }
+    fn claims(&self) -> &'static [Claim] {
+        CLAIMS
     }
     fn estimate(&self, p: &Params) -> Duration {
         p.duration("duration").unwrap_or(Duration::from_secs(30)) + Duration::from_secs(3)
@@ -176,3 +180,24 @@ impl Testbed for TuningBed {
 pub fn goodput_limit_mbps(p: &Path2) -> f64 {
     p.rate.bits_per_sec() as f64 * 1448.0 / 1538.0 / 1e6
 }
+
+/// What this scenario claims: published figures and goals, judged by the report against a run's summaries.
+pub(crate) const CLAIMS: &[Claim] = &[
+    Claim {
+        text: "Doctor-applied settings reach 90% of the path's goodput limit",
+        measure: Measure::Median { variant: "doctor", metric: "share_of_limit" },
+        goal: Goal::AtLeast(0.90),
+        goal_source: GOAL_BENCH,
+        // 940 Mbit/s of 1000 × 1448/1538 = 941.5.
+        published: Some(Figure { value: 940.0 / 941.5, source: "[HPC-TCP]: tuned 940 of 941.5 Mbit/s" }),
+        when: &[],
+    },
+    Claim {
+        text: "Doctor-applied settings beat the kernel defaults' goodput (doctor ÷ defaults)",
+        measure: Measure::Ratio { num: ("doctor", "goodput_mbps"), den: ("defaults", "goodput_mbps") },
+        goal: Goal::Above(1.0),
+        goal_source: GOAL_DIRECTION,
+        published: Some(Figure { value: 940.0 / 240.0, source: "[HPC-TCP]: 940 / 240 Mbit/s" }),
+        when: &[],
+    },
+];

@@ -13,6 +13,7 @@ use tcpaccel_core::workload::{Flow, FlowClass};
 
 use super::knobs::{redeclare, specs, Param};
 use super::{common_params, estimate_scaled, prepare_bed, put, run_policy, Bed, Experiment, POLICIES};
+use crate::runner::claims::{Claim, Figure, Goal, Measure, GOAL_DIRECTION};
 use crate::runner::records::MetricSpec;
 use crate::runner::scenario::{ParamSpec, Params, RunCtx, Scenario, Testbed};
 use crate::testbeds::fabric::FabricSpec;
@@ -70,6 +71,9 @@ impl Scenario for LanesBasic {
              signals=bpf (or auto where BPF works) the program smooths per ACK, as the thesis did."
                 .into(),
         ]
+    }
+    fn claims(&self) -> &'static [Claim] {
+        CLAIMS
     }
     fn estimate(&self, p: &Params) -> Duration {
         estimate_scaled(p, p.duration("duration").unwrap_or(Duration::from_secs(3)) + Duration::from_secs(3))
@@ -240,6 +244,16 @@ impl TxSampler {
         }
     }
 }
+
+/// What this scenario claims: published figures and goals, judged by the report against a run's summaries.
+pub(crate) const CLAIMS: &[Claim] = &[Claim {
+    text: "The deadline policy switches to LL at t_deadline (switch age ÷ t_deadline)",
+    measure: Measure::OverParamMs { variant: "deadline", metric: "switch_ms", param: "t_deadline" },
+    goal: Goal::Between(1.0, 1.25),
+    goal_source: GOAL_DIRECTION,
+    published: Some(Figure { value: 1.0, source: "[Lanes]: switch at t_deadline = 300 ms" }),
+    when: &[],
+}];
 
 #[cfg(test)]
 mod tests {

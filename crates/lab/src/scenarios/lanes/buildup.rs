@@ -13,6 +13,7 @@ use super::{
 };
 use super::{drain_param, warmup_param, DRAIN, POLICIES};
 use crate::engines::workloads::{self as workload, Hosts};
+use crate::runner::claims::{Claim, Goal, Measure, GOAL_BENCH};
 use crate::runner::records::MetricSpec;
 use crate::runner::scenario::{ParamSpec, Params, RunCtx, Scenario, Testbed};
 use tcpaccel_core::scale::Rule;
@@ -51,6 +52,9 @@ impl Scenario for LanesBuildup {
             false,
             "short-flow p95 FCT at the most long senders ÷ at the fewest (flat = 1)",
         )]
+    }
+    fn claims(&self) -> &'static [Claim] {
+        CLAIMS
     }
     fn estimate(&self, p: &Params) -> Duration {
         let n = p.list("senders").map(|l| l.len()).unwrap_or(4) as u32;
@@ -126,3 +130,23 @@ impl Experiment for LanesBuildup {
         Ok(())
     }
 }
+
+/// What this scenario claims: published figures and goals, judged by the report against a run's summaries.
+pub(crate) const CLAIMS: &[Claim] = &[
+    Claim {
+        text: "Deadline lanes keep the short-flow p95 growth below pure MPTCP's (ratio of growths)",
+        measure: Measure::Ratio { num: ("deadline", "p95_growth_x"), den: ("mptcp", "p95_growth_x") },
+        goal: Goal::AtMost(1.0),
+        goal_source: GOAL_BENCH,
+        published: None,
+        when: &[],
+    },
+    Claim {
+        text: "Link-cost lanes keep the short-flow p95 growth below pure MPTCP's (ratio of growths)",
+        measure: Measure::Ratio { num: ("link-cost", "p95_growth_x"), den: ("mptcp", "p95_growth_x") },
+        goal: Goal::AtMost(1.0),
+        goal_source: GOAL_BENCH,
+        published: None,
+        when: &[],
+    },
+];

@@ -18,6 +18,7 @@ use super::{
     FLOW_PORT,
 };
 use crate::engines::flows::RunEnd;
+use crate::runner::claims::{Claim, Goal, Measure, GOAL_DIRECTION};
 use crate::runner::records::MetricSpec;
 use crate::runner::scenario::{ParamSpec, Params, RunCtx, Scenario, Testbed};
 use crate::testbeds::fabric::{Fabric, FabricSpec};
@@ -59,6 +60,9 @@ impl Scenario for LanesParams {
              switch by tens of ms at their defaults and only large α/γ ratios pull it far before the deadline."
                 .into(),
         ]
+    }
+    fn claims(&self) -> &'static [Claim] {
+        CLAIMS
     }
     fn estimate(&self, p: &Params) -> Duration {
         let n = p.list("alphas").map(|l| l.len()).unwrap_or(5) as u32;
@@ -211,3 +215,23 @@ impl Background {
         }
     }
 }
+
+/// What this scenario claims: published figures and goals, judged by the report against a run's summaries.
+pub(crate) const CLAIMS: &[Claim] = &[
+    Claim {
+        text: "A larger α switches earlier (switch age at the largest α ÷ at the smallest)",
+        measure: Measure::PointSpan { variant: "alpha", base: "switch_ms", label: "alpha" },
+        goal: Goal::Below(1.0),
+        goal_source: GOAL_DIRECTION,
+        published: None,
+        when: &[],
+    },
+    Claim {
+        text: "A larger γ switches later (switch age at the largest γ ÷ at the smallest)",
+        measure: Measure::PointSpan { variant: "gamma", base: "switch_ms", label: "gamma" },
+        goal: Goal::Above(1.0),
+        goal_source: GOAL_DIRECTION,
+        published: None,
+        when: &[],
+    },
+];

@@ -15,6 +15,7 @@ use super::{
 use super::{drain_param, warmup_param, Experiment, DRAIN, POLICIES};
 use crate::engines::flows::RunEnd;
 use crate::engines::workloads::{self as workload, Hosts, Mix};
+use crate::runner::claims::{thesis_order, Claim, Goal, Measure, GOAL_BENCH, GOAL_DIRECTION, GOAL_OWN};
 use crate::runner::records::MetricSpec;
 use crate::runner::scenario::{ParamSpec, Params, RunCtx, Scenario, Testbed};
 use tcpaccel_core::scale::Rule;
@@ -151,6 +152,12 @@ impl Scenario for LanesRealistic {
     fn metrics(&self) -> Vec<MetricSpec> {
         realistic_metrics()
     }
+    fn claims(&self) -> &'static [Claim] {
+        match self.0 {
+            Mix::WebSearch => WEBSEARCH_CLAIMS,
+            Mix::DataMining => DATAMINING_CLAIMS,
+        }
+    }
     fn estimate(&self, p: &Params) -> Duration {
         let n = p.list("loads").map(|l| l.len()).unwrap_or(3) as u32;
         estimate_scaled(
@@ -225,3 +232,212 @@ impl Experiment for LanesRealistic {
         Ok(())
     }
 }
+
+/// What `lanes-websearch` claims: goals and [Lanes]' orderings, judged by the report against a run's summaries.
+pub(crate) const WEBSEARCH_CLAIMS: &[Claim] = &[
+    Claim {
+                text: "Link-cost short-flow p99 FCT at load 0.5 is half of pure MPTCP's",
+        measure: Measure::Ratio {
+            num: ("link-cost", "short_p99_ms@0.5"),
+            den: ("mptcp", "short_p99_ms@0.5"),
+        },
+        goal: Goal::AtMost(0.5),
+        goal_source: GOAL_BENCH,
+        published: None,
+        when: &[],
+    },
+    Claim {
+                text: "Link-cost short-flow p99 FCT at load 0.5 is no worse than RepFlow's",
+        measure: Measure::Ratio {
+            num: ("link-cost", "short_p99_ms@0.5"),
+            den: ("repflow", "short_p99_ms@0.5"),
+        },
+        goal: Goal::AtMost(1.0),
+        goal_source: GOAL_BENCH,
+        published: None,
+        when: &[],
+    },
+    Claim {
+                text: "Link-cost long-flow goodput at load 0.5 keeps 0.9× pure MPTCP's",
+        measure: Measure::Ratio { num: ("link-cost", "long_mbps@0.5"), den: ("mptcp", "long_mbps@0.5") },
+        goal: Goal::AtLeast(0.9),
+        goal_source: GOAL_BENCH,
+        published: None,
+        when: &[],
+    },
+    Claim {
+                text: "sized-rep (large flows kept off SL by size, short flows copied on LL0) short-flow p99 FCT at load 0.5 is no worse than RepFlow's",
+        measure: Measure::Ratio {
+            num: ("sized-rep", "short_p99_ms@0.5"),
+            den: ("repflow", "short_p99_ms@0.5"),
+        },
+        goal: Goal::AtMost(1.0),
+        goal_source: GOAL_OWN,
+        published: None,
+        when: &[],
+    },
+    Claim {
+                text: "sized-rep short-flow p99 FCT at load 0.5 is no worse than pure MPTCP's",
+        measure: Measure::Ratio {
+            num: ("sized-rep", "short_p99_ms@0.5"),
+            den: ("mptcp", "short_p99_ms@0.5"),
+        },
+        goal: Goal::AtMost(1.0),
+        goal_source: GOAL_OWN,
+        published: None,
+        when: &[],
+    },
+    thesis_order(
+        "[Lanes] ordering at load 0.2: link-cost short-flow p99 FCT no worse than RepFlow's",
+        "link-cost",
+        "repflow",
+        "short_p99_ms@0.2",
+    ),
+    thesis_order(
+        "[Lanes] ordering at load 0.2: RepFlow short-flow p99 FCT no worse than pure MPTCP's",
+        "repflow",
+        "mptcp",
+        "short_p99_ms@0.2",
+    ),
+    thesis_order(
+        "[Lanes] ordering at load 0.2: link-cost short-flow mean FCT no worse than RepFlow's",
+        "link-cost",
+        "repflow",
+        "short_avg_ms@0.2",
+    ),
+    thesis_order(
+        "[Lanes] ordering at load 0.2: RepFlow short-flow mean FCT no worse than pure MPTCP's",
+        "repflow",
+        "mptcp",
+        "short_avg_ms@0.2",
+    ),
+    thesis_order(
+        "[Lanes] ordering at load 0.5: RepFlow short-flow p99 FCT no worse than pure MPTCP's",
+        "repflow",
+        "mptcp",
+        "short_p99_ms@0.5",
+    ),
+    thesis_order(
+        "[Lanes] ordering at load 0.5: link-cost short-flow mean FCT no worse than RepFlow's",
+        "link-cost",
+        "repflow",
+        "short_avg_ms@0.5",
+    ),
+    thesis_order(
+        "[Lanes] ordering at load 0.5: RepFlow short-flow mean FCT no worse than pure MPTCP's",
+        "repflow",
+        "mptcp",
+        "short_avg_ms@0.5",
+    ),
+    thesis_order(
+        "[Lanes] ordering at load 0.8: link-cost short-flow p99 FCT no worse than RepFlow's",
+        "link-cost",
+        "repflow",
+        "short_p99_ms@0.8",
+    ),
+    thesis_order(
+        "[Lanes] ordering at load 0.8: RepFlow short-flow p99 FCT no worse than pure MPTCP's",
+        "repflow",
+        "mptcp",
+        "short_p99_ms@0.8",
+    ),
+    thesis_order(
+        "[Lanes] ordering at load 0.8: link-cost short-flow mean FCT no worse than RepFlow's",
+        "link-cost",
+        "repflow",
+        "short_avg_ms@0.8",
+    ),
+    thesis_order(
+        "[Lanes] ordering at load 0.8: RepFlow short-flow mean FCT no worse than pure MPTCP's",
+        "repflow",
+        "mptcp",
+        "short_avg_ms@0.8",
+    ),
+];
+
+/// What `lanes-datamining` claims.
+pub(crate) const DATAMINING_CLAIMS: &[Claim] = &[
+    Claim {
+        text: "Link-cost short-flow p99 FCT at load 0.5 is no worse than pure MPTCP's",
+        measure: Measure::Ratio {
+            num: ("link-cost", "short_p99_ms@0.5"),
+            den: ("mptcp", "short_p99_ms@0.5"),
+        },
+        goal: Goal::AtMost(1.0),
+        goal_source: GOAL_DIRECTION,
+        published: None,
+        when: &[],
+    },
+    thesis_order(
+        "[Lanes] ordering at load 0.2: link-cost short-flow p99 FCT no worse than RepFlow's",
+        "link-cost",
+        "repflow",
+        "short_p99_ms@0.2",
+    ),
+    thesis_order(
+        "[Lanes] ordering at load 0.2: RepFlow short-flow p99 FCT no worse than pure MPTCP's",
+        "repflow",
+        "mptcp",
+        "short_p99_ms@0.2",
+    ),
+    thesis_order(
+        "[Lanes] ordering at load 0.2: link-cost short-flow mean FCT no worse than RepFlow's",
+        "link-cost",
+        "repflow",
+        "short_avg_ms@0.2",
+    ),
+    thesis_order(
+        "[Lanes] ordering at load 0.2: RepFlow short-flow mean FCT no worse than pure MPTCP's",
+        "repflow",
+        "mptcp",
+        "short_avg_ms@0.2",
+    ),
+    thesis_order(
+        "[Lanes] ordering at load 0.5: link-cost short-flow p99 FCT no worse than RepFlow's",
+        "link-cost",
+        "repflow",
+        "short_p99_ms@0.5",
+    ),
+    thesis_order(
+        "[Lanes] ordering at load 0.5: RepFlow short-flow p99 FCT no worse than pure MPTCP's",
+        "repflow",
+        "mptcp",
+        "short_p99_ms@0.5",
+    ),
+    thesis_order(
+        "[Lanes] ordering at load 0.5: link-cost short-flow mean FCT no worse than RepFlow's",
+        "link-cost",
+        "repflow",
+        "short_avg_ms@0.5",
+    ),
+    thesis_order(
+        "[Lanes] ordering at load 0.5: RepFlow short-flow mean FCT no worse than pure MPTCP's",
+        "repflow",
+        "mptcp",
+        "short_avg_ms@0.5",
+    ),
+    thesis_order(
+        "[Lanes] ordering at load 0.8: link-cost short-flow p99 FCT no worse than RepFlow's",
+        "link-cost",
+        "repflow",
+        "short_p99_ms@0.8",
+    ),
+    thesis_order(
+        "[Lanes] ordering at load 0.8: RepFlow short-flow p99 FCT no worse than pure MPTCP's",
+        "repflow",
+        "mptcp",
+        "short_p99_ms@0.8",
+    ),
+    thesis_order(
+        "[Lanes] ordering at load 0.8: link-cost short-flow mean FCT no worse than RepFlow's",
+        "link-cost",
+        "repflow",
+        "short_avg_ms@0.8",
+    ),
+    thesis_order(
+        "[Lanes] ordering at load 0.8: RepFlow short-flow mean FCT no worse than pure MPTCP's",
+        "repflow",
+        "mptcp",
+        "short_avg_ms@0.8",
+    ),
+];
