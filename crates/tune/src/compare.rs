@@ -1,0 +1,428 @@
+//! Path comparison, the runner: measures a path to a `tcpaccel recv`, then
+//! tries each variant in short interleaved transfers and hands the trials to
+//! the pure rule ([`tcpaccel_core::compare`]).
+//!
+//! Order of work: the minimum RTT by TCP handshakes; the bottleneck by one
+//! short unpaced transfer whose TCP_INFO readings feed
+//! [`BottleneckEstimator`]; then `repeats` rounds, each running every
+//! variant once (the start rotates per round, so no variant always follows
+//! the same one). Each transfer's settings touch only its own socket:
+//! `TCP_CONGESTION` for BBR, `SO_MAX_PACING_RATE` (the traffic tool's
+//! `static:RATE`, on the wire) for static pacing, `SO_SNDBUFFORCE` at the
+//! doctor's buffer size ([`crate::judge::buffer_need`]) for the buffer fix.
+//!
+//! Bounded: no transfer starts that would end past `max_time` or send past
+//! `max_bytes` (at the estimated rate); `stop` ends the current transfer
+//! early and no other starts. Everything goes to `to` and nowhere else.
+//!
+//! Not here: flags, output, the command that applies a fix (the CLI).
+
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use serde::Serialize;
+use tcpaccel_core::compare::{
+    self, BottleneckEstimator, DeliverySample, Recommendation, Row, Trial, Variant,
+};
+use tcpaccel_core::pacing::Framing;
+use tcpaccel_core::units::{bdp_bytes, Rate};
+use tcpaccel_traffic::{Pace, Report, SendConfig, Volume};
+
+/// A short transfer shorter than this says little: the budget is spent.
+const MIN_TRIAL: Duration = Duration::from_millis(800);
+/// Slack per transfer for connecting and the receiver's receipt, in RTTs.
+const OVERHEAD_RTTS: u32 = 4;
+/// Windows of time to 95% are at least this long (the lab's `pacing`
+/// scenario uses 100 ms windows for its ramp).
+const T95_WINDOW: Duration = Duration::from_millis(100);
+
+/// What to run; [`Plan::new`] has the defaults.
+#[derive(Debug, Clone)]
+pub struct Plan {
+    pub to: SocketAddr,
+    pub variants: Vec<Variant>,
+    pub repeats: u32,
+    /// The measuring transfer.
+    pub probe: Duration,
+    /// Each variant's transfer; `None`: the budget shared out evenly.
+    pub trial: Option<Duration>,
+    pub max_time: Duration,
+    pub max_bytes: u64,
+    /// Static pacing's on-wire rate as a fraction of the on-wire estimate.
+    pub pace_fraction: f64,
+    pub handshakes: usize,
+    /// Set to stop (Ctrl-C): the current transfer ends early, none follows.
+    pub stop: Arc<AtomicBool>,
+}
+
+impl Plan {
+    pub fn new(to: SocketAddr) -> Plan {
+        Plan {
+            to,
+            variants: vec![Variant::Unpaced, Variant::BufferFix, Variant::Bbr, Variant::StaticPacing],
+            repeats: 2,
+            probe: Duration::from_secs(2),
+            trial: None,
+            max_time: Duration::from_secs(30),
+            max_bytes: 2_000_000_000,
+            pace_fraction: 0.95,
+            handshakes: 5,
+            stop: Arc::new(AtomicBool::new(false)),
+        }
+    }
+}
+
+/// Failures that end a comparison before it has anything to report.
+#[derive(Debug, thiserror::Error)]
+pub enum CompareError {
+    #[error("measuring the RTT to {to}: {msg}")]
+    Rtt { to: SocketAddr, msg: String },
+    #[error("the measuring transfer to {to}: {source}")]
+    Probe { to: SocketAddr, source: tcpaccel_traffic::Error },
+    #[error("the measuring transfer to {to} gave no delivery-rate round (RTT {rtt:?}); give a longer probe")]
+    NoEstimate { to: SocketAddr, rtt: Duration },
+    #[error("{0}")]
+    Budget(String),
+}
+
+/// The path as measured before the trials.
+#[derive(Debug, Clone, Serialize)]
+pub struct PathEstimate {
+    /// Median TCP handshake time.
+    pub handshake_rtt_us: u64,
+    /// The smaller of the handshake RTT and the probe's `tcpi_min_rtt`.
+    pub min_rtt_us: u64,
+    /// BBR-style estimate, payload bit/s (what a transfer can deliver).
+    pub bottleneck_payload_bps: u64,
+    /// The same on the wire (every Ethernet frame's bytes, as `--pace`
+    /// and the emulator count a rate).
+    pub bottleneck_wire_bps: u64,
+    pub rounds: u64,
+    pub probe_goodput_bps: u64,
+    pub probe_retransmits: Option<u64>,
+    /// MSS and per-segment overhead of the probe's socket.
+    pub mss: u32,
+    pub overhead: u32,
+}
+
+/// How one variant was set on its socket.
+#[derive(Debug, Clone, Serialize)]
+pub struct Settings {
+    /// Static pacing: the on-wire rate (`static:RATE`).
+    pub pace_wire_bps: Option<u64>,
+    /// Buffer fix: SO_SNDBUF requested, bytes.
+    pub sndbuf: Option<u64>,
+    pub cc: Option<String>,
+}
+
+/// One transfer.
+#[derive(Debug, Clone, Serialize)]
+pub struct TrialRecord {
+    pub repeat: u32,
+    pub trial: Trial,
+    pub bytes: u64,
+    pub duration_s: f64,
+    pub stopped_early: bool,
+    /// (end of window s, goodput bit/s, srtt ms) for the plots.
+    pub series: Vec<(f64, u64, Option<f64>)>,
+}
+
+/// A variant that could not run (BBR not available, no privilege for the
+/// buffer fix); the comparison goes on without it.
+#[derive(Debug, Clone, Serialize)]
+pub struct Skipped {
+    pub variant: Variant,
+    pub why: String,
+}
+
+/// Everything a comparison found.
+#[derive(Debug, Clone, Serialize)]
+pub struct Outcome {
+    pub to: SocketAddr,
+    pub path: PathEstimate,
+    pub settings: Vec<(Variant, Settings)>,
+    pub trials: Vec<TrialRecord>,
+    pub skipped: Vec<Skipped>,
+    pub rows: Vec<Row>,
+    pub recommendation: Option<Recommendation>,
+    /// Why it ended before every planned transfer ran.
+    pub cut_short: Option<String>,
+    pub elapsed_s: f64,
+    pub bytes_sent: u64,
+}
+
+/// Progress, as it happens.
+#[derive(Debug)]
+pub enum Event<'a> {
+    Path(&'a PathEstimate),
+    Trial(&'a TrialRecord),
+    Skipped(&'a Skipped),
+}
+
+/// What a transfer's readings add up to.
+#[derive(Default)]
+struct Readings {
+    /// (start, end, bytes) per report interval.
+    intervals: Vec<(Duration, Duration, u64)>,
+    srtts: Vec<Duration>,
+    min_rtt: Option<Duration>,
+}
+
+impl Readings {
+    fn take(&mut self, r: &Report, est: Option<&mut BottleneckEstimator>) {
+        let Report::Interval(iv) = r;
+        let (s, e) = (Duration::from_secs_f64(iv.start_s), Duration::from_secs_f64(iv.end_s));
+        self.intervals.push((s, e, iv.bytes));
+        let Some(st) = iv.streams.first() else { return };
+        if let Some(us) = st.srtt_us {
+            self.srtts.push(Duration::from_micros(u64::from(us)));
+        }
+        if let Some(info) = &st.info {
+            if let Some(m) = info.min_rtt.filter(|&m| m > 0) {
+                let m = Duration::from_micros(u64::from(m));
+                self.min_rtt = Some(self.min_rtt.map_or(m, |x| x.min(m)));
+            }
+            if let (Some(est), Some(d)) = (est, info.delivered) {
+                let now = tcpaccel_core::Instant::from_nanos(e.as_nanos() as u64);
+                est.on_sample(
+                    now,
+                    DeliverySample {
+                        delivered_bytes: u64::from(d) * u64::from(info.snd_mss),
+                        app_limited: info.delivery_rate_app_limited,
+                    },
+                );
+            }
+        }
+    }
+
+    /// The intervals merged into windows of at least [`T95_WINDOW`].
+    fn windows(&self) -> Vec<(Duration, Duration, u64)> {
+        let mut out: Vec<(Duration, Duration, u64)> = Vec::new();
+        let mut cur: Option<(Duration, Duration, u64)> = None;
+        for &(s, e, b) in &self.intervals {
+            let (cs, _, cb) = cur.unwrap_or((s, e, 0));
+            let w = (cs, e, cb + b);
+            if e.saturating_sub(cs) >= T95_WINDOW {
+                out.push(w);
+                cur = None;
+            } else {
+                cur = Some(w);
+            }
+        }
+        out
+    }
+}
+
+fn report_interval(rtt: Duration) -> Duration {
+    (rtt / 4).clamp(Duration::from_millis(10), Duration::from_millis(50))
+}
+
+/// Runs the comparison (module docs). `on_event` sees each step as it ends.
+pub fn run(plan: &Plan, mut on_event: impl FnMut(Event)) -> Result<Outcome, CompareError> {
+    let t0 = Instant::now();
+    let handshake = crate::collect::handshake_rtt(plan.to, plan.handshakes, Duration::from_secs(3))
+        .map_err(|msg| CompareError::Rtt { to: plan.to, msg })?;
+    let interval = report_interval(handshake);
+    let mut bytes_sent = 0u64;
+
+    // The measuring transfer: unpaced, host defaults.
+    let mut probe_readings = Readings::default();
+    let mut est = BottleneckEstimator::new(handshake, compare::BW_WINDOW_ROUNDS);
+    let probe_stop = Arc::new(AtomicBool::new(false));
+    let cfg = SendConfig {
+        volume: Volume::Duration(plan.probe),
+        interval: Some(interval),
+        connect_timeout: Duration::from_secs(5),
+        receipt_timeout: Duration::from_secs(10) + handshake * 10,
+        stop: Some(Arc::clone(&probe_stop)),
+        ..SendConfig::new(plan.to)
+    };
+    // The probe may have a quarter of the byte budget; Ctrl-C ends it too.
+    let probe_cap = plan.max_bytes / 4;
+    let mut probe_acked = 0u64;
+    let probe = tcpaccel_traffic::run_send(cfg, |r| {
+        let Report::Interval(iv) = r;
+        probe_acked += iv.bytes;
+        if probe_acked >= probe_cap || plan.stop.load(Ordering::Relaxed) {
+            probe_stop.store(true, Ordering::Relaxed);
+        }
+        probe_readings.take(r, Some(&mut est))
+    })
+    .map_err(|source| CompareError::Probe { to: plan.to, source })?;
+    bytes_sent += probe.bytes;
+    let min_rtt = probe_readings.min_rtt.map_or(handshake, |m| m.min(handshake));
+    let payload = est.estimate().ok_or(CompareError::NoEstimate { to: plan.to, rtt: handshake })?;
+    let framing = probe.streams.first().map(|s| s.framing).unwrap_or(Framing::ETHERNET_1500_TS);
+    let wire = framing.wire_of_goodput(payload);
+    let path = PathEstimate {
+        handshake_rtt_us: handshake.as_micros() as u64,
+        min_rtt_us: min_rtt.as_micros() as u64,
+        bottleneck_payload_bps: payload.bits_per_sec(),
+        bottleneck_wire_bps: wire.bits_per_sec(),
+        rounds: est.rounds(),
+        probe_goodput_bps: probe.goodput_bps,
+        probe_retransmits: probe.retransmits,
+        mss: framing.mss(),
+        overhead: framing.overhead(),
+    };
+    on_event(Event::Path(&path));
+
+    let pace_wire = Rate((wire.bits_per_sec() as f64 * plan.pace_fraction) as u64);
+    let sndbuf = crate::judge::buffer_need(bdp_bytes(wire, min_rtt));
+    let settings_of = |v: Variant| match v {
+        Variant::Unpaced | Variant::DynamicHold => Settings { pace_wire_bps: None, sndbuf: None, cc: None },
+        Variant::BufferFix => Settings { pace_wire_bps: None, sndbuf: Some(sndbuf), cc: None },
+        Variant::Bbr => Settings { pace_wire_bps: None, sndbuf: None, cc: Some("bbr".into()) },
+        Variant::StaticPacing => {
+            Settings { pace_wire_bps: Some(pace_wire.bits_per_sec()), sndbuf: None, cc: None }
+        }
+    };
+    let mut variants: Vec<Variant> = plan.variants.clone();
+    let mut skipped = Vec::new();
+    if let Some(i) = variants.iter().position(|&v| v == Variant::DynamicHold) {
+        variants.remove(i);
+        let s = Skipped {
+            variant: Variant::DynamicHold,
+            why: "the dynamic hold is not tried by this comparison yet (use `tcpaccel pace run --pace dynamic --hold`)"
+                .into(),
+        };
+        on_event(Event::Skipped(&s));
+        skipped.push(s);
+    }
+
+    // The budget shared out: what is left after the probe, per transfer.
+    let overhead = handshake * OVERHEAD_RTTS + Duration::from_millis(200);
+    let planned = (variants.len() as u32 * plan.repeats.max(1)).max(1);
+    let trial = plan.trial.unwrap_or_else(|| {
+        let left = plan.max_time.saturating_sub(t0.elapsed());
+        (left / planned).saturating_sub(overhead)
+    });
+    if trial < MIN_TRIAL {
+        return Err(CompareError::Budget(format!(
+            "{:?} left for {planned} transfers is under {MIN_TRIAL:?} each; raise the time limit or lower the repeats",
+            plan.max_time.saturating_sub(t0.elapsed())
+        )));
+    }
+
+    let mut trials = Vec::new();
+    let mut cut_short = None;
+    'rounds: for repeat in 0..plan.repeats.max(1) {
+        let n = variants.len();
+        for k in 0..n {
+            let v = variants[(k + repeat as usize) % n];
+            if skipped.iter().any(|s: &Skipped| s.variant == v) {
+                continue;
+            }
+            if plan.stop.load(Ordering::Relaxed) {
+                cut_short = Some("stopped (interrupt)".to_string());
+                break 'rounds;
+            }
+            if t0.elapsed() + trial + overhead > plan.max_time {
+                cut_short =
+                    Some(format!("the time limit ({:?}) left no room for another transfer", plan.max_time));
+                break 'rounds;
+            }
+            let expect = (payload.bytes_per_sec() as f64 * trial.as_secs_f64()) as u64;
+            if bytes_sent + expect > plan.max_bytes {
+                cut_short = Some(format!(
+                    "the byte limit ({} bytes) left no room for another transfer",
+                    plan.max_bytes
+                ));
+                break 'rounds;
+            }
+            let s = settings_of(v);
+            let mut cfg = SendConfig {
+                volume: Volume::Duration(trial),
+                interval: Some(interval),
+                connect_timeout: Duration::from_secs(5),
+                receipt_timeout: Duration::from_secs(10) + handshake * 10,
+                stop: Some(Arc::clone(&plan.stop)),
+                cc: s.cc.clone(),
+                sndbuf: s.sndbuf,
+                force_buffers: s.sndbuf.is_some(),
+                framing: Some(framing),
+                ..SendConfig::new(plan.to)
+            };
+            if let Some(w) = s.pace_wire_bps {
+                cfg.pace = Pace::Static(Rate(w));
+            }
+            let mut rd = Readings::default();
+            let sum = match tcpaccel_traffic::run_send(cfg, |r| rd.take(r, None)) {
+                Ok(sum) => sum,
+                // A setting this host refuses (no BBR module, no
+                // CAP_NET_ADMIN): leave the variant out, say why.
+                Err(tcpaccel_traffic::Error::Sys(e)) => {
+                    let s = Skipped { variant: v, why: e.to_string() };
+                    on_event(Event::Skipped(&s));
+                    skipped.push(s);
+                    continue;
+                }
+                Err(e) => {
+                    cut_short = Some(format!("{} transfer failed: {e}", v.name()));
+                    break 'rounds;
+                }
+            };
+            bytes_sent += sum.bytes;
+            let target = match s.pace_wire_bps {
+                Some(w) => framing.goodput_of_wire(Rate(w)),
+                None => payload,
+            };
+            let windows = rd.windows();
+            let rec = TrialRecord {
+                repeat,
+                trial: Trial {
+                    variant: v,
+                    goodput: Rate(sum.goodput_bps),
+                    retransmits: sum.retransmits.unwrap_or(0),
+                    rtt_inflation: compare::rtt_inflation(&rd.srtts, min_rtt),
+                    t95: compare::time_to_95(&windows, target),
+                },
+                bytes: sum.bytes,
+                duration_s: sum.duration_s,
+                stopped_early: sum.stopped_early,
+                series: series(&rd),
+            };
+            on_event(Event::Trial(&rec));
+            let stopped = rec.stopped_early;
+            // A transfer cut by Ctrl-C is not a fair sample: shown, not judged.
+            trials.push(rec);
+            if stopped {
+                cut_short = Some("stopped (interrupt)".to_string());
+                break 'rounds;
+            }
+        }
+    }
+    let judged: Vec<Trial> = trials.iter().filter(|t| !t.stopped_early).map(|t| t.trial).collect();
+    let rows = compare::summarize(&judged);
+    let recommendation = compare::recommend(&rows);
+    let settings = variants.iter().map(|&v| (v, settings_of(v))).collect();
+    Ok(Outcome {
+        to: plan.to,
+        path,
+        settings,
+        trials,
+        skipped,
+        rows,
+        recommendation,
+        cut_short,
+        elapsed_s: t0.elapsed().as_secs_f64(),
+        bytes_sent,
+    })
+}
+
+/// Per-window goodput and the last srtt in it, for the plots.
+fn series(rd: &Readings) -> Vec<(f64, u64, Option<f64>)> {
+    let per = rd.srtts.len() == rd.intervals.len();
+    let mut out = Vec::new();
+    let mut i = 0;
+    for &(s, e, b) in &rd.windows() {
+        while i < rd.intervals.len() && rd.intervals[i].1 <= e {
+            i += 1;
+        }
+        let srtt = if per && i > 0 { Some(rd.srtts[i - 1].as_secs_f64() * 1e3) } else { None };
+        out.push((e.as_secs_f64(), Rate::from_bytes_over(b, e.saturating_sub(s)).bits_per_sec(), srtt));
+    }
+    out
+}
