@@ -43,7 +43,7 @@ enum Command {
     Relay(cmd::relay::Args),
     /// Diagnose (and fix) host TCP tuning for a path: buffers vs BDP, idle, RTO, offloads.
     Doctor(cmd::doctor::Args),
-    /// Compare pacing, BBR and buffer fixes on your own path to a `tcpaccel recv`, and recommend one with its command.
+    /// Compare pacing, BBR and buffer fixes on your own path to a `tcpaccel recv` or `iperf3 -s`, and recommend one with its command.
     Compare(cmd::compare::Args),
     /// Sample TCP_INFO of matching sockets through sock_diag at 100 Hz or more.
     Trace(cmd::trace::Args),

@@ -149,6 +149,20 @@ pub fn time_to_95(intervals: &[(Duration, Duration, u64)], target: Rate) -> Opti
     })
 }
 
+/// Goodput over the second half of a transfer: the intervals (start, end,
+/// bytes, in order) that begin at or after half of the last one's end. A
+/// transfer of a few seconds on a long path spends its first second in
+/// slow start; this is the rate it settles at, comparable with the lab's
+/// long transfers. `None` without such intervals.
+pub fn steady_goodput(intervals: &[(Duration, Duration, u64)]) -> Option<Rate> {
+    let end = intervals.last()?.1;
+    let half = end / 2;
+    let tail: Vec<_> = intervals.iter().filter(|iv| iv.0 >= half).collect();
+    let start = tail.first()?.0;
+    let bytes = tail.iter().map(|iv| iv.2).sum();
+    (end > start).then(|| Rate::from_bytes_over(bytes, end - start))
+}
+
 /// The variants a comparison tries, in the order of simplicity that breaks
 /// ties: changing nothing, then buffer sysctls, then the congestion control
 /// sysctl, then tcpaccel's static pacing, then its cgroup hold.
@@ -198,6 +212,9 @@ pub struct Trial {
     /// [`time_to_95`]; `None`: never reached.
     #[serde(with = "crate::units::serde_duration::option")]
     pub t95: Option<Duration>,
+    /// [`steady_goodput`]: the second half's rate, what a long transfer
+    /// would see; `None` without readings.
+    pub steady: Option<Rate>,
 }
 
 /// A variant over its repeats.
@@ -213,6 +230,8 @@ pub struct Row {
     /// Median over the repeats that reached 95%; `None` when fewer than
     /// half of them did.
     pub t95_s: Option<f64>,
+    /// Median [`Trial::steady`], bit/s.
+    pub steady_bps: Option<f64>,
 }
 
 /// Medians per variant, in [`Variant`] order; variants without trials are left out.
@@ -232,6 +251,7 @@ pub fn summarize(trials: &[Trial]) -> Vec<Row> {
             retransmits: median(&r).unwrap_or(0.0),
             rtt_inflation: median(&infl),
             t95_s: if t95.len() * 2 >= mine.len() { median(&t95) } else { None },
+            steady_bps: median(&mine.iter().filter_map(|t| t.steady.map(|r| r.0 as f64)).collect::<Vec<_>>()),
         });
     }
     rows
@@ -258,6 +278,8 @@ pub struct Recommendation {
     /// Median goodput of the recommended variant ÷ the unpaced one's − 1;
     /// `None` without an unpaced row.
     pub gain_vs_unpaced: Option<f64>,
+    /// The same with the steady (second-half) goodputs.
+    pub steady_gain_vs_unpaced: Option<f64>,
 }
 
 /// Whether `b` ties with the fastest `best` (module docs).
@@ -293,7 +315,13 @@ pub fn recommend(rows: &[Row]) -> Option<Recommendation> {
         .find(|r| r.variant == Variant::Unpaced)
         .filter(|u| u.goodput_bps.median > 0.0)
         .map(|u| chosen.goodput_bps.median / u.goodput_bps.median - 1.0);
-    Some(Recommendation { variant: chosen.variant, reason, ranking, gain_vs_unpaced })
+    let steady_gain_vs_unpaced = rows
+        .iter()
+        .find(|r| r.variant == Variant::Unpaced)
+        .and_then(|u| u.steady_bps)
+        .filter(|&u| u > 0.0)
+        .and_then(|u| Some(chosen.steady_bps? / u - 1.0));
+    Some(Recommendation { variant: chosen.variant, reason, ranking, gain_vs_unpaced, steady_gain_vs_unpaced })
 }
 
 #[cfg(test)]
@@ -397,6 +425,9 @@ mod tests {
         let ivs = [iv(0, 50), iv(1, 94), iv(2, 95), iv(3, 100)];
         assert_eq!(time_to_95(&ivs, Rate::mbps(100)), Some(Duration::from_millis(300)));
         assert_eq!(time_to_95(&ivs[..2], Rate::mbps(100)), None);
+        // Second half of 0.4 s: the intervals from 0.2 s, 95 and 100 Mbit/s.
+        assert_eq!(steady_goodput(&ivs), Some(Rate::bps(97_500_000)));
+        assert_eq!(steady_goodput(&[]), None);
     }
 
     fn trial(v: Variant, mbit: u64, retr: u64) -> Trial {
@@ -406,6 +437,7 @@ mod tests {
             retransmits: retr,
             rtt_inflation: Some(1.1),
             t95: Some(Duration::from_secs(2)),
+            steady: Some(Rate::mbps(mbit + 10)),
         }
     }
 
@@ -453,6 +485,8 @@ mod tests {
         assert_eq!(r.ranking, vec![StaticPacing, DynamicHold, Bbr, Unpaced, BufferFix]);
         let gain = r.gain_vs_unpaced.unwrap();
         assert!((gain - (463.5 / 320.0 - 1.0)).abs() < 1e-12, "{gain}");
+        let steady = r.steady_gain_vs_unpaced.unwrap();
+        assert!((steady - (473.5 / 330.0 - 1.0)).abs() < 1e-12, "{steady}");
     }
 
     /// Without the hold, static pacing wins outright: "fastest", and by how much.

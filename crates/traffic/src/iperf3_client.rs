@@ -52,6 +52,66 @@ fn random_cookie() -> [u8; iperf3::COOKIE_LEN] {
     iperf3::cookie(r)
 }
 
+/// Tries of the control connection while the server says nothing and closes.
+const BUSY_TRIES: u32 = 10;
+/// The wait between two of them: a server takes a moment after a test
+/// (its report, a fresh listening socket) before it takes the next client.
+const BUSY_WAIT: Duration = Duration::from_millis(300);
+
+/// Connects the control connection and sends the cookie, and reads the
+/// first state byte. A server busy with another client (or still ending the
+/// last test) writes ACCESS_DENIED and closes without reading our cookie, so
+/// the reset can overtake the byte: that is tried again, a few times.
+fn open_control(
+    peer: SocketAddr,
+    cookie: &[u8; iperf3::COOKIE_LEN],
+    connect_timeout: Duration,
+    timeout: Duration,
+) -> Result<(TcpStream, Option<u8>)> {
+    let mut tries = 0;
+    loop {
+        tries += 1;
+        let mut ctrl = match TcpStream::connect_timeout(&peer, connect_timeout) {
+            Ok(c) => c,
+            // Between two tests the server closes and reopens its listening
+            // socket; a refusal then is as passing as a busy server.
+            Err(e) if e.kind() == std::io::ErrorKind::ConnectionRefused && tries < BUSY_TRIES => {
+                std::thread::sleep(BUSY_WAIT);
+                continue;
+            }
+            Err(e) => return Err(Error::io("iperf3: connect the control connection", peer, e)),
+        };
+        ctrl.set_read_timeout(Some(timeout)).map_err(|e| Error::io("set read timeout", peer, e))?;
+        ctrl.set_nodelay(true).map_err(|e| Error::io("set TCP_NODELAY", peer, e))?;
+        let mut b = [0u8; 1];
+        let r = ctrl.write_all(cookie).and_then(|()| ctrl.read_exact(&mut b));
+        match r {
+            Ok(()) if b[0] == State::AccessDenied.byte() && tries < BUSY_TRIES => {
+                std::thread::sleep(BUSY_WAIT)
+            }
+            Ok(()) => return Ok((ctrl, Some(b[0]))),
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    std::io::ErrorKind::ConnectionReset
+                        | std::io::ErrorKind::UnexpectedEof
+                        | std::io::ErrorKind::BrokenPipe
+                ) =>
+            {
+                if tries >= BUSY_TRIES {
+                    return Err(Error::io(
+                        format!("iperf3: the server closed the control connection at once, {tries} times (busy with another test?)"),
+                        peer,
+                        e,
+                    ));
+                }
+                std::thread::sleep(BUSY_WAIT);
+            }
+            Err(e) => return Err(Error::io("iperf3: open the control connection", peer, e)),
+        }
+    }
+}
+
 /// One upload test against an iperf3 server (module docs).
 pub fn run_iperf3_upload(cfg: SendConfig, mut on_report: impl FnMut(&Report)) -> Result<SendSummary> {
     let peer = cfg.to;
@@ -71,12 +131,8 @@ pub fn run_iperf3_upload(cfg: SendConfig, mut on_report: impl FnMut(&Report)) ->
         }
     };
     let timeout = cfg.receipt_timeout;
-    let mut ctrl = TcpStream::connect_timeout(&peer, cfg.connect_timeout)
-        .map_err(|e| Error::io("iperf3: connect the control connection", peer, e))?;
-    ctrl.set_read_timeout(Some(timeout)).map_err(|e| Error::io("set read timeout", peer, e))?;
-    ctrl.set_nodelay(true).map_err(|e| Error::io("set TCP_NODELAY", peer, e))?;
     let cookie = random_cookie();
-    write_all(&mut ctrl, &cookie, peer, "cookie")?;
+    let (mut ctrl, first) = open_control(peer, &cookie, cfg.connect_timeout, timeout)?;
 
     let mut client = Client::new();
     let mut data: Option<TcpStream> = None;
@@ -86,23 +142,14 @@ pub fn run_iperf3_upload(cfg: SendConfig, mut on_report: impl FnMut(&Report)) ->
     let mut received = None;
     let mut congestion_used = None;
     loop {
-        let mut b = [0u8; 1];
-        if let Err(e) = ctrl.read_exact(&mut b) {
-            // A server busy with another client writes ACCESS_DENIED and
-            // closes without reading our cookie: the reset can overtake
-            // the byte.
-            let busy = client.is_new()
-                && matches!(
-                    e.kind(),
-                    std::io::ErrorKind::ConnectionReset | std::io::ErrorKind::UnexpectedEof
-                );
-            let op = if busy {
-                "iperf3: the server closed the control connection at once (busy with another test?)"
-            } else {
-                "iperf3: read the server's state"
-            };
-            return Err(Error::io(op, peer, e));
-        }
+        let b = match (client.is_new(), first) {
+            (true, Some(b)) => [b],
+            _ => {
+                let mut b = [0u8; 1];
+                read_exact(&mut ctrl, &mut b, peer, "the server's state")?;
+                b
+            }
+        };
         let state = State::from_byte(b[0]).map_err(|e| proto(peer, e))?;
         let errno = if state == State::ServerError {
             let mut e = [0u8; 4];

@@ -1,10 +1,11 @@
-//! Path comparison, the runner: measures a path to a `tcpaccel recv`, then
+//! Path comparison, the runner: measures a path to a `tcpaccel recv` or an
+//! `iperf3 -s` ([`Receiver`]), then
 //! tries each variant in short interleaved transfers and hands the trials to
 //! the pure rule ([`tcpaccel_core::compare`]).
 //!
-//! Order of work: the minimum RTT by TCP handshakes; the bottleneck by one
-//! short unpaced transfer whose TCP_INFO readings feed
-//! [`BottleneckEstimator`]; then `repeats` rounds, each running every
+//! Order of work: the RTT by TCP handshakes (not to iperf3); the
+//! bottleneck by one short unpaced transfer whose TCP_INFO readings feed
+//! [`BottleneckEstimator`] once its `tcpi_min_rtt` gives the minimum RTT; then `repeats` rounds, each running every
 //! variant once (the start rotates per round, so no variant always follows
 //! the same one). Each transfer's settings touch only its own socket:
 //! `TCP_CONGESTION` for BBR, `SO_MAX_PACING_RATE` (the traffic tool's
@@ -38,10 +39,34 @@ const OVERHEAD_RTTS: u32 = 4;
 /// scenario uses 100 ms windows for its ramp).
 const T95_WINDOW: Duration = Duration::from_millis(100);
 
+/// What listens at the far end.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Receiver {
+    /// `tcpaccel recv`.
+    Tcpaccel,
+    /// `iperf3 -s`, spoken to through its control protocol.
+    Iperf3,
+}
+
+impl Receiver {
+    fn send(
+        self,
+        cfg: SendConfig,
+        on_report: impl FnMut(&Report),
+    ) -> Result<tcpaccel_traffic::SendSummary, tcpaccel_traffic::Error> {
+        match self {
+            Receiver::Tcpaccel => tcpaccel_traffic::run_send(cfg, on_report),
+            Receiver::Iperf3 => tcpaccel_traffic::run_iperf3_upload(cfg, on_report),
+        }
+    }
+}
+
 /// What to run; [`Plan::new`] has the defaults.
 #[derive(Debug, Clone)]
 pub struct Plan {
     pub to: SocketAddr,
+    pub receiver: Receiver,
     pub variants: Vec<Variant>,
     pub repeats: u32,
     /// The measuring transfer.
@@ -61,6 +86,7 @@ impl Plan {
     pub fn new(to: SocketAddr) -> Plan {
         Plan {
             to,
+            receiver: Receiver::Tcpaccel,
             variants: vec![Variant::Unpaced, Variant::BufferFix, Variant::Bbr, Variant::StaticPacing],
             repeats: 2,
             probe: Duration::from_secs(2),
@@ -79,7 +105,7 @@ impl Plan {
 pub enum CompareError {
     #[error("measuring the RTT to {to}: {msg}")]
     Rtt { to: SocketAddr, msg: String },
-    #[error("the measuring transfer to {to}: {source}")]
+    #[error("the measuring transfer to {to}")]
     Probe { to: SocketAddr, source: tcpaccel_traffic::Error },
     #[error("the measuring transfer to {to} gave no delivery-rate round (RTT {rtt:?}); give a longer probe")]
     NoEstimate { to: SocketAddr, rtt: Duration },
@@ -90,8 +116,9 @@ pub enum CompareError {
 /// The path as measured before the trials.
 #[derive(Debug, Clone, Serialize)]
 pub struct PathEstimate {
-    /// Median TCP handshake time.
-    pub handshake_rtt_us: u64,
+    /// Median TCP handshake time (`None` for an iperf3 server, which is
+    /// not probed with bare handshakes).
+    pub handshake_rtt_us: Option<u64>,
     /// The smaller of the handshake RTT and the probe's `tcpi_min_rtt`.
     pub min_rtt_us: u64,
     /// BBR-style estimate, payload bit/s (what a transfer can deliver).
@@ -141,6 +168,7 @@ pub struct Skipped {
 #[derive(Debug, Clone, Serialize)]
 pub struct Outcome {
     pub to: SocketAddr,
+    pub receiver: Receiver,
     pub path: PathEstimate,
     pub settings: Vec<(Variant, Settings)>,
     pub trials: Vec<TrialRecord>,
@@ -168,10 +196,13 @@ struct Readings {
     intervals: Vec<(Duration, Duration, u64)>,
     srtts: Vec<Duration>,
     min_rtt: Option<Duration>,
+    /// The delivery readings, for the bottleneck estimate once the
+    /// minimum RTT is known.
+    delivery: Vec<(tcpaccel_core::Instant, DeliverySample)>,
 }
 
 impl Readings {
-    fn take(&mut self, r: &Report, est: Option<&mut BottleneckEstimator>) {
+    fn take(&mut self, r: &Report) {
         let Report::Interval(iv) = r;
         let (s, e) = (Duration::from_secs_f64(iv.start_s), Duration::from_secs_f64(iv.end_s));
         self.intervals.push((s, e, iv.bytes));
@@ -184,15 +215,15 @@ impl Readings {
                 let m = Duration::from_micros(u64::from(m));
                 self.min_rtt = Some(self.min_rtt.map_or(m, |x| x.min(m)));
             }
-            if let (Some(est), Some(d)) = (est, info.delivered) {
+            if let Some(d) = info.delivered {
                 let now = tcpaccel_core::Instant::from_nanos(e.as_nanos() as u64);
-                est.on_sample(
+                self.delivery.push((
                     now,
                     DeliverySample {
                         delivered_bytes: u64::from(d) * u64::from(info.snd_mss),
                         app_limited: info.delivery_rate_app_limited,
                     },
-                );
+                ));
             }
         }
     }
@@ -222,42 +253,59 @@ fn report_interval(rtt: Duration) -> Duration {
 /// Runs the comparison (module docs). `on_event` sees each step as it ends.
 pub fn run(plan: &Plan, mut on_event: impl FnMut(Event)) -> Result<Outcome, CompareError> {
     let t0 = Instant::now();
-    let handshake = crate::collect::handshake_rtt(plan.to, plan.handshakes, Duration::from_secs(3))
-        .map_err(|msg| CompareError::Rtt { to: plan.to, msg })?;
-    let interval = report_interval(handshake);
+    // An iperf3 server takes every connection for a test of its own and is
+    // busy while it gives up on it: no handshakes there; the probe's
+    // `tcpi_min_rtt` is the RTT.
+    let handshake = match plan.receiver {
+        Receiver::Tcpaccel => Some(
+            crate::collect::handshake_rtt(plan.to, plan.handshakes, Duration::from_secs(3))
+                .map_err(|msg| CompareError::Rtt { to: plan.to, msg })?,
+        ),
+        Receiver::Iperf3 => None,
+    };
+    let rtt0 = handshake.unwrap_or(Duration::from_secs(1));
     let mut bytes_sent = 0u64;
 
     // The measuring transfer: unpaced, host defaults.
     let mut probe_readings = Readings::default();
-    let mut est = BottleneckEstimator::new(handshake, compare::BW_WINDOW_ROUNDS);
     let probe_stop = Arc::new(AtomicBool::new(false));
     let cfg = SendConfig {
         volume: Volume::Duration(plan.probe),
-        interval: Some(interval),
+        interval: Some(handshake.map_or(Duration::from_millis(10), report_interval)),
         connect_timeout: Duration::from_secs(5),
-        receipt_timeout: Duration::from_secs(10) + handshake * 10,
+        receipt_timeout: Duration::from_secs(10) + rtt0 * 10,
         stop: Some(Arc::clone(&probe_stop)),
         ..SendConfig::new(plan.to)
     };
     // The probe may have a quarter of the byte budget; Ctrl-C ends it too.
     let probe_cap = plan.max_bytes / 4;
     let mut probe_acked = 0u64;
-    let probe = tcpaccel_traffic::run_send(cfg, |r| {
-        let Report::Interval(iv) = r;
-        probe_acked += iv.bytes;
-        if probe_acked >= probe_cap || plan.stop.load(Ordering::Relaxed) {
-            probe_stop.store(true, Ordering::Relaxed);
-        }
-        probe_readings.take(r, Some(&mut est))
-    })
-    .map_err(|source| CompareError::Probe { to: plan.to, source })?;
+    let probe = plan
+        .receiver
+        .send(cfg, |r| {
+            let Report::Interval(iv) = r;
+            probe_acked += iv.bytes;
+            if probe_acked >= probe_cap || plan.stop.load(Ordering::Relaxed) {
+                probe_stop.store(true, Ordering::Relaxed);
+            }
+            probe_readings.take(r)
+        })
+        .map_err(|source| CompareError::Probe { to: plan.to, source })?;
     bytes_sent += probe.bytes;
-    let min_rtt = probe_readings.min_rtt.map_or(handshake, |m| m.min(handshake));
-    let payload = est.estimate().ok_or(CompareError::NoEstimate { to: plan.to, rtt: handshake })?;
+    let min_rtt = match (probe_readings.min_rtt, handshake) {
+        (Some(m), Some(h)) => m.min(h),
+        (m, h) => m.or(h).ok_or(CompareError::NoEstimate { to: plan.to, rtt: Duration::ZERO })?,
+    };
+    let mut est = BottleneckEstimator::new(min_rtt, compare::BW_WINDOW_ROUNDS);
+    for &(t, d) in &probe_readings.delivery {
+        est.on_sample(t, d);
+    }
+    let payload = est.estimate().ok_or(CompareError::NoEstimate { to: plan.to, rtt: min_rtt })?;
+    let interval = report_interval(min_rtt);
     let framing = probe.streams.first().map(|s| s.framing).unwrap_or(Framing::ETHERNET_1500_TS);
     let wire = framing.wire_of_goodput(payload);
     let path = PathEstimate {
-        handshake_rtt_us: handshake.as_micros() as u64,
+        handshake_rtt_us: handshake.map(|h| h.as_micros() as u64),
         min_rtt_us: min_rtt.as_micros() as u64,
         bottleneck_payload_bps: payload.bits_per_sec(),
         bottleneck_wire_bps: wire.bits_per_sec(),
@@ -293,7 +341,12 @@ pub fn run(plan: &Plan, mut on_event: impl FnMut(Event)) -> Result<Outcome, Comp
     }
 
     // The budget shared out: what is left after the probe, per transfer.
-    let overhead = handshake * OVERHEAD_RTTS + Duration::from_millis(200);
+    // An iperf3 server also takes a moment between two tests.
+    let between = match plan.receiver {
+        Receiver::Tcpaccel => Duration::from_millis(200),
+        Receiver::Iperf3 => Duration::from_millis(800),
+    };
+    let overhead = min_rtt * OVERHEAD_RTTS + between;
     let planned = (variants.len() as u32 * plan.repeats.max(1)).max(1);
     let trial = plan.trial.unwrap_or_else(|| {
         let left = plan.max_time.saturating_sub(t0.elapsed());
@@ -337,7 +390,7 @@ pub fn run(plan: &Plan, mut on_event: impl FnMut(Event)) -> Result<Outcome, Comp
                 volume: Volume::Duration(trial),
                 interval: Some(interval),
                 connect_timeout: Duration::from_secs(5),
-                receipt_timeout: Duration::from_secs(10) + handshake * 10,
+                receipt_timeout: Duration::from_secs(10) + min_rtt * 10,
                 stop: Some(Arc::clone(&plan.stop)),
                 cc: s.cc.clone(),
                 sndbuf: s.sndbuf,
@@ -349,7 +402,7 @@ pub fn run(plan: &Plan, mut on_event: impl FnMut(Event)) -> Result<Outcome, Comp
                 cfg.pace = Pace::Static(Rate(w));
             }
             let mut rd = Readings::default();
-            let sum = match tcpaccel_traffic::run_send(cfg, |r| rd.take(r, None)) {
+            let sum = match plan.receiver.send(cfg, |r| rd.take(r)) {
                 Ok(sum) => sum,
                 // A setting this host refuses (no BBR module, no
                 // CAP_NET_ADMIN): leave the variant out, say why.
@@ -378,6 +431,7 @@ pub fn run(plan: &Plan, mut on_event: impl FnMut(Event)) -> Result<Outcome, Comp
                     retransmits: sum.retransmits.unwrap_or(0),
                     rtt_inflation: compare::rtt_inflation(&rd.srtts, min_rtt),
                     t95: compare::time_to_95(&windows, target),
+                    steady: compare::steady_goodput(&rd.intervals),
                 },
                 bytes: sum.bytes,
                 duration_s: sum.duration_s,
@@ -400,6 +454,7 @@ pub fn run(plan: &Plan, mut on_event: impl FnMut(Event)) -> Result<Outcome, Comp
     let settings = variants.iter().map(|&v| (v, settings_of(v))).collect();
     Ok(Outcome {
         to: plan.to,
+        receiver: plan.receiver,
         path,
         settings,
         trials,

@@ -1,4 +1,4 @@
-//! `tcpaccel compare`: on the user's own path to a `tcpaccel recv`, measure
+//! `tcpaccel compare`: on the user's own path to a `tcpaccel recv` or an `iperf3 -s`, measure
 //! the bottleneck, try the variants in short interleaved transfers and
 //! recommend one, with the command that applies it.
 //!
@@ -19,10 +19,15 @@ use crate::cmd::values;
 use crate::exit::{self, Fail, Verdict};
 
 #[derive(clap::Args)]
+#[command(group(clap::ArgGroup::new("receiver").required(true).multiple(false).args(["target", "iperf3"])))]
 pub(crate) struct Args {
     /// HOST:PORT of a `tcpaccel recv` on the far end of the path.
     #[arg(long)]
-    target: String,
+    target: Option<String>,
+    /// HOST[:PORT] of an `iperf3 -s` (port 5201 if omitted) on the far end:
+    /// spoken to through iperf3's control protocol, with our socket options on its data connection.
+    #[arg(long)]
+    iperf3: Option<String>,
     /// Variants to try, comma-separated: unpaced, buffer-fix, bbr, static-pacing.
     #[arg(long, value_delimiter = ',', value_parser = variant, default_value = "unpaced,buffer-fix,bbr,static-pacing")]
     variants: Vec<Variant>,
@@ -55,11 +60,23 @@ fn variant(s: &str) -> Result<Variant, String> {
     })
 }
 
-fn resolve(t: &str) -> anyhow::Result<SocketAddr> {
+fn resolve(flag: &str, t: &str) -> anyhow::Result<SocketAddr> {
     match t.to_socket_addrs().map(|mut a| a.next()) {
         Ok(Some(a)) => Ok(a),
-        Ok(None) => Err(exit::usage(format!("--target {t:?}: resolves to no address"))),
-        Err(e) => Err(exit::usage(format!("--target {t:?}: expected HOST:PORT ({e})"))),
+        Ok(None) => Err(exit::usage(format!("{flag} {t:?}: resolves to no address"))),
+        Err(e) => Err(exit::usage(format!("{flag} {t:?}: expected HOST:PORT ({e})"))),
+    }
+}
+
+/// `HOST`, `HOST:PORT`, `[V6]:PORT` or a bare IPv6 address, iperf3's port by default.
+fn with_default_port(t: &str, port: u16) -> String {
+    let bare_v6 = t.parse::<std::net::Ipv6Addr>().is_ok();
+    if bare_v6 {
+        format!("[{t}]:{port}")
+    } else if t.contains(':') {
+        t.to_string()
+    } else {
+        format!("{t}:{port}")
     }
 }
 
@@ -142,10 +159,11 @@ fn reason_text(r: &Reason) -> String {
 
 fn row_text(r: &Row) -> String {
     format!(
-        "{:<14} {:>9} {:>15} {:>8} {:>9} {:>8}",
+        "{:<14} {:>9} {:>15} {:>9} {:>8} {:>9} {:>8}",
         r.variant.name(),
         mbit(r.goodput_bps.median),
         format!("{}–{}", mbit(r.goodput_bps.min), mbit(r.goodput_bps.max)),
+        r.steady_bps.map_or("-".into(), mbit),
         format!("{:.0}", r.retransmits),
         r.rtt_inflation.map_or("-".into(), |x| format!("{x:.2}")),
         r.t95_s.map_or("never".into(), |x| format!("{x:.2}s")),
@@ -165,9 +183,14 @@ pub(crate) fn run(a: Args) -> anyhow::Result<Verdict> {
     if a.variants.is_empty() {
         return Err(exit::usage("--variants: name at least one"));
     }
-    let to = resolve(&a.target)?;
+    let (to, receiver) = match (&a.target, &a.iperf3) {
+        (Some(t), _) => (resolve("--target", t)?, runner::Receiver::Tcpaccel),
+        (None, Some(t)) => (resolve("--iperf3", &with_default_port(t, 5201))?, runner::Receiver::Iperf3),
+        (None, None) => return Err(exit::usage("give --target HOST:PORT or --iperf3 HOST[:PORT]")),
+    };
     let stop = exit::stop_on_signal()?;
     let plan = Plan {
+        receiver,
         variants: a.variants.clone(),
         repeats: a.repeats,
         probe: a.probe,
@@ -185,9 +208,9 @@ pub(crate) fn run(a: Args) -> anyhow::Result<Verdict> {
                 println!("{}", serde_json::json!({ "type": "path", "to": to, "path": p }));
             } else {
                 println!(
-                    "path to {to}: min RTT {:.2} ms (handshakes {:.2} ms); bottleneck {} Mbit/s on the wire ({} Mbit/s of payload; {} rounds of a {:?} unpaced transfer, {} Mbit/s, {} retransmissions)",
+                    "path to {to}: min RTT {:.2} ms (handshakes {}); bottleneck {} Mbit/s on the wire ({} Mbit/s of payload; {} rounds of a {:?} unpaced transfer, {} Mbit/s, {} retransmissions)",
                     p.min_rtt_us as f64 / 1e3,
-                    p.handshake_rtt_us as f64 / 1e3,
+                    p.handshake_rtt_us.map_or("not tried".into(), |h| format!("{:.2} ms", h as f64 / 1e3)),
                     mbit(p.bottleneck_wire_bps as f64),
                     mbit(p.bottleneck_payload_bps as f64),
                     p.rounds,
@@ -241,8 +264,8 @@ pub(crate) fn run(a: Args) -> anyhow::Result<Verdict> {
     } else {
         println!();
         println!(
-            "{:<14} {:>9} {:>15} {:>8} {:>9} {:>8}",
-            "variant", "Mbit/s", "min–max", "retrans", "RTT×", "t95"
+            "{:<14} {:>9} {:>15} {:>9} {:>8} {:>9} {:>8}",
+            "variant", "Mbit/s", "min–max", "steady", "retrans", "RTT×", "t95"
         );
         let order: Vec<&Row> = match &out.recommendation {
             Some(r) => r.ranking.iter().filter_map(|v| out.rows.iter().find(|x| x.variant == *v)).collect(),
@@ -252,17 +275,19 @@ pub(crate) fn run(a: Args) -> anyhow::Result<Verdict> {
             println!("{}", row_text(r));
         }
         println!(
-            "(medians of {} repeat(s); RTT× = median srtt ÷ min RTT; t95 = first 100 ms window at 95% of the bottleneck, or of the pacing rate)",
-            a.repeats
+            "(medians of {} repeat(s) of {:.1} s; steady = goodput over each transfer's second half; RTT× = median srtt ÷ min RTT; t95 = first 100 ms window at 95% of the bottleneck, or of the pacing rate)",
+            a.repeats,
+            out.trials.first().map_or(0.0, |t| t.duration_s)
         );
         if let Some(r) = &out.recommendation {
             println!();
             println!(
-                "recommended: {} — {}{}",
+                "recommended: {} — {}{}{}",
                 r.variant.name(),
                 reason_text(&r.reason),
                 r.gain_vs_unpaced
-                    .map_or(String::new(), |g| format!("; {:+.1}% goodput vs unpaced", g * 100.0))
+                    .map_or(String::new(), |g| format!("; {:+.1}% goodput vs unpaced", g * 100.0)),
+                r.steady_gain_vs_unpaced.map_or(String::new(), |g| format!(" ({:+.1}% steady)", g * 100.0))
             );
             for c in &cmds {
                 println!("  {c}");
