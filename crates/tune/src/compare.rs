@@ -31,6 +31,10 @@ use tcpaccel_core::pacing::Framing;
 use tcpaccel_core::units::{bdp_bytes, Rate};
 use tcpaccel_traffic::{Pace, Report, SendConfig, Volume};
 
+/// The measuring transfer's send buffer: a path of up to 2.6 Gbit/s at
+/// 100 ms (the kernel doubles the request for its bookkeeping).
+const PROBE_SNDBUF: u64 = 32 << 20;
+
 /// A short transfer shorter than this says little: the budget is spent.
 const MIN_TRIAL: Duration = Duration::from_millis(800);
 /// Slack per transfer for connecting and the receiver's receipt, in RTTs.
@@ -127,6 +131,9 @@ pub struct PathEstimate {
     /// and the emulator count a rate).
     pub bottleneck_wire_bps: u64,
     pub rounds: u64,
+    /// The probe's SO_SNDBUF (forced); `None`: the host's buffers (no
+    /// CAP_NET_ADMIN), and a small `wmem` maximum can hide the path's rate.
+    pub probe_sndbuf: Option<u64>,
     pub probe_goodput_bps: u64,
     pub probe_retransmits: Option<u64>,
     /// MSS and per-segment overhead of the probe's socket.
@@ -266,7 +273,11 @@ pub fn run(plan: &Plan, mut on_event: impl FnMut(Event)) -> Result<Outcome, Comp
     let rtt0 = handshake.unwrap_or(Duration::from_secs(1));
     let mut bytes_sent = 0u64;
 
-    // The measuring transfer: unpaced, host defaults.
+    // The measuring transfer: unpaced, the host's congestion control, and a
+    // send buffer large enough that the host's default buffers do not hide
+    // the path's rate (a window of 4 MB over 100 ms looks like a 320 Mbit/s
+    // bottleneck). Forcing it past wmem_max needs CAP_NET_ADMIN; without it
+    // the probe runs with the host's buffers and says so.
     let mut probe_readings = Readings::default();
     let probe_stop = Arc::new(AtomicBool::new(false));
     let cfg = SendConfig {
@@ -275,22 +286,34 @@ pub fn run(plan: &Plan, mut on_event: impl FnMut(Event)) -> Result<Outcome, Comp
         connect_timeout: Duration::from_secs(5),
         receipt_timeout: Duration::from_secs(10) + rtt0 * 10,
         stop: Some(Arc::clone(&probe_stop)),
+        sndbuf: Some(PROBE_SNDBUF),
+        force_buffers: true,
         ..SendConfig::new(plan.to)
     };
     // The probe may have a quarter of the byte budget; Ctrl-C ends it too.
     let probe_cap = plan.max_bytes / 4;
     let mut probe_acked = 0u64;
-    let probe = plan
-        .receiver
-        .send(cfg, |r| {
-            let Report::Interval(iv) = r;
-            probe_acked += iv.bytes;
-            if probe_acked >= probe_cap || plan.stop.load(Ordering::Relaxed) {
-                probe_stop.store(true, Ordering::Relaxed);
-            }
-            probe_readings.take(r)
-        })
-        .map_err(|source| CompareError::Probe { to: plan.to, source })?;
+    let mut on_probe = |r: &Report| {
+        let Report::Interval(iv) = r;
+        probe_acked += iv.bytes;
+        if probe_acked >= probe_cap || plan.stop.load(Ordering::Relaxed) {
+            probe_stop.store(true, Ordering::Relaxed);
+        }
+        probe_readings.take(r)
+    };
+    let (probe, probe_sndbuf) = match plan.receiver.send(cfg.clone(), &mut on_probe) {
+        Ok(p) => (p, Some(PROBE_SNDBUF)),
+        Err(tcpaccel_traffic::Error::Sys(_)) => {
+            let cfg = SendConfig { sndbuf: None, force_buffers: false, ..cfg };
+            (
+                plan.receiver
+                    .send(cfg, &mut on_probe)
+                    .map_err(|source| CompareError::Probe { to: plan.to, source })?,
+                None,
+            )
+        }
+        Err(source) => return Err(CompareError::Probe { to: plan.to, source }),
+    };
     bytes_sent += probe.bytes;
     let min_rtt = match (probe_readings.min_rtt, handshake) {
         (Some(m), Some(h)) => m.min(h),
@@ -310,6 +333,7 @@ pub fn run(plan: &Plan, mut on_event: impl FnMut(Event)) -> Result<Outcome, Comp
         bottleneck_payload_bps: payload.bits_per_sec(),
         bottleneck_wire_bps: wire.bits_per_sec(),
         rounds: est.rounds(),
+        probe_sndbuf,
         probe_goodput_bps: probe.goodput_bps,
         probe_retransmits: probe.retransmits,
         mss: framing.mss(),

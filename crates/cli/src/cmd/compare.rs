@@ -218,6 +218,9 @@ pub(crate) fn run(a: Args) -> anyhow::Result<Verdict> {
                     mbit(p.probe_goodput_bps as f64),
                     p.probe_retransmits.map_or("?".into(), |r| r.to_string()),
                 );
+                if p.probe_sndbuf.is_none() {
+                    eprintln!("tcpaccel: warning: the probe ran with this host's send buffers (forcing a larger one needs CAP_NET_ADMIN); on a long path the estimate may be their window, not the bottleneck");
+                }
             }
         }
         Event::Trial(t) => {
