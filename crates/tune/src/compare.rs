@@ -134,6 +134,10 @@ pub struct PathEstimate {
     /// The probe's SO_SNDBUF (forced); `None`: the host's buffers (no
     /// CAP_NET_ADMIN), and a small `wmem` maximum can hide the path's rate.
     pub probe_sndbuf: Option<u64>,
+    /// Time the probe was limited by the receiver's window
+    /// (`tcpi_rwnd_limited`), s: when it is a large part of the probe, the
+    /// estimate is what this receiver takes, not the path's bottleneck.
+    pub probe_receiver_limited_s: Option<f64>,
     pub probe_goodput_bps: u64,
     pub probe_retransmits: Option<u64>,
     /// MSS and per-segment overhead of the probe's socket.
@@ -206,6 +210,8 @@ struct Readings {
     /// The delivery readings, for the bottleneck estimate once the
     /// minimum RTT is known.
     delivery: Vec<(tcpaccel_core::Instant, DeliverySample)>,
+    /// `tcpi_rwnd_limited` of the last reading, µs.
+    rwnd_limited_us: Option<u64>,
 }
 
 impl Readings {
@@ -222,6 +228,7 @@ impl Readings {
                 let m = Duration::from_micros(u64::from(m));
                 self.min_rtt = Some(self.min_rtt.map_or(m, |x| x.min(m)));
             }
+            self.rwnd_limited_us = info.rwnd_limited.or(self.rwnd_limited_us);
             if let Some(d) = info.delivered {
                 let now = tcpaccel_core::Instant::from_nanos(e.as_nanos() as u64);
                 self.delivery.push((
@@ -334,6 +341,7 @@ pub fn run(plan: &Plan, mut on_event: impl FnMut(Event)) -> Result<Outcome, Comp
         bottleneck_wire_bps: wire.bits_per_sec(),
         rounds: est.rounds(),
         probe_sndbuf,
+        probe_receiver_limited_s: probe_readings.rwnd_limited_us.map(|us| us as f64 / 1e6),
         probe_goodput_bps: probe.goodput_bps,
         probe_retransmits: probe.retransmits,
         mss: framing.mss(),
@@ -504,4 +512,79 @@ fn series(rd: &Readings) -> Vec<(f64, u64, Option<f64>)> {
         out.push((e.as_secs_f64(), Rate::from_bytes_over(b, e.saturating_sub(s)).bits_per_sec(), srtt));
     }
     out
+}
+
+/// A self-contained HTML page of an outcome: the table, the
+/// recommendation with `commands`, a bar chart of the goodputs (median,
+/// min–max) and each variant's first transfer over time.
+pub fn html(out: &Outcome, reason: &str, commands: &[String]) -> String {
+    use tcpaccel_plot::{bar_chart, escape, line_chart, Bar, Chart};
+    let mut bars = Vec::new();
+    for r in &out.rows {
+        bars.push(Bar {
+            group: r.variant.name().into(),
+            label: "whole transfer".into(),
+            value: r.goodput_bps.median / 1e6,
+            range: Some((r.goodput_bps.min / 1e6, r.goodput_bps.max / 1e6)),
+            reference: false,
+        });
+        if let Some(s) = r.steady_bps {
+            bars.push(Bar {
+                group: r.variant.name().into(),
+                label: "second half".into(),
+                value: s / 1e6,
+                range: None,
+                reference: false,
+            });
+        }
+    }
+    let mut chart = Chart::new("Goodput over time (each variant's first transfer)", "s", "Mbit/s");
+    for v in Variant::ALL {
+        if let Some(t) = out.trials.iter().find(|t| t.trial.variant == v) {
+            chart = chart.line(v.name(), t.series.iter().map(|&(x, g, _)| (x, g as f64 / 1e6)).collect());
+        }
+    }
+    chart = chart.hline("bottleneck (payload)", out.path.bottleneck_payload_bps as f64 / 1e6);
+    let mut rows = String::new();
+    for r in &out.rows {
+        rows.push_str(&format!(
+            "<tr><td>{}</td><td>{:.1}</td><td>{:.1}–{:.1}</td><td>{}</td><td>{:.0}</td><td>{}</td><td>{}</td></tr>\n",
+            r.variant.name(),
+            r.goodput_bps.median / 1e6,
+            r.goodput_bps.min / 1e6,
+            r.goodput_bps.max / 1e6,
+            r.steady_bps.map_or("-".into(), |s| format!("{:.1}", s / 1e6)),
+            r.retransmits,
+            r.rtt_inflation.map_or("-".into(), |x| format!("{x:.2}")),
+            r.t95_s.map_or("never".into(), |x| format!("{x:.2} s")),
+        ));
+    }
+    let rec = match &out.recommendation {
+        Some(r) => format!(
+            "<p><b>Recommended: {}</b> — {}</p>\n<pre>{}</pre>",
+            r.variant.name(),
+            escape(reason),
+            escape(&commands.join("\n"))
+        ),
+        None => "<p>No recommendation: no transfer was judged.</p>".into(),
+    };
+    format!(
+        "<!doctype html>\n<html><head><meta charset=\"utf-8\"><title>tcpaccel compare: {to}</title>\n\
+         <style>body{{font-family:sans-serif;max-width:60em;margin:auto}}table{{border-collapse:collapse}}td,th{{border:1px solid #ccc;padding:2px 8px;text-align:right}}</style></head><body>\n\
+         <h1>Path comparison to {to} ({recv:?})</h1>\n\
+         <p>min RTT {rtt:.2} ms; bottleneck {wire:.1} Mbit/s on the wire ({payload:.1} Mbit/s of payload, {rounds} rounds); {n} transfers, {secs:.1} s{cut}</p>\n\
+         {rec}\n<table><tr><th>variant</th><th>Mbit/s</th><th>min–max</th><th>second half</th><th>retrans</th><th>RTT×</th><th>t95</th></tr>\n{rows}</table>\n\
+         {bars}\n{lines}\n</body></html>\n",
+        to = out.to,
+        recv = out.receiver,
+        rtt = out.path.min_rtt_us as f64 / 1e3,
+        wire = out.path.bottleneck_wire_bps as f64 / 1e6,
+        payload = out.path.bottleneck_payload_bps as f64 / 1e6,
+        rounds = out.path.rounds,
+        n = out.trials.len(),
+        secs = out.elapsed_s,
+        cut = out.cut_short.as_ref().map_or(String::new(), |c| format!("; cut short: {}", escape(c))),
+        bars = bar_chart("Goodput per variant (median, min–max over repeats)", "Mbit/s", &bars),
+        lines = line_chart(&chart),
+    )
 }

@@ -52,6 +52,9 @@ pub(crate) struct Args {
     /// JSON Lines on stdout (path / trial / skipped / row / recommendation / summary).
     #[arg(long)]
     json: bool,
+    /// Also write an HTML page with the table and plots to this file.
+    #[arg(long)]
+    html: Option<std::path::PathBuf>,
 }
 
 fn variant(s: &str) -> Result<Variant, String> {
@@ -218,6 +221,9 @@ pub(crate) fn run(a: Args) -> anyhow::Result<Verdict> {
                     mbit(p.probe_goodput_bps as f64),
                     p.probe_retransmits.map_or("?".into(), |r| r.to_string()),
                 );
+                if let Some(s) = p.probe_receiver_limited_s.filter(|&s| s > 0.1 * a.probe.as_secs_f64()) {
+                    eprintln!("tcpaccel: warning: the receiver's window limited the probe for {s:.2} s of {:?}: the estimate is what this receiver takes (raise its tcp_rmem, or start `tcpaccel recv --rcvbuf`), not necessarily the bottleneck", a.probe);
+                }
                 if p.probe_sndbuf.is_none() {
                     eprintln!("tcpaccel: warning: the probe ran with this host's send buffers (forcing a larger one needs CAP_NET_ADMIN); on a long path the estimate may be their window, not the bottleneck");
                 }
@@ -250,6 +256,11 @@ pub(crate) fn run(a: Args) -> anyhow::Result<Verdict> {
         e => anyhow::Error::new(e),
     })?;
     let cmds = out.recommendation.as_ref().map(|r| commands(r.variant, &out)).unwrap_or_default();
+    if let Some(path) = &a.html {
+        let reason = out.recommendation.as_ref().map(|r| reason_text(&r.reason)).unwrap_or_default();
+        std::fs::write(path, runner::html(&out, &reason, &cmds))
+            .map_err(|e| anyhow::Error::new(e).context(format!("writing {}", path.display())))?;
+    }
     if json {
         for r in &out.rows {
             println!("{}", serde_json::json!({ "type": "row", "row": r }));
