@@ -384,6 +384,11 @@ pub fn run(plan: &Plan, mut on_event: impl FnMut(Event)) -> Result<Outcome, Comp
         let left = plan.max_time.saturating_sub(t0.elapsed());
         (left / planned).saturating_sub(overhead)
     });
+    if let Some(t) = plan.trial.filter(|&t| t < MIN_TRIAL) {
+        return Err(CompareError::Budget(format!(
+            "a transfer of {t:?} says too little; give at least {MIN_TRIAL:?}"
+        )));
+    }
     if trial < MIN_TRIAL {
         return Err(CompareError::Budget(format!(
             "{:?} left for {planned} transfers is under {MIN_TRIAL:?} each; raise the time limit or lower the repeats",
