@@ -43,6 +43,8 @@ enum Command {
     Relay(cmd::relay::Args),
     /// Diagnose (and fix) host TCP tuning for a path: buffers vs BDP, idle, RTO, offloads.
     Doctor(cmd::doctor::Args),
+    /// Compare pacing, BBR and buffer fixes on your own path to a `tcpaccel recv` or `iperf3 -s`, and recommend one with its command.
+    Compare(cmd::compare::Args),
     /// Sample TCP_INFO of matching sockets through sock_diag at 100 Hz or more.
     Trace(cmd::trace::Args),
     /// Run an unmodified program with pacing / congestion control / buffers applied to its TCP sockets.
@@ -132,6 +134,7 @@ fn main() -> ExitCode {
             cmd::relay::run(a, matches.subcommand_matches("relay").unwrap_or(&none))
         }
         Command::Doctor(a) => cmd::doctor::run(a),
+        Command::Compare(a) => cmd::compare::run(a),
         Command::Trace(a) => cmd::trace::run(a),
         Command::Run(a) => cmd::run::run(a),
         Command::Pace(a) => cmd::pace::run(a),

@@ -104,3 +104,20 @@ fn the_pace_flags_take_and_refuse_the_same_texts() {
         }
     }
 }
+
+#[test]
+fn compare_needs_one_receiver_and_known_variants() {
+    let none = tcpaccel(&["compare"]);
+    assert_eq!(none.status.code(), Some(2), "{}", stderr(&none));
+    let both = tcpaccel(&["compare", "--target", "127.0.0.1:9", "--iperf3", "127.0.0.1"]);
+    assert_eq!(both.status.code(), Some(2), "{}", stderr(&both));
+    assert_refused(
+        &["compare", "--target", "127.0.0.1:9", "--variants", "unpaced,fast"],
+        "--variants",
+        "fast",
+    );
+    assert_refused(&["compare", "--target", "127.0.0.1:9", "--max-time", "soon"], "--max-time", "soon");
+    let frac = tcpaccel(&["compare", "--target", "127.0.0.1:9", "--pace-fraction", "0"]);
+    assert_eq!(frac.status.code(), Some(2), "{}", stderr(&frac));
+    assert!(stderr(&frac).contains("--pace-fraction"), "{}", stderr(&frac));
+}

@@ -21,6 +21,7 @@ pub mod meter;
 pub mod admit;
 pub mod aimd;
 pub mod alloc;
+pub mod compare;
 pub mod fidelity;
 pub mod flowtime;
 pub mod lanes;

@@ -16,6 +16,8 @@
 use std::net::SocketAddr;
 
 pub mod burst;
+pub mod iperf3;
+pub mod iperf3_client;
 pub mod pace;
 pub mod proto;
 pub mod pump;
@@ -24,6 +26,7 @@ pub mod report;
 pub mod send;
 
 pub use burst::{run_bursts, BurstRecord, BurstSummary, Bursts};
+pub use iperf3_client::run_iperf3_upload;
 pub use pace::{DynamicMode, Framing, Pace, PaceControl, PaceError};
 pub use recv::{spawn_recv, ConnReport, ConnStatus, Event, RecvConfig, RecvHandle, RecvSummary};
 pub use report::{IntervalReport, Report, StreamSample};

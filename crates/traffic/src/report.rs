@@ -57,6 +57,11 @@ pub struct StreamSample {
     /// Segments sent and not yet acknowledged.
     #[serde(rename = "unacked_segments")]
     pub unacked: Option<u32>,
+    /// The whole TCP_INFO reading the fields above come from, for callers
+    /// that need more of it (the path comparison's delivery counts); not
+    /// part of the JSON report.
+    #[serde(skip)]
+    pub info: Option<TcpInfo>,
 }
 
 impl StreamSample {
@@ -81,6 +86,7 @@ impl StreamSample {
             delivery_rate_bps: bps(info.and_then(|i| i.delivery_rate)),
             mss: info.map(|i| i.snd_mss),
             unacked: info.map(|i| i.unacked),
+            info: info.cloned(),
         }
     }
 }

@@ -47,6 +47,10 @@ pub struct SendConfig {
     /// `SO_SNDBUF` / `SO_RCVBUF` requests in bytes, set before connecting.
     pub sndbuf: Option<u64>,
     pub rcvbuf: Option<u64>,
+    /// Set `sndbuf`/`rcvbuf` with `SO_SNDBUFFORCE`/`SO_RCVBUFFORCE`, past
+    /// `net.core.wmem_max`/`rmem_max` (needs CAP_NET_ADMIN): a buffer
+    /// sized for the path on this socket alone, whatever the host's maxima.
+    pub force_buffers: bool,
     pub mptcp: bool,
     /// Local address to bind (port 0 for any port).
     pub bind: Option<SocketAddr>,
@@ -84,6 +88,7 @@ impl SendConfig {
             cc: None,
             sndbuf: None,
             rcvbuf: None,
+            force_buffers: false,
             mptcp: false,
             bind: None,
             pace: Pace::None,
@@ -184,6 +189,14 @@ pub(crate) fn session_id(seed: u64) -> u64 {
 
 pub(crate) fn connect(cfg: &SendConfig) -> Result<TcpStream> {
     let fd = crate::socket(&cfg.to, cfg.mptcp, cfg.sndbuf, cfg.rcvbuf, cfg.cc.as_deref())?;
+    if cfg.force_buffers {
+        if let Some(b) = cfg.sndbuf {
+            sockopt::force_send_buffer(&fd, b)?;
+        }
+        if let Some(b) = cfg.rcvbuf {
+            sockopt::force_recv_buffer(&fd, b)?;
+        }
+    }
     if let Some(b) = &cfg.bind {
         sockopt::bind(&fd, b)?;
     }

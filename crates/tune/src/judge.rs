@@ -402,7 +402,7 @@ fn measured(m: &Fact<crate::facts::Measured>, facts: &Facts) -> Finding {
                     "throughput",
                     Severity::Info,
                     format!(
-                        "measured {} over {:.1} s{retr} (give --rate to compare)",
+                        "measured {} over {:.1} s{retr} (give --rate to judge it against the path; `tcpaccel compare --target HOST:PORT` tries pacing, BBR and buffer fixes on it)",
                         m.goodput, m.duration_s
                     ),
                 ),

@@ -12,6 +12,7 @@
 
 pub mod apply;
 pub mod collect;
+pub mod compare;
 pub mod facts;
 pub mod fasterdata;
 pub mod judge;

@@ -1,4 +1,5 @@
 //! One module per subcommand: its clap arguments beside its code.
+pub(crate) mod compare;
 pub(crate) mod doctor;
 pub(crate) mod emu;
 pub(crate) mod gather;

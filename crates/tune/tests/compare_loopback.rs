@@ -1,0 +1,83 @@
+//! The comparison runner end to end on loopback against a `tcpaccel recv`
+//! in this process: the bounds hold and the rule sees every transfer. No
+//! root needed; loopback is far faster than any pacing here, so which
+//! variant wins is not in doubt.
+
+use std::sync::atomic::Ordering;
+use std::time::Duration;
+
+use tcpaccel_core::compare::Variant;
+use tcpaccel_traffic::{spawn_recv, RecvConfig};
+use tcpaccel_tune::compare::{run, Event, Plan};
+
+/// One at a time: full-speed loopback transfers share two cores.
+static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn plan(to: std::net::SocketAddr) -> Plan {
+    Plan {
+        variants: vec![Variant::Unpaced, Variant::StaticPacing],
+        repeats: 2,
+        probe: Duration::from_millis(500),
+        trial: Some(Duration::from_secs(1)),
+        max_time: Duration::from_secs(20),
+        max_bytes: 200_000_000_000,
+        // A few hundred Mbit/s of pacing against tens of Gbit/s unpaced.
+        pace_fraction: 0.01,
+        handshakes: 3,
+        ..Plan::new(to)
+    }
+}
+
+#[test]
+fn interleaved_trials_are_judged_and_the_clear_winner_recommended() {
+    let _one = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let r = spawn_recv(RecvConfig::new("127.0.0.1:0".parse().unwrap())).unwrap();
+    let mut order = Vec::new();
+    let out = run(&plan(r.local_addr()), |e| {
+        if let Event::Trial(t) = e {
+            order.push(t.trial.variant);
+        }
+    })
+    .expect("a comparison on loopback");
+    // Interleaved, the start rotating per round.
+    assert_eq!(order, vec![Variant::Unpaced, Variant::StaticPacing, Variant::StaticPacing, Variant::Unpaced]);
+    assert_eq!(out.rows.len(), 2);
+    let rec = out.recommendation.expect("a recommendation");
+    assert_eq!(rec.variant, Variant::Unpaced);
+    let paced = out.rows.iter().find(|r| r.variant == Variant::StaticPacing).unwrap();
+    let cap =
+        out.settings.iter().find(|(v, _)| *v == Variant::StaticPacing).unwrap().1.pace_wire_bps.unwrap();
+    assert!(paced.goodput_bps.max < cap as f64 * 1.2, "paced {:?} under its cap {cap}", paced.goodput_bps);
+    assert!(out.bytes_sent <= 200_000_000_000);
+    assert!(out.cut_short.is_none(), "{:?}", out.cut_short);
+}
+
+#[test]
+fn a_stop_before_the_trials_leaves_none_and_says_why() {
+    let _one = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let r = spawn_recv(RecvConfig::new("127.0.0.1:0".parse().unwrap())).unwrap();
+    let p = plan(r.local_addr());
+    let stop = p.stop.clone();
+    let out = run(&p, |e| {
+        if let Event::Path(_) = e {
+            stop.store(true, Ordering::Relaxed);
+        }
+    })
+    .expect("the probe ran");
+    assert!(out.trials.is_empty());
+    assert_eq!(out.recommendation, None);
+    assert_eq!(out.cut_short.as_deref(), Some("stopped (interrupt)"));
+}
+
+#[test]
+fn a_byte_budget_too_small_for_the_trials_stops_before_them() {
+    let _one = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let r = spawn_recv(RecvConfig::new("127.0.0.1:0".parse().unwrap())).unwrap();
+    // The probe gets a quarter and stops there; no trial fits the rest.
+    let p = Plan { max_bytes: 400_000_000, ..plan(r.local_addr()) };
+    let out = run(&p, |_| {}).expect("the probe ran");
+    assert!(out.trials.is_empty(), "{} trials", out.trials.len());
+    assert!(out.cut_short.as_deref().is_some_and(|c| c.contains("byte limit")), "{:?}", out.cut_short);
+    // The probe stops at its quarter, give or take what one report interval carries.
+    assert!(out.bytes_sent < 200_000_000, "{}", out.bytes_sent);
+}
