@@ -16,6 +16,7 @@ pub mod compare;
 pub mod facts;
 pub mod fasterdata;
 pub mod judge;
+pub mod remote;
 pub mod report;
 pub mod trace;
 

@@ -1,4 +1,5 @@
-//! `tcpaccel compare`: on the user's own path to a `tcpaccel recv` or an `iperf3 -s`, measure
+//! `tcpaccel compare`: on the user's own path to a `tcpaccel recv` (running, or started over
+//! ssh with `--remote`) or an `iperf3 -s`, measure
 //! the bottleneck, try the variants in short interleaved transfers and
 //! recommend one, with the command that applies it.
 //!
@@ -14,12 +15,13 @@ use tcpaccel_core::compare::{Reason, Row, Variant};
 use tcpaccel_core::units::{Bytes, Rate};
 use tcpaccel_tune::compare::{self as runner, Event, Outcome, Plan};
 use tcpaccel_tune::facts::PathSpec;
+use tcpaccel_tune::remote::{RemoteRecv, SshTarget};
 
 use crate::cmd::values;
 use crate::exit::{self, Fail, Verdict};
 
 #[derive(clap::Args)]
-#[command(group(clap::ArgGroup::new("receiver").required(true).multiple(false).args(["target", "iperf3"])))]
+#[command(group(clap::ArgGroup::new("receiver").required(true).multiple(false).args(["target", "iperf3", "remote"])))]
 pub(crate) struct Args {
     /// HOST:PORT of a `tcpaccel recv` on the far end of the path.
     #[arg(long)]
@@ -28,6 +30,19 @@ pub(crate) struct Args {
     /// spoken to through iperf3's control protocol, with our socket options on its data connection.
     #[arg(long)]
     iperf3: Option<String>,
+    /// ssh://[USER@]HOST[:PORT]: start `tcpaccel recv` on HOST over the system's ssh client
+    /// (non-interactive: keys or an agent, never a password prompt) and stop it afterwards.
+    #[arg(long)]
+    remote: Option<String>,
+    /// With --remote: the path of tcpaccel on the remote host.
+    #[arg(long, default_value = "tcpaccel", requires = "remote")]
+    remote_tcpaccel: String,
+    /// With --remote: the port the remote receiver listens on (0: any free port).
+    #[arg(long, default_value_t = 5201, requires = "remote")]
+    remote_port: u16,
+    /// With --remote: an ssh option passed as `-o OPTION` (repeatable), e.g. IdentityFile=~/.ssh/lab.
+    #[arg(long = "ssh-option", requires = "remote")]
+    ssh_options: Vec<String>,
     /// Variants to try, comma-separated: unpaced, buffer-fix, bbr, static-pacing.
     #[arg(long, value_delimiter = ',', value_parser = variant, default_value = "unpaced,buffer-fix,bbr,static-pacing")]
     variants: Vec<Variant>,
@@ -186,10 +201,31 @@ pub(crate) fn run(a: Args) -> anyhow::Result<Verdict> {
     if a.variants.is_empty() {
         return Err(exit::usage("--variants: name at least one"));
     }
-    let (to, receiver) = match (&a.target, &a.iperf3) {
-        (Some(t), _) => (resolve("--target", t)?, runner::Receiver::Tcpaccel),
-        (None, Some(t)) => (resolve("--iperf3", &with_default_port(t, 5201))?, runner::Receiver::Iperf3),
-        (None, None) => return Err(exit::usage("give --target HOST:PORT or --iperf3 HOST[:PORT]")),
+    // Kept alive for the whole comparison; dropping it stops the remote receiver.
+    let mut remote = None;
+    let (to, receiver) = match (&a.target, &a.iperf3, &a.remote) {
+        (Some(t), _, _) => (resolve("--target", t)?, runner::Receiver::Tcpaccel),
+        (None, Some(t), _) => (resolve("--iperf3", &with_default_port(t, 5201))?, runner::Receiver::Iperf3),
+        (None, None, Some(url)) => {
+            let ssh = SshTarget::parse(url).map_err(|e| exit::usage(e.to_string()))?;
+            let args = ssh
+                .command(&a.remote_tcpaccel, a.remote_port, &a.ssh_options)
+                .map_err(|e| exit::usage(e.to_string()))?;
+            let host = if ssh.host.contains(':') { format!("[{}]", ssh.host) } else { ssh.host.clone() };
+            let r = RemoteRecv::start(&args, Duration::from_secs(20))?;
+            let to = resolve("--remote", &format!("{host}:{}", r.port))?;
+            eprintln!(
+                "tcpaccel: started `{} recv` on {} over ssh, listening on port {}",
+                a.remote_tcpaccel, ssh.host, r.port
+            );
+            remote = Some(r);
+            (to, runner::Receiver::Tcpaccel)
+        }
+        (None, None, None) => {
+            return Err(exit::usage(
+                "give --target HOST:PORT, --iperf3 HOST[:PORT] or --remote ssh://[USER@]HOST",
+            ))
+        }
     };
     let stop = exit::stop_on_signal()?;
     let plan = Plan {
@@ -254,7 +290,11 @@ pub(crate) fn run(a: Args) -> anyhow::Result<Verdict> {
     let out = runner::run(&plan, on_event).map_err(|e| match e {
         runner::CompareError::Budget(m) => exit::usage(m),
         e => anyhow::Error::new(e),
-    })?;
+    });
+    if let Some(r) = remote.take() {
+        r.stop();
+    }
+    let out = out?;
     let cmds = out.recommendation.as_ref().map(|r| commands(r.variant, &out)).unwrap_or_default();
     if let Some(path) = &a.html {
         let reason = out.recommendation.as_ref().map(|r| reason_text(&r.reason)).unwrap_or_default();
