@@ -587,7 +587,9 @@ pub struct HoldAck {
 ///   unpaced and the ACK trains of its bursts give a bottleneck estimate
 ///   (the train with the most bytes: bytes acked from its first ACK to its
 ///   last over the time between them; packet-train dispersion), the train
-///   the probe ends in included.
+///   the probe ends in included; only a train that came back faster than
+///   `ss_rate` counts (a socket the kernel paces itself sends its windows
+///   spread, and their trains measure that pace: `end_train`).
 /// - Slow start, paced: eq. (1) with twice the cwnd (`ss_rate`: the
 ///   kernel's slow-start pacing ratio, `tcp_pacing_ss_ratio` 200%) while
 ///   the RTT shows no queue, eq. (1) once it does. Below half the
@@ -642,8 +644,25 @@ pub struct BpfHold {
 
 impl BpfHold {
     /// The train since `train_ns` ends: it is the estimate if it acked at
-    /// least [`BPF_HOLD_TRAIN_MIN_SEGS`] and more bytes than the best so far.
-    fn end_train(&mut self, mss: u32) {
+    /// least [`BPF_HOLD_TRAIN_MIN_SEGS`], more bytes than the best so far,
+    /// and came back faster than `ss_rate`.
+    ///
+    /// Why faster than `ss_rate` (eq. (1) with twice the window: what the
+    /// kernel paces slow start at when it paces the socket itself,
+    /// `tcp_pacing_ss_ratio` 200%): a cap of "unlimited" does not turn the
+    /// kernel's own pacing off once something turned it on — a congestion
+    /// control that paces (BBR, the host's default here) when the socket
+    /// was established, even if the program then switched to CUBIC
+    /// (`iperf3 -C cubic` does, after connecting), an earlier
+    /// `SO_MAX_PACING_RATE`, an fq qdisc. Such a socket's windows leave
+    /// spread over the round trip, two segments at a time, and come back
+    /// at the rate they were sent, not dispersed by the bottleneck; that
+    /// rate, at most the `ss_rate` of the window they left in, is no
+    /// estimate (it was 15 Mbit/s on a 500 Mbit/s path, and the hold then
+    /// crept up from there for seconds). An unpaced burst comes back at
+    /// the bottleneck's rate, which while the probe lasts (cwnd below a
+    /// sixteenth of the BDP) is eight times `ss_rate` and more.
+    fn end_train(&mut self, mss: u32, ss_rate: u64) {
         let bytes = self.last_acked.wrapping_sub(self.train_acked);
         let dur = self.last_ns.wrapping_sub(self.train_ns);
         if self.last_ns != 0
@@ -651,8 +670,11 @@ impl BpfHold {
             && bytes >= BPF_HOLD_TRAIN_MIN_SEGS * mss as u64
             && bytes > self.btl_bytes
         {
-            self.btl_rate = bytes.wrapping_mul(1_000_000_000) / dur;
-            self.btl_bytes = bytes;
+            let rate = bytes.wrapping_mul(1_000_000_000) / dur;
+            if rate > ss_rate {
+                self.btl_rate = rate;
+                self.btl_bytes = bytes;
+            }
         }
     }
 
@@ -664,7 +686,7 @@ impl BpfHold {
         (bdp / BPF_HOLD_PROBE_BDP_DIV).max(BPF_HOLD_LOW_WINDOW as u64)
     }
 
-    fn train(&mut self, now: u64, acked: u64, mss: u32, min_rtt: u64) {
+    fn train(&mut self, now: u64, acked: u64, mss: u32, min_rtt: u64, ss_rate: u64) {
         let gap_us = if min_rtt != 0 && min_rtt / 8 < BPF_HOLD_TRAIN_GAP_US {
             min_rtt / 8
         } else {
@@ -675,7 +697,7 @@ impl BpfHold {
             self.last_acked = acked;
             return;
         }
-        self.end_train(mss);
+        self.end_train(mss, ss_rate);
         self.train_ns = now;
         self.train_acked = acked;
         self.last_ns = now;
@@ -713,13 +735,13 @@ impl BpfHold {
         }
         let fast = a.snd_cwnd < a.snd_ssthresh && !self.full;
         if self.cap == 0 {
-            self.train(now, a.bytes_acked, a.mss_cache, min_rtt);
+            self.train(now, a.bytes_acked, a.mss_cache, min_rtt, ss_rate);
             if fast && (a.snd_cwnd as u64) < self.probe_window(min_rtt, a.mss_cache) {
                 return BPF_RATE_UNPACED;
             }
             // The probe ends with this ACK: the train it is in counts too
             // (the longest of the probe, the last window's first part).
-            self.end_train(a.mss_cache);
+            self.end_train(a.mss_cache, ss_rate);
         }
         if srtt == 0 || min_rtt == 0 {
             return if fast { ss_rate } else { rate };
@@ -1451,6 +1473,20 @@ mod tests {
         segs: u64,
         rtt_us: u64,
         btl_ns: u64,
+        rates: Option<&mut dyn FnMut(u64, u64, HoldAck) -> u64>,
+    ) -> u64 {
+        slow_start_run(segs, rtt_us, btl_ns, false, rates)
+    }
+
+    /// [`slow_start_fct`], and with `kernel_paced` the kernel paces the
+    /// socket itself whatever the cap (as once a pacing congestion control
+    /// or an earlier cap turned its pacing on): at most twice eq. (1)
+    /// (`tcp_pacing_ss_ratio` 200%), under the hold's cap if it sets one.
+    fn slow_start_run(
+        segs: u64,
+        rtt_us: u64,
+        btl_ns: u64,
+        kernel_paced: bool,
         mut rates: Option<&mut dyn FnMut(u64, u64, HoldAck) -> u64>,
     ) -> u64 {
         let (mss, rtt_ns) = (1448u64, rtt_us * 1000);
@@ -1488,6 +1524,7 @@ mod tests {
                         flows: 1,
                     };
                     let r = f(eq1, 2 * eq1, a);
+                    let r = if kernel_paced { r.min(2 * eq1) } else { r };
                     gap_ns = if r == BPF_RATE_UNPACED { 0 } else { mss * 1_000_000_000 / r };
                 }
             }
@@ -1521,6 +1558,61 @@ mod tests {
         let (unpaced, held, eq1_only) = fct(2100);
         assert!(held * 100 <= unpaced * 104, "held {held} ns against unpaced {unpaced} ns");
         assert!(eq1_only >= unpaced + 40_000_000, "eq. (1) alone {eq1_only} ns against unpaced {unpaced} ns");
+    }
+
+    /// Issue 47: `iperf3 -C cubic` under the hold on [PSPacer]'s path
+    /// (500 Mbit/s, 100 ms) started at 10 Mbit/s and crept up for seconds.
+    /// Its socket was established under the host's default BBR, which
+    /// turned the kernel's own pacing on; switched to CUBIC it stays paced
+    /// at twice eq. (1), so "unpaced" slow start sent each window spread
+    /// over the round trip, and the probe's trains came back at that rate
+    /// (about 15 Mbit/s at cwnd 64), which it took for the bottleneck: the
+    /// train with the most bytes won. Fed those trains (here the initial
+    /// window still leaves as one burst, as on the wire; the kernel's pacing
+    /// starts with the first ACK), the hold takes its estimate only from a
+    /// train that came back faster than the kernel's slow-start pace: the
+    /// initial window's, the bottleneck within 3%, as the same slow start
+    /// left unpaced finds it; its cap reaches 95% of the bottleneck within
+    /// 2 s of the first ACK either way. (Before the fix: an estimate of
+    /// 1.0 MB/s, and 95% not reached in the 60 000 segments.)
+    #[test]
+    fn hold_estimates_the_bottleneck_under_the_kernels_own_pacing() {
+        let btl = 1448 * 1_000_000_000 / 24_608; // 58.84 MB/s of payload
+        let run = |kernel_paced: bool| {
+            let mut h = BpfHold::default();
+            let mut first_ns = 0u64;
+            let mut reached_ns = None;
+            let mut at_probe_end = None;
+            slow_start_run(
+                60_000,
+                100_000,
+                24_608,
+                kernel_paced,
+                Some(&mut |r, ss, a| {
+                    let out = h.on_ack(r, ss, a);
+                    if first_ns == 0 {
+                        first_ns = a.now_ns;
+                    }
+                    if h.cap != 0 && at_probe_end.is_none() {
+                        at_probe_end = Some(h.btl_rate);
+                    }
+                    if reached_ns.is_none() && h.cap * 100 >= btl * 95 {
+                        reached_ns = Some(a.now_ns - first_ns);
+                    }
+                    out
+                }),
+            );
+            (at_probe_end.expect("the probe ended"), reached_ns)
+        };
+        for kernel_paced in [true, false] {
+            let (estimate, reached) = run(kernel_paced);
+            assert!(
+                estimate.abs_diff(btl) * 100 <= btl * 3,
+                "kernel_paced {kernel_paced}: estimate {estimate} of {btl}"
+            );
+            let reached = reached.expect("the cap reached 95% of the bottleneck");
+            assert!(reached <= 2_000_000_000, "kernel_paced {kernel_paced}: 95% after {reached} ns");
+        }
     }
 
     #[test]

@@ -325,8 +325,9 @@ static __always_inline void release(struct bpf_sock_ops *skops, __u32 rule_idx, 
  *   unpaced, so each window leaves as a burst and comes back as a
  *   train of ACKs spaced by the bottleneck (packet-train dispersion: the
  *   bottleneck spaces a burst by its serialization time). The train with
- *   the most bytes gives the estimate: bytes acked from its first ACK to
- *   its last over the time between them; ACKs more than
+ *   the most bytes among those that came back faster than slow start's
+ *   own pacing rate (hold_end_train) gives the estimate: bytes acked
+ *   from its first ACK to its last over the time between them; ACKs more than
  *   HOLD_TRAIN_GAP_US apart end a train, and so does the end of the probe
  *   (the window in which the probe ends is the longest
  *   train, and a probe whose earlier trains fell short still ends with an
@@ -402,20 +403,35 @@ static __always_inline void release(struct bpf_sock_ops *skops, __u32 rule_idx, 
 #define HOLD_AI_SEGS 8u
 
 /* The train since train_ns ends: it is the estimate if it acked at least
- * HOLD_TRAIN_MIN_SEGS and more bytes than the best so far. */
-static __always_inline void hold_end_train(struct sock_state *st, __u32 mss)
+ * HOLD_TRAIN_MIN_SEGS, more bytes than the best so far, and came back
+ * faster than ss_rate (eq. 1 with twice the window: what the kernel paces
+ * slow start at when it paces the socket itself). A cap of "unlimited"
+ * does not turn the kernel's own pacing off once something turned it on
+ * (a pacing congestion control such as BBR when the socket was
+ * established, even if the program switched to CUBIC after connecting as
+ * iperf3 -C does; an earlier SO_MAX_PACING_RATE; an fq qdisc): then the
+ * windows leave spread over the round trip and come back at the rate they
+ * were sent, at most ss_rate, which is no estimate of the bottleneck. An
+ * unpaced burst comes back at the bottleneck's rate, eight times ss_rate
+ * and more while the probe lasts. Twin: core's BpfHold::end_train. */
+static __always_inline void hold_end_train(struct sock_state *st, __u32 mss, __u64 ss_rate)
 {
 	__u64 bytes = st->last_acked - st->train_acked;
 	__u64 dur = st->last_ns - st->train_ns;
 
 	if (st->last_ns && dur && bytes >= (__u64)HOLD_TRAIN_MIN_SEGS * mss && bytes > st->btl_bytes) {
-		st->btl_rate = bytes * 1000000000ull / dur;
-		st->btl_bytes = bytes;
+		__u64 rate = bytes * 1000000000ull / dur;
+
+		if (rate > ss_rate) {
+			st->btl_rate = rate;
+			st->btl_bytes = bytes;
+		}
 	}
 }
 
 /* The probe's train bookkeeping, on every ACK while the socket is unpaced. */
-static __always_inline void hold_train(struct sock_state *st, __u64 now, __u64 acked, __u32 mss, __u32 min_rtt)
+static __always_inline void hold_train(struct sock_state *st, __u64 now, __u64 acked, __u32 mss, __u32 min_rtt,
+				       __u64 ss_rate)
 {
 	__u64 gap_us = min_rtt && min_rtt / 8 < HOLD_TRAIN_GAP_US ? min_rtt / 8 : HOLD_TRAIN_GAP_US;
 
@@ -425,7 +441,7 @@ static __always_inline void hold_train(struct sock_state *st, __u64 now, __u64 a
 		return;
 	}
 	/* The train before ends here. */
-	hold_end_train(st, mss);
+	hold_end_train(st, mss, ss_rate);
 	st->train_ns = now;
 	st->train_acked = acked;
 	st->last_ns = now;
@@ -455,7 +471,7 @@ static __always_inline __u64 hold_cap(struct bpf_sock_ops *skops, struct sock_st
 	}
 	int fast = cwnd < skops->snd_ssthresh && !st->full;
 	if (st->cap == 0) {
-		hold_train(st, now, acked, skops->mss_cache, min_rtt);
+		hold_train(st, now, acked, skops->mss_cache, min_rtt, ss_rate);
 		__u64 probe_win = HOLD_LOW_WINDOW;
 		__u32 mss = skops->mss_cache;
 
@@ -469,7 +485,7 @@ static __always_inline __u64 hold_cap(struct bpf_sock_ops *skops, struct sock_st
 			return RATE_UNPACED;
 		/* The probe ends with this ACK: the train it is in counts too
 		 * (the longest of the probe, the last window's first part). */
-		hold_end_train(st, skops->mss_cache);
+		hold_end_train(st, skops->mss_cache, ss_rate);
 	}
 	if (srtt == 0 || min_rtt == 0)
 		return fast ? ss_rate : rate;

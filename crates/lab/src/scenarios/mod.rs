@@ -9,6 +9,7 @@ pub mod gather;
 pub mod idle;
 pub mod lanes;
 pub mod pacing;
+pub mod pacing_apps;
 pub mod pacing_cpu;
 pub mod pacing_mptcp;
 pub mod pacing_web;
@@ -27,6 +28,7 @@ pub fn all() -> Vec<Box<dyn Scenario>> {
         Box::new(pacing_mptcp::PacingMptcp),
         Box::new(pacing_cpu::PacingCpu),
         Box::new(pacing_web::PacingWeb),
+        Box::new(pacing_apps::PacingApps),
         Box::new(idle::Idle),
         Box::new(gather::Gather),
         Box::new(lanes::LanesBasic),

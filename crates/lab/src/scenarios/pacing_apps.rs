@@ -1,0 +1,538 @@
+//! `lab pacing-apps` (issue 47): ordinary programs under the cgroup pacer,
+//! on [PSPacer]'s path (500 Mbit/s, 100 ms, 1 MB drop-tail; 25 MB socket
+//! buffer maxima as seed 000's hosts). Each variant is PROGRAM/PACE:
+//!
+//! - programs: `send` (this binary's `send --cc cubic` to its `recv`, as
+//!   a user runs them), `iperf3` (`iperf3 -c … -C cubic`, as the issue ran
+//!   it), `nc` (`cat /dev/zero | nc`, netcat-openbsd) and `http`
+//!   (`python3 -m http.server` in h1 serving a large file, `curl` in h2
+//!   fetching it). The outside programs run with the namespace's default
+//!   congestion control (the host's; a namespace may only pick an allowed
+//!   one), which the run's notes name.
+//! - paces: `none`, `static-bpf` (`pace run --pace static:RATE`, the path's
+//!   rate on the wire) and `hold` (`pace run --pace dynamic --hold`). The
+//!   outside programs start inside a fresh cgroup with the pacer attached
+//!   (joined before they execute, so every socket they open is paced, as
+//!   with `tcpaccel pace run`).
+//!
+//! Records per run: goodput (what the receiving side got over the
+//! transfer's time), the bottleneck's drops, the time until a 100 ms window
+//! of the bottleneck's arrivals reaches 95% of the run's final rate (the
+//! mean of its last two seconds), and with `hold` the hold's state of every
+//! paced socket every 100 ms ([`HoldTrace`]'s `hold_*` series, one per
+//! socket: `hold_cap_mbps/s1`, …).
+
+use super::pacing::{parse_bins, sockbuf_sysctls, MeterBin};
+use crate::runner::records::MetricSpec;
+use crate::runner::scenario::{ParamSpec, Params, RunCtx, Scenario, Testbed};
+use crate::testbeds::dumbbell::{baseline_sysctls, sockbuf_param, sysctls, Path2};
+use anyhow::{bail, Context, Result};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+use tcpaccel_core::units::{Bytes, Rate};
+use tcpaccel_net::{MeterOptions, Network};
+
+pub struct PacingApps;
+
+const PROGRAMS: [&str; 4] = ["send", "iperf3", "nc", "http"];
+const PACES: [&str; 3] = ["none", "static-bpf", "hold"];
+const VARIANTS: [&str; 12] = [
+    "send/none",
+    "send/static-bpf",
+    "send/hold",
+    "iperf3/none",
+    "iperf3/static-bpf",
+    "iperf3/hold",
+    "nc/none",
+    "nc/static-bpf",
+    "nc/hold",
+    "http/none",
+    "http/static-bpf",
+    "http/hold",
+];
+/// The port every program's data connection goes to.
+const APP_PORT: u16 = 5301;
+/// Width of the windows the ramp and the final rate are read over.
+const WINDOW_S: f64 = 0.1;
+/// The final rate: the mean of the last this many seconds of arrivals.
+const FINAL_S: f64 = 2.0;
+
+impl Scenario for PacingApps {
+    fn name(&self) -> &'static str {
+        "pacing-apps"
+    }
+    fn title(&self) -> &'static str {
+        "Programs we did not write under the cgroup pacer: iperf3, nc, an HTTP download"
+    }
+    fn description(&self) -> &'static str {
+        "iperf3, an nc sender and a curl download from python's http.server, beside the traffic tool, \
+         each unpaced, under `pace run --pace static:RATE` and under `pace run --pace dynamic --hold`, \
+         over a 500 Mbit/s, 100 ms path with a 1 MB drop-tail buffer."
+    }
+    fn params(&self) -> Vec<ParamSpec> {
+        let mut v = Path2::params("500mbit", "100ms", "1MB");
+        v.extend([
+            sockbuf_param("25MB"),
+            ParamSpec::new("duration", "20s", "length of each transfer"),
+            ParamSpec::new("variants", VARIANTS.join(","), "which PROGRAM/PACE variants to run"),
+        ]);
+        v
+    }
+    fn quick(&self) -> Vec<(&'static str, &'static str)> {
+        vec![("duration", "8s"), ("rate", "100mbit"), ("buffer", "200KB"), ("sockbuf", "5MB")]
+    }
+    fn default_repeats(&self) -> u32 {
+        3
+    }
+    fn variants(&self, p: &Params) -> Result<Vec<String>> {
+        p.choice("variants", &VARIANTS)
+    }
+    fn metrics(&self) -> Vec<MetricSpec> {
+        let spec = MetricSpec::lower_is_better;
+        vec![
+            MetricSpec::new("goodput_mbps", "Mbit/s", true, "payload the receiving side got per second"),
+            spec("drops", "packets", "frames dropped at the bottleneck (h1 → h2)"),
+            spec(
+                "ramp_95_s",
+                "s",
+                "from the first frame until a 100 ms window reaches 95% of the run's final rate (last 2 s)",
+            ),
+        ]
+    }
+    fn notes(&self, _p: &Params) -> Vec<String> {
+        vec![
+            "iperf3, nc and http run with the namespace's default congestion control unless they choose \
+             (iperf3 -C cubic); send uses CUBIC."
+                .into(),
+            "Targets (issue 47): under hold, goodput >= 0.95 of the same program's static-bpf, drops <= 1/10 \
+             of unpaced CUBIC's (send/none), ramp_95_s <= 2.5 s."
+                .into(),
+        ]
+    }
+    fn estimate(&self, p: &Params) -> Duration {
+        p.duration("duration").unwrap_or(Duration::from_secs(20)) + Duration::from_secs(6)
+    }
+    fn prepare(&self, p: &Params, dir: &Path) -> Result<Box<dyn Testbed>> {
+        Ok(Box::new(AppsBed {
+            path: Path2::from_params(p)?,
+            sockbuf: p.bytes("sockbuf")?,
+            duration: p.duration("duration")?,
+            www: dir.join("www"),
+        }))
+    }
+}
+
+struct AppsBed {
+    path: Path2,
+    sockbuf: Bytes,
+    duration: Duration,
+    /// The http variant's document root (one sparse file).
+    www: PathBuf,
+}
+
+/// A variant's program and pace.
+fn split_variant(v: &str) -> Result<(&str, &str)> {
+    let (prog, pace) = v.split_once('/').with_context(|| format!("variant {v:?}: expected PROGRAM/PACE"))?;
+    if !PROGRAMS.contains(&prog) || !PACES.contains(&pace) {
+        bail!("variant {v:?}: programs are {PROGRAMS:?}, paces {PACES:?}");
+    }
+    Ok((prog, pace))
+}
+
+/// The pacer's default rule for a pace, and `--hold`; `None` for unpaced.
+fn pace_rule(pace: &str, rate: Rate) -> Option<(String, bool)> {
+    match pace {
+        "static-bpf" => Some((format!("static:{rate}"), false)),
+        "hold" => Some(("dynamic".into(), true)),
+        _ => None,
+    }
+}
+
+/// A fresh cgroup with the pacer attached by default rule (every TCP
+/// connection of the cgroup): what `tcpaccel pace run` makes.
+struct PacedCgroup {
+    att: Option<tcpaccel_pacer::Attachment>,
+    cg: Option<tcpaccel_pacer::TempCgroup>,
+}
+
+impl PacedCgroup {
+    fn new(rule: &str, hold: bool) -> Result<PacedCgroup> {
+        tcpaccel_pacer::probe().context("the cgroup pacer (BPF) is not usable here")?;
+        let cfg = tcpaccel_pacer::PaceConfig { hold, ..tcpaccel_pacer::PaceConfig::parse(rule, &[], None)? };
+        let cg = tcpaccel_pacer::TempCgroup::create(&format!("lab-apps-{}", std::process::id()))?;
+        let att = tcpaccel_pacer::attach(&cg.cgroup, &cfg)?;
+        Ok(PacedCgroup { att: Some(att), cg: Some(cg) })
+    }
+    fn procs(&self) -> Result<std::fs::File> {
+        let cg = self.cg.as_ref().context("the cgroup is gone")?;
+        Ok(cg.cgroup.procs()?)
+    }
+    fn pins(&self) -> Result<PathBuf> {
+        Ok(self.att.as_ref().context("the pacer is detached")?.pins().to_path_buf())
+    }
+}
+
+impl Drop for PacedCgroup {
+    fn drop(&mut self) {
+        if let Some(a) = self.att.take() {
+            let _ = a.detach();
+        }
+        drop(self.cg.take());
+    }
+}
+
+/// `argv` in `node`, inside `cg` if given (joined before it executes, so
+/// nothing it opens escapes the pacer).
+fn spawn_in(net: &Network, node: &str, cg: Option<&PacedCgroup>, argv: &[&str]) -> Result<Child> {
+    let mut cmd: Command = net.exec(node, argv)?;
+    if let Some(cg) = cg {
+        tcpaccel_sys::bpf::command_into_cgroup(&mut cmd, cg.procs()?);
+    }
+    cmd.stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped());
+    cmd.spawn().with_context(|| format!("starting {argv:?} in {node}"))
+}
+
+/// Waits for `child` and returns its stdout; fails with its stderr when it failed.
+fn output(child: Child, what: &str) -> Result<String> {
+    let out = child.wait_with_output().with_context(|| format!("waiting for {what}"))?;
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    if !out.status.success() {
+        bail!(
+            "{what} failed ({}): {}{}",
+            out.status,
+            String::from_utf8_lossy(&out.stderr).trim(),
+            stdout.trim()
+        );
+    }
+    Ok(stdout)
+}
+
+/// A server that must be up before the client starts: a short pause (the
+/// programs print nothing we could wait for without parsing each).
+fn settle() {
+    std::thread::sleep(Duration::from_millis(500));
+}
+
+/// Runs one outside program's transfer; its goodput in bit/s.
+fn run_program(
+    net: &Network,
+    prog: &str,
+    cg: Option<&PacedCgroup>,
+    dur: Duration,
+    www: &Path,
+) -> Result<f64> {
+    let dst = net.addr("h2")?.to_string();
+    let src = net.addr("h1")?.to_string();
+    let port = APP_PORT.to_string();
+    let secs = dur.as_secs().max(1).to_string();
+    match prog {
+        "send" => {
+            // This binary's own `send` and `recv`, as a user runs them.
+            let exe = std::env::current_exe().context("finding this program")?;
+            if exe.file_name().and_then(|n| n.to_str()) != Some("tcpaccel") {
+                bail!("the send variants run the tcpaccel binary's send and recv; this is {}", exe.display());
+            }
+            let exe = exe.display().to_string();
+            let listen = format!("{dst}:{port}");
+            let mut recv = spawn_in(net, "h2", None, &[&exe, "recv", "--listen", &listen])?;
+            settle();
+            let d = format!("{secs}s");
+            let sender = spawn_in(
+                net,
+                "h1",
+                cg,
+                &[
+                    &exe,
+                    "send",
+                    "--to",
+                    &listen,
+                    "--duration",
+                    &d,
+                    "--cc",
+                    "cubic",
+                    "--json",
+                    "--interval",
+                    "off",
+                ],
+            )?;
+            let text = output(sender, "tcpaccel send");
+            let _ = recv.kill();
+            let _ = recv.wait();
+            let text = text?;
+            text.lines()
+                .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+                .find(|v| v["type"] == "summary")
+                .and_then(|v| v["goodput_bps"].as_f64())
+                .with_context(|| format!("tcpaccel send printed no summary with goodput_bps: {text:?}"))
+        }
+        "iperf3" => {
+            let server = spawn_in(net, "h2", None, &["iperf3", "-s", "-1", "-p", &port])?;
+            settle();
+            let client = spawn_in(
+                net,
+                "h1",
+                cg,
+                &["iperf3", "-c", &dst, "-p", &port, "-t", &secs, "-C", "cubic", "-J"],
+            )?;
+            let text = output(client, "iperf3 -c")?;
+            let _ = output(server, "iperf3 -s");
+            let v: serde_json::Value = serde_json::from_str(&text).context("iperf3's JSON report")?;
+            v["end"]["sum_received"]["bits_per_second"]
+                .as_f64()
+                .context("iperf3's report has no end.sum_received.bits_per_second")
+        }
+        "nc" => {
+            let sink = spawn_in(net, "h2", None, &["sh", "-c", "nc -l \"$0\" | wc -c", &port])?;
+            settle();
+            let start = Instant::now();
+            let send = format!("cat /dev/zero | timeout {secs} nc -N {dst} {port}; true");
+            let sender = spawn_in(net, "h1", cg, &["sh", "-c", &send])?;
+            output(sender, "the nc sender")?;
+            let elapsed = start.elapsed().as_secs_f64();
+            let got = output(sink, "the nc receiver")?;
+            let bytes: f64 =
+                got.trim().parse().with_context(|| format!("nc receiver's byte count {got:?}"))?;
+            Ok(bytes * 8.0 / elapsed)
+        }
+        "http" => {
+            std::fs::create_dir_all(www).with_context(|| format!("creating {}", www.display()))?;
+            let file = www.join("big");
+            // Sparse: more than the path carries in the run, and no disk.
+            let f = std::fs::File::create(&file).with_context(|| format!("creating {}", file.display()))?;
+            f.set_len(64 << 30).with_context(|| format!("sizing {}", file.display()))?;
+            let root = www.display().to_string();
+            let server = spawn_in(
+                net,
+                "h1",
+                cg,
+                &["python3", "-m", "http.server", &port, "--bind", &src, "--directory", &root],
+            )?;
+            settle();
+            let url = format!("http://{src}:{port}/big");
+            let client = spawn_in(
+                net,
+                "h2",
+                None,
+                &[
+                    "curl",
+                    "-s",
+                    "-o",
+                    "/dev/null",
+                    "--max-time",
+                    &secs,
+                    "-w",
+                    "%{size_download} %{time_total}",
+                    &url,
+                ],
+            )?;
+            // curl exits 28 at --max-time: that is the end of the transfer here.
+            let out = client.wait_with_output().context("waiting for curl")?;
+            let mut server = server;
+            let _ = server.kill();
+            let _ = server.wait();
+            let text = String::from_utf8_lossy(&out.stdout).into_owned();
+            let mut it = text.split_whitespace().map(|s| s.parse::<f64>());
+            match (it.next(), it.next()) {
+                (Some(Ok(size)), Some(Ok(t))) if t > 0.0 && size > 0.0 => Ok(size * 8.0 / t),
+                _ => bail!(
+                    "curl gave no transfer ({}): {text:?} {}",
+                    out.status,
+                    String::from_utf8_lossy(&out.stderr).trim()
+                ),
+            }
+        }
+        p => bail!("unknown program {p}"),
+    }
+}
+
+/// From the first frame until a [`WINDOW_S`] window of arrivals reaches 95%
+/// of the final rate (the mean of the last [`FINAL_S`] before the data
+/// ends); `None` without enough data.
+pub fn ramp_to_final(bins: &[MeterBin]) -> Option<f64> {
+    let t0 = bins.iter().find(|b| b.arrived_frames > 0)?.start_s;
+    let mut windows: Vec<f64> = Vec::new();
+    for b in bins.iter().filter(|b| b.start_s >= t0) {
+        let w = ((b.start_s - t0) / WINDOW_S + 1e-9).floor() as usize;
+        if windows.len() <= w {
+            windows.resize(w + 1, 0.0);
+        }
+        windows[w] += b.arrived_bytes as f64;
+    }
+    // The last window with data is partial: leave it and the silence after.
+    while windows.last().is_some_and(|w| *w == 0.0) {
+        windows.pop();
+    }
+    windows.pop();
+    let n = (FINAL_S / WINDOW_S).round() as usize;
+    if windows.len() < n + 1 {
+        return None;
+    }
+    let last = windows[windows.len() - n..].iter().sum::<f64>() / n as f64;
+    let w = windows.iter().position(|x| *x >= 0.95 * last)?;
+    Some((w + 1) as f64 * WINDOW_S)
+}
+
+/// The hold's state of every socket of an attachment, every 100 ms, while
+/// a run goes on: `hold_rate_mbps` (the cap set on the socket),
+/// `hold_cap_mbps`, `hold_btl_mbps` (the probe's bottleneck estimate, 0
+/// while none), `hold_dlv_mbps` (delivery per srtt) and `hold_full`, each
+/// suffixed `/sN` (sockets numbered as first seen). Time 0 is the first
+/// sample that found a socket.
+pub struct HoldTrace {
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    thread: std::thread::JoinHandle<Result<Vec<(String, f64, f64)>>>,
+}
+
+impl HoldTrace {
+    pub fn start(pins: PathBuf) -> HoldTrace {
+        let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let flag = stop.clone();
+        let thread = std::thread::spawn(move || {
+            let start = Instant::now();
+            let mut first: Option<f64> = None;
+            let mut seen: Vec<u64> = Vec::new();
+            let mut out = Vec::new();
+            let mbps = |b: u64| b as f64 * 8.0 / 1e6;
+            while !flag.load(std::sync::atomic::Ordering::Relaxed) {
+                let states = tcpaccel_pacer::socket_states(&pins).context("reading the paced sockets")?;
+                let now = start.elapsed().as_secs_f64();
+                for (cookie, st) in states {
+                    let t = now - *first.get_or_insert(now);
+                    let k = match seen.iter().position(|c| *c == cookie) {
+                        Some(k) => k,
+                        None => {
+                            seen.push(cookie);
+                            seen.len() - 1
+                        }
+                    } + 1;
+                    let h = st.hold;
+                    let rate = if u64::from(st.rate) == tcpaccel_core::pacing::BPF_RATE_UNPACED {
+                        0
+                    } else {
+                        u64::from(st.rate)
+                    };
+                    for (name, v) in [
+                        ("hold_rate_mbps", mbps(rate)),
+                        ("hold_cap_mbps", mbps(h.cap)),
+                        ("hold_btl_mbps", mbps(h.btl_rate)),
+                        ("hold_dlv_mbps", mbps(h.dlv_rate)),
+                        ("hold_full", f64::from(u8::from(h.full))),
+                    ] {
+                        out.push((format!("{name}/s{k}"), t, v));
+                    }
+                }
+                std::thread::sleep(Duration::from_millis(100));
+            }
+            Ok(out)
+        });
+        HoldTrace { stop, thread }
+    }
+
+    /// Stops sampling and records the samples.
+    pub fn finish(self, ctx: &mut RunCtx<'_>) -> Result<()> {
+        self.stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        let samples =
+            self.thread.join().map_err(|_| anyhow::anyhow!("the hold's sampling thread panicked"))??;
+        for (series, t, v) in samples {
+            ctx.sample(&series, t, v)?;
+        }
+        Ok(())
+    }
+}
+
+impl Testbed for AppsBed {
+    fn run_one(&mut self, ctx: &mut RunCtx<'_>) -> Result<()> {
+        let variant = ctx.variant.clone();
+        let (prog, pace) = split_variant(&variant)?;
+        let meter_rel = format!("meter/{}-r{}", variant.replace('/', "-"), ctx.repeat);
+        let meter_dir = ctx.dir.join(&meter_rel);
+        std::fs::create_dir_all(&meter_dir).with_context(|| format!("creating {}", meter_dir.display()))?;
+        let net = Network::up_with(
+            &self.path.topology()?,
+            &MeterOptions { dir: Some(meter_dir.clone()), jsonl: false, bin: None },
+        )
+        .context("building the dumbbell")?;
+        let mut ctl = baseline_sysctls();
+        ctl.extend(sockbuf_sysctls(self.sockbuf));
+        sysctls(&net, "h1", &ctl)?;
+        sysctls(&net, "h2", &ctl)?;
+        let cc = net.sysctl("h1", "net.ipv4.tcp_congestion_control").unwrap_or_default();
+        let cg = match pace_rule(pace, self.path.rate) {
+            Some((rule, hold)) => Some(PacedCgroup::new(&rule, hold)?),
+            None => None,
+        };
+        let trace = match (&cg, pace) {
+            (Some(c), "hold") => Some(HoldTrace::start(c.pins()?)),
+            _ => None,
+        };
+        let goodput = run_program(&net, prog, cg.as_ref(), self.duration, &self.www);
+        if let Some(t) = trace {
+            t.finish(ctx)?;
+        }
+        drop(cg);
+        let td = net.teardown();
+        let goodput = goodput?;
+        let drops = td
+            .emulators
+            .iter()
+            .find(|(n, _)| n == "wan")
+            .map(|(_, s)| s.a_to_b.drops.queue + s.a_to_b.drops.loss)
+            .context("the dumbbell has no emulator on wan")?;
+        ctx.metric("goodput_mbps", goodput / 1e6);
+        ctx.metric("drops", drops as f64);
+        ctx.attach("meter_csv", &format!("{meter_rel}/wan.csv"))?;
+        let bins = parse_bins(&std::fs::read_to_string(meter_dir.join("wan.csv"))?)?;
+        if let Some(s) = ramp_to_final(&bins) {
+            ctx.metric("ramp_95_s", s);
+        }
+        if prog == "nc" || prog == "http" {
+            ctx.note(format!("{prog}: h1's default congestion control is {}", cc.trim()))?;
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn variants_name_a_program_and_a_pace() {
+        assert_eq!(split_variant("iperf3/hold").unwrap(), ("iperf3", "hold"));
+        assert!(split_variant("iperf3").is_err());
+        assert!(split_variant("ftp/hold").is_err());
+        assert!(split_variant("nc/dynamic").is_err());
+        for v in VARIANTS {
+            split_variant(v).unwrap();
+        }
+        assert_eq!(
+            pace_rule("static-bpf", Rate::mbps(500)).unwrap().0,
+            format!("static:{}", Rate::mbps(500))
+        );
+        assert_eq!(pace_rule("hold", Rate::mbps(500)), Some(("dynamic".into(), true)));
+        assert_eq!(pace_rule("none", Rate::mbps(500)), None);
+    }
+
+    #[test]
+    fn the_ramp_is_read_against_the_final_rate() {
+        // 500 µs bins: 0.5 s at 2 frames a bin, then 3 s at 20, then a
+        // partial last window.
+        let bin = |i: usize, frames: u64| MeterBin {
+            start_s: 1.0 + i as f64 * 0.0005,
+            width_s: 0.0005,
+            arrived_frames: frames,
+            arrived_bytes: frames * 1514,
+            dropped_frames: 0,
+        };
+        let mut bins: Vec<MeterBin> = (0..1000).map(|i| bin(i, 2)).collect();
+        bins.extend((1000..7000).map(|i| bin(i, 20)));
+        bins.extend((7000..7050).map(|i| bin(i, 20)));
+        // The first window at the final rate is the sixth (0.5–0.6 s).
+        let ramp = ramp_to_final(&bins).unwrap();
+        assert!((ramp - 0.6).abs() < 1e-9, "{ramp}");
+        // Too short for a final rate.
+        assert_eq!(ramp_to_final(&bins[..2000]), None);
+        assert_eq!(ramp_to_final(&[]), None);
+    }
+}
