@@ -5,7 +5,7 @@
 
 use crate::runner::records::MetricSpec;
 use crate::runner::scenario::{ParamSpec, Params, RunCtx, Scenario, Testbed};
-use crate::testbeds::dumbbell::{bulk, HostSetup, Path2};
+use crate::testbeds::dumbbell::{bulk, standard_metrics, HostSetup, Path2};
 use anyhow::{bail, Result};
 use std::path::Path;
 use std::time::Duration;
@@ -103,30 +103,6 @@ fn buffers_verdict(bdp: u64, wmem: Option<u64>, rmem: Option<u64>) -> String {
         }
         _ => String::new(),
     }
-}
-
-/// Goodput, drops at the bottleneck, retransmits: the columns of [PSPacer]'s table.
-pub fn standard_metrics() -> Vec<MetricSpec> {
-    vec![
-        MetricSpec {
-            name: "goodput_mbps".into(),
-            unit: "Mbit/s".into(),
-            higher_is_better: true,
-            description: "application bytes delivered over the transfer".into(),
-        },
-        MetricSpec {
-            name: "drops".into(),
-            unit: "packets".into(),
-            higher_is_better: false,
-            description: "frames dropped at the emulated bottleneck (queue overflow and loss)".into(),
-        },
-        MetricSpec {
-            name: "retransmits".into(),
-            unit: "segments".into(),
-            higher_is_better: false,
-            description: "sender's TCP retransmissions (TCP_INFO)".into(),
-        },
-    ]
 }
 
 /// tcp_rmem / tcp_wmem with a maximum of 2×BDP (the tutorial's advice), never below the defaults.

@@ -15,10 +15,12 @@
 //! What it is not: one connection per run, built fresh per run (no state
 //! leaks between variants); no application think time beyond the schedule.
 
-use super::pacing::sockbuf_sysctls;
+use crate::engines::cgroup_pacer::BpfPacing;
 use crate::runner::records::{MetricSpec, Published};
 use crate::runner::scenario::{ParamSpec, Params, RunCtx, Scenario, Testbed};
-use crate::testbeds::dumbbell::{baseline_sysctls, sockbuf_param, sysctls, Path2, DATA_PORT, DEFAULT_CC};
+use crate::testbeds::dumbbell::{
+    baseline_sysctls, sockbuf_param, sockbuf_sysctls, sysctls, Path2, DATA_PORT, DEFAULT_CC,
+};
 use anyhow::{bail, Context, Result};
 use std::net::SocketAddr;
 use std::path::Path;
@@ -157,7 +159,7 @@ impl Testbed for IdleBed {
             v => bail!("unknown variant {v}"),
         };
         let bpf = match ctx.variant.as_str() {
-            "no-ssai-bpf" => Some(super::pacing::BpfPacing::join("dynamic", false)?),
+            "no-ssai-bpf" => Some(BpfPacing::join("dynamic", false)?),
             _ => None,
         };
         let net = Network::up(&self.path.topology()?).context("building the dumbbell")?;

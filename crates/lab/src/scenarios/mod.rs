@@ -46,3 +46,99 @@ pub fn find(name: &str) -> anyhow::Result<Box<dyn Scenario>> {
         .find(|s| s.name() == name)
         .ok_or_else(|| anyhow::anyhow!("unknown scenario {name:?}; valid scenarios: {list}"))
 }
+
+#[cfg(test)]
+mod tests {
+    use std::path::{Path, PathBuf};
+
+    /// The scenario modules `mod.rs` declares (`pub mod NAME;`).
+    fn scenario_modules(dir: &Path) -> Vec<String> {
+        let text = std::fs::read_to_string(dir.join("mod.rs")).unwrap();
+        text.lines()
+            .filter_map(|l| l.trim().strip_prefix("pub mod ")?.strip_suffix(';'))
+            .map(str::to_string)
+            .collect()
+    }
+
+    fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
+        for e in std::fs::read_dir(dir).unwrap() {
+            let p = e.unwrap().path();
+            if p.is_dir() {
+                rust_files(&p, out);
+            } else if p.extension().is_some_and(|x| x == "rs") {
+                out.push(p);
+            }
+        }
+    }
+
+    /// The module names a path that starts right after `prefix` reaches:
+    /// `a` in `prefix a::…`, `a` and `b` in `prefix {a, b::…}`.
+    fn named_after(text: &str, prefix: &str) -> Vec<String> {
+        let mut out = Vec::new();
+        let mut rest = text;
+        while let Some(i) = rest.find(prefix) {
+            rest = &rest[i + prefix.len()..];
+            let ident =
+                |s: &str| s.chars().take_while(|c| c.is_alphanumeric() || *c == '_').collect::<String>();
+            if let Some(group) = rest.strip_prefix('{') {
+                let inner = &group[..group.find('}').unwrap_or(group.len())];
+                out.extend(inner.split(',').map(|part| ident(part.trim())).filter(|n| !n.is_empty()));
+            } else {
+                out.push(ident(rest));
+            }
+        }
+        out
+    }
+
+    /// Which other scenario's file `text` (a file of scenario `own`, at the
+    /// top of `scenarios/` when `top`) names.
+    fn foreign(text: &str, own: &str, top: bool, modules: &[String]) -> Vec<String> {
+        let mut bad: Vec<String> = named_after(text, "crate::scenarios::")
+            .into_iter()
+            .filter(|m| m != own && modules.contains(m))
+            .collect();
+        // At the top, `super` is the registry: its other modules are other
+        // scenarios. One folder down (lanes/), `super` is the scenario's own
+        // folder and `super::super` the registry.
+        let registry = if top { "super::" } else { "super::super::" };
+        bad.extend(named_after(text, registry).into_iter().filter(|m| m != own && modules.contains(m)));
+        bad
+    }
+
+    #[test]
+    fn the_lint_sees_each_way_of_naming_another_scenario() {
+        let m: Vec<String> = ["demo", "pacing", "lanes"].map(String::from).to_vec();
+        assert_eq!(foreign("use super::pacing::BpfPacing;", "idle", true, &m), ["pacing"]);
+        assert_eq!(foreign("use super::{demo::x, pacing};", "idle", true, &m), ["demo", "pacing"]);
+        assert_eq!(foreign("let b = crate::scenarios::demo::f();", "idle", true, &m), ["demo"]);
+        assert_eq!(foreign("use super::super::pacing::X;", "lanes", false, &m), ["pacing"]);
+        assert!(foreign("use super::knobs::Param;\nuse super::*;", "lanes", false, &m).is_empty());
+        assert!(foreign("use crate::testbeds::dumbbell::bulk;", "idle", true, &m).is_empty());
+    }
+
+    /// Scenarios share code through `engines/` and `testbeds/`, never
+    /// through each other's files (the crate's doc says so; this holds it).
+    #[test]
+    fn no_scenario_imports_another_scenarios_file() {
+        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("src/scenarios");
+        let modules = scenario_modules(&dir);
+        assert!(modules.len() >= 10, "too few scenario modules read from mod.rs: {modules:?}");
+        let mut files = Vec::new();
+        rust_files(&dir, &mut files);
+        let mut bad = Vec::new();
+        for f in files {
+            let rel = f.strip_prefix(&dir).unwrap();
+            if rel == Path::new("mod.rs") {
+                continue;
+            }
+            let top = rel.components().count() == 1;
+            let own = rel.components().next().unwrap().as_os_str().to_string_lossy();
+            let own = own.trim_end_matches(".rs");
+            let text = std::fs::read_to_string(&f).unwrap();
+            for m in foreign(&text, own, top, &modules) {
+                bad.push(format!("{} imports scenario {m}", rel.display()));
+            }
+        }
+        assert!(bad.is_empty(), "move what is shared into engines/ or testbeds/:\n{}", bad.join("\n"));
+    }
+}

@@ -21,12 +21,11 @@
 //! (the default) every segment is a packet and the ACK rate is the highest
 //! a 1500-byte MTU gives: the program's worst case.
 
-use super::demo::standard_metrics;
-use super::pacing::BpfPacing;
+use crate::engines::cgroup_pacer::BpfPacing;
 use crate::runner::records::MetricSpec;
 use crate::runner::scenario::{ParamSpec, Params, RunCtx, Scenario, Testbed};
 use crate::testbeds::dumbbell::end_v4;
-use crate::testbeds::dumbbell::{baseline_sysctls, sysctls, DATA_PORT, DEFAULT_CC};
+use crate::testbeds::dumbbell::{baseline_sysctls, standard_metrics, sysctls, DATA_PORT, DEFAULT_CC};
 use anyhow::{bail, Context, Result};
 use std::net::SocketAddr;
 use std::path::Path;

@@ -23,13 +23,13 @@
 //! run (from `warmup` to the end less half a second), against the rule's
 //! on-wire rate.
 
-use super::demo::standard_metrics;
-use super::pacing::{parse_bins, BpfPacing, MeterBin};
+use crate::engines::cgroup_pacer::BpfPacing;
 use crate::runner::records::MetricSpec;
 use crate::runner::scenario::{ParamSpec, Params, RunCtx, Scenario, Testbed};
 use crate::testbeds::dumbbell::end_v4;
-use crate::testbeds::dumbbell::{baseline_sysctls, sysctls, DATA_PORT, DEFAULT_CC};
+use crate::testbeds::dumbbell::{baseline_sysctls, standard_metrics, sysctls, DATA_PORT, DEFAULT_CC};
 use crate::testbeds::fabric::ip_batch;
+use crate::testbeds::meter::{parse_bins, MeterBin};
 use anyhow::{bail, Context, Result};
 use std::net::SocketAddr;
 use std::path::Path;

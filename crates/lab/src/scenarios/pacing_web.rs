@@ -12,11 +12,13 @@
 //! p99, the count of short flows not completed, and the bottleneck's drops.
 //! The workload is the seed's: every variant replays the same flows.
 
-use super::pacing::{sockbuf_sysctls, BpfPacing};
+use crate::engines::cgroup_pacer::BpfPacing;
 use crate::engines::flows::{run_flows, HostAddrs, RunEnd, RunOptions, Sinks, Transport};
 use crate::runner::records::MetricSpec;
 use crate::runner::scenario::{stop_flag, FlowCounters, ParamSpec, Params, RunCtx, Scenario, Testbed};
-use crate::testbeds::dumbbell::{baseline_sysctls, sockbuf_param, sysctls, Path2, DATA_PORT};
+use crate::testbeds::dumbbell::{
+    baseline_sysctls, sockbuf_param, sockbuf_sysctls, sysctls, Path2, DATA_PORT,
+};
 use anyhow::{bail, Context, Result};
 use std::net::IpAddr;
 use std::path::Path;

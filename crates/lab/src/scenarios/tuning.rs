@@ -10,10 +10,9 @@
 //! as advice only; per-namespace autotuning limits (tcp_rmem/tcp_wmem) do not
 //! need them.
 
-use super::demo::standard_metrics;
 use crate::runner::records::{MetricSpec, Published};
 use crate::runner::scenario::{ParamSpec, Params, RunCtx, Scenario, Testbed};
-use crate::testbeds::dumbbell::{bulk, HostSetup, Path2};
+use crate::testbeds::dumbbell::{bulk, standard_metrics, HostSetup, Path2};
 use anyhow::{bail, Context, Result};
 use std::path::Path;
 use std::time::Duration;
