@@ -5,7 +5,8 @@
 //! how to [`prepare`](Scenario::prepare) a testbed. The runner validates
 //! `--set key=value` against the declared keys, then runs the variants
 //! interleaved (A B C A B C …) so machine drift hits all alike, writing every
-//! record as it goes, and renders the report at the end.
+//! record as it goes. It renders nothing: its caller (the CLI) renders the
+//! report from the records afterwards ([`crate::report::write_report`]).
 
 use crate::runner::progress::Progress;
 use crate::runner::records::*;

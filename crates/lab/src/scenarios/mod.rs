@@ -1,6 +1,8 @@
-//! The registry of lab scenarios: one experiment per file (the lanes
-//! experiments in `lanes/`, with the daemons they share), each registered in
-//! [`all`]. Topologies they share are in [`crate::testbeds`].
+//! The registry of lab scenarios: one experiment per file, or per folder
+//! when one file would pass 1000 lines (`split/`; the lanes experiments in
+//! `lanes/`, with the daemons they share), each registered in [`all`].
+//! Topologies and helpers they share are in [`crate::testbeds`] and
+//! [`crate::engines`]; no scenario imports another's file (the test below).
 
 use crate::runner::scenario::Scenario;
 
