@@ -9,6 +9,7 @@ use crate::testbeds::dumbbell::{bulk, standard_metrics, HostSetup, Path2};
 use anyhow::{bail, Result};
 use std::path::Path;
 use std::time::Duration;
+use tcpaccel_core::scale::Dilation;
 use tcpaccel_core::units::{bdp_bytes, Bytes};
 use tcpaccel_traffic::Pace;
 
@@ -73,8 +74,8 @@ impl Scenario for Demo {
             buffers_verdict(bdp, wmem, rmem)
         )]
     }
-    fn estimate(&self, p: &Params) -> Duration {
-        p.duration("duration").unwrap_or(Duration::from_secs(20)) + Duration::from_secs(3)
+    fn estimate(&self, p: &Params, _d: Dilation) -> Result<Duration> {
+        Ok(p.duration("duration")? + Duration::from_secs(3))
     }
     fn prepare(&self, p: &Params, _dir: &Path) -> Result<Box<dyn Testbed>> {
         Ok(Box::new(DemoBed { path: Path2::from_params(p)?, duration: p.duration("duration")? }))

@@ -40,6 +40,7 @@ use std::net::Ipv4Addr;
 use std::net::SocketAddr;
 use std::path::Path;
 use std::time::{Duration, Instant};
+use tcpaccel_core::scale::Dilation;
 use tcpaccel_core::units::{format_duration, Bytes, QueueLimit, Rate};
 use tcpaccel_gather::{
     parse_class, Event, Limit, Policy, SendOptions, SendReport, Server, ServerConfig, Sharing, SinkSpec,
@@ -229,8 +230,8 @@ impl Scenario for Gather {
         }
         n
     }
-    fn estimate(&self, p: &Params) -> Duration {
-        p.duration("duration").unwrap_or(Duration::from_secs(45)) + Duration::from_secs(4)
+    fn estimate(&self, p: &Params, _d: Dilation) -> Result<Duration> {
+        Ok(p.duration("duration")? + Duration::from_secs(4))
     }
     fn prepare(&self, p: &Params, _dir: &Path) -> Result<Box<dyn Testbed>> {
         let clients = p.u64("clients")? as usize;

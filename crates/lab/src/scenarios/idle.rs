@@ -25,6 +25,7 @@ use anyhow::{bail, Context, Result};
 use std::net::SocketAddr;
 use std::path::Path;
 use std::time::Duration;
+use tcpaccel_core::scale::Dilation;
 use tcpaccel_core::units::Bytes;
 use tcpaccel_net::Network;
 use tcpaccel_traffic::{run_bursts, spawn_recv, BurstRecord, Bursts, RecvConfig, SendConfig, Volume};
@@ -126,8 +127,8 @@ impl Scenario for Idle {
                 .into(),
         ]
     }
-    fn estimate(&self, p: &Params) -> Duration {
-        p.duration("duration").unwrap_or(Duration::from_secs(20)) + Duration::from_secs(4)
+    fn estimate(&self, p: &Params, _d: Dilation) -> Result<Duration> {
+        Ok(p.duration("duration")? + Duration::from_secs(4))
     }
     fn prepare(&self, p: &Params, _dir: &Path) -> Result<Box<dyn Testbed>> {
         Ok(Box::new(IdleBed {

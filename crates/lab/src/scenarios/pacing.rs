@@ -47,6 +47,7 @@ use crate::testbeds::meter::{parse_bins, MeterBin};
 use anyhow::{bail, Context, Result};
 use std::path::Path;
 use std::time::Duration;
+use tcpaccel_core::scale::Dilation;
 use tcpaccel_core::units::{bdp_bytes, Bytes, Rate};
 use tcpaccel_traffic::{DynamicMode, Pace};
 
@@ -206,8 +207,8 @@ impl Scenario for Pacing {
         }
         n
     }
-    fn estimate(&self, p: &Params) -> Duration {
-        p.duration("duration").unwrap_or(Duration::from_secs(60)) + Duration::from_secs(4)
+    fn estimate(&self, p: &Params, _d: Dilation) -> Result<Duration> {
+        Ok(p.duration("duration")? + Duration::from_secs(4))
     }
     fn prepare(&self, p: &Params, _dir: &Path) -> Result<Box<dyn Testbed>> {
         Ok(Box::new(PacingBed {

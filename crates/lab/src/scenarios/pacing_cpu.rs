@@ -30,6 +30,7 @@ use anyhow::{bail, Context, Result};
 use std::net::SocketAddr;
 use std::path::Path;
 use std::time::{Duration, Instant};
+use tcpaccel_core::scale::Dilation;
 use tcpaccel_core::units::Rate;
 use tcpaccel_net::{LinkSpec, Network, Topology, TopologyBuilder};
 use tcpaccel_traffic::{run_send, spawn_recv, Pace, RecvConfig, SendConfig, Volume};
@@ -102,8 +103,8 @@ impl Scenario for PacingCpu {
                 .into(),
         ]
     }
-    fn estimate(&self, p: &Params) -> Duration {
-        p.duration("duration").unwrap_or(Duration::from_secs(10)) + Duration::from_secs(3)
+    fn estimate(&self, p: &Params, _d: Dilation) -> Result<Duration> {
+        Ok(p.duration("duration")? + Duration::from_secs(3))
     }
     fn prepare(&self, p: &Params, _dir: &Path) -> Result<Box<dyn Testbed>> {
         let rate = p.rate("rate")?;

@@ -34,6 +34,7 @@ use anyhow::{bail, Context, Result};
 use std::net::SocketAddr;
 use std::path::Path;
 use std::time::Duration;
+use tcpaccel_core::scale::Dilation;
 use tcpaccel_core::units::{format_duration, Bytes, QueueLimit, Rate};
 use tcpaccel_net::{LinkSpec, MeterOptions, Network, Topology, TopologyBuilder};
 use tcpaccel_traffic::{run_send, spawn_recv, RecvConfig, SendConfig, Volume};
@@ -123,8 +124,8 @@ impl Scenario for PacingMptcp {
         }
         n
     }
-    fn estimate(&self, p: &Params) -> Duration {
-        p.duration("duration").unwrap_or(Duration::from_secs(10)) + Duration::from_secs(4)
+    fn estimate(&self, p: &Params, _d: Dilation) -> Result<Duration> {
+        Ok(p.duration("duration")? + Duration::from_secs(4))
     }
     fn prepare(&self, p: &Params, _dir: &Path) -> Result<Box<dyn Testbed>> {
         let bed = MptcpBed {

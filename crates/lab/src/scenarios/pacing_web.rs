@@ -23,6 +23,7 @@ use anyhow::{bail, Context, Result};
 use std::net::IpAddr;
 use std::path::Path;
 use std::time::Duration;
+use tcpaccel_core::scale::Dilation;
 use tcpaccel_core::stats::percentile_sorted;
 use tcpaccel_core::units::{Bytes, Rate};
 use tcpaccel_core::workload::{load_to_rate, Arrivals, EmpiricalCdf, FlowClass, SizeDist, Stream, Workload};
@@ -91,8 +92,8 @@ impl Scenario for PacingWeb {
             "FCT counts from a flow's scheduled start to the receiver's answer after its last byte.".into(),
         ]
     }
-    fn estimate(&self, p: &Params) -> Duration {
-        p.duration("duration").unwrap_or(Duration::from_secs(20)) + Duration::from_secs(15)
+    fn estimate(&self, p: &Params, _d: Dilation) -> Result<Duration> {
+        Ok(p.duration("duration")? + Duration::from_secs(15))
     }
     fn prepare(&self, p: &Params, _dir: &Path) -> Result<Box<dyn Testbed>> {
         let load = p.f64("load")?;

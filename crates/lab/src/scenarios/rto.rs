@@ -22,6 +22,7 @@ use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Barrier};
 use std::time::{Duration, Instant};
+use tcpaccel_core::scale::Dilation;
 use tcpaccel_core::stats::{mean, percentile};
 use tcpaccel_core::units::{format_duration, parse_duration, Bytes, QueueLimit, Rate};
 use tcpaccel_net::{LinkSpec, Network, RouteTo, Topology, TopologyBuilder};
@@ -97,8 +98,8 @@ impl Scenario for Rto {
               sizes; the qualitative comparison is the point."
             .into()]
     }
-    fn estimate(&self, p: &Params) -> Duration {
-        Duration::from_millis(300) * p.u64("iterations").unwrap_or(40) as u32 + Duration::from_secs(4)
+    fn estimate(&self, p: &Params, _d: Dilation) -> Result<Duration> {
+        Ok(Duration::from_millis(300) * p.u64("iterations")? as u32 + Duration::from_secs(4))
     }
     fn prepare(&self, p: &Params, _dir: &Path) -> Result<Box<dyn Testbed>> {
         let hosts = p.u64("hosts")? as usize;

@@ -16,6 +16,7 @@ use crate::testbeds::dumbbell::{bulk, standard_metrics, HostSetup, Path2};
 use anyhow::{bail, Context, Result};
 use std::path::Path;
 use std::time::Duration;
+use tcpaccel_core::scale::Dilation;
 use tcpaccel_net::Network;
 use tcpaccel_tune::collect::Probe;
 use tcpaccel_tune::facts::PathSpec;
@@ -87,8 +88,8 @@ impl Scenario for Tuning {
     fn default_repeats(&self) -> u32 {
         3
     }
-    fn estimate(&self, p: &Params) -> Duration {
-        p.duration("duration").unwrap_or(Duration::from_secs(30)) + Duration::from_secs(3)
+    fn estimate(&self, p: &Params, _d: Dilation) -> Result<Duration> {
+        Ok(p.duration("duration")? + Duration::from_secs(3))
     }
     fn prepare(&self, p: &Params, _dir: &Path) -> Result<Box<dyn Testbed>> {
         let path = Path2 { rate: p.rate("rate")?, rtt: p.duration("rtt")?, buffer: p.bytes("buffer")? };

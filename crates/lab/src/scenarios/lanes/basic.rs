@@ -9,6 +9,7 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Result};
+use tcpaccel_core::scale::Dilation;
 use tcpaccel_core::workload::{Flow, FlowClass};
 
 use super::knobs::{redeclare, specs, Param};
@@ -71,8 +72,11 @@ impl Scenario for LanesBasic {
                 .into(),
         ]
     }
-    fn estimate(&self, p: &Params) -> Duration {
-        estimate_scaled(p, p.duration("duration").unwrap_or(Duration::from_secs(3)) + Duration::from_secs(3))
+    fn dilation(&self, p: &Params) -> Result<Option<crate::runner::records::Scaled>> {
+        super::scaled(p)
+    }
+    fn estimate(&self, p: &Params, d: Dilation) -> Result<Duration> {
+        Ok(estimate_scaled(d, p.duration("duration")? + Duration::from_secs(3)))
     }
     fn prepare(&self, p: &Params, _dir: &Path) -> Result<Box<dyn Testbed>> {
         prepare_bed(p, &self.declared(), LanesBasic, true)

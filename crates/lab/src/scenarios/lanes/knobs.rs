@@ -18,7 +18,7 @@ use tcpaccel_core::units::{Bytes, Rate};
 use crate::runner::scenario::{ParamSpec, Params};
 
 /// The key of D.
-pub(super) const SCALE_KEY: &str = crate::runner::records::SCALE_PARAM;
+pub(super) const SCALE_KEY: &str = "scale";
 
 /// A declared parameter: its spec (key, default, doc) and its scaling rule.
 #[derive(Debug, Clone)]
@@ -45,10 +45,13 @@ pub(super) fn redeclare(declared: &mut [Param], key: &'static str, default: &str
     }
 }
 
-/// Parses D from the resolved parameters.
+/// Parses D from the resolved parameters: the one reader of `scale` (the
+/// runner gets D through [`super::scaled`] into its `RunConfig`).
 pub(super) fn dilation(p: &Params) -> Result<Dilation> {
-    p.str(SCALE_KEY)?;
-    crate::runner::records::dilation(&p.0).map_err(|e| anyhow::anyhow!("parameter {e}"))
+    let v = p.str(SCALE_KEY)?;
+    let d: u32 =
+        v.trim().parse().map_err(|_| anyhow::anyhow!("parameter {SCALE_KEY}={v:?} is not a whole number"))?;
+    Dilation::new(d).map_err(|e| anyhow::anyhow!("parameter {SCALE_KEY}: {e}"))
 }
 
 /// Resolved parameters read at a scale factor.

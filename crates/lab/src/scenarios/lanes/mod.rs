@@ -45,7 +45,6 @@ use anyhow::{bail, Context, Result};
 use tcpaccel_core::stats::percentile_sorted;
 use tcpaccel_core::workload::{Flow, FlowClass};
 
-use crate::runner::records::DAEMONS_ON_BPF_METRIC;
 use crate::runner::scenario::{stop_flag, FlowCounters, Params, RunCtx, Testbed};
 use crate::testbeds::fabric::{Fabric, FabricSpec, MptcpMode, RouteMetrics, Shape};
 use crate::testbeds::rto_init::KERNEL_RTO_INIT;
@@ -60,6 +59,12 @@ mod realistic;
 
 use knobs::{Knobs, Param, SCALE_KEY};
 
+/// The summary metric (before its `@point`) that says whether a run's lanes
+/// daemons took their signals from the BPF program (1) or polled sock_diag
+/// (0); `lab compare` checks both sides alike through
+/// `CompareOptions::signal_metric`.
+pub const DAEMONS_ON_BPF_METRIC: &str = "daemons_on_bpf";
+
 pub use basic::LanesBasic;
 pub use buildup::LanesBuildup;
 pub use daemons::PolicyParams;
@@ -73,11 +78,7 @@ const FLOW_PORT: u16 = 7400;
 const SHORT_MAX: u64 = 100 * 1000;
 /// RepFlow replicates flows below this (anchors.md, Workloads).
 const REPFLOW_THRESHOLD: u64 = 100 * 1000;
-/// Time after the last arrival for flows to finish before they are cut
-/// (experiment units; × D in wall time).
-const DRAIN: Duration = Duration::from_secs(4);
-
-/// `drain` (default [`DRAIN`]): how long flows may still run after the
+/// `drain` (default 4 s, experiment units; × D in wall time): how long flows may still run after the
 /// arrivals window before the rest are cut (counted in `cut_by_limit`). A
 /// time, so it scales; a figure at a large D shortens it rather than wait
 /// D × 4 s for the heavy tail of the long flows.
@@ -707,8 +708,14 @@ fn on_off(k: &Knobs, key: &str) -> Result<bool> {
 
 /// A scenario's estimate for the progress bar: `per_run` (experiment
 /// units) × D.
-fn estimate_scaled(p: &Params, per_run: Duration) -> Duration {
-    per_run * knobs::dilation(p).map(|d| d.get()).unwrap_or(1)
+fn estimate_scaled(d: Dilation, per_run: Duration) -> Duration {
+    per_run * d.get()
+}
+
+/// The lanes scenarios' [`Scenario::dilation`](crate::runner::scenario::Scenario::dilation):
+/// D from their `scale` knob.
+fn scaled(p: &Params) -> Result<Option<crate::runner::records::Scaled>> {
+    Ok(Some(crate::runner::records::Scaled { param: SCALE_KEY.into(), d: knobs::dilation(p)? }))
 }
 
 #[cfg(test)]
@@ -898,7 +905,7 @@ mod tests {
         assert_eq!(k.bytes("buffer").unwrap(), Bytes(128 * 1000));
         assert_eq!(k.bytes("size_threshold").unwrap(), Bytes(100 * 1000));
         assert_eq!(k.numbers::<f64>("loads").unwrap(), vec![0.2, 0.5, 0.8]);
-        assert_eq!(k.wall(DRAIN), Duration::from_secs(16));
+        assert_eq!(k.wall(Duration::from_secs(4)), Duration::from_secs(16));
         let policy = PolicyParams::from(&k, "size-link-cost").unwrap();
         assert_eq!(
             (policy.t_deadline, policy.nu_unit, policy.sample_interval, policy.gamma, policy.alpha),

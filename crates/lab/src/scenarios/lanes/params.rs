@@ -9,6 +9,7 @@ use std::thread::JoinHandle;
 use std::time::Duration;
 
 use anyhow::{bail, Context, Result};
+use tcpaccel_core::scale::Dilation;
 use tcpaccel_core::stats::percentile_sorted;
 use tcpaccel_core::workload::{Flow, FlowClass};
 
@@ -60,10 +61,13 @@ impl Scenario for LanesParams {
                 .into(),
         ]
     }
-    fn estimate(&self, p: &Params) -> Duration {
-        let n = p.list("alphas").map(|l| l.len()).unwrap_or(5) as u32;
-        let f = p.u64("flows").unwrap_or(3) as u32;
-        estimate_scaled(p, Duration::from_millis(u64::from(500 + 2000 * f + 1500)) * n)
+    fn dilation(&self, p: &Params) -> Result<Option<crate::runner::records::Scaled>> {
+        super::scaled(p)
+    }
+    fn estimate(&self, p: &Params, d: Dilation) -> Result<Duration> {
+        let n = p.list("alphas").map(|l| l.len())? as u32;
+        let f = p.u64("flows")? as u32;
+        Ok(estimate_scaled(d, Duration::from_millis(u64::from(500 + 2000 * f + 1500)) * n))
     }
     fn prepare(&self, p: &Params, _dir: &Path) -> Result<Box<dyn Testbed>> {
         prepare_bed(p, &self.declared(), LanesParams, false)

@@ -42,6 +42,7 @@ use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 use tcpaccel_core::rng::Rng;
+use tcpaccel_core::scale::Dilation;
 use tcpaccel_core::stats::{linear_fit, median};
 use tcpaccel_core::units::parse_duration;
 use tcpaccel_net::Network;
@@ -239,9 +240,9 @@ impl Scenario for Split {
                 .into(),
         ]
     }
-    fn estimate(&self, p: &Params) -> Duration {
-        let mb = p.bytes("size").map(|b| b.0 as f64 / 1e6).unwrap_or(100.0);
-        Duration::from_secs_f64(2.0 + mb / 15.0)
+    fn estimate(&self, p: &Params, _d: Dilation) -> Result<Duration> {
+        let mb = p.bytes("size").map(|b| b.0 as f64 / 1e6)?;
+        Ok(Duration::from_secs_f64(2.0 + mb / 15.0))
     }
     fn prepare(&self, p: &Params, dir: &Path) -> Result<Box<dyn Testbed>> {
         let total = parse_duration(p.str("rtt")?).context("parameter rtt")?;
