@@ -116,8 +116,8 @@ pub trait Scenario: Send + Sync {
     fn published(&self) -> Vec<Published> {
         Vec::new()
     }
-    fn notes(&self, _params: &Params) -> Vec<String> {
-        Vec::new()
+    fn notes(&self, _params: &Params) -> Result<Vec<String>> {
+        Ok(Vec::new())
     }
     fn default_repeats(&self) -> u32 {
         3
@@ -131,8 +131,9 @@ pub trait Scenario: Send + Sync {
     /// Rough wall time of one run of one variant at D = `d`, for the
     /// progress bar (and `lab list`); an unreadable parameter is an error.
     fn estimate(&self, params: &Params, d: Dilation) -> Result<Duration>;
-    /// Builds the testbed; dropping the result tears it down.
-    fn prepare(&self, params: &Params, dir: &Path) -> Result<Box<dyn Testbed>>;
+    /// Builds the testbed (`config`: what the runner settled, D among it);
+    /// dropping the result tears it down.
+    fn prepare(&self, params: &Params, config: &RunConfig, dir: &Path) -> Result<Box<dyn Testbed>>;
 }
 
 /// A prepared testbed that runs one variant once.
@@ -182,6 +183,12 @@ impl RunConfig {
         let scaled = s.dilation(params)?;
         let dilation = scaled.as_ref().map_or(Dilation::ONE, |x| x.d);
         Ok(RunConfig { dilation, scaled, seed, repeats, quick })
+    }
+
+    /// D = 1, seed 1, one repeat: for tests that prepare a testbed alone.
+    #[cfg(test)]
+    pub(crate) fn unscaled() -> RunConfig {
+        RunConfig { dilation: Dilation::ONE, scaled: None, seed: 1, repeats: 1, quick: true }
     }
 
     /// The seed of `repeat`: the scenario seed mixed with the repeat (the
@@ -364,7 +371,7 @@ pub fn run(s: &dyn Scenario, params: &Params, opts: &RunOptions) -> Result<RunDa
         started: unix_now(),
         metrics: s.metrics(),
         published: s.published(),
-        notes: s.notes(params),
+        notes: s.notes(params)?,
         scaled: config.scaled.clone(),
     };
     writer.write(&Record::Run(header))?;
@@ -372,7 +379,7 @@ pub fn run(s: &dyn Scenario, params: &Params, opts: &RunOptions) -> Result<RunDa
     let mut progress = Progress::new(total, s.estimate(params, config.dilation)?, !opts.json);
     let mut end = End { complete: true, ended: 0.0, reason: "all repeats done".into() };
     let mut failures = 0usize;
-    match s.prepare(params, &opts.out) {
+    match s.prepare(params, &config, &opts.out) {
         Err(e) => {
             end = End { complete: false, ended: unix_now(), reason: format!("setup failed: {e:#}") };
             writer.write(&Record::End(end))?;
@@ -526,7 +533,7 @@ mod tests {
         fn estimate(&self, _: &Params, _: Dilation) -> Result<Duration> {
             Ok(Duration::from_millis(1))
         }
-        fn prepare(&self, _: &Params, _: &Path) -> Result<Box<dyn Testbed>> {
+        fn prepare(&self, _: &Params, _: &RunConfig, _: &Path) -> Result<Box<dyn Testbed>> {
             Ok(Box::new(ToyBed(0)))
         }
     }

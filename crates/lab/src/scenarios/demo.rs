@@ -4,7 +4,7 @@
 //! and with BBR, side by side in one run.
 
 use crate::runner::records::MetricSpec;
-use crate::runner::scenario::{ParamSpec, Params, RunCtx, Scenario, Testbed};
+use crate::runner::scenario::{ParamSpec, Params, RunConfig, RunCtx, Scenario, Testbed};
 use crate::testbeds::dumbbell::{bulk, standard_metrics, HostSetup, Path2};
 use anyhow::{bail, Result};
 use std::path::Path;
@@ -49,11 +49,8 @@ impl Scenario for Demo {
     fn metrics(&self) -> Vec<MetricSpec> {
         standard_metrics()
     }
-    fn notes(&self, p: &Params) -> Vec<String> {
-        let bdp = match (p.rate("rate"), p.duration("rtt")) {
-            (Ok(r), Ok(t)) => bdp_bytes(r, t),
-            _ => 0,
-        };
+    fn notes(&self, p: &Params) -> Result<Vec<String>> {
+        let bdp = bdp_bytes(p.rate("rate")?, p.duration("rtt")?);
         // New namespaces start from the host's values, so the host's
         // maxima are what the default variants run with.
         let max = |key: &str| {
@@ -63,7 +60,7 @@ impl Scenario for Demo {
         };
         let (wmem, rmem) = (max("tcp_wmem"), max("tcp_rmem"));
         let text = |m: Option<u64>| m.map_or_else(|| "unreadable".to_string(), |m| Bytes(m).to_string());
-        vec![format!(
+        Ok(vec![format!(
             "BDP of this path: {bdp} bytes ({}). 'bdp-buffers' raises tcp_rmem/tcp_wmem maxima to 2×BDP in both \
              namespaces; the other variants keep this host's values (tcp_wmem max {}, tcp_rmem max {}), which \
              cap the window when they are below the BDP. {} Route metrics caching is off in every variant \
@@ -72,12 +69,12 @@ impl Scenario for Demo {
             text(wmem),
             text(rmem),
             buffers_verdict(bdp, wmem, rmem)
-        )]
+        )])
     }
     fn estimate(&self, p: &Params, _d: Dilation) -> Result<Duration> {
         Ok(p.duration("duration")? + Duration::from_secs(3))
     }
-    fn prepare(&self, p: &Params, _dir: &Path) -> Result<Box<dyn Testbed>> {
+    fn prepare(&self, p: &Params, _config: &RunConfig, _dir: &Path) -> Result<Box<dyn Testbed>> {
         Ok(Box::new(DemoBed { path: Path2::from_params(p)?, duration: p.duration("duration")? }))
     }
 }

@@ -17,7 +17,7 @@
 
 use crate::engines::cgroup_pacer::BpfPacing;
 use crate::runner::records::{MetricSpec, Published};
-use crate::runner::scenario::{ParamSpec, Params, RunCtx, Scenario, Testbed};
+use crate::runner::scenario::{ParamSpec, Params, RunConfig, RunCtx, Scenario, Testbed};
 use crate::testbeds::dumbbell::{
     baseline_sysctls, sockbuf_param, sockbuf_sysctls, sysctls, Path2, DATA_PORT, DEFAULT_CC,
 };
@@ -110,12 +110,10 @@ impl Scenario for Idle {
             })
             .collect()
     }
-    fn notes(&self, p: &Params) -> Vec<String> {
-        let ideal = match (p.bytes("burst"), p.rate("rate")) {
-            (Ok(b), Ok(r)) if r.bits_per_sec() > 0 => b.0 as f64 * 8.0 / r.bits_per_sec() as f64 * 1e3,
-            _ => 0.0,
-        };
-        vec![
+    fn notes(&self, p: &Params) -> Result<Vec<String>> {
+        let (b, r) = (p.bytes("burst")?, p.rate("rate")?);
+        let ideal = if r.bits_per_sec() > 0 { b.0 as f64 * 8.0 / r.bits_per_sec() as f64 * 1e3 } else { 0.0 };
+        Ok(vec![
             format!(
                 "Ideal completion of one burst at this rate: {ideal:.0} ms of transmission (the published \
                  160 ms is 10 MB at 500 Mbit/s); measured times run from the scheduled start to the ACK of \
@@ -125,12 +123,12 @@ impl Scenario for Idle {
             "Bursts after the first are the ones that resume after idle; the first is a fresh slow start in \
              every variant and is reported apart (first_burst_ms)."
                 .into(),
-        ]
+        ])
     }
     fn estimate(&self, p: &Params, _d: Dilation) -> Result<Duration> {
         Ok(p.duration("duration")? + Duration::from_secs(4))
     }
-    fn prepare(&self, p: &Params, _dir: &Path) -> Result<Box<dyn Testbed>> {
+    fn prepare(&self, p: &Params, _config: &RunConfig, _dir: &Path) -> Result<Box<dyn Testbed>> {
         Ok(Box::new(IdleBed {
             path: Path2::from_params(p)?,
             sockbuf: p.bytes("sockbuf")?,

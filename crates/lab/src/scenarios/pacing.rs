@@ -41,7 +41,7 @@
 
 use crate::engines::cgroup_pacer::BpfPacing;
 use crate::runner::records::{MetricSpec, Published};
-use crate::runner::scenario::{ParamSpec, Params, RunCtx, Scenario, Testbed};
+use crate::runner::scenario::{ParamSpec, Params, RunConfig, RunCtx, Scenario, Testbed};
 use crate::testbeds::dumbbell::{bulk, sockbuf_param, sockbuf_sysctls, standard_metrics, HostSetup, Path2};
 use crate::testbeds::meter::{parse_bins, MeterBin};
 use anyhow::{bail, Context, Result};
@@ -172,11 +172,8 @@ impl Scenario for Pacing {
             row("static", "drops", 0.0),
         ]
     }
-    fn notes(&self, p: &Params) -> Vec<String> {
-        let (rate, rtt, buffer) = match (p.rate("rate"), p.duration("rtt"), p.bytes("buffer")) {
-            (Ok(r), Ok(t), Ok(b)) => (r, t, b),
-            _ => return Vec::new(),
-        };
+    fn notes(&self, p: &Params) -> Result<Vec<String>> {
+        let (rate, rtt, buffer) = (p.rate("rate")?, p.duration("rtt")?, p.bytes("buffer")?);
         let bdp = bdp_bytes(rate, rtt);
         let mut n = vec![
             format!(
@@ -197,20 +194,19 @@ impl Scenario for Pacing {
                 .into(),
             "Route metrics caching is off in every variant (tcp_no_metrics_save=1).".into(),
         ];
-        if let (Ok(s), true) = (static_rate(p), rate.bits_per_sec() > 0) {
-            if s.bits_per_sec() > rate.bits_per_sec() {
-                n.push(format!(
-                    "WARNING: static_rate {s} is above the bottleneck rate {rate}: static pacing will overrun \
-                     the bottleneck queue (not capped silently)."
-                ));
-            }
+        let s = static_rate(p)?;
+        if rate.bits_per_sec() > 0 && s.bits_per_sec() > rate.bits_per_sec() {
+            n.push(format!(
+                "WARNING: static_rate {s} is above the bottleneck rate {rate}: static pacing will overrun \
+                 the bottleneck queue (not capped silently)."
+            ));
         }
-        n
+        Ok(n)
     }
     fn estimate(&self, p: &Params, _d: Dilation) -> Result<Duration> {
         Ok(p.duration("duration")? + Duration::from_secs(4))
     }
-    fn prepare(&self, p: &Params, _dir: &Path) -> Result<Box<dyn Testbed>> {
+    fn prepare(&self, p: &Params, _config: &RunConfig, _dir: &Path) -> Result<Box<dyn Testbed>> {
         Ok(Box::new(PacingBed {
             path: Path2::from_params(p)?,
             sockbuf: p.bytes("sockbuf")?,

@@ -13,7 +13,7 @@
 //! `TCPTimeouts` counters, summed, before and after.
 
 use crate::runner::records::{MetricSpec, Published};
-use crate::runner::scenario::{interrupted, ParamSpec, Params, RunCtx, Scenario, Testbed};
+use crate::runner::scenario::{interrupted, ParamSpec, Params, RunConfig, RunCtx, Scenario, Testbed};
 use crate::testbeds::dumbbell::end_v4;
 use anyhow::{bail, Context, Result};
 use std::io::{Read, Write};
@@ -93,15 +93,15 @@ impl Scenario for Rto {
     fn published(&self) -> Vec<Published> {
         Vec::new()
     }
-    fn notes(&self, _p: &Params) -> Vec<String> {
-        vec!["The tutorial reports no table for this case, only that a shorter minimum RTO helps medium message \
+    fn notes(&self, _p: &Params) -> Result<Vec<String>> {
+        Ok(vec!["The tutorial reports no table for this case, only that a shorter minimum RTO helps medium message \
               sizes; the qualitative comparison is the point."
-            .into()]
+            .into()])
     }
     fn estimate(&self, p: &Params, _d: Dilation) -> Result<Duration> {
         Ok(Duration::from_millis(300) * p.u64("iterations")? as u32 + Duration::from_secs(4))
     }
-    fn prepare(&self, p: &Params, _dir: &Path) -> Result<Box<dyn Testbed>> {
+    fn prepare(&self, p: &Params, _config: &RunConfig, _dir: &Path) -> Result<Box<dyn Testbed>> {
         let hosts = p.u64("hosts")? as usize;
         if !(2..=64).contains(&hosts) {
             bail!("hosts={hosts}: must be between 2 and 64");

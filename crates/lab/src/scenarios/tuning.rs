@@ -11,7 +11,7 @@
 //! need them.
 
 use crate::runner::records::{MetricSpec, Published};
-use crate::runner::scenario::{ParamSpec, Params, RunCtx, Scenario, Testbed};
+use crate::runner::scenario::{ParamSpec, Params, RunConfig, RunCtx, Scenario, Testbed};
 use crate::testbeds::dumbbell::{bulk, standard_metrics, HostSetup, Path2};
 use anyhow::{bail, Context, Result};
 use std::path::Path;
@@ -70,20 +70,20 @@ impl Scenario for Tuning {
             },
         ]
     }
-    fn notes(&self, p: &Params) -> Vec<String> {
+    fn notes(&self, p: &Params) -> Result<Vec<String>> {
         let mut n = vec![
             "The tutorial's figures come from real 1 GbE hosts in 2009 with that era's defaults (64 KB–4 MB \
                           buffers); this kernel's defaults are larger, so the gap to close is smaller."
                 .to_string(),
         ];
-        if p.rate("rate").map(|r| r.bits_per_sec() > 500_000_000).unwrap_or(false) {
+        if p.rate("rate")?.bits_per_sec() > 500_000_000 {
             n.push(
                 "At 1 Gbit/s the emulator, sender and receiver share two cores; see BENCHMARKS.md for what the \
                  emulator sustains here."
                     .into(),
             );
         }
-        n
+        Ok(n)
     }
     fn default_repeats(&self) -> u32 {
         3
@@ -91,7 +91,7 @@ impl Scenario for Tuning {
     fn estimate(&self, p: &Params, _d: Dilation) -> Result<Duration> {
         Ok(p.duration("duration")? + Duration::from_secs(3))
     }
-    fn prepare(&self, p: &Params, _dir: &Path) -> Result<Box<dyn Testbed>> {
+    fn prepare(&self, p: &Params, _config: &RunConfig, _dir: &Path) -> Result<Box<dyn Testbed>> {
         let path = Path2 { rate: p.rate("rate")?, rtt: p.duration("rtt")?, buffer: p.bytes("buffer")? };
         let (sender, receiver, findings) = doctor_plan(&path)?;
         Ok(Box::new(TuningBed {

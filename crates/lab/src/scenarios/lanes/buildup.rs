@@ -15,7 +15,7 @@ use super::{
 use super::{drain_param, warmup_param, POLICIES};
 use crate::engines::workloads::{self as workload, Hosts};
 use crate::runner::records::MetricSpec;
-use crate::runner::scenario::{ParamSpec, Params, RunCtx, Scenario, Testbed};
+use crate::runner::scenario::{ParamSpec, Params, RunConfig, RunCtx, Scenario, Testbed};
 use tcpaccel_core::scale::Rule;
 
 pub struct LanesBuildup;
@@ -64,8 +64,8 @@ impl Scenario for LanesBuildup {
                 * n,
         ))
     }
-    fn prepare(&self, p: &Params, _dir: &Path) -> Result<Box<dyn Testbed>> {
-        prepare_bed(p, &self.declared(), LanesBuildup, true)
+    fn prepare(&self, p: &Params, config: &RunConfig, _dir: &Path) -> Result<Box<dyn Testbed>> {
+        prepare_bed(p, config.dilation, &self.declared(), LanesBuildup, true)
     }
 }
 

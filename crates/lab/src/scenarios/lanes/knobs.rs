@@ -65,9 +65,10 @@ pub(super) struct Knobs {
 impl Knobs {
     /// `params` as resolved by the runner, `declared` the scenario's
     /// declarations (a declared key without a value is refused here).
-    pub(super) fn new(params: &Params, declared: &[Param]) -> Result<Knobs> {
+    /// `d`: D as the runner settled it ([`dilation`], once per run).
+    pub(super) fn new(params: &Params, declared: &[Param], d: Dilation) -> Result<Knobs> {
         let rules = declared.iter().map(|p| (p.spec.key, p.rule)).collect();
-        let k = Knobs { params: params.clone(), d: dilation(params)?, rules };
+        let k = Knobs { params: params.clone(), d, rules };
         for p in declared {
             k.params.str(p.spec.key)?;
         }
@@ -243,7 +244,8 @@ mod tests {
         let mut p: BTreeMap<String, String> =
             decl().iter().map(|p| (p.spec.key.to_string(), p.spec.default.clone())).collect();
         p.insert(SCALE_KEY.into(), d.into());
-        Knobs::new(&Params(p), &decl()).unwrap()
+        let p = Params(p);
+        Knobs::new(&p, &decl(), dilation(&p).unwrap()).unwrap()
     }
 
     #[test]
@@ -264,8 +266,9 @@ mod tests {
         let mut p: BTreeMap<String, String> =
             decl().iter().map(|p| (p.spec.key.to_string(), p.spec.default.clone())).collect();
         p.insert(SCALE_KEY.into(), "0".into());
-        assert!(Knobs::new(&Params(p.clone()), &decl()).unwrap_err().to_string().contains("scale"));
+        assert!(dilation(&Params(p.clone())).unwrap_err().to_string().contains("scale"));
         p.insert(SCALE_KEY.into(), "x".into());
-        assert!(Knobs::new(&Params(p), &decl()).is_err());
+        let e = dilation(&Params(p)).unwrap_err().to_string();
+        assert!(e.contains("scale=\"x\" is not a whole number"), "{e}");
     }
 }

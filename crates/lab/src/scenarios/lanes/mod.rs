@@ -667,11 +667,12 @@ const KERNEL_RTO_MIN: Duration = Duration::from_millis(200);
 /// on every host route and the scaled initial RTO on every host.
 fn prepare_bed<E: Experiment + 'static>(
     p: &Params,
+    d: Dilation,
     declared: &[Param],
     experiment: E,
     policies: bool,
 ) -> Result<Box<dyn Testbed>> {
-    let k = Knobs::new(p, declared)?;
+    let k = Knobs::new(p, declared, d)?;
     let spec = fabric_spec(&k)?;
     if policies {
         for v in k.choice("variants", &POLICIES)? {
@@ -739,7 +740,7 @@ mod tests {
 
     fn knobs_at(s: &dyn Scenario, decl: &[Param], d: u32) -> Knobs {
         let p = resolve_params(s, false, &[(SCALE_KEY.to_string(), d.to_string())]).unwrap();
-        Knobs::new(&p, decl).unwrap()
+        Knobs::new(&p, decl, Dilation::new(d).unwrap()).unwrap()
     }
 
     #[test]
@@ -892,7 +893,10 @@ mod tests {
                 .collect();
         sets.push((SCALE_KEY.into(), "4".into()));
         sets.push(("duration".into(), "5s".into()));
-        let k = Knobs::new(&resolve_params(&s, false, &sets).unwrap(), &s.declared()).unwrap();
+        let p = resolve_params(&s, false, &sets).unwrap();
+        let d = s.dilation(&p).unwrap().expect("a lanes scenario is dilated").d;
+        assert_eq!(d.get(), 4);
+        let k = Knobs::new(&p, &s.declared(), d).unwrap();
         assert_eq!(k.rate("rate").unwrap(), Rate::mbps(25));
         assert_eq!(k.bytes("bucket").unwrap(), crate::testbeds::fabric::TWO_FRAMES, "bytes: unchanged by D");
         assert_eq!(k.time("t_deadline").unwrap(), Duration::from_millis(1200));

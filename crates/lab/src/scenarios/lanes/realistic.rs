@@ -17,7 +17,7 @@ use super::{drain_param, warmup_param, Experiment, POLICIES};
 use crate::engines::flows::RunEnd;
 use crate::engines::workloads::{self as workload, Hosts, Mix};
 use crate::runner::records::MetricSpec;
-use crate::runner::scenario::{ParamSpec, Params, RunCtx, Scenario, Testbed};
+use crate::runner::scenario::{ParamSpec, Params, RunConfig, RunCtx, Scenario, Testbed};
 use tcpaccel_core::scale::Rule;
 use tcpaccel_core::workload::FlowClass;
 
@@ -167,8 +167,8 @@ impl Scenario for LanesRealistic {
             (warmup + p.duration("duration")? + p.duration("drain")? + Duration::from_secs(1)) * n,
         ))
     }
-    fn prepare(&self, p: &Params, _dir: &Path) -> Result<Box<dyn Testbed>> {
-        prepare_bed(p, &self.declared(), LanesRealistic(self.0), true)
+    fn prepare(&self, p: &Params, config: &RunConfig, _dir: &Path) -> Result<Box<dyn Testbed>> {
+        prepare_bed(p, config.dilation, &self.declared(), LanesRealistic(self.0), true)
     }
 }
 

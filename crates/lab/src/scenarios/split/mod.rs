@@ -33,7 +33,7 @@ use peers::{find_bin, find_peers, tcpaccel_bin, Daemon};
 pub use peers::{parse_curl, parse_stat};
 
 use crate::runner::records::{MetricSpec, Published};
-use crate::runner::scenario::{ParamSpec, Params, RunCtx, Scenario, Testbed};
+use crate::runner::scenario::{ParamSpec, Params, RunConfig, RunCtx, Scenario, Testbed};
 use anyhow::{bail, Context, Result};
 use std::collections::BTreeMap;
 use std::io::Write;
@@ -224,9 +224,9 @@ impl Scenario for Split {
         }
         v
     }
-    fn notes(&self, p: &Params) -> Vec<String> {
-        let buffers = p.str("buffers").unwrap_or("centos6");
-        vec![
+    fn notes(&self, p: &Params) -> Result<Vec<String>> {
+        let buffers = p.str("buffers")?;
+        Ok(vec![
             format!(
                 "Endpoints and relays run under `tcpaccel run --cc cubic`; buffers: {buffers} (centos6 = tcp_rmem \
                  {CENTOS6_RMEM} MAX, tcp_wmem {CENTOS6_WMEM} MAX with MAX = buf_max). Links are delay-only \
@@ -238,13 +238,13 @@ impl Scenario for Split {
             "Plot `throughput_vs_segments_MBps`: x is the segment count (not time), repeat 0, one line per relay \
              kind (drawn under the kind's longest-chain variant)."
                 .into(),
-        ]
+        ])
     }
     fn estimate(&self, p: &Params, _d: Dilation) -> Result<Duration> {
         let mb = p.bytes("size").map(|b| b.0 as f64 / 1e6)?;
         Ok(Duration::from_secs_f64(2.0 + mb / 15.0))
     }
-    fn prepare(&self, p: &Params, dir: &Path) -> Result<Box<dyn Testbed>> {
+    fn prepare(&self, p: &Params, _config: &RunConfig, dir: &Path) -> Result<Box<dyn Testbed>> {
         let total = parse_duration(p.str("rtt")?).context("parameter rtt")?;
         let size = p.bytes("size")?;
         if size.0 == 0 || size.0 > 10_000_000_000 {
