@@ -7,3 +7,4 @@ pub mod fidelity;
 pub mod progress;
 pub mod records;
 pub mod scenario;
+pub mod typed;

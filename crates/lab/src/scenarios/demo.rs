@@ -15,6 +15,26 @@ use tcpaccel_traffic::Pace;
 
 pub struct Demo;
 
+/// The demo's parameters, read once from the resolved map
+/// ([`Params::typed`]); their defaults and docs are [`Demo::params`]'s.
+#[derive(Debug, Clone, PartialEq, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DemoParams {
+    pub rate: tcpaccel_core::units::Rate,
+    #[serde(with = "tcpaccel_core::units::serde_duration")]
+    pub rtt: Duration,
+    pub buffer: Bytes,
+    #[serde(with = "tcpaccel_core::units::serde_duration")]
+    pub duration: Duration,
+    pub variants: Vec<String>,
+}
+
+impl DemoParams {
+    fn path(&self) -> Path2 {
+        Path2 { rate: self.rate, rtt: self.rtt, buffer: self.buffer }
+    }
+}
+
 const VARIANTS: [&str; 4] = ["defaults", "bdp-buffers", "static-pacing", "bbr"];
 
 impl Scenario for Demo {
@@ -44,13 +64,18 @@ impl Scenario for Demo {
         1
     }
     fn variants(&self, p: &Params) -> Result<Vec<String>> {
-        p.choice("variants", &VARIANTS)
+        let q: DemoParams = p.typed()?;
+        if let Some(bad) = q.variants.iter().find(|v| !VARIANTS.contains(&v.as_str())) {
+            bail!("variants: unknown entry {bad:?}; valid: {}", VARIANTS.join(", "));
+        }
+        Ok(q.variants)
     }
     fn metrics(&self) -> Vec<MetricSpec> {
         standard_metrics()
     }
     fn notes(&self, p: &Params) -> Result<Vec<String>> {
-        let bdp = bdp_bytes(p.rate("rate")?, p.duration("rtt")?);
+        let q: DemoParams = p.typed()?;
+        let bdp = bdp_bytes(q.rate, q.rtt);
         // New namespaces start from the host's values, so the host's
         // maxima are what the default variants run with.
         let max = |key: &str| {
@@ -72,10 +97,11 @@ impl Scenario for Demo {
         )])
     }
     fn estimate(&self, p: &Params, _d: Dilation) -> Result<Duration> {
-        Ok(p.duration("duration")? + Duration::from_secs(3))
+        Ok(p.typed::<DemoParams>()?.duration + Duration::from_secs(3))
     }
     fn prepare(&self, p: &Params, _config: &RunConfig, _dir: &Path) -> Result<Box<dyn Testbed>> {
-        Ok(Box::new(DemoBed { path: Path2::from_params(p)?, duration: p.duration("duration")? }))
+        let q: DemoParams = p.typed()?;
+        Ok(Box::new(DemoBed { path: q.path(), duration: q.duration }))
     }
 }
 

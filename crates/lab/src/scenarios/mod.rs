@@ -118,6 +118,37 @@ mod tests {
         assert!(foreign("use crate::testbeds::dumbbell::bulk;", "idle", true, &m).is_empty());
     }
 
+    /// What `lab list --json` prints as each scenario's defaults is what
+    /// the scenario's readers accept: every default given back as `--set`
+    /// resolves, and the variants, the estimate and the notes (which read
+    /// the parameters through the scenario's typed readers) succeed.
+    #[test]
+    fn every_scenarios_listed_defaults_round_trip_through_its_readers() {
+        use crate::runner::scenario::{resolve_params, RunConfig};
+        for s in super::all() {
+            let listed: Vec<(String, String)> =
+                s.params().into_iter().map(|p| (p.key.to_string(), p.default)).collect();
+            let p =
+                resolve_params(s.as_ref(), false, &listed).unwrap_or_else(|e| panic!("{}: {e:#}", s.name()));
+            assert_eq!(p, resolve_params(s.as_ref(), false, &[]).unwrap(), "{}", s.name());
+            let c = RunConfig::new(s.as_ref(), &p, false, None, 1)
+                .unwrap_or_else(|e| panic!("{}: {e:#}", s.name()));
+            let v = s.variants(&p).unwrap_or_else(|e| panic!("{} variants: {e:#}", s.name()));
+            assert!(!v.is_empty(), "{}", s.name());
+            s.estimate(&p, c.dilation).unwrap_or_else(|e| panic!("{} estimate: {e:#}", s.name()));
+            s.notes(&p).unwrap_or_else(|e| panic!("{} notes: {e:#}", s.name()));
+        }
+        // The demo reads its parameters as one struct: its listed defaults are that struct.
+        let demo = super::demo::Demo;
+        let p = resolve_params(&demo, false, &[]).unwrap();
+        let q: super::demo::DemoParams = p.typed().unwrap();
+        assert_eq!(q.rate, tcpaccel_core::units::Rate::mbps(300));
+        assert_eq!(q.variants.len(), 4);
+        let bad = resolve_params(&demo, false, &[("duration".into(), "long".into())]).unwrap();
+        let e = bad.typed::<super::demo::DemoParams>().unwrap_err().to_string();
+        assert!(e.starts_with("parameter duration=\"long\": "), "{e}");
+    }
+
     /// Scenarios share code through `engines/` and `testbeds/`, never
     /// through each other's files (the crate's doc says so; this holds it).
     #[test]

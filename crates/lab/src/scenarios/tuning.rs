@@ -25,6 +25,19 @@ pub struct Tuning;
 
 const VARIANTS: [&str; 2] = ["defaults", "doctor"];
 
+/// The tuning scenario's parameters, read once from the resolved map
+/// ([`Params::typed`]); their defaults and docs are [`Tuning::params`]'s.
+#[derive(Debug, Clone, PartialEq, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TuningParams {
+    pub rate: tcpaccel_core::units::Rate,
+    #[serde(with = "tcpaccel_core::units::serde_duration")]
+    pub rtt: Duration,
+    pub buffer: tcpaccel_core::units::Bytes,
+    #[serde(with = "tcpaccel_core::units::serde_duration")]
+    pub duration: Duration,
+}
+
 impl Scenario for Tuning {
     fn name(&self) -> &'static str {
         "tuning"
@@ -76,7 +89,7 @@ impl Scenario for Tuning {
                           buffers); this kernel's defaults are larger, so the gap to close is smaller."
                 .to_string(),
         ];
-        if p.rate("rate")?.bits_per_sec() > 500_000_000 {
+        if p.typed::<TuningParams>()?.rate.bits_per_sec() > 500_000_000 {
             n.push(
                 "At 1 Gbit/s the emulator, sender and receiver share two cores; see BENCHMARKS.md for what the \
                  emulator sustains here."
@@ -89,19 +102,13 @@ impl Scenario for Tuning {
         3
     }
     fn estimate(&self, p: &Params, _d: Dilation) -> Result<Duration> {
-        Ok(p.duration("duration")? + Duration::from_secs(3))
+        Ok(p.typed::<TuningParams>()?.duration + Duration::from_secs(3))
     }
     fn prepare(&self, p: &Params, _config: &RunConfig, _dir: &Path) -> Result<Box<dyn Testbed>> {
-        let path = Path2 { rate: p.rate("rate")?, rtt: p.duration("rtt")?, buffer: p.bytes("buffer")? };
+        let q: TuningParams = p.typed()?;
+        let path = Path2 { rate: q.rate, rtt: q.rtt, buffer: q.buffer };
         let (sender, receiver, findings) = doctor_plan(&path)?;
-        Ok(Box::new(TuningBed {
-            path,
-            duration: p.duration("duration")?,
-            sender,
-            receiver,
-            findings,
-            noted: false,
-        }))
+        Ok(Box::new(TuningBed { path, duration: q.duration, sender, receiver, findings, noted: false }))
     }
 }
 
