@@ -54,6 +54,18 @@ pub(super) fn dilation(p: &Params) -> Result<Dilation> {
     Dilation::new(d).map_err(|e| anyhow::anyhow!("parameter {SCALE_KEY}: {e}"))
 }
 
+/// A scenario's estimate for the progress bar: `per_run` (experiment
+/// units) × D.
+pub(super) fn estimate_scaled(d: Dilation, per_run: Duration) -> Duration {
+    per_run * d.get()
+}
+
+/// The lanes scenarios' `Scenario::dilation`:
+/// D from their `scale` knob.
+pub(super) fn scaled(p: &Params) -> Result<Option<crate::runner::records::Scaled>> {
+    Ok(Some(crate::runner::records::Scaled { param: SCALE_KEY.into(), d: dilation(p)? }))
+}
+
 /// Resolved parameters read at a scale factor.
 #[derive(Debug, Clone)]
 pub(super) struct Knobs {

@@ -57,7 +57,7 @@ mod knobs;
 mod params;
 mod realistic;
 
-use knobs::{Knobs, Param, SCALE_KEY};
+use knobs::{estimate_scaled, scaled, Knobs, Param, SCALE_KEY};
 
 /// The summary metric (before its `@point`) that says whether a run's lanes
 /// daemons took their signals from the BPF program (1) or polled sock_diag
@@ -705,18 +705,6 @@ fn on_off(k: &Knobs, key: &str) -> Result<bool> {
         [v] => Ok(v == "on"),
         _ => bail!("{key}: exactly one of on, off"),
     }
-}
-
-/// A scenario's estimate for the progress bar: `per_run` (experiment
-/// units) × D.
-fn estimate_scaled(d: Dilation, per_run: Duration) -> Duration {
-    per_run * d.get()
-}
-
-/// The lanes scenarios' [`Scenario::dilation`](crate::runner::scenario::Scenario::dilation):
-/// D from their `scale` knob.
-fn scaled(p: &Params) -> Result<Option<crate::runner::records::Scaled>> {
-    Ok(Some(crate::runner::records::Scaled { param: SCALE_KEY.into(), d: knobs::dilation(p)? }))
 }
 
 #[cfg(test)]
