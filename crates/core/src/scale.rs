@@ -17,9 +17,24 @@ use std::time::Duration;
 
 use crate::units::{Bytes, Rate};
 
-/// The scale factor D ≥ 1: rates ÷ D, times × D.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+/// The scale factor D ≥ 1: rates ÷ D, times × D. In records a plain
+/// number; zero is refused when read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize, serde::Deserialize)]
+#[serde(try_from = "u32", into = "u32")]
 pub struct Dilation(u32);
+
+impl TryFrom<u32> for Dilation {
+    type Error = ScaleError;
+    fn try_from(d: u32) -> Result<Dilation, ScaleError> {
+        Dilation::new(d)
+    }
+}
+
+impl From<Dilation> for u32 {
+    fn from(d: Dilation) -> u32 {
+        d.0
+    }
+}
 
 impl Dilation {
     /// No dilation: the experiment in its own units.

@@ -10,16 +10,18 @@
 //! - [`report`]: tables, SVG plots, the HTML page, and the published figures
 //!   each run is judged against;
 //! - [`engines`]: what drives traffic through a testbed for many scenarios
-//!   (the flow engine and the lanes workloads);
-//! - [`testbeds`]: topologies several scenarios share (the dumbbell, the
-//!   dual-fabric datacenter);
+//!   (the flow engine, the lanes workloads, the cgroup pacer around a
+//!   sender);
+//! - [`testbeds`]: topologies several scenarios share (the dumbbell with its
+//!   bulk transfer and meter, the dual-fabric datacenter);
 //! - [`scenarios`]: one experiment per file (the lanes experiments in
 //!   `scenarios/lanes/`, beside the daemons they share);
 //! - [`emu_bench`]: `tcpaccel lab emu-bench`, the emulator's own cost and
 //!   accuracy.
 //!
 //! The runner and report depend on nothing below them; scenarios depend on
-//! runner, engines and testbeds, never on each other's files.
+//! runner, engines and testbeds, never on each other's files (a test in
+//! [`scenarios`] fails if one does).
 #![forbid(unsafe_code)]
 
 pub mod emu_bench;

@@ -3,6 +3,14 @@
 use crate::runner::records::*;
 use std::collections::BTreeMap;
 
+/// A time dilation D set by the lanes scenarios' `scale` parameter.
+pub(crate) fn scaled(d: u32) -> crate::runner::records::Scaled {
+    crate::runner::records::Scaled {
+        param: "scale".into(),
+        d: tcpaccel_core::scale::Dilation::new(d).unwrap(),
+    }
+}
+
 pub(crate) fn header() -> RunHeader {
     RunHeader {
         version: RECORDS_VERSION,
@@ -48,6 +56,7 @@ pub(crate) fn header() -> RunHeader {
             },
         ],
         notes: vec!["Scaled nothing.".into()],
+        scaled: None,
     }
 }
 

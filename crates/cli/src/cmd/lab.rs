@@ -134,8 +134,8 @@ enum LabCmd {
 fn expected_time(s: &dyn tcpaccel_lab::runner::scenario::Scenario, quick: bool) -> Option<Duration> {
     let p = scenario::resolve_params(s, quick, &[]).ok()?;
     let variants = u32::try_from(s.variants(&p).ok()?.len()).ok()?;
-    let repeats = if quick { 1 } else { s.default_repeats() };
-    Some(s.estimate(&p) * variants.max(1) * repeats)
+    let c = scenario::RunConfig::new(s, &p, quick, None, 1).ok()?;
+    Some(s.estimate(&p, c.dilation).ok()? * variants.max(1) * c.repeats)
 }
 
 /// `2m30s`, `45s`: a run time for a table.
@@ -215,7 +215,8 @@ pub(crate) fn run(args: Args) -> anyhow::Result<Verdict> {
         }
         LabCmd::Run { name, quick, repeat, out, sets, seed, json, shard } => {
             let s = scenarios::find(&name).map_err(|e| exit::usage(e.to_string()))?;
-            scenario::resolve_params(s.as_ref(), quick, &sets).map_err(|e| exit::usage(format!("{e:#}")))?;
+            let params = scenario::resolve_params(s.as_ref(), quick, &sets)
+                .map_err(|e| exit::usage(format!("{e:#}")))?;
             if quick && !json {
                 print_quick_changes(s.as_ref(), repeat);
             }
@@ -228,8 +229,8 @@ pub(crate) fn run(args: Args) -> anyhow::Result<Verdict> {
                 ))
             });
             let shard = shard.unwrap_or(Shard::ALL);
-            let opts = RunOptions { quick, repeats: repeat, out: out.clone(), sets, seed, json, shard };
-            let data = scenario::run(s.as_ref(), &opts)?;
+            let opts = RunOptions { quick, repeats: repeat, out: out.clone(), seed, json, shard };
+            let data = scenario::run(s.as_ref(), &params, &opts)?;
             report::write_report(&data, &out)
                 .with_context(|| format!("writing report into {}", out.display()))?;
             print_summary(&data, json)?;
@@ -267,7 +268,12 @@ pub(crate) fn run(args: Args) -> anyhow::Result<Verdict> {
             let read = |dirs: &[PathBuf]| -> anyhow::Result<Vec<_>> {
                 dirs.iter().map(|d| read_run(d).map_err(|e| exit::usage(e.to_string()))).collect()
             };
-            let opts = report::compare::CompareOptions { class_prefix: class, tolerance_pct, max_ks };
+            let opts = report::compare::CompareOptions {
+                class_prefix: class,
+                tolerance_pct,
+                max_ks,
+                signal_metric: Some(tcpaccel_lab::scenarios::lanes::DAEMONS_ON_BPF_METRIC.into()),
+            };
             let c = report::compare::compare(&read(&base)?, &read(&against)?, &opts)
                 .map_err(|e| exit::usage(e.to_string()))?;
             if json {
@@ -284,16 +290,10 @@ pub(crate) fn run(args: Args) -> anyhow::Result<Verdict> {
             if quick && !json {
                 print_quick_changes(s.as_ref(), Some(1));
             }
-            let opts = RunOptions {
-                quick,
-                repeats: Some(1),
-                out: out.clone(),
-                sets: vec![],
-                seed: 1,
-                json,
-                shard: Shard::ALL,
-            };
-            let data = scenario::run(s.as_ref(), &opts)?;
+            let opts =
+                RunOptions { quick, repeats: Some(1), out: out.clone(), seed: 1, json, shard: Shard::ALL };
+            let params = scenario::resolve_params(s.as_ref(), quick, &[])?;
+            let data = scenario::run(s.as_ref(), &params, &opts)?;
             report::write_report(&data, &out)
                 .with_context(|| format!("writing report into {}", out.display()))?;
             print_summary(&data, json)?;

@@ -20,7 +20,7 @@
 //! refused with the difference named.
 
 use super::tables::num;
-use crate::runner::records::{FlowRecord, RunData, DAEMONS_ON_BPF_METRIC, SCALE_PARAM};
+use crate::runner::records::{FlowRecord, RunData};
 use serde::Serialize;
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write;
@@ -46,11 +46,16 @@ pub struct CompareOptions {
     pub tolerance_pct: f64,
     /// … and a KS distance of at most this.
     pub max_ks: f64,
+    /// The summary metric (before its `@point`) that says whether a run's
+    /// lanes daemons took their signals from the BPF program (1) or polled
+    /// (0): the lanes scenarios' `DAEMONS_ON_BPF_METRIC`. `None`: not
+    /// checked.
+    pub signal_metric: Option<String>,
 }
 
 impl Default for CompareOptions {
     fn default() -> Self {
-        CompareOptions { class_prefix: "short".into(), tolerance_pct: 5.0, max_ks: 0.05 }
+        CompareOptions { class_prefix: "short".into(), tolerance_pct: 5.0, max_ks: 0.05, signal_metric: None }
     }
 }
 
@@ -70,7 +75,7 @@ pub enum CompareError {
     #[error("pair {pair}: seed {base} against {other} (a workload is replayed by its seed)")]
     Seed { pair: usize, base: u64, other: u64 },
     #[error(
-        "pair {pair}: parameter {key} is {base} in the base run and {other} in the other (only {SCALE_PARAM} and variants may differ)"
+        "pair {pair}: parameter {key} is {base} in the base run and {other} in the other (only the time dilation D and variants may differ)"
     )]
     Param { pair: usize, key: String, base: String, other: String },
     #[error("pair {pair}, {variant} repeat {repeat}: the workloads differ: {detail}")]
@@ -254,10 +259,11 @@ fn row(
 }
 
 /// How `variant`'s lanes daemons took their signals in `repeat` (the
-/// [`DAEMONS_ON_BPF_METRIC`] figure of its summary), if it ran daemons.
-fn signal_path(d: &RunData, variant: &str, repeat: u32) -> Option<&'static str> {
+/// [`CompareOptions::signal_metric`] figure of its summary), if it ran daemons.
+fn signal_path(d: &RunData, metric: Option<&str>, variant: &str, repeat: u32) -> Option<&'static str> {
+    let metric = metric?;
     let s = d.summaries.iter().find(|s| s.variant == variant && s.repeat == repeat)?;
-    let (_, &on_bpf) = s.metrics.iter().find(|(k, _)| k.starts_with(DAEMONS_ON_BPF_METRIC))?;
+    let (_, &on_bpf) = s.metrics.iter().find(|(k, _)| k.starts_with(metric))?;
     Some(if on_bpf > 0.0 { "the BPF program" } else { "sock_diag polling" })
 }
 
@@ -275,7 +281,9 @@ fn check_pair(pair: usize, a: &RunData, b: &RunData) -> Result<(), CompareError>
         return Err(CompareError::Seed { pair, base: ha.seed, other: hb.seed });
     }
     let keys: BTreeSet<&String> = ha.params.keys().chain(hb.params.keys()).collect();
-    for key in keys.into_iter().filter(|k| *k != SCALE_PARAM && *k != "variants") {
+    // The parameter that set D may differ; records say which it is.
+    let scale_key = ha.scaled.as_ref().or(hb.scaled.as_ref()).map(|s| s.param.as_str());
+    for key in keys.into_iter().filter(|k| Some(k.as_str()) != scale_key && *k != "variants") {
         let (x, y) = (ha.params.get(key), hb.params.get(key));
         if x != y {
             let show = |v: Option<&String>| v.map_or("unset".to_string(), |v| format!("{v:?}"));
@@ -343,7 +351,8 @@ pub fn compare(base: &[RunData], other: &[RunData], o: &CompareOptions) -> Resul
                     ));
                     continue;
                 }
-                let (sa, sb) = (signal_path(a, v, r), signal_path(b, v, r));
+                let m = o.signal_metric.as_deref();
+                let (sa, sb) = (signal_path(a, m, v, r), signal_path(b, m, v, r));
                 if sa != sb {
                     let said = |p: Option<&'static str>| p.unwrap_or("none recorded");
                     unlike.push(format!(
@@ -488,7 +497,8 @@ mod tests {
         let mut h = testdata::header();
         h.scenario = "lanes-websearch".into();
         h.seed = seed;
-        h.params.insert(SCALE_PARAM.into(), scale.to_string());
+        h.params.insert("scale".into(), scale.to_string());
+        h.scaled = Some(testdata::scaled(scale));
         h.variants = vec!["mptcp".into(), "repflow".into()];
         let mut d = RunData::default();
         d.push(Record::Run(h));
@@ -630,14 +640,19 @@ mod tests {
         other[0].push(summary("mptcp", 0.0));
         base[0].push(summary("repflow", 1.0));
         other[0].push(summary("repflow", 1.0));
-        let c = compare(&base, &other, &CompareOptions::default()).unwrap();
+        let o = CompareOptions { signal_metric: Some("daemons_on_bpf".into()), ..CompareOptions::default() };
+        assert!(
+            compare(&base, &other, &CompareOptions::default()).unwrap().unlike.is_empty(),
+            "not asked, not checked"
+        );
+        let c = compare(&base, &other, &o).unwrap();
         assert_eq!(
             c.unlike,
             ["mptcp, seed 1: the daemons' signals came from the BPF program in the base run and from sock_diag polling in the other"]
         );
         assert!(c.markdown().contains("Not run alike: mptcp, seed 1: the daemons'"), "{}", c.markdown());
         // Without daemons on either side (no figure), nothing to say.
-        let c = compare(&[run(1, 16, &flows)], &[run(1, 48, &flows)], &CompareOptions::default()).unwrap();
+        let c = compare(&[run(1, 16, &flows)], &[run(1, 48, &flows)], &o).unwrap();
         assert!(c.unlike.is_empty());
     }
 

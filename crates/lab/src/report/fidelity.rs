@@ -244,7 +244,7 @@ mod tests {
     #[test]
     fn d_is_named_and_an_unfaithful_run_is_greyed_with_its_reason() {
         let mut data = testdata::run();
-        data.header.as_mut().unwrap().params.insert("scale".into(), "4".into());
+        data.header.as_mut().unwrap().scaled = Some(testdata::scaled(4));
         data.fidelity.push(record("a", 0, true, ""));
         data.fidelity.push(record("a", 1, false, "9 of 20 windows saturated"));
         let h = fidelity_html(&data);
@@ -325,7 +325,7 @@ mod tests {
     #[test]
     fn the_suggested_scale_and_the_queues_are_shown() {
         let mut data = testdata::run();
-        data.header.as_mut().unwrap().params.insert("scale".into(), "2".into());
+        data.header.as_mut().unwrap().scaled = Some(testdata::scaled(2));
         let mut a = record("none", 0, false, "host saturated");
         a.suggested_scale = Some(4);
         let mut b = record("none", 1, false, "flows started late");

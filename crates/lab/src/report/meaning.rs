@@ -277,7 +277,7 @@ mod tests {
             .map(|(k, v)| (k.to_string(), v.to_string()))
             .collect();
         h.variants = goodput.iter().map(|(v, _)| v.to_string()).collect();
-        h.metrics = crate::scenarios::demo::standard_metrics();
+        h.metrics = crate::testbeds::dumbbell::standard_metrics();
         let mut d = RunData::default();
         d.push(Record::Run(h));
         for (v, g) in goodput {

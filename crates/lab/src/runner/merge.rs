@@ -493,12 +493,17 @@ mod tests {
         fn metrics(&self) -> Vec<MetricSpec> {
             vec![MetricSpec::new("m", "", true, "")]
         }
-        fn estimate(&self, _: &crate::runner::scenario::Params) -> std::time::Duration {
-            std::time::Duration::from_millis(1)
+        fn estimate(
+            &self,
+            _: &crate::runner::scenario::Params,
+            _: tcpaccel_core::scale::Dilation,
+        ) -> anyhow::Result<std::time::Duration> {
+            Ok(std::time::Duration::from_millis(1))
         }
         fn prepare(
             &self,
             _: &crate::runner::scenario::Params,
+            _: &crate::runner::scenario::RunConfig,
             _: &Path,
         ) -> anyhow::Result<Box<dyn crate::runner::scenario::Testbed>> {
             Ok(Box::new(SeededBed))
@@ -524,25 +529,25 @@ mod tests {
 
     #[test]
     fn the_runners_shards_merged_equal_its_unsharded_run() {
-        use crate::runner::scenario::{run, RunOptions};
+        use crate::runner::scenario::{resolve_params, run, RunOptions};
         let base = std::env::temp_dir().join(format!("tcpaccel-shards-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&base);
         let opts = |out: PathBuf, shard| RunOptions {
             quick: false,
             repeats: Some(3),
             out,
-            sets: vec![],
             seed: 7,
             json: true,
             shard,
         };
-        let whole = run(&Seeded, &opts(base.join("whole"), Shard::ALL)).unwrap();
+        let params = resolve_params(&Seeded, false, &[]).unwrap();
+        let whole = run(&Seeded, &params, &opts(base.join("whole"), Shard::ALL)).unwrap();
         assert_eq!((whole.flows.len(), whole.summaries.len()), (27, 9));
         for n in [2u32, 4, 9, 11] {
             let dirs: Vec<PathBuf> = (0..n)
                 .map(|i| {
                     let dir = base.join(format!("{n}-{i}"));
-                    let d = run(&Seeded, &opts(dir.clone(), Shard { index: i, count: n })).unwrap();
+                    let d = run(&Seeded, &params, &opts(dir.clone(), Shard { index: i, count: n })).unwrap();
                     assert_eq!(d.header().shard, Some(Shard { index: i, count: n }));
                     dir
                 })

@@ -12,3 +12,4 @@ pub mod progress;
 pub mod records;
 pub mod scenario;
 pub mod shard;
+pub mod typed;

@@ -76,31 +76,25 @@ pub struct RunHeader {
     /// absent for a whole run, and after `lab merge`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub shard: Option<crate::runner::shard::Shard>,
+    /// D of a time-dilated run (absent: not dilated).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scaled: Option<Scaled>,
 }
 
-/// The parameter that holds a run's time dilation D.
-pub const SCALE_PARAM: &str = "scale";
-
-/// The summary metric (before its `@point`) that says whether a run's lanes
-/// daemons took their signals from the BPF program (1) or polled sock_diag
-/// (0): written by the lanes scenarios, read by `lab compare`.
-pub const DAEMONS_ON_BPF_METRIC: &str = "daemons_on_bpf";
-
-/// A run's time dilation D from its parameters: 1 when the scenario has no
-/// `scale` parameter. The one reader of that parameter (the lanes
-/// scenarios read D through it too).
-pub fn dilation(params: &BTreeMap<String, String>) -> Result<Dilation, String> {
-    let Some(v) = params.get(SCALE_PARAM) else {
-        return Ok(Dilation::ONE);
-    };
-    let d: u32 = v.trim().parse().map_err(|_| format!("{SCALE_PARAM}={v:?} is not a whole number"))?;
-    Dilation::new(d).map_err(|e| format!("{SCALE_PARAM}: {e}"))
+/// A time-dilated run: D and the scenario parameter that set it (the one
+/// parameter two runs compared at different D may differ in).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Scaled {
+    pub param: String,
+    pub d: Dilation,
 }
 
 impl RunHeader {
-    /// D of this run (1 when the records predate it or it is not valid).
+    /// D of this run: 1 when its scenario has no time dilation. Records
+    /// hold D typed ([`RunHeader::scaled`], a zero refused when read), so
+    /// there is no value to fall back from.
     pub fn dilation(&self) -> Dilation {
-        dilation(&self.params).unwrap_or(Dilation::ONE)
+        self.scaled.as_ref().map_or(Dilation::ONE, |s| s.d)
     }
 }
 
@@ -360,10 +354,30 @@ pub fn read_run(dir: &Path) -> Result<RunData, RecordsError> {
     for r in read_records(dir)? {
         data.push(r);
     }
-    match &data.header {
+    match &mut data.header {
         None => Err(RecordsError::NoHeader { path }),
         Some(h) if h.version > RECORDS_VERSION => Err(RecordsError::Version { path, found: h.version }),
-        Some(_) => Ok(data),
+        Some(h) => {
+            h.scaled =
+                scaled_before_the_field(h).map_err(|msg| RecordsError::Parse { path, line: 1, msg })?;
+            Ok(data)
+        }
+    }
+}
+
+/// Records written before [`RunHeader::scaled`] kept D only as the lanes
+/// scenarios' `scale` parameter: read it from there, once, when the
+/// records are read (a bad value is refused, not taken for D = 1).
+fn scaled_before_the_field(h: &RunHeader) -> Result<Option<Scaled>, String> {
+    const OLD_KEY: &str = "scale";
+    match (&h.scaled, h.params.get(OLD_KEY)) {
+        (Some(s), _) => Ok(Some(s.clone())),
+        (None, None) => Ok(None),
+        (None, Some(v)) => {
+            let d = v.trim().parse::<u32>().map_err(|_| format!("{OLD_KEY}={v:?} is not a whole number"))?;
+            let d = Dilation::new(d).map_err(|e| format!("{OLD_KEY}: {e}"))?;
+            Ok(Some(Scaled { param: OLD_KEY.into(), d }))
+        }
     }
 }
 
@@ -432,15 +446,24 @@ mod tests {
     }
 
     #[test]
-    fn d_comes_from_the_scale_parameter_and_flows_carry_experiment_units() {
+    fn d_is_typed_in_the_header_and_flows_carry_experiment_units() {
         let mut h = crate::testdata::header();
-        assert_eq!(h.dilation(), Dilation::ONE, "no scale parameter: D = 1");
-        h.params.insert(SCALE_PARAM.into(), "4".into());
+        assert_eq!(h.dilation(), Dilation::ONE, "not scaled: D = 1");
+        h.scaled = Some(Scaled { param: "scale".into(), d: Dilation::new(4).unwrap() });
         assert_eq!(h.dilation().get(), 4);
-        assert!(dilation(&[(SCALE_PARAM.to_string(), "0".to_string())].into()).is_err());
-        assert!(dilation(&[(SCALE_PARAM.to_string(), "x".to_string())].into())
-            .unwrap_err()
-            .contains("\"x\""));
+        let line = serde_json::to_string(&Record::Run(h.clone())).unwrap();
+        assert!(line.contains("\"scaled\":{\"param\":\"scale\",\"d\":4}"), "{line}");
+        // A zero D is refused when read, not taken for 1.
+        let zero = line.replace("\"d\":4", "\"d\":0");
+        assert!(serde_json::from_str::<Record>(&zero).is_err());
+        // Records of before the field: D from their `scale` parameter, a bad one refused.
+        let mut old = crate::testdata::header();
+        old.params.insert("scale".into(), "3".into());
+        assert_eq!(scaled_before_the_field(&old).unwrap().map(|s| s.d.get()), Some(3));
+        old.params.insert("scale".into(), "x".into());
+        assert!(scaled_before_the_field(&old).unwrap_err().contains("\"x\""));
+        old.params.insert("scale".into(), "0".into());
+        assert!(scaled_before_the_field(&old).is_err());
         // A flow record of before the field reads back without it.
         let old = r#"{"type":"flow","variant":"a","repeat":0,"id":1,"class":"short","bytes":10,"start":0.5,"fct_ms":8.0,"completed":true}"#;
         let Record::Flow(f) = serde_json::from_str::<Record>(old).unwrap() else { panic!("not a flow") };

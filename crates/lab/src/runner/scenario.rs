@@ -5,7 +5,8 @@
 //! how to [`prepare`](Scenario::prepare) a testbed. The runner validates
 //! `--set key=value` against the declared keys, then runs the variants
 //! interleaved (A B C A B C …) so machine drift hits all alike, writing every
-//! record as it goes, and renders the report at the end.
+//! record as it goes. It renders nothing: its caller (the CLI) renders the
+//! report from the records afterwards ([`crate::report::write_report`]).
 
 use crate::runner::progress::Progress;
 use crate::runner::records::*;
@@ -16,6 +17,7 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
+use tcpaccel_core::scale::Dilation;
 use tcpaccel_core::units::{parse_duration, Bytes, Rate};
 
 /// The process-wide stop flag: set on SIGINT/SIGTERM; transfers end early
@@ -120,16 +122,24 @@ pub trait Scenario: Send + Sync {
     fn claims(&self) -> &'static [crate::runner::claims::Claim] {
         &[]
     }
-    fn notes(&self, _params: &Params) -> Vec<String> {
-        Vec::new()
+    fn notes(&self, _params: &Params) -> Result<Vec<String>> {
+        Ok(Vec::new())
     }
     fn default_repeats(&self) -> u32 {
         3
     }
-    /// Rough wall time of one run of one variant, for the progress bar.
-    fn estimate(&self, params: &Params) -> Duration;
-    /// Builds the testbed; dropping the result tears it down.
-    fn prepare(&self, params: &Params, dir: &Path) -> Result<Box<dyn Testbed>>;
+    /// The run's time dilation, read from its parameters once when the run
+    /// starts (into [`RunConfig::dilation`]): `None` for a scenario that is
+    /// not time-dilated.
+    fn dilation(&self, _params: &Params) -> Result<Option<Scaled>> {
+        Ok(None)
+    }
+    /// Rough wall time of one run of one variant at D = `d`, for the
+    /// progress bar (and `lab list`); an unreadable parameter is an error.
+    fn estimate(&self, params: &Params, d: Dilation) -> Result<Duration>;
+    /// Builds the testbed (`config`: what the runner settled, D among it);
+    /// dropping the result tears it down.
+    fn prepare(&self, params: &Params, config: &RunConfig, dir: &Path) -> Result<Box<dyn Testbed>>;
 }
 
 /// A prepared testbed that runs one variant once.
@@ -144,10 +154,54 @@ pub trait Testbed {
 
 /// p99 of the flows' start lateness in experiment units (wall ÷ D); `None`
 /// for a run that started no flows through the engine.
-fn flow_start_p99(late_s: &[f64], params: &Params) -> Option<std::time::Duration> {
-    let d = dilation(&params.0).ok()?;
+fn flow_start_p99(late_s: &[f64], d: Dilation) -> Option<std::time::Duration> {
     let p99 = tcpaccel_core::stats::percentile(late_s, 99.0)?;
     Some(d.to_experiment(std::time::Duration::from_secs_f64(p99.max(0.0))))
+}
+
+/// What the runner settles once, before the first run, from the command
+/// line and the scenario's parameters: every run reads it from here.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RunConfig {
+    /// D (1 when not dilated) and, when dilated, the parameter that set it.
+    pub dilation: Dilation,
+    pub scaled: Option<Scaled>,
+    /// The scenario seed; each repeat's is [`RunConfig::seed_of`].
+    pub seed: u64,
+    pub repeats: u32,
+    pub quick: bool,
+}
+
+impl RunConfig {
+    /// Resolves repeats (`--repeat`, else 1 for `--quick`, else the
+    /// scenario's default) and D (the scenario's [`Scenario::dilation`]).
+    pub fn new(
+        s: &dyn Scenario,
+        params: &Params,
+        quick: bool,
+        repeats: Option<u32>,
+        seed: u64,
+    ) -> Result<RunConfig> {
+        let repeats = repeats.unwrap_or(if quick { 1 } else { s.default_repeats() });
+        if repeats == 0 {
+            bail!("--repeat must be at least 1");
+        }
+        let scaled = s.dilation(params)?;
+        let dilation = scaled.as_ref().map_or(Dilation::ONE, |x| x.d);
+        Ok(RunConfig { dilation, scaled, seed, repeats, quick })
+    }
+
+    /// D = 1, seed 1, one repeat: for tests that prepare a testbed alone.
+    #[cfg(test)]
+    pub(crate) fn unscaled() -> RunConfig {
+        RunConfig { dilation: Dilation::ONE, scaled: None, seed: 1, repeats: 1, quick: true }
+    }
+
+    /// The seed of `repeat`: the scenario seed mixed with the repeat (the
+    /// same for every variant of a repeat).
+    pub fn seed_of(&self, repeat: u32) -> u64 {
+        self.seed ^ (repeat as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15)
+    }
 }
 
 /// What the sender's TCP counted for one flow ([`FlowRecord::lane_bytes`],
@@ -165,6 +219,7 @@ pub struct RunCtx<'a> {
     /// Seed of this run: the scenario seed mixed with the repeat (same for every variant of a repeat).
     pub seed: u64,
     pub params: &'a Params,
+    pub config: &'a RunConfig,
     pub dir: &'a Path,
     writer: &'a mut RecordWriter,
     started: f64,
@@ -215,7 +270,7 @@ impl RunCtx<'_> {
         counted: FlowCounters,
     ) -> Result<()> {
         // Times also in experiment units when the run is dilated.
-        let d = dilation(&self.params.0).map_err(anyhow::Error::msg)?;
+        let d = self.config.dilation;
         let exp = |t: f64| (d != tcpaccel_core::scale::Dilation::ONE).then(|| d.ms_to_experiment(t));
         let r = Record::Flow(FlowRecord {
             variant: self.variant.clone(),
@@ -258,7 +313,6 @@ pub struct RunOptions {
     pub quick: bool,
     pub repeats: Option<u32>,
     pub out: PathBuf,
-    pub sets: Vec<(String, String)>,
     pub seed: u64,
     /// Machine output: no progress bar.
     pub json: bool,
@@ -295,19 +349,18 @@ pub fn parse_set(s: &str) -> Result<(String, String)> {
     }
 }
 
-/// Runs a scenario: header, interleaved repeats, end record. Returns the
+/// Runs a scenario with `params` as [`resolve_params`] gave them (the
+/// caller resolves them once, and can refuse bad `--set` values before
+/// anything starts): header, interleaved repeats, end record. Returns the
 /// records; the caller renders the report ([`crate::report::write_report`]),
 /// so the runner does not depend on the report, which reads its records.
-pub fn run(s: &dyn Scenario, opts: &RunOptions) -> Result<RunData> {
-    let params = resolve_params(s, opts.quick, &opts.sets)?;
-    let variants = s.variants(&params)?;
+pub fn run(s: &dyn Scenario, params: &Params, opts: &RunOptions) -> Result<RunData> {
+    let variants = s.variants(params)?;
     if variants.is_empty() {
         bail!("scenario {} has no variants with these parameters", s.name());
     }
-    let repeats = opts.repeats.unwrap_or(if opts.quick { 1 } else { s.default_repeats() });
-    if repeats == 0 {
-        bail!("--repeat must be at least 1");
-    }
+    let config = RunConfig::new(s, params, opts.quick, opts.repeats, opts.seed)?;
+    let repeats = config.repeats;
     let mut writer =
         RecordWriter::create(&opts.out).with_context(|| format!("creating {}", opts.out.display()))?;
     let header = RunHeader {
@@ -318,25 +371,26 @@ pub fn run(s: &dyn Scenario, opts: &RunOptions) -> Result<RunData> {
         params: params.0.clone(),
         variants: variants.clone(),
         repeats,
-        quick: opts.quick,
-        seed: opts.seed,
+        quick: config.quick,
+        seed: config.seed,
         kernel: kernel_release(),
         cpus: std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1),
         tool_version: env!("CARGO_PKG_VERSION").into(),
         started: unix_now(),
         metrics: s.metrics(),
         published: s.published(),
-        notes: s.notes(&params),
+        notes: s.notes(params)?,
         shard: (opts.shard != Shard::ALL).then_some(opts.shard),
+        scaled: config.scaled.clone(),
     };
     writer.write(&Record::Run(header))?;
     // This shard's runs: positions of the plan (repeats × interleaved variants) it owns.
     let total = opts.shard.select(&shard::plan(&variants, repeats)).len();
     let mut position = 0usize;
-    let mut progress = Progress::new(total, s.estimate(&params), !opts.json);
+    let mut progress = Progress::new(total, s.estimate(params, config.dilation)?, !opts.json);
     let mut end = End { complete: true, ended: 0.0, reason: "all repeats done".into() };
     let mut failures = 0usize;
-    match s.prepare(&params, &opts.out) {
+    match s.prepare(params, &config, &opts.out) {
         Err(e) => {
             end = End { complete: false, ended: unix_now(), reason: format!("setup failed: {e:#}") };
             writer.write(&Record::End(end))?;
@@ -358,8 +412,9 @@ pub fn run(s: &dyn Scenario, opts: &RunOptions) -> Result<RunData> {
                     let mut ctx = RunCtx {
                         variant: v.clone(),
                         repeat,
-                        seed: opts.seed ^ (repeat as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15),
-                        params: &params,
+                        seed: config.seed_of(repeat),
+                        params,
+                        config: &config,
                         dir: &opts.out,
                         writer: &mut writer,
                         started,
@@ -374,18 +429,16 @@ pub fn run(s: &dyn Scenario, opts: &RunOptions) -> Result<RunData> {
                     let mut result = bed.run_one(&mut ctx);
                     let lateness = tcpaccel_core::fidelity::Lateness {
                         emulator_p99: None,
-                        flow_start_p99: flow_start_p99(&ctx.start_late_s, &params),
+                        flow_start_p99: flow_start_p99(&ctx.start_late_s, config.dilation),
                     };
                     let observed = monitor.stop(lateness);
-                    let scale = params
-                        .0
-                        .contains_key(SCALE_PARAM)
-                        .then(|| dilation(&params.0).map(|d| d.get()).ok())
-                        .flatten();
+                    let scale = config.scaled.as_ref().map(|x| x.d.get());
                     let fidelity = crate::runner::fidelity::record(v, repeat, &observed, scale);
                     if !fidelity.faithful {
-                        let suggest = match (scale, fidelity.suggested_scale) {
-                            (Some(d), Some(s)) => format!(" — try --set {SCALE_PARAM}={s} (this run: {d})"),
+                        let suggest = match (&config.scaled, fidelity.suggested_scale) {
+                            (Some(x), Some(s)) => {
+                                format!(" — try --set {}={s} (this run: {})", x.param, x.d.get())
+                            }
                             _ => String::new(),
                         };
                         progress.message(&format!(
@@ -449,12 +502,13 @@ pub(crate) fn run_short(s: &dyn Scenario, sets: &[(&str, &str)]) -> RunData {
         quick: true,
         repeats: Some(1),
         out: out.clone(),
-        sets: sets.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect(),
         seed: 1,
         json: true,
         shard: Shard::ALL,
     };
-    let d = run(s, &opts).unwrap_or_else(|e| panic!("{} run: {e:#}", s.name()));
+    let sets: Vec<(String, String)> = sets.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+    let params = resolve_params(s, true, &sets).unwrap_or_else(|e| panic!("{} parameters: {e:#}", s.name()));
+    let d = run(s, &params, &opts).unwrap_or_else(|e| panic!("{} run: {e:#}", s.name()));
     let _ = std::fs::remove_dir_all(&out);
     assert!(d.complete(), "every variant of {} must complete: {:?}", s.name(), d.notes);
     d
@@ -500,10 +554,10 @@ mod tests {
         fn metrics(&self) -> Vec<MetricSpec> {
             vec![]
         }
-        fn estimate(&self, _: &Params) -> Duration {
-            Duration::from_millis(1)
+        fn estimate(&self, _: &Params, _: Dilation) -> Result<Duration> {
+            Ok(Duration::from_millis(1))
         }
-        fn prepare(&self, _: &Params, _: &Path) -> Result<Box<dyn Testbed>> {
+        fn prepare(&self, _: &Params, _: &RunConfig, _: &Path) -> Result<Box<dyn Testbed>> {
             Ok(Box::new(ToyBed(0)))
         }
     }
@@ -534,12 +588,12 @@ mod tests {
             quick: false,
             repeats: Some(2),
             out: out.clone(),
-            sets: vec![("variants".into(), "a,bad".into())],
             seed: 1,
             json: true,
             shard: Shard::ALL,
         };
-        let d = run(&Toy, &opts).unwrap();
+        let params = resolve_params(&Toy, false, &[("variants".into(), "a,bad".into())]).unwrap();
+        let d = run(&Toy, &params, &opts).unwrap();
         let order: Vec<(String, u32)> = d.samples.iter().map(|s| (s.variant.clone(), s.repeat)).collect();
         assert_eq!(order, vec![("a".into(), 0), ("bad".into(), 0), ("a".into(), 1)]);
         assert_eq!(d.summaries.len(), 3);

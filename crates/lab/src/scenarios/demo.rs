@@ -5,15 +5,36 @@
 
 use crate::runner::claims::{Claim, Figure, Goal, Measure, GOAL_BENCH, GOAL_DIRECTION};
 use crate::runner::records::MetricSpec;
-use crate::runner::scenario::{ParamSpec, Params, RunCtx, Scenario, Testbed};
-use crate::testbeds::dumbbell::{bulk, HostSetup, Path2};
+use crate::runner::scenario::{ParamSpec, Params, RunConfig, RunCtx, Scenario, Testbed};
+use crate::testbeds::dumbbell::{bulk, standard_metrics, HostSetup, Path2};
 use anyhow::{bail, Result};
 use std::path::Path;
 use std::time::Duration;
+use tcpaccel_core::scale::Dilation;
 use tcpaccel_core::units::{bdp_bytes, Bytes};
 use tcpaccel_traffic::Pace;
 
 pub struct Demo;
+
+/// The demo's parameters, read once from the resolved map
+/// ([`Params::typed`]); their defaults and docs are [`Demo::params`]'s.
+#[derive(Debug, Clone, PartialEq, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DemoParams {
+    pub rate: tcpaccel_core::units::Rate,
+    #[serde(with = "tcpaccel_core::units::serde_duration")]
+    pub rtt: Duration,
+    pub buffer: Bytes,
+    #[serde(with = "tcpaccel_core::units::serde_duration")]
+    pub duration: Duration,
+    pub variants: Vec<String>,
+}
+
+impl DemoParams {
+    fn path(&self) -> Path2 {
+        Path2 { rate: self.rate, rtt: self.rtt, buffer: self.buffer }
+    }
+}
 
 const VARIANTS: [&str; 4] = ["defaults", "bdp-buffers", "static-pacing", "bbr"];
 
@@ -44,16 +65,18 @@ impl Scenario for Demo {
         1
     }
     fn variants(&self, p: &Params) -> Result<Vec<String>> {
-        p.choice("variants", &VARIANTS)
+        let q: DemoParams = p.typed()?;
+        if let Some(bad) = q.variants.iter().find(|v| !VARIANTS.contains(&v.as_str())) {
+            bail!("variants: unknown entry {bad:?}; valid: {}", VARIANTS.join(", "));
+        }
+        Ok(q.variants)
     }
     fn metrics(&self) -> Vec<MetricSpec> {
         standard_metrics()
     }
-    fn notes(&self, p: &Params) -> Vec<String> {
-        let bdp = match (p.rate("rate"), p.duration("rtt")) {
-            (Ok(r), Ok(t)) => bdp_bytes(r, t),
-            _ => 0,
-        };
+    fn notes(&self, p: &Params) -> Result<Vec<String>> {
+        let q: DemoParams = p.typed()?;
+        let bdp = bdp_bytes(q.rate, q.rtt);
         // New namespaces start from the host's values, so the host's
         // maxima are what the default variants run with.
         let max = |key: &str| {
@@ -63,7 +86,7 @@ impl Scenario for Demo {
         };
         let (wmem, rmem) = (max("tcp_wmem"), max("tcp_rmem"));
         let text = |m: Option<u64>| m.map_or_else(|| "unreadable".to_string(), |m| Bytes(m).to_string());
-        vec![format!(
+        Ok(vec![format!(
             "BDP of this path: {bdp} bytes ({}). 'bdp-buffers' raises tcp_rmem/tcp_wmem maxima to 2×BDP in both \
              namespaces; the other variants keep this host's values (tcp_wmem max {}, tcp_rmem max {}), which \
              cap the window when they are below the BDP. {} Route metrics caching is off in every variant \
@@ -72,16 +95,17 @@ impl Scenario for Demo {
             text(wmem),
             text(rmem),
             buffers_verdict(bdp, wmem, rmem)
-        )]
+        )])
     }
     fn claims(&self) -> &'static [Claim] {
         CLAIMS
     }
-    fn estimate(&self, p: &Params) -> Duration {
-        p.duration("duration").unwrap_or(Duration::from_secs(20)) + Duration::from_secs(3)
+    fn estimate(&self, p: &Params, _d: Dilation) -> Result<Duration> {
+        Ok(p.typed::<DemoParams>()?.duration + Duration::from_secs(3))
     }
-    fn prepare(&self, p: &Params, _dir: &Path) -> Result<Box<dyn Testbed>> {
-        Ok(Box::new(DemoBed { path: Path2::from_params(p)?, duration: p.duration("duration")? }))
+    fn prepare(&self, p: &Params, _config: &RunConfig, _dir: &Path) -> Result<Box<dyn Testbed>> {
+        let q: DemoParams = p.typed()?;
+        Ok(Box::new(DemoBed { path: q.path(), duration: q.duration }))
     }
 }
 
@@ -107,30 +131,6 @@ fn buffers_verdict(bdp: u64, wmem: Option<u64>, rmem: Option<u64>) -> String {
         }
         _ => String::new(),
     }
-}
-
-/// Goodput, drops at the bottleneck, retransmits: the columns of [PSPacer]'s table.
-pub fn standard_metrics() -> Vec<MetricSpec> {
-    vec![
-        MetricSpec {
-            name: "goodput_mbps".into(),
-            unit: "Mbit/s".into(),
-            higher_is_better: true,
-            description: "application bytes delivered over the transfer".into(),
-        },
-        MetricSpec {
-            name: "drops".into(),
-            unit: "packets".into(),
-            higher_is_better: false,
-            description: "frames dropped at the emulated bottleneck (queue overflow and loss)".into(),
-        },
-        MetricSpec {
-            name: "retransmits".into(),
-            unit: "segments".into(),
-            higher_is_better: false,
-            description: "sender's TCP retransmissions (TCP_INFO)".into(),
-        },
-    ]
 }
 
 /// tcp_rmem / tcp_wmem with a maximum of 2×BDP (the tutorial's advice), never below the defaults.

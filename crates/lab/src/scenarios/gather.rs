@@ -33,7 +33,9 @@
 
 use crate::runner::claims::{Claim, Figure, Goal, Measure, GOAL_DIRECTION};
 use crate::runner::records::{MetricSpec, Published};
-use crate::runner::scenario::{interrupted, stop_flag, ParamSpec, Params, RunCtx, Scenario, Testbed};
+use crate::runner::scenario::{
+    interrupted, stop_flag, ParamSpec, Params, RunConfig, RunCtx, Scenario, Testbed,
+};
 use crate::testbeds::dumbbell::end_v4;
 use anyhow::{bail, Context, Result};
 use std::collections::{BTreeMap, HashMap};
@@ -41,6 +43,7 @@ use std::net::Ipv4Addr;
 use std::net::SocketAddr;
 use std::path::Path;
 use std::time::{Duration, Instant};
+use tcpaccel_core::scale::Dilation;
 use tcpaccel_core::units::{format_duration, Bytes, QueueLimit, Rate};
 use tcpaccel_gather::{
     parse_class, Event, Limit, Policy, SendOptions, SendReport, Server, ServerConfig, Sharing, SinkSpec,
@@ -205,7 +208,7 @@ impl Scenario for Gather {
             },
         ]
     }
-    fn notes(&self, p: &Params) -> Vec<String> {
+    fn notes(&self, p: &Params) -> Result<Vec<String>> {
         let mut n = vec![
             "The paper (ns-2, Reno, 40-packet buffers): equal splitting misses the high-priority target at \
              times; the proposal meets both targets at 100 KB; at 60 KB it keeps low at 0.5 Mbit/s and high as \
@@ -213,14 +216,14 @@ impl Scenario for Gather {
              defaults."
                 .into(),
         ];
-        if p.str("model").map(|m| m == "2").unwrap_or(false) {
+        if p.str("model")? == "2" {
             n.push(
                 "Model 2: with interference, buffer tuning alone misses the high target in the paper; \
                  adding stream tuning meets it."
                     .into(),
             );
         }
-        if p.str("share").map(|s| s == "connection").unwrap_or(false) {
+        if p.str("share")? == "connection" {
             n.push(
                 "share=connection: every data stream is a demand on the pool with its client's target \
                  (W = T_t·RTT each), so in buffer+streams a client that gets more streams gets a larger window \
@@ -228,15 +231,15 @@ impl Scenario for Gather {
                     .into(),
             );
         }
-        n
+        Ok(n)
     }
     fn claims(&self) -> &'static [Claim] {
         CLAIMS
     }
-    fn estimate(&self, p: &Params) -> Duration {
-        p.duration("duration").unwrap_or(Duration::from_secs(45)) + Duration::from_secs(4)
+    fn estimate(&self, p: &Params, _d: Dilation) -> Result<Duration> {
+        Ok(p.duration("duration")? + Duration::from_secs(4))
     }
-    fn prepare(&self, p: &Params, _dir: &Path) -> Result<Box<dyn Testbed>> {
+    fn prepare(&self, p: &Params, _config: &RunConfig, _dir: &Path) -> Result<Box<dyn Testbed>> {
         let clients = p.u64("clients")? as usize;
         if !(1..=8).contains(&clients) {
             bail!("clients={clients}: must be between 1 and 8 per class");
@@ -781,7 +784,7 @@ mod tests {
 
     fn bed(quick: bool) -> Box<dyn Testbed> {
         let p = resolve_params(&Gather, quick, &[]).unwrap();
-        Gather.prepare(&p, Path::new("/nonexistent")).unwrap()
+        Gather.prepare(&p, &RunConfig::unscaled(), Path::new("/nonexistent")).unwrap()
     }
 
     #[test]
@@ -826,7 +829,10 @@ mod tests {
             [("clients", "0"), ("model", "3"), ("warmup", "50s"), ("interval", "10ms"), ("share", "stream")]
         {
             let p = resolve_params(&Gather, false, &[(k.into(), v.into())]).unwrap();
-            assert!(Gather.prepare(&p, Path::new("/nonexistent")).is_err(), "{k}={v} accepted");
+            assert!(
+                Gather.prepare(&p, &RunConfig::unscaled(), Path::new("/nonexistent")).is_err(),
+                "{k}={v} accepted"
+            );
         }
     }
 

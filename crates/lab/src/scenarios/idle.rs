@@ -15,15 +15,18 @@
 //! What it is not: one connection per run, built fresh per run (no state
 //! leaks between variants); no application think time beyond the schedule.
 
-use super::pacing::sockbuf_sysctls;
+use crate::engines::cgroup_pacer::BpfPacing;
 use crate::runner::claims::{Claim, Figure, Goal, Measure, GOAL_BENCH, GOAL_DIRECTION};
 use crate::runner::records::MetricSpec;
-use crate::runner::scenario::{ParamSpec, Params, RunCtx, Scenario, Testbed};
-use crate::testbeds::dumbbell::{baseline_sysctls, sockbuf_param, sysctls, Path2, DATA_PORT, DEFAULT_CC};
+use crate::runner::scenario::{ParamSpec, Params, RunConfig, RunCtx, Scenario, Testbed};
+use crate::testbeds::dumbbell::{
+    baseline_sysctls, sockbuf_param, sockbuf_sysctls, sysctls, Path2, DATA_PORT, DEFAULT_CC,
+};
 use anyhow::{bail, Context, Result};
 use std::net::SocketAddr;
 use std::path::Path;
 use std::time::Duration;
+use tcpaccel_core::scale::Dilation;
 use tcpaccel_core::units::Bytes;
 use tcpaccel_net::Network;
 use tcpaccel_traffic::{run_bursts, spawn_recv, BurstRecord, Bursts, RecvConfig, SendConfig, Volume};
@@ -96,12 +99,10 @@ impl Scenario for Idle {
             },
         ]
     }
-    fn notes(&self, p: &Params) -> Vec<String> {
-        let ideal = match (p.bytes("burst"), p.rate("rate")) {
-            (Ok(b), Ok(r)) if r.bits_per_sec() > 0 => b.0 as f64 * 8.0 / r.bits_per_sec() as f64 * 1e3,
-            _ => 0.0,
-        };
-        vec![
+    fn notes(&self, p: &Params) -> Result<Vec<String>> {
+        let (b, r) = (p.bytes("burst")?, p.rate("rate")?);
+        let ideal = if r.bits_per_sec() > 0 { b.0 as f64 * 8.0 / r.bits_per_sec() as f64 * 1e3 } else { 0.0 };
+        Ok(vec![
             format!(
                 "Ideal completion of one burst at this rate: {ideal:.0} ms of transmission (the published \
                  160 ms is 10 MB at 500 Mbit/s); measured times run from the scheduled start to the ACK of \
@@ -112,15 +113,15 @@ impl Scenario for Idle {
             "Bursts after the first are the ones that resume after idle; the first is a fresh slow start in \
              every variant and is reported apart (first_burst_ms)."
                 .into(),
-        ]
+        ])
     }
     fn claims(&self) -> &'static [Claim] {
         CLAIMS
     }
-    fn estimate(&self, p: &Params) -> Duration {
-        p.duration("duration").unwrap_or(Duration::from_secs(20)) + Duration::from_secs(4)
+    fn estimate(&self, p: &Params, _d: Dilation) -> Result<Duration> {
+        Ok(p.duration("duration")? + Duration::from_secs(4))
     }
-    fn prepare(&self, p: &Params, _dir: &Path) -> Result<Box<dyn Testbed>> {
+    fn prepare(&self, p: &Params, _config: &RunConfig, _dir: &Path) -> Result<Box<dyn Testbed>> {
         Ok(Box::new(IdleBed {
             path: Path2::from_params(p)?,
             sockbuf: p.bytes("sockbuf")?,
@@ -150,7 +151,7 @@ impl Testbed for IdleBed {
             v => bail!("unknown variant {v}"),
         };
         let bpf = match ctx.variant.as_str() {
-            "no-ssai-bpf" => Some(super::pacing::BpfPacing::join("dynamic", false)?),
+            "no-ssai-bpf" => Some(BpfPacing::join("dynamic", false)?),
             _ => None,
         };
         let net = Network::up(&self.path.topology()?).context("building the dumbbell")?;

@@ -1,6 +1,8 @@
-//! The registry of lab scenarios: one experiment per file (the lanes
-//! experiments in `lanes/`, with the daemons they share), each registered in
-//! [`all`]. Topologies they share are in [`crate::testbeds`].
+//! The registry of lab scenarios: one experiment per file, or per folder
+//! when one file would pass 1000 lines (`split/`; the lanes experiments in
+//! `lanes/`, with the daemons they share), each registered in [`all`].
+//! Topologies and helpers they share are in [`crate::testbeds`] and
+//! [`crate::engines`]; no scenario imports another's file (the test below).
 
 use crate::runner::scenario::Scenario;
 
@@ -93,5 +95,132 @@ mod claims_tests {
         let mut d = RunData::default();
         d.push(Record::Run(h));
         assert!(with_claims(d).claims.is_empty());
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::{Path, PathBuf};
+
+    /// The scenario modules `mod.rs` declares (`pub mod NAME;`).
+    fn scenario_modules(dir: &Path) -> Vec<String> {
+        let text = std::fs::read_to_string(dir.join("mod.rs")).unwrap();
+        text.lines()
+            .filter_map(|l| l.trim().strip_prefix("pub mod ")?.strip_suffix(';'))
+            .map(str::to_string)
+            .collect()
+    }
+
+    fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
+        for e in std::fs::read_dir(dir).unwrap() {
+            let p = e.unwrap().path();
+            if p.is_dir() {
+                rust_files(&p, out);
+            } else if p.extension().is_some_and(|x| x == "rs") {
+                out.push(p);
+            }
+        }
+    }
+
+    /// The module names a path that starts right after `prefix` reaches:
+    /// `a` in `prefix a::…`, `a` and `b` in `prefix {a, b::…}`.
+    fn named_after(text: &str, prefix: &str) -> Vec<String> {
+        let mut out = Vec::new();
+        let mut rest = text;
+        while let Some(i) = rest.find(prefix) {
+            rest = &rest[i + prefix.len()..];
+            let ident =
+                |s: &str| s.chars().take_while(|c| c.is_alphanumeric() || *c == '_').collect::<String>();
+            if let Some(group) = rest.strip_prefix('{') {
+                let inner = &group[..group.find('}').unwrap_or(group.len())];
+                out.extend(inner.split(',').map(|part| ident(part.trim())).filter(|n| !n.is_empty()));
+            } else {
+                out.push(ident(rest));
+            }
+        }
+        out
+    }
+
+    /// Which other scenario's file `text` (a file of scenario `own`, at the
+    /// top of `scenarios/` when `top`) names.
+    fn foreign(text: &str, own: &str, top: bool, modules: &[String]) -> Vec<String> {
+        let mut bad: Vec<String> = named_after(text, "crate::scenarios::")
+            .into_iter()
+            .filter(|m| m != own && modules.contains(m))
+            .collect();
+        // At the top, `super` is the registry: its other modules are other
+        // scenarios. One folder down (lanes/), `super` is the scenario's own
+        // folder and `super::super` the registry.
+        let registry = if top { "super::" } else { "super::super::" };
+        bad.extend(named_after(text, registry).into_iter().filter(|m| m != own && modules.contains(m)));
+        bad
+    }
+
+    #[test]
+    fn the_lint_sees_each_way_of_naming_another_scenario() {
+        let m: Vec<String> = ["demo", "pacing", "lanes"].map(String::from).to_vec();
+        assert_eq!(foreign("use super::pacing::BpfPacing;", "idle", true, &m), ["pacing"]);
+        assert_eq!(foreign("use super::{demo::x, pacing};", "idle", true, &m), ["demo", "pacing"]);
+        assert_eq!(foreign("let b = crate::scenarios::demo::f();", "idle", true, &m), ["demo"]);
+        assert_eq!(foreign("use super::super::pacing::X;", "lanes", false, &m), ["pacing"]);
+        assert!(foreign("use super::knobs::Param;\nuse super::*;", "lanes", false, &m).is_empty());
+        assert!(foreign("use crate::testbeds::dumbbell::bulk;", "idle", true, &m).is_empty());
+    }
+
+    /// What `lab list --json` prints as each scenario's defaults is what
+    /// the scenario's readers accept: every default given back as `--set`
+    /// resolves, and the variants, the estimate and the notes (which read
+    /// the parameters through the scenario's typed readers) succeed.
+    #[test]
+    fn every_scenarios_listed_defaults_round_trip_through_its_readers() {
+        use crate::runner::scenario::{resolve_params, RunConfig};
+        for s in super::all() {
+            let listed: Vec<(String, String)> =
+                s.params().into_iter().map(|p| (p.key.to_string(), p.default)).collect();
+            let p =
+                resolve_params(s.as_ref(), false, &listed).unwrap_or_else(|e| panic!("{}: {e:#}", s.name()));
+            assert_eq!(p, resolve_params(s.as_ref(), false, &[]).unwrap(), "{}", s.name());
+            let c = RunConfig::new(s.as_ref(), &p, false, None, 1)
+                .unwrap_or_else(|e| panic!("{}: {e:#}", s.name()));
+            let v = s.variants(&p).unwrap_or_else(|e| panic!("{} variants: {e:#}", s.name()));
+            assert!(!v.is_empty(), "{}", s.name());
+            s.estimate(&p, c.dilation).unwrap_or_else(|e| panic!("{} estimate: {e:#}", s.name()));
+            s.notes(&p).unwrap_or_else(|e| panic!("{} notes: {e:#}", s.name()));
+        }
+        // The demo reads its parameters as one struct: its listed defaults are that struct.
+        let demo = super::demo::Demo;
+        let p = resolve_params(&demo, false, &[]).unwrap();
+        let q: super::demo::DemoParams = p.typed().unwrap();
+        assert_eq!(q.rate, tcpaccel_core::units::Rate::mbps(300));
+        assert_eq!(q.variants.len(), 4);
+        let bad = resolve_params(&demo, false, &[("duration".into(), "long".into())]).unwrap();
+        let e = bad.typed::<super::demo::DemoParams>().unwrap_err().to_string();
+        assert!(e.starts_with("parameter duration=\"long\": "), "{e}");
+    }
+
+    /// Scenarios share code through `engines/` and `testbeds/`, never
+    /// through each other's files (the crate's doc says so; this holds it).
+    #[test]
+    fn no_scenario_imports_another_scenarios_file() {
+        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("src/scenarios");
+        let modules = scenario_modules(&dir);
+        assert!(modules.len() >= 10, "too few scenario modules read from mod.rs: {modules:?}");
+        let mut files = Vec::new();
+        rust_files(&dir, &mut files);
+        let mut bad = Vec::new();
+        for f in files {
+            let rel = f.strip_prefix(&dir).unwrap();
+            if rel == Path::new("mod.rs") {
+                continue;
+            }
+            let top = rel.components().count() == 1;
+            let own = rel.components().next().unwrap().as_os_str().to_string_lossy();
+            let own = own.trim_end_matches(".rs");
+            let text = std::fs::read_to_string(&f).unwrap();
+            for m in foreign(&text, own, top, &modules) {
+                bad.push(format!("{} imports scenario {m}", rel.display()));
+            }
+        }
+        assert!(bad.is_empty(), "move what is shared into engines/ or testbeds/:\n{}", bad.join("\n"));
     }
 }

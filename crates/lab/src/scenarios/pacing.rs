@@ -25,7 +25,7 @@
 //! Records per run: goodput, bottleneck drops (all and after the first 2 s),
 //! the Fig. 2 series (100 ms bandwidth, cwnd) and the Fig. 3 zoom (500 µs bins
 //! around the first drop) through `dumbbell::bulk`; for `dynamic-bpf-hold`
-//! the hold's own state every 100 ms ([`HoldTrace`]: `hold_cap_mbps`,
+//! the hold's own state every 100 ms ([`HoldTrace`](crate::engines::cgroup_pacer::HoldTrace): `hold_cap_mbps`,
 //! `hold_btl_mbps` (the probe's bottleneck estimate), `hold_dlv_mbps`,
 //! `hold_full`); and the pacing precision:
 //! p50/p99 of how far the bottleneck's arrival gaps deviate from the ideal
@@ -39,14 +39,16 @@
 //!   (width / frames) against the ideal gap of that bin's mean frame, weighted
 //!   by frames: bursts at the bin scale and above, not jitter between frames.
 
-use super::demo::standard_metrics;
+use crate::engines::cgroup_pacer::BpfPacing;
 use crate::runner::claims::{Claim, Figure, Goal, Measure, GOAL_BENCH, SEED000};
 use crate::runner::records::{MetricSpec, Published};
-use crate::runner::scenario::{ParamSpec, Params, RunCtx, Scenario, Testbed};
-use crate::testbeds::dumbbell::{bulk, sockbuf_param, HostSetup, Path2};
+use crate::runner::scenario::{ParamSpec, Params, RunConfig, RunCtx, Scenario, Testbed};
+use crate::testbeds::dumbbell::{bulk, sockbuf_param, sockbuf_sysctls, standard_metrics, HostSetup, Path2};
+use crate::testbeds::meter::{parse_bins, MeterBin};
 use anyhow::{bail, Context, Result};
 use std::path::Path;
 use std::time::Duration;
+use tcpaccel_core::scale::Dilation;
 use tcpaccel_core::units::{bdp_bytes, Bytes, Rate};
 use tcpaccel_traffic::{DynamicMode, Pace};
 
@@ -171,11 +173,8 @@ impl Scenario for Pacing {
             row("static", "drops", 0.0),
         ]
     }
-    fn notes(&self, p: &Params) -> Vec<String> {
-        let (rate, rtt, buffer) = match (p.rate("rate"), p.duration("rtt"), p.bytes("buffer")) {
-            (Ok(r), Ok(t), Ok(b)) => (r, t, b),
-            _ => return Vec::new(),
-        };
+    fn notes(&self, p: &Params) -> Result<Vec<String>> {
+        let (rate, rtt, buffer) = (p.rate("rate")?, p.duration("rtt")?, p.bytes("buffer")?);
         let bdp = bdp_bytes(rate, rtt);
         let mut n = vec![
             format!(
@@ -196,23 +195,22 @@ impl Scenario for Pacing {
                 .into(),
             "Route metrics caching is off in every variant (tcp_no_metrics_save=1).".into(),
         ];
-        if let (Ok(s), true) = (static_rate(p), rate.bits_per_sec() > 0) {
-            if s.bits_per_sec() > rate.bits_per_sec() {
-                n.push(format!(
-                    "WARNING: static_rate {s} is above the bottleneck rate {rate}: static pacing will overrun \
-                     the bottleneck queue (not capped silently)."
-                ));
-            }
+        let s = static_rate(p)?;
+        if rate.bits_per_sec() > 0 && s.bits_per_sec() > rate.bits_per_sec() {
+            n.push(format!(
+                "WARNING: static_rate {s} is above the bottleneck rate {rate}: static pacing will overrun \
+                 the bottleneck queue (not capped silently)."
+            ));
         }
-        n
+        Ok(n)
     }
     fn claims(&self) -> &'static [Claim] {
         CLAIMS
     }
-    fn estimate(&self, p: &Params) -> Duration {
-        p.duration("duration").unwrap_or(Duration::from_secs(60)) + Duration::from_secs(4)
+    fn estimate(&self, p: &Params, _d: Dilation) -> Result<Duration> {
+        Ok(p.duration("duration")? + Duration::from_secs(4))
     }
-    fn prepare(&self, p: &Params, _dir: &Path) -> Result<Box<dyn Testbed>> {
+    fn prepare(&self, p: &Params, _config: &RunConfig, _dir: &Path) -> Result<Box<dyn Testbed>> {
         Ok(Box::new(PacingBed {
             path: Path2::from_params(p)?,
             sockbuf: p.bytes("sockbuf")?,
@@ -229,17 +227,6 @@ fn static_rate(p: &Params) -> Result<Rate> {
         return p.rate("rate");
     }
     p.rate("static_rate")
-}
-
-/// tcp_rmem / tcp_wmem maxima at `sockbuf`: the autotuning limits, which
-/// are per-namespace (net.core.*mem_max are global and only bound explicit
-/// SO_SNDBUF/SO_RCVBUF requests, which these runs do not make).
-pub fn sockbuf_sysctls(sockbuf: Bytes) -> Vec<(String, String)> {
-    let b = sockbuf.0;
-    vec![
-        ("net.ipv4.tcp_rmem".into(), format!("4096 131072 {b}")),
-        ("net.ipv4.tcp_wmem".into(), format!("4096 16384 {b}")),
-    ]
 }
 
 /// `precise_segs`: a number, or `auto` for [`tcpaccel_core::precise::burst_segs`]
@@ -297,139 +284,6 @@ impl PacingBed {
             v => bail!("unknown variant {v}"),
         }
         Ok(s)
-    }
-}
-
-/// The lab process inside a cgroup with the cgroup pacer attached, for one
-/// run: the transfer's sender runs on a thread of this process (in h1's
-/// namespace), so its socket is created in the cgroup. One rule paces only
-/// connections to the data port (`0.0.0.0/0:DATA_PORT`), so the
-/// receiver's accepted socket (remote port ephemeral) is left alone. On
-/// drop the process moves back to its own cgroup, the pacer detaches and
-/// the cgroup is removed.
-///
-/// The whole process moves (cgroup v2 places processes, not threads), so
-/// every connection this process opens to the data port meanwhile is paced
-/// too: fine for `lab run`, which runs one transfer at a time, and the reason
-/// no unit test runs these variants beside other scenarios' tests in one
-/// test process (the pacer's own root tests cover the mechanism).
-pub struct BpfPacing {
-    home: std::path::PathBuf,
-    att: Option<tcpaccel_pacer::Attachment>,
-    cg: Option<tcpaccel_pacer::TempCgroup>,
-}
-
-impl BpfPacing {
-    /// `hold`: the pacer's `--hold` (see `tcpaccel_pacer::PaceConfig::hold`).
-    pub fn join(pace: &str, hold: bool) -> Result<BpfPacing> {
-        tcpaccel_pacer::probe().context("the cgroup pacer (BPF) is not usable here")?;
-        let mount = tcpaccel_pacer::cgroup2_mount()?;
-        let own = std::fs::read_to_string("/proc/self/cgroup").context("reading /proc/self/cgroup")?;
-        let rel = own
-            .lines()
-            .find_map(|l| l.strip_prefix("0::"))
-            .context("this process has no cgroup2 membership in /proc/self/cgroup")?;
-        let home = mount.join(rel.trim_start_matches('/'));
-        let rule = format!("0.0.0.0/0:{}={pace}", crate::testbeds::dumbbell::DATA_PORT);
-        let cfg =
-            tcpaccel_pacer::PaceConfig { hold, ..tcpaccel_pacer::PaceConfig::parse("none", &[rule], None)? };
-        let cg = tcpaccel_pacer::TempCgroup::create(&format!("lab-{}", std::process::id()))?;
-        let att = tcpaccel_pacer::attach(&cg.cgroup, &cfg)?;
-        cg.cgroup.add_pid(std::process::id())?;
-        Ok(BpfPacing { home, att: Some(att), cg: Some(cg) })
-    }
-
-    /// Starts sampling the paced sockets' state (see [`HoldTrace`]).
-    pub fn trace(&self) -> Result<HoldTrace> {
-        let a = self.att.as_ref().context("the pacer is already detached")?;
-        Ok(HoldTrace::start(a.pins().to_path_buf()))
-    }
-
-    /// The kernel's run-time statistics of the pacer's program so far.
-    pub fn prog_stats(&self) -> Result<tcpaccel_sys::bpf::ProgStats> {
-        let a = self.att.as_ref().context("the pacer is already detached")?;
-        Ok(a.prog_stats()?)
-    }
-
-    /// Moves back home and detaches; what the detach released.
-    pub fn leave(mut self) -> Result<tcpaccel_pacer::Released> {
-        self.go_home()?;
-        let r = self.att.take().map(|a| a.detach()).transpose()?;
-        Ok(r.unwrap_or_default())
-    }
-
-    fn go_home(&self) -> Result<()> {
-        let procs = self.home.join("cgroup.procs");
-        std::fs::write(&procs, std::process::id().to_string())
-            .with_context(|| format!("moving back into {}", procs.display()))
-    }
-}
-
-/// What the hold did, seen from outside: a thread reads the attachment's
-/// pinned socket map every [`HOLD_TRACE_EVERY`] while the run goes on and
-/// keeps the busiest paced socket's cap, bottleneck estimate and delivery
-/// rate. Time 0 is the first sample that found a paced socket (within
-/// one sampling interval of its connection).
-pub struct HoldTrace {
-    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
-    thread: std::thread::JoinHandle<Result<Vec<HoldSample>>>,
-}
-
-/// One sample of [`HoldTrace`]; rates in payload bytes/s (0: not yet).
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct HoldSample {
-    pub t_s: f64,
-    pub cap: u64,
-    pub btl_rate: u64,
-    pub dlv_rate: u64,
-    pub full: bool,
-}
-
-pub const HOLD_TRACE_EVERY: Duration = Duration::from_millis(100);
-
-impl HoldTrace {
-    fn start(pins: std::path::PathBuf) -> HoldTrace {
-        let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
-        let flag = stop.clone();
-        let thread = std::thread::spawn(move || {
-            let start = std::time::Instant::now();
-            let mut first: Option<f64> = None;
-            let mut out = Vec::new();
-            while !flag.load(std::sync::atomic::Ordering::Relaxed) {
-                let states = tcpaccel_pacer::socket_states(&pins).context("reading the paced sockets")?;
-                if let Some((_, st)) = states.iter().max_by_key(|(_, st)| st.updates) {
-                    let now = start.elapsed().as_secs_f64();
-                    let t0 = *first.get_or_insert(now);
-                    let h = st.hold;
-                    out.push(HoldSample {
-                        t_s: now - t0,
-                        cap: h.cap,
-                        btl_rate: h.btl_rate,
-                        dlv_rate: h.dlv_rate,
-                        full: h.full,
-                    });
-                }
-                std::thread::sleep(HOLD_TRACE_EVERY);
-            }
-            Ok(out)
-        });
-        HoldTrace { stop, thread }
-    }
-
-    /// Stops sampling; the samples taken.
-    pub fn finish(self) -> Result<Vec<HoldSample>> {
-        self.stop.store(true, std::sync::atomic::Ordering::Relaxed);
-        self.thread.join().map_err(|_| anyhow::anyhow!("the hold's sampling thread panicked"))?
-    }
-}
-
-impl Drop for BpfPacing {
-    fn drop(&mut self) {
-        if self.att.is_some() {
-            let _ = self.go_home();
-        }
-        drop(self.att.take());
-        drop(self.cg.take());
     }
 }
 
@@ -509,48 +363,6 @@ impl Testbed for PacingBed {
         }
         Ok(())
     }
-}
-
-/// One h1→h2 meter bin (the columns this scenario needs).
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct MeterBin {
-    pub start_s: f64,
-    pub width_s: f64,
-    pub arrived_frames: u64,
-    pub arrived_bytes: u64,
-    pub dropped_frames: u64,
-}
-
-/// Parses the a→b rows of the emulator's meter CSV.
-pub fn parse_bins(text: &str) -> Result<Vec<MeterBin>> {
-    let mut lines = text.lines();
-    let header: Vec<&str> = lines.next().unwrap_or_default().split(',').collect();
-    let col =
-        |name: &str| header.iter().position(|h| *h == name).with_context(|| format!("meter column {name}"));
-    let c = [
-        col("dir")?,
-        col("start_s")?,
-        col("width_s")?,
-        col("arrived_frames")?,
-        col("arrived_bytes")?,
-        col("dropped_frames")?,
-    ];
-    let mut out = Vec::new();
-    for l in lines {
-        let f: Vec<&str> = l.split(',').collect();
-        if f.get(c[0]) != Some(&"a_to_b") {
-            continue;
-        }
-        let num = |i: usize| f.get(i).and_then(|v| v.parse::<f64>().ok()).unwrap_or(0.0);
-        out.push(MeterBin {
-            start_s: num(c[1]),
-            width_s: num(c[2]),
-            arrived_frames: num(c[3]) as u64,
-            arrived_bytes: num(c[4]) as u64,
-            dropped_frames: num(c[5]) as u64,
-        });
-    }
-    Ok(out)
 }
 
 /// The ramp and the steady on-wire rate of one run (see [`steady_state`]).
@@ -787,24 +599,6 @@ mod tests {
         assert_eq!(short.ramp_95_s, None);
         assert!((short.steady_wire_bps.unwrap() - want).abs() < 1e-3, "{short:?}");
         assert_eq!(steady_state(&[], Rate::mbps(500)), SteadyState::default());
-    }
-
-    #[test]
-    fn meter_csv_rows_of_the_forward_direction() {
-        let csv = "dir,start_s,width_s,arrived_frames,arrived_bytes,departed_frames,departed_bytes,dropped_frames\n\
-                   a_to_b,0.0,0.0005,3,4542,3,4542,1\nb_to_a,0.0,0.0005,9,600,9,600,0\n";
-        let b = parse_bins(csv).unwrap();
-        assert_eq!(
-            b,
-            vec![MeterBin {
-                start_s: 0.0,
-                width_s: 0.0005,
-                arrived_frames: 3,
-                arrived_bytes: 4542,
-                dropped_frames: 1
-            }]
-        );
-        assert!(parse_bins("dir,start_s\n").is_err());
     }
 
     #[test]

@@ -22,14 +22,15 @@
 //! paced socket every 100 ms ([`HoldTrace`]'s `hold_*` series, one per
 //! socket: `hold_cap_mbps/s1`, …).
 
-use super::pacing::{parse_bins, sockbuf_sysctls, MeterBin};
 use crate::runner::records::MetricSpec;
-use crate::runner::scenario::{ParamSpec, Params, RunCtx, Scenario, Testbed};
-use crate::testbeds::dumbbell::{baseline_sysctls, sockbuf_param, sysctls, Path2};
+use crate::runner::scenario::{ParamSpec, Params, RunConfig, RunCtx, Scenario, Testbed};
+use crate::testbeds::dumbbell::{baseline_sysctls, sockbuf_param, sockbuf_sysctls, sysctls, Path2};
+use crate::testbeds::meter::{parse_bins, MeterBin};
 use anyhow::{bail, Context, Result};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
+use tcpaccel_core::scale::Dilation;
 use tcpaccel_core::units::{Bytes, Rate};
 use tcpaccel_net::{MeterOptions, Network};
 
@@ -100,20 +101,20 @@ impl Scenario for PacingApps {
             ),
         ]
     }
-    fn notes(&self, _p: &Params) -> Vec<String> {
-        vec![
+    fn notes(&self, _p: &Params) -> Result<Vec<String>> {
+        Ok(vec![
             "iperf3, nc and http run with the namespace's default congestion control unless they choose \
              (iperf3 -C cubic); send uses CUBIC."
                 .into(),
             "Targets (issue 47): under hold, goodput >= 0.95 of the same program's static-bpf, drops <= 1/10 \
              of unpaced CUBIC's (send/none), ramp_95_s <= 2.5 s."
                 .into(),
-        ]
+        ])
     }
-    fn estimate(&self, p: &Params) -> Duration {
-        p.duration("duration").unwrap_or(Duration::from_secs(20)) + Duration::from_secs(6)
+    fn estimate(&self, p: &Params, _d: Dilation) -> Result<Duration> {
+        Ok(p.duration("duration")? + Duration::from_secs(6))
     }
-    fn prepare(&self, p: &Params, dir: &Path) -> Result<Box<dyn Testbed>> {
+    fn prepare(&self, p: &Params, _config: &RunConfig, dir: &Path) -> Result<Box<dyn Testbed>> {
         Ok(Box::new(AppsBed {
             path: Path2::from_params(p)?,
             sockbuf: p.bytes("sockbuf")?,

@@ -21,16 +21,16 @@
 //! (the default) every segment is a packet and the ACK rate is the highest
 //! a 1500-byte MTU gives: the program's worst case.
 
-use super::demo::standard_metrics;
-use super::pacing::BpfPacing;
+use crate::engines::cgroup_pacer::BpfPacing;
 use crate::runner::records::MetricSpec;
-use crate::runner::scenario::{ParamSpec, Params, RunCtx, Scenario, Testbed};
+use crate::runner::scenario::{ParamSpec, Params, RunConfig, RunCtx, Scenario, Testbed};
 use crate::testbeds::dumbbell::end_v4;
-use crate::testbeds::dumbbell::{baseline_sysctls, sysctls, DATA_PORT, DEFAULT_CC};
+use crate::testbeds::dumbbell::{baseline_sysctls, standard_metrics, sysctls, DATA_PORT, DEFAULT_CC};
 use anyhow::{bail, Context, Result};
 use std::net::SocketAddr;
 use std::path::Path;
 use std::time::{Duration, Instant};
+use tcpaccel_core::scale::Dilation;
 use tcpaccel_core::units::Rate;
 use tcpaccel_net::{LinkSpec, Network, Topology, TopologyBuilder};
 use tcpaccel_traffic::{run_send, spawn_recv, Pace, RecvConfig, SendConfig, Volume};
@@ -93,20 +93,20 @@ impl Scenario for PacingCpu {
         m.push(spec("prog_cpu_pct", "% of a core", "the pacer's program's run time over the transfer"));
         m
     }
-    fn notes(&self, _p: &Params) -> Vec<String> {
-        vec![
+    fn notes(&self, _p: &Params) -> Result<Vec<String>> {
+        Ok(vec![
             "Every variant is paced at the same on-wire rate; `none` by the sender's own SO_MAX_PACING_RATE \
              (no program), the others by the cgroup pacer."
                 .into(),
             "cpu_busy_pct is the whole 2-core machine (sender, receiver and their softirq work) as % of one \
              core; prog_* come from the kernel's BPF run-time statistics, on for the run only."
                 .into(),
-        ]
+        ])
     }
-    fn estimate(&self, p: &Params) -> Duration {
-        p.duration("duration").unwrap_or(Duration::from_secs(10)) + Duration::from_secs(3)
+    fn estimate(&self, p: &Params, _d: Dilation) -> Result<Duration> {
+        Ok(p.duration("duration")? + Duration::from_secs(3))
     }
-    fn prepare(&self, p: &Params, _dir: &Path) -> Result<Box<dyn Testbed>> {
+    fn prepare(&self, p: &Params, _config: &RunConfig, _dir: &Path) -> Result<Box<dyn Testbed>> {
         let rate = p.rate("rate")?;
         if rate.bits_per_sec() == 0 {
             bail!("rate must be above zero");

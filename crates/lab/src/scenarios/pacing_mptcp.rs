@@ -23,17 +23,18 @@
 //! run (from `warmup` to the end less half a second), against the rule's
 //! on-wire rate.
 
-use super::demo::standard_metrics;
-use super::pacing::{parse_bins, BpfPacing, MeterBin};
+use crate::engines::cgroup_pacer::BpfPacing;
 use crate::runner::records::MetricSpec;
-use crate::runner::scenario::{ParamSpec, Params, RunCtx, Scenario, Testbed};
+use crate::runner::scenario::{ParamSpec, Params, RunConfig, RunCtx, Scenario, Testbed};
 use crate::testbeds::dumbbell::end_v4;
-use crate::testbeds::dumbbell::{baseline_sysctls, sysctls, DATA_PORT, DEFAULT_CC};
+use crate::testbeds::dumbbell::{baseline_sysctls, standard_metrics, sysctls, DATA_PORT, DEFAULT_CC};
 use crate::testbeds::fabric::ip_batch;
+use crate::testbeds::meter::{parse_bins, MeterBin};
 use anyhow::{bail, Context, Result};
 use std::net::SocketAddr;
 use std::path::Path;
 use std::time::Duration;
+use tcpaccel_core::scale::Dilation;
 use tcpaccel_core::units::{format_duration, Bytes, QueueLimit, Rate};
 use tcpaccel_net::{LinkSpec, MeterOptions, Network, Topology, TopologyBuilder};
 use tcpaccel_traffic::{run_send, spawn_recv, RecvConfig, SendConfig, Volume};
@@ -104,7 +105,7 @@ impl Scenario for PacingMptcp {
         ));
         m
     }
-    fn notes(&self, p: &Params) -> Vec<String> {
+    fn notes(&self, p: &Params) -> Result<Vec<String>> {
         let mut n = vec![
             "MPTCP with the in-kernel path manager: one subflow per path (h1's p1 address is a `subflow` \
              endpoint, routed out of p1 by a policy rule)."
@@ -113,20 +114,18 @@ impl Scenario for PacingMptcp {
              with 24 bytes per frame for preamble, FCS and gap: the sender's pacing, not the path's."
                 .into(),
         ];
-        if let (Ok(pace), Ok(rate)) = (p.rate("pace"), p.rate("rate")) {
-            if pace.bits_per_sec() >= rate.bits_per_sec() {
-                n.push(format!(
-                    "WARNING: pace {pace} is not below the path rate {rate}: the paths, not the pacer, set \
-                     the rates"
-                ));
-            }
+        let (pace, rate) = (p.rate("pace")?, p.rate("rate")?);
+        if pace.bits_per_sec() >= rate.bits_per_sec() {
+            n.push(format!(
+                "WARNING: pace {pace} is not below the path rate {rate}: the paths, not the pacer, set the rates"
+            ));
         }
-        n
+        Ok(n)
     }
-    fn estimate(&self, p: &Params) -> Duration {
-        p.duration("duration").unwrap_or(Duration::from_secs(10)) + Duration::from_secs(4)
+    fn estimate(&self, p: &Params, _d: Dilation) -> Result<Duration> {
+        Ok(p.duration("duration")? + Duration::from_secs(4))
     }
-    fn prepare(&self, p: &Params, _dir: &Path) -> Result<Box<dyn Testbed>> {
+    fn prepare(&self, p: &Params, _config: &RunConfig, _dir: &Path) -> Result<Box<dyn Testbed>> {
         let bed = MptcpBed {
             rate: p.rate("rate")?,
             rtt: p.duration("rtt")?,
@@ -361,7 +360,10 @@ mod tests {
             &[("duration".into(), "3s".into()), ("warmup".into(), "2s".into())],
         )
         .unwrap();
-        let e = PacingMptcp.prepare(&p, Path::new("/nonexistent")).err().expect("refused");
+        let e = PacingMptcp
+            .prepare(&p, &RunConfig::unscaled(), Path::new("/nonexistent"))
+            .err()
+            .expect("refused");
         assert!(e.to_string().contains("warmup 2s leaves no measuring window"), "{e}");
     }
 }

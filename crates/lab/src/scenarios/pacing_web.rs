@@ -12,15 +12,20 @@
 //! p99, the count of short flows not completed, and the bottleneck's drops.
 //! The workload is the seed's: every variant replays the same flows.
 
-use super::pacing::{sockbuf_sysctls, BpfPacing};
+use crate::engines::cgroup_pacer::BpfPacing;
 use crate::engines::flows::{run_flows, HostAddrs, RunEnd, RunOptions, Sinks, Transport};
 use crate::runner::records::MetricSpec;
-use crate::runner::scenario::{stop_flag, FlowCounters, ParamSpec, Params, RunCtx, Scenario, Testbed};
-use crate::testbeds::dumbbell::{baseline_sysctls, sockbuf_param, sysctls, Path2, DATA_PORT};
+use crate::runner::scenario::{
+    stop_flag, FlowCounters, ParamSpec, Params, RunConfig, RunCtx, Scenario, Testbed,
+};
+use crate::testbeds::dumbbell::{
+    baseline_sysctls, sockbuf_param, sockbuf_sysctls, sysctls, Path2, DATA_PORT,
+};
 use anyhow::{bail, Context, Result};
 use std::net::IpAddr;
 use std::path::Path;
 use std::time::Duration;
+use tcpaccel_core::scale::Dilation;
 use tcpaccel_core::stats::percentile_sorted;
 use tcpaccel_core::units::{Bytes, Rate};
 use tcpaccel_core::workload::{load_to_rate, Arrivals, EmpiricalCdf, FlowClass, SizeDist, Stream, Workload};
@@ -81,18 +86,18 @@ impl Scenario for PacingWeb {
             spec("drops", "packets", "frames dropped at the bottleneck"),
         ]
     }
-    fn notes(&self, _p: &Params) -> Vec<String> {
-        vec![
+    fn notes(&self, _p: &Params) -> Result<Vec<String>> {
+        Ok(vec![
             "Sizes: 100 KB to 10 MB, half below 1 MB (linear inside each decade); Poisson arrivals at \
              `load` of the bottleneck rate; every variant replays the seed's same flows."
                 .into(),
             "FCT counts from a flow's scheduled start to the receiver's answer after its last byte.".into(),
-        ]
+        ])
     }
-    fn estimate(&self, p: &Params) -> Duration {
-        p.duration("duration").unwrap_or(Duration::from_secs(20)) + Duration::from_secs(15)
+    fn estimate(&self, p: &Params, _d: Dilation) -> Result<Duration> {
+        Ok(p.duration("duration")? + Duration::from_secs(15))
     }
-    fn prepare(&self, p: &Params, _dir: &Path) -> Result<Box<dyn Testbed>> {
+    fn prepare(&self, p: &Params, _config: &RunConfig, _dir: &Path) -> Result<Box<dyn Testbed>> {
         let load = p.f64("load")?;
         if !(load > 0.0 && load <= 1.0) {
             bail!("load {load}: must be in (0, 1]");
@@ -270,6 +275,6 @@ mod tests {
     fn bad_load_is_refused() {
         let p = crate::runner::scenario::resolve_params(&PacingWeb, false, &[("load".into(), "1.5".into())])
             .unwrap();
-        assert!(PacingWeb.prepare(&p, Path::new("/nonexistent")).is_err());
+        assert!(PacingWeb.prepare(&p, &RunConfig::unscaled(), Path::new("/nonexistent")).is_err());
     }
 }

@@ -14,7 +14,7 @@
 
 use crate::runner::claims::{Claim, Goal, Measure, GOAL_DIRECTION};
 use crate::runner::records::{MetricSpec, Published};
-use crate::runner::scenario::{interrupted, ParamSpec, Params, RunCtx, Scenario, Testbed};
+use crate::runner::scenario::{interrupted, ParamSpec, Params, RunConfig, RunCtx, Scenario, Testbed};
 use crate::testbeds::dumbbell::end_v4;
 use anyhow::{bail, Context, Result};
 use std::io::{Read, Write};
@@ -23,6 +23,7 @@ use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Barrier};
 use std::time::{Duration, Instant};
+use tcpaccel_core::scale::Dilation;
 use tcpaccel_core::stats::{mean, percentile};
 use tcpaccel_core::units::{format_duration, parse_duration, Bytes, QueueLimit, Rate};
 use tcpaccel_net::{LinkSpec, Network, RouteTo, Topology, TopologyBuilder};
@@ -93,18 +94,18 @@ impl Scenario for Rto {
     fn published(&self) -> Vec<Published> {
         Vec::new()
     }
-    fn notes(&self, _p: &Params) -> Vec<String> {
-        vec!["The tutorial reports no table for this case, only that a shorter minimum RTO helps medium message \
+    fn notes(&self, _p: &Params) -> Result<Vec<String>> {
+        Ok(vec!["The tutorial reports no table for this case, only that a shorter minimum RTO helps medium message \
               sizes; the qualitative comparison is the point."
-            .into()]
+            .into()])
     }
     fn claims(&self) -> &'static [Claim] {
         CLAIMS
     }
-    fn estimate(&self, p: &Params) -> Duration {
-        Duration::from_millis(300) * p.u64("iterations").unwrap_or(40) as u32 + Duration::from_secs(4)
+    fn estimate(&self, p: &Params, _d: Dilation) -> Result<Duration> {
+        Ok(Duration::from_millis(300) * p.u64("iterations")? as u32 + Duration::from_secs(4))
     }
-    fn prepare(&self, p: &Params, _dir: &Path) -> Result<Box<dyn Testbed>> {
+    fn prepare(&self, p: &Params, _config: &RunConfig, _dir: &Path) -> Result<Box<dyn Testbed>> {
         let hosts = p.u64("hosts")? as usize;
         if !(2..=64).contains(&hosts) {
             bail!("hosts={hosts}: must be between 2 and 64");

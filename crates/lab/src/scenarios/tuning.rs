@@ -10,14 +10,14 @@
 //! as advice only; per-namespace autotuning limits (tcp_rmem/tcp_wmem) do not
 //! need them.
 
-use super::demo::standard_metrics;
 use crate::runner::claims::{Claim, Figure, Goal, Measure, GOAL_BENCH, GOAL_DIRECTION};
 use crate::runner::records::{MetricSpec, Published};
-use crate::runner::scenario::{ParamSpec, Params, RunCtx, Scenario, Testbed};
-use crate::testbeds::dumbbell::{bulk, HostSetup, Path2};
+use crate::runner::scenario::{ParamSpec, Params, RunConfig, RunCtx, Scenario, Testbed};
+use crate::testbeds::dumbbell::{bulk, standard_metrics, HostSetup, Path2};
 use anyhow::{bail, Context, Result};
 use std::path::Path;
 use std::time::Duration;
+use tcpaccel_core::scale::Dilation;
 use tcpaccel_net::Network;
 use tcpaccel_tune::collect::Probe;
 use tcpaccel_tune::facts::PathSpec;
@@ -25,6 +25,19 @@ use tcpaccel_tune::facts::PathSpec;
 pub struct Tuning;
 
 const VARIANTS: [&str; 2] = ["defaults", "doctor"];
+
+/// The tuning scenario's parameters, read once from the resolved map
+/// ([`Params::typed`]); their defaults and docs are [`Tuning::params`]'s.
+#[derive(Debug, Clone, PartialEq, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TuningParams {
+    pub rate: tcpaccel_core::units::Rate,
+    #[serde(with = "tcpaccel_core::units::serde_duration")]
+    pub rtt: Duration,
+    pub buffer: tcpaccel_core::units::Bytes,
+    #[serde(with = "tcpaccel_core::units::serde_duration")]
+    pub duration: Duration,
+}
 
 impl Scenario for Tuning {
     fn name(&self) -> &'static str {
@@ -71,20 +84,20 @@ impl Scenario for Tuning {
             },
         ]
     }
-    fn notes(&self, p: &Params) -> Vec<String> {
+    fn notes(&self, p: &Params) -> Result<Vec<String>> {
         let mut n = vec![
             "The tutorial's figures come from real 1 GbE hosts in 2009 with that era's defaults (64 KB–4 MB \
                           buffers); this kernel's defaults are larger, so the gap to close is smaller."
                 .to_string(),
         ];
-        if p.rate("rate").map(|r| r.bits_per_sec() > 500_000_000).unwrap_or(false) {
+        if p.typed::<TuningParams>()?.rate.bits_per_sec() > 500_000_000 {
             n.push(
                 "At 1 Gbit/s the emulator, sender and receiver share two cores; see BENCHMARKS.md for what the \
                  emulator sustains here."
                     .into(),
             );
         }
-        n
+        Ok(n)
     }
     fn default_repeats(&self) -> u32 {
         3
@@ -92,20 +105,14 @@ impl Scenario for Tuning {
     fn claims(&self) -> &'static [Claim] {
         CLAIMS
     }
-    fn estimate(&self, p: &Params) -> Duration {
-        p.duration("duration").unwrap_or(Duration::from_secs(30)) + Duration::from_secs(3)
+    fn estimate(&self, p: &Params, _d: Dilation) -> Result<Duration> {
+        Ok(p.typed::<TuningParams>()?.duration + Duration::from_secs(3))
     }
-    fn prepare(&self, p: &Params, _dir: &Path) -> Result<Box<dyn Testbed>> {
-        let path = Path2 { rate: p.rate("rate")?, rtt: p.duration("rtt")?, buffer: p.bytes("buffer")? };
+    fn prepare(&self, p: &Params, _config: &RunConfig, _dir: &Path) -> Result<Box<dyn Testbed>> {
+        let q: TuningParams = p.typed()?;
+        let path = Path2 { rate: q.rate, rtt: q.rtt, buffer: q.buffer };
         let (sender, receiver, findings) = doctor_plan(&path)?;
-        Ok(Box::new(TuningBed {
-            path,
-            duration: p.duration("duration")?,
-            sender,
-            receiver,
-            findings,
-            noted: false,
-        }))
+        Ok(Box::new(TuningBed { path, duration: q.duration, sender, receiver, findings, noted: false }))
     }
 }
 

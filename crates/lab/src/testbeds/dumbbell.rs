@@ -7,6 +7,7 @@
 //! emulator's drops, and from its 500 µs meter both a 100 ms bandwidth series
 //! and a 500 µs zoom around the first drop (the paper's Fig. 2 and Fig. 3).
 
+use crate::runner::records::MetricSpec;
 use crate::runner::scenario::{ParamSpec, Params, RunCtx};
 use anyhow::{Context, Result};
 use std::net::SocketAddr;
@@ -69,6 +70,17 @@ impl Path2 {
 /// The `sockbuf` parameter: the tcp_rmem/tcp_wmem maxima on both hosts.
 pub fn sockbuf_param(default: &str) -> ParamSpec {
     ParamSpec::new("sockbuf", default, "socket buffer maximum (tcp_rmem/tcp_wmem) on both hosts")
+}
+
+/// tcp_rmem / tcp_wmem maxima at `sockbuf`: the autotuning limits, which
+/// are per-namespace (net.core.*mem_max are global and only bound explicit
+/// SO_SNDBUF/SO_RCVBUF requests, which these runs do not make).
+pub fn sockbuf_sysctls(sockbuf: Bytes) -> Vec<(String, String)> {
+    let b = sockbuf.0;
+    vec![
+        ("net.ipv4.tcp_rmem".into(), format!("4096 131072 {b}")),
+        ("net.ipv4.tcp_wmem".into(), format!("4096 16384 {b}")),
+    ]
 }
 
 /// A link end in `node` with the IPv4 address `addr/prefix`.
@@ -199,6 +211,31 @@ pub fn bulk(ctx: &mut RunCtx<'_>, path: &Path2, setup: &HostSetup, duration: Dur
     ctx.metric("drops", r.drops as f64);
     ctx.metric("retransmits", r.retransmits);
     Ok(r)
+}
+
+/// What [`bulk`] records per run — goodput, drops at the bottleneck,
+/// retransmits: the columns of [PSPacer]'s table.
+pub fn standard_metrics() -> Vec<MetricSpec> {
+    vec![
+        MetricSpec {
+            name: "goodput_mbps".into(),
+            unit: "Mbit/s".into(),
+            higher_is_better: true,
+            description: "application bytes delivered over the transfer".into(),
+        },
+        MetricSpec {
+            name: "drops".into(),
+            unit: "packets".into(),
+            higher_is_better: false,
+            description: "frames dropped at the emulated bottleneck (queue overflow and loss)".into(),
+        },
+        MetricSpec {
+            name: "retransmits".into(),
+            unit: "segments".into(),
+            higher_is_better: false,
+            description: "sender's TCP retransmissions (TCP_INFO)".into(),
+        },
+    ]
 }
 
 /// From the emulator's meter CSV (h1→h2 direction): bandwidth per 100 ms

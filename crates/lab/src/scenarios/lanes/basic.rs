@@ -9,13 +9,14 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Result};
+use tcpaccel_core::scale::Dilation;
 use tcpaccel_core::workload::{Flow, FlowClass};
 
 use super::knobs::{redeclare, specs, Param};
 use super::{common_params, estimate_scaled, prepare_bed, put, run_policy, Bed, Experiment, POLICIES};
 use crate::runner::claims::{Claim, Figure, Goal, Measure, GOAL_DIRECTION};
 use crate::runner::records::MetricSpec;
-use crate::runner::scenario::{ParamSpec, Params, RunCtx, Scenario, Testbed};
+use crate::runner::scenario::{ParamSpec, Params, RunConfig, RunCtx, Scenario, Testbed};
 use crate::testbeds::fabric::FabricSpec;
 use tcpaccel_core::scale::Rule;
 
@@ -60,8 +61,8 @@ impl Scenario for LanesBasic {
             MetricSpec::new("ll_rtt_ms", "ms", false, "h0 → h1 round trip on the first LL, idle (fastest of 5 handshakes)"),
         ]
     }
-    fn notes(&self, _p: &Params) -> Vec<String> {
-        vec![
+    fn notes(&self, _p: &Params) -> Result<Vec<String>> {
+        Ok(vec![
             "The thesis shows pure MPTCP using all three paths, RepFlow one path, and the lane policies moving the \
              flow from SL to the two LLs after t_deadline (deadline) or once LL is cheaper (link-cost)."
                 .into(),
@@ -70,16 +71,19 @@ impl Scenario for LanesBasic {
              so on lanes without queueing link-cost switches about 3 × sample_interval after t_deadline. With \
              signals=bpf (or auto where BPF works) the program smooths per ACK, as the thesis did."
                 .into(),
-        ]
+        ])
     }
     fn claims(&self) -> &'static [Claim] {
         CLAIMS
     }
-    fn estimate(&self, p: &Params) -> Duration {
-        estimate_scaled(p, p.duration("duration").unwrap_or(Duration::from_secs(3)) + Duration::from_secs(3))
+    fn dilation(&self, p: &Params) -> Result<Option<crate::runner::records::Scaled>> {
+        super::scaled(p)
     }
-    fn prepare(&self, p: &Params, _dir: &Path) -> Result<Box<dyn Testbed>> {
-        prepare_bed(p, &self.declared(), LanesBasic, true)
+    fn estimate(&self, p: &Params, d: Dilation) -> Result<Duration> {
+        Ok(estimate_scaled(d, p.duration("duration")? + Duration::from_secs(3)))
+    }
+    fn prepare(&self, p: &Params, config: &RunConfig, _dir: &Path) -> Result<Box<dyn Testbed>> {
+        prepare_bed(p, config.dilation, &self.declared(), LanesBasic, true)
     }
 }
 

@@ -6,16 +6,17 @@ use std::path::Path;
 use std::time::Duration;
 
 use anyhow::{Context, Result};
+use tcpaccel_core::scale::Dilation;
 
 use super::knobs::{specs, Param};
 use super::{
     common_params, estimate_scaled, prepare_bed, put, record_outcome, run_policy, sample, Bed, Experiment,
 };
-use super::{drain_param, warmup_param, DRAIN, POLICIES};
+use super::{drain_param, warmup_param, POLICIES};
 use crate::engines::workloads::{self as workload, Hosts};
 use crate::runner::claims::{Claim, Goal, Measure, GOAL_BENCH};
 use crate::runner::records::MetricSpec;
-use crate::runner::scenario::{ParamSpec, Params, RunCtx, Scenario, Testbed};
+use crate::runner::scenario::{ParamSpec, Params, RunConfig, RunCtx, Scenario, Testbed};
 use tcpaccel_core::scale::Rule;
 
 pub struct LanesBuildup;
@@ -56,19 +57,19 @@ impl Scenario for LanesBuildup {
     fn claims(&self) -> &'static [Claim] {
         CLAIMS
     }
-    fn estimate(&self, p: &Params) -> Duration {
-        let n = p.list("senders").map(|l| l.len()).unwrap_or(4) as u32;
-        estimate_scaled(
-            p,
-            (p.duration("warmup").unwrap_or(Duration::ZERO)
-                + p.duration("duration").unwrap_or(Duration::from_secs(10))
-                + p.duration("drain").unwrap_or(DRAIN)
-                + Duration::from_secs(1))
-                * n,
-        )
+    fn dilation(&self, p: &Params) -> Result<Option<crate::runner::records::Scaled>> {
+        super::scaled(p)
     }
-    fn prepare(&self, p: &Params, _dir: &Path) -> Result<Box<dyn Testbed>> {
-        prepare_bed(p, &self.declared(), LanesBuildup, true)
+    fn estimate(&self, p: &Params, d: Dilation) -> Result<Duration> {
+        let n = p.list("senders").map(|l| l.len())? as u32;
+        Ok(estimate_scaled(
+            d,
+            (p.duration("warmup")? + p.duration("duration")? + p.duration("drain")? + Duration::from_secs(1))
+                * n,
+        ))
+    }
+    fn prepare(&self, p: &Params, config: &RunConfig, _dir: &Path) -> Result<Box<dyn Testbed>> {
+        prepare_bed(p, config.dilation, &self.declared(), LanesBuildup, true)
     }
 }
 

@@ -18,7 +18,7 @@ use tcpaccel_core::units::{Bytes, Rate};
 use crate::runner::scenario::{ParamSpec, Params};
 
 /// The key of D.
-pub(super) const SCALE_KEY: &str = crate::runner::records::SCALE_PARAM;
+pub(super) const SCALE_KEY: &str = "scale";
 
 /// A declared parameter: its spec (key, default, doc) and its scaling rule.
 #[derive(Debug, Clone)]
@@ -45,10 +45,25 @@ pub(super) fn redeclare(declared: &mut [Param], key: &'static str, default: &str
     }
 }
 
-/// Parses D from the resolved parameters.
+/// Parses D from the resolved parameters: the one reader of `scale` (the
+/// runner gets D through [`super::scaled`] into its `RunConfig`).
 pub(super) fn dilation(p: &Params) -> Result<Dilation> {
-    p.str(SCALE_KEY)?;
-    crate::runner::records::dilation(&p.0).map_err(|e| anyhow::anyhow!("parameter {e}"))
+    let v = p.str(SCALE_KEY)?;
+    let d: u32 =
+        v.trim().parse().map_err(|_| anyhow::anyhow!("parameter {SCALE_KEY}={v:?} is not a whole number"))?;
+    Dilation::new(d).map_err(|e| anyhow::anyhow!("parameter {SCALE_KEY}: {e}"))
+}
+
+/// A scenario's estimate for the progress bar: `per_run` (experiment
+/// units) × D.
+pub(super) fn estimate_scaled(d: Dilation, per_run: Duration) -> Duration {
+    per_run * d.get()
+}
+
+/// The lanes scenarios' `Scenario::dilation`:
+/// D from their `scale` knob.
+pub(super) fn scaled(p: &Params) -> Result<Option<crate::runner::records::Scaled>> {
+    Ok(Some(crate::runner::records::Scaled { param: SCALE_KEY.into(), d: dilation(p)? }))
 }
 
 /// Resolved parameters read at a scale factor.
@@ -62,9 +77,10 @@ pub(super) struct Knobs {
 impl Knobs {
     /// `params` as resolved by the runner, `declared` the scenario's
     /// declarations (a declared key without a value is refused here).
-    pub(super) fn new(params: &Params, declared: &[Param]) -> Result<Knobs> {
+    /// `d`: D as the runner settled it ([`dilation`], once per run).
+    pub(super) fn new(params: &Params, declared: &[Param], d: Dilation) -> Result<Knobs> {
         let rules = declared.iter().map(|p| (p.spec.key, p.rule)).collect();
-        let k = Knobs { params: params.clone(), d: dilation(params)?, rules };
+        let k = Knobs { params: params.clone(), d, rules };
         for p in declared {
             k.params.str(p.spec.key)?;
         }
@@ -240,7 +256,8 @@ mod tests {
         let mut p: BTreeMap<String, String> =
             decl().iter().map(|p| (p.spec.key.to_string(), p.spec.default.clone())).collect();
         p.insert(SCALE_KEY.into(), d.into());
-        Knobs::new(&Params(p), &decl()).unwrap()
+        let p = Params(p);
+        Knobs::new(&p, &decl(), dilation(&p).unwrap()).unwrap()
     }
 
     #[test]
@@ -261,8 +278,9 @@ mod tests {
         let mut p: BTreeMap<String, String> =
             decl().iter().map(|p| (p.spec.key.to_string(), p.spec.default.clone())).collect();
         p.insert(SCALE_KEY.into(), "0".into());
-        assert!(Knobs::new(&Params(p.clone()), &decl()).unwrap_err().to_string().contains("scale"));
+        assert!(dilation(&Params(p.clone())).unwrap_err().to_string().contains("scale"));
         p.insert(SCALE_KEY.into(), "x".into());
-        assert!(Knobs::new(&Params(p), &decl()).is_err());
+        let e = dilation(&Params(p)).unwrap_err().to_string();
+        assert!(e.contains("scale=\"x\" is not a whole number"), "{e}");
     }
 }

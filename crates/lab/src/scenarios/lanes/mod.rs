@@ -45,7 +45,6 @@ use anyhow::{bail, Context, Result};
 use tcpaccel_core::stats::percentile_sorted;
 use tcpaccel_core::workload::{Flow, FlowClass};
 
-use crate::runner::records::DAEMONS_ON_BPF_METRIC;
 use crate::runner::scenario::{stop_flag, FlowCounters, Params, RunCtx, Testbed};
 use crate::testbeds::fabric::{Fabric, FabricSpec, MptcpMode, RouteMetrics, Shape};
 use crate::testbeds::rto_init::KERNEL_RTO_INIT;
@@ -58,7 +57,13 @@ mod knobs;
 mod params;
 mod realistic;
 
-use knobs::{Knobs, Param, SCALE_KEY};
+use knobs::{estimate_scaled, scaled, Knobs, Param, SCALE_KEY};
+
+/// The summary metric (before its `@point`) that says whether a run's lanes
+/// daemons took their signals from the BPF program (1) or polled sock_diag
+/// (0); `lab compare` checks both sides alike through
+/// `CompareOptions::signal_metric`.
+pub const DAEMONS_ON_BPF_METRIC: &str = "daemons_on_bpf";
 
 pub use basic::LanesBasic;
 pub use buildup::LanesBuildup;
@@ -73,11 +78,7 @@ const FLOW_PORT: u16 = 7400;
 const SHORT_MAX: u64 = 100 * 1000;
 /// RepFlow replicates flows below this (anchors.md, Workloads).
 const REPFLOW_THRESHOLD: u64 = 100 * 1000;
-/// Time after the last arrival for flows to finish before they are cut
-/// (experiment units; × D in wall time).
-const DRAIN: Duration = Duration::from_secs(4);
-
-/// `drain` (default [`DRAIN`]): how long flows may still run after the
+/// `drain` (default 4 s, experiment units; × D in wall time): how long flows may still run after the
 /// arrivals window before the rest are cut (counted in `cut_by_limit`). A
 /// time, so it scales; a figure at a large D shortens it rather than wait
 /// D × 4 s for the heavy tail of the long flows.
@@ -666,11 +667,12 @@ const KERNEL_RTO_MIN: Duration = Duration::from_millis(200);
 /// on every host route and the scaled initial RTO on every host.
 fn prepare_bed<E: Experiment + 'static>(
     p: &Params,
+    d: Dilation,
     declared: &[Param],
     experiment: E,
     policies: bool,
 ) -> Result<Box<dyn Testbed>> {
-    let k = Knobs::new(p, declared)?;
+    let k = Knobs::new(p, declared, d)?;
     let spec = fabric_spec(&k)?;
     if policies {
         for v in k.choice("variants", &POLICIES)? {
@@ -705,12 +707,6 @@ fn on_off(k: &Knobs, key: &str) -> Result<bool> {
     }
 }
 
-/// A scenario's estimate for the progress bar: `per_run` (experiment
-/// units) × D.
-fn estimate_scaled(p: &Params, per_run: Duration) -> Duration {
-    per_run * knobs::dilation(p).map(|d| d.get()).unwrap_or(1)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -732,7 +728,7 @@ mod tests {
 
     fn knobs_at(s: &dyn Scenario, decl: &[Param], d: u32) -> Knobs {
         let p = resolve_params(s, false, &[(SCALE_KEY.to_string(), d.to_string())]).unwrap();
-        Knobs::new(&p, decl).unwrap()
+        Knobs::new(&p, decl, Dilation::new(d).unwrap()).unwrap()
     }
 
     #[test]
@@ -885,7 +881,10 @@ mod tests {
                 .collect();
         sets.push((SCALE_KEY.into(), "4".into()));
         sets.push(("duration".into(), "5s".into()));
-        let k = Knobs::new(&resolve_params(&s, false, &sets).unwrap(), &s.declared()).unwrap();
+        let p = resolve_params(&s, false, &sets).unwrap();
+        let d = s.dilation(&p).unwrap().expect("a lanes scenario is dilated").d;
+        assert_eq!(d.get(), 4);
+        let k = Knobs::new(&p, &s.declared(), d).unwrap();
         assert_eq!(k.rate("rate").unwrap(), Rate::mbps(25));
         assert_eq!(k.bytes("bucket").unwrap(), crate::testbeds::fabric::TWO_FRAMES, "bytes: unchanged by D");
         assert_eq!(k.time("t_deadline").unwrap(), Duration::from_millis(1200));
@@ -898,7 +897,7 @@ mod tests {
         assert_eq!(k.bytes("buffer").unwrap(), Bytes(128 * 1000));
         assert_eq!(k.bytes("size_threshold").unwrap(), Bytes(100 * 1000));
         assert_eq!(k.numbers::<f64>("loads").unwrap(), vec![0.2, 0.5, 0.8]);
-        assert_eq!(k.wall(DRAIN), Duration::from_secs(16));
+        assert_eq!(k.wall(Duration::from_secs(4)), Duration::from_secs(16));
         let policy = PolicyParams::from(&k, "size-link-cost").unwrap();
         assert_eq!(
             (policy.t_deadline, policy.nu_unit, policy.sample_interval, policy.gamma, policy.alpha),

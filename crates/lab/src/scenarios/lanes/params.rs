@@ -9,6 +9,7 @@ use std::thread::JoinHandle;
 use std::time::Duration;
 
 use anyhow::{bail, Context, Result};
+use tcpaccel_core::scale::Dilation;
 use tcpaccel_core::stats::percentile_sorted;
 use tcpaccel_core::workload::{Flow, FlowClass};
 
@@ -20,7 +21,7 @@ use super::{
 use crate::engines::flows::RunEnd;
 use crate::runner::claims::{Claim, Goal, Measure, GOAL_DIRECTION};
 use crate::runner::records::MetricSpec;
-use crate::runner::scenario::{ParamSpec, Params, RunCtx, Scenario, Testbed};
+use crate::runner::scenario::{ParamSpec, Params, RunConfig, RunCtx, Scenario, Testbed};
 use crate::testbeds::fabric::{Fabric, FabricSpec};
 use tcpaccel_core::scale::Rule;
 
@@ -53,24 +54,27 @@ impl Scenario for LanesParams {
     fn metrics(&self) -> Vec<MetricSpec> {
         Vec::new()
     }
-    fn notes(&self, _p: &Params) -> Vec<String> {
-        vec![
+    fn notes(&self, _p: &Params) -> Result<Vec<String>> {
+        Ok(vec![
             "Eq. 5.7 with ν in ms (core::lanes) switches once α·(ν_SL − ν_LL) exceeds γ·(t_deadline − t): at \
              about t_deadline − α·Δν/γ. A 128 KB queue at 100 Mbit/s holds 10.5 ms per hop, so α and γ move the \
              switch by tens of ms at their defaults and only large α/γ ratios pull it far before the deadline."
                 .into(),
-        ]
+        ])
     }
     fn claims(&self) -> &'static [Claim] {
         CLAIMS
     }
-    fn estimate(&self, p: &Params) -> Duration {
-        let n = p.list("alphas").map(|l| l.len()).unwrap_or(5) as u32;
-        let f = p.u64("flows").unwrap_or(3) as u32;
-        estimate_scaled(p, Duration::from_millis(u64::from(500 + 2000 * f + 1500)) * n)
+    fn dilation(&self, p: &Params) -> Result<Option<crate::runner::records::Scaled>> {
+        super::scaled(p)
     }
-    fn prepare(&self, p: &Params, _dir: &Path) -> Result<Box<dyn Testbed>> {
-        prepare_bed(p, &self.declared(), LanesParams, false)
+    fn estimate(&self, p: &Params, d: Dilation) -> Result<Duration> {
+        let n = p.list("alphas").map(|l| l.len())? as u32;
+        let f = p.u64("flows")? as u32;
+        Ok(estimate_scaled(d, Duration::from_millis(u64::from(500 + 2000 * f + 1500)) * n))
+    }
+    fn prepare(&self, p: &Params, config: &RunConfig, _dir: &Path) -> Result<Box<dyn Testbed>> {
+        prepare_bed(p, config.dilation, &self.declared(), LanesParams, false)
     }
 }
 

@@ -6,18 +6,19 @@ use std::path::Path;
 use std::time::Duration;
 
 use anyhow::{Context, Result};
+use tcpaccel_core::scale::Dilation;
 
 use super::knobs::{specs, Param};
 use super::{
     common_params, estimate_scaled, long_mbps, prepare_bed, put, record_outcome, run_policy, sample, Bed,
     RunSpec,
 };
-use super::{drain_param, warmup_param, Experiment, DRAIN, POLICIES};
+use super::{drain_param, warmup_param, Experiment, POLICIES};
 use crate::engines::flows::RunEnd;
 use crate::engines::workloads::{self as workload, Hosts, Mix};
 use crate::runner::claims::{thesis_order, Claim, Goal, Measure, GOAL_BENCH, GOAL_DIRECTION, GOAL_OWN};
 use crate::runner::records::MetricSpec;
-use crate::runner::scenario::{ParamSpec, Params, RunCtx, Scenario, Testbed};
+use crate::runner::scenario::{ParamSpec, Params, RunConfig, RunCtx, Scenario, Testbed};
 use tcpaccel_core::scale::Rule;
 use tcpaccel_core::workload::FlowClass;
 
@@ -158,19 +159,23 @@ impl Scenario for LanesRealistic {
             Mix::DataMining => DATAMINING_CLAIMS,
         }
     }
-    fn estimate(&self, p: &Params) -> Duration {
-        let n = p.list("loads").map(|l| l.len()).unwrap_or(3) as u32;
-        estimate_scaled(
-            p,
-            (p.duration("warmup").unwrap_or(Duration::ZERO)
-                + p.duration("duration").unwrap_or(Duration::from_secs(10))
-                + p.duration("drain").unwrap_or(DRAIN)
-                + Duration::from_secs(1))
-                * n,
-        )
+    fn dilation(&self, p: &Params) -> Result<Option<crate::runner::records::Scaled>> {
+        super::scaled(p)
     }
-    fn prepare(&self, p: &Params, _dir: &Path) -> Result<Box<dyn Testbed>> {
-        prepare_bed(p, &self.declared(), LanesRealistic(self.0), true)
+    fn estimate(&self, p: &Params, d: Dilation) -> Result<Duration> {
+        // Only data mining declares a warmup (web search has none).
+        let warmup = match self.0 {
+            Mix::DataMining => p.duration("warmup")?,
+            Mix::WebSearch => Duration::ZERO,
+        };
+        let n = p.list("loads").map(|l| l.len())? as u32;
+        Ok(estimate_scaled(
+            d,
+            (warmup + p.duration("duration")? + p.duration("drain")? + Duration::from_secs(1)) * n,
+        ))
+    }
+    fn prepare(&self, p: &Params, config: &RunConfig, _dir: &Path) -> Result<Box<dyn Testbed>> {
+        prepare_bed(p, config.dilation, &self.declared(), LanesRealistic(self.0), true)
     }
 }
 

@@ -24,20 +24,29 @@
 //! traffic-tool transfer of the same size through `tcpaccel relay --forward`
 //! chains (tcpaccel and direct only: Dante and Squid have no plain forward).
 
+mod chain;
+mod peers;
+
+use chain::url;
+pub use chain::{dante_conf, next_hop, nginx_conf, socks_relay_args, squid_conf, Chain, Kind};
+use peers::{find_bin, find_peers, tcpaccel_bin, Daemon};
+pub use peers::{parse_curl, parse_stat};
+
 use crate::runner::claims::{Claim, Figure, Goal, Measure, GOAL_BENCH, GOAL_DIRECTION};
 use crate::runner::records::{MetricSpec, Published};
-use crate::runner::scenario::{ParamSpec, Params, RunCtx, Scenario, Testbed};
+use crate::runner::scenario::{ParamSpec, Params, RunConfig, RunCtx, Scenario, Testbed};
 use anyhow::{bail, Context, Result};
 use std::collections::BTreeMap;
 use std::io::Write;
-use std::net::{IpAddr, Ipv4Addr, SocketAddr, TcpStream};
+use std::net::{IpAddr, SocketAddr, TcpStream};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Stdio};
+use std::process::Stdio;
 use std::time::{Duration, Instant};
 use tcpaccel_core::rng::Rng;
+use tcpaccel_core::scale::Dilation;
 use tcpaccel_core::stats::{linear_fit, median};
-use tcpaccel_core::units::{parse_duration, QueueLimit};
-use tcpaccel_net::{Cidr, EndSpec, LinkSpec, Network, Topology, TopologyBuilder};
+use tcpaccel_core::units::parse_duration;
+use tcpaccel_net::Network;
 use tcpaccel_traffic::{run_send, spawn_recv, RecvConfig, SendConfig, Volume};
 
 pub struct Split;
@@ -50,243 +59,6 @@ const RAW_PORT: u16 = 5201;
 const CENTOS6_RMEM: &str = "4096 87380";
 const CENTOS6_WMEM: &str = "4096 16384";
 const SOURCE: &str = "[SplitTCP], tables 4-8";
-
-/// Who relays at the joints.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
-pub enum Kind {
-    Direct,
-    Tcpaccel,
-    /// tcpaccel relays with `--early-reply`.
-    TcpaccelEarly,
-    Dante,
-    Squid,
-}
-
-impl Kind {
-    pub fn parse(s: &str) -> Result<Kind> {
-        match s {
-            "direct" => Ok(Kind::Direct),
-            "tcpaccel" => Ok(Kind::Tcpaccel),
-            "tcpaccel-early" => Ok(Kind::TcpaccelEarly),
-            "dante" => Ok(Kind::Dante),
-            "squid" => Ok(Kind::Squid),
-            _ => bail!("unknown relay kind {s:?}; valid: tcpaccel, tcpaccel-early, dante, squid"),
-        }
-    }
-    pub fn name(self) -> &'static str {
-        match self {
-            Kind::Direct => "direct",
-            Kind::Tcpaccel => "tcpaccel",
-            Kind::TcpaccelEarly => "tcpaccel-early",
-            Kind::Dante => "dante",
-            Kind::Squid => "squid",
-        }
-    }
-}
-
-/// One variant: relay kind and the RTT of each segment, client side first.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Chain {
-    pub kind: Kind,
-    pub rtts: Vec<Duration>,
-    /// Whether the split was asked for as uneven (`A-B`) rather than `N` equal segments.
-    pub uneven: bool,
-}
-
-impl Chain {
-    /// Parses a variant name against the total RTT.
-    pub fn parse(name: &str, total: Duration) -> Result<Chain> {
-        if name == "direct" {
-            return Ok(Chain { kind: Kind::Direct, rtts: vec![total], uneven: false });
-        }
-        let (kind, split) =
-            name.split_once('/').with_context(|| format!("variant {name:?}: expected KIND/N"))?;
-        let kind = Kind::parse(kind)?;
-        if kind == Kind::Direct {
-            bail!("variant {name:?}: direct has no segments to give");
-        }
-        if let Some((a, b)) = split.split_once('-') {
-            let ms = |v: &str| -> Result<Duration> {
-                let x: f64 =
-                    v.trim().parse().with_context(|| format!("variant {name:?}: {v:?} is not ms"))?;
-                if !(x > 0.0 && x < 10_000.0) {
-                    bail!("variant {name:?}: segment RTT {x} ms out of range");
-                }
-                Ok(Duration::from_secs_f64(x / 1e3))
-            };
-            return Ok(Chain { kind, rtts: vec![ms(a)?, ms(b)?], uneven: true });
-        }
-        let n: u32 =
-            split.parse().with_context(|| format!("variant {name:?}: {split:?} is not a segment count"))?;
-        if !(2..=8).contains(&n) {
-            bail!("variant {name:?}: segments must be 2..=8 (1 is `direct`)");
-        }
-        Ok(Chain { kind, rtts: vec![total / n; n as usize], uneven: false })
-    }
-
-    pub fn segments(&self) -> usize {
-        self.rtts.len()
-    }
-
-    /// Node names: `c`, relays `p1..`, `s`.
-    pub fn nodes(&self) -> Vec<String> {
-        let n = self.segments();
-        let mut v = vec!["c".to_string()];
-        v.extend((1..n).map(|i| format!("p{i}")));
-        v.push("s".into());
-        v
-    }
-
-    /// Segment `i` (1-based) is 10.50.i.0/24: its client-side end is .1, its server-side end .2.
-    pub fn left_of_segment(i: usize) -> Ipv4Addr {
-        Ipv4Addr::new(10, 50, i as u8, 1)
-    }
-    pub fn right_of_segment(i: usize) -> Ipv4Addr {
-        Ipv4Addr::new(10, 50, i as u8, 2)
-    }
-
-    /// The chain as a topology: no routes (each node only talks to its neighbours),
-    /// one emulated link per segment with delay RTT/2 each way and no rate limit.
-    pub fn topology(&self) -> Result<Topology> {
-        let nodes = self.nodes();
-        let mut t = TopologyBuilder::new("lab-split");
-        for n in &nodes {
-            t.host(n);
-        }
-        for (i, rtt) in self.rtts.iter().enumerate() {
-            let seg = i + 1;
-            let end = |node: &str, addr: Ipv4Addr, ifname: &str| {
-                EndSpec::new(node).addr(Cidr::new(addr, 24)).ifname(ifname)
-            };
-            t.link(
-                LinkSpec::emulated(
-                    end(&nodes[i], Self::left_of_segment(seg), "right"),
-                    end(&nodes[i + 1], Self::right_of_segment(seg), "left"),
-                )
-                .name(format!("seg{seg}"))
-                .delay(*rtt / 2)
-                .buffer(QueueLimit::Bytes(16_000_000)),
-            );
-        }
-        t.build().context("building the split chain topology")
-    }
-}
-
-/// The server's URL for the payload.
-fn url(chain: &Chain) -> String {
-    format!("http://{}:{HTTP_PORT}/payload.bin", Chain::right_of_segment(chain.segments()))
-}
-
-/// How a tcpaccel relay names the next relay: `tcpaccel+socks5://` tells it
-/// the hop is a tcpaccel relay, so the handshake to it is sent in one piece.
-pub fn next_hop(scheme: &str, addr: Ipv4Addr) -> String {
-    format!("{scheme}://{addr}:{SOCKS_PORT}")
-}
-
-/// `tcpaccel relay` arguments (after the program) for SOCKS relay `i`
-/// (1-based) of a tcpaccel chain: its next relay named with `scheme`, and
-/// `--early-reply` on the client's relay only of a `tcpaccel-early` chain
-/// (the others keep their exact replies; the first learns a failure from
-/// them).
-pub fn socks_relay_args(chain: &Chain, i: usize, scheme: &str, log: Option<&str>) -> Vec<String> {
-    let me = Chain::right_of_segment(i);
-    let mut a: Vec<String> = vec![
-        "relay".into(),
-        "--listen".into(),
-        format!("{me}:{SOCKS_PORT}"),
-        "--allow".into(),
-        "10.50.0.0/16".into(),
-        "--cc".into(),
-        "cubic".into(),
-    ];
-    if i + 1 < chain.segments() {
-        a.push("--next".into());
-        a.push(next_hop(scheme, Chain::right_of_segment(i + 1)));
-    }
-    if chain.kind == Kind::TcpaccelEarly && i == 1 {
-        a.push("--early-reply".into());
-    }
-    if let Some(f) = log {
-        a.push("--log".into());
-        a.push(f.into());
-    }
-    a
-}
-
-/// Dante's configuration for relay `i` (1-based) of an `n`-segment chain.
-pub fn dante_conf(i: usize, n: usize) -> String {
-    let mut c = format!(
-        "logoutput: stderr\n\
-         internal: {} port = {SOCKS_PORT}\n\
-         external: {}\n\
-         clientmethod: none\n\
-         socksmethod: none\n\
-         user.privileged: root\n\
-         user.unprivileged: nobody\n\
-         client pass {{ from: 10.50.0.0/16 to: 0.0.0.0/0 }}\n\
-         socks pass {{ from: 10.50.0.0/16 to: 10.50.0.0/16 command: connect }}\n",
-        Chain::right_of_segment(i),
-        Chain::left_of_segment(i + 1),
-    );
-    if i + 1 < n {
-        c += &format!(
-            "route {{ from: 0.0.0.0/0 to: 0.0.0.0/0 via: {} port = {SOCKS_PORT}\n  \
-             proxyprotocol: socks_v5\n  command: connect\n  protocol: tcp\n  method: none\n}}\n",
-            Chain::right_of_segment(i + 1)
-        );
-    }
-    c
-}
-
-/// Squid's configuration for relay `i` of an `n`-segment chain, its files in `dir`.
-pub fn squid_conf(i: usize, n: usize, dir: &Path) -> String {
-    let d = dir.display();
-    let mut c = format!(
-        "http_port {}:{SQUID_PORT}\n\
-         visible_hostname tcpaccel-split-p{i}\n\
-         via off\nforwarded_for delete\n\
-         acl lab src 10.50.0.0/16\nhttp_access allow lab\nhttp_access deny all\n\
-         cache deny all\ncache_mem 0 MB\n\
-         access_log none\ncache_store_log none\ncache_log {d}/cache.log\n\
-         pid_filename {d}/squid.pid\ncoredump_dir {d}\n\
-         shutdown_lifetime 0 seconds\n",
-        Chain::right_of_segment(i)
-    );
-    if i + 1 < n {
-        c += &format!(
-            "cache_peer {} parent {SQUID_PORT} 0 no-query default\nnever_direct allow all\n",
-            Chain::right_of_segment(i + 1)
-        );
-    }
-    c
-}
-
-/// nginx serving `root` on the server's address, one process in the foreground.
-pub fn nginx_conf(addr: Ipv4Addr, root: &Path, dir: &Path) -> String {
-    let (r, d) = (root.display(), dir.display());
-    format!(
-        "daemon off;\nmaster_process off;\nworker_processes 1;\nuser root;\n\
-         pid {d}/nginx.pid;\nerror_log {d}/error.log;\n\
-         events {{ worker_connections 64; }}\n\
-         http {{\n  access_log off;\n  sendfile on;\n  tcp_nopush on;\n\
-         \x20 default_type application/octet-stream;\n\
-         \x20 client_body_temp_path {d}/body;\n\
-         \x20 server {{ listen {addr}:{HTTP_PORT}; root {r}; }}\n}}\n"
-    )
-}
-
-/// curl's `-w` output: bytes downloaded, seconds total, seconds to the first
-/// byte (connection setup through the whole chain and the request).
-pub fn parse_curl(out: &str) -> Result<(u64, f64, f64)> {
-    let mut it = out.split_whitespace();
-    let size = it.next().and_then(|v| v.parse::<f64>().ok()).context("curl printed no size")?;
-    let secs = it.next().and_then(|v| v.parse::<f64>().ok()).context("curl printed no time")?;
-    let first = it.next().and_then(|v| v.parse::<f64>().ok()).context("curl printed no first-byte time")?;
-    if secs <= 0.0 || size < 0.0 || !(0.0..=secs).contains(&first) {
-        bail!("curl printed size {size} in {secs} s, first byte at {first} s");
-    }
-    Ok((size as u64, secs, first))
-}
 
 /// The fit T_n = T·(a + b·n) of (segments, MB/s) points, T the 1-segment value:
 /// (a, b, r²). [SplitTCP] eq. (8) (the paper's fit of table 6, a = 0.3, b = 0.7);
@@ -301,140 +73,10 @@ pub fn fit(points: &[(f64, f64)]) -> Option<(f64, f64, f64)> {
     Some((line.intercept / t, line.slope / t, line.r2))
 }
 
-/// A daemon in a namespace, stopped (TERM, then KILL) and reaped on drop.
-struct Daemon {
-    what: String,
-    node: String,
-    child: Child,
-    log: PathBuf,
-}
-
-impl Daemon {
-    fn stop(&mut self) {
-        if let Ok(None) = self.child.try_wait() {
-            // Not reaped yet (try_wait saw it running), so its pid is still its own.
-            let _ = tcpaccel_sys::process::signal(self.child.id(), tcpaccel_sys::process::Signal::Term);
-            let t0 = Instant::now();
-            while t0.elapsed() < Duration::from_secs(3) {
-                if let Ok(Some(_)) = self.child.try_wait() {
-                    return;
-                }
-                std::thread::sleep(Duration::from_millis(20));
-            }
-            let _ = self.child.kill();
-            let _ = self.child.wait();
-        }
-    }
-    /// CPU seconds (user + system) of the daemon and its direct children
-    /// (Dante's I/O processes) so far, from /proc. Assumes USER_HZ = 100, the
-    /// value every Linux architecture exports to user space.
-    fn cpu_s(&self) -> f64 {
-        let pid = self.child.id();
-        let mut ticks = proc_ticks(pid).map(|(t, _)| t).unwrap_or(0);
-        if let Ok(dir) = std::fs::read_dir("/proc") {
-            for e in dir.flatten() {
-                let Some(other) = e.file_name().to_str().and_then(|n| n.parse::<u32>().ok()) else {
-                    continue;
-                };
-                if let Some((t, ppid)) = proc_ticks(other) {
-                    if ppid == pid {
-                        ticks += t;
-                    }
-                }
-            }
-        }
-        ticks as f64 / 100.0
-    }
-    fn log_tail(&self) -> String {
-        let text = std::fs::read_to_string(&self.log).unwrap_or_default();
-        let lines: Vec<&str> = text.lines().collect();
-        lines[lines.len().saturating_sub(5)..].join(" | ")
-    }
-    /// Fails if the daemon has exited.
-    fn check(&mut self) -> Result<()> {
-        if let Ok(Some(st)) = self.child.try_wait() {
-            bail!("{} exited ({st}): {}", self.what, self.log_tail());
-        }
-        Ok(())
-    }
-}
-
-impl Drop for Daemon {
-    fn drop(&mut self) {
-        self.stop();
-    }
-}
-
-/// utime + stime (clock ticks) and the parent pid of `pid`, from /proc/PID/stat.
-fn proc_ticks(pid: u32) -> Option<(u64, u32)> {
-    let text = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    parse_stat(&text)
-}
-
-/// Parses /proc/PID/stat: the command name may hold spaces and parentheses,
-/// so fields are counted after the last `)`.
-pub fn parse_stat(text: &str) -> Option<(u64, u32)> {
-    let rest = &text[text.rfind(')')? + 1..];
-    let f: Vec<&str> = rest.split_whitespace().collect();
-    // After the name: state(3) ppid(4) … utime(14) stime(15), here 0-based from field 3.
-    let ppid = f.get(1)?.parse().ok()?;
-    let utime: u64 = f.get(11)?.parse().ok()?;
-    let stime: u64 = f.get(12)?.parse().ok()?;
-    Some((utime + stime, ppid))
-}
-
-fn find_bin(name: &str) -> Option<PathBuf> {
-    let path = std::env::var("PATH").unwrap_or_default();
-    let found = path
-        .split(':')
-        .chain(["/usr/sbin", "/usr/bin", "/sbin", "/bin"])
-        .map(|d| Path::new(d).join(name))
-        .find(|p| p.is_file());
-    found
-}
-
-/// The external programs the variants need (none for raw tcpaccel chains),
-/// found with `lookup`; a missing one names the install script.
-fn find_peers(
-    kinds: &[Kind],
-    raw: bool,
-    lookup: impl Fn(&str) -> Option<PathBuf>,
-) -> Result<BTreeMap<&'static str, PathBuf>> {
-    let mut need = Vec::new();
-    if !raw {
-        need.push(("curl", "the HTTP client"));
-        need.push(("nginx", "the HTTP server"));
-    }
-    if kinds.contains(&Kind::Dante) {
-        need.push(("danted", "relays=dante"));
-    }
-    if kinds.contains(&Kind::Squid) {
-        need.push(("squid", "relays=squid"));
-    }
-    let mut bins = BTreeMap::new();
-    for (b, why) in need {
-        let path = lookup(b).with_context(|| {
-            format!(
-                "{b} not found (needed for {why}); install the peers with scripts/install-split-peers.sh, \
-                 or leave that relay kind out (--set relays=tcpaccel --set uneven_relays=tcpaccel)"
-            )
-        })?;
-        bins.insert(b, path);
-    }
-    Ok(bins)
-}
-
 impl SplitBed {
     fn bin(&self, name: &str) -> Result<&PathBuf> {
         self.bins.get(name).with_context(|| format!("{name} was not looked up at setup"))
     }
-}
-
-fn tcpaccel_bin() -> Result<PathBuf> {
-    if let Some(p) = std::env::var_os("TCPACCEL_BIN") {
-        return Ok(PathBuf::from(p));
-    }
-    std::env::current_exe().context("locating the tcpaccel executable (set TCPACCEL_BIN)")
 }
 
 impl Scenario for Split {
@@ -583,9 +225,9 @@ impl Scenario for Split {
         }
         v
     }
-    fn notes(&self, p: &Params) -> Vec<String> {
-        let buffers = p.str("buffers").unwrap_or("centos6");
-        vec![
+    fn notes(&self, p: &Params) -> Result<Vec<String>> {
+        let buffers = p.str("buffers")?;
+        Ok(vec![
             format!(
                 "Endpoints and relays run under `tcpaccel run --cc cubic`; buffers: {buffers} (centos6 = tcp_rmem \
                  {CENTOS6_RMEM} MAX, tcp_wmem {CENTOS6_WMEM} MAX with MAX = buf_max). Links are delay-only \
@@ -597,16 +239,16 @@ impl Scenario for Split {
             "Plot `throughput_vs_segments_MBps`: x is the segment count (not time), repeat 0, one line per relay \
              kind (drawn under the kind's longest-chain variant)."
                 .into(),
-        ]
+        ])
     }
     fn claims(&self) -> &'static [Claim] {
         CLAIMS
     }
-    fn estimate(&self, p: &Params) -> Duration {
-        let mb = p.bytes("size").map(|b| b.0 as f64 / 1e6).unwrap_or(100.0);
-        Duration::from_secs_f64(2.0 + mb / 15.0)
+    fn estimate(&self, p: &Params, _d: Dilation) -> Result<Duration> {
+        let mb = p.bytes("size").map(|b| b.0 as f64 / 1e6)?;
+        Ok(Duration::from_secs_f64(2.0 + mb / 15.0))
     }
-    fn prepare(&self, p: &Params, dir: &Path) -> Result<Box<dyn Testbed>> {
+    fn prepare(&self, p: &Params, _config: &RunConfig, dir: &Path) -> Result<Box<dyn Testbed>> {
         let total = parse_duration(p.str("rtt")?).context("parameter rtt")?;
         let size = p.bytes("size")?;
         if size.0 == 0 || size.0 > 10_000_000_000 {
@@ -1095,73 +737,6 @@ pub(crate) const CLAIMS: &[Claim] = &[
 mod tests {
     use super::*;
 
-    const RTT: Duration = Duration::from_millis(50);
-
-    #[test]
-    fn variants_parse_into_chains() {
-        let c = Chain::parse("tcpaccel/5", RTT).unwrap();
-        assert_eq!(c.rtts, vec![Duration::from_millis(10); 5]);
-        assert_eq!(c.nodes(), vec!["c", "p1", "p2", "p3", "p4", "s"]);
-        let u = Chain::parse("dante/40-10", RTT).unwrap();
-        assert_eq!(u.rtts, vec![Duration::from_millis(40), Duration::from_millis(10)]);
-        assert!(u.uneven);
-        assert_eq!(Chain::parse("direct", RTT).unwrap().segments(), 1);
-        for bad in ["tcpaccel/1", "tcpaccel/x", "haproxy/2", "dante", "dante/0-50", "direct/2"] {
-            assert!(Chain::parse(bad, RTT).is_err(), "{bad}");
-        }
-    }
-
-    #[test]
-    fn topology_has_one_delay_link_per_segment() {
-        let t = Chain::parse("squid/3", RTT).unwrap().topology().unwrap();
-        assert_eq!(t.nodes.len(), 4);
-        assert_eq!(t.links.len(), 3);
-    }
-
-    #[test]
-    fn configs_chain_to_the_next_relay_except_the_last() {
-        let d = dante_conf(1, 3);
-        assert!(d.contains("internal: 10.50.1.2 port = 1080") && d.contains("external: 10.50.2.1"), "{d}");
-        assert!(d.contains("via: 10.50.2.2 port = 1080") && d.contains("proxyprotocol: socks_v5"), "{d}");
-        assert!(!dante_conf(2, 3).contains("route"));
-        let s = squid_conf(1, 3, Path::new("/x"));
-        assert!(s.contains("cache_peer 10.50.2.2 parent 3128 0 no-query default"), "{s}");
-        assert!(s.contains("never_direct allow all") && s.contains("cache deny all"), "{s}");
-        assert!(!squid_conf(2, 3, Path::new("/x")).contains("cache_peer"));
-        // Distinct hostnames: Squid would take its own name coming back as a forwarding loop.
-        assert_ne!(squid_conf(1, 3, Path::new("/x")), squid_conf(2, 3, Path::new("/x")));
-    }
-
-    #[test]
-    fn tcpaccel_relays_mark_their_next_relay_as_ours() {
-        let a = Chain::right_of_segment(2);
-        // The relay's `Hop::parse` reads this scheme as "pipeline".
-        assert_eq!(next_hop("tcpaccel+socks5", a), format!("tcpaccel+socks5://{a}:{SOCKS_PORT}"));
-        assert_eq!(next_hop("socks5", a), format!("socks5://{a}:{SOCKS_PORT}"));
-    }
-
-    #[test]
-    fn only_the_first_relay_of_an_early_chain_replies_early() {
-        let early = Chain::parse("tcpaccel-early/3", RTT).unwrap();
-        assert_eq!(early.kind, Kind::TcpaccelEarly);
-        let a1 = socks_relay_args(&early, 1, "tcpaccel+socks5", None);
-        assert!(a1.contains(&"--early-reply".to_string()), "{a1:?}");
-        assert!(a1.contains(&next_hop("tcpaccel+socks5", Chain::right_of_segment(2))), "{a1:?}");
-        let a2 = socks_relay_args(&early, 2, "tcpaccel+socks5", Some("tcpaccel_relay=debug"));
-        assert!(!a2.contains(&"--early-reply".to_string()) && !a2.contains(&"--next".to_string()), "{a2:?}");
-        assert_eq!(a2[a2.len() - 2..], ["--log".to_string(), "tcpaccel_relay=debug".to_string()]);
-        let exact = Chain::parse("tcpaccel/3", RTT).unwrap();
-        assert!(!socks_relay_args(&exact, 1, "tcpaccel+socks5", None).contains(&"--early-reply".to_string()));
-        // Early replies need SOCKS: the raw transport refuses the kind.
-        let raw = [
-            ("transport".to_string(), "raw".to_string()),
-            ("relays".to_string(), "tcpaccel-early".to_string()),
-            ("uneven_relays".to_string(), String::new()),
-        ];
-        let p = crate::runner::scenario::resolve_params(&Split, false, &raw).unwrap();
-        assert!(Split.variants(&p).is_err());
-    }
-
     #[test]
     fn fit_recovers_the_papers_model() {
         // T_n = 10·(0.3 + 0.7 n): a = 0.3, b = 0.7, overhead 30%.
@@ -1169,38 +744,6 @@ mod tests {
         let (a, b, r2) = fit(&pts).unwrap();
         assert!((a - 0.3).abs() < 1e-9 && (b - 0.7).abs() < 1e-9 && (r2 - 1.0).abs() < 1e-9);
         assert!(fit(&[(2.0, 5.0), (3.0, 6.0)]).is_none(), "no 1-segment point, no T");
-    }
-
-    #[test]
-    fn proc_stat_parses_names_with_spaces() {
-        let line = "4242 (my (odd) name) S 17 4242 4242 0 -1 4194560 300 0 0 0 250 50 0 0 20 0 3 0 100 0 0";
-        assert_eq!(parse_stat(line), Some((300, 17)));
-        assert_eq!(parse_stat("garbage"), None);
-        let own = proc_ticks(std::process::id()).expect("our own /proc/PID/stat");
-        assert!(own.1 > 0);
-    }
-
-    #[test]
-    fn missing_peers_name_the_install_script_and_tcpaccel_needs_none_of_them() {
-        let none = |_: &str| None;
-        let e = find_peers(&[Kind::Direct, Kind::Dante], false, none).unwrap_err().to_string();
-        assert!(e.contains("scripts/install-split-peers.sh") && e.contains("curl"), "{e}");
-        let only_http = |b: &str| (b == "curl" || b == "nginx").then(|| PathBuf::from(format!("/x/{b}")));
-        let e = find_peers(&[Kind::Tcpaccel, Kind::Squid], false, only_http).unwrap_err().to_string();
-        assert!(e.contains("squid not found (needed for relays=squid)"), "{e}");
-        let ok = find_peers(&[Kind::Direct, Kind::Tcpaccel], false, only_http).unwrap();
-        assert_eq!(ok.keys().copied().collect::<Vec<_>>(), vec!["curl", "nginx"]);
-        assert!(find_peers(&[Kind::Direct, Kind::Tcpaccel], true, none).unwrap().is_empty());
-    }
-
-    #[test]
-    fn curl_output_parses_and_rejects_garbage() {
-        assert_eq!(parse_curl("100000000 9.5 0.25").unwrap(), (100_000_000, 9.5, 0.25));
-        assert!(parse_curl("").is_err());
-        assert!(parse_curl("100 9.5").is_err(), "no first-byte time");
-        assert!(parse_curl("100 1.0 2.0").is_err(), "first byte after the end");
-        assert!(parse_curl("12 0 0").is_err());
-        assert!(parse_curl("abc def").is_err());
     }
 
     #[test]
@@ -1243,27 +786,5 @@ mod tests {
         assert_eq!(x.len(), 100_003);
         assert_eq!(x, y);
         assert!(x.iter().filter(|&&c| c == 0).count() < 2_000, "random, not zeros");
-    }
-}
-
-#[cfg(test)]
-mod topology_tests {
-    use super::*;
-    use tcpaccel_net::LinkKind;
-
-    #[test]
-    fn each_segment_delays_half_its_rtt_exactly() {
-        // 50 ms / 3 is no whole number of microseconds; the delays are not
-        // rounded (they were while the topology went through TOML text).
-        let c = Chain::parse("dante/3", Duration::from_millis(50)).unwrap();
-        let t = c.topology().unwrap();
-        assert_eq!(t.links.len(), 3);
-        for (l, rtt) in t.links.iter().zip(&c.rtts) {
-            let LinkKind::Emulated { a_to_b, b_to_a } = l.kind else { panic!("{} is not emulated", l.name) };
-            assert_eq!(a_to_b.delay, *rtt / 2);
-            assert_eq!(b_to_a.delay, *rtt / 2);
-            assert_eq!(a_to_b.rate, None, "no rate limit");
-        }
-        assert_eq!(t.links[0].b.addr.unwrap().addr, IpAddr::V4(Chain::right_of_segment(1)));
     }
 }

@@ -1,0 +1,191 @@
+//! The peer programs: looking them up (naming the install script when one
+//! is missing), running each as a [`Daemon`] in its namespace with its CPU
+//! time read from /proc, and reading curl's measurement.
+
+use anyhow::{bail, Context, Result};
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::Child;
+use std::time::{Duration, Instant};
+
+use super::chain::Kind;
+
+/// curl's `-w` output: bytes downloaded, seconds total, seconds to the first
+/// byte (connection setup through the whole chain and the request).
+pub fn parse_curl(out: &str) -> Result<(u64, f64, f64)> {
+    let mut it = out.split_whitespace();
+    let size = it.next().and_then(|v| v.parse::<f64>().ok()).context("curl printed no size")?;
+    let secs = it.next().and_then(|v| v.parse::<f64>().ok()).context("curl printed no time")?;
+    let first = it.next().and_then(|v| v.parse::<f64>().ok()).context("curl printed no first-byte time")?;
+    if secs <= 0.0 || size < 0.0 || !(0.0..=secs).contains(&first) {
+        bail!("curl printed size {size} in {secs} s, first byte at {first} s");
+    }
+    Ok((size as u64, secs, first))
+}
+
+/// A daemon in a namespace, stopped (TERM, then KILL) and reaped on drop.
+pub(super) struct Daemon {
+    pub(super) what: String,
+    pub(super) node: String,
+    pub(super) child: Child,
+    pub(super) log: PathBuf,
+}
+
+impl Daemon {
+    pub(super) fn stop(&mut self) {
+        if let Ok(None) = self.child.try_wait() {
+            // Not reaped yet (try_wait saw it running), so its pid is still its own.
+            let _ = tcpaccel_sys::process::signal(self.child.id(), tcpaccel_sys::process::Signal::Term);
+            let t0 = Instant::now();
+            while t0.elapsed() < Duration::from_secs(3) {
+                if let Ok(Some(_)) = self.child.try_wait() {
+                    return;
+                }
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+        }
+    }
+    /// CPU seconds (user + system) of the daemon and its direct children
+    /// (Dante's I/O processes) so far, from /proc. Assumes USER_HZ = 100, the
+    /// value every Linux architecture exports to user space.
+    pub(super) fn cpu_s(&self) -> f64 {
+        let pid = self.child.id();
+        let mut ticks = proc_ticks(pid).map(|(t, _)| t).unwrap_or(0);
+        if let Ok(dir) = std::fs::read_dir("/proc") {
+            for e in dir.flatten() {
+                let Some(other) = e.file_name().to_str().and_then(|n| n.parse::<u32>().ok()) else {
+                    continue;
+                };
+                if let Some((t, ppid)) = proc_ticks(other) {
+                    if ppid == pid {
+                        ticks += t;
+                    }
+                }
+            }
+        }
+        ticks as f64 / 100.0
+    }
+    pub(super) fn log_tail(&self) -> String {
+        let text = std::fs::read_to_string(&self.log).unwrap_or_default();
+        let lines: Vec<&str> = text.lines().collect();
+        lines[lines.len().saturating_sub(5)..].join(" | ")
+    }
+    /// Fails if the daemon has exited.
+    pub(super) fn check(&mut self) -> Result<()> {
+        if let Ok(Some(st)) = self.child.try_wait() {
+            bail!("{} exited ({st}): {}", self.what, self.log_tail());
+        }
+        Ok(())
+    }
+}
+
+impl Drop for Daemon {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
+
+/// utime + stime (clock ticks) and the parent pid of `pid`, from /proc/PID/stat.
+fn proc_ticks(pid: u32) -> Option<(u64, u32)> {
+    let text = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    parse_stat(&text)
+}
+
+/// Parses /proc/PID/stat: the command name may hold spaces and parentheses,
+/// so fields are counted after the last `)`.
+pub fn parse_stat(text: &str) -> Option<(u64, u32)> {
+    let rest = &text[text.rfind(')')? + 1..];
+    let f: Vec<&str> = rest.split_whitespace().collect();
+    // After the name: state(3) ppid(4) … utime(14) stime(15), here 0-based from field 3.
+    let ppid = f.get(1)?.parse().ok()?;
+    let utime: u64 = f.get(11)?.parse().ok()?;
+    let stime: u64 = f.get(12)?.parse().ok()?;
+    Some((utime + stime, ppid))
+}
+
+pub(super) fn find_bin(name: &str) -> Option<PathBuf> {
+    let path = std::env::var("PATH").unwrap_or_default();
+    let found = path
+        .split(':')
+        .chain(["/usr/sbin", "/usr/bin", "/sbin", "/bin"])
+        .map(|d| Path::new(d).join(name))
+        .find(|p| p.is_file());
+    found
+}
+
+/// The external programs the variants need (none for raw tcpaccel chains),
+/// found with `lookup`; a missing one names the install script.
+pub(super) fn find_peers(
+    kinds: &[Kind],
+    raw: bool,
+    lookup: impl Fn(&str) -> Option<PathBuf>,
+) -> Result<BTreeMap<&'static str, PathBuf>> {
+    let mut need = Vec::new();
+    if !raw {
+        need.push(("curl", "the HTTP client"));
+        need.push(("nginx", "the HTTP server"));
+    }
+    if kinds.contains(&Kind::Dante) {
+        need.push(("danted", "relays=dante"));
+    }
+    if kinds.contains(&Kind::Squid) {
+        need.push(("squid", "relays=squid"));
+    }
+    let mut bins = BTreeMap::new();
+    for (b, why) in need {
+        let path = lookup(b).with_context(|| {
+            format!(
+                "{b} not found (needed for {why}); install the peers with scripts/install-split-peers.sh, \
+                 or leave that relay kind out (--set relays=tcpaccel --set uneven_relays=tcpaccel)"
+            )
+        })?;
+        bins.insert(b, path);
+    }
+    Ok(bins)
+}
+
+pub(super) fn tcpaccel_bin() -> Result<PathBuf> {
+    if let Some(p) = std::env::var_os("TCPACCEL_BIN") {
+        return Ok(PathBuf::from(p));
+    }
+    std::env::current_exe().context("locating the tcpaccel executable (set TCPACCEL_BIN)")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn proc_stat_parses_names_with_spaces() {
+        let line = "4242 (my (odd) name) S 17 4242 4242 0 -1 4194560 300 0 0 0 250 50 0 0 20 0 3 0 100 0 0";
+        assert_eq!(parse_stat(line), Some((300, 17)));
+        assert_eq!(parse_stat("garbage"), None);
+        let own = proc_ticks(std::process::id()).expect("our own /proc/PID/stat");
+        assert!(own.1 > 0);
+    }
+
+    #[test]
+    fn missing_peers_name_the_install_script_and_tcpaccel_needs_none_of_them() {
+        let none = |_: &str| None;
+        let e = find_peers(&[Kind::Direct, Kind::Dante], false, none).unwrap_err().to_string();
+        assert!(e.contains("scripts/install-split-peers.sh") && e.contains("curl"), "{e}");
+        let only_http = |b: &str| (b == "curl" || b == "nginx").then(|| PathBuf::from(format!("/x/{b}")));
+        let e = find_peers(&[Kind::Tcpaccel, Kind::Squid], false, only_http).unwrap_err().to_string();
+        assert!(e.contains("squid not found (needed for relays=squid)"), "{e}");
+        let ok = find_peers(&[Kind::Direct, Kind::Tcpaccel], false, only_http).unwrap();
+        assert_eq!(ok.keys().copied().collect::<Vec<_>>(), vec!["curl", "nginx"]);
+        assert!(find_peers(&[Kind::Direct, Kind::Tcpaccel], true, none).unwrap().is_empty());
+    }
+
+    #[test]
+    fn curl_output_parses_and_rejects_garbage() {
+        assert_eq!(parse_curl("100000000 9.5 0.25").unwrap(), (100_000_000, 9.5, 0.25));
+        assert!(parse_curl("").is_err());
+        assert!(parse_curl("100 9.5").is_err(), "no first-byte time");
+        assert!(parse_curl("100 1.0 2.0").is_err(), "first byte after the end");
+        assert!(parse_curl("12 0 0").is_err());
+        assert!(parse_curl("abc def").is_err());
+    }
+}
