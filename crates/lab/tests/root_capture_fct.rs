@@ -1,7 +1,7 @@
 //! The capture-based flow completion time on a real transfer whose moments
 //! are known: the SYN goes out at connect(), the data (1 MB over an unshaped
-//! veth) is acked within milliseconds, and the FIN goes out 300 ms after the
-//! last write, when the sender shuts its side down.
+//! veth) is acked while the sender waits 300 ms, and the FIN goes out when
+//! it then shuts its side down.
 
 use std::io::{Read, Write};
 use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream};
@@ -70,16 +70,23 @@ fn root_capture_times_the_syn_the_last_data_ack_and_the_fin_ack() {
         *cap.connections().get(local, server).expect("the connection, the sender being the side of the SYN");
     let ms = |d: Duration| d.as_secs_f64() * 1e3;
     assert_eq!(f.data_bytes, BYTES as u64);
+    // Ordering with wide margins, not tight timing (CI is a busy 2-core
+    // machine): the SYN between connect() and the hold's end, the last data
+    // byte acked before the sender shuts down, the FIN's ACK after that.
     assert!(
-        f.syn >= connect_at && f.syn - connect_at < Duration::from_millis(50),
+        f.syn >= connect_at && f.syn < connect_at + HOLD,
         "SYN {:.1} ms after connect()",
         ms(f.syn.saturating_since(connect_at))
     );
-    let data = f.fct_to_last_ack().expect("the last data byte was acked");
-    assert!(data < Duration::from_millis(200), "1 MB on a veth acked {:.1} ms after the SYN", ms(data));
+    let acked = f.last_data_acked.expect("the last data byte was acked");
+    assert!(
+        acked < shutdown_at,
+        "last data ACK {:.1} ms after shutdown()",
+        ms(acked.saturating_since(shutdown_at))
+    );
     let fin = f.fin_acked.expect("the FIN was acked");
     assert!(
-        fin >= shutdown_at && fin - shutdown_at < Duration::from_millis(100),
+        fin >= shutdown_at && fin - shutdown_at < Duration::from_secs(2),
         "FIN acked {:.1} ms after shutdown()",
         ms(fin.saturating_since(shutdown_at))
     );
