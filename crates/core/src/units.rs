@@ -244,7 +244,7 @@ impl Bytes {
             _ => return Err(err("size", s, format!("unknown unit {unit:?}"), SIZE_FORMS)),
         }
         let n = v * mult;
-        if n > u64::MAX as f64 / 2.0 {
+        if n > MAX_SIZE {
             return Err(err("size", s, "too large", SIZE_FORMS));
         }
         if n.fract() != 0.0 && mult == 1.0 {
@@ -264,6 +264,9 @@ impl Bytes {
 /// `256KB` stays `256KB` although it is exactly `250KiB` too (decimal is the
 /// papers' and the files' usual form), `4MiB` stays `4MiB`, `1.5KiB` stays
 /// `1.5KiB`. A size neither writes exactly is decimal, rounded to 3 decimals.
+/// The largest size [`Bytes::parse`] takes.
+const MAX_SIZE: f64 = u64::MAX as f64 / 2.0;
+
 impl fmt::Display for Bytes {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         const DECIMAL: [(u64, &str); 3] = [(1_000_000_000, "GB"), (1_000_000, "MB"), (1_000, "KB")];
@@ -282,8 +285,14 @@ impl fmt::Display for Bytes {
             (Some(d), _) => d,
             (None, Some(bin)) => bin,
             (None, None) => match DECIMAL.iter().find(|(unit, _)| b >= *unit) {
-                Some(&(unit, name)) => (3, unit, name),
-                None => return write!(f, "{b}B"),
+                // Rounded to three decimals it must still parse: near the
+                // largest size `parse` takes, rounding up would pass it.
+                Some(&(unit, name))
+                    if (b as f64 / unit as f64 * 1e3).round() / 1e3 * unit as f64 <= MAX_SIZE =>
+                {
+                    (3, unit, name)
+                }
+                _ => return write!(f, "{b}B"),
             },
         };
         write!(f, "{}{name}", trim_float(b as f64 / unit as f64))
@@ -718,5 +727,14 @@ mod tests {
         for r in [Rate::mbps(500), Rate::gbps(1), Rate::kbps(64)] {
             assert_eq!(Rate::parse(&r.to_string()).unwrap(), r);
         }
+    }
+
+    #[test]
+    fn a_size_near_the_largest_prints_in_a_form_that_parses() {
+        // Found by fuzzing: 9223372036.855GB, rounded up, was too large to parse.
+        let b = Bytes(9_223_372_036_854_773_760);
+        assert_eq!(b.to_string(), "9223372036854773760B");
+        assert_eq!(Bytes::parse(&b.to_string()).unwrap(), b);
+        assert_eq!(Bytes(1_234_567).to_string(), "1.235MB", "ordinary sizes keep their three decimals");
     }
 }
