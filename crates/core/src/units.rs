@@ -134,7 +134,7 @@ impl Rate {
         if bits < 1.0 {
             return Err(err("rate", s, "must be at least 1 bit/s", RATE_FORMS));
         }
-        if bits > u64::MAX as f64 / 2.0 {
+        if bits > MAX_SIZE {
             return Err(err("rate", s, "too large", RATE_FORMS));
         }
         Ok(Rate(bits.round() as u64))
@@ -169,7 +169,11 @@ fn prefix(unit: &str) -> (f64, &str) {
 impl fmt::Display for Rate {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let b = self.0 as f64;
-        if b >= 1e9 {
+        // Rounded to three decimals it must still parse: near the largest
+        // rate `parse` takes, rounding up would pass it.
+        if (b / 1e9 * 1e3).round() / 1e3 * 1e9 > MAX_SIZE {
+            write!(f, "{}bit/s", self.0)
+        } else if b >= 1e9 {
             write!(f, "{}Gbit/s", trim_float(b / 1e9))
         } else if b >= 1e6 {
             write!(f, "{}Mbit/s", trim_float(b / 1e6))
@@ -264,7 +268,7 @@ impl Bytes {
 /// `256KB` stays `256KB` although it is exactly `250KiB` too (decimal is the
 /// papers' and the files' usual form), `4MiB` stays `4MiB`, `1.5KiB` stays
 /// `1.5KiB`. A size neither writes exactly is decimal, rounded to 3 decimals.
-/// The largest size [`Bytes::parse`] takes.
+/// The largest size [`Bytes::parse`] and rate [`Rate::parse`] take.
 const MAX_SIZE: f64 = u64::MAX as f64 / 2.0;
 
 impl fmt::Display for Bytes {
@@ -736,5 +740,13 @@ mod tests {
         assert_eq!(b.to_string(), "9223372036854773760B");
         assert_eq!(Bytes::parse(&b.to_string()).unwrap(), b);
         assert_eq!(Bytes(1_234_567).to_string(), "1.235MB", "ordinary sizes keep their three decimals");
+    }
+
+    #[test]
+    fn a_rate_near_the_largest_prints_in_a_form_that_parses() {
+        // Found by fuzzing, as for sizes.
+        let r = Rate(9_223_372_036_854_775_806);
+        assert_eq!(Rate::parse(&r.to_string()).unwrap().0 as f64, r.0 as f64);
+        assert_eq!(Rate::mbps(500).to_string(), "500Mbit/s");
     }
 }
