@@ -20,6 +20,10 @@
 //!   `SET_LIMITS` 3 subflows, 2 accepted;
 //! - `mptcp_events.bin`: the path manager's events while an MPTCP connection
 //!   127.0.0.1:40001 → 127.0.0.1:5202 opens and closes;
+//! - `diag_mptcp.bin`: a sock_diag dump (with `tcp_info`) of that MPTCP
+//!   connection while it is open: its two subflows (client and server side),
+//!   each with the nested `INET_DIAG_ULP_INFO` (name "mptcp" and the nested
+//!   subflow info);
 //! - `tcp_info.bin`: `getsockopt(TCP_INFO)` on the client of the first
 //!   connection, after 10 000 bytes were sent and echoed.
 use std::io::{Read, Write};
@@ -147,6 +151,15 @@ fn capture(dir: &Path) -> Res<()> {
         let (mut s, _) = l.accept()?;
         c.write_all(b"ping")?;
         s.read_exact(&mut [0u8; 4])?;
+        let req = DumpRequest {
+            port: Some(5202),
+            port_side: PortSide::Either,
+            families: vec![Family::V4],
+            ext: diag::ext::INFO,
+            ..Default::default()
+        };
+        let dump = diag::encode_request(Family::V4, &req, 8);
+        save(dir, "diag_mptcp.bin", &exchange(libc::NETLINK_SOCK_DIAG, &dump, 8, "sock_diag mptcp")?)?;
     }
     let mut events = Vec::new();
     let until = Instant::now() + Duration::from_millis(500);
