@@ -296,7 +296,14 @@ impl<'a> Daemon<'a> {
             diag_failing: false,
         };
         match before_start {
-            Ok(existing) => {
+            Ok((existing, undecodable)) => {
+                for why in undecodable {
+                    tracing::warn!("connection open before the start not managed: {why}");
+                    d.out.emit(&Record::Warning(Warning {
+                        t: 0.0,
+                        message: format!("a connection open before the start is not managed: {why}"),
+                    }))?;
+                }
                 let t = d.now();
                 let actions = d.tracker.adopt(t, &existing);
                 d.summary.connections += d.tracker.managed_count() as u64;
@@ -776,13 +783,22 @@ fn to_readings(sockets: &[diag::DiagSocket], locals: &[IpAddr]) -> Vec<Reading> 
 
 /// Groups MPTCP subflows by connection (local token); a connection is
 /// server side when its initial subflow's local port has a listener on its
-/// address (or the wildcard).
-fn existing_connections(sockets: &[diag::DiagSocket]) -> Vec<Existing> {
+/// address (or the wildcard). A socket whose MPTCP subflow info does not
+/// decode is left out and described in the second list, for a warning.
+fn existing_connections(sockets: &[diag::DiagSocket]) -> (Vec<Existing>, Vec<String>) {
     let listening: Vec<std::net::SocketAddr> =
         sockets.iter().filter(|s| s.state == diag::state::LISTEN).map(|s| s.src).collect();
     let mut by_token: std::collections::BTreeMap<u32, Existing> = std::collections::BTreeMap::new();
+    let mut undecodable = Vec::new();
     for s in sockets.iter().filter(|s| s.state == diag::state::ESTABLISHED) {
-        let Some(sf) = s.mptcp_subflow() else { continue };
+        let sf = match s.mptcp_subflow() {
+            Ok(Some(sf)) => sf,
+            Ok(None) => continue,
+            Err(e) => {
+                undecodable.push(format!("subflow {} -> {}: its sock_diag MPTCP info: {e}", s.src, s.dst));
+                continue;
+            }
+        };
         let e = by_token.entry(sf.token_loc).or_insert_with(|| Existing {
             token: sf.token_loc,
             server_side: false,
@@ -800,7 +816,7 @@ fn existing_connections(sockets: &[diag::DiagSocket]) -> Vec<Existing> {
             backup: sf.backup_local(),
         });
     }
-    by_token.into_values().collect()
+    (by_token.into_values().collect(), undecodable)
 }
 
 /// SUBFLOW_CREATE refused with ENOTCONN: the kernel's subflow connect
@@ -868,5 +884,26 @@ mod tests {
         assert!(subflow_not_found(&kernel(libc::EINVAL, Some("subflow not found"))));
         assert!(!subflow_not_found(&kernel(libc::EINVAL, Some("invalid token"))));
         assert!(!subflow_not_found(&kernel(libc::ENOENT, Some("subflow not found"))));
+    }
+
+    /// A subflow whose nested MPTCP info is malformed is described for a
+    /// warning, not taken for a plain TCP socket and passed over in silence;
+    /// the other subflow of the captured dump is still adopted.
+    #[test]
+    fn an_undecodable_subflow_is_reported_not_skipped() {
+        const DUMP: &[u8] = include_bytes!("../../sys/testdata/diag_mptcp.bin");
+        let seq = tcpaccel_sys::netlink::messages(DUMP).next().unwrap().unwrap().header.seq;
+        let mut socks = Vec::new();
+        diag::parse_datagram(DUMP, seq, &mut socks).unwrap();
+        let (good, bad) = existing_connections(&socks);
+        assert_eq!((good.len(), bad.len()), (2, 0), "each end of the connection has its own token");
+        let ulp = socks[0].attrs.iter_mut().find(|a| a.kind == diag::attr::ULP_INFO).unwrap();
+        ulp.data[..2].copy_from_slice(&200u16.to_ne_bytes()); // the first nested attribute's length
+        let (good, bad) = existing_connections(&socks);
+        assert_eq!((good.len(), bad.len()), (1, 1));
+        assert!(
+            bad[0].contains(&socks[0].src.to_string()) && bad[0].contains("claims length 200"),
+            "{bad:?}"
+        );
     }
 }

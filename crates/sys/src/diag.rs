@@ -216,6 +216,10 @@ pub enum PortSide {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Attr {
     pub kind: u16,
+    /// Where the payload starts in the `inet_diag_msg` (counted like
+    /// [`parse_diag_msg`]'s error offsets, so that errors of a nested walk
+    /// inside it name bytes of the message).
+    pub at: usize,
     pub data: Vec<u8>,
 }
 
@@ -268,31 +272,36 @@ impl DiagSocket {
     pub fn congestion(&self) -> Option<String> {
         self.attr(attr::CONG).map(c_string)
     }
-    /// ULP name (`INET_DIAG_ULP_INFO` / `INET_DIAG_ULP_INFO_NAME`), e.g. "mptcp"
-    /// for an MPTCP subflow.
-    pub fn ulp_name(&self) -> Option<String> {
-        let nested = self.attr(attr::ULP_INFO)?;
-        let mut name = None;
-        for a in netlink::attrs(nested, "INET_DIAG_ULP_INFO") {
-            match a {
-                Ok((1, data)) => {
-                    name = Some(c_string(data));
-                    break;
-                }
-                Ok(_) => {}
-                Err(_) => break,
+    /// The first attribute of type `kind` with its payload's offset.
+    fn attr_at(&self, kind: u16) -> Option<(usize, &[u8])> {
+        self.attrs.iter().find(|a| a.kind == kind).map(|a| (a.at, a.data.as_slice()))
+    }
+    /// The first attribute of type `nested_kind` inside `INET_DIAG_ULP_INFO`,
+    /// with its payload's offset in the `inet_diag_msg`. `Ok(None)` when
+    /// either is absent; a malformed nested attribute met before it is the
+    /// error, at its offset in the `inet_diag_msg`.
+    fn ulp_attr(&self, nested_kind: u16) -> std::result::Result<Option<(usize, &[u8])>, ParseError> {
+        let Some((at, nested)) = self.attr_at(attr::ULP_INFO) else { return Ok(None) };
+        for a in netlink::attrs(nested, "INET_DIAG_ULP_INFO").at_offset(at).with_offsets() {
+            let (at, kind, data) = a?;
+            if kind == nested_kind {
+                return Ok(Some((at, data)));
             }
         }
-        name
+        Ok(None)
+    }
+    /// ULP name (`INET_DIAG_ULP_INFO` / `INET_DIAG_ULP_INFO_NAME`), e.g. "mptcp"
+    /// for an MPTCP subflow; `Ok(None)` for a socket without a ULP. Error
+    /// offsets count from the start of the `inet_diag_msg` (see
+    /// [`ParseError::shifted`] to place them in the datagram).
+    pub fn ulp_name(&self) -> std::result::Result<Option<String>, ParseError> {
+        Ok(self.ulp_attr(ULP_INFO_NAME)?.map(|(_, d)| c_string(d)))
     }
     /// The raw nested payload of the ULP's own info (`INET_DIAG_ULP_INFO_MPTCP`
     /// = 3 for MPTCP subflows: tokens, ids, flags), for callers that decode it.
-    pub fn ulp_info_raw(&self, nested_kind: u16) -> Option<&[u8]> {
-        let nested = self.attr(attr::ULP_INFO)?;
-        netlink::attrs(nested, "INET_DIAG_ULP_INFO")
-            .filter_map(|a| a.ok())
-            .find(|(k, _)| *k == nested_kind)
-            .map(|(_, d)| d)
+    /// Errors as [`ulp_name`](DiagSocket::ulp_name)'s.
+    pub fn ulp_info_raw(&self, nested_kind: u16) -> std::result::Result<Option<&[u8]>, ParseError> {
+        Ok(self.ulp_attr(nested_kind)?.map(|(_, d)| d))
     }
 }
 
@@ -332,6 +341,8 @@ impl MptcpSubflow {
     }
 }
 
+/// `INET_DIAG_ULP_INFO_NAME`, nested in `INET_DIAG_ULP_INFO`.
+const ULP_INFO_NAME: u16 = 1;
 /// `INET_DIAG_ULP_INFO_MPTCP`, nested in `INET_DIAG_ULP_INFO`.
 const ULP_INFO_MPTCP: u16 = 3;
 
@@ -363,12 +374,15 @@ pub fn parse_mptcp_subflow(nested: &[u8]) -> std::result::Result<MptcpSubflow, P
 
 impl DiagSocket {
     /// The MPTCP subflow info of this socket, when it is a subflow and the
-    /// dump asked for `INET_DIAG_INFO` (the kernel adds ULP info with it).
-    pub fn mptcp_subflow(&self) -> Option<MptcpSubflow> {
-        if self.ulp_name().as_deref() != Some("mptcp") {
-            return None;
+    /// dump asked for `INET_DIAG_INFO` (the kernel adds ULP info with it);
+    /// `Ok(None)` for any other socket. A malformed nested attribute, at
+    /// either level, is an error at its offset in the `inet_diag_msg`.
+    pub fn mptcp_subflow(&self) -> std::result::Result<Option<MptcpSubflow>, ParseError> {
+        if self.ulp_name()?.as_deref() != Some("mptcp") {
+            return Ok(None);
         }
-        parse_mptcp_subflow(self.ulp_info_raw(ULP_INFO_MPTCP)?).ok()
+        let Some((at, nested)) = self.ulp_attr(ULP_INFO_MPTCP)? else { return Ok(None) };
+        parse_mptcp_subflow(nested).map(Some).map_err(|e| e.shifted(at))
     }
 }
 
@@ -436,9 +450,9 @@ pub fn parse_diag_msg(p: &[u8]) -> std::result::Result<DiagSocket, ParseError> {
         inode: field(4)?,
         attrs: Vec::new(),
     };
-    for a in netlink::attrs(&p[DIAG_MSG_LEN..], "inet_diag_msg").at_offset(DIAG_MSG_LEN) {
-        let (kind, data) = a?;
-        s.attrs.push(Attr { kind, data: data.to_vec() });
+    for a in netlink::attrs(&p[DIAG_MSG_LEN..], "inet_diag_msg").at_offset(DIAG_MSG_LEN).with_offsets() {
+        let (at, kind, data) = a?;
+        s.attrs.push(Attr { kind, at, data: data.to_vec() });
     }
     Ok(s)
 }
@@ -748,7 +762,7 @@ mod tests {
         a.put_nested(attr::ULP_INFO, ulp);
         let msg = diag_msg_v4(40000, 5201, 9, &a.into_bytes());
         let sock = parse_diag_msg(&msg).unwrap();
-        let got = sock.mptcp_subflow().expect("an MPTCP subflow");
+        let got = sock.mptcp_subflow().unwrap().expect("an MPTCP subflow");
         assert_eq!(
             got,
             MptcpSubflow {
@@ -762,7 +776,7 @@ mod tests {
         );
         assert!(got.initial() && got.backup_local());
         // A plain TCP socket has none; a truncated attribute is an error.
-        assert_eq!(parse_diag_msg(&diag_msg_v4(1, 2, 3, &[])).unwrap().mptcp_subflow(), None);
+        assert_eq!(parse_diag_msg(&diag_msg_v4(1, 2, 3, &[])).unwrap().mptcp_subflow(), Ok(None));
         assert_eq!(
             parse_mptcp_subflow(&[8, 0, 2, 0, 1, 2]),
             Err(ParseError::AttrBadLength { within: "INET_DIAG_ULP_INFO_MPTCP", at: 0, len: 8, left: 6 })
@@ -860,7 +874,7 @@ mod tests {
         assert_eq!(s.if_index, 7);
         assert_eq!(s.congestion().as_deref(), Some("cubic"));
         assert_eq!(s.tcp_info_raw().map(|b| b.len()), Some(232));
-        assert_eq!(s.ulp_name().as_deref(), Some("mptcp"));
+        assert_eq!(s.ulp_name(), Ok(Some("mptcp".to_string())));
     }
 
     #[test]
@@ -1058,7 +1072,7 @@ mod tests {
             let info = sock.tcp_info().expect("INET_DIAG_INFO");
             assert_eq!((info.len, info.state_name()), (280, "ESTABLISHED"));
             assert_eq!(sock.unknown_attrs(), 0);
-            assert_eq!(sock.mptcp_subflow(), None);
+            assert_eq!((sock.ulp_name(), sock.mptcp_subflow()), (Ok(None), Ok(None)));
         }
         // The exact query for a dumped socket names it with the very sockid bytes.
         let first = netlink::messages(CAPTURED).next().unwrap().unwrap();
@@ -1092,5 +1106,88 @@ mod tests {
             parse_datagram(&dg, msgs[0].header.seq, &mut Vec::new()),
             Err(ParseError::AttrBadLength { within: "inet_diag_msg", at, len: 9, left: 8 })
         );
+    }
+
+    const CAPTURED_MPTCP: &[u8] = include_bytes!("../testdata/diag_mptcp.bin");
+
+    /// The offset (in the `inet_diag_msg`) of the header of the first
+    /// attribute of type `kind` among the attributes at `at..` of `p`.
+    fn attr_header_at(p: &[u8], at: usize, kind: u16) -> usize {
+        let end = at + usize::from(netlink::u16_ne(p, at - 4).unwrap()) - 4;
+        netlink::attrs(&p[at..end], "test")
+            .at_offset(at)
+            .with_offsets()
+            .map(|a| a.unwrap())
+            .find(|&(_, k, _)| k == kind)
+            .map(|(payload_at, _, _)| payload_at - 4)
+            .unwrap()
+    }
+
+    /// The real dump of one MPTCP connection 127.0.0.1:40001 →
+    /// 127.0.0.1:5202 (its two subflows, crates/sys/testdata/README.md) is
+    /// decoded; with one nested attribute's length corrupted, at either
+    /// level, the dump still parses (the top-level attributes are sound)
+    /// but the accessors answer the typed error at the corrupted bytes,
+    /// where they used to answer `None`.
+    #[test]
+    fn captured_mptcp_dump_decodes_and_a_corrupted_nested_attribute_is_an_error_at_its_offset() {
+        let first = netlink::messages(CAPTURED_MPTCP).next().unwrap().unwrap();
+        let (seq, payload_at) = (first.header.seq, first.payload_at());
+        let mut out = Vec::new();
+        assert_eq!(parse_datagram(CAPTURED_MPTCP, seq, &mut out), Ok(Progress::Done { interrupted: false }));
+        let (c, s): (SocketAddr, SocketAddr) =
+            ("127.0.0.1:40001".parse().unwrap(), "127.0.0.1:5202".parse().unwrap());
+        let mut ends: Vec<_> = out.iter().map(|x| (x.src, x.dst)).collect();
+        let mut want = vec![(c, s), (s, c)];
+        ends.sort();
+        want.sort();
+        assert_eq!(ends, want);
+        let mut tokens = Vec::new();
+        for sock in &out {
+            assert_eq!(sock.ulp_name(), Ok(Some("mptcp".to_string())));
+            let sf = sock.mptcp_subflow().unwrap().expect("an MPTCP subflow");
+            assert_ne!(sf.token_loc, 0);
+            assert!(sf.skipped.is_empty(), "{:?}", sf.skipped);
+            // The kernel flags MCAP_LOC (`request_mptcp`) on the side that
+            // connected only.
+            assert_eq!(sf.initial(), sock.src == c, "{sock:?}");
+            tokens.push(sf.token_loc);
+        }
+        assert_ne!(tokens[0], tokens[1], "each end has its own local token");
+
+        // The first socket's nested attributes, located in its message.
+        let p = first.payload;
+        let ulp_at = out[0].attrs.iter().find(|a| a.kind == attr::ULP_INFO).unwrap().at;
+        let name_at = attr_header_at(p, ulp_at, ULP_INFO_NAME);
+        let sf_at = attr_header_at(p, ulp_at, ULP_INFO_MPTCP);
+        let flags_at = attr_header_at(p, sf_at + 4, 8); // MPTCP_SUBFLOW_ATTR_FLAGS
+        let corrupt = |at: usize, len: u16| {
+            let mut dg = CAPTURED_MPTCP.to_vec();
+            dg[payload_at + at..payload_at + at + 2].copy_from_slice(&len.to_ne_bytes());
+            let mut out = Vec::new();
+            assert_eq!(parse_datagram(&dg, seq, &mut out), Ok(Progress::Done { interrupted: false }));
+            out.swap_remove(0)
+        };
+
+        // Level 1: the name's length runs past INET_DIAG_ULP_INFO.
+        let sock = corrupt(name_at, 200);
+        let left = ulp_at + out[0].attr(attr::ULP_INFO).unwrap().len() - name_at;
+        let want = ParseError::AttrBadLength { within: "INET_DIAG_ULP_INFO", at: name_at, len: 200, left };
+        assert_eq!(sock.ulp_name(), Err(want.clone()));
+        assert_eq!(sock.ulp_info_raw(ULP_INFO_MPTCP), Err(want.clone()));
+        assert_eq!(sock.mptcp_subflow(), Err(want.clone()));
+        assert_eq!(
+            want.shifted(payload_at).offset(),
+            Some(payload_at + name_at),
+            "the datagram byte corrupted"
+        );
+
+        // Level 2: the flags' length below the attribute header's own.
+        let sock = corrupt(flags_at, 2);
+        assert_eq!(sock.ulp_name(), Ok(Some("mptcp".to_string())));
+        let left = sf_at + usize::from(netlink::u16_ne(p, sf_at).unwrap()) - flags_at;
+        let want =
+            ParseError::AttrBadLength { within: "INET_DIAG_ULP_INFO_MPTCP", at: flags_at, len: 2, left };
+        assert_eq!(sock.mptcp_subflow(), Err(want));
     }
 }

@@ -9,16 +9,18 @@
 //!   datagram, `parse_diag_msg`'s in the payload): a payload shorter than
 //!   `inet_diag_msg` is exactly `Truncated { need: 72 }`, another family
 //!   exactly `BadFamily { at: 0 }`;
-//! - a decoded socket keeps every attribute, in order, as the one walker
-//!   reads them; `unknown_attrs` counts exactly those of types not named in
-//!   `diag::attr::KNOWN`;
+//! - a decoded socket keeps every attribute, in order and with its payload's
+//!   offset, as the one walker reads them; `unknown_attrs` counts exactly
+//!   those of types not named in `diag::attr::KNOWN`;
 //! - `tcp_info` is there exactly when `INET_DIAG_INFO` holds at least the
 //!   104-byte base, with the attribute's length;
 //! - round trip: the exact query for a decoded socket carries the input's
 //!   `inet_diag_sockid` (ports, interface, cookie, the address bytes that
 //!   the family uses);
 //! - the MPTCP subflow decoder's `skipped` counts exactly the unknown
-//!   attributes and those read of the wrong size; its error is the walk's.
+//!   attributes and those read of the wrong size; its error is the walk's;
+//! - the ULP accessors' errors (a malformed nested attribute) name an
+//!   offset inside the `INET_DIAG_ULP_INFO` attribute's payload.
 //!
 //! Run it with `fuzz/run.sh sys/diag` (see there).
 #![no_main]
@@ -95,10 +97,14 @@ fuzz_target!(|data: &[u8]| {
             Ok(s) => {
                 assert!(p.len() >= DIAG_MSG_LEN);
                 assert_eq!((s.family, s.state, s.timer, s.retrans), (p[0], p[1], p[2], p[3]));
-                let walked: Vec<_> = attrs(&p[DIAG_MSG_LEN..], "x").map(|a| a.unwrap()).collect();
-                let kept: Vec<_> = s.attrs.iter().map(|a| (a.kind, a.data.as_slice())).collect();
+                let walked: Vec<_> = attrs(&p[DIAG_MSG_LEN..], "x")
+                    .at_offset(DIAG_MSG_LEN)
+                    .with_offsets()
+                    .map(|a| a.unwrap())
+                    .collect();
+                let kept: Vec<_> = s.attrs.iter().map(|a| (a.at, a.kind, a.data.as_slice())).collect();
                 assert_eq!(kept, walked);
-                let unknown = walked.iter().filter(|(k, _)| !diag::attr::KNOWN.contains(k)).count();
+                let unknown = walked.iter().filter(|(_, k, _)| !diag::attr::KNOWN.contains(k)).count();
                 assert_eq!(s.unknown_attrs(), unknown);
                 match (s.tcp_info_raw(), s.tcp_info()) {
                     (Some(raw), Some(t)) => assert!(raw.len() >= 104 && t.len == raw.len()),
@@ -115,8 +121,19 @@ fuzz_target!(|data: &[u8]| {
                 } else {
                     assert_eq!((&qid[4..8], &qid[20..24]), (&id[4..8], &id[20..24]), "addresses");
                 }
-                if let Some(n) = s.ulp_info_raw(3) {
-                    check_subflow(n);
+                let ulp = s.attrs.iter().find(|a| a.kind == diag::attr::ULP_INFO);
+                let inside_ulp = |e: &ParseError| {
+                    let u = ulp.expect("a ULP error without INET_DIAG_ULP_INFO");
+                    let o = e.offset().expect("a ULP error names its offset");
+                    assert!((u.at..u.at + u.data.len()).contains(&o), "{e:?} outside {}..", u.at);
+                };
+                match s.ulp_info_raw(3) {
+                    Ok(Some(n)) => check_subflow(n),
+                    Ok(None) => {}
+                    Err(e) => inside_ulp(&e),
+                }
+                for e in [s.ulp_name().err(), s.mptcp_subflow().err()].into_iter().flatten() {
+                    inside_ulp(&e);
                 }
             }
         }
