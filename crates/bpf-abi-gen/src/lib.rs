@@ -601,6 +601,31 @@ pub fn round_trip_violations(s: &AbiStruct, input: &[u8], output: &[u8]) -> Vec<
     out
 }
 
+/// Test support for the crates whose structs come from a table: `bytes`
+/// (exactly the size of struct `name` of `table`) read into the typed value
+/// by `read` and written back by `write` over a buffer of 0xAA: every field
+/// comes back as [`round_trip_violations`] wants, and the value reads back
+/// equal. Panics naming what differs. `read`/`write` are the type's
+/// `tcpaccel_sys::bpf::Plain` methods (this crate does not depend on sys).
+pub fn assert_round_trips<T: PartialEq + std::fmt::Debug>(
+    table: &str,
+    name: &str,
+    bytes: &[u8],
+    read: fn(&[u8]) -> T,
+    write: fn(&T, &mut [u8]),
+) {
+    let structs = parse_table(table).unwrap_or_else(|e| panic!("{e}"));
+    let st =
+        structs.iter().find(|s| s.name == name).unwrap_or_else(|| panic!("no struct {name} in the table"));
+    assert_eq!(st.size, bytes.len(), "{name}: the table's size against the bytes given");
+    let v = read(bytes);
+    let mut out = vec![0xAAu8; st.size];
+    write(&v, &mut out);
+    let bad = round_trip_violations(st, bytes, &out);
+    assert!(bad.is_empty(), "{bad:?}");
+    assert_eq!(read(&out), v, "{name}: the value written back reads back different");
+}
+
 /// Where the generated code of table `table` (`x.abi.h`) is committed:
 /// `x.abi.rs` beside it.
 pub fn generated_path(table: &Path) -> PathBuf {
@@ -720,6 +745,32 @@ mod tests {
         output[9] = 0;
         assert_eq!(round_trip_violations(&s[0], &input, &output).len(), 1);
         assert!(round_trip_violations(&s[0], &input, &output)[0].starts_with("x.c:"));
+    }
+
+    /// The shared round-trip check passes a faithful conversion and fails,
+    /// naming the field, one that loses a field.
+    #[test]
+    fn assert_round_trips_catches_a_lost_field() {
+        let table = format!("{GOOD}RUST(x, crate::X)\nPAD(x, b)");
+        // a and c kept, b (padding) written as zeros: faithful.
+        let read = |b: &[u8]| (b[..4].to_vec(), b[8..].to_vec());
+        fn write(v: &(Vec<u8>, Vec<u8>), out: &mut [u8]) {
+            out[..4].copy_from_slice(&v.0);
+            out[4..8].fill(0);
+            out[8..].copy_from_slice(&v.1);
+        }
+        let input: Vec<u8> = (1..=16).collect();
+        assert_round_trips(&table, "x", &input, read, write);
+        fn lossy(v: &(Vec<u8>, Vec<u8>), out: &mut [u8]) {
+            write(v, out);
+            out[8] = 0; // c's first byte lost
+        }
+        let lost = std::panic::catch_unwind(|| assert_round_trips(&table, "x", &input, read, lossy));
+        let msg = lost.expect_err("a lost byte must fail the check");
+        let msg = msg.downcast_ref::<String>().expect("a formatted panic message");
+        assert!(msg.contains("x.c:"), "{msg}");
+        let short = std::panic::catch_unwind(|| assert_round_trips(&table, "x", &input[..12], read, write));
+        assert!(short.is_err(), "bytes of another size than the struct's");
     }
 
     #[test]

@@ -425,7 +425,7 @@ mod tests {
     }
 
     use proptest::prelude::*;
-    use tcpaccel_bpf_abi_gen::{parse_table, round_trip_violations};
+    use tcpaccel_bpf_abi_gen::{assert_round_trips, parse_table};
     use tcpaccel_sys::bpf::Plain;
 
     const TABLE: &str = include_str!("../bpf/lanes.abi.h");
@@ -530,28 +530,13 @@ mod tests {
         assert!(!prepare_due(&both, 999_999, 149_999));
     }
 
-    /// Bytes of `S::SIZE` read into the typed value and written back: every
-    /// field of the table comes back (padding zeroed, booleans 0/1), and
-    /// the value reads back equal.
-    fn round_trips<S: Plain + PartialEq + std::fmt::Debug>(name: &str, bytes: &[u8]) {
-        let table = parse_table(TABLE).unwrap();
-        let st = table.iter().find(|s| s.name == name).unwrap();
-        assert_eq!(st.size, S::SIZE);
-        let v = S::read(bytes);
-        let mut out = vec![0xAAu8; S::SIZE];
-        v.write(&mut out);
-        let bad = round_trip_violations(st, bytes, &out);
-        assert!(bad.is_empty(), "{bad:?}");
-        assert_eq!(S::read(&out), v);
-    }
-
     proptest! {
         #[test]
         fn every_field_round_trips_through_the_typed_values(
             b in proptest::collection::vec(any::<u8>(), 256),
             v4 in any::<[bool; 2]>(),
         ) {
-            round_trips::<CfgAbi>("lanes_cfg", &b[..CfgAbi::SIZE]);
+            assert_round_trips(TABLE, "lanes_cfg", &b[..CfgAbi::SIZE], CfgAbi::read, CfgAbi::write);
             // Addresses: IPv4-mapped or IPv6, as the program writes them.
             let mut k = b[..PairKey::SIZE].to_vec();
             for (half, v4) in k.chunks_mut(16).zip(v4) {
@@ -559,10 +544,10 @@ mod tests {
                     half[..12].copy_from_slice(&[0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff]);
                 }
             }
-            round_trips::<PairKey>("pair_key", &k);
-            round_trips::<LaneVal>("lane_val", &b[..LaneVal::SIZE]);
-            round_trips::<LaneSampleAbi>("lane_sample", &b[..LaneSampleAbi::SIZE]);
-            round_trips::<Stats>("lanes_stats", &b[..Stats::SIZE]);
+            assert_round_trips(TABLE, "pair_key", &k, PairKey::read, PairKey::write);
+            assert_round_trips(TABLE, "lane_val", &b[..LaneVal::SIZE], LaneVal::read, LaneVal::write);
+            assert_round_trips(TABLE, "lane_sample", &b[..LaneSampleAbi::SIZE], LaneSampleAbi::read, LaneSampleAbi::write);
+            assert_round_trips(TABLE, "lanes_stats", &b[..Stats::SIZE], Stats::read, Stats::write);
         }
     }
 }

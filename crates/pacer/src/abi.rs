@@ -88,7 +88,7 @@ pub struct SockState {
 mod tests {
     use super::*;
     use proptest::prelude::*;
-    use tcpaccel_bpf_abi_gen::{parse_table, round_trip_violations};
+    use tcpaccel_bpf_abi_gen::{assert_round_trips, parse_table};
     use tcpaccel_sys::bpf::Plain;
 
     const TABLE: &str = include_str!("../bpf/pace.abi.h");
@@ -151,30 +151,15 @@ mod tests {
         assert_eq!(SockState::read(&b), s);
     }
 
-    /// Bytes of `S::SIZE` read into the domain type and written back: every
-    /// field of the table comes back (padding zeroed, booleans 0/1), and
-    /// the value reads back equal.
-    fn round_trips<S: Plain + PartialEq + std::fmt::Debug>(name: &str, bytes: &[u8]) {
-        let table = parse_table(TABLE).unwrap();
-        let st = table.iter().find(|s| s.name == name).unwrap();
-        assert_eq!(st.size, S::SIZE);
-        let v = S::read(bytes);
-        let mut out = vec![0xAAu8; S::SIZE];
-        v.write(&mut out);
-        let bad = round_trip_violations(st, bytes, &out);
-        assert!(bad.is_empty(), "{bad:?}");
-        assert_eq!(S::read(&out), v);
-    }
-
     proptest! {
         #[test]
         fn every_field_round_trips_through_the_domain_types(
             b in proptest::collection::vec(any::<u8>(), 256),
         ) {
-            round_trips::<RuleAbi>("rule", &b[..RuleAbi::SIZE]);
-            round_trips::<RuleStats>("rule_stats", &b[..RuleStats::SIZE]);
-            round_trips::<DstKey>("dst_key", &b[..DstKey::SIZE]);
-            round_trips::<SockState>("sock_state", &b[..SockState::SIZE]);
+            assert_round_trips(TABLE, "rule", &b[..RuleAbi::SIZE], RuleAbi::read, RuleAbi::write);
+            assert_round_trips(TABLE, "rule_stats", &b[..RuleStats::SIZE], RuleStats::read, RuleStats::write);
+            assert_round_trips(TABLE, "dst_key", &b[..DstKey::SIZE], DstKey::read, DstKey::write);
+            assert_round_trips(TABLE, "sock_state", &b[..SockState::SIZE], SockState::read, SockState::write);
         }
     }
 }
