@@ -546,7 +546,8 @@ mod tests {
             }
             assert_round_trips(TABLE, "pair_key", &k, PairKey::read, PairKey::write);
             assert_round_trips(TABLE, "lane_val", &b[..LaneVal::SIZE], LaneVal::read, LaneVal::write);
-            assert_round_trips(TABLE, "lane_sample", &b[..LaneSampleAbi::SIZE], LaneSampleAbi::read, LaneSampleAbi::write);
+            let sample = &b[..LaneSampleAbi::SIZE];
+            assert_round_trips(TABLE, "lane_sample", sample, LaneSampleAbi::read, LaneSampleAbi::write);
             assert_round_trips(TABLE, "lanes_stats", &b[..Stats::SIZE], Stats::read, Stats::write);
         }
     }
