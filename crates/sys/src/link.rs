@@ -72,14 +72,8 @@ pub fn encode_getroute(dst: IpAddr, seq: u32) -> Vec<u8> {
 
 /// The GSO limits in an `RTM_NEWLINK` answer's payload.
 pub fn parse_link_gso(payload: &[u8]) -> std::result::Result<LinkGso, netlink::ParseError> {
-    let tail = payload.get(IFINFOMSG_LEN..).ok_or(netlink::ParseError::Truncated {
-        what: "ifinfomsg",
-        at: 0,
-        need: IFINFOMSG_LEN,
-        have: payload.len(),
-    })?;
     let (mut segs, mut size) = (None, None);
-    for a in netlink::attrs(tail, "link").at_offset(IFINFOMSG_LEN) {
+    for a in netlink::attrs_after(payload, "ifinfomsg", IFINFOMSG_LEN)? {
         let (kind, d) = a?;
         match kind {
             IFLA_GSO_MAX_SEGS => segs = netlink::fixed::<4>(d).map(u32::from_ne_bytes),
@@ -112,16 +106,11 @@ pub struct LinkInfo {
 /// which `IFLA_IFNAME` and `IFLA_MTU` are read; the many others a link dump
 /// carries are passed over). Offsets in errors count from the payload.
 pub fn parse_link(payload: &[u8]) -> std::result::Result<LinkInfo, netlink::ParseError> {
-    let tail = payload.get(IFINFOMSG_LEN..).ok_or(netlink::ParseError::Truncated {
-        what: "ifinfomsg",
-        at: 0,
-        need: IFINFOMSG_LEN,
-        have: payload.len(),
-    })?;
-    // In bounds: the 16 bytes were checked above.
+    let attrs = netlink::attrs_after(payload, "ifinfomsg", IFINFOMSG_LEN)?;
+    // In bounds: attrs_after checked the 16 bytes.
     let word = |at| netlink::u32_ne(payload, at).unwrap_or(0);
     let mut l = LinkInfo { index: word(4), flags: word(8), name: None, mtu: None };
-    for a in netlink::attrs(tail, "link").at_offset(IFINFOMSG_LEN) {
+    for a in attrs {
         let (kind, d) = a?;
         match kind {
             IFLA_IFNAME => l.name = Some(netlink::c_string(d)),
@@ -134,13 +123,7 @@ pub fn parse_link(payload: &[u8]) -> std::result::Result<LinkInfo, netlink::Pars
 
 /// The output device in an `RTM_NEWROUTE` answer's payload.
 pub fn parse_route_oif(payload: &[u8]) -> std::result::Result<Option<u32>, netlink::ParseError> {
-    let tail = payload.get(RTMSG_LEN..).ok_or(netlink::ParseError::Truncated {
-        what: "rtmsg",
-        at: 0,
-        need: RTMSG_LEN,
-        have: payload.len(),
-    })?;
-    for a in netlink::attrs(tail, "route").at_offset(RTMSG_LEN) {
+    for a in netlink::attrs_after(payload, "rtmsg", RTMSG_LEN)? {
         let (kind, d) = a?;
         if kind == RTA_OIF {
             return Ok(netlink::fixed::<4>(d).map(u32::from_ne_bytes));

@@ -433,6 +433,20 @@ pub fn attrs<'a>(buf: &'a [u8], within: &'static str) -> Attrs<'a> {
     Attrs { buf, at: 0, base: 0, within, failed: false }
 }
 
+/// The attributes that follow a message's fixed header (`what`, `len`
+/// bytes: `ifinfomsg`, `rtmsg`, `tcmsg`), walked with offsets counted from
+/// the start of `payload` and named as the header's; a payload shorter than
+/// the header is [`ParseError::Truncated`] at 0.
+pub fn attrs_after<'a>(
+    payload: &'a [u8],
+    what: &'static str,
+    len: usize,
+) -> std::result::Result<Attrs<'a>, ParseError> {
+    let tail =
+        payload.get(len..).ok_or(ParseError::Truncated { what, at: 0, need: len, have: payload.len() })?;
+    Ok(attrs(tail, what).at_offset(len))
+}
+
 /// Yields (type without flag bits, payload); the first malformed record is
 /// yielded as [`ParseError::AttrTruncated`] or [`ParseError::AttrBadLength`]
 /// and ends the walk. This is the crate's one attribute walker: every
@@ -958,6 +972,21 @@ mod tests {
         );
         // The last attribute may omit its padding.
         assert_eq!(attrs(&[5, 0, 1, 0, 7], "x").collect::<Vec<_>>(), vec![Ok((1, &[7u8][..]))]);
+        // After a fixed header: a payload shorter than it, and an attribute
+        // error placed in the payload, named as the header.
+        assert_eq!(
+            attrs_after(&[0; 3], "rtmsg", 12).err(),
+            Some(ParseError::Truncated { what: "rtmsg", at: 0, need: 12, have: 3 })
+        );
+        let mut p = vec![0u8; 12];
+        p.extend_from_slice(&[5, 0, 1, 0, 7, 0, 0, 0, 40, 0, 2, 0]);
+        assert_eq!(
+            attrs_after(&p, "rtmsg", 12).unwrap().collect::<Vec<_>>(),
+            vec![
+                Ok((1, &[7u8][..])),
+                Err(ParseError::AttrBadLength { within: "rtmsg", at: 20, len: 40, left: 4 })
+            ]
+        );
         assert_eq!(c_string(b"eth0\0junk"), "eth0");
         assert_eq!(align4(5), 8);
         assert_eq!((u16_ne(&[1], 0), u32_ne(&[1, 2, 3, 4], 1), u32_ne(&[], usize::MAX)), (None, None, None));

@@ -81,15 +81,13 @@ pub fn encode_dump(seq: u32) -> Vec<u8> {
 
 /// Decodes the payload of one `RTM_NEWQDISC` message.
 pub fn parse_qdisc(payload: &[u8]) -> std::result::Result<QdiscStats, ParseError> {
-    if payload.len() < TCMSG_LEN {
-        return Err(ParseError::Truncated { what: "tcmsg", at: 0, need: TCMSG_LEN, have: payload.len() });
-    }
-    // In bounds: checked above.
+    let attrs = netlink::attrs_after(payload, "tcmsg", TCMSG_LEN)?;
+    // In bounds: attrs_after checked the header's length.
     let word = |at| netlink::u32_ne(payload, at).unwrap_or(0);
     let mut q = QdiscStats { ifindex: word(4), handle: word(8), parent: word(12), ..QdiscStats::default() };
     let (mut kind, mut basic, mut queue) = (false, false, false);
     let mut pkt64 = None;
-    for a in netlink::attrs(&payload[TCMSG_LEN..], "tcmsg").at_offset(TCMSG_LEN).with_offsets() {
+    for a in attrs.with_offsets() {
         let (at, k, d) = a?;
         match k {
             TCA_KIND => {
