@@ -42,9 +42,9 @@ use tcpaccel_sys::tcpinfo::{self, TcpInfo};
 use tracing::{debug, warn};
 
 use crate::pace::{framing_from_tcp_info, Framing};
-use crate::proto::{Amount, Header, Mode, Receipt, HEADER_LEN, RECEIPT_LEN};
+use crate::proto::{Amount, Header, Mode, HEADER_LEN};
 use crate::pump::{self, Until};
-use crate::send::{connect, session_id, SendConfig, Volume};
+use crate::send::{connect, read_receipt, session_id, SendConfig, Volume};
 use crate::{Error, Result};
 
 /// The burst schedule.
@@ -202,13 +202,7 @@ pub fn run_bursts(
         w.map_err(|e| Error::io("send burst", peer, e))
     })?;
     sock.shutdown(Shutdown::Write).map_err(|e| Error::io("shutdown(write)", peer, e))?;
-    let msg = pump::read_msg::<RECEIPT_LEN>(&sock, cfg.receipt_timeout, &abort)
-        .map_err(|e| Error::io("wait for receipt", peer, e))?
-        .ok_or_else(|| Error::Protocol { peer, msg: "receiver closed without a receipt".into() })?;
-    let r = Receipt::decode(&msg).map_err(|e| Error::Protocol { peer, msg: e.to_string() })?;
-    if let Err(why) = r.status {
-        return Err(Error::Rejected { peer, why });
-    }
+    let r = read_receipt(&sock, peer, cfg.receipt_timeout, &abort, "the receipt")?;
     if r.bytes != written {
         warn!(%peer, written, received = r.bytes, "receiver counted a different byte total");
     }

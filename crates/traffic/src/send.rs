@@ -627,6 +627,26 @@ struct Flags<'a> {
     abort: &'a AtomicBool,
 }
 
+/// Waits (up to `timeout`) for the receiver's receipt, `what` in errors
+/// ("the receipt", "the server's answer", ...), and decodes it; a refusal
+/// is [`Error::Rejected`]. The one reading of a receipt for every sender.
+pub(crate) fn read_receipt(
+    sock: &TcpStream,
+    peer: SocketAddr,
+    timeout: Duration,
+    abort: &AtomicBool,
+    what: &str,
+) -> Result<Receipt> {
+    let msg = pump::read_msg::<RECEIPT_LEN>(sock, timeout, abort)
+        .map_err(|e| Error::io(format!("wait for {what}"), peer, e))?
+        .ok_or_else(|| Error::Protocol { peer, msg: format!("closed without {what}") })?;
+    let r = Receipt::decode(&msg).map_err(|e| Error::Protocol { peer, msg: e.to_string() })?;
+    match r.status {
+        Err(why) => Err(Error::Rejected { peer, why }),
+        Ok(()) => Ok(r),
+    }
+}
+
 fn upload(
     sock: &TcpStream,
     header: &Header,
@@ -655,14 +675,8 @@ fn upload(
     };
     let written = written.map_err(receipt)?;
     sock.shutdown(Shutdown::Write).map_err(io("shutdown(write)"))?;
-    let msg = pump::read_msg::<RECEIPT_LEN>(sock, receipt_timeout, abort)
-        .map_err(io("wait for receipt"))?
-        .ok_or_else(|| Error::Protocol { peer, msg: "receiver closed without a receipt".into() })?;
+    let r = read_receipt(sock, peer, receipt_timeout, abort, "the receipt")?;
     let end = Instant::now();
-    let r = Receipt::decode(&msg).map_err(|e| Error::Protocol { peer, msg: e.to_string() })?;
-    if let Err(why) = r.status {
-        return Err(Error::Rejected { peer, why });
-    }
     if r.bytes != written {
         warn!(%peer, stream = header.stream, written, received = r.bytes, "receiver counted a different byte total");
     }
@@ -687,13 +701,7 @@ fn download(
     let io = |op: &'static str| move |e| Error::io(op, peer, e);
     let header_bytes: [u8; HEADER_LEN] = header.encode();
     pump::write_msg(sock, &header_bytes, timeout).map_err(io("send header"))?;
-    let verdict = pump::read_msg::<RECEIPT_LEN>(sock, timeout, abort)
-        .map_err(io("wait for the server's answer"))?
-        .ok_or_else(|| Error::Protocol { peer, msg: "server closed without answering".into() })?;
-    let v = Receipt::decode(&verdict).map_err(|e| Error::Protocol { peer, msg: e.to_string() })?;
-    if let Err(why) = v.status {
-        return Err(Error::Rejected { peer, why });
-    }
+    read_receipt(sock, peer, timeout, abort, "the server's answer")?;
     let mut hasher = checksum.then(Sha256::new);
     let limit = match header.amount {
         Amount::Bytes(n) => Some(n),
@@ -707,11 +715,7 @@ fn download(
         if got != n {
             return Err(Error::Protocol { peer, msg: format!("server sent {got} of {n} bytes") });
         }
-        let msg = pump::read_msg::<RECEIPT_LEN>(sock, timeout, abort)
-            .map_err(io("wait for trailing receipt"))?
-            .ok_or_else(|| Error::Protocol { peer, msg: "no trailing receipt".into() })?;
-        let r = Receipt::decode(&msg).map_err(|e| Error::Protocol { peer, msg: e.to_string() })?;
-        peer_sha256 = r.sha256;
+        peer_sha256 = read_receipt(sock, peer, timeout, abort, "the trailing receipt")?.sha256;
     }
     // Our FIN tells the server we have everything.
     let _ = sock.shutdown(Shutdown::Write);
@@ -769,5 +773,38 @@ mod tests {
         cfg.interval = Some(Duration::from_millis(1));
         let e = validate(&cfg).unwrap_err().to_string();
         assert!(!e.contains("--") && e.contains("10ms"), "{e}");
+    }
+
+    /// The one receipt reader: an accepted receipt comes back, a refusal is
+    /// `Rejected`, a peer that closes first or sends a non-receipt is a
+    /// protocol error naming what was awaited.
+    #[test]
+    fn a_receipt_is_read_checked_and_named_in_errors() {
+        use crate::proto::Reject;
+        use std::io::Write;
+        let l = TcpListener::bind("127.0.0.1:0").unwrap();
+        let peer = l.local_addr().unwrap();
+        let abort = AtomicBool::new(false);
+        let answer = |bytes: &[u8]| {
+            let c = TcpStream::connect(peer).unwrap();
+            let (mut s, _) = l.accept().unwrap();
+            s.write_all(bytes).unwrap();
+            drop(s);
+            read_receipt(&c, peer, Duration::from_secs(5), &abort, "the receipt")
+        };
+        let ok = answer(&Receipt::ok(42, None).encode()).unwrap();
+        assert_eq!((ok.status, ok.bytes), (Ok(()), 42));
+        match answer(&Receipt::rejected(Reject::BadRequest).encode()) {
+            Err(Error::Rejected { why: Reject::BadRequest, .. }) => {}
+            other => panic!("{other:?}"),
+        }
+        match answer(&[]) {
+            Err(Error::Protocol { msg, .. }) => assert_eq!(msg, "closed without the receipt"),
+            other => panic!("{other:?}"),
+        }
+        match answer(&[0xEE; RECEIPT_LEN]) {
+            Err(Error::Protocol { msg, .. }) => assert!(msg.contains("bad receipt"), "{msg}"),
+            other => panic!("{other:?}"),
+        }
     }
 }
