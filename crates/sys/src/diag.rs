@@ -264,7 +264,9 @@ impl DiagSocket {
         self.attr(attr::INFO)
     }
     /// The decoded `tcp_info` (by length, see [`crate::tcpinfo`]); `None` when
-    /// the attribute is missing or shorter than the base structure.
+    /// the attribute is missing. [`parse_diag_msg`] refuses a message whose
+    /// `tcp_info` is shorter than the base structure, so a parsed socket's
+    /// attribute always decodes.
     pub fn tcp_info(&self) -> Option<crate::tcpinfo::TcpInfo> {
         self.tcp_info_raw().and_then(|b| crate::tcpinfo::TcpInfo::parse(b).ok())
     }
@@ -452,6 +454,12 @@ pub fn parse_diag_msg(p: &[u8]) -> std::result::Result<DiagSocket, ParseError> {
     };
     for a in netlink::attrs(&p[DIAG_MSG_LEN..], "inet_diag_msg").at_offset(DIAG_MSG_LEN).with_offsets() {
         let (at, kind, data) = a?;
+        // A `tcp_info` shorter than its base is a malformed message, as a
+        // bad attribute length is, rather than a socket without one.
+        if kind == attr::INFO && data.len() < crate::tcpinfo::BASE_LEN {
+            let need = crate::tcpinfo::BASE_LEN;
+            return Err(ParseError::Truncated { what: "tcp_info", at, need, have: data.len() });
+        }
         s.attrs.push(Attr { kind, at, data: data.to_vec() });
     }
     Ok(s)
@@ -889,7 +897,7 @@ mod tests {
     #[test]
     fn truncated_and_odd_messages_never_panic() {
         let mut attrs = rtattr(attr::CONG, b"bbr\0");
-        attrs.extend(rtattr(attr::INFO, &[9u8; 100]));
+        attrs.extend(rtattr(attr::INFO, &[9u8; 104]));
         let mut good = nlmsg(SOCK_DIAG_BY_FAMILY, NLM_F_MULTI, 1, &diag_msg_v4(1, 2, 3, &attrs));
         good.extend(nlmsg(NLMSG_DONE, NLM_F_MULTI, 1, &[0; 4]));
         // Every prefix of a valid datagram.
@@ -936,6 +944,14 @@ mod tests {
         let want =
             ParseError::AttrBadLength { within: "inet_diag_msg", at: 16 + DIAG_MSG_LEN, len: 200, left: 6 };
         assert_eq!(parse_datagram(&bad_attr, 1, &mut out), Err(want));
+        // A tcp_info shorter than its 104-byte base (it used to read as "no
+        // tcp_info"): at its payload, after the CONG attribute's 8 bytes.
+        let mut short_info = rtattr(attr::CONG, b"bbr\0");
+        short_info.extend(rtattr(attr::INFO, &[9u8; 100]));
+        let dg = nlmsg(SOCK_DIAG_BY_FAMILY, 0, 1, &diag_msg_v4(1, 2, 3, &short_info));
+        let want =
+            ParseError::Truncated { what: "tcp_info", at: 16 + DIAG_MSG_LEN + 8 + 4, need: 104, have: 100 };
+        assert_eq!(parse_datagram(&dg, 1, &mut out), Err(want));
         let mut bad_family = diag_msg_v4(1, 2, 3, &[]);
         bad_family[0] = 99;
         let dg = nlmsg(SOCK_DIAG_BY_FAMILY, 0, 1, &bad_family);
