@@ -325,7 +325,9 @@ pub struct MptcpSubflow {
 
 /// `MPTCP_SUBFLOW_FLAG_*` bits of [`MptcpSubflow::flags`].
 pub mod subflow_flags {
-    /// The initial subflow (MP_CAPABLE), as opposed to a join.
+    /// This end sent MP_CAPABLE (`request_mptcp` in net/mptcp/diag.c): the
+    /// initial subflow on the side that connected only; the accepting
+    /// side's initial subflow lacks it (see the captured dump's test).
     pub const MCAP_LOC: u32 = 1 << 1;
     pub const JOIN_LOC: u32 = 1 << 3;
     pub const BKUP_REM: u32 = 1 << 4;
@@ -338,6 +340,9 @@ impl MptcpSubflow {
     pub fn backup_local(&self) -> bool {
         self.flags & subflow_flags::BKUP_LOC != 0
     }
+    /// [`subflow_flags::MCAP_LOC`]: the initial subflow of a connection this
+    /// end opened (false on the accepting end, whose initial subflow the
+    /// kernel flags MCAP_REM only).
     pub fn initial(&self) -> bool {
         self.flags & subflow_flags::MCAP_LOC != 0
     }
