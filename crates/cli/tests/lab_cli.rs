@@ -281,3 +281,89 @@ fn root_lanes_basic_quick_run_moves_a_long_flow_off_sl() {
     assert_eq!(seen, 2);
     let _ = std::fs::remove_dir_all(&out_dir);
 }
+
+/// A complete demo run of two variants as `lab run demo --repeat 2 --set
+/// duration=6s --set variants=defaults,static-pacing` writes it, figures made up.
+fn demo_dir(name: &str) -> std::path::PathBuf {
+    let dir = tmp(name);
+    std::fs::create_dir_all(&dir).unwrap();
+    let params = serde_json::json!({"rate": "300mbit", "rtt": "100ms", "buffer": "1MB", "duration": "6s",
+        "variants": "defaults,static-pacing"});
+    let mut lines = vec![serde_json::json!({"type": "run", "version": 1, "scenario": "demo", "title": "t",
+        "description": "d", "params": params, "variants": ["defaults", "static-pacing"], "repeats": 2,
+        "quick": false, "seed": 1, "kernel": "6.18", "cpus": 2, "tool_version": "0", "started": 0.0,
+        "metrics": [{"name": "goodput_mbps", "unit": "Mbit/s", "higher_is_better": true, "description": ""},
+                    {"name": "drops", "unit": "packets", "higher_is_better": false, "description": ""}],
+        "published": []})];
+    for (v, g, d) in
+        [("defaults", [180.0, 190.0], [900.0, 1000.0]), ("static-pacing", [270.0, 274.0], [0.0, 0.0])]
+    {
+        for r in 0..2 {
+            lines.push(serde_json::json!({"type": "summary", "variant": v, "repeat": r,
+                "metrics": {"goodput_mbps": g[r], "drops": d[r]}, "started": 0.0, "ended": 1.0}));
+        }
+    }
+    lines.push(
+        serde_json::json!({"type": "end", "complete": true, "ended": 2.0, "reason": "all repeats done"}),
+    );
+    let text: String = lines.iter().map(|l| format!("{l}\n")).collect();
+    std::fs::write(dir.join("records.jsonl"), text).unwrap();
+    dir
+}
+
+/// `lab results`: summarize a run directory, write a page's block from the
+/// summary, check it (exit 0), then a figure changed by hand on the page
+/// fails the check (exit 1) naming the block and the line.
+#[test]
+fn results_summarize_write_and_check_a_page() {
+    let run = demo_dir("results-run");
+    let out = Command::new(bin()).args(["lab", "results", "--summarize"]).arg(&run).output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(
+        v["command"], "lab run demo --repeat 2 --set duration=6s --set variants=defaults,static-pacing",
+        "{v}"
+    );
+    assert_eq!(v["variants"][1]["cells"]["goodput_mbps"]["spread"]["median"], 272.0);
+    let dir = tmp("results-dir");
+    std::fs::create_dir_all(dir.join("results")).unwrap();
+    std::fs::write(dir.join("results/demo.json"), &out.stdout).unwrap();
+    let page = dir.join("PAGE.md");
+    std::fs::write(
+        &page,
+        "# P\n\n<!-- results:begin demo metrics=goodput_mbps -->\n<!-- results:end demo -->\n",
+    )
+    .unwrap();
+    let lab = |args: &[&str]| {
+        Command::new(bin()).current_dir(&dir).arg("lab").arg("results").args(args).output().unwrap()
+    };
+
+    let out = lab(&["--check", "PAGE.md"]);
+    assert_eq!(out.status.code(), Some(1), "an empty block is stale");
+    let out = lab(&["--write", "PAGE.md"]);
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    let text = std::fs::read_to_string(&page).unwrap();
+    assert!(text.contains("| static-pacing | 272 (270–274) |\n"), "{text}");
+    // The demo's claims judged: no drops met; the ratio to bdp-buffers unknown (not run).
+    assert!(text.contains("| static-pacing | 0 | 0 ([PSPacer]: PSPS 0 drops) |"), "{text}");
+    assert!(text.contains("| — (no goodput_mbps for variant bdp-buffers in this run) |"), "{text}");
+    let out = lab(&["--check", "PAGE.md"]);
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+
+    std::fs::write(&page, text.replace("272 (270–274)", "275 (270–274)")).unwrap();
+    let out = lab(&["--check", "PAGE.md"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(err.contains("PAGE.md: block demo (line 3) differs from its results at line"), "{err}");
+    assert!(err.contains("275 (270–274)") && err.contains("272 (270–274)"), "{err}");
+
+    // A block for a scenario without a summary is a usage error naming it.
+    std::fs::write(&page, "<!-- results:begin idle -->\n<!-- results:end idle -->\n").unwrap();
+    let out = lab(&["--check", "PAGE.md"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("line 1: block idle: there is no results/idle.json"), "{err}");
+    for d in [run, dir] {
+        std::fs::remove_dir_all(d).unwrap();
+    }
+}

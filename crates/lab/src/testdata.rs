@@ -173,3 +173,43 @@ pub(crate) fn fidelity(variant: &str, repeat: u32, faithful: bool) -> FidelityRe
         queues: None,
     }
 }
+
+/// Claims on [`run`]'s figures: one met, one missed, one the run cannot judge.
+const FIXTURE_CLAIMS: &[crate::runner::claims::Claim] = {
+    use crate::runner::claims::{Claim, Figure, Goal, Measure};
+    &[
+        Claim {
+            text: "Static leaves at most one drop",
+            measure: Measure::Median { variant: "static", metric: "drops" },
+            goal: Goal::AtMost(1.0),
+            goal_source: "the fixture's goal",
+            published: Some(Figure { value: 0.0, source: "[PSPacer]" }),
+            when: &[],
+        },
+        Claim {
+            text: "Static more than doubles goodput",
+            measure: Measure::Ratio { num: ("static", "goodput"), den: ("none", "goodput") },
+            goal: Goal::AtLeast(2.5),
+            goal_source: "the fixture's goal",
+            published: Some(Figure { value: 433.0 / 200.0, source: "[PSPacer] 433 / 200" }),
+            when: &[],
+        },
+        Claim {
+            text: "BBR has goodput",
+            measure: Measure::Median { variant: "bbr", metric: "goodput" },
+            goal: Goal::Above(0.0),
+            goal_source: "the fixture's goal",
+            published: None,
+            when: &[],
+        },
+    ]
+};
+
+/// [`run`] with its first repeat of `none` unfaithful, judged against
+/// three claims, as `lab results --summarize` makes it.
+pub(crate) fn results_summary() -> crate::report::results::ResultSummary {
+    let mut d = run();
+    d.fidelity = vec![fidelity("none", 0, false), fidelity("none", 1, true), fidelity("none", 2, true)];
+    d.claims = FIXTURE_CLAIMS.to_vec();
+    crate::report::results::summarize(&d, "lab run fixture --repeat 3 --seed 42".into()).unwrap()
+}

@@ -72,6 +72,25 @@ enum LabCmd {
         #[arg(long)]
         json: bool,
     },
+    /// The results page: summarize a run for `results/SCENARIO.json`, print what the committed summaries
+    /// render, or check / rewrite the generated blocks of a page (`<!-- results:begin SCENARIO -->` …
+    /// `<!-- results:end SCENARIO -->`, e.g. in BENCHMARKS.md).
+    Results {
+        /// Print the summary of this run directory as JSON (redirect it to results/SCENARIO.json).
+        #[arg(long, value_name = "RUN_DIR", conflicts_with_all = ["check", "write", "scenarios"])]
+        summarize: Option<PathBuf>,
+        /// Exit 1 naming each generated block of PAGE that differs from what the summaries render.
+        #[arg(long, value_name = "PAGE", conflicts_with_all = ["write", "scenarios"])]
+        check: Option<PathBuf>,
+        /// Rewrite the generated blocks of PAGE from the summaries.
+        #[arg(long, value_name = "PAGE", conflicts_with = "scenarios")]
+        write: Option<PathBuf>,
+        /// Directory of the summaries.
+        #[arg(long, default_value = "results")]
+        dir: PathBuf,
+        /// Scenarios whose blocks to print (default: every summary in --dir).
+        scenarios: Vec<String>,
+    },
     /// Compare runs of the same workloads (e.g. at time dilation D and 4D, `--set scale=D`, or twice at
     /// one D): per variant, the mean and p99 flow completion time (FCT) of one flow class and the
     /// Kolmogorov–Smirnov (KS) distance between the runs' FCT distributions, per pair of runs and pooled.
@@ -264,6 +283,9 @@ pub(crate) fn run(args: Args) -> anyhow::Result<Verdict> {
             }
             Ok(Verdict::Ok)
         }
+        LabCmd::Results { summarize, check, write, dir, scenarios } => {
+            results(summarize, check, write, &dir, &scenarios)
+        }
         LabCmd::Compare { base, against, class, tolerance_pct, max_ks, json } => {
             let read = |dirs: &[PathBuf]| -> anyhow::Result<Vec<_>> {
                 dirs.iter().map(|d| read_run(d).map_err(|e| exit::usage(e.to_string()))).collect()
@@ -333,6 +355,72 @@ pub(crate) fn run(args: Args) -> anyhow::Result<Verdict> {
             Ok(Verdict::Ok)
         }
     }
+}
+
+/// `lab results`: the files are read here, the rest is `report::results` and `report::page`.
+fn results(
+    summarize: Option<PathBuf>,
+    check: Option<PathBuf>,
+    write: Option<PathBuf>,
+    dir: &std::path::Path,
+    names: &[String],
+) -> anyhow::Result<Verdict> {
+    use report::{page, results};
+    if let Some(run) = summarize {
+        let data = read_run(&run).map_err(|e| exit::usage(e.to_string()))?;
+        let s = scenarios::summarize(data).map_err(|e| exit::usage(format!("{}: {e:#}", run.display())))?;
+        print!("{}", results::to_json(&s));
+        return Ok(Verdict::Ok);
+    }
+    let all = results::read_dir(dir).map_err(|e| exit::usage(e.to_string()))?;
+    let read_page =
+        |p: &PathBuf| std::fs::read_to_string(p).with_context(|| format!("reading {}", p.display()));
+    let page_err = |p: &PathBuf, e: page::PageError| exit::usage(format!("{}: {e}", p.display()));
+    if let Some(p) = check {
+        let text = read_page(&p)?;
+        let stale = page::check(&text, &all).map_err(|e| page_err(&p, e))?;
+        let unshown = page::unshown(&text, &all).map_err(|e| page_err(&p, e))?;
+        for s in &stale {
+            eprintln!("{}: {s}", p.display());
+        }
+        for u in &unshown {
+            eprintln!("{}: no block shows {}/{u}.json", p.display(), dir.display());
+        }
+        if stale.is_empty() && unshown.is_empty() {
+            println!("{}: every generated block matches {}/", p.display(), dir.display());
+            return Ok(Verdict::Ok);
+        }
+        eprintln!("(`tcpaccel lab results --write {}` rewrites the blocks)", p.display());
+        return Ok(Verdict::Negative);
+    }
+    if let Some(p) = write {
+        let text = read_page(&p)?;
+        let new = page::rewrite(&text, &all).map_err(|e| page_err(&p, e))?;
+        let changed = page::check(&text, &all).map_err(|e| page_err(&p, e))?.len();
+        if new != text {
+            std::fs::write(&p, new).with_context(|| format!("writing {}", p.display()))?;
+        }
+        println!("{}: {changed} block(s) rewritten", p.display());
+        return Ok(Verdict::Ok);
+    }
+    let chosen: Vec<&results::ResultSummary> = if names.is_empty() {
+        all.values().collect()
+    } else {
+        names
+            .iter()
+            .map(|n| {
+                all.get(n).ok_or_else(|| {
+                    let have = all.keys().cloned().collect::<Vec<_>>().join(", ");
+                    exit::usage(format!("no {}/{n}.json (summaries: {have})", dir.display()))
+                })
+            })
+            .collect::<Result<_, _>>()?
+    };
+    for s in chosen {
+        let body = results::render(s, &results::View::default()).map_err(|e| exit::usage(e.to_string()))?;
+        println!("<!-- results:begin {} -->\n{body}<!-- results:end {} -->\n", s.scenario, s.scenario);
+    }
+    Ok(Verdict::Ok)
 }
 
 fn print_summary(data: &tcpaccel_lab::runner::records::RunData, json: bool) -> anyhow::Result<()> {

@@ -17,8 +17,10 @@ use tcpaccel_core::units::{parse_duration, Bytes, Rate};
 /// an emulated path is its wire rate times this (tuning.rs uses the same).
 const PAYLOAD_PER_WIRE: f64 = 1448.0 / 1538.0;
 
-/// The outcome of one claim against one run.
-#[derive(Debug, Clone, PartialEq)]
+/// The outcome of one claim against one run (in a results summary:
+/// `{"verdict": "met", "measured": …, "detail": …}`).
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(tag = "verdict", rename_all = "snake_case")]
 pub enum Verdict {
     /// `detail` names the figures the measured value came from ("84.2 of 94.1 Mbit/s").
     Met {

@@ -10,7 +10,9 @@
 //! host could not keep up with), [`html`] (the page), [`judge`] (each
 //! claim measured against a run: met, missed or unknown) and [`meaning`] (what the
 //! result means for the reader: the commands behind a gain, the terms used). [`compare`] sets runs of
-//! the same workloads side by side (`lab compare`: the cross-scale check).
+//! the same workloads side by side (`lab compare`: the cross-scale check). [`results`] summarizes a run
+//! for the committed results page and renders it; [`page`] keeps BENCHMARKS.md's generated blocks
+//! (`lab results`).
 //! This file only wires them and writes a report directory.
 
 pub mod compare;
@@ -19,7 +21,9 @@ pub mod html;
 pub mod judge;
 pub mod markdown;
 pub mod meaning;
+pub mod page;
 pub mod plots;
+pub mod results;
 pub mod tables;
 pub mod verdict;
 

@@ -48,7 +48,7 @@ fn verdict_word(v: &Verdict) -> &'static str {
     }
 }
 
-fn measured_text(v: &Verdict) -> String {
+pub(super) fn measured_text(v: &Verdict) -> String {
     match v {
         Verdict::Met { measured, detail } | Verdict::Missed { measured, detail } if detail.is_empty() => {
             judge::fmt_measured(*measured)

@@ -41,7 +41,6 @@ pub fn all() -> Vec<Box<dyn Scenario>> {
     ]
 }
 
-/// Looks a scenario up by name; the error lists the valid names.
 /// `data` with today's claims of its scenario (none for a scenario this
 /// build does not know), for rendering a run read from its directory.
 pub fn with_claims(mut data: crate::runner::records::RunData) -> crate::runner::records::RunData {
@@ -53,6 +52,22 @@ pub fn with_claims(mut data: crate::runner::records::RunData) -> crate::runner::
     data
 }
 
+/// The results-page summary of a run read from its directory
+/// (`lab results --summarize`): judged against today's claims of its
+/// scenario, with the `lab run` command that reproduces it against the
+/// scenario's defaults.
+pub fn summarize(
+    data: crate::runner::records::RunData,
+) -> anyhow::Result<crate::report::results::ResultSummary> {
+    let data = with_claims(data);
+    let h = data.header();
+    let s = find(&h.scenario)?;
+    let defaults = crate::runner::scenario::resolve_params(s.as_ref(), h.quick, &[])?;
+    let command = crate::report::results::command_line(h, &defaults.0);
+    Ok(crate::report::results::summarize(&data, command)?)
+}
+
+/// Looks a scenario up by name; the error lists the valid names.
 pub fn find(name: &str) -> anyhow::Result<Box<dyn Scenario>> {
     let all = all();
     let names: Vec<&str> = all.iter().map(|s| s.name()).collect();
@@ -66,6 +81,28 @@ pub fn find(name: &str) -> anyhow::Result<Box<dyn Scenario>> {
 mod claims_tests {
     use super::*;
     use crate::runner::records::{Record, RunData};
+
+    /// The committed results page's summaries hold the claims their
+    /// scenarios make today, with today's goals: a claim changed since the
+    /// run was summarized needs the run again (`lab results --summarize`).
+    #[test]
+    fn committed_results_hold_todays_claims() {
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../results");
+        let results = crate::report::results::read_dir(&dir).unwrap();
+        assert!(results.contains_key("demo"), "results/ holds the demo's summary");
+        for (name, r) in &results {
+            let s = find(name).unwrap();
+            let today = crate::report::judge::claims_for(s.claims(), &r.params);
+            let texts = |v: Vec<(String, String)>| v.into_iter().collect::<Vec<_>>();
+            assert_eq!(
+                texts(r.claims.iter().map(|c| (c.text.clone(), c.goal.clone())).collect()),
+                texts(today.iter().map(|c| (c.text.to_string(), c.goal.text())).collect()),
+                "results/{name}.json was judged by other claims than {name} makes today; run `{}` again and \
+                 summarize it (`lab results --summarize`)",
+                r.command
+            );
+        }
+    }
 
     /// A run read back from its directory (`lab report`, `lab merge`) is
     /// judged by its scenario's own claims, and every scenario that shows
