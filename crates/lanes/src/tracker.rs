@@ -73,7 +73,10 @@ pub struct Reading {
 pub struct Existing {
     /// The connection's local token (`MPTCP_SUBFLOW_ATTR_TOKEN_LOC`).
     pub token: u32,
-    /// Accepted by a listener of this host.
+    /// Accepted by this host: its initial subflow's MP_CAPABLE was received,
+    /// not sent (`MptcpSubflow::accepted`); adopted only with
+    /// `manage_server_side`, and then, as for a created one, this host
+    /// opens no subflow and only switches among its peer's.
     pub server_side: bool,
     pub subflows: Vec<ExistingSubflow>,
 }
@@ -82,7 +85,7 @@ pub struct Existing {
 pub struct ExistingSubflow {
     pub local: SocketAddr,
     pub remote: SocketAddr,
-    /// The MP_CAPABLE subflow the connection started on.
+    /// The MP_CAPABLE subflow the connection started on (at either end).
     pub initial: bool,
     /// Marked backup by this host.
     pub backup: bool,
