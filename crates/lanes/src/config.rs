@@ -200,8 +200,11 @@ pub struct Config {
     /// [`LaneNames`]).
     pub names: LaneNames,
     /// Also manage connections this host accepted (`[policy]
-    /// manage_server_side`). Off by default: when both ends run the
-    /// daemon, each would open its own LL subflows.
+    /// manage_server_side`), created or open at the start (adopted). The
+    /// daemon then opens no subflow for them (a client has no listener for
+    /// joins): it switches among the LL subflows the peer opened. Off by
+    /// default: with the daemon on both ends, both would decide for one
+    /// connection (each switch is an MP_PRIO the other end honours).
     pub server_side: bool,
     /// `[signals]`: BPF or sock_diag.
     pub signals: SignalsConfig,

@@ -245,7 +245,7 @@ impl<'a> Daemon<'a> {
         // `ready`, so a connection made after `ready` is never both adopted
         // and created.
         let adopt_req = DumpRequest {
-            states: diag::state::CONNECTED | diag::state::bit(diag::state::LISTEN),
+            states: diag::state::CONNECTED,
             ext: diag::ext::INFO,
             families: dump.families.clone(),
             ..DumpRequest::default()
@@ -782,12 +782,11 @@ fn to_readings(sockets: &[diag::DiagSocket], locals: &[IpAddr]) -> Vec<Reading> 
 }
 
 /// Groups MPTCP subflows by connection (local token); a connection is
-/// server side when its initial subflow's local port has a listener on its
-/// address (or the wildcard). A socket whose MPTCP subflow info does not
-/// decode is left out and described in the second list, for a warning.
+/// server side when the kernel flags its initial subflow as accepted here
+/// (MP_CAPABLE received, not sent: [`diag::MptcpSubflow::accepted`]), with
+/// or without a listener still open. A socket whose MPTCP subflow info does
+/// not decode is left out and described in the second list, for a warning.
 fn existing_connections(sockets: &[diag::DiagSocket]) -> (Vec<Existing>, Vec<String>) {
-    let listening: Vec<std::net::SocketAddr> =
-        sockets.iter().filter(|s| s.state == diag::state::LISTEN).map(|s| s.src).collect();
     let mut by_token: std::collections::BTreeMap<u32, Existing> = std::collections::BTreeMap::new();
     let mut undecodable = Vec::new();
     for s in sockets.iter().filter(|s| s.state == diag::state::ESTABLISHED) {
@@ -804,11 +803,7 @@ fn existing_connections(sockets: &[diag::DiagSocket]) -> (Vec<Existing>, Vec<Str
             server_side: false,
             subflows: Vec::new(),
         });
-        if sf.initial() {
-            e.server_side = listening
-                .iter()
-                .any(|l| l.port() == s.src.port() && (l.ip() == s.src.ip() || l.ip().is_unspecified()));
-        }
+        e.server_side |= sf.accepted();
         e.subflows.push(ExistingSubflow {
             local: s.src,
             remote: s.dst,
@@ -884,6 +879,75 @@ mod tests {
         assert!(subflow_not_found(&kernel(libc::EINVAL, Some("subflow not found"))));
         assert!(!subflow_not_found(&kernel(libc::EINVAL, Some("invalid token"))));
         assert!(!subflow_not_found(&kernel(libc::ENOENT, Some("subflow not found"))));
+    }
+
+    /// The real dump of one loopback MPTCP connection (both ends,
+    /// crates/sys/testdata/README.md) as the daemon's start sees it, with
+    /// `manage_server_side` on and 127.0.0.1 both SL addresses: the
+    /// accepting end (local port 5202; its initial subflow flagged MCAP_REM
+    /// only) is adopted server side, opening nothing (its peer opens the LL
+    /// joins); the connecting end is adopted and opens its LL backup. It
+    /// used to be skipped, for lack of a subflow flagged initial. With the
+    /// option off it is left alone.
+    #[test]
+    fn the_accepting_end_of_a_captured_connection_is_adopted_server_side() {
+        const DUMP: &[u8] = include_bytes!("../../sys/testdata/diag_mptcp.bin");
+        let seq = tcpaccel_sys::netlink::messages(DUMP).next().unwrap().unwrap().header.seq;
+        let mut socks = Vec::new();
+        diag::parse_datagram(DUMP, seq, &mut socks).unwrap();
+        let (existing, bad) = existing_connections(&socks);
+        assert!(bad.is_empty(), "{bad:?}");
+        let server: std::net::SocketAddr = "127.0.0.1:5202".parse().unwrap();
+        let side = |e: &Existing| (e.server_side, e.subflows.iter().find(|s| s.initial).map(|s| s.local));
+        let mut sides: Vec<_> = existing.iter().map(side).collect();
+        sides.sort();
+        assert_eq!(sides, vec![(false, Some("127.0.0.1:40001".parse().unwrap())), (true, Some(server))]);
+        let accepted = existing.iter().find(|e| e.server_side).unwrap().token;
+        let connected = existing.iter().find(|e| !e.server_side).unwrap().token;
+
+        let text = |manage: bool| {
+            format!(
+                r#"
+                [policy]
+                kind = "deadline"
+                manage_server_side = {manage}
+                [[peer]]
+                sl = [{{ local = "127.0.0.1", remote = "127.0.0.1" }}]
+                ll = [{{ local = "127.0.0.2", remote = "127.0.0.3" }}]
+                "#
+            )
+        };
+        let now = Instant::ZERO;
+        let mut on = Tracker::new(Config::parse(&text(true), "t").unwrap(), now);
+        let actions = on.adopt(now, &existing);
+        let mut managed = on.managed();
+        managed.sort();
+        let mut want = vec![accepted, connected];
+        want.sort();
+        assert_eq!(managed, want, "{actions:?}");
+        let adopted = |token| {
+            actions.iter().any(|a| {
+                matches!(a, Action::Emit(Record::Event(e))
+                    if e.token == token && e.event == "adopted" && e.local == Some(server.to_string()))
+            })
+        };
+        assert!(adopted(accepted), "{actions:?}");
+        // Only the connecting end opens a subflow.
+        let opened: Vec<u32> = actions
+            .iter()
+            .flat_map(|a| match a {
+                Action::Apply { commands, .. } => commands.clone(),
+                Action::Emit(_) => Vec::new(),
+            })
+            .map(|c| match c {
+                PmCommand::SubflowCreate { token, .. } | PmCommand::SetFlags { token, .. } => token,
+            })
+            .collect();
+        assert_eq!(opened, vec![connected], "{actions:?}");
+
+        let mut off = Tracker::new(Config::parse(&text(false), "t").unwrap(), now);
+        off.adopt(now, &existing);
+        assert_eq!(off.managed(), vec![connected]);
     }
 
     /// A subflow whose nested MPTCP info is malformed is described for a

@@ -73,7 +73,10 @@ pub struct Reading {
 pub struct Existing {
     /// The connection's local token (`MPTCP_SUBFLOW_ATTR_TOKEN_LOC`).
     pub token: u32,
-    /// Accepted by a listener of this host.
+    /// Accepted by this host: its initial subflow's MP_CAPABLE was received,
+    /// not sent (`MptcpSubflow::accepted`); adopted only with
+    /// `manage_server_side`, and then, as for a created one, this host
+    /// opens no subflow and only switches among its peer's.
     pub server_side: bool,
     pub subflows: Vec<ExistingSubflow>,
 }
@@ -82,7 +85,7 @@ pub struct Existing {
 pub struct ExistingSubflow {
     pub local: SocketAddr,
     pub remote: SocketAddr,
-    /// The MP_CAPABLE subflow the connection started on.
+    /// The MP_CAPABLE subflow the connection started on (at either end).
     pub initial: bool,
     /// Marked backup by this host.
     pub backup: bool,
@@ -189,7 +192,8 @@ pub struct Tracker {
     cfg: Config,
     start: Instant,
     conns: BTreeMap<u32, Conn>,
-    acked: HashMap<u64, u64>,
+    /// Each socket's (`bytes_acked`, `bytes_received`) at the last reading.
+    counters: HashMap<u64, (u64, u64)>,
     probes: BTreeMap<(IpAddr, IpAddr), ProbeState>,
     /// With BPF signals: probes per LL lane (the program keeps one sample
     /// per lane, whichever pair it came from).
@@ -217,7 +221,7 @@ impl Tracker {
             cfg,
             start,
             conns: BTreeMap::new(),
-            acked: HashMap::new(),
+            counters: HashMap::new(),
             probes: BTreeMap::new(),
             lane_probes: HashMap::new(),
             bpf: false,
@@ -808,18 +812,22 @@ impl Tracker {
     /// Handles one sock_diag reading of every TCP socket on the configured
     /// local addresses: updates costs and runs the policy.
     pub fn on_readings(&mut self, now: Instant, readings: &[Reading]) -> Vec<Action> {
-        // Which sockets moved data since the last reading.
-        let mut acked = HashMap::with_capacity(readings.len());
+        // Which sockets had data acknowledged since the last reading (a
+        // fresh RTT sample), and which received data (a connection only
+        // receiving, e.g. accepted here for an upload, is transferring too,
+        // as the BPF program counts every segment either way).
+        let mut counters = HashMap::with_capacity(readings.len());
         let mut fresh: Vec<(Reading, bool)> = Vec::with_capacity(readings.len());
+        let mut receiving = Vec::new();
         for r in readings {
-            let moved = match self.acked.get(&r.cookie) {
-                Some(prev) => r.bytes_acked > *prev,
-                None => r.bytes_acked > 0,
-            };
-            acked.insert(r.cookie, r.bytes_acked);
-            fresh.push((*r, moved));
+            let (acked, received) = self.counters.get(&r.cookie).copied().unwrap_or((0, 0));
+            if r.bytes_received > received {
+                receiving.push(r.cookie);
+            }
+            counters.insert(r.cookie, (r.bytes_acked, r.bytes_received));
+            fresh.push((*r, r.bytes_acked > acked));
         }
-        self.acked = acked;
+        self.counters = counters;
         // Lane-pair samples from any fresh socket on an LL pair.
         let mut pair_rtt: BTreeMap<(IpAddr, IpAddr), Duration> = BTreeMap::new();
         for (r, moved) in &fresh {
@@ -861,7 +869,8 @@ impl Tracker {
                     continue;
                 }
                 let sl = fresh.iter().find(|(r, _)| r.local == c.local && r.remote == c.remote);
-                let transferring = sl.is_some_and(|(r, moved)| *moved || r.unacked > 0);
+                let transferring =
+                    sl.is_some_and(|(r, moved)| *moved || r.unacked > 0 || receiving.contains(&r.cookie));
                 // Bytes in both directions over the connection's subflows
                 // seen now (SL and any LL backup that carried data).
                 let bytes: u64 = fresh
@@ -1572,6 +1581,45 @@ mod tests {
             "{a:?}"
         );
         assert_eq!(decisions(&a)[0].action, DecisionAction::Switch);
+    }
+
+    /// An accepted connection open before the start, receiving an upload:
+    /// adopted server side (nothing opened), and past the deadline switched
+    /// over the client's LL join although this end's `bytes_acked` never
+    /// moves (it sends nothing): received bytes make it a transferring
+    /// connection, as every segment does for the BPF program. Before, only
+    /// `bytes_acked` or `unacked` did, and such a connection never switched.
+    #[test]
+    fn an_adopted_server_side_connection_only_receiving_is_switched_at_the_deadline() {
+        let text = CFG.replace("kind = \"deadline\"", "kind = \"deadline\"\nmanage_server_side = true");
+        let mut tr = Tracker::new(Config::parse(&text, "t").unwrap(), at(0));
+        let (l, r) = ("10.1.0.1:5201", "10.1.0.2:40000");
+        let existing = [Existing {
+            token: 9,
+            server_side: true,
+            subflows: vec![ExistingSubflow {
+                local: l.parse().unwrap(),
+                remote: r.parse().unwrap(),
+                initial: true,
+                backup: false,
+            }],
+        }];
+        let a = tr.adopt(at(0), &existing);
+        assert!(tr.is_managed(9) && commands(&a).is_empty(), "{a:?}");
+        tr.on_event(at(5), &ev(EventKind::SubEstablished, 9, "10.2.0.1:5201", "10.2.0.2:40001"));
+        let rd = |received| {
+            let mut x = reading(1, l, r, 5, 1);
+            x.bytes_received = received;
+            [x]
+        };
+        // Past the deadline (200 ms) with nothing received: stays.
+        assert!(tr.on_readings(at(100), &rd(1_000)).is_empty());
+        assert!(decisions(&tr.on_readings(at(300), &rd(1_000))).is_empty());
+        let a = tr.on_readings(at(320), &rd(2_000_000));
+        let d = decisions(&a);
+        assert_eq!(d.len(), 1, "{a:?}");
+        assert_eq!((d[0].action, d[0].reason.as_deref()), (DecisionAction::Switch, Some("deadline")));
+        assert!(commands(&a).iter().all(|c| matches!(c, PmCommand::SetFlags { token: 9, .. })), "{a:?}");
     }
 
     #[test]

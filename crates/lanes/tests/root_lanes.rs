@@ -198,8 +198,13 @@ impl Drop for Daemon {
 
 impl Daemon {
     fn start(lab: &Lab, config: &str) -> Daemon {
+        Daemon::start_in(&lab.client, config)
+    }
+
+    /// The daemon in namespace `ns` (the server's, for its view).
+    fn start_in(ns: &str, config: &str) -> Daemon {
         let mut child = Command::new(env!("CARGO_BIN_EXE_lanes-test-daemon"))
-            .arg(&lab.client)
+            .arg(ns)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit())
@@ -840,4 +845,96 @@ fn root_bpf_program_tracks_accepted_connections_only_when_told_to() {
             assert_eq!((stats.subflows, stats.events), (0, 0), "unmanaged, yet tracked: {kinds:?} {stats:?}");
         }
     }
+}
+
+/// The server's view of the lanes, `manage_server_side = {manage}`, its
+/// deadline 200 ms, reading sock_diag.
+fn server_config(manage: bool) -> String {
+    format!(
+        r#"
+        [policy]
+        kind = "deadline"
+        t_deadline = "200ms"
+        manage_server_side = {manage}
+        [signals]
+        source = "diag"
+        [probe]
+        port = 9
+        [[peer]]
+        name = "client"
+        sl = [{{ local = "{SL_PEER}", remote = "{SL_LOCAL}" }}]
+        ll = [{{ local = "{LL_PEER}", remote = "{LL_LOCAL}" }}]
+    "#
+    )
+}
+
+/// A connection the server accepted while no daemon ran: a server daemon
+/// started then leaves it alone without `manage_server_side`, and adopts it
+/// with it (the kernel flags the accepting end's initial subflow MCAP_REM
+/// only, which the adoption used to take for "no initial subflow" and skip),
+/// opening nothing itself. When the client's daemon (deadline 1 h: it only
+/// opens the LL backup, never switches) adds the LL join, the server's
+/// daemon switches the connection past its 200 ms deadline, and its MP_PRIO
+/// moves the client's upload onto LL.
+#[test]
+fn root_a_daemon_started_after_a_connection_was_accepted_adopts_it_server_side() {
+    let Bed { _g, lab, sink } = bed();
+    run("ip", &["netns", "exec", &lab.server, "sysctl", "-q", "-w", "net.mptcp.path_manager=userspace"]);
+    let s = connect(&lab);
+    let client = s.local_addr().expect("local addr");
+    let writer = std::thread::spawn(move || send(s, Duration::from_secs(5), None));
+    std::thread::sleep(Duration::from_millis(300));
+    let server_end = format!("{SL_PEER}:{PORT}");
+    let adopted_here = |r: &Record| {
+        matches!(r, Record::Event(e) if e.event == "adopted"
+            && e.local.as_deref() == Some(server_end.as_str())
+            && e.remote.as_deref() == Some(client.to_string().as_str()))
+    };
+
+    // Not asked to: the accepted connection is not adopted.
+    let off = Daemon::start_in(&lab.server, &server_config(false));
+    let mut seen = Vec::new();
+    assert!(!off.wait_for(&mut seen, Duration::from_millis(500), adopted_here), "{seen:?}");
+    drop(off);
+
+    // Asked to: adopted as it is, nothing opened from this end.
+    let server = Daemon::start_in(&lab.server, &server_config(true));
+    let mut seen = Vec::new();
+    assert!(
+        server.wait_for(&mut seen, Duration::from_secs(2), adopted_here),
+        "the accepted connection {server_end} <- {client} was not adopted: {seen:?}"
+    );
+    let token = seen.iter().find(|r| adopted_here(r)).map(|r| match r {
+        Record::Event(e) => e.token,
+        _ => unreachable!(),
+    });
+    let token = token.unwrap();
+
+    // The client's daemon opens the LL join; the server switches.
+    let client_daemon = Daemon::start(&lab, &config("kind = \"deadline\"\nt_deadline = \"1h\""));
+    assert!(
+        server.wait_for(&mut seen, Duration::from_secs(3), |r| matches!(r,
+            Record::Decision(d) if d.token == token && d.action == DecisionAction::Switch && d.ok)),
+        "the server did not switch the adopted connection {token:#x}: {seen:?}"
+    );
+    seen.extend(server.drain());
+    let opened: Vec<&Record> = seen
+        .iter()
+        .filter(|r| {
+            matches!(r, Record::Decision(d) if d.token == token
+                && matches!(d.action, DecisionAction::OpenBackup | DecisionAction::OpenActive))
+        })
+        .collect();
+    assert!(opened.is_empty(), "the server opened subflows itself: {opened:?}");
+    let client_seen = client_daemon.drain();
+    assert!(
+        !client_seen.iter().any(|r| matches!(r, Record::Decision(d) if d.action == DecisionAction::Switch)),
+        "the client switched (its deadline is 1 h): {client_seen:?}"
+    );
+    let (_, ll0) = lab.lanes();
+    std::thread::sleep(Duration::from_millis(700));
+    let (_, ll1) = lab.lanes();
+    assert!(ll1 - ll0 > 1_000_000, "LL carried only {} bytes after the server's switch", ll1 - ll0);
+    let sent = writer.join().expect("writes kept working");
+    assert_eq!(sink.totals.recv_timeout(Duration::from_secs(20)).expect("transfer completed"), sent);
 }

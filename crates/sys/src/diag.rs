@@ -325,10 +325,15 @@ pub struct MptcpSubflow {
 
 /// `MPTCP_SUBFLOW_FLAG_*` bits of [`MptcpSubflow::flags`].
 pub mod subflow_flags {
+    /// The peer's MP_CAPABLE was received (`mp_capable`): set on the
+    /// initial subflow at both ends, the only sign of it on the accepting end.
+    pub const MCAP_REM: u32 = 1 << 0;
     /// This end sent MP_CAPABLE (`request_mptcp` in net/mptcp/diag.c): the
     /// initial subflow on the side that connected only; the accepting
     /// side's initial subflow lacks it (see the captured dump's test).
     pub const MCAP_LOC: u32 = 1 << 1;
+    /// The peer's MP_JOIN was received: a join subflow, at either end.
+    pub const JOIN_REM: u32 = 1 << 2;
     pub const JOIN_LOC: u32 = 1 << 3;
     pub const BKUP_REM: u32 = 1 << 4;
     /// This host marked the subflow backup (SET_FLAGS / MP_PRIO).
@@ -340,11 +345,19 @@ impl MptcpSubflow {
     pub fn backup_local(&self) -> bool {
         self.flags & subflow_flags::BKUP_LOC != 0
     }
-    /// [`subflow_flags::MCAP_LOC`]: the initial subflow of a connection this
-    /// end opened (false on the accepting end, whose initial subflow the
-    /// kernel flags MCAP_REM only).
+    /// The connection's initial (MP_CAPABLE) subflow, at either end: this
+    /// end sent MP_CAPABLE ([`subflow_flags::MCAP_LOC`], the connecting end,
+    /// also when the peer fell back) or received it
+    /// ([`subflow_flags::MCAP_REM`], the only flag of it on the accepting end).
+    /// A join (MP_JOIN) subflow has neither.
     pub fn initial(&self) -> bool {
-        self.flags & subflow_flags::MCAP_LOC != 0
+        self.flags & (subflow_flags::MCAP_LOC | subflow_flags::MCAP_REM) != 0
+    }
+    /// The initial subflow of a connection this end accepted: MP_CAPABLE
+    /// received, never sent (the kernel's own flags; no listener needs to be
+    /// open any more to tell).
+    pub fn accepted(&self) -> bool {
+        self.initial() && self.flags & subflow_flags::MCAP_LOC == 0
     }
 }
 
@@ -787,7 +800,20 @@ mod tests {
                 skipped: netlink::Skipped { unknown: 0, odd_size: 0 },
             }
         );
-        assert!(got.initial() && got.backup_local());
+        assert!(got.initial() && got.backup_local() && !got.accepted());
+        // Which end and which subflow, from the MP_CAPABLE and MP_JOIN bits:
+        // connected here and answered, connected here
+        // and fallen back, accepted here, a join at either end.
+        let end = |flags| {
+            let sf = MptcpSubflow { flags, ..MptcpSubflow::default() };
+            (sf.initial(), sf.accepted())
+        };
+        use subflow_flags::{JOIN_LOC, JOIN_REM, MCAP_LOC, MCAP_REM};
+        assert_eq!(end(MCAP_LOC | MCAP_REM), (true, false));
+        assert_eq!(end(MCAP_LOC), (true, false));
+        assert_eq!(end(MCAP_REM), (true, true));
+        assert_eq!(end(JOIN_LOC | JOIN_REM), (false, false));
+        assert_eq!(end(JOIN_REM), (false, false));
         // A plain TCP socket has none; a truncated attribute is an error.
         assert_eq!(parse_diag_msg(&diag_msg_v4(1, 2, 3, &[])).unwrap().mptcp_subflow(), Ok(None));
         assert_eq!(
@@ -1169,9 +1195,13 @@ mod tests {
             let sf = sock.mptcp_subflow().unwrap().expect("an MPTCP subflow");
             assert_ne!(sf.token_loc, 0);
             assert!(sf.skipped.is_empty(), "{:?}", sf.skipped);
-            // The kernel flags MCAP_LOC (`request_mptcp`) on the side that
-            // connected only.
-            assert_eq!(sf.initial(), sock.src == c, "{sock:?}");
+            // Both ends' subflow is the initial one; the kernel flags
+            // MCAP_LOC (`request_mptcp`) on the side that connected only:
+            // 0xc3 there, 0xc1 (MCAP_REM, fully established, connected) on
+            // the accepting side.
+            assert!(sf.initial(), "{sock:?} {:#x}", sf.flags);
+            assert_eq!(sf.accepted(), sock.src == s, "{sock:?} {:#x}", sf.flags);
+            assert_eq!(sf.flags & subflow_flags::MCAP_LOC != 0, sock.src == c, "{sock:?}");
             tokens.push(sf.token_loc);
         }
         assert_ne!(tokens[0], tokens[1], "each end has its own local token");
