@@ -11,6 +11,17 @@
 //! `TCP_CONGESTION` for BBR, `SO_MAX_PACING_RATE` (the traffic tool's
 //! `static:RATE`, on the wire) for static pacing, `SO_SNDBUFFORCE` at the
 //! doctor's buffer size ([`crate::judge::buffer_need`]) for the buffer fix.
+//! The dynamic hold is the cgroup pacer's (`tcpaccel pace run --pace
+//! dynamic --hold`): for its transfer this process joins a throwaway cgroup
+//! whose program paces only connections to the target (`DST/32=dynamic`,
+//! hold on), and leaves it, detached, when the transfer ends
+//! ([`tcpaccel_pacer::Joined`]; root only, left out with the reason
+//! otherwise).
+//!
+//! Between transfers the kernel's TCP metrics for the target are deleted
+//! ([`tcpaccel_sys::tcp_metrics::forget`]), so that no transfer starts
+//! from the ssthresh and cwnd the previous one left (a host with
+//! `tcp_no_metrics_save=0`, the default, keeps them per destination).
 //!
 //! Bounded: no transfer starts that would end past `max_time` or send past
 //! `max_bytes` (at the estimated rate); `stop` ends the current transfer
@@ -84,6 +95,9 @@ pub struct Plan {
     pub handshakes: usize,
     /// Set to stop (Ctrl-C): the current transfer ends early, none follows.
     pub stop: Arc<AtomicBool>,
+    /// Delete the kernel's cached TCP metrics for the target before each
+    /// transfer (module docs).
+    pub forget_metrics: bool,
 }
 
 impl Plan {
@@ -91,7 +105,7 @@ impl Plan {
         Plan {
             to,
             receiver: Receiver::Tcpaccel,
-            variants: vec![Variant::Unpaced, Variant::BufferFix, Variant::Bbr, Variant::StaticPacing],
+            variants: Variant::ALL.to_vec(),
             repeats: 2,
             probe: Duration::from_secs(2),
             trial: None,
@@ -100,6 +114,7 @@ impl Plan {
             pace_fraction: 0.95,
             handshakes: 5,
             stop: Arc::new(AtomicBool::new(false)),
+            forget_metrics: true,
         }
     }
 }
@@ -163,6 +178,9 @@ pub struct TrialRecord {
     pub bytes: u64,
     pub duration_s: f64,
     pub stopped_early: bool,
+    /// The dynamic hold: connections the cgroup pacer paced in this
+    /// transfer (the data connection; iperf3's control connection too).
+    pub paced_connections: Option<u64>,
     /// (end of window s, goodput bit/s, srtt ms) for the plots.
     pub series: Vec<(f64, u64, Option<f64>)>,
 }
@@ -190,6 +208,11 @@ pub struct Outcome {
     pub cut_short: Option<String>,
     pub elapsed_s: f64,
     pub bytes_sent: u64,
+    /// Entries of the kernel's TCP metrics cache for the target deleted
+    /// before a transfer (one per transfer at most).
+    pub metrics_cleared: u32,
+    /// Why the cache could not be cleared (no CAP_NET_ADMIN), if so.
+    pub metrics_not_cleared: Option<String>,
 }
 
 /// Progress, as it happens.
@@ -260,6 +283,40 @@ impl Readings {
     }
 }
 
+/// Deletes the kernel's cached metrics for the target before a transfer
+/// (module docs); counts what it deleted, keeps the first failure.
+#[derive(Default)]
+struct MetricsCache {
+    cleared: u32,
+    failed: Option<String>,
+}
+
+impl MetricsCache {
+    fn forget(&mut self, plan: &Plan) {
+        if !plan.forget_metrics || self.failed.is_some() {
+            return;
+        }
+        match tcpaccel_sys::tcp_metrics::forget(plan.to.ip()) {
+            Ok(found) => self.cleared += u32::from(found),
+            Err(e) => self.failed = Some(e.to_string()),
+        }
+    }
+}
+
+/// The cgroup pacer's dynamic hold for connections to `to` only, this
+/// process in its cgroup until the guard goes (module docs).
+fn join_hold(to: std::net::IpAddr) -> Result<tcpaccel_pacer::Joined, tcpaccel_pacer::PacerError> {
+    let rule = match to {
+        std::net::IpAddr::V4(a) => format!("{a}/32=dynamic"),
+        std::net::IpAddr::V6(a) => format!("[{a}/128]=dynamic"),
+    };
+    let cfg = tcpaccel_pacer::PaceConfig {
+        hold: true,
+        ..tcpaccel_pacer::PaceConfig::parse("none", &[rule], None)?
+    };
+    tcpaccel_pacer::Joined::join(&format!("compare-{}", std::process::id()), &cfg)
+}
+
 fn report_interval(rtt: Duration) -> Duration {
     (rtt / 4).clamp(Duration::from_millis(10), Duration::from_millis(50))
 }
@@ -279,6 +336,8 @@ pub fn run(plan: &Plan, mut on_event: impl FnMut(Event)) -> Result<Outcome, Comp
     };
     let rtt0 = handshake.unwrap_or(Duration::from_secs(1));
     let mut bytes_sent = 0u64;
+    let mut metrics = MetricsCache::default();
+    metrics.forget(plan);
 
     // The measuring transfer: unpaced, the host's congestion control, and a
     // send buffer large enough that the host's default buffers do not hide
@@ -361,15 +420,18 @@ pub fn run(plan: &Plan, mut on_event: impl FnMut(Event)) -> Result<Outcome, Comp
     };
     let mut variants: Vec<Variant> = plan.variants.clone();
     let mut skipped = Vec::new();
+    // The hold needs the cgroup pacer (root, cgroup2, BPF): without it the
+    // variant is left out before the budget is shared.
     if let Some(i) = variants.iter().position(|&v| v == Variant::DynamicHold) {
-        variants.remove(i);
-        let s = Skipped {
-            variant: Variant::DynamicHold,
-            why: "the dynamic hold is not tried by this comparison yet (use `tcpaccel pace run --pace dynamic --hold`)"
-                .into(),
-        };
-        on_event(Event::Skipped(&s));
-        skipped.push(s);
+        if let Err(e) = tcpaccel_pacer::probe() {
+            variants.remove(i);
+            let s = Skipped {
+                variant: Variant::DynamicHold,
+                why: format!("the cgroup pacer is not usable here: {e}"),
+            };
+            on_event(Event::Skipped(&s));
+            skipped.push(s);
+        }
     }
 
     // The budget shared out: what is left after the probe, per transfer.
@@ -438,8 +500,46 @@ pub fn run(plan: &Plan, mut on_event: impl FnMut(Event)) -> Result<Outcome, Comp
             if let Some(w) = s.pace_wire_bps {
                 cfg.pace = Pace::Static(Rate(w));
             }
+            metrics.forget(plan);
+            let hold = match v {
+                Variant::DynamicHold => match join_hold(plan.to.ip()) {
+                    Ok(j) => Some(j),
+                    Err(e) => {
+                        let s = Skipped { variant: v, why: format!("joining the cgroup pacer's hold: {e}") };
+                        on_event(Event::Skipped(&s));
+                        skipped.push(s);
+                        continue;
+                    }
+                },
+                _ => None,
+            };
             let mut rd = Readings::default();
-            let sum = match plan.receiver.send(cfg, |r| rd.take(r)) {
+            let sent = plan.receiver.send(cfg, |r| rd.take(r));
+            // Out of the cgroup and detached before anything else runs.
+            let paced_connections = match hold {
+                Some(j) => {
+                    let n = j.paced_conns().unwrap_or(0);
+                    if let Err(e) = j.leave() {
+                        cut_short = Some(format!("leaving the cgroup pacer's hold: {e}"));
+                        break 'rounds;
+                    }
+                    Some(n)
+                }
+                None => None,
+            };
+            if let (Some(0), Ok(sum)) = (paced_connections, &sent) {
+                bytes_sent += sum.bytes;
+                let s = Skipped {
+                    variant: v,
+                    why:
+                        "the cgroup pacer paced no connection of the transfer: it did not run under the hold"
+                            .into(),
+                };
+                on_event(Event::Skipped(&s));
+                skipped.push(s);
+                continue;
+            }
+            let sum = match sent {
                 Ok(sum) => sum,
                 // A setting this host refuses (no BBR module, no
                 // CAP_NET_ADMIN): leave the variant out, say why.
@@ -473,6 +573,7 @@ pub fn run(plan: &Plan, mut on_event: impl FnMut(Event)) -> Result<Outcome, Comp
                 bytes: sum.bytes,
                 duration_s: sum.duration_s,
                 stopped_early: sum.stopped_early,
+                paced_connections,
                 series: series(&rd),
             };
             on_event(Event::Trial(&rec));
@@ -501,6 +602,8 @@ pub fn run(plan: &Plan, mut on_event: impl FnMut(Event)) -> Result<Outcome, Comp
         cut_short,
         elapsed_s: t0.elapsed().as_secs_f64(),
         bytes_sent,
+        metrics_cleared: metrics.cleared,
+        metrics_not_cleared: metrics.failed,
     })
 }
 
