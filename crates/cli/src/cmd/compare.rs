@@ -43,8 +43,9 @@ pub(crate) struct Args {
     /// With --remote: an ssh option passed as `-o OPTION` (repeatable), e.g. IdentityFile=~/.ssh/lab.
     #[arg(long = "ssh-option", requires = "remote")]
     ssh_options: Vec<String>,
-    /// Variants to try, comma-separated: unpaced, buffer-fix, bbr, static-pacing.
-    #[arg(long, value_delimiter = ',', value_parser = variant, default_value = "unpaced,buffer-fix,bbr,static-pacing")]
+    /// Variants to try, comma-separated: unpaced, buffer-fix, bbr, static-pacing, dynamic-hold (the cgroup pacer's
+    /// hold: needs root; left out with the reason otherwise).
+    #[arg(long, value_delimiter = ',', value_parser = variant, default_value = "unpaced,buffer-fix,bbr,static-pacing,dynamic-hold")]
     variants: Vec<Variant>,
     /// Transfers of each variant (interleaved).
     #[arg(long, default_value_t = 2)]
@@ -121,12 +122,12 @@ fn commands(v: Variant, out: &Outcome) -> Vec<String> {
             let w = settings.and_then(|s| s.pace_wire_bps).unwrap_or(wire.bits_per_sec());
             let rate = format!("static:{}mbit", w / 1_000_000);
             vec![
-                format!("tcpaccel pace attach --cgroup /sys/fs/cgroup --rule {dst}={rate}   # every program, to this destination"),
+                format!("tcpaccel pace attach --cgroup /sys/fs/cgroup --pace none --rule {dst}={rate}   # every program, to this destination"),
                 format!("tcpaccel run --pace {rate} -- PROGRAM   # one program"),
             ]
         }
         Variant::DynamicHold => vec![
-            format!("tcpaccel pace attach --cgroup /sys/fs/cgroup --rule {dst}=dynamic --hold   # every program, to this destination"),
+            format!("tcpaccel pace attach --cgroup /sys/fs/cgroup --pace none --rule {dst}=dynamic --hold   # every program, to this destination"),
             "tcpaccel pace run --pace dynamic --hold -- PROGRAM   # one program".into(),
         ],
         Variant::BufferFix => {
@@ -295,6 +296,9 @@ pub(crate) fn run(a: Args) -> anyhow::Result<Verdict> {
         r.stop();
     }
     let out = out?;
+    if let Some(why) = &out.metrics_not_cleared {
+        eprintln!("tcpaccel: warning: the kernel's cached TCP metrics for {to} were not cleared between transfers ({why}): a transfer may start from the ssthresh and cwnd the previous one left, unless net.ipv4.tcp_no_metrics_save=1");
+    }
     let cmds = out.recommendation.as_ref().map(|r| commands(r.variant, &out)).unwrap_or_default();
     if let Some(path) = &a.html {
         let reason = out.recommendation.as_ref().map(|r| reason_text(&r.reason)).unwrap_or_default();
@@ -313,7 +317,7 @@ pub(crate) fn run(a: Args) -> anyhow::Result<Verdict> {
         }
         println!(
             "{}",
-            serde_json::json!({ "type": "summary", "to": to, "elapsed_s": out.elapsed_s, "bytes_sent": out.bytes_sent, "cut_short": out.cut_short, "transfers": out.trials.len() })
+            serde_json::json!({ "type": "summary", "to": to, "elapsed_s": out.elapsed_s, "bytes_sent": out.bytes_sent, "cut_short": out.cut_short, "transfers": out.trials.len(), "metrics_cleared": out.metrics_cleared, "metrics_not_cleared": out.metrics_not_cleared })
         );
     } else {
         println!();
