@@ -98,6 +98,12 @@ pub struct Plan {
     /// Delete the kernel's cached TCP metrics for the target before each
     /// transfer (module docs).
     pub forget_metrics: bool,
+    /// The congestion control of the probe and of every variant but `bbr`
+    /// (`TCP_CONGESTION` on the socket); `None`: the host's default. A
+    /// namespace's default is its host's, and only an allowed one may be
+    /// set there: this is how a comparison runs CUBIC on a host whose
+    /// default is BBR, as the lab's scenarios do.
+    pub cc: Option<String>,
 }
 
 impl Plan {
@@ -115,6 +121,7 @@ impl Plan {
             handshakes: 5,
             stop: Arc::new(AtomicBool::new(false)),
             forget_metrics: true,
+            cc: None,
         }
     }
 }
@@ -181,6 +188,8 @@ pub struct TrialRecord {
     /// The dynamic hold: connections the cgroup pacer paced in this
     /// transfer (the data connection; iperf3's control connection too).
     pub paced_connections: Option<u64>,
+    /// The congestion control the socket had (read back from it).
+    pub cc: Option<String>,
     /// (end of window s, goodput bit/s, srtt ms) for the plots.
     pub series: Vec<(f64, u64, Option<f64>)>,
 }
@@ -354,6 +363,7 @@ pub fn run(plan: &Plan, mut on_event: impl FnMut(Event)) -> Result<Outcome, Comp
         stop: Some(Arc::clone(&probe_stop)),
         sndbuf: Some(PROBE_SNDBUF),
         force_buffers: true,
+        cc: plan.cc.clone(),
         ..SendConfig::new(plan.to)
     };
     // The probe may have a quarter of the byte budget; Ctrl-C ends it too.
@@ -410,12 +420,15 @@ pub fn run(plan: &Plan, mut on_event: impl FnMut(Event)) -> Result<Outcome, Comp
 
     let pace_wire = Rate((wire.bits_per_sec() as f64 * plan.pace_fraction) as u64);
     let sndbuf = crate::judge::buffer_need(bdp_bytes(wire, min_rtt));
+    let cc = plan.cc.clone();
     let settings_of = |v: Variant| match v {
-        Variant::Unpaced | Variant::DynamicHold => Settings { pace_wire_bps: None, sndbuf: None, cc: None },
-        Variant::BufferFix => Settings { pace_wire_bps: None, sndbuf: Some(sndbuf), cc: None },
+        Variant::Unpaced | Variant::DynamicHold => {
+            Settings { pace_wire_bps: None, sndbuf: None, cc: cc.clone() }
+        }
+        Variant::BufferFix => Settings { pace_wire_bps: None, sndbuf: Some(sndbuf), cc: cc.clone() },
         Variant::Bbr => Settings { pace_wire_bps: None, sndbuf: None, cc: Some("bbr".into()) },
         Variant::StaticPacing => {
-            Settings { pace_wire_bps: Some(pace_wire.bits_per_sec()), sndbuf: None, cc: None }
+            Settings { pace_wire_bps: Some(pace_wire.bits_per_sec()), sndbuf: None, cc: cc.clone() }
         }
     };
     let mut variants: Vec<Variant> = plan.variants.clone();
@@ -574,6 +587,7 @@ pub fn run(plan: &Plan, mut on_event: impl FnMut(Event)) -> Result<Outcome, Comp
                 duration_s: sum.duration_s,
                 stopped_early: sum.stopped_early,
                 paced_connections,
+                cc: sum.streams.first().and_then(|s| s.cc.clone()),
                 series: series(&rd),
             };
             on_event(Event::Trial(&rec));

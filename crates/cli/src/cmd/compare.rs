@@ -62,6 +62,10 @@ pub(crate) struct Args {
     /// Total byte limit: no transfer starts that would send past it (at the estimated rate).
     #[arg(long, default_value = "2GB", value_parser = values::bytes)]
     max_bytes: Bytes,
+    /// Congestion control of the probe and every variant but bbr, set on the test socket (default: the host's),
+    /// e.g. cubic on a host whose default is bbr.
+    #[arg(long)]
+    cc: Option<String>,
     /// Static pacing's on-wire rate as a fraction of the estimated bottleneck.
     #[arg(long, default_value_t = 0.95)]
     pace_fraction: f64,
@@ -239,6 +243,7 @@ pub(crate) fn run(a: Args) -> anyhow::Result<Verdict> {
         max_bytes: a.max_bytes.get(),
         pace_fraction: a.pace_fraction,
         stop: stop.clone(),
+        cc: a.cc.clone(),
         ..Plan::new(to)
     };
     let json = a.json;
