@@ -69,6 +69,13 @@ fn cc_is_set_on_every_variant_but_bbr() {
     assert_eq!(cc_of(Variant::Unpaced).as_deref(), Some("reno"));
     assert_eq!(cc_of(Variant::StaticPacing).as_deref(), Some("reno"));
     assert_eq!(cc_of(Variant::Bbr).as_deref(), Some("bbr"));
+    // The probe runs BBR where this host lets the socket have it, else the plan's.
+    let listed = |f: &str| {
+        std::fs::read_to_string(format!("/proc/sys/net/ipv4/tcp_{f}_congestion_control"))
+            .is_ok_and(|t| t.split_whitespace().any(|c| c == "bbr"))
+    };
+    let bbr_here = listed("available") && (tcpaccel_sys::privilege::is_root() || listed("allowed"));
+    assert_eq!(out.path.probe_cc.as_deref(), Some(if bbr_here { "bbr" } else { "reno" }));
 }
 
 #[test]

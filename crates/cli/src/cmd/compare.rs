@@ -253,13 +253,14 @@ pub(crate) fn run(a: Args) -> anyhow::Result<Verdict> {
                 println!("{}", serde_json::json!({ "type": "path", "to": to, "path": p }));
             } else {
                 println!(
-                    "path to {to}: min RTT {:.2} ms (handshakes {}); bottleneck {} Mbit/s on the wire ({} Mbit/s of payload; {} rounds of a {:?} unpaced transfer, {} Mbit/s, {} retransmissions)",
+                    "path to {to}: min RTT {:.2} ms (handshakes {}); bottleneck {} Mbit/s on the wire ({} Mbit/s of payload; {} rounds of a {:?} unpaced transfer with {}, {} Mbit/s, {} retransmissions)",
                     p.min_rtt_us as f64 / 1e3,
                     p.handshake_rtt_us.map_or("not tried".into(), |h| format!("{:.2} ms", h as f64 / 1e3)),
                     mbit(p.bottleneck_wire_bps as f64),
                     mbit(p.bottleneck_payload_bps as f64),
                     p.rounds,
                     a.probe,
+                    p.probe_cc.as_deref().unwrap_or("the host's congestion control"),
                     mbit(p.probe_goodput_bps as f64),
                     p.probe_retransmits.map_or("?".into(), |r| r.to_string()),
                 );
