@@ -4,7 +4,7 @@
 //! the pure rule ([`tcpaccel_core::compare`]).
 //!
 //! Order of work: the RTT by TCP handshakes (not to iperf3); the
-//! bottleneck by one short unpaced transfer whose TCP_INFO readings feed
+//! bottleneck by one short unpaced transfer (BBR where the host has it) whose TCP_INFO readings feed
 //! [`BottleneckEstimator`] once its `tcpi_min_rtt` gives the minimum RTT; then `repeats` rounds, each running every
 //! variant once (the start rotates per round, so no variant always follows
 //! the same one). Each transfer's settings touch only its own socket:
@@ -101,8 +101,9 @@ pub struct Plan {
     /// Delete the kernel's cached TCP metrics for the target before each
     /// transfer (module docs).
     pub forget_metrics: bool,
-    /// The congestion control of the probe and of every variant but `bbr`
-    /// (`TCP_CONGESTION` on the socket); `None`: the host's default. A
+    /// The congestion control of every variant but `bbr` (`TCP_CONGESTION`
+    /// on the socket), and of the probe where BBR cannot be had; `None`:
+    /// the host's default. A
     /// namespace's default is its host's, and only an allowed one may be
     /// set there: this is how a comparison runs CUBIC on a host whose
     /// default is BBR, as the lab's scenarios do.

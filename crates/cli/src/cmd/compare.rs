@@ -62,8 +62,8 @@ pub(crate) struct Args {
     /// Total byte limit: no transfer starts that would send past it (at the estimated rate).
     #[arg(long, default_value = "2GB", value_parser = values::bytes)]
     max_bytes: Bytes,
-    /// Congestion control of the probe and every variant but bbr, set on the test socket (default: the host's),
-    /// e.g. cubic on a host whose default is bbr.
+    /// Congestion control of every variant but bbr, set on the test socket (default: the host's), e.g. cubic on a
+    /// host whose default is bbr; the probe runs BBR where the host has it, else this.
     #[arg(long)]
     cc: Option<String>,
     /// Static pacing's on-wire rate as a fraction of the estimated bottleneck.
