@@ -489,6 +489,31 @@ mod tests {
         assert!((steady - (473.5 / 330.0 - 1.0)).abs() < 1e-12, "{steady}");
     }
 
+    /// The hold is recommended when it beats static pacing by more than
+    /// noise (a path where a fixed rate below the bottleneck loses to a
+    /// rate that follows it), and it comes last in simplicity when tied.
+    #[test]
+    fn the_hold_wins_only_by_more_than_noise() {
+        use Variant::*;
+        let t = [
+            trial(Unpaced, 300, 3000),
+            trial(StaticPacing, 400, 0),
+            trial(StaticPacing, 402, 0),
+            trial(DynamicHold, 455, 0),
+            trial(DynamicHold, 457, 0),
+        ];
+        let r = recommend(&summarize(&t)).unwrap();
+        assert_eq!(r.variant, DynamicHold);
+        assert_eq!(r.reason, Reason::Fastest { over: Some(StaticPacing), by: 456.0 / 401.0 - 1.0 });
+        assert_eq!(r.ranking, vec![DynamicHold, StaticPacing, Unpaced]);
+        assert!((r.gain_vs_unpaced.unwrap() - (456.0 / 300.0 - 1.0)).abs() < 1e-12);
+        // Within 3% of static pacing: static, the simpler, is recommended.
+        let tied = [trial(StaticPacing, 450, 0), trial(DynamicHold, 456, 0)];
+        let r = recommend(&summarize(&tied)).unwrap();
+        assert_eq!(r.variant, StaticPacing);
+        assert_eq!(r.ranking, vec![StaticPacing, DynamicHold]);
+    }
+
     /// Without the hold, static pacing wins outright: "fastest", and by how much.
     #[test]
     fn a_clear_winner_is_fastest() {

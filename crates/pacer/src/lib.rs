@@ -18,6 +18,7 @@ pub mod abi;
 pub mod attach;
 pub mod cgroup;
 pub mod error;
+pub mod join;
 pub mod metrics;
 pub mod precise;
 pub mod rules;
@@ -27,6 +28,7 @@ pub use attach::{
 };
 pub use cgroup::{cgroup2_mount, Cgroup, TempCgroup};
 pub use error::{Class, PacerError};
+pub use join::Joined;
 pub use precise::Precise;
 pub use rules::{PaceConfig, RulePace};
 

@@ -52,6 +52,8 @@ pub mod sockopt;
 pub mod splice;
 /// Sysctls: the one reader and writer of /proc/sys, here or in a named network namespace.
 pub mod sysctl;
+/// The TCP metrics cache (`tcp_metrics` generic netlink): forget one destination's entries.
+pub mod tcp_metrics;
 /// `struct tcp_info`, parsed by length so older and newer kernels work.
 pub mod tcpinfo;
 /// `require_root` and the naming convention of root-only tests.

@@ -4,13 +4,24 @@
 //! the pure rule ([`tcpaccel_core::compare`]).
 //!
 //! Order of work: the RTT by TCP handshakes (not to iperf3); the
-//! bottleneck by one short unpaced transfer whose TCP_INFO readings feed
+//! bottleneck by one short unpaced transfer (BBR where the host has it) whose TCP_INFO readings feed
 //! [`BottleneckEstimator`] once its `tcpi_min_rtt` gives the minimum RTT; then `repeats` rounds, each running every
 //! variant once (the start rotates per round, so no variant always follows
 //! the same one). Each transfer's settings touch only its own socket:
 //! `TCP_CONGESTION` for BBR, `SO_MAX_PACING_RATE` (the traffic tool's
 //! `static:RATE`, on the wire) for static pacing, `SO_SNDBUFFORCE` at the
 //! doctor's buffer size ([`crate::judge::buffer_need`]) for the buffer fix.
+//! The dynamic hold is the cgroup pacer's (`tcpaccel pace run --pace
+//! dynamic --hold`): for its transfer this process joins a throwaway cgroup
+//! whose program paces only connections to the target (`DST/32=dynamic`,
+//! hold on), and leaves it, detached, when the transfer ends
+//! ([`tcpaccel_pacer::Joined`]; root only, left out with the reason
+//! otherwise).
+//!
+//! Between transfers the kernel's TCP metrics for the target are deleted
+//! ([`tcpaccel_sys::tcp_metrics::forget`]), so that no transfer starts
+//! from the ssthresh and cwnd the previous one left (a host with
+//! `tcp_no_metrics_save=0`, the default, keeps them per destination).
 //!
 //! Bounded: no transfer starts that would end past `max_time` or send past
 //! `max_bytes` (at the estimated rate); `stop` ends the current transfer
@@ -37,8 +48,11 @@ const PROBE_SNDBUF: u64 = 32 << 20;
 
 /// A short transfer shorter than this says little: the budget is spent.
 const MIN_TRIAL: Duration = Duration::from_millis(800);
-/// Slack per transfer for connecting and the receiver's receipt, in RTTs.
-const OVERHEAD_RTTS: u32 = 4;
+/// Slack per transfer for connecting, the last bytes' acknowledgement and
+/// the receiver's receipt, in RTTs: on seed 000's 100 ms path a transfer
+/// took 1.0 s beyond its length (9 transfers of 5.0 s in 54.3 s), and with
+/// 4 RTTs the last transfer of the last round did not fit the budget.
+const OVERHEAD_RTTS: u32 = 8;
 /// Windows of time to 95% are at least this long (the lab's `pacing`
 /// scenario uses 100 ms windows for its ramp).
 const T95_WINDOW: Duration = Duration::from_millis(100);
@@ -84,6 +98,16 @@ pub struct Plan {
     pub handshakes: usize,
     /// Set to stop (Ctrl-C): the current transfer ends early, none follows.
     pub stop: Arc<AtomicBool>,
+    /// Delete the kernel's cached TCP metrics for the target before each
+    /// transfer (module docs).
+    pub forget_metrics: bool,
+    /// The congestion control of every variant but `bbr` (`TCP_CONGESTION`
+    /// on the socket), and of the probe where BBR cannot be had; `None`:
+    /// the host's default. A
+    /// namespace's default is its host's, and only an allowed one may be
+    /// set there: this is how a comparison runs CUBIC on a host whose
+    /// default is BBR, as the lab's scenarios do.
+    pub cc: Option<String>,
 }
 
 impl Plan {
@@ -91,7 +115,7 @@ impl Plan {
         Plan {
             to,
             receiver: Receiver::Tcpaccel,
-            variants: vec![Variant::Unpaced, Variant::BufferFix, Variant::Bbr, Variant::StaticPacing],
+            variants: Variant::ALL.to_vec(),
             repeats: 2,
             probe: Duration::from_secs(2),
             trial: None,
@@ -100,6 +124,8 @@ impl Plan {
             pace_fraction: 0.95,
             handshakes: 5,
             stop: Arc::new(AtomicBool::new(false)),
+            forget_metrics: true,
+            cc: None,
         }
     }
 }
@@ -140,6 +166,8 @@ pub struct PathEstimate {
     pub probe_receiver_limited_s: Option<f64>,
     pub probe_goodput_bps: u64,
     pub probe_retransmits: Option<u64>,
+    /// The probe's congestion control (read back): bbr where the host has it.
+    pub probe_cc: Option<String>,
     /// MSS and per-segment overhead of the probe's socket.
     pub mss: u32,
     pub overhead: u32,
@@ -163,6 +191,11 @@ pub struct TrialRecord {
     pub bytes: u64,
     pub duration_s: f64,
     pub stopped_early: bool,
+    /// The dynamic hold: connections the cgroup pacer paced in this
+    /// transfer (the data connection; iperf3's control connection too).
+    pub paced_connections: Option<u64>,
+    /// The congestion control the socket had (read back from it).
+    pub cc: Option<String>,
     /// (end of window s, goodput bit/s, srtt ms) for the plots.
     pub series: Vec<(f64, u64, Option<f64>)>,
 }
@@ -190,6 +223,11 @@ pub struct Outcome {
     pub cut_short: Option<String>,
     pub elapsed_s: f64,
     pub bytes_sent: u64,
+    /// Entries of the kernel's TCP metrics cache for the target deleted
+    /// before a transfer (one per transfer at most).
+    pub metrics_cleared: u32,
+    /// Why the cache could not be cleared (no CAP_NET_ADMIN), if so.
+    pub metrics_not_cleared: Option<String>,
 }
 
 /// Progress, as it happens.
@@ -260,6 +298,40 @@ impl Readings {
     }
 }
 
+/// Deletes the kernel's cached metrics for the target before a transfer
+/// (module docs); counts what it deleted, keeps the first failure.
+#[derive(Default)]
+struct MetricsCache {
+    cleared: u32,
+    failed: Option<String>,
+}
+
+impl MetricsCache {
+    fn forget(&mut self, plan: &Plan) {
+        if !plan.forget_metrics || self.failed.is_some() {
+            return;
+        }
+        match tcpaccel_sys::tcp_metrics::forget(plan.to.ip()) {
+            Ok(found) => self.cleared += u32::from(found),
+            Err(e) => self.failed = Some(e.to_string()),
+        }
+    }
+}
+
+/// The cgroup pacer's dynamic hold for connections to `to` only, this
+/// process in its cgroup until the guard goes (module docs).
+fn join_hold(to: std::net::IpAddr) -> Result<tcpaccel_pacer::Joined, tcpaccel_pacer::PacerError> {
+    let rule = match to {
+        std::net::IpAddr::V4(a) => format!("{a}/32=dynamic"),
+        std::net::IpAddr::V6(a) => format!("[{a}/128]=dynamic"),
+    };
+    let cfg = tcpaccel_pacer::PaceConfig {
+        hold: true,
+        ..tcpaccel_pacer::PaceConfig::parse("none", &[rule], None)?
+    };
+    tcpaccel_pacer::Joined::join(&format!("compare-{}", std::process::id()), &cfg)
+}
+
 fn report_interval(rtt: Duration) -> Duration {
     (rtt / 4).clamp(Duration::from_millis(10), Duration::from_millis(50))
 }
@@ -279,6 +351,8 @@ pub fn run(plan: &Plan, mut on_event: impl FnMut(Event)) -> Result<Outcome, Comp
     };
     let rtt0 = handshake.unwrap_or(Duration::from_secs(1));
     let mut bytes_sent = 0u64;
+    let mut metrics = MetricsCache::default();
+    metrics.forget(plan);
 
     // The measuring transfer: unpaced, the host's congestion control, and a
     // send buffer large enough that the host's default buffers do not hide
@@ -295,6 +369,7 @@ pub fn run(plan: &Plan, mut on_event: impl FnMut(Event)) -> Result<Outcome, Comp
         stop: Some(Arc::clone(&probe_stop)),
         sndbuf: Some(PROBE_SNDBUF),
         force_buffers: true,
+        cc: plan.cc.clone(),
         ..SendConfig::new(plan.to)
     };
     // The probe may have a quarter of the byte budget; Ctrl-C ends it too.
@@ -308,19 +383,25 @@ pub fn run(plan: &Plan, mut on_event: impl FnMut(Event)) -> Result<Outcome, Comp
         }
         probe_readings.take(r)
     };
-    let (probe, probe_sndbuf) = match plan.receiver.send(cfg.clone(), &mut on_probe) {
-        Ok(p) => (p, Some(PROBE_SNDBUF)),
-        Err(tcpaccel_traffic::Error::Sys(_)) => {
-            let cfg = SendConfig { sndbuf: None, force_buffers: false, ..cfg };
-            (
-                plan.receiver
-                    .send(cfg, &mut on_probe)
-                    .map_err(|source| CompareError::Probe { to: plan.to, source })?,
-                None,
-            )
+    // BBR where the host has it: its startup finds the bottleneck rate
+    // without needing a loss-free slow start, which a loss-based congestion
+    // control does not get through a shallow buffer (CUBIC on seed 000's
+    // path delivered at most 320 of 500 Mbit/s in a 2 s probe). Then the
+    // comparison's own congestion control; then the host's buffers.
+    let tries = [(Some("bbr".to_string()), true), (plan.cc.clone(), true), (plan.cc.clone(), false)];
+    let mut probed = Err(tcpaccel_traffic::Error::Sys(tcpaccel_sys::Error::Other {
+        op: "the measuring transfer".into(),
+        msg: "not tried".into(),
+    }));
+    for (cc, force) in tries {
+        let c = SendConfig { cc, sndbuf: force.then_some(PROBE_SNDBUF), force_buffers: force, ..cfg.clone() };
+        probed = plan.receiver.send(c, &mut on_probe).map(|p| (p, force.then_some(PROBE_SNDBUF)));
+        // A setting this host refuses: the next try; anything else ends it.
+        if !matches!(probed, Err(tcpaccel_traffic::Error::Sys(_))) {
+            break;
         }
-        Err(source) => return Err(CompareError::Probe { to: plan.to, source }),
-    };
+    }
+    let (probe, probe_sndbuf) = probed.map_err(|source| CompareError::Probe { to: plan.to, source })?;
     bytes_sent += probe.bytes;
     let min_rtt = match (probe_readings.min_rtt, handshake) {
         (Some(m), Some(h)) => m.min(h),
@@ -344,6 +425,7 @@ pub fn run(plan: &Plan, mut on_event: impl FnMut(Event)) -> Result<Outcome, Comp
         probe_receiver_limited_s: probe_readings.rwnd_limited_us.map(|us| us as f64 / 1e6),
         probe_goodput_bps: probe.goodput_bps,
         probe_retransmits: probe.retransmits,
+        probe_cc: probe.streams.first().and_then(|s| s.cc.clone()),
         mss: framing.mss(),
         overhead: framing.overhead(),
     };
@@ -351,25 +433,31 @@ pub fn run(plan: &Plan, mut on_event: impl FnMut(Event)) -> Result<Outcome, Comp
 
     let pace_wire = Rate((wire.bits_per_sec() as f64 * plan.pace_fraction) as u64);
     let sndbuf = crate::judge::buffer_need(bdp_bytes(wire, min_rtt));
+    let cc = plan.cc.clone();
     let settings_of = |v: Variant| match v {
-        Variant::Unpaced | Variant::DynamicHold => Settings { pace_wire_bps: None, sndbuf: None, cc: None },
-        Variant::BufferFix => Settings { pace_wire_bps: None, sndbuf: Some(sndbuf), cc: None },
+        Variant::Unpaced | Variant::DynamicHold => {
+            Settings { pace_wire_bps: None, sndbuf: None, cc: cc.clone() }
+        }
+        Variant::BufferFix => Settings { pace_wire_bps: None, sndbuf: Some(sndbuf), cc: cc.clone() },
         Variant::Bbr => Settings { pace_wire_bps: None, sndbuf: None, cc: Some("bbr".into()) },
         Variant::StaticPacing => {
-            Settings { pace_wire_bps: Some(pace_wire.bits_per_sec()), sndbuf: None, cc: None }
+            Settings { pace_wire_bps: Some(pace_wire.bits_per_sec()), sndbuf: None, cc: cc.clone() }
         }
     };
     let mut variants: Vec<Variant> = plan.variants.clone();
     let mut skipped = Vec::new();
+    // The hold needs the cgroup pacer (root, cgroup2, BPF): without it the
+    // variant is left out before the budget is shared.
     if let Some(i) = variants.iter().position(|&v| v == Variant::DynamicHold) {
-        variants.remove(i);
-        let s = Skipped {
-            variant: Variant::DynamicHold,
-            why: "the dynamic hold is not tried by this comparison yet (use `tcpaccel pace run --pace dynamic --hold`)"
-                .into(),
-        };
-        on_event(Event::Skipped(&s));
-        skipped.push(s);
+        if let Err(e) = tcpaccel_pacer::probe() {
+            variants.remove(i);
+            let s = Skipped {
+                variant: Variant::DynamicHold,
+                why: format!("the cgroup pacer is not usable here: {e}"),
+            };
+            on_event(Event::Skipped(&s));
+            skipped.push(s);
+        }
     }
 
     // The budget shared out: what is left after the probe, per transfer.
@@ -438,8 +526,46 @@ pub fn run(plan: &Plan, mut on_event: impl FnMut(Event)) -> Result<Outcome, Comp
             if let Some(w) = s.pace_wire_bps {
                 cfg.pace = Pace::Static(Rate(w));
             }
+            metrics.forget(plan);
+            let hold = match v {
+                Variant::DynamicHold => match join_hold(plan.to.ip()) {
+                    Ok(j) => Some(j),
+                    Err(e) => {
+                        let s = Skipped { variant: v, why: format!("joining the cgroup pacer's hold: {e}") };
+                        on_event(Event::Skipped(&s));
+                        skipped.push(s);
+                        continue;
+                    }
+                },
+                _ => None,
+            };
             let mut rd = Readings::default();
-            let sum = match plan.receiver.send(cfg, |r| rd.take(r)) {
+            let sent = plan.receiver.send(cfg, |r| rd.take(r));
+            // Out of the cgroup and detached before anything else runs.
+            let paced_connections = match hold {
+                Some(j) => {
+                    let n = j.paced_conns().unwrap_or(0);
+                    if let Err(e) = j.leave() {
+                        cut_short = Some(format!("leaving the cgroup pacer's hold: {e}"));
+                        break 'rounds;
+                    }
+                    Some(n)
+                }
+                None => None,
+            };
+            if let (Some(0), Ok(sum)) = (paced_connections, &sent) {
+                bytes_sent += sum.bytes;
+                let s = Skipped {
+                    variant: v,
+                    why:
+                        "the cgroup pacer paced no connection of the transfer: it did not run under the hold"
+                            .into(),
+                };
+                on_event(Event::Skipped(&s));
+                skipped.push(s);
+                continue;
+            }
+            let sum = match sent {
                 Ok(sum) => sum,
                 // A setting this host refuses (no BBR module, no
                 // CAP_NET_ADMIN): leave the variant out, say why.
@@ -473,6 +599,8 @@ pub fn run(plan: &Plan, mut on_event: impl FnMut(Event)) -> Result<Outcome, Comp
                 bytes: sum.bytes,
                 duration_s: sum.duration_s,
                 stopped_early: sum.stopped_early,
+                paced_connections,
+                cc: sum.streams.first().and_then(|s| s.cc.clone()),
                 series: series(&rd),
             };
             on_event(Event::Trial(&rec));
@@ -501,6 +629,8 @@ pub fn run(plan: &Plan, mut on_event: impl FnMut(Event)) -> Result<Outcome, Comp
         cut_short,
         elapsed_s: t0.elapsed().as_secs_f64(),
         bytes_sent,
+        metrics_cleared: metrics.cleared,
+        metrics_not_cleared: metrics.failed,
     })
 }
 

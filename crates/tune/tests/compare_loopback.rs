@@ -52,6 +52,32 @@ fn interleaved_trials_are_judged_and_the_clear_winner_recommended() {
     assert!(out.cut_short.is_none(), "{:?}", out.cut_short);
 }
 
+/// `cc` sets every variant's congestion control but BBR's: read back from
+/// each transfer's socket.
+#[test]
+fn cc_is_set_on_every_variant_but_bbr() {
+    let _one = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let r = spawn_recv(RecvConfig::new("127.0.0.1:0".parse().unwrap())).unwrap();
+    let p = Plan {
+        variants: vec![Variant::Unpaced, Variant::Bbr, Variant::StaticPacing],
+        repeats: 1,
+        cc: Some("reno".into()),
+        ..plan(r.local_addr())
+    };
+    let out = run(&p, |_| {}).expect("a comparison on loopback");
+    let cc_of = |v: Variant| out.trials.iter().find(|t| t.trial.variant == v).and_then(|t| t.cc.clone());
+    assert_eq!(cc_of(Variant::Unpaced).as_deref(), Some("reno"));
+    assert_eq!(cc_of(Variant::StaticPacing).as_deref(), Some("reno"));
+    assert_eq!(cc_of(Variant::Bbr).as_deref(), Some("bbr"));
+    // The probe runs BBR where this host lets the socket have it, else the plan's.
+    let listed = |f: &str| {
+        std::fs::read_to_string(format!("/proc/sys/net/ipv4/tcp_{f}_congestion_control"))
+            .is_ok_and(|t| t.split_whitespace().any(|c| c == "bbr"))
+    };
+    let bbr_here = listed("available") && (tcpaccel_sys::privilege::is_root() || listed("allowed"));
+    assert_eq!(out.path.probe_cc.as_deref(), Some(if bbr_here { "bbr" } else { "reno" }));
+}
+
 #[test]
 fn a_stop_before_the_trials_leaves_none_and_says_why() {
     let _one = SERIAL.lock().unwrap_or_else(|e| e.into_inner());

@@ -43,8 +43,9 @@ pub(crate) struct Args {
     /// With --remote: an ssh option passed as `-o OPTION` (repeatable), e.g. IdentityFile=~/.ssh/lab.
     #[arg(long = "ssh-option", requires = "remote")]
     ssh_options: Vec<String>,
-    /// Variants to try, comma-separated: unpaced, buffer-fix, bbr, static-pacing.
-    #[arg(long, value_delimiter = ',', value_parser = variant, default_value = "unpaced,buffer-fix,bbr,static-pacing")]
+    /// Variants to try, comma-separated: unpaced, buffer-fix, bbr, static-pacing, dynamic-hold (the cgroup pacer's
+    /// hold: needs root; left out with the reason otherwise).
+    #[arg(long, value_delimiter = ',', value_parser = variant, default_value = "unpaced,buffer-fix,bbr,static-pacing,dynamic-hold")]
     variants: Vec<Variant>,
     /// Transfers of each variant (interleaved).
     #[arg(long, default_value_t = 2)]
@@ -61,6 +62,10 @@ pub(crate) struct Args {
     /// Total byte limit: no transfer starts that would send past it (at the estimated rate).
     #[arg(long, default_value = "2GB", value_parser = values::bytes)]
     max_bytes: Bytes,
+    /// Congestion control of every variant but bbr, set on the test socket (default: the host's), e.g. cubic on a
+    /// host whose default is bbr; the probe runs BBR where the host has it, else this.
+    #[arg(long)]
+    cc: Option<String>,
     /// Static pacing's on-wire rate as a fraction of the estimated bottleneck.
     #[arg(long, default_value_t = 0.95)]
     pace_fraction: f64,
@@ -121,12 +126,12 @@ fn commands(v: Variant, out: &Outcome) -> Vec<String> {
             let w = settings.and_then(|s| s.pace_wire_bps).unwrap_or(wire.bits_per_sec());
             let rate = format!("static:{}mbit", w / 1_000_000);
             vec![
-                format!("tcpaccel pace attach --cgroup /sys/fs/cgroup --rule {dst}={rate}   # every program, to this destination"),
+                format!("tcpaccel pace attach --cgroup /sys/fs/cgroup --pace none --rule {dst}={rate}   # every program, to this destination"),
                 format!("tcpaccel run --pace {rate} -- PROGRAM   # one program"),
             ]
         }
         Variant::DynamicHold => vec![
-            format!("tcpaccel pace attach --cgroup /sys/fs/cgroup --rule {dst}=dynamic --hold   # every program, to this destination"),
+            format!("tcpaccel pace attach --cgroup /sys/fs/cgroup --pace none --rule {dst}=dynamic --hold   # every program, to this destination"),
             "tcpaccel pace run --pace dynamic --hold -- PROGRAM   # one program".into(),
         ],
         Variant::BufferFix => {
@@ -238,6 +243,7 @@ pub(crate) fn run(a: Args) -> anyhow::Result<Verdict> {
         max_bytes: a.max_bytes.get(),
         pace_fraction: a.pace_fraction,
         stop: stop.clone(),
+        cc: a.cc.clone(),
         ..Plan::new(to)
     };
     let json = a.json;
@@ -247,13 +253,14 @@ pub(crate) fn run(a: Args) -> anyhow::Result<Verdict> {
                 println!("{}", serde_json::json!({ "type": "path", "to": to, "path": p }));
             } else {
                 println!(
-                    "path to {to}: min RTT {:.2} ms (handshakes {}); bottleneck {} Mbit/s on the wire ({} Mbit/s of payload; {} rounds of a {:?} unpaced transfer, {} Mbit/s, {} retransmissions)",
+                    "path to {to}: min RTT {:.2} ms (handshakes {}); bottleneck {} Mbit/s on the wire ({} Mbit/s of payload; {} rounds of a {:?} unpaced transfer with {}, {} Mbit/s, {} retransmissions)",
                     p.min_rtt_us as f64 / 1e3,
                     p.handshake_rtt_us.map_or("not tried".into(), |h| format!("{:.2} ms", h as f64 / 1e3)),
                     mbit(p.bottleneck_wire_bps as f64),
                     mbit(p.bottleneck_payload_bps as f64),
                     p.rounds,
                     a.probe,
+                    p.probe_cc.as_deref().unwrap_or("the host's congestion control"),
                     mbit(p.probe_goodput_bps as f64),
                     p.probe_retransmits.map_or("?".into(), |r| r.to_string()),
                 );
@@ -295,6 +302,9 @@ pub(crate) fn run(a: Args) -> anyhow::Result<Verdict> {
         r.stop();
     }
     let out = out?;
+    if let Some(why) = &out.metrics_not_cleared {
+        eprintln!("tcpaccel: warning: the kernel's cached TCP metrics for {to} were not cleared between transfers ({why}): a transfer may start from the ssthresh and cwnd the previous one left, unless net.ipv4.tcp_no_metrics_save=1");
+    }
     let cmds = out.recommendation.as_ref().map(|r| commands(r.variant, &out)).unwrap_or_default();
     if let Some(path) = &a.html {
         let reason = out.recommendation.as_ref().map(|r| reason_text(&r.reason)).unwrap_or_default();
@@ -313,7 +323,7 @@ pub(crate) fn run(a: Args) -> anyhow::Result<Verdict> {
         }
         println!(
             "{}",
-            serde_json::json!({ "type": "summary", "to": to, "elapsed_s": out.elapsed_s, "bytes_sent": out.bytes_sent, "cut_short": out.cut_short, "transfers": out.trials.len() })
+            serde_json::json!({ "type": "summary", "to": to, "elapsed_s": out.elapsed_s, "bytes_sent": out.bytes_sent, "cut_short": out.cut_short, "transfers": out.trials.len(), "metrics_cleared": out.metrics_cleared, "metrics_not_cleared": out.metrics_not_cleared })
         );
     } else {
         println!();

@@ -16,7 +16,7 @@ use crate::netlink::{
 };
 
 // include/uapi/linux/genetlink.h: the controller family.
-pub(super) const GENL_ID_CTRL: u16 = 0x10;
+pub(crate) const GENL_ID_CTRL: u16 = 0x10;
 const CTRL_CMD_GETFAMILY: u8 = 3;
 const CTRL_ATTR_FAMILY_ID: u16 = 1;
 const CTRL_ATTR_FAMILY_NAME: u16 = 2;
@@ -138,7 +138,7 @@ impl Request {
 }
 
 /// `nlctrl` CTRL_CMD_GETFAMILY for the family called `name`.
-pub(super) fn get_family_request(name: &str, seq: u32) -> Vec<u8> {
+pub(crate) fn get_family_request(name: &str, seq: u32) -> Vec<u8> {
     let mut a = AttrBuf::default();
     a.put_str(CTRL_ATTR_FAMILY_NAME, name);
     let genl = GenlHeader { cmd: CTRL_CMD_GETFAMILY, version: 1 };

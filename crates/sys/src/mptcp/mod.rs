@@ -33,6 +33,9 @@ mod client;
 mod codec;
 mod types;
 
+/// The `nlctrl` family lookup, for the other generic netlink families (`tcp_metrics`).
+pub(crate) use codec::{get_family_request, GENL_ID_CTRL};
+
 /// Why a message could not be decoded (the netlink layer's error).
 pub use crate::netlink::ParseError;
 pub use client::{resolve_family, EventListener, PmClient};
