@@ -149,6 +149,7 @@ impl Experiment for LanesParams {
                     seed: ctx.seed,
                     limit: window,
                     end: RunEnd::AllFlows,
+                    capture: false,
                     dir: &dir,
                     tag: format!("{key}{v}-f{i}-r{}", ctx.repeat),
                 };
