@@ -25,7 +25,7 @@ use tcpaccel_core::time::Instant as CoreInstant;
 use tcpaccel_core::workload::{Flow, FlowClass};
 use tcpaccel_lab::engines::flows::{
     run_flows, Close, CutAt, FlowError, FlowFailure, FlowResult, HostAddrs, RunEnd, RunOptions, Sinks,
-    Transport,
+    Transport, Writes,
 };
 use tcpaccel_sys::testing::TestNetns;
 
@@ -134,6 +134,7 @@ fn opts(transport: Transport, limit_s: u64) -> RunOptions {
         max_in_flight: 64,
         end: RunEnd::AllFlows,
         close: Close::Reset,
+        writes: Writes::Bulk,
     }
 }
 

@@ -180,6 +180,7 @@ impl Testbed for WebBed {
             max_in_flight: 1024,
             end: RunEnd::AllFlows,
             close: crate::engines::flows::Close::Reset,
+            writes: crate::engines::flows::Writes::Bulk,
         };
         let results = run_flows(&flows, tcpaccel_core::Instant::ZERO, &hosts, &opts, &stop_flag());
         if let Some(b) = bpf {

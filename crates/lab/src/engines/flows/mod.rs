@@ -193,6 +193,21 @@ pub struct RunOptions {
     pub end: RunEnd,
     /// How a delivered flow's connection ends.
     pub close: Close,
+    /// How the sender writes.
+    pub writes: Writes,
+}
+
+/// How a sender hands its bytes to TCP.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Writes {
+    /// Writes of up to 64 KiB with `TCP_NODELAY`: the engine's default.
+    Bulk,
+    /// Writes of `size` bytes with Nagle's algorithm on, as ns-3's
+    /// BulkSend application does on a Linux socket in DCE (`SendSize`
+    /// default 512, no `TCP_NODELAY`): a tail shorter than a segment waits
+    /// for the ACK of what is in flight.
+    Small { size: usize },
 }
 
 /// How a sender ends a connection that delivered its flow.
@@ -363,6 +378,7 @@ pub fn run_flows_at(
     let ctx = Arc::new(Ctx {
         cc: opts.cc.clone(),
         close: opts.close,
+        writes: opts.writes,
         port: opts.port,
         origin,
         limit: opts.limit.min(MAX_LIMIT),
@@ -466,6 +482,7 @@ const CHUNK: usize = 64 * 1024;
 struct Ctx {
     cc: String,
     close: Close,
+    writes: Writes,
     port: u16,
     origin: std::time::Instant,
     limit: Duration,
@@ -562,6 +579,7 @@ mod tests {
             max_in_flight: 8,
             end: RunEnd::AllFlows,
             close: Close::Reset,
+            writes: Writes::Bulk,
         }
     }
 

@@ -15,7 +15,7 @@ use tokio::net::{TcpSocket, TcpStream};
 use tokio::sync::{oneshot, watch};
 
 use super::plan::{bytes_per_lane, encode_header, Path, Planned};
-use super::{Close, Ctx, CutAt, FlowFailure, FlowResult, ANSWER, CHUNK, FIN_WAIT, HEADER_LEN};
+use super::{Close, Ctx, CutAt, FlowFailure, FlowResult, Writes, ANSWER, CHUNK, FIN_WAIT, HEADER_LEN};
 
 /// The payload: zeros, written from one shared buffer.
 static ZEROS: [u8; CHUNK] = [0; CHUNK];
@@ -186,7 +186,11 @@ async fn transfer(
     let dst = SocketAddr::from((path.dst, ctx.port));
     let what = format!("{} {} -> {dst}", path.lane, path.src);
     sockopt::set_congestion(&fd, &ctx.cc).map_err(|e| format!("{what}: {e}"))?;
-    sockopt::set_nodelay(&fd, true).map_err(|e| format!("{what}: {e}"))?;
+    let chunk = match ctx.writes {
+        Writes::Bulk => CHUNK,
+        Writes::Small { size } => size.clamp(HEADER_LEN + 1, CHUNK),
+    };
+    sockopt::set_nodelay(&fd, ctx.writes == Writes::Bulk).map_err(|e| format!("{what}: {e}"))?;
     // A cut or losing copy must stop using the link at once, and a finished
     // sender needs no TIME_WAIT: close with RST.
     if let Err(e) = sockopt::set_linger_zero(&fd) {
@@ -198,7 +202,7 @@ async fn transfer(
     sock.bind(SocketAddr::from((path.src, 0))).map_err(|e| format!("{what}: bind: {e}"))?;
     let mut s = sock.connect(dst).await.map_err(|e| format!("{what}: connect: {e}"))?;
     progress.reached(Progress::WRITING, 0);
-    let first = bytes.min((CHUNK - HEADER_LEN) as u64) as usize;
+    let first = bytes.min((chunk - HEADER_LEN) as u64) as usize;
     let mut head = Vec::with_capacity(HEADER_LEN + first);
     head.extend_from_slice(&encode_header(id, bytes));
     head.resize(HEADER_LEN + first, 0);
@@ -206,7 +210,7 @@ async fn transfer(
     let mut left = bytes - first as u64;
     progress.reached(Progress::WRITING, first as u64);
     while left > 0 {
-        let n = left.min(CHUNK as u64) as usize;
+        let n = left.min(chunk as u64) as usize;
         s.write_all(&ZEROS[..n])
             .await
             .map_err(|e| format!("{what}: write: {e} with {left} of {bytes} bytes unsent"))?;

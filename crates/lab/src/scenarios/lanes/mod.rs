@@ -41,7 +41,9 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use crate::engines::capture::{flow_fct, CapturedFct, HostCaptures};
-use crate::engines::flows::{run_flows, Close, FlowResult, Received, RunEnd, RunOptions, Sinks, Transport};
+use crate::engines::flows::{
+    run_flows, Close, FlowResult, Received, RunEnd, RunOptions, Sinks, Transport, Writes,
+};
 use crate::runner::records::CapturedTimes;
 use anyhow::{bail, Context, Result};
 use tcpaccel_core::stats::percentile_sorted;
@@ -76,6 +78,8 @@ pub use realistic::LanesRealistic;
 use daemons::{DaemonReport, Daemons};
 
 const FLOW_PORT: u16 = 7400;
+/// ns-3 BulkSend's `SendSize` default: the write size of `writes=bulksend`.
+const BULKSEND_WRITE: usize = 512;
 /// Flows up to this size are the short flows the thesis measures ((0, 100 KB]).
 const SHORT_MAX: u64 = 100 * 1000;
 /// RepFlow replicates flows below this (anchors.md, Workloads).
@@ -256,6 +260,13 @@ fn common_params(fabrics: &str, hosts: &str, rate: &str) -> Vec<Param> {
              the route's initcwnd metric when not 10",
         ),
         Param::new(
+            "writes",
+            "bulk",
+            Rule::Choice,
+            "how senders write: bulk (64 KiB writes, TCP_NODELAY) or bulksend (512-byte writes with Nagle on, as \
+             ns-3's BulkSend application on DCE's Linux stack: its SendSize default, no TCP_NODELAY)",
+        ),
+        Param::new(
             "capture",
             "off",
             Rule::Choice,
@@ -316,6 +327,7 @@ struct RunSpec<'a> {
     /// Capture every host's interfaces and time each flow from the capture
     /// (senders close with a FIN).
     capture: bool,
+    writes: Writes,
     dir: &'a Path,
     tag: String,
 }
@@ -358,6 +370,7 @@ fn run_policy(fab: &Fabric, flows: &[Flow], run: &RunSpec<'_>) -> Result<Outcome
         max_in_flight: 1024,
         end: run.end,
         close: if run.capture { Close::Fin } else { Close::Reset },
+        writes: run.writes,
     };
     let captures = if run.capture {
         let ifaces: Vec<(String, Vec<String>)> = fab
@@ -721,6 +734,11 @@ impl Bed {
             limit,
             end: RunEnd::AllFlows,
             capture: on_off(&self.params, "capture")?,
+            writes: match self.params.choice("writes", &["bulk", "bulksend"])?.as_slice() {
+                [w] if w == "bulksend" => Writes::Small { size: BULKSEND_WRITE },
+                [_] => Writes::Bulk,
+                _ => bail!("writes: exactly one of bulk, bulksend"),
+            },
             dir,
             tag,
         })

@@ -150,6 +150,7 @@ impl Experiment for LanesParams {
                     limit: window,
                     end: RunEnd::AllFlows,
                     capture: false,
+                    writes: crate::engines::flows::Writes::Bulk,
                     dir: &dir,
                     tag: format!("{key}{v}-f{i}-r{}", ctx.repeat),
                 };

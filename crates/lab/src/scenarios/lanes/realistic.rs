@@ -26,6 +26,7 @@
 //! | initial window | 12 segments (`initcwnd=12`, a route metric) | text §6.1 |
 //! | rto_min, initial RTO, delayed ACKs | 200 ms, 1 s, on (Linux defaults) | inferred: the scripts run Linux's own stack in DCE and set none of them |
 //! | FCT | also from the first SYN to the ACK of the last data byte and of the FIN, by a capture at the sender (`capture=on`); senders close with a FIN after the data | scripts (`EnablePcapAll`; BulkSend closes at `MaxBytes`); which end the thesis took: not said |
+//! | application writes | 512-byte writes, Nagle on (`writes=bulksend`) | scripts (`BulkSendHelper` on `ns3::LinuxTcpSocketFactory`, `SendSize` left at ns-3's default 512, no `TCP_NODELAY`) |
 //! | loads | `loads` as Load (share of nodes, whole percent) | text §6.4 (0.1–0.8) |
 //!
 //! Sensitivity variants: the scripts' fabric (`hosts=32 topology=leaf-spine`:
@@ -61,8 +62,14 @@ const WORKLOADS: [&str; 2] = ["link-load", "rounds"];
 
 /// What `workload=rounds` implies for the keys no `--set` gave: the
 /// thesis's operating point (the module's table).
-const ROUNDS_POINT: [(&str, &str); 5] =
-    [("rate", "100mbit"), ("hosts", "16"), ("topology", "fattree"), ("initcwnd", "12"), ("capture", "on")];
+const ROUNDS_POINT: [(&str, &str); 6] = [
+    ("rate", "100mbit"),
+    ("hosts", "16"),
+    ("topology", "fattree"),
+    ("initcwnd", "12"),
+    ("capture", "on"),
+    ("writes", "bulksend"),
+];
 
 fn realistic_params(fan_in: &str, rate: &str) -> Vec<Param> {
     let mut v = common_params("2", "8", rate);
@@ -72,7 +79,7 @@ fn realistic_params(fan_in: &str, rate: &str) -> Vec<Param> {
         Rule::Choice,
         "rounds: the thesis's (Load = share of nodes addressed, short flows in rounds among front-end hosts, \
          long flows back-end to back-end; implies rate=100mbit hosts=16 topology=fattree initcwnd=12 \
-         capture=on unless set); link-load: Poisson arrivals at a load of each destination link",
+         capture=on writes=bulksend unless set); link-load: Poisson arrivals at a load of each destination link",
     ));
     v.push(Param::new(
         "loads",
@@ -561,7 +568,13 @@ mod tests {
     fn rounds_implies_the_thesis_operating_point_unless_set() {
         let s = LanesRealistic(Mix::WebSearch);
         let p = resolve_params(&s, false, &sets(&[("workload", "rounds"), ("hosts", "32")])).unwrap();
-        for (k, v) in [("rate", "100mbit"), ("topology", "fattree"), ("initcwnd", "12"), ("capture", "on")] {
+        for (k, v) in [
+            ("rate", "100mbit"),
+            ("topology", "fattree"),
+            ("initcwnd", "12"),
+            ("capture", "on"),
+            ("writes", "bulksend"),
+        ] {
             assert_eq!(p.str(k).unwrap(), v, "{k}");
         }
         assert_eq!(p.str("hosts").unwrap(), "32", "a --set wins over the mode's default");
