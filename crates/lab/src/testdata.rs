@@ -106,6 +106,7 @@ pub(crate) fn run() -> RunData {
             exp_fct_ms: None,
             lane_bytes: Default::default(),
             retrans_bytes: None,
+            capture: None,
         }));
     }
     d.push(Record::Note { variant: Some("none".into()), text: "first loss at 1.2 s".into() });

@@ -130,7 +130,7 @@ fn assert_flows_spread_over_cores(fab: &Fabric) {
 /// With the scaled rto_min on the routes, a connection's RTO (what `ss`
 /// shows as rto) is at least that, from the SL and the LL address both.
 fn assert_rto_min(fab: &Fabric, rto_min: Duration) {
-    fab.set_route_metrics(RouteMetrics { rto_min: Some(rto_min), quickack: false })
+    fab.set_route_metrics(RouteMetrics { rto_min: Some(rto_min), quickack: false, initcwnd: None })
         .expect("setting rto_min on the host routes");
     let last = fab.spec.hosts - 1;
     for f in 0..fab.spec.fabrics {
@@ -164,9 +164,10 @@ fn root_fattree_reaches_every_pair_spreads_flows_by_hash_and_leaves_nothing() {
 fn root_scaled_rto_min_is_on_the_leaf_spine_host_routes() {
     let fab = up(Shape::LeafSpine, 2);
     assert_rto_min(&fab, Duration::from_millis(1200));
-    // Delayed ACKs and tail loss probes off (D cannot scale their timers).
-    fab.set_route_metrics(RouteMetrics { rto_min: Some(Duration::from_millis(1200)), quickack: true })
-        .unwrap();
+    // Delayed ACKs and tail loss probes off (D cannot scale their timers),
+    // and the thesis's initial window of 12 segments.
+    let m = RouteMetrics { rto_min: Some(Duration::from_millis(1200)), quickack: true, initcwnd: Some(12) };
+    fab.set_route_metrics(m).unwrap();
     fab.set_host_sysctl("net.ipv4.tcp_early_retrans", "0").unwrap();
     for h in 0..2 {
         let name = FabricSpec::host_name(h);
@@ -174,6 +175,8 @@ fn root_scaled_rto_min_is_on_the_leaf_spine_host_routes() {
         let routes = String::from_utf8_lossy(&out.stdout);
         let quick = routes.lines().filter(|l| l.contains(" via ") && l.contains("quickack 1")).count();
         assert_eq!(quick, 3, "{name}: default, the LL /16 and table 101's default, all quickack:\n{routes}");
+        let iw = routes.lines().filter(|l| l.contains(" via ") && l.contains("initcwnd 12")).count();
+        assert_eq!(iw, 3, "{name}: the same three routes with initcwnd 12:\n{routes}");
         assert_eq!(fab.net.sysctl(&name, "net.ipv4.tcp_early_retrans").unwrap(), "0", "{name}");
     }
 }

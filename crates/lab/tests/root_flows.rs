@@ -24,7 +24,8 @@ use std::time::{Duration, Instant};
 use tcpaccel_core::time::Instant as CoreInstant;
 use tcpaccel_core::workload::{Flow, FlowClass};
 use tcpaccel_lab::engines::flows::{
-    run_flows, CutAt, FlowError, FlowFailure, FlowResult, HostAddrs, RunEnd, RunOptions, Sinks, Transport,
+    run_flows, Close, CutAt, FlowError, FlowFailure, FlowResult, HostAddrs, RunEnd, RunOptions, Sinks,
+    Transport, Writes,
 };
 use tcpaccel_sys::testing::TestNetns;
 
@@ -132,6 +133,8 @@ fn opts(transport: Transport, limit_s: u64) -> RunOptions {
         limit: Duration::from_secs(limit_s),
         max_in_flight: 64,
         end: RunEnd::AllFlows,
+        close: Close::Reset,
+        writes: Writes::Bulk,
     }
 }
 

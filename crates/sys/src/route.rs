@@ -1,6 +1,6 @@
 //! rtnetlink IPv4 routes: add or replace one route, with one gateway or
-//! several (ECMP, `RTA_MULTIPATH`) and the `rto_min` and `quickack`
-//! metrics, in the calling thread's network namespace.
+//! several (ECMP, `RTA_MULTIPATH`) and the `rto_min`, `quickack` and
+//! `initcwnd` metrics, in the calling thread's network namespace.
 //!
 //! What it is: the encoder of `RTM_NEWROUTE` (pure, tested to the byte) and
 //! one request/ack exchange over [`crate::netlink::NlSocket`]. What it is
@@ -31,6 +31,7 @@ const RTA_TABLE: u16 = 15;
 const RTAX_LOCK: u16 = 1;
 const RTAX_RTO_MIN: u16 = 13;
 const RTAX_QUICKACK: u16 = 15;
+const RTAX_INITCWND: u16 = 11;
 
 const RTPROT_STATIC: u8 = 4;
 const RT_SCOPE_UNIVERSE: u8 = 0;
@@ -56,6 +57,10 @@ pub struct Route4 {
     /// never by the delayed-ACK timer (`ip route … quickack 1`;
     /// `tcp_in_quickack_mode` reads it, no lock needed).
     pub quickack: bool,
+    /// TCP's initial congestion window in segments for connections over
+    /// this route (`ip route … initcwnd N`; `tcp_init_cwnd` reads it, no
+    /// lock needed); `None`: the kernel's 10.
+    pub initcwnd: Option<u32>,
 }
 
 impl Route4 {
@@ -67,6 +72,9 @@ impl Route4 {
         }
         if self.quickack {
             s.push_str(" quickack 1");
+        }
+        if let Some(w) = self.initcwnd {
+            s.push_str(&format!(" initcwnd {w}"));
         }
         s
     }
@@ -128,6 +136,12 @@ impl Route4 {
         if self.quickack {
             m.put_u32(RTAX_QUICKACK, 1);
         }
+        if let Some(w) = self.initcwnd {
+            if w == 0 {
+                return Err("initcwnd of 0 segments".into());
+            }
+            m.put_u32(RTAX_INITCWND, w);
+        }
         if !m.as_bytes().is_empty() {
             // Unflagged, as iproute2 sends it (the kernel accepts both).
             a.put(RTA_METRICS, m.as_bytes());
@@ -165,6 +179,7 @@ mod tests {
             via: vec![Ipv4Addr::new(10, 11, 3, 1)],
             rto_min: Some(Duration::from_millis(800)),
             quickack: false,
+            initcwnd: None,
         };
         let m = r.encode(7).unwrap();
         let mut want = Vec::new();
@@ -204,6 +219,7 @@ mod tests {
             via: vec![Ipv4Addr::new(10, 0, 0, 1)],
             rto_min: Some(Duration::from_millis(800)),
             quickack: true,
+            initcwnd: None,
         };
         let metrics = |r: &Route4| -> Vec<u8> {
             let m = r.encode(1).unwrap();
@@ -223,6 +239,13 @@ mod tests {
         assert!(r.describe().ends_with("quickack 1"), "{}", r.describe());
         r.quickack = false;
         assert_eq!(metrics(&r), Vec::<u8>::new(), "no metrics, no RTA_METRICS");
+        r.initcwnd = Some(12);
+        let mut want = Vec::new();
+        want.extend(u16s(8));
+        want.extend(u16s(11)); // RTAX_INITCWND (16 would be RTAX_CC_ALGO)
+        want.extend(u32s(12));
+        assert_eq!(metrics(&r), want, "initcwnd alone, unlocked as ip route sends it");
+        assert!(r.describe().ends_with("initcwnd 12"), "{}", r.describe());
     }
 
     #[test]
@@ -234,6 +257,7 @@ mod tests {
             via: vec![Ipv4Addr::new(10, 0, 0, 1), Ipv4Addr::new(10, 0, 1, 1)],
             rto_min: None,
             quickack: false,
+            initcwnd: None,
         };
         let m = r.encode(1).unwrap();
         // header, rtmsg, table, then RTA_MULTIPATH: 4 + 2 × (8 + 8).
@@ -263,6 +287,7 @@ mod tests {
             via: vec![Ipv4Addr::LOCALHOST],
             rto_min: None,
             quickack: false,
+            initcwnd: None,
         };
         assert!(r.encode(1).unwrap_err().contains("33"));
         r.prefix = 0;
@@ -271,5 +296,8 @@ mod tests {
         r.via.push(Ipv4Addr::LOCALHOST);
         r.rto_min = Some(Duration::from_micros(10));
         assert!(r.encode(1).unwrap_err().contains("0 ms"));
+        r.rto_min = None;
+        r.initcwnd = Some(0);
+        assert!(r.encode(1).unwrap_err().contains("initcwnd of 0"));
     }
 }

@@ -277,6 +277,13 @@ pub fn set_linger_zero(fd: &impl AsFd) -> Result<()> {
     set_raw(fd, libc::SOL_SOCKET, libc::SO_LINGER, &l, "setsockopt(SO_LINGER, {1, 0})")
 }
 
+/// `SO_LINGER` off again: a later close is graceful (FIN after the data
+/// still queued) and returns at once.
+pub fn set_linger_off(fd: &impl AsFd) -> Result<()> {
+    let l = libc::linger { l_onoff: 0, l_linger: 0 };
+    set_raw(fd, libc::SOL_SOCKET, libc::SO_LINGER, &l, "setsockopt(SO_LINGER, {0, 0})")
+}
+
 /// Turns Nagle's algorithm off (`TCP_NODELAY` = 1) or on.
 pub fn set_nodelay(fd: &impl AsFd, on: bool) -> Result<()> {
     set_raw(fd, libc::IPPROTO_TCP, libc::TCP_NODELAY, &libc::c_int::from(on), "setsockopt(TCP_NODELAY)")

@@ -517,6 +517,7 @@ mod tests {
                     exp_fct_ms: Some(ms.abs()),
                     lane_bytes: BTreeMap::new(),
                     retrans_bytes: None,
+                    capture: None,
                 }));
             }
             d.push(Record::Flow(FlowRecord {
@@ -532,6 +533,7 @@ mod tests {
                 exp_fct_ms: None,
                 lane_bytes: BTreeMap::new(),
                 retrans_bytes: None,
+                capture: None,
             }));
         }
         d

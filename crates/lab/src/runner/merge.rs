@@ -311,6 +311,7 @@ mod tests {
             exp_fct_ms: None,
             lane_bytes: BTreeMap::new(),
             retrans_bytes: None,
+            capture: None,
         })
     }
 

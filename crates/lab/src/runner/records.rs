@@ -138,6 +138,24 @@ pub struct FlowRecord {
     /// absent otherwise.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub retrans_bytes: Option<u64>,
+    /// The flow's completion times as a capture at its sender showed them,
+    /// where the scenario captured (the lanes scenarios with `capture=on`);
+    /// absent otherwise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub capture: Option<CapturedTimes>,
+}
+
+/// A flow's times from its first SYN, in wall ms, as the sender's capture
+/// showed them; a part not seen (an ACK the capture missed, a connection
+/// reset before its FIN) is absent.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct CapturedTimes {
+    /// First SYN → the ACK of the last data byte (every connection of the flow).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub to_last_data_ack_ms: Option<f64>,
+    /// First SYN → the ACK of the last FIN.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub to_fin_ack_ms: Option<f64>,
 }
 
 /// Summary figures of one repeat of one variant.

@@ -112,6 +112,12 @@ pub trait Scenario: Send + Sync {
     fn quick(&self) -> Vec<(&'static str, &'static str)> {
         Vec::new()
     }
+    /// Defaults that the values resolved so far imply (a mode's operating
+    /// point, e.g. `workload=rounds` of the lanes scenarios): they replace
+    /// the declared defaults of keys no `--set` gave.
+    fn implied(&self, _resolved: &BTreeMap<String, String>) -> Vec<(&'static str, &'static str)> {
+        Vec::new()
+    }
     fn variants(&self, params: &Params) -> Result<Vec<String>>;
     fn metrics(&self) -> Vec<MetricSpec>;
     fn published(&self) -> Vec<Published> {
@@ -210,6 +216,7 @@ impl RunConfig {
 pub struct FlowCounters {
     pub lane_bytes: BTreeMap<String, u64>,
     pub retrans_bytes: Option<u64>,
+    pub capture: Option<CapturedTimes>,
 }
 
 /// What a run of one variant writes through.
@@ -285,6 +292,7 @@ impl RunCtx<'_> {
             exp_fct_ms: exp(fct_ms),
             lane_bytes: counted.lane_bytes,
             retrans_bytes: counted.retrans_bytes,
+            capture: counted.capture,
         });
         Ok(self.writer.write(&r)?)
     }
@@ -337,6 +345,11 @@ pub fn resolve_params(s: &dyn Scenario, quick: bool, sets: &[(String, String)]) 
             bail!("unknown parameter {k:?} for scenario {}; valid keys:\n  {}", s.name(), valid.join("\n  "));
         }
         p.insert(k.clone(), v.clone());
+    }
+    for (k, v) in s.implied(&p) {
+        if !sets.iter().any(|(set, _)| set == k) {
+            p.insert(k.into(), v.into());
+        }
     }
     Ok(Params(p))
 }

@@ -179,6 +179,8 @@ impl Testbed for WebBed {
             limit: self.duration + Duration::from_secs(30),
             max_in_flight: 1024,
             end: RunEnd::AllFlows,
+            close: crate::engines::flows::Close::Reset,
+            writes: crate::engines::flows::Writes::Bulk,
         };
         let results = run_flows(&flows, tcpaccel_core::Instant::ZERO, &hosts, &opts, &stop_flag());
         if let Some(b) = bpf {
@@ -204,7 +206,7 @@ impl Testbed for WebBed {
             let class = if r.bytes <= SHORT_MAX { "short" } else { "long" };
             // An incomplete flow is recorded as such, with the time it had.
             let fct_ms = r.fct_s.unwrap_or((limit_s - r.start_s).max(0.0)) * 1e3;
-            let counted = FlowCounters { lane_bytes: Default::default(), retrans_bytes: r.retrans_bytes };
+            let counted = FlowCounters { retrans_bytes: r.retrans_bytes, ..Default::default() };
             ctx.flow_counted(r.id, class, r.bytes, r.start_s, fct_ms, r.fct_s.is_some(), counted)?;
             if r.bytes <= SHORT_MAX {
                 match r.fct_s {

@@ -163,6 +163,7 @@ impl FabricSpec {
             via: vec![Self::host_gw(h, f)],
             rto_min: m.rto_min,
             quickack: m.quickack,
+            initcwnd: m.initcwnd,
         };
         let mut v = vec![route(TABLE_MAIN, Ipv4Addr::UNSPECIFIED, 0, 0)];
         for f in 1..fabrics {
@@ -421,6 +422,8 @@ pub struct RouteMetrics {
     pub rto_min: Option<Duration>,
     /// No delayed ACKs: every segment acknowledged at once.
     pub quickack: bool,
+    /// TCP's initial window in segments (the kernel's: 10).
+    pub initcwnd: Option<u32>,
 }
 
 /// The built datacenter; dropping it tears every namespace down.

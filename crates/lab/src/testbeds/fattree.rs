@@ -104,6 +104,7 @@ pub fn ecmp_routes(fabrics: u32) -> Vec<(String, Route4)> {
         via,
         rto_min: None,
         quickack: false,
+        initcwnd: None,
     };
     let mut out = Vec::new();
     for f in 0..fabrics {

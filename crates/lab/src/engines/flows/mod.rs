@@ -191,7 +191,43 @@ pub struct RunOptions {
     pub max_in_flight: usize,
     /// When the run ends before `limit`.
     pub end: RunEnd,
+    /// How a delivered flow's connection ends.
+    pub close: Close,
+    /// How the sender writes.
+    pub writes: Writes,
 }
+
+/// How a sender hands its bytes to TCP.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Writes {
+    /// Writes of up to 64 KiB with `TCP_NODELAY`: the engine's default.
+    Bulk,
+    /// Writes of `size` bytes with Nagle's algorithm on, as ns-3's
+    /// BulkSend application does on a Linux socket in DCE (`SendSize`
+    /// default 512, no `TCP_NODELAY`): a tail shorter than a segment waits
+    /// for the ACK of what is in flight.
+    Small { size: usize },
+}
+
+/// How a sender ends a connection that delivered its flow.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Close {
+    /// Reset it once the answer arrived (no FIN, no TIME_WAIT): the
+    /// engine's default, which keeps thousands of short connections cheap.
+    Reset,
+    /// Shut the sending side down right after the last byte (a FIN behind
+    /// the data, as ns-3's BulkSend closes at MaxBytes), and after the
+    /// answer wait up to [`FIN_WAIT`] for the sink's own close before a
+    /// graceful close, so that a capture sees every FIN and its ACK (MPTCP:
+    /// the subflows' FINs follow both DATA_FINs). The FCT still ends at the
+    /// answer.
+    Fin,
+}
+
+/// How long a [`Close::Fin`] sender waits for the sink's close after the answer.
+pub const FIN_WAIT: Duration = Duration::from_millis(500);
 
 /// When [`run_flows`] ends before its limit.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -250,6 +286,12 @@ pub struct FlowResult {
     /// subflow; RepFlow: the winning copy's), read with `lane_bytes`;
     /// `None` when those are empty or the kernel does not count it.
     pub retrans_bytes: Option<u64>,
+    /// The delivering connection's TCP connections as (local, remote): the
+    /// plain socket's own, or every MPTCP subflow's (RepFlow: the winning
+    /// copy's), read when the answer arrived; empty when unreadable or not
+    /// delivered. A capture at the sender finds the flow's packets by them.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub conns: Vec<(std::net::SocketAddr, std::net::SocketAddr)>,
     /// Why the flow did not complete (recorded as its text).
     #[serde(serialize_with = "failure_text")]
     pub error: Option<FlowFailure>,
@@ -335,6 +377,8 @@ pub fn run_flows_at(
     let rt = runtime("flows")?;
     let ctx = Arc::new(Ctx {
         cc: opts.cc.clone(),
+        close: opts.close,
+        writes: opts.writes,
         port: opts.port,
         origin,
         limit: opts.limit.min(MAX_LIMIT),
@@ -437,6 +481,8 @@ const STOP_POLL: Duration = Duration::from_millis(20);
 const CHUNK: usize = 64 * 1024;
 struct Ctx {
     cc: String,
+    close: Close,
+    writes: Writes,
     port: u16,
     origin: std::time::Instant,
     limit: Duration,
@@ -532,6 +578,8 @@ mod tests {
             limit: Duration::from_secs(5),
             max_in_flight: 8,
             end: RunEnd::AllFlows,
+            close: Close::Reset,
+            writes: Writes::Bulk,
         }
     }
 

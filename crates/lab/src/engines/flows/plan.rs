@@ -212,6 +212,7 @@ impl Planned {
             winner: None,
             lane_bytes: BTreeMap::new(),
             retrans_bytes: None,
+            conns: Vec::new(),
             error: None,
         }
     }

@@ -15,7 +15,7 @@ use tokio::net::{TcpSocket, TcpStream};
 use tokio::sync::{oneshot, watch};
 
 use super::plan::{bytes_per_lane, encode_header, Path, Planned};
-use super::{Ctx, CutAt, FlowFailure, FlowResult, ANSWER, CHUNK, HEADER_LEN};
+use super::{Close, Ctx, CutAt, FlowFailure, FlowResult, Writes, ANSWER, CHUNK, FIN_WAIT, HEADER_LEN};
 
 /// The payload: zeros, written from one shared buffer.
 static ZEROS: [u8; CHUNK] = [0; CHUNK];
@@ -116,6 +116,7 @@ pub(super) async fn run_one(
                 r.winner = winner;
                 r.lane_bytes = done.lane_bytes;
                 r.retrans_bytes = done.retrans_bytes;
+                r.conns = done.conns;
             }
             Ok(Err(e)) => r.error = Some(FlowFailure::Io(e)),
             Err(_) => r.error = Some(FlowFailure::TimeLimit(progress.cut_at(p.flow.bytes))),
@@ -133,6 +134,7 @@ struct Delivered {
     at: std::time::Instant,
     lane_bytes: BTreeMap<String, u64>,
     retrans_bytes: Option<u64>,
+    conns: Vec<(SocketAddr, SocketAddr)>,
 }
 
 /// Carries one flow on its path, or races its two copies (RepFlow): the first
@@ -184,7 +186,11 @@ async fn transfer(
     let dst = SocketAddr::from((path.dst, ctx.port));
     let what = format!("{} {} -> {dst}", path.lane, path.src);
     sockopt::set_congestion(&fd, &ctx.cc).map_err(|e| format!("{what}: {e}"))?;
-    sockopt::set_nodelay(&fd, true).map_err(|e| format!("{what}: {e}"))?;
+    let chunk = match ctx.writes {
+        Writes::Bulk => CHUNK,
+        Writes::Small { size } => size.clamp(HEADER_LEN + 1, CHUNK),
+    };
+    sockopt::set_nodelay(&fd, ctx.writes == Writes::Bulk).map_err(|e| format!("{what}: {e}"))?;
     // A cut or losing copy must stop using the link at once, and a finished
     // sender needs no TIME_WAIT: close with RST.
     if let Err(e) = sockopt::set_linger_zero(&fd) {
@@ -196,7 +202,7 @@ async fn transfer(
     sock.bind(SocketAddr::from((path.src, 0))).map_err(|e| format!("{what}: bind: {e}"))?;
     let mut s = sock.connect(dst).await.map_err(|e| format!("{what}: connect: {e}"))?;
     progress.reached(Progress::WRITING, 0);
-    let first = bytes.min((CHUNK - HEADER_LEN) as u64) as usize;
+    let first = bytes.min((chunk - HEADER_LEN) as u64) as usize;
     let mut head = Vec::with_capacity(HEADER_LEN + first);
     head.extend_from_slice(&encode_header(id, bytes));
     head.resize(HEADER_LEN + first, 0);
@@ -204,12 +210,15 @@ async fn transfer(
     let mut left = bytes - first as u64;
     progress.reached(Progress::WRITING, first as u64);
     while left > 0 {
-        let n = left.min(CHUNK as u64) as usize;
+        let n = left.min(chunk as u64) as usize;
         s.write_all(&ZEROS[..n])
             .await
             .map_err(|e| format!("{what}: write: {e} with {left} of {bytes} bytes unsent"))?;
         left -= n as u64;
         progress.reached(Progress::WRITING, bytes - left);
+    }
+    if ctx.close == Close::Fin {
+        s.shutdown().await.map_err(|e| format!("{what}: shutdown after the data: {e}"))?;
     }
     progress.reached(Progress::ANSWER, bytes);
     let mut answer = [0u8; 1];
@@ -218,22 +227,43 @@ async fn transfer(
         return Err(format!("{what}: sink answered {:#04x}, not {ANSWER:#04x}", answer[0]));
     }
     let at = std::time::Instant::now();
-    let (lane_bytes, retrans_bytes) = match sent_by_local_address(&s, path.mptcp) {
+    let (lane_bytes, retrans_bytes, conns) = match sent_by_local_address(&s, path.mptcp) {
         Ok(sent) => {
-            let once: Vec<_> = sent.iter().map(|c| (c.local, c.sent_once)).collect();
-            (bytes_per_lane(&once, &path.src_lanes), sent.iter().map(|c| c.retrans).sum())
+            let once: Vec<_> = sent.iter().map(|c| (c.local.ip(), c.sent_once)).collect();
+            let conns = sent.iter().map(|c| (c.local, c.remote)).collect();
+            (bytes_per_lane(&once, &path.src_lanes), sent.iter().map(|c| c.retrans).sum(), conns)
         }
         Err(e) => {
             tracing::warn!(%what, error = %e, "per-lane byte counters unreadable; the flow has none");
-            (BTreeMap::new(), None)
+            (BTreeMap::new(), None, Vec::new())
         }
     };
-    Ok(Delivered { at, lane_bytes, retrans_bytes })
+    if ctx.close == Close::Fin {
+        // The sink closes after its answer: wait for that end of stream,
+        // then close gracefully (FINs, not a reset). Bounded: a missing
+        // close costs this flow nothing but the wait.
+        let mut rest = [0u8; 64];
+        let eof = async {
+            while s.read(&mut rest).await.map_err(|e| e.to_string())? > 0 {}
+            Ok::<(), String>(())
+        };
+        match tokio::time::timeout(FIN_WAIT, eof).await {
+            Ok(Ok(())) => {
+                if let Err(e) = sockopt::set_linger_off(&s) {
+                    tracing::debug!(%what, error = %e, "SO_LINGER off refused; the close resets");
+                }
+            }
+            Ok(Err(e)) => tracing::debug!(%what, error = %e, "after the answer"),
+            Err(_) => tracing::debug!(%what, "the sink did not close within {FIN_WAIT:?}"),
+        }
+    }
+    Ok(Delivered { at, lane_bytes, retrans_bytes, conns })
 }
 
 /// One connection's (or MPTCP subflow's) send counters.
 struct Sent {
-    local: std::net::IpAddr,
+    local: SocketAddr,
+    remote: SocketAddr,
     /// Payload bytes sent once each (`tcpi_bytes_sent` less `tcpi_bytes_retrans`).
     sent_once: u64,
     /// `tcpi_bytes_retrans` (`None`: the kernel's TCP_INFO is too short).
@@ -245,13 +275,13 @@ struct Sent {
 /// the answer arrives on one subflow, another's last ACKs may still be on
 /// their way (a delayed ACK holds one for up to 40 ms).
 fn sent_by_local_address(s: &TcpStream, mptcp: bool) -> Result<Vec<Sent>, String> {
-    let sent = |local: std::net::IpAddr, i: &tcpaccel_sys::tcpinfo::TcpInfo| {
+    let sent = |local: SocketAddr, remote: SocketAddr, i: &tcpaccel_sys::tcpinfo::TcpInfo| {
         let once = i.bytes_sent.unwrap_or(0).saturating_sub(i.bytes_retrans.unwrap_or(0));
-        Sent { local, sent_once: once, retrans: i.bytes_retrans }
+        Sent { local, remote, sent_once: once, retrans: i.bytes_retrans }
     };
     if mptcp {
         match tcpaccel_sys::tcpinfo::mptcp_subflows(s) {
-            Ok(subs) => return Ok(subs.iter().map(|f| sent(f.local.ip(), &f.info)).collect()),
+            Ok(subs) => return Ok(subs.iter().map(|f| sent(f.local, f.remote, &f.info)).collect()),
             // A connection that fell back to plain TCP (its SYN went
             // without MP_CAPABLE after net.mptcp.syn_retrans_before_tcp_fallback
             // retransmissions, or the peer did not answer it) passes
@@ -263,5 +293,6 @@ fn sent_by_local_address(s: &TcpStream, mptcp: bool) -> Result<Vec<Sent>, String
     }
     let info = tcpaccel_sys::tcpinfo::tcp_info(s).map_err(|e| e.to_string())?;
     let local = s.local_addr().map_err(|e| format!("getsockname: {e}"))?;
-    Ok(vec![sent(local.ip(), &info)])
+    let remote = s.peer_addr().map_err(|e| format!("getpeername: {e}"))?;
+    Ok(vec![sent(local, remote, &info)])
 }

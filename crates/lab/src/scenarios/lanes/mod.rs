@@ -40,7 +40,11 @@ use std::collections::BTreeMap;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use crate::engines::flows::{run_flows, FlowResult, Received, RunEnd, RunOptions, Sinks, Transport};
+use crate::engines::capture::{flow_fct, CapturedFct, HostCaptures};
+use crate::engines::flows::{
+    run_flows, Close, FlowResult, Received, RunEnd, RunOptions, Sinks, Transport, Writes,
+};
+use crate::runner::records::CapturedTimes;
 use anyhow::{bail, Context, Result};
 use tcpaccel_core::stats::percentile_sorted;
 use tcpaccel_core::workload::{Flow, FlowClass};
@@ -74,6 +78,8 @@ pub use realistic::LanesRealistic;
 use daemons::{DaemonReport, Daemons};
 
 const FLOW_PORT: u16 = 7400;
+/// ns-3 BulkSend's `SendSize` default: the write size of `writes=bulksend`.
+const BULKSEND_WRITE: usize = 512;
 /// Flows up to this size are the short flows the thesis measures ((0, 100 KB]).
 const SHORT_MAX: u64 = 100 * 1000;
 /// RepFlow replicates flows below this (anchors.md, Workloads).
@@ -247,6 +253,28 @@ fn common_params(fabrics: &str, hosts: &str, rate: &str) -> Vec<Param> {
              every segment acknowledged at once (quickack on the host routes), the same at every D",
         ),
         Param::new(
+            "initcwnd",
+            "10",
+            Rule::Count,
+            "TCP's initial window in segments on every host route (Linux: 10; the thesis: 12, §6.1); set with \
+             the route's initcwnd metric when not 10",
+        ),
+        Param::new(
+            "writes",
+            "bulk",
+            Rule::Choice,
+            "how senders write: bulk (64 KiB writes, TCP_NODELAY) or bulksend (512-byte writes with Nagle on, as \
+             ns-3's BulkSend application on DCE's Linux stack: its SendSize default, no TCP_NODELAY)",
+        ),
+        Param::new(
+            "capture",
+            "off",
+            Rule::Choice,
+            "on: capture every host's interfaces during each run and record, per flow, the time from its first \
+             SYN to the ACK of its last data byte and to the ACK of its FIN as the sender's capture shows them \
+             (senders then close with a FIN after the data, as ns-3's BulkSend does, instead of a reset)",
+        ),
+        Param::new(
             "tlp",
             "on",
             Rule::Choice,
@@ -282,6 +310,9 @@ struct Outcome {
     /// earlier when [`RunSpec::end`] ended it before (what an incomplete
     /// flow had).
     ended: Duration,
+    /// Per flow id, its times as the sender's capture showed them
+    /// ([`RunSpec::capture`]); empty without a capture.
+    captured: BTreeMap<u64, CapturedFct>,
 }
 
 /// Options of one workload run.
@@ -293,6 +324,10 @@ struct RunSpec<'a> {
     limit: Duration,
     /// When the run ends before `limit`.
     end: RunEnd,
+    /// Capture every host's interfaces and time each flow from the capture
+    /// (senders close with a FIN).
+    capture: bool,
+    writes: Writes,
     dir: &'a Path,
     tag: String,
 }
@@ -334,11 +369,45 @@ fn run_policy(fab: &Fabric, flows: &[Flow], run: &RunSpec<'_>) -> Result<Outcome
         limit: run.limit,
         max_in_flight: 1024,
         end: run.end,
+        close: if run.capture { Close::Fin } else { Close::Reset },
+        writes: run.writes,
+    };
+    let captures = if run.capture {
+        let ifaces: Vec<(String, Vec<String>)> = fab
+            .hosts
+            .iter()
+            .map(|h| (h.ns.clone(), (0..fab.spec.fabrics).map(|f| format!("f{f}")).collect()))
+            .collect();
+        Some(HostCaptures::start(&ifaces)?)
+    } else {
+        None
     };
     let tx0 = fab.tx_bytes_per_fabric()?;
     let t0 = Instant::now();
     let results = run_flows(flows, tcpaccel_core::Instant::ZERO, &fab.hosts, &opts, &stop_flag());
     let wall = t0.elapsed();
+    let captured = match captures {
+        Some(c) => {
+            // The last subflows' FINs follow their flows' ends by an RTT or so.
+            std::thread::sleep(Duration::from_millis(50));
+            let c = c.finish()?;
+            if let (n @ 1.., first) = c.unreadable() {
+                tracing::warn!(frames = n, first = ?first, "capture frames unreadable or untimed");
+            }
+            match &results {
+                Ok(rs) => rs
+                    .iter()
+                    .filter_map(|r| {
+                        let times: Vec<_> =
+                            r.conns.iter().filter_map(|&(l, p)| c.times(r.src as usize, l, p)).collect();
+                        flow_fct(&times).map(|f| (r.id, f))
+                    })
+                    .collect(),
+                Err(_) => BTreeMap::new(),
+            }
+        }
+        None => BTreeMap::new(),
+    };
     let tx1 = fab.tx_bytes_per_fabric()?;
     let daemons = match daemons {
         Some(d) => Some(d.stop()?),
@@ -348,7 +417,7 @@ fn run_policy(fab: &Fabric, flows: &[Flow], run: &RunSpec<'_>) -> Result<Outcome
     let results = results.context("running the flows")?;
     let tx_per_fabric = tx1.iter().zip(&tx0).map(|(a, b)| a.saturating_sub(*b)).collect();
     // An early end (`run.end`) cut the flows still running at `wall`.
-    Ok(Outcome { results, received, daemons, tx_per_fabric, wall, ended: run.limit.min(wall) })
+    Ok(Outcome { results, received, daemons, tx_per_fabric, wall, ended: run.limit.min(wall), captured })
 }
 
 /// Short-flow FCT statistics of flows in (0, 100 KB], in ms: `avg`, `p95`
@@ -519,7 +588,12 @@ fn record_outcome(
             };
             // An incomplete flow is recorded as such, with the time it had.
             let fct_ms = time_had_s(r, ended_s) * 1e3;
-            let counted = FlowCounters { lane_bytes: r.lane_bytes.clone(), retrans_bytes: r.retrans_bytes };
+            let capture = o.captured.get(&r.id).map(|c| CapturedTimes {
+                to_last_data_ack_ms: c.to_last_data_ack.map(|t| t.as_secs_f64() * 1e3),
+                to_fin_ack_ms: c.to_fin_ack.map(|t| t.as_secs_f64() * 1e3),
+            });
+            let counted =
+                FlowCounters { lane_bytes: r.lane_bytes.clone(), retrans_bytes: r.retrans_bytes, capture };
             ctx.flow_counted(r.id, class.trim_end(), r.bytes, r.start_s, fct_ms, r.fct_s.is_some(), counted)?;
         }
     }
@@ -540,6 +614,26 @@ fn record_outcome(
     put_ms(ctx, d, "short_p95_ms", suffix, s.p95);
     put_ms(ctx, d, "short_p99_ms", suffix, s.p99);
     put(ctx, format!("short_incomplete{suffix}"), s.incomplete as f64);
+    if !o.captured.is_empty() {
+        let short_ms = |end: fn(&CapturedFct) -> Option<Duration>| -> Vec<f64> {
+            o.results
+                .iter()
+                .filter(|r| r.bytes <= SHORT_MAX && r.fct_s.is_some())
+                .filter_map(|r| o.captured.get(&r.id).and_then(end))
+                .map(|t| t.as_secs_f64() * 1e3)
+                .collect()
+        };
+        for (name, end) in [
+            ("syn_data_ack", (|c: &CapturedFct| c.to_last_data_ack) as fn(&CapturedFct) -> Option<Duration>),
+            ("syn_fin_ack", |c: &CapturedFct| c.to_fin_ack),
+        ] {
+            let mut v = short_ms(end);
+            put(ctx, format!("short_timed_{name}{suffix}"), v.len() as f64);
+            let (avg, _, p99) = avg_p95_p99(&mut v);
+            put_ms(ctx, d, &format!("short_avg_ms_{name}"), suffix, avg);
+            put_ms(ctx, d, &format!("short_p99_ms_{name}"), suffix, p99);
+        }
+    }
     put_ms(ctx, d, "short_avg_ms_all", suffix, s.avg_all);
     put_ms(ctx, d, "short_p99_ms_all", suffix, s.p99_all);
     let total: u64 = o.tx_per_fabric.iter().sum();
@@ -639,6 +733,12 @@ impl Bed {
             seed: ctx.seed,
             limit,
             end: RunEnd::AllFlows,
+            capture: on_off(&self.params, "capture")?,
+            writes: match self.params.choice("writes", &["bulk", "bulksend"])?.as_slice() {
+                [w] if w == "bulksend" => Writes::Small { size: BULKSEND_WRITE },
+                [_] => Writes::Bulk,
+                _ => bail!("writes: exactly one of bulk, bulksend"),
+            },
             dir,
             tag,
         })
@@ -682,6 +782,11 @@ fn prepare_bed<E: Experiment + 'static>(
     let metrics = RouteMetrics {
         rto_min: Some(k.time("rto_min")?).filter(|&r| r > KERNEL_RTO_MIN),
         quickack: !on_off(&k, "delayed_ack")?,
+        initcwnd: match k.count("initcwnd")? {
+            0 => bail!("initcwnd: at least 1 segment"),
+            10 => None,
+            n => Some(u32::try_from(n).context("initcwnd")?),
+        },
     };
     let tlp = on_off(&k, "tlp")?;
     let rto_init = k.time("rto_init")?;
@@ -921,6 +1026,7 @@ mod tests {
             winner: None,
             lane_bytes: [("sl".to_string(), sl), ("ll0".to_string(), bytes + 16 - sl)].into(),
             retrans_bytes: Some(0),
+            conns: Vec::new(),
             error: None,
         };
         // A: 1 MB on SL over 0–1 s (8 Mbit/s); B: 1 MB all on LL over 2–3 s.
@@ -954,6 +1060,7 @@ mod tests {
             winner: None,
             lane_bytes: BTreeMap::new(),
             retrans_bytes: None,
+            conns: Vec::new(),
             error: None,
         };
         // 98 short flows of 10 ms; two started at 0.5 s and unfinished when
@@ -970,6 +1077,7 @@ mod tests {
             tx_per_fabric: vec![],
             wall: Duration::from_secs(2),
             ended: Duration::from_secs(2),
+            captured: BTreeMap::new(),
         };
         let s = short_stats(&o);
         assert_eq!((s.n, s.incomplete), (98, 2));

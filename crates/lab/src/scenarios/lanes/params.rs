@@ -149,6 +149,8 @@ impl Experiment for LanesParams {
                     seed: ctx.seed,
                     limit: window,
                     end: RunEnd::AllFlows,
+                    capture: false,
+                    writes: crate::engines::flows::Writes::Bulk,
                     dir: &dir,
                     tag: format!("{key}{v}-f{i}-r{}", ctx.repeat),
                 };
