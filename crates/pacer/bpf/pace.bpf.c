@@ -350,7 +350,20 @@ static __always_inline void release(struct bpf_sock_ops *skops, __u32 rule_idx, 
  *   the estimate in the two srtt after the probe, where it is the probe's
  *   bursts draining): the cap falls to 31/32 of the delivery rate (payload
  *   bytes acked per srtt), so the queue drains instead of growing into
- *   the buffer, and growth goes on from there.
+ *   the buffer, and growth goes on from there; an estimate below that
+ *   delivery rate (the bottleneck's, with a queue standing) rises to it.
+ *   A queue with a delivery rate within 1/64 of the cap is not the cap's
+ *   doing (host noise; a queue draining below a cap already cut): it
+ *   stops the cap's growth and counts for the full-pipe test, no cut.
+ * - A low estimate (issue 47): a window that delivered 1/16 more than the
+ *   estimate says the estimate was low (a kernel-paced socket, such as
+ *   BBR's, has no unpaced burst but its 9-segment initial window, whose
+ *   train came back at 67-333 Mbit/s on a 470 Mbit/s path). Then, in or
+ *   after slow start, the cap grows by 1/8 per srtt while it is less than
+ *   1/4 above the delivery rate (HOLD_LOW_LEAD), instead of the 1/32 of
+ *   the near and post-slow-start rules, under which BBR (whose startup
+ *   ends when its rate stops growing by 1/4 per round) crept up for
+ *   seconds.
  * - Full pipe (after BBR's): HOLD_FULL_WINDOWS windows that end with a
  *   queue while the delivery rate has not grown by 1/8. One srtt of host
  *   noise does not set it (the delivery rate still grows); from then on,
@@ -396,6 +409,10 @@ static __always_inline void release(struct bpf_sock_ops *skops, __u32 rule_idx, 
 /* Near the bottleneck the cap grows only while cap < dlv_rate * 33/32
  * (plus HOLD_AI_SEGS segments per srtt). */
 #define HOLD_LEAD 32u
+/* ... and while cap < dlv_rate * 5/4 where the delivery rate passed the
+ * estimate by a sixteenth (the estimate was low): the delivery rate lags
+ * the cap by about 1.5 srtt, so this lets it grow by 1/8 per srtt. */
+#define HOLD_LOW_LEAD 4u
 /* Wherever the cap grows it grows by at least this many segments per srtt,
  * and may lead the delivery rate by that much more: additive increase, so
  * a flow held small beside big ones catches up (growth by a fraction alone
@@ -510,8 +527,15 @@ static __always_inline __u64 hold_cap(struct bpf_sock_ops *skops, struct sock_st
 	/* A delivery rate under half the cap says the socket was limited by
 	 * something else (its window, the receiver, the application): then a
 	 * queue is no sign that its own rate is too high. */
-	int queued = !draining && st->dlv_rate * 2 >= st->cap && queue > HOLD_MIN_QUEUE_US &&
-		     queue * (fast ? HOLD_SS_DIV : HOLD_CA_DIV) > min_rtt;
+	int queue_seen = !draining && st->dlv_rate * 2 >= st->cap && queue > HOLD_MIN_QUEUE_US &&
+			 queue * (fast ? HOLD_SS_DIV : HOLD_CA_DIV) > min_rtt;
+	/* And a delivery rate that kept up with the cap (within 1/64) says
+	 * the cap is not what queued: a queue the cap made holds the delivery
+	 * at the bottleneck's rate, below the cap. Under a loaded host, srtt
+	 * rose by 3-5 ms with the bottleneck's queue under 130 KB, and each
+	 * such cut held an HTTP download lower. Such a queue (and one that
+	 * drains below a cap already cut) stops the cap's growth, not more. */
+	int queued = queue_seen && st->dlv_rate * 64 < st->cap * 63;
 	if (probing && !queued) {
 		__u64 follow = rate < share / 2 ? rate : share / 2;
 
@@ -529,23 +553,36 @@ static __always_inline __u64 hold_cap(struct bpf_sock_ops *skops, struct sock_st
 		if (st->dlv_rate * 8 >= st->full_dlv * 9) {
 			st->full_dlv = st->dlv_rate;
 			st->full_cnt = 0;
-		} else if (queued && ++st->full_cnt >= HOLD_FULL_WINDOWS) {
+		} else if (queue_seen && ++st->full_cnt >= HOLD_FULL_WINDOWS) {
 			st->full = 1;
 		}
 	}
 	if (queued) {
 		__u64 hold = st->dlv_rate * 31 / 32;
 
+		/* With a queue standing the delivery rate is the bottleneck's:
+		 * an estimate below it was low. */
+		if (st->btl_rate && st->dlv_rate > st->btl_rate)
+			st->btl_rate = st->dlv_rate;
+
 		/* Never 0: a cap of 0 is the probe's state. */
 		if (hold == 0)
 			hold = 1;
 		if (st->cap > hold)
 			st->cap = hold;
-	} else if (rate >= st->cap && !probing) {
+	} else if (rate >= st->cap && !probing && !queue_seen) {
 		__u64 dt_us = (now - st->cap_ns) / 1000;
 		__u64 ln, lead = 0;
 
-		if (!fast) {
+		if (st->btl_rate && st->dlv_rate * 16 > st->btl_rate * 17) {
+			/* Delivered a sixteenth more than the estimate over an
+			 * srtt, which no bottleneck at the estimate allows: the
+			 * estimate was low (a kernel-paced socket's one train,
+			 * its initial window's, can be). Grow by an eighth per
+			 * srtt while within a quarter of the delivery rate. */
+			ln = HOLD_LN_EIGHTH;
+			lead = HOLD_LOW_LEAD;
+		} else if (!fast) {
 			ln = HOLD_LN_CA;
 			lead = HOLD_LEAD;
 		} else if (st->btl_rate) {

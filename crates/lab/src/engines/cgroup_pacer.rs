@@ -72,11 +72,14 @@ impl BpfPacing {
     }
 }
 
-/// What the hold did, seen from outside: a thread reads the attachment's
-/// pinned socket map every [`HOLD_TRACE_EVERY`] while the run goes on and
-/// keeps the busiest paced socket's cap, bottleneck estimate and delivery
-/// rate. Time 0 is the first sample that found a paced socket (within
-/// one sampling interval of its connection).
+/// What the hold did, seen from outside: a thread reads an attachment's
+/// pinned socket map every [`HOLD_TRACE_EVERY`] while a run goes on and
+/// keeps every paced socket's state. Sockets are numbered from 1 in the
+/// order first seen; time 0 is the first sample that found one (within one
+/// sampling interval of its connection). The one sampler of the hold's
+/// state: `pacing` (the lab's own sender, one paced socket) and
+/// `pacing-apps` (programs with a control connection beside the data, or
+/// several) record what it returns.
 pub struct HoldTrace {
     stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
     thread: std::thread::JoinHandle<Result<Vec<HoldSample>>>,
@@ -86,6 +89,10 @@ pub struct HoldTrace {
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct HoldSample {
     pub t_s: f64,
+    /// The socket, numbered from 1 in the order first seen.
+    pub sock: usize,
+    /// The cap set on the socket (SO_MAX_PACING_RATE); 0 while unpaced.
+    pub rate: u64,
     pub cap: u64,
     pub btl_rate: u64,
     pub dlv_rate: u64,
@@ -95,21 +102,33 @@ pub struct HoldSample {
 pub const HOLD_TRACE_EVERY: Duration = Duration::from_millis(100);
 
 impl HoldTrace {
-    fn start(pins: std::path::PathBuf) -> HoldTrace {
+    /// Starts sampling the sockets of the attachment pinned at `pins`.
+    pub fn start(pins: std::path::PathBuf) -> HoldTrace {
         let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
         let flag = stop.clone();
         let thread = std::thread::spawn(move || {
             let start = std::time::Instant::now();
             let mut first: Option<f64> = None;
+            let mut seen: Vec<u64> = Vec::new();
             let mut out = Vec::new();
             while !flag.load(std::sync::atomic::Ordering::Relaxed) {
                 let states = tcpaccel_pacer::socket_states(&pins).context("reading the paced sockets")?;
-                if let Some((_, st)) = states.iter().max_by_key(|(_, st)| st.updates) {
-                    let now = start.elapsed().as_secs_f64();
+                let now = start.elapsed().as_secs_f64();
+                for (cookie, st) in states {
                     let t0 = *first.get_or_insert(now);
+                    let sock = match seen.iter().position(|c| *c == cookie) {
+                        Some(k) => k,
+                        None => {
+                            seen.push(cookie);
+                            seen.len() - 1
+                        }
+                    } + 1;
+                    let rate = u64::from(st.rate);
                     let h = st.hold;
                     out.push(HoldSample {
                         t_s: now - t0,
+                        sock,
+                        rate: if rate == tcpaccel_core::pacing::BPF_RATE_UNPACED { 0 } else { rate },
                         cap: h.cap,
                         btl_rate: h.btl_rate,
                         dlv_rate: h.dlv_rate,
