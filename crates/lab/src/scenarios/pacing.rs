@@ -43,7 +43,8 @@ use crate::engines::cgroup_pacer::BpfPacing;
 use crate::runner::claims::{Claim, Figure, Goal, Measure, GOAL_BENCH, SEED000};
 use crate::runner::records::{MetricSpec, Published};
 use crate::runner::scenario::{ParamSpec, Params, RunConfig, RunCtx, Scenario, Testbed};
-use crate::testbeds::dumbbell::{bulk, sockbuf_param, sockbuf_sysctls, standard_metrics, HostSetup, Path2};
+use crate::runner::typed::{choices, scenario_params, AutoCount, ScenarioParams};
+use crate::testbeds::dumbbell::{bulk, sockbuf_sysctls, standard_metrics, HostSetup, Path2};
 use crate::testbeds::meter::{parse_bins, MeterBin};
 use anyhow::{bail, Context, Result};
 use std::path::Path;
@@ -74,6 +75,64 @@ const VARIANTS: [&str; 12] = [
 fn default_variants() -> String {
     VARIANTS.iter().filter(|v| **v != "dynamic-loop").copied().collect::<Vec<_>>().join(",")
 }
+scenario_params! {
+    /// The pacing scenario's parameters, read from the resolved map ([`Params::typed`]).
+    pub struct PacingParams {
+        rate: Rate = "500mbit" => "bottleneck rate (on the wire)",
+        #[serde(with = "tcpaccel_core::units::serde_duration")]
+        rtt: Duration = "100ms" => "round-trip propagation delay",
+        buffer: Bytes = "1MB" => "drop-tail buffer at the bottleneck",
+        sockbuf: Bytes = "12.5MB" => "socket buffer maximum (tcp_rmem/tcp_wmem) on both hosts",
+        static_rate: StaticRate = "bottleneck" => "rate of the static variant (on the wire)",
+        #[serde(with = "tcpaccel_core::units::serde_duration")]
+        duration: Duration = "60s" => "length of each transfer",
+        variants: Vec<String> = default_variants() => "which variants to run",
+        precise_segs: AutoCount = "auto"
+            => "segments per GSO packet of the *-precise variants (auto: the most that keep gaps within 60 µs)",
+    }
+}
+
+impl PacingParams {
+    /// The parameters with their variants checked.
+    fn read(p: &Params) -> Result<PacingParams> {
+        let q: PacingParams = p.typed()?;
+        choices("variants", &q.variants, &VARIANTS)?;
+        Ok(q)
+    }
+    fn static_rate(&self) -> Rate {
+        match self.static_rate {
+            StaticRate::Bottleneck => self.rate,
+            StaticRate::Rate(r) => r,
+        }
+    }
+    /// `auto`: [`tcpaccel_core::precise::burst_segs`] at the static rate
+    /// with [`PRECISE_BUDGET_NS`].
+    fn precise_segs(&self) -> u32 {
+        self.precise_segs
+            .or(|| tcpaccel_core::precise::burst_segs(self.static_rate(), 1538, PRECISE_BUDGET_NS))
+    }
+}
+
+/// `static_rate`: `bottleneck` (the path's rate) or a rate.
+#[derive(Debug, Clone, Copy, PartialEq, serde::Deserialize)]
+#[serde(try_from = "String")]
+pub enum StaticRate {
+    Bottleneck,
+    Rate(Rate),
+}
+
+impl TryFrom<String> for StaticRate {
+    type Error = String;
+    fn try_from(s: String) -> Result<StaticRate, String> {
+        match s.trim() {
+            "bottleneck" => Ok(StaticRate::Bottleneck),
+            r => Rate::parse(r)
+                .map(StaticRate::Rate)
+                .map_err(|e| format!("expected bottleneck or a rate: {e}")),
+        }
+    }
+}
+
 /// The spacing `--precise` keeps by default: every arrival gap within 60 µs
 /// of the ideal (issue 27's target, ~2.5 frame times at 500 Mbit/s).
 pub const PRECISE_BUDGET_NS: u64 = 60_000;
@@ -102,19 +161,10 @@ impl Scenario for Pacing {
          loop and by kernel pacing at ratio 100, static pacing at the bottleneck rate, BBR."
     }
     fn params(&self) -> Vec<ParamSpec> {
-        let mut v = Path2::params("500mbit", "100ms", "1MB");
-        v.extend([
-            sockbuf_param("12.5MB"),
-            ParamSpec::new("static_rate", "bottleneck", "rate of the static variant (on the wire)"),
-            ParamSpec::new("duration", "60s", "length of each transfer"),
-            ParamSpec::new("variants", default_variants(), "which variants to run"),
-            ParamSpec::new(
-                "precise_segs",
-                "auto",
-                "segments per GSO packet of the *-precise variants (auto: the most that keep gaps within 60 µs)",
-            ),
-        ]);
-        v
+        PacingParams::specs()
+    }
+    fn check_params(&self, p: &Params) -> Result<()> {
+        PacingParams::read(p).map(drop)
     }
     fn quick(&self) -> Vec<(&'static str, &'static str)> {
         // A fifth of the rate with buffer and socket buffers scaled alike:
@@ -125,7 +175,7 @@ impl Scenario for Pacing {
         1
     }
     fn variants(&self, p: &Params) -> Result<Vec<String>> {
-        p.choice("variants", &VARIANTS)
+        Ok(PacingParams::read(p)?.variants)
     }
     fn metrics(&self) -> Vec<MetricSpec> {
         let mut m = standard_metrics();
@@ -174,7 +224,8 @@ impl Scenario for Pacing {
         ]
     }
     fn notes(&self, p: &Params) -> Result<Vec<String>> {
-        let (rate, rtt, buffer) = (p.rate("rate")?, p.duration("rtt")?, p.bytes("buffer")?);
+        let q = PacingParams::read(p)?;
+        let (rate, rtt, buffer) = (q.rate, q.rtt, q.buffer);
         let bdp = bdp_bytes(rate, rtt);
         let mut n = vec![
             format!(
@@ -195,7 +246,7 @@ impl Scenario for Pacing {
                 .into(),
             "Route metrics caching is off in every variant (tcp_no_metrics_save=1).".into(),
         ];
-        let s = static_rate(p)?;
+        let s = q.static_rate();
         if rate.bits_per_sec() > 0 && s.bits_per_sec() > rate.bits_per_sec() {
             n.push(format!(
                 "WARNING: static_rate {s} is above the bottleneck rate {rate}: static pacing will overrun \
@@ -208,37 +259,17 @@ impl Scenario for Pacing {
         CLAIMS
     }
     fn estimate(&self, p: &Params, _d: Dilation) -> Result<Duration> {
-        Ok(p.duration("duration")? + Duration::from_secs(4))
+        Ok(PacingParams::read(p)?.duration + Duration::from_secs(4))
     }
     fn prepare(&self, p: &Params, _config: &RunConfig, _dir: &Path) -> Result<Box<dyn Testbed>> {
+        let q = PacingParams::read(p)?;
         Ok(Box::new(PacingBed {
-            path: Path2::from_params(p)?,
-            sockbuf: p.bytes("sockbuf")?,
-            static_rate: static_rate(p)?,
-            duration: p.duration("duration")?,
-            precise_segs: precise_segs(p, static_rate(p)?)?,
+            path: Path2 { rate: q.rate, rtt: q.rtt, buffer: q.buffer },
+            sockbuf: q.sockbuf,
+            static_rate: q.static_rate(),
+            duration: q.duration,
+            precise_segs: q.precise_segs(),
         }))
-    }
-}
-
-fn static_rate(p: &Params) -> Result<Rate> {
-    let s = p.str("static_rate")?;
-    if s == "bottleneck" {
-        return p.rate("rate");
-    }
-    p.rate("static_rate")
-}
-
-/// `precise_segs`: a number, or `auto` for [`tcpaccel_core::precise::burst_segs`]
-/// at the static rate with [`PRECISE_BUDGET_NS`].
-fn precise_segs(p: &Params, rate: Rate) -> Result<u32> {
-    let s = p.str("precise_segs")?;
-    if s == "auto" {
-        return Ok(tcpaccel_core::precise::burst_segs(rate, 1538, PRECISE_BUDGET_NS));
-    }
-    match s.parse::<u32>() {
-        Ok(n) if n >= 1 => Ok(n),
-        _ => bail!("precise_segs {s:?}: expected auto or a number of segments of at least 1"),
     }
 }
 

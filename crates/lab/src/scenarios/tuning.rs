@@ -13,11 +13,13 @@
 use crate::runner::claims::{Claim, Figure, Goal, Measure, GOAL_BENCH, GOAL_DIRECTION};
 use crate::runner::records::{MetricSpec, Published};
 use crate::runner::scenario::{ParamSpec, Params, RunConfig, RunCtx, Scenario, Testbed};
+use crate::runner::typed::{scenario_params, ScenarioParams};
 use crate::testbeds::dumbbell::{bulk, standard_metrics, HostSetup, Path2};
 use anyhow::{bail, Context, Result};
 use std::path::Path;
 use std::time::Duration;
 use tcpaccel_core::scale::Dilation;
+use tcpaccel_core::units::{Bytes, Rate};
 use tcpaccel_net::Network;
 use tcpaccel_tune::collect::Probe;
 use tcpaccel_tune::facts::PathSpec;
@@ -26,17 +28,16 @@ pub struct Tuning;
 
 const VARIANTS: [&str; 2] = ["defaults", "doctor"];
 
-/// The tuning scenario's parameters, read once from the resolved map
-/// ([`Params::typed`]); their defaults and docs are [`Tuning::params`]'s.
-#[derive(Debug, Clone, PartialEq, serde::Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct TuningParams {
-    pub rate: tcpaccel_core::units::Rate,
-    #[serde(with = "tcpaccel_core::units::serde_duration")]
-    pub rtt: Duration,
-    pub buffer: tcpaccel_core::units::Bytes,
-    #[serde(with = "tcpaccel_core::units::serde_duration")]
-    pub duration: Duration,
+scenario_params! {
+    /// The tuning scenario's parameters, read from the resolved map ([`Params::typed`]).
+    pub struct TuningParams {
+        rate: Rate = "1gbit" => "bottleneck rate (on the wire)",
+        #[serde(with = "tcpaccel_core::units::serde_duration")]
+        rtt: Duration = "100ms" => "round-trip propagation delay",
+        buffer: Bytes = "12.5MB" => "drop-tail buffer at the bottleneck (one BDP)",
+        #[serde(with = "tcpaccel_core::units::serde_duration")]
+        duration: Duration = "30s" => "length of each transfer",
+    }
 }
 
 impl Scenario for Tuning {
@@ -51,12 +52,10 @@ impl Scenario for Tuning {
          sysctls `tcpaccel doctor --apply` chooses for that path in both end hosts' namespaces."
     }
     fn params(&self) -> Vec<ParamSpec> {
-        vec![
-            ParamSpec::new("rate", "1gbit", "bottleneck rate (on the wire)"),
-            ParamSpec::new("rtt", "100ms", "round-trip propagation delay"),
-            ParamSpec::new("buffer", "12.5MB", "drop-tail buffer at the bottleneck (one BDP)"),
-            ParamSpec::new("duration", "30s", "length of each transfer"),
-        ]
+        TuningParams::specs()
+    }
+    fn check_params(&self, p: &Params) -> Result<()> {
+        p.typed::<TuningParams>().map(drop).map_err(Into::into)
     }
     fn quick(&self) -> Vec<(&'static str, &'static str)> {
         vec![("duration", "6s"), ("rate", "200mbit"), ("buffer", "2.5MB")]
