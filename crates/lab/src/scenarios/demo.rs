@@ -7,7 +7,7 @@ use crate::runner::claims::{Claim, Figure, Goal, Measure, GOAL_BENCH, GOAL_DIREC
 use crate::runner::records::MetricSpec;
 use crate::runner::scenario::{ParamSpec, Params, RunConfig, RunCtx, Scenario, Testbed};
 use crate::runner::typed::{choices, scenario_params, ScenarioParams};
-use crate::testbeds::dumbbell::{bulk, standard_metrics, HostSetup, Path2};
+use crate::testbeds::dumbbell::{bulk, metric, standard_metrics, HostSetup, Path2};
 use anyhow::{bail, Result};
 use std::path::Path;
 use std::time::Duration;
@@ -178,7 +178,7 @@ impl Testbed for DemoBed {
 pub(crate) const CLAIMS: &[Claim] = &[
     Claim {
         text: "Static pacing at the bottleneck rate leaves no drops at the bottleneck",
-        measure: Measure::Median { variant: "static-pacing", metric: "drops" },
+        measure: Measure::Median { variant: "static-pacing", metric: metric::DROPS },
         goal: Goal::AtMost(0.0),
         goal_source: GOAL_DIRECTION,
         published: Some(Figure { value: 0.0, source: "[PSPacer]: PSPS 0 drops" }),
@@ -186,7 +186,7 @@ pub(crate) const CLAIMS: &[Claim] = &[
     },
     Claim {
         text: "Static pacing reaches 90% of the path's goodput limit",
-        measure: Measure::ShareOfLimit { variant: "static-pacing", metric: "goodput_mbps" },
+        measure: Measure::ShareOfLimit { variant: "static-pacing", metric: metric::GOODPUT_MBPS },
         goal: Goal::AtLeast(0.90),
         goal_source: GOAL_BENCH,
         // 433 Mbit/s of a 500 × 1448/1538 = 470.7 Mbit/s limit.
@@ -195,7 +195,10 @@ pub(crate) const CLAIMS: &[Claim] = &[
     },
     Claim {
         text: "Static pacing beats the kernel defaults' goodput (static-pacing ÷ defaults)",
-        measure: Measure::Ratio { num: ("static-pacing", "goodput_mbps"), den: ("defaults", "goodput_mbps") },
+        measure: Measure::Ratio {
+            num: ("static-pacing", metric::GOODPUT_MBPS),
+            den: ("defaults", metric::GOODPUT_MBPS),
+        },
         goal: Goal::Above(1.0),
         goal_source: GOAL_DIRECTION,
         // PSPS 433 / noPSP 200.

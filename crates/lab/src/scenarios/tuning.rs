@@ -14,7 +14,7 @@ use crate::runner::claims::{Claim, Figure, Goal, Measure, GOAL_BENCH, GOAL_DIREC
 use crate::runner::records::{MetricSpec, Published};
 use crate::runner::scenario::{ParamSpec, Params, RunConfig, RunCtx, Scenario, Testbed};
 use crate::runner::typed::{scenario_params, ScenarioParams};
-use crate::testbeds::dumbbell::{bulk, standard_metrics, HostSetup, Path2};
+use crate::testbeds::dumbbell::{bulk, metric, standard_metrics, HostSetup, Path2};
 use anyhow::{bail, Context, Result};
 use std::path::Path;
 use std::time::Duration;
@@ -71,13 +71,13 @@ impl Scenario for Tuning {
         vec![
             Published {
                 variant: "defaults".into(),
-                metric: "goodput_mbps".into(),
+                metric: metric::GOODPUT_MBPS.into(),
                 value: 240.0,
                 source: src.into(),
             },
             Published {
                 variant: "doctor".into(),
-                metric: "goodput_mbps".into(),
+                metric: metric::GOODPUT_MBPS.into(),
                 value: 940.0,
                 source: src.into(),
             },
@@ -177,10 +177,14 @@ impl Testbed for TuningBed {
             v => bail!("unknown variant {v}"),
         };
         let r = bulk(ctx, &self.path, &setup, self.duration)?;
-        ctx.metric("share_of_limit", r.goodput_mbps / goodput_limit_mbps(&self.path));
+        ctx.metric(SHARE_OF_LIMIT, r.goodput_mbps / goodput_limit_mbps(&self.path));
         Ok(())
     }
 }
+
+/// The doctor variant's goodput ÷ [`goodput_limit_mbps`], a metric of
+/// this scenario beside the dumbbell's.
+const SHARE_OF_LIMIT: &str = "share_of_limit";
 
 /// Goodput a full pipe gives: 1448 payload bytes per 1538 on the wire.
 pub fn goodput_limit_mbps(p: &Path2) -> f64 {
@@ -191,7 +195,7 @@ pub fn goodput_limit_mbps(p: &Path2) -> f64 {
 pub(crate) const CLAIMS: &[Claim] = &[
     Claim {
         text: "Doctor-applied settings reach 90% of the path's goodput limit",
-        measure: Measure::Median { variant: "doctor", metric: "share_of_limit" },
+        measure: Measure::Median { variant: "doctor", metric: SHARE_OF_LIMIT },
         goal: Goal::AtLeast(0.90),
         goal_source: GOAL_BENCH,
         // 940 Mbit/s of 1000 × 1448/1538 = 941.5.
@@ -200,7 +204,10 @@ pub(crate) const CLAIMS: &[Claim] = &[
     },
     Claim {
         text: "Doctor-applied settings beat the kernel defaults' goodput (doctor ÷ defaults)",
-        measure: Measure::Ratio { num: ("doctor", "goodput_mbps"), den: ("defaults", "goodput_mbps") },
+        measure: Measure::Ratio {
+            num: ("doctor", metric::GOODPUT_MBPS),
+            den: ("defaults", metric::GOODPUT_MBPS),
+        },
         goal: Goal::Above(1.0),
         goal_source: GOAL_DIRECTION,
         published: Some(Figure { value: 940.0 / 240.0, source: "[HPC-TCP]: 940 / 240 Mbit/s" }),
