@@ -61,6 +61,29 @@ fn unknown_scenario_and_key_are_usage_errors_listing_valid_ones() {
     assert_eq!(out.status.code(), Some(2));
 }
 
+/// A `--set` value of no form its parameter takes is a usage error naming
+/// the key, the value and the accepted form, before anything runs (and
+/// before the root check, so it holds for any user).
+#[test]
+fn a_bad_set_value_is_a_usage_error_naming_the_key_and_the_form() {
+    for (name, set, want) in [
+        ("pacing", "rate=fast", "parameter rate=\"fast\": cannot parse rate \"fast\""),
+        (
+            "split",
+            "buffers=huge",
+            "parameter buffers=\"huge\": unknown variant `huge`, expected `centos6` or `kernel`",
+        ),
+        ("rto", "iterations=many", "parameter iterations=\"many\": expected a whole number"),
+    ] {
+        let out = Command::new(bin()).args(["lab", "run", name, "--set", set]).output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{name} {set}: {err}");
+        assert!(err.contains(want), "{name} {set}: {err}");
+    }
+    let out = Command::new(bin()).args(["lab", "run", "pacing", "--set", "rate=fast"]).output().unwrap();
+    assert!(String::from_utf8_lossy(&out.stderr).contains("accepted forms: "));
+}
+
 /// A run directory holding a header (seed, D) and mptcp's short flows of
 /// the given experiment-unit FCTs, written as `lab run` writes them.
 fn compare_dir(name: &str, seed: u64, scale: u32, fct_ms: &[f64]) -> std::path::PathBuf {

@@ -192,11 +192,8 @@ pub(crate) fn run(args: Args) -> anyhow::Result<Verdict> {
             let mut text = String::new();
             for s in scenarios::all() {
                 if json {
-                    let params: Vec<serde_json::Value> = s
-                        .params()
-                        .iter()
-                        .map(|p| serde_json::json!({"key": p.key, "default": p.default, "doc": p.doc}))
-                        .collect();
+                    // Each {key, default, doc} as the scenario declares it (its params struct).
+                    let params = s.params();
                     let secs = |q| expected_time(s.as_ref(), q).map(|d| d.as_secs());
                     let v = serde_json::json!({"type": "scenario", "name": s.name(), "title": s.title(), "description": s.description(), "params": params, "expected_s": secs(false), "expected_quick_s": secs(true)});
                     text.push_str(&format!("{v}\n"));

@@ -35,8 +35,8 @@ pub fn interrupt() {
     stop_flag().store(true, Ordering::Relaxed);
 }
 
-/// A declared parameter.
-#[derive(Debug, Clone)]
+/// A declared parameter; serialized, what `lab list --json` prints of it.
+#[derive(Debug, Clone, serde::Serialize)]
 pub struct ParamSpec {
     pub key: &'static str,
     pub default: String,
@@ -107,7 +107,16 @@ pub trait Scenario: Send + Sync {
     fn name(&self) -> &'static str;
     fn title(&self) -> &'static str;
     fn description(&self) -> &'static str;
+    /// The declared parameters: for a scenario with a typed struct, its
+    /// [`ScenarioParams::specs`](crate::runner::typed::ScenarioParams::specs).
     fn params(&self) -> Vec<ParamSpec>;
+    /// Reads resolved parameters into the scenario's typed struct (and
+    /// checks its choices), so [`resolve_params`] refuses a bad value before
+    /// anything runs, naming the key and the accepted form. Scenarios that
+    /// still read the string map keep this default.
+    fn check_params(&self, _params: &Params) -> Result<()> {
+        Ok(())
+    }
     /// Values that replace defaults under `--quick` (short runs for tests and CI).
     fn quick(&self) -> Vec<(&'static str, &'static str)> {
         Vec::new()
@@ -328,7 +337,9 @@ pub struct RunOptions {
     pub shard: Shard,
 }
 
-/// Resolves defaults, `--quick` overrides and `--set` values; unknown keys are refused listing the valid ones.
+/// Resolves defaults, `--quick` overrides and `--set` values; unknown keys
+/// are refused listing the valid ones, bad values by the scenario's
+/// [`Scenario::check_params`].
 pub fn resolve_params(s: &dyn Scenario, quick: bool, sets: &[(String, String)]) -> Result<Params> {
     let specs = s.params();
     let mut p: BTreeMap<String, String> =
@@ -351,7 +362,9 @@ pub fn resolve_params(s: &dyn Scenario, quick: bool, sets: &[(String, String)]) 
             p.insert(k.into(), v.into());
         }
     }
-    Ok(Params(p))
+    let p = Params(p);
+    s.check_params(&p)?;
+    Ok(p)
 }
 
 /// Parses `key=value`.

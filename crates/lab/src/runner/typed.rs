@@ -1,8 +1,11 @@
 //! A scenario's parameters as one typed struct, deserialized with serde
-//! from the resolved string map ([`Params::typed`]): the defaults stay
-//! declared once (the [`ParamSpec`](super::scenario::ParamSpec)s that `lab
-//! list` prints), and a bad value is refused naming its key, the value and
-//! the form the field accepts.
+//! from the resolved string map ([`Params::typed`]), and a bad value refused
+//! naming its key, the value and the form the field accepts.
+//!
+//! The struct is declared with [`scenario_params!`]: each field with its
+//! default and its doc in one place, the struct's [`ScenarioParams::specs`]
+//! (what `lab list` prints and `--set` is checked against) generated from
+//! the same declaration, so a default lives nowhere else.
 //!
 //! Each value is a string; a field asks for the type it wants (a number, a
 //! boolean, or a string that `units` parses: rates, sizes, durations) and
@@ -11,7 +14,104 @@
 use serde::de::{self, DeserializeSeed, IntoDeserializer, MapAccess, Visitor};
 use std::collections::btree_map;
 
-use super::scenario::Params;
+use super::scenario::{ParamSpec, Params};
+
+/// A scenario's parameters as one struct, declared by [`scenario_params!`].
+pub trait ScenarioParams: de::DeserializeOwned {
+    /// Each field's key, default and doc, in the order declared: the one
+    /// home of the defaults (`Scenario::params` returns these).
+    fn specs() -> Vec<ParamSpec>;
+}
+
+/// Declares a scenario's parameters struct: per field its type, its
+/// default (anything `Into<String>`, in the grammar `--set` takes) and its
+/// doc, which becomes both the field's rustdoc and the text `lab list`
+/// prints. Other field attributes pass through (a `Duration` field needs
+/// `#[serde(with = "tcpaccel_core::units::serde_duration")]`).
+///
+/// ```ignore
+/// scenario_params! {
+///     /// The demo's parameters.
+///     pub struct DemoParams {
+///         rate: Rate = "300mbit" => "bottleneck rate (on the wire)",
+///         #[serde(with = "tcpaccel_core::units::serde_duration")]
+///         duration: Duration = "25s" => "length of each transfer",
+///     }
+/// }
+/// ```
+macro_rules! scenario_params {
+    (
+        $(#[$sattr:meta])*
+        $vis:vis struct $name:ident {
+            $(
+                $(#[$fattr:meta])*
+                $field:ident : $ty:ty = $default:expr => $doc:literal
+            ),* $(,)?
+        }
+    ) => {
+        $(#[$sattr])*
+        #[derive(Debug, Clone, PartialEq, serde::Deserialize)]
+        #[serde(deny_unknown_fields)]
+        $vis struct $name {
+            $(
+                #[doc = $doc]
+                $(#[$fattr])*
+                pub $field: $ty,
+            )*
+        }
+        impl $crate::runner::typed::ScenarioParams for $name {
+            fn specs() -> Vec<$crate::runner::scenario::ParamSpec> {
+                vec![$($crate::runner::scenario::ParamSpec::new(stringify!($field), $default, $doc)),*]
+            }
+        }
+    };
+}
+pub(crate) use scenario_params;
+
+/// Checks a comma-separated choice (`variants=a,b`) read into `items`
+/// against `valid`; the error names the key, the value and the valid entries.
+pub fn choices(key: &str, items: &[String], valid: &[&str]) -> Result<(), TypedError> {
+    match items.iter().find(|x| !valid.contains(&x.as_str())) {
+        Some(bad) => Err(TypedError(format!(
+            "parameter {key}={:?}: unknown entry {bad:?}; expected a comma-separated list of: {}",
+            items.join(","),
+            valid.join(", ")
+        ))),
+        None => Ok(()),
+    }
+}
+
+/// `auto`, or a whole number of at least 1 (`precise_segs=auto`): what
+/// `auto` stands for is the scenario's to work out ([`AutoCount::or`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Deserialize)]
+#[serde(try_from = "String")]
+pub enum AutoCount {
+    Auto,
+    Count(u32),
+}
+
+impl TryFrom<String> for AutoCount {
+    type Error = String;
+    fn try_from(s: String) -> Result<AutoCount, String> {
+        match s.trim() {
+            "auto" => Ok(AutoCount::Auto),
+            n => match n.parse::<u32>() {
+                Ok(n) if n >= 1 => Ok(AutoCount::Count(n)),
+                _ => Err("expected auto or a whole number of at least 1".into()),
+            },
+        }
+    }
+}
+
+impl AutoCount {
+    /// The count, with `auto` worked out by `auto`.
+    pub fn or(self, auto: impl FnOnce() -> u32) -> u32 {
+        match self {
+            AutoCount::Auto => auto(),
+            AutoCount::Count(n) => n,
+        }
+    }
+}
 
 /// Why the parameters did not fit the scenario's struct.
 #[derive(Debug, thiserror::Error, PartialEq)]
@@ -69,6 +169,13 @@ impl<'de> MapAccess<'de> for MapDe<'_> {
 /// One value: a string read as whatever the field asks for.
 struct Text<'a>(&'a str);
 
+impl<'de, 'a> IntoDeserializer<'de, TypedError> for Text<'a> {
+    type Deserializer = Text<'a>;
+    fn into_deserializer(self) -> Text<'a> {
+        self
+    }
+}
+
 impl Text<'_> {
     fn parse<T: std::str::FromStr>(&self, form: &str) -> Result<T, TypedError> {
         self.0.trim().parse().map_err(|_| TypedError(format!("expected {form}")))
@@ -108,15 +215,29 @@ impl<'de> de::Deserializer<'de> for Text<'_> {
     fn deserialize_f32<V: Visitor<'de>>(self, v: V) -> Result<V::Value, TypedError> {
         v.visit_f64(self.parse("a number")?)
     }
+    /// One of a fieldless enum's names (`buffers=kernel`); an unknown one
+    /// is refused listing the names.
+    fn deserialize_enum<V: Visitor<'de>>(
+        self,
+        _name: &'static str,
+        _variants: &'static [&'static str],
+        v: V,
+    ) -> Result<V::Value, TypedError> {
+        let name: de::value::StrDeserializer<'_, TypedError> = self.0.trim().into_deserializer();
+        v.visit_enum(name)
+    }
     /// A comma-separated list (`variants=a,b`), blanks dropped.
+    /// Each entry is read as the single values are (`sizes=2KB,64KB`).
     fn deserialize_seq<V: Visitor<'de>>(self, v: V) -> Result<V::Value, TypedError> {
-        let items: Vec<String> =
-            self.0.split(',').map(|s| s.trim().to_string()).filter(|s| !s.is_empty()).collect();
-        v.visit_seq(de::value::SeqDeserializer::new(items.into_iter()))
+        let items = self.0.split(',').map(str::trim).filter(|s| !s.is_empty()).map(Text);
+        let mut seq = de::value::SeqDeserializer::new(items);
+        let out = v.visit_seq(&mut seq)?;
+        seq.end()?;
+        Ok(out)
     }
     serde::forward_to_deserialize_any! {
         i8 i16 i32 char str string bytes byte_buf option unit unit_struct newtype_struct tuple
-        tuple_struct map struct enum identifier ignored_any
+        tuple_struct map struct identifier ignored_any
     }
 }
 
@@ -168,6 +289,72 @@ mod tests {
                 variants: vec!["a".into(), "b".into()],
             }
         );
+    }
+
+    scenario_params! {
+        /// Fields of each kind a scenario declares.
+        struct Declared {
+            sizes: Vec<Bytes> = "2KB, 1MiB" => "entries read as single values are",
+            segs: AutoCount = "auto" => "auto or a count",
+            mode: Mode = "fast" => "a fieldless enum by name",
+            counts: Vec<u32> = String::from("1,2") => "whole numbers",
+        }
+    }
+
+    #[derive(Debug, Clone, Copy, PartialEq, serde::Deserialize)]
+    #[serde(rename_all = "lowercase")]
+    enum Mode {
+        Fast,
+        Slow,
+    }
+
+    #[test]
+    fn the_declared_defaults_are_the_specs_and_read_back_typed() {
+        let specs = Declared::specs();
+        let keys: Vec<(&str, &str, &str)> =
+            specs.iter().map(|s| (s.key, s.default.as_str(), s.doc)).collect();
+        assert_eq!(
+            keys,
+            [
+                ("sizes", "2KB, 1MiB", "entries read as single values are"),
+                ("segs", "auto", "auto or a count"),
+                ("mode", "fast", "a fieldless enum by name"),
+                ("counts", "1,2", "whole numbers"),
+            ]
+        );
+        let p = Params(specs.iter().map(|s| (s.key.to_string(), s.default.clone())).collect());
+        let d: Declared = p.typed().unwrap();
+        assert_eq!(
+            d,
+            Declared {
+                sizes: vec![Bytes(2000), Bytes(1 << 20)],
+                segs: AutoCount::Auto,
+                mode: Mode::Fast,
+                counts: vec![1, 2]
+            }
+        );
+        assert_eq!(d.segs.or(|| 7), 7);
+        let with = |k: &str, v: &str| {
+            let mut q = p.clone();
+            q.0.insert(k.into(), v.into());
+            q.typed::<Declared>()
+        };
+        assert_eq!(with("segs", " 3 ").unwrap().segs.or(|| 7), 3);
+        assert_eq!(with("mode", "slow").unwrap().mode, Mode::Slow);
+        let e = with("mode", "warp").unwrap_err().to_string();
+        assert_eq!(e, "parameter mode=\"warp\": unknown variant `warp`, expected `fast` or `slow`");
+        let e = with("segs", "0").unwrap_err().to_string();
+        assert_eq!(e, "parameter segs=\"0\": expected auto or a whole number of at least 1");
+        let e = with("counts", "1,two").unwrap_err().to_string();
+        assert_eq!(e, "parameter counts=\"1,two\": expected a whole number");
+        let e = with("sizes", "1MB,big").unwrap_err().to_string();
+        assert!(e.starts_with("parameter sizes=\"1MB,big\": cannot parse size \"big\""), "{e}");
+        let v: Vec<String> = vec!["a".into(), "x".into()];
+        assert_eq!(
+            choices("variants", &v, &["a", "b"]).unwrap_err().to_string(),
+            "parameter variants=\"a,x\": unknown entry \"x\"; expected a comma-separated list of: a, b"
+        );
+        assert!(choices("variants", &v[..1], &["a", "b"]).is_ok());
     }
 
     #[test]

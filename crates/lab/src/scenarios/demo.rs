@@ -6,31 +6,37 @@
 use crate::runner::claims::{Claim, Figure, Goal, Measure, GOAL_BENCH, GOAL_DIRECTION};
 use crate::runner::records::MetricSpec;
 use crate::runner::scenario::{ParamSpec, Params, RunConfig, RunCtx, Scenario, Testbed};
-use crate::testbeds::dumbbell::{bulk, standard_metrics, HostSetup, Path2};
+use crate::runner::typed::{choices, scenario_params, ScenarioParams};
+use crate::testbeds::dumbbell::{bulk, metric, standard_metrics, HostSetup, Path2};
 use anyhow::{bail, Result};
 use std::path::Path;
 use std::time::Duration;
 use tcpaccel_core::scale::Dilation;
-use tcpaccel_core::units::{bdp_bytes, Bytes};
+use tcpaccel_core::units::{bdp_bytes, Bytes, Rate};
 use tcpaccel_traffic::Pace;
 
 pub struct Demo;
 
-/// The demo's parameters, read once from the resolved map
-/// ([`Params::typed`]); their defaults and docs are [`Demo::params`]'s.
-#[derive(Debug, Clone, PartialEq, serde::Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct DemoParams {
-    pub rate: tcpaccel_core::units::Rate,
-    #[serde(with = "tcpaccel_core::units::serde_duration")]
-    pub rtt: Duration,
-    pub buffer: Bytes,
-    #[serde(with = "tcpaccel_core::units::serde_duration")]
-    pub duration: Duration,
-    pub variants: Vec<String>,
+scenario_params! {
+    /// The demo's parameters, read from the resolved map ([`Params::typed`]).
+    pub struct DemoParams {
+        rate: Rate = "300mbit" => "bottleneck rate (on the wire)",
+        #[serde(with = "tcpaccel_core::units::serde_duration")]
+        rtt: Duration = "100ms" => "round-trip propagation delay",
+        buffer: Bytes = "1MB" => "drop-tail buffer at the bottleneck",
+        #[serde(with = "tcpaccel_core::units::serde_duration")]
+        duration: Duration = "25s" => "length of each transfer",
+        variants: Vec<String> = VARIANTS.join(",") => "which variants to run",
+    }
 }
 
 impl DemoParams {
+    /// The parameters with their variants checked.
+    fn read(p: &Params) -> Result<DemoParams> {
+        let q: DemoParams = p.typed()?;
+        choices("variants", &q.variants, &VARIANTS)?;
+        Ok(q)
+    }
     fn path(&self) -> Path2 {
         Path2 { rate: self.rate, rtt: self.rtt, buffer: self.buffer }
     }
@@ -51,12 +57,10 @@ impl Scenario for Demo {
          and BBR with the same buffers."
     }
     fn params(&self) -> Vec<ParamSpec> {
-        let mut v = Path2::params("300mbit", "100ms", "1MB");
-        v.extend([
-            ParamSpec::new("duration", "25s", "length of each transfer"),
-            ParamSpec::new("variants", VARIANTS.join(","), "which variants to run"),
-        ]);
-        v
+        DemoParams::specs()
+    }
+    fn check_params(&self, p: &Params) -> Result<()> {
+        DemoParams::read(p).map(drop)
     }
     fn quick(&self) -> Vec<(&'static str, &'static str)> {
         vec![("duration", "6s"), ("rate", "100mbit")]
@@ -65,17 +69,13 @@ impl Scenario for Demo {
         1
     }
     fn variants(&self, p: &Params) -> Result<Vec<String>> {
-        let q: DemoParams = p.typed()?;
-        if let Some(bad) = q.variants.iter().find(|v| !VARIANTS.contains(&v.as_str())) {
-            bail!("variants: unknown entry {bad:?}; valid: {}", VARIANTS.join(", "));
-        }
-        Ok(q.variants)
+        Ok(DemoParams::read(p)?.variants)
     }
     fn metrics(&self) -> Vec<MetricSpec> {
         standard_metrics()
     }
     fn notes(&self, p: &Params) -> Result<Vec<String>> {
-        let q: DemoParams = p.typed()?;
+        let q = DemoParams::read(p)?;
         let bdp = bdp_bytes(q.rate, q.rtt);
         // New namespaces start from the host's values, so the host's
         // maxima are what the default variants run with.
@@ -101,10 +101,10 @@ impl Scenario for Demo {
         CLAIMS
     }
     fn estimate(&self, p: &Params, _d: Dilation) -> Result<Duration> {
-        Ok(p.typed::<DemoParams>()?.duration + Duration::from_secs(3))
+        Ok(DemoParams::read(p)?.duration + Duration::from_secs(3))
     }
     fn prepare(&self, p: &Params, _config: &RunConfig, _dir: &Path) -> Result<Box<dyn Testbed>> {
-        let q: DemoParams = p.typed()?;
+        let q = DemoParams::read(p)?;
         Ok(Box::new(DemoBed { path: q.path(), duration: q.duration }))
     }
 }
@@ -178,7 +178,7 @@ impl Testbed for DemoBed {
 pub(crate) const CLAIMS: &[Claim] = &[
     Claim {
         text: "Static pacing at the bottleneck rate leaves no drops at the bottleneck",
-        measure: Measure::Median { variant: "static-pacing", metric: "drops" },
+        measure: Measure::Median { variant: "static-pacing", metric: metric::DROPS },
         goal: Goal::AtMost(0.0),
         goal_source: GOAL_DIRECTION,
         published: Some(Figure { value: 0.0, source: "[PSPacer]: PSPS 0 drops" }),
@@ -186,7 +186,7 @@ pub(crate) const CLAIMS: &[Claim] = &[
     },
     Claim {
         text: "Static pacing reaches 90% of the path's goodput limit",
-        measure: Measure::ShareOfLimit { variant: "static-pacing", metric: "goodput_mbps" },
+        measure: Measure::ShareOfLimit { variant: "static-pacing", metric: metric::GOODPUT_MBPS },
         goal: Goal::AtLeast(0.90),
         goal_source: GOAL_BENCH,
         // 433 Mbit/s of a 500 × 1448/1538 = 470.7 Mbit/s limit.
@@ -200,8 +200,8 @@ pub(crate) const CLAIMS: &[Claim] = &[
     Claim {
         text: "Static pacing beats the same buffers unpaced (static-pacing ÷ bdp-buffers)",
         measure: Measure::Ratio {
-            num: ("static-pacing", "goodput_mbps"),
-            den: ("bdp-buffers", "goodput_mbps"),
+            num: ("static-pacing", metric::GOODPUT_MBPS),
+            den: ("bdp-buffers", metric::GOODPUT_MBPS),
         },
         goal: Goal::Above(1.0),
         goal_source: GOAL_DIRECTION,

@@ -36,6 +36,7 @@ use crate::runner::records::{MetricSpec, Published};
 use crate::runner::scenario::{
     interrupted, stop_flag, ParamSpec, Params, RunConfig, RunCtx, Scenario, Testbed,
 };
+use crate::runner::typed::{scenario_params, ScenarioParams};
 use crate::testbeds::dumbbell::end_v4;
 use anyhow::{bail, Context, Result};
 use std::collections::{BTreeMap, HashMap};
@@ -59,6 +60,74 @@ const BULK_PORT: u16 = 7301;
 /// A client's mean goodput counts as meeting its target within this fraction.
 const MET_MARGIN: f64 = 0.05;
 
+scenario_params! {
+    /// The gather scenario's parameters, read from the resolved map ([`Params::typed`]).
+    pub struct GatherParams {
+        clients: usize = "3" => "clients per class (high and low), 1 to 8",
+        high: Rate = "1mbit" => "target of the high-priority class",
+        low: Rate = "500kbit" => "target of the low-priority class",
+        pool: Bytes = "100KB" => "the server's receive-buffer pool (the paper: 100 KB, then 60 KB)",
+        model: u8 = "1" => "1: clients only; 2: plus interfering bulk traffic in the middle third",
+        rate: Rate = "7mbit"
+            => "shared link rate (server side): just above what the 100 KB pool's windows carry at 120 ms \
+                (6.6 Mbit/s), so Model 1 stays pool-limited and Model 2's interferers shrink every connection's \
+                share of the link below the high target ([GatherQoS] §4); at 10mbit they do not",
+        #[serde(with = "tcpaccel_core::units::serde_duration")]
+        rtt: Duration = "120ms" => "round-trip delay of the shared link",
+        buffer: Bytes = "60KB" => "drop-tail buffer of the shared link (about 40 packets)",
+        #[serde(with = "tcpaccel_core::units::serde_duration")]
+        duration: Duration = "45s" => "how long every client sends",
+        #[serde(with = "tcpaccel_core::units::serde_duration")]
+        warmup: Duration = "5s" => "start of each client's transfer left out of the metrics",
+        #[serde(with = "tcpaccel_core::units::serde_duration")]
+        interval: Duration = "1s" => "the server's measurement and tuning interval (at least 100ms)",
+        max_streams: u32 = "4" => "streams per client at most (buffer+streams), 1 to 64",
+        cc: String = "reno"
+            => "congestion control of every sender (clients and interferers), set per socket ([GatherQoS] §4 \
+                Table 1: TCP Reno)",
+        interferers: u16 = "3" => "model=2: parallel bulk flows from x (the paper's interference terminals 0, 1, 2)",
+        #[serde(deserialize_with = "sharing")]
+        share: Sharing = "client"
+            => "who holds a demand on the pool (gather serve --share): client (one window per client, split \
+                over its streams) or connection (one window per data stream: streams enlarge a client's share)",
+    }
+}
+
+/// `share`: `client` or `connection` ([`Sharing::parse`]).
+fn sharing<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Sharing, D::Error> {
+    let s: String = serde::Deserialize::deserialize(d)?;
+    Sharing::parse(s.trim()).ok_or_else(|| serde::de::Error::custom("expected client or connection"))
+}
+
+impl GatherParams {
+    /// The parameters with their ranges checked.
+    fn read(p: &Params) -> Result<GatherParams> {
+        let q: GatherParams = p.typed()?;
+        let range = |key: &str, v: u64, lo: u64, hi: u64| {
+            if (lo..=hi).contains(&v) {
+                Ok(())
+            } else {
+                Err(anyhow::anyhow!("parameter {key}=\"{v}\": expected a whole number from {lo} to {hi}"))
+            }
+        };
+        range("clients", q.clients as u64, 1, 8)?;
+        range("model", q.model.into(), 1, 2)?;
+        range("interferers", q.interferers.into(), 1, 16)?;
+        range("max_streams", q.max_streams.into(), 1, 64)?;
+        if q.warmup + Duration::from_secs(1) >= q.duration {
+            bail!(
+                "warmup={} leaves nothing of duration={} (it needs at least 1 s more)",
+                format_duration(q.warmup),
+                format_duration(q.duration)
+            );
+        }
+        if q.interval < Duration::from_millis(100) {
+            bail!("parameter interval=\"{}\": expected at least 100ms", format_duration(q.interval));
+        }
+        Ok(q)
+    }
+}
+
 impl Scenario for Gather {
     fn name(&self) -> &'static str {
         "gather"
@@ -73,51 +142,10 @@ impl Scenario for Gather {
          class targets; model=2 adds interfering bulk flows on the shared link for the middle third."
     }
     fn params(&self) -> Vec<ParamSpec> {
-        vec![
-            ParamSpec::new("clients", "3", "clients per class (high and low)"),
-            ParamSpec::new("high", "1mbit", "target of the high-priority class"),
-            ParamSpec::new("low", "500kbit", "target of the low-priority class"),
-            ParamSpec::new(
-                "pool",
-                "100KB",
-                "the server's receive-buffer pool (the paper: 100 KB, then 60 KB)",
-            ),
-            ParamSpec::new(
-                "model",
-                "1",
-                "1: clients only; 2: plus interfering bulk traffic in the middle third",
-            ),
-            ParamSpec::new(
-                "rate",
-                "7mbit",
-                "shared link rate (server side): just above what the 100 KB pool's windows carry at 120 ms \
-                 (6.6 Mbit/s), so Model 1 stays pool-limited and Model 2's interferers shrink every connection's \
-                 share of the link below the high target ([GatherQoS] §4); at 10mbit they do not",
-            ),
-            ParamSpec::new("rtt", "120ms", "round-trip delay of the shared link"),
-            ParamSpec::new("buffer", "60KB", "drop-tail buffer of the shared link (about 40 packets)"),
-            ParamSpec::new("duration", "45s", "how long every client sends"),
-            ParamSpec::new("warmup", "5s", "start of each client's transfer left out of the metrics"),
-            ParamSpec::new("interval", "1s", "the server's measurement and tuning interval"),
-            ParamSpec::new("max_streams", "4", "streams per client at most (buffer+streams)"),
-            ParamSpec::new(
-                "cc",
-                "reno",
-                "congestion control of every sender (clients and interferers), set per socket ([GatherQoS] §4 \
-                 Table 1: TCP Reno)",
-            ),
-            ParamSpec::new(
-                "interferers",
-                "3",
-                "model=2: parallel bulk flows from x (the paper's interference terminals 0, 1, 2)",
-            ),
-            ParamSpec::new(
-                "share",
-                "client",
-                "who holds a demand on the pool (gather serve --share): client (one window per client, split \
-                 over its streams) or connection (one window per data stream: streams enlarge a client's share)",
-            ),
-        ]
+        GatherParams::specs()
+    }
+    fn check_params(&self, p: &Params) -> Result<()> {
+        GatherParams::read(p).map(drop)
     }
     fn quick(&self) -> Vec<(&'static str, &'static str)> {
         vec![("clients", "2"), ("duration", "10s"), ("warmup", "3s"), ("interval", "500ms")]
@@ -216,14 +244,15 @@ impl Scenario for Gather {
              defaults."
                 .into(),
         ];
-        if p.str("model")? == "2" {
+        let q = GatherParams::read(p)?;
+        if q.model == 2 {
             n.push(
                 "Model 2: with interference, buffer tuning alone misses the high target in the paper; \
                  adding stream tuning meets it."
                     .into(),
             );
         }
-        if p.str("share")? == "connection" {
+        if q.share == Sharing::PerConnection {
             n.push(
                 "share=connection: every data stream is a demand on the pool with its client's target \
                  (W = T_t·RTT each), so in buffer+streams a client that gets more streams gets a larger window \
@@ -237,58 +266,26 @@ impl Scenario for Gather {
         CLAIMS
     }
     fn estimate(&self, p: &Params, _d: Dilation) -> Result<Duration> {
-        Ok(p.duration("duration")? + Duration::from_secs(4))
+        Ok(GatherParams::read(p)?.duration + Duration::from_secs(4))
     }
     fn prepare(&self, p: &Params, _config: &RunConfig, _dir: &Path) -> Result<Box<dyn Testbed>> {
-        let clients = p.u64("clients")? as usize;
-        if !(1..=8).contains(&clients) {
-            bail!("clients={clients}: must be between 1 and 8 per class");
-        }
-        let model = p.u64("model")?;
-        if !(1..=2).contains(&model) {
-            bail!("model={model}: must be 1 or 2");
-        }
-        let duration = p.duration("duration")?;
-        let warmup = p.duration("warmup")?;
-        if warmup + Duration::from_secs(1) >= duration {
-            bail!(
-                "warmup={} leaves nothing of duration={}",
-                format_duration(warmup),
-                format_duration(duration)
-            );
-        }
-        let interval = p.duration("interval")?;
-        if interval < Duration::from_millis(100) {
-            bail!("interval={}: at least 100ms", format_duration(interval));
-        }
-        let interferers = p.u64("interferers")?;
-        if !(1..=16).contains(&interferers) {
-            bail!("interferers={interferers}: must be between 1 and 16");
-        }
-        let max_streams = p.u64("max_streams")?;
-        if !(1..=64).contains(&max_streams) {
-            bail!("max_streams={max_streams}: must be between 1 and 64");
-        }
-        let share = p.str("share")?;
-        let Some(sharing) = Sharing::parse(share) else {
-            bail!("share={share}: must be client or connection");
-        };
+        let q = GatherParams::read(p)?;
         Ok(Box::new(GatherBed {
-            clients,
-            high: p.rate("high")?,
-            low: p.rate("low")?,
-            pool: p.bytes("pool")?,
-            model,
-            rate: p.rate("rate")?,
-            rtt: p.duration("rtt")?,
-            buffer: p.bytes("buffer")?,
-            duration,
-            warmup,
-            interval,
-            max_streams: max_streams as u32,
-            cc: p.str("cc")?.to_string(),
-            interferers: interferers as u16,
-            sharing,
+            clients: q.clients,
+            high: q.high,
+            low: q.low,
+            pool: q.pool,
+            model: q.model.into(),
+            rate: q.rate,
+            rtt: q.rtt,
+            buffer: q.buffer,
+            duration: q.duration,
+            warmup: q.warmup,
+            interval: q.interval,
+            max_streams: q.max_streams,
+            cc: q.cc,
+            interferers: q.interferers,
+            sharing: q.share,
         }))
     }
 }
@@ -789,16 +786,16 @@ mod tests {
 
     #[test]
     fn topology_is_a_star_with_one_emulated_shared_link() {
-        let p = resolve_params(&Gather, false, &[]).unwrap();
+        let p: GatherParams = resolve_params(&Gather, false, &[]).unwrap().typed().unwrap();
         let g = GatherBed {
             clients: 3,
-            high: p.rate("high").unwrap(),
-            low: p.rate("low").unwrap(),
-            pool: p.bytes("pool").unwrap(),
+            high: p.high,
+            low: p.low,
+            pool: p.pool,
             model: 1,
-            rate: p.rate("rate").unwrap(),
-            rtt: p.duration("rtt").unwrap(),
-            buffer: p.bytes("buffer").unwrap(),
+            rate: p.rate,
+            rtt: p.rtt,
+            buffer: p.buffer,
             duration: Duration::from_secs(45),
             warmup: Duration::from_secs(5),
             interval: Duration::from_secs(1),
@@ -825,14 +822,16 @@ mod tests {
     #[test]
     fn parameters_are_checked() {
         let _ = bed(true);
-        for (k, v) in
-            [("clients", "0"), ("model", "3"), ("warmup", "50s"), ("interval", "10ms"), ("share", "stream")]
-        {
-            let p = resolve_params(&Gather, false, &[(k.into(), v.into())]).unwrap();
-            assert!(
-                Gather.prepare(&p, &RunConfig::unscaled(), Path::new("/nonexistent")).is_err(),
-                "{k}={v} accepted"
-            );
+        for (k, v, why) in [
+            ("clients", "0", "parameter clients=\"0\": expected a whole number from 1 to 8"),
+            ("model", "3", "parameter model=\"3\": expected a whole number from 1 to 2"),
+            ("warmup", "50s", "warmup=50s leaves nothing of duration=45s"),
+            ("interval", "10ms", "parameter interval=\"10ms\": expected at least 100ms"),
+            ("share", "stream", "parameter share=\"stream\": expected client or connection"),
+        ] {
+            // Refused when resolved, before anything runs.
+            let e = resolve_params(&Gather, false, &[(k.into(), v.into())]).expect_err(k).to_string();
+            assert!(e.starts_with(why), "{k}={v}: {e}");
         }
     }
 

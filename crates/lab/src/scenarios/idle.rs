@@ -19,21 +19,49 @@ use crate::engines::cgroup_pacer::BpfPacing;
 use crate::runner::claims::{Claim, Figure, Goal, Measure, GOAL_BENCH, GOAL_DIRECTION};
 use crate::runner::records::MetricSpec;
 use crate::runner::scenario::{ParamSpec, Params, RunConfig, RunCtx, Scenario, Testbed};
-use crate::testbeds::dumbbell::{
-    baseline_sysctls, sockbuf_param, sockbuf_sysctls, sysctls, Path2, DATA_PORT, DEFAULT_CC,
-};
+use crate::runner::typed::{choices, scenario_params, ScenarioParams};
+use crate::testbeds::dumbbell::{baseline_sysctls, sockbuf_sysctls, sysctls, Path2, DATA_PORT, DEFAULT_CC};
 use anyhow::{bail, Context, Result};
 use std::net::SocketAddr;
 use std::path::Path;
 use std::time::Duration;
 use tcpaccel_core::scale::Dilation;
-use tcpaccel_core::units::Bytes;
+use tcpaccel_core::units::{Bytes, Rate};
 use tcpaccel_net::Network;
 use tcpaccel_traffic::{run_bursts, spawn_recv, BurstRecord, Bursts, RecvConfig, SendConfig, Volume};
 
 pub struct Idle;
 
 const VARIANTS: [&str; 4] = ["defaults", "no-ssai", "no-ssai-resume", "no-ssai-bpf"];
+
+scenario_params! {
+    /// The idle scenario's parameters, read from the resolved map ([`Params::typed`]).
+    pub struct IdleParams {
+        rate: Rate = "500mbit" => "bottleneck rate (on the wire)",
+        #[serde(with = "tcpaccel_core::units::serde_duration")]
+        rtt: Duration = "100ms" => "round-trip propagation delay",
+        buffer: Bytes = "1MB" => "drop-tail buffer at the bottleneck",
+        sockbuf: Bytes = "12.5MB" => "socket buffer maximum (tcp_rmem/tcp_wmem) on both hosts",
+        burst: Bytes = "10MB" => "bytes per burst",
+        #[serde(with = "tcpaccel_core::units::serde_duration")]
+        every: Duration = "2s" => "period between burst starts",
+        #[serde(with = "tcpaccel_core::units::serde_duration")]
+        duration: Duration = "20s" => "length of each run",
+        variants: Vec<String> = VARIANTS.join(",") => "which variants to run",
+        cc: String = DEFAULT_CC
+            => "sender's congestion control, set per socket (a namespace inherits the host's default). Linux \
+                skips the restart after idle for a module with its own cong_control, such as bbr",
+    }
+}
+
+impl IdleParams {
+    /// The parameters with their variants checked.
+    fn read(p: &Params) -> Result<IdleParams> {
+        let q: IdleParams = p.typed()?;
+        choices("variants", &q.variants, &VARIANTS)?;
+        Ok(q)
+    }
+}
 
 impl Scenario for Idle {
     fn name(&self) -> &'static str {
@@ -48,21 +76,10 @@ impl Scenario for Idle {
          the resumed burst at the last delivery rate."
     }
     fn params(&self) -> Vec<ParamSpec> {
-        let mut v = Path2::params("500mbit", "100ms", "1MB");
-        v.extend([
-            sockbuf_param("12.5MB"),
-            ParamSpec::new("burst", "10MB", "bytes per burst"),
-            ParamSpec::new("every", "2s", "period between burst starts"),
-            ParamSpec::new("duration", "20s", "length of each run"),
-            ParamSpec::new("variants", VARIANTS.join(","), "which variants to run"),
-            ParamSpec::new(
-                "cc",
-                DEFAULT_CC,
-                "sender's congestion control, set per socket (a namespace inherits the host's default). Linux \
-                 skips the restart after idle for a module with its own cong_control, such as bbr",
-            ),
-        ]);
-        v
+        IdleParams::specs()
+    }
+    fn check_params(&self, p: &Params) -> Result<()> {
+        IdleParams::read(p).map(drop)
     }
     fn quick(&self) -> Vec<(&'static str, &'static str)> {
         // A fifth of the rate, burst, buffers: same burst time and BDP ratios.
@@ -78,7 +95,7 @@ impl Scenario for Idle {
         1
     }
     fn variants(&self, p: &Params) -> Result<Vec<String>> {
-        p.choice("variants", &VARIANTS)
+        Ok(IdleParams::read(p)?.variants)
     }
     fn metrics(&self) -> Vec<MetricSpec> {
         let ms = |name: &str, description: &str| MetricSpec {
@@ -100,7 +117,8 @@ impl Scenario for Idle {
         ]
     }
     fn notes(&self, p: &Params) -> Result<Vec<String>> {
-        let (b, r) = (p.bytes("burst")?, p.rate("rate")?);
+        let q = IdleParams::read(p)?;
+        let (b, r) = (q.burst, q.rate);
         let ideal = if r.bits_per_sec() > 0 { b.0 as f64 * 8.0 / r.bits_per_sec() as f64 * 1e3 } else { 0.0 };
         Ok(vec![
             format!(
@@ -119,16 +137,17 @@ impl Scenario for Idle {
         CLAIMS
     }
     fn estimate(&self, p: &Params, _d: Dilation) -> Result<Duration> {
-        Ok(p.duration("duration")? + Duration::from_secs(4))
+        Ok(IdleParams::read(p)?.duration + Duration::from_secs(4))
     }
     fn prepare(&self, p: &Params, _config: &RunConfig, _dir: &Path) -> Result<Box<dyn Testbed>> {
+        let q = IdleParams::read(p)?;
         Ok(Box::new(IdleBed {
-            path: Path2::from_params(p)?,
-            sockbuf: p.bytes("sockbuf")?,
-            burst: p.bytes("burst")?,
-            every: p.duration("every")?,
-            duration: p.duration("duration")?,
-            cc: p.str("cc")?.to_string(),
+            path: Path2 { rate: q.rate, rtt: q.rtt, buffer: q.buffer },
+            sockbuf: q.sockbuf,
+            burst: q.burst,
+            every: q.every,
+            duration: q.duration,
+            cc: q.cc,
         }))
     }
 }

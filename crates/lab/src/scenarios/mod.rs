@@ -204,35 +204,127 @@ mod tests {
         assert!(foreign("use crate::testbeds::dumbbell::bulk;", "idle", true, &m).is_empty());
     }
 
-    /// What `lab list --json` prints as each scenario's defaults is what
-    /// the scenario's readers accept: every default given back as `--set`
-    /// resolves, and the variants, the estimate and the notes (which read
-    /// the parameters through the scenario's typed readers) succeed.
+    /// Scenarios that still read their parameters from the string map
+    /// (the lanes scenarios' knobs; pacing-apps and pacing-web): every
+    /// other scenario reads one typed struct, checked when resolved.
+    fn typed(s: &dyn crate::runner::scenario::Scenario) -> bool {
+        !(s.name().starts_with("lanes-") || ["pacing-apps", "pacing-web"].contains(&s.name()))
+    }
+
+    /// What `lab list --json` prints as each scenario's parameters (the
+    /// `params` array, `Scenario::params` serialized as the CLI does) is
+    /// what the scenario reads: every default given back as `--set`
+    /// resolves into the scenario's struct (unknown or missing keys would
+    /// not), and the variants, the estimate and the notes succeed on it.
     #[test]
-    fn every_scenarios_listed_defaults_round_trip_through_its_readers() {
+    fn every_scenarios_params_round_trip_through_lab_list_json() {
         use crate::runner::scenario::{resolve_params, RunConfig};
+        #[derive(serde::Deserialize)]
+        #[serde(deny_unknown_fields)]
+        struct Listed {
+            key: String,
+            default: String,
+            doc: String,
+        }
+        let mut typed_names = Vec::new();
         for s in super::all() {
-            let listed: Vec<(String, String)> =
-                s.params().into_iter().map(|p| (p.key.to_string(), p.default)).collect();
+            let json = serde_json::to_string(&s.params()).unwrap();
+            let listed: Vec<Listed> = serde_json::from_str(&json).unwrap_or_else(|e| panic!("{json}: {e}"));
+            assert!(!listed.is_empty(), "{}", s.name());
+            for l in &listed {
+                assert!(!l.doc.trim().is_empty(), "{}: {} has no doc", s.name(), l.key);
+            }
+            let sets: Vec<(String, String)> =
+                listed.iter().map(|l| (l.key.clone(), l.default.clone())).collect();
             let p =
-                resolve_params(s.as_ref(), false, &listed).unwrap_or_else(|e| panic!("{}: {e:#}", s.name()));
+                resolve_params(s.as_ref(), false, &sets).unwrap_or_else(|e| panic!("{}: {e:#}", s.name()));
             assert_eq!(p, resolve_params(s.as_ref(), false, &[]).unwrap(), "{}", s.name());
+            // --quick's values are read by the same struct.
+            resolve_params(s.as_ref(), true, &[]).unwrap_or_else(|e| panic!("{} --quick: {e:#}", s.name()));
             let c = RunConfig::new(s.as_ref(), &p, false, None, 1)
                 .unwrap_or_else(|e| panic!("{}: {e:#}", s.name()));
             let v = s.variants(&p).unwrap_or_else(|e| panic!("{} variants: {e:#}", s.name()));
             assert!(!v.is_empty(), "{}", s.name());
             s.estimate(&p, c.dilation).unwrap_or_else(|e| panic!("{} estimate: {e:#}", s.name()));
             s.notes(&p).unwrap_or_else(|e| panic!("{} notes: {e:#}", s.name()));
+            if typed(s.as_ref()) {
+                typed_names.push(s.name());
+                // A key the struct does not have is refused by it, not only by the listed keys.
+                let mut extra = p.clone();
+                extra.0.insert("colour".into(), "red".into());
+                let e = s.check_params(&extra).expect_err(s.name()).to_string();
+                assert!(e.contains("unknown field `colour`"), "{}: {e}", s.name());
+            }
         }
-        // The demo reads its parameters as one struct: its listed defaults are that struct.
-        let demo = super::demo::Demo;
-        let p = resolve_params(&demo, false, &[]).unwrap();
+        for name in
+            ["demo", "tuning", "rto", "split", "pacing", "pacing-mptcp", "pacing-cpu", "idle", "gather"]
+        {
+            assert!(typed_names.contains(&name), "{name} reads a typed struct: {typed_names:?}");
+        }
+        // The demo's listed defaults are its struct's.
+        let p = resolve_params(&super::demo::Demo, false, &[]).unwrap();
         let q: super::demo::DemoParams = p.typed().unwrap();
         assert_eq!(q.rate, tcpaccel_core::units::Rate::mbps(300));
         assert_eq!(q.variants.len(), 4);
-        let bad = resolve_params(&demo, false, &[("duration".into(), "long".into())]).unwrap();
-        let e = bad.typed::<super::demo::DemoParams>().unwrap_err().to_string();
-        assert!(e.starts_with("parameter duration=\"long\": "), "{e}");
+    }
+
+    /// Every parameter of a typed scenario given a value of no form it
+    /// takes is refused when the parameters are resolved (before anything
+    /// runs), and the error names the key, the value and what it accepts.
+    #[test]
+    fn a_bad_value_is_refused_naming_the_key_and_the_accepted_form() {
+        use crate::runner::scenario::resolve_params;
+        // Free text, where any value is one: congestion control names and a log filter.
+        const TEXT: [(&str, &str); 3] = [("idle", "cc"), ("gather", "cc"), ("split", "relay_log")];
+        let bad = "%bad%";
+        let mut refused = 0;
+        for s in super::all().into_iter().filter(|s| typed(s.as_ref())) {
+            for spec in s.params() {
+                match resolve_params(s.as_ref(), false, &[(spec.key.to_string(), bad.to_string())]) {
+                    Ok(_) => {
+                        assert!(
+                            TEXT.contains(&(s.name(), spec.key)),
+                            "{}: {}={bad} accepted",
+                            s.name(),
+                            spec.key
+                        )
+                    }
+                    Err(e) => {
+                        let e = format!("{e:#}");
+                        let head = format!("parameter {}={bad:?}: ", spec.key);
+                        assert!(e.starts_with(&head), "{}: {e}", s.name());
+                        assert!(
+                            e.contains("expected") || e.contains("accepted forms"),
+                            "{}: no accepted form in {e}",
+                            s.name()
+                        );
+                        refused += 1;
+                    }
+                }
+            }
+        }
+        assert!(refused > 50, "{refused}");
+        // The words for each kind of field.
+        let e = |s: &dyn crate::runner::scenario::Scenario, k: &str, v: &str| {
+            format!("{:#}", resolve_params(s, false, &[(k.into(), v.into())]).unwrap_err())
+        };
+        assert_eq!(
+            e(&super::rto::Rto, "iterations", "many"),
+            "parameter iterations=\"many\": expected a whole number"
+        );
+        let sizes = e(&super::rto::Rto, "sizes", "2KB,lots");
+        assert!(sizes.starts_with("parameter sizes=\"2KB,lots\": cannot parse size \"lots\""), "{sizes}");
+        assert!(sizes.contains("accepted forms: "), "{sizes}");
+        let v = e(&super::pacing::Pacing, "variants", "static,psp");
+        assert!(v.ends_with("unknown entry \"psp\"; expected a comma-separated list of: none, dynamic, dynamic-kernel, dynamic-loop, dynamic-bpf, dynamic-bpf-hold, static, static-1seg, static-precise, static-bpf, static-bpf-precise, bbr"), "{v}");
+        let b = e(&super::split::Split, "buffers", "huge");
+        assert_eq!(b, "parameter buffers=\"huge\": unknown variant `huge`, expected `centos6` or `kernel`");
+        let segs = e(&super::pacing_cpu::PacingCpu, "precise_segs", "0");
+        assert_eq!(segs, "parameter precise_segs=\"0\": expected auto or a whole number of at least 1");
+        let off = e(&super::pacing_cpu::PacingCpu, "offloads", "maybe");
+        assert!(off.starts_with("parameter offloads=\"maybe\": expected a boolean"), "{off}");
+        let d = e(&super::demo::Demo, "duration", "long");
+        assert!(d.starts_with("parameter duration=\"long\": ") && d.contains("accepted forms"), "{d}");
     }
 
     /// Scenarios share code through `engines/` and `testbeds/`, never

@@ -43,7 +43,8 @@ use crate::engines::cgroup_pacer::BpfPacing;
 use crate::runner::claims::{Claim, Figure, Goal, Measure, GOAL_BENCH, SEED000};
 use crate::runner::records::{MetricSpec, Published};
 use crate::runner::scenario::{ParamSpec, Params, RunConfig, RunCtx, Scenario, Testbed};
-use crate::testbeds::dumbbell::{bulk, sockbuf_param, sockbuf_sysctls, standard_metrics, HostSetup, Path2};
+use crate::runner::typed::{choices, scenario_params, AutoCount, ScenarioParams};
+use crate::testbeds::dumbbell::{bulk, sockbuf_sysctls, standard_metrics, HostSetup, Path2};
 use crate::testbeds::meter::{parse_bins, MeterBin};
 use anyhow::{bail, Context, Result};
 use std::path::Path;
@@ -74,6 +75,78 @@ const VARIANTS: [&str; 12] = [
 fn default_variants() -> String {
     VARIANTS.iter().filter(|v| **v != "dynamic-loop").copied().collect::<Vec<_>>().join(",")
 }
+scenario_params! {
+    /// The pacing scenario's parameters, read from the resolved map ([`Params::typed`]).
+    pub struct PacingParams {
+        rate: Rate = "500mbit" => "bottleneck rate (on the wire)",
+        #[serde(with = "tcpaccel_core::units::serde_duration")]
+        rtt: Duration = "100ms" => "round-trip propagation delay",
+        buffer: Bytes = "1MB" => "drop-tail buffer at the bottleneck",
+        sockbuf: Bytes = "12.5MB" => "socket buffer maximum (tcp_rmem/tcp_wmem) on both hosts",
+        static_rate: StaticRate = "bottleneck" => "rate of the static variant (on the wire)",
+        #[serde(with = "tcpaccel_core::units::serde_duration")]
+        duration: Duration = "60s" => "length of each transfer",
+        variants: Vec<String> = default_variants() => "which variants to run",
+        precise_segs: AutoCount = "auto"
+            => "segments per GSO packet of the *-precise variants (auto: the most that keep gaps within 60 µs)",
+    }
+}
+
+impl PacingParams {
+    /// The parameters with their variants checked.
+    fn read(p: &Params) -> Result<PacingParams> {
+        let q: PacingParams = p.typed()?;
+        choices("variants", &q.variants, &VARIANTS)?;
+        Ok(q)
+    }
+    fn static_rate(&self) -> Rate {
+        match self.static_rate {
+            StaticRate::Bottleneck => self.rate,
+            StaticRate::Rate(r) => r,
+        }
+    }
+    /// `auto`: [`tcpaccel_core::precise::burst_segs`] at the static rate
+    /// with [`PRECISE_BUDGET_NS`].
+    fn precise_segs(&self) -> u32 {
+        self.precise_segs
+            .or(|| tcpaccel_core::precise::burst_segs(self.static_rate(), 1538, PRECISE_BUDGET_NS))
+    }
+}
+
+/// `static_rate`: `bottleneck` (the path's rate) or a rate.
+#[derive(Debug, Clone, Copy, PartialEq, serde::Deserialize)]
+#[serde(try_from = "String")]
+pub enum StaticRate {
+    Bottleneck,
+    Rate(Rate),
+}
+
+impl TryFrom<String> for StaticRate {
+    type Error = String;
+    fn try_from(s: String) -> Result<StaticRate, String> {
+        match s.trim() {
+            "bottleneck" => Ok(StaticRate::Bottleneck),
+            r => Rate::parse(r)
+                .map(StaticRate::Rate)
+                .map_err(|e| format!("expected bottleneck or a rate: {e}")),
+        }
+    }
+}
+
+/// The names of this scenario's own metrics (beside the dumbbell's
+/// [`standard_metrics`]), for its claims and tests to name them by.
+pub mod metric {
+    pub use crate::testbeds::dumbbell::metric::*;
+    pub const DROPS_AFTER_2S: &str = "drops_after_2s";
+    pub const GAP_DEV_P50_US: &str = "gap_dev_p50_us";
+    pub const GAP_DEV_P99_US: &str = "gap_dev_p99_us";
+    pub const FRAME_GAP_DEV_P50_US: &str = "frame_gap_dev_p50_us";
+    pub const FRAME_GAP_DEV_P99_US: &str = "frame_gap_dev_p99_us";
+    pub const STEADY_RATE_FRAC: &str = "steady_rate_frac";
+    pub const STEADY_WIRE_MBPS: &str = "steady_wire_mbps";
+    pub const RAMP_95_S: &str = "ramp_95_s";
+}
+
 /// The spacing `--precise` keeps by default: every arrival gap within 60 µs
 /// of the ideal (issue 27's target, ~2.5 frame times at 500 Mbit/s).
 pub const PRECISE_BUDGET_NS: u64 = 60_000;
@@ -102,19 +175,10 @@ impl Scenario for Pacing {
          loop and by kernel pacing at ratio 100, static pacing at the bottleneck rate, BBR."
     }
     fn params(&self) -> Vec<ParamSpec> {
-        let mut v = Path2::params("500mbit", "100ms", "1MB");
-        v.extend([
-            sockbuf_param("12.5MB"),
-            ParamSpec::new("static_rate", "bottleneck", "rate of the static variant (on the wire)"),
-            ParamSpec::new("duration", "60s", "length of each transfer"),
-            ParamSpec::new("variants", default_variants(), "which variants to run"),
-            ParamSpec::new(
-                "precise_segs",
-                "auto",
-                "segments per GSO packet of the *-precise variants (auto: the most that keep gaps within 60 µs)",
-            ),
-        ]);
-        v
+        PacingParams::specs()
+    }
+    fn check_params(&self, p: &Params) -> Result<()> {
+        PacingParams::read(p).map(drop)
     }
     fn quick(&self) -> Vec<(&'static str, &'static str)> {
         // A fifth of the rate with buffer and socket buffers scaled alike:
@@ -125,32 +189,36 @@ impl Scenario for Pacing {
         1
     }
     fn variants(&self, p: &Params) -> Result<Vec<String>> {
-        p.choice("variants", &VARIANTS)
+        Ok(PacingParams::read(p)?.variants)
     }
     fn metrics(&self) -> Vec<MetricSpec> {
         let mut m = standard_metrics();
         let spec = MetricSpec::lower_is_better;
-        m.push(spec("drops_after_2s", "packets", "bottleneck drops after the first 2 s (after slow start)"));
         m.push(spec(
-            "gap_dev_p50_us",
+            metric::DROPS_AFTER_2S,
+            "packets",
+            "bottleneck drops after the first 2 s (after slow start)",
+        ));
+        m.push(spec(
+            metric::GAP_DEV_P50_US,
             "µs",
             "median |arrival gap − ideal gap| at the bottleneck (500 µs bin means, per frame)",
         ));
-        m.push(spec("gap_dev_p99_us", "µs", "99th percentile of the same deviation"));
+        m.push(spec(metric::GAP_DEV_P99_US, "µs", "99th percentile of the same deviation"));
         m.push(spec(
-            "frame_gap_dev_p50_us",
+            metric::FRAME_GAP_DEV_P50_US,
             "µs",
             "median |arrival gap − ideal gap| at the bottleneck, frame by frame (the emulator's gap sample)",
         ));
-        m.push(spec("frame_gap_dev_p99_us", "µs", "99th percentile of the same per-frame deviation"));
+        m.push(spec(metric::FRAME_GAP_DEV_P99_US, "µs", "99th percentile of the same per-frame deviation"));
         m.push(spec(
-            "steady_rate_frac",
+            metric::STEADY_RATE_FRAC,
             "×",
             "on-wire arrival rate at the bottleneck after the ramp (from 2 s if it never reaches 95%; meter bins) / the set rate (1 is exact)",
         ));
-        m.push(MetricSpec::new("steady_wire_mbps", "Mbit/s", true, "the same on-wire rate in Mbit/s"));
+        m.push(MetricSpec::new(metric::STEADY_WIRE_MBPS, "Mbit/s", true, "the same on-wire rate in Mbit/s"));
         m.push(spec(
-            "ramp_95_s",
+            metric::RAMP_95_S,
             "s",
             "time from the first frame until a 100 ms window reaches 95% of the set rate",
         ));
@@ -165,16 +233,17 @@ impl Scenario for Pacing {
             source: src.into(),
         };
         vec![
-            row("none", "goodput_mbps", 200.0),
-            row("none", "drops", 1455.0),
-            row("dynamic", "goodput_mbps", 315.0),
-            row("dynamic", "drops", 285.0),
-            row("static", "goodput_mbps", 433.0),
-            row("static", "drops", 0.0),
+            row("none", metric::GOODPUT_MBPS, 200.0),
+            row("none", metric::DROPS, 1455.0),
+            row("dynamic", metric::GOODPUT_MBPS, 315.0),
+            row("dynamic", metric::DROPS, 285.0),
+            row("static", metric::GOODPUT_MBPS, 433.0),
+            row("static", metric::DROPS, 0.0),
         ]
     }
     fn notes(&self, p: &Params) -> Result<Vec<String>> {
-        let (rate, rtt, buffer) = (p.rate("rate")?, p.duration("rtt")?, p.bytes("buffer")?);
+        let q = PacingParams::read(p)?;
+        let (rate, rtt, buffer) = (q.rate, q.rtt, q.buffer);
         let bdp = bdp_bytes(rate, rtt);
         let mut n = vec![
             format!(
@@ -195,7 +264,7 @@ impl Scenario for Pacing {
                 .into(),
             "Route metrics caching is off in every variant (tcp_no_metrics_save=1).".into(),
         ];
-        let s = static_rate(p)?;
+        let s = q.static_rate();
         if rate.bits_per_sec() > 0 && s.bits_per_sec() > rate.bits_per_sec() {
             n.push(format!(
                 "WARNING: static_rate {s} is above the bottleneck rate {rate}: static pacing will overrun \
@@ -208,37 +277,17 @@ impl Scenario for Pacing {
         CLAIMS
     }
     fn estimate(&self, p: &Params, _d: Dilation) -> Result<Duration> {
-        Ok(p.duration("duration")? + Duration::from_secs(4))
+        Ok(PacingParams::read(p)?.duration + Duration::from_secs(4))
     }
     fn prepare(&self, p: &Params, _config: &RunConfig, _dir: &Path) -> Result<Box<dyn Testbed>> {
+        let q = PacingParams::read(p)?;
         Ok(Box::new(PacingBed {
-            path: Path2::from_params(p)?,
-            sockbuf: p.bytes("sockbuf")?,
-            static_rate: static_rate(p)?,
-            duration: p.duration("duration")?,
-            precise_segs: precise_segs(p, static_rate(p)?)?,
+            path: Path2 { rate: q.rate, rtt: q.rtt, buffer: q.buffer },
+            sockbuf: q.sockbuf,
+            static_rate: q.static_rate(),
+            duration: q.duration,
+            precise_segs: q.precise_segs(),
         }))
-    }
-}
-
-fn static_rate(p: &Params) -> Result<Rate> {
-    let s = p.str("static_rate")?;
-    if s == "bottleneck" {
-        return p.rate("rate");
-    }
-    p.rate("static_rate")
-}
-
-/// `precise_segs`: a number, or `auto` for [`tcpaccel_core::precise::burst_segs`]
-/// at the static rate with [`PRECISE_BUDGET_NS`].
-fn precise_segs(p: &Params, rate: Rate) -> Result<u32> {
-    let s = p.str("precise_segs")?;
-    if s == "auto" {
-        return Ok(tcpaccel_core::precise::burst_segs(rate, 1538, PRECISE_BUDGET_NS));
-    }
-    match s.parse::<u32>() {
-        Ok(n) if n >= 1 => Ok(n),
-        _ => bail!("precise_segs {s:?}: expected auto or a number of segments of at least 1"),
     }
 }
 
@@ -337,23 +386,23 @@ impl Testbed for PacingBed {
         let bins = parse_bins(&text)?;
         let t0 = bins.first().map_or(0.0, |b| b.start_s);
         let late: u64 = bins.iter().filter(|b| b.start_s - t0 >= LATE_S).map(|b| b.dropped_frames).sum();
-        ctx.metric("drops_after_2s", late as f64);
+        ctx.metric(metric::DROPS_AFTER_2S, late as f64);
         if let Some((p50, p99)) = gap_deviation(&bins, self.path.rate) {
-            ctx.metric("gap_dev_p50_us", p50 / 1e3);
-            ctx.metric("gap_dev_p99_us", p99 / 1e3);
+            ctx.metric(metric::GAP_DEV_P50_US, p50 / 1e3);
+            ctx.metric(metric::GAP_DEV_P99_US, p99 / 1e3);
         }
         if let Some(g) = r.frame_gaps {
-            ctx.metric("frame_gap_dev_p50_us", g.abs_p50_ns / 1e3);
-            ctx.metric("frame_gap_dev_p99_us", g.abs_p99_ns / 1e3);
+            ctx.metric(metric::FRAME_GAP_DEV_P50_US, g.abs_p50_ns / 1e3);
+            ctx.metric(metric::FRAME_GAP_DEV_P99_US, g.abs_p99_ns / 1e3);
         }
         let set = if ctx.variant.starts_with("static") { self.static_rate } else { self.path.rate };
         let acc = steady_state(&bins, set);
         if let Some(ramp) = acc.ramp_95_s {
-            ctx.metric("ramp_95_s", ramp);
+            ctx.metric(metric::RAMP_95_S, ramp);
         }
         if let Some(w) = acc.steady_wire_bps {
-            ctx.metric("steady_wire_mbps", w / 1e6);
-            ctx.metric("steady_rate_frac", w / set.bits_per_sec() as f64);
+            ctx.metric(metric::STEADY_WIRE_MBPS, w / 1e6);
+            ctx.metric(metric::STEADY_RATE_FRAC, w / set.bits_per_sec() as f64);
         }
         if ctx.variant.ends_with("precise") {
             ctx.note(format!(
@@ -471,7 +520,7 @@ pub fn gap_deviation(bins: &[MeterBin], rate: Rate) -> Option<(f64, f64)> {
 pub(crate) const CLAIMS: &[Claim] = &[
     Claim {
         text: "Static pacing leaves no drops at the bottleneck",
-        measure: Measure::Median { variant: "static", metric: "drops" },
+        measure: Measure::Median { variant: "static", metric: metric::DROPS },
         goal: Goal::AtMost(0.0),
         goal_source: GOAL_BENCH,
         published: Some(Figure { value: 0.0, source: SEED000 }),
@@ -479,7 +528,7 @@ pub(crate) const CLAIMS: &[Claim] = &[
     },
     Claim {
         text: "Static pacing reaches 450 of 470.7 Mbit/s (share of the goodput limit)",
-        measure: Measure::ShareOfLimit { variant: "static", metric: "goodput_mbps" },
+        measure: Measure::ShareOfLimit { variant: "static", metric: metric::GOODPUT_MBPS },
         goal: Goal::AtLeast(450.0 / 470.7),
         goal_source: GOAL_BENCH,
         published: Some(Figure { value: 433.0 / 470.7, source: "[PSPacer]: PSPS 433 of 470.7 Mbit/s" }),
@@ -487,7 +536,7 @@ pub(crate) const CLAIMS: &[Claim] = &[
     },
     Claim {
         text: "Dynamic pacing cuts drops to a fifth of unpaced (dynamic ÷ none)",
-        measure: Measure::Ratio { num: ("dynamic", "drops"), den: ("none", "drops") },
+        measure: Measure::Ratio { num: ("dynamic", metric::DROPS), den: ("none", metric::DROPS) },
         goal: Goal::AtMost(0.2),
         goal_source: GOAL_BENCH,
         published: Some(Figure { value: 285.0 / 1455.0, source: "[PSPacer]: PSPD 285 / noPSP 1455 drops" }),
@@ -495,7 +544,10 @@ pub(crate) const CLAIMS: &[Claim] = &[
     },
     Claim {
         text: "Dynamic pacing keeps at least unpaced goodput (dynamic ÷ none)",
-        measure: Measure::Ratio { num: ("dynamic", "goodput_mbps"), den: ("none", "goodput_mbps") },
+        measure: Measure::Ratio {
+            num: ("dynamic", metric::GOODPUT_MBPS),
+            den: ("none", metric::GOODPUT_MBPS),
+        },
         goal: Goal::AtLeast(1.0),
         goal_source: GOAL_BENCH,
         published: Some(Figure { value: 315.0 / 200.0, source: "[PSPacer]: PSPD 315 / noPSP 200 Mbit/s" }),
@@ -505,7 +557,7 @@ pub(crate) const CLAIMS: &[Claim] = &[
     // and against static pacing, in the same run.
     Claim {
         text: "The cgroup pacer's hold cuts drops to a tenth of unpaced (dynamic-bpf-hold ÷ none)",
-        measure: Measure::Ratio { num: ("dynamic-bpf-hold", "drops"), den: ("none", "drops") },
+        measure: Measure::Ratio { num: ("dynamic-bpf-hold", metric::DROPS), den: ("none", metric::DROPS) },
         // Issue 47's target, as BENCHMARKS.md states it.
         goal: Goal::AtMost(0.1),
         goal_source: GOAL_BENCH,
@@ -515,8 +567,8 @@ pub(crate) const CLAIMS: &[Claim] = &[
     Claim {
         text: "The cgroup pacer's hold keeps 95% of static pacing's goodput (dynamic-bpf-hold ÷ static-bpf)",
         measure: Measure::Ratio {
-            num: ("dynamic-bpf-hold", "goodput_mbps"),
-            den: ("static-bpf", "goodput_mbps"),
+            num: ("dynamic-bpf-hold", metric::GOODPUT_MBPS),
+            den: ("static-bpf", metric::GOODPUT_MBPS),
         },
         goal: Goal::AtLeast(0.95),
         goal_source: GOAL_BENCH,
@@ -654,16 +706,16 @@ mod tests {
             *s.metrics.get(k).unwrap_or_else(|| panic!("{v}: no {k} in {:?}", s.metrics))
         };
         let (bunched, spaced) =
-            (m("static", "frame_gap_dev_p50_us"), m("static-1seg", "frame_gap_dev_p50_us"));
+            (m("static", metric::FRAME_GAP_DEV_P50_US), m("static-1seg", metric::FRAME_GAP_DEV_P50_US));
         eprintln!(
             "frame gap deviation p50: static {bunched:.1} us, static-1seg {spaced:.1} us; goodput {:.1} / {:.1} Mbit/s",
-            m("static", "goodput_mbps"),
-            m("static-1seg", "goodput_mbps")
+            m("static", metric::GOODPUT_MBPS),
+            m("static-1seg", metric::GOODPUT_MBPS)
         );
         assert!(spaced * 3.0 < bunched, "static {bunched} us vs static-1seg {spaced} us");
         // 50 Mbit/s on the wire is 47 Mbit/s of goodput; 3 s include slow start.
         for v in ["static", "static-1seg"] {
-            assert!(m(v, "goodput_mbps") > 25.0, "{v}: goodput {}", m(v, "goodput_mbps"));
+            assert!(m(v, metric::GOODPUT_MBPS) > 25.0, "{v}: goodput {}", m(v, metric::GOODPUT_MBPS));
         }
     }
 }

@@ -24,6 +24,7 @@
 use crate::engines::cgroup_pacer::BpfPacing;
 use crate::runner::records::MetricSpec;
 use crate::runner::scenario::{ParamSpec, Params, RunConfig, RunCtx, Scenario, Testbed};
+use crate::runner::typed::{choices, scenario_params, AutoCount, ScenarioParams};
 use crate::testbeds::dumbbell::end_v4;
 use crate::testbeds::dumbbell::{baseline_sysctls, standard_metrics, sysctls, DATA_PORT, DEFAULT_CC};
 use anyhow::{bail, Context, Result};
@@ -39,6 +40,31 @@ pub struct PacingCpu;
 
 const VARIANTS: [&str; 5] = ["none", "none-precise", "static-bpf", "dynamic-bpf", "dynamic-bpf-hold"];
 
+scenario_params! {
+    /// The pacing-cpu scenario's parameters, read from the resolved map ([`Params::typed`]).
+    pub struct PacingCpuParams {
+        rate: Rate = "1gbit" => "the pacing rate of every variant (on the wire)",
+        offloads: bool = "false" => "TSO/GSO/GRO on the veth pair (false: one packet per segment)",
+        #[serde(with = "tcpaccel_core::units::serde_duration")]
+        duration: Duration = "10s" => "length of each transfer",
+        variants: Vec<String> = VARIANTS.join(",") => "which variants to run",
+        precise_segs: AutoCount = "auto"
+            => "segments per GSO packet of none-precise (auto: what --precise picks for the rate)",
+    }
+}
+
+impl PacingCpuParams {
+    /// The parameters with their variants checked and a rate above zero.
+    fn read(p: &Params) -> Result<PacingCpuParams> {
+        let q: PacingCpuParams = p.typed()?;
+        choices("variants", &q.variants, &VARIANTS)?;
+        if q.rate.bits_per_sec() == 0 {
+            bail!("parameter rate={:?}: expected a rate above zero", q.rate.to_string());
+        }
+        Ok(q)
+    }
+}
+
 impl Scenario for PacingCpu {
     fn name(&self) -> &'static str {
         "pacing-cpu"
@@ -52,21 +78,10 @@ impl Scenario for PacingCpu {
          program's calls and run time (BPF statistics) and the machine's busy CPU."
     }
     fn params(&self) -> Vec<ParamSpec> {
-        vec![
-            ParamSpec::new("rate", "1gbit", "the pacing rate of every variant (on the wire)"),
-            ParamSpec::new(
-                "offloads",
-                "false",
-                "TSO/GSO/GRO on the veth pair (false: one packet per segment)",
-            ),
-            ParamSpec::new("duration", "10s", "length of each transfer"),
-            ParamSpec::new("variants", VARIANTS.join(","), "which variants to run"),
-            ParamSpec::new(
-                "precise_segs",
-                "auto",
-                "segments per GSO packet of none-precise (auto: what --precise picks for the rate)",
-            ),
-        ]
+        PacingCpuParams::specs()
+    }
+    fn check_params(&self, p: &Params) -> Result<()> {
+        PacingCpuParams::read(p).map(drop)
     }
     fn quick(&self) -> Vec<(&'static str, &'static str)> {
         vec![("duration", "3s"), ("rate", "200mbit")]
@@ -75,7 +90,7 @@ impl Scenario for PacingCpu {
         3
     }
     fn variants(&self, p: &Params) -> Result<Vec<String>> {
-        p.choice("variants", &VARIANTS)
+        Ok(PacingCpuParams::read(p)?.variants)
     }
     fn metrics(&self) -> Vec<MetricSpec> {
         let mut m = standard_metrics();
@@ -104,25 +119,15 @@ impl Scenario for PacingCpu {
         ])
     }
     fn estimate(&self, p: &Params, _d: Dilation) -> Result<Duration> {
-        Ok(p.duration("duration")? + Duration::from_secs(3))
+        Ok(PacingCpuParams::read(p)?.duration + Duration::from_secs(3))
     }
     fn prepare(&self, p: &Params, _config: &RunConfig, _dir: &Path) -> Result<Box<dyn Testbed>> {
-        let rate = p.rate("rate")?;
-        if rate.bits_per_sec() == 0 {
-            bail!("rate must be above zero");
-        }
-        let precise_segs = match p.str("precise_segs")? {
-            "auto" => tcpaccel_pacer::precise::segs_for(Some(rate)),
-            n => match n.parse::<u32>() {
-                Ok(n) if n >= 1 => n,
-                _ => bail!("precise_segs {n:?}: expected auto or a number of segments of at least 1"),
-            },
-        };
+        let q = PacingCpuParams::read(p)?;
         Ok(Box::new(CpuBed {
-            rate,
-            offloads: p.bool("offloads")?,
-            duration: p.duration("duration")?,
-            precise_segs,
+            rate: q.rate,
+            offloads: q.offloads,
+            duration: q.duration,
+            precise_segs: q.precise_segs.or(|| tcpaccel_pacer::precise::segs_for(Some(q.rate))),
         }))
     }
 }

@@ -26,6 +26,7 @@
 use crate::engines::cgroup_pacer::BpfPacing;
 use crate::runner::records::MetricSpec;
 use crate::runner::scenario::{ParamSpec, Params, RunConfig, RunCtx, Scenario, Testbed};
+use crate::runner::typed::{choices, scenario_params, ScenarioParams};
 use crate::testbeds::dumbbell::end_v4;
 use crate::testbeds::dumbbell::{baseline_sysctls, standard_metrics, sysctls, DATA_PORT, DEFAULT_CC};
 use crate::testbeds::fabric::ip_batch;
@@ -49,6 +50,42 @@ const PATHS: [&str; 2] = ["p0", "p1"];
 /// frame costs beyond what the meter counts (header + payload).
 const WIRE_EXTRA: u64 = 24;
 
+scenario_params! {
+    /// The pacing-mptcp scenario's parameters, read from the resolved map ([`Params::typed`]).
+    pub struct PacingMptcpParams {
+        rate: Rate = "100mbit" => "rate of each path (on the wire)",
+        #[serde(with = "tcpaccel_core::units::serde_duration")]
+        rtt: Duration = "20ms" => "round-trip propagation delay of each path",
+        buffer: Bytes = "250KB" => "drop-tail buffer of each path",
+        pace: Rate = "40mbit" => "static rate per subflow (on the wire) of static-bpf",
+        #[serde(with = "tcpaccel_core::units::serde_duration")]
+        duration: Duration = "10s" => "length of each transfer",
+        #[serde(with = "tcpaccel_core::units::serde_duration")]
+        warmup: Duration = "2s" => "start of the window the per-path rates are measured over",
+        variants: Vec<String> = DEFAULT_VARIANTS.join(",") => "which variants to run",
+    }
+}
+
+impl PacingMptcpParams {
+    /// The parameters with their variants checked, a pace above zero and
+    /// a measuring window after the warmup.
+    fn read(p: &Params) -> Result<PacingMptcpParams> {
+        let q: PacingMptcpParams = p.typed()?;
+        choices("variants", &q.variants, &VARIANTS)?;
+        if q.pace.bits_per_sec() == 0 {
+            bail!("parameter pace={:?}: expected a rate above zero", q.pace.to_string());
+        }
+        if q.warmup + Duration::from_secs(1) >= q.duration {
+            bail!(
+                "warmup {} leaves no measuring window in a {} run (it needs at least 1 s more)",
+                format_duration(q.warmup),
+                format_duration(q.duration)
+            );
+        }
+        Ok(q)
+    }
+}
+
 impl Scenario for PacingMptcp {
     fn name(&self) -> &'static str {
         "pacing-mptcp"
@@ -62,15 +99,10 @@ impl Scenario for PacingMptcp {
          sender is measured at its emulator against the rate set."
     }
     fn params(&self) -> Vec<ParamSpec> {
-        vec![
-            ParamSpec::new("rate", "100mbit", "rate of each path (on the wire)"),
-            ParamSpec::new("rtt", "20ms", "round-trip propagation delay of each path"),
-            ParamSpec::new("buffer", "250KB", "drop-tail buffer of each path"),
-            ParamSpec::new("pace", "40mbit", "static rate per subflow (on the wire) of static-bpf"),
-            ParamSpec::new("duration", "10s", "length of each transfer"),
-            ParamSpec::new("warmup", "2s", "start of the window the per-path rates are measured over"),
-            ParamSpec::new("variants", DEFAULT_VARIANTS.join(","), "which variants to run"),
-        ]
+        PacingMptcpParams::specs()
+    }
+    fn check_params(&self, p: &Params) -> Result<()> {
+        PacingMptcpParams::read(p).map(drop)
     }
     fn quick(&self) -> Vec<(&'static str, &'static str)> {
         vec![("duration", "5s")]
@@ -79,7 +111,7 @@ impl Scenario for PacingMptcp {
         1
     }
     fn variants(&self, p: &Params) -> Result<Vec<String>> {
-        p.choice("variants", &VARIANTS)
+        Ok(PacingMptcpParams::read(p)?.variants)
     }
     fn metrics(&self) -> Vec<MetricSpec> {
         let mut m = standard_metrics();
@@ -114,7 +146,8 @@ impl Scenario for PacingMptcp {
              with 24 bytes per frame for preamble, FCS and gap: the sender's pacing, not the path's."
                 .into(),
         ];
-        let (pace, rate) = (p.rate("pace")?, p.rate("rate")?);
+        let q = PacingMptcpParams::read(p)?;
+        let (pace, rate) = (q.pace, q.rate);
         if pace.bits_per_sec() >= rate.bits_per_sec() {
             n.push(format!(
                 "WARNING: pace {pace} is not below the path rate {rate}: the paths, not the pacer, set the rates"
@@ -123,28 +156,18 @@ impl Scenario for PacingMptcp {
         Ok(n)
     }
     fn estimate(&self, p: &Params, _d: Dilation) -> Result<Duration> {
-        Ok(p.duration("duration")? + Duration::from_secs(4))
+        Ok(PacingMptcpParams::read(p)?.duration + Duration::from_secs(4))
     }
     fn prepare(&self, p: &Params, _config: &RunConfig, _dir: &Path) -> Result<Box<dyn Testbed>> {
-        let bed = MptcpBed {
-            rate: p.rate("rate")?,
-            rtt: p.duration("rtt")?,
-            buffer: p.bytes("buffer")?,
-            pace: p.rate("pace")?,
-            duration: p.duration("duration")?,
-            warmup: p.duration("warmup")?,
-        };
-        if bed.pace.bits_per_sec() == 0 {
-            bail!("pace must be above zero");
-        }
-        if bed.warmup + Duration::from_secs(1) >= bed.duration {
-            bail!(
-                "warmup {} leaves no measuring window in a {} run (it needs at least 1 s more)",
-                format_duration(bed.warmup),
-                format_duration(bed.duration)
-            );
-        }
-        Ok(Box::new(bed))
+        let q = PacingMptcpParams::read(p)?;
+        Ok(Box::new(MptcpBed {
+            rate: q.rate,
+            rtt: q.rtt,
+            buffer: q.buffer,
+            pace: q.pace,
+            duration: q.duration,
+            warmup: q.warmup,
+        }))
     }
 }
 
@@ -354,16 +377,12 @@ mod tests {
 
     #[test]
     fn a_warmup_that_leaves_no_window_is_refused() {
-        let p = crate::runner::scenario::resolve_params(
+        let e = crate::runner::scenario::resolve_params(
             &PacingMptcp,
             false,
             &[("duration".into(), "3s".into()), ("warmup".into(), "2s".into())],
         )
-        .unwrap();
-        let e = PacingMptcp
-            .prepare(&p, &RunConfig::unscaled(), Path::new("/nonexistent"))
-            .err()
-            .expect("refused");
+        .expect_err("refused when the parameters are resolved, before anything runs");
         assert!(e.to_string().contains("warmup 2s leaves no measuring window"), "{e}");
     }
 }

@@ -15,6 +15,7 @@
 use crate::runner::claims::{Claim, Goal, Measure, GOAL_DIRECTION};
 use crate::runner::records::{MetricSpec, Published};
 use crate::runner::scenario::{interrupted, ParamSpec, Params, RunConfig, RunCtx, Scenario, Testbed};
+use crate::runner::typed::{scenario_params, ScenarioParams};
 use crate::testbeds::dumbbell::end_v4;
 use anyhow::{bail, Context, Result};
 use std::io::{Read, Write};
@@ -25,12 +26,39 @@ use std::sync::{Arc, Barrier};
 use std::time::{Duration, Instant};
 use tcpaccel_core::scale::Dilation;
 use tcpaccel_core::stats::{mean, percentile};
-use tcpaccel_core::units::{format_duration, parse_duration, Bytes, QueueLimit, Rate};
+use tcpaccel_core::units::{format_duration, Bytes, QueueLimit, Rate};
 use tcpaccel_net::{LinkSpec, Network, RouteTo, Topology, TopologyBuilder};
 
 pub struct Rto;
 
 const PORT: u16 = 6100;
+
+scenario_params! {
+    /// The rto scenario's parameters, read from the resolved map ([`Params::typed`]).
+    pub struct RtoParams {
+        hosts: usize = "8" => "number of hosts (2 to 64)",
+        rate: Rate = "100mbit" => "switch egress rate per port",
+        buffer: Bytes = "32KB" => "switch egress drop-tail buffer per port",
+        sizes: Vec<Bytes> = "2KB,64KB,1MB" => "message sizes (small, medium, large)",
+        iterations: u32 = "40" => "all-to-all exchanges per run",
+        #[serde(with = "tcpaccel_core::units::serde_duration")]
+        low_rto: Duration = "10ms" => "rto_min of the low-rto variants",
+    }
+}
+
+impl RtoParams {
+    /// The parameters with the number of hosts checked.
+    fn read(p: &Params) -> Result<RtoParams> {
+        let q: RtoParams = p.typed()?;
+        if !(2..=64).contains(&q.hosts) {
+            bail!("parameter hosts=\"{}\": expected a number of hosts from 2 to 64", q.hosts);
+        }
+        if q.sizes.is_empty() {
+            bail!("parameter sizes=\"\": expected at least one message size");
+        }
+        Ok(q)
+    }
+}
 
 impl Scenario for Rto {
     fn name(&self) -> &'static str {
@@ -45,14 +73,10 @@ impl Scenario for Rto {
          minimum RTO and with rto_min lowered on the routes."
     }
     fn params(&self) -> Vec<ParamSpec> {
-        vec![
-            ParamSpec::new("hosts", "8", "number of hosts"),
-            ParamSpec::new("rate", "100mbit", "switch egress rate per port"),
-            ParamSpec::new("buffer", "32KB", "switch egress drop-tail buffer per port"),
-            ParamSpec::new("sizes", "2KB,64KB,1MB", "message sizes (small, medium, large)"),
-            ParamSpec::new("iterations", "40", "all-to-all exchanges per run"),
-            ParamSpec::new("low_rto", "10ms", "rto_min of the low-rto variants"),
-        ]
+        RtoParams::specs()
+    }
+    fn check_params(&self, p: &Params) -> Result<()> {
+        RtoParams::read(p).map(drop)
     }
     fn quick(&self) -> Vec<(&'static str, &'static str)> {
         vec![("iterations", "8"), ("hosts", "4"), ("sizes", "2KB,64KB")]
@@ -62,8 +86,7 @@ impl Scenario for Rto {
     }
     fn variants(&self, p: &Params) -> Result<Vec<String>> {
         let mut v = Vec::new();
-        for s in p.list("sizes")? {
-            Bytes::parse(&s).with_context(|| format!("sizes entry {s:?}"))?;
+        for s in RtoParams::read(p)?.sizes {
             v.push(format!("default-rto/{s}"));
             v.push(format!("low-rto/{s}"));
         }
@@ -103,19 +126,16 @@ impl Scenario for Rto {
         CLAIMS
     }
     fn estimate(&self, p: &Params, _d: Dilation) -> Result<Duration> {
-        Ok(Duration::from_millis(300) * p.u64("iterations")? as u32 + Duration::from_secs(4))
+        Ok(Duration::from_millis(300) * RtoParams::read(p)?.iterations + Duration::from_secs(4))
     }
     fn prepare(&self, p: &Params, _config: &RunConfig, _dir: &Path) -> Result<Box<dyn Testbed>> {
-        let hosts = p.u64("hosts")? as usize;
-        if !(2..=64).contains(&hosts) {
-            bail!("hosts={hosts}: must be between 2 and 64");
-        }
+        let q = RtoParams::read(p)?;
         Ok(Box::new(RtoBed {
-            hosts,
-            rate: p.rate("rate")?,
-            buffer: p.bytes("buffer")?,
-            iterations: p.u64("iterations")? as usize,
-            low_rto: parse_duration(p.str("low_rto")?)?,
+            hosts: q.hosts,
+            rate: q.rate,
+            buffer: q.buffer,
+            iterations: q.iterations as usize,
+            low_rto: q.low_rto,
         }))
     }
 }

@@ -13,11 +13,13 @@
 use crate::runner::claims::{Claim, Figure, Goal, Measure, GOAL_BENCH, GOAL_DIRECTION};
 use crate::runner::records::{MetricSpec, Published};
 use crate::runner::scenario::{ParamSpec, Params, RunConfig, RunCtx, Scenario, Testbed};
-use crate::testbeds::dumbbell::{bulk, standard_metrics, HostSetup, Path2};
+use crate::runner::typed::{scenario_params, ScenarioParams};
+use crate::testbeds::dumbbell::{bulk, metric, standard_metrics, HostSetup, Path2};
 use anyhow::{bail, Context, Result};
 use std::path::Path;
 use std::time::Duration;
 use tcpaccel_core::scale::Dilation;
+use tcpaccel_core::units::{Bytes, Rate};
 use tcpaccel_net::Network;
 use tcpaccel_tune::collect::Probe;
 use tcpaccel_tune::facts::PathSpec;
@@ -26,17 +28,16 @@ pub struct Tuning;
 
 const VARIANTS: [&str; 2] = ["defaults", "doctor"];
 
-/// The tuning scenario's parameters, read once from the resolved map
-/// ([`Params::typed`]); their defaults and docs are [`Tuning::params`]'s.
-#[derive(Debug, Clone, PartialEq, serde::Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct TuningParams {
-    pub rate: tcpaccel_core::units::Rate,
-    #[serde(with = "tcpaccel_core::units::serde_duration")]
-    pub rtt: Duration,
-    pub buffer: tcpaccel_core::units::Bytes,
-    #[serde(with = "tcpaccel_core::units::serde_duration")]
-    pub duration: Duration,
+scenario_params! {
+    /// The tuning scenario's parameters, read from the resolved map ([`Params::typed`]).
+    pub struct TuningParams {
+        rate: Rate = "1gbit" => "bottleneck rate (on the wire)",
+        #[serde(with = "tcpaccel_core::units::serde_duration")]
+        rtt: Duration = "100ms" => "round-trip propagation delay",
+        buffer: Bytes = "12.5MB" => "drop-tail buffer at the bottleneck (one BDP)",
+        #[serde(with = "tcpaccel_core::units::serde_duration")]
+        duration: Duration = "30s" => "length of each transfer",
+    }
 }
 
 impl Scenario for Tuning {
@@ -51,12 +52,10 @@ impl Scenario for Tuning {
          sysctls `tcpaccel doctor --apply` chooses for that path in both end hosts' namespaces."
     }
     fn params(&self) -> Vec<ParamSpec> {
-        vec![
-            ParamSpec::new("rate", "1gbit", "bottleneck rate (on the wire)"),
-            ParamSpec::new("rtt", "100ms", "round-trip propagation delay"),
-            ParamSpec::new("buffer", "12.5MB", "drop-tail buffer at the bottleneck (one BDP)"),
-            ParamSpec::new("duration", "30s", "length of each transfer"),
-        ]
+        TuningParams::specs()
+    }
+    fn check_params(&self, p: &Params) -> Result<()> {
+        p.typed::<TuningParams>().map(drop).map_err(Into::into)
     }
     fn quick(&self) -> Vec<(&'static str, &'static str)> {
         vec![("duration", "6s"), ("rate", "200mbit"), ("buffer", "2.5MB")]
@@ -72,13 +71,13 @@ impl Scenario for Tuning {
         vec![
             Published {
                 variant: "defaults".into(),
-                metric: "goodput_mbps".into(),
+                metric: metric::GOODPUT_MBPS.into(),
                 value: 240.0,
                 source: src.into(),
             },
             Published {
                 variant: "doctor".into(),
-                metric: "goodput_mbps".into(),
+                metric: metric::GOODPUT_MBPS.into(),
                 value: 940.0,
                 source: src.into(),
             },
@@ -178,10 +177,14 @@ impl Testbed for TuningBed {
             v => bail!("unknown variant {v}"),
         };
         let r = bulk(ctx, &self.path, &setup, self.duration)?;
-        ctx.metric("share_of_limit", r.goodput_mbps / goodput_limit_mbps(&self.path));
+        ctx.metric(SHARE_OF_LIMIT, r.goodput_mbps / goodput_limit_mbps(&self.path));
         Ok(())
     }
 }
+
+/// The doctor variant's goodput ÷ [`goodput_limit_mbps`], a metric of
+/// this scenario beside the dumbbell's.
+const SHARE_OF_LIMIT: &str = "share_of_limit";
 
 /// Goodput a full pipe gives: 1448 payload bytes per 1538 on the wire.
 pub fn goodput_limit_mbps(p: &Path2) -> f64 {
@@ -192,7 +195,7 @@ pub fn goodput_limit_mbps(p: &Path2) -> f64 {
 pub(crate) const CLAIMS: &[Claim] = &[
     Claim {
         text: "Doctor-applied settings reach 90% of the path's goodput limit",
-        measure: Measure::Median { variant: "doctor", metric: "share_of_limit" },
+        measure: Measure::Median { variant: "doctor", metric: SHARE_OF_LIMIT },
         goal: Goal::AtLeast(0.90),
         goal_source: GOAL_BENCH,
         // 940 Mbit/s of 1000 × 1448/1538 = 941.5.
@@ -201,7 +204,10 @@ pub(crate) const CLAIMS: &[Claim] = &[
     },
     Claim {
         text: "Doctor-applied settings beat the kernel defaults' goodput (doctor ÷ defaults)",
-        measure: Measure::Ratio { num: ("doctor", "goodput_mbps"), den: ("defaults", "goodput_mbps") },
+        measure: Measure::Ratio {
+            num: ("doctor", metric::GOODPUT_MBPS),
+            den: ("defaults", metric::GOODPUT_MBPS),
+        },
         goal: Goal::Above(1.0),
         goal_source: GOAL_DIRECTION,
         published: Some(Figure { value: 940.0 / 240.0, source: "[HPC-TCP]: 940 / 240 Mbit/s" }),

@@ -239,7 +239,6 @@ pub fn nginx_conf(addr: Ipv4Addr, root: &Path, dir: &Path) -> String {
 mod tests {
     use super::super::Split;
     use super::*;
-    use crate::runner::scenario::Scenario;
 
     const RTT: Duration = Duration::from_millis(50);
 
@@ -304,8 +303,9 @@ mod tests {
             ("relays".to_string(), "tcpaccel-early".to_string()),
             ("uneven_relays".to_string(), String::new()),
         ];
-        let p = crate::runner::scenario::resolve_params(&Split, false, &raw).unwrap();
-        assert!(Split.variants(&p).is_err());
+        // Refused when the parameters are resolved, before anything runs.
+        let e = crate::runner::scenario::resolve_params(&Split, false, &raw).unwrap_err().to_string();
+        assert!(e.contains("tcpaccel-early/2 needs transport=http"), "{e}");
     }
 }
 

@@ -35,6 +35,7 @@ pub use peers::{parse_curl, parse_stat};
 use crate::runner::claims::{Claim, Figure, Goal, Measure, GOAL_BENCH, GOAL_DIRECTION};
 use crate::runner::records::{MetricSpec, Published};
 use crate::runner::scenario::{ParamSpec, Params, RunConfig, RunCtx, Scenario, Testbed};
+use crate::runner::typed::{scenario_params, ScenarioParams};
 use anyhow::{bail, Context, Result};
 use std::collections::BTreeMap;
 use std::io::Write;
@@ -45,7 +46,7 @@ use std::time::{Duration, Instant};
 use tcpaccel_core::rng::Rng;
 use tcpaccel_core::scale::Dilation;
 use tcpaccel_core::stats::{linear_fit, median};
-use tcpaccel_core::units::parse_duration;
+use tcpaccel_core::units::Bytes;
 use tcpaccel_net::Network;
 use tcpaccel_traffic::{run_send, spawn_recv, RecvConfig, SendConfig, Volume};
 
@@ -79,6 +80,124 @@ impl SplitBed {
     }
 }
 
+scenario_params! {
+    /// The split scenario's parameters, read from the resolved map ([`Params::typed`]).
+    pub struct SplitParams {
+        relays: Vec<String> = "tcpaccel,tcpaccel-early,dante,squid"
+            => "relay kinds for the equal splits (tcpaccel-early: tcpaccel with --early-reply)",
+        segments: Vec<u32> = "2,3,4,5" => "segment counts of the equal splits (1 is `direct`)",
+        uneven: Vec<String> = "40-10,30-20,25-25,20-30,10-40"
+            => "2-segment splits, RTT ms client side-server side",
+        uneven_relays: Vec<String> = "tcpaccel,dante" => "relay kinds for the uneven splits (empty: none)",
+        #[serde(with = "tcpaccel_core::units::serde_duration")]
+        rtt: Duration = "50ms" => "total RTT of the path",
+        size: Bytes = "100MB" => "size of the random file downloaded (1 B to 10 GB)",
+        buffers: Buffers = "centos6"
+            => "centos6 (tcp_rmem/tcp_wmem max = buf_max) or kernel (this kernel's defaults)",
+        buf_max: Bytes = "4MB" => "tcp_rmem/tcp_wmem maximum with buffers=centos6",
+        transport: Transport = "http" => "http (nginx + curl) or raw (traffic tool; tcpaccel relays only)",
+        tcpaccel_next: NextScheme = "tcpaccel+socks5"
+            => "scheme tcpaccel relays name their next relay with: tcpaccel+socks5 (pipelined handshake) \
+                or socks5 (step by step, as toward any SOCKS5 server)",
+        relay_log: String = ""
+            => "--log filter for the tcpaccel relays (e.g. tcpaccel_relay=debug: per-session set-up times); \
+                their logs are kept as OUT/relay-logs/VARIANT-rREPEAT-NODE.log. Empty: not kept",
+    }
+}
+
+/// `buffers`: the end hosts' and relays' socket buffer limits.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Buffers {
+    /// tcp_rmem/tcp_wmem as CentOS 6 had them, with `buf_max` as maximum.
+    Centos6,
+    /// This kernel's defaults.
+    Kernel,
+}
+
+/// `transport`: what carries the file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Transport {
+    /// nginx and curl.
+    Http,
+    /// The traffic tool through `tcpaccel relay --forward` chains.
+    Raw,
+}
+
+/// `tcpaccel_next`: the scheme a tcpaccel relay names its next relay with.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Deserialize)]
+pub enum NextScheme {
+    /// Pipelined handshake.
+    #[serde(rename = "tcpaccel+socks5")]
+    TcpaccelSocks5,
+    /// Step by step, as toward any SOCKS5 server.
+    #[serde(rename = "socks5")]
+    Socks5,
+}
+
+impl NextScheme {
+    fn as_str(self) -> &'static str {
+        match self {
+            NextScheme::TcpaccelSocks5 => "tcpaccel+socks5",
+            NextScheme::Socks5 => "socks5",
+        }
+    }
+}
+
+impl SplitParams {
+    /// The parameters with the relay kinds and the file size checked.
+    fn read(p: &Params) -> Result<SplitParams> {
+        let q: SplitParams = p.typed()?;
+        for (key, kinds) in [("relays", &q.relays), ("uneven_relays", &q.uneven_relays)] {
+            for k in kinds {
+                Kind::parse(k).with_context(|| {
+                    format!(
+                        "parameter {key}={:?}: expected a comma-separated list of relay kinds",
+                        kinds.join(",")
+                    )
+                })?;
+            }
+        }
+        if q.size.0 == 0 || q.size.0 > 10_000_000_000 {
+            bail!("parameter size=\"{}\": expected a size from 1 B to 10 GB", q.size);
+        }
+        Ok(q)
+    }
+
+    /// The variants: `direct`, each equal split, each uneven split; a split
+    /// that does not parse is refused naming its parameter.
+    fn variants(&self) -> Result<Vec<String>> {
+        let mut v = vec!["direct".to_string()];
+        let mut add = |name: String, key: &str, values: String, form: &str| -> Result<()> {
+            let c = Chain::parse(&name, self.rtt)
+                .with_context(|| format!("parameter {key}={values:?}: expected {form}"))?;
+            if self.transport == Transport::Raw
+                && matches!(c.kind, Kind::Dante | Kind::Squid | Kind::TcpaccelEarly)
+            {
+                bail!("transport=raw runs tcpaccel --forward chains only; {name} needs transport=http");
+            }
+            if !v.contains(&name) {
+                v.push(name);
+            }
+            Ok(())
+        };
+        let segments = self.segments.iter().map(u32::to_string).collect::<Vec<_>>().join(",");
+        for k in &self.relays {
+            for n in &self.segments {
+                add(format!("{k}/{n}"), "segments", segments.clone(), "segment counts from 2 to 8")?;
+            }
+        }
+        for k in &self.uneven_relays {
+            for s in &self.uneven {
+                let form = "2-segment splits CLIENT_MS-SERVER_MS, e.g. 40-10";
+                add(format!("{k}/{s}"), "uneven", self.uneven.join(","), form)?;
+            }
+        }
+        Ok(v)
+    }
+}
+
 impl Scenario for Split {
     fn name(&self) -> &'static str {
         "split"
@@ -92,49 +211,10 @@ impl Scenario for Split {
          through chained Dante servers, or through Squid parents. CUBIC everywhere, CentOS 6-like 4 MB buffers."
     }
     fn params(&self) -> Vec<ParamSpec> {
-        vec![
-            ParamSpec::new(
-                "relays",
-                "tcpaccel,tcpaccel-early,dante,squid",
-                "relay kinds for the equal splits (tcpaccel-early: tcpaccel with --early-reply)",
-            ),
-            ParamSpec::new("segments", "2,3,4,5", "segment counts of the equal splits (1 is `direct`)"),
-            ParamSpec::new(
-                "uneven",
-                "40-10,30-20,25-25,20-30,10-40",
-                "2-segment splits, RTT ms client side-server side",
-            ),
-            ParamSpec::new(
-                "uneven_relays",
-                "tcpaccel,dante",
-                "relay kinds for the uneven splits (empty: none)",
-            ),
-            ParamSpec::new("rtt", "50ms", "total RTT of the path"),
-            ParamSpec::new("size", "100MB", "size of the random file downloaded"),
-            ParamSpec::new(
-                "buffers",
-                "centos6",
-                "centos6 (tcp_rmem/tcp_wmem max = buf_max) or kernel (this kernel's defaults)",
-            ),
-            ParamSpec::new("buf_max", "4MB", "tcp_rmem/tcp_wmem maximum with buffers=centos6"),
-            ParamSpec::new(
-                "transport",
-                "http",
-                "http (nginx + curl) or raw (traffic tool; tcpaccel relays only)",
-            ),
-            ParamSpec::new(
-                "tcpaccel_next",
-                "tcpaccel+socks5",
-                "scheme tcpaccel relays name their next relay with: tcpaccel+socks5 (pipelined handshake) \
-                 or socks5 (step by step, as toward any SOCKS5 server)",
-            ),
-            ParamSpec::new(
-                "relay_log",
-                "",
-                "--log filter for the tcpaccel relays (e.g. tcpaccel_relay=debug: per-session set-up times); \
-                 their logs are kept as OUT/relay-logs/VARIANT-rREPEAT-NODE.log. Empty: not kept",
-            ),
-        ]
+        SplitParams::specs()
+    }
+    fn check_params(&self, p: &Params) -> Result<()> {
+        SplitParams::read(p)?.variants().map(drop)
     }
     fn quick(&self) -> Vec<(&'static str, &'static str)> {
         // A small window keeps the short run window-limited (the paper's regime)
@@ -145,33 +225,7 @@ impl Scenario for Split {
         3
     }
     fn variants(&self, p: &Params) -> Result<Vec<String>> {
-        let total = parse_duration(p.str("rtt")?).context("parameter rtt")?;
-        let mut v = vec!["direct".to_string()];
-        for k in p.list("relays")? {
-            Kind::parse(&k)?;
-            for n in p.list("segments")? {
-                v.push(format!("{k}/{n}"));
-            }
-        }
-        for k in p.list("uneven_relays")? {
-            Kind::parse(&k)?;
-            for s in p.list("uneven")? {
-                v.push(format!("{k}/{s}"));
-            }
-        }
-        v.dedup();
-        let raw = match p.str("transport")? {
-            "http" => false,
-            "raw" => true,
-            other => bail!("transport={other:?}: expected http or raw"),
-        };
-        for name in &v {
-            let c = Chain::parse(name, total)?;
-            if raw && matches!(c.kind, Kind::Dante | Kind::Squid | Kind::TcpaccelEarly) {
-                bail!("transport=raw runs tcpaccel --forward chains only; {name} needs transport=http");
-            }
-        }
-        Ok(v)
+        SplitParams::read(p)?.variants()
     }
     fn metrics(&self) -> Vec<MetricSpec> {
         vec![
@@ -226,7 +280,10 @@ impl Scenario for Split {
         v
     }
     fn notes(&self, p: &Params) -> Result<Vec<String>> {
-        let buffers = p.str("buffers")?;
+        let buffers = match SplitParams::read(p)?.buffers {
+            Buffers::Centos6 => "centos6",
+            Buffers::Kernel => "kernel",
+        };
         Ok(vec![
             format!(
                 "Endpoints and relays run under `tcpaccel run --cc cubic`; buffers: {buffers} (centos6 = tcp_rmem \
@@ -245,35 +302,26 @@ impl Scenario for Split {
         CLAIMS
     }
     fn estimate(&self, p: &Params, _d: Dilation) -> Result<Duration> {
-        let mb = p.bytes("size").map(|b| b.0 as f64 / 1e6)?;
+        let mb = SplitParams::read(p)?.size.0 as f64 / 1e6;
         Ok(Duration::from_secs_f64(2.0 + mb / 15.0))
     }
     fn prepare(&self, p: &Params, _config: &RunConfig, dir: &Path) -> Result<Box<dyn Testbed>> {
-        let total = parse_duration(p.str("rtt")?).context("parameter rtt")?;
-        let size = p.bytes("size")?;
-        if size.0 == 0 || size.0 > 10_000_000_000 {
-            bail!("size={size}: must be between 1 B and 10 GB");
-        }
-        let buffers = match p.str("buffers")? {
-            "centos6" => {
-                let max = p.bytes("buf_max")?.0;
-                vec![
-                    ("net.ipv4.tcp_rmem".to_string(), format!("{CENTOS6_RMEM} {max}")),
-                    ("net.ipv4.tcp_wmem".to_string(), format!("{CENTOS6_WMEM} {max}")),
-                ]
-            }
-            "kernel" => Vec::new(),
-            other => bail!("buffers={other:?}: expected centos6 or kernel"),
+        let q = SplitParams::read(p)?;
+        let (total, size) = (q.rtt, q.size);
+        let buffers = match q.buffers {
+            Buffers::Centos6 => vec![
+                ("net.ipv4.tcp_rmem".to_string(), format!("{CENTOS6_RMEM} {}", q.buf_max.0)),
+                ("net.ipv4.tcp_wmem".to_string(), format!("{CENTOS6_WMEM} {}", q.buf_max.0)),
+            ],
+            Buffers::Kernel => Vec::new(),
         };
+        let order = q.variants()?;
         let mut kinds: Vec<Kind> = Vec::new();
-        for v in self.variants(p)? {
-            kinds.push(Chain::parse(&v, total)?.kind);
+        for v in &order {
+            kinds.push(Chain::parse(v, total)?.kind);
         }
-        let raw = p.str("transport")? == "raw";
-        let next_scheme = match p.str("tcpaccel_next")? {
-            s @ ("tcpaccel+socks5" | "socks5") => s.to_string(),
-            other => bail!("tcpaccel_next={other:?}: expected tcpaccel+socks5 or socks5"),
-        };
+        let raw = q.transport == Transport::Raw;
+        let next_scheme = q.tcpaccel_next.as_str().to_string();
         let bins = find_peers(&kinds, raw, find_bin)?;
         let tcpaccel = tcpaccel_bin()?;
         let work = std::env::temp_dir().join(format!("tcpaccel-split-{}", std::process::id()));
@@ -289,10 +337,10 @@ impl Scenario for Split {
             bins,
             work,
             results: BTreeMap::new(),
-            order: self.variants(p)?,
+            order,
             raw,
             next_scheme,
-            relay_log: Some(p.str("relay_log")?.trim().to_string()).filter(|f| !f.is_empty()),
+            relay_log: Some(q.relay_log.trim().to_string()).filter(|f| !f.is_empty()),
             out: dir.to_path_buf(),
         }))
     }
@@ -756,9 +804,7 @@ mod tests {
             assert!(v.contains(&pubd.variant), "{}", pubd.variant);
         }
         let raw = [("transport".to_string(), "raw".to_string())];
-        let e = Split
-            .variants(&crate::runner::scenario::resolve_params(&Split, false, &raw).unwrap())
-            .unwrap_err();
+        let e = crate::runner::scenario::resolve_params(&Split, false, &raw).unwrap_err();
         assert!(e.to_string().contains("tcpaccel --forward chains only"), "{e}");
         let ok = [
             ("transport".to_string(), "raw".to_string()),
