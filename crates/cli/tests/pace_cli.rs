@@ -378,7 +378,7 @@ fn root_pace_run_inside_ip_netns_exec_paces_the_socket() {
     let ns = TestNs::new("pacens");
     let port = free_port();
     let _recv = ns.receiver(port);
-    let send = ns
+    let mut send = ns
         .exec()
         .arg(bin())
         .args(["pace", "run", "--pace", "static:20mbit", "--"])
@@ -388,8 +388,13 @@ fn root_pace_run_inside_ip_netns_exec_paces_the_socket() {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    std::thread::sleep(std::time::Duration::from_millis(1500));
-    let caps = caps_in(&ns, port);
+    // Poll while the sender runs: on a loaded machine `pace run` (loading
+    // the program) and the sender's start can take more than a second.
+    let mut caps = Vec::new();
+    while caps.is_empty() && send.try_wait().unwrap().is_none() {
+        std::thread::sleep(std::time::Duration::from_millis(100));
+        caps = caps_in(&ns, port);
+    }
     let out = send.wait_with_output().unwrap();
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "pace run inside ip netns exec: {err}");
