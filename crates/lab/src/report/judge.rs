@@ -446,13 +446,14 @@ mod tests {
     #[test]
     fn ideal_burst_and_param_scaled_measures() {
         let c = find("idle", "no-ssai-resume");
+        let burst_p50_ms = crate::scenarios::idle::metric::BURST_P50_MS;
         // Issue 48's run: 2 MB at 100 Mbit/s is 160 ms of sending, plus the
         // 100 ms RTT the measured time contains: 332 ms is 1.28× of 260 ms,
         // met (against sending alone it read 2.08×, missed).
         let d = run_with(
             "idle",
             &[("rate", "100mbit"), ("burst", "2MB"), ("rtt", "100ms")],
-            &[("no-ssai-resume", "burst_p50_ms", 332.0)],
+            &[("no-ssai-resume", burst_p50_ms, 332.0)],
         );
         match verdict(&c, &d) {
             Verdict::Met { measured, detail } => {
@@ -464,7 +465,7 @@ mod tests {
         let d = run_with(
             "idle",
             &[("rate", "100mbit"), ("burst", "2MB")],
-            &[("no-ssai-resume", "burst_p50_ms", 332.0)],
+            &[("no-ssai-resume", burst_p50_ms, 332.0)],
         );
         assert!(matches!(verdict(&c, &d), Verdict::Unknown { why } if why.contains("rtt")));
         let c = find("lanes-basic", "t_deadline");

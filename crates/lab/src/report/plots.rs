@@ -281,19 +281,19 @@ mod tests {
         h.published = vec![
             Published {
                 variant: "dante/2".into(),
-                metric: "throughput_MBps".into(),
+                metric: crate::scenarios::split::metric::THROUGHPUT_MBPS.into(),
                 value: 17.4,
                 source: "s".into(),
             },
             Published {
                 variant: "dante/3".into(),
-                metric: "throughput_MBps".into(),
+                metric: crate::scenarios::split::metric::THROUGHPUT_MBPS.into(),
                 value: 29.6,
                 source: "s".into(),
             },
             Published {
                 variant: "direct".into(),
-                metric: "throughput_MBps".into(),
+                metric: crate::scenarios::split::metric::THROUGHPUT_MBPS.into(),
                 value: 11.0,
                 source: "s".into(),
             },

@@ -128,6 +128,53 @@ impl GatherParams {
     }
 }
 
+/// The names of this scenario's metrics, for its records, claims and
+/// tests to name them by.
+pub mod metric {
+    pub const STREAMS_MAX: &str = "streams_max";
+    pub const CONVERGE_S: &str = "converge_s";
+    pub const SETTLE_S: &str = "settle_s";
+
+    /// The names of one priority class's metrics (and its series).
+    #[derive(Debug, Clone, Copy)]
+    pub struct Class {
+        /// `high` or `low`.
+        pub name: &'static str,
+        /// The class's per-interval mean goodput: a series, and the key of the published target.
+        pub mbps: &'static str,
+        pub mean_mbps: &'static str,
+        pub min_mbps: &'static str,
+        pub below_frac: &'static str,
+        pub met: &'static str,
+        pub mid_mbps: &'static str,
+        pub mid_min_mbps: &'static str,
+        pub mid_met: &'static str,
+    }
+
+    pub const HIGH: Class = Class {
+        name: "high",
+        mbps: "high_mbps",
+        mean_mbps: "high_mean_mbps",
+        min_mbps: "high_min_mbps",
+        below_frac: "high_below_frac",
+        met: "high_met",
+        mid_mbps: "high_mid_mbps",
+        mid_min_mbps: "high_mid_min_mbps",
+        mid_met: "high_mid_met",
+    };
+    pub const LOW: Class = Class {
+        name: "low",
+        mbps: "low_mbps",
+        mean_mbps: "low_mean_mbps",
+        min_mbps: "low_min_mbps",
+        below_frac: "low_below_frac",
+        met: "low_met",
+        mid_mbps: "low_mid_mbps",
+        mid_min_mbps: "low_mid_min_mbps",
+        mid_met: "low_mid_met",
+    };
+}
+
 impl Scenario for Gather {
     fn name(&self) -> &'static str {
         "gather"
@@ -158,53 +205,54 @@ impl Scenario for Gather {
     }
     fn metrics(&self) -> Vec<MetricSpec> {
         let mut m = Vec::new();
-        for c in ["high", "low"] {
+        for k in [metric::HIGH, metric::LOW] {
+            let c = k.name;
             m.push(MetricSpec::new(
-                &format!("{c}_mean_mbps"),
+                k.mean_mbps,
                 "Mbit/s",
                 true,
                 &format!("mean goodput of a {c}-priority client after warm-up"),
             ));
             m.push(MetricSpec::new(
-                &format!("{c}_min_mbps"),
+                k.min_mbps,
                 "Mbit/s",
                 true,
                 &format!("mean goodput of the worst {c}-priority client"),
             ));
             m.push(MetricSpec::new(
-                &format!("{c}_below_frac"),
+                k.below_frac,
                 "fraction",
                 false,
                 &format!("fraction of {c}-priority client intervals below the target"),
             ));
             m.push(MetricSpec::new(
-                &format!("{c}_met"),
+                k.met,
                 "0/1",
                 true,
                 &format!("1 when every {c}-priority client's mean is within 5% of its target or above"),
             ));
             m.push(MetricSpec::new(
-                &format!("{c}_mid_mbps"),
+                k.mid_mbps,
                 "Mbit/s",
                 true,
                 &format!("mean {c}-priority goodput in the middle third (interference with model=2)"),
             ));
             m.push(MetricSpec::new(
-                &format!("{c}_mid_min_mbps"),
+                k.mid_min_mbps,
                 "Mbit/s",
                 true,
                 &format!("middle-third mean of the worst {c}-priority client"),
             ));
             m.push(MetricSpec::new(
-                &format!("{c}_mid_met"),
+                k.mid_met,
                 "0/1",
                 true,
                 &format!("1 when every {c}-priority client's middle-third mean is within 5% of its target or above"),
             ));
         }
-        m.push(MetricSpec::new("streams_max", "streams", false, "most streams any client had"));
+        m.push(MetricSpec::new(metric::STREAMS_MAX, "streams", false, "most streams any client had"));
         m.push(MetricSpec::new(
-            "converge_s",
+            metric::CONVERGE_S,
             "s",
             false,
             "stream-count search time ([GatherQoS] §3.2): per client and phase (start, and with model=2 the \
@@ -212,7 +260,7 @@ impl Scenario for Gather {
              change in that phase; the largest (0 when the count never moved; resolution one interval)",
         ));
         m.push(MetricSpec::new(
-            "settle_s",
+            metric::SETTLE_S,
             "s",
             false,
             "per client and phase, time from the phase start to the last stream-count change in it (includes \
@@ -224,13 +272,13 @@ impl Scenario for Gather {
         vec![
             Published {
                 variant: "*".into(),
-                metric: "high_mbps".into(),
+                metric: metric::HIGH.mbps.into(),
                 value: 1.0,
                 source: "[GatherQoS] §4: high-priority target".into(),
             },
             Published {
                 variant: "*".into(),
-                metric: "low_mbps".into(),
+                metric: metric::LOW.mbps.into(),
                 value: 0.5,
                 source: "[GatherQoS] §4: low-priority target".into(),
             },
@@ -619,9 +667,10 @@ impl Testbed for GatherBed {
             converge = converge.max(c);
             settle = settle.max(s);
         }
-        ctx.metric("converge_s", converge);
-        ctx.metric("settle_s", settle);
-        for (class, target) in [("high", self.high), ("low", self.low)] {
+        ctx.metric(metric::CONVERGE_S, converge);
+        ctx.metric(metric::SETTLE_S, settle);
+        for (k, target) in [(metric::HIGH, self.high), (metric::LOW, self.low)] {
+            let class = k.name;
             let target = target.bits_per_sec() as f64 / 1e6;
             let ids: Vec<String> =
                 client_list(self.clients).into_iter().filter(|(_, c)| *c == class).map(|(n, _)| n).collect();
@@ -666,26 +715,20 @@ impl Testbed for GatherBed {
                 mid_means.push(mean(&mine_mid));
             }
             for (b, v) in &buckets {
-                ctx.sample(&format!("{class}_mbps"), *b as f64 * step, mean(v))?;
+                ctx.sample(k.mbps, *b as f64 * step, mean(v))?;
             }
             let worst = client_means.iter().copied().fold(f64::INFINITY, f64::min);
             let met = client_means.iter().all(|m| *m >= target * (1.0 - MET_MARGIN));
-            ctx.metric(&format!("{class}_mean_mbps"), mean(&all));
-            ctx.metric(&format!("{class}_min_mbps"), worst);
-            ctx.metric(
-                &format!("{class}_below_frac"),
-                if counted == 0 { f64::NAN } else { below as f64 / counted as f64 },
-            );
-            ctx.metric(&format!("{class}_met"), if met { 1.0 } else { 0.0 });
-            ctx.metric(&format!("{class}_mid_mbps"), mean(&mid));
-            ctx.metric(
-                &format!("{class}_mid_min_mbps"),
-                mid_means.iter().copied().fold(f64::INFINITY, f64::min),
-            );
+            ctx.metric(k.mean_mbps, mean(&all));
+            ctx.metric(k.min_mbps, worst);
+            ctx.metric(k.below_frac, if counted == 0 { f64::NAN } else { below as f64 / counted as f64 });
+            ctx.metric(k.met, if met { 1.0 } else { 0.0 });
+            ctx.metric(k.mid_mbps, mean(&mid));
+            ctx.metric(k.mid_min_mbps, mid_means.iter().copied().fold(f64::INFINITY, f64::min));
             let mid_met = mid_means.iter().all(|m| *m >= target * (1.0 - MET_MARGIN));
-            ctx.metric(&format!("{class}_mid_met"), if mid_met { 1.0 } else { 0.0 });
+            ctx.metric(k.mid_met, if mid_met { 1.0 } else { 0.0 });
         }
-        ctx.metric("streams_max", f64::from(streams_max));
+        ctx.metric(metric::STREAMS_MAX, f64::from(streams_max));
         Ok(())
     }
 }
@@ -719,7 +762,7 @@ fn convergence(points: &[Point], phases: &[f64], step: f64) -> (f64, f64) {
 pub(crate) const CLAIMS: &[Claim] = &[
     Claim {
         text: "Buffer allocation meets the high-priority target (every client)",
-        measure: Measure::Median { variant: "buffer", metric: "high_met" },
+        measure: Measure::Median { variant: "buffer", metric: metric::HIGH.met },
         goal: Goal::AtLeast(1.0),
         goal_source: GOAL_DIRECTION,
         published: Some(Figure { value: 1.0, source: "[GatherQoS] §4: met with margin at 100 KB" }),
@@ -727,7 +770,7 @@ pub(crate) const CLAIMS: &[Claim] = &[
     },
     Claim {
         text: "Buffer allocation meets the low-priority target (every client)",
-        measure: Measure::Median { variant: "buffer", metric: "low_met" },
+        measure: Measure::Median { variant: "buffer", metric: metric::LOW.met },
         goal: Goal::AtLeast(1.0),
         goal_source: GOAL_DIRECTION,
         published: Some(Figure { value: 1.0, source: "[GatherQoS] §4: met with margin at 100 KB" }),
@@ -735,7 +778,7 @@ pub(crate) const CLAIMS: &[Claim] = &[
     },
     Claim {
         text: "With interference, buffer + stream tuning meets the high target (middle third)",
-        measure: Measure::Median { variant: "buffer+streams", metric: "high_mid_met" },
+        measure: Measure::Median { variant: "buffer+streams", metric: metric::HIGH.mid_met },
         goal: Goal::AtLeast(1.0),
         goal_source: GOAL_DIRECTION,
         published: Some(Figure { value: 1.0, source: "[GatherQoS] §4: met with connection-count tuning" }),
@@ -743,7 +786,7 @@ pub(crate) const CLAIMS: &[Claim] = &[
     },
     Claim {
         text: "With interference, buffer allocation alone misses the high target (middle third)",
-        measure: Measure::Median { variant: "buffer", metric: "high_mid_met" },
+        measure: Measure::Median { variant: "buffer", metric: metric::HIGH.mid_met },
         goal: Goal::AtMost(0.0),
         goal_source: GOAL_DIRECTION,
         published: Some(Figure { value: 0.0, source: "[GatherQoS] §4: missed by buffer tuning alone" }),
@@ -853,8 +896,8 @@ mod tests {
             &[("clients", "1"), ("duration", "8s"), ("warmup", "2s")],
         );
         let buffer = d.summaries.iter().find(|s| s.variant == "buffer").expect("buffer summary");
-        let (high, low) = (buffer.metrics["high_mean_mbps"], buffer.metrics["low_mean_mbps"]);
+        let (high, low) = (buffer.metrics[metric::HIGH.mean_mbps], buffer.metrics[metric::LOW.mean_mbps]);
         assert!(low > 0.4 && high > 1.3 * low, "buffer: high {high} low {low}");
-        assert!(d.samples.iter().any(|s| s.series == "high_mbps"), "class series recorded");
+        assert!(d.samples.iter().any(|s| s.series == metric::HIGH.mbps), "class series recorded");
     }
 }

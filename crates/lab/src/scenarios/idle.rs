@@ -63,6 +63,15 @@ impl IdleParams {
     }
 }
 
+/// The names of this scenario's metrics, for its records, claims and
+/// tests to name them by.
+pub mod metric {
+    pub use crate::testbeds::dumbbell::metric::RETRANSMITS;
+    pub const BURST_P50_MS: &str = "burst_p50_ms";
+    pub const BURST_P90_MS: &str = "burst_p90_ms";
+    pub const FIRST_BURST_MS: &str = "first_burst_ms";
+}
+
 impl Scenario for Idle {
     fn name(&self) -> &'static str {
         "idle"
@@ -105,11 +114,17 @@ impl Scenario for Idle {
             description: description.into(),
         };
         vec![
-            ms("burst_p50_ms", "median completion time of the bursts after the first (resumed after idle)"),
-            ms("burst_p90_ms", "90th percentile of the same"),
-            ms("first_burst_ms", "completion time of the first burst (a fresh connection's slow start)"),
+            ms(
+                metric::BURST_P50_MS,
+                "median completion time of the bursts after the first (resumed after idle)",
+            ),
+            ms(metric::BURST_P90_MS, "90th percentile of the same"),
+            ms(
+                metric::FIRST_BURST_MS,
+                "completion time of the first burst (a fresh connection's slow start)",
+            ),
             MetricSpec {
-                name: "retransmits".into(),
+                name: metric::RETRANSMITS.into(),
                 unit: "segments".into(),
                 higher_is_better: false,
                 description: "sender's TCP retransmissions over the run".into(),
@@ -219,7 +234,7 @@ impl Testbed for IdleBed {
                 ctx.sample("resume_rate_mbps", r.start_s, p.rate.as_mbps())?;
             }
             match (r.index, r.completion_ms) {
-                (0, Some(c)) => ctx.metric("first_burst_ms", c),
+                (0, Some(c)) => ctx.metric(metric::FIRST_BURST_MS, c),
                 (_, Some(c)) => later.push(c),
                 _ => {}
             }
@@ -228,9 +243,9 @@ impl Testbed for IdleBed {
             bail!("no burst after the first completed; lengthen duration or shorten every");
         }
         later.sort_by(f64::total_cmp);
-        ctx.metric("burst_p50_ms", tcpaccel_core::stats::percentile_sorted(&later, 50.0));
-        ctx.metric("burst_p90_ms", tcpaccel_core::stats::percentile_sorted(&later, 90.0));
-        ctx.metric("retransmits", f64::from(summary.retransmits));
+        ctx.metric(metric::BURST_P50_MS, tcpaccel_core::stats::percentile_sorted(&later, 50.0));
+        ctx.metric(metric::BURST_P90_MS, tcpaccel_core::stats::percentile_sorted(&later, 90.0));
+        ctx.metric(metric::RETRANSMITS, f64::from(summary.retransmits));
         Ok(())
     }
 }
@@ -243,7 +258,7 @@ pub(crate) const CLAIMS: &[Claim] = &[
     // 2.1× where it is 1.28×).
     Claim {
         text: "Resumed bursts with resume pacing (no-ssai-resume) finish within 1.5× of the ideal: sending time + one RTT",
-        measure: Measure::OverIdealBurst { variant: "no-ssai-resume", metric: "burst_p50_ms" },
+        measure: Measure::OverIdealBurst { variant: "no-ssai-resume", metric: metric::BURST_P50_MS },
         goal: Goal::AtMost(1.5),
         goal_source: GOAL_BENCH,
         published: Some(Figure {
@@ -254,7 +269,7 @@ pub(crate) const CLAIMS: &[Claim] = &[
     },
     Claim {
         text: "Resumed bursts with the cgroup pacer (no-ssai-bpf) finish within 1.5× of the ideal: sending time + one RTT",
-        measure: Measure::OverIdealBurst { variant: "no-ssai-bpf", metric: "burst_p50_ms" },
+        measure: Measure::OverIdealBurst { variant: "no-ssai-bpf", metric: metric::BURST_P50_MS },
         goal: Goal::AtMost(1.5),
         goal_source: GOAL_BENCH,
         published: Some(Figure {
@@ -266,8 +281,8 @@ pub(crate) const CLAIMS: &[Claim] = &[
     Claim {
         text: "Kept window + resume pacing beats the restart after idle (defaults ÷ no-ssai-resume)",
         measure: Measure::Ratio {
-            num: ("defaults", "burst_p50_ms"),
-            den: ("no-ssai-resume", "burst_p50_ms"),
+            num: ("defaults", metric::BURST_P50_MS),
+            den: ("no-ssai-resume", metric::BURST_P50_MS),
         },
         goal: Goal::Above(1.0),
         goal_source: GOAL_DIRECTION,

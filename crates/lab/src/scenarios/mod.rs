@@ -205,10 +205,10 @@ mod tests {
     }
 
     /// Scenarios that still read their parameters from the string map
-    /// (the lanes scenarios' knobs; pacing-apps and pacing-web): every
-    /// other scenario reads one typed struct, checked when resolved.
+    /// (the lanes scenarios' knobs): every other scenario reads one typed
+    /// struct, checked when resolved.
     fn typed(s: &dyn crate::runner::scenario::Scenario) -> bool {
-        !(s.name().starts_with("lanes-") || ["pacing-apps", "pacing-web"].contains(&s.name()))
+        !s.name().starts_with("lanes-")
     }
 
     /// What `lab list --json` prints as each scenario's parameters (the
@@ -256,9 +256,19 @@ mod tests {
                 assert!(e.contains("unknown field `colour`"), "{}: {e}", s.name());
             }
         }
-        for name in
-            ["demo", "tuning", "rto", "split", "pacing", "pacing-mptcp", "pacing-cpu", "idle", "gather"]
-        {
+        for name in [
+            "demo",
+            "tuning",
+            "rto",
+            "split",
+            "pacing",
+            "pacing-mptcp",
+            "pacing-cpu",
+            "pacing-apps",
+            "pacing-web",
+            "idle",
+            "gather",
+        ] {
             assert!(typed_names.contains(&name), "{name} reads a typed struct: {typed_names:?}");
         }
         // The demo's listed defaults are its struct's.

@@ -26,7 +26,8 @@
 use crate::engines::cgroup_pacer::{HoldSample, HoldTrace};
 use crate::runner::records::MetricSpec;
 use crate::runner::scenario::{ParamSpec, Params, RunConfig, RunCtx, Scenario, Testbed};
-use crate::testbeds::dumbbell::{baseline_sysctls, sockbuf_param, sockbuf_sysctls, sysctls, Path2};
+use crate::runner::typed::{choices, scenario_params, ScenarioParams};
+use crate::testbeds::dumbbell::{baseline_sysctls, sockbuf_sysctls, sysctls, Path2};
 use crate::testbeds::meter::{parse_bins, MeterBin};
 use anyhow::{bail, Context, Result};
 use std::path::{Path, PathBuf};
@@ -54,6 +55,36 @@ const VARIANTS: [&str; 12] = [
     "http/static-bpf",
     "http/hold",
 ];
+scenario_params! {
+    /// The pacing-apps scenario's parameters, read from the resolved map ([`Params::typed`]).
+    pub struct AppsParams {
+        rate: Rate = "500mbit" => "bottleneck rate (on the wire)",
+        #[serde(with = "tcpaccel_core::units::serde_duration")]
+        rtt: Duration = "100ms" => "round-trip propagation delay",
+        buffer: Bytes = "1MB" => "drop-tail buffer at the bottleneck",
+        sockbuf: Bytes = "25MB" => "socket buffer maximum (tcp_rmem/tcp_wmem) on both hosts",
+        #[serde(with = "tcpaccel_core::units::serde_duration")]
+        duration: Duration = "20s" => "length of each transfer",
+        variants: Vec<String> = VARIANTS.join(",") => "which PROGRAM/PACE variants to run",
+    }
+}
+
+impl AppsParams {
+    /// The parameters with their variants checked.
+    fn read(p: &Params) -> Result<AppsParams> {
+        let q: AppsParams = p.typed()?;
+        choices("variants", &q.variants, &VARIANTS)?;
+        Ok(q)
+    }
+}
+
+/// The names of this scenario's metrics, for its records and tests to
+/// name them by.
+pub mod metric {
+    pub use crate::testbeds::dumbbell::metric::{DROPS, GOODPUT_MBPS};
+    pub const RAMP_95_S: &str = "ramp_95_s";
+}
+
 /// The port every program's data connection goes to.
 const APP_PORT: u16 = 5301;
 /// Width of the windows the ramp and the final rate are read over.
@@ -74,13 +105,10 @@ impl Scenario for PacingApps {
          over a 500 Mbit/s, 100 ms path with a 1 MB drop-tail buffer."
     }
     fn params(&self) -> Vec<ParamSpec> {
-        let mut v = Path2::params("500mbit", "100ms", "1MB");
-        v.extend([
-            sockbuf_param("25MB"),
-            ParamSpec::new("duration", "20s", "length of each transfer"),
-            ParamSpec::new("variants", VARIANTS.join(","), "which PROGRAM/PACE variants to run"),
-        ]);
-        v
+        AppsParams::specs()
+    }
+    fn check_params(&self, p: &Params) -> Result<()> {
+        AppsParams::read(p).map(drop)
     }
     fn quick(&self) -> Vec<(&'static str, &'static str)> {
         vec![("duration", "8s"), ("rate", "100mbit"), ("buffer", "200KB"), ("sockbuf", "5MB")]
@@ -89,15 +117,20 @@ impl Scenario for PacingApps {
         3
     }
     fn variants(&self, p: &Params) -> Result<Vec<String>> {
-        p.choice("variants", &VARIANTS)
+        Ok(AppsParams::read(p)?.variants)
     }
     fn metrics(&self) -> Vec<MetricSpec> {
         let spec = MetricSpec::lower_is_better;
         vec![
-            MetricSpec::new("goodput_mbps", "Mbit/s", true, "payload the receiving side got per second"),
-            spec("drops", "packets", "frames dropped at the bottleneck (h1 → h2)"),
+            MetricSpec::new(
+                metric::GOODPUT_MBPS,
+                "Mbit/s",
+                true,
+                "payload the receiving side got per second",
+            ),
+            spec(metric::DROPS, "packets", "frames dropped at the bottleneck (h1 → h2)"),
             spec(
-                "ramp_95_s",
+                metric::RAMP_95_S,
                 "s",
                 "from the transfer's first full-size segment until a 100 ms window reaches 95% of the run's \
                  final rate (last 2 s)",
@@ -115,13 +148,14 @@ impl Scenario for PacingApps {
         ])
     }
     fn estimate(&self, p: &Params, _d: Dilation) -> Result<Duration> {
-        Ok(p.duration("duration")? + Duration::from_secs(6))
+        Ok(AppsParams::read(p)?.duration + Duration::from_secs(6))
     }
     fn prepare(&self, p: &Params, _config: &RunConfig, dir: &Path) -> Result<Box<dyn Testbed>> {
+        let q = AppsParams::read(p)?;
         Ok(Box::new(AppsBed {
-            path: Path2::from_params(p)?,
-            sockbuf: p.bytes("sockbuf")?,
-            duration: p.duration("duration")?,
+            path: Path2 { rate: q.rate, rtt: q.rtt, buffer: q.buffer },
+            sockbuf: q.sockbuf,
+            duration: q.duration,
             www: dir.join("www"),
         }))
     }
@@ -448,12 +482,12 @@ impl Testbed for AppsBed {
             .find(|(n, _)| n == "wan")
             .map(|(_, s)| s.a_to_b.drops.queue + s.a_to_b.drops.loss)
             .context("the dumbbell has no emulator on wan")?;
-        ctx.metric("goodput_mbps", goodput / 1e6);
-        ctx.metric("drops", drops as f64);
+        ctx.metric(metric::GOODPUT_MBPS, goodput / 1e6);
+        ctx.metric(metric::DROPS, drops as f64);
         ctx.attach("meter_csv", &format!("{meter_rel}/wan.csv"))?;
         let bins = parse_bins(&std::fs::read_to_string(meter_dir.join("wan.csv"))?)?;
         if let Some(s) = ramp_to_final(&bins) {
-            ctx.metric("ramp_95_s", s);
+            ctx.metric(metric::RAMP_95_S, s);
         }
         if prog == "nc" || prog == "http" {
             ctx.note(format!("{prog}: h1's default congestion control is {}", cc.trim()))?;

@@ -65,6 +65,19 @@ impl PacingCpuParams {
     }
 }
 
+/// The names of this scenario's metrics, for its records, claims and
+/// tests to name them by.
+pub mod metric {
+    pub use crate::testbeds::dumbbell::metric::*;
+    pub const CPU_BUSY_PCT: &str = "cpu_busy_pct";
+    pub const PROC_CPU_PCT: &str = "proc_cpu_pct";
+    pub const PROC_CPU_PCT_PER_GBIT: &str = "proc_cpu_pct_per_gbit";
+    pub const ACKS_PER_S: &str = "acks_per_s";
+    pub const PROG_CALLS_PER_S: &str = "prog_calls_per_s";
+    pub const PROG_NS_PER_CALL: &str = "prog_ns_per_call";
+    pub const PROG_CPU_PCT: &str = "prog_cpu_pct";
+}
+
 impl Scenario for PacingCpu {
     fn name(&self) -> &'static str {
         "pacing-cpu"
@@ -95,17 +108,25 @@ impl Scenario for PacingCpu {
     fn metrics(&self) -> Vec<MetricSpec> {
         let mut m = standard_metrics();
         let spec = MetricSpec::lower_is_better;
-        m.push(spec("cpu_busy_pct", "% of a core", "busy CPU time of the whole machine over the transfer"));
         m.push(spec(
-            "proc_cpu_pct",
+            metric::CPU_BUSY_PCT,
+            "% of a core",
+            "busy CPU time of the whole machine over the transfer",
+        ));
+        m.push(spec(
+            metric::PROC_CPU_PCT,
             "% of a core",
             "CPU time of the lab process (its sender and receiver threads, with the kernel work charged to them)",
         ));
-        m.push(spec("proc_cpu_pct_per_gbit", "% of a core", "proc_cpu_pct per Gbit/s of goodput"));
-        m.push(spec("acks_per_s", "1/s", "packets the sender received per second (its ACKs)"));
-        m.push(spec("prog_calls_per_s", "1/s", "calls of the pacer's program per second (BPF statistics)"));
-        m.push(spec("prog_ns_per_call", "ns", "mean run time of one call of the pacer's program"));
-        m.push(spec("prog_cpu_pct", "% of a core", "the pacer's program's run time over the transfer"));
+        m.push(spec(metric::PROC_CPU_PCT_PER_GBIT, "% of a core", "proc_cpu_pct per Gbit/s of goodput"));
+        m.push(spec(metric::ACKS_PER_S, "1/s", "packets the sender received per second (its ACKs)"));
+        m.push(spec(
+            metric::PROG_CALLS_PER_S,
+            "1/s",
+            "calls of the pacer's program per second (BPF statistics)",
+        ));
+        m.push(spec(metric::PROG_NS_PER_CALL, "ns", "mean run time of one call of the pacer's program"));
+        m.push(spec(metric::PROG_CPU_PCT, "% of a core", "the pacer's program's run time over the transfer"));
         m
     }
     fn notes(&self, _p: &Params) -> Result<Vec<String>> {
@@ -240,30 +261,30 @@ impl Testbed for CpuBed {
         let ticks1 = read_proc_ticks()?;
         let p1 = bpf.as_ref().map(|b| b.prog_stats()).transpose()?;
         let rx1 = crate::testbeds::fabric::iface_counter(&h1, &ifname, 1)?;
-        ctx.metric("acks_per_s", (rx1 - rx0) as f64 / elapsed);
+        ctx.metric(metric::ACKS_PER_S, (rx1 - rx0) as f64 / elapsed);
         if let Some(b) = bpf {
             b.leave()?;
         }
         let summary = sent.context("the upload from h1")?;
         let _ = recv.stop();
         drop(net.teardown());
-        ctx.metric("goodput_mbps", summary.goodput_bps as f64 / 1e6);
-        ctx.metric("retransmits", summary.retransmits.unwrap_or(0) as f64);
+        ctx.metric(metric::GOODPUT_MBPS, summary.goodput_bps as f64 / 1e6);
+        ctx.metric(metric::RETRANSMITS, summary.retransmits.unwrap_or(0) as f64);
         // Jiffies of all CPUs: busy / total × number of CPUs = cores busy.
         let cpus = std::thread::available_parallelism().map_or(1, |n| n.get()) as f64;
         let busy = (busy1 - busy0) as f64 / (total1 - total0).max(1) as f64 * cpus;
-        ctx.metric("cpu_busy_pct", busy * 100.0);
+        ctx.metric(metric::CPU_BUSY_PCT, busy * 100.0);
         let proc_pct = (ticks1 - ticks0) as f64 / USER_HZ / elapsed * 100.0;
-        ctx.metric("proc_cpu_pct", proc_pct);
+        ctx.metric(metric::PROC_CPU_PCT, proc_pct);
         if summary.goodput_bps > 0 {
-            ctx.metric("proc_cpu_pct_per_gbit", proc_pct / (summary.goodput_bps as f64 / 1e9));
+            ctx.metric(metric::PROC_CPU_PCT_PER_GBIT, proc_pct / (summary.goodput_bps as f64 / 1e9));
         }
         if let (Some(a), Some(b)) = (p0, p1) {
             let calls = b.run_cnt - a.run_cnt;
             let ns = b.run_time_ns - a.run_time_ns;
-            ctx.metric("prog_calls_per_s", calls as f64 / elapsed);
-            ctx.metric("prog_ns_per_call", if calls > 0 { ns as f64 / calls as f64 } else { 0.0 });
-            ctx.metric("prog_cpu_pct", ns as f64 / (elapsed * 1e9) * 100.0);
+            ctx.metric(metric::PROG_CALLS_PER_S, calls as f64 / elapsed);
+            ctx.metric(metric::PROG_NS_PER_CALL, if calls > 0 { ns as f64 / calls as f64 } else { 0.0 });
+            ctx.metric(metric::PROG_CPU_PCT, ns as f64 / (elapsed * 1e9) * 100.0);
         }
         Ok(())
     }

@@ -86,6 +86,21 @@ impl PacingMptcpParams {
     }
 }
 
+/// The names of this scenario's metrics, for its records, claims and
+/// tests to name them by.
+pub mod metric {
+    pub use crate::testbeds::dumbbell::metric::*;
+    pub const PATHS_USED: &str = "paths_used";
+    /// Path `p`'s on-wire rate (`p0_wire_mbps`).
+    pub fn wire_mbps(p: &str) -> String {
+        format!("{p}_wire_mbps")
+    }
+    /// Path `p`'s rate off the rule's (`p0_pace_err_pct`).
+    pub fn pace_err_pct(p: &str) -> String {
+        format!("{p}_pace_err_pct")
+    }
+}
+
 impl Scenario for PacingMptcp {
     fn name(&self) -> &'static str {
         "pacing-mptcp"
@@ -117,20 +132,20 @@ impl Scenario for PacingMptcp {
         let mut m = standard_metrics();
         for p in PATHS {
             m.push(MetricSpec::new(
-                &format!("{p}_wire_mbps"),
+                &metric::wire_mbps(p),
                 "Mbit/s",
                 true,
                 &format!("on-wire rate the sender put on path {p} over the measuring window"),
             ));
             m.push(MetricSpec::new(
-                &format!("{p}_pace_err_pct"),
+                &metric::pace_err_pct(p),
                 "%",
                 false,
                 &format!("static-bpf: |path {p}'s on-wire rate − the rule's rate| ÷ the rule's rate"),
             ));
         }
         m.push(MetricSpec::new(
-            "paths_used",
+            metric::PATHS_USED,
             "paths",
             true,
             "paths that carried more than 1 Mbit/s from the sender",
@@ -276,9 +291,9 @@ impl Testbed for MptcpBed {
                 drops += s.a_to_b.drops.queue + s.a_to_b.drops.loss;
             }
         }
-        ctx.metric("goodput_mbps", summary.goodput_bps as f64 / 1e6);
-        ctx.metric("drops", drops as f64);
-        ctx.metric("retransmits", summary.retransmits.unwrap_or(0) as f64);
+        ctx.metric(metric::GOODPUT_MBPS, summary.goodput_bps as f64 / 1e6);
+        ctx.metric(metric::DROPS, drops as f64);
+        ctx.metric(metric::RETRANSMITS, summary.retransmits.unwrap_or(0) as f64);
         let mut used = 0;
         for p in PATHS {
             let rel = format!("{meter_rel}/{p}.csv");
@@ -289,17 +304,17 @@ impl Testbed for MptcpBed {
             let end = self.duration.as_secs_f64() - 0.5;
             let mbps = wire_mbps(&bins, self.warmup.as_secs_f64(), end)
                 .with_context(|| format!("path {p} has no meter bins from the sender"))?;
-            ctx.metric(&format!("{p}_wire_mbps"), mbps);
+            ctx.metric(&metric::wire_mbps(p), mbps);
             if mbps > 1.0 {
                 used += 1;
             }
             if ctx.variant == "static-bpf" {
                 let set = self.pace.bits_per_sec() as f64 / 1e6;
-                ctx.metric(&format!("{p}_pace_err_pct"), (mbps - set).abs() / set * 100.0);
+                ctx.metric(&metric::pace_err_pct(p), (mbps - set).abs() / set * 100.0);
             }
             ctx.attach("meter_csv", &rel)?;
         }
-        ctx.metric("paths_used", used as f64);
+        ctx.metric(metric::PATHS_USED, used as f64);
         Ok(())
     }
 }

@@ -18,9 +18,8 @@ use crate::runner::records::MetricSpec;
 use crate::runner::scenario::{
     stop_flag, FlowCounters, ParamSpec, Params, RunConfig, RunCtx, Scenario, Testbed,
 };
-use crate::testbeds::dumbbell::{
-    baseline_sysctls, sockbuf_param, sockbuf_sysctls, sysctls, Path2, DATA_PORT,
-};
+use crate::runner::typed::{choices, scenario_params, ScenarioParams};
+use crate::testbeds::dumbbell::{baseline_sysctls, sockbuf_sysctls, sysctls, Path2, DATA_PORT};
 use anyhow::{bail, Context, Result};
 use std::net::IpAddr;
 use std::path::Path;
@@ -36,6 +35,45 @@ pub struct PacingWeb;
 const VARIANTS: [&str; 3] = ["cubic", "hold", "bbr"];
 /// Flows up to this size are "short" (they mostly end in slow start).
 pub const SHORT_MAX: u64 = 1_000_000;
+
+scenario_params! {
+    /// The pacing-web scenario's parameters, read from the resolved map ([`Params::typed`]).
+    pub struct WebParams {
+        rate: Rate = "500mbit" => "bottleneck rate (on the wire)",
+        #[serde(with = "tcpaccel_core::units::serde_duration")]
+        rtt: Duration = "100ms" => "round-trip propagation delay",
+        buffer: Bytes = "1MB" => "drop-tail buffer at the bottleneck",
+        sockbuf: Bytes = "12.5MB" => "socket buffer maximum (tcp_rmem/tcp_wmem) on both hosts",
+        load: f64 = "0.5" => "offered load as a fraction of the bottleneck rate",
+        #[serde(with = "tcpaccel_core::units::serde_duration")]
+        duration: Duration = "20s" => "how long flows keep arriving",
+        variants: Vec<String> = VARIANTS.join(",") => "which variants to run",
+    }
+}
+
+impl WebParams {
+    /// The parameters with their variants and load checked.
+    fn read(p: &Params) -> Result<WebParams> {
+        let q: WebParams = p.typed()?;
+        choices("variants", &q.variants, &VARIANTS)?;
+        if !(q.load > 0.0 && q.load <= 1.0) {
+            bail!("parameter load={}: must be in (0, 1]", q.load);
+        }
+        Ok(q)
+    }
+}
+
+/// The names of this scenario's metrics, for its records and tests to
+/// name them by.
+pub mod metric {
+    pub use crate::testbeds::dumbbell::metric::DROPS;
+    pub const SHORT_FLOWS: &str = "short_flows";
+    pub const SHORT_AVG_MS: &str = "short_avg_ms";
+    pub const SHORT_P50_MS: &str = "short_p50_ms";
+    pub const SHORT_P95_MS: &str = "short_p95_ms";
+    pub const SHORT_P99_MS: &str = "short_p99_ms";
+    pub const SHORT_INCOMPLETE: &str = "short_incomplete";
+}
 
 /// 100 KB – 10 MB, half below 1 MB, linear inside each decade.
 pub fn web_sizes() -> Result<SizeDist> {
@@ -56,14 +94,10 @@ impl Scenario for PacingWeb {
          pacer's dynamic --hold, and BBR. Reports short-flow FCT and drops; one record per flow."
     }
     fn params(&self) -> Vec<ParamSpec> {
-        let mut v = Path2::params("500mbit", "100ms", "1MB");
-        v.extend([
-            sockbuf_param("12.5MB"),
-            ParamSpec::new("load", "0.5", "offered load as a fraction of the bottleneck rate"),
-            ParamSpec::new("duration", "20s", "how long flows keep arriving"),
-            ParamSpec::new("variants", VARIANTS.join(","), "which variants to run"),
-        ]);
-        v
+        WebParams::specs()
+    }
+    fn check_params(&self, p: &Params) -> Result<()> {
+        WebParams::read(p).map(drop)
     }
     fn quick(&self) -> Vec<(&'static str, &'static str)> {
         vec![("duration", "4s"), ("rate", "100mbit"), ("buffer", "200KB"), ("sockbuf", "2.5MB")]
@@ -72,18 +106,18 @@ impl Scenario for PacingWeb {
         1
     }
     fn variants(&self, p: &Params) -> Result<Vec<String>> {
-        p.choice("variants", &VARIANTS)
+        Ok(WebParams::read(p)?.variants)
     }
     fn metrics(&self) -> Vec<MetricSpec> {
         let spec = MetricSpec::lower_is_better;
         vec![
-            MetricSpec::new("short_flows", "flows", true, "completed flows of at most 1 MB"),
-            spec("short_avg_ms", "ms", "mean FCT of the completed flows of at most 1 MB"),
-            spec("short_p50_ms", "ms", "median FCT of the same"),
-            spec("short_p95_ms", "ms", "95th percentile of the same"),
-            spec("short_p99_ms", "ms", "99th percentile of the same"),
-            spec("short_incomplete", "flows", "flows of at most 1 MB that did not complete"),
-            spec("drops", "packets", "frames dropped at the bottleneck"),
+            MetricSpec::new(metric::SHORT_FLOWS, "flows", true, "completed flows of at most 1 MB"),
+            spec(metric::SHORT_AVG_MS, "ms", "mean FCT of the completed flows of at most 1 MB"),
+            spec(metric::SHORT_P50_MS, "ms", "median FCT of the same"),
+            spec(metric::SHORT_P95_MS, "ms", "95th percentile of the same"),
+            spec(metric::SHORT_P99_MS, "ms", "99th percentile of the same"),
+            spec(metric::SHORT_INCOMPLETE, "flows", "flows of at most 1 MB that did not complete"),
+            spec(metric::DROPS, "packets", "frames dropped at the bottleneck"),
         ]
     }
     fn notes(&self, _p: &Params) -> Result<Vec<String>> {
@@ -95,18 +129,15 @@ impl Scenario for PacingWeb {
         ])
     }
     fn estimate(&self, p: &Params, _d: Dilation) -> Result<Duration> {
-        Ok(p.duration("duration")? + Duration::from_secs(15))
+        Ok(WebParams::read(p)?.duration + Duration::from_secs(15))
     }
     fn prepare(&self, p: &Params, _config: &RunConfig, _dir: &Path) -> Result<Box<dyn Testbed>> {
-        let load = p.f64("load")?;
-        if !(load > 0.0 && load <= 1.0) {
-            bail!("load {load}: must be in (0, 1]");
-        }
+        let q = WebParams::read(p)?;
         Ok(Box::new(WebBed {
-            path: Path2::from_params(p)?,
-            sockbuf: p.bytes("sockbuf")?,
-            load,
-            duration: p.duration("duration")?,
+            path: Path2 { rate: q.rate, rtt: q.rtt, buffer: q.buffer },
+            sockbuf: q.sockbuf,
+            load: q.load,
+            duration: q.duration,
         }))
     }
 }
@@ -195,7 +226,7 @@ impl Testbed for WebBed {
             .find(|(n, _)| n == "wan")
             .map(|(_, s)| s.a_to_b.drops.queue + s.a_to_b.drops.loss)
             .context("the dumbbell has no emulator on wan")?;
-        ctx.metric("drops", drops as f64);
+        ctx.metric(metric::DROPS, drops as f64);
         let limit_s = opts.limit.as_secs_f64();
         let mut short: Vec<f64> = Vec::new();
         let mut incomplete = 0;
@@ -216,11 +247,13 @@ impl Testbed for WebBed {
             }
         }
         short.sort_by(f64::total_cmp);
-        ctx.metric("short_flows", short.len() as f64);
-        ctx.metric("short_incomplete", incomplete as f64);
+        ctx.metric(metric::SHORT_FLOWS, short.len() as f64);
+        ctx.metric(metric::SHORT_INCOMPLETE, incomplete as f64);
         if !short.is_empty() {
-            ctx.metric("short_avg_ms", short.iter().sum::<f64>() / short.len() as f64);
-            for (k, p) in [("short_p50_ms", 50.0), ("short_p95_ms", 95.0), ("short_p99_ms", 99.0)] {
+            ctx.metric(metric::SHORT_AVG_MS, short.iter().sum::<f64>() / short.len() as f64);
+            let pcts =
+                [(metric::SHORT_P50_MS, 50.0), (metric::SHORT_P95_MS, 95.0), (metric::SHORT_P99_MS, 99.0)];
+            for (k, p) in pcts {
                 ctx.metric(k, percentile_sorted(&short, p));
             }
         }
@@ -270,13 +303,18 @@ mod tests {
         }
         let s = &d.summaries[0].metrics;
         let short = want.iter().filter(|f| f.bytes <= SHORT_MAX).count() as f64;
-        assert_eq!(s.get("short_flows"), Some(&short));
+        assert_eq!(s.get(metric::SHORT_FLOWS), Some(&short));
     }
 
     #[test]
-    fn bad_load_is_refused() {
-        let p = crate::runner::scenario::resolve_params(&PacingWeb, false, &[("load".into(), "1.5".into())])
-            .unwrap();
-        assert!(PacingWeb.prepare(&p, &RunConfig::unscaled(), Path::new("/nonexistent")).is_err());
+    fn bad_load_is_refused_when_resolved() {
+        let set = |v: &str| {
+            crate::runner::scenario::resolve_params(&PacingWeb, false, &[("load".into(), v.into())])
+        };
+        let e = format!("{:#}", set("1.5").unwrap_err());
+        assert!(e.contains("load=1.5"), "{e}");
+        assert!(set("0").is_err());
+        assert!(set("half").is_err());
+        assert!(set("0.25").is_ok());
     }
 }

@@ -8,7 +8,7 @@
 //! and a 500 µs zoom around the first drop (the paper's Fig. 2 and Fig. 3).
 
 use crate::runner::records::MetricSpec;
-use crate::runner::scenario::{ParamSpec, Params, RunCtx};
+use crate::runner::scenario::RunCtx;
 use anyhow::{Context, Result};
 use std::net::SocketAddr;
 use std::path::Path;
@@ -36,21 +36,6 @@ pub struct Path2 {
 }
 
 impl Path2 {
-    /// The `rate`, `rtt` and `buffer` parameters of a scenario on this path,
-    /// with the scenario's defaults.
-    pub fn params(rate: &str, rtt: &str, buffer: &str) -> Vec<ParamSpec> {
-        vec![
-            ParamSpec::new("rate", rate, "bottleneck rate (on the wire)"),
-            ParamSpec::new("rtt", rtt, "round-trip propagation delay"),
-            ParamSpec::new("buffer", buffer, "drop-tail buffer at the bottleneck"),
-        ]
-    }
-
-    /// The path those parameters describe.
-    pub fn from_params(p: &Params) -> Result<Path2> {
-        Ok(Path2 { rate: p.rate("rate")?, rtt: p.duration("rtt")?, buffer: p.bytes("buffer")? })
-    }
-
     /// The topology: h1 (10.9.0.1) == emulator == h2 (10.9.0.2), delay RTT/2 each way.
     pub fn topology(&self) -> Result<Topology> {
         let mut t = TopologyBuilder::new("lab-dumbbell");
@@ -65,11 +50,6 @@ impl Path2 {
         );
         t.build().context("building the dumbbell topology")
     }
-}
-
-/// The `sockbuf` parameter: the tcp_rmem/tcp_wmem maxima on both hosts.
-pub fn sockbuf_param(default: &str) -> ParamSpec {
-    ParamSpec::new("sockbuf", default, "socket buffer maximum (tcp_rmem/tcp_wmem) on both hosts")
 }
 
 /// tcp_rmem / tcp_wmem maxima at `sockbuf`: the autotuning limits, which

@@ -198,6 +198,15 @@ impl SplitParams {
     }
 }
 
+/// The names of this scenario's metrics, for its records, claims and
+/// tests to name them by.
+pub mod metric {
+    pub const THROUGHPUT_MBPS: &str = "throughput_MBps";
+    pub const RELAY_CPU_S_PER_GB: &str = "relay_cpu_s_per_GB";
+    pub const FIRST_BYTE_S: &str = "first_byte_s";
+    pub const SECONDS: &str = "seconds";
+}
+
 impl Scenario for Split {
     fn name(&self) -> &'static str {
         "split"
@@ -230,25 +239,25 @@ impl Scenario for Split {
     fn metrics(&self) -> Vec<MetricSpec> {
         vec![
             MetricSpec {
-                name: "throughput_MBps".into(),
+                name: metric::THROUGHPUT_MBPS.into(),
                 unit: "MB/s".into(),
                 higher_is_better: true,
                 description: "file size / curl's total time (MB = 10^6 bytes)".into(),
             },
             MetricSpec {
-                name: "relay_cpu_s_per_GB".into(),
+                name: metric::RELAY_CPU_S_PER_GB.into(),
                 unit: "s/GB".into(),
                 higher_is_better: false,
                 description: "CPU seconds of all relays together per GB moved (none for direct)".into(),
             },
             MetricSpec {
-                name: "first_byte_s".into(),
+                name: metric::FIRST_BYTE_S.into(),
                 unit: "s".into(),
                 higher_is_better: false,
                 description: "curl's time to the first byte: setup through the chain (HTTP only)".into(),
             },
             MetricSpec {
-                name: "seconds".into(),
+                name: metric::SECONDS.into(),
                 unit: "s".into(),
                 higher_is_better: false,
                 description: "curl's total time for the file".into(),
@@ -260,7 +269,7 @@ impl Scenario for Split {
         let mut put = |variant: String, value: f64, what: &str| {
             v.push(Published {
                 variant,
-                metric: "throughput_MBps".into(),
+                metric: metric::THROUGHPUT_MBPS.into(),
                 value,
                 source: format!("{SOURCE} ({what})"),
             })
@@ -662,7 +671,7 @@ impl Testbed for SplitBed {
             let r = self.raw_transfer(net, ctx.seed);
             if !daemons.is_empty() {
                 let cpu: f64 = daemons.iter().map(Daemon::cpu_s).sum();
-                ctx.metric("relay_cpu_s_per_GB", cpu / (self.size as f64 / 1e9));
+                ctx.metric(metric::RELAY_CPU_S_PER_GB, cpu / (self.size as f64 / 1e9));
             }
             drop(recv.stop());
             for d in daemons.iter_mut().rev() {
@@ -694,7 +703,7 @@ impl Testbed for SplitBed {
         let mbps = self.download(net, &chain);
         let mbps = match mbps {
             Ok((x, first)) => {
-                ctx.metric("first_byte_s", first);
+                ctx.metric(metric::FIRST_BYTE_S, first);
                 x
             }
             Err(e) => {
@@ -706,7 +715,7 @@ impl Testbed for SplitBed {
         // daemons[0] is nginx, the rest are relays.
         if daemons.len() > 1 {
             let cpu: f64 = daemons.iter().skip(1).map(Daemon::cpu_s).sum();
-            ctx.metric("relay_cpu_s_per_GB", cpu / (self.size as f64 / 1e9));
+            ctx.metric(metric::RELAY_CPU_S_PER_GB, cpu / (self.size as f64 / 1e9));
         }
         for d in daemons.iter_mut().rev() {
             d.stop();
@@ -733,8 +742,8 @@ impl SplitBed {
     }
 
     fn record(&mut self, ctx: &mut RunCtx<'_>, chain: &Chain, mbps: f64) -> Result<()> {
-        ctx.metric("throughput_MBps", mbps);
-        ctx.metric("seconds", self.size as f64 / 1e6 / mbps);
+        ctx.metric(metric::THROUGHPUT_MBPS, mbps);
+        ctx.metric(metric::SECONDS, self.size as f64 / 1e6 / mbps);
         self.results.entry(ctx.variant.clone()).or_default().push(mbps);
         self.plot_line(ctx, chain)?;
         if self.order.last() == Some(&ctx.variant) {
@@ -749,8 +758,8 @@ pub(crate) const CLAIMS: &[Claim] = &[
     Claim {
         text: "5 segments through tcpaccel relays give 4.5× direct throughput",
         measure: Measure::Ratio {
-            num: ("tcpaccel/5", "throughput_MBps"),
-            den: ("direct", "throughput_MBps"),
+            num: ("tcpaccel/5", metric::THROUGHPUT_MBPS),
+            den: ("direct", metric::THROUGHPUT_MBPS),
         },
         goal: Goal::AtLeast(4.5),
         goal_source: GOAL_BENCH,
@@ -760,8 +769,8 @@ pub(crate) const CLAIMS: &[Claim] = &[
     Claim {
         text: "tcpaccel relays at least match Dante at 5 segments",
         measure: Measure::Ratio {
-            num: ("tcpaccel/5", "throughput_MBps"),
-            den: ("dante/5", "throughput_MBps"),
+            num: ("tcpaccel/5", metric::THROUGHPUT_MBPS),
+            den: ("dante/5", metric::THROUGHPUT_MBPS),
         },
         goal: Goal::AtLeast(1.0),
         goal_source: GOAL_BENCH,
@@ -771,8 +780,8 @@ pub(crate) const CLAIMS: &[Claim] = &[
     Claim {
         text: "An equal split beats a 40/10 split (tcpaccel, 2 segments)",
         measure: Measure::Ratio {
-            num: ("tcpaccel/25-25", "throughput_MBps"),
-            den: ("tcpaccel/40-10", "throughput_MBps"),
+            num: ("tcpaccel/25-25", metric::THROUGHPUT_MBPS),
+            den: ("tcpaccel/40-10", metric::THROUGHPUT_MBPS),
         },
         goal: Goal::Above(1.0),
         goal_source: GOAL_DIRECTION,
