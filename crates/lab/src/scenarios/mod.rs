@@ -193,6 +193,26 @@ mod tests {
         bad
     }
 
+    /// No source file of the lab passes 1000 lines (a file that grows
+    /// past it becomes a folder, as `split/` and `lanes/` did).
+    #[test]
+    fn no_lab_source_file_is_over_1000_lines() {
+        const MAX: usize = 1000;
+        let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+        let mut files = Vec::new();
+        rust_files(&root.join("src"), &mut files);
+        rust_files(&root.join("tests"), &mut files);
+        assert!(files.len() > 50, "found only {} files under {}", files.len(), root.display());
+        let long: Vec<String> = files
+            .iter()
+            .filter_map(|f| {
+                let n = std::fs::read_to_string(f).unwrap().lines().count();
+                (n > MAX).then(|| format!("{} ({n} lines)", f.strip_prefix(root).unwrap_or(f).display()))
+            })
+            .collect();
+        assert!(long.is_empty(), "lab source files over {MAX} lines; split them: {long:?}");
+    }
+
     #[test]
     fn the_lint_sees_each_way_of_naming_another_scenario() {
         let m: Vec<String> = ["demo", "pacing", "lanes"].map(String::from).to_vec();
