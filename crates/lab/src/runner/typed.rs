@@ -12,7 +12,10 @@
 //! the string is read as that.
 
 use serde::de::{self, DeserializeSeed, IntoDeserializer, MapAccess, Visitor};
-use std::collections::btree_map;
+use std::collections::{btree_map, BTreeSet};
+use std::time::Duration;
+use tcpaccel_core::scale::{Dilation, Quantity, Rule, ScaleError};
+use tcpaccel_core::units::{Bytes, Rate};
 
 use super::scenario::{ParamSpec, Params};
 
@@ -68,6 +71,181 @@ macro_rules! scenario_params {
 }
 pub(crate) use scenario_params;
 
+/// A parameters struct whose every field follows the time dilation D by
+/// a declared [`Rule`] (the lanes scenarios'), declared by
+/// [`scaled_params!`].
+pub trait ScaledParams: ScenarioParams + Sized {
+    /// Each field's key and rule, in the order declared.
+    fn rules() -> Vec<(&'static str, Rule)>;
+    /// The struct in the dilated run: every field through its rule
+    /// (times × D, rates and per-time coefficients ÷ D, the rest as given).
+    fn dilated(&self, d: Dilation) -> Result<Self, TypedError>;
+    /// Each field's value as quantities (one per entry of a list).
+    fn quantities(&self) -> Vec<(&'static str, Vec<Quantity>)>;
+}
+
+/// [`scenario_params!`] with a scaling rule per field, in brackets after
+/// its type (`rate: Rate [Rate] = "100mbit" => "…"`): the struct also
+/// implements [`ScaledParams`], so a value is scaled by the rule declared
+/// beside it and nowhere else.
+macro_rules! scaled_params {
+    (
+        $(#[$sattr:meta])*
+        $vis:vis struct $name:ident {
+            $(
+                $(#[$fattr:meta])*
+                $field:ident : $ty:ty [$rule:ident] = $default:expr => $doc:literal
+            ),* $(,)?
+        }
+    ) => {
+        $crate::runner::typed::scenario_params! {
+            $(#[$sattr])*
+            $vis struct $name {
+                $( $(#[$fattr])* $field : $ty = $default => $doc ),*
+            }
+        }
+        impl $crate::runner::typed::ScaledParams for $name {
+            fn rules() -> Vec<(&'static str, tcpaccel_core::scale::Rule)> {
+                vec![$((stringify!($field), tcpaccel_core::scale::Rule::$rule)),*]
+            }
+            fn dilated(
+                &self,
+                d: tcpaccel_core::scale::Dilation,
+            ) -> Result<Self, $crate::runner::typed::TypedError> {
+                Ok($name {
+                    $($field: $crate::runner::typed::Dilate::dilate(
+                        &self.$field,
+                        tcpaccel_core::scale::Rule::$rule,
+                        d,
+                    )
+                    .map_err(|e| $crate::runner::typed::TypedError::scaling(stringify!($field), d, e))?,)*
+                })
+            }
+            fn quantities(&self) -> Vec<(&'static str, Vec<tcpaccel_core::scale::Quantity>)> {
+                vec![$((stringify!($field), $crate::runner::typed::Dilate::quantities(&self.$field))),*]
+            }
+        }
+    };
+}
+pub(crate) use scaled_params;
+
+/// A field's value under a scaling [`Rule`]: through
+/// [`Quantity::dilate`], so a rule that does not fit the value's type (a
+/// rate declared as a time) is an error.
+pub trait Dilate: Sized {
+    fn dilate(&self, rule: Rule, d: Dilation) -> Result<Self, ScaleError>;
+    fn quantities(&self) -> Vec<Quantity>;
+}
+
+/// A type read as one [`Quantity`] and back.
+macro_rules! dilate_as {
+    ($ty:ty, $q:ident, $to:expr, $from:expr) => {
+        impl Dilate for $ty {
+            fn dilate(&self, rule: Rule, d: Dilation) -> Result<Self, ScaleError> {
+                let to: fn(&$ty) -> Quantity = $to;
+                let from: fn(Quantity) -> Option<$ty> = $from;
+                let kind = to(self);
+                from(kind.dilate(rule, d)?)
+                    .ok_or(ScaleError::Mismatch { rule: rule.name(), kind: stringify!($q) })
+            }
+            fn quantities(&self) -> Vec<Quantity> {
+                let to: fn(&$ty) -> Quantity = $to;
+                vec![to(self)]
+            }
+        }
+    };
+}
+
+dilate_as!(Duration, Time, |t| Quantity::Time(*t), |q| match q {
+    Quantity::Time(t) => Some(t),
+    _ => None,
+});
+dilate_as!(Rate, Rate, |r| Quantity::Rate(*r), |q| match q {
+    Quantity::Rate(r) => Some(r),
+    _ => None,
+});
+dilate_as!(Bytes, Bytes, |b| Quantity::Bytes(*b), |q| match q {
+    Quantity::Bytes(b) => Some(b),
+    _ => None,
+});
+dilate_as!(f64, Number, |x| Quantity::Number(*x), |q| match q {
+    Quantity::Number(x) => Some(x),
+    _ => None,
+});
+dilate_as!(u32, Count, |n| Quantity::Count(u64::from(*n)), |q| match q {
+    Quantity::Count(n) => u32::try_from(n).ok(),
+    _ => None,
+});
+dilate_as!(Dilation, Count, |d| Quantity::Count(u64::from(d.get())), |q| match q {
+    Quantity::Count(n) => u32::try_from(n).ok().and_then(|n| Dilation::new(n).ok()),
+    _ => None,
+});
+
+/// A list: each entry by the rule.
+impl<T: Dilate> Dilate for Vec<T> {
+    fn dilate(&self, rule: Rule, d: Dilation) -> Result<Self, ScaleError> {
+        self.iter().map(|x| x.dilate(rule, d)).collect()
+    }
+    fn quantities(&self) -> Vec<Quantity> {
+        self.iter().flat_map(Dilate::quantities).collect()
+    }
+}
+
+/// Choices and names (`Rule::Choice` only): D leaves them as they are.
+macro_rules! dilate_choice {
+    ($($ty:ty),* $(,)?) => {$(
+        impl $crate::runner::typed::Dilate for $ty {
+            fn dilate(
+                &self,
+                rule: tcpaccel_core::scale::Rule,
+                d: tcpaccel_core::scale::Dilation,
+            ) -> Result<Self, tcpaccel_core::scale::ScaleError> {
+                let _ = d;
+                match rule {
+                    tcpaccel_core::scale::Rule::Choice => Ok(self.clone()),
+                    _ => Err(tcpaccel_core::scale::ScaleError::Mismatch { rule: rule.name(), kind: "a choice" }),
+                }
+            }
+            fn quantities(&self) -> Vec<tcpaccel_core::scale::Quantity> {
+                vec![tcpaccel_core::scale::Quantity::Text(format!("{self:?}"))]
+            }
+        }
+    )*};
+}
+pub(crate) use dilate_choice;
+
+dilate_choice!(String, bool);
+
+/// Reads a scenario's parameters declared as several structs (the lanes
+/// scenarios' shared ones and each scenario's own): each struct takes its
+/// keys out of the resolved map, and a key none took is refused.
+pub struct Groups<'a> {
+    params: &'a Params,
+    left: BTreeSet<&'a str>,
+}
+
+impl<'a> Groups<'a> {
+    pub fn new(params: &'a Params) -> Groups<'a> {
+        Groups { params, left: params.0.keys().map(String::as_str).collect() }
+    }
+
+    /// The struct `G` from its keys.
+    pub fn take<G: ScenarioParams>(&mut self) -> Result<G, TypedError> {
+        let keys: Vec<&str> = G::specs().iter().map(|s| s.key).collect();
+        self.left.retain(|k| !keys.contains(k));
+        let part = self.params.0.iter().filter(|(k, _)| keys.contains(&k.as_str()));
+        Params(part.map(|(k, v)| (k.clone(), v.clone())).collect()).typed()
+    }
+
+    /// Refuses a key no struct took.
+    pub fn finish(self) -> Result<(), TypedError> {
+        match self.left.first() {
+            Some(k) => Err(TypedError(format!("unknown field `{k}`"))),
+            None => Ok(()),
+        }
+    }
+}
+
 /// Checks a comma-separated choice (`variants=a,b`) read into `items`
 /// against `valid`; the error names the key, the value and the valid entries.
 pub fn choices(key: &str, items: &[String], valid: &[&str]) -> Result<(), TypedError> {
@@ -117,6 +295,13 @@ impl AutoCount {
 #[derive(Debug, thiserror::Error, PartialEq)]
 #[error("{0}")]
 pub struct TypedError(String);
+
+impl TypedError {
+    /// A value that `d` cannot scale by its rule.
+    pub fn scaling(key: &str, d: Dilation, e: ScaleError) -> TypedError {
+        TypedError(format!("parameter {key}: scaling by D = {d}: {e}"))
+    }
+}
 
 impl de::Error for TypedError {
     fn custom<T: std::fmt::Display>(msg: T) -> Self {
@@ -235,8 +420,12 @@ impl<'de> de::Deserializer<'de> for Text<'_> {
         seq.end()?;
         Ok(out)
     }
+    /// A value that is there (an `Option` field's key was given).
+    fn deserialize_option<V: Visitor<'de>>(self, v: V) -> Result<V::Value, TypedError> {
+        v.visit_some(self)
+    }
     serde::forward_to_deserialize_any! {
-        i8 i16 i32 char str string bytes byte_buf option unit unit_struct newtype_struct tuple
+        i8 i16 i32 char str string bytes byte_buf unit unit_struct newtype_struct tuple
         tuple_struct map struct identifier ignored_any
     }
 }

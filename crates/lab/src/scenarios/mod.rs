@@ -224,13 +224,6 @@ mod tests {
         assert!(foreign("use crate::testbeds::dumbbell::bulk;", "idle", true, &m).is_empty());
     }
 
-    /// Scenarios that still read their parameters from the string map
-    /// (the lanes scenarios' knobs): every other scenario reads one typed
-    /// struct, checked when resolved.
-    fn typed(s: &dyn crate::runner::scenario::Scenario) -> bool {
-        !s.name().starts_with("lanes-")
-    }
-
     /// What `lab list --json` prints as each scenario's parameters (the
     /// `params` array, `Scenario::params` serialized as the CLI does) is
     /// what the scenario reads: every default given back as `--set`
@@ -267,14 +260,12 @@ mod tests {
             assert!(!v.is_empty(), "{}", s.name());
             s.estimate(&p, c.dilation).unwrap_or_else(|e| panic!("{} estimate: {e:#}", s.name()));
             s.notes(&p).unwrap_or_else(|e| panic!("{} notes: {e:#}", s.name()));
-            if typed(s.as_ref()) {
-                typed_names.push(s.name());
-                // A key the struct does not have is refused by it, not only by the listed keys.
-                let mut extra = p.clone();
-                extra.0.insert("colour".into(), "red".into());
-                let e = s.check_params(&extra).expect_err(s.name()).to_string();
-                assert!(e.contains("unknown field `colour`"), "{}: {e}", s.name());
-            }
+            typed_names.push(s.name());
+            // A key the struct does not have is refused by it, not only by the listed keys.
+            let mut extra = p.clone();
+            extra.0.insert("colour".into(), "red".into());
+            let e = s.check_params(&extra).expect_err(s.name()).to_string();
+            assert!(e.contains("unknown field `colour`"), "{}: {e}", s.name());
         }
         for name in [
             "demo",
@@ -288,6 +279,11 @@ mod tests {
             "pacing-web",
             "idle",
             "gather",
+            "lanes-basic",
+            "lanes-buildup",
+            "lanes-websearch",
+            "lanes-datamining",
+            "lanes-params",
         ] {
             assert!(typed_names.contains(&name), "{name} reads a typed struct: {typed_names:?}");
         }
@@ -305,10 +301,19 @@ mod tests {
     fn a_bad_value_is_refused_naming_the_key_and_the_accepted_form() {
         use crate::runner::scenario::resolve_params;
         // Free text, where any value is one: congestion control names and a log filter.
-        const TEXT: [(&str, &str); 3] = [("idle", "cc"), ("gather", "cc"), ("split", "relay_log")];
+        const TEXT: [(&str, &str); 8] = [
+            ("idle", "cc"),
+            ("gather", "cc"),
+            ("split", "relay_log"),
+            ("lanes-basic", "cc"),
+            ("lanes-buildup", "cc"),
+            ("lanes-websearch", "cc"),
+            ("lanes-datamining", "cc"),
+            ("lanes-params", "cc"),
+        ];
         let bad = "%bad%";
         let mut refused = 0;
-        for s in super::all().into_iter().filter(|s| typed(s.as_ref())) {
+        for s in super::all() {
             for spec in s.params() {
                 match resolve_params(s.as_ref(), false, &[(spec.key.to_string(), bad.to_string())]) {
                     Ok(_) => {

@@ -41,8 +41,9 @@ use tcpaccel_core::workload::HostId;
 use tcpaccel_net::{Cidr, EndSpec, LinkSpec, Network, NodeSpec, RouteTo, Topology, TopologyBuilder};
 use tcpaccel_sys::route::{Route4, TABLE_MAIN};
 
-/// The topology of each fabric.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// The topology of each fabric; a parameter by its name ([`Shape::NAMES`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Deserialize)]
+#[serde(try_from = "String")]
 pub enum Shape {
     /// Two tiers: `hosts_per_leaf` hosts per leaf, `spines` spines, the
     /// spine of a destination fixed by the destination host.
@@ -50,6 +51,13 @@ pub enum Shape {
     /// The thesis's k = 4 FatTree with ECMP ([`crate::testbeds::fattree`]);
     /// `hosts_per_leaf` and `spines` do not apply.
     FatTree,
+}
+
+impl TryFrom<String> for Shape {
+    type Error = String;
+    fn try_from(s: String) -> std::result::Result<Shape, String> {
+        Shape::parse(&s).map_err(|_| format!("expected one of: {}", Shape::NAMES.join(", ")))
+    }
 }
 
 impl Shape {

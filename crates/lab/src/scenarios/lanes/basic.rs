@@ -12,15 +12,35 @@ use anyhow::{bail, Result};
 use tcpaccel_core::scale::Dilation;
 use tcpaccel_core::workload::{Flow, FlowClass};
 
-use super::knobs::{redeclare, specs, Param};
-use super::{common_params, estimate_scaled, prepare_bed, put, run_policy, Bed, Experiment, POLICIES};
+use super::{
+    check_variants, estimate_scaled, lanes_specs, prepare_bed, put, run_policy, scaled_params, Bed, Common,
+    Experiment, Groups, ScaledParams, ScenarioParams, POLICIES,
+};
 use crate::runner::claims::{Claim, Figure, Goal, Measure, GOAL_DIRECTION};
 use crate::runner::records::MetricSpec;
 use crate::runner::scenario::{ParamSpec, Params, RunConfig, RunCtx, Scenario, Testbed};
 use crate::testbeds::fabric::FabricSpec;
-use tcpaccel_core::scale::Rule;
 
 pub struct LanesBasic;
+
+scaled_params! {
+    /// `lanes-basic`'s own parameters (beside [`Common`]).
+    pub(super) struct BasicParams {
+        #[serde(with = "tcpaccel_core::units::serde_duration")]
+        duration: Duration [Time] = "3s" => "length of the transfer",
+    }
+}
+
+impl LanesBasic {
+    /// The shared and own parameters, as resolved, the variants checked.
+    fn read(p: &Params) -> Result<(Common, BasicParams)> {
+        let mut g = Groups::new(p);
+        let (c, own) = (g.take::<Common>()?, g.take::<BasicParams>()?);
+        g.finish()?;
+        check_variants(&c, &POLICIES)?;
+        Ok((c, own))
+    }
+}
 
 impl Scenario for LanesBasic {
     fn name(&self) -> &'static str {
@@ -34,7 +54,17 @@ impl Scenario for LanesBasic {
          each policy; per-lane throughput over time from h0's interface counters."
     }
     fn params(&self) -> Vec<ParamSpec> {
-        specs(&self.declared())
+        lanes_specs(
+            &[Common::specs(), BasicParams::specs()],
+            &[
+                ("variants", "mptcp,repflow,deadline,link-cost", Some("policies to compare")),
+                ("hosts", "2", None),
+                ("fabrics", "3", None),
+            ],
+        )
+    }
+    fn check_params(&self, p: &Params) -> Result<()> {
+        Self::read(p).map(drop)
     }
     fn quick(&self) -> Vec<(&'static str, &'static str)> {
         vec![("duration", "2s"), ("rate", "50mbit")]
@@ -43,7 +73,7 @@ impl Scenario for LanesBasic {
         1
     }
     fn variants(&self, p: &Params) -> Result<Vec<String>> {
-        p.choice("variants", &POLICIES)
+        Ok(Self::read(p)?.0.variants)
     }
     fn metrics(&self) -> Vec<MetricSpec> {
         vec![
@@ -80,27 +110,22 @@ impl Scenario for LanesBasic {
         super::scaled(p)
     }
     fn estimate(&self, p: &Params, d: Dilation) -> Result<Duration> {
-        Ok(estimate_scaled(d, p.duration("duration")? + Duration::from_secs(3)))
+        Ok(estimate_scaled(d, Self::read(p)?.1.duration + Duration::from_secs(3)))
     }
     fn prepare(&self, p: &Params, config: &RunConfig, _dir: &Path) -> Result<Box<dyn Testbed>> {
-        prepare_bed(p, config.dilation, &self.declared(), LanesBasic, true)
+        let (c, own) = Self::read(p)?;
+        prepare_bed(&c, config.dilation, BasicRun(own.dilated(config.dilation)?))
     }
 }
 
-impl LanesBasic {
-    pub(super) fn declared(&self) -> Vec<Param> {
-        let mut v = common_params("3", "2", "100mbit");
-        redeclare(&mut v, "variants", "mptcp,repflow,deadline,link-cost", "policies to compare");
-        v.push(Param::new("duration", "3s", Rule::Time, "length of the transfer"));
-        v
-    }
-}
+/// The experiment, with its own parameters dilated.
+struct BasicRun(BasicParams);
 
-impl Experiment for LanesBasic {
+impl Experiment for BasicRun {
     /// One long transfer h0 → h1; throughput per lane over time.
     fn run(&self, bed: &Bed, ctx: &mut RunCtx<'_>) -> Result<()> {
-        let duration = bed.params.time("duration")?;
-        let d = bed.params.d();
+        let duration = self.0.duration;
+        let d = bed.d;
         let flows = vec![Flow {
             id: 0,
             start: tcpaccel_core::Instant::ZERO,
@@ -117,10 +142,9 @@ impl Experiment for LanesBasic {
         let fabrics = bed.fab.spec.fabrics as usize;
         let lanes = spec.policy.is_some();
         // A daemon's switch is timed against the counters: sample fast then.
-        let every =
-            if lanes { Duration::from_micros(100) } else { bed.params.wall(Duration::from_millis(100)) };
+        let every = if lanes { Duration::from_micros(100) } else { bed.wall(Duration::from_millis(100)) };
         if lanes {
-            let rtt = ll_rtt_ms(&ns, fabrics, bed.params.wall(Duration::from_secs(1)))?;
+            let rtt = ll_rtt_ms(&ns, fabrics, bed.wall(Duration::from_secs(1)))?;
             put(ctx, "ll_rtt_ms".into(), d.ms_to_experiment(rtt));
         }
         let sampler = TxSampler::start(&ns, fabrics, every)?;
@@ -134,8 +158,7 @@ impl Experiment for LanesBasic {
                 put(ctx, "switch_latency_resolution_ms".into(), res_ms);
             }
         }
-        let step =
-            (bed.params.wall(Duration::from_millis(100)).as_nanos() / every.as_nanos()).max(1) as usize;
+        let step = (bed.wall(Duration::from_millis(100)).as_nanos() / every.as_nanos()).max(1) as usize;
         let coarse: Vec<&TxPoint> = points.iter().step_by(step).collect();
         for w in coarse.windows(2) {
             let (t0, _, a) = w[0];

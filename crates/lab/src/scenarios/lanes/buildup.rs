@@ -8,18 +8,49 @@ use std::time::Duration;
 use anyhow::{Context, Result};
 use tcpaccel_core::scale::Dilation;
 
-use super::knobs::{specs, Param};
 use super::{
-    common_params, estimate_scaled, prepare_bed, put, record_outcome, run_policy, sample, Bed, Experiment,
+    check_variants, estimate_scaled, lanes_specs, non_empty, prepare_bed, put, record_outcome, run_policy,
+    sample, scaled_params, Bed, Common, Drain, Experiment, Groups, ScaledParams, ScenarioParams, Warmup,
+    POLICIES,
 };
-use super::{drain_param, warmup_param, POLICIES};
 use crate::engines::workloads::{self as workload, Hosts};
 use crate::runner::claims::{Claim, Goal, Measure, GOAL_BENCH};
 use crate::runner::records::MetricSpec;
 use crate::runner::scenario::{ParamSpec, Params, RunConfig, RunCtx, Scenario, Testbed};
-use tcpaccel_core::scale::Rule;
 
 pub struct LanesBuildup;
+
+scaled_params! {
+    /// `lanes-buildup`'s own parameters (beside [`Common`], [`Drain`] and [`Warmup`]).
+    pub(super) struct BuildupParams {
+        #[serde(with = "tcpaccel_core::units::serde_duration")]
+        short_gap: Duration [Time] = "200ms"
+            => "mean gap between the 64 KB flows to each front-end host, Poisson (the thesis: 200 ms)",
+        senders: Vec<u32> [Count] = "1,2,4,6" => "long-flow sender counts to run",
+        #[serde(with = "tcpaccel_core::units::serde_duration")]
+        duration: Duration [Time] = "10s" => "arrivals window per sender count",
+    }
+}
+
+/// Every parameter of `lanes-buildup`, as resolved (experiment units).
+struct Read {
+    common: Common,
+    own: BuildupParams,
+    drain: Drain,
+    warmup: Warmup,
+}
+
+impl LanesBuildup {
+    /// The parameters as resolved, the variants and sender counts checked.
+    fn read(p: &Params) -> Result<Read> {
+        let mut g = Groups::new(p);
+        let r = Read { common: g.take()?, own: g.take()?, drain: g.take()?, warmup: g.take()? };
+        g.finish()?;
+        check_variants(&r.common, &POLICIES)?;
+        non_empty("senders", &r.own.senders)?;
+        Ok(r)
+    }
+}
 
 impl Scenario for LanesBuildup {
     fn name(&self) -> &'static str {
@@ -35,7 +66,10 @@ impl Scenario for LanesBuildup {
          against the number of long senders."
     }
     fn params(&self) -> Vec<ParamSpec> {
-        specs(&self.declared())
+        lanes_specs(&[Common::specs(), BuildupParams::specs(), Drain::specs(), Warmup::specs()], &[])
+    }
+    fn check_params(&self, p: &Params) -> Result<()> {
+        Self::read(p).map(drop)
     }
     fn quick(&self) -> Vec<(&'static str, &'static str)> {
         vec![("senders", "1,4"), ("duration", "3s"), ("variants", "mptcp,link-cost")]
@@ -44,7 +78,7 @@ impl Scenario for LanesBuildup {
         1
     }
     fn variants(&self, p: &Params) -> Result<Vec<String>> {
-        p.choice("variants", &POLICIES)
+        Ok(Self::read(p)?.common.variants)
     }
     fn metrics(&self) -> Vec<MetricSpec> {
         vec![MetricSpec::new(
@@ -61,50 +95,42 @@ impl Scenario for LanesBuildup {
         super::scaled(p)
     }
     fn estimate(&self, p: &Params, d: Dilation) -> Result<Duration> {
-        let n = p.list("senders").map(|l| l.len())? as u32;
+        let r = Self::read(p)?;
+        let n = r.own.senders.len() as u32;
         Ok(estimate_scaled(
             d,
-            (p.duration("warmup")? + p.duration("duration")? + p.duration("drain")? + Duration::from_secs(1))
-                * n,
+            (r.warmup.warmup + r.own.duration + r.drain.drain + Duration::from_secs(1)) * n,
         ))
     }
     fn prepare(&self, p: &Params, config: &RunConfig, _dir: &Path) -> Result<Box<dyn Testbed>> {
-        prepare_bed(p, config.dilation, &self.declared(), LanesBuildup, true)
+        let r = Self::read(p)?;
+        let d = config.dilation;
+        let run =
+            BuildupRun { own: r.own.dilated(d)?, drain: r.drain.dilated(d)?, warmup: r.warmup.dilated(d)? };
+        prepare_bed(&r.common, d, run)
     }
 }
 
-impl LanesBuildup {
-    pub(super) fn declared(&self) -> Vec<Param> {
-        let mut v = common_params("2", "8", "100mbit");
-        v.push(Param::new(
-            "short_gap",
-            "200ms",
-            Rule::Time,
-            "mean gap between the 64 KB flows to each front-end host, Poisson (the thesis: 200 ms)",
-        ));
-        v.push(Param::new("senders", "1,2,4,6", Rule::Count, "long-flow sender counts to run"));
-        v.push(Param::new("duration", "10s", Rule::Time, "arrivals window per sender count"));
-        v.push(drain_param());
-        v.push(warmup_param());
-        v
-    }
+/// The experiment, with its own parameters dilated.
+struct BuildupRun {
+    own: BuildupParams,
+    drain: Drain,
+    warmup: Warmup,
 }
 
-impl Experiment for LanesBuildup {
+impl Experiment for BuildupRun {
     /// 64 KB short flows to front-ends while 1..N hosts send long flows to back-ends.
     fn run(&self, bed: &Bed, ctx: &mut RunCtx<'_>) -> Result<()> {
-        let duration = bed.params.time("duration")?;
-        let drain = bed.params.time("drain")?;
-        let warmup = bed.params.time("warmup")?;
-        let gap = bed.params.time("short_gap")?;
-        let senders: Vec<u32> = bed.params.numbers("senders")?;
-        let d = bed.params.d();
+        let (duration, drain, warmup) = (self.own.duration, self.drain.drain, self.warmup.warmup);
+        let gap = self.own.short_gap;
+        let senders = &self.own.senders;
+        let d = bed.d;
         let hosts = Hosts::quarter_back(bed.fab.spec.hosts);
         let variant = ctx.variant.clone();
         let dir = ctx.dir.to_path_buf();
         let origin = tcpaccel_core::Instant::ZERO;
         let mut p95s = Vec::new();
-        for &n in &senders {
+        for &n in senders {
             let wl = workload::queue_buildup(ctx.seed ^ u64::from(n), origin, &hosts, n, 1 << 40, gap)
                 .context("the queue-buildup workload")?;
             let flows = workload::hold_short(wl.until(origin + duration), warmup);

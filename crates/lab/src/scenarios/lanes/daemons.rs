@@ -16,6 +16,7 @@ use tcpaccel_lanes::config::{BackupsAt, ConfigFile, SignalSource};
 use tcpaccel_lanes::probe::thread_cpu_s;
 use tcpaccel_lanes::record::{DecisionAction, Record};
 
+use super::knobs::Listen;
 use crate::testbeds::fabric::{Fabric, FabricSpec};
 
 /// The switching policy a daemon runs, typed as the daemon's own
@@ -39,9 +40,10 @@ pub struct PolicyParams {
 }
 
 impl PolicyParams {
-    /// The daemon policy of a variant: `size-link-cost` is the link-cost
-    /// policy plus the size threshold.
-    pub(super) fn from(p: &super::Knobs, variant: &str) -> Result<PolicyParams> {
+    /// The daemon policy of a variant from the shared parameters `p`
+    /// (dilated): `size-link-cost` is the link-cost policy plus the size
+    /// threshold.
+    pub(super) fn from(p: &super::Common, variant: &str) -> Result<PolicyParams> {
         let (kind, size) = match variant {
             "deadline" => (Policy::Deadline, false),
             "link-cost" => (Policy::LinkCost, false),
@@ -49,30 +51,20 @@ impl PolicyParams {
             "size-link-cost" => (Policy::LinkCost, true),
             other => bail!("{other:?} is not a lanes policy; valid: {}", super::LANES_POLICIES.join(", ")),
         };
-        let metrics = match p.text("metrics")? {
-            "off" | "" => None,
-            a => Some(tcpaccel_metrics::parse_listen(a)?),
-        };
         Ok(PolicyParams {
-            metrics,
-            size_threshold: if size { Some(p.bytes("size_threshold")?) } else { None },
+            metrics: match p.metrics {
+                Listen::Off => None,
+                Listen::At(a) => Some(a),
+            },
+            size_threshold: if size { Some(p.size_threshold) } else { None },
             kind,
-            t_deadline: p.time("t_deadline")?,
-            alpha: p.number("alpha")?,
-            gamma: p.per_time("gamma")?,
-            nu_unit: p.time("nu_unit")?,
-            sample_interval: p.time("sample_interval")?,
-            signals: match p.choice("signals", &["auto", "bpf", "diag"])?.as_slice() {
-                [one] if one == "bpf" => SignalSource::Bpf,
-                [one] if one == "diag" => SignalSource::Diag,
-                [_auto] => SignalSource::Auto,
-                _ => bail!("signals: exactly one of auto, bpf, diag"),
-            },
-            backups: match p.choice("backups", &["prepare", "established"])?.as_slice() {
-                [one] if one == "established" => BackupsAt::Established,
-                [_prepare] => BackupsAt::Prepare,
-                _ => bail!("backups: exactly one of prepare, established"),
-            },
+            t_deadline: p.t_deadline,
+            alpha: p.alpha,
+            gamma: p.gamma,
+            nu_unit: p.nu_unit,
+            sample_interval: p.sample_interval,
+            signals: p.signals,
+            backups: p.backups,
         })
     }
 }

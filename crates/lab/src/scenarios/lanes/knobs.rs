@@ -1,286 +1,189 @@
-//! The lanes scenarios' parameters with their scaling rules, and the typed
-//! reading of them at a scale factor D (`--set scale=D`, issue 25).
+//! The lanes scenarios' parameters: typed structs declared with
+//! [`scaled_params!`], each field with its default, its doc and the rule by
+//! which it follows the scale factor D (`--set scale=D`, issue 25).
 //!
-//! Every parameter is declared as a [`Param`], which cannot be built
-//! without a [`Rule`]; [`Knobs`] reads a value through the getter of its
-//! rule only (a time through [`Knobs::time`], which multiplies by D), so a
-//! time cannot be read unscaled by mistake nor a count scaled. Constants of
-//! the experiments that are times (drain, fill, timeouts) go through
-//! [`Knobs::wall`].
+//! Every lanes scenario reads [`Common`] and its own structs from the
+//! resolved map ([`Groups`]), then scales them by D once
+//! ([`ScaledParams::dilated`]): an experiment holds only the dilated
+//! values, so a time cannot be read unscaled by mistake nor a count
+//! scaled. Constants of the experiments that are times (drain, fill,
+//! timeouts) go through [`super::Bed::wall`]. A scenario that differs from
+//! the shared default of a key says so in [`lanes_specs`]'s list.
 
-use std::collections::BTreeMap;
 use std::time::Duration;
 
-use anyhow::{bail, Context, Result};
-use tcpaccel_core::scale::{Dilation, Quantity, Rule};
+use tcpaccel_core::scale::Dilation;
 use tcpaccel_core::units::{Bytes, Rate};
+use tcpaccel_lanes::config::{BackupsAt, SignalSource};
 
+use super::DEFAULT_POLICIES;
 use crate::runner::scenario::{ParamSpec, Params};
+use crate::runner::typed::{dilate_choice, scaled_params, Groups, TypedError};
+use crate::testbeds::fabric::Shape;
 
 /// The key of D.
 pub(super) const SCALE_KEY: &str = "scale";
 
-/// A declared parameter: its spec (key, default, doc) and its scaling rule.
-#[derive(Debug, Clone)]
-pub(super) struct Param {
-    pub(super) spec: ParamSpec,
-    pub(super) rule: Rule,
-}
-
-impl Param {
-    pub(super) fn new(key: &'static str, default: impl Into<String>, rule: Rule, doc: &'static str) -> Param {
-        Param { spec: ParamSpec::new(key, default, doc), rule }
+scaled_params! {
+    /// The parameters every lanes scenario shares.
+    pub(super) struct Common {
+        variants: Vec<String> [Choice] = DEFAULT_POLICIES.join(",")
+            => "policies to compare (mptcp, single, repflow, deadline, link-cost, size, size-link-cost; also sized, sized-rep)",
+        hosts: u32 [Count] = "8" => "hosts in the datacenter (a quarter are back-end hosts)",
+        fabrics: u32 [Count] = "2" => "fabrics = lanes: 1 SL + the rest LL",
+        topology: Shape [Choice] = "leaf-spine"
+            => "each fabric's shape: leaf-spine (hosts_per_leaf, spines; the spine fixed per destination) or fattree (the thesis's k = 4 FatTree, up to 16 hosts, ECMP by L4 hash on every switch)",
+        hosts_per_leaf: u32 [Count] = "4" => "leaf-spine: hosts under one leaf router",
+        spines: u32 [Count] = "2" => "leaf-spine: spine routers per fabric",
+        rate: Rate [Rate] = "100mbit"
+            => "rate of every link in experiment units, divided by scale (the thesis: 1 Gbit/s)",
+        buffer: Bytes [Bytes] = "128KB"
+            => "drop-tail queue of every link direction (the thesis: 128 KB); bytes do not scale",
+        bucket: Bytes [Bytes] = "3028B"
+            => "token bucket of every link direction's shaper (tbf burst; default two full frames, the least that leaves the shaper a frame's time of slack when its timer fires late); bytes, so the same at every D, where a bucket of 1 ms of the rate would shrink with D",
+        cc: String [Choice] = "reno" => "congestion control of every flow (the thesis: NewReno)",
+        #[serde(with = "tcpaccel_core::units::serde_duration")]
+        t_deadline: Duration [Time] = "300ms" => "lanes: switch deadline ([Lanes]: 300 ms)",
+        alpha: f64 [Unitless] = "1" => "lanes link-cost: α of eq. 5.7",
+        gamma: f64 [PerTime] = "1"
+            => "lanes link-cost: γ of eq. 5.7, per ms of t − t_deadline (divided by scale, so that the deadline term keeps its weight in experiment units)",
+        #[serde(with = "tcpaccel_core::units::serde_duration")]
+        nu_unit: Duration [Time] = "1ms"
+            => "lanes link-cost: the unit ν is counted in (1ms: queueing weighs little against the deadline term; 1us at the thesis's 1 Gbit/s, 10us at 100 Mbit/s: a congested SL is left at once)",
+        metrics: Listen [Choice] = "off"
+            => "serve every daemon's Prometheus metrics (label host) on this address while it runs, e.g. 9464",
+        size_threshold: Bytes [Bytes] = "100KB"
+            => "lanes size, size-link-cost: bytes after which a connection moves to LL (the short-flow class ends at 100 KB)",
+        signals: SignalSource [Choice] = "auto"
+            => "lanes: where each daemon's signals come from: bpf (per-ACK costs in a BPF program, an event only when a connection's decision changes), diag (sock_diag every sample_interval), auto (bpf where the policy and kernel allow, else diag with a warning)",
+        backups: BackupsAt [Choice] = "prepare"
+            => "lanes, BPF signals: when a connection's backup LL subflows open: prepare (at the program's signal, half the size threshold or of t_deadline) or established (every connection, at once)",
+        #[serde(with = "tcpaccel_core::units::serde_duration")]
+        sample_interval: Duration [Time] = "20ms"
+            => "lanes: how often each daemon reads sock_diag (every dump walks the TCP hash of all namespaces; the 3/4-1/4 cost smoothing then lags a rising cost by about 3 intervals)",
+        scale: Dilation [Factor] = "1"
+            => "time dilation D (issue 25): every rate divided by D, every time (delays, deadlines, ν unit, intervals, durations, timeouts, rto_min, rto_init) multiplied by D, bytes and counts unchanged; FCTs are recorded in wall time and in experiment units (÷ D)",
+        #[serde(with = "tcpaccel_core::units::serde_duration")]
+        rto_min: Duration [Time] = "200ms"
+            => "TCP's minimum RTO on every host route, in experiment units (Linux: 200 ms); set on the routes when the scaled value exceeds the kernel's 200 ms (the kernel honours a route's rto_min only above it)",
+        #[serde(with = "tcpaccel_core::units::serde_duration")]
+        rto_init: Duration [Time] = "1s"
+            => "TCP's initial RTO (SYN, SYN-ACK, data before the first RTT sample) on every host, in experiment units (Linux: 1 s, no sysctl or route knob); any other scaled value is set by a BPF sock_ops program for the hosts' namespaces (BPF_SOCK_OPS_TIMEOUT_INIT, whole 4 ms ticks at HZ 250, at most 120 s)",
+        delayed_ack: bool [Choice] = "on"
+            => "on: the hosts' TCP delays ACKs as Linux does (timer at least 40 ms, which D cannot scale); off: every segment acknowledged at once (quickack on the host routes), the same at every D",
+        initcwnd: u32 [Count] = "10"
+            => "TCP's initial window in segments on every host route (Linux: 10; the thesis: 12, §6.1); set with the route's initcwnd metric when not 10",
+        writes: WriteSize [Choice] = "bulk"
+            => "how senders write: bulk (64 KiB writes, TCP_NODELAY) or bulksend (512-byte writes with Nagle on, as ns-3's BulkSend application on DCE's Linux stack: its SendSize default, no TCP_NODELAY)",
+        capture: bool [Choice] = "off"
+            => "on: capture every host's interfaces during each run and record, per flow, the time from its first SYN to the ACK of its last data byte and to the ACK of its FIN as the sender's capture shows them (senders then close with a FIN after the data, as ns-3's BulkSend does, instead of a reset)",
+        tlp: bool [Choice] = "on"
+            => "on: tail loss probes as Linux sends them (2 RTTs plus 8 ms, or plus 200 ms with one segment out, which D cannot scale); off: net.ipv4.tcp_early_retrans=0 on the hosts, a tail loss waits for the scaled RTO",
     }
 }
 
-/// The specs the runner validates `--set` against.
-pub(super) fn specs(declared: &[Param]) -> Vec<ParamSpec> {
-    declared.iter().map(|p| p.spec.clone()).collect()
-}
-
-/// Replaces the default and doc of `key` (a scenario's own), keeping its rule.
-pub(super) fn redeclare(declared: &mut [Param], key: &'static str, default: &str, doc: &'static str) {
-    for p in declared.iter_mut().filter(|p| p.spec.key == key) {
-        p.spec = ParamSpec::new(key, default, doc);
+scaled_params! {
+    /// `drain` (experiment units; × D in wall time): how long flows may
+    /// still run after the arrivals window before the rest are cut (counted
+    /// in `cut_by_limit`). A time, so it scales; a figure at a large D
+    /// shortens it rather than wait D × 4 s for the heavy tail of the long
+    /// flows.
+    pub(super) struct Drain {
+        #[serde(with = "tcpaccel_core::units::serde_duration")]
+        drain: Duration [Time] = "4s"
+            => "how long flows may still run after the arrivals window; the rest are cut (cut_by_limit)",
     }
 }
 
-/// Parses D from the resolved parameters: the one reader of `scale` (the
-/// runner gets D through [`super::scaled`] into its `RunConfig`).
-pub(super) fn dilation(p: &Params) -> Result<Dilation> {
-    let v = p.str(SCALE_KEY)?;
-    let d: u32 =
-        v.trim().parse().map_err(|_| anyhow::anyhow!("parameter {SCALE_KEY}={v:?} is not a whole number"))?;
-    Dilation::new(d).map_err(|e| anyhow::anyhow!("parameter {SCALE_KEY}: {e}"))
+scaled_params! {
+    /// `warmup`: how long the long flows run before the first short flow
+    /// arrives. 0 starts both together, as the thesis's buildup does (its
+    /// lanes delay short flows only while a new long flow is still on SL);
+    /// at least `t_deadline` measures the steady state after the deadline
+    /// policies have moved the long flows, as the thesis's continuous
+    /// data-mining jobs are met.
+    pub(super) struct Warmup {
+        #[serde(with = "tcpaccel_core::units::serde_duration")]
+        warmup: Duration [Time] = "0s"
+            => "how long the long flows run before the first short flow arrives (0: both start together; at least t_deadline: the deadline policies are measured after their switch, in steady state)",
+    }
+}
+
+/// `metrics`: `off` (or empty), or the address to serve the daemons'
+/// metrics on (a port alone is on localhost).
+#[derive(Debug, Clone, Copy, PartialEq, serde::Deserialize)]
+#[serde(try_from = "String")]
+pub(super) enum Listen {
+    Off,
+    At(std::net::SocketAddr),
+}
+
+impl TryFrom<String> for Listen {
+    type Error = String;
+    fn try_from(s: String) -> Result<Listen, String> {
+        match s.trim() {
+            "off" | "" => Ok(Listen::Off),
+            a => tcpaccel_metrics::parse_listen(a)
+                .map(Listen::At)
+                .map_err(|e| format!("expected off, a port or an address to listen on: {e}")),
+        }
+    }
+}
+
+/// `writes`: how senders write.
+#[derive(Debug, Clone, Copy, PartialEq, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub(super) enum WriteSize {
+    Bulk,
+    Bulksend,
+}
+
+dilate_choice!(Shape, Listen, WriteSize, SignalSource, BackupsAt);
+
+/// A lanes scenario's specs: its structs' in the order read, with the
+/// defaults (and docs) in which the scenario differs from the shared ones.
+/// A key no struct declares is a bug, caught by every test that lists the
+/// scenario's parameters.
+pub(super) fn lanes_specs(
+    groups: &[Vec<ParamSpec>],
+    own: &[(&'static str, &str, Option<&'static str>)],
+) -> Vec<ParamSpec> {
+    let mut v: Vec<ParamSpec> = groups.concat();
+    for &(key, default, doc) in own {
+        let p = v.iter_mut().find(|p| p.key == key);
+        let p = p.unwrap_or_else(|| panic!("a lanes scenario redeclares {key:?}, which no struct declares"));
+        p.default = default.into();
+        if let Some(doc) = doc {
+            p.doc = doc;
+        }
+    }
+    v
+}
+
+/// The scale factor of resolved lanes parameters: `scale` read by
+/// [`Common`] (the one reader of it), for [`Scenario::dilation`](crate::runner::scenario::Scenario::dilation).
+pub(super) fn scaled(p: &Params) -> anyhow::Result<Option<crate::runner::records::Scaled>> {
+    let c: Common = Groups::new(p).take()?;
+    Ok(Some(crate::runner::records::Scaled { param: SCALE_KEY.into(), d: c.scale }))
+}
+
+/// Checks the variants against `valid`.
+pub(super) fn check_variants(c: &Common, valid: &[&str]) -> Result<(), TypedError> {
+    crate::runner::typed::choices("variants", &c.variants, valid)
+}
+
+/// At least one entry in a list parameter.
+pub(super) fn non_empty<T>(key: &str, v: &[T]) -> Result<(), TypedError> {
+    if v.is_empty() {
+        return Err(<TypedError as serde::de::Error>::custom(format!(
+            "parameter {key}: expected at least one value"
+        )));
+    }
+    Ok(())
 }
 
 /// A scenario's estimate for the progress bar: `per_run` (experiment
 /// units) × D.
 pub(super) fn estimate_scaled(d: Dilation, per_run: Duration) -> Duration {
     per_run * d.get()
-}
-
-/// The lanes scenarios' `Scenario::dilation`:
-/// D from their `scale` knob.
-pub(super) fn scaled(p: &Params) -> Result<Option<crate::runner::records::Scaled>> {
-    Ok(Some(crate::runner::records::Scaled { param: SCALE_KEY.into(), d: dilation(p)? }))
-}
-
-/// Resolved parameters read at a scale factor.
-#[derive(Debug, Clone)]
-pub(super) struct Knobs {
-    params: Params,
-    d: Dilation,
-    rules: BTreeMap<&'static str, Rule>,
-}
-
-impl Knobs {
-    /// `params` as resolved by the runner, `declared` the scenario's
-    /// declarations (a declared key without a value is refused here).
-    /// `d`: D as the runner settled it ([`dilation`], once per run).
-    pub(super) fn new(params: &Params, declared: &[Param], d: Dilation) -> Result<Knobs> {
-        let rules = declared.iter().map(|p| (p.spec.key, p.rule)).collect();
-        let k = Knobs { params: params.clone(), d, rules };
-        for p in declared {
-            k.params.str(p.spec.key)?;
-        }
-        Ok(k)
-    }
-
-    pub(super) fn d(&self) -> Dilation {
-        self.d
-    }
-
-    fn rule(&self, key: &str, want: &[Rule]) -> Result<Rule> {
-        let r = *self
-            .rules
-            .get(key)
-            .with_context(|| format!("parameter {key:?} has no declared scaling rule"))?;
-        if !want.contains(&r) {
-            bail!("parameter {key:?} is declared as {}, read as {}", r.name(), want[0].name());
-        }
-        Ok(r)
-    }
-
-    /// A constant time of the experiment (in experiment units) in wall time.
-    pub(super) fn wall(&self, t: Duration) -> Duration {
-        t * self.d.get()
-    }
-
-    /// A time parameter in wall time (× D).
-    pub(super) fn time(&self, key: &str) -> Result<Duration> {
-        self.rule(key, &[Rule::Time])?;
-        self.scaled(key, Quantity::Time(self.params.duration(key)?)).map(|q| match q {
-            Quantity::Time(t) => t,
-            _ => unreachable!("a time rule yields a time"),
-        })
-    }
-
-    /// A rate parameter in wall units (÷ D).
-    pub(super) fn rate(&self, key: &str) -> Result<Rate> {
-        self.rule(key, &[Rule::Rate])?;
-        self.scaled(key, Quantity::Rate(self.params.rate(key)?)).map(|q| match q {
-            Quantity::Rate(r) => r,
-            _ => unreachable!("a rate rule yields a rate"),
-        })
-    }
-
-    /// A coefficient per unit of time (÷ D).
-    pub(super) fn per_time(&self, key: &str) -> Result<f64> {
-        self.rule(key, &[Rule::PerTime])?;
-        self.scaled(key, Quantity::Number(self.params.f64(key)?)).map(|q| match q {
-            Quantity::Number(x) => x,
-            _ => unreachable!("a per-time rule yields a number"),
-        })
-    }
-
-    pub(super) fn bytes(&self, key: &str) -> Result<Bytes> {
-        self.rule(key, &[Rule::Bytes])?;
-        self.params.bytes(key)
-    }
-
-    pub(super) fn count(&self, key: &str) -> Result<u64> {
-        self.rule(key, &[Rule::Count])?;
-        self.params.u64(key)
-    }
-
-    /// A dimensionless number or a load (unchanged by D).
-    pub(super) fn number(&self, key: &str) -> Result<f64> {
-        self.rule(key, &[Rule::Unitless, Rule::Load])?;
-        self.params.f64(key)
-    }
-
-    /// A choice or name.
-    pub(super) fn text(&self, key: &str) -> Result<&str> {
-        self.rule(key, &[Rule::Choice])?;
-        self.params.str(key)
-    }
-
-    /// A comma-separated list of choices.
-    pub(super) fn choice(&self, key: &str, valid: &[&str]) -> Result<Vec<String>> {
-        self.rule(key, &[Rule::Choice])?;
-        self.params.choice(key, valid)
-    }
-
-    /// A comma-separated list of numbers that D leaves alone (counts,
-    /// loads, dimensionless values), at least one.
-    pub(super) fn numbers<T: std::str::FromStr>(&self, key: &str) -> Result<Vec<T>> {
-        self.rule(key, &[Rule::Count, Rule::Unitless, Rule::Load])?;
-        let items = self.params.list(key)?;
-        let mut out = Vec::new();
-        for i in &items {
-            out.push(i.parse::<T>().map_err(|_| anyhow::anyhow!("{key}: {i:?} is not a number"))?);
-        }
-        if out.is_empty() {
-            bail!("{key}: give at least one value");
-        }
-        Ok(out)
-    }
-
-    /// A comma-separated list of coefficients per unit of time, each ÷ D.
-    pub(super) fn per_time_list(&self, key: &str) -> Result<Vec<f64>> {
-        self.rule(key, &[Rule::PerTime])?;
-        let mut out = Vec::new();
-        for i in self.params.list(key)? {
-            let x: f64 = i.parse().map_err(|_| anyhow::anyhow!("{key}: {i:?} is not a number"))?;
-            match Quantity::Number(x).dilate(Rule::PerTime, self.d)? {
-                Quantity::Number(y) => out.push(y),
-                _ => unreachable!("a per-time rule yields a number"),
-            }
-        }
-        if out.is_empty() {
-            bail!("{key}: give at least one value");
-        }
-        Ok(out)
-    }
-
-    fn scaled(&self, key: &str, q: Quantity) -> Result<Quantity> {
-        let r = self.rule(key, &[Rule::Time, Rule::Rate, Rule::PerTime])?;
-        q.dilate(r, self.d).with_context(|| format!("scaling parameter {key} by D={}", self.d))
-    }
-
-    #[cfg(test)]
-    /// The value of `key` as declared (unscaled), typed by its rule; lists
-    /// stay text.
-    pub(super) fn declared(&self, key: &str) -> Result<Quantity> {
-        let r = *self
-            .rules
-            .get(key)
-            .with_context(|| format!("parameter {key:?} has no declared scaling rule"))?;
-        let list = self.params.str(key)?.contains(',');
-        Ok(match r {
-            Rule::Time => Quantity::Time(self.params.duration(key)?),
-            Rule::Rate => Quantity::Rate(self.params.rate(key)?),
-            Rule::Bytes => Quantity::Bytes(self.params.bytes(key)?),
-            Rule::PerTime if !list => Quantity::Number(self.params.f64(key)?),
-            Rule::Count | Rule::Factor if !list => Quantity::Count(self.params.u64(key)?),
-            Rule::Unitless | Rule::Load if !list => Quantity::Number(self.params.f64(key)?),
-            _ => Quantity::Text(self.params.str(key)?.to_string()),
-        })
-    }
-
-    #[cfg(test)]
-    /// The value of `key` in the dilated run, typed by its rule.
-    pub(super) fn dilated(&self, key: &str) -> Result<Quantity> {
-        let r = self.rules[key];
-        match self.declared(key)? {
-            Quantity::Text(_) if r == Rule::PerTime => {
-                let v: Vec<String> = self.per_time_list(key)?.iter().map(|x| x.to_string()).collect();
-                Ok(Quantity::Text(v.join(",")))
-            }
-            q => q.dilate(r, self.d).with_context(|| format!("scaling parameter {key}")),
-        }
-    }
-
-    #[cfg(test)]
-    /// Every declared key.
-    pub(super) fn keys(&self) -> impl Iterator<Item = &'static str> + '_ {
-        self.rules.keys().copied()
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn decl() -> Vec<Param> {
-        vec![
-            Param::new(SCALE_KEY, "1", Rule::Factor, "D"),
-            Param::new("delay", "25us", Rule::Time, "a delay"),
-            Param::new("rate", "1gbit", Rule::Rate, "a rate"),
-            Param::new("hosts", "16", Rule::Count, "hosts"),
-        ]
-    }
-
-    fn knobs(d: &str) -> Knobs {
-        let mut p: BTreeMap<String, String> =
-            decl().iter().map(|p| (p.spec.key.to_string(), p.spec.default.clone())).collect();
-        p.insert(SCALE_KEY.into(), d.into());
-        let p = Params(p);
-        Knobs::new(&p, &decl(), dilation(&p).unwrap()).unwrap()
-    }
-
-    #[test]
-    fn a_value_is_read_only_through_the_getter_of_its_rule() {
-        let k = knobs("4");
-        assert_eq!(k.time("delay").unwrap(), Duration::from_micros(100));
-        assert_eq!(k.rate("rate").unwrap(), Rate::mbps(250));
-        assert_eq!(k.count("hosts").unwrap(), 16);
-        let e = k.count("delay").unwrap_err().to_string();
-        assert!(e.contains("declared as time ×D"), "{e}");
-        assert!(k.time("rate").is_err() && k.rate("hosts").is_err());
-        assert!(k.time("undeclared").unwrap_err().to_string().contains("no declared scaling rule"));
-        assert_eq!(k.wall(Duration::from_secs(4)), Duration::from_secs(16));
-    }
-
-    #[test]
-    fn scale_zero_or_text_is_refused() {
-        let mut p: BTreeMap<String, String> =
-            decl().iter().map(|p| (p.spec.key.to_string(), p.spec.default.clone())).collect();
-        p.insert(SCALE_KEY.into(), "0".into());
-        assert!(dilation(&Params(p.clone())).unwrap_err().to_string().contains("scale"));
-        p.insert(SCALE_KEY.into(), "x".into());
-        let e = dilation(&Params(p)).unwrap_err().to_string();
-        assert!(e.contains("scale=\"x\" is not a whole number"), "{e}");
-    }
 }

@@ -47,10 +47,10 @@ use crate::engines::flows::{
 use anyhow::{bail, Context, Result};
 use tcpaccel_core::workload::Flow;
 
-use crate::runner::scenario::{stop_flag, Params, RunCtx, Testbed};
-use crate::testbeds::fabric::{Fabric, FabricSpec, MptcpMode, RouteMetrics, Shape};
+use crate::runner::scenario::{stop_flag, RunCtx, Testbed};
+use crate::testbeds::fabric::{Fabric, FabricSpec, MptcpMode, RouteMetrics};
 use crate::testbeds::rto_init::KERNEL_RTO_INIT;
-use tcpaccel_core::scale::{Dilation, Rule};
+use tcpaccel_core::scale::Dilation;
 
 mod basic;
 mod buildup;
@@ -60,7 +60,10 @@ mod outcome;
 mod params;
 mod realistic;
 
-use knobs::{estimate_scaled, scaled, Knobs, Param, SCALE_KEY};
+use crate::runner::typed::{scaled_params, Groups, ScaledParams, ScenarioParams};
+use knobs::{
+    check_variants, estimate_scaled, lanes_specs, non_empty, scaled, Common, Drain, Warmup, WriteSize,
+};
 use outcome::{long_mbps, put, record_outcome, sample};
 
 /// The summary metric (before its `@point`) that says whether a run's lanes
@@ -84,35 +87,6 @@ const BULKSEND_WRITE: usize = 512;
 const SHORT_MAX: u64 = 100 * 1000;
 /// RepFlow replicates flows below this (anchors.md, Workloads).
 const REPFLOW_THRESHOLD: u64 = 100 * 1000;
-/// `drain` (default 4 s, experiment units; × D in wall time): how long flows may still run after the
-/// arrivals window before the rest are cut (counted in `cut_by_limit`). A
-/// time, so it scales; a figure at a large D shortens it rather than wait
-/// D × 4 s for the heavy tail of the long flows.
-fn drain_param() -> Param {
-    Param::new(
-        "drain",
-        "4s",
-        Rule::Time,
-        "how long flows may still run after the arrivals window; the rest are cut (cut_by_limit)",
-    )
-}
-
-/// `warmup` (default 0 s): how long the long flows run before the first
-/// short flow arrives. 0 starts both together, as the thesis's buildup
-/// does (its lanes delay short flows only while a new long flow is still
-/// on SL); at least `t_deadline` measures the steady state after the
-/// deadline policies have moved the long flows, as the thesis's continuous
-/// data-mining jobs are met.
-fn warmup_param() -> Param {
-    Param::new(
-        "warmup",
-        "0s",
-        Rule::Time,
-        "how long the long flows run before the first short flow arrives (0: both start together; at least \
-         t_deadline: the deadline policies are measured after their switch, in steady state)",
-    )
-}
-
 /// The variants a lanes scenario runs by default: the thesis's seven
 /// (`size-link-cost` is this project's, beside them).
 const DEFAULT_POLICIES: [&str; 7] =
@@ -130,172 +104,17 @@ const POLICIES: [&str; 9] =
 /// the threshold and the link cost comes first (beyond the thesis).
 const LANES_POLICIES: [&str; 4] = ["deadline", "link-cost", "size", "size-link-cost"];
 
-/// The parameters every lanes scenario shares, each with its scaling rule.
-fn common_params(fabrics: &str, hosts: &str, rate: &str) -> Vec<Param> {
-    vec![
-        Param::new(
-            "variants",
-            DEFAULT_POLICIES.join(","),
-            Rule::Choice,
-            "policies to compare (mptcp, single, repflow, deadline, link-cost, size, size-link-cost; also sized, sized-rep)",
-        ),
-        Param::new("hosts", hosts, Rule::Count, "hosts in the datacenter (a quarter are back-end hosts)"),
-        Param::new("fabrics", fabrics, Rule::Count, "fabrics = lanes: 1 SL + the rest LL"),
-        Param::new(
-            "topology",
-            "leaf-spine",
-            Rule::Choice,
-            "each fabric's shape: leaf-spine (hosts_per_leaf, spines; the spine fixed per destination) or fattree \
-             (the thesis's k = 4 FatTree, up to 16 hosts, ECMP by L4 hash on every switch)",
-        ),
-        Param::new("hosts_per_leaf", "4", Rule::Count, "leaf-spine: hosts under one leaf router"),
-        Param::new("spines", "2", Rule::Count, "leaf-spine: spine routers per fabric"),
-        Param::new(
-            "rate",
-            rate,
-            Rule::Rate,
-            "rate of every link in experiment units, divided by scale (the thesis: 1 Gbit/s)",
-        ),
-        Param::new(
-            "buffer",
-            "128KB",
-            Rule::Bytes,
-            "drop-tail queue of every link direction (the thesis: 128 KB); bytes do not scale",
-        ),
-        Param::new(
-            "bucket",
-            "3028B",
-            Rule::Bytes,
-            "token bucket of every link direction's shaper (tbf burst; default two full frames, the least that \
-             leaves the shaper a frame's time of slack when its timer fires late); bytes, so the same at every D, \
-             where a bucket of 1 ms of the rate would shrink with D",
-        ),
-        Param::new("cc", "reno", Rule::Choice, "congestion control of every flow (the thesis: NewReno)"),
-        Param::new("t_deadline", "300ms", Rule::Time, "lanes: switch deadline ([Lanes]: 300 ms)"),
-        Param::new("alpha", "1", Rule::Unitless, "lanes link-cost: α of eq. 5.7"),
-        Param::new(
-            "gamma",
-            "1",
-            Rule::PerTime,
-            "lanes link-cost: γ of eq. 5.7, per ms of t − t_deadline (divided by scale, so that the deadline \
-             term keeps its weight in experiment units)",
-        ),
-        Param::new(
-            "nu_unit",
-            "1ms",
-            Rule::Time,
-            "lanes link-cost: the unit ν is counted in (1ms: queueing weighs little against the deadline term; \
-             1us at the thesis's 1 Gbit/s, 10us at 100 Mbit/s: a congested SL is left at once)",
-        ),
-        Param::new(
-            "metrics",
-            "off",
-            Rule::Choice,
-            "serve every daemon's Prometheus metrics (label host) on this address while it runs, e.g. 9464",
-        ),
-        Param::new(
-            "size_threshold",
-            "100KB",
-            Rule::Bytes,
-            "lanes size, size-link-cost: bytes after which a connection moves to LL (the short-flow class ends at \
-             100 KB)",
-        ),
-        Param::new(
-            "signals",
-            "auto",
-            Rule::Choice,
-            "lanes: where each daemon's signals come from: bpf (per-ACK costs in a BPF program, an event only \
-             when a connection's decision changes), diag (sock_diag every sample_interval), auto (bpf where the \
-             policy and kernel allow, else diag with a warning)",
-        ),
-        Param::new(
-            "backups",
-            "prepare",
-            Rule::Choice,
-            "lanes, BPF signals: when a connection's backup LL subflows open: prepare (at the program's signal, \
-             half the size threshold or of t_deadline) or established (every connection, at once)",
-        ),
-        Param::new(
-            "sample_interval",
-            "20ms",
-            Rule::Time,
-            "lanes: how often each daemon reads sock_diag (every dump walks the TCP hash of all namespaces; the \
-             3/4-1/4 cost smoothing then lags a rising cost by about 3 intervals)",
-        ),
-        Param::new(
-            SCALE_KEY,
-            "1",
-            Rule::Factor,
-            "time dilation D (issue 25): every rate divided by D, every time (delays, deadlines, ν unit, \
-             intervals, durations, timeouts, rto_min, rto_init) multiplied by D, bytes and counts unchanged; FCTs are \
-             recorded in wall time and in experiment units (÷ D)",
-        ),
-        Param::new(
-            "rto_min",
-            "200ms",
-            Rule::Time,
-            "TCP's minimum RTO on every host route, in experiment units (Linux: 200 ms); set on the routes when \
-             the scaled value exceeds the kernel's 200 ms (the kernel honours a route's rto_min only above it)",
-        ),
-        Param::new(
-            "rto_init",
-            "1s",
-            Rule::Time,
-            "TCP's initial RTO (SYN, SYN-ACK, data before the first RTT sample) on every host, in experiment \
-             units (Linux: 1 s, no sysctl or route knob); any other scaled value is set by a BPF sock_ops program \
-             for the hosts' namespaces (BPF_SOCK_OPS_TIMEOUT_INIT, whole 4 ms ticks at HZ 250, at most 120 s)",
-        ),
-        Param::new(
-            "delayed_ack",
-            "on",
-            Rule::Choice,
-            "on: the hosts' TCP delays ACKs as Linux does (timer at least 40 ms, which D cannot scale); off: \
-             every segment acknowledged at once (quickack on the host routes), the same at every D",
-        ),
-        Param::new(
-            "initcwnd",
-            "10",
-            Rule::Count,
-            "TCP's initial window in segments on every host route (Linux: 10; the thesis: 12, §6.1); set with \
-             the route's initcwnd metric when not 10",
-        ),
-        Param::new(
-            "writes",
-            "bulk",
-            Rule::Choice,
-            "how senders write: bulk (64 KiB writes, TCP_NODELAY) or bulksend (512-byte writes with Nagle on, as \
-             ns-3's BulkSend application on DCE's Linux stack: its SendSize default, no TCP_NODELAY)",
-        ),
-        Param::new(
-            "capture",
-            "off",
-            Rule::Choice,
-            "on: capture every host's interfaces during each run and record, per flow, the time from its first \
-             SYN to the ACK of its last data byte and to the ACK of its FIN as the sender's capture shows them \
-             (senders then close with a FIN after the data, as ns-3's BulkSend does, instead of a reset)",
-        ),
-        Param::new(
-            "tlp",
-            "on",
-            Rule::Choice,
-            "on: tail loss probes as Linux sends them (2 RTTs plus 8 ms, or plus 200 ms with one segment out, \
-             which D cannot scale); off: net.ipv4.tcp_early_retrans=0 on the hosts, a tail loss waits for the \
-             scaled RTO",
-        ),
-    ]
-}
-
-fn fabric_spec(p: &Knobs) -> Result<FabricSpec> {
-    Ok(FabricSpec {
-        shape: Shape::parse(p.text("topology")?)?,
-        hosts: p.count("hosts")? as u32,
-        fabrics: p.count("fabrics")? as u32,
-        hosts_per_leaf: p.count("hosts_per_leaf")? as u32,
-        spines: p.count("spines")? as u32,
-        rate: p.rate("rate")?,
-        buffer: p.bytes("buffer")?,
-        bucket: p.bytes("bucket")?,
-    })
+fn fabric_spec(p: &Common) -> FabricSpec {
+    FabricSpec {
+        shape: p.topology,
+        hosts: p.hosts,
+        fabrics: p.fabrics,
+        hosts_per_leaf: p.hosts_per_leaf,
+        spines: p.spines,
+        rate: p.rate,
+        buffer: p.buffer,
+        bucket: p.bucket,
+    }
 }
 
 /// What one workload under one policy produced.
@@ -432,10 +251,12 @@ trait Experiment {
     fn run(&self, bed: &Bed, ctx: &mut RunCtx<'_>) -> Result<()>;
 }
 
-/// The datacenter and the run's parameters, as an experiment sees them.
+/// The datacenter and the run's shared parameters, as an experiment sees
+/// them: dilated (wall units), and D.
 struct Bed {
     fab: Fabric,
-    params: Knobs,
+    params: Common,
+    d: Dilation,
 }
 
 impl Bed {
@@ -454,19 +275,23 @@ impl Bed {
         Ok(RunSpec {
             variant,
             policy,
-            cc: self.params.text("cc")?.to_string(),
+            cc: self.params.cc.clone(),
             seed: ctx.seed,
             limit,
             end: RunEnd::AllFlows,
-            capture: on_off(&self.params, "capture")?,
-            writes: match self.params.choice("writes", &["bulk", "bulksend"])?.as_slice() {
-                [w] if w == "bulksend" => Writes::Small { size: BULKSEND_WRITE },
-                [_] => Writes::Bulk,
-                _ => bail!("writes: exactly one of bulk, bulksend"),
+            capture: self.params.capture,
+            writes: match self.params.writes {
+                WriteSize::Bulksend => Writes::Small { size: BULKSEND_WRITE },
+                WriteSize::Bulk => Writes::Bulk,
             },
             dir,
             tag,
         })
+    }
+
+    /// A constant time of the experiment (in experiment units) in wall time.
+    fn wall(&self, t: Duration) -> Duration {
+        t * self.d.get()
     }
 }
 
@@ -486,35 +311,27 @@ impl<E: Experiment> Testbed for LanesBed<E> {
 /// or at it changes nothing.
 const KERNEL_RTO_MIN: Duration = Duration::from_millis(200);
 
-/// Brings the datacenter up for `experiment`; `policies` says whether the
-/// variants are policies (checked before anything is built) or something
-/// else the experiment checks itself. With D > 1 the scaled `rto_min` goes
-/// on every host route and the scaled initial RTO on every host.
+/// Brings the datacenter up for `experiment`, with the shared parameters
+/// `common` as resolved (experiment units; dilated here by D). With D > 1
+/// the scaled `rto_min` goes on every host route and the scaled initial RTO
+/// on every host.
 fn prepare_bed<E: Experiment + 'static>(
-    p: &Params,
+    common: &Common,
     d: Dilation,
-    declared: &[Param],
     experiment: E,
-    policies: bool,
 ) -> Result<Box<dyn Testbed>> {
-    let k = Knobs::new(p, declared, d)?;
-    let spec = fabric_spec(&k)?;
-    if policies {
-        for v in k.choice("variants", &POLICIES)? {
-            mode_of(&v)?;
-        }
-    }
+    let k = common.dilated(d)?;
+    let spec = fabric_spec(&k);
     let metrics = RouteMetrics {
-        rto_min: Some(k.time("rto_min")?).filter(|&r| r > KERNEL_RTO_MIN),
-        quickack: !on_off(&k, "delayed_ack")?,
-        initcwnd: match k.count("initcwnd")? {
+        rto_min: Some(k.rto_min).filter(|&r| r > KERNEL_RTO_MIN),
+        quickack: !k.delayed_ack,
+        initcwnd: match k.initcwnd {
             0 => bail!("initcwnd: at least 1 segment"),
             10 => None,
-            n => Some(u32::try_from(n).context("initcwnd")?),
+            n => Some(n),
         },
     };
-    let tlp = on_off(&k, "tlp")?;
-    let rto_init = k.time("rto_init")?;
+    let (tlp, rto_init) = (k.tlp, k.rto_init);
     let mut fab = Fabric::up(spec)?;
     if metrics != RouteMetrics::default() {
         fab.set_route_metrics(metrics).context("setting rto_min and quickack on the host routes")?;
@@ -526,82 +343,108 @@ fn prepare_bed<E: Experiment + 'static>(
     if rto_init != KERNEL_RTO_INIT {
         fab.set_rto_init(rto_init).context("setting the scaled initial RTO on the hosts")?;
     }
-    Ok(Box::new(LanesBed { bed: Bed { fab, params: k }, experiment }))
-}
-
-/// An on/off parameter.
-fn on_off(k: &Knobs, key: &str) -> Result<bool> {
-    match k.choice(key, &["on", "off"])?.as_slice() {
-        [v] => Ok(v == "on"),
-        _ => bail!("{key}: exactly one of on, off"),
-    }
+    Ok(Box::new(LanesBed { bed: Bed { fab, params: k, d }, experiment }))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::engines::workloads::Mix;
-    use crate::runner::scenario::{resolve_params, Scenario};
-    use tcpaccel_core::scale::{check_rules, Quantity};
+    use crate::runner::scenario::{resolve_params, Params, Scenario};
+    use knobs::SCALE_KEY;
+    use tcpaccel_core::scale::{check_rules, Quantity, Rule};
     use tcpaccel_core::units::{Bytes, Rate};
 
-    /// Every lanes scenario with its declarations.
-    fn declared() -> Vec<(Box<dyn Scenario>, Vec<Param>)> {
-        vec![
-            (Box::new(LanesBasic), LanesBasic.declared()),
-            (Box::new(LanesBuildup), LanesBuildup.declared()),
-            (Box::new(LanesRealistic(Mix::WebSearch)), LanesRealistic(Mix::WebSearch).declared()),
-            (Box::new(LanesRealistic(Mix::DataMining)), LanesRealistic(Mix::DataMining).declared()),
-            (Box::new(LanesParams), LanesParams.declared()),
-        ]
+    /// A struct's fields as resolved and at D: (key, rule, declared, dilated).
+    type View = Vec<(&'static str, Rule, Vec<Quantity>, Vec<Quantity>)>;
+
+    fn view<G: ScaledParams>(p: &Params, d: Dilation) -> View {
+        let g: G = Groups::new(p).take().unwrap();
+        let w = g.dilated(d).unwrap();
+        G::rules()
+            .into_iter()
+            .zip(g.quantities())
+            .zip(w.quantities())
+            .map(|(((k, r), (_, a)), (_, b))| (k, r, a, b))
+            .collect()
     }
 
-    fn knobs_at(s: &dyn Scenario, decl: &[Param], d: u32) -> Knobs {
-        let p = resolve_params(s, false, &[(SCALE_KEY.to_string(), d.to_string())]).unwrap();
-        Knobs::new(&p, decl, Dilation::new(d).unwrap()).unwrap()
+    /// Every lanes scenario with the structs it reads.
+    #[allow(clippy::type_complexity)]
+    fn declared() -> Vec<(Box<dyn Scenario>, Vec<fn(&Params, Dilation) -> View>)> {
+        let realistic = |mix| -> (Box<dyn Scenario>, Vec<fn(&Params, Dilation) -> View>) {
+            let mut v: Vec<fn(&Params, Dilation) -> View> = vec![
+                view::<Common>,
+                view::<realistic::RealisticParams>,
+                view::<Drain>,
+                view::<realistic::FanIn>,
+            ];
+            if mix == Mix::DataMining {
+                v.push(view::<Warmup>);
+            }
+            (Box::new(LanesRealistic(mix)), v)
+        };
+        vec![
+            (Box::new(LanesBasic), vec![view::<Common>, view::<basic::BasicParams>]),
+            (
+                Box::new(LanesBuildup),
+                vec![view::<Common>, view::<buildup::BuildupParams>, view::<Drain>, view::<Warmup>],
+            ),
+            realistic(Mix::WebSearch),
+            realistic(Mix::DataMining),
+            (Box::new(LanesParams), vec![view::<Common>, view::<params::SweepParams>]),
+        ]
     }
 
     #[test]
     fn every_parameter_of_every_lanes_scenario_follows_its_rule() {
-        for (s, decl) in declared() {
-            let rules: Vec<(&str, Rule)> = decl.iter().map(|p| (p.spec.key, p.rule)).collect();
+        for (s, views) in declared() {
+            let p = resolve_params(s.as_ref(), false, &[]).unwrap();
             let keys: Vec<&str> = s.params().iter().map(|p| p.key).collect();
-            check_rules(keys.iter().copied(), &rules).unwrap_or_else(|e| panic!("{}: {e}", s.name()));
-            let one = knobs_at(s.as_ref(), &decl, 1);
+            let all: Vec<(&str, Rule)> =
+                views.iter().flat_map(|v| v(&p, Dilation::ONE)).map(|(k, r, _, _)| (k, r)).collect();
+            check_rules(keys.iter().copied(), &all).unwrap_or_else(|e| panic!("{}: {e}", s.name()));
+            assert_eq!(all.len(), keys.len(), "{}", s.name());
             for d in [1u32, 2, 4, 10] {
-                let k = knobs_at(s.as_ref(), &decl, d);
-                assert_eq!(k.keys().count(), keys.len());
-                for (key, rule) in &rules {
-                    let base = one.declared(key).unwrap();
-                    let got = k.dilated(key).unwrap();
+                for (key, rule, base, got) in views.iter().flat_map(|v| v(&p, Dilation::new(d).unwrap())) {
                     let what = format!("{} {key} at D={d}", s.name());
-                    match (rule, &base, &got) {
-                        (Rule::Time, Quantity::Time(a), Quantity::Time(b)) => {
-                            assert_eq!(*b, *a * d, "{what}");
-                            assert_eq!(k.time(key).unwrap(), *b, "{what}: the getter");
-                        }
-                        (Rule::Rate, Quantity::Rate(a), Quantity::Rate(b)) => {
-                            assert_eq!(b.0 * u64::from(d), a.0, "{what}");
-                            assert_eq!(k.rate(key).unwrap(), *b, "{what}: the getter");
-                        }
-                        (Rule::PerTime, Quantity::Number(a), Quantity::Number(b)) => {
-                            assert_eq!(*b * f64::from(d), *a, "{what}")
-                        }
-                        (Rule::PerTime, Quantity::Text(_), _) => {
-                            let a = one.per_time_list(key).unwrap();
-                            let b = k.per_time_list(key).unwrap();
-                            let back: Vec<f64> = b.iter().map(|x| x * f64::from(d)).collect();
-                            assert_eq!(back, a, "{what}");
-                        }
-                        (Rule::Factor, _, Quantity::Count(x)) => assert_eq!(*x, u64::from(d), "{what}"),
-                        (r, a, b) => {
-                            assert!(!r.scales(), "{what}: {r:?} left unchecked");
-                            assert_eq!(a, b, "{what}: bytes, counts, loads and choices do not scale");
+                    assert_eq!(base.len(), got.len(), "{what}");
+                    assert!(!base.is_empty(), "{what}");
+                    for (a, b) in base.iter().zip(&got) {
+                        match (rule, a, b) {
+                            (Rule::Time, Quantity::Time(a), Quantity::Time(b)) => {
+                                assert_eq!(*b, *a * d, "{what}")
+                            }
+                            (Rule::Rate, Quantity::Rate(a), Quantity::Rate(b)) => {
+                                assert_eq!(b.0 * u64::from(d), a.0, "{what}")
+                            }
+                            (Rule::PerTime, Quantity::Number(a), Quantity::Number(b)) => {
+                                assert_eq!(*b * f64::from(d), *a, "{what}")
+                            }
+                            (r, a, b) => {
+                                assert!(!r.scales(), "{what}: {r:?} left unchecked");
+                                assert_eq!(a, b, "{what}: bytes, counts, loads and choices do not scale");
+                            }
                         }
                     }
                 }
             }
         }
+    }
+
+    /// D is read from `scale` by the shared struct, the one reader of it;
+    /// zero or text is refused naming the key and the accepted form.
+    #[test]
+    fn scale_zero_or_text_is_refused_naming_the_key() {
+        for (v, want) in [
+            ("0", "parameter scale=\"0\": the scale factor D must be at least 1, got 0"),
+            ("x", "parameter scale=\"x\": expected a whole number"),
+        ] {
+            let e = resolve_params(&LanesBasic, false, &[(SCALE_KEY.into(), v.into())]).unwrap_err();
+            assert_eq!(format!("{e:#}"), want);
+        }
+        let p = resolve_params(&LanesBasic, false, &[(SCALE_KEY.into(), "3".into())]).unwrap();
+        assert_eq!(LanesBasic.dilation(&p).unwrap().unwrap().d.get(), 3);
     }
 
     /// End to end at D = 2 on the FatTree: the run records D, flows in both
@@ -714,26 +557,26 @@ mod tests {
         let p = resolve_params(&s, false, &sets).unwrap();
         let d = s.dilation(&p).unwrap().expect("a lanes scenario is dilated").d;
         assert_eq!(d.get(), 4);
-        let k = Knobs::new(&p, &s.declared(), d).unwrap();
-        assert_eq!(k.rate("rate").unwrap(), Rate::mbps(25));
-        assert_eq!(k.bytes("bucket").unwrap(), crate::testbeds::fabric::TWO_FRAMES, "bytes: unchanged by D");
-        assert_eq!(k.time("t_deadline").unwrap(), Duration::from_millis(1200));
-        assert_eq!(k.time("nu_unit").unwrap(), Duration::from_micros(40));
-        assert_eq!(k.time("sample_interval").unwrap(), Duration::from_millis(200));
-        assert_eq!(k.time("duration").unwrap(), Duration::from_secs(20));
-        assert_eq!(k.time("rto_min").unwrap(), Duration::from_millis(800));
-        assert_eq!(k.time("rto_init").unwrap(), Duration::from_secs(4));
-        assert_eq!(k.per_time("gamma").unwrap(), 0.25);
-        assert_eq!(k.bytes("buffer").unwrap(), Bytes(128 * 1000));
-        assert_eq!(k.bytes("size_threshold").unwrap(), Bytes(100 * 1000));
-        assert_eq!(k.numbers::<f64>("loads").unwrap(), vec![0.2, 0.5, 0.8]);
-        assert_eq!(k.wall(Duration::from_secs(4)), Duration::from_secs(16));
+        let k = Groups::new(&p).take::<Common>().unwrap().dilated(d).unwrap();
+        assert_eq!(k.rate, Rate::mbps(25));
+        assert_eq!(k.bucket, crate::testbeds::fabric::TWO_FRAMES, "bytes: unchanged by D");
+        assert_eq!(k.t_deadline, Duration::from_millis(1200));
+        assert_eq!(k.nu_unit, Duration::from_micros(40));
+        assert_eq!(k.sample_interval, Duration::from_millis(200));
+        assert_eq!(k.rto_min, Duration::from_millis(800));
+        assert_eq!(k.rto_init, Duration::from_secs(4));
+        assert_eq!(k.gamma, 0.25);
+        assert_eq!(k.buffer, Bytes(128 * 1000));
+        assert_eq!(k.size_threshold, Bytes(100 * 1000));
+        let own = Groups::new(&p).take::<realistic::RealisticParams>().unwrap().dilated(d).unwrap();
+        assert_eq!(own.duration, Duration::from_secs(20));
+        assert_eq!(own.loads, vec![0.2, 0.5, 0.8]);
         let policy = PolicyParams::from(&k, "size-link-cost").unwrap();
         assert_eq!(
             (policy.t_deadline, policy.nu_unit, policy.sample_interval, policy.gamma, policy.alpha),
             (Duration::from_millis(1200), Duration::from_micros(40), Duration::from_millis(200), 0.25, 1.0)
         );
-        assert_eq!(fabric_spec(&k).unwrap().rate, Rate::mbps(25));
+        assert_eq!(fabric_spec(&k).rate, Rate::mbps(25));
     }
 
     #[test]

@@ -13,19 +13,42 @@ use tcpaccel_core::scale::Dilation;
 use tcpaccel_core::stats::percentile_sorted;
 use tcpaccel_core::workload::{Flow, FlowClass};
 
-use super::knobs::{redeclare, specs, Param};
 use super::{
-    common_params, estimate_scaled, prepare_bed, run_policy, Bed, Experiment, PolicyParams, RunSpec,
-    FLOW_PORT,
+    check_variants, estimate_scaled, lanes_specs, non_empty, prepare_bed, run_policy, scaled_params, Bed,
+    Common, Experiment, Groups, PolicyParams, RunSpec, ScaledParams, ScenarioParams, FLOW_PORT,
 };
 use crate::engines::flows::RunEnd;
 use crate::runner::claims::{Claim, Goal, Measure, GOAL_DIRECTION};
 use crate::runner::records::MetricSpec;
 use crate::runner::scenario::{ParamSpec, Params, RunConfig, RunCtx, Scenario, Testbed};
 use crate::testbeds::fabric::{Fabric, FabricSpec};
-use tcpaccel_core::scale::Rule;
 
 pub struct LanesParams;
+
+scaled_params! {
+    /// `lanes-params`' own parameters (beside [`Common`]).
+    pub(super) struct SweepParams {
+        alphas: Vec<f64> [Unitless] = "0.25,1,4,16" => "α values (variant alpha)",
+        gammas: Vec<f64> [PerTime] = "0.25,1,4,16" => "γ values (variant gamma), divided by scale as gamma is",
+        flows: u32 [Count] = "3" => "long flows per value, 2 s apart",
+    }
+}
+
+/// The variants: which parameter to sweep.
+const SWEEPS: [&str; 2] = ["alpha", "gamma"];
+
+impl LanesParams {
+    /// The shared and own parameters, as resolved, the variants and lists checked.
+    fn read(p: &Params) -> Result<(Common, SweepParams)> {
+        let mut g = Groups::new(p);
+        let (c, own) = (g.take::<Common>()?, g.take::<SweepParams>()?);
+        g.finish()?;
+        check_variants(&c, &SWEEPS)?;
+        non_empty("alphas", &own.alphas)?;
+        non_empty("gammas", &own.gammas)?;
+        Ok((c, own))
+    }
+}
 
 impl Scenario for LanesParams {
     fn name(&self) -> &'static str {
@@ -40,7 +63,21 @@ impl Scenario for LanesParams {
          deadline term). Median connection age at the switch per value."
     }
     fn params(&self) -> Vec<ParamSpec> {
-        specs(&self.declared())
+        lanes_specs(
+            &[Common::specs(), SweepParams::specs()],
+            &[
+                ("variants", "alpha,gamma", Some("which parameter to sweep")),
+                ("hosts", "4", None),
+                (
+                    "hosts_per_leaf",
+                    "2",
+                    Some("hosts under one leaf router (h0, h2 share a leaf; h1 is remote)"),
+                ),
+            ],
+        )
+    }
+    fn check_params(&self, p: &Params) -> Result<()> {
+        Self::read(p).map(drop)
     }
     fn quick(&self) -> Vec<(&'static str, &'static str)> {
         vec![("alphas", "0.5,4"), ("gammas", "0.5,4"), ("flows", "1")]
@@ -49,7 +86,7 @@ impl Scenario for LanesParams {
         1
     }
     fn variants(&self, p: &Params) -> Result<Vec<String>> {
-        p.choice("variants", &["alpha", "gamma"])
+        Ok(Self::read(p)?.0.variants)
     }
     fn metrics(&self) -> Vec<MetricSpec> {
         Vec::new()
@@ -69,50 +106,32 @@ impl Scenario for LanesParams {
         super::scaled(p)
     }
     fn estimate(&self, p: &Params, d: Dilation) -> Result<Duration> {
-        let n = p.list("alphas").map(|l| l.len())? as u32;
-        let f = p.u64("flows")? as u32;
+        let own = Self::read(p)?.1;
+        let (n, f) = (own.alphas.len() as u32, own.flows);
         Ok(estimate_scaled(d, Duration::from_millis(u64::from(500 + 2000 * f + 1500)) * n))
     }
     fn prepare(&self, p: &Params, config: &RunConfig, _dir: &Path) -> Result<Box<dyn Testbed>> {
-        prepare_bed(p, config.dilation, &self.declared(), LanesParams, false)
+        let (c, own) = Self::read(p)?;
+        prepare_bed(&c, config.dilation, SweepRun(own.dilated(config.dilation)?))
     }
 }
 
-impl LanesParams {
-    pub(super) fn declared(&self) -> Vec<Param> {
-        let mut v = common_params("2", "4", "100mbit");
-        redeclare(&mut v, "variants", "alpha,gamma", "which parameter to sweep");
-        redeclare(
-            &mut v,
-            "hosts_per_leaf",
-            "2",
-            "hosts under one leaf router (h0, h2 share a leaf; h1 is remote)",
-        );
-        v.push(Param::new("alphas", "0.25,1,4,16", Rule::Unitless, "α values (variant alpha)"));
-        v.push(Param::new(
-            "gammas",
-            "0.25,1,4,16",
-            Rule::PerTime,
-            "γ values (variant gamma), divided by scale as gamma is",
-        ));
-        v.push(Param::new("flows", "3", Rule::Count, "long flows per value, 2 s apart"));
-        v
-    }
-}
+/// The experiment, with its own parameters dilated.
+struct SweepRun(SweepParams);
 
-impl Experiment for LanesParams {
+impl Experiment for SweepRun {
     /// Switch time of a long flow against α or γ, SL congested by a
     /// competing flow. With ν in ms, eq. 5.7 switches once
     /// α·(ν_SL − ν_LL) > γ·(t_deadline − t), i.e. at about
     /// t_deadline − α·Δν/γ: a larger α switches earlier, a larger γ later.
     fn run(&self, bed: &Bed, ctx: &mut RunCtx<'_>) -> Result<()> {
         let (key, values): (&str, Vec<f64>) = match ctx.variant.as_str() {
-            "alpha" => ("alpha", bed.params.numbers("alphas")?),
-            "gamma" => ("gamma", bed.params.per_time_list("gammas")?),
-            v => bail!("unknown variant {v:?}; valid: alpha, gamma"),
+            "alpha" => ("alpha", self.0.alphas.clone()),
+            "gamma" => ("gamma", self.0.gammas.clone()),
+            v => bail!("unknown variant {v:?}; valid: {}", SWEEPS.join(", ")),
         };
-        let flows_per = bed.params.count("flows")?;
-        let d = bed.params.d();
+        let flows_per = self.0.flows;
+        let d = bed.d;
         let dir = ctx.dir.to_path_buf();
         let mut all = Vec::new();
         for &v in &values {
@@ -124,13 +143,13 @@ impl Experiment for LanesParams {
             }
             // h0 → h1 long flows one after another, each cut after 2 s, while
             // a single-path flow h2 → h1 on SL keeps the SL queues full.
-            let window = bed.params.wall(Duration::from_secs(2));
+            let window = bed.wall(Duration::from_secs(2));
             let bg = Background::start(
                 &bed.fab,
                 2,
                 1,
-                window * flows_per as u32 + bed.params.wall(Duration::from_secs(10)),
-                bed.params.wall(Duration::from_millis(300)),
+                window * flows_per + bed.wall(Duration::from_secs(10)),
+                bed.wall(Duration::from_millis(300)),
             )?;
             let flow = Flow {
                 id: 0,
@@ -145,7 +164,7 @@ impl Experiment for LanesParams {
                 let spec = RunSpec {
                     variant: "link-cost",
                     policy: Some(policy.clone()),
-                    cc: bed.params.text("cc")?.to_string(),
+                    cc: bed.params.cc.clone(),
                     seed: ctx.seed,
                     limit: window,
                     end: RunEnd::AllFlows,

@@ -40,25 +40,31 @@ use std::time::Duration;
 use anyhow::{Context, Result};
 use tcpaccel_core::scale::Dilation;
 
-use super::knobs::{specs, Param};
 use super::{
-    common_params, estimate_scaled, long_mbps, prepare_bed, put, record_outcome, run_policy, sample, Bed,
-    RunSpec,
+    check_variants, estimate_scaled, lanes_specs, long_mbps, non_empty, prepare_bed, put, record_outcome,
+    run_policy, sample, scaled_params, Bed, Common, Drain, Groups, RunSpec, ScaledParams, ScenarioParams,
+    Warmup,
 };
-use super::{drain_param, warmup_param, Experiment, POLICIES};
+use super::{Experiment, POLICIES};
 use crate::engines::flows::RunEnd;
 use crate::engines::workloads::{self as workload, Hosts, Mix};
 use crate::runner::claims::{thesis_order, Claim, Goal, Measure, GOAL_BENCH, GOAL_DIRECTION, GOAL_OWN};
 use crate::runner::records::MetricSpec;
 use crate::runner::scenario::{ParamSpec, Params, RunConfig, RunCtx, Scenario, Testbed};
-use tcpaccel_core::scale::Rule;
 use tcpaccel_core::workload::{rounds, Flow, FlowClass};
 
 /// `lanes-websearch` (`Mix::WebSearch`) or `lanes-datamining`.
 pub struct LanesRealistic(pub Mix);
 
 /// The two workloads of `workload`.
-const WORKLOADS: [&str; 2] = ["link-load", "rounds"];
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub(super) enum Workload {
+    LinkLoad,
+    Rounds,
+}
+
+crate::runner::typed::dilate_choice!(Workload);
 
 /// What `workload=rounds` implies for the keys no `--set` gave: the
 /// thesis's operating point (the module's table).
@@ -71,31 +77,32 @@ const ROUNDS_POINT: [(&str, &str); 6] = [
     ("writes", "bulksend"),
 ];
 
-fn realistic_params(fan_in: &str, rate: &str) -> Vec<Param> {
-    let mut v = common_params("2", "8", rate);
-    v.push(Param::new(
-        "workload",
-        "link-load",
-        Rule::Choice,
-        "rounds: the thesis's (Load = share of nodes addressed, short flows in rounds among front-end hosts, \
-         long flows back-end to back-end; implies rate=100mbit hosts=16 topology=fattree initcwnd=12 \
-         capture=on writes=bulksend unless set); link-load: Poisson arrivals at a load of each destination link",
-    ));
-    v.push(Param::new(
-        "loads",
-        "0.2,0.5,0.8",
-        Rule::Load,
-        "offered load per destination link (arrivals follow the scaled rate)",
-    ));
-    v.push(Param::new("duration", "10s", Rule::Time, "arrivals window per load"));
-    v.push(drain_param());
-    v.push(Param::new("fan_in", fan_in, Rule::Count, "data mining: senders a back-end job is split over"));
-    // Thousands of short connections: eight daemons dumping sock_diag every
-    // 20 ms took a core on their own.
-    for p in v.iter_mut().filter(|p| p.spec.key == "sample_interval") {
-        p.spec.default = "50ms".into();
+scaled_params! {
+    /// The parameters of both mixes (beside [`Common`] and [`Drain`]).
+    pub(super) struct RealisticParams {
+        workload: Workload [Choice] = "link-load"
+            => "rounds: the thesis's (Load = share of nodes addressed, short flows in rounds among front-end hosts, long flows back-end to back-end; implies rate=100mbit hosts=16 topology=fattree initcwnd=12 capture=on writes=bulksend unless set); link-load: Poisson arrivals at a load of each destination link",
+        loads: Vec<f64> [Load] = "0.2,0.5,0.8" => "offered load per destination link (arrivals follow the scaled rate)",
+        #[serde(with = "tcpaccel_core::units::serde_duration")]
+        duration: Duration [Time] = "10s" => "arrivals window per load",
     }
-    v
+}
+
+scaled_params! {
+    /// `fan_in`, after [`Drain`] in the list.
+    pub(super) struct FanIn {
+        fan_in: u32 [Count] = "1" => "data mining: senders a back-end job is split over",
+    }
+}
+
+/// Every parameter of a mix, as resolved (experiment units); only data
+/// mining declares a warmup.
+struct Read {
+    common: Common,
+    own: RealisticParams,
+    drain: Drain,
+    fan_in: FanIn,
+    warmup: Option<Warmup>,
 }
 
 /// The loads whose metrics are declared (the report's columns and the
@@ -193,7 +200,21 @@ impl Scenario for LanesRealistic {
         }
     }
     fn params(&self) -> Vec<ParamSpec> {
-        specs(&self.declared())
+        let mut groups = vec![Common::specs(), RealisticParams::specs(), Drain::specs(), FanIn::specs()];
+        // Thousands of short connections: eight daemons dumping sock_diag
+        // every 20 ms took a core on their own.
+        let mut own = vec![("sample_interval", "50ms", None)];
+        match self.0 {
+            Mix::WebSearch => own.push(("rate", "50mbit", None)),
+            Mix::DataMining => {
+                groups.push(Warmup::specs());
+                own.extend([("rate", "20mbit", None), ("fan_in", "2", None)]);
+            }
+        }
+        lanes_specs(&groups, &own)
+    }
+    fn check_params(&self, p: &Params) -> Result<()> {
+        self.read(p).map(drop)
     }
     fn quick(&self) -> Vec<(&'static str, &'static str)> {
         vec![("loads", "0.5"), ("duration", "3s"), ("variants", "mptcp,link-cost")]
@@ -211,7 +232,7 @@ impl Scenario for LanesRealistic {
         1
     }
     fn variants(&self, p: &Params) -> Result<Vec<String>> {
-        p.choice("variants", &POLICIES)
+        Ok(self.read(p)?.common.variants)
     }
     fn metrics(&self) -> Vec<MetricSpec> {
         realistic_metrics()
@@ -226,71 +247,83 @@ impl Scenario for LanesRealistic {
         super::scaled(p)
     }
     fn estimate(&self, p: &Params, d: Dilation) -> Result<Duration> {
+        let r = self.read(p)?;
         // Only data mining declares a warmup (web search has none).
-        let warmup = match self.0 {
-            Mix::DataMining => p.duration("warmup")?,
-            Mix::WebSearch => Duration::ZERO,
+        let warmup = r.warmup.map_or(Duration::ZERO, |w| w.warmup);
+        let n = r.own.loads.len() as u32;
+        let arrivals = match r.own.workload {
+            Workload::Rounds => rounds_span(self.0),
+            Workload::LinkLoad => r.own.duration,
         };
-        let n = p.list("loads").map(|l| l.len())? as u32;
-        let arrivals = match p.str("workload")?.trim() {
-            "rounds" => rounds_span(self.0),
-            _ => p.duration("duration")?,
-        };
-        Ok(estimate_scaled(d, (warmup + arrivals + p.duration("drain")? + Duration::from_secs(1)) * n))
+        Ok(estimate_scaled(d, (warmup + arrivals + r.drain.drain + Duration::from_secs(1)) * n))
     }
     fn prepare(&self, p: &Params, config: &RunConfig, _dir: &Path) -> Result<Box<dyn Testbed>> {
-        prepare_bed(p, config.dilation, &self.declared(), LanesRealistic(self.0), true)
+        let r = self.read(p)?;
+        let d = config.dilation;
+        let run = RealisticRun {
+            mix: self.0,
+            own: r.own.dilated(d)?,
+            drain: r.drain.dilated(d)?.drain,
+            fan_in: r.fan_in.fan_in,
+            warmup: r.warmup.map(|w| w.dilated(d)).transpose()?.map_or(Duration::ZERO, |w| w.warmup),
+        };
+        prepare_bed(&r.common, d, run)
     }
 }
 
 impl LanesRealistic {
-    pub(super) fn declared(&self) -> Vec<Param> {
-        match self.0 {
-            Mix::WebSearch => realistic_params("1", "50mbit"),
-            Mix::DataMining => {
-                let mut v = realistic_params("2", "20mbit");
-                v.push(warmup_param());
-                v
-            }
-        }
+    /// The parameters as resolved, the variants and loads checked.
+    fn read(&self, p: &Params) -> Result<Read> {
+        let mut g = Groups::new(p);
+        let (common, own, drain, fan_in) = (g.take()?, g.take()?, g.take()?, g.take()?);
+        let warmup = match self.0 {
+            Mix::DataMining => Some(g.take()?),
+            Mix::WebSearch => None,
+        };
+        g.finish()?;
+        let r = Read { common, own, drain, fan_in, warmup };
+        check_variants(&r.common, &POLICIES)?;
+        non_empty("loads", &r.own.loads)?;
+        Ok(r)
     }
 }
 
-impl Experiment for LanesRealistic {
+/// The experiment of one mix, its own parameters dilated (wall units).
+struct RealisticRun {
+    mix: Mix,
+    own: RealisticParams,
+    drain: Duration,
+    fan_in: u32,
+    /// Zero for web search, which declares none.
+    warmup: Duration,
+}
+
+impl Experiment for RealisticRun {
     /// Web search / data mining mixes at several loads.
     fn run(&self, bed: &Bed, ctx: &mut RunCtx<'_>) -> Result<()> {
-        let duration = bed.params.time("duration")?;
-        let drain = bed.params.time("drain")?;
-        let loads: Vec<f64> = bed.params.numbers("loads")?;
-        let fan_in = bed.params.count("fan_in")? as u32;
-        let warmup = match self.0 {
-            Mix::DataMining => bed.params.time("warmup")?,
-            Mix::WebSearch => Duration::ZERO,
-        };
+        let (duration, drain, fan_in, warmup) = (self.own.duration, self.drain, self.fan_in, self.warmup);
+        let loads = &self.own.loads;
         // Web search's back-end flows end and are measured; data mining's
         // 800 MB jobs never end within a run, so the run ends with the
         // front-end flows instead of always waiting out the drain.
-        let end = match self.0 {
+        let end = match self.mix {
             Mix::DataMining => RunEnd::ClassEnded(FlowClass::Short),
             Mix::WebSearch => RunEnd::AllFlows,
         };
-        let d = bed.params.d();
+        let d = bed.d;
         let hosts = Hosts::quarter_back(bed.fab.spec.hosts);
-        let rounds = match bed.params.choice("workload", &WORKLOADS)?.as_slice() {
-            [w] => w == "rounds",
-            _ => anyhow::bail!("workload: exactly one of {}", WORKLOADS.join(", ")),
-        };
-        let arrivals = if rounds { bed.params.wall(rounds_span(self.0)) } else { duration };
+        let rounds = self.own.workload == Workload::Rounds;
+        let arrivals = if rounds { bed.wall(rounds_span(self.mix)) } else { duration };
         let variant = ctx.variant.clone();
         let dir = ctx.dir.to_path_buf();
         let origin = tcpaccel_core::Instant::ZERO;
         let rate = bed.fab.spec.rate;
         let record_flows_at = if loads.contains(&0.5) { 0.5 } else { *loads.last().unwrap_or(&0.5) };
-        for &load in &loads {
+        for &load in loads {
             let flows = if rounds {
-                rounds_flows(ctx.seed, &hosts, self.0, load, d)?
+                rounds_flows(ctx.seed, &hosts, self.mix, load, d)?
             } else {
-                let wl = workload::realistic(ctx.seed, origin, &hosts, self.0, load, rate, fan_in)
+                let wl = workload::realistic(ctx.seed, origin, &hosts, self.mix, load, rate, fan_in)
                     .context("the realistic workload")?;
                 wl.until(origin + duration)
             };
