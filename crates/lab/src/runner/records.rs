@@ -385,18 +385,21 @@ pub fn read_run(dir: &Path) -> Result<RunData, RecordsError> {
 
 /// Records written before [`RunHeader::scaled`] kept D only as the lanes
 /// scenarios' `scale` parameter: read it from there, once, when the
-/// records are read (a bad value is refused, not taken for D = 1).
+/// records are read, by the typed reader the lanes scenarios read it with
+/// (a bad value is refused, not taken for D = 1).
 fn scaled_before_the_field(h: &RunHeader) -> Result<Option<Scaled>, String> {
     const OLD_KEY: &str = "scale";
-    match (&h.scaled, h.params.get(OLD_KEY)) {
-        (Some(s), _) => Ok(Some(s.clone())),
-        (None, None) => Ok(None),
-        (None, Some(v)) => {
-            let d = v.trim().parse::<u32>().map_err(|_| format!("{OLD_KEY}={v:?} is not a whole number"))?;
-            let d = Dilation::new(d).map_err(|e| format!("{OLD_KEY}: {e}"))?;
-            Ok(Some(Scaled { param: OLD_KEY.into(), d }))
-        }
+    /// The one parameter of an old header read here (the rest ignored).
+    #[derive(serde::Deserialize)]
+    struct Old {
+        #[serde(default)]
+        scale: Option<Dilation>,
     }
+    if let Some(s) = &h.scaled {
+        return Ok(Some(s.clone()));
+    }
+    let old: Old = crate::runner::scenario::Params(h.params.clone()).typed().map_err(|e| e.to_string())?;
+    Ok(old.scale.map(|d| Scaled { param: OLD_KEY.into(), d }))
 }
 
 /// Every record of `DIR/records.jsonl` in the order written (a torn last
@@ -479,9 +482,15 @@ mod tests {
         old.params.insert("scale".into(), "3".into());
         assert_eq!(scaled_before_the_field(&old).unwrap().map(|s| s.d.get()), Some(3));
         old.params.insert("scale".into(), "x".into());
-        assert!(scaled_before_the_field(&old).unwrap_err().contains("\"x\""));
+        assert_eq!(
+            scaled_before_the_field(&old).unwrap_err(),
+            "parameter scale=\"x\": expected a whole number"
+        );
         old.params.insert("scale".into(), "0".into());
-        assert!(scaled_before_the_field(&old).is_err());
+        let e = scaled_before_the_field(&old).unwrap_err();
+        assert_eq!(e, "parameter scale=\"0\": the scale factor D must be at least 1, got 0");
+        old.params.remove("scale");
+        assert_eq!(scaled_before_the_field(&old), Ok(None), "not scaled");
         // A flow record of before the field reads back without it.
         let old = r#"{"type":"flow","variant":"a","repeat":0,"id":1,"class":"short","bytes":10,"start":0.5,"fct_ms":8.0,"completed":true}"#;
         let Record::Flow(f) = serde_json::from_str::<Record>(old).unwrap() else { panic!("not a flow") };
