@@ -546,6 +546,66 @@ mod tests {
         assert!(choices("variants", &v[..1], &["a", "b"]).is_ok());
     }
 
+    scaled_params! {
+        /// Fields with their scaling rules.
+        struct Scaled {
+            #[serde(with = "tcpaccel_core::units::serde_duration")]
+            delay: Duration [Time] = "25us" => "a time",
+            rate: Rate [Rate] = "1gbit" => "a rate",
+            gammas: Vec<f64> [PerTime] = "1,4" => "per-time coefficients",
+            buffer: Bytes [Bytes] = "128KB" => "bytes",
+            hosts: Vec<u32> [Count] = "1,2" => "counts",
+            cc: String [Choice] = "reno" => "a name",
+            scale: Dilation [Factor] = "1" => "D",
+        }
+    }
+
+    scaled_params! {
+        /// A rule that does not fit its field's type.
+        struct Misdeclared {
+            rate: Rate [Time] = "1gbit" => "a rate declared as a time",
+        }
+    }
+
+    #[test]
+    fn a_scaled_struct_follows_its_rules_and_groups_split_the_keys() {
+        let mut kv: Vec<(String, String)> =
+            Scaled::specs().iter().map(|s| (s.key.to_string(), s.default.clone())).collect();
+        kv.push(("rate".into(), "1gbit".into()));
+        let mut p = Params(kv.into_iter().collect());
+        p.0.insert("scale".into(), "4".into());
+        let s: Scaled = p.typed().unwrap();
+        let w = s.dilated(s.scale).unwrap();
+        assert_eq!(w.delay, Duration::from_micros(100));
+        assert_eq!(w.rate, Rate::mbps(250));
+        assert_eq!(w.gammas, vec![0.25, 1.0]);
+        assert_eq!((w.buffer, &w.hosts, w.cc.as_str(), w.scale), (s.buffer, &s.hosts, "reno", s.scale));
+        let rules: Vec<&str> = Scaled::rules().iter().map(|(k, _)| *k).collect();
+        assert_eq!(rules, ["delay", "rate", "gammas", "buffer", "hosts", "cc", "scale"]);
+        assert_eq!(w.quantities()[2].1, vec![Quantity::Number(0.25), Quantity::Number(1.0)]);
+        // A rule that does not fit is refused naming the key.
+        let m: Misdeclared = Params([("rate".into(), "1gbit".into())].into()).typed().unwrap();
+        let e = m.dilated(Dilation::new(2).unwrap()).unwrap_err().to_string();
+        assert_eq!(e, "parameter rate: scaling by D = 2: a time ×D rule does not fit a rate");
+        // Two structs from one map; a key neither takes is refused.
+        p.0.insert("colour".into(), "red".into());
+        p.0.insert("mode".into(), "slow".into());
+        let mut g = Groups::new(&p);
+        let again: Scaled = g.take().unwrap();
+        assert_eq!(again, s);
+        #[derive(Debug, serde::Deserialize)]
+        struct JustMode {
+            mode: Mode,
+        }
+        impl ScenarioParams for JustMode {
+            fn specs() -> Vec<ParamSpec> {
+                vec![ParamSpec::new("mode", "fast", "a mode")]
+            }
+        }
+        assert_eq!(g.take::<JustMode>().unwrap().mode, Mode::Slow);
+        assert_eq!(g.finish().unwrap_err().to_string(), "unknown field `colour`");
+    }
+
     #[test]
     fn errors_name_the_key_the_value_and_the_accepted_form() {
         let with = |k: &str, v: &str| {
