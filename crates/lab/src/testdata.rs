@@ -63,6 +63,8 @@ pub(crate) fn header() -> RunHeader {
 pub(crate) fn run() -> RunData {
     let mut d = RunData::default();
     d.push(Record::Run(header()));
+    // Named as the dumbbell names its keys (the fixture is a dumbbell run).
+    d.names = crate::testbeds::dumbbell::metric::NAMES.to_vec();
     let vals = [
         ("none", [230.0, 190.0, 200.0], [1400.0, 1500.0, 1455.0]),
         ("static", [455.0, 450.0, 460.0], [0.0, 0.0, 2.0]),

@@ -369,7 +369,7 @@ fn results(
         print!("{}", results::to_json(&s));
         return Ok(Verdict::Ok);
     }
-    let all = results::read_dir(dir).map_err(|e| exit::usage(e.to_string()))?;
+    let all = scenarios::read_results(dir).map_err(|e| exit::usage(e.to_string()))?;
     let read_page =
         |p: &PathBuf| std::fs::read_to_string(p).with_context(|| format!("reading {}", p.display()));
     let page_err = |p: &PathBuf, e: page::PageError| exit::usage(format!("{}: {e}", p.display()));

@@ -1,6 +1,6 @@
 //! Judging a run against its scenario's claims ([`crate::runner::claims`],
-//! owned by each scenario and carried in [`RunData::claims`]), plus human
-//! names for metric keys.
+//! owned by each scenario and carried in [`RunData::claims`]), and a metric
+//! key's human name from the names its scenario gives ([`RunData::names`]).
 //!
 //! Not here: judging a single repeat's noise. A verdict compares medians over
 //! the run's repeats with the goal; the tables beside it show the spread.
@@ -221,104 +221,6 @@ pub fn fmt_measured(x: f64) -> String {
     format!("{x:.digits$}")
 }
 
-/// Human names of metric and series keys. Keys not listed keep their key.
-const NAMES: &[(&str, &str)] = &[
-    ("steady_rate_frac", "On-wire rate after the ramp ÷ set rate"),
-    ("steady_wire_mbps", "On-wire rate after the ramp"),
-    ("ramp_95_s", "Time to 95% of the set rate"),
-    ("proc_cpu_pct", "CPU of the lab process"),
-    ("proc_cpu_pct_per_gbit", "CPU of the lab process per Gbit/s"),
-    ("short_p50_ms", "Short-flow FCT, median"),
-    ("goodput_mbps", "Goodput"),
-    ("drops", "Drops at the bottleneck"),
-    ("retransmits", "TCP retransmissions"),
-    ("share_of_limit", "Share of the path's goodput limit"),
-    ("cwnd_pkts", "Congestion window"),
-    ("srtt_ms", "Smoothed RTT"),
-    ("emu_mbps", "Rate at the bottleneck (100 ms bins)"),
-    ("zoom500us_mbps", "Rate at the bottleneck around the first drop (500 µs bins)"),
-    ("drops_after_2s", "Drops after the first 2 s"),
-    ("gap_dev_p50_us", "Gap deviation, median (500 µs bins)"),
-    ("gap_dev_p99_us", "Gap deviation, p99 (500 µs bins)"),
-    ("frame_gap_dev_p50_us", "Frame gap deviation, median"),
-    ("frame_gap_dev_p99_us", "Frame gap deviation, p99"),
-    ("p0_wire_mbps", "On-wire rate on path p0"),
-    ("p1_wire_mbps", "On-wire rate on path p1"),
-    ("p0_pace_err_pct", "Path p0's rate off the set rate"),
-    ("p1_pace_err_pct", "Path p1's rate off the set rate"),
-    ("paths_used", "Paths carrying data"),
-    ("cpu_busy_pct", "Busy CPU of the machine"),
-    ("acks_per_s", "ACKs received per second"),
-    ("prog_calls_per_s", "Pacer program calls per second"),
-    ("prog_ns_per_call", "Pacer program time per call"),
-    ("prog_cpu_pct", "Pacer program CPU"),
-    ("burst_p50_ms", "Burst completion after idle, median"),
-    ("burst_p90_ms", "Burst completion after idle, p90"),
-    ("first_burst_ms", "First burst completion"),
-    ("burst_ms", "Burst completion"),
-    ("cwnd_at_start", "Congestion window at burst start"),
-    ("cwnd_1ms", "Congestion window 1 ms into a burst"),
-    ("resume_rate_mbps", "Resume pacing rate"),
-    ("iter_mean_ms", "All-to-all iteration, mean"),
-    ("iter_p99_ms", "All-to-all iteration, p99"),
-    ("timeouts", "Retransmission timeouts"),
-    ("throughput_MBps", "Throughput"),
-    ("relay_cpu_s_per_GB", "Relay CPU per GB"),
-    ("first_byte_s", "Time to first byte"),
-    ("seconds", "Transfer time"),
-    ("throughput_vs_segments_MBps", "Throughput against segment count"),
-    ("high_mbps", "High-priority goodput"),
-    ("low_mbps", "Low-priority goodput"),
-    ("high_mean_mbps", "High priority: mean goodput"),
-    ("low_mean_mbps", "Low priority: mean goodput"),
-    ("high_min_mbps", "High priority: worst client's goodput"),
-    ("low_min_mbps", "Low priority: worst client's goodput"),
-    ("high_below_frac", "High priority: intervals below target"),
-    ("low_below_frac", "Low priority: intervals below target"),
-    ("high_met", "High priority: target met"),
-    ("low_met", "Low priority: target met"),
-    ("high_mid_mbps", "High priority: goodput in the middle third"),
-    ("low_mid_mbps", "Low priority: goodput in the middle third"),
-    ("high_mid_min_mbps", "High priority: worst client in the middle third"),
-    ("low_mid_min_mbps", "Low priority: worst client in the middle third"),
-    ("high_mid_met", "High priority: target met in the middle third"),
-    ("low_mid_met", "Low priority: target met in the middle third"),
-    ("streams_max", "Most streams of a client"),
-    ("converge_s", "Stream-count search time"),
-    ("settle_s", "Stream-count settle time"),
-    ("sl_share_pct", "Bytes on the short-flow lane"),
-    ("short_sl_bytes_pct", "Short flows: share of their bytes on SL"),
-    ("tail_short_sl_bytes_pct", "Short flows at or above the p99: share of their bytes on SL"),
-    ("medium_sl_bytes_pct", "Medium flows: share of their bytes on SL"),
-    ("long_sl_bytes_pct", "Long flows: share of their bytes on SL"),
-    ("sl_large_mbps_tail_short", "Flows above 100 KB on SL during a short flow at or above the p99 (median)"),
-    ("sl_large_mbps_mid_short", "Flows above 100 KB on SL during a short flow of the middle tenth (median)"),
-    ("switch_ms", "Connection age at the switch to LL"),
-    ("switches", "Switches to LL"),
-    ("switch_latency_ms", "Switch latency, threshold to LL carrying data"),
-    ("ll_rtt_ms", "Idle LL round trip"),
-    ("failed_pm_commands", "Failed path-manager commands"),
-    ("cut_by_limit", "Flows cut by the time limit"),
-    ("p95_growth_x", "Short-flow p95 growth (most ÷ fewest long senders)"),
-    ("short_flows", "Short flows"),
-    ("short_avg_ms", "Short-flow FCT, mean"),
-    ("short_p95_ms", "Short-flow FCT, p95"),
-    ("short_p99_ms", "Short-flow FCT, p99"),
-    ("short_incomplete", "Short flows not completed"),
-    ("short_avg_ms_all", "Short-flow FCT, mean, unfinished flows at the time they had"),
-    ("short_p99_ms_all", "Short-flow FCT, p99, unfinished flows at the time they had"),
-    ("long_mbps", "Long-flow goodput per back-end host"),
-    ("sl_mbps", "Short-flow lane (SL) rate"),
-    ("ll1_mbps", "Long-flow lane 1 (LL1) rate"),
-    ("ll2_mbps", "Long-flow lane 2 (LL2) rate"),
-    ("total_mbps", "Total rate"),
-    ("short_avg_vs_senders_ms", "Short-flow FCT mean against long senders"),
-    ("short_p95_vs_senders_ms", "Short-flow FCT p95 against long senders"),
-    ("short_avg_vs_load_ms", "Short-flow FCT mean against load"),
-    ("short_p99_vs_load_ms", "Short-flow FCT p99 against load"),
-    ("long_vs_load_mbps", "Long-flow goodput against load"),
-];
-
 /// What a bare point (`short_p99_ms@0.5`) counts in each scenario.
 const POINT_LABELS: &[(&str, &str)] =
     &[("lanes-buildup", "senders"), ("lanes-websearch", "load"), ("lanes-datamining", "load")];
@@ -334,15 +236,16 @@ fn symbol(label: &str) -> &str {
     }
 }
 
-/// The human name of a metric or series key; the key itself when unknown.
+/// The human name of a metric or series key among `names` (the run's
+/// scenario's, [`RunData::names`]); the key itself when unknown.
 /// Per-point keys name their point: `switch_ms@alpha=4` → "… (α = 4)",
 /// `short_p99_ms@0.5` in lanes-websearch → "… (load 0.5)".
-pub fn human_name(scenario: &str, key: &str) -> String {
+pub fn human_name(names: &[(&str, &str)], scenario: &str, key: &str) -> String {
     let (base, point) = match key.split_once('@') {
         Some((b, p)) => (b, Some(p)),
         None => (key, None),
     };
-    let name = NAMES.iter().find(|(k, _)| *k == base).map(|(_, n)| (*n).to_string());
+    let name = names.iter().find(|(k, _)| *k == base).map(|(_, n)| (*n).to_string());
     let Some(name) = name else {
         return key.to_string();
     };
@@ -530,7 +433,7 @@ mod tests {
                     "{}: claim on undeclared metric {metric}",
                     s.name()
                 );
-                assert_ne!(human_name(s.name(), metric), metric, "{metric} has no human name");
+                assert_ne!(human_name(&s.names(), s.name(), metric), metric, "{metric} has no human name");
             }
             for (k, _) in c.when {
                 assert!(s.params().iter().any(|p| p.key == *k), "{}: claim on unknown param {k}", s.name());
@@ -540,16 +443,24 @@ mod tests {
 
     #[test]
     fn human_names_with_fallback_and_points() {
-        assert_eq!(human_name("demo", "goodput_mbps"), "Goodput");
-        assert_eq!(human_name("demo", "no_such_key"), "no_such_key");
+        let names = |s: &str| crate::scenarios::find(s).unwrap().names();
+        assert_eq!(human_name(&names("demo"), "demo", "goodput_mbps"), "Goodput");
+        assert_eq!(human_name(&names("demo"), "demo", "no_such_key"), "no_such_key");
         assert_eq!(
-            human_name("lanes-params", "switch_ms@alpha=4"),
+            human_name(&names("lanes-params"), "lanes-params", "switch_ms@alpha=4"),
             "Connection age at the switch to LL (α = 4)"
         );
-        assert_eq!(human_name("lanes-websearch", "short_p99_ms@0.5"), "Short-flow FCT, p99 (load 0.5)");
-        assert_eq!(human_name("lanes-buildup", "short_p95_ms@6"), "Short-flow FCT, p95 (senders 6)");
-        assert_eq!(human_name("other", "short_p95_ms@6"), "Short-flow FCT, p95 (at 6)");
-        assert_eq!(human_name("x", "unknown@4"), "unknown@4");
+        let web = names("lanes-websearch");
+        assert_eq!(human_name(&web, "lanes-websearch", "short_p99_ms@0.5"), "Short-flow FCT, p99 (load 0.5)");
+        let buildup = names("lanes-buildup");
+        assert_eq!(
+            human_name(&buildup, "lanes-buildup", "short_p95_ms@6"),
+            "Short-flow FCT, p95 (senders 6)"
+        );
+        assert_eq!(human_name(&buildup, "other", "short_p95_ms@6"), "Short-flow FCT, p95 (at 6)");
+        assert_eq!(human_name(&buildup, "x", "unknown@4"), "unknown@4");
+        // A name is the scenario's: pacing-web's short flows are not named in the demo.
+        assert_eq!(human_name(&names("demo"), "demo", "short_p99_ms"), "short_p99_ms");
     }
 
     #[test]
@@ -557,7 +468,7 @@ mod tests {
         for s in crate::scenarios::all() {
             for m in s.metrics() {
                 assert_ne!(
-                    human_name(s.name(), &m.name),
+                    human_name(&s.names(), s.name(), &m.name),
                     m.name,
                     "{}: {} has no human name",
                     s.name(),

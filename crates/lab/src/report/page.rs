@@ -267,7 +267,7 @@ mod tests {
     fn the_committed_page_matches_the_committed_results() {
         let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
         let page = std::fs::read_to_string(root.join("BENCHMARKS.md")).unwrap();
-        let results = super::super::results::read_dir(&root.join("results")).unwrap();
+        let results = crate::scenarios::read_results(&root.join("results")).unwrap();
         let stale = check(&page, &results).unwrap();
         assert!(
             stale.is_empty(),

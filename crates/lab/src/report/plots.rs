@@ -39,7 +39,7 @@ pub fn plots(data: &RunData) -> Vec<(String, String, String)> {
             }
         }
         if !bars.is_empty() {
-            let name = human_name(&h.scenario, &t.metric);
+            let name = human_name(&data.names, &h.scenario, &t.metric);
             // "per variant": the time series of the same metric is a chart of
             // its own, titled "… over time", and the two must not read alike.
             let title = if t.unit.is_empty() {
@@ -58,8 +58,8 @@ pub fn plots(data: &RunData) -> Vec<(String, String, String)> {
     let order = variant_order(data);
     for (series, per_variant) in by_series {
         let title = match series.contains("_vs_") {
-            true => human_name(&h.scenario, series),
-            false => format!("{} over time", human_name(&h.scenario, series)),
+            true => human_name(&data.names, &h.scenario, series),
+            false => format!("{} over time", human_name(&data.names, &h.scenario, series)),
         };
         let mut c = Chart::new(title.clone(), series_x_label(series), series_unit(series));
         for v in &order {

@@ -51,6 +51,10 @@ pub struct ResultSummary {
     pub variants: Vec<VariantRow>,
     /// The scenario's claims shown for this run's parameters, judged.
     pub claims: Vec<ClaimResult>,
+    /// The scenario's human names of its metrics (not in the file: set by
+    /// whoever reads it and knows the scenario, as [`RunData::names`]).
+    #[serde(skip)]
+    pub names: Vec<(&'static str, &'static str)>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -205,6 +209,7 @@ pub fn summarize(data: &RunData, command: String) -> Result<ResultSummary, Resul
         metrics,
         variants,
         claims,
+        names: data.names.clone(),
     })
 }
 
@@ -297,7 +302,7 @@ pub fn render(s: &ResultSummary, view: &View) -> Result<String, UnknownMetric> {
     );
     let _ = write!(o, "| variant |");
     for m in &columns {
-        let name = judge::human_name(&s.scenario, &m.name);
+        let name = judge::human_name(&s.names, &s.scenario, &m.name);
         if m.unit.is_empty() {
             let _ = write!(o, " {name} |");
         } else {

@@ -333,6 +333,9 @@ pub struct RunData {
     /// records: the runner, or whoever reads a run directory and knows the
     /// scenario — `crate::scenarios::with_claims` —, sets today's).
     pub claims: Vec<crate::runner::claims::Claim>,
+    /// The human names of the scenario's metric and series keys, set with
+    /// the claims ([`Scenario::names`](crate::runner::scenario::Scenario::names)).
+    pub names: Vec<(&'static str, &'static str)>,
 }
 
 impl RunData {

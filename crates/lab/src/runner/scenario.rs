@@ -137,6 +137,13 @@ pub trait Scenario: Send + Sync {
     fn claims(&self) -> &'static [crate::runner::claims::Claim] {
         &[]
     }
+    /// The human names of the metric and series keys this scenario records
+    /// (key before any `@point`, name), as its tables and plots title them;
+    /// the one home of a name is the scenario (or shared testbed) that
+    /// records the key.
+    fn names(&self) -> Vec<(&'static str, &'static str)> {
+        Vec::new()
+    }
     fn notes(&self, _params: &Params) -> Result<Vec<String>> {
         Ok(Vec::new())
     }
@@ -511,6 +518,7 @@ pub fn run(s: &dyn Scenario, params: &Params, opts: &RunOptions) -> Result<RunDa
     writer.write(&Record::End(end))?;
     let mut data = read_run(&opts.out)?;
     data.claims = s.claims().to_vec();
+    data.names = s.names();
     Ok(data)
 }
 

@@ -71,6 +71,9 @@ impl Scenario for Demo {
     fn variants(&self, p: &Params) -> Result<Vec<String>> {
         Ok(DemoParams::read(p)?.variants)
     }
+    fn names(&self) -> Vec<(&'static str, &'static str)> {
+        crate::testbeds::dumbbell::metric::NAMES.to_vec()
+    }
     fn metrics(&self) -> Vec<MetricSpec> {
         standard_metrics()
     }

@@ -173,6 +173,30 @@ pub mod metric {
         mid_min_mbps: "low_mid_min_mbps",
         mid_met: "low_mid_met",
     };
+
+    /// The human names of the keys this scenario records (metrics and
+    /// series), as its tables and plots title them.
+    pub const NAMES: &[(&str, &str)] = &[
+        (HIGH.mbps, "High-priority goodput"),
+        (HIGH.mean_mbps, "High priority: mean goodput"),
+        (HIGH.min_mbps, "High priority: worst client's goodput"),
+        (HIGH.below_frac, "High priority: intervals below target"),
+        (HIGH.met, "High priority: target met"),
+        (HIGH.mid_mbps, "High priority: goodput in the middle third"),
+        (HIGH.mid_min_mbps, "High priority: worst client in the middle third"),
+        (HIGH.mid_met, "High priority: target met in the middle third"),
+        (LOW.mbps, "Low-priority goodput"),
+        (LOW.mean_mbps, "Low priority: mean goodput"),
+        (LOW.min_mbps, "Low priority: worst client's goodput"),
+        (LOW.below_frac, "Low priority: intervals below target"),
+        (LOW.met, "Low priority: target met"),
+        (LOW.mid_mbps, "Low priority: goodput in the middle third"),
+        (LOW.mid_min_mbps, "Low priority: worst client in the middle third"),
+        (LOW.mid_met, "Low priority: target met in the middle third"),
+        (STREAMS_MAX, "Most streams of a client"),
+        (CONVERGE_S, "Stream-count search time"),
+        (SETTLE_S, "Stream-count settle time"),
+    ];
 }
 
 impl Scenario for Gather {
@@ -202,6 +226,9 @@ impl Scenario for Gather {
     }
     fn variants(&self, _p: &Params) -> Result<Vec<String>> {
         Ok(vec!["equal".into(), "buffer".into(), "buffer+streams".into()])
+    }
+    fn names(&self) -> Vec<(&'static str, &'static str)> {
+        metric::NAMES.to_vec()
     }
     fn metrics(&self) -> Vec<MetricSpec> {
         let mut m = Vec::new();

@@ -70,6 +70,18 @@ pub mod metric {
     pub const BURST_P50_MS: &str = "burst_p50_ms";
     pub const BURST_P90_MS: &str = "burst_p90_ms";
     pub const FIRST_BURST_MS: &str = "first_burst_ms";
+
+    /// The human names of the keys this scenario records (metrics and
+    /// series), as its tables and plots title them.
+    pub const NAMES: &[(&str, &str)] = &[
+        (BURST_P50_MS, "Burst completion after idle, median"),
+        (BURST_P90_MS, "Burst completion after idle, p90"),
+        (FIRST_BURST_MS, "First burst completion"),
+        ("burst_ms", "Burst completion"),
+        ("cwnd_at_start", "Congestion window at burst start"),
+        ("cwnd_1ms", "Congestion window 1 ms into a burst"),
+        ("resume_rate_mbps", "Resume pacing rate"),
+    ];
 }
 
 impl Scenario for Idle {
@@ -105,6 +117,9 @@ impl Scenario for Idle {
     }
     fn variants(&self, p: &Params) -> Result<Vec<String>> {
         Ok(IdleParams::read(p)?.variants)
+    }
+    fn names(&self) -> Vec<(&'static str, &'static str)> {
+        [crate::testbeds::dumbbell::metric::NAMES, metric::NAMES].concat()
     }
     fn metrics(&self) -> Vec<MetricSpec> {
         let ms = |name: &str, description: &str| MetricSpec {

@@ -44,12 +44,25 @@ pub fn all() -> Vec<Box<dyn Scenario>> {
 /// `data` with today's claims of its scenario (none for a scenario this
 /// build does not know), for rendering a run read from its directory.
 pub fn with_claims(mut data: crate::runner::records::RunData) -> crate::runner::records::RunData {
-    data.claims = all()
-        .into_iter()
-        .find(|s| s.name() == data.header().scenario)
-        .map_or(&[][..], |s| s.claims())
-        .to_vec();
+    let s = all().into_iter().find(|s| s.name() == data.header().scenario);
+    data.claims = s.as_ref().map_or(&[][..], |s| s.claims()).to_vec();
+    data.names = s.map(|s| s.names()).unwrap_or_default();
     data
+}
+
+/// The committed results summaries of `dir` (`results/`), each with its
+/// scenario's human names of the metrics, for rendering.
+pub fn read_results(
+    dir: &std::path::Path,
+) -> Result<
+    std::collections::BTreeMap<String, crate::report::results::ResultSummary>,
+    crate::report::results::ResultsError,
+> {
+    let mut all = crate::report::results::read_dir(dir)?;
+    for (name, s) in all.iter_mut() {
+        s.names = find(name).map(|s| s.names()).unwrap_or_default();
+    }
+    Ok(all)
 }
 
 /// The results-page summary of a run read from its directory
@@ -101,6 +114,26 @@ mod claims_tests {
                  summarize it (`lab results --summarize`)",
                 r.command
             );
+        }
+    }
+
+    /// Each scenario names each key it records once (its own names after
+    /// those of the testbed it shares), and a run read back carries them.
+    #[test]
+    fn every_scenario_names_each_key_once() {
+        for s in all() {
+            let names = s.names();
+            assert!(!names.is_empty(), "{} names none of its keys", s.name());
+            let mut keys: Vec<&str> = names.iter().map(|(k, _)| *k).collect();
+            keys.sort_unstable();
+            let n = keys.len();
+            keys.dedup();
+            assert_eq!(keys.len(), n, "{}: a key named twice in {names:?}", s.name());
+            let mut h = crate::testdata::header();
+            h.scenario = s.name().into();
+            let mut d = RunData::default();
+            d.push(Record::Run(h));
+            assert_eq!(with_claims(d).names, names, "{}", s.name());
         }
     }
 

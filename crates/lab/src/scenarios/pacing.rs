@@ -145,6 +145,19 @@ pub mod metric {
     pub const STEADY_RATE_FRAC: &str = "steady_rate_frac";
     pub const STEADY_WIRE_MBPS: &str = "steady_wire_mbps";
     pub const RAMP_95_S: &str = "ramp_95_s";
+
+    /// The human names of the keys this scenario records (metrics and
+    /// series), as its tables and plots title them.
+    pub const NAMES: &[(&str, &str)] = &[
+        (DROPS_AFTER_2S, "Drops after the first 2 s"),
+        (GAP_DEV_P50_US, "Gap deviation, median (500 µs bins)"),
+        (GAP_DEV_P99_US, "Gap deviation, p99 (500 µs bins)"),
+        (FRAME_GAP_DEV_P50_US, "Frame gap deviation, median"),
+        (FRAME_GAP_DEV_P99_US, "Frame gap deviation, p99"),
+        (STEADY_RATE_FRAC, "On-wire rate after the ramp ÷ set rate"),
+        (STEADY_WIRE_MBPS, "On-wire rate after the ramp"),
+        (RAMP_95_S, "Time to 95% of the set rate"),
+    ];
 }
 
 /// The spacing `--precise` keeps by default: every arrival gap within 60 µs
@@ -190,6 +203,9 @@ impl Scenario for Pacing {
     }
     fn variants(&self, p: &Params) -> Result<Vec<String>> {
         Ok(PacingParams::read(p)?.variants)
+    }
+    fn names(&self) -> Vec<(&'static str, &'static str)> {
+        [crate::testbeds::dumbbell::metric::NAMES, metric::NAMES].concat()
     }
     fn metrics(&self) -> Vec<MetricSpec> {
         let mut m = standard_metrics();

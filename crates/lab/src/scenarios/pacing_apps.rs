@@ -83,6 +83,10 @@ impl AppsParams {
 pub mod metric {
     pub use crate::testbeds::dumbbell::metric::{DROPS, GOODPUT_MBPS};
     pub const RAMP_95_S: &str = "ramp_95_s";
+
+    /// The human names of the keys this scenario records (metrics and
+    /// series), as its tables and plots title them.
+    pub const NAMES: &[(&str, &str)] = &[(RAMP_95_S, "Time to 95% of the set rate")];
 }
 
 /// The port every program's data connection goes to.
@@ -118,6 +122,9 @@ impl Scenario for PacingApps {
     }
     fn variants(&self, p: &Params) -> Result<Vec<String>> {
         Ok(AppsParams::read(p)?.variants)
+    }
+    fn names(&self) -> Vec<(&'static str, &'static str)> {
+        [crate::testbeds::dumbbell::metric::NAMES, metric::NAMES].concat()
     }
     fn metrics(&self) -> Vec<MetricSpec> {
         let spec = MetricSpec::lower_is_better;

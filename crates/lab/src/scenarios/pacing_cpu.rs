@@ -76,6 +76,18 @@ pub mod metric {
     pub const PROG_CALLS_PER_S: &str = "prog_calls_per_s";
     pub const PROG_NS_PER_CALL: &str = "prog_ns_per_call";
     pub const PROG_CPU_PCT: &str = "prog_cpu_pct";
+
+    /// The human names of the keys this scenario records (metrics and
+    /// series), as its tables and plots title them.
+    pub const NAMES: &[(&str, &str)] = &[
+        (CPU_BUSY_PCT, "Busy CPU of the machine"),
+        (PROC_CPU_PCT, "CPU of the lab process"),
+        (PROC_CPU_PCT_PER_GBIT, "CPU of the lab process per Gbit/s"),
+        (ACKS_PER_S, "ACKs received per second"),
+        (PROG_CALLS_PER_S, "Pacer program calls per second"),
+        (PROG_NS_PER_CALL, "Pacer program time per call"),
+        (PROG_CPU_PCT, "Pacer program CPU"),
+    ];
 }
 
 impl Scenario for PacingCpu {
@@ -104,6 +116,9 @@ impl Scenario for PacingCpu {
     }
     fn variants(&self, p: &Params) -> Result<Vec<String>> {
         Ok(PacingCpuParams::read(p)?.variants)
+    }
+    fn names(&self) -> Vec<(&'static str, &'static str)> {
+        [crate::testbeds::dumbbell::metric::NAMES, metric::NAMES].concat()
     }
     fn metrics(&self) -> Vec<MetricSpec> {
         let mut m = standard_metrics();

@@ -99,6 +99,16 @@ pub mod metric {
     pub fn pace_err_pct(p: &str) -> String {
         format!("{p}_pace_err_pct")
     }
+
+    /// The human names of the keys this scenario records (metrics and
+    /// series), as its tables and plots title them.
+    pub const NAMES: &[(&str, &str)] = &[
+        ("p0_wire_mbps", "On-wire rate on path p0"),
+        ("p1_wire_mbps", "On-wire rate on path p1"),
+        ("p0_pace_err_pct", "Path p0's rate off the set rate"),
+        ("p1_pace_err_pct", "Path p1's rate off the set rate"),
+        (PATHS_USED, "Paths carrying data"),
+    ];
 }
 
 impl Scenario for PacingMptcp {
@@ -127,6 +137,9 @@ impl Scenario for PacingMptcp {
     }
     fn variants(&self, p: &Params) -> Result<Vec<String>> {
         Ok(PacingMptcpParams::read(p)?.variants)
+    }
+    fn names(&self) -> Vec<(&'static str, &'static str)> {
+        [crate::testbeds::dumbbell::metric::NAMES, metric::NAMES].concat()
     }
     fn metrics(&self) -> Vec<MetricSpec> {
         let mut m = standard_metrics();

@@ -73,6 +73,17 @@ pub mod metric {
     pub const SHORT_P95_MS: &str = "short_p95_ms";
     pub const SHORT_P99_MS: &str = "short_p99_ms";
     pub const SHORT_INCOMPLETE: &str = "short_incomplete";
+
+    /// The human names of the keys this scenario records (metrics and
+    /// series), as its tables and plots title them.
+    pub const NAMES: &[(&str, &str)] = &[
+        (SHORT_FLOWS, "Short flows"),
+        (SHORT_AVG_MS, "Short-flow FCT, mean"),
+        (SHORT_P50_MS, "Short-flow FCT, median"),
+        (SHORT_P95_MS, "Short-flow FCT, p95"),
+        (SHORT_P99_MS, "Short-flow FCT, p99"),
+        (SHORT_INCOMPLETE, "Short flows not completed"),
+    ];
 }
 
 /// 100 KB – 10 MB, half below 1 MB, linear inside each decade.
@@ -107,6 +118,9 @@ impl Scenario for PacingWeb {
     }
     fn variants(&self, p: &Params) -> Result<Vec<String>> {
         Ok(WebParams::read(p)?.variants)
+    }
+    fn names(&self) -> Vec<(&'static str, &'static str)> {
+        [crate::testbeds::dumbbell::metric::NAMES, metric::NAMES].concat()
     }
     fn metrics(&self) -> Vec<MetricSpec> {
         let spec = MetricSpec::lower_is_better;

@@ -66,6 +66,14 @@ pub mod metric {
     pub const ITER_MEAN_MS: &str = "iter_mean_ms";
     pub const ITER_P99_MS: &str = "iter_p99_ms";
     pub const TIMEOUTS: &str = "timeouts";
+
+    /// The human names of the keys this scenario records (metrics and
+    /// series), as its tables and plots title them.
+    pub const NAMES: &[(&str, &str)] = &[
+        (ITER_MEAN_MS, "All-to-all iteration, mean"),
+        (ITER_P99_MS, "All-to-all iteration, p99"),
+        (TIMEOUTS, "Retransmission timeouts"),
+    ];
 }
 
 impl Scenario for Rto {
@@ -99,6 +107,9 @@ impl Scenario for Rto {
             v.push(format!("low-rto/{s}"));
         }
         Ok(v)
+    }
+    fn names(&self) -> Vec<(&'static str, &'static str)> {
+        metric::NAMES.to_vec()
     }
     fn metrics(&self) -> Vec<MetricSpec> {
         vec![

@@ -63,6 +63,10 @@ impl Scenario for Tuning {
     fn variants(&self, _p: &Params) -> Result<Vec<String>> {
         Ok(VARIANTS.iter().map(|s| s.to_string()).collect())
     }
+    fn names(&self) -> Vec<(&'static str, &'static str)> {
+        [crate::testbeds::dumbbell::metric::NAMES, &[("share_of_limit", "Share of the path's goodput limit")]]
+            .concat()
+    }
     fn metrics(&self) -> Vec<MetricSpec> {
         standard_metrics()
     }

@@ -201,6 +201,18 @@ pub mod metric {
     pub const GOODPUT_MBPS: &str = "goodput_mbps";
     pub const DROPS: &str = "drops";
     pub const RETRANSMITS: &str = "retransmits";
+
+    /// The human names of the keys this scenario records (metrics and
+    /// series), as its tables and plots title them.
+    pub const NAMES: &[(&str, &str)] = &[
+        (GOODPUT_MBPS, "Goodput"),
+        (DROPS, "Drops at the bottleneck"),
+        (RETRANSMITS, "TCP retransmissions"),
+        ("cwnd_pkts", "Congestion window"),
+        ("srtt_ms", "Smoothed RTT"),
+        ("emu_mbps", "Rate at the bottleneck (100 ms bins)"),
+        ("zoom500us_mbps", "Rate at the bottleneck around the first drop (500 µs bins)"),
+    ];
 }
 
 pub fn standard_metrics() -> Vec<MetricSpec> {

@@ -75,6 +75,21 @@ impl Scenario for LanesBasic {
     fn variants(&self, p: &Params) -> Result<Vec<String>> {
         Ok(Self::read(p)?.0.variants)
     }
+    fn names(&self) -> Vec<(&'static str, &'static str)> {
+        [
+            super::NAMES,
+            &[
+                ("goodput_mbps", "Goodput"),
+                ("switch_latency_ms", "Switch latency, threshold to LL carrying data"),
+                ("ll_rtt_ms", "Idle LL round trip"),
+                ("sl_mbps", "Short-flow lane (SL) rate"),
+                ("ll1_mbps", "Long-flow lane 1 (LL1) rate"),
+                ("ll2_mbps", "Long-flow lane 2 (LL2) rate"),
+                ("total_mbps", "Total rate"),
+            ],
+        ]
+        .concat()
+    }
     fn metrics(&self) -> Vec<MetricSpec> {
         vec![
             MetricSpec::new("goodput_mbps", "Mbit/s", true, "the transfer's goodput at the receiver"),

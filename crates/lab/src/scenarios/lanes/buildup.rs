@@ -80,6 +80,17 @@ impl Scenario for LanesBuildup {
     fn variants(&self, p: &Params) -> Result<Vec<String>> {
         Ok(Self::read(p)?.common.variants)
     }
+    fn names(&self) -> Vec<(&'static str, &'static str)> {
+        [
+            super::NAMES,
+            &[
+                ("p95_growth_x", "Short-flow p95 growth (most ÷ fewest long senders)"),
+                ("short_avg_vs_senders_ms", "Short-flow FCT mean against long senders"),
+                ("short_p95_vs_senders_ms", "Short-flow FCT p95 against long senders"),
+            ],
+        ]
+        .concat()
+    }
     fn metrics(&self) -> Vec<MetricSpec> {
         vec![MetricSpec::new(
             "p95_growth_x",

@@ -11,6 +11,30 @@ use tcpaccel_core::stats::percentile_sorted;
 use tcpaccel_core::workload::FlowClass;
 
 use super::{Outcome, DAEMONS_ON_BPF_METRIC, SHORT_MAX};
+
+/// The human names of the keys every lanes scenario records (what
+/// [`record_outcome`] writes, and the switch age), as tables and plots
+/// title them; each scenario adds its own.
+pub(super) const NAMES: &[(&str, &str)] = &[
+    ("sl_share_pct", "Bytes on the short-flow lane"),
+    ("short_sl_bytes_pct", "Short flows: share of their bytes on SL"),
+    ("tail_short_sl_bytes_pct", "Short flows at or above the p99: share of their bytes on SL"),
+    ("medium_sl_bytes_pct", "Medium flows: share of their bytes on SL"),
+    ("long_sl_bytes_pct", "Long flows: share of their bytes on SL"),
+    ("sl_large_mbps_tail_short", "Flows above 100 KB on SL during a short flow at or above the p99 (median)"),
+    ("sl_large_mbps_mid_short", "Flows above 100 KB on SL during a short flow of the middle tenth (median)"),
+    ("switch_ms", "Connection age at the switch to LL"),
+    ("switches", "Switches to LL"),
+    ("failed_pm_commands", "Failed path-manager commands"),
+    ("cut_by_limit", "Flows cut by the time limit"),
+    ("short_flows", "Short flows"),
+    ("short_avg_ms", "Short-flow FCT, mean"),
+    ("short_p95_ms", "Short-flow FCT, p95"),
+    ("short_p99_ms", "Short-flow FCT, p99"),
+    ("short_incomplete", "Short flows not completed"),
+    ("short_avg_ms_all", "Short-flow FCT, mean, unfinished flows at the time they had"),
+    ("short_p99_ms_all", "Short-flow FCT, p99, unfinished flows at the time they had"),
+];
 use crate::engines::capture::CapturedFct;
 use crate::engines::flows::FlowResult;
 use crate::runner::records::CapturedTimes;

@@ -88,6 +88,9 @@ impl Scenario for LanesParams {
     fn variants(&self, p: &Params) -> Result<Vec<String>> {
         Ok(Self::read(p)?.0.variants)
     }
+    fn names(&self) -> Vec<(&'static str, &'static str)> {
+        super::NAMES.to_vec()
+    }
     fn metrics(&self) -> Vec<MetricSpec> {
         Vec::new()
     }

@@ -234,6 +234,18 @@ impl Scenario for LanesRealistic {
     fn variants(&self, p: &Params) -> Result<Vec<String>> {
         Ok(self.read(p)?.common.variants)
     }
+    fn names(&self) -> Vec<(&'static str, &'static str)> {
+        [
+            super::NAMES,
+            &[
+                ("long_mbps", "Long-flow goodput per back-end host"),
+                ("short_avg_vs_load_ms", "Short-flow FCT mean against load"),
+                ("short_p99_vs_load_ms", "Short-flow FCT p99 against load"),
+                ("long_vs_load_mbps", "Long-flow goodput against load"),
+            ],
+        ]
+        .concat()
+    }
     fn metrics(&self) -> Vec<MetricSpec> {
         realistic_metrics()
     }

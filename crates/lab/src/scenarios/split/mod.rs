@@ -205,6 +205,16 @@ pub mod metric {
     pub const RELAY_CPU_S_PER_GB: &str = "relay_cpu_s_per_GB";
     pub const FIRST_BYTE_S: &str = "first_byte_s";
     pub const SECONDS: &str = "seconds";
+
+    /// The human names of the keys this scenario records (metrics and
+    /// series), as its tables and plots title them.
+    pub const NAMES: &[(&str, &str)] = &[
+        (THROUGHPUT_MBPS, "Throughput"),
+        (RELAY_CPU_S_PER_GB, "Relay CPU per GB"),
+        (FIRST_BYTE_S, "Time to first byte"),
+        (SECONDS, "Transfer time"),
+        ("throughput_vs_segments_MBps", "Throughput against segment count"),
+    ];
 }
 
 impl Scenario for Split {
@@ -235,6 +245,9 @@ impl Scenario for Split {
     }
     fn variants(&self, p: &Params) -> Result<Vec<String>> {
         SplitParams::read(p)?.variants()
+    }
+    fn names(&self) -> Vec<(&'static str, &'static str)> {
+        metric::NAMES.to_vec()
     }
     fn metrics(&self) -> Vec<MetricSpec> {
         vec![
