@@ -256,8 +256,12 @@ pub(crate) fn run(args: Args) -> anyhow::Result<Verdict> {
             verdict(&data)
         }
         LabCmd::Merge { dirs, out, json } => {
-            let data = tcpaccel_lab::runner::merge::merge_dirs(&dirs, &out)
-                .map_err(|e| exit::usage(e.to_string()))?;
+            // Judged by its scenario's claims and named by its names, as a
+            // run read back by `lab report` is.
+            let data = scenarios::with_claims(
+                tcpaccel_lab::runner::merge::merge_dirs(&dirs, &out)
+                    .map_err(|e| exit::usage(e.to_string()))?,
+            );
             report::write_report(&data, &out)
                 .with_context(|| format!("writing report into {}", out.display()))?;
             print_summary(&data, json)?;
