@@ -235,6 +235,85 @@ impl NodeShare {
     }
 }
 
+/// Fig. 6.5–6.6's queue buildup as the author's incast script runs it
+/// (`dce-iperf-mptcp_incast.cc`, driven by `repeat_incast.sh` with
+/// `s_nodes` 1–10; "the incast script" below). Every choice, with its
+/// source:
+///
+/// | choice | value | source |
+/// |---|---|---|
+/// | short flows | one to every front-end host per round, all of a round at once | incast script `main` (`adrs_set3`: six fixed receivers) and `socketTraffic` (one start time for the set) |
+/// | round period, rounds | 200 ms, 13 rounds | incast script `constant_pros(3500, 6000, 20)`: 3.5 s to 5.9 s |
+/// | short sizes | 64 KiB | text §6.3 (64 KB; KiB as the scripts count KB); the script sends `70*1000 − 1502` = 68,498 B (`repeat_incast.sh` `size=70`) |
+/// | short pairs | front-end host i receives from front-end host i + 1 (mod n), fixed | inferred: the script pairs each receiver with one fixed sender that sends no long flow (node 2k + 1 → 2k); 8 hosts have no such spare hosts |
+/// | long senders | 1–10, front-end host i mod n for sender i (a host runs two when senders exceed the front-end hosts) | text (1–10 senders, 8 hosts); which hosts: inferred (the script uses separate nodes 17, 19, …) |
+/// | long destinations | the back-end hosts in turn (sender i to back-end host i mod m) | incast script `main` (`j%2`: 10.1.0.1 or 10.3.0.1, two destinations) |
+/// | long flows | unbounded (the caller's size), started 500 ms after the first round | incast script (`socketTraffic(adrs_set, 0, 4.0, 6.0, …)`: `MaxBytes` 0, from 4.0 s) |
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct BuildupRounds {
+    pub long_senders: u32,
+    /// Bytes of each long flow (the script's are unbounded: the caller
+    /// gives more than the run can send).
+    pub long_bytes: u64,
+    pub front: Vec<HostId>,
+    pub back: Vec<HostId>,
+}
+
+/// Rounds of the incast script: 3.5 s to 5.9 s, 200 ms apart.
+pub const BUILDUP_ROUNDS: u32 = 13;
+/// Bytes of a buildup short flow (text §6.3: 64 KB, in KiB).
+pub const BUILDUP_SHORT_BYTES: u64 = 64 * KIB;
+/// When the buildup's long flows start, after the first round.
+pub const BUILDUP_LONG_DELAY: Duration = Duration::from_millis(500);
+
+impl BuildupRounds {
+    fn error(&self, reason: impl Into<String>) -> WorkloadError {
+        WorkloadError::Stream {
+            stream: format!("buildup with {} long senders", self.long_senders),
+            reason: reason.into(),
+        }
+    }
+
+    /// Every flow, in start order (short before long at one time), ids
+    /// from 0. Nothing is drawn: the incast script's flows are fixed.
+    pub fn flows(&self, origin: Instant) -> Result<Vec<Flow>, WorkloadError> {
+        if self.front.len() < 2 {
+            return Err(self.error("short flows need at least two front-end hosts"));
+        }
+        if self.long_senders > 0 && self.back.is_empty() {
+            return Err(self.error("long flows need a back-end host"));
+        }
+        if self.front.iter().any(|h| self.back.contains(h)) {
+            return Err(self.error("a host is both front-end and back-end"));
+        }
+        let n = self.front.len();
+        let mut out: Vec<(Duration, u8, HostId, HostId, u64, FlowClass)> = Vec::new();
+        for r in 0..BUILDUP_ROUNDS {
+            for (i, &dst) in self.front.iter().enumerate() {
+                let src = self.front[(i + 1) % n];
+                out.push((ROUND_PERIOD * r, 0, src, dst, BUILDUP_SHORT_BYTES, FlowClass::Short));
+            }
+        }
+        for i in 0..self.long_senders as usize {
+            let (src, dst) = (self.front[i % n], self.back[i % self.back.len()]);
+            out.push((BUILDUP_LONG_DELAY, 1, src, dst, self.long_bytes, FlowClass::Long));
+        }
+        out.sort_by_key(|f| (f.0, f.1));
+        Ok(out
+            .into_iter()
+            .enumerate()
+            .map(|(id, (at, _, src, dst, bytes, class))| Flow {
+                id: id as u64,
+                start: origin + at,
+                src,
+                dst,
+                bytes,
+                class,
+            })
+            .collect())
+    }
+}
+
 /// A uniform ordered pair of distinct hosts (the scripts draw both and reject
 /// equal ones, which is the same distribution).
 fn distinct_pair(rng: &mut Rng, hosts: &[HostId]) -> (HostId, HostId) {
@@ -391,6 +470,49 @@ mod tests {
         }
         assert_eq!(n.len(), 6);
         assert!(n.values().all(|&c| (9_500..10_500).contains(&c)), "{n:?}");
+    }
+
+    #[test]
+    fn buildup_rounds_send_one_64_kib_flow_to_each_front_end_host_every_200_ms_beside_n_long_senders() {
+        // The text's 8 hosts: 2 back-end, 6 front-end.
+        let spec = |long_senders| BuildupRounds {
+            long_senders,
+            long_bytes: 1 << 40,
+            front: (2..8).collect(),
+            back: vec![0, 1],
+        };
+        let origin = Instant::ZERO + Duration::from_secs(1);
+        for senders in 1..=10u32 {
+            let flows = spec(senders).flows(origin).unwrap();
+            let short: Vec<&Flow> = flows.iter().filter(|f| f.class == FlowClass::Short).collect();
+            let long: Vec<&Flow> = flows.iter().filter(|f| f.class == FlowClass::Long).collect();
+            assert_eq!((short.len(), long.len()), (13 * 6, senders as usize), "{senders} senders");
+            for (r, round) in short.chunks(6).enumerate() {
+                // Every front-end host receives one flow a round, from its
+                // fixed neighbour, all at the round's start.
+                let dsts: Vec<HostId> = round.iter().map(|f| f.dst).collect();
+                assert_eq!(dsts, (2..8).collect::<Vec<_>>(), "round {r}");
+                for f in round {
+                    assert_eq!(f.start, origin + ROUND_PERIOD * r as u32);
+                    assert_eq!(f.src, if f.dst == 7 { 2 } else { f.dst + 1 });
+                    assert_eq!(f.bytes, 65_536);
+                }
+            }
+            for (i, f) in long.iter().enumerate() {
+                assert_eq!(f.start, origin + Duration::from_millis(500));
+                assert_eq!((f.src, f.dst, f.bytes), (2 + (i as u32 % 6), i as u32 % 2, 1 << 40));
+            }
+            assert!(flows.windows(2).all(|w| w[0].start <= w[1].start && w[0].id + 1 == w[1].id));
+            assert_eq!(flows, spec(senders).flows(origin).unwrap(), "nothing drawn: the same flows");
+        }
+        // Ten senders on six front-end hosts: four hosts run two.
+        let ten = spec(10).flows(origin).unwrap();
+        let on_host_2 = ten.iter().filter(|f| f.class == FlowClass::Long && f.src == 2).count();
+        assert_eq!(on_host_2, 2);
+        let no_back = BuildupRounds { back: vec![], ..spec(1) };
+        assert!(no_back.flows(origin).unwrap_err().to_string().contains("back-end host"));
+        let overlap = BuildupRounds { back: vec![0, 2], ..spec(1) };
+        assert!(overlap.flows(origin).unwrap_err().to_string().contains("both"));
     }
 
     #[test]

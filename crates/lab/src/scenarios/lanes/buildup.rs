@@ -1,6 +1,33 @@
 //! `lanes-buildup` ([Lanes] Fig. 6.5–6.6): 64 KB short flows to the
 //! front-ends while 1..N hosts send long flows to the back-ends; short-flow
-//! FCT against the number of long senders.
+//! FCT against the number of long senders. Two workloads (`workload`):
+//!
+//! - `poisson`, the lab's earlier one: 64 KB flows to each front-end host,
+//!   Poisson with a mean gap of `short_gap`, from random other hosts; long
+//!   flows from the start, one per front-end sender (at most the 6
+//!   front-end hosts of 8).
+//! - `rounds`, the thesis's as the author's incast script runs it
+//!   ([`tcpaccel_core::workload::rounds::BuildupRounds`], whose table gives
+//!   every choice of the generator with its source): one 64 KiB flow to
+//!   every front-end host every 200 ms, 13 rounds, fixed pairs; 1–10
+//!   unbounded long flows to the back-end hosts from 500 ms after the
+//!   first round; the run ends when the short flows have (`duration`,
+//!   `warmup` and `short_gap` do not apply).
+//!
+//! The scenario-level choices of `rounds`, with their source — the keys a
+//! `--set` did not give take these ([`Scenario::implied`]):
+//!
+//! | choice | value | source |
+//! |---|---|---|
+//! | hosts | 8 (2 back-end, 6 front-end), leaf–spine, two fabrics | text (8 hosts); the incast script runs 36 nodes on two router pairs (`nNodes=18`, `nRtrs=2`) |
+//! | senders | 1–10 (`senders=1,…,10`) | text (Fig. 6.5–6.6); `repeat_incast.sh` (`s_nodes` 1–10) |
+//! | link rate | 100 Mbit/s | incast script (`DataRate 100Mbps` on every link) |
+//! | initial window, CC, rto_min, initial RTO, delayed ACKs | 12, NewReno, 200 ms, 1 s, on | as `lanes-websearch`'s `rounds` ([`super::realistic`]) |
+//! | FCT by capture, application writes | `capture=on`, `writes=bulksend` | incast script (`EnablePcapAll`; `BulkSendHelper` on the Linux stack, `SendSize` 512) |
+//!
+//! Not modelled: the script's 25 µs per switch-to-switch link (plain veth
+//! here) and its separate long-flow hosts (8 hosts have none: a front-end
+//! host runs two long flows above 6 senders).
 
 use std::path::Path;
 use std::time::Duration;
@@ -13,16 +40,45 @@ use super::{
     sample, scaled_params, Bed, Common, Drain, Experiment, Groups, ScaledParams, ScenarioParams, Warmup,
     POLICIES,
 };
+use crate::engines::flows::RunEnd;
 use crate::engines::workloads::{self as workload, Hosts};
 use crate::runner::claims::{Claim, Goal, Measure, GOAL_BENCH};
 use crate::runner::records::MetricSpec;
 use crate::runner::scenario::{ParamSpec, Params, RunConfig, RunCtx, Scenario, Testbed};
+use tcpaccel_core::workload::rounds::{BuildupRounds, BUILDUP_ROUNDS, ROUND_PERIOD};
+use tcpaccel_core::workload::Flow;
 
 pub struct LanesBuildup;
+
+/// The two workloads of `workload`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub(super) enum BuildupWorkload {
+    Poisson,
+    Rounds,
+}
+
+crate::runner::typed::dilate_choice!(BuildupWorkload);
+
+/// What `workload=rounds` implies for the keys no `--set` gave (the
+/// module's table).
+const ROUNDS_POINT: [(&str, &str); 5] = [
+    ("senders", "1,2,3,4,5,6,7,8,9,10"),
+    ("initcwnd", "12"),
+    ("capture", "on"),
+    ("writes", "bulksend"),
+    ("rate", "100mbit"),
+];
+
+/// Bytes of a long flow: more than any run sends (the incast script's are
+/// unbounded).
+const LONG_BYTES: u64 = 1 << 40;
 
 scaled_params! {
     /// `lanes-buildup`'s own parameters (beside [`Common`], [`Drain`] and [`Warmup`]).
     pub(super) struct BuildupParams {
+        workload: BuildupWorkload [Choice] = "poisson"
+            => "rounds: the thesis's as its author's incast script runs it (a 64 KiB flow to every front-end host every 200 ms, fixed pairs; unbounded long flows from 500 ms after the first round; implies senders=1..10 initcwnd=12 capture=on writes=bulksend unless set); poisson: Poisson short flows with a mean gap of short_gap, long flows from the start",
         #[serde(with = "tcpaccel_core::units::serde_duration")]
         short_gap: Duration [Time] = "200ms"
             => "mean gap between the 64 KB flows to each front-end host, Poisson (the thesis: 200 ms)",
@@ -74,6 +130,15 @@ impl Scenario for LanesBuildup {
     fn quick(&self) -> Vec<(&'static str, &'static str)> {
         vec![("senders", "1,4"), ("duration", "3s"), ("variants", "mptcp,link-cost")]
     }
+    fn implied(
+        &self,
+        resolved: &std::collections::BTreeMap<String, String>,
+    ) -> Vec<(&'static str, &'static str)> {
+        match resolved.get("workload").map(|w| w.trim()) {
+            Some("rounds") => ROUNDS_POINT.to_vec(),
+            _ => Vec::new(),
+        }
+    }
     fn default_repeats(&self) -> u32 {
         1
     }
@@ -108,10 +173,11 @@ impl Scenario for LanesBuildup {
     fn estimate(&self, p: &Params, d: Dilation) -> Result<Duration> {
         let r = Self::read(p)?;
         let n = r.own.senders.len() as u32;
-        Ok(estimate_scaled(
-            d,
-            (r.warmup.warmup + r.own.duration + r.drain.drain + Duration::from_secs(1)) * n,
-        ))
+        let arrivals = match r.own.workload {
+            BuildupWorkload::Rounds => rounds_span(),
+            BuildupWorkload::Poisson => r.warmup.warmup + r.own.duration,
+        };
+        Ok(estimate_scaled(d, (arrivals + r.drain.drain + Duration::from_secs(1)) * n))
     }
     fn prepare(&self, p: &Params, config: &RunConfig, _dir: &Path) -> Result<Box<dyn Testbed>> {
         let r = Self::read(p)?;
@@ -141,17 +207,27 @@ impl Experiment for BuildupRun {
         let dir = ctx.dir.to_path_buf();
         let origin = tcpaccel_core::Instant::ZERO;
         let mut p95s = Vec::new();
+        let rounds = self.own.workload == BuildupWorkload::Rounds;
         for &n in senders {
-            let wl = workload::queue_buildup(ctx.seed ^ u64::from(n), origin, &hosts, n, 1 << 40, gap)
-                .context("the queue-buildup workload")?;
-            let flows = workload::hold_short(wl.until(origin + duration), warmup);
-            let spec = bed.run_spec(
-                ctx,
-                &dir,
-                &variant,
-                warmup + duration + drain,
-                format!("{variant}-s{n}-r{}", ctx.repeat),
-            )?;
+            let tag = format!("{variant}-s{n}-r{}", ctx.repeat);
+            let (flows, spec) = if rounds {
+                let flows = rounds_flows(&hosts, n, d)?;
+                // The long flows never end: the run ends with the short ones.
+                let limit = bed.wall(rounds_span()) + drain;
+                let spec = bed.run_spec(ctx, &dir, &variant, limit, tag)?;
+                (
+                    flows,
+                    super::RunSpec {
+                        end: RunEnd::ClassEnded(tcpaccel_core::workload::FlowClass::Short),
+                        ..spec
+                    },
+                )
+            } else {
+                let wl = workload::queue_buildup(ctx.seed ^ u64::from(n), origin, &hosts, n, LONG_BYTES, gap)
+                    .context("the queue-buildup workload")?;
+                let flows = workload::hold_short(wl.until(origin + duration), warmup);
+                (flows, bed.run_spec(ctx, &dir, &variant, warmup + duration + drain, tag)?)
+            };
             let o = run_policy(&bed.fab, &flows, &spec)?;
             let last = Some(&n) == senders.last();
             let s = record_outcome(ctx, d, &o, &format!("@{n}"), last)?;
@@ -167,6 +243,30 @@ impl Experiment for BuildupRun {
         }
         Ok(())
     }
+}
+
+/// The span of the rounds' arrivals (experiment units): the last round's
+/// start plus 100 ms, when the incast script stops (6.0 s after rounds
+/// from 3.5 s to 5.9 s).
+fn rounds_span() -> Duration {
+    ROUND_PERIOD * (BUILDUP_ROUNDS - 1) + Duration::from_millis(100)
+}
+
+/// The incast script's flows with `senders` long senders among `hosts`,
+/// their start times stretched by D like every other time.
+fn rounds_flows(hosts: &Hosts, senders: u32, d: Dilation) -> Result<Vec<Flow>> {
+    let spec = BuildupRounds {
+        long_senders: senders,
+        long_bytes: LONG_BYTES,
+        front: hosts.front.clone(),
+        back: hosts.back.clone(),
+    };
+    let origin = tcpaccel_core::Instant::ZERO;
+    let mut flows = spec.flows(origin).context("the thesis's buildup rounds")?;
+    for f in &mut flows {
+        f.start = origin + (f.start - origin) * d.get();
+    }
+    Ok(flows)
 }
 
 /// What this scenario claims: published figures and goals, judged by the report against a run's summaries.
@@ -188,3 +288,42 @@ pub(crate) const CLAIMS: &[Claim] = &[
         when: &[],
     },
 ];
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::runner::scenario::resolve_params;
+
+    #[test]
+    fn rounds_implies_the_thesis_operating_point_and_one_to_ten_senders_unless_set() {
+        let sets = |v: &[(&str, &str)]| -> Vec<(String, String)> {
+            v.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect()
+        };
+        let p = resolve_params(&LanesBuildup, false, &sets(&[("workload", "rounds"), ("capture", "off")]))
+            .unwrap();
+        assert_eq!(p.str("senders").unwrap(), "1,2,3,4,5,6,7,8,9,10");
+        for (k, v) in [("initcwnd", "12"), ("writes", "bulksend"), ("rate", "100mbit"), ("cc", "reno")] {
+            assert_eq!(p.str(k).unwrap(), v, "{k}");
+        }
+        assert_eq!(p.str("capture").unwrap(), "off", "a --set wins over the mode's default");
+        let p = resolve_params(&LanesBuildup, false, &[]).unwrap();
+        assert_eq!((p.str("workload").unwrap(), p.str("senders").unwrap()), ("poisson", "1,2,4,6"));
+    }
+
+    #[test]
+    fn the_rounds_flows_take_the_fabric_hosts_and_stretch_by_d() {
+        let hosts = Hosts::quarter_back(8);
+        let one = rounds_flows(&hosts, 10, Dilation::ONE).unwrap();
+        assert_eq!(one.len(), 13 * 6 + 10);
+        assert!(one
+            .iter()
+            .filter(|f| f.class == tcpaccel_core::workload::FlowClass::Long)
+            .all(|f| f.dst < 2));
+        let four = rounds_flows(&hosts, 10, Dilation::new(4).unwrap()).unwrap();
+        let z = tcpaccel_core::Instant::ZERO;
+        for (a, b) in one.iter().zip(&four) {
+            assert_eq!((a.id, a.src, a.dst, a.bytes), (b.id, b.src, b.dst, b.bytes));
+            assert_eq!(b.start - z, (a.start - z) * 4);
+        }
+    }
+}

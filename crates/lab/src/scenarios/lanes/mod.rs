@@ -64,7 +64,7 @@ use crate::runner::typed::{scaled_params, Groups, ScaledParams, ScenarioParams};
 use knobs::{
     check_variants, estimate_scaled, lanes_specs, non_empty, scaled, Common, Drain, Warmup, WriteSize,
 };
-use outcome::{long_mbps, put, record_outcome, sample, NAMES};
+use outcome::{long_goodput, put, record_outcome, sample, NAMES};
 
 /// The summary metric (before its `@point`) that says whether a run's lanes
 /// daemons took their signals from the BPF program (1) or polled sock_diag

@@ -161,16 +161,19 @@ fn sl_contention(results: &[FlowResult]) -> Option<(f64, f64)> {
 }
 
 /// Goodput of long-class flows at their receivers: bytes received over the
-/// run's wall time, per back-end host, in Mbit/s.
-pub(super) fn long_mbps(o: &Outcome, backends: usize) -> f64 {
-    let bytes: u64 = o
-        .results
-        .iter()
-        .filter(|r| r.class == FlowClass::Long)
-        .filter_map(|r| o.received.get(&r.id))
-        .map(|r| r.bytes)
-        .sum();
-    bytes as f64 * 8.0 / o.wall.as_secs_f64().max(1e-9) / 1e6 / backends.max(1) as f64
+/// run's wall time, per back-end host, in Mbit/s, and how many long-class
+/// flows the run had. Every long flow counts, finished or not: one the
+/// sinks never heard of counts with 0 bytes. `None` for the goodput when
+/// the run had no long flow (the thesis's workload at ⌊Load × back-end
+/// hosts⌋ = 0 senders): no long flow is not 0 Mbit/s.
+pub(super) fn long_goodput(o: &Outcome, backends: usize) -> (usize, Option<f64>) {
+    let long: Vec<&FlowResult> = o.results.iter().filter(|r| r.class == FlowClass::Long).collect();
+    if long.is_empty() {
+        return (0, None);
+    }
+    let bytes: u64 = long.iter().map(|r| o.received.get(&r.id).map_or(0, |x| x.bytes)).sum();
+    let mbps = bytes as f64 * 8.0 / o.wall.as_secs_f64().max(1e-9) / 1e6 / backends.max(1) as f64;
+    (long.len(), Some(mbps))
 }
 
 /// Sets a time metric given in wall ms: `name` in experiment units (÷ D),
@@ -318,7 +321,9 @@ pub(super) fn sample(ctx: &mut RunCtx<'_>, series: &str, x: f64, v: f64) -> Resu
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::engines::flows::Received;
     use std::collections::BTreeMap;
+    use std::time::{Duration, Instant};
     #[test]
     fn sl_contention_is_what_large_flows_put_on_sl_during_each_short_flow() {
         let r = |id: u64, bytes: u64, start_s: f64, fct: f64, sl: u64| FlowResult {
@@ -396,5 +401,53 @@ mod tests {
         let done = Outcome { results: o.results[..98].to_vec(), ..o };
         let s = short_stats(&done);
         assert_eq!((s.avg_all, s.p99_all, s.incomplete), (s.avg, s.p99, 0));
+    }
+
+    #[test]
+    fn long_goodput_counts_every_long_flow_and_is_absent_without_one() {
+        let t0 = Instant::now();
+        let r = |id: u64, class: FlowClass, bytes: u64, fct_s: Option<f64>| FlowResult {
+            id,
+            class,
+            src: 0,
+            dst: 1,
+            bytes,
+            start_s: 0.0,
+            start_late_s: Some(0.0),
+            fct_s,
+            lane: "mptcp".into(),
+            winner: None,
+            lane_bytes: BTreeMap::new(),
+            retrans_bytes: None,
+            conns: Vec::new(),
+            error: None,
+        };
+        let got = |bytes: u64| Received { bytes, first: t0, last: t0, connections: 1, completed: 0 };
+        // One finished long flow (10 MB), one cut off by the end of the run
+        // after 5 MB, one the sinks never heard of, and a short flow that
+        // does not count: 15 MB over 2 s and 4 back-end hosts is 15 Mbit/s.
+        let o = Outcome {
+            results: vec![
+                r(1, FlowClass::Long, 10_000_000, Some(1.0)),
+                r(2, FlowClass::Long, 20_000_000, None),
+                r(3, FlowClass::Long, 20_000_000, None),
+                r(4, FlowClass::Short, 50_000, Some(0.01)),
+            ],
+            received: [(1, got(10_000_000)), (2, got(5_000_000)), (4, got(50_000))].into(),
+            daemons: None,
+            tx_per_fabric: vec![],
+            wall: Duration::from_secs(2),
+            ended: Duration::from_secs(2),
+            captured: BTreeMap::new(),
+        };
+        let (n, mbps) = long_goodput(&o, 4);
+        assert_eq!(n, 3);
+        assert!((mbps.unwrap() - 15.0).abs() < 1e-9, "{mbps:?}");
+        // Long flows that delivered nothing: 0 Mbit/s, stated.
+        let stalled = Outcome { received: BTreeMap::new(), ..o };
+        assert_eq!(long_goodput(&stalled, 4), (3, Some(0.0)));
+        // No long flow at all (⌊0.2 × 4⌋ = 0 senders): no goodput, not 0.
+        let none = Outcome { results: stalled.results[3..].to_vec(), ..stalled };
+        assert_eq!(long_goodput(&none, 4), (0, None));
     }
 }

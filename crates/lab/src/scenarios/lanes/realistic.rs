@@ -41,7 +41,7 @@ use anyhow::{Context, Result};
 use tcpaccel_core::scale::Dilation;
 
 use super::{
-    check_variants, estimate_scaled, lanes_specs, long_mbps, non_empty, prepare_bed, put, record_outcome,
+    check_variants, estimate_scaled, lanes_specs, long_goodput, non_empty, prepare_bed, put, record_outcome,
     run_policy, sample, scaled_params, Bed, Common, Drain, Groups, RunSpec, ScaledParams, ScenarioParams,
     Warmup,
 };
@@ -152,6 +152,15 @@ fn realistic_metrics() -> Vec<MetricSpec> {
                 "long-flow goodput per back-end host at load {load}, in experiment units (wall × scale)"
             ),
         ));
+        v.push(MetricSpec::new(
+            &format!("long_flows@{load}"),
+            "flows",
+            true,
+            &format!(
+                "long flows the run had at load {load}; 0 means none (the thesis's workload below one \
+                 back-end sender) and long_mbps@{load} is then absent, not 0"
+            ),
+        ));
         // [Lanes]' premise: short flows on a clean SL, long flows off it.
         // Measured per flow from the senders' subflows.
         v.push(MetricSpec::new(
@@ -239,6 +248,7 @@ impl Scenario for LanesRealistic {
             super::NAMES,
             &[
                 ("long_mbps", "Long-flow goodput per back-end host"),
+                ("long_flows", "Long flows in the run"),
                 ("short_avg_vs_load_ms", "Short-flow FCT mean against load"),
                 ("short_p99_vs_load_ms", "Short-flow FCT p99 against load"),
                 ("long_vs_load_mbps", "Long-flow goodput against load"),
@@ -344,11 +354,17 @@ impl Experiment for RealisticRun {
             let spec = RunSpec { end, ..bed.run_spec(ctx, &dir, &variant, warmup + arrivals + drain, tag)? };
             let o = run_policy(&bed.fab, &flows, &spec)?;
             let s = record_outcome(ctx, d, &o, &format!("@{load}"), load == record_flows_at)?;
-            let l = d.rate_to_experiment(long_mbps(&o, hosts.back.len()));
-            put(ctx, format!("long_mbps@{load}"), l);
+            // Without a long flow (rounds at ⌊Load × back-end hosts⌋ = 0)
+            // there is no goodput to state: `long_flows@L` 0 says so, and
+            // `long_mbps@L` is absent rather than 0.
+            let (n_long, long) = long_goodput(&o, hosts.back.len());
+            put(ctx, format!("long_flows@{load}"), n_long as f64);
             sample(ctx, "short_avg_vs_load_ms", load, d.ms_to_experiment(s.avg))?;
             sample(ctx, "short_p99_vs_load_ms", load, d.ms_to_experiment(s.p99))?;
-            sample(ctx, "long_vs_load_mbps", load, l)?;
+            if let Some(l) = long.map(|l| d.rate_to_experiment(l)) {
+                put(ctx, format!("long_mbps@{load}"), l);
+                sample(ctx, "long_vs_load_mbps", load, l)?;
+            }
             if crate::runner::scenario::interrupted() {
                 break;
             }
