@@ -308,6 +308,7 @@ const NAMES: &[(&str, &str)] = &[
     ("short_avg_ms_all", "Short-flow FCT, mean, unfinished flows at the time they had"),
     ("short_p99_ms_all", "Short-flow FCT, p99, unfinished flows at the time they had"),
     ("long_mbps", "Long-flow goodput per back-end host"),
+    ("long_flows", "Long flows"),
     ("sl_mbps", "Short-flow lane (SL) rate"),
     ("ll1_mbps", "Long-flow lane 1 (LL1) rate"),
     ("ll2_mbps", "Long-flow lane 2 (LL2) rate"),
