@@ -118,6 +118,9 @@ impl Scenario for Idle {
     fn variants(&self, p: &Params) -> Result<Vec<String>> {
         Ok(IdleParams::read(p)?.variants)
     }
+    fn paper_scale(&self) -> &'static [(&'static str, &'static str)] {
+        &[("rate", "500mbit"), ("burst", "10MB")]
+    }
     fn names(&self) -> Vec<(&'static str, &'static str)> {
         [crate::testbeds::dumbbell::metric::NAMES, metric::NAMES].concat()
     }
