@@ -74,7 +74,7 @@ tr.unknown td{{background:#f1f3f4;color:#555}}tr.unfaithful td,td.unfaithful{{ba
             let _ = write!(
                 o,
                 "<h3>{} {}</h3><p>{} <span class=\"key\">(<code>{}</code>)</span></p><table><tr><th>variant</th><th>measured</th><th>published</th></tr>",
-                escape(&human_name(&data.names, &h.scenario, &t.metric)),
+                escape(&human_name(&data.names, data.point_label, &t.metric)),
                 if t.unit.is_empty() { String::new() } else { format!("[{}]", escape(&t.unit)) },
                 escape(&t.description),
                 escape(&t.metric)
@@ -100,7 +100,7 @@ tr.unknown td{{background:#f1f3f4;color:#555}}tr.unfaithful td,td.unfaithful{{ba
         if !sources.is_empty() {
             let _ = write!(o, "<p class=\"pub\">Published figures: {}.</p>", escape(&sources.join("; ")));
         }
-        if let Err(differ) = judge::paper_scale(&h.scenario, &h.params) {
+        if let Err(differ) = judge::paper_scale(data.paper_scale, &h.params) {
             let _ = write!(
                 o,
                 "<p class=\"pub\">This run is at another scale than the published figures ({}): the tables show the \

@@ -181,23 +181,10 @@ pub fn measure(m: &Measure, data: &RunData) -> Result<(f64, String), String> {
     }
 }
 
-/// The parameters a scenario's published figures were measured at, where
-/// the lab can run at another scale. A run with other values shows the
-/// paper's absolute figures in its tables but not in its plots (they would
-/// set the axis), and the verdict's scale-free claims still apply.
-const PAPER_SCALE: &[(&str, &[(&str, &str)])] = &[
-    ("pacing", &[("rate", "500mbit"), ("buffer", "1MB")]),
-    ("tuning", &[("rate", "1gbit")]),
-    ("idle", &[("rate", "500mbit"), ("burst", "10MB")]),
-    ("split", &[("buf_max", "4MB"), ("size", "100MB")]),
-];
-
 /// `Err("rate=100mbit (paper: 500mbit)")` when the run's parameters differ
 /// from those of the scenario's published figures.
-pub fn paper_scale(scenario: &str, params: &BTreeMap<String, String>) -> Result<(), String> {
-    let Some((_, want)) = PAPER_SCALE.iter().find(|(s, _)| *s == scenario) else {
-        return Ok(());
-    };
+/// `want`: the scenario's [`RunData::paper_scale`]; none: always comparable.
+pub fn paper_scale(want: &[(&str, &str)], params: &BTreeMap<String, String>) -> Result<(), String> {
     let differ: Vec<String> = want
         .iter()
         .filter_map(|(k, v)| {
@@ -221,10 +208,6 @@ pub fn fmt_measured(x: f64) -> String {
     format!("{x:.digits$}")
 }
 
-/// What a bare point (`short_p99_ms@0.5`) counts in each scenario.
-const POINT_LABELS: &[(&str, &str)] =
-    &[("lanes-buildup", "senders"), ("lanes-websearch", "load"), ("lanes-datamining", "load")];
-
 /// Greek letters for the parameter sweeps' labels.
 fn symbol(label: &str) -> &str {
     match label {
@@ -239,8 +222,8 @@ fn symbol(label: &str) -> &str {
 /// The human name of a metric or series key among `names` (the run's
 /// scenario's, [`RunData::names`]); the key itself when unknown.
 /// Per-point keys name their point: `switch_ms@alpha=4` → "… (α = 4)",
-/// `short_p99_ms@0.5` in lanes-websearch → "… (load 0.5)".
-pub fn human_name(names: &[(&str, &str)], scenario: &str, key: &str) -> String {
+/// `short_p99_ms@0.5` with point label `load` → "… (load 0.5)".
+pub fn human_name(names: &[(&str, &str)], point_label: Option<&str>, key: &str) -> String {
     let (base, point) = match key.split_once('@') {
         Some((b, p)) => (b, Some(p)),
         None => (key, None),
@@ -253,8 +236,8 @@ pub fn human_name(names: &[(&str, &str)], scenario: &str, key: &str) -> String {
         None => name,
         Some(p) => match p.split_once('=') {
             Some((label, v)) => format!("{name} ({} = {v})", symbol(label)),
-            None => match POINT_LABELS.iter().find(|(s, _)| *s == scenario) {
-                Some((_, label)) => format!("{name} ({label} {p})"),
+            None => match point_label {
+                Some(label) => format!("{name} ({label} {p})"),
                 None => format!("{name} (at {p})"),
             },
         },
@@ -433,7 +416,11 @@ mod tests {
                     "{}: claim on undeclared metric {metric}",
                     s.name()
                 );
-                assert_ne!(human_name(&s.names(), s.name(), metric), metric, "{metric} has no human name");
+                assert_ne!(
+                    human_name(&s.names(), s.point_label(), metric),
+                    metric,
+                    "{metric} has no human name"
+                );
             }
             for (k, _) in c.when {
                 assert!(s.params().iter().any(|p| p.key == *k), "{}: claim on unknown param {k}", s.name());
@@ -443,24 +430,26 @@ mod tests {
 
     #[test]
     fn human_names_with_fallback_and_points() {
-        let names = |s: &str| crate::scenarios::find(s).unwrap().names();
-        assert_eq!(human_name(&names("demo"), "demo", "goodput_mbps"), "Goodput");
-        assert_eq!(human_name(&names("demo"), "demo", "no_such_key"), "no_such_key");
+        let of = |s: &str| {
+            let s = crate::scenarios::find(s).unwrap();
+            (s.names(), s.point_label())
+        };
+        let (demo, none) = of("demo");
+        assert_eq!(human_name(&demo, none, "goodput_mbps"), "Goodput");
+        assert_eq!(human_name(&demo, none, "no_such_key"), "no_such_key");
+        let (params, label) = of("lanes-params");
         assert_eq!(
-            human_name(&names("lanes-params"), "lanes-params", "switch_ms@alpha=4"),
+            human_name(&params, label, "switch_ms@alpha=4"),
             "Connection age at the switch to LL (α = 4)"
         );
-        let web = names("lanes-websearch");
-        assert_eq!(human_name(&web, "lanes-websearch", "short_p99_ms@0.5"), "Short-flow FCT, p99 (load 0.5)");
-        let buildup = names("lanes-buildup");
-        assert_eq!(
-            human_name(&buildup, "lanes-buildup", "short_p95_ms@6"),
-            "Short-flow FCT, p95 (senders 6)"
-        );
-        assert_eq!(human_name(&buildup, "other", "short_p95_ms@6"), "Short-flow FCT, p95 (at 6)");
-        assert_eq!(human_name(&buildup, "x", "unknown@4"), "unknown@4");
+        let (web, load) = of("lanes-websearch");
+        assert_eq!(human_name(&web, load, "short_p99_ms@0.5"), "Short-flow FCT, p99 (load 0.5)");
+        let (buildup, senders) = of("lanes-buildup");
+        assert_eq!(human_name(&buildup, senders, "short_p95_ms@6"), "Short-flow FCT, p95 (senders 6)");
+        assert_eq!(human_name(&buildup, None, "short_p95_ms@6"), "Short-flow FCT, p95 (at 6)");
+        assert_eq!(human_name(&buildup, senders, "unknown@4"), "unknown@4");
         // A name is the scenario's: pacing-web's short flows are not named in the demo.
-        assert_eq!(human_name(&names("demo"), "demo", "short_p99_ms"), "short_p99_ms");
+        assert_eq!(human_name(&demo, none, "short_p99_ms"), "short_p99_ms");
     }
 
     #[test]
@@ -468,7 +457,7 @@ mod tests {
         for s in crate::scenarios::all() {
             for m in s.metrics() {
                 assert_ne!(
-                    human_name(&s.names(), s.name(), &m.name),
+                    human_name(&s.names(), s.point_label(), &m.name),
                     m.name,
                     "{}: {} has no human name",
                     s.name(),
@@ -481,13 +470,15 @@ mod tests {
     #[test]
     fn paper_scale_names_what_differs() {
         let p = |kv: &[(&str, &str)]| kv.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
-        assert_eq!(paper_scale("pacing", &p(&[("rate", "500mbit"), ("buffer", "1MB")])), Ok(()));
+        let pacing = crate::scenarios::find("pacing").unwrap().paper_scale();
+        let demo = crate::scenarios::find("demo").unwrap().paper_scale();
+        assert_eq!(paper_scale(pacing, &p(&[("rate", "500mbit"), ("buffer", "1MB")])), Ok(()));
         assert_eq!(
-            paper_scale("pacing", &p(&[("rate", "100mbit"), ("buffer", "1MB")])),
+            paper_scale(pacing, &p(&[("rate", "100mbit"), ("buffer", "1MB")])),
             Err("rate=100mbit (paper: 500mbit)".into())
         );
         assert_eq!(
-            paper_scale("demo", &p(&[("rate", "100mbit")])),
+            paper_scale(demo, &p(&[("rate", "100mbit")])),
             Ok(()),
             "no paper scale: always comparable"
         );

@@ -14,7 +14,7 @@ type PerVariant<'a> = BTreeMap<&'a str, Vec<(f64, f64)>>;
 /// All plots of a run as (file stem, title, SVG).
 pub fn plots(data: &RunData) -> Vec<(String, String, String)> {
     let h = data.header();
-    let same_scale = judge::paper_scale(&h.scenario, &h.params).is_ok();
+    let same_scale = judge::paper_scale(data.paper_scale, &h.params).is_ok();
     let mut out = Vec::new();
     for t in tables(data) {
         let mut bars = Vec::new();
@@ -39,7 +39,7 @@ pub fn plots(data: &RunData) -> Vec<(String, String, String)> {
             }
         }
         if !bars.is_empty() {
-            let name = human_name(&data.names, &h.scenario, &t.metric);
+            let name = human_name(&data.names, data.point_label, &t.metric);
             // "per variant": the time series of the same metric is a chart of
             // its own, titled "… over time", and the two must not read alike.
             let title = if t.unit.is_empty() {
@@ -58,8 +58,8 @@ pub fn plots(data: &RunData) -> Vec<(String, String, String)> {
     let order = variant_order(data);
     for (series, per_variant) in by_series {
         let title = match series.contains("_vs_") {
-            true => human_name(&data.names, &h.scenario, series),
-            false => format!("{} over time", human_name(&data.names, &h.scenario, series)),
+            true => human_name(&data.names, data.point_label, series),
+            false => format!("{} over time", human_name(&data.names, data.point_label, series)),
         };
         let mut c = Chart::new(title.clone(), series_x_label(series), series_unit(series));
         for v in &order {

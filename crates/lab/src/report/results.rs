@@ -55,6 +55,9 @@ pub struct ResultSummary {
     /// whoever reads it and knows the scenario, as [`RunData::names`]).
     #[serde(skip)]
     pub names: Vec<(&'static str, &'static str)>,
+    /// What a bare point counts in the scenario (set with the names).
+    #[serde(skip)]
+    pub point_label: Option<&'static str>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -210,6 +213,7 @@ pub fn summarize(data: &RunData, command: String) -> Result<ResultSummary, Resul
         variants,
         claims,
         names: data.names.clone(),
+        point_label: data.point_label,
     })
 }
 
@@ -302,7 +306,7 @@ pub fn render(s: &ResultSummary, view: &View) -> Result<String, UnknownMetric> {
     );
     let _ = write!(o, "| variant |");
     for m in &columns {
-        let name = judge::human_name(&s.names, &s.scenario, &m.name);
+        let name = judge::human_name(&s.names, s.point_label, &m.name);
         if m.unit.is_empty() {
             let _ = write!(o, " {name} |");
         } else {

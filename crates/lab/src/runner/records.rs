@@ -336,6 +336,12 @@ pub struct RunData {
     /// The human names of the scenario's metric and series keys, set with
     /// the claims ([`Scenario::names`](crate::runner::scenario::Scenario::names)).
     pub names: Vec<(&'static str, &'static str)>,
+    /// What a bare point counts in the scenario, set with the claims
+    /// ([`Scenario::point_label`](crate::runner::scenario::Scenario::point_label)).
+    pub point_label: Option<&'static str>,
+    /// The parameters of the scenario's published figures, set with the
+    /// claims ([`Scenario::paper_scale`](crate::runner::scenario::Scenario::paper_scale)).
+    pub paper_scale: &'static [(&'static str, &'static str)],
 }
 
 impl RunData {

@@ -144,6 +144,18 @@ pub trait Scenario: Send + Sync {
     fn names(&self) -> Vec<(&'static str, &'static str)> {
         Vec::new()
     }
+    /// What a bare point of a metric (`short_p99_ms@0.5`) counts, as the
+    /// tables name it ("load 0.5"); `None`: "at 0.5".
+    fn point_label(&self) -> Option<&'static str> {
+        None
+    }
+    /// The parameters the scenario's published figures were measured at,
+    /// where the lab can run at another scale: a run with other values
+    /// shows the paper's absolute figures in its tables but not in its
+    /// plots (they would set the axis); its scale-free claims still apply.
+    fn paper_scale(&self) -> &'static [(&'static str, &'static str)] {
+        &[]
+    }
     fn notes(&self, _params: &Params) -> Result<Vec<String>> {
         Ok(Vec::new())
     }
@@ -519,6 +531,8 @@ pub fn run(s: &dyn Scenario, params: &Params, opts: &RunOptions) -> Result<RunDa
     let mut data = read_run(&opts.out)?;
     data.claims = s.claims().to_vec();
     data.names = s.names();
+    data.point_label = s.point_label();
+    data.paper_scale = s.paper_scale();
     Ok(data)
 }
 

@@ -46,7 +46,9 @@ pub fn all() -> Vec<Box<dyn Scenario>> {
 pub fn with_claims(mut data: crate::runner::records::RunData) -> crate::runner::records::RunData {
     let s = all().into_iter().find(|s| s.name() == data.header().scenario);
     data.claims = s.as_ref().map_or(&[][..], |s| s.claims()).to_vec();
-    data.names = s.map(|s| s.names()).unwrap_or_default();
+    data.names = s.as_ref().map(|s| s.names()).unwrap_or_default();
+    data.point_label = s.as_ref().and_then(|s| s.point_label());
+    data.paper_scale = s.map_or(&[][..], |s| s.paper_scale());
     data
 }
 
@@ -60,7 +62,9 @@ pub fn read_results(
 > {
     let mut all = crate::report::results::read_dir(dir)?;
     for (name, s) in all.iter_mut() {
-        s.names = find(name).map(|s| s.names()).unwrap_or_default();
+        if let Ok(sc) = find(name) {
+            (s.names, s.point_label) = (sc.names(), sc.point_label());
+        }
     }
     Ok(all)
 }

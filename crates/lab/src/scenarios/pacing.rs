@@ -204,6 +204,9 @@ impl Scenario for Pacing {
     fn variants(&self, p: &Params) -> Result<Vec<String>> {
         Ok(PacingParams::read(p)?.variants)
     }
+    fn paper_scale(&self) -> &'static [(&'static str, &'static str)] {
+        &[("rate", "500mbit"), ("buffer", "1MB")]
+    }
     fn names(&self) -> Vec<(&'static str, &'static str)> {
         [crate::testbeds::dumbbell::metric::NAMES, metric::NAMES].concat()
     }

@@ -63,6 +63,9 @@ impl Scenario for Tuning {
     fn variants(&self, _p: &Params) -> Result<Vec<String>> {
         Ok(VARIANTS.iter().map(|s| s.to_string()).collect())
     }
+    fn paper_scale(&self) -> &'static [(&'static str, &'static str)] {
+        &[("rate", "1gbit")]
+    }
     fn names(&self) -> Vec<(&'static str, &'static str)> {
         [crate::testbeds::dumbbell::metric::NAMES, &[("share_of_limit", "Share of the path's goodput limit")]]
             .concat()

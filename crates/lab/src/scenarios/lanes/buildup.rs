@@ -145,6 +145,9 @@ impl Scenario for LanesBuildup {
     fn variants(&self, p: &Params) -> Result<Vec<String>> {
         Ok(Self::read(p)?.common.variants)
     }
+    fn point_label(&self) -> Option<&'static str> {
+        Some("senders")
+    }
     fn names(&self) -> Vec<(&'static str, &'static str)> {
         [
             super::NAMES,

@@ -243,6 +243,9 @@ impl Scenario for LanesRealistic {
     fn variants(&self, p: &Params) -> Result<Vec<String>> {
         Ok(self.read(p)?.common.variants)
     }
+    fn point_label(&self) -> Option<&'static str> {
+        Some("load")
+    }
     fn names(&self) -> Vec<(&'static str, &'static str)> {
         [
             super::NAMES,

@@ -246,6 +246,9 @@ impl Scenario for Split {
     fn variants(&self, p: &Params) -> Result<Vec<String>> {
         SplitParams::read(p)?.variants()
     }
+    fn paper_scale(&self) -> &'static [(&'static str, &'static str)] {
+        &[("buf_max", "4MB"), ("size", "100MB")]
+    }
     fn names(&self) -> Vec<(&'static str, &'static str)> {
         metric::NAMES.to_vec()
     }
