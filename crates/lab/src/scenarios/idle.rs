@@ -260,8 +260,8 @@ impl Testbed for IdleBed {
         if r.late > 0 || r.incomplete > 0 {
             ctx.note(format!(
                 "{} burst(s) started late, right after one that overran its {} ms period (no idle before \
-                 them: left out), {} did not complete before the run ended; the path did not carry the \
-                 bursts at its rate (a busy machine: see the fidelity records)",
+                 them: left out), {} did not complete before the run ended (heavy losses in the first \
+                 burst's slow start, or a machine too busy to carry the rate: see the fidelity records)",
                 r.late,
                 self.every.as_millis(),
                 r.incomplete
