@@ -839,8 +839,15 @@ impl BpfHold {
         // ... and only where the last window's delivery rate did not grow
         // by 1/8 (one that grows with the cap says the cap did not queue
         // it): host noise past min_rtt/32 came too (HTTP under a load of 5).
-        let grew = !self.full && self.dlv_rate != 0 && self.dlv_rate == self.full_dlv;
-        let deep = queue * HOLD_DEEP_DIV > min_rtt && !grew && self.dlv_rate * 64 < self.cap * 63;
+        // Once the pipe was found full (growth 1/32 per srtt: the cap is
+        // not an eighth above the bottleneck) a delivery rate more than an
+        // eighth below the cap is the sender's own too: BBR's rate moved
+        // by 384-498 Mbit/s between windows, and each cut to 31/32 of a
+        // low one ratcheted HTTP down from 450 to 250 Mbit/s in 3 s.
+        // (Not full: `dlv_rate == full_dlv` is a window that grew by 1/8.)
+        let deep = queue * HOLD_DEEP_DIV > min_rtt
+            && self.dlv_rate * 64 < self.cap * 63
+            && if self.full { self.dlv_rate * 8 >= self.cap * 7 } else { self.dlv_rate != self.full_dlv };
         let queued = queue_seen && (short || deep);
         if probing && !queued {
             let follow = rate.min(share / 2);
@@ -858,7 +865,11 @@ impl BpfHold {
         // made, or one still draining below a cap already cut (the delivery
         // rate above the cap), not host noise under a cap the delivery
         // kept up with, counts towards a full pipe.
-        if new_win && !self.full && !grew && (queued || (queue_seen && self.dlv_rate > self.cap)) {
+        if new_win
+            && !self.full
+            && self.dlv_rate != self.full_dlv
+            && (queued || (queue_seen && self.dlv_rate > self.cap))
+        {
             self.full_cnt += 1;
             if self.full_cnt >= HOLD_FULL_WINDOWS {
                 self.full = true;

@@ -571,9 +571,14 @@ static __always_inline __u64 hold_cap(struct bpf_sock_ops *skops, struct sock_st
 	/* ... and only where the last window's delivery rate did not grow by
 	 * 1/8 (a delivery rate growing with the cap says the cap did not
 	 * queue it): host noise past min_rtt/32 came too. */
-	int grew = !st->full && st->dlv_rate && st->dlv_rate == st->full_dlv;
-	int deep = queue * HOLD_DEEP_DIV > min_rtt && !grew && st->dlv_rate * 64 < st->cap * 63;
+	/* Once the pipe was found full (growth 1/32 per srtt) a delivery rate
+	 * more than an eighth below the cap is the sender's own too (BBR's
+	 * rate moved by a quarter between windows; cuts to 31/32 of the low
+	 * ones ratcheted HTTP down). */
+	int deep = queue * HOLD_DEEP_DIV > min_rtt && st->dlv_rate * 64 < st->cap * 63 &&
+		   (st->full ? st->dlv_rate * 8 >= st->cap * 7 : st->dlv_rate != st->full_dlv);
 	int queued = queue_seen && (short_fall || deep);
+	/* (A delivery rate of 0 never shows a queue: queue_seen.) */
 	if (probing && !queued) {
 		__u64 follow = rate < share / 2 ? rate : share / 2;
 
@@ -590,7 +595,7 @@ static __always_inline __u64 hold_cap(struct bpf_sock_ops *skops, struct sock_st
 	/* A window that did not grow by 1/8 and ends with a queue the cap
 	 * made, or one draining below a cap already cut (not host noise under
 	 * a cap the delivery rate kept up with), counts towards a full pipe. */
-	if (new_win && !st->full && !grew && (queued || (queue_seen && st->dlv_rate > st->cap)) &&
+	if (new_win && !st->full && st->dlv_rate != st->full_dlv && (queued || (queue_seen && st->dlv_rate > st->cap)) &&
 	    ++st->full_cnt >= HOLD_FULL_WINDOWS)
 		st->full = 1;
 	if (queued) {
