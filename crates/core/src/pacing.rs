@@ -539,6 +539,9 @@ const HOLD_WARN_DIV: u64 = 400;
 const HOLD_SS_DIV: u64 = 64;
 const HOLD_CA_DIV: u64 = 32;
 const HOLD_FULL_WINDOWS: u32 = 2;
+/// A queue past min_rtt/this is the cap's doing whatever the delivery rate
+/// of the window before (host noise seen moved srtt by up to 3.1 ms).
+const HOLD_DEEP_DIV: u64 = 32;
 /// Near the bottleneck the cap grows only while it is less than
 /// 1/HOLD_LEAD above the last window's delivery rate: once the bottleneck
 /// is full the delivery rate stops following the cap, and so does the
@@ -617,7 +620,16 @@ pub struct HoldAck {
 ///   delivery rate, instead of the 1/32 of the rules near the estimate
 ///   and after slow start, under which BBR (its startup ends once its
 ///   rate stops growing by 1/4 per round) crept up for seconds.
-/// - Full pipe: two windows ending with a queue and no 1/8 growth of the
+/// - A queue is the cap's doing (and cut) only where the delivery rate
+///   fell 1/64 short of the cap its bytes were sent under (`sent_cap`,
+///   the cap at the start of the window before the one measured), or
+///   where it is deeper than min_rtt/32 and the last window's delivery
+///   rate did not grow by 1/8: on a loaded host srtt rose by
+///   1.6–3.1 ms with no queue at the bottleneck, and a delivery rate
+///   compared with the cap of now lags a cap that grows (issue 47).
+///   Another queue stops the cap's growth, no more.
+/// - Full pipe: two windows ending with a queue the cap made (or one
+///   draining below a cap already cut) and no 1/8 growth of the
 ///   delivery rate; from then on (and after a loss) growth is 33/32 per
 ///   srtt, and only while the cap is less than 1/32 above the delivery
 ///   rate: a cap that grew on unbounded while the bottleneck was already
@@ -653,6 +665,14 @@ pub struct BpfHold {
     /// Bottleneck estimate (payload bytes/s; 0 = none) and its train's bytes.
     pub btl_rate: u64,
     pub btl_bytes: u64,
+    /// The cap when the current delivery window started, when the last
+    /// one (the window `dlv_rate` is of) started, and when the one before
+    /// that started: the cap the last window's bytes were sent under (they
+    /// left an srtt before they were acked), the least of it while the cap
+    /// grew. 0 until known.
+    pub win_cap: u64,
+    pub last_cap: u64,
+    pub sent_cap: u64,
 }
 
 impl BpfHold {
@@ -744,7 +764,15 @@ impl BpfHold {
             self.dlv_rate = a.bytes_acked.wrapping_sub(self.win_acked).wrapping_mul(1_000_000_000) / dt;
             self.win_start_ns = now;
             self.win_acked = a.bytes_acked;
+            self.sent_cap = self.last_cap;
+            self.last_cap = self.win_cap;
+            self.win_cap = self.cap;
             new_win = true;
+            // The full-pipe test's growth: a window that grew by 1/8.
+            if self.cap != 0 && !self.full && self.dlv_rate * 8 >= self.full_dlv * 9 {
+                self.full_dlv = self.dlv_rate;
+                self.full_cnt = 0;
+            }
         }
         let fast = a.snd_cwnd < a.snd_ssthresh && !self.full;
         if self.cap == 0 {
@@ -791,7 +819,36 @@ impl BpfHold {
             && self.dlv_rate * 2 >= self.cap
             && queue > BPF_HOLD_MIN_QUEUE_US
             && queue * div > min_rtt;
-        let queued = queue_seen && self.dlv_rate * 64 < self.cap * 63;
+        // The cap a window's bytes were sent under is the cap at the
+        // start of the window before it (the least of it while the cap
+        // grew): a delivery rate that kept up with that (within 1/64) says
+        // the cap did not make the queue, while one compared with the cap
+        // of now lags a cap growing by an eighth per srtt by far more than
+        // 1/64. A queue past min_rtt/32 (3.1 ms at 100 ms: the threshold
+        // after slow start, so there the rule is as before; host noise
+        // moved srtt by 1.6-3.1 ms) is taken as the cap's doing against
+        // the cap of now: with a cap grown by an eighth per srtt the cut
+        // must not wait a window there (the twin's fluid model queued
+        // past the 1 MB buffer with min_rtt/24 here).
+        // A shortfall of more than an eighth is the sender's own, not the
+        // bottleneck's: BBR paces at 3/4 of its rate for a round in eight
+        // (probe-down), and with noise in srtt each such round cut the
+        // cap to 31/32 of it (HTTP, 4.2 s in: 221 → 151 Mbit/s).
+        let sent = self.sent_cap.min(self.cap);
+        let short = self.sent_cap != 0 && self.dlv_rate * 64 < sent * 63 && self.dlv_rate * 8 >= sent * 7;
+        // ... and only where the last window's delivery rate did not grow
+        // by 1/8 (one that grows with the cap says the cap did not queue
+        // it): host noise past min_rtt/32 came too (HTTP under a load of 5).
+        // Once the pipe was found full (growth 1/32 per srtt: the cap is
+        // not an eighth above the bottleneck) a delivery rate more than an
+        // eighth below the cap is the sender's own too: BBR's rate moved
+        // by 384-498 Mbit/s between windows, and each cut to 31/32 of a
+        // low one ratcheted HTTP down from 450 to 250 Mbit/s in 3 s.
+        // (Not full: `dlv_rate == full_dlv` is a window that grew by 1/8.)
+        let deep = queue * HOLD_DEEP_DIV > min_rtt
+            && self.dlv_rate * 64 < self.cap * 63
+            && if self.full { self.dlv_rate * 8 >= self.cap * 7 } else { self.dlv_rate != self.full_dlv };
+        let queued = queue_seen && (short || deep);
         if probing && !queued {
             let follow = rate.min(share / 2);
             if follow > self.cap {
@@ -804,15 +861,18 @@ impl BpfHold {
             self.cap_ns = now;
             return rate;
         }
-        if new_win && !self.full {
-            if self.dlv_rate * 8 >= self.full_dlv * 9 {
-                self.full_dlv = self.dlv_rate;
-                self.full_cnt = 0;
-            } else if queue_seen {
-                self.full_cnt += 1;
-                if self.full_cnt >= HOLD_FULL_WINDOWS {
-                    self.full = true;
-                }
+        // A window that did not grow by 1/8 and ends with a queue the cap
+        // made, or one still draining below a cap already cut (the delivery
+        // rate above the cap), not host noise under a cap the delivery
+        // kept up with, counts towards a full pipe.
+        if new_win
+            && !self.full
+            && self.dlv_rate != self.full_dlv
+            && (queued || (queue_seen && self.dlv_rate > self.cap))
+        {
+            self.full_cnt += 1;
+            if self.full_cnt >= HOLD_FULL_WINDOWS {
+                self.full = true;
             }
         }
         if queued {
@@ -1154,11 +1214,15 @@ mod tests {
         }
     }
 
-    /// A hold past its probe with a cap, an estimate of 10 MB/s, and its
-    /// cap and delivery window last touched 1 ms in.
+    /// A hold past its probe with a cap (the cap its last windows were
+    /// sent under too), an estimate of 10 MB/s, and its cap and delivery
+    /// window last touched 1 ms in.
     fn held(cap: u64) -> BpfHold {
         BpfHold {
             cap,
+            win_cap: cap,
+            last_cap: cap,
+            sent_cap: cap,
             cap_ns: 1_000_000,
             win_start_ns: 1_000_000,
             btl_rate: 10_000_000,
@@ -1436,18 +1500,19 @@ mod tests {
         let mut h = held(1_900_000);
         assert_eq!(h.on_ack(1_200_000, 2_400_000, hack(51_000, 0, 102_100)), 2_400_000);
         // The same queue 300 ms after it (two srtt are 204.2 ms) is not the
-        // probe's: 31/32 of the 1 MB/s delivered since, under eq. (1).
+        // probe's: 31/32 of the 1.8 MB/s delivered since, under eq. (1).
         let mut h = held(1_900_000);
-        assert_eq!(h.on_ack(1_200_000, 2_400_000, hack(300_000, 299_000, 102_100)), 968_750);
-        // The same queue at 5.1 MB/s (above half; 3 MB/s delivered): 31/32
+        assert_eq!(h.on_ack(1_200_000, 2_400_000, hack(300_000, 538_200, 102_100)), 1_200_000);
+        assert_eq!(h.cap, 1_743_750);
+        // The same queue at 5.1 MB/s (above half; 4.6 MB/s delivered): 31/32
         // of delivery, and eq. (1).
-        let mut h = BpfHold { dlv_rate: 3_000_000, ..held(5_100_000) };
-        assert_eq!(h.on_ack(u64::MAX, u64::MAX, hack(51_000, 0, 102_100)), 2_906_250);
-        let mut h = BpfHold { dlv_rate: 3_000_000, ..held(5_100_000) };
+        let mut h = BpfHold { dlv_rate: 4_600_000, ..held(5_100_000) };
+        assert_eq!(h.on_ack(u64::MAX, u64::MAX, hack(51_000, 0, 102_100)), 4_456_250);
+        let mut h = BpfHold { dlv_rate: 4_600_000, ..held(5_100_000) };
         assert_eq!(h.on_ack(1_200_000, 2_400_000, hack(51_000, 0, 102_100)), 1_200_000);
         // Without an estimate there is no "below half": it holds.
-        let mut h = BpfHold { btl_rate: 0, ..held(1_900_000) };
-        assert_eq!(h.on_ack(u64::MAX, u64::MAX, hack(51_000, 0, 102_100)), 968_750);
+        let mut h = BpfHold { btl_rate: 0, dlv_rate: 1_800_000, ..held(1_900_000) };
+        assert_eq!(h.on_ack(u64::MAX, u64::MAX, hack(51_000, 0, 102_100)), 1_743_750);
     }
 
     #[test]
@@ -1466,6 +1531,9 @@ mod tests {
     fn hold_holds_a_queue_at_31_32_of_delivery_and_finds_the_pipe_full() {
         let mut h = BpfHold {
             cap: 90_000,
+            win_cap: 90_000,
+            last_cap: 70_000,
+            sent_cap: 70_000,
             cap_ns: 1_000_000,
             win_start_ns: 1_000_000,
             win_acked: 0,
@@ -1664,6 +1732,22 @@ mod tests {
         ssthresh_at_ms: u64,
         ms: u64,
     ) -> (Option<u64>, u64, u64) {
+        paced_writer_noisy(btl, buffer, estimate, ssthresh_at_ms, ms, &|_| 0)
+    }
+
+    /// [`paced_writer_run`] on a loaded host: `noise_us(t)` is added to
+    /// the srtt sample of millisecond `t` with no queue behind it (the
+    /// host's scheduling of the sender, the receiver and the userspace
+    /// emulator; srtt rose by 1.6–3.1 ms with the bottleneck's queue under
+    /// 130 KB in the HTTP download's traces).
+    fn paced_writer_noisy(
+        btl: u64,
+        buffer: u64,
+        estimate: u64,
+        ssthresh_at_ms: u64,
+        ms: u64,
+        noise_us: &dyn Fn(u64) -> u64,
+    ) -> (Option<u64>, u64, u64) {
         let rtt_ms = 100usize;
         let mut h = BpfHold { btl_rate: estimate, btl_bytes: 9 * 1448, ..BpfHold::default() };
         // Per ms: bytes delivered by then, and the queue delay (µs) met.
@@ -1677,7 +1761,7 @@ mod tests {
             let a = HoldAck {
                 now_ns: (t + 1) * 1_000_000,
                 bytes_acked: delivered[k],
-                srtt_us_x8: (100_000 + qdelay[k]) as u32 * 8,
+                srtt_us_x8: (100_000 + qdelay[k] + noise_us(t)) as u32 * 8,
                 rtt_min_us: 100_000,
                 snd_cwnd: 20_000,
                 snd_ssthresh: if t < ssthresh_at_ms { u32::MAX } else { 500 },
@@ -1741,6 +1825,38 @@ mod tests {
         let (reached, dropped, end) = paced_writer_run(btl, 1_000_000, btl, 800, 6_000);
         assert!(reached.is_some_and(|r| r <= 2_500) && dropped == 0, "{reached:?} {dropped}");
         assert_eq!(end, btl);
+    }
+
+    /// Issue 47 item 1, the HTTP download (python's http.server under the
+    /// host's BBR, which paces itself at the cap while the cap binds) on a
+    /// loaded host: srtt rose by 1.6–3.1 ms for tens of milliseconds at a
+    /// time with no queue at the bottleneck. The delivery rate of a window
+    /// lags a cap that grows by an eighth per srtt by more than 1/64, so
+    /// each such rise passed for a queue the cap made: the cap was cut to
+    /// 31/32 of the delivery rate again and again, two of them without
+    /// growth set the pipe full, and the cap crept from there (the runs
+    /// held at 132–186 Mbit/s of 470). Fed that pattern (3 ms for 40 ms
+    /// every 200 ms: above the slow-start threshold of min_rtt/64, and
+    /// 3.5 ms every other time: above the one after it, min_rtt/32), the
+    /// hold compares the delivery rate with the cap its bytes were sent
+    /// under (the cap at the start of the window before), and reaches 95%
+    /// of the bottleneck within 2.5 s from the estimates the runs had, with
+    /// nothing dropped.
+    #[test]
+    fn hold_grows_through_host_noise_of_a_socket_that_paces_itself() {
+        let btl = 1448 * 1_000_000_000 / 24_608; // 58.84 MB/s of payload
+        let noise = |t: u64| match t % 400 {
+            100..=139 => 2_000,
+            300..=339 => 3_000,
+            _ => 0,
+        };
+        for (estimate, ssthresh_at_ms) in [(btl * 333 / 470, 1_300), (btl, 1_300), (btl * 323 / 470, 100_000)]
+        {
+            let (reached, dropped, _) =
+                paced_writer_noisy(btl, 1_000_000, estimate, ssthresh_at_ms, 6_000, &noise);
+            assert!(reached.is_some_and(|r| r <= 2_500), "estimate {estimate}: 95% after {reached:?} ms");
+            assert_eq!(dropped, 0, "estimate {estimate}");
+        }
     }
 
     #[test]

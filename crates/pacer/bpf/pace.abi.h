@@ -16,7 +16,7 @@
 	S(rule, 16)           \
 	S(rule_stats, 48)     \
 	S(dst_key, 24)        \
-	S(sock_state, 120)
+	S(sock_state, 144)
 
 #define ABI_FIELDS_rule(F)              \
 	F(rule, kind, 0, __u32)         \
@@ -54,7 +54,10 @@
 	F(sock_state, last_ns, 88, __u64)         \
 	F(sock_state, last_acked, 96, __u64)      \
 	F(sock_state, btl_rate, 104, __u64)       \
-	F(sock_state, btl_bytes, 112, __u64)
+	F(sock_state, btl_bytes, 112, __u64)      \
+	F(sock_state, win_cap, 120, __u64)        \
+	F(sock_state, last_cap, 128, __u64)       \
+	F(sock_state, sent_cap, 136, __u64)
 
 /*
  * The Rust side's domain types (crates/bpf-abi-gen; the C program never
@@ -62,7 +65,7 @@
  * by RUST, field by field under the same name, except where a line says
  * otherwise (the vocabulary is in crates/bpf-abi-gen/src/lib.rs); PUB:
  * the generated struct is the Rust type (rule is crate::abi::RuleAbi). A field
- * added to sock_state between win_start_ns and btl_bytes is a field of
+ * added to sock_state between win_start_ns and sent_cap is a field of
  * tcpaccel_core::pacing::BpfHold, the program's pure twin.
  */
 #define PACE_RUST                                                                       \
@@ -72,7 +75,7 @@
 	AS_BE(dst_key, port)                                                            \
 	PAD(dst_key, pad)                                                               \
 	RUST(sock_state, crate::abi::SockState)                                         \
-	NEST(sock_state, hold, tcpaccel_core::pacing::BpfHold, win_start_ns, btl_bytes) \
+	NEST(sock_state, hold, tcpaccel_core::pacing::BpfHold, win_start_ns, sent_cap) \
 	AS_BOOL(sock_state, full)
 
 #endif

@@ -256,7 +256,7 @@ impl ::tcpaccel_sys::bpf::Plain for crate::abi::DstKey {
     }
 }
 
-/// `struct sock_state` (120 bytes), field for field as in crates/pacer/bpf/pace.abi.h.
+/// `struct sock_state` (144 bytes), field for field as in crates/pacer/bpf/pace.abi.h.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub(crate) struct SockState {
     pub(crate) rule: u32,
@@ -276,6 +276,9 @@ pub(crate) struct SockState {
     pub(crate) last_acked: u64,
     pub(crate) btl_rate: u64,
     pub(crate) btl_bytes: u64,
+    pub(crate) win_cap: u64,
+    pub(crate) last_cap: u64,
+    pub(crate) sent_cap: u64,
 }
 
 #[repr(C)]
@@ -298,8 +301,11 @@ struct SockStateLayout {
     last_acked: u64,
     btl_rate: u64,
     btl_bytes: u64,
+    win_cap: u64,
+    last_cap: u64,
+    sent_cap: u64,
 }
-const _: () = assert!(::core::mem::size_of::<SockStateLayout>() == 120);
+const _: () = assert!(::core::mem::size_of::<SockStateLayout>() == 144);
 const _: () = assert!(::core::mem::offset_of!(SockStateLayout, rule) == 0);
 const _: () = assert!(::core::mem::offset_of!(SockStateLayout, rate) == 4);
 const _: () = assert!(::core::mem::offset_of!(SockStateLayout, updates) == 8);
@@ -317,9 +323,12 @@ const _: () = assert!(::core::mem::offset_of!(SockStateLayout, last_ns) == 88);
 const _: () = assert!(::core::mem::offset_of!(SockStateLayout, last_acked) == 96);
 const _: () = assert!(::core::mem::offset_of!(SockStateLayout, btl_rate) == 104);
 const _: () = assert!(::core::mem::offset_of!(SockStateLayout, btl_bytes) == 112);
+const _: () = assert!(::core::mem::offset_of!(SockStateLayout, win_cap) == 120);
+const _: () = assert!(::core::mem::offset_of!(SockStateLayout, last_cap) == 128);
+const _: () = assert!(::core::mem::offset_of!(SockStateLayout, sent_cap) == 136);
 
 impl SockState {
-    pub(crate) const SIZE: usize = 120;
+    pub(crate) const SIZE: usize = 144;
     /// Writes the struct into the first `SIZE` bytes of `b`.
     pub(crate) fn write(&self, b: &mut [u8]) {
         b[0..4].copy_from_slice(&self.rule.to_ne_bytes());
@@ -339,6 +348,9 @@ impl SockState {
         b[96..104].copy_from_slice(&self.last_acked.to_ne_bytes());
         b[104..112].copy_from_slice(&self.btl_rate.to_ne_bytes());
         b[112..120].copy_from_slice(&self.btl_bytes.to_ne_bytes());
+        b[120..128].copy_from_slice(&self.win_cap.to_ne_bytes());
+        b[128..136].copy_from_slice(&self.last_cap.to_ne_bytes());
+        b[136..144].copy_from_slice(&self.sent_cap.to_ne_bytes());
     }
     /// Reads the struct from the first `SIZE` bytes of `b`.
     pub(crate) fn read(b: &[u8]) -> Self {
@@ -428,6 +440,21 @@ impl SockState {
             a.copy_from_slice(&b[112..120]);
             v.btl_bytes = u64::from_ne_bytes(a);
         }
+        {
+            let mut a = [0u8; 8];
+            a.copy_from_slice(&b[120..128]);
+            v.win_cap = u64::from_ne_bytes(a);
+        }
+        {
+            let mut a = [0u8; 8];
+            a.copy_from_slice(&b[128..136]);
+            v.last_cap = u64::from_ne_bytes(a);
+        }
+        {
+            let mut a = [0u8; 8];
+            a.copy_from_slice(&b[136..144]);
+            v.sent_cap = u64::from_ne_bytes(a);
+        }
         v
     }
 }
@@ -435,7 +462,7 @@ impl SockState {
 impl ::core::convert::From<&crate::abi::SockState> for SockState {
     fn from(value: &crate::abi::SockState) -> SockState {
         let crate::abi::SockState { rule, rate, updates, hold } = value;
-        let tcpaccel_core::pacing::BpfHold { win_start_ns, win_acked, dlv_rate, cap, cap_ns, full_dlv, full_cnt, full, train_ns, train_acked, last_ns, last_acked, btl_rate, btl_bytes } = hold;
+        let tcpaccel_core::pacing::BpfHold { win_start_ns, win_acked, dlv_rate, cap, cap_ns, full_dlv, full_cnt, full, train_ns, train_acked, last_ns, last_acked, btl_rate, btl_bytes, win_cap, last_cap, sent_cap } = hold;
         SockState {
             rule: *rule,
             rate: *rate,
@@ -454,18 +481,21 @@ impl ::core::convert::From<&crate::abi::SockState> for SockState {
             last_acked: *last_acked,
             btl_rate: *btl_rate,
             btl_bytes: *btl_bytes,
+            win_cap: *win_cap,
+            last_cap: *last_cap,
+            sent_cap: *sent_cap,
         }
     }
 }
 
 impl ::core::convert::From<SockState> for crate::abi::SockState {
     fn from(value: SockState) -> crate::abi::SockState {
-        let SockState { rule, rate, updates, win_start_ns, win_acked, dlv_rate, cap, cap_ns, full_dlv, full_cnt, full, train_ns, train_acked, last_ns, last_acked, btl_rate, btl_bytes } = value;
+        let SockState { rule, rate, updates, win_start_ns, win_acked, dlv_rate, cap, cap_ns, full_dlv, full_cnt, full, train_ns, train_acked, last_ns, last_acked, btl_rate, btl_bytes, win_cap, last_cap, sent_cap } = value;
         crate::abi::SockState {
             rule,
             rate,
             updates,
-            hold: tcpaccel_core::pacing::BpfHold { win_start_ns, win_acked, dlv_rate, cap, cap_ns, full_dlv, full_cnt, full: full != 0, train_ns, train_acked, last_ns, last_acked, btl_rate, btl_bytes },
+            hold: tcpaccel_core::pacing::BpfHold { win_start_ns, win_acked, dlv_rate, cap, cap_ns, full_dlv, full_cnt, full: full != 0, train_ns, train_acked, last_ns, last_acked, btl_rate, btl_bytes, win_cap, last_cap, sent_cap },
         }
     }
 }

@@ -94,6 +94,12 @@ struct sock_state {
 	__u64 last_acked;
 	__u64 btl_rate;
 	__u64 btl_bytes;
+	/* RULE_HOLD: the cap when the current delivery window started, when
+	 * the last one (dlv_rate's) started, and when the one before that
+	 * started: the cap the last window's bytes were sent under. */
+	__u64 win_cap;
+	__u64 last_cap;
+	__u64 sent_cap;
 };
 
 /* The structs above against the ABI table (pace.abi.h). */
@@ -364,8 +370,14 @@ static __always_inline void release(struct bpf_sock_ops *skops, __u32 rule_idx, 
  *   the near and post-slow-start rules, under which BBR (whose startup
  *   ends when its rate stops growing by 1/4 per round) crept up for
  *   seconds.
+ * - A queue is the cap's doing (and cut) only where the delivery rate fell
+ *   1/64 short of the cap its bytes were sent under (sent_cap: the cap at
+ *   the start of the window before the one measured), or where it is
+ *   past min_rtt/32 (issue 47: on a loaded host srtt rose by 1.6-3.1 ms
+ *   with no queue at the bottleneck); another queue stops growth only.
  * - Full pipe (after BBR's): HOLD_FULL_WINDOWS windows that end with a
- *   queue while the delivery rate has not grown by 1/8. One srtt of host
+ *   queue the cap made (or one draining below a cap already cut) while
+ *   the delivery rate has not grown by 1/8. One srtt of host
  *   noise does not set it (the delivery rate still grows); from then on,
  *   and after a loss (cwnd at or above ssthresh), the cap grows by 33/32
  *   per srtt, so the end of a hold does not release at once the window
@@ -406,6 +418,9 @@ static __always_inline void release(struct bpf_sock_ops *skops, __u32 rule_idx, 
 #define HOLD_SS_DIV 64u
 #define HOLD_CA_DIV 32u
 #define HOLD_FULL_WINDOWS 2u
+/* A queue past min_rtt/this is the cap's doing whatever the delivery rate
+ * of the window before (host noise moved srtt by up to 3.1 ms). */
+#define HOLD_DEEP_DIV 32u
 /* Near the bottleneck the cap grows only while cap < dlv_rate * 33/32
  * (plus HOLD_AI_SEGS segments per srtt). */
 #define HOLD_LEAD 32u
@@ -484,7 +499,15 @@ static __always_inline __u64 hold_cap(struct bpf_sock_ops *skops, struct sock_st
 		st->dlv_rate = (acked - st->win_acked) * 1000000000ull / (now - st->win_start_ns);
 		st->win_start_ns = now;
 		st->win_acked = acked;
+		st->sent_cap = st->last_cap;
+		st->last_cap = st->win_cap;
+		st->win_cap = st->cap;
 		new_win = 1;
+		/* The full-pipe test's growth: a window that grew by 1/8. */
+		if (st->cap && !st->full && st->dlv_rate * 8 >= st->full_dlv * 9) {
+			st->full_dlv = st->dlv_rate;
+			st->full_cnt = 0;
+		}
 	}
 	int fast = cwnd < skops->snd_ssthresh && !st->full;
 	if (st->cap == 0) {
@@ -535,7 +558,27 @@ static __always_inline __u64 hold_cap(struct bpf_sock_ops *skops, struct sock_st
 	 * rose by 3-5 ms with the bottleneck's queue under 130 KB, and each
 	 * such cut held an HTTP download lower. Such a queue (and one that
 	 * drains below a cap already cut) stops the cap's growth, not more. */
-	int queued = queue_seen && st->dlv_rate * 64 < st->cap * 63;
+	/* Against the cap the last window's bytes were sent under (the cap at
+	 * the start of the window before it), not the cap of now, which a
+	 * delivery rate lags by far more than 1/64 while the cap grows by an
+	 * eighth per srtt: under a loaded host that lag turned each rise of
+	 * srtt into a cut. A queue past min_rtt/32 is the cap's doing against
+	 * the cap of now, as before (after slow start, the hold's threshold). */
+	__u64 sent = st->sent_cap < st->cap ? st->sent_cap : st->cap;
+	/* A shortfall of more than an eighth is the sender's own (BBR paces
+	 * at 3/4 of its rate for a round in eight), not the bottleneck's. */
+	int short_fall = st->sent_cap && st->dlv_rate * 64 < sent * 63 && st->dlv_rate * 8 >= sent * 7;
+	/* ... and only where the last window's delivery rate did not grow by
+	 * 1/8 (a delivery rate growing with the cap says the cap did not
+	 * queue it): host noise past min_rtt/32 came too. */
+	/* Once the pipe was found full (growth 1/32 per srtt) a delivery rate
+	 * more than an eighth below the cap is the sender's own too (BBR's
+	 * rate moved by a quarter between windows; cuts to 31/32 of the low
+	 * ones ratcheted HTTP down). */
+	int deep = queue * HOLD_DEEP_DIV > min_rtt && st->dlv_rate * 64 < st->cap * 63 &&
+		   (st->full ? st->dlv_rate * 8 >= st->cap * 7 : st->dlv_rate != st->full_dlv);
+	int queued = queue_seen && (short_fall || deep);
+	/* (A delivery rate of 0 never shows a queue: queue_seen.) */
 	if (probing && !queued) {
 		__u64 follow = rate < share / 2 ? rate : share / 2;
 
@@ -549,14 +592,12 @@ static __always_inline __u64 hold_cap(struct bpf_sock_ops *skops, struct sock_st
 		st->cap_ns = now;
 		return rate;
 	}
-	if (new_win && !st->full) {
-		if (st->dlv_rate * 8 >= st->full_dlv * 9) {
-			st->full_dlv = st->dlv_rate;
-			st->full_cnt = 0;
-		} else if (queue_seen && ++st->full_cnt >= HOLD_FULL_WINDOWS) {
-			st->full = 1;
-		}
-	}
+	/* A window that did not grow by 1/8 and ends with a queue the cap
+	 * made, or one draining below a cap already cut (not host noise under
+	 * a cap the delivery rate kept up with), counts towards a full pipe. */
+	if (new_win && !st->full && st->dlv_rate != st->full_dlv && (queued || (queue_seen && st->dlv_rate > st->cap)) &&
+	    ++st->full_cnt >= HOLD_FULL_WINDOWS)
+		st->full = 1;
 	if (queued) {
 		__u64 hold = st->dlv_rate * 31 / 32;
 
