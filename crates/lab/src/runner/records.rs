@@ -210,6 +210,14 @@ pub struct FidelityRecord {
     pub flow_start_late_p99_ms: Option<f64>,
     #[serde(default)]
     pub limit_flow_start_late_ms: f64,
+    /// p99 of how late the userspace emulator sent frames against its
+    /// model's delivery time, wall ms: the worse direction of the emulators
+    /// the run built (absent for a run without one, and in older records),
+    /// and its limit.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub emu_late_p99_ms: Option<f64>,
+    #[serde(default)]
+    pub limit_emu_late_ms: f64,
     /// Busy share of the machine in the window the CPU rule hinges on
     /// (`tcpaccel_core::fidelity::Verdict::deciding_busy`), in percent.
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -261,6 +261,8 @@ pub struct RunCtx<'a> {
     summary: BTreeMap<String, f64>,
     /// How late each flow started (wall seconds), for the fidelity verdict.
     start_late_s: Vec<f64>,
+    /// The worst p99 send lateness of the emulators this run stopped (wall).
+    emulator_late_p99: Option<Duration>,
 }
 
 impl RunCtx<'_> {
@@ -269,6 +271,16 @@ impl RunCtx<'_> {
     /// verdict.
     pub fn flow_started_late(&mut self, late_s: f64) {
         self.start_late_s.push(late_s);
+    }
+
+    /// Notes the p99 send lateness of an emulator that ran for this run
+    /// only (built and stopped inside it, so its whole life is the run's:
+    /// [`crate::testbeds::emulator_p99`]); the run's fidelity verdict judges
+    /// the worst one noted.
+    pub fn emulator_late(&mut self, p99: Option<Duration>) {
+        if let Some(p) = p99 {
+            self.emulator_late_p99 = Some(self.emulator_late_p99.map_or(p, |q| q.max(p)));
+        }
     }
 
     pub fn sample(&mut self, series: &str, t: f64, value: f64) -> Result<()> {
@@ -465,6 +477,7 @@ pub fn run(s: &dyn Scenario, params: &Params, opts: &RunOptions) -> Result<RunDa
                         started,
                         summary: BTreeMap::new(),
                         start_late_s: Vec::new(),
+                        emulator_late_p99: None,
                     };
                     let monitor = crate::runner::fidelity::Monitor::start(
                         crate::runner::fidelity::INTERVAL,
@@ -473,7 +486,7 @@ pub fn run(s: &dyn Scenario, params: &Params, opts: &RunOptions) -> Result<RunDa
                     );
                     let mut result = bed.run_one(&mut ctx);
                     let lateness = tcpaccel_core::fidelity::Lateness {
-                        emulator_p99: None,
+                        emulator_p99: ctx.emulator_late_p99,
                         flow_start_p99: flow_start_p99(&ctx.start_late_s, config.dilation),
                     };
                     let observed = monitor.stop(lateness);
@@ -577,6 +590,12 @@ mod tests {
             }
             ctx.sample("order", 0.0, self.0 as f64)?;
             ctx.metric("x", x + ctx.repeat as f64);
+            if ctx.variant == "a" {
+                // Two emulators of this run: the worse p99 is judged.
+                ctx.emulator_late(Some(Duration::from_micros(500)));
+                ctx.emulator_late(Some(Duration::from_millis(3)));
+                ctx.emulator_late(None);
+            }
             Ok(())
         }
     }
@@ -647,6 +666,17 @@ mod tests {
         assert_eq!(d.summaries.len(), 3);
         // Every run that ran has a fidelity verdict, the failed one too.
         assert_eq!(d.fidelity.len(), 4);
+        // The emulator lateness a run noted is its record's and is judged;
+        // a run without an emulator has none.
+        for f in &d.fidelity {
+            if f.variant == "a" {
+                assert_eq!(f.emu_late_p99_ms, Some(3.0), "{f:?}");
+                assert!(!f.faithful && f.reason.contains("emulator p99 lateness 3ms over 1ms"), "{f:?}");
+            } else {
+                assert_eq!(f.emu_late_p99_ms, None, "{f:?}");
+            }
+            assert_eq!(f.limit_emu_late_ms, 1.0);
+        }
         assert!(!d.complete());
         assert!(d.notes.iter().any(|n| n.1.contains("boom")));
         // The runner writes records only; the report is its caller's (the CLI's).

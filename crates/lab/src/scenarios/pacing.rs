@@ -736,5 +736,11 @@ mod tests {
         for v in ["static", "static-1seg"] {
             assert!(m(v, metric::GOODPUT_MBPS) > 25.0, "{v}: goodput {}", m(v, metric::GOODPUT_MBPS));
         }
+        // Each run's fidelity record judges the emulator it ran through.
+        for f in &d.fidelity {
+            let late = f.emu_late_p99_ms.unwrap_or_else(|| panic!("{}: no emulator lateness", f.variant));
+            eprintln!("{}: emulator p99 lateness {late:.3} ms", f.variant);
+            assert!(late.is_finite() && late >= 0.0, "{f:?}");
+        }
     }
 }

@@ -665,11 +665,11 @@ impl SplitBed {
 impl Testbed for SplitBed {
     fn run_one(&mut self, ctx: &mut RunCtx<'_>) -> Result<()> {
         let chain = Chain::parse(&ctx.variant, self.total)?;
-        let net = Network::up(&chain.topology()?).context("building the split chain")?;
-        // Declared after `net`, so dropped before it (also on an error or a panic): a
+        let network = Network::up(&chain.topology()?).context("building the split chain")?;
+        // Declared after `network`, so dropped before it (also on an error or a panic): a
         // namespace with a live daemon in it would outlive the teardown.
         let mut daemons: Vec<Daemon> = Vec::new();
-        let net = &net;
+        let net = &network;
         let mut ctl = crate::testbeds::dumbbell::baseline_sysctls();
         ctl.extend(self.buffers.iter().cloned());
         for node in chain.nodes() {
@@ -694,6 +694,8 @@ impl Testbed for SplitBed {
                 d.stop();
             }
             self.keep_logs(ctx, &chain, &daemons)?;
+            drop(daemons);
+            ctx.emulator_late(crate::testbeds::emulator_p99(&network.teardown().emulators));
             let mbps = r?;
             return self.record(ctx, &chain, mbps);
         }
@@ -737,6 +739,8 @@ impl Testbed for SplitBed {
             d.stop();
         }
         self.keep_logs(ctx, &chain, &daemons)?;
+        drop(daemons);
+        ctx.emulator_late(crate::testbeds::emulator_p99(&network.teardown().emulators));
         self.record(ctx, &chain, mbps)
     }
 }
