@@ -233,6 +233,7 @@ impl Testbed for WebBed {
         }
         let _received = sinks.stop();
         let td = net.teardown();
+        ctx.emulator_late(crate::testbeds::emulator_p99(&td.emulators));
         let results = results.context("running the flows")?;
         let drops = td
             .emulators
