@@ -60,15 +60,9 @@ pub(super) enum BuildupWorkload {
 
 crate::runner::typed::dilate_choice!(BuildupWorkload);
 
-/// What `workload=rounds` implies for the keys no `--set` gave (the
-/// module's table).
-const ROUNDS_POINT: [(&str, &str); 5] = [
-    ("senders", "1,2,3,4,5,6,7,8,9,10"),
-    ("initcwnd", "12"),
-    ("capture", "on"),
-    ("writes", "bulksend"),
-    ("rate", "100mbit"),
-];
+/// What `workload=rounds` implies beside the thesis's operating point for
+/// the keys no `--set` gave (the module's table).
+const ROUNDS_POINT: [(&str, &str); 1] = [("senders", "1,2,3,4,5,6,7,8,9,10")];
 
 /// Bytes of a long flow: more than any run sends (the incast script's are
 /// unbounded).
@@ -134,10 +128,7 @@ impl Scenario for LanesBuildup {
         &self,
         resolved: &std::collections::BTreeMap<String, String>,
     ) -> Vec<(&'static str, &'static str)> {
-        match resolved.get("workload").map(|w| w.trim()) {
-            Some("rounds") => ROUNDS_POINT.to_vec(),
-            _ => Vec::new(),
-        }
+        super::implied_by_rounds(resolved, &ROUNDS_POINT)
     }
     fn default_repeats(&self) -> u32 {
         1

@@ -151,6 +151,27 @@ struct RunSpec<'a> {
     tag: String,
 }
 
+/// The thesis's operating point that `workload=rounds` implies in every
+/// lanes scenario that has it, for the keys no `--set` gave (text §6.1
+/// and the author's scripts; each scenario's module table gives the
+/// sources).
+const THESIS_POINT: [(&str, &str); 4] =
+    [("rate", "100mbit"), ("initcwnd", "12"), ("capture", "on"), ("writes", "bulksend")];
+
+/// What a resolved `workload` implies ([`Scenario::implied`]): with
+/// `rounds`, the thesis's operating point and the scenario's `own` keys.
+///
+/// [`Scenario::implied`]: crate::runner::scenario::Scenario::implied
+fn implied_by_rounds(
+    resolved: &BTreeMap<String, String>,
+    own: &[(&'static str, &'static str)],
+) -> Vec<(&'static str, &'static str)> {
+    match resolved.get("workload").map(|w| w.trim()) {
+        Some("rounds") => THESIS_POINT.iter().chain(own).copied().collect(),
+        _ => Vec::new(),
+    }
+}
+
 fn mode_of(variant: &str) -> Result<MptcpMode> {
     Ok(match variant {
         "mptcp" => MptcpMode::Kernel,

@@ -324,6 +324,27 @@ mod tests {
     use crate::engines::flows::Received;
     use std::collections::BTreeMap;
     use std::time::{Duration, Instant};
+
+    /// An MPTCP flow from host 0 to 1 that started on time at 0 s, without
+    /// per-lane bytes.
+    fn flow(id: u64, class: FlowClass, bytes: u64, fct_s: Option<f64>) -> FlowResult {
+        FlowResult {
+            id,
+            class,
+            src: 0,
+            dst: 1,
+            bytes,
+            start_s: 0.0,
+            start_late_s: Some(0.0),
+            fct_s,
+            lane: "mptcp".into(),
+            winner: None,
+            lane_bytes: BTreeMap::new(),
+            retrans_bytes: None,
+            conns: Vec::new(),
+            error: None,
+        }
+    }
     #[test]
     fn sl_contention_is_what_large_flows_put_on_sl_during_each_short_flow() {
         let r = |id: u64, bytes: u64, start_s: f64, fct: f64, sl: u64| FlowResult {
@@ -360,21 +381,9 @@ mod tests {
 
     #[test]
     fn short_stats_count_unfinished_flows_with_the_time_they_had_beside_the_completed() {
-        let r = |id: u64, bytes: u64, start_s: f64, fct_s: Option<f64>| FlowResult {
-            id,
-            class: if bytes > SHORT_MAX { FlowClass::Long } else { FlowClass::Short },
-            src: 0,
-            dst: 1,
-            bytes,
-            start_s,
-            start_late_s: Some(0.0),
-            fct_s,
-            lane: "mptcp".into(),
-            winner: None,
-            lane_bytes: BTreeMap::new(),
-            retrans_bytes: None,
-            conns: Vec::new(),
-            error: None,
+        let r = |id: u64, bytes: u64, start_s: f64, fct_s: Option<f64>| {
+            let class = if bytes > SHORT_MAX { FlowClass::Long } else { FlowClass::Short };
+            FlowResult { start_s, ..flow(id, class, bytes, fct_s) }
         };
         // 98 short flows of 10 ms; two started at 0.5 s and unfinished when
         // the run ended at 2 s (1.5 s each); a long flow, unfinished, apart.
@@ -406,22 +415,7 @@ mod tests {
     #[test]
     fn long_goodput_counts_every_long_flow_and_is_absent_without_one() {
         let t0 = Instant::now();
-        let r = |id: u64, class: FlowClass, bytes: u64, fct_s: Option<f64>| FlowResult {
-            id,
-            class,
-            src: 0,
-            dst: 1,
-            bytes,
-            start_s: 0.0,
-            start_late_s: Some(0.0),
-            fct_s,
-            lane: "mptcp".into(),
-            winner: None,
-            lane_bytes: BTreeMap::new(),
-            retrans_bytes: None,
-            conns: Vec::new(),
-            error: None,
-        };
+        let r = flow;
         let got = |bytes: u64| Received { bytes, first: t0, last: t0, connections: 1, completed: 0 };
         // One finished long flow (10 MB), one cut off by the end of the run
         // after 5 MB, one the sinks never heard of, and a short flow that

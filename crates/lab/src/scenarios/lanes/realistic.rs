@@ -66,16 +66,9 @@ pub(super) enum Workload {
 
 crate::runner::typed::dilate_choice!(Workload);
 
-/// What `workload=rounds` implies for the keys no `--set` gave: the
-/// thesis's operating point (the module's table).
-const ROUNDS_POINT: [(&str, &str); 6] = [
-    ("rate", "100mbit"),
-    ("hosts", "16"),
-    ("topology", "fattree"),
-    ("initcwnd", "12"),
-    ("capture", "on"),
-    ("writes", "bulksend"),
-];
+/// What `workload=rounds` implies beside the thesis's operating point for
+/// the keys no `--set` gave (the module's table).
+const ROUNDS_POINT: [(&str, &str); 2] = [("hosts", "16"), ("topology", "fattree")];
 
 scaled_params! {
     /// The parameters of both mixes (beside [`Common`] and [`Drain`]).
@@ -232,10 +225,7 @@ impl Scenario for LanesRealistic {
         &self,
         resolved: &std::collections::BTreeMap<String, String>,
     ) -> Vec<(&'static str, &'static str)> {
-        match resolved.get("workload").map(|w| w.trim()) {
-            Some("rounds") => ROUNDS_POINT.to_vec(),
-            _ => Vec::new(),
-        }
+        super::implied_by_rounds(resolved, &ROUNDS_POINT)
     }
     fn default_repeats(&self) -> u32 {
         1
