@@ -14,6 +14,7 @@
 
 use crate::engines::cgroup_pacer::BpfPacing;
 use crate::engines::flows::{run_flows, HostAddrs, RunEnd, RunOptions, Sinks, Transport};
+use crate::runner::claims::{Claim, Goal, Measure, GOAL_BENCH};
 use crate::runner::records::MetricSpec;
 use crate::runner::scenario::{
     stop_flag, FlowCounters, ParamSpec, Params, RunConfig, RunCtx, Scenario, Testbed,
@@ -73,6 +74,10 @@ pub mod metric {
     pub const SHORT_P95_MS: &str = "short_p95_ms";
     pub const SHORT_P99_MS: &str = "short_p99_ms";
     pub const SHORT_INCOMPLETE: &str = "short_incomplete";
+    pub const LONG_FLOWS: &str = "long_flows";
+    pub const LONG_AVG_MS: &str = "long_avg_ms";
+    pub const LONG_P50_MS: &str = "long_p50_ms";
+    pub const LONG_INCOMPLETE: &str = "long_incomplete";
 
     /// The human names of the keys this scenario records (metrics and
     /// series), as its tables and plots title them.
@@ -83,6 +88,10 @@ pub mod metric {
         (SHORT_P95_MS, "Short-flow FCT, p95"),
         (SHORT_P99_MS, "Short-flow FCT, p99"),
         (SHORT_INCOMPLETE, "Short flows not completed"),
+        (LONG_FLOWS, "Long flows"),
+        (LONG_AVG_MS, "Long-flow FCT, mean"),
+        (LONG_P50_MS, "Long-flow FCT, median"),
+        (LONG_INCOMPLETE, "Long flows not completed"),
     ];
 }
 
@@ -131,8 +140,15 @@ impl Scenario for PacingWeb {
             spec(metric::SHORT_P95_MS, "ms", "95th percentile of the same"),
             spec(metric::SHORT_P99_MS, "ms", "99th percentile of the same"),
             spec(metric::SHORT_INCOMPLETE, "flows", "flows of at most 1 MB that did not complete"),
+            MetricSpec::new(metric::LONG_FLOWS, "flows", true, "completed flows above 1 MB"),
+            spec(metric::LONG_AVG_MS, "ms", "mean FCT of the completed flows above 1 MB"),
+            spec(metric::LONG_P50_MS, "ms", "median FCT of the same"),
+            spec(metric::LONG_INCOMPLETE, "flows", "flows above 1 MB that did not complete"),
             spec(metric::DROPS, "packets", "frames dropped at the bottleneck"),
         ]
+    }
+    fn claims(&self) -> &'static [Claim] {
+        CLAIMS
     }
     fn notes(&self, _p: &Params) -> Result<Vec<String>> {
         Ok(vec![
@@ -243,8 +259,9 @@ impl Testbed for WebBed {
             .context("the dumbbell has no emulator on wan")?;
         ctx.metric(metric::DROPS, drops as f64);
         let limit_s = opts.limit.as_secs_f64();
-        let mut short: Vec<f64> = Vec::new();
-        let mut incomplete = 0;
+        // Completed FCTs (ms) and unfinished flows, short and long.
+        let (mut short, mut long): (Vec<f64>, Vec<f64>) = (Vec::new(), Vec::new());
+        let (mut incomplete, mut long_incomplete) = (0, 0);
         for r in &results {
             if let Some(late) = r.start_late_s {
                 ctx.flow_started_late(late);
@@ -254,11 +271,14 @@ impl Testbed for WebBed {
             let fct_ms = r.fct_s.unwrap_or((limit_s - r.start_s).max(0.0)) * 1e3;
             let counted = FlowCounters { retrans_bytes: r.retrans_bytes, ..Default::default() };
             ctx.flow_counted(r.id, class, r.bytes, r.start_s, fct_ms, r.fct_s.is_some(), counted)?;
-            if r.bytes <= SHORT_MAX {
-                match r.fct_s {
-                    Some(s) => short.push(s * 1e3),
-                    None => incomplete += 1,
-                }
+            let (done, unfinished) = if r.bytes <= SHORT_MAX {
+                (&mut short, &mut incomplete)
+            } else {
+                (&mut long, &mut long_incomplete)
+            };
+            match r.fct_s {
+                Some(s) => done.push(s * 1e3),
+                None => *unfinished += 1,
             }
         }
         short.sort_by(f64::total_cmp);
@@ -272,9 +292,54 @@ impl Testbed for WebBed {
                 ctx.metric(k, percentile_sorted(&short, p));
             }
         }
+        long.sort_by(f64::total_cmp);
+        ctx.metric(metric::LONG_FLOWS, long.len() as f64);
+        ctx.metric(metric::LONG_INCOMPLETE, long_incomplete as f64);
+        if !long.is_empty() {
+            ctx.metric(metric::LONG_AVG_MS, long.iter().sum::<f64>() / long.len() as f64);
+            ctx.metric(metric::LONG_P50_MS, percentile_sorted(&long, 50.0));
+        }
         Ok(())
     }
 }
+
+/// What this scenario claims: the goals of the hold on web-like traffic
+/// (issue 47 item 4), each the hold against unpaced CUBIC on the same
+/// flows.
+pub(crate) const CLAIMS: &[Claim] = &[
+    Claim {
+        text: "The hold's short-flow median FCT is no worse than CUBIC's",
+        measure: Measure::Ratio { num: ("hold", metric::SHORT_P50_MS), den: ("cubic", metric::SHORT_P50_MS) },
+        goal: Goal::AtMost(1.0),
+        goal_source: GOAL_BENCH,
+        published: None,
+        when: &[],
+    },
+    Claim {
+        text: "The hold's short-flow p99 FCT is no worse than CUBIC's",
+        measure: Measure::Ratio { num: ("hold", metric::SHORT_P99_MS), den: ("cubic", metric::SHORT_P99_MS) },
+        goal: Goal::AtMost(1.0),
+        goal_source: GOAL_BENCH,
+        published: None,
+        when: &[],
+    },
+    Claim {
+        text: "The hold cuts drops at the bottleneck to a fifth of CUBIC's",
+        measure: Measure::Ratio { num: ("hold", metric::DROPS), den: ("cubic", metric::DROPS) },
+        goal: Goal::AtMost(0.2),
+        goal_source: GOAL_BENCH,
+        published: None,
+        when: &[],
+    },
+    Claim {
+        text: "The hold's long-flow median FCT is within 1.1× CUBIC's",
+        measure: Measure::Ratio { num: ("hold", metric::LONG_P50_MS), den: ("cubic", metric::LONG_P50_MS) },
+        goal: Goal::AtMost(1.1),
+        goal_source: GOAL_BENCH,
+        published: None,
+        when: &[],
+    },
+];
 
 #[cfg(test)]
 mod tests {
@@ -319,6 +384,14 @@ mod tests {
         let s = &d.summaries[0].metrics;
         let short = want.iter().filter(|f| f.bytes <= SHORT_MAX).count() as f64;
         assert_eq!(s.get(metric::SHORT_FLOWS), Some(&short));
+        // The long flows' median is that of their records.
+        let mut long: Vec<f64> = got.iter().filter(|r| r.class == "long").map(|r| r.fct_ms).collect();
+        assert_eq!(s.get(metric::LONG_FLOWS), Some(&(long.len() as f64)));
+        if !long.is_empty() {
+            long.sort_by(f64::total_cmp);
+            let p50 = percentile_sorted(&long, 50.0);
+            assert!(s.get(metric::LONG_P50_MS).is_some_and(|m| (m - p50).abs() < 1e-6), "{s:?} vs {p50}");
+        }
     }
 
     #[test]
