@@ -390,3 +390,49 @@ fn results_summarize_write_and_check_a_page() {
         std::fs::remove_dir_all(d).unwrap();
     }
 }
+
+/// A second run of a scenario on one page: its summary, trimmed to the
+/// metrics shown with `--metrics`, is `results/SCENARIO.LABEL.json`, and a
+/// block shows it with the claims it picks; a file named after another
+/// scenario is refused naming the rule.
+#[test]
+fn results_labelled_and_trimmed_summaries() {
+    let run = demo_dir("results-label-run");
+    let sum = |extra: &[&str]| {
+        Command::new(bin()).args(["lab", "results", "--summarize"]).arg(&run).args(extra).output().unwrap()
+    };
+    let out = sum(&["--metrics", "goodput_mbps,nope"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("no metric \"nope\""));
+    let out = sum(&["--metrics", "goodput_mbps"]);
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["metrics"].as_array().unwrap().len(), 1, "{v}");
+    assert!(v["claims"].as_array().unwrap().len() >= 2, "claims stay: {v}");
+    let dir = tmp("results-label-dir");
+    std::fs::create_dir_all(dir.join("results")).unwrap();
+    std::fs::write(dir.join("results/demo.short.json"), &out.stdout).unwrap();
+    let page = dir.join("PAGE.md");
+    std::fs::write(&page, "<!-- results:begin demo.short claims=none -->\n<!-- results:end demo.short -->\n")
+        .unwrap();
+    let lab = |args: &[&str]| {
+        Command::new(bin()).current_dir(&dir).arg("lab").arg("results").args(args).output().unwrap()
+    };
+    let out = lab(&["--write", "PAGE.md"]);
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    let text = std::fs::read_to_string(&page).unwrap();
+    assert!(text.contains("| static-pacing | 272 (270–274) |\n"), "{text}");
+    assert!(!text.contains("| claim |"), "claims=none shows no claims: {text}");
+    assert_eq!(lab(&["--check", "PAGE.md"]).status.code(), Some(0));
+    let out = lab(&["demo.short"]);
+    assert!(String::from_utf8_lossy(&out.stdout).starts_with("<!-- results:begin demo.short -->"));
+
+    std::fs::rename(dir.join("results/demo.short.json"), dir.join("results/idle.json")).unwrap();
+    let out = lab(&["--check", "PAGE.md"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("holds scenario \"demo\"") && err.contains("demo.LABEL.json"), "{err}");
+    for d in [run, dir] {
+        std::fs::remove_dir_all(d).unwrap();
+    }
+}

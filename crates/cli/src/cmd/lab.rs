@@ -72,13 +72,17 @@ enum LabCmd {
         #[arg(long)]
         json: bool,
     },
-    /// The results page: summarize a run for `results/SCENARIO.json`, print what the committed summaries
-    /// render, or check / rewrite the generated blocks of a page (`<!-- results:begin SCENARIO -->` …
-    /// `<!-- results:end SCENARIO -->`, e.g. in BENCHMARKS.md).
+    /// The results page: summarize a run for `results/NAME.json`, print what the committed summaries
+    /// render, or check / rewrite the generated blocks of a page (`<!-- results:begin NAME -->` …
+    /// `<!-- results:end NAME -->`, e.g. in BENCHMARKS.md). NAME is the scenario, or SCENARIO.LABEL
+    /// for another run of it.
     Results {
-        /// Print the summary of this run directory as JSON (redirect it to results/SCENARIO.json).
+        /// Print the summary of this run directory as JSON (redirect it to results/NAME.json).
         #[arg(long, value_name = "RUN_DIR", conflicts_with_all = ["check", "write", "scenarios"])]
         summarize: Option<PathBuf>,
+        /// With --summarize: keep only these metric columns (the claims are judged from the whole run).
+        #[arg(long, value_name = "A,B", value_delimiter = ',', requires = "summarize")]
+        metrics: Vec<String>,
         /// Exit 1 naming each generated block of PAGE that differs from what the summaries render.
         #[arg(long, value_name = "PAGE", conflicts_with_all = ["write", "scenarios"])]
         check: Option<PathBuf>,
@@ -88,7 +92,7 @@ enum LabCmd {
         /// Directory of the summaries.
         #[arg(long, default_value = "results")]
         dir: PathBuf,
-        /// Scenarios whose blocks to print (default: every summary in --dir).
+        /// Summaries whose blocks to print, by NAME (default: every summary in --dir).
         scenarios: Vec<String>,
     },
     /// Compare runs of the same workloads (e.g. at time dilation D and 4D, `--set scale=D`, or twice at
@@ -284,8 +288,8 @@ pub(crate) fn run(args: Args) -> anyhow::Result<Verdict> {
             }
             Ok(Verdict::Ok)
         }
-        LabCmd::Results { summarize, check, write, dir, scenarios } => {
-            results(summarize, check, write, &dir, &scenarios)
+        LabCmd::Results { summarize, metrics, check, write, dir, scenarios } => {
+            results(summarize, &metrics, check, write, &dir, &scenarios)
         }
         LabCmd::Compare { base, against, class, tolerance_pct, max_ks, json } => {
             let read = |dirs: &[PathBuf]| -> anyhow::Result<Vec<_>> {
@@ -361,6 +365,7 @@ pub(crate) fn run(args: Args) -> anyhow::Result<Verdict> {
 /// `lab results`: the files are read here, the rest is `report::results` and `report::page`.
 fn results(
     summarize: Option<PathBuf>,
+    metrics: &[String],
     check: Option<PathBuf>,
     write: Option<PathBuf>,
     dir: &std::path::Path,
@@ -369,7 +374,12 @@ fn results(
     use report::{page, results};
     if let Some(run) = summarize {
         let data = read_run(&run).map_err(|e| exit::usage(e.to_string()))?;
-        let s = scenarios::summarize(data).map_err(|e| exit::usage(format!("{}: {e:#}", run.display())))?;
+        let mut s =
+            scenarios::summarize(data).map_err(|e| exit::usage(format!("{}: {e:#}", run.display())))?;
+        if !metrics.is_empty() {
+            s = results::keep_metrics(s, metrics)
+                .map_err(|e| exit::usage(format!("{}: {e}", run.display())))?;
+        }
         print!("{}", results::to_json(&s));
         return Ok(Verdict::Ok);
     }
@@ -404,22 +414,22 @@ fn results(
         println!("{}: {changed} block(s) rewritten", p.display());
         return Ok(Verdict::Ok);
     }
-    let chosen: Vec<&results::ResultSummary> = if names.is_empty() {
-        all.values().collect()
+    let chosen: Vec<(&String, &results::ResultSummary)> = if names.is_empty() {
+        all.iter().collect()
     } else {
         names
             .iter()
             .map(|n| {
-                all.get(n).ok_or_else(|| {
+                all.get_key_value(n).ok_or_else(|| {
                     let have = all.keys().cloned().collect::<Vec<_>>().join(", ");
                     exit::usage(format!("no {}/{n}.json (summaries: {have})", dir.display()))
                 })
             })
             .collect::<Result<_, _>>()?
     };
-    for s in chosen {
+    for (name, s) in chosen {
         let body = results::render(s, &results::View::default()).map_err(|e| exit::usage(e.to_string()))?;
-        println!("<!-- results:begin {} -->\n{body}<!-- results:end {} -->\n", s.scenario, s.scenario);
+        println!("<!-- results:begin {name} -->\n{body}<!-- results:end {name} -->\n");
     }
     Ok(Verdict::Ok)
 }

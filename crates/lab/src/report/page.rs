@@ -1,7 +1,10 @@
 //! The generated blocks of a Markdown page (BENCHMARKS.md): each block
-//! between `<!-- results:begin SCENARIO [metrics=A,B,…] -->` and
-//! `<!-- results:end SCENARIO -->` is what `results/SCENARIO.json` renders
-//! ([`super::results::render`]); the prose around them is the page's own.
+//! between `<!-- results:begin NAME [metrics=A,B,…] [claims=N,…|none] -->`
+//! and `<!-- results:end NAME -->` is what `results/NAME.json` renders
+//! ([`super::results::render`]): the metric columns and the claims (by
+//! their 1-based place in the summary) it names, all when it names none.
+//! NAME is a scenario, or `SCENARIO.LABEL` for another run of it. The
+//! prose around the blocks is the page's own.
 //! [`check`] names the blocks that differ from their summaries (CI), and
 //! [`rewrite`] puts the rendered text in.
 //!
@@ -19,6 +22,7 @@ const CLOSE: &str = "-->";
 /// One generated block of a page.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Block {
+    /// The summary it shows (`results/NAME.json`).
     pub scenario: String,
     pub view: View,
     /// 1-based line of the begin marker.
@@ -35,7 +39,7 @@ impl std::fmt::Display for Block {
 
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum PageError {
-    #[error("line {line}: {text:?} is not a results marker: want `<!-- results:begin SCENARIO [metrics=A,B] -->` or `<!-- results:end SCENARIO -->`")]
+    #[error("line {line}: {text:?} is not a results marker: want `<!-- results:begin NAME [metrics=A,B] [claims=1,3|none] -->` or `<!-- results:end NAME -->`")]
     Marker { line: usize, text: String },
     #[error("line {line}: block {scenario} is not closed by `<!-- results:end {scenario} -->`")]
     Unclosed { line: usize, scenario: String },
@@ -90,17 +94,30 @@ pub fn blocks(page: &str) -> Result<Vec<Block>, PageError> {
     }
 }
 
-/// `demo` or `demo metrics=goodput_mbps,drops`.
+/// `demo`, `demo metrics=goodput_mbps,drops`, `gather.model1 claims=2,1`
+/// or `demo claims=none`; each option at most once.
 fn parse_spec(spec: &str) -> Option<(String, View)> {
     let mut words = spec.split_whitespace();
     let scenario = words.next()?.to_string();
     let mut view = View::default();
     for w in words {
-        let list = w.strip_prefix("metrics=")?;
-        if view.metrics.is_some() || list.is_empty() {
+        if let Some(list) = w.strip_prefix("metrics=") {
+            if view.metrics.is_some() || list.is_empty() {
+                return None;
+            }
+            view.metrics = Some(list.split(',').map(|m| m.trim().to_string()).collect());
+        } else if let Some(list) = w.strip_prefix("claims=") {
+            if view.claims.is_some() {
+                return None;
+            }
+            view.claims = Some(if list == "none" {
+                Vec::new()
+            } else {
+                list.split(',').map(|n| n.parse::<usize>().ok().filter(|&n| n > 0)).collect::<Option<_>>()?
+            });
+        } else {
             return None;
         }
-        view.metrics = Some(list.split(',').map(|m| m.trim().to_string()).collect());
     }
     Some((scenario, view))
 }
@@ -257,7 +274,19 @@ mod tests {
             PageError::NoResults { line: 2, scenario: "nothing".into() }
         );
         let e = err("<!-- results:begin fixture metrics=goodput,nope -->\n<!-- results:end fixture -->\n");
-        assert!(e.to_string().contains("block fixture: results/fixture.json has no metric \"nope\""), "{e}");
+        assert!(e.to_string().contains("block fixture: the fixture run has no metric \"nope\""), "{e}");
+        for bad in ["claims=", "claims=0", "claims=a", "claims=1 claims=2", "claims=1,,2"] {
+            let page = format!("<!-- results:begin fixture {bad} -->\n<!-- results:end fixture -->\n");
+            assert!(matches!(err(&page), PageError::Marker { line: 1, .. }), "{bad}");
+        }
+        let e = err("<!-- results:begin fixture claims=9 -->\n<!-- results:end fixture -->\n");
+        assert!(e.to_string().contains("block fixture: the fixture run has 3 claim(s), no claim 9"), "{e}");
+        let b =
+            blocks("<!-- results:begin fixture metrics=drops claims=2,1 -->\n<!-- results:end fixture -->\n");
+        assert_eq!(
+            b.unwrap()[0].view,
+            View { metrics: Some(vec!["drops".into()]), claims: Some(vec![2, 1]) }
+        );
         assert_eq!(unshown("no blocks\n", &r).unwrap(), ["fixture"]);
     }
 

@@ -1,5 +1,6 @@
-//! The results page's data: a small summary of one run (`results/SCENARIO.json`,
-//! committed) and its Markdown, the blocks BENCHMARKS.md shows
+//! The results page's data: a small summary of one run (`results/NAME.json`,
+//! committed; NAME is the scenario, or `SCENARIO.LABEL` when the page shows
+//! more than one run of it) and its Markdown, the blocks BENCHMARKS.md shows
 //! ([`crate::report::page`] puts them between the page's markers).
 //!
 //! A summary holds what the page shows and nothing a reader would have to
@@ -119,7 +120,7 @@ pub enum ResultsError {
     Parse { path: PathBuf, msg: String },
     #[error("{path}: results version {found} is newer than this tcpaccel understands ({RESULTS_VERSION})")]
     Version { path: PathBuf, found: u32 },
-    #[error("{path}: holds scenario {found:?}; a summary is named after its scenario ({found}.json)")]
+    #[error("{path}: holds scenario {found:?}; a summary is named after its scenario ({found}.json or {found}.LABEL.json, LABEL of a-z, 0-9 and -)")]
     Name { path: PathBuf, found: String },
     #[error("the run is {0}: summarize a whole, complete run (`lab merge` joins shards)")]
     NotWhole(&'static str),
@@ -224,8 +225,21 @@ pub fn to_json(s: &ResultSummary) -> String {
     text
 }
 
+/// Whether `name` names a summary of `scenario`: the scenario itself or
+/// `SCENARIO.LABEL`, the label of lower-case letters, digits and `-`.
+pub fn names_summary_of(name: &str, scenario: &str) -> bool {
+    match name.strip_prefix(scenario) {
+        Some("") => true,
+        Some(rest) => rest.strip_prefix('.').is_some_and(|label| {
+            !label.is_empty()
+                && label.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+        }),
+        None => false,
+    }
+}
+
 /// Reads one summary file, refusing a newer version and a file not named
-/// after its scenario.
+/// after its scenario ([`names_summary_of`]).
 pub fn read_summary(path: &Path) -> Result<ResultSummary, ResultsError> {
     let text =
         std::fs::read_to_string(path).map_err(|source| ResultsError::Io { path: path.into(), source })?;
@@ -234,13 +248,13 @@ pub fn read_summary(path: &Path) -> Result<ResultSummary, ResultsError> {
     if s.version > RESULTS_VERSION {
         return Err(ResultsError::Version { path: path.into(), found: s.version });
     }
-    if path.file_stem().and_then(|n| n.to_str()) != Some(s.scenario.as_str()) {
+    if !path.file_stem().and_then(|n| n.to_str()).is_some_and(|n| names_summary_of(n, &s.scenario)) {
         return Err(ResultsError::Name { path: path.into(), found: s.scenario });
     }
     Ok(s)
 }
 
-/// Every `*.json` summary in `dir`, by scenario.
+/// Every `*.json` summary in `dir`, by name (the file's stem).
 pub fn read_dir(dir: &Path) -> Result<BTreeMap<String, ResultSummary>, ResultsError> {
     let io = |source| ResultsError::Io { path: dir.into(), source };
     let mut out = BTreeMap::new();
@@ -248,7 +262,8 @@ pub fn read_dir(dir: &Path) -> Result<BTreeMap<String, ResultSummary>, ResultsEr
         let path = entry.map_err(io)?.path();
         if path.extension().is_some_and(|e| e == "json") {
             let s = read_summary(&path)?;
-            out.insert(s.scenario.clone(), s);
+            let name = path.file_stem().and_then(|n| n.to_str()).unwrap_or_default().to_string();
+            out.insert(name, s);
         }
     }
     Ok(out)
@@ -259,15 +274,38 @@ pub fn read_dir(dir: &Path) -> Result<BTreeMap<String, ResultSummary>, ResultsEr
 pub struct View {
     /// The main table's columns; `None`: every metric of the summary.
     pub metrics: Option<Vec<String>>,
+    /// The claims shown, by their 1-based place in the summary; `None`:
+    /// every claim, empty: none.
+    pub claims: Option<Vec<usize>>,
 }
 
-/// A metric a block names that the summary does not have.
+/// What a block asks of a summary that it does not have.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
-#[error("results/{scenario}.json has no metric {metric:?} (it has: {have})")]
-pub struct UnknownMetric {
-    pub scenario: String,
-    pub metric: String,
-    pub have: String,
+pub enum UnknownMetric {
+    #[error("the {scenario} run has no metric {metric:?} (it has: {have})")]
+    Metric { scenario: String, metric: String, have: String },
+    #[error("the {scenario} run has {have} claim(s), no claim {n}")]
+    Claim { scenario: String, n: usize, have: usize },
+}
+
+/// `s` keeping only the metric columns `keep` (in its own order), for a
+/// summary that commits what its page shows; the claims, judged from the
+/// whole run, stay. A name `s` does not have is an error.
+pub fn keep_metrics(mut s: ResultSummary, keep: &[String]) -> Result<ResultSummary, UnknownMetric> {
+    for k in keep {
+        if !s.metrics.iter().any(|m| &m.name == k) {
+            return Err(UnknownMetric::Metric {
+                scenario: s.scenario.clone(),
+                metric: k.clone(),
+                have: s.metrics.iter().map(|m| m.name.as_str()).collect::<Vec<_>>().join(", "),
+            });
+        }
+    }
+    s.metrics.retain(|m| keep.contains(&m.name));
+    for v in &mut s.variants {
+        v.cells.retain(|name, _| keep.contains(name));
+    }
+    Ok(s)
 }
 
 /// The Markdown of one summary: the command and how the run was made, the main table (variants ×
@@ -279,10 +317,23 @@ pub fn render(s: &ResultSummary, view: &View) -> Result<String, UnknownMetric> {
         Some(names) => names
             .iter()
             .map(|n| {
-                s.metrics.iter().find(|m| &m.name == n).ok_or_else(|| UnknownMetric {
+                s.metrics.iter().find(|m| &m.name == n).ok_or_else(|| UnknownMetric::Metric {
                     scenario: s.scenario.clone(),
                     metric: n.clone(),
                     have: s.metrics.iter().map(|m| m.name.as_str()).collect::<Vec<_>>().join(", "),
+                })
+            })
+            .collect::<Result<_, _>>()?,
+    };
+    let claims: Vec<&ClaimResult> = match &view.claims {
+        None => s.claims.iter().collect(),
+        Some(picked) => picked
+            .iter()
+            .map(|&n| {
+                n.checked_sub(1).and_then(|i| s.claims.get(i)).ok_or(UnknownMetric::Claim {
+                    scenario: s.scenario.clone(),
+                    n,
+                    have: s.claims.len(),
                 })
             })
             .collect::<Result<_, _>>()?,
@@ -336,10 +387,10 @@ pub fn render(s: &ResultSummary, view: &View) -> Result<String, UnknownMetric> {
         }
         let _ = writeln!(o);
     }
-    if !s.claims.is_empty() {
+    if !claims.is_empty() {
         let _ = writeln!(o, "\n| claim | judges | measured | published | goal | verdict |");
         let _ = writeln!(o, "|---|---|---|---|---|---|");
-        for c in &s.claims {
+        for c in claims {
             let verdict = match c.verdict {
                 Verdict::Met { .. } => "**met**",
                 Verdict::Missed { .. } => "**not met**",
@@ -481,13 +532,51 @@ mod tests {
 ";
         assert_eq!(got, want, "\n--- got ---\n{got}");
         // A block may pick and order the columns; an unknown one is named.
-        let got = render(&s, &View { metrics: Some(vec!["drops".into()]) }).unwrap();
+        let got = render(&s, &View { metrics: Some(vec!["drops".into()]), claims: None }).unwrap();
         assert!(
             got.contains("| variant | Drops at the bottleneck, pkts |\n|---|---|\n| none | 1478"),
             "{got}"
         );
-        let err = render(&s, &View { metrics: Some(vec!["nope".into()]) }).unwrap_err();
-        assert_eq!(err.metric, "nope");
-        assert_eq!(err.to_string(), "results/fixture.json has no metric \"nope\" (it has: goodput, drops)");
+        let err = render(&s, &View { metrics: Some(vec!["nope".into()]), claims: None }).unwrap_err();
+        assert_eq!(err.to_string(), "the fixture run has no metric \"nope\" (it has: goodput, drops)");
+        // … and pick and order the claims, or show none.
+        let got = render(&s, &View { metrics: None, claims: Some(vec![3, 1]) }).unwrap();
+        let rows: Vec<&str> = got.lines().filter(|l| l.contains("(the fixture's goal)")).collect();
+        assert_eq!(rows.len(), 2, "{got}");
+        assert!(rows[0].starts_with("| BBR has goodput") && rows[1].starts_with("| Static leaves"), "{got}");
+        let got = render(&s, &View { metrics: None, claims: Some(vec![]) }).unwrap();
+        assert!(!got.contains("| claim |") && got.ends_with("| 0 (0–2) |\n"), "{got}");
+        for n in [0, 4] {
+            let err = render(&s, &View { metrics: None, claims: Some(vec![n]) }).unwrap_err();
+            assert_eq!(err.to_string(), format!("the fixture run has 3 claim(s), no claim {n}"));
+        }
+    }
+
+    #[test]
+    fn a_summary_is_named_after_its_scenario_with_an_optional_label() {
+        for (name, ok) in [
+            ("gather", true),
+            ("gather.model1", true),
+            ("gather.m-2", true),
+            ("gather.", false),
+            ("gather.Model1", false),
+            ("gather.a.b", false),
+            ("gatherx", false),
+            ("gathe", false),
+            ("split", false),
+        ] {
+            assert_eq!(names_summary_of(name, "gather"), ok, "{name}");
+        }
+    }
+
+    #[test]
+    fn keeping_metrics_trims_the_cells_and_keeps_the_claims() {
+        let s = testdata::results_summary();
+        let t = keep_metrics(s.clone(), &["drops".into()]).unwrap();
+        assert_eq!(t.metrics.iter().map(|m| m.name.as_str()).collect::<Vec<_>>(), ["drops"]);
+        assert!(t.variants.iter().all(|v| v.cells.keys().eq(["drops"])), "{:?}", t.variants);
+        assert_eq!(t.claims, s.claims);
+        let err = keep_metrics(s, &["drops".into(), "nope".into()]).unwrap_err();
+        assert!(err.to_string().contains("no metric \"nope\""), "{err}");
     }
 }

@@ -61,8 +61,8 @@ pub fn read_results(
     crate::report::results::ResultsError,
 > {
     let mut all = crate::report::results::read_dir(dir)?;
-    for (name, s) in all.iter_mut() {
-        if let Ok(sc) = find(name) {
+    for s in all.values_mut() {
+        if let Ok(sc) = find(&s.scenario) {
             (s.names, s.point_label) = (sc.names(), sc.point_label());
         }
     }
@@ -108,7 +108,7 @@ mod claims_tests {
         let results = crate::report::results::read_dir(&dir).unwrap();
         assert!(results.contains_key("demo"), "results/ holds the demo's summary");
         for (name, r) in &results {
-            let s = find(name).unwrap();
+            let s = find(&r.scenario).unwrap();
             let today = crate::report::judge::claims_for(s.claims(), &r.params);
             let texts = |v: Vec<(String, String)>| v.into_iter().collect::<Vec<_>>();
             assert_eq!(
@@ -161,7 +161,18 @@ mod claims_tests {
                 with_verdict.push(s.name());
             }
         }
-        for name in ["demo", "tuning", "rto", "split", "pacing", "idle", "gather", "lanes-websearch"] {
+        for name in [
+            "demo",
+            "tuning",
+            "rto",
+            "split",
+            "pacing",
+            "pacing-web",
+            "pacing-apps",
+            "idle",
+            "gather",
+            "lanes-websearch",
+        ] {
             assert!(with_verdict.contains(&name), "{name} reports a verdict: {with_verdict:?}");
         }
         let mut h = crate::testdata::header();

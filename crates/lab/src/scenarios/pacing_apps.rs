@@ -24,6 +24,7 @@
 //! one per socket: `hold_cap_mbps/s1`, …).
 
 use crate::engines::cgroup_pacer::{HoldSample, HoldTrace};
+use crate::runner::claims::{Claim, Goal, Measure, GOAL_BENCH};
 use crate::runner::records::MetricSpec;
 use crate::runner::scenario::{ParamSpec, Params, RunConfig, RunCtx, Scenario, Testbed};
 use crate::runner::typed::{choices, scenario_params, ScenarioParams};
@@ -143,6 +144,9 @@ impl Scenario for PacingApps {
                  final rate (last 2 s)",
             ),
         ]
+    }
+    fn claims(&self) -> &'static [Claim] {
+        CLAIMS
     }
     fn notes(&self, _p: &Params) -> Result<Vec<String>> {
         Ok(vec![
@@ -504,9 +508,87 @@ impl Testbed for AppsBed {
     }
 }
 
+/// The hold's three goals (issue 47) for one program: 95% of static
+/// pacing's goodput, a tenth of unpaced CUBIC's drops (`send/none`, the
+/// traffic tool with CUBIC, as the issue states the goal) and 95% of the
+/// final rate within 2.5 s.
+macro_rules! hold_goals {
+    ($p:literal) => {
+        [
+            Claim {
+                text: concat!(
+                    $p,
+                    " under the hold keeps 95% of static pacing's goodput (",
+                    $p,
+                    "/hold ÷ ",
+                    $p,
+                    "/static-bpf)"
+                ),
+                measure: Measure::Ratio {
+                    num: (concat!($p, "/hold"), metric::GOODPUT_MBPS),
+                    den: (concat!($p, "/static-bpf"), metric::GOODPUT_MBPS),
+                },
+                goal: Goal::AtLeast(0.95),
+                goal_source: GOAL_BENCH,
+                published: None,
+                when: &[],
+            },
+            Claim {
+                text: concat!(
+                    $p,
+                    " under the hold drops a tenth of unpaced CUBIC's (",
+                    $p,
+                    "/hold ÷ send/none)"
+                ),
+                measure: Measure::Ratio {
+                    num: (concat!($p, "/hold"), metric::DROPS),
+                    den: ("send/none", metric::DROPS),
+                },
+                goal: Goal::AtMost(0.1),
+                goal_source: GOAL_BENCH,
+                published: None,
+                when: &[],
+            },
+            Claim {
+                text: concat!($p, " under the hold reaches 95% of its final rate within 2.5 s"),
+                measure: Measure::Median { variant: concat!($p, "/hold"), metric: metric::RAMP_95_S },
+                goal: Goal::AtMost(2.5),
+                goal_source: GOAL_BENCH,
+                published: None,
+                when: &[],
+            },
+        ]
+    };
+}
+
+/// What this scenario claims: the hold's goals for every program.
+const CLAIMS: &[Claim] = &{
+    let [a, b, c] = hold_goals!("send");
+    let [d, e, f] = hold_goals!("iperf3");
+    let [g, h, i] = hold_goals!("nc");
+    let [j, k, l] = hold_goals!("http");
+    [a, b, c, d, e, f, g, h, i, j, k, l]
+};
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Every program has the hold's three goals, each judging variants the
+    /// scenario runs.
+    #[test]
+    fn each_program_has_the_holds_goals_over_its_own_variants() {
+        assert_eq!(CLAIMS.len(), 3 * PROGRAMS.len());
+        for (p, goals) in PROGRAMS.iter().zip(CLAIMS.chunks(3)) {
+            for c in goals {
+                assert!(c.text.starts_with(p), "{p}: {}", c.text);
+                for v in c.measure.variants() {
+                    assert!(VARIANTS.contains(&v), "{}: {v} is no variant", c.text);
+                }
+                assert!(c.measure.variants()[0] == format!("{p}/hold"), "{}", c.text);
+            }
+        }
+    }
 
     #[test]
     fn variants_name_a_program_and_a_pace() {

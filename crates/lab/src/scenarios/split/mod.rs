@@ -798,6 +798,28 @@ pub(crate) const CLAIMS: &[Claim] = &[
         when: &[],
     },
     Claim {
+        text: "tcpaccel relays at least match Squid at 5 segments",
+        measure: Measure::Ratio {
+            num: ("tcpaccel/5", metric::THROUGHPUT_MBPS),
+            den: ("squid/5", metric::THROUGHPUT_MBPS),
+        },
+        goal: Goal::AtLeast(1.0),
+        goal_source: GOAL_BENCH,
+        published: None,
+        when: &[],
+    },
+    Claim {
+        text: "With --early-reply the first byte through 5 relays comes no later than through Squid's",
+        measure: Measure::Ratio {
+            num: ("tcpaccel-early/5", metric::FIRST_BYTE_S),
+            den: ("squid/5", metric::FIRST_BYTE_S),
+        },
+        goal: Goal::AtMost(1.0),
+        goal_source: GOAL_BENCH,
+        published: None,
+        when: &[],
+    },
+    Claim {
         text: "An equal split beats a 40/10 split (tcpaccel, 2 segments)",
         measure: Measure::Ratio {
             num: ("tcpaccel/25-25", metric::THROUGHPUT_MBPS),
