@@ -594,6 +594,23 @@ pub(crate) const CLAIMS: &[Claim] = &[
         published: Some(Figure { value: 315.0 / 433.0, source: "[PSPacer]: PSPD 315 / PSPS 433 Mbit/s" }),
         when: &[],
     },
+    // `--precise` (issue 27): frame-level spacing at most of the rate.
+    Claim {
+        text: "--precise spaces frames within 60 µs of the ideal gap (p99 deviation, static-precise)",
+        measure: Measure::Median { variant: "static-precise", metric: metric::FRAME_GAP_DEV_P99_US },
+        goal: Goal::AtMost(PRECISE_BUDGET_NS as f64 / 1e3),
+        goal_source: GOAL_BENCH,
+        published: None,
+        when: &[],
+    },
+    Claim {
+        text: "--precise keeps 95% of the set rate after the ramp (static-precise)",
+        measure: Measure::Median { variant: "static-precise", metric: metric::STEADY_RATE_FRAC },
+        goal: Goal::AtLeast(0.95),
+        goal_source: GOAL_BENCH,
+        published: None,
+        when: &[],
+    },
 ];
 
 #[cfg(test)]
