@@ -175,11 +175,12 @@ mod tests {
         let block = block.split("</section>").next().unwrap();
         // static drops 0 (met), static 464 of 470.7 (met), dynamic ÷ none drops 0.397 (missed),
         // dynamic ÷ none goodput 1.97 (met); the cgroup pacer's two claims
-        // have no dynamic-bpf-hold in this run (unknown).
+        // and --precise's two have no dynamic-bpf-hold or static-precise in
+        // this run (unknown).
         assert_eq!(block.matches("<tr class=\"met\">").count(), 3, "{block}");
         assert_eq!(block.matches("<tr class=\"missed\">").count(), 1, "{block}");
-        assert_eq!(block.matches("<tr class=\"unknown\">").count(), 2, "{block}");
-        assert!(block.contains("3 met, 1 missed, 2 unknown of 6 claim(s)"), "{block}");
+        assert_eq!(block.matches("<tr class=\"unknown\">").count(), 4, "{block}");
+        assert!(block.contains("3 met, 1 missed, 4 unknown of 8 claim(s)"), "{block}");
         assert!(block.contains("0.397 (883 / 2222)") && block.contains("≤ 0.2"), "{block}");
         // At the top: before the parameters and the results.
         let at = |s: &str| page.find(s).unwrap();

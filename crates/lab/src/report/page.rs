@@ -1,8 +1,9 @@
 //! The generated blocks of a Markdown page (BENCHMARKS.md): each block
-//! between `<!-- results:begin NAME [metrics=A,B,…] [claims=N,…|none] -->`
+//! between `<!-- results:begin NAME [metrics=A,…] [variants=V,…] [claims=N,…|none] -->`
 //! and `<!-- results:end NAME -->` is what `results/NAME.json` renders
-//! ([`super::results::render`]): the metric columns and the claims (by
-//! their 1-based place in the summary) it names, all when it names none.
+//! ([`super::results::render`]): the metric columns, the variant rows and
+//! the claims (by their 1-based place in the summary) it names, all of
+//! each kind it does not name.
 //! NAME is a scenario, or `SCENARIO.LABEL` for another run of it. The
 //! prose around the blocks is the page's own.
 //! [`check`] names the blocks that differ from their summaries (CI), and
@@ -39,7 +40,7 @@ impl std::fmt::Display for Block {
 
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum PageError {
-    #[error("line {line}: {text:?} is not a results marker: want `<!-- results:begin NAME [metrics=A,B] [claims=1,3|none] -->` or `<!-- results:end NAME -->`")]
+    #[error("line {line}: {text:?} is not a results marker: want `<!-- results:begin NAME [metrics=A,B] [variants=V,W] [claims=1,3|none] -->` or `<!-- results:end NAME -->`")]
     Marker { line: usize, text: String },
     #[error("line {line}: block {scenario} is not closed by `<!-- results:end {scenario} -->`")]
     Unclosed { line: usize, scenario: String },
@@ -106,6 +107,11 @@ fn parse_spec(spec: &str) -> Option<(String, View)> {
                 return None;
             }
             view.metrics = Some(list.split(',').map(|m| m.trim().to_string()).collect());
+        } else if let Some(list) = w.strip_prefix("variants=") {
+            if view.variants.is_some() || list.is_empty() {
+                return None;
+            }
+            view.variants = Some(list.split(',').map(|v| v.trim().to_string()).collect());
         } else if let Some(list) = w.strip_prefix("claims=") {
             if view.claims.is_some() {
                 return None;
@@ -285,8 +291,14 @@ mod tests {
             blocks("<!-- results:begin fixture metrics=drops claims=2,1 -->\n<!-- results:end fixture -->\n");
         assert_eq!(
             b.unwrap()[0].view,
-            View { metrics: Some(vec!["drops".into()]), claims: Some(vec![2, 1]) }
+            View { metrics: Some(vec!["drops".into()]), claims: Some(vec![2, 1]), variants: None }
         );
+        let b = blocks("<!-- results:begin fixture variants=static,none -->\n<!-- results:end fixture -->\n");
+        assert_eq!(b.unwrap()[0].view.variants, Some(vec!["static".to_string(), "none".to_string()]));
+        assert!(matches!(
+            err("<!-- results:begin fixture variants= -->\n<!-- results:end fixture -->\n"),
+            PageError::Marker { line: 1, .. }
+        ));
         assert_eq!(unshown("no blocks\n", &r).unwrap(), ["fixture"]);
     }
 
@@ -304,5 +316,14 @@ mod tests {
             stale.iter().map(|s| s.to_string()).collect::<Vec<_>>().join("\n")
         );
         assert_eq!(unshown(&page, &results).unwrap(), Vec::<String>::new());
+        // A results page, not a notebook (issue 48): short, and no figure
+        // whose run lives in a temporary directory.
+        let lines = page.lines().count();
+        assert!(
+            lines <= 600,
+            "BENCHMARKS.md has {lines} lines; the page keeps to 600 (investigations go to docs/notes/)"
+        );
+        let tmp: Vec<&str> = page.lines().filter(|l| l.contains("/tmp")).collect();
+        assert!(tmp.is_empty(), "BENCHMARKS.md names /tmp paths: {tmp:?}");
     }
 }

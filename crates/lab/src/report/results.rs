@@ -277,6 +277,8 @@ pub struct View {
     /// The claims shown, by their 1-based place in the summary; `None`:
     /// every claim, empty: none.
     pub claims: Option<Vec<usize>>,
+    /// The main table's rows, in the summary's order; `None`: every variant.
+    pub variants: Option<Vec<String>>,
 }
 
 /// What a block asks of a summary that it does not have.
@@ -286,6 +288,8 @@ pub enum UnknownMetric {
     Metric { scenario: String, metric: String, have: String },
     #[error("the {scenario} run has {have} claim(s), no claim {n}")]
     Claim { scenario: String, n: usize, have: usize },
+    #[error("the {scenario} run has no variant {variant:?} (it has: {have})")]
+    Variant { scenario: String, variant: String, have: String },
 }
 
 /// `s` keeping only the metric columns `keep` (in its own order), for a
@@ -325,6 +329,17 @@ pub fn render(s: &ResultSummary, view: &View) -> Result<String, UnknownMetric> {
             })
             .collect::<Result<_, _>>()?,
     };
+    if let Some(picked) = &view.variants {
+        if let Some(v) = picked.iter().find(|v| !s.variants.iter().any(|r| &r.variant == *v)) {
+            return Err(UnknownMetric::Variant {
+                scenario: s.scenario.clone(),
+                variant: v.clone(),
+                have: s.variants.iter().map(|r| r.variant.as_str()).collect::<Vec<_>>().join(", "),
+            });
+        }
+    }
+    let rows: Vec<&VariantRow> =
+        s.variants.iter().filter(|r| view.variants.as_ref().is_none_or(|p| p.contains(&r.variant))).collect();
     let claims: Vec<&ClaimResult> = match &view.claims {
         None => s.claims.iter().collect(),
         Some(picked) => picked
@@ -349,7 +364,7 @@ pub fn render(s: &ResultSummary, view: &View) -> Result<String, UnknownMetric> {
         s.seed,
         s.kernel,
         s.cpus,
-        if s.variants.iter().any(|v| v.cells.values().any(|c| c.excluded > 0)) {
+        if rows.iter().any(|v| v.cells.values().any(|c| c.excluded > 0)) {
             " the fidelity monitor judged faithful"
         } else {
             ""
@@ -365,7 +380,7 @@ pub fn render(s: &ResultSummary, view: &View) -> Result<String, UnknownMetric> {
         }
     }
     let _ = writeln!(o, "\n|---|{}", "---|".repeat(columns.len()));
-    for v in &s.variants {
+    for v in rows {
         let _ = write!(o, "| {} |", v.variant);
         for m in &columns {
             let text = match v.cells.get(&m.name) {
@@ -532,22 +547,27 @@ mod tests {
 ";
         assert_eq!(got, want, "\n--- got ---\n{got}");
         // A block may pick and order the columns; an unknown one is named.
-        let got = render(&s, &View { metrics: Some(vec!["drops".into()]), claims: None }).unwrap();
+        let got = render(&s, &View { metrics: Some(vec!["drops".into()]), ..View::default() }).unwrap();
         assert!(
             got.contains("| variant | Drops at the bottleneck, pkts |\n|---|---|\n| none | 1478"),
             "{got}"
         );
-        let err = render(&s, &View { metrics: Some(vec!["nope".into()]), claims: None }).unwrap_err();
+        let err = render(&s, &View { metrics: Some(vec!["nope".into()]), ..View::default() }).unwrap_err();
         assert_eq!(err.to_string(), "the fixture run has no metric \"nope\" (it has: goodput, drops)");
         // … and pick and order the claims, or show none.
-        let got = render(&s, &View { metrics: None, claims: Some(vec![3, 1]) }).unwrap();
+        let got = render(&s, &View { claims: Some(vec![3, 1]), ..View::default() }).unwrap();
         let rows: Vec<&str> = got.lines().filter(|l| l.contains("(the fixture's goal)")).collect();
         assert_eq!(rows.len(), 2, "{got}");
         assert!(rows[0].starts_with("| BBR has goodput") && rows[1].starts_with("| Static leaves"), "{got}");
-        let got = render(&s, &View { metrics: None, claims: Some(vec![]) }).unwrap();
+        let got = render(&s, &View { claims: Some(vec![]), ..View::default() }).unwrap();
         assert!(!got.contains("| claim |") && got.ends_with("| 0 (0–2) |\n"), "{got}");
+        // … and pick rows, kept in the summary's order.
+        let got = render(&s, &View { variants: Some(vec!["static".into()]), ..View::default() }).unwrap();
+        assert!(got.contains("|---|---|---|\n| static | 455") && !got.contains("| none |"), "{got}");
+        let err = render(&s, &View { variants: Some(vec!["bbr".into()]), ..View::default() }).unwrap_err();
+        assert_eq!(err.to_string(), "the fixture run has no variant \"bbr\" (it has: none, static)");
         for n in [0, 4] {
-            let err = render(&s, &View { metrics: None, claims: Some(vec![n]) }).unwrap_err();
+            let err = render(&s, &View { claims: Some(vec![n]), ..View::default() }).unwrap_err();
             assert_eq!(err.to_string(), format!("the fixture run has 3 claim(s), no claim {n}"));
         }
     }

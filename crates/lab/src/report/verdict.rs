@@ -126,7 +126,8 @@ mod tests {
         let mut d = pacing_run();
         d.summaries.retain(|s| s.variant != "dynamic");
         let block = verdict_html(&d);
-        assert_eq!(block.matches("<tr class=\"unknown\">").count(), 4, "{block}");
+        // dynamic's two, dynamic-bpf-hold's two and static-precise's two.
+        assert_eq!(block.matches("<tr class=\"unknown\">").count(), 6, "{block}");
         assert!(block.contains("no drops for variant dynamic"), "{block}");
         assert!(block.contains("no drops for variant dynamic-bpf-hold"), "{block}");
         // Each line names the variants it judges.
