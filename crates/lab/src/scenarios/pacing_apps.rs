@@ -4,9 +4,11 @@
 //!
 //! - programs: `send` (this binary's `send --cc cubic` to its `recv`, as
 //!   a user runs them), `iperf3` (`iperf3 -c … -C cubic`, as the issue ran
-//!   it), `nc` (`cat /dev/zero | nc`, netcat-openbsd) and `http`
+//!   it), `nc` (`cat /dev/zero | nc`, netcat-openbsd), `http`
 //!   (`python3 -m http.server` in h1 serving a large file, `curl` in h2
-//!   fetching it). The outside programs run with the namespace's default
+//!   fetching it) and `nginx` (the same download from nginx with
+//!   `sendfile`: a server light enough to leave the emulator its cores,
+//!   where Python's copies every byte; `scripts/install-split-peers.sh`). The outside programs run with the namespace's default
 //!   congestion control (the host's; a namespace may only pick an allowed
 //!   one), which the run's notes name.
 //! - paces: `none`, `static-bpf` (`pace run --pace static:RATE`, the path's
@@ -40,9 +42,9 @@ use tcpaccel_net::{MeterOptions, Network};
 
 pub struct PacingApps;
 
-const PROGRAMS: [&str; 4] = ["send", "iperf3", "nc", "http"];
+const PROGRAMS: [&str; 5] = ["send", "iperf3", "nc", "http", "nginx"];
 const PACES: [&str; 3] = ["none", "static-bpf", "hold"];
-const VARIANTS: [&str; 12] = [
+const VARIANTS: [&str; 15] = [
     "send/none",
     "send/static-bpf",
     "send/hold",
@@ -55,6 +57,9 @@ const VARIANTS: [&str; 12] = [
     "http/none",
     "http/static-bpf",
     "http/hold",
+    "nginx/none",
+    "nginx/static-bpf",
+    "nginx/hold",
 ];
 scenario_params! {
     /// The pacing-apps scenario's parameters, read from the resolved map ([`Params::typed`]).
@@ -102,10 +107,10 @@ impl Scenario for PacingApps {
         "pacing-apps"
     }
     fn title(&self) -> &'static str {
-        "Programs we did not write under the cgroup pacer: iperf3, nc, an HTTP download"
+        "Programs we did not write under the cgroup pacer: iperf3, nc, HTTP downloads"
     }
     fn description(&self) -> &'static str {
-        "iperf3, an nc sender and a curl download from python's http.server, beside the traffic tool, \
+        "iperf3, an nc sender and curl downloads from python's http.server and from nginx, beside the traffic tool, \
          each unpaced, under `pace run --pace static:RATE` and under `pace run --pace dynamic --hold`, \
          over a 500 Mbit/s, 100 ms path with a 1 MB drop-tail buffer."
     }
@@ -150,7 +155,7 @@ impl Scenario for PacingApps {
     }
     fn notes(&self, _p: &Params) -> Result<Vec<String>> {
         Ok(vec![
-            "iperf3, nc and http run with the namespace's default congestion control unless they choose \
+            "iperf3, nc, http and nginx run with the namespace's default congestion control unless they choose \
              (iperf3 -C cubic); send uses CUBIC."
                 .into(),
             "Targets (issue 47): under hold, goodput >= 0.95 of the same program's static-bpf, drops <= 1/10 \
@@ -345,12 +350,7 @@ fn run_program(
             Ok(bytes * 8.0 / elapsed)
         }
         "http" => {
-            std::fs::create_dir_all(www).with_context(|| format!("creating {}", www.display()))?;
-            let file = www.join("big");
-            // Sparse: more than the path carries in the run, and no disk.
-            let f = std::fs::File::create(&file).with_context(|| format!("creating {}", file.display()))?;
-            f.set_len(64 << 30).with_context(|| format!("sizing {}", file.display()))?;
-            let root = www.display().to_string();
+            let root = big_file(www)?;
             let server = spawn_in(
                 net,
                 "h1",
@@ -358,40 +358,60 @@ fn run_program(
                 &["python3", "-m", "http.server", &port, "--bind", &src, "--directory", &root],
             )?;
             settle();
-            let url = format!("http://{src}:{port}/big");
-            let client = spawn_in(
-                net,
-                "h2",
-                None,
-                &[
-                    "curl",
-                    "-s",
-                    "-o",
-                    "/dev/null",
-                    "--max-time",
-                    &secs,
-                    "-w",
-                    "%{size_download} %{time_total}",
-                    &url,
-                ],
-            )?;
-            // curl exits 28 at --max-time: that is the end of the transfer here.
-            let out = client.wait_with_output().context("waiting for curl")?;
-            let mut server = server;
-            let _ = server.kill();
-            let _ = server.wait();
-            let text = String::from_utf8_lossy(&out.stdout).into_owned();
-            let mut it = text.split_whitespace().map(|s| s.parse::<f64>());
-            match (it.next(), it.next()) {
-                (Some(Ok(size)), Some(Ok(t))) if t > 0.0 && size > 0.0 => Ok(size * 8.0 / t),
-                _ => bail!(
-                    "curl gave no transfer ({}): {text:?} {}",
-                    out.status,
-                    String::from_utf8_lossy(&out.stderr).trim()
-                ),
-            }
+            curl_download(net, server, &format!("http://{src}:{port}/big"), &secs)
+        }
+        "nginx" => {
+            let root = big_file(www)?;
+            let bin = crate::testbeds::nginx::binary()
+                .context("the nginx variants need nginx: scripts/install-split-peers.sh installs it")?;
+            let dir = www.with_file_name("nginx");
+            std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
+            let conf = dir.join("nginx.conf");
+            let text = crate::testbeds::nginx::conf(net.addr("h1")?, APP_PORT, Path::new(&root), &dir);
+            std::fs::write(&conf, text).with_context(|| format!("writing {}", conf.display()))?;
+            let (bin, conf, prefix) =
+                (bin.display().to_string(), conf.display().to_string(), dir.display().to_string());
+            let server = spawn_in(net, "h1", cg, &[&bin, "-c", &conf, "-p", &prefix])?;
+            settle();
+            curl_download(net, server, &format!("http://{src}:{port}/big"), &secs)
         }
         p => bail!("unknown program {p}"),
+    }
+}
+
+/// The document root of the HTTP variants, with one sparse file `big` in
+/// it (more than the path carries in a run, and no disk).
+fn big_file(www: &Path) -> Result<String> {
+    std::fs::create_dir_all(www).with_context(|| format!("creating {}", www.display()))?;
+    let file = www.join("big");
+    let f = std::fs::File::create(&file).with_context(|| format!("creating {}", file.display()))?;
+    f.set_len(64 << 30).with_context(|| format!("sizing {}", file.display()))?;
+    Ok(www.display().to_string())
+}
+
+/// curl in h2 fetching `url` for `secs` seconds; stops `server` after it;
+/// the goodput in bit/s.
+fn curl_download(net: &Network, server: Child, url: &str, secs: &str) -> Result<f64> {
+    let client = spawn_in(
+        net,
+        "h2",
+        None,
+        &["curl", "-s", "-o", "/dev/null", "--max-time", secs, "-w", "%{size_download} %{time_total}", url],
+    )?;
+    // curl exits 28 at --max-time: that is the end of the transfer here.
+    let out = client.wait_with_output().context("waiting for curl")?;
+    let mut server = server;
+    let _ = server.kill();
+    let _ = server.wait();
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    let mut it = text.split_whitespace().map(|s| s.parse::<f64>());
+    match (it.next(), it.next()) {
+        (Some(Ok(size)), Some(Ok(t))) if t > 0.0 && size > 0.0 => Ok(size * 8.0 / t),
+        _ => bail!(
+            "curl gave no transfer ({}): {text:?} {}",
+            out.status,
+            String::from_utf8_lossy(&out.stderr).trim()
+        ),
     }
 }
 
@@ -501,7 +521,7 @@ impl Testbed for AppsBed {
         if let Some(s) = ramp_to_final(&bins) {
             ctx.metric(metric::RAMP_95_S, s);
         }
-        if prog == "nc" || prog == "http" {
+        if prog == "nc" || prog == "http" || prog == "nginx" {
             ctx.note(format!("{prog}: h1's default congestion control is {}", cc.trim()))?;
         }
         Ok(())
@@ -567,7 +587,8 @@ const CLAIMS: &[Claim] = &{
     let [d, e, f] = hold_goals!("iperf3");
     let [g, h, i] = hold_goals!("nc");
     let [j, k, l] = hold_goals!("http");
-    [a, b, c, d, e, f, g, h, i, j, k, l]
+    let [m, n, o] = hold_goals!("nginx");
+    [a, b, c, d, e, f, g, h, i, j, k, l, m, n, o]
 };
 
 #[cfg(test)]

@@ -11,6 +11,7 @@ pub mod dumbbell;
 pub mod fabric;
 pub mod fattree;
 pub mod meter;
+pub mod nginx;
 pub mod rto_init;
 
 /// The p99 send lateness of the emulators in `emulators` (a

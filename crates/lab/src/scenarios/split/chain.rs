@@ -223,16 +223,7 @@ pub fn squid_conf(i: usize, n: usize, dir: &Path) -> String {
 
 /// nginx serving `root` on the server's address, one process in the foreground.
 pub fn nginx_conf(addr: Ipv4Addr, root: &Path, dir: &Path) -> String {
-    let (r, d) = (root.display(), dir.display());
-    format!(
-        "daemon off;\nmaster_process off;\nworker_processes 1;\nuser root;\n\
-         pid {d}/nginx.pid;\nerror_log {d}/error.log;\n\
-         events {{ worker_connections 64; }}\n\
-         http {{\n  access_log off;\n  sendfile on;\n  tcp_nopush on;\n\
-         \x20 default_type application/octet-stream;\n\
-         \x20 client_body_temp_path {d}/body;\n\
-         \x20 server {{ listen {addr}:{HTTP_PORT}; root {r}; }}\n}}\n"
-    )
+    crate::testbeds::nginx::conf(addr.into(), HTTP_PORT, root, dir)
 }
 
 #[cfg(test)]

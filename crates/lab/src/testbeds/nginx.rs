@@ -1,0 +1,52 @@
+//! nginx as a lab's HTTP server: one foreground process, `sendfile` on,
+//! serving a directory on one address. Shared by the scenarios that fetch
+//! a file over HTTP (split's chains, the programs under the cgroup pacer).
+//!
+//! Not here: finding or installing the binary (`scripts/install-split-peers.sh`
+//! installs it; each scenario names what it misses).
+
+use std::net::IpAddr;
+use std::path::{Path, PathBuf};
+
+/// The configuration of an nginx serving `root` on `addr:port`, its pid,
+/// logs and temporary files in `dir`.
+pub fn conf(addr: IpAddr, port: u16, root: &Path, dir: &Path) -> String {
+    let (r, d) = (root.display(), dir.display());
+    let listen = match addr {
+        IpAddr::V4(a) => format!("{a}:{port}"),
+        IpAddr::V6(a) => format!("[{a}]:{port}"),
+    };
+    format!(
+        "daemon off;\nmaster_process off;\nworker_processes 1;\nuser root;\n\
+         pid {d}/nginx.pid;\nerror_log {d}/error.log;\n\
+         events {{ worker_connections 64; }}\n\
+         http {{\n  access_log off;\n  sendfile on;\n  tcp_nopush on;\n\
+         \x20 default_type application/octet-stream;\n\
+         \x20 client_body_temp_path {d}/body;\n\
+         \x20 server {{ listen {listen}; root {r}; }}\n}}\n"
+    )
+}
+
+/// The nginx binary: `/usr/sbin/nginx` (Debian's), else the first on PATH.
+pub fn binary() -> Option<PathBuf> {
+    let sbin = PathBuf::from("/usr/sbin/nginx");
+    if sbin.is_file() {
+        return Some(sbin);
+    }
+    std::env::var_os("PATH")?.to_str()?.split(':').map(|d| Path::new(d).join("nginx")).find(|p| p.is_file())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn conf_listens_on_the_address_and_serves_the_root_in_the_foreground() {
+        let c = conf("10.0.0.2".parse().unwrap(), 8080, Path::new("/w/www"), Path::new("/w/nginx"));
+        assert!(c.contains("listen 10.0.0.2:8080; root /w/www;"), "{c}");
+        assert!(c.starts_with("daemon off;\nmaster_process off;\n"), "{c}");
+        assert!(c.contains("sendfile on;") && c.contains("pid /w/nginx/nginx.pid;"), "{c}");
+        let v6 = conf("fd00::2".parse().unwrap(), 80, Path::new("/r"), Path::new("/d"));
+        assert!(v6.contains("listen [fd00::2]:80;"), "{v6}");
+    }
+}
