@@ -7,8 +7,10 @@
 //!   it), `nc` (`cat /dev/zero | nc`, netcat-openbsd), `http`
 //!   (`python3 -m http.server` in h1 serving a large file, `curl` in h2
 //!   fetching it) and `nginx` (the same download from nginx with
-//!   `sendfile`: a server light enough to leave the emulator its cores,
-//!   where Python's copies every byte; `scripts/install-split-peers.sh`). The outside programs run with the namespace's default
+//!   `sendfile`, which copies nothing in user space;
+//!   `scripts/install-split-peers.sh` installs it). On this machine every
+//!   download run so far found the emulator late (issue 47's note), with
+//!   either server. The outside programs run with the namespace's default
 //!   congestion control (the host's; a namespace may only pick an allowed
 //!   one), which the run's notes name.
 //! - paces: `none`, `static-bpf` (`pace run --pace static:RATE`, the path's
