@@ -364,7 +364,7 @@ fn run_program(
         }
         "nginx" => {
             let root = big_file(www)?;
-            let bin = crate::testbeds::nginx::binary()
+            let bin = crate::testbeds::find_bin("nginx")
                 .context("the nginx variants need nginx: scripts/install-split-peers.sh installs it")?;
             let dir = www.with_file_name("nginx");
             std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
@@ -398,7 +398,17 @@ fn curl_download(net: &Network, server: Child, url: &str, secs: &str) -> Result<
         net,
         "h2",
         None,
-        &["curl", "-s", "-o", "/dev/null", "--max-time", secs, "-w", "%{size_download} %{time_total}", url],
+        &[
+            "curl",
+            "-s",
+            "-o",
+            "/dev/null",
+            "--max-time",
+            secs,
+            "-w",
+            "%{size_download} %{time_total} %{time_starttransfer}",
+            url,
+        ],
     )?;
     // curl exits 28 at --max-time: that is the end of the transfer here.
     let out = client.wait_with_output().context("waiting for curl")?;
@@ -406,15 +416,13 @@ fn curl_download(net: &Network, server: Child, url: &str, secs: &str) -> Result<
     let _ = server.kill();
     let _ = server.wait();
     let text = String::from_utf8_lossy(&out.stdout).into_owned();
-    let mut it = text.split_whitespace().map(|s| s.parse::<f64>());
-    match (it.next(), it.next()) {
-        (Some(Ok(size)), Some(Ok(t))) if t > 0.0 && size > 0.0 => Ok(size * 8.0 / t),
-        _ => bail!(
-            "curl gave no transfer ({}): {text:?} {}",
-            out.status,
-            String::from_utf8_lossy(&out.stderr).trim()
-        ),
+    let why =
+        || format!("curl gave no transfer ({}): {}", out.status, String::from_utf8_lossy(&out.stderr).trim());
+    let (size, secs, _) = crate::testbeds::parse_curl(&text).with_context(why)?;
+    if size == 0 {
+        bail!("{}: {text:?}", why());
     }
+    Ok(size as f64 * 8.0 / secs)
 }
 
 /// Bytes of arrivals in one meter bin that only the transfer's data makes:

@@ -14,6 +14,18 @@ pub mod meter;
 pub mod nginx;
 pub mod rto_init;
 
+/// A program on PATH or in the system directories (`/usr/sbin` holds
+/// Debian's daemons: nginx, danted, squid).
+pub fn find_bin(name: &str) -> Option<std::path::PathBuf> {
+    let path = std::env::var("PATH").unwrap_or_default();
+    let found = path
+        .split(':')
+        .chain(["/usr/sbin", "/usr/bin", "/sbin", "/bin"])
+        .map(|d| std::path::Path::new(d).join(name))
+        .find(|p| p.is_file());
+    found
+}
+
 /// The p99 send lateness of the emulators in `emulators` (a
 /// [`tcpaccel_net::Teardown`]'s summaries): the worst direction's, of the
 /// directions that sent a frame; `None` without one. Each direction's p99 is
@@ -28,6 +40,20 @@ pub fn emulator_p99(emulators: &[(String, tcpaccel_net::EmuSummary)]) -> Option<
 /// The largest p99 of the histograms that counted a value.
 fn worst_p99(h: impl IntoIterator<Item = tcpaccel_core::meter::HistSummary>) -> Option<std::time::Duration> {
     h.into_iter().filter(|h| h.count > 0).filter_map(|h| h.p99_ns).max().map(std::time::Duration::from_nanos)
+}
+
+/// curl's `-w` output: bytes downloaded, seconds total, seconds to the first
+/// byte (connection setup through the whole chain and the request).
+pub fn parse_curl(out: &str) -> anyhow::Result<(u64, f64, f64)> {
+    use anyhow::{bail, Context};
+    let mut it = out.split_whitespace();
+    let size = it.next().and_then(|v| v.parse::<f64>().ok()).context("curl printed no size")?;
+    let secs = it.next().and_then(|v| v.parse::<f64>().ok()).context("curl printed no time")?;
+    let first = it.next().and_then(|v| v.parse::<f64>().ok()).context("curl printed no first-byte time")?;
+    if secs <= 0.0 || size < 0.0 || !(0.0..=secs).contains(&first) {
+        bail!("curl printed size {size} in {secs} s, first byte at {first} s");
+    }
+    Ok((size as u64, secs, first))
 }
 
 #[cfg(test)]
@@ -49,5 +75,15 @@ mod tests {
         assert_eq!(p, Some(std::time::Duration::from_micros(300)));
         // An emulator that sent nothing has no lateness to judge.
         assert_eq!(worst_p99([of(&[]), of(&[])]), None);
+    }
+
+    #[test]
+    fn curl_output_parses_and_rejects_garbage() {
+        assert_eq!(parse_curl("100000000 9.5 0.25").unwrap(), (100_000_000, 9.5, 0.25));
+        assert!(parse_curl("").is_err());
+        assert!(parse_curl("100 9.5").is_err(), "no first-byte time");
+        assert!(parse_curl("100 1.0 2.0").is_err(), "first byte after the end");
+        assert!(parse_curl("12 0 0").is_err());
+        assert!(parse_curl("abc def").is_err());
     }
 }

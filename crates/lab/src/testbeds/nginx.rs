@@ -2,11 +2,12 @@
 //! serving a directory on one address. Shared by the scenarios that fetch
 //! a file over HTTP (split's chains, the programs under the cgroup pacer).
 //!
-//! Not here: finding or installing the binary (`scripts/install-split-peers.sh`
-//! installs it; each scenario names what it misses).
+//! Not here: finding or installing the binary ([`super::find_bin`];
+//! `scripts/install-split-peers.sh` installs it; each scenario names what
+//! it misses).
 
 use std::net::IpAddr;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 /// The configuration of an nginx serving `root` on `addr:port`, its pid,
 /// logs and temporary files in `dir`.
@@ -25,15 +26,6 @@ pub fn conf(addr: IpAddr, port: u16, root: &Path, dir: &Path) -> String {
          \x20 client_body_temp_path {d}/body;\n\
          \x20 server {{ listen {listen}; root {r}; }}\n}}\n"
     )
-}
-
-/// The nginx binary: `/usr/sbin/nginx` (Debian's), else the first on PATH.
-pub fn binary() -> Option<PathBuf> {
-    let sbin = PathBuf::from("/usr/sbin/nginx");
-    if sbin.is_file() {
-        return Some(sbin);
-    }
-    std::env::var_os("PATH")?.to_str()?.split(':').map(|d| Path::new(d).join("nginx")).find(|p| p.is_file())
 }
 
 #[cfg(test)]

@@ -27,10 +27,11 @@
 mod chain;
 mod peers;
 
+use crate::testbeds::{find_bin, parse_curl};
 use chain::url;
 pub use chain::{dante_conf, next_hop, nginx_conf, socks_relay_args, squid_conf, Chain, Kind};
-use peers::{find_bin, find_peers, tcpaccel_bin, Daemon};
-pub use peers::{parse_curl, parse_stat};
+pub use peers::parse_stat;
+use peers::{find_peers, tcpaccel_bin, Daemon};
 
 use crate::runner::claims::{Claim, Figure, Goal, Measure, GOAL_BENCH, GOAL_DIRECTION};
 use crate::runner::records::{MetricSpec, Published};

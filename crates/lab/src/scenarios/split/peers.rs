@@ -4,24 +4,11 @@
 
 use anyhow::{bail, Context, Result};
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::Child;
 use std::time::{Duration, Instant};
 
 use super::chain::Kind;
-
-/// curl's `-w` output: bytes downloaded, seconds total, seconds to the first
-/// byte (connection setup through the whole chain and the request).
-pub fn parse_curl(out: &str) -> Result<(u64, f64, f64)> {
-    let mut it = out.split_whitespace();
-    let size = it.next().and_then(|v| v.parse::<f64>().ok()).context("curl printed no size")?;
-    let secs = it.next().and_then(|v| v.parse::<f64>().ok()).context("curl printed no time")?;
-    let first = it.next().and_then(|v| v.parse::<f64>().ok()).context("curl printed no first-byte time")?;
-    if secs <= 0.0 || size < 0.0 || !(0.0..=secs).contains(&first) {
-        bail!("curl printed size {size} in {secs} s, first byte at {first} s");
-    }
-    Ok((size as u64, secs, first))
-}
 
 /// A daemon in a namespace, stopped (TERM, then KILL) and reaped on drop.
 pub(super) struct Daemon {
@@ -105,16 +92,6 @@ pub fn parse_stat(text: &str) -> Option<(u64, u32)> {
     Some((utime + stime, ppid))
 }
 
-pub(super) fn find_bin(name: &str) -> Option<PathBuf> {
-    let path = std::env::var("PATH").unwrap_or_default();
-    let found = path
-        .split(':')
-        .chain(["/usr/sbin", "/usr/bin", "/sbin", "/bin"])
-        .map(|d| Path::new(d).join(name))
-        .find(|p| p.is_file());
-    found
-}
-
 /// The external programs the variants need (none for raw tcpaccel chains),
 /// found with `lookup`; a missing one names the install script.
 pub(super) fn find_peers(
@@ -177,15 +154,5 @@ mod tests {
         let ok = find_peers(&[Kind::Direct, Kind::Tcpaccel], false, only_http).unwrap();
         assert_eq!(ok.keys().copied().collect::<Vec<_>>(), vec!["curl", "nginx"]);
         assert!(find_peers(&[Kind::Direct, Kind::Tcpaccel], true, none).unwrap().is_empty());
-    }
-
-    #[test]
-    fn curl_output_parses_and_rejects_garbage() {
-        assert_eq!(parse_curl("100000000 9.5 0.25").unwrap(), (100_000_000, 9.5, 0.25));
-        assert!(parse_curl("").is_err());
-        assert!(parse_curl("100 9.5").is_err(), "no first-byte time");
-        assert!(parse_curl("100 1.0 2.0").is_err(), "first byte after the end");
-        assert!(parse_curl("12 0 0").is_err());
-        assert!(parse_curl("abc def").is_err());
     }
 }
