@@ -4,7 +4,9 @@
 //! experiments ([`fabric`]) with its leaf–spine or k = 4 FatTree fabrics
 //! ([`fattree`]), with the BPF program that scales the hosts' initial RTO
 //! in a dilated run ([`rto_init`]); the emulator's meter read back
-//! ([`meter`]). A new shared topology is a file here; a
+//! ([`meter`]); the HTTP server and client pieces of the scenarios that
+//! fetch a file ([`nginx`], [`find_bin`], [`parse_curl`]). A new shared
+//! topology is a file here; a
 //! topology only one scenario uses stays in that scenario's file.
 
 pub mod dumbbell;
