@@ -95,6 +95,8 @@ pub struct HoldSample {
     pub rate: u64,
     pub cap: u64,
     pub btl_rate: u64,
+    /// The bytes of the ACK train that gave `btl_rate`.
+    pub btl_bytes: u64,
     pub dlv_rate: u64,
     pub full: bool,
 }
@@ -131,6 +133,7 @@ impl HoldTrace {
                         rate: if rate == tcpaccel_core::pacing::BPF_RATE_UNPACED { 0 } else { rate },
                         cap: h.cap,
                         btl_rate: h.btl_rate,
+                        btl_bytes: h.btl_bytes,
                         dlv_rate: h.dlv_rate,
                         full: h.full,
                     });

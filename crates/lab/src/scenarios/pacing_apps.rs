@@ -467,7 +467,8 @@ pub fn ramp_to_final(bins: &[MeterBin]) -> Option<f64> {
 /// Records a [`HoldTrace`]'s samples as this scenario's `hold_*` series,
 /// one per socket (`hold_cap_mbps/s1`, …): `hold_rate_mbps` (the cap set
 /// on the socket), `hold_cap_mbps`, `hold_btl_mbps` (the probe's
-/// bottleneck estimate, 0 while none), `hold_dlv_mbps` (delivery per srtt)
+/// bottleneck estimate, 0 while none), `hold_btl_kb` (the bytes of the
+/// ACK train it came from), `hold_dlv_mbps` (delivery per srtt)
 /// and `hold_full`.
 fn record_hold(ctx: &mut RunCtx<'_>, samples: &[HoldSample]) -> Result<()> {
     let mbps = |b: u64| b as f64 * 8.0 / 1e6;
@@ -476,6 +477,7 @@ fn record_hold(ctx: &mut RunCtx<'_>, samples: &[HoldSample]) -> Result<()> {
             ("hold_rate_mbps", mbps(s.rate)),
             ("hold_cap_mbps", mbps(s.cap)),
             ("hold_btl_mbps", mbps(s.btl_rate)),
+            ("hold_btl_kb", s.btl_bytes as f64 / 1e3),
             ("hold_dlv_mbps", mbps(s.dlv_rate)),
             ("hold_full", f64::from(u8::from(s.full))),
         ] {
