@@ -222,7 +222,7 @@ pub fn squid_conf(i: usize, n: usize, dir: &Path) -> String {
 }
 
 /// nginx serving `root` on the server's address, one process in the foreground.
-pub fn nginx_conf(addr: Ipv4Addr, root: &Path, dir: &Path) -> String {
+pub fn nginx_conf(addr: Ipv4Addr, root: &Path, dir: &Path) -> anyhow::Result<String> {
     crate::testbeds::nginx::conf(addr.into(), HTTP_PORT, root, dir)
 }
 

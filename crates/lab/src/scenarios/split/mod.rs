@@ -702,7 +702,7 @@ impl Testbed for SplitBed {
         }
         let sdir = self.dir("nginx")?;
         let conf = sdir.join("nginx.conf");
-        std::fs::write(&conf, nginx_conf(server, &self.work.0.join("www"), &sdir))
+        std::fs::write(&conf, nginx_conf(server, &self.work.0.join("www"), &sdir)?)
             .with_context(|| format!("writing {}", conf.display()))?;
         let argv = vec![
             self.bin("nginx")?.to_string_lossy().into_owned(),
