@@ -9,7 +9,7 @@
 //!   fetching it) and `nginx` (the same download from nginx with
 //!   `sendfile`, which copies nothing in user space;
 //!   `scripts/install-split-peers.sh` installs it). Both serve a sparse
-//!   file from tmpfs ([`DocRoot`]: served from disk, every download found
+//!   file from tmpfs ([`doc_root`]: served from disk, every download found
 //!   the emulator late). The outside programs run with the namespace's default
 //!   congestion control (the host's; a namespace may only pick an allowed
 //!   one), which the run's notes name.
@@ -34,6 +34,7 @@ use crate::runner::scenario::{ParamSpec, Params, RunConfig, RunCtx, Scenario, Te
 use crate::runner::typed::{choices, scenario_params, ScenarioParams};
 use crate::testbeds::dumbbell::{baseline_sysctls, sockbuf_sysctls, sysctls, Path2};
 use crate::testbeds::meter::{parse_bins, MeterBin};
+use crate::testbeds::ScratchDir;
 use anyhow::{bail, Context, Result};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -352,8 +353,8 @@ fn run_program(
             Ok(bytes * 8.0 / elapsed)
         }
         "http" => {
-            let root = DocRoot::new()?;
-            let docs = root.0.display().to_string();
+            let root = doc_root()?;
+            let docs = root.path().display().to_string();
             let server = spawn_in(
                 net,
                 "h1",
@@ -364,13 +365,13 @@ fn run_program(
             curl_download(net, server, "python3 -m http.server", &format!("http://{src}:{port}/big"), &secs)
         }
         "nginx" => {
-            let root = DocRoot::new()?;
+            let root = doc_root()?;
             let bin = crate::testbeds::find_bin("nginx")
                 .context("the nginx variants need nginx: scripts/install-split-peers.sh installs it")?;
             let dir = dir.join("nginx");
             std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
             let conf = dir.join("nginx.conf");
-            let text = crate::testbeds::nginx::conf(net.addr("h1")?, APP_PORT, &root.0, &dir)?;
+            let text = crate::testbeds::nginx::conf(net.addr("h1")?, APP_PORT, root.path(), &dir)?;
             std::fs::write(&conf, text).with_context(|| format!("writing {}", conf.display()))?;
             let (bin, conf, prefix) =
                 (bin.display().to_string(), conf.display().to_string(), dir.display().to_string());
@@ -390,31 +391,13 @@ fn run_program(
 /// 1 GB a run, and every download served from there (13 runs) found the
 /// emulator 17–27 ms late at p99, against 18 of 18 faithful from tmpfs
 /// (issue 47's note, 2026-11-29).
-struct DocRoot(PathBuf);
-
-/// Where [`DocRoot`] goes: a tmpfs every Linux system mounts.
-const DOC_ROOT_PARENT: &str = "/dev/shm";
-
-impl DocRoot {
-    fn new() -> Result<DocRoot> {
-        static N: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
-        let n = N.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        let www = Path::new(DOC_ROOT_PARENT).join(format!("tcpaccel-apps-{}-{n}", std::process::id()));
-        std::fs::create_dir_all(&www).with_context(|| {
-            format!("creating the HTTP document root {} (a tmpfs is needed there)", www.display())
-        })?;
-        let root = DocRoot(www);
-        let file = root.0.join("big");
-        let f = std::fs::File::create(&file).with_context(|| format!("creating {}", file.display()))?;
-        f.set_len(64 << 30).with_context(|| format!("sizing {}", file.display()))?;
-        Ok(root)
-    }
-}
-
-impl Drop for DocRoot {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
+fn doc_root() -> Result<ScratchDir> {
+    let root = ScratchDir::new(Path::new("/dev/shm"), "tcpaccel-apps")
+        .context("the HTTP document root goes on tmpfs (/dev/shm)")?;
+    let file = root.path().join("big");
+    let f = std::fs::File::create(&file).with_context(|| format!("creating {}", file.display()))?;
+    f.set_len(64 << 30).with_context(|| format!("sizing {}", file.display()))?;
+    Ok(root)
 }
 
 /// curl in h2 fetching `url` for `secs` seconds; stops `server` (`what`)

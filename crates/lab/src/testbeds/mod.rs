@@ -5,7 +5,8 @@
 //! ([`fattree`]), with the BPF program that scales the hosts' initial RTO
 //! in a dilated run ([`rto_init`]); the emulator's meter read back
 //! ([`meter`]); the HTTP server and client pieces of the scenarios that
-//! fetch a file ([`nginx`], [`find_bin`], [`parse_curl`]). A new shared
+//! fetch a file ([`nginx`], [`find_bin`], [`parse_curl`]); a run's scratch
+//! directory ([`ScratchDir`]). A new shared
 //! topology is a file here; a
 //! topology only one scenario uses stays in that scenario's file.
 
@@ -15,6 +16,32 @@ pub mod fattree;
 pub mod meter;
 pub mod nginx;
 pub mod rto_init;
+
+/// A fresh directory `PARENT/PREFIX-PID-N` for a run's files, removed with
+/// everything in it when dropped (split's chain files, pacing-apps'
+/// document root).
+pub struct ScratchDir(std::path::PathBuf);
+
+impl ScratchDir {
+    pub fn new(parent: &std::path::Path, prefix: &str) -> anyhow::Result<ScratchDir> {
+        use anyhow::Context;
+        static N: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+        let n = N.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let dir = parent.join(format!("{prefix}-{}-{n}", std::process::id()));
+        std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
+        Ok(ScratchDir(dir))
+    }
+
+    pub fn path(&self) -> &std::path::Path {
+        &self.0
+    }
+}
+
+impl Drop for ScratchDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
 
 /// A program on PATH or in the system directories (`/usr/sbin` holds
 /// Debian's daemons: nginx, danted, squid).
@@ -77,6 +104,20 @@ mod tests {
         assert_eq!(p, Some(std::time::Duration::from_micros(300)));
         // An emulator that sent nothing has no lateness to judge.
         assert_eq!(worst_p99([of(&[]), of(&[])]), None);
+    }
+
+    #[test]
+    fn a_scratch_dir_is_fresh_per_call_and_gone_when_dropped() {
+        let parent = std::env::temp_dir();
+        let (a, b) = (
+            ScratchDir::new(&parent, "tcpaccel-scratch-test").unwrap(),
+            ScratchDir::new(&parent, "tcpaccel-scratch-test").unwrap(),
+        );
+        assert_ne!(a.path(), b.path());
+        std::fs::write(a.path().join("f"), b"x").unwrap();
+        let kept = a.path().to_path_buf();
+        drop(a);
+        assert!(!kept.exists() && b.path().is_dir());
     }
 
     #[test]

@@ -27,7 +27,7 @@
 mod chain;
 mod peers;
 
-use crate::testbeds::{find_bin, parse_curl};
+use crate::testbeds::{find_bin, parse_curl, ScratchDir};
 use chain::url;
 pub use chain::{dante_conf, next_hop, nginx_conf, socks_relay_args, squid_conf, Chain, Kind};
 pub use peers::parse_stat;
@@ -350,10 +350,9 @@ impl Scenario for Split {
         let next_scheme = q.tcpaccel_next.as_str().to_string();
         let bins = find_peers(&kinds, raw, find_bin)?;
         let tcpaccel = tcpaccel_bin()?;
-        let work = std::env::temp_dir().join(format!("tcpaccel-split-{}", std::process::id()));
-        let www = work.join("www");
+        let work = ScratchDir::new(&std::env::temp_dir(), "tcpaccel-split")?;
+        let www = work.path().join("www");
         std::fs::create_dir_all(&www).with_context(|| format!("creating {}", www.display()))?;
-        let work = WorkDir(work);
         write_payload(&www.join("payload.bin"), size.0, 0x5eed_0002)?;
         Ok(Box::new(SplitBed {
             total,
@@ -373,14 +372,6 @@ impl Scenario for Split {
 }
 
 /// Removes the work directory (payload, configurations, logs) when the testbed goes.
-struct WorkDir(PathBuf);
-
-impl Drop for WorkDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
-
 /// A file of seeded random bytes (incompressible, reproducible).
 fn write_payload(path: &Path, size: u64, seed: u64) -> Result<()> {
     let f = std::fs::File::create(path).with_context(|| format!("creating {}", path.display()))?;
@@ -408,7 +399,7 @@ struct SplitBed {
     tcpaccel: PathBuf,
     /// The peers found at setup, by program name.
     bins: BTreeMap<&'static str, PathBuf>,
-    work: WorkDir,
+    work: ScratchDir,
     /// MB/s per variant, every repeat so far.
     results: BTreeMap<String, Vec<f64>>,
     order: Vec<String>,
@@ -441,7 +432,7 @@ fn wait_listening(net: &Network, node: &str, addr: SocketAddr, d: &mut Daemon) -
 
 impl SplitBed {
     fn dir(&self, name: &str) -> Result<PathBuf> {
-        let d = self.work.0.join(name);
+        let d = self.work.path().join(name);
         std::fs::create_dir_all(&d).with_context(|| format!("creating {}", d.display()))?;
         // Squid drops root for its cache_effective_user and must still write its log here.
         let _ = std::process::Command::new("chmod").args(["0777", &d.to_string_lossy()]).status();
@@ -702,7 +693,7 @@ impl Testbed for SplitBed {
         }
         let sdir = self.dir("nginx")?;
         let conf = sdir.join("nginx.conf");
-        std::fs::write(&conf, nginx_conf(server, &self.work.0.join("www"), &sdir)?)
+        std::fs::write(&conf, nginx_conf(server, &self.work.path().join("www"), &sdir)?)
             .with_context(|| format!("writing {}", conf.display()))?;
         let argv = vec![
             self.bin("nginx")?.to_string_lossy().into_owned(),
