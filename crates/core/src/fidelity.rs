@@ -53,6 +53,10 @@ pub struct Limits {
     pub max_saturated_share: f64,
     /// The run is unfaithful when the emulator's p99 lateness exceeds this.
     pub max_emu_lateness: Duration,
+    /// The run is unfaithful when an emulator thread was away (took from
+    /// one round to the next longer than the sleep it asked for) longer
+    /// than this, even once.
+    pub max_emu_away: Duration,
     /// The run is unfaithful when its flows' p99 start lateness (experiment
     /// units) exceeds this.
     pub max_flow_start_lateness: Duration,
@@ -63,10 +67,20 @@ pub struct Limits {
 pub struct Lateness {
     /// The userspace emulator's p99 lateness (wall time).
     pub emulator_p99: Option<Duration>,
+    /// The longest an emulator thread was away (wall time).
+    pub emulator_away: Option<Duration>,
     /// p99 of how long after its scheduled start each flow started
     /// (experiment units: wall ÷ D).
     pub flow_start_p99: Option<Duration>,
 }
+
+/// [`Limits::max_emu_away`], ms: one p99 wake-up of a VM is about 0.15 ms;
+/// in 10 ms a sender at 500 Mbit/s (the lab's fastest emulated path) puts
+/// 625 KB on the wire, which arrive at the emulator together once it runs
+/// again, as no sender would send them: in a pacing-apps run a 60 ms stall
+/// of both directions burst 2 MB into seed 000's 1 MB buffer and dropped
+/// 1373 packets of a paced sender (issue 47).
+pub const EMU_AWAY_MS: u64 = 10;
 
 impl Default for Limits {
     /// 5 % idle leaves a 2-core host about 100 ms of spare CPU per second;
@@ -82,6 +96,7 @@ impl Default for Limits {
             max_softirq: 0.90,
             max_saturated_share: 0.10,
             max_emu_lateness: Duration::from_millis(1),
+            max_emu_away: Duration::from_millis(EMU_AWAY_MS),
             max_flow_start_lateness: Duration::from_millis(2),
         }
     }
@@ -164,6 +179,14 @@ pub fn judge(samples: &[Vec<CoreTimes>], lateness: Lateness, limits: &Limits) ->
     if let Some(l) = lateness.emulator_p99 {
         if l > limits.max_emu_lateness {
             reasons.push(format!("emulator p99 lateness {l:?} over {:?}", limits.max_emu_lateness));
+        }
+    }
+    if let Some(a) = lateness.emulator_away {
+        if a > limits.max_emu_away {
+            reasons.push(format!(
+                "emulator thread away {a:?} at once, over {:?} (the frames sent meanwhile came in as one burst)",
+                limits.max_emu_away
+            ));
         }
     }
     if let Some(l) = lateness.flow_start_p99 {
@@ -377,6 +400,19 @@ mod tests {
         let v = judge(&light, emu(Duration::from_millis(3)), &Limits::default());
         assert!(!v.faithful && v.reason.contains("lateness 3ms"), "{}", v.reason);
         assert!(judge(&light, emu(Duration::from_micros(200)), &Limits::default()).faithful);
+    }
+
+    #[test]
+    fn one_long_emulator_stall_makes_a_run_unfaithful() {
+        let light = run(&[(10, 1); 5]);
+        let away = |d| Lateness {
+            emulator_p99: Some(Duration::from_micros(120)),
+            emulator_away: Some(d),
+            ..Lateness::default()
+        };
+        let v = judge(&light, away(Duration::from_millis(60)), &Limits::default());
+        assert!(!v.faithful && v.reason.contains("away 60ms at once, over 10ms"), "{}", v.reason);
+        assert!(judge(&light, away(Duration::from_millis(10)), &Limits::default()).faithful);
     }
 
     #[test]

@@ -175,6 +175,7 @@ impl Emulator {
                 scheduling: cfg.scheduling,
                 model_now: Instant::ZERO,
                 spun: std::time::Duration::ZERO,
+                away: worker::Away::default(),
                 spin_window_start: Instant::ZERO,
             };
             let sh = shared.clone();

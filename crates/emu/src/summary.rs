@@ -98,6 +98,10 @@ pub struct DirectionSummary {
     /// kernel's receive stamp; the others are timed by the read, which may
     /// come up to 1 ms after the arrival while the delay leaves room.
     pub stamped_arrivals: u64,
+    /// The longest time (ns) the thread took from one round to the next
+    /// beyond the sleep it asked for (its work, and any time it was not
+    /// run): a host stall, whose arrivals come in as one burst.
+    pub away_max_ns: u64,
     /// Inter-arrival gaps of the frames this direction read, seen in total.
     pub arrival_gaps: u64,
     /// How far a uniform sample of those gaps (at most
@@ -135,6 +139,7 @@ impl DirectionSummary {
             lateness: tcpaccel_core::meter::Histogram::new().summary(),
             meter_bins_lost: 0,
             stamped_arrivals: 0,
+            away_max_ns: 0,
             arrival_gaps: 0,
             arrival_gap_deviation: None,
             cpu_s: 0.0,
@@ -298,12 +303,13 @@ impl Summary {
                 Rate(d.window_bps),
             );
             s += &format!(
-                "    max queue {} / {} frames, lateness against the model's delivery time p50 {} p99 {} max {}, cpu {:.2} s\n",
+                "    max queue {} / {} frames, lateness against the model's delivery time p50 {} p99 {} max {}, longest away {}, cpu {:.2} s\n",
                 Bytes(d.max_queue_bytes),
                 d.max_queue_frames,
                 late(d.lateness.p50_ns),
                 late(d.lateness.p99_ns),
                 late(d.lateness.max_ns),
+                late(Some(d.away_max_ns)),
                 d.cpu_s
             );
             if let Some(g) = &d.arrival_gap_deviation {

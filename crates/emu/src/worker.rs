@@ -101,7 +101,38 @@ pub(crate) struct Worker {
     pub model_now: Instant,
     /// Time spent spinning since `spin_window_start`.
     pub spun: Duration,
+    /// How long the thread took to come back beyond the sleeps it asked for.
+    pub away: Away,
     pub spin_window_start: Instant,
+}
+
+/// The longest the thread took from one round to the next beyond the
+/// sleep it asked for: a round's own work (well under a millisecond) and
+/// any time the host did not run it. A preempted vCPU stops the packet
+/// path too, and the frames sent meanwhile come in as one burst, which no
+/// receive stamp spreads again.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct Away {
+    last: Option<Instant>,
+    asked: Duration,
+    pub(crate) max: Duration,
+}
+
+impl Away {
+    /// A round starts at `now`.
+    pub(crate) fn step(&mut self, now: Instant) {
+        if let Some(last) = self.last {
+            let over = (now - last).saturating_sub(self.asked);
+            self.max = self.max.max(over);
+        }
+        self.last = Some(now);
+        self.asked = Duration::ZERO;
+    }
+
+    /// The round is about to sleep up to `d`.
+    pub(crate) fn asked(&mut self, d: Duration) {
+        self.asked += d;
+    }
 }
 
 /// Applies `want` to the calling thread as far as privileges allow; returns
@@ -217,6 +248,7 @@ impl Worker {
     /// due frame or an arrival: sleep, and spin the last [`WAKE_MARGIN`]
     /// while the spin budget lasts.
     fn step(&mut self) -> Result<(), String> {
+        self.away.step(self.now());
         self.receive()?;
         let now = self.now();
         if now - self.spin_window_start >= SPIN_WINDOW {
@@ -252,9 +284,11 @@ impl Worker {
         match lazy {
             Some(l) if next.is_some() => {
                 wait = wait.min(l);
+                self.away.asked(wait);
                 std::thread::sleep(wait);
             }
             _ => {
+                self.away.asked(wait);
                 self.rx
                     .wait_readable(Some(wait))
                     .map_err(|e| format!("waiting on {}: {e}", self.rx.ifname()))?;
@@ -438,6 +472,7 @@ impl Worker {
         s.meter_bins_lost = self.meter_lost + self.link.meter().overflowed();
         s.arrival_gaps = self.gaps.seen();
         s.stamped_arrivals = self.stamped;
+        s.away_max_ns = self.away.max.as_nanos() as u64;
         if last {
             // Sorting the sample costs milliseconds: once, at the end.
             s.arrival_gap_deviation = self.cfg.rate.and_then(|r| self.gaps.deviation(r));
@@ -452,6 +487,27 @@ impl Worker {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn away_is_the_longest_round_beyond_its_asked_sleep() {
+        let ms = |m: u64| Instant(m * 1_000_000);
+        let mut a = Away::default();
+        a.step(ms(0));
+        a.asked(Duration::from_millis(5));
+        // Woke 0.2 ms late: 0.2 ms away.
+        a.step(Instant(5_200_000));
+        assert_eq!(a.max, Duration::from_micros(200));
+        // A round of 1 ms work with no sleep, then a 60 ms stall in a
+        // 1 ms sleep: 60 ms.
+        a.step(Instant(6_200_000));
+        a.asked(Duration::from_millis(1));
+        a.step(Instant(67_200_000));
+        assert_eq!(a.max, Duration::from_millis(60));
+        // An early return from a long sleep counts nothing.
+        a.asked(Duration::from_millis(5));
+        a.step(ms(68));
+        assert_eq!(a.max, Duration::from_millis(60));
+    }
 
     #[test]
     fn arrival_uses_believable_stamps_within_the_model_clock() {

@@ -173,6 +173,8 @@ pub(crate) fn fidelity(variant: &str, repeat: u32, faithful: bool) -> FidelityRe
         limit_flow_start_late_ms: 2.0,
         emu_late_p99_ms: None,
         limit_emu_late_ms: 1.0,
+        emu_away_ms: None,
+        limit_emu_away_ms: 10.0,
         deciding_busy_pct: None,
         suggested_scale: None,
         queues: None,

@@ -108,14 +108,14 @@ pub fn fidelity_html(data: &RunData) -> String {
         "<h2>Fidelity</h2><p>{bad} of {} run(s) marked unfaithful (the host could not keep up); their rows are \
          greyed here and the tables, plots and verdicts above leave them out.</p>{}<table><tr><th>variant</th>\
          <th>repeat</th><th>faithful</th><th>saturated windows</th><th>min idle</th><th>max softirq</th>\
-         <th>CPU stall</th><th>emulator p99 late</th><th>flow start p99 late</th><th>fabric queues</th><th>reason</th></tr>",
+         <th>CPU stall</th><th>emulator p99 late</th><th>emulator away</th><th>flow start p99 late</th><th>fabric queues</th><th>reason</th></tr>",
         data.fidelity.len(),
         suggestion_line(data).map(|l| format!("<p><strong>{}</strong></p>", escape(&l))).unwrap_or_default()
     );
     for f in &data.fidelity {
         let _ = write!(
             o,
-            "<tr{}><td>{}</td><td>{}</td><td>{}</td><td>{} of {}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+            "<tr{}><td>{}</td><td>{}</td><td>{}</td><td>{} of {}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
             if f.faithful { "" } else { " class=\"unfaithful\"" },
             escape(&f.variant),
             f.repeat,
@@ -126,6 +126,7 @@ pub fn fidelity_html(data: &RunData) -> String {
             pct(f.max_softirq_pct),
             pct(f.cpu_stall_pct),
             f.emu_late_p99_ms.map(|v| format!("{v:.2} ms")).unwrap_or_else(|| "—".into()),
+            f.emu_away_ms.map(|v| format!("{v:.1} ms")).unwrap_or_else(|| "—".into()),
             f.flow_start_late_p99_ms.map(|v| format!("{v:.1} ms")).unwrap_or_else(|| "—".into()),
             escape(&queues_text(f)),
             escape(&f.reason)
@@ -166,6 +167,16 @@ fn columns_html(f: FidelityRecord) -> String {
                  against its model's delivery time (wall time, the worse direction); above {:.1} ms the run is \
                  unfaithful.",
                 f.limit_emu_late_ms
+            ),
+        ),
+        (
+            "emulator away",
+            format!(
+                "for runs through the userspace link emulator: the longest one of its threads took to come back \
+                 for its next round beyond the sleep it asked for (wall time; its own work is well under a \
+                 millisecond, so this is a host stall). Frames sent meanwhile reach it together, as one \
+                 burst no sender made; above {:.1} ms the run is unfaithful.",
+                f.limit_emu_away_ms
             ),
         ),
         (
@@ -240,6 +251,8 @@ mod tests {
             limit_flow_start_late_ms: 2.0,
             emu_late_p99_ms: None,
             limit_emu_late_ms: 1.0,
+            emu_away_ms: None,
+            limit_emu_away_ms: 10.0,
             deciding_busy_pct: Some(if faithful { 60.0 } else { 99.0 }),
             suggested_scale: None,
             queues: None,

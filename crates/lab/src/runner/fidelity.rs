@@ -308,6 +308,8 @@ pub fn record(variant: &str, repeat: u32, o: &Observed, scale: Option<u32>) -> F
         limit_flow_start_late_ms: limits.max_flow_start_lateness.as_secs_f64() * 1e3,
         emu_late_p99_ms: o.lateness.emulator_p99.map(|d| d.as_secs_f64() * 1e3),
         limit_emu_late_ms: limits.max_emu_lateness.as_secs_f64() * 1e3,
+        emu_away_ms: o.lateness.emulator_away.map(|d| d.as_secs_f64() * 1e3),
+        limit_emu_away_ms: limits.max_emu_away.as_secs_f64() * 1e3,
         deciding_busy_pct: pct(v.deciding_busy),
         suggested_scale: scale.and_then(|d| suggest_scale(d, v)),
         queues: o.queues.clone(),

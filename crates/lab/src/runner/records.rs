@@ -218,6 +218,13 @@ pub struct FidelityRecord {
     pub emu_late_p99_ms: Option<f64>,
     #[serde(default)]
     pub limit_emu_late_ms: f64,
+    /// The longest an emulator thread of the run took to come back for its
+    /// next round beyond the sleep it asked for, wall ms (absent without an emulator, and in
+    /// older records), and its limit.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub emu_away_ms: Option<f64>,
+    #[serde(default)]
+    pub limit_emu_away_ms: f64,
     /// Busy share of the machine in the window the CPU rule hinges on
     /// (`tcpaccel_core::fidelity::Verdict::deciding_busy`), in percent.
     #[serde(default, skip_serializing_if = "Option::is_none")]

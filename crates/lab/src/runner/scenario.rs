@@ -261,8 +261,9 @@ pub struct RunCtx<'a> {
     summary: BTreeMap<String, f64>,
     /// How late each flow started (wall seconds), for the fidelity verdict.
     start_late_s: Vec<f64>,
-    /// The worst p99 send lateness of the emulators this run stopped (wall).
-    emulator_late_p99: Option<Duration>,
+    /// The worst p99 send lateness of the emulators this run stopped
+    /// (wall), and the longest any of their threads was away.
+    emulator: crate::testbeds::EmuTiming,
 }
 
 impl RunCtx<'_> {
@@ -273,14 +274,16 @@ impl RunCtx<'_> {
         self.start_late_s.push(late_s);
     }
 
-    /// Notes the p99 send lateness of an emulator that ran for this run
-    /// only (built and stopped inside it, so its whole life is the run's:
-    /// [`crate::testbeds::emulator_p99`]); the run's fidelity verdict judges
-    /// the worst one noted.
-    pub fn emulator_late(&mut self, p99: Option<Duration>) {
-        if let Some(p) = p99 {
-            self.emulator_late_p99 = Some(self.emulator_late_p99.map_or(p, |q| q.max(p)));
-        }
+    /// Notes the timing of an emulator that ran for this run only (built
+    /// and stopped inside it, so its whole life is the run's:
+    /// [`crate::testbeds::emulator_timing`]); the run's fidelity verdict
+    /// judges the worst noted.
+    pub fn emulator_late(&mut self, t: crate::testbeds::EmuTiming) {
+        let worst = |a: Option<Duration>, b: Option<Duration>| a.max(b);
+        self.emulator = crate::testbeds::EmuTiming {
+            p99: worst(self.emulator.p99, t.p99),
+            away: worst(self.emulator.away, t.away),
+        };
     }
 
     pub fn sample(&mut self, series: &str, t: f64, value: f64) -> Result<()> {
@@ -477,7 +480,7 @@ pub fn run(s: &dyn Scenario, params: &Params, opts: &RunOptions) -> Result<RunDa
                         started,
                         summary: BTreeMap::new(),
                         start_late_s: Vec::new(),
-                        emulator_late_p99: None,
+                        emulator: Default::default(),
                     };
                     let monitor = crate::runner::fidelity::Monitor::start(
                         crate::runner::fidelity::INTERVAL,
@@ -486,7 +489,8 @@ pub fn run(s: &dyn Scenario, params: &Params, opts: &RunOptions) -> Result<RunDa
                     );
                     let mut result = bed.run_one(&mut ctx);
                     let lateness = tcpaccel_core::fidelity::Lateness {
-                        emulator_p99: ctx.emulator_late_p99,
+                        emulator_p99: ctx.emulator.p99,
+                        emulator_away: ctx.emulator.away,
                         flow_start_p99: flow_start_p99(&ctx.start_late_s, config.dilation),
                     };
                     let observed = monitor.stop(lateness);
@@ -591,10 +595,13 @@ mod tests {
             ctx.sample("order", 0.0, self.0 as f64)?;
             ctx.metric("x", x + ctx.repeat as f64);
             if ctx.variant == "a" {
-                // Two emulators of this run: the worse p99 is judged.
-                ctx.emulator_late(Some(Duration::from_micros(500)));
-                ctx.emulator_late(Some(Duration::from_millis(3)));
-                ctx.emulator_late(None);
+                // Two emulators of this run: the worse p99 and the longer
+                // time away are judged.
+                use crate::testbeds::EmuTiming;
+                let ms = |m: u64| Some(Duration::from_millis(m));
+                ctx.emulator_late(EmuTiming { p99: Some(Duration::from_micros(500)), away: ms(40) });
+                ctx.emulator_late(EmuTiming { p99: ms(3), away: ms(2) });
+                ctx.emulator_late(EmuTiming::default());
             }
             Ok(())
         }
@@ -670,12 +677,13 @@ mod tests {
         // a run without an emulator has none.
         for f in &d.fidelity {
             if f.variant == "a" {
-                assert_eq!(f.emu_late_p99_ms, Some(3.0), "{f:?}");
+                assert_eq!((f.emu_late_p99_ms, f.emu_away_ms), (Some(3.0), Some(40.0)), "{f:?}");
                 assert!(!f.faithful && f.reason.contains("emulator p99 lateness 3ms over 1ms"), "{f:?}");
+                assert!(f.reason.contains("emulator thread away 40ms at once, over 10ms"), "{f:?}");
             } else {
-                assert_eq!(f.emu_late_p99_ms, None, "{f:?}");
+                assert_eq!((f.emu_late_p99_ms, f.emu_away_ms), (None, None), "{f:?}");
             }
-            assert_eq!(f.limit_emu_late_ms, 1.0);
+            assert_eq!((f.limit_emu_late_ms, f.limit_emu_away_ms), (1.0, 10.0));
         }
         assert!(!d.complete());
         assert!(d.notes.iter().any(|n| n.1.contains("boom")));

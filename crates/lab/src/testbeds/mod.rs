@@ -55,15 +55,27 @@ pub fn find_bin(name: &str) -> Option<std::path::PathBuf> {
     found
 }
 
-/// The p99 send lateness of the emulators in `emulators` (a
-/// [`tcpaccel_net::Teardown`]'s summaries): the worst direction's, of the
-/// directions that sent a frame; `None` without one. Each direction's p99 is
-/// over the emulator's whole life, so it is one run's only where the
-/// emulator was built for that run (every testbed here builds its network
-/// per run). The merged p99 of two directions lies between theirs: the
-/// worse one is the stricter figure to judge.
-pub fn emulator_p99(emulators: &[(String, tcpaccel_net::EmuSummary)]) -> Option<std::time::Duration> {
-    worst_p99(emulators.iter().flat_map(|(_, s)| [s.a_to_b.lateness, s.b_to_a.lateness]))
+/// What the emulators in `emulators` (a [`tcpaccel_net::Teardown`]'s
+/// summaries) measured of their own timing, for the run's fidelity verdict:
+/// the p99 send lateness of the worst direction that sent a frame (`None`
+/// without one), and the longest any direction's thread was away. Each
+/// direction's figures are over the emulator's whole life, so they are one
+/// run's only where the emulator was built for that run (every testbed here
+/// builds its network per run). The merged p99 of two directions lies
+/// between theirs: the worse one is the stricter figure to judge.
+pub fn emulator_timing(emulators: &[(String, tcpaccel_net::EmuSummary)]) -> EmuTiming {
+    let dirs = || emulators.iter().flat_map(|(_, s)| [&s.a_to_b, &s.b_to_a]);
+    EmuTiming {
+        p99: worst_p99(dirs().map(|d| d.lateness)),
+        away: dirs().map(|d| std::time::Duration::from_nanos(d.away_max_ns)).max(),
+    }
+}
+
+/// See [`emulator_timing`].
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct EmuTiming {
+    pub p99: Option<std::time::Duration>,
+    pub away: Option<std::time::Duration>,
 }
 
 /// The largest p99 of the histograms that counted a value.

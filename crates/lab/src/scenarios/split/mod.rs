@@ -687,7 +687,7 @@ impl Testbed for SplitBed {
             }
             self.keep_logs(ctx, &chain, &daemons)?;
             drop(daemons);
-            ctx.emulator_late(crate::testbeds::emulator_p99(&network.teardown().emulators));
+            ctx.emulator_late(crate::testbeds::emulator_timing(&network.teardown().emulators));
             let mbps = r?;
             return self.record(ctx, &chain, mbps);
         }
@@ -732,7 +732,7 @@ impl Testbed for SplitBed {
         }
         self.keep_logs(ctx, &chain, &daemons)?;
         drop(daemons);
-        ctx.emulator_late(crate::testbeds::emulator_p99(&network.teardown().emulators));
+        ctx.emulator_late(crate::testbeds::emulator_timing(&network.teardown().emulators));
         self.record(ctx, &chain, mbps)
     }
 }
