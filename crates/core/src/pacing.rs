@@ -526,6 +526,13 @@ pub const BPF_HOLD_PROBE_BDP_DIV: u64 = 16;
 pub const BPF_HOLD_TRAIN_GAP_US: u64 = 2000;
 /// A train counts once it acks this many segments.
 pub const BPF_HOLD_TRAIN_MIN_SEGS: u64 = 8;
+/// An estimate from a train of fewer segments is unsure
+/// (`HOLD_SURE_TRAIN_SEGS`): a socket the kernel paces has no unpaced burst
+/// but its initial window (9–10 segments here), whose ACKs the host
+/// batches; such trains gave 1.04–2.04 times the bottleneck (issue 47),
+/// while an unpaced slow start's last probe window gave 80 segments and
+/// more, within 4%.
+pub const BPF_HOLD_SURE_TRAIN_SEGS: u64 = 16;
 /// ln(5/4), ln(17/16), ln(11/10), ln(33/32), ln(9/8), times 1024:
 /// growth of the cap per srtt.
 const HOLD_LN_SS: u64 = 228;
@@ -548,10 +555,14 @@ const HOLD_DEEP_DIV: u64 = 32;
 /// cap. The delivery rate lags the cap by about an RTT, so this also
 /// makes the growth there about 1/32 per srtt, whatever the step.
 const HOLD_LEAD: u64 = 32;
-/// Where a window's delivery rate passed the estimate by an eighth (the
+/// Where a window's delivery rate passed the estimate by a sixteenth (the
 /// estimate was low), the cap grows by an eighth per srtt while it is less
-/// than 1/HOLD_LOW_LEAD above the delivery rate (issue 47).
-const HOLD_LOW_LEAD: u64 = 4;
+/// than 1/HOLD_LOW_LEAD above the delivery rate (issue 47). A lead of 1/4
+/// let the cap pass the bottleneck by a quarter before the queue showed
+/// (the twin's sweep of low estimates dropped up to 1.9 MB in the 1 MB
+/// buffer; the lab's kernel-paced programs, with estimates made low on
+/// purpose, 434-485 packets).
+const HOLD_LOW_LEAD: u64 = 8;
 /// A cap that grows grows by at least this many segments per srtt, and may
 /// lead the delivery rate by that much more than 1/[`HOLD_LEAD`]: besides
 /// its growth by a fraction (which keeps the ratio between two held flows,
@@ -612,7 +623,13 @@ pub struct HoldAck {
 ///   two srtt after the probe, where it is the probe's bursts draining):
 ///   the cap falls to 31/32 of the delivery rate, and an estimate below
 ///   that delivery rate (the bottleneck's, with a queue standing) rises to it.
-/// - Low estimate (issue 47): a window that delivered 1/8 more than the
+/// - Unsure estimate (issue 47): one from a train of fewer than
+///   [`BPF_HOLD_SURE_TRAIN_SEGS`] segments (a kernel-paced socket's
+///   initial window, which came back at 1.04–2.04 times the bottleneck)
+///   grows by 1/16 per srtt instead of 1/8 above 5/8 of it, so that up to
+///   1.5 times the bottleneck the cap does not pass it by an eighth in
+///   the srtt before the queue shows.
+/// - Low estimate (issue 47): a window that delivered 1/16 more than the
 ///   estimate says it was low (a kernel-paced socket such as BBR's has no
 ///   unpaced burst but its 9-segment initial window, whose train came
 ///   back at 67–333 Mbit/s on a 470 Mbit/s path). Then, in or after slow
@@ -896,7 +913,16 @@ impl BpfHold {
                 (HOLD_LN_CA, HOLD_LEAD)
             } else if self.btl_rate != 0 {
                 if self.cap * 8 < share * 7 {
-                    (HOLD_LN_EIGHTH, 0)
+                    // An estimate from a train shorter than
+                    // `BPF_HOLD_SURE_TRAIN_SEGS` (a kernel-paced socket's
+                    // initial window) may be up to twice the bottleneck:
+                    // above 5/8 of it, 1/16 per srtt.
+                    let unsure = self.btl_bytes < BPF_HOLD_SURE_TRAIN_SEGS * a.mss_cache as u64;
+                    if unsure && self.cap * 8 >= share * 5 {
+                        (HOLD_LN_NEAR_BTL, 0)
+                    } else {
+                        (HOLD_LN_EIGHTH, 0)
+                    }
                 } else {
                     (HOLD_LN_NEAR_BTL, HOLD_LEAD)
                 }
@@ -1199,6 +1225,9 @@ mod tests {
         assert_eq!(bpf_rule_rate(None, None, a, false), 1_448_000);
     }
 
+    /// The bytes of a train long enough for a sure estimate.
+    const SURE: u64 = 1448 * BPF_HOLD_SURE_TRAIN_SEGS;
+
     /// One ACK for the hold tests: 100 ms min RTT, 1448-byte MSS, cwnd 100
     /// of an infinite ssthresh unless changed.
     fn hack(now_us: u64, acked: u64, srtt_us: u32) -> HoldAck {
@@ -1215,8 +1244,8 @@ mod tests {
     }
 
     /// A hold past its probe with a cap (the cap its last windows were
-    /// sent under too), an estimate of 10 MB/s, and its cap and delivery
-    /// window last touched 1 ms in.
+    /// sent under too), an estimate of 10 MB/s from a long train (sure),
+    /// and its cap and delivery window last touched 1 ms in.
     fn held(cap: u64) -> BpfHold {
         BpfHold {
             cap,
@@ -1226,6 +1255,7 @@ mod tests {
             cap_ns: 1_000_000,
             win_start_ns: 1_000_000,
             btl_rate: 10_000_000,
+            btl_bytes: SURE,
             ..BpfHold::default()
         }
     }
@@ -1420,6 +1450,7 @@ mod tests {
             cap_ns: 1_000_000,
             win_start_ns: 1_000_000,
             btl_rate: 10_000_000,
+            btl_bytes: SURE,
             dlv_rate,
             full,
             ..BpfHold::default()
@@ -1673,7 +1704,8 @@ mod tests {
     /// train that came back faster than the kernel's slow-start pace: the
     /// initial window's, the bottleneck within 3%, as the same slow start
     /// left unpaced finds it; its cap reaches 95% of the bottleneck within
-    /// 2 s of the first ACK either way. (Before the fix: an estimate of
+    /// 2 s of the first ACK unpaced, 2.1 s kernel-paced (an estimate from
+    /// the initial window alone is unsure and approached more slowly). (Before the fix: an estimate of
     /// 1.0 MB/s, and 95% not reached in the 60 000 segments.)
     #[test]
     fn hold_estimates_the_bottleneck_under_the_kernels_own_pacing() {
@@ -1711,7 +1743,10 @@ mod tests {
                 "kernel_paced {kernel_paced}: estimate {estimate} of {btl}"
             );
             let reached = reached.expect("the cap reached 95% of the bottleneck");
-            assert!(reached <= 2_000_000_000, "kernel_paced {kernel_paced}: 95% after {reached} ns");
+            // The kernel-paced estimate is the initial window's alone
+            // (unsure: 1/16 per srtt above 5/8 of it), so a little later.
+            let within = if kernel_paced { 2_100_000_000 } else { 2_000_000_000 };
+            assert!(reached <= within, "kernel_paced {kernel_paced}: 95% after {reached} ns");
         }
     }
 
@@ -1748,8 +1783,20 @@ mod tests {
         ms: u64,
         noise_us: &dyn Fn(u64) -> u64,
     ) -> (Option<u64>, u64, u64) {
+        let h = BpfHold { btl_rate: estimate, btl_bytes: 9 * 1448, ..BpfHold::default() };
+        paced_writer_from(h, btl, buffer, ssthresh_at_ms, ms, noise_us)
+    }
+
+    /// [`paced_writer_noisy`] from the hold's state `h` at the end of the probe.
+    fn paced_writer_from(
+        mut h: BpfHold,
+        btl: u64,
+        buffer: u64,
+        ssthresh_at_ms: u64,
+        ms: u64,
+        noise_us: &dyn Fn(u64) -> u64,
+    ) -> (Option<u64>, u64, u64) {
         let rtt_ms = 100usize;
-        let mut h = BpfHold { btl_rate: estimate, btl_bytes: 9 * 1448, ..BpfHold::default() };
         // Per ms: bytes delivered by then, and the queue delay (µs) met.
         let mut delivered = vec![0u64; rtt_ms];
         let mut qdelay = vec![0u64; rtt_ms];
@@ -1798,33 +1845,69 @@ mod tests {
     /// default, under python's http.server) has no unpaced burst but its
     /// 9-segment initial window, and that train's estimate came back at
     /// 67 Mbit/s on seed 000's 470 Mbit/s of payload (one run's trace;
-    /// 302 and 333 in others). The hold took it for the bottleneck: past
-    /// 7/8 of it the cap grew by 1/32 per srtt behind the delivery rate,
-    /// and once BBR's startup ended (its rate had not grown by 1/4 in
-    /// three rounds; it set ssthresh, so the hold's post-slow-start rule
-    /// applied) the cap crept from 63 to 113 Mbit/s in 4 s (http at
-    /// 96 Mbit/s against static's 430). Fed that pattern, the cap reaches
-    /// 95% of the bottleneck within 4 s from 67 Mbit/s (3.6 s) and 2.5 s
-    /// from 333 (2.3 s), drops nothing in the 1 MB buffer, and the
-    /// estimate ends at the bottleneck. (Before: 95% not reached in 6 s
-    /// from 67 Mbit/s, the estimate left there.)
+    /// 302 and 333 in others). The hold took it for the bottleneck and
+    /// crept up for seconds (http at 96 Mbit/s against static's 430); now a
+    /// window that delivers 1/16 more than the estimate says it was low,
+    /// and the cap grows by 1/8 per srtt while less than 1/8 above the
+    /// delivery rate.
+    ///
+    /// Fed estimates from 1/10 of the bottleneck to 19/20 of it (both with
+    /// the sender's slow start ending at 0.8 s and never), the cap reaches
+    /// 95% of the bottleneck in every case (within 6 s from 1/10, within
+    /// 3 s from 7/10), the estimate ends at the bottleneck, and no case
+    /// drops more than 300 KB in the 1 MB buffer (most drop nothing). With
+    /// a lead of 1/4 (the rule before) the same sweep reached 95% up to
+    /// 1.5 s sooner but dropped in 23 of its 36 cases, up to 1.9 MB: the
+    /// lead's overshoot past the bottleneck, as the lab saw when the
+    /// estimates were made low on purpose (nc and python's downloads then
+    /// dropped 434 and 485 packets, issue 47).
     #[test]
     fn hold_recovers_from_a_low_estimate_of_a_socket_that_paces_itself() {
         let btl = 1448 * 1_000_000_000 / 24_608; // 58.84 MB/s of payload
-        for (estimate, ssthresh_at_ms, within_ms) in
-            [(btl / 7, 800, 4_000), (btl * 333 / 470, 600, 2_500), (btl / 7, 100_000, 4_000)]
-        {
-            let (reached, dropped, end) = paced_writer_run(btl, 1_000_000, estimate, ssthresh_at_ms, 6_000);
-            let reached = reached.unwrap_or_else(|| panic!("estimate {estimate}: 95% not reached in 6 s"));
-            assert!(reached <= within_ms, "estimate {estimate}: 95% after {reached} ms");
-            assert_eq!(dropped, 0, "estimate {estimate}");
-            assert!(end.abs_diff(btl) * 100 <= btl * 5, "estimate {estimate} ended at {end} of {btl}");
+        let (mut dropping, mut worst) = (0, 0);
+        for pct in (10..=95).step_by(5) {
+            for ssthresh_at_ms in [800, 100_000] {
+                let estimate = btl * pct / 100;
+                let (reached, dropped, end) =
+                    paced_writer_run(btl, 1_000_000, estimate, ssthresh_at_ms, 7_000);
+                let reached = reached.unwrap_or_else(|| panic!("{pct}%: 95% not reached in 7 s"));
+                let within = if pct >= 70 { 3_000 } else { 6_000 };
+                assert!(reached <= within, "{pct}% ({ssthresh_at_ms}): 95% after {reached} ms");
+                assert!(end.abs_diff(btl) * 100 <= btl * 5, "{pct}% ended at {end} of {btl}");
+                dropping += usize::from(dropped > 0);
+                worst = worst.max(dropped);
+            }
         }
-        // A right estimate is left as it was: the same run from the
-        // bottleneck's own estimate reaches 95% no later.
+        assert!(worst <= 300_000 && dropping <= 6, "{dropping} cases dropped, the worst {worst} bytes");
+        // A right estimate is left as it was, and nothing is dropped.
         let (reached, dropped, end) = paced_writer_run(btl, 1_000_000, btl, 800, 6_000);
-        assert!(reached.is_some_and(|r| r <= 2_500) && dropped == 0, "{reached:?} {dropped}");
+        assert!(reached.is_some_and(|r| r <= 1_500) && dropped == 0, "{reached:?} {dropped}");
         assert_eq!(end, btl);
+    }
+
+    /// Issue 47: the initial window's train of a kernel-paced socket came
+    /// back at 1.04-2.04 times the bottleneck (host-batched ACK times), and
+    /// the cap, grown by 1/8 per srtt up to 7/8 of such an estimate, passed
+    /// the bottleneck by 1/8 an srtt before the queue showed: 42-1059
+    /// packets dropped per run. An estimate from fewer than
+    /// `BPF_HOLD_SURE_TRAIN_SEGS` segments grows by 1/16 above 5/8 of it.
+    /// Fed estimates from 0.96 to 1.5 times the bottleneck, nothing is
+    /// dropped and 95% is reached within 1.7 s; the same estimates taken as
+    /// sure (from a long train) drop up to 1.2 MB from 1.35 times on.
+    #[test]
+    fn hold_grows_slowly_near_an_unsure_high_estimate() {
+        let btl = 1448 * 1_000_000_000 / 24_608;
+        let run = |pct: u64, btl_bytes: u64| {
+            let h = BpfHold { btl_rate: btl * pct / 100, btl_bytes, ..BpfHold::default() };
+            paced_writer_from(h, btl, 1_000_000, 800, 6_000, &|_| 0)
+        };
+        for pct in (96..=150).step_by(3) {
+            let (reached, dropped, _) = run(pct, 9 * 1448);
+            assert_eq!(dropped, 0, "{pct}%");
+            assert!(reached.is_some_and(|r| r <= 1_700), "{pct}%: {reached:?}");
+        }
+        let sure_drops: Vec<u64> = (135..=150).step_by(3).map(|pct| run(pct, SURE).1).collect();
+        assert!(sure_drops.iter().all(|&d| d > 0), "{sure_drops:?}");
     }
 
     /// Issue 47 item 1, the HTTP download (python's http.server under the
@@ -1840,8 +1923,10 @@ mod tests {
     /// 3.5 ms every other time: above the one after it, min_rtt/32), the
     /// hold compares the delivery rate with the cap its bytes were sent
     /// under (the cap at the start of the window before), and reaches 95%
-    /// of the bottleneck within 2.5 s from the estimates the runs had, with
-    /// nothing dropped.
+    /// of the bottleneck within 3 s from the estimates the runs had, with
+    /// nothing dropped (2.5 s before the low estimate's lead fell from 1/4
+    /// to 1/8 and the initial window's estimate became unsure, which cost
+    /// 0.26 s here and removed the drops the sweeps above show).
     #[test]
     fn hold_grows_through_host_noise_of_a_socket_that_paces_itself() {
         let btl = 1448 * 1_000_000_000 / 24_608; // 58.84 MB/s of payload
@@ -1854,7 +1939,7 @@ mod tests {
         {
             let (reached, dropped, _) =
                 paced_writer_noisy(btl, 1_000_000, estimate, ssthresh_at_ms, 6_000, &noise);
-            assert!(reached.is_some_and(|r| r <= 2_500), "estimate {estimate}: 95% after {reached:?} ms");
+            assert!(reached.is_some_and(|r| r <= 3_000), "estimate {estimate}: 95% after {reached:?} ms");
             assert_eq!(dropped, 0, "estimate {estimate}");
         }
     }

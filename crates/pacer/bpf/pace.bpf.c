@@ -361,12 +361,16 @@ static __always_inline void release(struct bpf_sock_ops *skops, __u32 rule_idx, 
  *   A queue with a delivery rate within 1/64 of the cap is not the cap's
  *   doing (host noise; a queue draining below a cap already cut): it
  *   stops the cap's growth and counts for the full-pipe test, no cut.
+ * - An unsure estimate (issue 47), from a train of fewer than
+ *   HOLD_SURE_TRAIN_SEGS segments (a kernel-paced socket's initial
+ *   window, 1.04-2.04 times the bottleneck), grows by 1/16 per srtt above
+ *   5/8 of it instead of 1/8.
  * - A low estimate (issue 47): a window that delivered 1/16 more than the
  *   estimate says the estimate was low (a kernel-paced socket, such as
  *   BBR's, has no unpaced burst but its 9-segment initial window, whose
  *   train came back at 67-333 Mbit/s on a 470 Mbit/s path). Then, in or
  *   after slow start, the cap grows by 1/8 per srtt while it is less than
- *   1/4 above the delivery rate (HOLD_LOW_LEAD), instead of the 1/32 of
+ *   1/8 above the delivery rate (HOLD_LOW_LEAD), instead of the 1/32 of
  *   the near and post-slow-start rules, under which BBR (whose startup
  *   ends when its rate stops growing by 1/4 per round) crept up for
  *   seconds.
@@ -405,6 +409,10 @@ static __always_inline void release(struct bpf_sock_ops *skops, __u32 rule_idx, 
 #define HOLD_PROBE_BDP_DIV 16u
 #define HOLD_TRAIN_GAP_US 2000u
 #define HOLD_TRAIN_MIN_SEGS 8u
+/* An estimate from a train of fewer segments is unsure: a kernel-paced
+ * socket's initial window, whose ACKs the host batches (1.04-2.04 times
+ * the bottleneck, issue 47). */
+#define HOLD_SURE_TRAIN_SEGS 16u
 /* ln(5/4), ln(17/16), ln(11/10), ln(33/32) and ln(9/8), times 1024:
  * growth per srtt. */
 #define HOLD_LN_SS 228u
@@ -424,10 +432,10 @@ static __always_inline void release(struct bpf_sock_ops *skops, __u32 rule_idx, 
 /* Near the bottleneck the cap grows only while cap < dlv_rate * 33/32
  * (plus HOLD_AI_SEGS segments per srtt). */
 #define HOLD_LEAD 32u
-/* ... and while cap < dlv_rate * 5/4 where the delivery rate passed the
- * estimate by a sixteenth (the estimate was low): the delivery rate lags
- * the cap by about 1.5 srtt, so this lets it grow by 1/8 per srtt. */
-#define HOLD_LOW_LEAD 4u
+/* ... and while cap < dlv_rate * 9/8 where the delivery rate passed the
+ * estimate by a sixteenth (the estimate was low); a lead of 1/4 passed the
+ * bottleneck by a quarter before the queue showed. */
+#define HOLD_LOW_LEAD 8u
 /* Wherever the cap grows it grows by at least this many segments per srtt,
  * and may lead the delivery rate by that much more: additive increase, so
  * a flow held small beside big ones catches up (growth by a fraction alone
@@ -620,7 +628,7 @@ static __always_inline __u64 hold_cap(struct bpf_sock_ops *skops, struct sock_st
 			 * srtt, which no bottleneck at the estimate allows: the
 			 * estimate was low (a kernel-paced socket's one train,
 			 * its initial window's, can be). Grow by an eighth per
-			 * srtt while within a quarter of the delivery rate. */
+			 * srtt while within an eighth of the delivery rate. */
 			ln = HOLD_LN_EIGHTH;
 			lead = HOLD_LOW_LEAD;
 		} else if (!fast) {
@@ -628,7 +636,14 @@ static __always_inline __u64 hold_cap(struct bpf_sock_ops *skops, struct sock_st
 			lead = HOLD_LEAD;
 		} else if (st->btl_rate) {
 			if (st->cap * 8 < share * 7) {
-				ln = HOLD_LN_EIGHTH;
+				/* An estimate from a short train (a kernel-paced
+				 * socket's initial window) may be up to twice the
+				 * bottleneck: above 5/8 of it, 1/16 per srtt. */
+				if (st->btl_bytes < (__u64)HOLD_SURE_TRAIN_SEGS * skops->mss_cache &&
+				    st->cap * 8 >= share * 5)
+					ln = HOLD_LN_NEAR_BTL;
+				else
+					ln = HOLD_LN_EIGHTH;
 			} else {
 				ln = HOLD_LN_NEAR_BTL;
 				lead = HOLD_LEAD;
