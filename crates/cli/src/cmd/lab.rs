@@ -131,7 +131,7 @@ enum LabCmd {
         #[arg(long)]
         json: bool,
     },
-    /// Remove leftover tcpaccel namespaces and emulators from interrupted runs.
+    /// Remove leftover tcpaccel namespaces and emulators from interrupted runs, and their scratch directories.
     Clean {
         /// One JSON object ({"type":"clean","removed":[...]}) instead of a line per item.
         #[arg(long)]
@@ -346,7 +346,11 @@ pub(crate) fn run(args: Args) -> anyhow::Result<Verdict> {
         }
         LabCmd::Clean { json } => {
             exit::require_root("lab clean")?;
-            let removed = tcpaccel_net::clean_leftovers()?;
+            let mut removed = tcpaccel_net::clean_leftovers()?;
+            let parents = tcpaccel_lab::testbeds::scratch_parents();
+            for dir in tcpaccel_lab::testbeds::clean_scratch(&parents)? {
+                removed.push(format!("scratch directory {}", dir.display()));
+            }
             if json {
                 println!("{}", serde_json::json!({"type": "clean", "removed": removed}));
                 return Ok(Verdict::Ok);

@@ -43,6 +43,49 @@ impl Drop for ScratchDir {
     }
 }
 
+/// Where runs make their [`ScratchDir`]s: tmpfs (pacing-apps' document
+/// root) and the temporary directory (split's chain files).
+pub fn scratch_parents() -> Vec<std::path::PathBuf> {
+    vec!["/dev/shm".into(), std::env::temp_dir()]
+}
+
+/// Removes the [`ScratchDir`]s in `parents` whose process is gone (a run
+/// killed before its drop, e.g. by SIGKILL: a pacing-apps document root
+/// is a 64 GiB sparse file on tmpfs) and returns them. A scratch directory
+/// is `tcpaccel-WORD-PID-N` (WORD without a dash); anything else, and the
+/// directories of a live process, are left alone.
+pub fn clean_scratch(parents: &[std::path::PathBuf]) -> anyhow::Result<Vec<std::path::PathBuf>> {
+    use anyhow::Context;
+    let mut removed = Vec::new();
+    for parent in parents {
+        let entries = match std::fs::read_dir(parent) {
+            Ok(e) => e,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
+            Err(e) => return Err(e).with_context(|| format!("listing {}", parent.display())),
+        };
+        for e in entries.filter_map(|e| e.ok()) {
+            let Some(pid) = e.file_name().to_str().and_then(scratch_pid) else { continue };
+            if !e.path().is_dir() || std::path::Path::new("/proc").join(pid.to_string()).exists() {
+                continue;
+            }
+            std::fs::remove_dir_all(e.path()).with_context(|| format!("removing {}", e.path().display()))?;
+            removed.push(e.path());
+        }
+    }
+    Ok(removed)
+}
+
+/// The PID in a [`ScratchDir`]'s name `tcpaccel-WORD-PID-N`.
+fn scratch_pid(name: &str) -> Option<u32> {
+    let rest = name.strip_prefix("tcpaccel-")?;
+    let mut parts = rest.split('-');
+    let (word, pid, n) = (parts.next()?, parts.next()?, parts.next()?);
+    if parts.next().is_some() || word.is_empty() || n.parse::<u32>().is_err() {
+        return None;
+    }
+    pid.parse().ok()
+}
+
 /// A program on PATH or in the system directories (`/usr/sbin` holds
 /// Debian's daemons: nginx, danted, squid).
 pub fn find_bin(name: &str) -> Option<std::path::PathBuf> {
@@ -130,6 +173,44 @@ mod tests {
         let kept = a.path().to_path_buf();
         drop(a);
         assert!(!kept.exists() && b.path().is_dir());
+    }
+
+    #[test]
+    fn clean_scratch_removes_the_dirs_of_gone_processes_only() {
+        let parent = std::env::temp_dir().join(format!("tcpaccel-clean-test-{}", std::process::id()));
+        std::fs::create_dir_all(&parent).unwrap();
+        // A process that has exited: its PID is free (reuse within the
+        // test is not expected).
+        let mut child = std::process::Command::new("true").spawn().unwrap();
+        let gone = child.id();
+        child.wait().unwrap();
+        let dead = parent.join(format!("tcpaccel-apps-{gone}-0"));
+        let live = ScratchDir::new(&parent, "tcpaccel-apps").unwrap();
+        let other = parent.join(format!("tcpaccel-apps-x-{gone}-0"));
+        let file = parent.join(format!("tcpaccel-split-{gone}-1"));
+        for d in [&dead, &other] {
+            std::fs::create_dir_all(d).unwrap();
+        }
+        std::fs::write(dead.join("big"), b"x").unwrap();
+        std::fs::write(&file, b"not a directory").unwrap();
+        let removed = clean_scratch(std::slice::from_ref(&parent)).unwrap();
+        assert_eq!(removed, vec![dead.clone()]);
+        assert!(!dead.exists() && live.path().is_dir() && other.is_dir() && file.is_file());
+        // A parent that does not exist is nothing to clean.
+        assert!(clean_scratch(&[parent.join("none")]).unwrap().is_empty());
+        drop(live);
+        std::fs::remove_dir_all(&parent).unwrap();
+    }
+
+    #[test]
+    fn scratch_names_parse_strictly() {
+        assert_eq!(scratch_pid("tcpaccel-apps-123-0"), Some(123));
+        assert_eq!(scratch_pid("tcpaccel-split-9-17"), Some(9));
+        for bad in
+            ["tcpaccel-apps-123", "tcpaccel--1-0", "tcpaccel-a-b-1-0", "other-apps-1-0", "tcpaccel-apps-x-0"]
+        {
+            assert_eq!(scratch_pid(bad), None, "{bad}");
+        }
     }
 
     #[test]
