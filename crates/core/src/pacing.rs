@@ -1705,8 +1705,9 @@ mod tests {
     /// initial window's, the bottleneck within 3%, as the same slow start
     /// left unpaced finds it; its cap reaches 95% of the bottleneck within
     /// 2 s of the first ACK unpaced, 2.1 s kernel-paced (an estimate from
-    /// the initial window alone is unsure and approached more slowly). (Before the fix: an estimate of
-    /// 1.0 MB/s, and 95% not reached in the 60 000 segments.)
+    /// the initial window alone is unsure and approached more slowly).
+    /// (Before the fix: an estimate of 1.0 MB/s, and 95% not reached in
+    /// the 60 000 segments.)
     #[test]
     fn hold_estimates_the_bottleneck_under_the_kernels_own_pacing() {
         let btl = 1448 * 1_000_000_000 / 24_608; // 58.84 MB/s of payload

@@ -219,8 +219,8 @@ pub struct FidelityRecord {
     #[serde(default)]
     pub limit_emu_late_ms: f64,
     /// The longest an emulator thread of the run took to come back for its
-    /// next round beyond the sleep it asked for, wall ms (absent without an emulator, and in
-    /// older records), and its limit.
+    /// next round beyond the sleep it asked for, wall ms (absent without an
+    /// emulator, and in older records), and its limit.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub emu_away_ms: Option<f64>,
     #[serde(default)]

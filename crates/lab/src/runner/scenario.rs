@@ -278,7 +278,7 @@ impl RunCtx<'_> {
     /// and stopped inside it, so its whole life is the run's:
     /// [`crate::testbeds::emulator_timing`]); the run's fidelity verdict
     /// judges the worst noted.
-    pub fn emulator_late(&mut self, t: crate::testbeds::EmuTiming) {
+    pub fn emulator_timing(&mut self, t: crate::testbeds::EmuTiming) {
         let worst = |a: Option<Duration>, b: Option<Duration>| a.max(b);
         self.emulator = crate::testbeds::EmuTiming {
             p99: worst(self.emulator.p99, t.p99),
@@ -599,9 +599,9 @@ mod tests {
                 // time away are judged.
                 use crate::testbeds::EmuTiming;
                 let ms = |m: u64| Some(Duration::from_millis(m));
-                ctx.emulator_late(EmuTiming { p99: Some(Duration::from_micros(500)), away: ms(40) });
-                ctx.emulator_late(EmuTiming { p99: ms(3), away: ms(2) });
-                ctx.emulator_late(EmuTiming::default());
+                ctx.emulator_timing(EmuTiming { p99: Some(Duration::from_micros(500)), away: ms(40) });
+                ctx.emulator_timing(EmuTiming { p99: ms(3), away: ms(2) });
+                ctx.emulator_timing(EmuTiming::default());
             }
             Ok(())
         }

@@ -642,7 +642,7 @@ impl GatherBed {
         if let Some(s) = server.take() {
             served = stop_server(s);
         }
-        ctx.emulator_late(crate::testbeds::emulator_timing(&net.teardown().emulators));
+        ctx.emulator_timing(crate::testbeds::emulator_timing(&net.teardown().emulators));
         served?;
         if !failures.is_empty() {
             bail!("{}", failures.join("; "));

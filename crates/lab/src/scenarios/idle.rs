@@ -234,7 +234,7 @@ impl Testbed for IdleBed {
             })?
             .context("sending bursts from h1")?;
         let _ = recv.stop();
-        ctx.emulator_late(crate::testbeds::emulator_timing(&net.teardown().emulators));
+        ctx.emulator_timing(crate::testbeds::emulator_timing(&net.teardown().emulators));
         if let Some(b) = bpf {
             b.leave()?;
         }

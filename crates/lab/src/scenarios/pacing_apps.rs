@@ -532,7 +532,7 @@ impl Testbed for AppsBed {
         }
         drop(cg);
         let td = net.teardown();
-        ctx.emulator_late(crate::testbeds::emulator_timing(&td.emulators));
+        ctx.emulator_timing(crate::testbeds::emulator_timing(&td.emulators));
         let goodput = goodput?;
         let drops = td
             .emulators

@@ -298,7 +298,7 @@ impl Testbed for MptcpBed {
         let summary = sent.context("the MPTCP upload from h1")?;
         let _ = recv.stop();
         let td = net.teardown();
-        ctx.emulator_late(crate::testbeds::emulator_timing(&td.emulators));
+        ctx.emulator_timing(crate::testbeds::emulator_timing(&td.emulators));
         let mut drops = 0;
         for (name, s) in &td.emulators {
             if PATHS.contains(&name.as_str()) {

@@ -249,7 +249,7 @@ impl Testbed for WebBed {
         }
         let _received = sinks.stop();
         let td = net.teardown();
-        ctx.emulator_late(crate::testbeds::emulator_timing(&td.emulators));
+        ctx.emulator_timing(crate::testbeds::emulator_timing(&td.emulators));
         let results = results.context("running the flows")?;
         let drops = td
             .emulators

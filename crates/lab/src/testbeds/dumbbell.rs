@@ -170,7 +170,7 @@ pub fn bulk(ctx: &mut RunCtx<'_>, path: &Path2, setup: &HostSetup, duration: Dur
     }
     // The final summary (taken as the emulator stops) carries the gap sample's verdict.
     let td = net.teardown();
-    ctx.emulator_late(crate::testbeds::emulator_timing(&td.emulators));
+    ctx.emulator_timing(crate::testbeds::emulator_timing(&td.emulators));
     let emu = td
         .emulators
         .into_iter()

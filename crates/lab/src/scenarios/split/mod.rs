@@ -371,7 +371,6 @@ impl Scenario for Split {
     }
 }
 
-/// Removes the work directory (payload, configurations, logs) when the testbed goes.
 /// A file of seeded random bytes (incompressible, reproducible).
 fn write_payload(path: &Path, size: u64, seed: u64) -> Result<()> {
     let f = std::fs::File::create(path).with_context(|| format!("creating {}", path.display()))?;
@@ -687,7 +686,7 @@ impl Testbed for SplitBed {
             }
             self.keep_logs(ctx, &chain, &daemons)?;
             drop(daemons);
-            ctx.emulator_late(crate::testbeds::emulator_timing(&network.teardown().emulators));
+            ctx.emulator_timing(crate::testbeds::emulator_timing(&network.teardown().emulators));
             let mbps = r?;
             return self.record(ctx, &chain, mbps);
         }
@@ -732,7 +731,7 @@ impl Testbed for SplitBed {
         }
         self.keep_logs(ctx, &chain, &daemons)?;
         drop(daemons);
-        ctx.emulator_late(crate::testbeds::emulator_timing(&network.teardown().emulators));
+        ctx.emulator_timing(crate::testbeds::emulator_timing(&network.teardown().emulators));
         self.record(ctx, &chain, mbps)
     }
 }
