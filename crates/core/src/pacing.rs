@@ -598,8 +598,13 @@ pub struct HoldAck {
 
 /// Pure twin of `hold_cap` in `pace.bpf.c` (the cgroup pacer's `--hold`,
 /// issue 17 item 5): per-socket state and the cap on eq. (1)'s rate, in the
-/// program's integer arithmetic, on every ACK (the program runs per
-/// received segment: `BPF_SOCK_OPS_PARSE_HDR_OPT_CB`). Keep the two in step.
+/// program's integer arithmetic, on every ACK the program sees. Keep the
+/// two in step. The program sees the ACKs the kernel's slow path handles
+/// (`BPF_SOCK_OPS_PARSE_HDR_OPT_CB`: those that change the advertised
+/// window, as while a receiver's window grows in slow start, and SACKs)
+/// and one per round trip (`BPF_SOCK_OPS_RTT_CB`); in a steady transfer
+/// that is one per round trip, so its growth is by the time since the
+/// last ACK seen, and its trains are of the ACKs the slow path took.
 ///
 /// - Probe: below [`BPF_HOLD_LOW_WINDOW`] in slow start the socket stays
 ///   unpaced and the ACK trains of its bursts give a bottleneck estimate

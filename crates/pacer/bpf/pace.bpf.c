@@ -7,11 +7,16 @@
  * Rules come from user space (crates/pacer): a default rule (index 0) and
  * per-destination rules found through an LPM trie keyed by remote port and
  * address. A rule is static (a fixed on-wire rate) or dynamic (seed 000
- * eq. 1, cwnd * mss / RTT, recomputed on every segment received:
- * BPF_SOCK_OPS_PARSE_HDR_OPT_CB with BPF_SOCK_OPS_PARSE_ALL_HDR_OPT_CB_FLAG.
- * BPF_SOCK_OPS_RTT_CB alone runs once per round trip, not per ACK; there
- * the socket's fields are those before the segment is processed, one ACK
- * behind). Rates are given on the wire and turned into payload
+ * eq. 1, cwnd * mss / RTT, recomputed on the segments received that the
+ * kernel's slow path handles: BPF_SOCK_OPS_PARSE_HDR_OPT_CB with
+ * BPF_SOCK_OPS_PARSE_ALL_HDR_OPT_CB_FLAG, called from tcp_validate_incoming,
+ * which header prediction skips; there the socket's fields are those
+ * before the segment is processed, one ACK behind. ACKs that keep the
+ * advertised window take the fast path, and in a steady transfer that is
+ * all of them: then only BPF_SOCK_OPS_RTT_CB runs, once per round trip
+ * (measured: 0 parse callbacks for 5 s of a 100 Mbit/s transfer, 4-5
+ * RTT callbacks per 0.5 s at 100 ms; docs/notes/2026-11-29-hold-callbacks-and-pulses.md).
+ * Rates are given on the wire and turned into payload
  * bytes per second here, per socket, with the socket's own MSS: the pure
  * twin of this arithmetic is tcpaccel_core::pacing::bpf_payload_rate and
  * bpf_dynamic_rate, tested exactly there. Keep the two in step.
@@ -276,7 +281,8 @@ static __always_inline void on_established(struct bpf_sock_ops *skops)
 	bpf_map_update_elem(&pace_socks, &cookie, &st, BPF_ANY);
 	/* RTT callbacks (once per round trip) for static sockets too: only so
 	 * that a detach can release them (RULE_RELEASE) where no file
-	 * descriptor reaches. Dynamic ones run on every segment received. */
+	 * descriptor reaches. Dynamic ones run on every segment received
+	 * that takes the slow path too. */
 	bpf_sock_ops_cb_flags_set(skops, BPF_SOCK_OPS_RTT_CB_FLAG | BPF_SOCK_OPS_STATE_CB_FLAG |
 				  (r->kind == RULE_DYNAMIC ? BPF_SOCK_OPS_PARSE_ALL_HDR_OPT_CB_FLAG : 0));
 }
