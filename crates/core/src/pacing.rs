@@ -470,8 +470,8 @@ pub struct BpfAck {
     pub rtt_min_us: u32,
 }
 
-/// Pure twin of `dynamic_rate` in `pace.bpf.c`, run on every ACK that
-/// carries an RTT sample: [PSPacer] eq. (1), `cwnd · mss / RTT`, with the RTT
+/// Pure twin of `dynamic_rate` in `pace.bpf.c`, run where the program sees
+/// an ACK's progress (see [`BpfHold`] for which callbacks those are): [PSPacer] eq. (1), `cwnd · mss / RTT`, with the RTT
 /// corrected as [`DynamicPacer`] does (srtt minus the smoothed local
 /// queueing, never below min_rtt). The local queueing is zero here: with the
 /// kernel's internal pacing a segment waits in the socket before it is sent
@@ -599,12 +599,15 @@ pub struct HoldAck {
 /// Pure twin of `hold_cap` in `pace.bpf.c` (the cgroup pacer's `--hold`,
 /// issue 17 item 5): per-socket state and the cap on eq. (1)'s rate, in the
 /// program's integer arithmetic, on every ACK the program sees. Keep the
-/// two in step. The program sees the ACKs the kernel's slow path handles
-/// (`BPF_SOCK_OPS_PARSE_HDR_OPT_CB`: those that change the advertised
-/// window, as while a receiver's window grows in slow start, and SACKs)
-/// and one per round trip (`BPF_SOCK_OPS_RTT_CB`); in a steady transfer
-/// that is one per round trip, so its growth is by the time since the
-/// last ACK seen, and its trains are of the ACKs the slow path took.
+/// two in step. The program runs for every segment the socket sends
+/// (`BPF_SOCK_OPS_HDR_OPT_LEN_CB`) and acts on those that see new bytes
+/// acked: an ACK-clocked sender sends on each ACK, so its trains are made
+/// of the ACKs themselves at their arrival; a kernel-paced one is seen at
+/// its pacing times. Besides, once per round trip (`BPF_SOCK_OPS_RTT_CB`)
+/// and on the ACKs the kernel's slow path handles
+/// (`BPF_SOCK_OPS_PARSE_HDR_OPT_CB`, the only view of a segment where the
+/// kernel skips the segment-sent callback: options that leave no room). Growth is by the
+/// time since the last ACK seen, so how many it sees does not set it.
 ///
 /// - Probe: below [`BPF_HOLD_LOW_WINDOW`] in slow start the socket stays
 ///   unpaced and the ACK trains of its bursts give a bottleneck estimate

@@ -16,7 +16,7 @@
 	S(rule, 16)           \
 	S(rule_stats, 48)     \
 	S(dst_key, 24)        \
-	S(sock_state, 144)
+	S(sock_state, 152)
 
 #define ABI_FIELDS_rule(F)              \
 	F(rule, kind, 0, __u32)         \
@@ -57,7 +57,8 @@
 	F(sock_state, btl_bytes, 112, __u64)      \
 	F(sock_state, win_cap, 120, __u64)        \
 	F(sock_state, last_cap, 128, __u64)       \
-	F(sock_state, sent_cap, 136, __u64)
+	F(sock_state, sent_cap, 136, __u64)       \
+	F(sock_state, seen_acked, 144, __u64)
 
 /*
  * The Rust side's domain types (crates/bpf-abi-gen; the C program never

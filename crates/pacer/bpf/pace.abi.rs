@@ -256,7 +256,7 @@ impl ::tcpaccel_sys::bpf::Plain for crate::abi::DstKey {
     }
 }
 
-/// `struct sock_state` (144 bytes), field for field as in crates/pacer/bpf/pace.abi.h.
+/// `struct sock_state` (152 bytes), field for field as in crates/pacer/bpf/pace.abi.h.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub(crate) struct SockState {
     pub(crate) rule: u32,
@@ -279,6 +279,7 @@ pub(crate) struct SockState {
     pub(crate) win_cap: u64,
     pub(crate) last_cap: u64,
     pub(crate) sent_cap: u64,
+    pub(crate) seen_acked: u64,
 }
 
 #[repr(C)]
@@ -304,8 +305,9 @@ struct SockStateLayout {
     win_cap: u64,
     last_cap: u64,
     sent_cap: u64,
+    seen_acked: u64,
 }
-const _: () = assert!(::core::mem::size_of::<SockStateLayout>() == 144);
+const _: () = assert!(::core::mem::size_of::<SockStateLayout>() == 152);
 const _: () = assert!(::core::mem::offset_of!(SockStateLayout, rule) == 0);
 const _: () = assert!(::core::mem::offset_of!(SockStateLayout, rate) == 4);
 const _: () = assert!(::core::mem::offset_of!(SockStateLayout, updates) == 8);
@@ -326,9 +328,10 @@ const _: () = assert!(::core::mem::offset_of!(SockStateLayout, btl_bytes) == 112
 const _: () = assert!(::core::mem::offset_of!(SockStateLayout, win_cap) == 120);
 const _: () = assert!(::core::mem::offset_of!(SockStateLayout, last_cap) == 128);
 const _: () = assert!(::core::mem::offset_of!(SockStateLayout, sent_cap) == 136);
+const _: () = assert!(::core::mem::offset_of!(SockStateLayout, seen_acked) == 144);
 
 impl SockState {
-    pub(crate) const SIZE: usize = 144;
+    pub(crate) const SIZE: usize = 152;
     /// Writes the struct into the first `SIZE` bytes of `b`.
     pub(crate) fn write(&self, b: &mut [u8]) {
         b[0..4].copy_from_slice(&self.rule.to_ne_bytes());
@@ -351,6 +354,7 @@ impl SockState {
         b[120..128].copy_from_slice(&self.win_cap.to_ne_bytes());
         b[128..136].copy_from_slice(&self.last_cap.to_ne_bytes());
         b[136..144].copy_from_slice(&self.sent_cap.to_ne_bytes());
+        b[144..152].copy_from_slice(&self.seen_acked.to_ne_bytes());
     }
     /// Reads the struct from the first `SIZE` bytes of `b`.
     pub(crate) fn read(b: &[u8]) -> Self {
@@ -455,13 +459,18 @@ impl SockState {
             a.copy_from_slice(&b[136..144]);
             v.sent_cap = u64::from_ne_bytes(a);
         }
+        {
+            let mut a = [0u8; 8];
+            a.copy_from_slice(&b[144..152]);
+            v.seen_acked = u64::from_ne_bytes(a);
+        }
         v
     }
 }
 
 impl ::core::convert::From<&crate::abi::SockState> for SockState {
     fn from(value: &crate::abi::SockState) -> SockState {
-        let crate::abi::SockState { rule, rate, updates, hold } = value;
+        let crate::abi::SockState { rule, rate, updates, hold, seen_acked } = value;
         let tcpaccel_core::pacing::BpfHold { win_start_ns, win_acked, dlv_rate, cap, cap_ns, full_dlv, full_cnt, full, train_ns, train_acked, last_ns, last_acked, btl_rate, btl_bytes, win_cap, last_cap, sent_cap } = hold;
         SockState {
             rule: *rule,
@@ -484,18 +493,20 @@ impl ::core::convert::From<&crate::abi::SockState> for SockState {
             win_cap: *win_cap,
             last_cap: *last_cap,
             sent_cap: *sent_cap,
+            seen_acked: *seen_acked,
         }
     }
 }
 
 impl ::core::convert::From<SockState> for crate::abi::SockState {
     fn from(value: SockState) -> crate::abi::SockState {
-        let SockState { rule, rate, updates, win_start_ns, win_acked, dlv_rate, cap, cap_ns, full_dlv, full_cnt, full, train_ns, train_acked, last_ns, last_acked, btl_rate, btl_bytes, win_cap, last_cap, sent_cap } = value;
+        let SockState { rule, rate, updates, win_start_ns, win_acked, dlv_rate, cap, cap_ns, full_dlv, full_cnt, full, train_ns, train_acked, last_ns, last_acked, btl_rate, btl_bytes, win_cap, last_cap, sent_cap, seen_acked } = value;
         crate::abi::SockState {
             rule,
             rate,
             updates,
             hold: tcpaccel_core::pacing::BpfHold { win_start_ns, win_acked, dlv_rate, cap, cap_ns, full_dlv, full_cnt, full: full != 0, train_ns, train_acked, last_ns, last_acked, btl_rate, btl_bytes, win_cap, last_cap, sent_cap },
+            seen_acked,
         }
     }
 }

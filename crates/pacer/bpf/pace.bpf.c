@@ -7,15 +7,20 @@
  * Rules come from user space (crates/pacer): a default rule (index 0) and
  * per-destination rules found through an LPM trie keyed by remote port and
  * address. A rule is static (a fixed on-wire rate) or dynamic (seed 000
- * eq. 1, cwnd * mss / RTT, recomputed on the segments received that the
- * kernel's slow path handles: BPF_SOCK_OPS_PARSE_HDR_OPT_CB with
- * BPF_SOCK_OPS_PARSE_ALL_HDR_OPT_CB_FLAG, called from tcp_validate_incoming,
- * which header prediction skips; there the socket's fields are those
- * before the segment is processed, one ACK behind. ACKs that keep the
- * advertised window take the fast path, and in a steady transfer that is
- * all of them: then only BPF_SOCK_OPS_RTT_CB runs, once per round trip
- * (measured: 0 parse callbacks for 5 s of a 100 Mbit/s transfer, 4-5
- * RTT callbacks per 0.5 s at 100 ms; docs/notes/2026-11-29-hold-callbacks-and-pulses.md).
+ * eq. 1, cwnd * mss / RTT, recomputed where an ACK's progress shows).
+ * A program sees few ACKs as such: BPF_SOCK_OPS_PARSE_HDR_OPT_CB (with
+ * BPF_SOCK_OPS_PARSE_ALL_HDR_OPT_CB_FLAG) runs from tcp_validate_incoming,
+ * which header prediction skips, with the socket's fields of before the
+ * segment; ACKs that keep the advertised window take the fast path, and
+ * in a steady transfer that is all of them (measured: 0 parse callbacks
+ * for 5 s of a 100 Mbit/s transfer; BPF_SOCK_OPS_RTT_CB 4-5 per 0.5 s at
+ * 100 ms; docs/notes/2026-11-29-hold-callbacks-and-pulses.md). So the
+ * program also runs for every segment the socket sends
+ * (BPF_SOCK_OPS_HDR_OPT_LEN_CB with BPF_SOCK_OPS_WRITE_HDR_OPT_CB_FLAG,
+ * reserving no option space), with the socket's fields after the ACKs
+ * received so far: an ACK-clocked sender sends on each ACK, a
+ * kernel-paced one at its pacing times. Of those callbacks it acts on the
+ * ones that see new bytes acked (sock_state.seen_acked).
  * Rates are given on the wire and turned into payload
  * bytes per second here, per socket, with the socket's own MSS: the pure
  * twin of this arithmetic is tcpaccel_core::pacing::bpf_payload_rate and
@@ -105,6 +110,10 @@ struct sock_state {
 	__u64 win_cap;
 	__u64 last_cap;
 	__u64 sent_cap;
+	/* bytes_acked when a segment-time callback last ran the rule: a
+	 * segment sent (HDR_OPT_LEN_CB) or received (PARSE_HDR_OPT_CB) with no
+	 * ACK progress since is skipped (on_ack). */
+	__u64 seen_acked;
 };
 
 /* The structs above against the ABI table (pace.abi.h). */
@@ -281,10 +290,15 @@ static __always_inline void on_established(struct bpf_sock_ops *skops)
 	bpf_map_update_elem(&pace_socks, &cookie, &st, BPF_ANY);
 	/* RTT callbacks (once per round trip) for static sockets too: only so
 	 * that a detach can release them (RULE_RELEASE) where no file
-	 * descriptor reaches. Dynamic ones run on every segment received
-	 * that takes the slow path too. */
+	 * descriptor reaches. Dynamic ones run on every segment sent as well
+	 * (HDR_OPT_LEN_CB; the program reserves no option space), which is
+	 * where the socket sees an ACK's progress in a steady transfer, and on
+	 * every segment received that takes the slow path (PARSE_HDR_OPT_CB):
+	 * the kernel skips the segment-sent callback where the options leave
+	 * no room (timestamps, SACK blocks, an MPTCP subflow's DSS). */
 	bpf_sock_ops_cb_flags_set(skops, BPF_SOCK_OPS_RTT_CB_FLAG | BPF_SOCK_OPS_STATE_CB_FLAG |
-				  (r->kind == RULE_DYNAMIC ? BPF_SOCK_OPS_PARSE_ALL_HDR_OPT_CB_FLAG : 0));
+				  (r->kind == RULE_DYNAMIC ? BPF_SOCK_OPS_PARSE_ALL_HDR_OPT_CB_FLAG |
+				   BPF_SOCK_OPS_WRITE_HDR_OPT_CB_FLAG : 0));
 }
 
 /* A socket past --hold's probe leaves: its rule's count of held sockets
@@ -671,7 +685,10 @@ static __always_inline __u64 hold_cap(struct bpf_sock_ops *skops, struct sock_st
 	return rate < st->cap ? rate : st->cap;
 }
 
-static __always_inline void on_ack(struct bpf_sock_ops *skops)
+/* `segment`: a segment-time callback (one sent or one received), which
+ * acts only on ACK progress since the last one; the RTT callback always
+ * acts. */
+static __always_inline void on_ack(struct bpf_sock_ops *skops, int segment)
 {
 	__u64 cookie = bpf_get_socket_cookie(skops);
 	struct sock_state *st = bpf_map_lookup_elem(&pace_socks, &cookie);
@@ -680,6 +697,11 @@ static __always_inline void on_ack(struct bpf_sock_ops *skops)
 
 	if (!st)
 		return;
+	__u64 acked = skops->bytes_acked;
+
+	if (segment && acked == st->seen_acked)
+		return;
+	st->seen_acked = acked;
 	idx = st->rule;
 	r = bpf_map_lookup_elem(&pace_rules, &idx);
 	if (!r)
@@ -717,7 +739,10 @@ int tcpaccel_pace(struct bpf_sock_ops *skops)
 		break;
 	case BPF_SOCK_OPS_RTT_CB:
 	case BPF_SOCK_OPS_PARSE_HDR_OPT_CB:
-		on_ack(skops);
+	case BPF_SOCK_OPS_HDR_OPT_LEN_CB:
+		/* One call site: on_ack is inlined, and twice over the
+		 * verifier's limit. */
+		on_ack(skops, skops->op != BPF_SOCK_OPS_RTT_CB);
 		break;
 	case BPF_SOCK_OPS_STATE_CB:
 		if (skops->args[1] == BPF_TCP_CLOSE) {

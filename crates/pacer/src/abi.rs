@@ -82,6 +82,9 @@ pub struct SockState {
     /// RULE_HOLD only: the delivery-rate window, the cap, the full-pipe
     /// test and the bottleneck probe.
     pub hold: BpfHold,
+    /// `bytes_acked` when a segment-time callback last acted: the program
+    /// skips one that sees no new bytes acked.
+    pub seen_acked: u64,
 }
 
 #[cfg(test)]
@@ -141,13 +144,14 @@ mod tests {
 
         let hold =
             BpfHold { dlv_rate: 3, full_cnt: 2, full: true, train_ns: 5, btl_bytes: 9, ..BpfHold::default() };
-        let s = SockState { rule: 7, rate: 11, updates: 13, hold };
+        let s = SockState { rule: 7, rate: 11, updates: 13, hold, seen_acked: 17 };
         let mut b = vec![0xAAu8; SockState::SIZE];
         s.write(&mut b);
         let at = |f: &str| b[field("sock_state", f)].to_vec();
         assert_eq!(at("dlv_rate"), 3u64.to_ne_bytes());
         assert_eq!(at("full"), 1u32.to_ne_bytes());
         assert_eq!(at("btl_bytes"), 9u64.to_ne_bytes());
+        assert_eq!(at("seen_acked"), 17u64.to_ne_bytes());
         assert_eq!(SockState::read(&b), s);
     }
 

@@ -174,6 +174,48 @@ fn root_held_sockets_are_counted_until_they_close() {
     r0.join().unwrap();
 }
 
+/// Segments the namespace `node` has sent (`Tcp: OutSegs`; per skb, so per
+/// segment with the path's offloads off).
+fn out_segs(net: &Network, node: &str) -> u64 {
+    let snmp = net.run_in(node, || std::fs::read_to_string("/proc/thread-self/net/snmp")).unwrap().unwrap();
+    let mut tcp = snmp.lines().filter(|l| l.starts_with("Tcp:"));
+    let (names, values) = (tcp.next().expect("Tcp: names"), tcp.next().expect("Tcp: values"));
+    let at = names.split_whitespace().position(|n| n == "OutSegs").expect("OutSegs in /proc/net/snmp");
+    values.split_whitespace().nth(at).unwrap().parse().unwrap()
+}
+
+/// A dynamic rule's program runs for every segment its socket sends
+/// (`HDR_OPT_LEN_CB`), not only on the ACKs the kernel's slow path takes
+/// and once per round trip: header prediction hides a steady transfer's
+/// ACKs from the parse callback, and the hold then saw one ACK per round
+/// trip. 4 MB over the shaped path: the program runs at least 0.9 times
+/// per segment the sender's namespace sent. Without the segment-sent
+/// callback it could run at most once per ACK received (delayed ACKs: about
+/// one per two segments) plus once per round trip.
+#[test]
+fn root_a_dynamic_rule_runs_for_every_segment_sent() {
+    tcpaccel_sys::testing::require_root();
+    let _stats = tcpaccel_sys::bpf::enable_stats().expect("BPF run-time statistics");
+    let net = Network::up(&shaped_path()).expect("network up");
+    let cg = TempCgroup::create(&unique("per-segment")).unwrap();
+    let a = attach(&cg.cgroup, &PaceConfig::parse("dynamic", &[], None).unwrap()).unwrap();
+    let listener = net.run_in("rcv", || TcpListener::bind("10.9.0.2:0")).unwrap().unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let (segs0, runs0) = (out_segs(&net, "snd"), a.prog_stats().unwrap().run_cnt);
+    let script = format!("exec 3<>/dev/tcp/10.9.0.2/{port} && head -c 4000000 /dev/zero >&3");
+    let mut cmd = net.exec("snd", &["bash", "-c", &script]).unwrap();
+    command_into_cgroup(&mut cmd, cg.cgroup.procs().unwrap());
+    let mut child = cmd.spawn().expect("spawn bash");
+    let (mut s, _) = listener.accept().unwrap();
+    let got = std::io::copy(&mut s, &mut std::io::sink()).unwrap();
+    assert!(child.wait().unwrap().success(), "the bash sender failed");
+    assert_eq!(got, 4_000_000);
+    let (segs, runs) = (out_segs(&net, "snd") - segs0, a.prog_stats().unwrap().run_cnt - runs0);
+    a.detach().unwrap();
+    assert!(segs >= 4_000_000 / 1448, "{segs} segments sent");
+    assert!(runs * 10 >= segs * 9, "{runs} runs of the program for {segs} segments sent");
+}
+
 #[test]
 fn root_rules_pick_by_destination_and_port() {
     tcpaccel_sys::testing::require_root();

@@ -8,7 +8,8 @@
 //!   spacing frames costs in timer wake-ups and per-packet stack work;
 //! - `static-bpf`: the cgroup pacer sets the same cap once per connection
 //!   and is then called on every RTT sample only to check for a detach;
-//! - `dynamic-bpf`: [PSPacer] eq. (1) recomputed on every ACK, capped at the
+//! - `dynamic-bpf`: [PSPacer] eq. (1) recomputed on each ACK's progress (seen
+//!   as the socket sends its next segment), capped at the
 //!   same rate (`dynamic:RATE`);
 //! - `dynamic-bpf-hold`: the same with the delivery-rate hold.
 //!

@@ -15,7 +15,8 @@
 //!
 //! Variants: `none` (unpaced MPTCP: each subflow fills its path),
 //! `static-bpf` (one rule, `static:PACE`, applied to every subflow) and
-//! `dynamic-bpf` ([PSPacer] eq. 1 per subflow, on every ACK) and
+//! `dynamic-bpf` ([PSPacer] eq. 1 per subflow, recomputed on each ACK's
+//! progress the program sees) and
 //! `dynamic-bpf-hold` (the same with the pacer's `--hold`, per subflow).
 //! The paced rate is measured where it counts, on the wire of each path:
 //! what arrived at each emulator's queue from h1 (frame bytes plus the
