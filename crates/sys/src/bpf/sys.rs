@@ -173,7 +173,8 @@ fn prog_load(name: &str, prog_type: u32, attach: u32, insns: &[u8], license: &CS
     match attempt(None) {
         // SAFETY: a fresh fd from the kernel, owned by no one else.
         Ok(fd) => Ok(unsafe { OwnedFd::from_raw_fd(fd as RawFd) }),
-        Err(e) if e.raw_os_error() == Some(libc::EINVAL) || e.raw_os_error() == Some(libc::EACCES) => {
+        // E2BIG: the verifier gave up on the program's paths (too complex).
+        Err(e) if matches!(e.raw_os_error(), Some(libc::EINVAL | libc::EACCES | libc::E2BIG)) => {
             // Run again with the verifier's log to say why.
             let mut log = vec![0u8; 1 << 20];
             let _ = attempt(Some(&mut log));
