@@ -590,9 +590,6 @@ pub struct HoldAck {
     pub snd_cwnd: u32,
     pub snd_ssthresh: u32,
     pub mss_cache: u32,
-    /// `snd_nxt - snd_una`: bytes sent and not yet acked. Over srtt, the
-    /// rate the socket sent at in the last round trip.
-    pub inflight: u64,
     /// This socket and the rule's other open sockets past their probe
     /// (the program's `held` count in the rule's stats, plus one while this
     /// one is still probing); at least 1.
@@ -633,10 +630,7 @@ pub struct HoldAck {
 ///   least half the cap; not in slow start below half the estimate in the
 ///   two srtt after the probe, where it is the probe's bursts draining):
 ///   the cap falls to 31/32 of the delivery rate, and an estimate below
-///   that delivery rate (the bottleneck's, with a queue standing) rises to it;
-///   an estimate above twice that delivery rate times the held flows falls
-///   to it (a train of compressed ACKs: 8 and 9 times a 100 Mbit/s
-///   bottleneck in two of 15 runs).
+///   that delivery rate (the bottleneck's, with a queue standing) rises to it.
 /// - Unsure estimate (issue 47): one from a train of fewer than
 ///   [`BPF_HOLD_SURE_TRAIN_SEGS`] segments (a kernel-paced socket's
 ///   initial window, which came back at 1.04–2.04 times the bottleneck)
@@ -836,12 +830,9 @@ impl BpfHold {
         let draining = probing && now.wrapping_sub(self.last_ns) < srtt * 2000;
         let rate = if fast && (draining || !ss_queue) { ss_rate } else { rate };
         let div = if fast { HOLD_SS_DIV } else { HOLD_CA_DIV };
-        // A delivery rate under half the cap, where the socket also sent
-        // under half of it over the last round trip (in flight over srtt),
-        // says it was limited by something else (its window, the receiver,
-        // the application): then a queue is no sign that its own rate is
-        // too high. One that sent at the cap and delivered under half of
-        // it overshot the bottleneck (a high estimate).
+        // A delivery rate under half the cap says the socket was limited by
+        // something else (its window, the receiver, the application): then
+        // a queue is no sign that its own rate is too high.
         // And a delivery rate that kept up with the cap (within 1/64) says
         // the cap is not what queued: a queue the cap made holds the
         // delivery at the bottleneck's rate, below the cap. Under a loaded
@@ -849,9 +840,8 @@ impl BpfHold {
         // 130 KB, and each such cut held an HTTP download lower. Such a
         // queue (and one that drains below a cap already cut) stops the
         // cap's growth, not more.
-        let sending = a.inflight * 1_000_000 / srtt;
         let queue_seen = !draining
-            && self.dlv_rate.max(sending) * 2 >= self.cap
+            && self.dlv_rate * 2 >= self.cap
             && queue > BPF_HOLD_MIN_QUEUE_US
             && queue * div > min_rtt;
         // The cap a window's bytes were sent under is the cap at the
@@ -911,25 +901,12 @@ impl BpfHold {
             }
         }
         if queued {
-            // A round trip that delivered nothing (fast recovery, whose
-            // queue no cap made) cuts nothing; and never 0: a cap of 0 is
-            // the probe's state.
-            let hold = self.dlv_rate * 31 / 32;
-            if hold != 0 {
-                self.cap = self.cap.min(hold);
-            }
+            // Never 0: a cap of 0 is the probe's state.
+            self.cap = self.cap.min((self.dlv_rate * 31 / 32).max(1));
             // With a queue standing the delivery rate is the bottleneck's:
             // an estimate below it was low.
             if self.btl_rate != 0 && self.dlv_rate > self.btl_rate {
                 self.btl_rate = self.dlv_rate;
-            }
-            // And one above twice what the flows deliver (this one's rate
-            // times their number) was high (a train of compressed ACKs):
-            // left there, the cap would grow back into the queue after
-            // each cut.
-            let delivered = self.dlv_rate * a.flows.max(1);
-            if delivered != 0 && self.btl_rate / 2 > delivered {
-                self.btl_rate = delivered;
             }
         } else if rate >= self.cap && !probing && !queue_seen {
             let dt_us = (now.wrapping_sub(self.cap_ns) / 1000).min(srtt);
@@ -1270,7 +1247,6 @@ mod tests {
             snd_cwnd: 100,
             snd_ssthresh: u32::MAX,
             mss_cache: 1448,
-            inflight: 0,
             flows: 1,
         }
     }
@@ -1684,7 +1660,6 @@ mod tests {
                         snd_cwnd: cwnd as u32,
                         snd_ssthresh: u32::MAX,
                         mss_cache: mss as u32,
-                        inflight: (sent - acked) * mss,
                         flows: 1,
                     };
                     let r = f(eq1, 2 * eq1, a);
@@ -1835,7 +1810,7 @@ mod tests {
         let mut delivered = vec![0u64; rtt_ms];
         let mut qdelay = vec![0u64; rtt_ms];
         let (mut queue, mut total, mut dropped, mut rate) = (0u64, 0u64, 0u64, 0u64);
-        let (mut reached, mut sent) = (None, 0u64);
+        let mut reached = None;
         for t in 0..ms {
             // This millisecond's ACKs: what was delivered one RTT ago.
             let k = t as usize % rtt_ms;
@@ -1847,7 +1822,6 @@ mod tests {
                 snd_cwnd: 20_000,
                 snd_ssthresh: if t < ssthresh_at_ms { u32::MAX } else { 500 },
                 mss_cache: 1448,
-                inflight: sent - delivered[k],
                 flows: 1,
             };
             // Eq. (1) with a window far above the path's: the cap binds.
@@ -1861,7 +1835,6 @@ mod tests {
             }
             // The bottleneck over this millisecond.
             let arrived = rate / 1000;
-            sent += arrived;
             let served = btl / 1000;
             let backlog = queue + arrived;
             let out = backlog.min(served);
@@ -1919,49 +1892,6 @@ mod tests {
         let (reached, dropped, end) = paced_writer_run(btl, 1_000_000, btl, 800, 6_000);
         assert!(reached.is_some_and(|r| r <= 1_500) && dropped == 0, "{reached:?} {dropped}");
         assert_eq!(end, btl);
-    }
-
-    /// Issue 47, on the per-segment clock: two quick runs of 15 took the
-    /// initial window's train, its ACKs come in compressed, for 8 and 9
-    /// times the 100 Mbit/s bottleneck (567 and 2196 drops; 2900 unpaced).
-    /// Slow start followed half of that; the socket then delivered under
-    /// half its cap, which passed for a socket limited by something else,
-    /// so the queue was never the cap's. A socket that also *sent* at the
-    /// cap over the last round trip (in flight over srtt) overshot: the cap
-    /// falls to 31/32 of the delivery rate and the estimate, above twice
-    /// it, falls to it. One that sent little (the application's limit)
-    /// keeps both.
-    #[test]
-    fn hold_lowers_a_high_estimate_where_it_sent_at_the_cap_and_delivered_under_half() {
-        // An estimate of 80 MB/s, the cap at 40, 10 delivered (the window
-        // before delivered 9), 5 ms of queue on the 100 ms path.
-        let h =
-            BpfHold { btl_rate: 80_000_000, dlv_rate: 10_000_000, full_dlv: 9_000_000, ..held(40_000_000) };
-        // 4.2 MB in flight over 105 ms: sent at the cap.
-        let mut sent = h;
-        let a = HoldAck { inflight: 4_200_000, ..hack(51_000, 0, 105_000) };
-        assert_eq!(sent.on_ack(u64::MAX, u64::MAX, a), 9_687_500);
-        assert_eq!((sent.cap, sent.btl_rate), (9_687_500, 10_000_000));
-        // 0.5 MB in flight (4.8 MB/s sent): limited elsewhere; the estimate
-        // stays and the cap grows by an eighth per srtt over the 50 ms.
-        let mut limited = h;
-        let a = HoldAck { inflight: 500_000, ..hack(51_000, 0, 105_000) };
-        assert_eq!(
-            limited.on_ack(u64::MAX, u64::MAX, a),
-            40_000_000 + 40_000_000 * 120 / 1024 * 50_000 / 105_000
-        );
-        assert_eq!(limited.btl_rate, 80_000_000);
-        // Two flows held: the bottleneck is both flows' delivery, 20 MB/s.
-        let mut two = BpfHold { btl_rate: 160_000_000, ..h };
-        let a = HoldAck { inflight: 4_200_000, flows: 2, ..hack(51_000, 0, 105_000) };
-        two.on_ack(u64::MAX, u64::MAX, a);
-        assert_eq!((two.cap, two.btl_rate), (9_687_500, 20_000_000));
-        // A round trip that delivered nothing (fast recovery: snd_una
-        // stood still while SACKs came) cuts neither.
-        let mut stalled = BpfHold { dlv_rate: 0, ..h };
-        let a = HoldAck { inflight: 4_200_000, ..hack(51_000, 0, 105_000) };
-        stalled.on_ack(u64::MAX, u64::MAX, a);
-        assert_eq!((stalled.cap, stalled.btl_rate), (40_000_000, 80_000_000));
     }
 
     /// Issue 47: the initial window's train of a kernel-paced socket came

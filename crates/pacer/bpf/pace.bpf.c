@@ -377,9 +377,7 @@ static __always_inline void release(struct bpf_sock_ops *skops, __u32 rule_idx, 
  *   bursts draining): the cap falls to 31/32 of the delivery rate (payload
  *   bytes acked per srtt), so the queue drains instead of growing into
  *   the buffer, and growth goes on from there; an estimate below that
- *   delivery rate (the bottleneck's, with a queue standing) rises to it;
- *   an estimate above twice that delivery rate times the held flows falls
- *   to it (a train of compressed ACKs).
+ *   delivery rate (the bottleneck's, with a queue standing) rises to it.
  *   A queue with a delivery rate within 1/64 of the cap is not the cap's
  *   doing (host noise; a queue draining below a cap already cut): it
  *   stops the cap's growth and counts for the full-pipe test, no cut.
@@ -577,15 +575,10 @@ static __always_inline __u64 hold_cap(struct bpf_sock_ops *skops, struct sock_st
 	int draining = probing && now - st->last_ns < (__u64)srtt * 2000;
 	if (fast && (draining || !ss_queue))
 		rate = ss_rate;
-	/* A delivery rate under half the cap, where the socket also sent
-	 * under half of it over the last round trip (in flight over srtt),
-	 * says it was limited by something else (its window, the receiver,
-	 * the application): then a queue is no sign that its own rate is too
-	 * high. One that sent at the cap and delivered under half of it
-	 * overshot the bottleneck (a high estimate). */
-	__u64 sending = (__u64)(skops->snd_nxt - skops->snd_una) * 1000000 / srtt;
-	__u64 kept = st->dlv_rate > sending ? st->dlv_rate : sending;
-	int queue_seen = !draining && kept * 2 >= st->cap && queue > HOLD_MIN_QUEUE_US &&
+	/* A delivery rate under half the cap says the socket was limited by
+	 * something else (its window, the receiver, the application): then a
+	 * queue is no sign that its own rate is too high. */
+	int queue_seen = !draining && st->dlv_rate * 2 >= st->cap && queue > HOLD_MIN_QUEUE_US &&
 			 queue * (fast ? HOLD_SS_DIV : HOLD_CA_DIV) > min_rtt;
 	/* And a delivery rate that kept up with the cap (within 1/64) says
 	 * the cap is not what queued: a queue the cap made holds the delivery
@@ -613,8 +606,7 @@ static __always_inline __u64 hold_cap(struct bpf_sock_ops *skops, struct sock_st
 	int deep = queue * HOLD_DEEP_DIV > min_rtt && st->dlv_rate * 64 < st->cap * 63 &&
 		   (st->full ? st->dlv_rate * 8 >= st->cap * 7 : st->dlv_rate != st->full_dlv);
 	int queued = queue_seen && (short_fall || deep);
-	/* (A delivery rate of 0 shows a queue only where the socket sent at
-	 * the cap, and cuts nothing below.) */
+	/* (A delivery rate of 0 never shows a queue: queue_seen.) */
 	if (probing && !queued) {
 		__u64 follow = rate < share / 2 ? rate : share / 2;
 
@@ -641,20 +633,10 @@ static __always_inline __u64 hold_cap(struct bpf_sock_ops *skops, struct sock_st
 		 * an estimate below it was low. */
 		if (st->btl_rate && st->dlv_rate > st->btl_rate)
 			st->btl_rate = st->dlv_rate;
-		/* And one above twice what the flows deliver (this one's rate
-		 * times their number) was high (a train of compressed ACKs):
-		 * left there, the cap would grow back into the queue after
-		 * each cut. */
-		__u64 delivered = st->dlv_rate * flows;
 
-		if (st->btl_rate / 2 > delivered)
-			st->btl_rate = delivered ? delivered : st->btl_rate;
-
-		/* A round trip that delivered nothing (fast recovery, whose
-		 * queue no cap made) cuts nothing; and never 0: a cap of 0 is
-		 * the probe's state. */
+		/* Never 0: a cap of 0 is the probe's state. */
 		if (hold == 0)
-			hold = st->cap;
+			hold = 1;
 		if (st->cap > hold)
 			st->cap = hold;
 	} else if (rate >= st->cap && !probing && !queue_seen) {
