@@ -77,9 +77,9 @@ impl BpfPacing {
 /// keeps every paced socket's state. Sockets are numbered from 1 in the
 /// order first seen; time 0 is the first sample that found one (within one
 /// sampling interval of its connection). The one sampler of the hold's
-/// state: `pacing` (the lab's own sender, one paced socket) and
+/// state: `pacing` (the lab's own sender, one paced socket),
 /// `pacing-apps` (programs with a control connection beside the data, or
-/// several) record what it returns.
+/// several) and `pacing-web` (a socket per flow) record what it returns.
 pub struct HoldTrace {
     stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
     thread: std::thread::JoinHandle<Result<Vec<HoldSample>>>,
@@ -150,6 +150,29 @@ impl HoldTrace {
         self.stop.store(true, std::sync::atomic::Ordering::Relaxed);
         self.thread.join().map_err(|_| anyhow::anyhow!("the hold's sampling thread panicked"))?
     }
+}
+
+/// Records a [`HoldTrace`]'s samples as a run's `hold_*` series,
+/// one per socket (`hold_cap_mbps/s1`, …): `hold_rate_mbps` (the cap set
+/// on the socket), `hold_cap_mbps`, `hold_btl_mbps` (the probe's
+/// bottleneck estimate, 0 while none), `hold_btl_kb` (the bytes of the
+/// ACK train it came from), `hold_dlv_mbps` (delivery per srtt)
+/// and `hold_full`.
+pub fn record_hold(ctx: &mut crate::runner::scenario::RunCtx<'_>, samples: &[HoldSample]) -> Result<()> {
+    let mbps = |b: u64| b as f64 * 8.0 / 1e6;
+    for s in samples {
+        for (name, v) in [
+            ("hold_rate_mbps", mbps(s.rate)),
+            ("hold_cap_mbps", mbps(s.cap)),
+            ("hold_btl_mbps", mbps(s.btl_rate)),
+            ("hold_btl_kb", s.btl_bytes as f64 / 1e3),
+            ("hold_dlv_mbps", mbps(s.dlv_rate)),
+            ("hold_full", f64::from(u8::from(s.full))),
+        ] {
+            ctx.sample(&format!("{name}/s{}", s.sock), s.t_s, v)?;
+        }
+    }
+    Ok(())
 }
 
 impl Drop for BpfPacing {

@@ -27,7 +27,7 @@
 //! paced socket every 100 ms ([`HoldTrace`], recorded as `hold_*` series,
 //! one per socket: `hold_cap_mbps/s1`, …).
 
-use crate::engines::cgroup_pacer::{HoldSample, HoldTrace};
+use crate::engines::cgroup_pacer::{record_hold, HoldTrace};
 use crate::runner::claims::{Claim, Goal, Measure, GOAL_BENCH};
 use crate::runner::records::MetricSpec;
 use crate::runner::scenario::{ParamSpec, Params, RunConfig, RunCtx, Scenario, Testbed};
@@ -476,29 +476,6 @@ pub fn ramp_to_final(bins: &[MeterBin]) -> Option<f64> {
     let last = windows[windows.len() - n..].iter().sum::<f64>() / n as f64;
     let w = windows.iter().position(|x| *x >= 0.95 * last)?;
     Some((w + 1) as f64 * WINDOW_S)
-}
-
-/// Records a [`HoldTrace`]'s samples as this scenario's `hold_*` series,
-/// one per socket (`hold_cap_mbps/s1`, …): `hold_rate_mbps` (the cap set
-/// on the socket), `hold_cap_mbps`, `hold_btl_mbps` (the probe's
-/// bottleneck estimate, 0 while none), `hold_btl_kb` (the bytes of the
-/// ACK train it came from), `hold_dlv_mbps` (delivery per srtt)
-/// and `hold_full`.
-fn record_hold(ctx: &mut RunCtx<'_>, samples: &[HoldSample]) -> Result<()> {
-    let mbps = |b: u64| b as f64 * 8.0 / 1e6;
-    for s in samples {
-        for (name, v) in [
-            ("hold_rate_mbps", mbps(s.rate)),
-            ("hold_cap_mbps", mbps(s.cap)),
-            ("hold_btl_mbps", mbps(s.btl_rate)),
-            ("hold_btl_kb", s.btl_bytes as f64 / 1e3),
-            ("hold_dlv_mbps", mbps(s.dlv_rate)),
-            ("hold_full", f64::from(u8::from(s.full))),
-        ] {
-            ctx.sample(&format!("{name}/s{}", s.sock), s.t_s, v)?;
-        }
-    }
-    Ok(())
 }
 
 impl Testbed for AppsBed {

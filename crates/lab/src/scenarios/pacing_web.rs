@@ -11,8 +11,11 @@
 //! completed), and per run the short-flow (≤ 1 MB) FCT mean, p50, p95 and
 //! p99, the count of short flows not completed, and the bottleneck's drops.
 //! The workload is the seed's: every variant replays the same flows.
+//! Under `hold` the run also records the hold's state per paced socket
+//! every 100 ms (`hold_*` series, one per socket in the order first seen:
+//! [`record_hold`]).
 
-use crate::engines::cgroup_pacer::BpfPacing;
+use crate::engines::cgroup_pacer::{record_hold, BpfPacing};
 use crate::engines::flows::{run_flows, HostAddrs, RunEnd, RunOptions, Sinks, Transport};
 use crate::runner::claims::{Claim, Goal, Measure, GOAL_BENCH};
 use crate::runner::records::MetricSpec;
@@ -243,7 +246,11 @@ impl Testbed for WebBed {
             close: crate::engines::flows::Close::Reset,
             writes: crate::engines::flows::Writes::Bulk,
         };
+        let trace = bpf.as_ref().map(BpfPacing::trace).transpose()?;
         let results = run_flows(&flows, tcpaccel_core::Instant::ZERO, &hosts, &opts, &stop_flag());
+        if let Some(t) = trace {
+            record_hold(ctx, &t.finish()?)?;
+        }
         if let Some(b) = bpf {
             b.leave()?;
         }
