@@ -594,6 +594,10 @@ pub struct HoldAck {
     /// (the program's `held` count in the rule's stats, plus one while this
     /// one is still probing); at least 1.
     pub flows: u64,
+    /// The caps of the rule's other open sockets past their probe, summed
+    /// (the program's `held_cap` in the rule's stats less this socket's
+    /// part); 0 when there are none.
+    pub others_cap: u64,
 }
 
 /// Pure twin of `hold_cap` in `pace.bpf.c` (the cgroup pacer's `--hold`,
@@ -659,10 +663,13 @@ pub struct HoldAck {
 ///   srtt, and only while the cap is less than 1/32 above the delivery
 ///   rate: a cap that grew on unbounded while the bottleneck was already
 ///   full put a whole srtt's growth into the queue before it showed.
-/// - With several of the rule's sockets past their probe, each takes the
-///   estimate ÷ their number (`HoldAck::flows`) as its share in the two rules above
-///   (half the share, 7/8 of it): each estimate is the whole bottleneck,
-///   and flows that ramp together each took half of it.
+/// - With several of the rule's sockets past their probe, each takes as
+///   its share in the two rules above (half the share, 7/8 of it) the
+///   estimate ÷ their number (`HoldAck::flows`), or what the others' caps
+///   leave of the estimate (`HoldAck::others_cap`) if that is more: each
+///   estimate is the whole bottleneck, and flows that ramp together each
+///   took half of it; but flows held at 1/N each left a web-like mix's
+///   path half empty.
 /// - Wherever the cap grows, it grows by at least `HOLD_AI_SEGS` (8)
 ///   segments per srtt, and its lead over the delivery rate is that much
 ///   larger: additive increase, so a flow held small beside big ones
@@ -825,7 +832,11 @@ impl BpfHold {
         // 3124's congestion manager shares one per destination): each
         // estimate is the whole bottleneck, and flows that ramp together
         // would each take half of it.
-        let share = self.btl_rate / a.flows.max(1);
+        // ... or what the others' caps leave of the estimate, if more: a
+        // held socket does not send above its cap, and in the web-like mix
+        // a score of held flows that each took 1/N of the estimate ran at
+        // 10-30 Mbit/s on a half-empty 500 Mbit/s path (issue 47).
+        let share = (self.btl_rate / a.flows.max(1)).max(self.btl_rate.saturating_sub(a.others_cap));
         let probing = fast && share != 0 && self.cap < share / 2;
         let draining = probing && now.wrapping_sub(self.last_ns) < srtt * 2000;
         let rate = if fast && (draining || !ss_queue) { ss_rate } else { rate };
@@ -1248,6 +1259,7 @@ mod tests {
             snd_ssthresh: u32::MAX,
             mss_cache: 1448,
             flows: 1,
+            others_cap: 0,
         }
     }
 
@@ -1390,7 +1402,8 @@ mod tests {
     /// at 7/8 of the quarter.
     #[test]
     fn hold_shares_the_estimate_among_the_rules_held_sockets() {
-        let four = |t_us: u64| HoldAck { flows: 4, ..hack(t_us, 0, 100_000) };
+        // The three others at 3 MB/s each leave less than a quarter.
+        let four = |t_us: u64| HoldAck { flows: 4, others_cap: 9_000_000, ..hack(t_us, 0, 100_000) };
         // Alone: up to 5 MB/s; one of four: up to 1.25 MB/s.
         let mut h = held(1_000_000);
         assert_eq!(h.on_ack(4_000_000, 8_000_000, hack(51_000, 0, 100_000)), 5_000_000);
@@ -1404,6 +1417,29 @@ mod tests {
         assert_eq!(h.on_ack(u64::MAX, u64::MAX, four(101_000)), 2_200_000 + 2_200_000 * 62 / 1024);
         // When the others close, the whole estimate is its again.
         assert_eq!(h.on_ack(8_000_000, 16_000_000, hack(102_000, 0, 100_000)), 5_000_000);
+    }
+
+    /// Four held sockets whose caps leave more of the estimate than a
+    /// quarter: the share is what they leave (here 6 of 10 MB/s), so slow
+    /// start follows to 3 MB/s, not to 1.25; caps summing to more than the
+    /// quarter leaves keep the quarter.
+    #[test]
+    fn hold_takes_what_the_other_held_sockets_caps_leave_of_the_estimate() {
+        let four = |others_cap: u64| HoldAck { flows: 4, others_cap, ..hack(51_000, 0, 100_000) };
+        let mut h = held(1_000_000);
+        assert_eq!(h.on_ack(4_000_000, 8_000_000, four(4_000_000)), 3_000_000);
+        let mut h = held(1_000_000);
+        assert_eq!(h.on_ack(4_000_000, 8_000_000, four(9_000_000)), 1_250_000);
+        // Others' caps above the estimate (theirs may be higher): a quarter.
+        let mut h = held(1_000_000);
+        assert_eq!(h.on_ack(4_000_000, 8_000_000, four(30_000_000)), 1_250_000);
+        // The 9/8 band ends at 7/8 of what they leave (5.25 of 6 MB/s).
+        let mut h = held(5_000_000);
+        let near = HoldAck { flows: 4, others_cap: 4_000_000, ..hack(101_000, 0, 100_000) };
+        assert_eq!(h.on_ack(u64::MAX, u64::MAX, near), 5_000_000 + 5_000_000 * 120 / 1024);
+        let mut h = held(5_300_000);
+        let near = HoldAck { flows: 4, others_cap: 4_000_000, ..hack(101_000, 0, 100_000) };
+        assert_eq!(h.on_ack(u64::MAX, u64::MAX, near), 5_300_000 + 5_300_000 * 62 / 1024);
     }
 
     #[test]
@@ -1661,6 +1697,7 @@ mod tests {
                         snd_ssthresh: u32::MAX,
                         mss_cache: mss as u32,
                         flows: 1,
+                        others_cap: 0,
                     };
                     let r = f(eq1, 2 * eq1, a);
                     let r = if kernel_paced { r.min(2 * eq1) } else { r };
@@ -1823,6 +1860,7 @@ mod tests {
                 snd_ssthresh: if t < ssthresh_at_ms { u32::MAX } else { 500 },
                 mss_cache: 1448,
                 flows: 1,
+                others_cap: 0,
             };
             // Eq. (1) with a window far above the path's: the cap binds.
             let eq1 = 20_000 * 1448 * 10;

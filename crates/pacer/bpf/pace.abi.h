@@ -14,9 +14,9 @@
 
 #define PACE_ABI(S)           \
 	S(rule, 16)           \
-	S(rule_stats, 48)     \
+	S(rule_stats, 56)     \
 	S(dst_key, 24)        \
-	S(sock_state, 152)
+	S(sock_state, 160)
 
 #define ABI_FIELDS_rule(F)              \
 	F(rule, kind, 0, __u32)         \
@@ -29,7 +29,8 @@
 	F(rule_stats, errors, 16, __u64)      \
 	F(rule_stats, last_rate, 24, __u64)   \
 	F(rule_stats, released, 32, __u64)    \
-	F(rule_stats, held, 40, __u64)
+	F(rule_stats, held, 40, __u64)        \
+	F(rule_stats, held_cap, 48, __u64)
 
 #define ABI_FIELDS_dst_key(F)               \
 	F(dst_key, prefixlen, 0, __u32)     \
@@ -58,7 +59,8 @@
 	F(sock_state, win_cap, 120, __u64)        \
 	F(sock_state, last_cap, 128, __u64)       \
 	F(sock_state, sent_cap, 136, __u64)       \
-	F(sock_state, seen_acked, 144, __u64)
+	F(sock_state, seen_acked, 144, __u64)     \
+	F(sock_state, held_cap, 152, __u64)
 
 /*
  * The Rust side's domain types (crates/bpf-abi-gen; the C program never

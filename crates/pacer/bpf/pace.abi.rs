@@ -61,7 +61,7 @@ impl ::tcpaccel_sys::bpf::Plain for Rule {
     }
 }
 
-/// `struct rule_stats` (48 bytes), field for field as in crates/pacer/bpf/pace.abi.h.
+/// `struct rule_stats` (56 bytes), field for field as in crates/pacer/bpf/pace.abi.h.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub(crate) struct RuleStats {
     pub(crate) conns: u64,
@@ -70,6 +70,7 @@ pub(crate) struct RuleStats {
     pub(crate) last_rate: u64,
     pub(crate) released: u64,
     pub(crate) held: u64,
+    pub(crate) held_cap: u64,
 }
 
 #[repr(C)]
@@ -81,17 +82,19 @@ struct RuleStatsLayout {
     last_rate: u64,
     released: u64,
     held: u64,
+    held_cap: u64,
 }
-const _: () = assert!(::core::mem::size_of::<RuleStatsLayout>() == 48);
+const _: () = assert!(::core::mem::size_of::<RuleStatsLayout>() == 56);
 const _: () = assert!(::core::mem::offset_of!(RuleStatsLayout, conns) == 0);
 const _: () = assert!(::core::mem::offset_of!(RuleStatsLayout, updates) == 8);
 const _: () = assert!(::core::mem::offset_of!(RuleStatsLayout, errors) == 16);
 const _: () = assert!(::core::mem::offset_of!(RuleStatsLayout, last_rate) == 24);
 const _: () = assert!(::core::mem::offset_of!(RuleStatsLayout, released) == 32);
 const _: () = assert!(::core::mem::offset_of!(RuleStatsLayout, held) == 40);
+const _: () = assert!(::core::mem::offset_of!(RuleStatsLayout, held_cap) == 48);
 
 impl RuleStats {
-    pub(crate) const SIZE: usize = 48;
+    pub(crate) const SIZE: usize = 56;
     /// Writes the struct into the first `SIZE` bytes of `b`.
     pub(crate) fn write(&self, b: &mut [u8]) {
         b[0..8].copy_from_slice(&self.conns.to_ne_bytes());
@@ -100,6 +103,7 @@ impl RuleStats {
         b[24..32].copy_from_slice(&self.last_rate.to_ne_bytes());
         b[32..40].copy_from_slice(&self.released.to_ne_bytes());
         b[40..48].copy_from_slice(&self.held.to_ne_bytes());
+        b[48..56].copy_from_slice(&self.held_cap.to_ne_bytes());
     }
     /// Reads the struct from the first `SIZE` bytes of `b`.
     pub(crate) fn read(b: &[u8]) -> Self {
@@ -134,13 +138,18 @@ impl RuleStats {
             a.copy_from_slice(&b[40..48]);
             v.held = u64::from_ne_bytes(a);
         }
+        {
+            let mut a = [0u8; 8];
+            a.copy_from_slice(&b[48..56]);
+            v.held_cap = u64::from_ne_bytes(a);
+        }
         v
     }
 }
 
 impl ::core::convert::From<&crate::abi::RuleStats> for RuleStats {
     fn from(value: &crate::abi::RuleStats) -> RuleStats {
-        let crate::abi::RuleStats { conns, updates, errors, last_rate, released, held } = value;
+        let crate::abi::RuleStats { conns, updates, errors, last_rate, released, held, held_cap } = value;
         RuleStats {
             conns: *conns,
             updates: *updates,
@@ -148,13 +157,14 @@ impl ::core::convert::From<&crate::abi::RuleStats> for RuleStats {
             last_rate: *last_rate,
             released: *released,
             held: *held,
+            held_cap: *held_cap,
         }
     }
 }
 
 impl ::core::convert::From<RuleStats> for crate::abi::RuleStats {
     fn from(value: RuleStats) -> crate::abi::RuleStats {
-        let RuleStats { conns, updates, errors, last_rate, released, held } = value;
+        let RuleStats { conns, updates, errors, last_rate, released, held, held_cap } = value;
         crate::abi::RuleStats {
             conns,
             updates,
@@ -162,6 +172,7 @@ impl ::core::convert::From<RuleStats> for crate::abi::RuleStats {
             last_rate,
             released,
             held,
+            held_cap,
         }
     }
 }
@@ -256,7 +267,7 @@ impl ::tcpaccel_sys::bpf::Plain for crate::abi::DstKey {
     }
 }
 
-/// `struct sock_state` (152 bytes), field for field as in crates/pacer/bpf/pace.abi.h.
+/// `struct sock_state` (160 bytes), field for field as in crates/pacer/bpf/pace.abi.h.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub(crate) struct SockState {
     pub(crate) rule: u32,
@@ -280,6 +291,7 @@ pub(crate) struct SockState {
     pub(crate) last_cap: u64,
     pub(crate) sent_cap: u64,
     pub(crate) seen_acked: u64,
+    pub(crate) held_cap: u64,
 }
 
 #[repr(C)]
@@ -306,8 +318,9 @@ struct SockStateLayout {
     last_cap: u64,
     sent_cap: u64,
     seen_acked: u64,
+    held_cap: u64,
 }
-const _: () = assert!(::core::mem::size_of::<SockStateLayout>() == 152);
+const _: () = assert!(::core::mem::size_of::<SockStateLayout>() == 160);
 const _: () = assert!(::core::mem::offset_of!(SockStateLayout, rule) == 0);
 const _: () = assert!(::core::mem::offset_of!(SockStateLayout, rate) == 4);
 const _: () = assert!(::core::mem::offset_of!(SockStateLayout, updates) == 8);
@@ -329,9 +342,10 @@ const _: () = assert!(::core::mem::offset_of!(SockStateLayout, win_cap) == 120);
 const _: () = assert!(::core::mem::offset_of!(SockStateLayout, last_cap) == 128);
 const _: () = assert!(::core::mem::offset_of!(SockStateLayout, sent_cap) == 136);
 const _: () = assert!(::core::mem::offset_of!(SockStateLayout, seen_acked) == 144);
+const _: () = assert!(::core::mem::offset_of!(SockStateLayout, held_cap) == 152);
 
 impl SockState {
-    pub(crate) const SIZE: usize = 152;
+    pub(crate) const SIZE: usize = 160;
     /// Writes the struct into the first `SIZE` bytes of `b`.
     pub(crate) fn write(&self, b: &mut [u8]) {
         b[0..4].copy_from_slice(&self.rule.to_ne_bytes());
@@ -355,6 +369,7 @@ impl SockState {
         b[128..136].copy_from_slice(&self.last_cap.to_ne_bytes());
         b[136..144].copy_from_slice(&self.sent_cap.to_ne_bytes());
         b[144..152].copy_from_slice(&self.seen_acked.to_ne_bytes());
+        b[152..160].copy_from_slice(&self.held_cap.to_ne_bytes());
     }
     /// Reads the struct from the first `SIZE` bytes of `b`.
     pub(crate) fn read(b: &[u8]) -> Self {
@@ -464,13 +479,18 @@ impl SockState {
             a.copy_from_slice(&b[144..152]);
             v.seen_acked = u64::from_ne_bytes(a);
         }
+        {
+            let mut a = [0u8; 8];
+            a.copy_from_slice(&b[152..160]);
+            v.held_cap = u64::from_ne_bytes(a);
+        }
         v
     }
 }
 
 impl ::core::convert::From<&crate::abi::SockState> for SockState {
     fn from(value: &crate::abi::SockState) -> SockState {
-        let crate::abi::SockState { rule, rate, updates, hold, seen_acked } = value;
+        let crate::abi::SockState { rule, rate, updates, hold, seen_acked, held_cap } = value;
         let tcpaccel_core::pacing::BpfHold { win_start_ns, win_acked, dlv_rate, cap, cap_ns, full_dlv, full_cnt, full, train_ns, train_acked, last_ns, last_acked, btl_rate, btl_bytes, win_cap, last_cap, sent_cap } = hold;
         SockState {
             rule: *rule,
@@ -494,19 +514,21 @@ impl ::core::convert::From<&crate::abi::SockState> for SockState {
             last_cap: *last_cap,
             sent_cap: *sent_cap,
             seen_acked: *seen_acked,
+            held_cap: *held_cap,
         }
     }
 }
 
 impl ::core::convert::From<SockState> for crate::abi::SockState {
     fn from(value: SockState) -> crate::abi::SockState {
-        let SockState { rule, rate, updates, win_start_ns, win_acked, dlv_rate, cap, cap_ns, full_dlv, full_cnt, full, train_ns, train_acked, last_ns, last_acked, btl_rate, btl_bytes, win_cap, last_cap, sent_cap, seen_acked } = value;
+        let SockState { rule, rate, updates, win_start_ns, win_acked, dlv_rate, cap, cap_ns, full_dlv, full_cnt, full, train_ns, train_acked, last_ns, last_acked, btl_rate, btl_bytes, win_cap, last_cap, sent_cap, seen_acked, held_cap } = value;
         crate::abi::SockState {
             rule,
             rate,
             updates,
             hold: tcpaccel_core::pacing::BpfHold { win_start_ns, win_acked, dlv_rate, cap, cap_ns, full_dlv, full_cnt, full: full != 0, train_ns, train_acked, last_ns, last_acked, btl_rate, btl_bytes, win_cap, last_cap, sent_cap },
             seen_acked,
+            held_cap,
         }
     }
 }

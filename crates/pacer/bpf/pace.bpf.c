@@ -67,6 +67,7 @@ struct rule_stats {
 	__u64 last_rate;  /* payload bytes/s last set */
 	__u64 released;   /* sockets this program set back to unlimited (RULE_RELEASE) */
 	__u64 held;       /* open sockets past --hold's probe (what it shares its estimate among) */
+	__u64 held_cap;   /* their caps, summed (payload bytes/s; sock_state.held_cap each) */
 };
 
 struct dst_key {
@@ -114,6 +115,9 @@ struct sock_state {
 	 * segment sent (HDR_OPT_LEN_CB) or received (PARSE_HDR_OPT_CB) with no
 	 * ACK progress since is skipped (on_ack). */
 	__u64 seen_acked;
+	/* RULE_HOLD: this socket's part of its rule's stats->held_cap (its cap
+	 * when it last added it; 0 before its probe ended). */
+	__u64 held_cap;
 };
 
 /* The structs above against the ABI table (pace.abi.h). */
@@ -311,8 +315,10 @@ static __always_inline void unhold(struct sock_state *st)
 	if (!st->cap)
 		return;
 	stats = bpf_map_lookup_elem(&pace_stats, &idx);
-	if (stats)
+	if (stats) {
 		__sync_fetch_and_add(&stats->held, -1);
+		__sync_fetch_and_add(&stats->held_cap, -st->held_cap);
+	}
 }
 
 /* RULE_RELEASE: lift the cap, forget the socket and stop its callbacks. */
@@ -409,9 +415,11 @@ static __always_inline void release(struct bpf_sock_ops *skops, __u32 rule_idx, 
  *   delivery rate (HOLD_LEAD): once the bottleneck is full the
  *   delivery rate stops following the cap, and so does the cap.
  * - With several of the rule's sockets past the probe and open
- *   (stats->held), each takes the estimate divided by their number as its share
- *   in the two rules above (half of it; 7/8 of it): every estimate is the
- *   whole bottleneck, and flows that ramped together each took half.
+ *   (stats->held), each takes as its share in the two rules above (half
+ *   of it; 7/8 of it) the estimate divided by their number, or what the
+ *   others' caps (stats->held_cap) leave of the estimate if that is more:
+ *   every estimate is the whole bottleneck, and flows that ramped together
+ *   each took half.
  * - Wherever the cap grows, by at least HOLD_AI_SEGS segments per srtt
  *   (with that much more lead): additive increase beside the queue's
  *   multiplicative cut, so held flows converge to shares. */
@@ -511,7 +519,7 @@ static __always_inline void hold_train(struct sock_state *st, __u64 now, __u64 a
 /* The cap for eq. 1's `rate` (`ss_rate`: the same with twice the cwnd,
  * used in slow start), or RATE_UNPACED during the probe. */
 static __always_inline __u64 hold_cap(struct bpf_sock_ops *skops, struct sock_state *st, __u64 rate, __u64 ss_rate,
-				      __u64 flows)
+				      __u64 flows, __u64 others)
 {
 	__u64 now = bpf_ktime_get_ns();
 	__u64 acked = skops->bytes_acked;
@@ -570,7 +578,13 @@ static __always_inline __u64 hold_cap(struct bpf_sock_ops *skops, struct sock_st
 	 * 3124's congestion manager shares one per destination): each
 	 * estimate is the whole bottleneck, and flows that ramp together
 	 * would each take half of it. */
+	/* ... or what the others' caps leave of it, if more: a held socket
+	 * does not send above its cap, and in the web-like mix (issue 47) a
+	 * score of held flows that each took 1/N of the estimate ran at
+	 * 10-30 Mbit/s on a half-empty 500 Mbit/s path. */
 	__u64 share = st->btl_rate / flows;
+	if (st->btl_rate > others && st->btl_rate - others > share)
+		share = st->btl_rate - others;
 	int probing = fast && share && st->cap < share / 2;
 	int draining = probing && now - st->last_ns < (__u64)srtt * 2000;
 	if (fast && (draining || !ss_queue))
@@ -718,11 +732,22 @@ static __always_inline void on_ack(struct bpf_sock_ops *skops, int segment)
 		/* This socket, and the rule's others past their probe. */
 		__u64 held = stats ? stats->held : 0;
 		__u64 flows = held + (st->cap == 0);
+		/* The caps of the rule's other held sockets (a race with one
+		 * that closes may leave less than this one's part: none then). */
+		__u64 all = stats ? stats->held_cap : 0;
+		__u64 others = all > st->held_cap ? all - st->held_cap : 0;
 		int probe = st->cap == 0;
-		__u64 h = hold_cap(skops, st, rate, rule_rate_cwnd(skops, r, skops->snd_cwnd * 2), flows ? flows : 1);
+		__u64 h = hold_cap(skops, st, rate, rule_rate_cwnd(skops, r, skops->snd_cwnd * 2), flows ? flows : 1,
+				   others);
 
-		if (probe && st->cap && stats)
-			__sync_fetch_and_add(&stats->held, 1);
+		if (st->cap && stats) {
+			if (probe)
+				__sync_fetch_and_add(&stats->held, 1);
+			if (st->cap != st->held_cap) {
+				__sync_fetch_and_add(&stats->held_cap, st->cap - st->held_cap);
+				st->held_cap = st->cap;
+			}
+		}
 		rate = h == RATE_UNPACED ? RATE_UNPACED : clamp_rate(h < DYNAMIC_FLOOR ? DYNAMIC_FLOOR : h);
 	}
 	if (rate != st->rate)

@@ -59,6 +59,9 @@ pub struct RuleStats {
     /// Open sockets past `--hold`'s probe (what it divides its bottleneck
     /// estimate by); 0 without `--hold`.
     pub held: u64,
+    /// Their caps, summed (payload bytes/s): a held socket's share is at
+    /// least what the others' caps leave of its estimate.
+    pub held_cap: u64,
 }
 
 /// `struct dst_key`: LPM trie key, port (network order, 0 = any) then the
@@ -85,6 +88,8 @@ pub struct SockState {
     /// `bytes_acked` when a segment-time callback last acted: the program
     /// skips one that sees no new bytes acked.
     pub seen_acked: u64,
+    /// RULE_HOLD: this socket's part of its rule's [`RuleStats::held_cap`].
+    pub held_cap: u64,
 }
 
 #[cfg(test)]
@@ -144,7 +149,7 @@ mod tests {
 
         let hold =
             BpfHold { dlv_rate: 3, full_cnt: 2, full: true, train_ns: 5, btl_bytes: 9, ..BpfHold::default() };
-        let s = SockState { rule: 7, rate: 11, updates: 13, hold, seen_acked: 17 };
+        let s = SockState { rule: 7, rate: 11, updates: 13, hold, seen_acked: 17, held_cap: 19 };
         let mut b = vec![0xAAu8; SockState::SIZE];
         s.write(&mut b);
         let at = |f: &str| b[field("sock_state", f)].to_vec();
@@ -152,6 +157,7 @@ mod tests {
         assert_eq!(at("full"), 1u32.to_ne_bytes());
         assert_eq!(at("btl_bytes"), 9u64.to_ne_bytes());
         assert_eq!(at("seen_acked"), 17u64.to_ne_bytes());
+        assert_eq!(at("held_cap"), 19u64.to_ne_bytes());
         assert_eq!(SockState::read(&b), s);
     }
 

@@ -358,6 +358,7 @@ fn stats_with_units<S: serde::Serializer>(s: &RuleStats, ser: S) -> Result<S::Ok
         last_rate_bps: u64,
         released: u64,
         held: u64,
+        held_cap_bps: u64,
     }
     WithUnits {
         conns: s.conns,
@@ -366,6 +367,7 @@ fn stats_with_units<S: serde::Serializer>(s: &RuleStats, ser: S) -> Result<S::Ok
         last_rate_bps: s.last_rate.saturating_mul(8),
         released: s.released,
         held: s.held,
+        held_cap_bps: s.held_cap.saturating_mul(8),
     }
     .serialize(ser)
 }
@@ -511,7 +513,15 @@ mod tests {
             index: 0,
             dest: "default".into(),
             pace: "static:10Mbit/s".into(),
-            stats: RuleStats { conns: 1, updates: 1, errors: 0, last_rate: 1_250_000, released: 0, held: 0 },
+            stats: RuleStats {
+                conns: 1,
+                updates: 1,
+                errors: 0,
+                last_rate: 1_250_000,
+                released: 0,
+                held: 0,
+                held_cap: 0,
+            },
             open: 1,
             rates: vec![1_250_000],
         };

@@ -118,6 +118,14 @@ impl Collector for PacerCollector {
             "Open sockets past --hold's probe, among which it shares its bottleneck estimate",
             MetricType::Gauge,
             |r| r.stats.held,
+        )?;
+        family(
+            &mut enc,
+            &all,
+            "tcpaccel_pacer_held_cap_bits_per_second",
+            "Caps of the sockets past --hold's probe, summed (payload)",
+            MetricType::Gauge,
+            |r| r.stats.held_cap.saturating_mul(8),
         )
     }
 }

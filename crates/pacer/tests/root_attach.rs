@@ -162,12 +162,18 @@ fn root_held_sockets_are_counted_until_they_close() {
     let st = held_becomes(1);
     let states = tcpaccel_pacer::socket_states(a.pins()).unwrap();
     assert_eq!((st.conns, st.held), (2, 1), "{st:?} {states:?}");
+    // The held socket's cap is in the rule's sum of held caps.
+    assert!(st.held_cap > 0, "{st:?} {states:?}");
     // The sender exits, the receiver sees EOF and closes: TCP_CLOSE.
     big.kill().unwrap();
     big.wait().unwrap();
     r1.join().unwrap();
     let st = held_becomes(0);
-    assert_eq!((st.conns, st.held), (2, 0), "{st:?}");
+    assert_eq!(
+        (st.conns, st.held, st.held_cap),
+        (2, 0, 0),
+        "{st:?}: a closed socket leaves its cap in the sum"
+    );
     a.detach().unwrap();
     idle.kill().unwrap();
     idle.wait().unwrap();
@@ -214,6 +220,25 @@ fn root_a_dynamic_rule_runs_for_every_segment_sent() {
     a.detach().unwrap();
     assert!(segs >= 4_000_000 / 1448, "{segs} segments sent");
     assert!(runs * 10 >= segs * 9, "{runs} runs of the program for {segs} segments sent");
+}
+
+/// The verifier's limit (instructions processed) and what the program may
+/// use of it: a program near the limit fails to load (E2BIG) on a kernel
+/// whose verifier explores a little more, and the next change to the hold
+/// has no room. The count is the kernel's own (`verified_insns`).
+const VERIFIER_LIMIT: u32 = 1_000_000;
+const VERIFIER_BUDGET: u32 = VERIFIER_LIMIT / 100 * 95;
+
+#[test]
+fn root_the_pace_program_leaves_room_in_the_verifiers_budget() {
+    tcpaccel_sys::testing::require_root();
+    let cg = TempCgroup::create(&unique("verifier")).unwrap();
+    let a = attach(&cg.cgroup, &PaceConfig::parse("dynamic", &[], None).unwrap()).unwrap();
+    let insns = a.prog_stats().unwrap().verified_insns;
+    a.detach().unwrap();
+    eprintln!("pace.bpf.o: the verifier processed {insns} instructions (limit {VERIFIER_LIMIT})");
+    assert!(insns > 0, "verified_insns not read");
+    assert!(insns <= VERIFIER_BUDGET, "{insns} instructions verified, over the budget of {VERIFIER_BUDGET}");
 }
 
 #[test]

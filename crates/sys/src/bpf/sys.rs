@@ -448,11 +448,14 @@ impl Link {
 
 /// The kernel's run-time statistics of one program: how often it ran and
 /// for how long in all (`run_cnt`, `run_time_ns` of `struct bpf_prog_info`),
-/// counted while statistics are on ([`enable_stats`]).
+/// counted while statistics are on ([`enable_stats`]), and how many
+/// instructions the verifier processed to accept it (`verified_insns`; its
+/// limit is 1,000,000, past which a load fails with E2BIG).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct ProgStats {
     pub run_time_ns: u64,
     pub run_cnt: u64,
+    pub verified_insns: u32,
 }
 
 /// Keeps the kernel's per-program run-time statistics on while it lives
@@ -479,12 +482,12 @@ pub fn prog_stats(prog_id: u32) -> Result<ProgStats> {
     read_prog_stats(&fd, &format!("BPF program id {prog_id}"))
 }
 
-/// `run_time_ns` and `run_cnt` of `struct bpf_prog_info` (uapi offsets 192
-/// and 200) of the program open as `fd`.
+/// `run_time_ns`, `run_cnt` and `verified_insns` of `struct bpf_prog_info`
+/// (uapi offsets 192, 200 and 216) of the program open as `fd`.
 fn read_prog_stats(fd: &OwnedFd, what: &str) -> Result<ProgStats> {
-    let mut b = [0u8; 216];
+    let mut b = [0u8; 220];
     obj_info(fd, &mut b, what)?;
-    Ok(ProgStats { run_time_ns: ne_u64(&b, 192), run_cnt: ne_u64(&b, 200) })
+    Ok(ProgStats { run_time_ns: ne_u64(&b, 192), run_cnt: ne_u64(&b, 200), verified_insns: ne_u32(&b, 216) })
 }
 
 /// True when a bpffs is mounted at `path` (per /proc/self/mounts).
