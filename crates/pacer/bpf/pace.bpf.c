@@ -405,11 +405,15 @@ static __always_inline void release(struct bpf_sock_ops *skops, __u32 rule_idx, 
  *   the start of the window before the one measured), or where it is
  *   past min_rtt/32 (issue 47: on a loaded host srtt rose by 1.6-3.1 ms
  *   with no queue at the bottleneck); another queue stops growth only.
+ *   And never below half the share (below): there the queue is not the
+ *   cap's.
  * - Full pipe (after BBR's): HOLD_FULL_WINDOWS windows that end with a
  *   queue the cap made (or one draining below a cap already cut) while
  *   the delivery rate has not grown by 1/8. One srtt of host
  *   noise does not set it (the delivery rate still grows); from then on,
- *   and after a loss (cwnd at or above ssthresh), the cap grows by 33/32
+ *   and after slow start (cwnd at or above ssthresh) above 7/8 of the
+ *   share (below it, before the pipe was found full, the bands of slow
+ *   start: HyStart ends slow start on a rise of delay), the cap grows by 33/32
  *   per srtt, so the end of a hold does not release at once the window
  *   CUBIC grew meanwhile, and only while it is less than 1/32 above the
  *   delivery rate (HOLD_LEAD): once the bottleneck is full the
@@ -592,7 +596,14 @@ static __always_inline __u64 hold_cap(struct bpf_sock_ops *skops, struct sock_st
 	/* A delivery rate under half the cap says the socket was limited by
 	 * something else (its window, the receiver, the application): then a
 	 * queue is no sign that its own rate is too high. */
-	int queue_seen = !draining && st->dlv_rate * 2 >= st->cap && queue > HOLD_MIN_QUEUE_US &&
+	/* Never below half the share (where the probe's draining is too): a
+	 * cap that low makes no queue at a bottleneck the estimate is within
+	 * twice of, so a queue there is host noise or another's traffic, and
+	 * cuts on it ratcheted iperf3 down to 10 of 100 Mbit/s (and HTTP to
+	 * 65 of 470) while the path's delay jittered by 15-70 ms; there the
+	 * cap grows back to half the share instead. */
+	int below = share && st->cap * 2 < share;
+	int queue_seen = !below && st->dlv_rate * 2 >= st->cap && queue > HOLD_MIN_QUEUE_US &&
 			 queue * (fast ? HOLD_SS_DIV : HOLD_CA_DIV) > min_rtt;
 	/* And a delivery rate that kept up with the cap (within 1/64) says
 	 * the cap is not what queued: a queue the cap made holds the delivery
@@ -657,15 +668,22 @@ static __always_inline __u64 hold_cap(struct bpf_sock_ops *skops, struct sock_st
 		__u64 dt_us = (now - st->cap_ns) / 1000;
 		__u64 ln, lead = 0;
 
-		if (st->btl_rate && st->dlv_rate * 16 > st->btl_rate * 17) {
+		if (below || (st->btl_rate && st->dlv_rate * 16 > st->btl_rate * 17)) {
 			/* Delivered a sixteenth more than the estimate over an
 			 * srtt, which no bottleneck at the estimate allows: the
 			 * estimate was low (a kernel-paced socket's one train,
-			 * its initial window's, can be). Grow by an eighth per
-			 * srtt while within an eighth of the delivery rate. */
+			 * its initial window's, can be). Or below half the
+			 * share after slow start, where a queue is not the
+			 * cap's: back to half, through a queue too. Grow by an
+			 * eighth per srtt while within an eighth of the delivery
+			 * rate. */
 			ln = HOLD_LN_EIGHTH;
 			lead = HOLD_LOW_LEAD;
-		} else if (!fast) {
+		} else if (!fast && (st->full || st->cap * 8 >= share * 7)) {
+			/* After slow start near the share, or once the pipe was
+			 * found full. Below 7/8 of the share before that, the
+			 * bands of slow start: HyStart ends slow start on a rise
+			 * of delay that bursts and host noise make. */
 			ln = HOLD_LN_CA;
 			lead = HOLD_LEAD;
 		} else if (st->btl_rate) {
