@@ -143,10 +143,13 @@ fn root_held_sockets_are_counted_until_they_close() {
         BufReader::new(c.stdout.as_mut().unwrap()).read_line(&mut line).unwrap();
         assert_eq!(line.trim(), "sent");
     };
-    // Waits up to 5 s for `held` to become `want`.
+    // Waits up to 5 s for `held` to become `want`, and the sum of held caps
+    // to follow it (the program moves the two with separate atomic adds).
+    let settled =
+        |s: &tcpaccel_pacer::abi::RuleStats, want: u64| s.held == want && (s.held_cap > 0) == (want > 0);
     let held_becomes = |want: u64| {
         let deadline = std::time::Instant::now() + Duration::from_secs(5);
-        while stats().held != want && std::time::Instant::now() < deadline {
+        while !settled(&stats(), want) && std::time::Instant::now() < deadline {
             std::thread::sleep(Duration::from_millis(20));
         }
         stats()
