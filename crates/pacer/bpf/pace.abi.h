@@ -16,7 +16,7 @@
 	S(rule, 16)           \
 	S(rule_stats, 56)     \
 	S(dst_key, 24)        \
-	S(sock_state, 160)
+	S(sock_state, 176)
 
 #define ABI_FIELDS_rule(F)              \
 	F(rule, kind, 0, __u32)         \
@@ -58,9 +58,11 @@
 	F(sock_state, btl_bytes, 112, __u64)      \
 	F(sock_state, win_cap, 120, __u64)        \
 	F(sock_state, last_cap, 128, __u64)       \
-	F(sock_state, sent_cap, 136, __u64)       \
-	F(sock_state, seen_acked, 144, __u64)     \
-	F(sock_state, held_cap, 152, __u64)
+	F(sock_state, undo_cap, 136, __u64)       \
+	F(sock_state, undo_ns, 144, __u64)        \
+	F(sock_state, sent_cap, 152, __u64)       \
+	F(sock_state, seen_acked, 160, __u64)     \
+	F(sock_state, held_cap, 168, __u64)
 
 /*
  * The Rust side's domain types (crates/bpf-abi-gen; the C program never

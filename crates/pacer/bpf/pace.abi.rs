@@ -267,7 +267,7 @@ impl ::tcpaccel_sys::bpf::Plain for crate::abi::DstKey {
     }
 }
 
-/// `struct sock_state` (160 bytes), field for field as in crates/pacer/bpf/pace.abi.h.
+/// `struct sock_state` (176 bytes), field for field as in crates/pacer/bpf/pace.abi.h.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub(crate) struct SockState {
     pub(crate) rule: u32,
@@ -289,6 +289,8 @@ pub(crate) struct SockState {
     pub(crate) btl_bytes: u64,
     pub(crate) win_cap: u64,
     pub(crate) last_cap: u64,
+    pub(crate) undo_cap: u64,
+    pub(crate) undo_ns: u64,
     pub(crate) sent_cap: u64,
     pub(crate) seen_acked: u64,
     pub(crate) held_cap: u64,
@@ -316,11 +318,13 @@ struct SockStateLayout {
     btl_bytes: u64,
     win_cap: u64,
     last_cap: u64,
+    undo_cap: u64,
+    undo_ns: u64,
     sent_cap: u64,
     seen_acked: u64,
     held_cap: u64,
 }
-const _: () = assert!(::core::mem::size_of::<SockStateLayout>() == 160);
+const _: () = assert!(::core::mem::size_of::<SockStateLayout>() == 176);
 const _: () = assert!(::core::mem::offset_of!(SockStateLayout, rule) == 0);
 const _: () = assert!(::core::mem::offset_of!(SockStateLayout, rate) == 4);
 const _: () = assert!(::core::mem::offset_of!(SockStateLayout, updates) == 8);
@@ -340,12 +344,14 @@ const _: () = assert!(::core::mem::offset_of!(SockStateLayout, btl_rate) == 104)
 const _: () = assert!(::core::mem::offset_of!(SockStateLayout, btl_bytes) == 112);
 const _: () = assert!(::core::mem::offset_of!(SockStateLayout, win_cap) == 120);
 const _: () = assert!(::core::mem::offset_of!(SockStateLayout, last_cap) == 128);
-const _: () = assert!(::core::mem::offset_of!(SockStateLayout, sent_cap) == 136);
-const _: () = assert!(::core::mem::offset_of!(SockStateLayout, seen_acked) == 144);
-const _: () = assert!(::core::mem::offset_of!(SockStateLayout, held_cap) == 152);
+const _: () = assert!(::core::mem::offset_of!(SockStateLayout, undo_cap) == 136);
+const _: () = assert!(::core::mem::offset_of!(SockStateLayout, undo_ns) == 144);
+const _: () = assert!(::core::mem::offset_of!(SockStateLayout, sent_cap) == 152);
+const _: () = assert!(::core::mem::offset_of!(SockStateLayout, seen_acked) == 160);
+const _: () = assert!(::core::mem::offset_of!(SockStateLayout, held_cap) == 168);
 
 impl SockState {
-    pub(crate) const SIZE: usize = 160;
+    pub(crate) const SIZE: usize = 176;
     /// Writes the struct into the first `SIZE` bytes of `b`.
     pub(crate) fn write(&self, b: &mut [u8]) {
         b[0..4].copy_from_slice(&self.rule.to_ne_bytes());
@@ -367,9 +373,11 @@ impl SockState {
         b[112..120].copy_from_slice(&self.btl_bytes.to_ne_bytes());
         b[120..128].copy_from_slice(&self.win_cap.to_ne_bytes());
         b[128..136].copy_from_slice(&self.last_cap.to_ne_bytes());
-        b[136..144].copy_from_slice(&self.sent_cap.to_ne_bytes());
-        b[144..152].copy_from_slice(&self.seen_acked.to_ne_bytes());
-        b[152..160].copy_from_slice(&self.held_cap.to_ne_bytes());
+        b[136..144].copy_from_slice(&self.undo_cap.to_ne_bytes());
+        b[144..152].copy_from_slice(&self.undo_ns.to_ne_bytes());
+        b[152..160].copy_from_slice(&self.sent_cap.to_ne_bytes());
+        b[160..168].copy_from_slice(&self.seen_acked.to_ne_bytes());
+        b[168..176].copy_from_slice(&self.held_cap.to_ne_bytes());
     }
     /// Reads the struct from the first `SIZE` bytes of `b`.
     pub(crate) fn read(b: &[u8]) -> Self {
@@ -472,16 +480,26 @@ impl SockState {
         {
             let mut a = [0u8; 8];
             a.copy_from_slice(&b[136..144]);
-            v.sent_cap = u64::from_ne_bytes(a);
+            v.undo_cap = u64::from_ne_bytes(a);
         }
         {
             let mut a = [0u8; 8];
             a.copy_from_slice(&b[144..152]);
-            v.seen_acked = u64::from_ne_bytes(a);
+            v.undo_ns = u64::from_ne_bytes(a);
         }
         {
             let mut a = [0u8; 8];
             a.copy_from_slice(&b[152..160]);
+            v.sent_cap = u64::from_ne_bytes(a);
+        }
+        {
+            let mut a = [0u8; 8];
+            a.copy_from_slice(&b[160..168]);
+            v.seen_acked = u64::from_ne_bytes(a);
+        }
+        {
+            let mut a = [0u8; 8];
+            a.copy_from_slice(&b[168..176]);
             v.held_cap = u64::from_ne_bytes(a);
         }
         v
@@ -491,7 +509,7 @@ impl SockState {
 impl ::core::convert::From<&crate::abi::SockState> for SockState {
     fn from(value: &crate::abi::SockState) -> SockState {
         let crate::abi::SockState { rule, rate, updates, hold, seen_acked, held_cap } = value;
-        let tcpaccel_core::pacing::BpfHold { win_start_ns, win_acked, dlv_rate, cap, cap_ns, full_dlv, full_cnt, full, train_ns, train_acked, last_ns, last_acked, btl_rate, btl_bytes, win_cap, last_cap, sent_cap } = hold;
+        let tcpaccel_core::pacing::BpfHold { win_start_ns, win_acked, dlv_rate, cap, cap_ns, full_dlv, full_cnt, full, train_ns, train_acked, last_ns, last_acked, btl_rate, btl_bytes, win_cap, last_cap, undo_cap, undo_ns, sent_cap } = hold;
         SockState {
             rule: *rule,
             rate: *rate,
@@ -512,6 +530,8 @@ impl ::core::convert::From<&crate::abi::SockState> for SockState {
             btl_bytes: *btl_bytes,
             win_cap: *win_cap,
             last_cap: *last_cap,
+            undo_cap: *undo_cap,
+            undo_ns: *undo_ns,
             sent_cap: *sent_cap,
             seen_acked: *seen_acked,
             held_cap: *held_cap,
@@ -521,12 +541,12 @@ impl ::core::convert::From<&crate::abi::SockState> for SockState {
 
 impl ::core::convert::From<SockState> for crate::abi::SockState {
     fn from(value: SockState) -> crate::abi::SockState {
-        let SockState { rule, rate, updates, win_start_ns, win_acked, dlv_rate, cap, cap_ns, full_dlv, full_cnt, full, train_ns, train_acked, last_ns, last_acked, btl_rate, btl_bytes, win_cap, last_cap, sent_cap, seen_acked, held_cap } = value;
+        let SockState { rule, rate, updates, win_start_ns, win_acked, dlv_rate, cap, cap_ns, full_dlv, full_cnt, full, train_ns, train_acked, last_ns, last_acked, btl_rate, btl_bytes, win_cap, last_cap, undo_cap, undo_ns, sent_cap, seen_acked, held_cap } = value;
         crate::abi::SockState {
             rule,
             rate,
             updates,
-            hold: tcpaccel_core::pacing::BpfHold { win_start_ns, win_acked, dlv_rate, cap, cap_ns, full_dlv, full_cnt, full: full != 0, train_ns, train_acked, last_ns, last_acked, btl_rate, btl_bytes, win_cap, last_cap, sent_cap },
+            hold: tcpaccel_core::pacing::BpfHold { win_start_ns, win_acked, dlv_rate, cap, cap_ns, full_dlv, full_cnt, full: full != 0, train_ns, train_acked, last_ns, last_acked, btl_rate, btl_bytes, win_cap, last_cap, undo_cap, undo_ns, sent_cap },
             seen_acked,
             held_cap,
         }
