@@ -945,7 +945,17 @@ impl BpfHold {
         } else if rate >= self.cap && !probing && !queue_seen {
             let dt_us = (now.wrapping_sub(self.cap_ns) / 1000).min(srtt);
             // (growth per srtt, lead over delivery: 0 for none)
-            let (ln, lead) = if below || self.btl_rate != 0 && self.dlv_rate * 16 > self.btl_rate * 17 {
+            let low = if self.btl_rate == 0 {
+                // No estimate (no train of 8 segments came back faster than
+                // slow start's pace: an HTTP server's socket under BBR)
+                // after slow start, until the pipe is found full: the cap
+                // crept from 11 Mbit/s by 8 segments per srtt under the
+                // 1/32 of the rule after slow start (issue 47).
+                !fast && !self.full
+            } else {
+                self.dlv_rate * 16 > self.btl_rate * 17
+            };
+            let (ln, lead) = if below || low {
                 // Delivered an eighth more than the estimate over an srtt,
                 // which no bottleneck at the estimate allows: the estimate
                 // was low (a kernel-paced socket's one train, its initial
@@ -2175,6 +2185,29 @@ mod tests {
                 );
             }
         }
+    }
+
+    /// Issue 47: an HTTP server's socket under BBR (paced by the kernel
+    /// from its first window) sent no train of 8 segments faster than
+    /// slow start's pace, so the hold had no estimate, and after slow
+    /// start its cap crept from 11 Mbit/s by 8 segments per srtt (the
+    /// 1/32 of the rule after slow start is less at that rate). With no
+    /// estimate, after slow start and until the pipe is found full, the
+    /// cap grows as from a low estimate: by 1/8 per srtt while less than
+    /// 1/8 above the delivery rate. From 11 Mbit/s on [PSPacer]'s path
+    /// it reaches 95% of the bottleneck in 6.1 s with nothing dropped;
+    /// under the rule after slow start it was at 18% after 8 s.
+    #[test]
+    fn hold_without_an_estimate_after_slow_start_grows_as_from_a_low_one() {
+        let btl = 1448 * 1_000_000_000 / 24_608;
+        let cap = 11_000_000 / 8;
+        let h =
+            BpfHold { cap, win_cap: cap, last_cap: cap, sent_cap: cap, dlv_rate: cap, ..BpfHold::default() };
+        let (reached, dropped, end, caps) =
+            paced_writer_stalled(h, btl, 1_000_000, 0, 8_000, &|_| 0, &|_| false);
+        assert_eq!((dropped, end), (0, 0), "no estimate is made here");
+        assert!(reached.is_some_and(|r| r <= 6_500), "{reached:?}");
+        assert!(caps[7_999] * 20 >= btl * 19);
     }
 
     #[test]
