@@ -387,7 +387,8 @@ static __always_inline void release(struct bpf_sock_ops *skops, __u32 rule_idx, 
  *   bursts draining): the cap falls to 31/32 of the delivery rate (payload
  *   bytes acked per srtt), so the queue drains instead of growing into
  *   the buffer, and growth goes on from there; an estimate below that
- *   delivery rate (the bottleneck's, with a queue standing) rises to it.
+ *   delivery rate (the bottleneck's, with a queue standing) rises to it
+ *   once the cut stood an srtt (see Undo).
  *   A queue with a delivery rate within 1/64 of the cap is not the cap's
  *   doing (host noise; a queue draining below a cap already cut): it
  *   stops the cap's growth and counts for the full-pipe test, no cut.
@@ -662,11 +663,6 @@ static __always_inline __u64 hold_cap(struct bpf_sock_ops *skops, struct sock_st
 	if (queued) {
 		__u64 hold = st->dlv_rate * 31 / 32;
 
-		/* With a queue standing the delivery rate is the bottleneck's:
-		 * an estimate below it was low. */
-		if (st->btl_rate && st->dlv_rate > st->btl_rate)
-			st->btl_rate = st->dlv_rate;
-
 		/* Never 0: a cap of 0 is the probe's state. */
 		if (hold == 0)
 			hold = 1;
@@ -740,15 +736,24 @@ static __always_inline __u64 hold_cap(struct bpf_sock_ops *skops, struct sock_st
 	 * ACKs and is gone by the next. Under preemption of the VM such cuts
 	 * came window after window: an HTTP download's cap went from 428 to
 	 * 240 Mbit/s in 2.5 s. */
+	__u64 raise = 0;
+
 	if (st->undo_cap) {
 		if (now - st->undo_ns >= (__u64)srtt * 1000) {
 			st->undo_cap = 0;
+			/* The cut stands, and so does the queue: the delivery
+			 * rate is the bottleneck's, and an estimate below it was
+			 * low (not at the cut: a stall's cut raised a low
+			 * estimate to the delivery of the moment). */
+			raise = st->dlv_rate;
 		} else if (queue <= HOLD_MIN_QUEUE_US || queue * (fast ? HOLD_SS_DIV : HOLD_CA_DIV) <= min_rtt) {
 			if (st->undo_cap > st->cap)
 				st->cap = st->undo_cap;
 			st->undo_cap = 0;
 		}
 	}
+	if (st->btl_rate && raise > st->btl_rate)
+		st->btl_rate = raise;
 	st->cap_ns = now;
 	return rate < st->cap ? rate : st->cap;
 }
