@@ -16,7 +16,7 @@
 	S(rule, 16)           \
 	S(rule_stats, 56)     \
 	S(dst_key, 24)        \
-	S(sock_state, 176)
+	S(sock_state, 192)
 
 #define ABI_FIELDS_rule(F)              \
 	F(rule, kind, 0, __u32)         \
@@ -38,31 +38,35 @@
 	F(dst_key, addr, 6, __u8[16])       \
 	F(dst_key, pad, 22, __u8[2])
 
-#define ABI_FIELDS_sock_state(F)                  \
-	F(sock_state, rule, 0, __u32)             \
-	F(sock_state, rate, 4, __u32)             \
-	F(sock_state, updates, 8, __u64)          \
-	F(sock_state, win_start_ns, 16, __u64)    \
-	F(sock_state, win_acked, 24, __u64)       \
-	F(sock_state, dlv_rate, 32, __u64)        \
-	F(sock_state, cap, 40, __u64)             \
-	F(sock_state, cap_ns, 48, __u64)          \
-	F(sock_state, full_dlv, 56, __u64)        \
-	F(sock_state, full_cnt, 64, __u32)        \
-	F(sock_state, full, 68, __u32)            \
-	F(sock_state, train_ns, 72, __u64)        \
-	F(sock_state, train_acked, 80, __u64)     \
-	F(sock_state, last_ns, 88, __u64)         \
-	F(sock_state, last_acked, 96, __u64)      \
-	F(sock_state, btl_rate, 104, __u64)       \
-	F(sock_state, btl_bytes, 112, __u64)      \
-	F(sock_state, win_cap, 120, __u64)        \
-	F(sock_state, last_cap, 128, __u64)       \
-	F(sock_state, undo_cap, 136, __u64)       \
-	F(sock_state, undo_ns, 144, __u64)        \
-	F(sock_state, sent_cap, 152, __u64)       \
-	F(sock_state, seen_acked, 160, __u64)     \
-	F(sock_state, held_cap, 168, __u64)
+#define ABI_FIELDS_sock_state(F)                   \
+	F(sock_state, rule, 0, __u32)              \
+	F(sock_state, rate, 4, __u32)              \
+	F(sock_state, updates, 8, __u64)           \
+	F(sock_state, win_start_ns, 16, __u64)     \
+	F(sock_state, win_acked, 24, __u64)        \
+	F(sock_state, dlv_rate, 32, __u64)         \
+	F(sock_state, cap, 40, __u64)              \
+	F(sock_state, cap_ns, 48, __u64)           \
+	F(sock_state, full_dlv, 56, __u64)         \
+	F(sock_state, full_cnt, 64, __u32)         \
+	F(sock_state, full, 68, __u32)             \
+	F(sock_state, train_ns, 72, __u64)         \
+	F(sock_state, train_acked, 80, __u64)      \
+	F(sock_state, last_ns, 88, __u64)          \
+	F(sock_state, last_acked, 96, __u64)       \
+	F(sock_state, btl_rate, 104, __u64)        \
+	F(sock_state, btl_bytes, 112, __u64)       \
+	F(sock_state, win_cap, 120, __u64)         \
+	F(sock_state, last_cap, 128, __u64)        \
+	F(sock_state, undo_cap, 136, __u64)        \
+	F(sock_state, undo_ns, 144, __u64)         \
+	F(sock_state, sent_cap, 152, __u64)        \
+	F(sock_state, seen_acked, 160, __u64)      \
+	F(sock_state, held_cap, 168, __u64)        \
+	F(sock_state, seen_srtt_us, 176, __u32)    \
+	F(sock_state, seen_min_rtt_us, 180, __u32) \
+	F(sock_state, seen_cwnd, 184, __u32)       \
+	F(sock_state, seen_ssthresh, 188, __u32)
 
 /*
  * The Rust side's domain types (crates/bpf-abi-gen; the C program never

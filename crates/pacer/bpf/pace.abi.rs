@@ -267,7 +267,7 @@ impl ::tcpaccel_sys::bpf::Plain for crate::abi::DstKey {
     }
 }
 
-/// `struct sock_state` (176 bytes), field for field as in crates/pacer/bpf/pace.abi.h.
+/// `struct sock_state` (192 bytes), field for field as in crates/pacer/bpf/pace.abi.h.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub(crate) struct SockState {
     pub(crate) rule: u32,
@@ -294,6 +294,10 @@ pub(crate) struct SockState {
     pub(crate) sent_cap: u64,
     pub(crate) seen_acked: u64,
     pub(crate) held_cap: u64,
+    pub(crate) seen_srtt_us: u32,
+    pub(crate) seen_min_rtt_us: u32,
+    pub(crate) seen_cwnd: u32,
+    pub(crate) seen_ssthresh: u32,
 }
 
 #[repr(C)]
@@ -323,8 +327,12 @@ struct SockStateLayout {
     sent_cap: u64,
     seen_acked: u64,
     held_cap: u64,
+    seen_srtt_us: u32,
+    seen_min_rtt_us: u32,
+    seen_cwnd: u32,
+    seen_ssthresh: u32,
 }
-const _: () = assert!(::core::mem::size_of::<SockStateLayout>() == 176);
+const _: () = assert!(::core::mem::size_of::<SockStateLayout>() == 192);
 const _: () = assert!(::core::mem::offset_of!(SockStateLayout, rule) == 0);
 const _: () = assert!(::core::mem::offset_of!(SockStateLayout, rate) == 4);
 const _: () = assert!(::core::mem::offset_of!(SockStateLayout, updates) == 8);
@@ -349,9 +357,13 @@ const _: () = assert!(::core::mem::offset_of!(SockStateLayout, undo_ns) == 144);
 const _: () = assert!(::core::mem::offset_of!(SockStateLayout, sent_cap) == 152);
 const _: () = assert!(::core::mem::offset_of!(SockStateLayout, seen_acked) == 160);
 const _: () = assert!(::core::mem::offset_of!(SockStateLayout, held_cap) == 168);
+const _: () = assert!(::core::mem::offset_of!(SockStateLayout, seen_srtt_us) == 176);
+const _: () = assert!(::core::mem::offset_of!(SockStateLayout, seen_min_rtt_us) == 180);
+const _: () = assert!(::core::mem::offset_of!(SockStateLayout, seen_cwnd) == 184);
+const _: () = assert!(::core::mem::offset_of!(SockStateLayout, seen_ssthresh) == 188);
 
 impl SockState {
-    pub(crate) const SIZE: usize = 176;
+    pub(crate) const SIZE: usize = 192;
     /// Writes the struct into the first `SIZE` bytes of `b`.
     pub(crate) fn write(&self, b: &mut [u8]) {
         b[0..4].copy_from_slice(&self.rule.to_ne_bytes());
@@ -378,6 +390,10 @@ impl SockState {
         b[152..160].copy_from_slice(&self.sent_cap.to_ne_bytes());
         b[160..168].copy_from_slice(&self.seen_acked.to_ne_bytes());
         b[168..176].copy_from_slice(&self.held_cap.to_ne_bytes());
+        b[176..180].copy_from_slice(&self.seen_srtt_us.to_ne_bytes());
+        b[180..184].copy_from_slice(&self.seen_min_rtt_us.to_ne_bytes());
+        b[184..188].copy_from_slice(&self.seen_cwnd.to_ne_bytes());
+        b[188..192].copy_from_slice(&self.seen_ssthresh.to_ne_bytes());
     }
     /// Reads the struct from the first `SIZE` bytes of `b`.
     pub(crate) fn read(b: &[u8]) -> Self {
@@ -502,13 +518,33 @@ impl SockState {
             a.copy_from_slice(&b[168..176]);
             v.held_cap = u64::from_ne_bytes(a);
         }
+        {
+            let mut a = [0u8; 4];
+            a.copy_from_slice(&b[176..180]);
+            v.seen_srtt_us = u32::from_ne_bytes(a);
+        }
+        {
+            let mut a = [0u8; 4];
+            a.copy_from_slice(&b[180..184]);
+            v.seen_min_rtt_us = u32::from_ne_bytes(a);
+        }
+        {
+            let mut a = [0u8; 4];
+            a.copy_from_slice(&b[184..188]);
+            v.seen_cwnd = u32::from_ne_bytes(a);
+        }
+        {
+            let mut a = [0u8; 4];
+            a.copy_from_slice(&b[188..192]);
+            v.seen_ssthresh = u32::from_ne_bytes(a);
+        }
         v
     }
 }
 
 impl ::core::convert::From<&crate::abi::SockState> for SockState {
     fn from(value: &crate::abi::SockState) -> SockState {
-        let crate::abi::SockState { rule, rate, updates, hold, seen_acked, held_cap } = value;
+        let crate::abi::SockState { rule, rate, updates, hold, seen_acked, held_cap, seen_srtt_us, seen_min_rtt_us, seen_cwnd, seen_ssthresh } = value;
         let tcpaccel_core::pacing::BpfHold { win_start_ns, win_acked, dlv_rate, cap, cap_ns, full_dlv, full_cnt, full, train_ns, train_acked, last_ns, last_acked, btl_rate, btl_bytes, win_cap, last_cap, undo_cap, undo_ns, sent_cap } = hold;
         SockState {
             rule: *rule,
@@ -535,13 +571,17 @@ impl ::core::convert::From<&crate::abi::SockState> for SockState {
             sent_cap: *sent_cap,
             seen_acked: *seen_acked,
             held_cap: *held_cap,
+            seen_srtt_us: *seen_srtt_us,
+            seen_min_rtt_us: *seen_min_rtt_us,
+            seen_cwnd: *seen_cwnd,
+            seen_ssthresh: *seen_ssthresh,
         }
     }
 }
 
 impl ::core::convert::From<SockState> for crate::abi::SockState {
     fn from(value: SockState) -> crate::abi::SockState {
-        let SockState { rule, rate, updates, win_start_ns, win_acked, dlv_rate, cap, cap_ns, full_dlv, full_cnt, full, train_ns, train_acked, last_ns, last_acked, btl_rate, btl_bytes, win_cap, last_cap, undo_cap, undo_ns, sent_cap, seen_acked, held_cap } = value;
+        let SockState { rule, rate, updates, win_start_ns, win_acked, dlv_rate, cap, cap_ns, full_dlv, full_cnt, full, train_ns, train_acked, last_ns, last_acked, btl_rate, btl_bytes, win_cap, last_cap, undo_cap, undo_ns, sent_cap, seen_acked, held_cap, seen_srtt_us, seen_min_rtt_us, seen_cwnd, seen_ssthresh } = value;
         crate::abi::SockState {
             rule,
             rate,
@@ -549,6 +589,10 @@ impl ::core::convert::From<SockState> for crate::abi::SockState {
             hold: tcpaccel_core::pacing::BpfHold { win_start_ns, win_acked, dlv_rate, cap, cap_ns, full_dlv, full_cnt, full: full != 0, train_ns, train_acked, last_ns, last_acked, btl_rate, btl_bytes, win_cap, last_cap, undo_cap, undo_ns, sent_cap },
             seen_acked,
             held_cap,
+            seen_srtt_us,
+            seen_min_rtt_us,
+            seen_cwnd,
+            seen_ssthresh,
         }
     }
 }

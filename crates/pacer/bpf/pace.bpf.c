@@ -122,6 +122,12 @@ struct sock_state {
 	/* RULE_HOLD: this socket's part of its rule's stats->held_cap (its cap
 	 * when it last added it; 0 before its probe ended). */
 	__u64 held_cap;
+	/* What the rule last acted on, for user space's trace only: srtt and
+	 * min_rtt (µs), cwnd and ssthresh (segments). */
+	__u32 seen_srtt_us;
+	__u32 seen_min_rtt_us;
+	__u32 seen_cwnd;
+	__u32 seen_ssthresh;
 };
 
 /* The structs above against the ABI table (pace.abi.h). */
@@ -775,6 +781,10 @@ static __always_inline void on_ack(struct bpf_sock_ops *skops, int segment)
 	if (segment && acked == st->seen_acked)
 		return;
 	st->seen_acked = acked;
+	st->seen_srtt_us = skops->srtt_us >> 3;
+	st->seen_min_rtt_us = skops->rtt_min;
+	st->seen_cwnd = skops->snd_cwnd;
+	st->seen_ssthresh = skops->snd_ssthresh;
 	idx = st->rule;
 	r = bpf_map_lookup_elem(&pace_rules, &idx);
 	if (!r)

@@ -90,6 +90,13 @@ pub struct SockState {
     pub seen_acked: u64,
     /// RULE_HOLD: this socket's part of its rule's [`RuleStats::held_cap`].
     pub held_cap: u64,
+    /// What the rule last acted on (for a trace; the rule keeps none of
+    /// it): the kernel's srtt and min_rtt in µs, cwnd and ssthresh in
+    /// segments.
+    pub seen_srtt_us: u32,
+    pub seen_min_rtt_us: u32,
+    pub seen_cwnd: u32,
+    pub seen_ssthresh: u32,
 }
 
 #[cfg(test)]
@@ -149,7 +156,18 @@ mod tests {
 
         let hold =
             BpfHold { dlv_rate: 3, full_cnt: 2, full: true, train_ns: 5, btl_bytes: 9, ..BpfHold::default() };
-        let s = SockState { rule: 7, rate: 11, updates: 13, hold, seen_acked: 17, held_cap: 19 };
+        let s = SockState {
+            rule: 7,
+            rate: 11,
+            updates: 13,
+            hold,
+            seen_acked: 17,
+            held_cap: 19,
+            seen_srtt_us: 23,
+            seen_min_rtt_us: 29,
+            seen_cwnd: 31,
+            seen_ssthresh: 37,
+        };
         let mut b = vec![0xAAu8; SockState::SIZE];
         s.write(&mut b);
         let at = |f: &str| b[field("sock_state", f)].to_vec();
@@ -158,6 +176,8 @@ mod tests {
         assert_eq!(at("btl_bytes"), 9u64.to_ne_bytes());
         assert_eq!(at("seen_acked"), 17u64.to_ne_bytes());
         assert_eq!(at("held_cap"), 19u64.to_ne_bytes());
+        assert_eq!(at("seen_min_rtt_us"), 29u32.to_ne_bytes());
+        assert_eq!(at("seen_ssthresh"), 37u32.to_ne_bytes());
         assert_eq!(SockState::read(&b), s);
     }
 

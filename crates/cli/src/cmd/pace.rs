@@ -341,23 +341,33 @@ fn print_status(st: &[AttachStatus], json: bool) {
             .map_or_else(|| format!("(cgroup id {}, gone)", s.cgroup_id), |p| p.display().to_string());
         println!("{cg}  link {} prog {}  pins {}", s.link_id, s.prog_id, s.pins.display());
         println!(
-            "  {:<28} {:<22} {:>8} {:>8} {:>7} {:>6}  current caps (Mbit/s of payload)",
-            "rule", "pace", "conns", "updates", "errors", "open"
+            "  {:<28} {:<22} {:>8} {:>8} {:>7} {:>6} {:>16}  current caps (Mbit/s of payload)",
+            "rule", "pace", "conns", "updates", "errors", "open", "held (caps sum)"
         );
         for r in &s.rules {
             let more = if r.rates.len() > 8 { format!(" +{}", r.rates.len() - 8) } else { String::new() };
             println!(
-                "  {:<28} {:<22} {:>8} {:>8} {:>7} {:>6}  {}{more}",
+                "  {:<28} {:<22} {:>8} {:>8} {:>7} {:>6} {:>16}  {}{more}",
                 r.dest,
                 r.pace,
                 r.stats.conns,
                 r.stats.updates,
                 r.stats.errors,
                 r.open,
+                held_column(&r.stats),
                 caps_column(r)
             );
         }
     }
+}
+
+/// The held column (`--hold`): the rule's sockets past their probe and
+/// their caps summed, Mbit/s of payload (`-` for a rule that holds none).
+fn held_column(s: &tcpaccel_pacer::abi::RuleStats) -> String {
+    if s.held == 0 && s.held_cap == 0 {
+        return "-".to_string();
+    }
+    format!("{} ({:.1})", s.held, s.held_cap as f64 * 8.0 / 1e6)
 }
 
 /// The current-caps column: the caps of the sockets open now (Mbit/s of

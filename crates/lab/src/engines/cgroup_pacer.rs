@@ -99,6 +99,12 @@ pub struct HoldSample {
     pub btl_bytes: u64,
     pub dlv_rate: u64,
     pub full: bool,
+    /// The kernel's srtt and min_rtt (µs), cwnd and ssthresh (segments)
+    /// at the last ACK the rule acted on.
+    pub srtt_us: u32,
+    pub min_rtt_us: u32,
+    pub cwnd: u32,
+    pub ssthresh: u32,
 }
 
 pub const HOLD_TRACE_EVERY: Duration = Duration::from_millis(100);
@@ -136,6 +142,10 @@ impl HoldTrace {
                         btl_bytes: h.btl_bytes,
                         dlv_rate: h.dlv_rate,
                         full: h.full,
+                        srtt_us: st.seen_srtt_us,
+                        min_rtt_us: st.seen_min_rtt_us,
+                        cwnd: st.seen_cwnd,
+                        ssthresh: st.seen_ssthresh,
                     });
                 }
                 std::thread::sleep(HOLD_TRACE_EVERY);
@@ -156,8 +166,11 @@ impl HoldTrace {
 /// one per socket (`hold_cap_mbps/s1`, …): `hold_rate_mbps` (the cap set
 /// on the socket), `hold_cap_mbps`, `hold_btl_mbps` (the probe's
 /// bottleneck estimate, 0 while none), `hold_btl_kb` (the bytes of the
-/// ACK train it came from), `hold_dlv_mbps` (delivery per srtt)
-/// and `hold_full`.
+/// ACK train it came from), `hold_dlv_mbps` (delivery per srtt),
+/// `hold_full`, and the kernel's state at the last ACK the rule acted on:
+/// `hold_queue_ms` (srtt − min_rtt, what the rule calls a queue),
+/// `hold_cwnd` (segments) and `hold_ss` (1 in slow start: cwnd below
+/// ssthresh).
 pub fn record_hold(ctx: &mut crate::runner::scenario::RunCtx<'_>, samples: &[HoldSample]) -> Result<()> {
     let mbps = |b: u64| b as f64 * 8.0 / 1e6;
     for s in samples {
@@ -168,6 +181,9 @@ pub fn record_hold(ctx: &mut crate::runner::scenario::RunCtx<'_>, samples: &[Hol
             ("hold_btl_kb", s.btl_bytes as f64 / 1e3),
             ("hold_dlv_mbps", mbps(s.dlv_rate)),
             ("hold_full", f64::from(u8::from(s.full))),
+            ("hold_queue_ms", f64::from(s.srtt_us.saturating_sub(s.min_rtt_us)) / 1e3),
+            ("hold_cwnd", f64::from(s.cwnd)),
+            ("hold_ss", f64::from(u8::from(s.cwnd < s.ssthresh))),
         ] {
             ctx.sample(&format!("{name}/s{}", s.sock), s.t_s, v)?;
         }

@@ -25,9 +25,9 @@
 //! Records per run: goodput, bottleneck drops (all and after the first 2 s),
 //! the Fig. 2 series (100 ms bandwidth, cwnd) and the Fig. 3 zoom (500 µs bins
 //! around the first drop) through `dumbbell::bulk`; for `dynamic-bpf-hold`
-//! the hold's own state every 100 ms ([`HoldTrace`](crate::engines::cgroup_pacer::HoldTrace): `hold_cap_mbps`,
-//! `hold_btl_mbps` (the probe's bottleneck estimate), `hold_dlv_mbps`,
-//! `hold_full`); and the pacing precision:
+//! the hold's own state every 100 ms, per socket ([`record_hold`]:
+//! `hold_cap_mbps/s1`, the estimate, delivery, queue, slow start, …); and
+//! the pacing precision:
 //! p50/p99 of how far the bottleneck's arrival gaps deviate from the ideal
 //! gap (on-wire frame size / rate), two ways:
 //! - `frame_gap_dev_*`: frame by frame, from the emulator's sample of every
@@ -39,7 +39,7 @@
 //!   (width / frames) against the ideal gap of that bin's mean frame, weighted
 //!   by frames: bursts at the bin scale and above, not jitter between frames.
 
-use crate::engines::cgroup_pacer::BpfPacing;
+use crate::engines::cgroup_pacer::{record_hold, BpfPacing};
 use crate::runner::claims::{Claim, Figure, Goal, Measure, GOAL_BENCH, SEED000};
 use crate::runner::records::{MetricSpec, Published};
 use crate::runner::scenario::{ParamSpec, Params, RunConfig, RunCtx, Scenario, Testbed};
@@ -387,13 +387,7 @@ impl Testbed for PacingBed {
         };
         let r = bulk(ctx, &self.path, &setup, self.duration);
         if let Some(t) = trace {
-            let mbps = |b: u64| b as f64 * 8.0 / 1e6;
-            for s in t.finish()? {
-                ctx.sample("hold_cap_mbps", s.t_s, mbps(s.cap))?;
-                ctx.sample("hold_btl_mbps", s.t_s, mbps(s.btl_rate))?;
-                ctx.sample("hold_dlv_mbps", s.t_s, mbps(s.dlv_rate))?;
-                ctx.sample("hold_full", s.t_s, f64::from(u8::from(s.full)))?;
-            }
+            record_hold(ctx, &t.finish()?)?;
         }
         if let Some(b) = bpf {
             let released = b.leave()?;
