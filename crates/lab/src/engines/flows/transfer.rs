@@ -8,6 +8,7 @@ use std::os::fd::OwnedFd;
 use std::sync::atomic::{AtomicU64, AtomicU8, Ordering};
 use std::sync::Arc;
 
+use tcpaccel_core::workload::{Flow, FlowClass};
 use tcpaccel_sys::netns;
 use tcpaccel_sys::sockopt::{self, Family};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -144,10 +145,10 @@ async fn carry(ctx: &Ctx, p: &Planned, progress: &Progress) -> Result<(Delivered
     progress.reached(Progress::CONNECTING, 0);
     let mut fds = make_sockets(&p.paths)?.into_iter();
     match (p.paths.as_slice(), fds.next(), fds.next()) {
-        ([one], Some(fd), None) => transfer(ctx, one, fd, f.id, f.bytes, progress).await.map(|d| (d, None)),
+        ([one], Some(fd), None) => transfer(ctx, one, fd, f, progress).await.map(|d| (d, None)),
         ([a, b], Some(fa), Some(fb)) => {
-            let ta = transfer(ctx, a, fa, f.id, f.bytes, progress);
-            let tb = transfer(ctx, b, fb, f.id, f.bytes, progress);
+            let ta = transfer(ctx, a, fa, f, progress);
+            let tb = transfer(ctx, b, fb, f, progress);
             tokio::pin!(ta, tb);
             let (mut ea, mut eb): (Option<String>, Option<String>) = (None, None);
             loop {
@@ -179,15 +180,20 @@ async fn transfer(
     ctx: &Ctx,
     path: &Path,
     fd: OwnedFd,
-    id: u64,
-    bytes: u64,
+    f: &Flow,
     progress: &Progress,
 ) -> Result<Delivered, String> {
+    let (id, bytes) = (f.id, f.bytes);
     let dst = SocketAddr::from((path.dst, ctx.port));
     let what = format!("{} {} -> {dst}", path.lane, path.src);
     sockopt::set_congestion(&fd, &ctx.cc).map_err(|e| format!("{what}: {e}"))?;
     let chunk = match ctx.writes {
         Writes::Bulk => CHUNK,
+        // A long flow's send queue stays backlogged, and Nagle cuts a
+        // backlogged queue into full segments whatever the write size: on
+        // the wire only its first segment differs (inferred). Its 512-byte
+        // writes (tens of thousands a second) only cost a CPU-bound host.
+        Writes::Small { .. } if f.class == FlowClass::Long => CHUNK,
         Writes::Small { size } => size.clamp(HEADER_LEN + 1, CHUNK),
     };
     sockopt::set_nodelay(&fd, ctx.writes == Writes::Bulk).map_err(|e| format!("{what}: {e}"))?;
