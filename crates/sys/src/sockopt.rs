@@ -270,14 +270,6 @@ pub fn set_notsent_lowat(fd: &impl AsFd, bytes: u32) -> Result<()> {
     set_raw(fd, libc::IPPROTO_TCP, TCP_NOTSENT_LOWAT, &to_c_int(u64::from(bytes), op)?, op)
 }
 
-/// Wakes a reader only once `bytes` are queued (`SO_RCVLOWAT`; end of
-/// stream and errors still wake it): fewer wake-ups for a reader that
-/// wants a known amount.
-pub fn set_rcvlowat(fd: &impl AsFd, bytes: u32) -> Result<()> {
-    let op = "setsockopt(SO_RCVLOWAT)";
-    set_raw(fd, libc::SOL_SOCKET, libc::SO_RCVLOWAT, &to_c_int(u64::from(bytes), op)?, op)
-}
-
 /// `SO_LINGER {on, 0}`: `close` sends a RST instead of a FIN, discarding
 /// unsent data. Relays use it to propagate a peer's reset.
 pub fn set_linger_zero(fd: &impl AsFd) -> Result<()> {
@@ -622,23 +614,6 @@ mod tests {
         assert_eq!(get_send_buffer(&fd).unwrap(), 128 * 1024);
         assert_eq!(get_recv_buffer(&fd).unwrap(), 128 * 1024);
         assert!(set_send_buffer(&fd, u64::MAX).is_err());
-    }
-
-    #[test]
-    fn rcvlowat_holds_readiness_until_that_much_is_queued() {
-        use std::io::Write;
-        let (mut c, s) = loopback_pair();
-        set_rcvlowat(&s, 1000).unwrap();
-        let readable = |ms: i32| {
-            let mut p = libc::pollfd { fd: s.as_raw_fd(), events: libc::POLLIN, revents: 0 };
-            // SAFETY: one live pollfd, count 1.
-            let n = unsafe { libc::poll(&mut p, 1, ms) };
-            n == 1 && p.revents & libc::POLLIN != 0
-        };
-        c.write_all(&[0; 600]).unwrap();
-        assert!(!readable(50), "600 of 1000 bytes");
-        c.write_all(&[0; 600]).unwrap();
-        assert!(readable(1000), "1200 of 1000 bytes");
     }
 
     #[test]

@@ -116,11 +116,6 @@ async fn accept_loop(listener: tokio::net::TcpListener, counts: Counts, ns: Stri
     }
 }
 
-/// The most a sink asks to be queued before it is woken (`SO_RCVLOWAT`):
-/// at most half the initial receive buffer (`tcp_rmem`'s 128 KiB), since a
-/// larger one makes Linux grow the buffer and clamp the window to it.
-const RCVLOWAT: usize = 16 * 1024;
-
 /// Reads one header and exactly the announced length, counting as it goes,
 /// then answers [`ANSWER`]. Never reads past the announced length.
 async fn serve(mut s: TcpStream, counts: &Counts) -> Result<(), String> {
@@ -141,21 +136,8 @@ async fn serve(mut s: TcpStream, counts: &Counts) -> Result<(), String> {
     }
     let mut buf = vec![0u8; CHUNK];
     let mut left = len;
-    // Woken once RCVLOWAT bytes (or the rest) are queued, not per
-    // segment: the sinks took the most CPU of the run (17.9 s of a
-    // one-minute buildup at D = 2, and as long again waiting for a CPU),
-    // and a CPU-bound host starts flows late. The last byte still wakes
-    // the read at once (never more than the rest is asked).
-    let mut lowat = 0;
     while left > 0 {
         let want = left.min(CHUNK as u64) as usize;
-        let at_least = want.min(RCVLOWAT);
-        if at_least != lowat {
-            if let Err(e) = sockopt::set_rcvlowat(&s, at_least as u32) {
-                tracing::debug!(flow = id, error = %e, "SO_RCVLOWAT refused; woken per segment");
-            }
-            lowat = at_least;
-        }
         let n = s
             .read(&mut buf[..want])
             .await
