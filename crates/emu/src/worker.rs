@@ -185,13 +185,7 @@ fn stamp_usable(real: Duration, ts: Duration) -> bool {
 /// CPU time (user + system) of the calling thread from /proc, in seconds
 /// (USER_HZ ticks, 10 ms resolution).
 fn thread_cpu_seconds() -> Option<f64> {
-    let stat = std::fs::read_to_string("/proc/thread-self/stat").ok()?;
-    // Fields after the parenthesised command name; utime and stime are the
-    // 14th and 15th fields of the whole line (proc(5)).
-    let rest = &stat[stat.rfind(')')? + 2..];
-    let f: Vec<&str> = rest.split_whitespace().collect();
-    let ticks: u64 = f.get(11)?.parse::<u64>().ok()? + f.get(12)?.parse::<u64>().ok()?;
-    Some(ticks as f64 / 100.0)
+    tcpaccel_sys::procstat::read_task("thread-self").ok().map(|t| t.cpu_seconds())
 }
 
 fn errno(e: &tcpaccel_sys::Error) -> Option<i32> {

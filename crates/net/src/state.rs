@@ -90,10 +90,12 @@ impl RunState {
     }
 }
 
-/// True while `/proc/PID` exists (the process or a zombie of it). Here, not
-/// in `clean`, so that clean uses state and not the other way round.
+/// True while the process runs: a zombie (exited, its parent has not
+/// reaped it yet — a test harness or script that started `net up` in the
+/// background) has stopped. Here, not in `clean`, so that clean uses state
+/// and not the other way round.
 pub(crate) fn alive(pid: u32) -> bool {
-    Path::new(&format!("/proc/{pid}")).exists()
+    tcpaccel_sys::procstat::running(pid)
 }
 
 /// Path of the state file of `run_id`.

@@ -1,7 +1,8 @@
 //! Per-core CPU times from `/proc/stat`, and CPU pressure (PSI) from
-//! `/proc/pressure/cpu`: the fidelity monitor's inputs.
+//! `/proc/pressure/cpu`: the fidelity monitor's inputs; and one task's
+//! state, parent and CPU time from `/proc/PID/stat`.
 //!
-//! What it is: a parser of the `cpuN` lines and their reader. What it is
+//! What it is: parsers of those texts and their readers. What it is
 //! not: no judgement (that is `tcpaccel_core::fidelity`). `/proc/stat` is
 //! not namespaced: it is the whole host's, whatever namespace reads it.
 //! Times are in USER_HZ ticks (`man 5 proc`).
@@ -74,6 +75,70 @@ pub fn read() -> Result<Vec<CpuStat>> {
     parse(&text).map_err(|msg| Error::Other { op: op.into(), msg })
 }
 
+/// Clock ticks per second of /proc's times (`USER_HZ`: 100 on every Linux ABI).
+pub const USER_HZ: u64 = 100;
+
+/// The fields of one task's `/proc/PID/stat` that tcpaccel reads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TaskStat {
+    /// `R`, `S`, `D`, `Z` (zombie: exited, not yet reaped), ... (proc(5) field 3).
+    pub state: char,
+    pub ppid: u32,
+    /// User and system time, USER_HZ ticks (fields 14 and 15).
+    pub utime: u64,
+    pub stime: u64,
+}
+
+impl TaskStat {
+    /// User + system time, in ticks.
+    pub fn ticks(&self) -> u64 {
+        self.utime + self.stime
+    }
+    /// User + system time, in seconds.
+    pub fn cpu_seconds(&self) -> f64 {
+        self.ticks() as f64 / USER_HZ as f64
+    }
+    /// Exited: a zombie (`Z`) or dead (`X`) task runs no more.
+    pub fn exited(&self) -> bool {
+        matches!(self.state, 'Z' | 'X')
+    }
+}
+
+/// Parses a `/proc/PID/stat` text. The command name (field 2) may hold
+/// spaces and parentheses, so fields are counted after the last `)`.
+pub fn parse_task(text: &str) -> std::result::Result<TaskStat, String> {
+    let rest = text.rsplit_once(')').map(|(_, r)| r).ok_or("no ')' after the command name")?;
+    // rest starts at field 3 (state).
+    let f: Vec<&str> = rest.split_whitespace().collect();
+    let field =
+        |i: usize| f.get(i - 3).copied().ok_or_else(|| format!("no field {i} ({} after the name)", f.len()));
+    let num = |i: usize| -> std::result::Result<u64, String> {
+        let v = field(i)?;
+        v.parse().map_err(|_| format!("field {i} {v:?} is not a number"))
+    };
+    let state = field(3)?;
+    let mut chars = state.chars();
+    let (Some(state), None) = (chars.next(), chars.next()) else {
+        return Err(format!("field 3 {state:?} is not one state letter"));
+    };
+    let ppid = u32::try_from(num(4)?).map_err(|_| "field 4 (ppid) out of range".to_string())?;
+    Ok(TaskStat { state, ppid, utime: num(14)?, stime: num(15)? })
+}
+
+/// Reads `/proc/{task}/stat`, `task` being a pid, `self` or `thread-self`.
+pub fn read_task(task: &str) -> Result<TaskStat> {
+    let path = format!("/proc/{task}/stat");
+    let op = format!("reading {path}");
+    let text = std::fs::read_to_string(&path).map_err(|e| Error::os(op.clone(), e))?;
+    parse_task(&text).map_err(|msg| Error::Other { op, msg })
+}
+
+/// True while process `pid` exists and has not exited (a zombie waiting for
+/// its parent to reap it has).
+pub fn running(pid: u32) -> bool {
+    read_task(&pid.to_string()).is_ok_and(|t| !t.exited())
+}
+
 /// The cumulative time (µs) in which at least one runnable task waited
 /// for a CPU: the `some ... total=` of `/proc/pressure/cpu` (PSI). `None`
 /// on a kernel without PSI.
@@ -102,6 +167,39 @@ pub fn parse_pressure(text: &str) -> std::result::Result<u64, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn task_stat_counts_fields_after_the_name() {
+        // pid (comm with spaces and parentheses) state ppid pgrp session tty
+        // tpgid flags minflt cminflt majflt cmajflt utime stime ...
+        let line = "4242 (my (odd) name) Z 17 4242 4242 0 -1 4194560 300 0 0 0 250 50 0 0 20 0 3 0 100 0 0";
+        let t = parse_task(line).unwrap();
+        assert_eq!(t, TaskStat { state: 'Z', ppid: 17, utime: 250, stime: 50 });
+        assert_eq!(t.ticks(), 300);
+        assert!(t.exited());
+        assert!(parse_task("garbage").unwrap_err().contains("')'"));
+        assert!(parse_task("42 (x) S 1").unwrap_err().contains("field 14"));
+        assert!(parse_task("42 (x) S 1 2 3 4 5 6 7 8 9 10 x 12").unwrap_err().contains("field 14 \"x\""));
+        let own = read_task("self").unwrap();
+        assert_eq!(own.ppid, std::os::unix::process::parent_id());
+        assert!(!own.exited());
+        assert!(running(std::process::id()));
+    }
+
+    #[test]
+    fn a_zombie_is_not_running() {
+        let mut child = std::process::Command::new("true").spawn().expect("spawn true");
+        let pid = child.id();
+        // Not reaped yet: /proc/PID stays, in state Z.
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+        while running(pid) && std::time::Instant::now() < deadline {
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
+        assert_eq!(read_task(&pid.to_string()).unwrap().state, 'Z');
+        assert!(!running(pid));
+        child.wait().unwrap();
+        assert!(!running(pid));
+    }
 
     #[test]
     fn cores_are_read_and_the_total_line_left_out() {

@@ -9,12 +9,10 @@ use std::time::Duration;
 
 use tcpaccel_tune::trace::{run, Selector, Tracer};
 
-/// utime and stime of this thread in clock ticks (fields 14 and 15 of stat).
-fn user_sys() -> (u64, u64) {
-    let s = std::fs::read_to_string("/proc/thread-self/stat").unwrap_or_default();
-    let rest = s.rsplit(')').next().unwrap_or("");
-    let f: Vec<u64> = rest.split_whitespace().map(|x| x.parse().unwrap_or(0)).collect();
-    (f.get(11).copied().unwrap_or(0), f.get(12).copied().unwrap_or(0))
+/// utime and stime of this thread in clock ticks.
+fn user_sys() -> Result<(u64, u64), tcpaccel_sys::Error> {
+    let t = tcpaccel_sys::procstat::read_task("thread-self")?;
+    Ok((t.utime, t.stime))
 }
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
@@ -35,7 +33,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         ("dump: --port 1 (no socket matches: the kernel's table walk alone)", Selector::Port(1), false),
         ("hybrid (dump every 1 s): --dst (100 client sockets)", dst.clone(), true),
     ] {
-        let (u0, s0) = user_sys();
+        let (u0, s0) = user_sys()?;
         let mut tracer = Tracer::open(sel, None)?;
         if hybrid {
             tracer = tracer.hybrid(Duration::from_secs(1));
@@ -55,7 +53,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             sum.cpu_share.unwrap_or(0.0) * 100.0,
             sum.cpu_s.unwrap_or(0.0) * 1e6 / sum.ticks.max(1) as f64
         );
-        let (u1, s1) = user_sys();
+        let (u1, s1) = user_sys()?;
         println!("    user {} ms, kernel {} ms (10 ms resolution)", (u1 - u0) * 10, (s1 - s0) * 10);
     }
     // The whole `tcpaccel trace --out FILE.csv` path: sampling plus CSV rows

@@ -190,48 +190,17 @@ impl CpuBed {
     }
 }
 
-/// Busy and total jiffies of all CPUs, from the first line of /proc/stat.
-pub fn cpu_jiffies(stat: &str) -> Result<(u64, u64)> {
-    let line = stat.lines().next().filter(|l| l.starts_with("cpu ")).context("/proc/stat has no cpu line")?;
-    let v: Vec<u64> = line
-        .split_whitespace()
-        .skip(1)
-        .map(|f| f.parse::<u64>().with_context(|| format!("/proc/stat field {f:?}")))
-        .collect::<Result<_>>()?;
-    if v.len() < 5 {
-        bail!("/proc/stat cpu line has {} fields, expected at least 5", v.len());
-    }
-    // user nice system idle iowait irq softirq steal guest guest_nice; guest
-    // time is already in user/nice.
-    let total: u64 = v.iter().take(8).sum();
-    let idle = v[3] + v[4];
+/// Busy and total ticks of all CPUs together (idle and iowait are not busy).
+fn read_cpu() -> Result<(u64, u64)> {
+    let cores = tcpaccel_sys::procstat::read().context("reading /proc/stat")?;
+    let total: u64 = cores.iter().map(|c| c.total()).sum();
+    let idle: u64 = cores.iter().map(|c| c.idle + c.iowait).sum();
     Ok((total - idle, total))
 }
 
-/// Clock ticks per second of /proc's times (`USER_HZ`, 100 on every Linux ABI).
-const USER_HZ: f64 = 100.0;
-
-/// utime + stime (clock ticks) of this process, from /proc/self/stat.
-pub fn proc_ticks(stat: &str) -> Result<u64> {
-    // The command name (field 2) may hold spaces: fields count from after ")".
-    let rest = stat.rsplit_once(')').map(|(_, r)| r).context("/proc/self/stat has no ')'")?;
-    let f: Vec<&str> = rest.split_whitespace().collect();
-    // rest starts at field 3 (state): utime is field 14, stime 15.
-    let num = |i: usize| -> Result<u64> {
-        f.get(i - 3)
-            .with_context(|| format!("/proc/self/stat has no field {i}"))?
-            .parse::<u64>()
-            .with_context(|| format!("/proc/self/stat field {i}"))
-    };
-    Ok(num(14)? + num(15)?)
-}
-
+/// utime + stime (ticks) of this process.
 fn read_proc_ticks() -> Result<u64> {
-    proc_ticks(&std::fs::read_to_string("/proc/self/stat").context("reading /proc/self/stat")?)
-}
-
-fn read_cpu() -> Result<(u64, u64)> {
-    cpu_jiffies(&std::fs::read_to_string("/proc/stat").context("reading /proc/stat")?)
+    Ok(tcpaccel_sys::procstat::read_task("self").context("reading /proc/self/stat")?.ticks())
 }
 
 impl Testbed for CpuBed {
@@ -290,7 +259,7 @@ impl Testbed for CpuBed {
         let cpus = std::thread::available_parallelism().map_or(1, |n| n.get()) as f64;
         let busy = (busy1 - busy0) as f64 / (total1 - total0).max(1) as f64 * cpus;
         ctx.metric(metric::CPU_BUSY_PCT, busy * 100.0);
-        let proc_pct = (ticks1 - ticks0) as f64 / USER_HZ / elapsed * 100.0;
+        let proc_pct = (ticks1 - ticks0) as f64 / tcpaccel_sys::procstat::USER_HZ as f64 / elapsed * 100.0;
         ctx.metric(metric::PROC_CPU_PCT, proc_pct);
         if summary.goodput_bps > 0 {
             ctx.metric(metric::PROC_CPU_PCT_PER_GBIT, proc_pct / (summary.goodput_bps as f64 / 1e9));
@@ -303,30 +272,5 @@ impl Testbed for CpuBed {
             ctx.metric(metric::PROG_CPU_PCT, ns as f64 / (elapsed * 1e9) * 100.0);
         }
         Ok(())
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn proc_stat_busy_time_leaves_out_idle_and_iowait() {
-        let stat = "cpu  100 5 50 1000 20 3 7 2 40 0\ncpu0 50 2 25 500 10 1 3 1 20 0\nintr 1\n";
-        // total of the first 8: 100+5+50+1000+20+3+7+2 = 1187; idle 1020.
-        assert_eq!(cpu_jiffies(stat).unwrap(), (167, 1187));
-        assert!(cpu_jiffies("intr 1\n").is_err());
-        assert!(cpu_jiffies("cpu  1 2 x 4 5\n").unwrap_err().to_string().contains("\"x\""));
-        assert!(cpu_jiffies("cpu  1 2 3\n").is_err());
-    }
-
-    #[test]
-    fn process_cpu_time_is_utime_plus_stime() {
-        // pid (comm with a space) state ppid pgrp session tty tpgid flags
-        // minflt cminflt majflt cmajflt utime stime ...
-        let stat = "42 (tcp accel) S 1 42 42 0 -1 4194560 10 0 0 0 250 75 0 0 20 0 3 0";
-        assert_eq!(proc_ticks(stat).unwrap(), 325);
-        assert!(proc_ticks("42 (x) S 1").is_err());
-        assert!(proc_ticks("no parenthesis").is_err());
     }
 }

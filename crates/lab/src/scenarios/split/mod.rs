@@ -30,7 +30,6 @@ mod peers;
 use crate::testbeds::{find_bin, parse_curl, ScratchDir};
 use chain::url;
 pub use chain::{dante_conf, next_hop, nginx_conf, socks_relay_args, squid_conf, Chain, Kind};
-pub use peers::parse_stat;
 use peers::{find_peers, tcpaccel_bin, Daemon};
 
 use crate::runner::claims::{Claim, Figure, Goal, Measure, GOAL_BENCH, GOAL_DIRECTION};

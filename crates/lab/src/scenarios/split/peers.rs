@@ -39,20 +39,20 @@ impl Daemon {
     /// value every Linux architecture exports to user space.
     pub(super) fn cpu_s(&self) -> f64 {
         let pid = self.child.id();
-        let mut ticks = proc_ticks(pid).map(|(t, _)| t).unwrap_or(0);
+        let mut ticks = proc_ticks(pid).map(|t| t.ticks()).unwrap_or(0);
         if let Ok(dir) = std::fs::read_dir("/proc") {
             for e in dir.flatten() {
                 let Some(other) = e.file_name().to_str().and_then(|n| n.parse::<u32>().ok()) else {
                     continue;
                 };
-                if let Some((t, ppid)) = proc_ticks(other) {
-                    if ppid == pid {
-                        ticks += t;
+                if let Some(t) = proc_ticks(other) {
+                    if t.ppid == pid {
+                        ticks += t.ticks();
                     }
                 }
             }
         }
-        ticks as f64 / 100.0
+        ticks as f64 / tcpaccel_sys::procstat::USER_HZ as f64
     }
     pub(super) fn log_tail(&self) -> String {
         let text = std::fs::read_to_string(&self.log).unwrap_or_default();
@@ -74,22 +74,9 @@ impl Drop for Daemon {
     }
 }
 
-/// utime + stime (clock ticks) and the parent pid of `pid`, from /proc/PID/stat.
-fn proc_ticks(pid: u32) -> Option<(u64, u32)> {
-    let text = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    parse_stat(&text)
-}
-
-/// Parses /proc/PID/stat: the command name may hold spaces and parentheses,
-/// so fields are counted after the last `)`.
-pub fn parse_stat(text: &str) -> Option<(u64, u32)> {
-    let rest = &text[text.rfind(')')? + 1..];
-    let f: Vec<&str> = rest.split_whitespace().collect();
-    // After the name: state(3) ppid(4) … utime(14) stime(15), here 0-based from field 3.
-    let ppid = f.get(1)?.parse().ok()?;
-    let utime: u64 = f.get(11)?.parse().ok()?;
-    let stime: u64 = f.get(12)?.parse().ok()?;
-    Some((utime + stime, ppid))
+/// CPU time and parent of `pid` (`None` once it is gone).
+fn proc_ticks(pid: u32) -> Option<tcpaccel_sys::procstat::TaskStat> {
+    tcpaccel_sys::procstat::read_task(&pid.to_string()).ok()
 }
 
 /// The external programs the variants need (none for raw tcpaccel chains),
@@ -133,15 +120,6 @@ pub(super) fn tcpaccel_bin() -> Result<PathBuf> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn proc_stat_parses_names_with_spaces() {
-        let line = "4242 (my (odd) name) S 17 4242 4242 0 -1 4194560 300 0 0 0 250 50 0 0 20 0 3 0 100 0 0";
-        assert_eq!(parse_stat(line), Some((300, 17)));
-        assert_eq!(parse_stat("garbage"), None);
-        let own = proc_ticks(std::process::id()).expect("our own /proc/PID/stat");
-        assert!(own.1 > 0);
-    }
 
     #[test]
     fn missing_peers_name_the_install_script_and_tcpaccel_needs_none_of_them() {
