@@ -16,7 +16,7 @@
 	S(rule, 16)           \
 	S(rule_stats, 56)     \
 	S(dst_key, 24)        \
-	S(sock_state, 192)
+	S(sock_state, 224)
 
 #define ABI_FIELDS_rule(F)              \
 	F(rule, kind, 0, __u32)         \
@@ -61,12 +61,17 @@
 	F(sock_state, undo_cap, 136, __u64)        \
 	F(sock_state, undo_ns, 144, __u64)         \
 	F(sock_state, sent_cap, 152, __u64)        \
-	F(sock_state, seen_acked, 160, __u64)      \
-	F(sock_state, held_cap, 168, __u64)        \
-	F(sock_state, seen_srtt_us, 176, __u32)    \
-	F(sock_state, seen_min_rtt_us, 180, __u32) \
-	F(sock_state, seen_cwnd, 184, __u32)       \
-	F(sock_state, seen_ssthresh, 188, __u32)
+	F(sock_state, win_nxt, 160, __u32)         \
+	F(sock_state, fill, 164, __u32)            \
+	F(sock_state, allow, 168, __u64)           \
+	F(sock_state, out_rate, 176, __u64)        \
+	F(sock_state, out_ns, 184, __u64)          \
+	F(sock_state, seen_acked, 192, __u64)      \
+	F(sock_state, held_cap, 200, __u64)        \
+	F(sock_state, seen_srtt_us, 208, __u32)    \
+	F(sock_state, seen_min_rtt_us, 212, __u32) \
+	F(sock_state, seen_cwnd, 216, __u32)       \
+	F(sock_state, seen_ssthresh, 220, __u32)
 
 /*
  * The Rust side's domain types (crates/bpf-abi-gen; the C program never
@@ -74,7 +79,7 @@
  * by RUST, field by field under the same name, except where a line says
  * otherwise (the vocabulary is in crates/bpf-abi-gen/src/lib.rs); PUB:
  * the generated struct is the Rust type (rule is crate::abi::RuleAbi). A field
- * added to sock_state between win_start_ns and sent_cap is a field of
+ * added to sock_state between win_start_ns and out_ns is a field of
  * tcpaccel_core::pacing::BpfHold, the program's pure twin.
  */
 #define PACE_RUST                                                                       \
@@ -84,7 +89,7 @@
 	AS_BE(dst_key, port)                                                            \
 	PAD(dst_key, pad)                                                               \
 	RUST(sock_state, crate::abi::SockState)                                         \
-	NEST(sock_state, hold, tcpaccel_core::pacing::BpfHold, win_start_ns, sent_cap) \
+	NEST(sock_state, hold, tcpaccel_core::pacing::BpfHold, win_start_ns, out_ns)   \
 	AS_BOOL(sock_state, full)
 
 #endif

@@ -267,7 +267,7 @@ impl ::tcpaccel_sys::bpf::Plain for crate::abi::DstKey {
     }
 }
 
-/// `struct sock_state` (192 bytes), field for field as in crates/pacer/bpf/pace.abi.h.
+/// `struct sock_state` (224 bytes), field for field as in crates/pacer/bpf/pace.abi.h.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub(crate) struct SockState {
     pub(crate) rule: u32,
@@ -292,6 +292,11 @@ pub(crate) struct SockState {
     pub(crate) undo_cap: u64,
     pub(crate) undo_ns: u64,
     pub(crate) sent_cap: u64,
+    pub(crate) win_nxt: u32,
+    pub(crate) fill: u32,
+    pub(crate) allow: u64,
+    pub(crate) out_rate: u64,
+    pub(crate) out_ns: u64,
     pub(crate) seen_acked: u64,
     pub(crate) held_cap: u64,
     pub(crate) seen_srtt_us: u32,
@@ -325,6 +330,11 @@ struct SockStateLayout {
     undo_cap: u64,
     undo_ns: u64,
     sent_cap: u64,
+    win_nxt: u32,
+    fill: u32,
+    allow: u64,
+    out_rate: u64,
+    out_ns: u64,
     seen_acked: u64,
     held_cap: u64,
     seen_srtt_us: u32,
@@ -332,7 +342,7 @@ struct SockStateLayout {
     seen_cwnd: u32,
     seen_ssthresh: u32,
 }
-const _: () = assert!(::core::mem::size_of::<SockStateLayout>() == 192);
+const _: () = assert!(::core::mem::size_of::<SockStateLayout>() == 224);
 const _: () = assert!(::core::mem::offset_of!(SockStateLayout, rule) == 0);
 const _: () = assert!(::core::mem::offset_of!(SockStateLayout, rate) == 4);
 const _: () = assert!(::core::mem::offset_of!(SockStateLayout, updates) == 8);
@@ -355,15 +365,20 @@ const _: () = assert!(::core::mem::offset_of!(SockStateLayout, last_cap) == 128)
 const _: () = assert!(::core::mem::offset_of!(SockStateLayout, undo_cap) == 136);
 const _: () = assert!(::core::mem::offset_of!(SockStateLayout, undo_ns) == 144);
 const _: () = assert!(::core::mem::offset_of!(SockStateLayout, sent_cap) == 152);
-const _: () = assert!(::core::mem::offset_of!(SockStateLayout, seen_acked) == 160);
-const _: () = assert!(::core::mem::offset_of!(SockStateLayout, held_cap) == 168);
-const _: () = assert!(::core::mem::offset_of!(SockStateLayout, seen_srtt_us) == 176);
-const _: () = assert!(::core::mem::offset_of!(SockStateLayout, seen_min_rtt_us) == 180);
-const _: () = assert!(::core::mem::offset_of!(SockStateLayout, seen_cwnd) == 184);
-const _: () = assert!(::core::mem::offset_of!(SockStateLayout, seen_ssthresh) == 188);
+const _: () = assert!(::core::mem::offset_of!(SockStateLayout, win_nxt) == 160);
+const _: () = assert!(::core::mem::offset_of!(SockStateLayout, fill) == 164);
+const _: () = assert!(::core::mem::offset_of!(SockStateLayout, allow) == 168);
+const _: () = assert!(::core::mem::offset_of!(SockStateLayout, out_rate) == 176);
+const _: () = assert!(::core::mem::offset_of!(SockStateLayout, out_ns) == 184);
+const _: () = assert!(::core::mem::offset_of!(SockStateLayout, seen_acked) == 192);
+const _: () = assert!(::core::mem::offset_of!(SockStateLayout, held_cap) == 200);
+const _: () = assert!(::core::mem::offset_of!(SockStateLayout, seen_srtt_us) == 208);
+const _: () = assert!(::core::mem::offset_of!(SockStateLayout, seen_min_rtt_us) == 212);
+const _: () = assert!(::core::mem::offset_of!(SockStateLayout, seen_cwnd) == 216);
+const _: () = assert!(::core::mem::offset_of!(SockStateLayout, seen_ssthresh) == 220);
 
 impl SockState {
-    pub(crate) const SIZE: usize = 192;
+    pub(crate) const SIZE: usize = 224;
     /// Writes the struct into the first `SIZE` bytes of `b`.
     pub(crate) fn write(&self, b: &mut [u8]) {
         b[0..4].copy_from_slice(&self.rule.to_ne_bytes());
@@ -388,12 +403,17 @@ impl SockState {
         b[136..144].copy_from_slice(&self.undo_cap.to_ne_bytes());
         b[144..152].copy_from_slice(&self.undo_ns.to_ne_bytes());
         b[152..160].copy_from_slice(&self.sent_cap.to_ne_bytes());
-        b[160..168].copy_from_slice(&self.seen_acked.to_ne_bytes());
-        b[168..176].copy_from_slice(&self.held_cap.to_ne_bytes());
-        b[176..180].copy_from_slice(&self.seen_srtt_us.to_ne_bytes());
-        b[180..184].copy_from_slice(&self.seen_min_rtt_us.to_ne_bytes());
-        b[184..188].copy_from_slice(&self.seen_cwnd.to_ne_bytes());
-        b[188..192].copy_from_slice(&self.seen_ssthresh.to_ne_bytes());
+        b[160..164].copy_from_slice(&self.win_nxt.to_ne_bytes());
+        b[164..168].copy_from_slice(&self.fill.to_ne_bytes());
+        b[168..176].copy_from_slice(&self.allow.to_ne_bytes());
+        b[176..184].copy_from_slice(&self.out_rate.to_ne_bytes());
+        b[184..192].copy_from_slice(&self.out_ns.to_ne_bytes());
+        b[192..200].copy_from_slice(&self.seen_acked.to_ne_bytes());
+        b[200..208].copy_from_slice(&self.held_cap.to_ne_bytes());
+        b[208..212].copy_from_slice(&self.seen_srtt_us.to_ne_bytes());
+        b[212..216].copy_from_slice(&self.seen_min_rtt_us.to_ne_bytes());
+        b[216..220].copy_from_slice(&self.seen_cwnd.to_ne_bytes());
+        b[220..224].copy_from_slice(&self.seen_ssthresh.to_ne_bytes());
     }
     /// Reads the struct from the first `SIZE` bytes of `b`.
     pub(crate) fn read(b: &[u8]) -> Self {
@@ -509,33 +529,58 @@ impl SockState {
             v.sent_cap = u64::from_ne_bytes(a);
         }
         {
-            let mut a = [0u8; 8];
-            a.copy_from_slice(&b[160..168]);
-            v.seen_acked = u64::from_ne_bytes(a);
+            let mut a = [0u8; 4];
+            a.copy_from_slice(&b[160..164]);
+            v.win_nxt = u32::from_ne_bytes(a);
+        }
+        {
+            let mut a = [0u8; 4];
+            a.copy_from_slice(&b[164..168]);
+            v.fill = u32::from_ne_bytes(a);
         }
         {
             let mut a = [0u8; 8];
             a.copy_from_slice(&b[168..176]);
+            v.allow = u64::from_ne_bytes(a);
+        }
+        {
+            let mut a = [0u8; 8];
+            a.copy_from_slice(&b[176..184]);
+            v.out_rate = u64::from_ne_bytes(a);
+        }
+        {
+            let mut a = [0u8; 8];
+            a.copy_from_slice(&b[184..192]);
+            v.out_ns = u64::from_ne_bytes(a);
+        }
+        {
+            let mut a = [0u8; 8];
+            a.copy_from_slice(&b[192..200]);
+            v.seen_acked = u64::from_ne_bytes(a);
+        }
+        {
+            let mut a = [0u8; 8];
+            a.copy_from_slice(&b[200..208]);
             v.held_cap = u64::from_ne_bytes(a);
         }
         {
             let mut a = [0u8; 4];
-            a.copy_from_slice(&b[176..180]);
+            a.copy_from_slice(&b[208..212]);
             v.seen_srtt_us = u32::from_ne_bytes(a);
         }
         {
             let mut a = [0u8; 4];
-            a.copy_from_slice(&b[180..184]);
+            a.copy_from_slice(&b[212..216]);
             v.seen_min_rtt_us = u32::from_ne_bytes(a);
         }
         {
             let mut a = [0u8; 4];
-            a.copy_from_slice(&b[184..188]);
+            a.copy_from_slice(&b[216..220]);
             v.seen_cwnd = u32::from_ne_bytes(a);
         }
         {
             let mut a = [0u8; 4];
-            a.copy_from_slice(&b[188..192]);
+            a.copy_from_slice(&b[220..224]);
             v.seen_ssthresh = u32::from_ne_bytes(a);
         }
         v
@@ -545,7 +590,7 @@ impl SockState {
 impl ::core::convert::From<&crate::abi::SockState> for SockState {
     fn from(value: &crate::abi::SockState) -> SockState {
         let crate::abi::SockState { rule, rate, updates, hold, seen_acked, held_cap, seen_srtt_us, seen_min_rtt_us, seen_cwnd, seen_ssthresh } = value;
-        let tcpaccel_core::pacing::BpfHold { win_start_ns, win_acked, dlv_rate, cap, cap_ns, full_dlv, full_cnt, full, train_ns, train_acked, last_ns, last_acked, btl_rate, btl_bytes, win_cap, last_cap, undo_cap, undo_ns, sent_cap } = hold;
+        let tcpaccel_core::pacing::BpfHold { win_start_ns, win_acked, dlv_rate, cap, cap_ns, full_dlv, full_cnt, full, train_ns, train_acked, last_ns, last_acked, btl_rate, btl_bytes, win_cap, last_cap, undo_cap, undo_ns, sent_cap, win_nxt, fill, allow, out_rate, out_ns } = hold;
         SockState {
             rule: *rule,
             rate: *rate,
@@ -569,6 +614,11 @@ impl ::core::convert::From<&crate::abi::SockState> for SockState {
             undo_cap: *undo_cap,
             undo_ns: *undo_ns,
             sent_cap: *sent_cap,
+            win_nxt: *win_nxt,
+            fill: *fill,
+            allow: *allow,
+            out_rate: *out_rate,
+            out_ns: *out_ns,
             seen_acked: *seen_acked,
             held_cap: *held_cap,
             seen_srtt_us: *seen_srtt_us,
@@ -581,12 +631,12 @@ impl ::core::convert::From<&crate::abi::SockState> for SockState {
 
 impl ::core::convert::From<SockState> for crate::abi::SockState {
     fn from(value: SockState) -> crate::abi::SockState {
-        let SockState { rule, rate, updates, win_start_ns, win_acked, dlv_rate, cap, cap_ns, full_dlv, full_cnt, full, train_ns, train_acked, last_ns, last_acked, btl_rate, btl_bytes, win_cap, last_cap, undo_cap, undo_ns, sent_cap, seen_acked, held_cap, seen_srtt_us, seen_min_rtt_us, seen_cwnd, seen_ssthresh } = value;
+        let SockState { rule, rate, updates, win_start_ns, win_acked, dlv_rate, cap, cap_ns, full_dlv, full_cnt, full, train_ns, train_acked, last_ns, last_acked, btl_rate, btl_bytes, win_cap, last_cap, undo_cap, undo_ns, sent_cap, win_nxt, fill, allow, out_rate, out_ns, seen_acked, held_cap, seen_srtt_us, seen_min_rtt_us, seen_cwnd, seen_ssthresh } = value;
         crate::abi::SockState {
             rule,
             rate,
             updates,
-            hold: tcpaccel_core::pacing::BpfHold { win_start_ns, win_acked, dlv_rate, cap, cap_ns, full_dlv, full_cnt, full: full != 0, train_ns, train_acked, last_ns, last_acked, btl_rate, btl_bytes, win_cap, last_cap, undo_cap, undo_ns, sent_cap },
+            hold: tcpaccel_core::pacing::BpfHold { win_start_ns, win_acked, dlv_rate, cap, cap_ns, full_dlv, full_cnt, full: full != 0, train_ns, train_acked, last_ns, last_acked, btl_rate, btl_bytes, win_cap, last_cap, undo_cap, undo_ns, sent_cap, win_nxt, fill, allow, out_rate, out_ns },
             seen_acked,
             held_cap,
             seen_srtt_us,

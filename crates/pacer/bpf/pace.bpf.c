@@ -115,6 +115,17 @@ struct sock_state {
 	__u64 undo_cap;
 	__u64 undo_ns;
 	__u64 sent_cap;
+	/* RULE_HOLD: snd_nxt when the current delivery window started, and
+	 * the share (1/1024ths) of what its caps allowed that the socket sent
+	 * in the last window (0 until known; 1024 where it sent less than
+	 * half, or some of the window was unpaced); the bytes the caps
+	 * returned allowed since the window started (~0: some unpaced), the
+	 * last cap returned and when. */
+	__u32 win_nxt;
+	__u32 fill;
+	__u64 allow;
+	__u64 out_rate;
+	__u64 out_ns;
 	/* bytes_acked when a segment-time callback last ran the rule: a
 	 * segment sent (HDR_OPT_LEN_CB) or received (PARSE_HDR_OPT_CB) with no
 	 * ACK progress since is skipped (on_ack). */
@@ -537,10 +548,9 @@ static __always_inline void hold_train(struct sock_state *st, __u64 now, __u64 a
 
 /* The cap for eq. 1's `rate` (`ss_rate`: the same with twice the cwnd,
  * used in slow start), or RATE_UNPACED during the probe. */
-static __always_inline __u64 hold_cap(struct bpf_sock_ops *skops, struct sock_state *st, __u64 rate, __u64 ss_rate,
-				      __u64 flows, __u64 others)
+static __always_inline __u64 hold_law(struct bpf_sock_ops *skops, struct sock_state *st, __u64 now, __u64 rate,
+				      __u64 ss_rate, __u64 flows, __u64 others)
 {
-	__u64 now = bpf_ktime_get_ns();
 	__u64 acked = skops->bytes_acked;
 	__u32 srtt = skops->srtt_us >> 3;
 	__u32 min_rtt = skops->rtt_min;
@@ -550,8 +560,22 @@ static __always_inline __u64 hold_cap(struct bpf_sock_ops *skops, struct sock_st
 	if (st->win_start_ns == 0) {
 		st->win_start_ns = now;
 		st->win_acked = acked;
+		st->win_nxt = skops->snd_nxt;
 	} else if (srtt && now - st->win_start_ns >= (__u64)srtt * 1000) {
 		st->dlv_rate = (acked - st->win_acked) * 1000000000ull / (now - st->win_start_ns);
+		/* What the socket sent in the window that ends here against
+		 * what its caps allowed in it. */
+		__u64 sent_b = (__u32)(skops->snd_nxt - st->win_nxt);
+		__u64 allowed = st->allow;
+
+		if (allowed == ~0ull || allowed == 0 || sent_b * 2 < allowed)
+			st->fill = 1024;
+		else if (sent_b >= allowed)
+			st->fill = 1024;
+		else
+			st->fill = sent_b * 1024 / allowed;
+		st->allow = 0;
+		st->win_nxt = skops->snd_nxt;
 		st->win_start_ns = now;
 		st->win_acked = acked;
 		st->sent_cap = st->last_cap;
@@ -632,7 +656,12 @@ static __always_inline __u64 hold_cap(struct bpf_sock_ops *skops, struct sock_st
 	 * eighth per srtt: under a loaded host that lag turned each rise of
 	 * srtt into a cut. A queue past min_rtt/32 is the cap's doing against
 	 * the cap of now, as before (after slow start, the hold's threshold). */
-	__u64 sent = st->sent_cap < st->cap ? st->sent_cap : st->cap;
+	/* The caps as the socket uses them: a sender that sends 80% of its
+	 * cap delivers 20% below it with no queue anywhere (issue 47: the
+	 * kernel's pacing of a cap of 36 Mbit/s sent 78-81% of it). */
+	__u64 fill = st->fill ? st->fill : 1024;
+	__u64 capf = st->cap * fill / 1024;
+	__u64 sent = (st->sent_cap < st->cap ? st->sent_cap : st->cap) * fill / 1024;
 	/* A shortfall of more than an eighth is the sender's own (BBR paces
 	 * at 3/4 of its rate for a round in eight), not the bottleneck's. */
 	int short_fall = st->sent_cap && st->dlv_rate * 64 < sent * 63 && st->dlv_rate * 8 >= sent * 7;
@@ -643,8 +672,8 @@ static __always_inline __u64 hold_cap(struct bpf_sock_ops *skops, struct sock_st
 	 * more than an eighth below the cap is the sender's own too (BBR's
 	 * rate moved by a quarter between windows; cuts to 31/32 of the low
 	 * ones ratcheted HTTP down). */
-	int deep = queue * HOLD_DEEP_DIV > min_rtt && st->dlv_rate * 64 < st->cap * 63 &&
-		   (st->full ? st->dlv_rate * 8 >= st->cap * 7 : st->dlv_rate != st->full_dlv);
+	int deep = queue * HOLD_DEEP_DIV > min_rtt && st->dlv_rate * 64 < capf * 63 &&
+		   (st->full ? st->dlv_rate * 8 >= capf * 7 : st->dlv_rate != st->full_dlv);
 	int queued = queue_seen && (short_fall || deep);
 	/* (A delivery rate of 0 never shows a queue: queue_seen.) */
 	if (probing && !queued) {
@@ -732,7 +761,7 @@ static __always_inline __u64 hold_cap(struct bpf_sock_ops *skops, struct sock_st
 
 		if (step < ai)
 			step = ai;
-		if (!lead || !st->dlv_rate || st->cap * lead < st->dlv_rate * (lead + 1) + ai * lead)
+		if (!lead || !st->dlv_rate || capf * lead < st->dlv_rate * (lead + 1) + ai * lead)
 			st->cap += step * dt_us / srtt;
 	}
 	/* A cut is undone if an ACK within an srtt of it shows no queue (as
@@ -762,6 +791,27 @@ static __always_inline __u64 hold_cap(struct bpf_sock_ops *skops, struct sock_st
 		st->btl_rate = raise;
 	st->cap_ns = now;
 	return rate < st->cap ? rate : st->cap;
+}
+
+/* hold_law, keeping count of the bytes its caps allowed (the twin's
+ * BpfHold::on_ack). */
+static __always_inline __u64 hold_cap(struct bpf_sock_ops *skops, struct sock_state *st, __u64 rate, __u64 ss_rate,
+				      __u64 flows, __u64 others)
+{
+	__u64 now = bpf_ktime_get_ns();
+
+	if (st->out_ns && st->allow != ~0ull) {
+		__u64 dt = now - st->out_ns;
+
+		if (dt > 1000000000ull)
+			dt = 1000000000ull;
+		st->allow = st->out_rate == RATE_UNPACED ? ~0ull : st->allow + st->out_rate * dt / 1000000000ull;
+	}
+	__u64 out = hold_law(skops, st, now, rate, ss_rate, flows, others);
+
+	st->out_rate = out;
+	st->out_ns = now;
+	return out;
 }
 
 /* `segment`: a segment-time callback (one sent or one received), which

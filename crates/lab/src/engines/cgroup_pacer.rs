@@ -99,6 +99,8 @@ pub struct HoldSample {
     pub btl_bytes: u64,
     pub dlv_rate: u64,
     pub full: bool,
+    /// The share of its caps the socket sent in the last window (1/1024ths, 0 until known).
+    pub fill: u32,
     /// The kernel's srtt and min_rtt (µs), cwnd and ssthresh (segments)
     /// at the last ACK the rule acted on.
     pub srtt_us: u32,
@@ -142,6 +144,7 @@ impl HoldTrace {
                         btl_bytes: h.btl_bytes,
                         dlv_rate: h.dlv_rate,
                         full: h.full,
+                        fill: h.fill,
                         srtt_us: st.seen_srtt_us,
                         min_rtt_us: st.seen_min_rtt_us,
                         cwnd: st.seen_cwnd,
@@ -167,7 +170,8 @@ impl HoldTrace {
 /// on the socket), `hold_cap_mbps`, `hold_btl_mbps` (the probe's
 /// bottleneck estimate, 0 while none), `hold_btl_kb` (the bytes of the
 /// ACK train it came from), `hold_dlv_mbps` (delivery per srtt),
-/// `hold_full`, and the kernel's state at the last ACK the rule acted on:
+/// `hold_full`, `hold_fill` (the share of its caps the socket sent in the
+/// last window, 0 until known), and the kernel's state at the last ACK the rule acted on:
 /// `hold_queue_ms` (srtt − min_rtt, what the rule calls a queue),
 /// `hold_cwnd` (segments) and `hold_ss` (1 in slow start: cwnd below
 /// ssthresh).
@@ -181,6 +185,7 @@ pub fn record_hold(ctx: &mut crate::runner::scenario::RunCtx<'_>, samples: &[Hol
             ("hold_btl_kb", s.btl_bytes as f64 / 1e3),
             ("hold_dlv_mbps", mbps(s.dlv_rate)),
             ("hold_full", f64::from(u8::from(s.full))),
+            ("hold_fill", f64::from(s.fill) / 1024.0),
             ("hold_queue_ms", f64::from(s.srtt_us.saturating_sub(s.min_rtt_us)) / 1e3),
             ("hold_cwnd", f64::from(s.cwnd)),
             ("hold_ss", f64::from(u8::from(s.cwnd < s.ssthresh))),
