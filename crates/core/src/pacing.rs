@@ -689,7 +689,10 @@ pub struct HoldAck {
 ///   was unpaced): the kernel's pacing of a cap of 36 Mbit/s sent 78-81%
 ///   of it, and the cap, leading a delivery rate it could not come within
 ///   1/32 of, froze at half of the estimate for 20 s. A sender that fills
-///   its cap is weighed at 1024/1024: the law as before.
+///   its cap is weighed at 1024/1024: the law as before. Only until the
+///   pipe is found full: past that the cap sits at the bottleneck, and
+///   BBR, which paces itself below the cap in parts of its cycle, let a
+///   weighed cap grow past the path.
 /// - Wherever the cap grows, it grows by at least `HOLD_AI_SEGS` (8)
 ///   segments per srtt, and its lead over the delivery rate is that much
 ///   larger: additive increase, so a flow held small beside big ones
@@ -941,7 +944,10 @@ impl BpfHold {
         // cap to 31/32 of it (HTTP, 4.2 s in: 221 → 151 Mbit/s).
         // The caps as the socket uses them: a sender that fills 80% of its
         // cap delivers 20% below it with no queue anywhere.
-        let fill = if self.fill == 0 { 1024 } else { self.fill as u64 };
+        // Until the pipe is found full: after that the cap is at the
+        // bottleneck, and a sender below it (BBR pacing itself, `fill`
+        // 0.67-0.83) let it grow 6-8% past the path (HTTP, full scale).
+        let fill = if self.fill == 0 || self.full { 1024 } else { self.fill as u64 };
         let capf = self.cap * fill / 1024;
         let sent = self.sent_cap.min(self.cap) * fill / 1024;
         let short = self.sent_cap != 0 && self.dlv_rate * 64 < sent * 63 && self.dlv_rate * 8 >= sent * 7;

@@ -658,8 +658,10 @@ static __always_inline __u64 hold_law(struct bpf_sock_ops *skops, struct sock_st
 	 * the cap of now, as before (after slow start, the hold's threshold). */
 	/* The caps as the socket uses them: a sender that sends 80% of its
 	 * cap delivers 20% below it with no queue anywhere (issue 47: the
-	 * kernel's pacing of a cap of 36 Mbit/s sent 78-81% of it). */
-	__u64 fill = st->fill ? st->fill : 1024;
+	 * kernel's pacing of a cap of 36 Mbit/s sent 78-81% of it). Until the
+	 * pipe is found full: after that the cap is at the bottleneck, and a
+	 * sender below it (BBR pacing itself) let it grow past the path. */
+	__u64 fill = st->fill && !st->full ? st->fill : 1024;
 	__u64 capf = st->cap * fill / 1024;
 	__u64 sent = (st->sent_cap < st->cap ? st->sent_cap : st->cap) * fill / 1024;
 	/* A shortfall of more than an eighth is the sender's own (BBR paces
