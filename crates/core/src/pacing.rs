@@ -849,8 +849,8 @@ impl BpfHold {
         } else if srtt != 0 && now.wrapping_sub(self.win_start_ns) >= srtt * 1000 {
             let dt = now.wrapping_sub(self.win_start_ns);
             self.dlv_rate = a.bytes_acked.wrapping_sub(self.win_acked).wrapping_mul(1_000_000_000) / dt;
-            // What the socket sent in the window that ends here against the
-            // mean of its cap at the window's start and now.
+            // What the socket sent in the window that ends here against
+            // what its caps allowed in it (`allow`, summed in `on_ack`).
             let sent = a.snd_nxt.wrapping_sub(self.win_nxt) as u64;
             let allowed = self.allow;
             self.fill = if allowed == u64::MAX || allowed == 0 || sent * 2 < allowed {
