@@ -680,7 +680,13 @@ pub struct HoldAck {
 ///   leave of the estimate (`HoldAck::others_cap`) if that is more: each
 ///   estimate is the whole bottleneck, and flows that ramp together each
 ///   took half of it; but flows held at 1/N each left a web-like mix's
-///   path half empty.
+///   path half empty. In slow start the band of 9/8 per srtt runs on past
+///   7/8 of the share to 7/8 of the estimate itself while no queue shows:
+///   the trains of new flows among others' traffic gave estimates of
+///   50–160 Mbit/s on 470, shares of a few Mbit/s, and long flows grew by
+///   8 segments per srtt for seconds on a half-empty path (issue 47). A
+///   queue stops it; what flows growing together overshoot is at most an
+///   eighth of the path's rate for an srtt.
 /// - Fill (issue 47): where the lead and the cuts compare the delivery
 ///   rate with a cap, the cap is weighed by the share of what the caps
 ///   returned allowed that the socket sent in the last window (bytes
@@ -1030,13 +1036,13 @@ impl BpfHold {
                 // from there an HTTP download took 3.4 s to its rate.)
                 (HOLD_LN_CA, HOLD_LEAD)
             } else if self.btl_rate != 0 {
-                if self.cap * 8 < share * 7 {
+                if self.cap * 8 < self.btl_rate * 7 {
                     // An estimate from a train shorter than
                     // `BPF_HOLD_SURE_TRAIN_SEGS` (a kernel-paced socket's
                     // initial window) may be up to twice the bottleneck:
                     // above 5/8 of it, 1/16 per srtt.
                     let unsure = self.btl_bytes < BPF_HOLD_SURE_TRAIN_SEGS * a.mss_cache as u64;
-                    if unsure && self.cap * 8 >= share * 5 {
+                    if unsure && self.cap * 8 >= self.btl_rate * 5 {
                         (HOLD_LN_NEAR_BTL, 0)
                     } else {
                         (HOLD_LN_EIGHTH, 0)
@@ -1524,8 +1530,9 @@ mod tests {
 
     /// Four of the rule's sockets past their probe: each follows slow start to half of
     /// a quarter of the estimate (not half of all of it: four flows that
-    /// ramped together took twice the bottleneck), and the 9/8 band ends
-    /// at 7/8 of the quarter.
+    /// ramped together took twice the bottleneck); above that it grows in
+    /// time, by an eighth per srtt up to 7/8 of the estimate (the queue the
+    /// four make stops it), 1/16 above.
     #[test]
     fn hold_shares_the_estimate_among_the_rules_held_sockets() {
         // The three others at 3 MB/s each leave less than a quarter.
@@ -1536,12 +1543,17 @@ mod tests {
         let mut h = held(1_000_000);
         assert_eq!(h.on_ack(4_000_000, 8_000_000, four(51_000)), 1_250_000);
         // Above half its share it grows in time: 9/8 per srtt below 7/8 of
-        // the share (2.1875 MB/s), 1/16 above.
+        // the estimate (8.75 MB/s), past the share (2.5 MB/s) ...
         let mut h = held(2_000_000);
         assert_eq!(h.on_ack(u64::MAX, u64::MAX, four(101_000)), 2_000_000 + 2_000_000 * 120 / 1024);
+        let mut h = held(8_700_000);
+        assert_eq!(h.on_ack(u64::MAX, u64::MAX, four(101_000)), 8_700_000 + 8_700_000 * 120 / 1024);
+        // ... and 1/16 above, within 1/32 of its delivery.
+        let mut h = BpfHold { dlv_rate: 8_800_000, ..held(8_800_000) };
+        assert_eq!(h.on_ack(u64::MAX, u64::MAX, four(101_000)), 8_800_000 + 8_800_000 * 62 / 1024);
+        // When the others close, the whole estimate is its again: slow
+        // start's own rate up to half of it.
         let mut h = held(2_200_000);
-        assert_eq!(h.on_ack(u64::MAX, u64::MAX, four(101_000)), 2_200_000 + 2_200_000 * 62 / 1024);
-        // When the others close, the whole estimate is its again.
         assert_eq!(h.on_ack(8_000_000, 16_000_000, hack(102_000, 0, 100_000)), 5_000_000);
     }
 
@@ -1594,13 +1606,15 @@ mod tests {
         // Others' caps above the estimate (theirs may be higher): a quarter.
         let mut h = held(1_000_000);
         assert_eq!(h.on_ack(4_000_000, 8_000_000, four(30_000_000)), 1_250_000);
-        // The 9/8 band ends at 7/8 of what they leave (5.25 of 6 MB/s).
-        let mut h = held(5_000_000);
+        // Past 7/8 of what they leave (5.25 of 6 MB/s) slow start's band
+        // goes on while no queue shows, to 7/8 of the estimate.
         let near = HoldAck { flows: 4, others_cap: 4_000_000, ..hack(101_000, 0, 100_000) };
-        assert_eq!(h.on_ack(u64::MAX, u64::MAX, near), 5_000_000 + 5_000_000 * 120 / 1024);
         let mut h = held(5_300_000);
-        let near = HoldAck { flows: 4, others_cap: 4_000_000, ..hack(101_000, 0, 100_000) };
-        assert_eq!(h.on_ack(u64::MAX, u64::MAX, near), 5_300_000 + 5_300_000 * 62 / 1024);
+        assert_eq!(h.on_ack(u64::MAX, u64::MAX, near), 5_300_000 + 5_300_000 * 120 / 1024);
+        // A queue stops it (the others' traffic and its own fill the path).
+        let queued = HoldAck { srtt_us_x8: 8 * 102_000, ..near };
+        let mut h = BpfHold { dlv_rate: 5_250_000, ..held(5_300_000) };
+        assert_eq!(h.on_ack(u64::MAX, u64::MAX, queued), 5_300_000);
     }
 
     #[test]

@@ -449,7 +449,13 @@ static __always_inline void release(struct bpf_sock_ops *skops, __u32 rule_idx, 
  *   of it; 7/8 of it) the estimate divided by their number, or what the
  *   others' caps (stats->held_cap) leave of the estimate if that is more:
  *   every estimate is the whole bottleneck, and flows that ramped together
- *   each took half.
+ *   each took half. In slow start the band of 9/8 per srtt runs on past
+ *   7/8 of the share to 7/8 of the estimate itself, while no queue shows
+ *   (issue 47: in the web-like mix the trains of new flows among the
+ *   others' traffic gave estimates of 50-160 Mbit/s on 470, shares of a
+ *   few Mbit/s, and long flows grew by 8 segments per srtt for seconds
+ *   on a half-empty path); a queue stops it, and what flows growing together
+ *   overshoot is at most an eighth of the path's rate for an srtt.
  * - Wherever the cap grows, by at least HOLD_AI_SEGS segments per srtt
  *   (with that much more lead): additive increase beside the queue's
  *   multiplicative cut, so held flows converge to shares. */
@@ -740,12 +746,12 @@ static __always_inline __u64 hold_law(struct bpf_sock_ops *skops, struct sock_st
 			ln = HOLD_LN_CA;
 			lead = HOLD_LEAD;
 		} else if (st->btl_rate) {
-			if (st->cap * 8 < share * 7) {
+			if (st->cap * 8 < st->btl_rate * 7) {
 				/* An estimate from a short train (a kernel-paced
 				 * socket's initial window) may be up to twice the
 				 * bottleneck: above 5/8 of it, 1/16 per srtt. */
 				if (st->btl_bytes < (__u64)HOLD_SURE_TRAIN_SEGS * skops->mss_cache &&
-				    st->cap * 8 >= share * 5)
+				    st->cap * 8 >= st->btl_rate * 5)
 					ln = HOLD_LN_NEAR_BTL;
 				else
 					ln = HOLD_LN_EIGHTH;
