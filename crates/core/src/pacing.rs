@@ -683,7 +683,7 @@ pub struct HoldAck {
 ///   path half empty. In slow start the band of 9/8 per srtt runs on past
 ///   7/8 of the share to 7/8 of the estimate itself while no queue shows:
 ///   the trains of new flows among others' traffic gave estimates of
-///   50–160 Mbit/s on 470, shares of a few Mbit/s, and long flows grew by
+///   50–180 Mbit/s on 470, shares of a few Mbit/s, and long flows grew by
 ///   8 segments per srtt for seconds on a half-empty path (issue 47). A
 ///   queue stops it; what flows growing together overshoot is at most an
 ///   eighth of the path's rate for an srtt.

@@ -181,9 +181,8 @@ fn root_emulated_wire_rtt_goodput_and_bad_frames() {
     // - the first read must empty the socket (return less than the buffer),
     //   and its clock is read before the syscall; the last read's after it.
     //   A reader scheduled late (the VM's steal) only widens the interval.
-    let last_repair = states
-        .iter()
-        .rposition(|&(_, clean, retrans)| !clean || retrans != states.last().expect("sender states").2);
+    let final_retrans = states.last().expect("sender states").2;
+    let last_repair = states.iter().rposition(|&(_, clean, retrans)| !clean || retrans != final_retrans);
     let quiet_from = last_repair.map_or(t0, |i| states.get(i + 1).map_or(states[i].0, |s| s.0));
     let start_after = quiet_from.max(t0 + Duration::from_secs(1));
     let last = marks.last().expect("bytes received");

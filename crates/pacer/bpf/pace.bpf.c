@@ -452,7 +452,7 @@ static __always_inline void release(struct bpf_sock_ops *skops, __u32 rule_idx, 
  *   each took half. In slow start the band of 9/8 per srtt runs on past
  *   7/8 of the share to 7/8 of the estimate itself, while no queue shows
  *   (issue 47: in the web-like mix the trains of new flows among the
- *   others' traffic gave estimates of 50-160 Mbit/s on 470, shares of a
+ *   others' traffic gave estimates of 50-180 Mbit/s on 470, shares of a
  *   few Mbit/s, and long flows grew by 8 segments per srtt for seconds
  *   on a half-empty path); a queue stops it, and what flows growing together
  *   overshoot is at most an eighth of the path's rate for an srtt.
