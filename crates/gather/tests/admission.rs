@@ -113,7 +113,12 @@ async fn incomplete_messages_share_one_budget_that_is_given_back() {
     let mut cfg = config(1 << 20, 100);
     cfg.control_memory = 8192;
     let (addr, _ev) = start(cfg, SinkSpec::Discard).await;
+    // One message at a time, so the server has taken each in before the
+    // next: `a` is the oldest. (Sent back to back, `b`'s task could be
+    // read first on the multi-threaded runtime; then `b` was displaced and
+    // `a` waited for nothing: CI, a loaded 2-core run.)
     let mut a = partial(addr, None, 4000).await;
+    tokio::time::sleep(Duration::from_millis(300)).await;
     let b = partial(addr, None, 4000).await;
     tokio::time::sleep(Duration::from_millis(300)).await;
     let c = partial(addr, None, 4000).await;
