@@ -245,8 +245,8 @@ impl NodeShare {
 /// | short flows | one to every front-end host per round, all of a round at once | incast script `main` (`adrs_set3`: six fixed receivers) and `socketTraffic` (one start time for the set) |
 /// | round period, rounds | 200 ms, 13 rounds | incast script `constant_pros(3500, 6000, 20)`: 3.5 s to 5.9 s |
 /// | short sizes | 64 KiB | text §6.3 (64 KB; KiB as the scripts count KB); the script sends `70*1000 − 1502` = 68,498 B (`repeat_incast.sh` `size=70`) |
-/// | short pairs | front-end host i receives from front-end host i + 1 (mod n), fixed | inferred: the script pairs each receiver with one fixed sender that sends no long flow (node 2k + 1 → 2k); 8 hosts have no such spare hosts |
-/// | long senders | 1–10, front-end host i mod n for sender i (a host runs two when senders exceed the front-end hosts) | text (1–10 senders, 8 hosts); which hosts: inferred (the script uses separate nodes 17, 19, …) |
+/// | short pairs | [`BuildupSenders::FrontEnd`]: front-end host i receives from front-end host i + 1 (mod n), fixed; [`BuildupSenders::Separate`]: from its own sender | inferred for `FrontEnd` (8 hosts have no spare hosts); `Separate`: incast script `main` (`adrs_set3`: node 2k + 1 → node 2k, k = 2…7, senders that send nothing else) |
+/// | long senders | 1–10; `FrontEnd`: front-end host i mod n for sender i (a host runs two when senders exceed the front-end hosts); `Separate`: long sender i is its own host | text (1–10 senders, 8 hosts); which hosts: inferred for `FrontEnd`, incast script `main` for `Separate` (`adrs_set`: nodes 17, 19, … each one flow) |
 /// | long destinations | the back-end hosts in turn (sender i to back-end host i mod m) | incast script `main` (`j%2`: 10.1.0.1 or 10.3.0.1, two destinations) |
 /// | long flows | unbounded (the caller's size), started 500 ms after the first round | incast script (`socketTraffic(adrs_set, 0, 4.0, 6.0, …)`: `MaxBytes` 0, from 4.0 s) |
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -255,8 +255,23 @@ pub struct BuildupRounds {
     /// Bytes of each long flow (the script's are unbounded: the caller
     /// gives more than the run can send).
     pub long_bytes: u64,
+    /// The short flows' receivers.
     pub front: Vec<HostId>,
+    /// The long flows' destinations.
     pub back: Vec<HostId>,
+    pub senders: BuildupSenders,
+}
+
+/// Which hosts send the buildup's flows.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum BuildupSenders {
+    /// The text's 8 hosts: the front-end hosts send both, short flows to
+    /// their neighbour, long flows one per host in turn.
+    FrontEnd,
+    /// The incast script's: `short[i]` sends the short flows to `front[i]`,
+    /// `long[i]` runs long flow i; hosts that do nothing else.
+    Separate { short: Vec<HostId>, long: Vec<HostId> },
 }
 
 /// Rounds of the incast script: 3.5 s to 5.9 s, 200 ms apart.
@@ -287,15 +302,38 @@ impl BuildupRounds {
             return Err(self.error("a host is both front-end and back-end"));
         }
         let n = self.front.len();
+        let (short_src, long_src): (Vec<HostId>, Vec<HostId>) = match &self.senders {
+            BuildupSenders::FrontEnd => (
+                (0..n).map(|i| self.front[(i + 1) % n]).collect(),
+                (0..self.long_senders as usize).map(|i| self.front[i % n]).collect(),
+            ),
+            BuildupSenders::Separate { short, long } => {
+                if short.len() != n {
+                    return Err(self.error(format!(
+                        "{} short-flow senders for {n} front-end hosts: one each",
+                        short.len()
+                    )));
+                }
+                if long.len() < self.long_senders as usize {
+                    return Err(self.error(format!("only {} long-sender hosts", long.len())));
+                }
+                let long = &long[..self.long_senders as usize];
+                let mut all: Vec<HostId> = [&self.front, &self.back, short, long].concat();
+                all.sort_unstable();
+                if all.windows(2).any(|w| w[0] == w[1]) {
+                    return Err(self.error("a host has two roles: separate senders send nothing else"));
+                }
+                (short.clone(), long.to_vec())
+            }
+        };
         let mut out: Vec<(Duration, u8, HostId, HostId, u64, FlowClass)> = Vec::new();
         for r in 0..BUILDUP_ROUNDS {
-            for (i, &dst) in self.front.iter().enumerate() {
-                let src = self.front[(i + 1) % n];
+            for (&dst, &src) in self.front.iter().zip(&short_src) {
                 out.push((ROUND_PERIOD * r, 0, src, dst, BUILDUP_SHORT_BYTES, FlowClass::Short));
             }
         }
-        for i in 0..self.long_senders as usize {
-            let (src, dst) = (self.front[i % n], self.back[i % self.back.len()]);
+        for (i, &src) in long_src.iter().enumerate() {
+            let dst = self.back[i % self.back.len()];
             out.push((BUILDUP_LONG_DELAY, 1, src, dst, self.long_bytes, FlowClass::Long));
         }
         out.sort_by_key(|f| (f.0, f.1));
@@ -480,6 +518,7 @@ mod tests {
             long_bytes: 1 << 40,
             front: (2..8).collect(),
             back: vec![0, 1],
+            senders: BuildupSenders::FrontEnd,
         };
         let origin = Instant::ZERO + Duration::from_secs(1);
         for senders in 1..=10u32 {
@@ -513,6 +552,53 @@ mod tests {
         assert!(no_back.flows(origin).unwrap_err().to_string().contains("back-end host"));
         let overlap = BuildupRounds { back: vec![0, 2], ..spec(1) };
         assert!(overlap.flows(origin).unwrap_err().to_string().contains("both"));
+    }
+
+    #[test]
+    fn separate_buildup_senders_send_only_their_own_flows() {
+        // The incast script's roles on two leaves: senders 0..16 (six short,
+        // ten long), receivers 16..24 (two long destinations, six short).
+        let spec = |long_senders| BuildupRounds {
+            long_senders,
+            long_bytes: 1 << 40,
+            front: (18..24).collect(),
+            back: vec![16, 17],
+            senders: BuildupSenders::Separate { short: (0..6).collect(), long: (6..16).collect() },
+        };
+        let origin = Instant::ZERO;
+        for senders in [1u32, 2, 7, 10] {
+            let flows = spec(senders).flows(origin).unwrap();
+            let (short, long): (Vec<&Flow>, Vec<&Flow>) =
+                flows.iter().partition(|f| f.class == FlowClass::Short);
+            assert_eq!((short.len(), long.len()), (13 * 6, senders as usize));
+            for (r, round) in short.chunks(6).enumerate() {
+                let pairs: Vec<(HostId, HostId)> = round.iter().map(|f| (f.src, f.dst)).collect();
+                assert_eq!(pairs, (0..6).map(|i| (i, 18 + i)).collect::<Vec<_>>(), "round {r}");
+                assert!(round
+                    .iter()
+                    .all(|f| f.start == origin + ROUND_PERIOD * r as u32 && f.bytes == 65_536));
+            }
+            let long: Vec<(HostId, HostId)> = long.iter().map(|f| (f.src, f.dst)).collect();
+            assert_eq!(long, (0..senders).map(|i| (6 + i, 16 + i % 2)).collect::<Vec<_>>());
+        }
+        let err = |s: BuildupRounds| s.flows(origin).unwrap_err().to_string();
+        assert!(err(spec(11)).contains("only 10 long-sender hosts"), "{}", err(spec(11)));
+        let few = BuildupRounds {
+            senders: BuildupSenders::Separate { short: (0..5).collect(), long: (6..16).collect() },
+            ..spec(1)
+        };
+        assert!(err(few).contains("5 short-flow senders for 6 front-end hosts"));
+        let shared = BuildupRounds {
+            senders: BuildupSenders::Separate { short: (0..6).collect(), long: vec![5, 6] },
+            ..spec(2)
+        };
+        assert!(err(shared).contains("two roles"));
+        // A long-sender host beyond the count in use may be anything.
+        let spare = BuildupRounds {
+            senders: BuildupSenders::Separate { short: (0..6).collect(), long: vec![6, 18] },
+            ..spec(1)
+        };
+        assert!(spare.flows(origin).is_ok());
     }
 
     #[test]

@@ -36,6 +36,15 @@ impl Hosts {
         let b = n / 4;
         Hosts { back: (0..b).collect(), front: (b..n).collect() }
     }
+    /// The first host under each leaf of `per_leaf` hosts back-end, the
+    /// rest front-end: the author's web-search and data-mining scripts put
+    /// one back-end node under each edge router (`l_makelist2`: nodes 0, 8,
+    /// 16, 24, 1, 9, 17, 25 of 32, four nodes per edge router).
+    pub fn one_per_leaf(n: u32, per_leaf: u32) -> Hosts {
+        let per_leaf = per_leaf.max(1);
+        let (back, front) = (0..n).partition(|h| h % per_leaf == 0);
+        Hosts { back, front }
+    }
     pub fn all(&self) -> Vec<HostId> {
         let mut v = self.back.clone();
         v.extend(&self.front);
@@ -302,5 +311,17 @@ mod tests {
         let (d1, d16) = (count(200, 100_000), count(3_200, 1_600_000));
         assert!((d16 / d1 - 1.0).abs() < 0.1, "{d1} at D=1, {d16} at D=16");
         assert!((d16 / 3000.0 - 1.0).abs() < 0.05, "{d16}");
+    }
+
+    #[test]
+    fn one_back_end_host_under_each_leaf_as_the_scripts_place_them() {
+        let h = Hosts::one_per_leaf(32, 4);
+        assert_eq!(h.back, vec![0, 4, 8, 12, 16, 20, 24, 28]);
+        assert_eq!(h.front.len(), 24);
+        assert!(h.front.iter().all(|f| f % 4 != 0));
+        let mut all = h.all();
+        all.sort_unstable();
+        assert_eq!(all, (0..32).collect::<Vec<_>>());
+        assert_eq!(Hosts::one_per_leaf(10, 4).back, vec![0, 4, 8], "a short last leaf has one too");
     }
 }

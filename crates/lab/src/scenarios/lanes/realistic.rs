@@ -29,10 +29,13 @@
 //! | application writes | 512-byte writes, Nagle on (`writes=bulksend`) | scripts (`BulkSendHelper` on `ns3::LinuxTcpSocketFactory`, `SendSize` left at ns-3's default 512, no `TCP_NODELAY`) |
 //! | loads | `loads` as Load (share of nodes, whole percent) | text §6.4 (0.1–0.8) |
 //!
-//! Sensitivity variants: the scripts' fabric (`hosts=32 topology=leaf-spine`:
-//! 24 front-end, 8 back-end; the FatTree holds 16), Poisson instead of rounds
-//! (`workload=link-load`), 1 Gbit/s (`rate=1gbit`, with `scale` if the
-//! fidelity monitor asks for it).
+//! Sensitivity variants: the scripts' fabric (`hosts=32 topology=leaf-spine
+//! hosts_per_leaf=4 spines=1 back_end=one-per-leaf`: 24 front-end, 8
+//! back-end; the web script `main` puts 32 nodes under 8 edge routers per
+//! path, 4 each, one aggregation router per path (`routers_aggr`), and
+//! `l_makelist2` one back-end node under each edge router; the FatTree
+//! holds 16), Poisson instead of rounds (`workload=link-load`), 1 Gbit/s
+//! (`rate=1gbit`, with `scale` if the fidelity monitor asks for it).
 
 use std::path::Path;
 use std::time::Duration;
@@ -51,6 +54,7 @@ use crate::engines::workloads::{self as workload, Hosts, Mix};
 use crate::runner::claims::{thesis_order, Claim, Goal, Measure, GOAL_BENCH, GOAL_DIRECTION, GOAL_OWN};
 use crate::runner::records::MetricSpec;
 use crate::runner::scenario::{ParamSpec, Params, RunConfig, RunCtx, Scenario, Testbed};
+use crate::testbeds::fabric::Shape;
 use tcpaccel_core::workload::{rounds, Flow, FlowClass};
 
 /// `lanes-websearch` (`Mix::WebSearch`) or `lanes-datamining`.
@@ -66,6 +70,16 @@ pub(super) enum Workload {
 
 crate::runner::typed::dilate_choice!(Workload);
 
+/// Which hosts are back-end (`back_end`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub(super) enum BackEnd {
+    FirstQuarter,
+    OnePerLeaf,
+}
+
+crate::runner::typed::dilate_choice!(BackEnd);
+
 /// What `workload=rounds` implies beside the thesis's operating point for
 /// the keys no `--set` gave (the module's table).
 const ROUNDS_POINT: [(&str, &str); 2] = [("hosts", "16"), ("topology", "fattree")];
@@ -76,6 +90,8 @@ scaled_params! {
         workload: Workload [Choice] = "link-load"
             => "rounds: the thesis's (Load = share of nodes addressed, short flows in rounds among front-end hosts, long flows back-end to back-end; implies rate=100mbit hosts=16 topology=fattree initcwnd=12 capture=on writes=bulksend unless set); link-load: Poisson arrivals at a load of each destination link",
         loads: Vec<f64> [Load] = "0.2,0.5,0.8" => "offered load per destination link (arrivals follow the scaled rate)",
+        back_end: BackEnd [Choice] = "first-quarter"
+            => "which hosts are back-end: first-quarter (hosts 0 to n/4 - 1: the text's 25%, which ones inferred) or one-per-leaf (leaf-spine: the first host under each leaf, as the author's scripts put one back-end node under each edge router)",
         #[serde(with = "tcpaccel_core::units::serde_duration")]
         duration: Duration [Time] = "10s" => "arrivals window per load",
     }
@@ -299,6 +315,13 @@ impl LanesRealistic {
         let r = Read { common, own, drain, fan_in, warmup };
         check_variants(&r.common, &POLICIES)?;
         non_empty("loads", &r.own.loads)?;
+        if r.own.back_end == BackEnd::OnePerLeaf
+            && (r.common.topology != Shape::LeafSpine || r.common.hosts_per_leaf < 2)
+        {
+            anyhow::bail!(
+                "back_end=one-per-leaf needs topology=leaf-spine with hosts_per_leaf of at least 2 (a front-end host beside each back-end one)"
+            );
+        }
         Ok(r)
     }
 }
@@ -326,7 +349,10 @@ impl Experiment for RealisticRun {
             Mix::WebSearch => RunEnd::AllFlows,
         };
         let d = bed.d;
-        let hosts = Hosts::quarter_back(bed.fab.spec.hosts);
+        let hosts = match self.own.back_end {
+            BackEnd::FirstQuarter => Hosts::quarter_back(bed.fab.spec.hosts),
+            BackEnd::OnePerLeaf => Hosts::one_per_leaf(bed.fab.spec.hosts, bed.fab.spec.hosts_per_leaf),
+        };
         let rounds = self.own.workload == Workload::Rounds;
         let arrivals = if rounds { bed.wall(rounds_span(self.mix)) } else { duration };
         let variant = ctx.variant.clone();
@@ -616,6 +642,21 @@ mod tests {
 
     fn sets(v: &[(&str, &str)]) -> Vec<(String, String)> {
         v.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect()
+    }
+
+    #[test]
+    fn one_back_end_per_leaf_needs_a_leaf_spine_with_room_for_front_end_hosts() {
+        let s = LanesRealistic(Mix::WebSearch);
+        let base = [("workload", "rounds"), ("back_end", "one-per-leaf")];
+        let err = |extra: &[(&str, &str)]| {
+            let v = sets(&[&base[..], extra].concat());
+            format!("{:#}", resolve_params(&s, false, &v).unwrap_err())
+        };
+        assert!(err(&[]).contains("needs topology=leaf-spine"), "rounds implies the FatTree");
+        assert!(err(&[("topology", "leaf-spine"), ("hosts_per_leaf", "1")]).contains("at least 2"));
+        let ok = sets(&[&base[..], &[("topology", "leaf-spine"), ("hosts", "32"), ("spines", "1")]].concat());
+        let p = resolve_params(&s, false, &ok).unwrap();
+        assert_eq!(p.str("back_end").unwrap(), "one-per-leaf");
     }
 
     #[test]
