@@ -51,6 +51,11 @@ pub fn serve(
             }
         }
         run.abort();
+        // Events sent before the stop are the record of what happened (a
+        // refused client already has its answer): print every one of them.
+        while let Ok(e) = rx.try_recv() {
+            on_event(e);
+        }
         tcpaccel_metrics::flood_tick!(crate::floodlog::CONN_LOG, flush);
         Ok(())
     })

@@ -510,9 +510,11 @@ pub fn file_stem(id: &str) -> String {
 
 async fn refuse(shared: &Shared, stream: &mut TcpStream, peer: SocketAddr, code: ErrorCode, message: String) {
     let msg = Control::Error { code, message: message.clone(), server_version: None };
+    // Recorded before the client is told, so a refusal it has seen is never
+    // missing from the events, even when the server stops right after.
+    shared.conn_error(peer, "hello", &message);
     let _ = stream.write_all(&proto::encode_control(&msg)).await;
     let _ = stream.shutdown().await;
-    shared.conn_error(peer, "hello", message);
 }
 
 /// A control connection: the hello and admission ([`admit`]), then the
