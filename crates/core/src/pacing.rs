@@ -698,7 +698,11 @@ pub struct HoldAck {
 ///   its cap is weighed at 1024/1024: the law as before. Only until the
 ///   pipe is found full: past that the cap sits at the bottleneck, and
 ///   BBR, which paces itself below the cap in parts of its cycle, let a
-///   weighed cap grow past the path.
+///   weighed cap grow past the path. Nor where the estimate is unsure (a
+///   socket the kernel paces itself): BBR, its startup ended at the path's
+///   rate under a cap above it, sent 0.78-0.93 of the cap, and the weighed
+///   cap reached 1.3 times the path, where each of BBR's probes overflowed
+///   the buffer (nginx, 1686 packets in one repeat of three).
 /// - Wherever the cap grows, it grows by at least `HOLD_AI_SEGS` (8)
 ///   segments per srtt, and its lead over the delivery rate is that much
 ///   larger: additive increase, so a flow held small beside big ones
@@ -742,7 +746,7 @@ pub struct BpfHold {
     /// of what its caps allowed that the socket sent in the last window
     /// (1/1024ths; 0 until known; 1024 where it sent less than half of
     /// it, a socket limited by its application or window, or some time of
-    /// the window was unpaced).
+    /// the window was unpaced, or where the estimate is unsure).
     pub win_nxt: u32,
     pub fill: u32,
     /// Bytes the caps returned allowed since the window started
@@ -857,9 +861,21 @@ impl BpfHold {
             self.dlv_rate = a.bytes_acked.wrapping_sub(self.win_acked).wrapping_mul(1_000_000_000) / dt;
             // What the socket sent in the window that ends here against
             // what its caps allowed in it (`allow`, summed in `on_ack`).
+            // Not weighed where the estimate is unsure (a train of fewer
+            // than `BPF_HOLD_SURE_TRAIN_SEGS`: a socket the kernel paces
+            // itself, whose one unpaced burst was its initial window). BBR
+            // paces itself at its own bandwidth estimate, under a cap that
+            // does not bind, and weighed by the share of the cap it sent
+            // (0.78-0.93) the cap grew to 1.3 times the path before the
+            // pipe was found full; BBR's next probe (5/4 of its rate for a
+            // round) overflowed the 1 MB buffer (issue 47: nginx, 1686
+            // packets in one of three repeats). The weighing is for a
+            // sender that falls short of a cap that binds (`send`'s
+            // unpaced slow start, from a sure estimate).
             let sent = a.snd_nxt.wrapping_sub(self.win_nxt) as u64;
             let allowed = self.allow;
-            self.fill = if allowed == u64::MAX || allowed == 0 || sent * 2 < allowed {
+            let unsure = self.btl_bytes < BPF_HOLD_SURE_TRAIN_SEGS * a.mss_cache as u64;
+            self.fill = if allowed == u64::MAX || allowed == 0 || sent * 2 < allowed || unsure {
                 1024
             } else {
                 (sent * 1024 / allowed).min(1024) as u32
@@ -953,6 +969,7 @@ impl BpfHold {
         // Until the pipe is found full: after that the cap is at the
         // bottleneck, and a sender below it (BBR pacing itself, `fill`
         // 0.67-0.83) let it grow 6-8% past the path (HTTP, full scale).
+        // (Nor where the estimate is unsure: `fill` is 1024 there.)
         let fill = if self.fill == 0 || self.full { 1024 } else { self.fill as u64 };
         let capf = self.cap * fill / 1024;
         let sent = self.sent_cap.min(self.cap) * fill / 1024;
@@ -2092,6 +2109,115 @@ mod tests {
             qdelay[k] = queue * 1_000_000 / btl;
         }
         (reached, dropped, h, caps)
+    }
+
+    /// A sender that paces itself as BBR does (nginx and python's
+    /// http.server under the host's default, issue 47), over the fluid
+    /// bottleneck of [`paced_writer_stalled`], from the hold's state `h` at
+    /// the end of the probe. Per round (100 ms) the delivery rate of the
+    /// round is a bandwidth sample, `bw` the most of the last ten; startup
+    /// paces at 2.885 × bw until three rounds in a row grow bw by less than
+    /// a quarter (slow start ends then: BBR sets ssthresh), a round of drain
+    /// at bw / 2.885, then the probing cycle of eight rounds at 5/4, 3/4
+    /// and six times 1 × bw, from its third. It sends the less of its pace
+    /// and the cap the hold returned. Returns (bytes dropped, the hold at
+    /// the end, the cap at each millisecond).
+    fn bbr_writer(mut h: BpfHold, btl: u64, buffer: u64, ms: u64) -> (u64, BpfHold, Vec<u64>) {
+        const CYCLE: [u64; 8] = [5, 3, 4, 4, 4, 4, 4, 4]; // gains, quarters
+        let rtt_ms = 100usize;
+        let mut delivered = vec![0u64; rtt_ms];
+        let mut qdelay = vec![0u64; rtt_ms];
+        let (mut queue, mut total, mut dropped, mut sent_total) = (0u64, 0u64, 0u64, 0u64);
+        let mut caps = Vec::with_capacity(ms as usize);
+        let first_bw = 64 * 1448 * 10;
+        let (mut samples, mut bw, mut full_bw, mut flat) = ([0u64; 10], first_bw, 0u64, 0u32);
+        let (mut startup, mut drain, mut phase, mut round_acked) = (true, false, 2usize, 0u64);
+        for t in 0..ms {
+            let k = t as usize % rtt_ms;
+            if t > 0 && t % 100 == 0 {
+                samples[(t / 100) as usize % 10] = (delivered[k] - round_acked) * 10;
+                round_acked = delivered[k];
+                bw = samples.iter().copied().max().unwrap_or(0).max(first_bw);
+                if startup {
+                    if bw * 4 >= full_bw * 5 {
+                        (full_bw, flat) = (bw, 0);
+                    } else {
+                        flat += 1;
+                        (startup, drain) = (flat < 3, flat >= 3);
+                    }
+                } else if drain {
+                    drain = false;
+                } else {
+                    phase = (phase + 1) % CYCLE.len();
+                }
+            }
+            let a = HoldAck {
+                now_ns: (t + 1) * 1_000_000,
+                bytes_acked: delivered[k],
+                srtt_us_x8: (100_000 + qdelay[k]) as u32 * 8,
+                rtt_min_us: 100_000,
+                snd_cwnd: 20_000,
+                snd_ssthresh: if startup { u32::MAX } else { 500 },
+                mss_cache: 1448,
+                flows: 1,
+                others_cap: 0,
+                snd_nxt: sent_total as u32,
+            };
+            let eq1 = 20_000 * 1448 * 10;
+            let cap = h.on_ack(eq1, 2 * eq1, a);
+            caps.push(h.cap);
+            let pace = match (startup, drain) {
+                (true, _) => bw * 2885 / 1000,
+                (_, true) => bw * 1000 / 2885,
+                _ => bw * CYCLE[phase] / 4,
+            };
+            let arrived = pace.min(cap) / 1000;
+            sent_total += arrived;
+            let backlog = queue + arrived;
+            let out = backlog.min(btl / 1000);
+            queue = backlog - out;
+            if queue > buffer {
+                dropped += queue - buffer;
+                queue = buffer;
+            }
+            total += out;
+            delivered[k] = total;
+            qdelay[k] = queue * 1_000_000 / btl;
+        }
+        (dropped, h, caps)
+    }
+
+    /// Issue 47: nginx under the hold (full scale, one repeat of three)
+    /// dropped 1686 packets: its BBR ended its startup at the path's rate
+    /// under a cap above it (an unsure estimate of 581 Mbit/s on 470), then
+    /// paced itself at 0.78-0.93 of the cap, and the cap, weighed by that
+    /// share, grew to 1.3 times the path; each of BBR's probes (5/4 of its
+    /// rate for a round in eight) overflowed the 1 MB buffer. An unsure
+    /// estimate (a socket the kernel paces itself) now leaves the cap
+    /// unweighed. Fed to a BBR-like sender ([`bbr_writer`]) from unsure
+    /// estimates of 0.8 to 1.24 times the bottleneck, the cap stays under
+    /// 1.13 times the bottleneck from 3 s on and drops 182 KB in one case
+    /// (1.24 times; the others nothing), where the weighed cap reached
+    /// 1.23-1.89 times the bottleneck in 6 of these 8 cases and dropped
+    /// 0.18-1.7 MB in 7.
+    /// (The model's BBR follows a cap that grows only in its probing
+    /// rounds, so from the low estimates it reaches 95% late: 5.2-6.1 s.)
+    #[test]
+    fn hold_keeps_a_sender_that_paces_itself_below_the_path() {
+        let btl = 1448 * 1_000_000_000 / 24_608; // 58.84 MB/s of payload
+        let mut dropping = Vec::new();
+        for pct in [80u64, 90, 97, 100, 105, 110, 118, 124] {
+            let h = BpfHold { btl_rate: btl * pct / 100, btl_bytes: 9 * 1448, ..BpfHold::default() };
+            let (dropped, _, caps) = bbr_writer(h, btl, 1_000_000, 8_000);
+            let most = caps[3_000..].iter().copied().max().unwrap_or(0);
+            assert!(most * 100 <= btl * 113, "{pct}%: cap {most} of {btl} after 3 s");
+            let reached = caps.iter().position(|&c| c * 100 >= btl * 95);
+            assert!(reached.is_some_and(|t| t <= 6_500), "{pct}%: 95% at {reached:?} ms");
+            if dropped > 0 {
+                dropping.push((pct, dropped));
+            }
+        }
+        assert!(dropping.len() <= 1 && dropping.iter().all(|&(_, d)| d <= 200_000), "{dropping:?}");
     }
 
     /// Issue 47: `tcpaccel send` under the hold (full scale, repeat 0)

@@ -118,7 +118,8 @@ struct sock_state {
 	/* RULE_HOLD: snd_nxt when the current delivery window started, and
 	 * the share (1/1024ths) of what its caps allowed that the socket sent
 	 * in the last window (0 until known; 1024 where it sent less than
-	 * half, or some of the window was unpaced); the bytes the caps
+	 * half, or some of the window was unpaced, or the estimate is
+	 * unsure); the bytes the caps
 	 * returned allowed since the window started (~0: some unpaced), the
 	 * last cap returned and when. */
 	__u32 win_nxt;
@@ -574,7 +575,13 @@ static __always_inline __u64 hold_law(struct bpf_sock_ops *skops, struct sock_st
 		__u64 sent_b = (__u32)(skops->snd_nxt - st->win_nxt);
 		__u64 allowed = st->allow;
 
-		if (allowed == ~0ull || allowed == 0 || sent_b * 2 < allowed)
+		/* Not weighed where the estimate is unsure (a socket the kernel
+		 * paces itself, whose one unpaced burst was its initial window):
+		 * BBR pacing itself under a cap that did not bind sent 0.78-0.93
+		 * of it, and the weighed cap grew to 1.3 times the path, where
+		 * BBR's next probe overflowed the buffer (nginx, issue 47). */
+		if (allowed == ~0ull || allowed == 0 || sent_b * 2 < allowed ||
+		    st->btl_bytes < (__u64)HOLD_SURE_TRAIN_SEGS * skops->mss_cache)
 			st->fill = 1024;
 		else if (sent_b >= allowed)
 			st->fill = 1024;
@@ -666,7 +673,8 @@ static __always_inline __u64 hold_law(struct bpf_sock_ops *skops, struct sock_st
 	 * cap delivers 20% below it with no queue anywhere (issue 47: the
 	 * kernel's pacing of a cap of 36 Mbit/s sent 78-81% of it). Until the
 	 * pipe is found full: after that the cap is at the bottleneck, and a
-	 * sender below it (BBR pacing itself) let it grow past the path. */
+	 * sender below it (BBR pacing itself) let it grow past the path.
+	 * (Nor where the estimate is unsure: `fill` is 1024 there.) */
 	__u64 fill = st->fill && !st->full ? st->fill : 1024;
 	__u64 capf = st->cap * fill / 1024;
 	__u64 sent = (st->sent_cap < st->cap ? st->sent_cap : st->cap) * fill / 1024;
