@@ -1990,6 +1990,51 @@ mod tests {
         }
     }
 
+    /// The fluid bottleneck of the writers below: `btl` payload bytes/s,
+    /// a `buffer`-byte drop-tail queue and 100 ms of propagation, stepped a
+    /// millisecond at a time. Slot `t % 100` holds what millisecond `t`
+    /// delivered in all and the queue delay (µs) its bytes met, read a
+    /// round trip later as that millisecond's ACKs.
+    struct FluidPath {
+        btl: u64,
+        buffer: u64,
+        queue: u64,
+        total: u64,
+        dropped: u64,
+        delivered: Vec<u64>,
+        qdelay: Vec<u64>,
+    }
+
+    impl FluidPath {
+        const RTT_MS: usize = 100;
+
+        fn new(btl: u64, buffer: u64) -> FluidPath {
+            let (delivered, qdelay) = (vec![0; Self::RTT_MS], vec![0; Self::RTT_MS]);
+            FluidPath { btl, buffer, queue: 0, total: 0, dropped: 0, delivered, qdelay }
+        }
+
+        /// Millisecond `t`'s ACKs: (bytes acked, queue delay µs).
+        fn acks(&self, t: u64) -> (u64, u64) {
+            let k = t as usize % Self::RTT_MS;
+            (self.delivered[k], self.qdelay[k])
+        }
+
+        /// `arrived` bytes reach the bottleneck in millisecond `t`.
+        fn step(&mut self, t: u64, arrived: u64) {
+            let backlog = self.queue + arrived;
+            let out = backlog.min(self.btl / 1000);
+            self.queue = backlog - out;
+            if self.queue > self.buffer {
+                self.dropped += self.queue - self.buffer;
+                self.queue = self.buffer;
+            }
+            self.total += out;
+            let k = t as usize % Self::RTT_MS;
+            self.delivered[k] = self.total;
+            self.qdelay[k] = self.queue * 1_000_000 / self.btl;
+        }
+    }
+
     /// A sender that paces itself at the cap the hold sets (as BBR does
     /// while the cap binds: its startup and its probing phase pace at 2.89
     /// and 1.25 times its delivery rate) over a fluid bottleneck of `btl`
@@ -2060,19 +2105,16 @@ mod tests {
     ) -> (Option<u64>, u64, BpfHold, Vec<u64>) {
         let mut sent_total = 0u64;
         let mut caps = Vec::with_capacity(ms as usize);
-        let rtt_ms = 100usize;
-        // Per ms: bytes delivered by then, and the queue delay (µs) met.
-        let mut delivered = vec![0u64; rtt_ms];
-        let mut qdelay = vec![0u64; rtt_ms];
-        let (mut queue, mut total, mut dropped, mut rate) = (0u64, 0u64, 0u64, 0u64);
+        let mut path = FluidPath::new(btl, buffer);
+        let mut rate = 0u64;
         let mut reached = None;
         for t in 0..ms {
             // This millisecond's ACKs: what was delivered one RTT ago.
-            let k = t as usize % rtt_ms;
+            let (acked, qdelay) = path.acks(t);
             let a = HoldAck {
                 now_ns: (t + 1) * 1_000_000,
-                bytes_acked: delivered[k],
-                srtt_us_x8: (100_000 + qdelay[k] + noise_us(t)) as u32 * 8,
+                bytes_acked: acked,
+                srtt_us_x8: (100_000 + qdelay + noise_us(t)) as u32 * 8,
                 rtt_min_us: 100_000,
                 snd_cwnd: 20_000,
                 snd_ssthresh: if t < ssthresh_at_ms { u32::MAX } else { 500 },
@@ -2096,24 +2138,14 @@ mod tests {
             // The bottleneck over this millisecond.
             let arrived = rate * fill_pct / 100 / 1000;
             sent_total += arrived;
-            let served = btl / 1000;
-            let backlog = queue + arrived;
-            let out = backlog.min(served);
-            queue = backlog - out;
-            if queue > buffer {
-                dropped += queue - buffer;
-                queue = buffer;
-            }
-            total += out;
-            delivered[k] = total;
-            qdelay[k] = queue * 1_000_000 / btl;
+            path.step(t, arrived);
         }
-        (reached, dropped, h, caps)
+        (reached, path.dropped, h, caps)
     }
 
     /// A sender that paces itself as BBR does (nginx and python's
-    /// http.server under the host's default, issue 47), over the fluid
-    /// bottleneck of [`paced_writer_stalled`], from the hold's state `h` at
+    /// http.server under the host's default, issue 47), over a
+    /// [`FluidPath`], from the hold's state `h` at
     /// the end of the probe. Per round (100 ms) the delivery rate of the
     /// round is a bandwidth sample, `bw` the most of the last ten; startup
     /// paces at 2.885 × bw until three rounds in a row grow bw by less than
@@ -2124,19 +2156,17 @@ mod tests {
     /// the end, the cap at each millisecond).
     fn bbr_writer(mut h: BpfHold, btl: u64, buffer: u64, ms: u64) -> (u64, BpfHold, Vec<u64>) {
         const CYCLE: [u64; 8] = [5, 3, 4, 4, 4, 4, 4, 4]; // gains, quarters
-        let rtt_ms = 100usize;
-        let mut delivered = vec![0u64; rtt_ms];
-        let mut qdelay = vec![0u64; rtt_ms];
-        let (mut queue, mut total, mut dropped, mut sent_total) = (0u64, 0u64, 0u64, 0u64);
+        let mut path = FluidPath::new(btl, buffer);
+        let mut sent_total = 0u64;
         let mut caps = Vec::with_capacity(ms as usize);
         let first_bw = 64 * 1448 * 10;
         let (mut samples, mut bw, mut full_bw, mut flat) = ([0u64; 10], first_bw, 0u64, 0u32);
         let (mut startup, mut drain, mut phase, mut round_acked) = (true, false, 2usize, 0u64);
         for t in 0..ms {
-            let k = t as usize % rtt_ms;
+            let (acked, qdelay) = path.acks(t);
             if t > 0 && t % 100 == 0 {
-                samples[(t / 100) as usize % 10] = (delivered[k] - round_acked) * 10;
-                round_acked = delivered[k];
+                samples[(t / 100) as usize % 10] = (acked - round_acked) * 10;
+                round_acked = acked;
                 bw = samples.iter().copied().max().unwrap_or(0).max(first_bw);
                 if startup {
                     if bw * 4 >= full_bw * 5 {
@@ -2153,8 +2183,8 @@ mod tests {
             }
             let a = HoldAck {
                 now_ns: (t + 1) * 1_000_000,
-                bytes_acked: delivered[k],
-                srtt_us_x8: (100_000 + qdelay[k]) as u32 * 8,
+                bytes_acked: acked,
+                srtt_us_x8: (100_000 + qdelay) as u32 * 8,
                 rtt_min_us: 100_000,
                 snd_cwnd: 20_000,
                 snd_ssthresh: if startup { u32::MAX } else { 500 },
@@ -2173,18 +2203,9 @@ mod tests {
             };
             let arrived = pace.min(cap) / 1000;
             sent_total += arrived;
-            let backlog = queue + arrived;
-            let out = backlog.min(btl / 1000);
-            queue = backlog - out;
-            if queue > buffer {
-                dropped += queue - buffer;
-                queue = buffer;
-            }
-            total += out;
-            delivered[k] = total;
-            qdelay[k] = queue * 1_000_000 / btl;
+            path.step(t, arrived);
         }
-        (dropped, h, caps)
+        (path.dropped, h, caps)
     }
 
     /// Issue 47: nginx under the hold (full scale, one repeat of three)
